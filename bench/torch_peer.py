@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""PyTorch (Python eager, CPU) peer for the Loom benchmark suite.
+
+Runs the reference workloads with the thread settings found best on the
+project's 2-core machine (see docs/benchmarks-peers-notes.md and
+bench/torch_thread_sweep.py) and prints one JSON object per line:
+
+    {"name": "sgemm_256", "threads": 1, "seconds": 0.000312}
+
+`seconds` is the median wall time of one iteration.
+
+Usage:
+    python3 bench/torch_peer.py [--threads N | --threads 1,2] [--only a,b]
+                                [--impl best|naive] [--details]
+
+The OpenMP/MKL environment is read once when torch's libraries load, so the
+script sets it and re-execs itself before `import torch`. A comma-separated
+--threads list runs each count in its own fresh process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = [
+    "sgemm_256", "sgemm_1024", "sgemm_2048", "sgemm_128x784x512",
+    "add_1e6", "fused_relu_mul_add_1e6", "sum_axis1_1024", "sum_axis0_1024",
+    "softmax_128x1000", "overhead_add_1elem",
+]
+
+MARKER = "LOOM_TORCH_PEER_ENV"
+
+# Variables that could otherwise leak in from the caller and change threading.
+_THREAD_VARS = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND", "OMP_PLACES",
+                "MKL_DYNAMIC", "KMP_BLOCKTIME"]
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Best settings measured on the 2-core box (docs/benchmarks-peers-notes.md)."""
+    env = {k: v for k, v in os.environ.items() if k not in _THREAD_VARS}
+    env["OMP_NUM_THREADS"] = str(threads)   # ATen's OpenMP pool (libgomp)
+    env["MKL_NUM_THREADS"] = str(threads)   # MKL sgemm (GNU-OpenMP threading layer)
+    # `import torch` also loads numpy's bundled OpenBLAS, which starts its own
+    # worker thread(s); torch never calls it, so keep it at one thread.
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    env[MARKER] = str(threads)
+    return env
+
+
+def measure(fn, target_sample_s=0.01, samples=21, budget_s=1.0):
+    """(median, min, n) seconds per call of fn(); calibrates calls per sample."""
+    t0 = time.perf_counter()
+    n = 0
+    while n < 3 or time.perf_counter() - t0 < 0.05:
+        fn()
+        n += 1
+    per = (time.perf_counter() - t0) / n
+    inner = max(1, int(target_sample_s / per))
+    res = []
+    start = time.perf_counter()
+    while len(res) < samples and (len(res) < 5 or time.perf_counter() - start < budget_s):
+        t = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        res.append((time.perf_counter() - t) / inner)
+    return statistics.median(res), min(res), len(res)
+
+
+def run(threads: int, only: set[str], impl: str, details: bool) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    naive = impl == "naive"
+
+    def emit(name, how, fn, **kw):
+        if only and name not in only:
+            return
+        med, mn, n = measure(fn, **kw)
+        rec = {"name": name, "threads": threads, "seconds": med}
+        if details:
+            rec.update({"impl": how, "min": mn, "samples": n,
+                        "torch": torch.__version__,
+                        "torch_threads": torch.get_num_threads()})
+        print(json.dumps(rec), flush=True)
+
+    # inference_mode: no autograd/version-counter bookkeeping (none of the
+    # tensors require grad anyway; it shaves ~0.1 us per op).
+    with torch.inference_mode():
+        for name, (m, k, n) in {"sgemm_256": (256, 256, 256),
+                                "sgemm_1024": (1024, 1024, 1024),
+                                "sgemm_2048": (2048, 2048, 2048),
+                                "sgemm_128x784x512": (128, 784, 512)}.items():
+            if only and name not in only:
+                continue
+            a, b = torch.randn(m, k), torch.randn(k, n)
+            c = torch.empty(m, n)
+            big = m == 2048
+            fn = (lambda: a @ b) if naive else (lambda: torch.mm(a, b, out=c))
+            emit(name, "matmul" if naive else "mm_out", fn,
+                 samples=11 if big else 21, budget_s=2.5 if big else 1.0)
+
+        N = 1_000_000
+        a, b, c = torch.randn(N), torch.randn(N), torch.randn(N)
+        t = torch.empty(N)
+        if naive:
+            emit("add_1e6", "a+b", lambda: a + b)
+            emit("fused_relu_mul_add_1e6", "relu(a*b+c)", lambda: torch.relu(a * b + c))
+        else:
+            emit("add_1e6", "add_out", lambda: torch.add(a, b, out=t))
+
+            def fused():
+                torch.addcmul(c, a, b, out=t)   # t = c + a*b  (one pass)
+                t.relu_()                        # in place     (second pass)
+
+            emit("fused_relu_mul_add_1e6", "addcmul_out+relu_", fused)
+
+        x = torch.randn(1024, 1024)
+        o = torch.empty(1024)
+        if naive:
+            emit("sum_axis1_1024", "sum", lambda: x.sum(1))
+            emit("sum_axis0_1024", "sum", lambda: x.sum(0))
+        else:
+            emit("sum_axis1_1024", "sum_out", lambda: torch.sum(x, 1, out=o))
+            emit("sum_axis0_1024", "sum_out", lambda: torch.sum(x, 0, out=o))
+
+        s, so = torch.randn(128, 1000), torch.empty(128, 1000)
+        if naive:
+            emit("softmax_128x1000", "softmax", lambda: torch.softmax(s, 1))
+        else:
+            emit("softmax_128x1000", "softmax_out", lambda: torch.softmax(s, 1, out=so))
+
+        e1, e2, eo = torch.randn(1), torch.zeros(1), torch.empty(1)
+        if naive:
+            emit("overhead_add_1elem", "a+b", lambda: e1 + e2)
+        else:
+            emit("overhead_add_1elem", "add_out", lambda: torch.add(e1, e2, out=eo))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", default="1",
+                    help="thread count, or a comma-separated list (e.g. 1,2)")
+    ap.add_argument("--only", default="", help="comma-separated workload names")
+    ap.add_argument("--impl", choices=["best", "naive"], default="best",
+                    help="best: out=/fused eager forms; naive: plain expressions")
+    ap.add_argument("--details", action="store_true",
+                    help="add impl/min/samples/version fields to each record")
+    args = ap.parse_args()
+
+    counts = [int(x) for x in args.threads.split(",") if x.strip()]
+    if not counts or min(counts) < 1:
+        ap.error("--threads must be positive")
+    only = {x for x in args.only.split(",") if x}
+    unknown = only - set(WORKLOADS)
+    if unknown:
+        ap.error(f"unknown workload(s): {sorted(unknown)}; known: {WORKLOADS}")
+
+    if len(counts) > 1:
+        # One fresh process per count: the environment is fixed at library load.
+        base = [a for a in sys.argv[1:]]
+        for n in counts:
+            argv = []
+            skip = False
+            for i, a in enumerate(base):
+                if skip:
+                    skip = False
+                    continue
+                if a == "--threads":
+                    skip = True
+                    continue
+                if a.startswith("--threads="):
+                    continue
+                argv.append(a)
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--threads", str(n),
+                            *argv], check=True)
+        return
+
+    threads = counts[0]
+    if os.environ.get(MARKER) != str(threads):
+        env = thread_env(threads)
+        os.execve(sys.executable,
+                  [sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
+    run(threads, only, args.impl, args.details)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+#pragma once
+// Reverse-mode automatic differentiation over the graph that ops record while grad mode is on.
+#include <functional>
+#include <vector>
+
+#include "loom/core/grad_mode.h"
+#include "loom/core/node.h"
+#include "loom/core/tensor.h"
+
+namespace loom {
+
+// Accumulates d(output)/d(leaf) into every leaf's .grad(). A non-scalar output needs a seed
+// gradient of its shape.
+void backward(const Tensor& output, const Tensor& seed = Tensor());
+
+// Gradients of `output` with respect to `inputs`, returned instead of accumulated; an input
+// the output does not depend on gets zeros. Leaves' .grad() are untouched.
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed = Tensor());
+
+// Functional form: calls f on fresh differentiable copies of `inputs` and returns the
+// gradients of its (scalar) result with respect to each.
+std::vector<Tensor> grad(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                         const std::vector<Tensor>& inputs);
+
+// Ops inside do not record gradients.
+class NoGrad : public GradModeScope {
+ public:
+  NoGrad() : GradModeScope(false) {}
+};
+
+}  // namespace loom

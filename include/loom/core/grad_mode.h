@@ -1,0 +1,21 @@
+#pragma once
+// Whether ops record the autograd graph on this thread (on by default).
+
+namespace loom {
+
+bool grad_enabled();
+void set_grad_enabled(bool enabled);
+
+// Turns recording off (or on) for the current thread while alive.
+class GradModeScope {
+ public:
+  explicit GradModeScope(bool enabled);
+  ~GradModeScope();
+  GradModeScope(const GradModeScope&) = delete;
+  GradModeScope& operator=(const GradModeScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace loom

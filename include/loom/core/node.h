@@ -1,0 +1,36 @@
+#pragma once
+// A node of the autograd graph: the backward rule of one op application. `next[i]` is the
+// node that receives the gradient of input i (null when input i needs none).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/core/tensor.h"
+
+namespace loom {
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  // Gradients of the inputs given the gradient of the output; an undefined Tensor means zero.
+  virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
+  virtual const char* name() const = 0;
+  std::vector<std::shared_ptr<Node>> next;
+};
+
+// The sink of a leaf tensor: adds incoming gradients to the leaf's .grad().
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(std::weak_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
+  std::vector<Tensor> apply(const Tensor& grad_output) override;
+  const char* name() const override { return "AccumulateGrad"; }
+  std::shared_ptr<TensorImpl> leaf() const { return leaf_.lock(); }
+
+ private:
+  std::weak_ptr<TensorImpl> leaf_;
+};
+
+// The node that receives the gradient of `t`: its grad_fn, or its leaf accumulator, or null.
+std::shared_ptr<Node> gradient_edge(const Tensor& t);
+
+}  // namespace loom

@@ -1,0 +1,18 @@
+#pragma once
+// One thread pool for all of Loom's CPU work. Workers sleep on a condition variable between
+// jobs (no spinning), and the BLAS library is told to use the same thread count.
+#include <cstdint>
+#include <functional>
+
+namespace loom {
+
+void set_num_threads(int n);
+int get_num_threads();
+
+// Splits [begin, end) into at most get_num_threads() chunks of at least `grain` items and runs
+// fn(chunk_begin, chunk_end) on them; runs inline when the range is small or when called from
+// inside a parallel region.
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace loom

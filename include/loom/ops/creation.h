@@ -1,0 +1,39 @@
+#pragma once
+// Factories. Each takes the dtype and the device as arguments; the device defaults to
+// default_device() (see DeviceScope).
+#include <vector>
+
+#include "loom/core/tensor.h"
+
+namespace loom {
+
+Tensor empty(const Shape& shape, DType dtype = Float32, Device device = default_device());
+Tensor zeros(const Shape& shape, DType dtype = Float32, Device device = default_device());
+Tensor ones(const Shape& shape, DType dtype = Float32, Device device = default_device());
+Tensor full(const Shape& shape, Scalar value, DType dtype = Float32, Device device = default_device());
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, Scalar value);
+Tensor empty_like(const Tensor& t);
+// A 0-d tensor holding `value` with the scalar's natural dtype unless one is given.
+Tensor scalar_tensor(Scalar value, DType dtype, Device device = default_device());
+Tensor scalar_tensor(Scalar value);
+// [start, stop) in steps of `step` (numpy.arange).
+Tensor arange(double start, double stop, double step = 1, DType dtype = Float32, Device device = default_device());
+Tensor arange(int64_t stop, DType dtype = Int64, Device device = default_device());
+Tensor linspace(double start, double stop, int64_t num, bool endpoint = true, DType dtype = Float32,
+                Device device = default_device());
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t k = 0, DType dtype = Float32,
+           Device device = default_device());
+
+// Copies C++ data into a new tensor of `shape` (numel must match).
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device = default_device());
+template <typename T>
+Tensor tensor(std::initializer_list<T> values, Device device = default_device()) {
+  return from_vector(std::vector<T>(values), Shape{static_cast<int64_t>(values.size())}, device);
+}
+// Copies raw elements of `dtype` from host memory.
+Tensor from_data(const void* data, const Shape& shape, DType dtype, Device device = default_device());
+
+}  // namespace loom

@@ -1,0 +1,34 @@
+#pragma once
+// Shape manipulation. Views (no copy) where NumPy returns views: reshape of compatible
+// strides, transpose/permute, squeeze, expand_dims, broadcast_to, slice.
+#include <variant>
+#include <vector>
+
+#include "loom/core/tensor.h"
+
+namespace loom {
+
+Tensor reshape(const Tensor& x, const Shape& shape);  // one -1 allowed
+Tensor transpose(const Tensor& x, const Axes& axes = {});  // empty: reverse
+Tensor permute(const Tensor& x, const Axes& axes);
+Tensor swapaxes(const Tensor& x, int64_t a, int64_t b);
+Tensor moveaxis(const Tensor& x, int64_t source, int64_t destination);
+Tensor squeeze(const Tensor& x, const Axes& axes = {});
+Tensor expand_dims(const Tensor& x, int64_t axis);
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+Tensor flatten(const Tensor& x);
+// x[start:stop:step] along one axis, as a view.
+Tensor slice(const Tensor& x, int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop,
+             int64_t step = 1);
+Tensor concatenate(const std::vector<Tensor>& xs, int64_t axis = 0);
+Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0);
+// numpy.split: `sections` equal parts, or split before the given indices.
+std::vector<Tensor> split(const Tensor& x, int64_t sections, int64_t axis = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& indices, int64_t axis = 0);
+// Constant padding: pad_width holds (before, after) per axis.
+Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, Scalar value = 0.0);
+Tensor tile(const Tensor& x, const std::vector<int64_t>& reps);
+Tensor repeat(const Tensor& x, int64_t repeats, std::optional<int64_t> axis = std::nullopt);
+Tensor flip(const Tensor& x, const Axes& axes = {});  // empty: all axes
+
+}  // namespace loom

@@ -1,0 +1,42 @@
+#pragma once
+// Seeded random numbers. A Generator produces the same numbers for the same seed whatever
+// the thread count (counter-based: element i of a draw depends only on seed, draw and i).
+#include <cstdint>
+#include <memory>
+
+#include "loom/core/tensor.h"
+
+namespace loom {
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 0) : seed_(seed) {}
+  uint64_t seed() const { return seed_; }
+  // Advances the stream by one draw and returns its key.
+  uint64_t next_key() { return mix(seed_, counter_++); }
+  uint64_t counter() const { return counter_; }
+  void set_state(uint64_t seed, uint64_t counter) { seed_ = seed; counter_ = counter; }
+  static uint64_t mix(uint64_t a, uint64_t b);
+
+ private:
+  uint64_t seed_;
+  uint64_t counter_ = 0;
+};
+
+// The process-wide generator used when none is passed; manual_seed resets it.
+Generator& default_generator();
+void manual_seed(uint64_t seed);
+
+Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, DType dtype = Float32,
+               Device device = default_device(), Generator* gen = nullptr);
+Tensor normal(const Shape& shape, double mean = 0.0, double stddev = 1.0, DType dtype = Float32,
+              Device device = default_device(), Generator* gen = nullptr);
+Tensor randn(const Shape& shape, DType dtype = Float32, Device device = default_device(), Generator* gen = nullptr);
+Tensor bernoulli(const Shape& shape, double p, DType dtype = Float32, Device device = default_device(),
+                 Generator* gen = nullptr);
+// integers in [low, high)
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = Int64, Device device = default_device(),
+               Generator* gen = nullptr);
+Tensor permutation(int64_t n, Device device = default_device(), Generator* gen = nullptr);
+
+}  // namespace loom

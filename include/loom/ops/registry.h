@@ -1,0 +1,18 @@
+#pragma once
+// The list of every public op: its name and whether it has a gradient. Tests walk this list
+// and fail when an op has no reference check or no gradient check.
+#include <string>
+#include <vector>
+
+namespace loom {
+
+struct OpInfo {
+  std::string name;
+  std::string category;  // elementwise, reduction, linalg, manipulation, indexing, creation, random
+  bool differentiable;
+};
+
+const std::vector<OpInfo>& op_registry();
+const OpInfo* find_op(const std::string& name);
+
+}  // namespace loom

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Loom needs, by name, when any is missing.
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config zlib1g-dev
+  libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libzstd-dev libfmt-dev
+  dataset-fashion-mnist
+  # the test suite's reference: Debian's PyTorch and NumPy under /usr/bin/python3
+  python3 python3-torch python3-numpy
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,132 @@
+// The backward pass: orders the recorded graph topologically from the output and runs each
+// node's rule once, after all gradients flowing into it have been summed.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "loom/autograd/autograd.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+
+namespace loom {
+
+std::vector<Tensor> AccumulateGrad::apply(const Tensor& g) {
+  auto leaf = leaf_.lock();
+  if (!leaf || !g.defined()) return {};
+  Tensor ng = g;
+  if (leaf->grad) ng = add(Tensor(leaf->grad), g);
+  else if (ng.shares_storage_with(Tensor(leaf)) || ng.impl()->grad_fn || !ng.is_contiguous()) ng = ng.copy();
+  leaf->grad = ng.impl();
+  return {};
+}
+
+namespace {
+
+Tensor default_seed(const Tensor& out, const char* what) {
+  if (out.numel() != 1)
+    throw AutogradError(std::string(what) + ": the output has shape " + shape_str(out.shape()) +
+                        "; a seed gradient of that shape is needed for non-scalar outputs");
+  return ones(out.shape(), out.dtype(), out.device());
+}
+
+// Runs the graph below `root`. With `capture`, gradients reaching the captured nodes are
+// stored there instead of running those nodes.
+void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Node*, Tensor>* capture) {
+  GradModeScope no_grad(false);
+  std::shared_ptr<Node> start = gradient_edge(root);
+  if (!start) return;
+  // dependency counts
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack{start.get()};
+  std::unordered_set<Node*> seen{start.get()};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& nx : n->next) {
+      if (!nx) continue;
+      ++deps[nx.get()];
+      if (seen.insert(nx.get()).second) stack.push_back(nx.get());
+    }
+  }
+  std::unordered_map<Node*, Tensor> pending;
+  pending[start.get()] = seed;
+  std::vector<Node*> ready{start.get()};
+  while (!ready.empty()) {
+    Node* n = ready.back();
+    ready.pop_back();
+    Tensor g = std::move(pending[n]);
+    pending.erase(n);
+    if (capture) {
+      auto it = capture->find(n);
+      if (it != capture->end()) {
+        it->second = g;
+        if (dynamic_cast<AccumulateGrad*>(n)) continue;
+      }
+    }
+    std::vector<Tensor> grads;
+    if (g.defined() && !(capture && dynamic_cast<AccumulateGrad*>(n))) grads = n->apply(g);
+    for (size_t i = 0; i < n->next.size(); ++i) {
+      Node* nx = n->next[i].get();
+      if (!nx) continue;
+      if (i < grads.size() && grads[i].defined()) {
+        auto& slot = pending[nx];
+        slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+      }
+      if (--deps[nx] == 0) ready.push_back(nx);
+    }
+  }
+}
+
+}  // namespace
+
+void backward(const Tensor& output, const Tensor& seed) {
+  if (!output.defined()) throw AutogradError("backward: the output tensor is undefined");
+  if (!output.requires_grad())
+    throw AutogradError("backward: the output does not require grad (no input was marked with requires_grad_(), "
+                        "or it was computed under NoGrad)");
+  Tensor s = seed.defined() ? seed : default_seed(output, "backward");
+  if (s.shape() != output.shape())
+    throw ShapeError("backward: the seed gradient has shape " + shape_str(s.shape()) + " but the output has " +
+                     shape_str(output.shape()));
+  run_backward(output, s.astype(output.dtype()), nullptr);
+}
+
+void Tensor::backward(const Tensor& seed) const { loom::backward(*this, seed); }
+
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed) {
+  if (!output.defined()) throw AutogradError("grad: the output tensor is undefined");
+  std::unordered_map<Node*, Tensor> capture;
+  std::vector<std::shared_ptr<Node>> keep;  // holds accumulators alive during the pass
+  for (const Tensor& t : inputs) {
+    if (!t.requires_grad())
+      throw AutogradError("grad: an input of shape " + shape_str(t.shape()) + " does not require grad");
+    keep.push_back(gradient_edge(t));
+    capture[keep.back().get()] = Tensor();
+  }
+  if (output.requires_grad()) {
+    Tensor s = seed.defined() ? seed : default_seed(output, "grad");
+    run_backward(output, s.astype(output.dtype()), &capture);
+  }
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor g = capture[keep[i].get()];
+    out.push_back(g.defined() ? g : zeros_like(inputs[i]));
+  }
+  return out;
+}
+
+std::vector<Tensor> grad(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> xs;
+  for (const Tensor& t : inputs) {
+    Tensor x = t.detach();
+    x.requires_grad_(true);
+    xs.push_back(x);
+  }
+  Tensor y;
+  {
+    GradModeScope on(true);
+    y = f(xs);
+  }
+  return grad(y, xs);
+}
+
+}  // namespace loom

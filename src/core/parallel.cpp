@@ -1,0 +1,159 @@
+#include "loom/core/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/parallel_hooks.h"
+#include "loom/core/error.h"
+
+namespace loom {
+
+namespace {
+
+thread_local bool tls_in_parallel = false;
+void (*g_listener)(int) = nullptr;
+
+int default_thread_count() {
+  if (const char* env = std::getenv("LOOM_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Workers block on a condition variable between jobs; the calling thread takes chunks too.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) { resize(threads); }
+  ~ThreadPool() { stop_workers(); }
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  void resize(int threads) {
+    std::lock_guard<std::mutex> job(job_mu_);
+    stop_workers();
+    stopping_ = false;
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+
+  // Returns false when another thread owns the pool (the caller then runs inline).
+  bool run(int64_t begin, int64_t end, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn) {
+    std::unique_lock<std::mutex> job(job_mu_, std::try_to_lock);
+    if (!job.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      begin_ = begin;
+      end_ = end;
+      chunk_ = chunk;
+      next_.store(begin);
+      error_ = nullptr;
+      active_ = static_cast<int>(workers_.size());
+      ++generation_;
+    }
+    cv_work_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_done_.wait(lock, [this] { return active_ == 0; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+ private:
+  void work() {
+    tls_in_parallel = true;
+    for (;;) {
+      const int64_t b = next_.fetch_add(chunk_);
+      if (b >= end_) break;
+      try {
+        (*fn_)(b, std::min(end_, b + chunk_));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
+    tls_in_parallel = false;
+  }
+
+  void worker_loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_work_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+      }
+      work();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--active_ == 0) cv_done_.notify_one();
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_work_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  std::mutex job_mu_;  // one job at a time
+  std::mutex mu_;
+  std::condition_variable cv_work_, cv_done_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t begin_ = 0, end_ = 0, chunk_ = 1;
+  std::atomic<int64_t> next_{0};
+  std::exception_ptr error_;
+  int active_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+ThreadPool& pool() {
+  static ThreadPool* p = new ThreadPool(default_thread_count());  // leaked: outlives static tensors
+  return *p;
+}
+
+}  // namespace
+
+namespace detail {
+void set_thread_count_listener(void (*listener)(int)) {
+  g_listener = listener;
+  if (listener) listener(pool().size());
+}
+}  // namespace detail
+
+void set_num_threads(int n) {
+  if (n < 1) throw ValueError("set_num_threads: got " + std::to_string(n) + " (valid: 1 or more)");
+  if (n != pool().size()) pool().resize(n);
+  if (g_listener) g_listener(n);
+}
+
+int get_num_threads() { return pool().size(); }
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int threads = tls_in_parallel ? 1 : pool().size();
+  if (threads == 1 || n <= grain) {
+    fn(begin, end);
+    return;
+  }
+  const int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  const int64_t chunk = (n + chunks - 1) / chunks;
+  if (!pool().run(begin, end, chunk, fn)) fn(begin, end);
+}
+
+}  // namespace loom

@@ -1,0 +1,205 @@
+#include "loom/core/tensor.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "loom/core/grad_mode.h"
+#include "loom/core/node.h"
+
+namespace loom {
+
+namespace {
+
+double read_double(const void* p, DType d) {
+  switch (d) {
+    case DType::Bool: return *static_cast<const bool*>(p) ? 1.0 : 0.0;
+    case DType::UInt8: return *static_cast<const uint8_t*>(p);
+    case DType::Int32: return *static_cast<const int32_t*>(p);
+    case DType::Int64: return static_cast<double>(*static_cast<const int64_t*>(p));
+    case DType::Float16: return static_cast<float>(*static_cast<const half*>(p));
+    case DType::BFloat16: return static_cast<float>(*static_cast<const bfloat16*>(p));
+    case DType::Float32: return *static_cast<const float*>(p);
+    case DType::Float64: return *static_cast<const double*>(p);
+  }
+  return 0;
+}
+
+void require_cpu(const Tensor& t, const char* what) {
+  if (t.device().type != DeviceType::CPU)
+    throw DeviceError(std::string(what) + ": the tensor is on " + t.device().str() +
+                      "; host access needs a cpu tensor (use .to(Device::cpu()))");
+}
+
+}  // namespace
+
+TensorIndex::TensorIndex(const Tensor& t) : v_(std::make_shared<Tensor>(t)) {}
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset, DType dtype) {
+  impl_ = std::make_shared<TensorImpl>();
+  impl_->storage = std::move(storage);
+  impl_->shape = std::move(shape);
+  impl_->strides = std::move(strides);
+  impl_->offset = offset;
+  impl_->dtype = dtype;
+}
+
+#define LOOM_REQUIRE_DEFINED(what) \
+  if (!impl_) throw ValueError(std::string(what) + ": the tensor is undefined (default-constructed)")
+
+const Shape& Tensor::shape() const { LOOM_REQUIRE_DEFINED("shape"); return impl_->shape; }
+const Strides& Tensor::strides() const { LOOM_REQUIRE_DEFINED("strides"); return impl_->strides; }
+int64_t Tensor::offset() const { LOOM_REQUIRE_DEFINED("offset"); return impl_->offset; }
+int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
+int64_t Tensor::dim(int64_t axis) const { return shape()[normalize_axis(axis, ndim(), "dim")]; }
+int64_t Tensor::numel() const { return shape_numel(shape()); }
+DType Tensor::dtype() const { LOOM_REQUIRE_DEFINED("dtype"); return impl_->dtype; }
+Device Tensor::device() const { LOOM_REQUIRE_DEFINED("device"); return impl_->storage->device(); }
+size_t Tensor::itemsize() const { return loom::itemsize(dtype()); }
+size_t Tensor::nbytes() const { return static_cast<size_t>(numel()) * itemsize(); }
+const std::shared_ptr<Storage>& Tensor::storage() const { LOOM_REQUIRE_DEFINED("storage"); return impl_->storage; }
+bool Tensor::shares_storage_with(const Tensor& o) const { return defined() && o.defined() && storage() == o.storage(); }
+
+bool Tensor::is_contiguous() const {
+  const Shape& s = shape();
+  const Strides& st = strides();
+  int64_t expected = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == 1) continue;
+    if (st[i] != expected) return false;
+    expected *= s[i];
+  }
+  return true;
+}
+
+void* Tensor::data_ptr() const {
+  LOOM_REQUIRE_DEFINED("data_ptr");
+  return static_cast<char*>(impl_->storage->data()) + impl_->offset * static_cast<int64_t>(itemsize());
+}
+
+template <typename T>
+T* Tensor::data() const {
+  if (dtype_of<T>() != dtype())
+    throw DTypeError(std::string("data<T>: the tensor holds ") + dtype_name(dtype()) + ", not " +
+                     dtype_name(dtype_of<T>()));
+  return static_cast<T*>(data_ptr());
+}
+
+double Tensor::at(const std::vector<int64_t>& index) const {
+  require_cpu(*this, "at");
+  if (static_cast<int64_t>(index.size()) != ndim())
+    throw IndexError("at: got " + std::to_string(index.size()) + " indices for a tensor of shape " + shape_str(shape()) +
+                     " (valid: exactly " + std::to_string(ndim()) + ")");
+  int64_t off = 0;
+  for (size_t i = 0; i < index.size(); ++i) {
+    int64_t k = index[i] < 0 ? index[i] + shape()[i] : index[i];
+    if (k < 0 || k >= shape()[i])
+      throw IndexError("at: index " + std::to_string(index[i]) + " is out of bounds for axis " + std::to_string(i) +
+                       " with size " + std::to_string(shape()[i]));
+    off += k * strides()[i];
+  }
+  return read_double(static_cast<const char*>(data_ptr()) + off * static_cast<int64_t>(itemsize()), dtype());
+}
+
+template <typename T>
+T Tensor::item() const {
+  require_cpu(*this, "item");
+  if (numel() != 1)
+    throw ValueError("item: the tensor has shape " + shape_str(shape()) + " (" + std::to_string(numel()) +
+                     " elements); only a tensor with exactly one element converts to a scalar");
+  const void* p = data_ptr();
+  if (dtype() == DType::Int64) return static_cast<T>(*static_cast<const int64_t*>(p));
+  return static_cast<T>(read_double(p, dtype()));
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  require_cpu(*this, "to_vector");
+  std::vector<T> out;
+  out.reserve(static_cast<size_t>(numel()));
+  const int64_t n = numel();
+  if (n == 0) return out;
+  const size_t isz = itemsize();
+  const char* base = static_cast<const char*>(data_ptr());
+  std::vector<int64_t> idx(shape().size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t off = 0;
+    for (size_t i = 0; i < idx.size(); ++i) off += idx[i] * strides()[i];
+    const char* p = base + off * static_cast<int64_t>(isz);
+    if (dtype() == DType::Int64)
+      out.push_back(static_cast<T>(*reinterpret_cast<const int64_t*>(p)));
+    else
+      out.push_back(static_cast<T>(read_double(p, dtype())));
+    for (size_t i = idx.size(); i-- > 0;) {
+      if (++idx[i] < shape()[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return out;
+}
+
+#define LOOM_INSTANTIATE(T)                          \
+  template T* Tensor::data<T>() const;               \
+  template T Tensor::item<T>() const;                \
+  template std::vector<T> Tensor::to_vector<T>() const;
+LOOM_INSTANTIATE(bool)
+LOOM_INSTANTIATE(uint8_t)
+LOOM_INSTANTIATE(int32_t)
+LOOM_INSTANTIATE(int64_t)
+LOOM_INSTANTIATE(float)
+LOOM_INSTANTIATE(double)
+template half* Tensor::data<half>() const;
+template bfloat16* Tensor::data<bfloat16>() const;
+#undef LOOM_INSTANTIATE
+
+Tensor::operator bool() const {
+  if (numel() != 1)
+    throw ValueError("bool(tensor): the truth value of a tensor of shape " + shape_str(shape()) +
+                     " is ambiguous; only one-element tensors convert (use any() or all())");
+  return item<double>() != 0.0;
+}
+
+// --- autograd metadata (the engine lives in src/autograd)
+bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+bool Tensor::is_leaf() const { return !impl_ || !impl_->grad_fn; }
+const std::shared_ptr<Node>& Tensor::grad_fn() const { LOOM_REQUIRE_DEFINED("grad_fn"); return impl_->grad_fn; }
+
+Tensor& Tensor::requires_grad_(bool value) {
+  LOOM_REQUIRE_DEFINED("requires_grad_");
+  if (impl_->grad_fn)
+    throw AutogradError("requires_grad_: only leaf tensors can change requires_grad; this tensor was made by " +
+                        std::string(impl_->grad_fn->name()) + " (use detach() for a new leaf)");
+  if (value && !is_floating(impl_->dtype))
+    throw DTypeError(std::string("requires_grad_: only floating tensors can require gradients, got ") +
+                     dtype_name(impl_->dtype));
+  impl_->requires_grad = value;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  LOOM_REQUIRE_DEFINED("grad");
+  return impl_->grad ? Tensor(impl_->grad) : Tensor();
+}
+
+void Tensor::zero_grad() {
+  LOOM_REQUIRE_DEFINED("zero_grad");
+  impl_->grad.reset();
+}
+
+Tensor Tensor::detach() const {
+  LOOM_REQUIRE_DEFINED("detach");
+  return Tensor(impl_->storage, impl_->shape, impl_->strides, impl_->offset, impl_->dtype);
+}
+
+std::shared_ptr<Node> gradient_edge(const Tensor& t) {
+  if (!t.requires_grad()) return nullptr;
+  const auto& impl = t.impl();
+  if (impl->grad_fn) return impl->grad_fn;
+  auto acc = impl->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(impl);
+    impl->grad_accumulator = acc;
+  }
+  return acc;
+}
+
+}  // namespace loom

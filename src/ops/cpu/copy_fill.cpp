@@ -1,0 +1,80 @@
+// Strided copy with dtype conversion, and fill.
+#include <cstring>
+
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/loops.h"
+#include "ops/dispatch.h"
+
+namespace loom::cpu {
+
+template <typename To, typename From>
+static inline To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return static_cast<float>(v) != 0.0f || (std::is_integral_v<From> && v != From{});
+  } else if constexpr (std::is_same_v<From, half> || std::is_same_v<From, bfloat16>) {
+    return static_cast<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>) {
+    return To(static_cast<float>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+void copy(const Tensor& dst, const Tensor& src) {
+  auto L = make_layout<2>(dst.shape(), {&dst, &src});
+  std::array<char*, 2> base{static_cast<char*>(dst.data_ptr()), static_cast<char*>(src.data_ptr())};
+  if (dst.dtype() == src.dtype()) {
+    const int64_t sz = static_cast<int64_t>(dst.itemsize());
+    for_each_row<2>(L, base, [sz](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
+      if (s[0] == sz && s[1] == sz) {
+        std::memcpy(p[0], p[1], static_cast<size_t>(n * sz));
+        return;
+      }
+      char* o = p[0];
+      const char* i = p[1];
+      for (int64_t k = 0; k < n; ++k, o += s[0], i += s[1]) std::memcpy(o, i, static_cast<size_t>(sz));
+    });
+    return;
+  }
+  detail::dispatch_all(dst.dtype(), "copy", [&](auto to_tag) {
+    using To = decltype(to_tag);
+    detail::dispatch_all(src.dtype(), "copy", [&](auto from_tag) {
+      using From = decltype(from_tag);
+      for_each_row<2>(L, base, [](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
+        if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
+          To* o = reinterpret_cast<To*>(p[0]);
+          const From* i = reinterpret_cast<const From*>(p[1]);
+          for (int64_t k = 0; k < n; ++k) o[k] = convert<To>(i[k]);
+          return;
+        }
+        for (int64_t k = 0; k < n; ++k)
+          *reinterpret_cast<To*>(p[0] + k * s[0]) = convert<To>(*reinterpret_cast<const From*>(p[1] + k * s[1]));
+      });
+    });
+  });
+}
+
+void fill(const Tensor& dst, Scalar value) {
+  auto L = make_layout<1>(dst.shape(), {&dst});
+  detail::dispatch_all(dst.dtype(), "fill", [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+      v = T(static_cast<float>(value.to_double()));
+    else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      v = static_cast<T>(value.kind() == Scalar::Kind::Float ? static_cast<int64_t>(value.to_double()) : value.to_int());
+    else
+      v = static_cast<T>(value.to_double());
+    for_each_row<1>(L, {static_cast<char*>(dst.data_ptr())},
+                    [v](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
+                      if (s[0] == sizeof(T)) {
+                        T* o = reinterpret_cast<T*>(p[0]);
+                        for (int64_t k = 0; k < n; ++k) o[k] = v;
+                      } else {
+                        for (int64_t k = 0; k < n; ++k) *reinterpret_cast<T*>(p[0] + k * s[0]) = v;
+                      }
+                    });
+  });
+}
+
+}  // namespace loom::cpu

@@ -1,0 +1,28 @@
+#pragma once
+// The CPU backend's kernels (one file per family), gathered into a table by register.cpp.
+#include "ops/backend.h"
+
+namespace loom::cpu {
+using detail::BinaryOp;
+using detail::RandomKind;
+using detail::ReduceOp;
+using detail::UnaryOp;
+
+void copy(const Tensor& dst, const Tensor& src);
+void fill(const Tensor& dst, Scalar value);
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
+void unary(UnaryOp op, const Tensor& out, const Tensor& x);
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
+void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<bool>& reduced);
+void cumsum(const Tensor& out, const Tensor& x, int64_t axis);
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b);
+void take(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
+void index_add(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src);
+void take_along(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
+void scatter_add_along(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src);
+void put(const Tensor& dst_flat, const Tensor& index, const Tensor& src);
+Tensor nonzero(const Tensor& x);
+void random(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
+void init_blas_threads();
+
+}  // namespace loom::cpu

@@ -1,0 +1,15 @@
+#include "ops/cpu/kernels.h"
+
+namespace loom::detail {
+
+void register_cpu_backend() {
+  static const Backend table{
+      cpu::copy,     cpu::fill,      cpu::binary,     cpu::unary,      cpu::where,
+      cpu::reduce,   cpu::cumsum,    cpu::matmul,     cpu::take,       cpu::index_add,
+      cpu::take_along, cpu::scatter_add_along, cpu::put, cpu::nonzero, cpu::random,
+  };
+  register_backend(DeviceType::CPU, &table);
+  cpu::init_blas_threads();
+}
+
+}  // namespace loom::detail

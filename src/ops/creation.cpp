@@ -1,0 +1,97 @@
+#include "loom/ops/creation.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/internal.h"
+
+namespace loom {
+
+Tensor empty(const Shape& shape, DType dtype, Device device) { return detail::alloc(shape, dtype, device); }
+
+Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
+  Tensor t = detail::alloc(shape, dtype, device);
+  detail::backend(device).fill(t, value);
+  return t;
+}
+
+Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0, dtype, device); }
+Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1, dtype, device); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, t.dtype(), t.device()); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.dtype(), t.device()); }
+
+Tensor scalar_tensor(Scalar value, DType dtype, Device device) { return full({}, value, dtype, device); }
+Tensor scalar_tensor(Scalar value) { return full({}, value, value.natural_dtype(), default_device()); }
+
+Tensor arange(double start, double stop, double step, DType dtype, Device device) {
+  if (step == 0) throw ValueError("arange: step must not be zero");
+  const double span = std::ceil((stop - start) / step);
+  const int64_t n = span > 0 ? static_cast<int64_t>(span) : 0;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
+  return from_vector(v, {n}, device).astype(dtype);
+}
+
+Tensor arange(int64_t stop, DType dtype, Device device) {
+  std::vector<int64_t> v(static_cast<size_t>(std::max<int64_t>(stop, 0)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i);
+  return from_vector(v, {static_cast<int64_t>(v.size())}, device).astype(dtype);
+}
+
+Tensor linspace(double start, double stop, int64_t num, bool endpoint, DType dtype, Device device) {
+  if (num < 0) throw ValueError("linspace: num must be >= 0, got " + std::to_string(num));
+  std::vector<double> v(static_cast<size_t>(num));
+  const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
+  const double step = div > 0 ? (stop - start) / div : 0;
+  for (int64_t i = 0; i < num; ++i) v[i] = start + static_cast<double>(i) * step;
+  if (endpoint && num > 1) v[num - 1] = stop;
+  return from_vector(v, {num}, device).astype(dtype);
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m_opt, int64_t k, DType dtype, Device device) {
+  const int64_t m = m_opt.value_or(n);
+  if (n < 0 || m < 0) throw ValueError("eye: sizes must be >= 0, got " + std::to_string(n) + "x" + std::to_string(m));
+  std::vector<double> v(static_cast<size_t>(n * m), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    if (i + k >= 0 && i + k < m) v[i * m + i + k] = 1.0;
+  return from_vector(v, {n, m}, device).astype(dtype);
+}
+
+Tensor from_data(const void* data, const Shape& shape, DType dtype, Device device) {
+  Tensor t = detail::alloc(shape, dtype, device);
+  if (device.type != DeviceType::CPU)
+    throw DeviceError("from_data: copying host data to " + device.str() + " is not available in this build");
+  if (t.nbytes()) std::memcpy(t.data_ptr(), data, t.nbytes());
+  return t;
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape))
+    throw ShapeError("from_vector: " + std::to_string(values.size()) + " values cannot fill shape " + shape_str(shape) +
+                     " (" + std::to_string(shape_numel(shape)) + " elements)");
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    return from_data(bytes.data(), shape, DType::Bool, device);
+  } else if constexpr (std::is_same_v<T, int>) {
+    return from_data(values.data(), shape, DType::Int32, device);
+  } else if constexpr (std::is_same_v<T, long long>) {
+    return from_data(values.data(), shape, DType::Int64, device);
+  } else {
+    return from_data(values.data(), shape, dtype_of<T>(), device);
+  }
+}
+
+template Tensor from_vector<bool>(const std::vector<bool>&, const Shape&, Device);
+template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, const Shape&, Device);
+template Tensor from_vector<int32_t>(const std::vector<int32_t>&, const Shape&, Device);
+template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&, Device);
+template Tensor from_vector<long long>(const std::vector<long long>&, const Shape&, Device);
+template Tensor from_vector<float>(const std::vector<float>&, const Shape&, Device);
+template Tensor from_vector<double>(const std::vector<double>&, const Shape&, Device);
+template Tensor from_vector<half>(const std::vector<half>&, const Shape&, Device);
+template Tensor from_vector<bfloat16>(const std::vector<bfloat16>&, const Shape&, Device);
+
+}  // namespace loom

@@ -1,0 +1,428 @@
+// Elementwise ops: dtype promotion, broadcasting, kernels and gradients.
+#include "loom/ops/elementwise.h"
+
+#include <cmath>
+
+#include "loom/ops/creation.h"
+#include "loom/ops/reduction.h"
+#include "ops/internal.h"
+
+namespace loom {
+
+using detail::BinaryOp;
+using detail::UnaryOp;
+
+namespace {
+
+bool is_half(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
+
+// Runs a binary kernel: broadcasts, converts both operands to `compute`, writes `result`.
+Tensor binary_kernel(BinaryOp op, const char* name, const Tensor& a, const Tensor& b, DType compute, DType result) {
+  detail::check_defined(a, name);
+  detail::check_defined(b, name);
+  detail::check_same_device(a, b, name);
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  const DType kernel_dtype = is_half(compute) ? DType::Float32 : compute;
+  const DType kernel_result = is_half(result) ? DType::Float32 : result;
+  Tensor out = detail::alloc(shape, kernel_result, a.device());
+  const Tensor ac = detail::broadcast_view(detail::cast_raw(a, kernel_dtype), shape);
+  const Tensor bc = detail::broadcast_view(detail::cast_raw(b, kernel_dtype), shape);
+  detail::backend(a.device()).binary(op, out, ac, bc);
+  return detail::cast_raw(out, result);
+}
+
+Tensor unary_kernel(UnaryOp op, const Tensor& x, DType dtype) {
+  const DType kd = is_half(dtype) ? DType::Float32 : dtype;
+  Tensor xin = detail::cast_raw(x, kd);
+  Tensor out = detail::alloc(x.shape(), kd, x.device());
+  detail::backend(x.device()).unary(op, out, xin);
+  return detail::cast_raw(out, dtype);
+}
+
+// Float math on integer or bool input computes in float32.
+DType float_result(const Tensor& x) { return is_floating(x.dtype()) ? x.dtype() : DType::Float32; }
+
+Tensor float_unary(UnaryOp op, const char* name, const Tensor& x,
+                   std::function<Tensor(const Tensor& x, const Tensor& y, const Tensor& g)> grad) {
+  detail::check_defined(x, name);
+  Tensor y = unary_kernel(op, x, float_result(x));
+  if (!detail::needs_grad({&x}) || !grad) return y;
+  return detail::record(name, {x}, y, [xd = x.detach(), yd = y.detach(), grad](const Tensor& g) {
+    return std::vector<Tensor>{grad(xd, yd, g)};
+  });
+}
+
+Tensor arithmetic(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  const DType dt = promote_types(a.dtype(), b.dtype());
+  if (dt == DType::Bool && op == BinaryOp::Sub)
+    throw DTypeError(std::string(name) + ": subtracting bool tensors is not supported (" +
+                     detail::describe({&a, &b}) + "); use logical_xor, or convert with astype");
+  return binary_kernel(op, name, a, b, dt, dt);
+}
+
+Tensor comparison(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  return binary_kernel(op, name, a, b, promote_types(a.dtype(), b.dtype()), DType::Bool);
+}
+
+Tensor logical(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  return binary_kernel(op, name, a, b, DType::Bool, DType::Bool);
+}
+
+// A C++ number as a 0-d tensor of the dtype it gets next to `t` (weak scalar rule).
+Tensor weak(Scalar s, const Tensor& t) {
+  detail::check_defined(t, "scalar operand");
+  return scalar_tensor(s, s.result_dtype_with(t.dtype()), t.device());
+}
+
+using Grads = std::vector<Tensor>;
+
+}  // namespace
+
+// ---------------------------------------------------------------- arithmetic
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor y = arithmetic(BinaryOp::Add, "add", a, b);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("add", {a, b}, y, [](const Tensor& g) { return Grads{g, g}; });
+}
+
+Tensor subtract(const Tensor& a, const Tensor& b) {
+  Tensor y = arithmetic(BinaryOp::Sub, "subtract", a, b);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("subtract", {a, b}, y, [](const Tensor& g) { return Grads{g, negative(g)}; });
+}
+
+Tensor multiply(const Tensor& a, const Tensor& b) {
+  Tensor y = arithmetic(BinaryOp::Mul, "multiply", a, b);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("multiply", {a, b}, y, [ad = a.detach(), bd = b.detach(), ra = a.requires_grad(),
+                                                rb = b.requires_grad()](const Tensor& g) {
+    return Grads{ra ? multiply(g, bd) : Tensor(), rb ? multiply(g, ad) : Tensor()};
+  });
+}
+
+Tensor divide(const Tensor& a, const Tensor& b) {
+  DType dt = promote_types(a.dtype(), b.dtype());
+  if (!is_floating(dt)) dt = DType::Float64;  // NumPy: true division of integers gives float64
+  Tensor y = binary_kernel(BinaryOp::Div, "divide", a, b, dt, dt);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("divide", {a, b}, y, [bd = b.detach(), yd = y.detach(), rb = b.requires_grad()](const Tensor& g) {
+    Tensor ga = divide(g, bd);
+    return Grads{ga, rb ? negative(multiply(ga, yd)) : Tensor()};
+  });
+}
+
+Tensor power(const Tensor& a, const Tensor& b) {
+  Tensor y = arithmetic(BinaryOp::Pow, "power", a, b);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("power", {a, b}, y, [ad = a.detach(), bd = b.detach(), yd = y.detach(),
+                                             ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
+    Tensor ga, gb;
+    if (ra) ga = multiply(g, multiply(bd, power(ad, subtract(bd, scalar_tensor(1, bd.dtype(), bd.device())))));
+    // d/db a^b = a^b log a, taken as 0 where a == 0 (the limit used by PyTorch and JAX)
+    if (rb) gb = where(equal(ad, zeros_like(ad)), zeros_like(yd), multiply(g, multiply(yd, log(ad))));
+    return Grads{ga, gb};
+  });
+}
+
+namespace {
+// Gradient of maximum/minimum: to the chosen operand; split equally on ties.
+Grads extremum_grad(const Tensor& g, const Tensor& a, const Tensor& b, bool is_max) {
+  Tensor pick_a = is_max ? greater(a, b) : less(a, b);
+  Tensor tie = equal(a, b);
+  Tensor half_g = multiply(g, scalar_tensor(0.5, g.dtype(), g.device()));
+  Tensor zero = zeros_like(g);
+  Tensor ga = where(pick_a, g, where(tie, half_g, zero));
+  Tensor gb = where(logical_or(pick_a, tie), where(tie, half_g, zero), g);
+  return {ga, gb};
+}
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  Tensor y = arithmetic(BinaryOp::Max, "maximum", a, b);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("maximum", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+    return extremum_grad(g, ad, bd, true);
+  });
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  Tensor y = arithmetic(BinaryOp::Min, "minimum", a, b);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("minimum", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+    return extremum_grad(g, ad, bd, false);
+  });
+}
+
+Tensor mod(const Tensor& a, const Tensor& b) {
+  Tensor y = arithmetic(BinaryOp::Mod, "mod", a, b);
+  if (!detail::needs_grad({&a, &b})) return y;
+  // a mod b = a - floor(a / b) * b
+  return detail::record("mod", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+    return Grads{g, negative(multiply(g, floor(divide(ad, bd))))};
+  });
+}
+
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return arithmetic(BinaryOp::FloorDiv, "floor_divide", a, b); }
+
+// ---------------------------------------------------------------- comparisons and logic
+Tensor equal(const Tensor& a, const Tensor& b) { return comparison(BinaryOp::Eq, "equal", a, b); }
+Tensor not_equal(const Tensor& a, const Tensor& b) { return comparison(BinaryOp::Ne, "not_equal", a, b); }
+Tensor less(const Tensor& a, const Tensor& b) { return comparison(BinaryOp::Lt, "less", a, b); }
+Tensor less_equal(const Tensor& a, const Tensor& b) { return comparison(BinaryOp::Le, "less_equal", a, b); }
+Tensor greater(const Tensor& a, const Tensor& b) { return comparison(BinaryOp::Gt, "greater", a, b); }
+Tensor greater_equal(const Tensor& a, const Tensor& b) { return comparison(BinaryOp::Ge, "greater_equal", a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return logical(BinaryOp::And, "logical_and", a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return logical(BinaryOp::Or, "logical_or", a, b); }
+Tensor logical_xor(const Tensor& a, const Tensor& b) { return logical(BinaryOp::Xor, "logical_xor", a, b); }
+Tensor logical_not(const Tensor& a) {
+  detail::check_defined(a, "logical_not");
+  return unary_kernel(UnaryOp::Not, detail::cast_raw(a, DType::Bool), DType::Bool);
+}
+
+Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
+  const char* name = "where";
+  detail::check_defined(c, name);
+  detail::check_defined(a, name);
+  detail::check_defined(b, name);
+  detail::check_same_device(c, a, name);
+  detail::check_same_device(a, b, name);
+  const Shape shape = broadcast_shapes(c.shape(), broadcast_shapes(a.shape(), b.shape(), name), name);
+  const DType dt = promote_types(a.dtype(), b.dtype());
+  const DType kd = is_half(dt) ? DType::Float32 : dt;
+  Tensor out = detail::alloc(shape, kd, a.device());
+  detail::backend(a.device()).where(out, detail::broadcast_view(detail::cast_raw(c, DType::Bool), shape),
+                                    detail::broadcast_view(detail::cast_raw(a, kd), shape),
+                                    detail::broadcast_view(detail::cast_raw(b, kd), shape));
+  Tensor y = detail::cast_raw(out, dt);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("where", {a, b}, y, [cd = c.detach()](const Tensor& g) {
+    Tensor z = zeros_like(g);
+    return Grads{where(cd, g, z), where(cd, z, g)};
+  });
+}
+
+Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  detail::check_defined(x, "clip");
+  if (lo && hi && lo->to_double() > hi->to_double())
+    throw ValueError("clip: lower bound " + std::to_string(lo->to_double()) + " exceeds upper bound " +
+                     std::to_string(hi->to_double()) + " (valid: lo <= hi)");
+  Tensor y = x;
+  {
+    GradModeScope off(false);
+    if (lo) y = maximum(y, scalar_tensor(*lo, lo->result_dtype_with(x.dtype()), x.device()));
+    if (hi) y = minimum(y, scalar_tensor(*hi, hi->result_dtype_with(y.dtype()), x.device()));
+    if (y.impl() == x.impl()) y = x.copy();
+  }
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("clip", {x}, y, [xd = x.detach(), lo, hi](const Tensor& g) {
+    Tensor keep = ones(xd.shape(), DType::Bool, xd.device());
+    if (lo) keep = logical_and(keep, greater_equal(xd, scalar_tensor(*lo, lo->result_dtype_with(xd.dtype()), xd.device())));
+    if (hi) keep = logical_and(keep, less_equal(xd, scalar_tensor(*hi, hi->result_dtype_with(xd.dtype()), xd.device())));
+    return Grads{where(keep, g, zeros_like(g))};
+  });
+}
+
+// ---------------------------------------------------------------- unary
+Tensor negative(const Tensor& x) {
+  detail::check_defined(x, "negative");
+  if (x.dtype() == DType::Bool) throw DTypeError("negative: bool tensors cannot be negated (use logical_not)");
+  Tensor y = unary_kernel(UnaryOp::Neg, x, x.dtype());
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("negative", {x}, y, [](const Tensor& g) { return Grads{negative(g)}; });
+}
+
+Tensor abs(const Tensor& x) {
+  detail::check_defined(x, "abs");
+  if (x.dtype() == DType::Bool) return x.copy();
+  Tensor y = unary_kernel(UnaryOp::Abs, x, x.dtype());
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("abs", {x}, y, [xd = x.detach()](const Tensor& g) { return Grads{multiply(g, sign(xd))}; });
+}
+
+Tensor sign(const Tensor& x) {
+  detail::check_defined(x, "sign");
+  if (x.dtype() == DType::Bool) return x.copy();
+  Tensor y = unary_kernel(UnaryOp::Sign, x, x.dtype());
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("sign", {x}, y, [](const Tensor& g) { return Grads{zeros_like(g)}; });
+}
+
+Tensor square(const Tensor& x) {
+  detail::check_defined(x, "square");
+  Tensor y = unary_kernel(UnaryOp::Square, x, x.dtype() == DType::Bool ? DType::Int64 : x.dtype());
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("square", {x}, y, [xd = x.detach()](const Tensor& g) {
+    return Grads{multiply(g, multiply(xd, scalar_tensor(2.0, xd.dtype(), xd.device())))};
+  });
+}
+
+Tensor relu(const Tensor& x) {
+  detail::check_defined(x, "relu");
+  Tensor y = unary_kernel(UnaryOp::Relu, x, x.dtype());
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("relu", {x}, y, [yd = y.detach()](const Tensor& g) {
+    return Grads{where(greater(yd, zeros({}, yd.dtype(), yd.device())), g, zeros_like(g))};
+  });
+}
+
+Tensor exp(const Tensor& x) {
+  return float_unary(UnaryOp::Exp, "exp", x, [](const Tensor&, const Tensor& y, const Tensor& g) { return multiply(g, y); });
+}
+Tensor log(const Tensor& x) {
+  return float_unary(UnaryOp::Log, "log", x, [](const Tensor& x, const Tensor&, const Tensor& g) { return divide(g, x); });
+}
+Tensor log1p(const Tensor& x) {
+  return float_unary(UnaryOp::Log1p, "log1p", x,
+                     [](const Tensor& x, const Tensor&, const Tensor& g) { return divide(g, x + 1.0); });
+}
+Tensor expm1(const Tensor& x) {
+  return float_unary(UnaryOp::Expm1, "expm1", x,
+                     [](const Tensor&, const Tensor& y, const Tensor& g) { return multiply(g, y + 1.0); });
+}
+Tensor sqrt(const Tensor& x) {
+  return float_unary(UnaryOp::Sqrt, "sqrt", x,
+                     [](const Tensor&, const Tensor& y, const Tensor& g) { return divide(g, y * 2.0); });
+}
+Tensor rsqrt(const Tensor& x) {
+  // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 y^3
+  return float_unary(UnaryOp::Rsqrt, "rsqrt", x, [](const Tensor&, const Tensor& y, const Tensor& g) {
+    return multiply(g, multiply(y, square(y)) * -0.5);
+  });
+}
+Tensor sin(const Tensor& x) {
+  return float_unary(UnaryOp::Sin, "sin", x, [](const Tensor& x, const Tensor&, const Tensor& g) { return multiply(g, cos(x)); });
+}
+Tensor cos(const Tensor& x) {
+  return float_unary(UnaryOp::Cos, "cos", x,
+                     [](const Tensor& x, const Tensor&, const Tensor& g) { return negative(multiply(g, sin(x))); });
+}
+Tensor tanh(const Tensor& x) {
+  return float_unary(UnaryOp::Tanh, "tanh", x,
+                     [](const Tensor&, const Tensor& y, const Tensor& g) { return multiply(g, 1.0 - square(y)); });
+}
+Tensor sigmoid(const Tensor& x) {
+  return float_unary(UnaryOp::Sigmoid, "sigmoid", x,
+                     [](const Tensor&, const Tensor& y, const Tensor& g) { return multiply(g, multiply(y, 1.0 - y)); });
+}
+Tensor erf(const Tensor& x) {
+  return float_unary(UnaryOp::Erf, "erf", x, [](const Tensor& x, const Tensor&, const Tensor& g) {
+    return multiply(g, exp(negative(square(x))) * (2.0 / std::sqrt(M_PI)));
+  });
+}
+Tensor floor(const Tensor& x) {
+  if (!is_floating(x.dtype())) return x.copy();
+  return float_unary(UnaryOp::Floor, "floor", x, [](const Tensor&, const Tensor&, const Tensor& g) { return zeros_like(g); });
+}
+Tensor ceil(const Tensor& x) {
+  if (!is_floating(x.dtype())) return x.copy();
+  return float_unary(UnaryOp::Ceil, "ceil", x, [](const Tensor&, const Tensor&, const Tensor& g) { return zeros_like(g); });
+}
+Tensor round(const Tensor& x) {
+  if (!is_floating(x.dtype())) return x.copy();
+  return float_unary(UnaryOp::Round, "round", x, [](const Tensor&, const Tensor&, const Tensor& g) { return zeros_like(g); });
+}
+
+// Activations composed of the primitives above, so their gradients come for free.
+Tensor leaky_relu(const Tensor& x, double slope) { return where(x > 0.0, x, x * slope); }
+Tensor elu(const Tensor& x, double alpha) { return where(x > 0.0, x, expm1(minimum(x, 0.0)) * alpha); }
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  if (tanh_approximation) {
+    const double c = std::sqrt(2.0 / M_PI);
+    return x * 0.5 * (1.0 + tanh((x + x * x * x * 0.044715) * c));
+  }
+  return x * 0.5 * (1.0 + erf(x * M_SQRT1_2));
+}
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  // log(1 + exp(beta x)) / beta, linear above the threshold (as in PyTorch), stable below it
+  Tensor bx = x * beta;
+  Tensor soft = (maximum(bx, 0.0) + log1p(exp(negative(abs(bx))))) / beta;
+  return where(bx > threshold, x, soft);
+}
+
+Tensor astype(const Tensor& x, DType dtype) {
+  detail::check_defined(x, "astype");
+  if (x.dtype() == dtype) return x;
+  Tensor y = detail::cast_raw(x, dtype);
+  if (!detail::needs_grad({&x}) || !is_floating(dtype)) return y;
+  return detail::record("astype", {x}, y, [](const Tensor& g) { return Grads{g}; });
+}
+
+// ---------------------------------------------------------------- operators
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
+Tensor operator%(const Tensor& a, const Tensor& b) { return mod(a, b); }
+Tensor operator-(const Tensor& a) { return negative(a); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return equal(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return not_equal(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return less(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return less_equal(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return greater(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return greater_equal(a, b); }
+Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
+Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+Tensor operator!(const Tensor& a) { return logical_not(a); }
+
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, weak(b, a)); }
+Tensor operator-(const Tensor& a, Scalar b) { return subtract(a, weak(b, a)); }
+Tensor operator*(const Tensor& a, Scalar b) { return multiply(a, weak(b, a)); }
+Tensor operator/(const Tensor& a, Scalar b) { return divide(a, weak(b, a)); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(weak(a, b), b); }
+Tensor operator-(Scalar a, const Tensor& b) { return subtract(weak(a, b), b); }
+Tensor operator*(Scalar a, const Tensor& b) { return multiply(weak(a, b), b); }
+Tensor operator/(Scalar a, const Tensor& b) { return divide(weak(a, b), b); }
+Tensor operator==(const Tensor& a, Scalar b) { return equal(a, weak(b, a)); }
+Tensor operator!=(const Tensor& a, Scalar b) { return not_equal(a, weak(b, a)); }
+Tensor operator<(const Tensor& a, Scalar b) { return less(a, weak(b, a)); }
+Tensor operator<=(const Tensor& a, Scalar b) { return less_equal(a, weak(b, a)); }
+Tensor operator>(const Tensor& a, Scalar b) { return greater(a, weak(b, a)); }
+Tensor operator>=(const Tensor& a, Scalar b) { return greater_equal(a, weak(b, a)); }
+Tensor power(const Tensor& a, Scalar b) { return power(a, weak(b, a)); }
+Tensor maximum(const Tensor& a, Scalar b) { return maximum(a, weak(b, a)); }
+Tensor minimum(const Tensor& a, Scalar b) { return minimum(a, weak(b, a)); }
+Tensor where(const Tensor& c, const Tensor& a, Scalar b) { return where(c, a, weak(b, a)); }
+Tensor where(const Tensor& c, Scalar a, const Tensor& b) { return where(c, weak(a, b), b); }
+
+// ---------------------------------------------------------------- in place
+namespace {
+Tensor& in_place(Tensor& a, const Tensor& result, const char* name) {
+  if (grad_enabled() && (a.requires_grad() || result.requires_grad()))
+    throw AutogradError(std::string(name) + ": in-place update of a tensor that takes part in autograd; use the "
+                        "out-of-place form (a = a + b) or run it under NoGrad");
+  if (!can_cast(result.dtype(), a.dtype()) && !(is_floating(a.dtype()) && is_floating(result.dtype())))
+    throw DTypeError(std::string(name) + ": the result dtype " + dtype_name(result.dtype()) +
+                     " cannot be stored in place in a tensor of dtype " + dtype_name(a.dtype()));
+  if (broadcast_shapes(a.shape(), result.shape(), name) != a.shape())
+    throw ShapeError(std::string(name) + ": the result shape " + shape_str(result.shape()) +
+                     " does not broadcast to the target's shape " + shape_str(a.shape()));
+  detail::backend(a.device()).copy(a, detail::broadcast_view(result, a.shape()));
+  return a;
+}
+}  // namespace
+
+Tensor& operator+=(Tensor& a, const Tensor& b) { return in_place(a, add(a.detach(), b.detach()), "operator+="); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return in_place(a, subtract(a.detach(), b.detach()), "operator-="); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return in_place(a, multiply(a.detach(), b.detach()), "operator*="); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return in_place(a, divide(a.detach(), b.detach()), "operator/="); }
+Tensor& operator+=(Tensor& a, Scalar b) { return a += weak(b, a); }
+Tensor& operator-=(Tensor& a, Scalar b) { return a -= weak(b, a); }
+Tensor& operator*=(Tensor& a, Scalar b) { return a *= weak(b, a); }
+Tensor& operator/=(Tensor& a, Scalar b) { return a /= weak(b, a); }
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  GradModeScope off(false);
+  if (broadcast_shapes(a.shape(), b.shape(), "allclose").empty() && (a.numel() == 0 || b.numel() == 0)) return true;
+  Tensor a64 = astype(a, DType::Float64), b64 = astype(b, DType::Float64);
+  Tensor close = less_equal(abs(a64 - b64), atol + abs(b64) * rtol);
+  if (equal_nan) close = logical_or(close, logical_and(not_equal(a64, a64), not_equal(b64, b64)));
+  return all(close).item<bool>();
+}
+
+bool array_equal(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  GradModeScope off(false);
+  return all(equal(a, b)).item<bool>();
+}
+
+}  // namespace loom

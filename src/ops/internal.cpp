@@ -1,0 +1,130 @@
+#include "ops/internal.h"
+
+#include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/reduction.h"
+
+namespace loom::detail {
+
+Tensor alloc(const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError("alloc: negative dimension in shape " + shape_str(shape) + " (sizes must be >= 0)");
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * itemsize(dtype), device);
+  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+}
+
+Tensor cast_raw(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor out = alloc(t.shape(), dtype, t.device());
+  backend(t.device()).copy(out, t);
+  return out;
+}
+
+Tensor contiguous_raw(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out = alloc(t.shape(), t.dtype(), t.device());
+  backend(t.device()).copy(out, t);
+  return out;
+}
+
+Tensor broadcast_view(const Tensor& t, const Shape& shape) {
+  if (t.shape() == shape) return t;
+  const size_t n = shape.size(), m = t.shape().size();
+  Strides st(n, 0);
+  for (size_t i = 0; i < m; ++i) {
+    const size_t j = n - m + i;
+    st[j] = t.shape()[i] == 1 && shape[j] != 1 ? 0 : t.strides()[i];
+  }
+  return Tensor(t.storage(), shape, st, t.offset(), t.dtype());
+}
+
+std::string describe(std::initializer_list<const Tensor*> ts) {
+  std::string s;
+  const char* names[] = {"a", "b", "c", "d"};
+  size_t i = 0;
+  for (const Tensor* t : ts) {
+    if (!s.empty()) s += ", ";
+    s += std::string(i < 4 ? names[i] : "x") + ": " + dtype_name(t->dtype()) + " " + shape_str(t->shape());
+    ++i;
+  }
+  return s;
+}
+
+void check_defined(const Tensor& t, const char* op) {
+  if (!t.defined()) throw ValueError(std::string(op) + ": an operand is an undefined (default-constructed) tensor");
+}
+
+void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.device() != b.device())
+    throw DeviceError(std::string(op) + ": operands are on " + a.device().str() + " and " + b.device().str() +
+                      "; move one with .to(device) so both are on the same device");
+}
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor* t : inputs)
+    if (t->requires_grad()) return true;
+  return false;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.requires_grad()) return true;
+  return false;
+}
+
+namespace {
+
+class FunctionNode final : public Node {
+ public:
+  FunctionNode(const char* op, const std::vector<Tensor>& inputs, BackwardFn fn) : op_(op), fn_(std::move(fn)) {
+    for (const Tensor& t : inputs) {
+      next.push_back(gradient_edge(t));
+      shapes_.push_back(t.shape());
+      dtypes_.push_back(t.dtype());
+    }
+  }
+  std::vector<Tensor> apply(const Tensor& grad) override {
+    std::vector<Tensor> gs = fn_(grad);
+    if (gs.size() != next.size())
+      throw AutogradError(std::string("backward of ") + op_ + " returned " + std::to_string(gs.size()) +
+                          " gradients for " + std::to_string(next.size()) + " inputs");
+    for (size_t i = 0; i < gs.size(); ++i) {
+      if (!gs[i].defined() || !next[i]) continue;
+      gs[i] = sum_to(gs[i], shapes_[i]);
+      if (gs[i].dtype() != dtypes_[i]) gs[i] = cast_raw(gs[i], dtypes_[i]);
+    }
+    return gs;
+  }
+  const char* name() const override { return op_; }
+
+ private:
+  const char* op_;
+  BackwardFn fn_;
+  std::vector<Shape> shapes_;
+  std::vector<DType> dtypes_;
+};
+
+}  // namespace
+
+Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, BackwardFn fn) {
+  for (const Tensor& t : inputs)
+    if (t.impl() == out.impl()) out = out.detach();  // never overwrite an input's history
+  auto node = std::make_shared<FunctionNode>(op, inputs, std::move(fn));
+  out.impl()->requires_grad = true;
+  out.impl()->grad_fn = std::move(node);
+  return out;
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const int64_t lead = g.ndim() - static_cast<int64_t>(shape.size());
+  Axes axes;
+  for (int64_t i = 0; i < g.ndim(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) axes.push_back(i);
+  Tensor s = axes.empty() ? g : sum(g, axes, true);
+  return reshape(s, shape);
+}
+
+}  // namespace loom::detail

@@ -1,0 +1,141 @@
+#include "loom/ops/linalg.h"
+
+#include <numeric>
+
+#include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/reduction.h"
+#include "ops/internal.h"
+
+namespace loom {
+
+using Grads = std::vector<Tensor>;
+
+namespace {
+
+// a (..., M, K) @ b (..., K, N) with broadcast batch axes; both at least 2-d.
+Tensor matmul_nd(const Tensor& a, const Tensor& b) {
+  const int64_t M = a.shape()[a.ndim() - 2], K = a.shape()[a.ndim() - 1];
+  const int64_t K2 = b.shape()[b.ndim() - 2], N = b.shape()[b.ndim() - 1];
+  if (K != K2)
+    throw ShapeError("matmul: inner dimensions differ: " + detail::describe({&a, &b}) + " (a's last axis, " +
+                     std::to_string(K) + ", must equal b's second-to-last axis, " + std::to_string(K2) + ")");
+  const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  const Shape batch = broadcast_shapes(ba, bb, "matmul (batch axes)");
+  const int64_t nb = shape_numel(batch);
+  DType dt = promote_types(a.dtype(), b.dtype());
+  const DType kd = (dt == DType::Float16 || dt == DType::BFloat16) ? DType::Float32 : dt;
+  auto as3 = [&](const Tensor& t, int64_t r, int64_t c) {
+    Shape full = batch;
+    full.push_back(r);
+    full.push_back(c);
+    Tensor v = detail::broadcast_view(detail::cast_raw(t, kd), full);
+    // collapse batch axes into one when the strides allow, else copy
+    Shape s3{nb, r, c};
+    Tensor flat;
+    {
+      GradModeScope off(false);
+      flat = reshape(v, s3);
+    }
+    return flat;
+  };
+  Tensor a3 = as3(a, M, K), b3 = as3(b, K, N);
+  Tensor out = detail::alloc({nb, M, N}, kd, a.device());
+  detail::backend(a.device()).matmul(out, a3, b3);
+  Shape os = batch;
+  os.push_back(M);
+  os.push_back(N);
+  Tensor y = detail::cast_raw(Tensor(out.storage(), os, contiguous_strides(os), 0, kd), dt);
+  if (!detail::needs_grad({&a, &b})) return y;
+  return detail::record("matmul", {a, b}, y, [ad = a.detach(), bd = b.detach(), ra = a.requires_grad(),
+                                              rb = b.requires_grad()](const Tensor& g) {
+    return Grads{ra ? matmul_nd(g, swapaxes(bd, -1, -2)) : Tensor(), rb ? matmul_nd(swapaxes(ad, -1, -2), g) : Tensor()};
+  });
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, "matmul");
+  detail::check_defined(b, "matmul");
+  detail::check_same_device(a, b, "matmul");
+  if (a.ndim() == 0 || b.ndim() == 0)
+    throw ShapeError("matmul: operands must have at least one axis (" + detail::describe({&a, &b}) +
+                     "); use multiply for scalars");
+  const bool va = a.ndim() == 1, vb = b.ndim() == 1;
+  Tensor a2 = va ? expand_dims(a, 0) : a;
+  Tensor b2 = vb ? expand_dims(b, 1) : b;
+  Tensor y;
+  if (a2.ndim() > 2 && b2.ndim() == 2) {
+    // fold a's batch axes into its rows: one GEMM, and b is never broadcast
+    Shape os(a2.shape().begin(), a2.shape().end() - 1);
+    os.push_back(b2.shape()[1]);
+    y = reshape(matmul_nd(reshape(a2, {-1, a2.shape().back()}), b2), os);
+  } else {
+    y = matmul_nd(a2, b2);
+  }
+  if (va) y = squeeze(y, {-2});
+  if (vb) y = squeeze(y, {-1});
+  return y;
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, "dot");
+  detail::check_defined(b, "dot");
+  if (a.ndim() == 0 || b.ndim() == 0) return multiply(a, b);
+  if (a.ndim() <= 2 && b.ndim() <= 2) return matmul(a, b);
+  return tensordot(a, b, Axes{-1}, Axes{b.ndim() >= 2 ? -2 : -1});
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  return multiply(expand_dims(flatten(a), 1), expand_dims(flatten(b), 0));
+}
+
+Tensor tensordot(const Tensor& a, const Tensor& b, const Axes& axes_a, const Axes& axes_b) {
+  detail::check_defined(a, "tensordot");
+  detail::check_defined(b, "tensordot");
+  if (axes_a.size() != axes_b.size())
+    throw ValueError("tensordot: " + std::to_string(axes_a.size()) + " axes of a paired with " +
+                     std::to_string(axes_b.size()) + " axes of b (give the same number)");
+  std::vector<bool> ca(static_cast<size_t>(a.ndim()), false), cb(static_cast<size_t>(b.ndim()), false);
+  Axes pa, pb;
+  int64_t k = 1;
+  for (size_t i = 0; i < axes_a.size(); ++i) {
+    const int64_t x = normalize_axis(axes_a[i], a.ndim(), "tensordot"), y = normalize_axis(axes_b[i], b.ndim(), "tensordot");
+    if (a.shape()[x] != b.shape()[y])
+      throw ShapeError("tensordot: axis " + std::to_string(x) + " of a (size " + std::to_string(a.shape()[x]) +
+                       ") and axis " + std::to_string(y) + " of b (size " + std::to_string(b.shape()[y]) + ") differ");
+    ca[x] = cb[y] = true;
+    k *= a.shape()[x];
+  }
+  Axes free_a, free_b;
+  Shape out_shape;
+  int64_t m = 1, n = 1;
+  for (int64_t i = 0; i < a.ndim(); ++i)
+    if (!ca[i]) { free_a.push_back(i); out_shape.push_back(a.shape()[i]); m *= a.shape()[i]; }
+  for (int64_t i = 0; i < b.ndim(); ++i)
+    if (!cb[i]) { free_b.push_back(i); out_shape.push_back(b.shape()[i]); n *= b.shape()[i]; }
+  for (size_t i = 0; i < axes_a.size(); ++i) {
+    free_a.push_back(normalize_axis(axes_a[i], a.ndim(), "tensordot"));
+  }
+  Axes perm_b;
+  for (size_t i = 0; i < axes_b.size(); ++i) perm_b.push_back(normalize_axis(axes_b[i], b.ndim(), "tensordot"));
+  perm_b.insert(perm_b.end(), free_b.begin(), free_b.end());
+  Tensor a2 = reshape(permute(a, free_a), {m, k});
+  Tensor b2 = reshape(permute(b, perm_b), {k, n});
+  return reshape(matmul(a2, b2), out_shape);
+}
+
+Tensor tensordot(const Tensor& a, const Tensor& b, int64_t axes) {
+  if (axes < 0 || axes > a.ndim() || axes > b.ndim())
+    throw ValueError("tensordot: cannot contract " + std::to_string(axes) + " axes of tensors of rank " +
+                     std::to_string(a.ndim()) + " and " + std::to_string(b.ndim()));
+  Axes xa, xb;
+  for (int64_t i = 0; i < axes; ++i) {
+    xa.push_back(a.ndim() - axes + i);
+    xb.push_back(i);
+  }
+  return tensordot(a, b, xa, xb);
+}
+
+}  // namespace loom

@@ -1,0 +1,223 @@
+#include "loom/ops/reduction.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
+#include "ops/internal.h"
+
+namespace loom {
+
+using detail::ReduceOp;
+using Grads = std::vector<Tensor>;
+
+namespace {
+
+// Normalised, de-duplicated reduced-axis flags; empty `axes` means all axes.
+std::vector<bool> reduced_flags(const Tensor& x, const Axes& axes, const char* op) {
+  std::vector<bool> r(static_cast<size_t>(x.ndim()), axes.empty());
+  for (int64_t a : axes) {
+    const int64_t k = normalize_axis(a, x.ndim(), op);
+    if (r[k] && !axes.empty())
+      throw ValueError(std::string(op) + ": axis " + std::to_string(a) + " is given twice (axes must be distinct)");
+    r[k] = true;
+  }
+  return r;
+}
+
+Shape keep_shape(const Tensor& x, const std::vector<bool>& r) {
+  Shape s = x.shape();
+  for (size_t i = 0; i < s.size(); ++i)
+    if (r[i]) s[i] = 1;
+  return s;
+}
+
+Shape drop_shape(const Tensor& x, const std::vector<bool>& r) {
+  Shape s;
+  for (size_t i = 0; i < r.size(); ++i)
+    if (!r[i]) s.push_back(x.shape()[i]);
+  return s;
+}
+
+bool is_half(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
+
+// Runs a reduction kernel; the result has the keepdims shape, reshaped when !keepdims.
+Tensor reduce_kernel(ReduceOp op, const Tensor& x, const std::vector<bool>& r, DType out_dtype, bool keepdims) {
+  const DType kd = is_half(x.dtype()) ? DType::Float32 : x.dtype();
+  const DType ko = is_half(out_dtype) ? DType::Float32 : out_dtype;
+  Tensor out = detail::alloc(keep_shape(x, r), ko, x.device());
+  detail::backend(x.device()).reduce(op, out, detail::cast_raw(x, kd), r);
+  out = detail::cast_raw(out, out_dtype);
+  if (keepdims) return out;
+  return Tensor(out.storage(), drop_shape(x, r), contiguous_strides(drop_shape(x, r)), 0, out.dtype());
+}
+
+// The gradient arriving at a reduction's output, shaped to broadcast against the input.
+Tensor expand_grad(const Tensor& g, const Shape& keep, const Shape& input) {
+  return broadcast_to(reshape(g, keep), input);
+}
+
+DType sum_dtype(DType d) { return is_floating(d) ? d : DType::Int64; }
+
+void require_nonempty(const Tensor& x, const std::vector<bool>& r, const char* op) {
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i] && x.shape()[i] == 0)
+      throw ValueError(std::string(op) + ": cannot reduce over axis " + std::to_string(i) + " of size zero in shape " +
+                       shape_str(x.shape()) + " (there is no identity for this reduction)");
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const Axes& axes, bool keepdims) {
+  detail::check_defined(x, "sum");
+  const auto r = reduced_flags(x, axes, "sum");
+  Tensor y = reduce_kernel(ReduceOp::Sum, x, r, sum_dtype(x.dtype()), keepdims);
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("sum", {x}, y, [keep = keep_shape(x, r), in = x.shape()](const Tensor& g) {
+    return Grads{expand_grad(g, keep, in)};
+  });
+}
+
+Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
+  detail::check_defined(x, "mean");
+  const auto r = reduced_flags(x, axes, "mean");
+  int64_t n = 1;
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i]) n *= x.shape()[i];
+  Tensor s = sum(is_floating(x.dtype()) ? x : astype(x, DType::Float64), axes, keepdims);
+  return divide(s, scalar_tensor(static_cast<double>(n), s.dtype(), x.device()));
+}
+
+Tensor prod(const Tensor& x, const Axes& axes, bool keepdims) {
+  detail::check_defined(x, "prod");
+  const auto r = reduced_flags(x, axes, "prod");
+  Tensor y = reduce_kernel(ReduceOp::Prod, x, r, sum_dtype(x.dtype()), keepdims);
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("prod", {x}, y, [xd = x.detach(), axes, keep = keep_shape(x, r)](const Tensor& g) {
+    // d prod / d x_i = product of the others; exact with zeros: with no zero it is y / x_i, with
+    // one zero only the zero's position gets the product of the non-zeros, with more it is 0.
+    Tensor gk = expand_grad(g, keep, xd.shape());
+    Tensor is_zero = equal(xd, zeros({}, xd.dtype(), xd.device()));
+    Tensor nonzero_x = where(is_zero, ones({}, xd.dtype(), xd.device()), xd);
+    Tensor prod_nz = broadcast_to(prod(nonzero_x, axes, true), xd.shape());
+    Tensor zero_count = broadcast_to(sum(astype(is_zero, DType::Int64), axes, true), xd.shape());
+    Tensor no_zero = equal(zero_count, zeros({}, DType::Int64, xd.device()));
+    Tensor one_zero = equal(zero_count, ones({}, DType::Int64, xd.device()));
+    Tensor others = where(no_zero, divide(prod_nz, nonzero_x),
+                          where(logical_and(one_zero, is_zero), prod_nz, zeros({}, xd.dtype(), xd.device())));
+    return Grads{multiply(gk, others)};
+  });
+}
+
+namespace {
+Tensor extremum(ReduceOp op, const char* name, const Tensor& x, const Axes& axes, bool keepdims) {
+  detail::check_defined(x, name);
+  const auto r = reduced_flags(x, axes, name);
+  require_nonempty(x, r, name);
+  Tensor y = reduce_kernel(op, x, r, x.dtype(), keepdims);
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record(name, {x}, y, [xd = x.detach(), yd = y.detach(), axes, keep = keep_shape(x, r)](const Tensor& g) {
+    // shared equally among the positions that attain the extreme value
+    Tensor mask = astype(equal(xd, expand_grad(yd, keep, xd.shape())), g.dtype());
+    Tensor count = sum(mask, axes, true);
+    return Grads{multiply(expand_grad(g, keep, xd.shape()), divide(mask, count))};
+  });
+}
+}  // namespace
+
+Tensor max(const Tensor& x, const Axes& axes, bool keepdims) { return extremum(ReduceOp::Max, "max", x, axes, keepdims); }
+Tensor min(const Tensor& x, const Axes& axes, bool keepdims) { return extremum(ReduceOp::Min, "min", x, axes, keepdims); }
+
+Tensor var(const Tensor& x, const Axes& axes, int64_t ddof, bool keepdims) {
+  detail::check_defined(x, "var");
+  const auto r = reduced_flags(x, axes, "var");
+  int64_t n = 1;
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i]) n *= x.shape()[i];
+  Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float64);
+  Tensor centered = subtract(xf, mean(xf, axes, true));
+  Tensor ss = sum(square(centered), axes, keepdims);
+  return divide(ss, scalar_tensor(static_cast<double>(std::max<int64_t>(n - ddof, 0)), ss.dtype(), x.device()));
+}
+
+Tensor std(const Tensor& x, const Axes& axes, int64_t ddof, bool keepdims) { return sqrt(var(x, axes, ddof, keepdims)); }
+
+Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
+  detail::check_defined(x, "logsumexp");
+  Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  Tensor m = max(xf, axes, true).detach();
+  m = where(logical_not(equal(abs(m), scalar_tensor(INFINITY, m.dtype(), m.device()))), m, zeros_like(m));
+  Tensor s = log(sum(exp(subtract(xf, m)), axes, true)) + m;
+  if (keepdims) return s;
+  const auto r = reduced_flags(x, axes, "logsumexp");
+  return reshape(s, drop_shape(x, r));
+}
+
+Tensor all(const Tensor& x, const Axes& axes, bool keepdims) {
+  detail::check_defined(x, "all");
+  return reduce_kernel(ReduceOp::All, x, reduced_flags(x, axes, "all"), DType::Bool, keepdims);
+}
+
+Tensor any(const Tensor& x, const Axes& axes, bool keepdims) {
+  detail::check_defined(x, "any");
+  return reduce_kernel(ReduceOp::Any, x, reduced_flags(x, axes, "any"), DType::Bool, keepdims);
+}
+
+namespace {
+Tensor arg_extremum(ReduceOp op, const char* name, const Tensor& x, std::optional<int64_t> axis, bool keepdims) {
+  detail::check_defined(x, name);
+  if (!axis) {
+    Tensor flat = reshape(x.detach(), {x.numel()});
+    Tensor r = arg_extremum(op, name, flat, 0, false);
+    return keepdims ? reshape(r, Shape(static_cast<size_t>(x.ndim()), 1)) : r;
+  }
+  const int64_t a = normalize_axis(*axis, x.ndim(), name);
+  std::vector<bool> r(static_cast<size_t>(x.ndim()), false);
+  r[a] = true;
+  require_nonempty(x, r, name);
+  return reduce_kernel(op, x, r, DType::Int64, keepdims);
+}
+}  // namespace
+
+Tensor argmax(const Tensor& x, std::optional<int64_t> axis, bool keepdims) {
+  return arg_extremum(ReduceOp::ArgMax, "argmax", x, axis, keepdims);
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> axis, bool keepdims) {
+  return arg_extremum(ReduceOp::ArgMin, "argmin", x, axis, keepdims);
+}
+
+Tensor cumsum(const Tensor& x, int64_t axis) {
+  detail::check_defined(x, "cumsum");
+  const int64_t a = normalize_axis(axis, x.ndim(), "cumsum");
+  const DType kd = is_half(x.dtype()) ? DType::Float32 : x.dtype();
+  Tensor out = detail::alloc(x.shape(), sum_dtype(kd), x.device());
+  detail::backend(x.device()).cumsum(out, detail::cast_raw(x, kd), a);
+  Tensor y = detail::cast_raw(out, sum_dtype(x.dtype()));
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("cumsum", {x}, y, [a](const Tensor& g) {
+    // the gradient of a running sum is the reversed running sum of the gradient
+    return Grads{flip(cumsum(flip(g, {a}), a), {a})};
+  });
+}
+
+Tensor count_nonzero(const Tensor& x) { return sum(astype(x, DType::Bool)); }
+
+Tensor softmax(const Tensor& x, int64_t axis) {
+  detail::check_defined(x, "softmax");
+  normalize_axis(axis, x.ndim(), "softmax");
+  Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  Tensor e = exp(subtract(xf, max(xf, {axis}, true).detach()));
+  return divide(e, sum(e, {axis}, true));
+}
+
+Tensor log_softmax(const Tensor& x, int64_t axis) {
+  detail::check_defined(x, "log_softmax");
+  normalize_axis(axis, x.ndim(), "log_softmax");
+  Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  Tensor shifted = subtract(xf, max(xf, {axis}, true).detach());
+  return subtract(shifted, log(sum(exp(shifted), {axis}, true)));
+}
+
+}  // namespace loom
