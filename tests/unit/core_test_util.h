@@ -1,0 +1,43 @@
+#pragma once
+// Small helpers shared by the core-semantics unit tests.
+#include <gtest/gtest.h>
+#include <loom/loom.h>
+
+#include <string>
+#include <vector>
+
+namespace loom_test {
+
+// Runs f, expects it to throw exactly E (or a subclass), and returns the message ("" otherwise).
+template <typename E, typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw the wrong exception type: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
+}
+
+inline ::testing::AssertionResult contains_all(const std::string& msg, const std::vector<std::string>& parts) {
+  for (const auto& p : parts)
+    if (msg.find(p) == std::string::npos)
+      return ::testing::AssertionFailure() << "message \"" << msg << "\" does not mention \"" << p << "\"";
+  return ::testing::AssertionSuccess();
+}
+
+template <typename T = double>
+std::vector<T> values(const loom::Tensor& t) {
+  return t.to_vector<T>();
+}
+
+// 0, 1, ..., n-1 as float32 of the given shape.
+inline loom::Tensor iota(const loom::Shape& shape, loom::DType dtype = loom::Float32) {
+  return loom::arange(loom::shape_numel(shape)).astype(dtype).reshape(shape);
+}
+
+}  // namespace loom_test
