@@ -1,0 +1,33 @@
+#pragma once
+// Parameter initializers, chosen by value in layer options.
+#include <string>
+
+#include "loom/core/tensor.h"
+#include "loom/ops/random.h"
+
+namespace loom::nn {
+
+struct Init {
+  enum class Kind : uint8_t { GlorotUniform, GlorotNormal, HeUniform, HeNormal, Orthogonal, Zeros, Ones, Constant, Normal, Uniform };
+  Kind kind = Kind::GlorotUniform;
+  double a = 0;  // Constant: value; Normal: mean; Uniform: low; Orthogonal: gain (0 = 1)
+  double b = 0;  // Normal: stddev; Uniform: high
+
+  static Init glorot_uniform() { return {Kind::GlorotUniform}; }
+  static Init glorot_normal() { return {Kind::GlorotNormal}; }
+  static Init he_uniform() { return {Kind::HeUniform}; }
+  static Init he_normal() { return {Kind::HeNormal}; }
+  static Init orthogonal(double gain = 1) { return {Kind::Orthogonal, gain}; }
+  static Init zeros() { return {Kind::Zeros}; }
+  static Init ones() { return {Kind::Ones}; }
+  static Init constant(double v) { return {Kind::Constant, v}; }
+  static Init normal(double mean = 0, double stddev = 0.05) { return {Kind::Normal, mean, stddev}; }
+  static Init uniform(double low = -0.05, double high = 0.05) { return {Kind::Uniform, low, high}; }
+  std::string name() const;
+};
+
+// A new tensor of `shape` drawn from `init`. Fans: shape[0] in, shape[1] out for matrices;
+// for higher ranks (out, in, k...) as convolution kernels.
+Tensor initialize(const Init& init, const Shape& shape, DType dtype = Float32, Generator* gen = nullptr);
+
+}  // namespace loom::nn

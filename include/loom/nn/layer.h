@@ -1,0 +1,87 @@
+#pragma once
+// TensorX layers: a Layer is a stateful function and, at once, the end node of the graph of
+// layers that feeds it.
+//   l()                runs the graph that ends in l, reading each Input's current value;
+//   l.compute(t...)    runs only l's own op on the given tensors;
+//   l.reuse_with(x...) makes a layer of the same kind on new inputs sharing l's State.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/core/tensor.h"
+#include "loom/nn/mode.h"
+#include "loom/nn/state.h"
+
+namespace loom::nn {
+
+class LayerImpl;
+
+class Layer {
+ public:
+  Layer() = default;
+  explicit Layer(std::shared_ptr<LayerImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const std::shared_ptr<LayerImpl>& impl() const { return impl_; }
+
+  // Evaluates the graph ending in this layer in the current mode (see ModeScope).
+  Tensor operator()() const;
+  Tensor compute(const std::vector<Tensor>& inputs) const;
+  Tensor compute(const Tensor& x) const { return compute(std::vector<Tensor>{x}); }
+  Layer reuse_with(const std::vector<Layer>& inputs, const std::string& name = "") const;
+  Layer reuse_with(const Layer& input, const std::string& name = "") const {
+    return reuse_with(std::vector<Layer>{input}, name);
+  }
+
+  const std::string& name() const;
+  const char* kind() const;
+  const std::vector<Layer>& inputs() const;
+  // Output shape; -1 marks a dimension only known at run time (the batch).
+  const Shape& shape() const;
+  int64_t n_units() const;  // the last dimension of the output
+  DType dtype() const;
+  State& state() const;
+  const std::shared_ptr<State>& shared_state() const;
+  // Trainable tensors of this layer's state (and inner states), each once.
+  std::vector<Tensor> parameters() const;
+  // The layer's options as JSON text (kind-specific).
+  std::string options_json() const;
+
+  bool operator==(const Layer& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<LayerImpl> impl_;
+};
+
+// Base of every layer kind. Kinds implement compute and clone; the base holds the graph links.
+class LayerImpl {
+ public:
+  virtual ~LayerImpl() = default;
+  virtual const char* kind() const = 0;
+  // The layer's op on tensors, one per input (the mode selects train/eval behaviour).
+  virtual Tensor compute(const std::vector<Tensor>& inputs, Mode mode) = 0;
+  virtual std::shared_ptr<LayerImpl> clone() const = 0;
+  virtual std::string options_json() const { return "{}"; }
+  // Called by reuse_with on the clone: checks the new inputs fit the shared state.
+  virtual void check_inputs(const std::vector<Layer>& inputs) const;
+
+  std::string name;
+  std::vector<Layer> inputs;
+  std::shared_ptr<State> state = std::make_shared<State>();
+  Shape shape;
+  DType dtype = DType::Float32;
+};
+
+// Clone for a concrete kind.
+template <typename Derived>
+class LayerBase : public LayerImpl {
+ public:
+  std::shared_ptr<LayerImpl> clone() const override {
+    return std::make_shared<Derived>(static_cast<const Derived&>(*this));
+  }
+};
+
+// A unique name "<prefix>_<n>" unless `name` is given.
+std::string unique_name(const std::string& prefix, const std::string& name = "");
+
+}  // namespace loom::nn

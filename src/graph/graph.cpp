@@ -1,0 +1,193 @@
+#include "loom/graph/graph.h"
+
+#include "loom/nn/layers.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace loom {
+
+using nn::Layer;
+using nn::LayerImpl;
+
+namespace {
+bool is_input_kind(const Layer& l) { return std::string(l.kind()) == "Input"; }
+}  // namespace
+
+Graph Graph::build(const std::vector<Layer>& outputs, const std::vector<Layer>& inputs) {
+  if (outputs.empty()) throw ValueError("Graph::build: no output layers given");
+  for (const Layer& l : outputs)
+    if (!l.defined()) throw ValueError("Graph::build: an output layer is undefined");
+  for (const Layer& l : inputs)
+    if (!l.defined()) throw ValueError("Graph::build: an input layer is undefined");
+  Graph g;
+  g.outputs_ = outputs;
+  std::unordered_set<const LayerImpl*> given;
+  for (const Layer& l : inputs) {
+    if (!given.insert(l.impl().get()).second) throw ValueError("Graph::build: input '" + l.name() + "' is given twice");
+  }
+  // depth-first post-order from each output; `path` detects cycles
+  std::unordered_map<const LayerImpl*, size_t> pos;
+  std::unordered_set<const LayerImpl*> on_path;
+  std::vector<Layer> path;
+  std::vector<Layer> free_inputs;
+  auto visit = [&](auto&& self, const Layer& l) -> void {
+    const LayerImpl* key = l.impl().get();
+    if (pos.count(key)) return;
+    if (on_path.count(key)) {
+      std::string cycle;
+      bool in = false;
+      for (const Layer& p : path) {
+        if (p.impl().get() == key) in = true;
+        if (in) cycle += p.name() + " -> ";
+      }
+      throw ValueError("Graph::build: the graph has a cycle: " + cycle + l.name());
+    }
+    on_path.insert(key);
+    path.push_back(l);
+    if (!given.count(key)) {
+      if (is_input_kind(l) && !inputs.empty()) free_inputs.push_back(l);
+      for (const Layer& i : l.inputs()) self(self, i);
+    }
+    path.pop_back();
+    on_path.erase(key);
+    pos[key] = g.nodes_.size();
+    g.nodes_.push_back(l);
+  };
+  for (const Layer& o : outputs) visit(visit, o);
+
+  if (inputs.empty()) {
+    for (const Layer& l : g.nodes_)
+      if (is_input_kind(l)) g.inputs_.push_back(l);
+  } else {
+    for (const Layer& l : inputs) {
+      if (!pos.count(l.impl().get())) {
+        std::string outs;
+        for (const Layer& o : outputs) outs += (outs.empty() ? "'" : ", '") + o.name() + "'";
+        throw ValueError("Graph::build: input '" + l.name() + "' (" + l.kind() + ") reaches none of the outputs " + outs);
+      }
+      g.inputs_.push_back(l);
+    }
+    // an Input that is not a graph input must hold a value to be read at run time
+    for (const Layer& l : free_inputs) {
+      nn::Input in(l.impl());
+      if (!in.has_value()) {
+        std::string names;
+        for (const Layer& i : inputs) names += (names.empty() ? "'" : ", '") + i.name() + "'";
+        throw ValueError("Graph::build: the outputs depend on Input '" + l.name() +
+                         "', which is neither among the given inputs (" + names + ") nor holds a value");
+      }
+    }
+  }
+  g.args_.resize(g.nodes_.size());
+  for (size_t k = 0; k < g.nodes_.size(); ++k) {
+    if (given.count(g.nodes_[k].impl().get())) continue;
+    for (const Layer& i : g.nodes_[k].inputs()) g.args_[k].push_back(pos.at(i.impl().get()));
+  }
+  return g;
+}
+
+std::vector<std::pair<size_t, size_t>> Graph::edges() const {
+  std::vector<std::pair<size_t, size_t>> e;
+  for (size_t k = 0; k < args_.size(); ++k)
+    for (size_t a : args_[k]) e.emplace_back(a, k);
+  return e;
+}
+
+std::function<std::vector<Tensor>(const std::vector<Tensor>&)> Graph::as_function() const {
+  auto plan = std::make_shared<Plan>(*this);
+  return [plan](const std::vector<Tensor>& xs) { return plan->run(xs); };
+}
+
+Plan Graph::compile() const { return Plan(*this); }
+
+std::string Graph::to_dot() const {
+  static const char* colours[] = {"lightblue", "lightpink", "palegreen", "khaki", "plum", "lightsalmon", "lightcyan"};
+  std::map<const nn::State*, std::vector<size_t>> by_state;
+  for (size_t k = 0; k < nodes_.size(); ++k) by_state[nodes_[k].shared_state().get()].push_back(k);
+  std::unordered_map<size_t, std::string> colour;
+  size_t c = 0;
+  std::string dot = "digraph loom {\n  rankdir=BT;\n  node [shape=box, style=\"rounded,filled\", fillcolor=white];\n";
+  std::string shared_edges;
+  for (const auto& [state, ks] : by_state) {
+    if (ks.size() < 2 || state->params().empty()) continue;
+    for (size_t k : ks) colour[k] = colours[c % 7];
+    for (size_t j = 1; j < ks.size(); ++j)
+      shared_edges += "  n" + std::to_string(ks[0]) + " -> n" + std::to_string(ks[j]) +
+                      " [style=dashed, dir=none, label=\"shared\", constraint=false];\n";
+    ++c;
+  }
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    const Layer& l = nodes_[k];
+    dot += "  n" + std::to_string(k) + " [label=\"" + l.kind() + "\\n" + l.name() + "\\n" + shape_str(l.shape()) + "\"";
+    if (colour.count(k)) dot += ", fillcolor=" + colour[k];
+    dot += "];\n";
+  }
+  for (auto [a, b] : edges()) dot += "  n" + std::to_string(a) + " -> n" + std::to_string(b) + ";\n";
+  return dot + shared_edges + "}\n";
+}
+
+Plan::Plan(Graph graph) : graph_(std::make_shared<const Graph>(std::move(graph))) {
+  const size_t n = graph_->nodes_.size();
+  last_use_.assign(n, 0);
+  is_output_.assign(n, false);
+  for (size_t k = 0; k < n; ++k)
+    for (size_t a : graph_->args_[k]) last_use_[a] = std::max(last_use_[a], k);
+  std::unordered_map<const LayerImpl*, size_t> pos;
+  for (size_t k = 0; k < n; ++k) pos[graph_->nodes_[k].impl().get()] = k;
+  for (const Layer& o : graph_->outputs_) {
+    output_pos_.push_back(pos.at(o.impl().get()));
+    is_output_[output_pos_.back()] = true;
+  }
+  for (const Layer& i : graph_->inputs_) input_pos_.push_back(pos.at(i.impl().get()));
+}
+
+std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const {
+  const Graph& g = *graph_;
+  if (xs.size() != g.inputs_.size()) {
+    std::string names;
+    for (const Layer& i : g.inputs_) names += (names.empty() ? "" : ", ") + i.name();
+    throw ValueError("Plan: got " + std::to_string(xs.size()) + " input tensors for " + std::to_string(g.inputs_.size()) +
+                     " graph inputs (" + names + ")");
+  }
+  const size_t n = g.nodes_.size();
+  std::vector<Tensor> values(n);
+  std::vector<bool> fed(n, false);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const size_t k = input_pos_[i];
+    {
+        const Layer& l = g.inputs_[i];
+        bool ok = xs[i].defined() && xs[i].ndim() == static_cast<int64_t>(l.shape().size());
+        for (size_t d = 0; ok && d < l.shape().size(); ++d)
+          if (l.shape()[d] >= 0 && l.shape()[d] != xs[i].shape()[d]) ok = false;
+        if (!ok)
+          throw ShapeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects shape " + shape_str(l.shape()) +
+                           " (-1: any size), got " + (xs[i].defined() ? shape_str(xs[i].shape()) : "an undefined tensor"));
+        values[k] = xs[i];
+        fed[k] = true;
+      }
+  }
+  const nn::Mode mode = nn::current_mode();
+  std::vector<Tensor> args;
+  for (size_t k = 0; k < n; ++k) {
+    if (fed[k]) continue;
+    args.clear();
+    for (size_t a : g.args_[k]) args.push_back(values[a]);
+    values[k] = g.nodes_[k].impl()->compute(args, mode);
+    for (size_t a : g.args_[k])
+      if (last_use_[a] == k && !is_output_[a]) values[a] = Tensor();  // free after the last consumer
+  }
+  std::vector<Tensor> outs;
+  for (size_t k : output_pos_) outs.push_back(values[k]);
+  return outs;
+}
+
+Tensor Plan::single(std::vector<Tensor> outs) {
+  if (outs.size() != 1)
+    throw ValueError("Plan: the graph has " + std::to_string(outs.size()) + " outputs; use run() to get all of them");
+  return outs[0];
+}
+
+}  // namespace loom

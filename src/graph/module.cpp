@@ -1,0 +1,39 @@
+#include "loom/graph/module.h"
+
+#include <unordered_set>
+
+namespace loom::nn {
+
+namespace {
+
+struct ModuleImpl final : LayerBase<ModuleImpl> {
+  std::shared_ptr<const Plan> plan;
+  const char* kind() const override { return "Module"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override { return plan->run(in)[0]; }
+};
+
+}  // namespace
+
+Module::Module(const std::vector<Layer>& inputs, const Layer& output, const std::string& name) {
+  if (inputs.empty()) throw ValueError("Module: needs at least one input layer");
+  auto impl = std::make_shared<ModuleImpl>();
+  impl->plan = std::make_shared<const Plan>(Graph::build({output}, inputs));
+  impl->inputs = inputs;
+  impl->shape = output.shape();
+  impl->dtype = output.dtype();
+  impl->name = unique_name("module", name);
+  // the module's state is the inner layers' states, each once
+  std::unordered_set<const State*> seen;
+  for (const Layer& l : impl->plan->graph().nodes()) {
+    bool is_input = false;
+    for (const Layer& i : inputs) is_input = is_input || i == l;
+    if (is_input || !seen.insert(l.shared_state().get()).second) continue;
+    if (l.state().params().empty() && l.state().buffers().empty() && l.state().children().empty()) continue;
+    impl->state->add_child(l.name(), l.shared_state());
+  }
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+const Graph& Module::graph() const { return static_cast<const ModuleImpl&>(*impl()).plan->graph(); }
+
+}  // namespace loom::nn

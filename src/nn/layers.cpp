@@ -1,0 +1,409 @@
+#include "loom/nn/layers.h"
+
+#include <cstdio>
+
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/linalg.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/random.h"
+#include "loom/ops/reduction.h"
+
+namespace loom::nn {
+
+namespace {
+
+std::string fmt_double(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+std::string shape_json(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Output shape of a layer that maps the last axis of `in` to n units.
+Shape with_units(const Shape& in, int64_t n) {
+  Shape s = in.empty() ? Shape{1} : in;
+  s.back() = n;
+  return s;
+}
+
+void require_input(const Layer& l, const char* kind) {
+  if (!l.defined()) throw ValueError(std::string(kind) + ": an input layer is undefined");
+}
+
+// ---------------------------------------------------------------- Input
+struct InputData {
+  Tensor value, fallback;
+};
+
+struct InputImpl final : LayerBase<InputImpl> {
+  std::shared_ptr<InputData> data = std::make_shared<InputData>();
+  const char* kind() const override { return "Input"; }
+  Tensor compute(const std::vector<Tensor>&, Mode) override {
+    if (data->value.defined()) return data->value;
+    if (data->fallback.defined()) return data->fallback;
+    throw ValueError("Input '" + name + "' of shape " + shape_str(shape) + " has no value: call set_value() first, " +
+                     "give it a default, or pass its tensor to the compiled graph function");
+  }
+  std::string options_json() const override {
+    return "{\"shape\":" + shape_json(shape) + ",\"dtype\":\"" + dtype_name(dtype) + "\"}";
+  }
+  void check(const Tensor& v, const char* what) const {
+    bool ok = v.defined() && v.ndim() == static_cast<int64_t>(shape.size());
+    for (size_t i = 0; ok && i < shape.size(); ++i)
+      if (shape[i] >= 0 && shape[i] != v.shape()[i]) ok = false;
+    if (!ok)
+      throw ShapeError("Input '" + name + "'." + what + ": a tensor of shape " + (v.defined() ? shape_str(v.shape()) : "undefined") +
+                       " does not fit the input's shape " + shape_str(shape) + " (-1 matches any size)");
+    if (v.dtype() != dtype)
+      throw DTypeError("Input '" + name + "'." + what + ": a tensor of dtype " + dtype_name(v.dtype()) +
+                       " does not fit the input's dtype " + dtype_name(dtype));
+  }
+};
+
+InputImpl& input_impl(const Layer& l) {
+  auto* p = dynamic_cast<InputImpl*>(l.impl().get());
+  if (!p) throw ValueError("Input: layer '" + l.name() + "' is a " + l.kind() + ", not an Input");
+  return *p;
+}
+
+// ---------------------------------------------------------------- Constant, Param
+struct ConstantImpl final : LayerBase<ConstantImpl> {
+  Tensor value;
+  const char* kind() const override { return "Constant"; }
+  Tensor compute(const std::vector<Tensor>&, Mode) override { return value; }
+  std::string options_json() const override { return "{\"shape\":" + shape_json(shape) + "}"; }
+};
+
+struct ParamData {
+  double value;
+  std::vector<std::function<void(double)>> observers;
+};
+
+struct ParamImpl final : LayerBase<ParamImpl> {
+  std::shared_ptr<ParamData> data;
+  const char* kind() const override { return "Param"; }
+  Tensor compute(const std::vector<Tensor>&, Mode) override { return scalar_tensor(data->value, DType::Float32); }
+  std::string options_json() const override { return "{\"value\":" + fmt_double(data->value) + "}"; }
+};
+
+ParamImpl& param_impl(const Layer& l) { return dynamic_cast<ParamImpl&>(*l.impl()); }
+
+// ---------------------------------------------------------------- Linear
+struct LinearImpl final : LayerBase<LinearImpl> {
+  int64_t n_units = 0;
+  bool bias = true, transpose_weights = false;
+  std::string weight_init, bias_init;
+  const char* kind() const override { return "Linear"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    const Tensor& w = state->param("weights");
+    Tensor y = matmul(in[0], transpose_weights ? w.transpose() : w);
+    return bias ? y + state->param("bias") : y;
+  }
+  std::string options_json() const override {
+    return "{\"n_units\":" + std::to_string(n_units) + ",\"bias\":" + (bias ? "true" : "false") +
+           ",\"transpose_weights\":" + (transpose_weights ? "true" : "false") + ",\"weight_init\":\"" + weight_init +
+           "\",\"bias_init\":\"" + bias_init + "\"}";
+  }
+};
+
+// ---------------------------------------------------------------- Activation
+struct ActivationImpl final : LayerBase<ActivationImpl> {
+  ActivationFn fn;
+  const char* kind() const override { return "Activation"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override { return fn(in[0]); }
+  std::string options_json() const override { return "{\"fn\":\"" + fn.name + "\"}"; }
+};
+
+// ---------------------------------------------------------------- Dropout
+struct DropoutImpl final : LayerBase<DropoutImpl> {
+  double probability = 0.5;
+  std::shared_ptr<ParamData> param;  // when the probability is a Param
+  std::shared_ptr<Generator> gen;
+  uint64_t seed = 0;
+  const char* kind() const override { return "Dropout"; }
+  double p() const { return param ? param->value : probability; }
+  Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
+    const double q = p();
+    if (mode == Mode::Eval || q == 0) return in[0];
+    if (q >= 1) return zeros_like(in[0]);
+    Tensor keep = bernoulli(in[0].shape(), 1 - q, in[0].dtype(), in[0].device(), gen.get());
+    return in[0] * (keep / (1 - q));
+  }
+  std::string options_json() const override {
+    return "{\"probability\":" + fmt_double(p()) + ",\"seed\":" + std::to_string(seed) + "}";
+  }
+};
+
+// ---------------------------------------------------------------- merges
+enum class MergeOp { Add, Subtract, Multiply, Mean, Concat };
+
+struct MergeImpl final : LayerBase<MergeImpl> {
+  MergeOp op = MergeOp::Add;
+  int64_t axis = -1;
+  const char* kind() const override {
+    switch (op) {
+      case MergeOp::Add: return "Add";
+      case MergeOp::Subtract: return "Subtract";
+      case MergeOp::Multiply: return "Multiply";
+      case MergeOp::Mean: return "Mean";
+      case MergeOp::Concat: return "Concat";
+    }
+    return "?";
+  }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    if (op == MergeOp::Concat) return concatenate(in, axis);
+    Tensor acc = in[0];
+    for (size_t i = 1; i < in.size(); ++i) {
+      if (op == MergeOp::Subtract) acc = acc - in[i];
+      else if (op == MergeOp::Multiply) acc = acc * in[i];
+      else acc = acc + in[i];
+    }
+    if (op == MergeOp::Mean) acc = acc / static_cast<double>(in.size());
+    return acc;
+  }
+  std::string options_json() const override { return op == MergeOp::Concat ? "{\"axis\":" + std::to_string(axis) + "}" : "{}"; }
+};
+
+Shape merge_shape(const std::vector<Layer>& inputs, MergeOp op, int64_t axis, const char* kind) {
+  if (inputs.empty()) throw ValueError(std::string(kind) + ": needs at least one input layer");
+  for (const Layer& l : inputs) require_input(l, kind);
+  Shape s = inputs[0].shape();
+  if (op == MergeOp::Concat) {
+    const int64_t a = normalize_axis(axis, static_cast<int64_t>(s.size()), kind);
+    for (size_t i = 1; i < inputs.size(); ++i) {
+      const Shape& t = inputs[i].shape();
+      bool ok = t.size() == s.size();
+      for (size_t d = 0; ok && d < s.size(); ++d)
+        if (static_cast<int64_t>(d) != a && t[d] != s[d] && t[d] >= 0 && s[d] >= 0) ok = false;
+      if (!ok)
+        throw ShapeError(std::string(kind) + ": layer '" + inputs[i].name() + "' has shape " + shape_str(t) + " but '" +
+                         inputs[0].name() + "' has " + shape_str(s) + " (all axes but " + std::to_string(axis) + " must match)");
+      s[a] = (s[a] < 0 || t[a] < 0) ? -1 : s[a] + t[a];
+    }
+    return s;
+  }
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const Shape& t = inputs[i].shape();
+    // broadcast with -1 (dynamic) treated as matching anything
+    const size_t n = std::max(s.size(), t.size());
+    Shape r(n);
+    for (size_t d = 0; d < n; ++d) {
+      const int64_t x = d < n - s.size() ? 1 : s[d - (n - s.size())];
+      const int64_t y = d < n - t.size() ? 1 : t[d - (n - t.size())];
+      if (x != y && x != 1 && y != 1 && x >= 0 && y >= 0)
+        throw ShapeError(std::string(kind) + ": layer '" + inputs[i].name() + "' has shape " + shape_str(t) +
+                         " which does not broadcast with " + shape_str(s) + " (from '" + inputs[0].name() + "')");
+      r[d] = (x < 0 || y < 0) ? -1 : std::max(x, y);
+    }
+    s = r;
+  }
+  return s;
+}
+
+template <typename Handle>
+std::shared_ptr<MergeImpl> make_merge(const std::vector<Layer>& inputs, MergeOp op, int64_t axis, const std::string& name,
+                                      const char* kind) {
+  auto impl = std::make_shared<MergeImpl>();
+  impl->op = op;
+  impl->axis = axis;
+  impl->shape = merge_shape(inputs, op, axis, kind);
+  impl->dtype = inputs[0].dtype();
+  for (const Layer& l : inputs) impl->dtype = promote_types(impl->dtype, l.dtype());
+  impl->inputs = inputs;
+  impl->name = unique_name(std::string(kind) == "Add" ? "add" : std::string(kind), name);
+  return impl;
+}
+
+// ---------------------------------------------------------------- Lambda
+struct LambdaImpl final : LayerBase<LambdaImpl> {
+  std::function<Tensor(const std::vector<Tensor>&)> fn;
+  const char* kind() const override { return "Lambda"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override { return fn(in); }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- handles
+Input::Input(int64_t n_units, DType dtype, const std::string& name) : Input(Shape{-1, n_units}, dtype, name) {}
+
+Input::Input(const Shape& shape, DType dtype, const std::string& name) {
+  auto impl = std::make_shared<InputImpl>();
+  for (int64_t d : shape)
+    if (d < -1) throw ShapeError("Input: invalid dimension " + std::to_string(d) + " in " + shape_str(shape) + " (sizes >= 0, or -1 for dynamic)");
+  impl->shape = shape;
+  impl->dtype = dtype;
+  impl->name = unique_name("input", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Input::Input(std::shared_ptr<LayerImpl> impl) : Layer(std::move(impl)) { input_impl(*this); }
+
+void Input::set_value(const Tensor& value) const {
+  auto& in = input_impl(*this);
+  in.check(value, "set_value");
+  in.data->value = value;
+}
+void Input::set_default(const Tensor& value) const {
+  auto& in = input_impl(*this);
+  in.check(value, "set_default");
+  in.data->fallback = value;
+}
+bool Input::has_value() const {
+  auto& in = input_impl(*this);
+  return in.data->value.defined() || in.data->fallback.defined();
+}
+Tensor Input::value() const { return input_impl(*this).compute({}, Mode::Eval); }
+void Input::clear() const { input_impl(*this).data->value = Tensor(); }
+
+Constant::Constant(const Tensor& value, const std::string& name) {
+  auto impl = std::make_shared<ConstantImpl>();
+  impl->value = value;
+  impl->shape = value.shape();
+  impl->dtype = value.dtype();
+  impl->name = unique_name("constant", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Param::Param(double value, const std::string& name) {
+  auto impl = std::make_shared<ParamImpl>();
+  impl->data = std::make_shared<ParamData>(ParamData{value, {}});
+  impl->shape = {};
+  impl->name = unique_name("param", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+double Param::value() const { return param_impl(*this).data->value; }
+void Param::set_value(double v) const {
+  auto& d = *param_impl(*this).data;
+  d.value = v;
+  for (auto& o : d.observers) o(v);
+}
+void Param::observe(std::function<void(double)> observer) const { param_impl(*this).data->observers.push_back(std::move(observer)); }
+
+Linear::Linear(const Layer& input, int64_t n_units, LinearOptions o, const std::string& name) {
+  require_input(input, "Linear");
+  if (n_units <= 0) throw ValueError("Linear: n_units must be positive, got " + std::to_string(n_units));
+  const int64_t in = input.n_units();
+  if (in <= 0)
+    throw ShapeError("Linear: input '" + input.name() + "' has shape " + shape_str(input.shape()) +
+                     "; its last dimension (the units) must be known when the layer is created");
+  if (!is_floating(input.dtype()))
+    throw DTypeError("Linear: input '" + input.name() + "' has dtype " + dtype_name(input.dtype()) + " (valid: a floating dtype)");
+  auto impl = std::make_shared<LinearImpl>();
+  impl->n_units = n_units;
+  impl->bias = o.bias;
+  impl->transpose_weights = o.transpose_weights;
+  impl->weight_init = o.weight_init.name();
+  impl->bias_init = o.bias_init.name();
+  impl->inputs = {input};
+  impl->shape = with_units(input.shape(), n_units);
+  impl->dtype = input.dtype();
+  impl->name = unique_name("linear", name);
+  const Shape ws = o.transpose_weights ? Shape{n_units, in} : Shape{in, n_units};
+  Tensor w;
+  if (o.shared_weights) {
+    w = *o.shared_weights;
+    if (w.shape() != ws)
+      throw ShapeError("Linear '" + impl->name + "': shared weights have shape " + shape_str(w.shape()) + " but " +
+                       shape_str(ws) + " is needed" + (o.transpose_weights ? " (transposed)" : ""));
+  } else {
+    w = initialize(o.weight_init, ws, input.dtype()).requires_grad_();
+  }
+  impl->state->add_param("weights", w);
+  if (o.bias) impl->state->add_param("bias", initialize(o.bias_init, {n_units}, input.dtype()).requires_grad_());
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Activation::Activation(const Layer& input, ActivationFn fn, const std::string& name) {
+  require_input(input, "Activation");
+  auto impl = std::make_shared<ActivationImpl>();
+  impl->fn = std::move(fn);
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->dtype = is_floating(input.dtype()) ? input.dtype() : DType::Float32;
+  impl->name = unique_name("activation", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Dropout::Dropout(const Layer& input, double probability, uint64_t seed, const std::string& name) {
+  require_input(input, "Dropout");
+  if (!(probability >= 0 && probability <= 1))
+    throw ValueError("Dropout: probability must be in [0, 1], got " + fmt_double(probability));
+  auto impl = std::make_shared<DropoutImpl>();
+  impl->probability = probability;
+  impl->seed = seed;
+  impl->gen = std::make_shared<Generator>(seed);
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->dtype = input.dtype();
+  impl->name = unique_name("dropout", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Dropout::Dropout(const Layer& input, const Param& probability, uint64_t seed, const std::string& name)
+    : Dropout(input, probability.value(), seed, name) {
+  static_cast<DropoutImpl&>(*impl()).param = param_impl(probability).data;
+}
+
+Add::Add(const std::vector<Layer>& inputs, const std::string& name)
+    : Layer(make_merge<Add>(inputs, MergeOp::Add, -1, name, "Add")) {}
+Subtract::Subtract(const Layer& a, const Layer& b, const std::string& name)
+    : Layer(make_merge<Subtract>({a, b}, MergeOp::Subtract, -1, name, "Subtract")) {}
+Multiply::Multiply(const std::vector<Layer>& inputs, const std::string& name)
+    : Layer(make_merge<Multiply>(inputs, MergeOp::Multiply, -1, name, "Multiply")) {}
+Concat::Concat(const std::vector<Layer>& inputs, int64_t axis, const std::string& name)
+    : Layer(make_merge<Concat>(inputs, MergeOp::Concat, axis, name, "Concat")) {}
+Mean::Mean(const std::vector<Layer>& inputs, const std::string& name)
+    : Layer(make_merge<Mean>(inputs, MergeOp::Mean, -1, name, "Mean")) {}
+
+Lambda::Lambda(const std::vector<Layer>& inputs, std::function<Tensor(const std::vector<Tensor>&)> fn, Shape shape,
+               DType dtype, const std::string& name) {
+  for (const Layer& l : inputs) require_input(l, "Lambda");
+  auto impl = std::make_shared<LambdaImpl>();
+  impl->fn = std::move(fn);
+  impl->inputs = inputs;
+  impl->shape = std::move(shape);
+  impl->dtype = dtype;
+  impl->name = unique_name("lambda", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Layer operator+(const Layer& a, const Layer& b) { return Add(a, b); }
+Layer operator-(const Layer& a, const Layer& b) { return Subtract(a, b); }
+Layer operator*(const Layer& a, const Layer& b) { return Multiply(a, b); }
+Layer operator*(const Layer& a, double s) {
+  return Lambda({a}, [s](const std::vector<Tensor>& t) { return t[0] * s; }, a.shape(), a.dtype(), unique_name("scale"));
+}
+Layer operator*(double s, const Layer& a) { return a * s; }
+Layer operator+(const Layer& a, double s) {
+  return Lambda({a}, [s](const std::vector<Tensor>& t) { return t[0] + s; }, a.shape(), a.dtype(), unique_name("shift"));
+}
+
+// ---------------------------------------------------------------- activation functions
+const ActivationFn identity{"identity", [](const Tensor& x) { return x; }};
+const ActivationFn relu{"relu", [](const Tensor& x) { return loom::relu(x); }};
+const ActivationFn tanh{"tanh", [](const Tensor& x) { return loom::tanh(x); }};
+const ActivationFn sigmoid{"sigmoid", [](const Tensor& x) { return loom::sigmoid(x); }};
+const ActivationFn gelu{"gelu", [](const Tensor& x) { return loom::gelu(x); }};
+const ActivationFn elu{"elu", [](const Tensor& x) { return loom::elu(x); }};
+const ActivationFn leaky_relu{"leaky_relu", [](const Tensor& x) { return loom::leaky_relu(x); }};
+const ActivationFn softplus{"softplus", [](const Tensor& x) { return loom::softplus(x); }};
+const ActivationFn softmax{"softmax", [](const Tensor& x) { return loom::softmax(x, -1); }};
+const ActivationFn log_softmax{"log_softmax", [](const Tensor& x) { return loom::log_softmax(x, -1); }};
+
+const ActivationFn& activation_by_name(const std::string& name) {
+  static const ActivationFn* all[] = {&identity, &relu, &tanh, &sigmoid, &gelu, &elu, &leaky_relu, &softplus, &softmax, &log_softmax};
+  std::string known;
+  for (const ActivationFn* f : all) {
+    if (f->name == name) return *f;
+    known += (known.empty() ? "" : ", ") + f->name;
+  }
+  throw ValueError("activation_by_name: unknown activation '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace loom::nn

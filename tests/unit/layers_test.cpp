@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+#include <loom/loom.h>
+#include <loom/graph/graph.h>
+#include <loom/graph/module.h>
+#include <loom/nn/layers.h>
+
+using namespace loom;
+
+// TensorX Figure 2: state sharing through reuse_with with a Dropout in between.
+TEST(Layers, Figure2ReuseWithSharesState) {
+  manual_seed(1);
+  nn::Input x1(2);
+  x1.set_value(uniform({2, 2}));
+  nn::Linear l1(x1, 3);
+  nn::Activation a1(l1, nn::relu);
+  nn::Linear l2(a1, 4);
+  nn::Dropout d1(a1, 0.4);
+  nn::Layer l3 = l2.reuse_with(d1);
+
+  EXPECT_EQ(l3.shared_state(), l2.shared_state());
+  EXPECT_EQ(l3.shape(), (Shape{-1, 4}));
+  // in eval mode dropout is the identity, so both paths agree
+  EXPECT_TRUE(allclose(l2(), l3()));
+  // in train mode they differ (some activations dropped)
+  {
+    nn::ModeScope train(nn::Mode::Train);
+    Tensor t = l3();
+    EXPECT_EQ(t.shape(), (Shape{2, 4}));
+  }
+  // one SGD step through l3 is seen by l2
+  Tensor before = l2().detach().copy();
+  Tensor loss = sum(l3());
+  loss.backward();
+  {
+    NoGrad ng;
+    Tensor& w = l3.state().param("weights");
+    w -= w.grad() * 0.5;
+  }
+  EXPECT_FALSE(allclose(l2(), before));
+}
+
+// TensorX Figure 3: an RNN cell written as a Module, unrolled with reuse_with.
+TEST(Layers, Figure3ModuleRnnCell) {
+  nn::Input x(2, Float32, "x");
+  nn::Input h(4, Float32, "h");
+  nn::Linear w(x, 4, {}, "w");
+  nn::Linear u(h, 4, {.bias = false}, "u");
+  nn::Activation out(nn::Add(w, u), nn::tanh);
+  nn::Module cell({x, h}, out, "rnn_cell");
+  EXPECT_EQ(cell.parameters().size(), 3u);
+
+  nn::Input x2(2);
+  nn::Layer step2 = cell.reuse_with({x2, cell});
+  x.set_value(ones({3, 2}));
+  h.set_value(zeros({3, 4}));
+  x2.set_value(ones({3, 2}) * 2.0);
+  Tensor h1 = cell();
+  Tensor h2 = step2();
+  // the second step is the cell applied to (x2, h1) with the same weights
+  Tensor expect = tanh(matmul(x2.value(), w.state().param("weights")) + w.state().param("bias") +
+                       matmul(h1, u.state().param("weights")));
+  EXPECT_TRUE(allclose(h2, expect, 1e-5, 1e-6));
+  EXPECT_EQ(step2.shared_state(), cell.shared_state());
+}
+
+// TensorX Figure 4: a graph with two inputs compiled to a function.
+TEST(Layers, Figure4GraphFunction) {
+  nn::Input x1(2, Float32, "x1");
+  nn::Input x2(4, Float32, "x2");
+  nn::Linear l1(x1, 4, {}, "l1");
+  nn::Add l2(l1, x2, "l2");
+  nn::Linear l3(l2, 2, {}, "l3");
+  Graph g = Graph::build({l3}, {x1, x2});
+  ASSERT_EQ(g.nodes().size(), 5u);
+  EXPECT_EQ(g.nodes().back(), l3);
+  auto fn = g.as_function();
+  Tensor a = uniform({3, 2}), b = uniform({3, 4});
+  Tensor y = fn({a, b})[0];
+  x1.set_value(a);
+  x2.set_value(b);
+  EXPECT_TRUE(allclose(y, l3()));
+  Plan plan = g.compile();
+  EXPECT_TRUE(allclose(plan(a, b), y));
+  EXPECT_NE(g.to_dot().find("Linear"), std::string::npos);
+}
+
+TEST(Layers, GraphValidationErrors) {
+  nn::Input x(2, Float32, "xin");
+  nn::Input y(3, Float32, "yin");
+  nn::Linear l(x, 2, {}, "lin");
+  try {
+    Graph::build({l}, {y});
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("yin"), std::string::npos);
+  }
+  nn::Input z(2, Float32, "zin");
+  nn::Add both(l, nn::Linear(z, 2), "both");
+  try {
+    Graph::build({both}, {x});
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("zin"), std::string::npos) << e.what();
+  }
+  try {
+    x.set_value(ones({2, 3}));
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("xin"), std::string::npos);
+  }
+  nn::Input empty(2, Float32, "empty_in");
+  try {
+    empty.value();
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("empty_in"), std::string::npos);
+  }
+}
