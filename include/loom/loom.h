@@ -23,4 +23,5 @@
 #include "loom/nn/state.h"
 #include "loom/graph/graph.h"
 #include "loom/graph/module.h"
+#include "loom/graph/serialize.h"
 #include "loom/data/idx.h"

@@ -34,6 +34,11 @@ Module::Module(const std::vector<Layer>& inputs, const Layer& output, const std:
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
-const Graph& Module::graph() const { return static_cast<const ModuleImpl&>(*impl()).plan->graph(); }
+const Graph& Module::graph() const { return *module_graph(*this); }
+
+const Graph* module_graph(const Layer& layer) {
+  auto* m = dynamic_cast<const ModuleImpl*>(layer.impl().get());
+  return m ? &m->plan->graph() : nullptr;
+}
 
 }  // namespace loom::nn

@@ -1,6 +1,7 @@
 #include "loom/nn/init.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -21,6 +22,22 @@ std::string Init::name() const {
     case Kind::Uniform: return "uniform";
   }
   return "?";
+}
+
+std::string Init::to_json() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ",\"a\":%.17g,\"b\":%.17g}", a, b);
+  return "{\"kind\":\"" + name() + "\"" + buf;
+}
+
+Init Init::from_name(const std::string& kind, double a, double b) {
+  std::string known;
+  for (int k = 0; k <= static_cast<int>(Kind::Uniform); ++k) {
+    Init i{static_cast<Kind>(k), a, b};
+    if (i.name() == kind) return i;
+    known += (known.empty() ? "" : ", ") + i.name();
+  }
+  throw ValueError("Init::from_name: unknown initializer '" + kind + "' (known: " + known + ")");
 }
 
 namespace {

@@ -98,7 +98,7 @@ ParamImpl& param_impl(const Layer& l) { return dynamic_cast<ParamImpl&>(*l.impl(
 struct LinearImpl final : LayerBase<LinearImpl> {
   int64_t n_units = 0;
   bool bias = true, transpose_weights = false;
-  std::string weight_init, bias_init;
+  Init weight_init, bias_init;
   const char* kind() const override { return "Linear"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     const Tensor& w = state->param("weights");
@@ -107,8 +107,8 @@ struct LinearImpl final : LayerBase<LinearImpl> {
   }
   std::string options_json() const override {
     return "{\"n_units\":" + std::to_string(n_units) + ",\"bias\":" + (bias ? "true" : "false") +
-           ",\"transpose_weights\":" + (transpose_weights ? "true" : "false") + ",\"weight_init\":\"" + weight_init +
-           "\",\"bias_init\":\"" + bias_init + "\"}";
+           ",\"transpose_weights\":" + (transpose_weights ? "true" : "false") + ",\"weight_init\":" + weight_init.to_json() +
+           ",\"bias_init\":" + bias_init.to_json() + "}";
   }
 };
 
@@ -298,8 +298,8 @@ Linear::Linear(const Layer& input, int64_t n_units, LinearOptions o, const std::
   impl->n_units = n_units;
   impl->bias = o.bias;
   impl->transpose_weights = o.transpose_weights;
-  impl->weight_init = o.weight_init.name();
-  impl->bias_init = o.bias_init.name();
+  impl->weight_init = o.weight_init;
+  impl->bias_init = o.bias_init;
   impl->inputs = {input};
   impl->shape = with_units(input.shape(), n_units);
   impl->dtype = input.dtype();

@@ -15,4 +15,7 @@ class Module : public Layer {
   const Graph& graph() const;
 };
 
+// The inner graph of a layer of kind "Module" (also one made by reuse_with); null otherwise.
+const Graph* module_graph(const Layer& layer);
+
 }  // namespace loom::nn

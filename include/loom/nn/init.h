@@ -24,6 +24,10 @@ struct Init {
   static Init normal(double mean = 0, double stddev = 0.05) { return {Kind::Normal, mean, stddev}; }
   static Init uniform(double low = -0.05, double high = 0.05) { return {Kind::Uniform, low, high}; }
   std::string name() const;
+  // {"kind": name, "a": a, "b": b}
+  std::string to_json() const;
+  // The initializer called `kind` (as name() spells it); throws ValueError listing the names.
+  static Init from_name(const std::string& kind, double a = 0, double b = 0);
 };
 
 // A new tensor of `shape` drawn from `init`. Fans: shape[0] in, shape[1] out for matrices;
