@@ -7,6 +7,7 @@
 
 #include "loom/graph/module.h"
 #include "loom/nn/layers.h"
+#include "loom/nn/shape_layers.h"
 #include "loom/core/grad_mode.h"
 #include "loom/ops/creation.h"
 
@@ -82,6 +83,11 @@ T field(const json& j, const char* key, const std::string& where) {
   }
 }
 
+const Layer& one(const std::vector<Layer>& ins, const std::string& where) {
+  if (ins.size() != 1) throw ValueError("graph_from_json: " + where + " needs exactly one input, got " + std::to_string(ins.size()));
+  return ins[0];
+}
+
 nn::Init init_from(const json& j, const std::string& where) {
   return nn::Init::from_name(field<std::string>(j, "kind", where), j.value("a", 0.0), j.value("b", 0.0));
 }
@@ -145,6 +151,24 @@ Graph graph_from(const json& j) {
       l = nn::Mean(ins, name);
     } else if (kind == "Concat") {
       l = nn::Concat(ins, field<int64_t>(opt, "axis", where), name);
+    } else if (kind == "Reshape") {
+      l = nn::Reshape(one(ins, where), field<Shape>(opt, "shape", where), name);
+    } else if (kind == "Transpose") {
+      l = nn::Transpose(one(ins, where), field<Axes>(opt, "perm", where), name);
+    } else if (kind == "Residual") {
+      if (ins.size() != 2) throw ValueError("graph_from_json: " + where + " (Residual) needs exactly two inputs");
+      l = nn::Residual(ins[0], ins[1], name);
+    } else if (kind == "Gate") {
+      if (ins.size() != 2) throw ValueError("graph_from_json: " + where + " (Gate) needs exactly two inputs");
+      l = nn::Gate(ins[0], ins[1], name);
+    } else if (kind == "OneHot") {
+      l = nn::OneHot(one(ins, where), field<int64_t>(opt, "n_classes", where),
+                     dtype_named(field<std::string>(opt, "dtype", where), where), name);
+    } else if (kind == "Lookup") {
+      nn::LookupOptions o;
+      o.padding_id = field<int64_t>(opt, "padding_id", where);
+      o.init = init_from(field<json>(opt, "init", where), where);
+      l = nn::Lookup(one(ins, where), field<int64_t>(opt, "vocab_size", where), field<int64_t>(opt, "n_units", where), o, name);
     } else if (kind == "Module") {
       Graph inner = graph_from(field<json>(opt, "graph", where));
       if (inner.outputs().size() != 1) throw ValueError("graph_from_json: " + where + " (Module) must have one output");

@@ -167,3 +167,53 @@ TEST(Layers, ModuleSurvivesJson) {
   Tensor a = uniform({2, 2}), b = uniform({2, 3}), c = uniform({2, 2});
   EXPECT_TRUE(allclose(g.compile().run({a, b, c})[0], r.compile().run({a, b, c})[0]));
 }
+
+TEST(Layers, ShapeAndEncodingLayers) {
+  nn::Input img(Shape{-1, 2, 3}, Float32, "img");
+  nn::Flatten flat(img);
+  EXPECT_EQ(flat.shape(), (Shape{-1, 6}));
+  nn::Transpose tr(img, {1, 0});
+  EXPECT_EQ(tr.shape(), (Shape{-1, 3, 2}));
+  EXPECT_THROW(nn::Reshape(img, {4}), ShapeError);
+  Tensor v = arange(0, 12, 1).reshape({2, 2, 3});
+  img.set_value(v);
+  EXPECT_TRUE(array_equal(flat(), v.reshape({2, 6})));
+  EXPECT_TRUE(array_equal(tr(), v.transpose({0, 2, 1})));
+
+  nn::Input ids(Shape{-1, 3}, Int64, "ids");
+  ids.set_value(from_vector<int64_t>({1, 0, 1, 2, 2, 0}, {2, 3}));
+  nn::OneHot oh(ids, 3);
+  EXPECT_EQ(oh.shape(), (Shape{-1, 3, 3}));
+  Tensor o = oh();
+  EXPECT_EQ(o.at({0, 0, 1}), 1.0);
+  EXPECT_EQ(sum(o).item<double>(), 6.0);
+
+  nn::Lookup emb(ids, 5, 4, {.padding_id = 0}, "emb");
+  EXPECT_EQ(emb.shape(), (Shape{-1, 3, 4}));
+  Tensor e = emb();
+  EXPECT_EQ(sum(abs(e.index({0, 1}))).item<double>(), 0.0);  // id 0 is padding
+  sum(e).backward();
+  Tensor g = emb.state().param("weights").grad();
+  // id 1 appears twice, id 2 twice, padding id 0 gets nothing
+  EXPECT_EQ(g.at({1, 0}), 2.0);
+  EXPECT_EQ(g.at({2, 3}), 2.0);
+  EXPECT_EQ(g.at({0, 0}), 0.0);
+  EXPECT_EQ(g.at({3, 0}), 0.0);
+}
+
+TEST(Layers, ResidualProjectsWhenUnitsDiffer) {
+  nn::Input x(3, Float32, "x");
+  nn::Linear h(x, 5);
+  nn::Residual r(x, h);
+  EXPECT_EQ(r.parameters().size(), 1u);  // the projection
+  nn::Linear h3(x, 3);
+  nn::Residual r3(x, h3);
+  EXPECT_TRUE(r3.parameters().empty());
+  x.set_value(ones({2, 3}));
+  EXPECT_TRUE(allclose(r3(), x.value() + h3()));
+  Graph g = Graph::build({r}, {x});
+  Graph back = graph_from_json(graph_to_json(g));
+  copy_state(g, back);
+  Tensor in = uniform({2, 3});
+  EXPECT_TRUE(allclose(g.compile()(in), back.compile()(in)));
+}

@@ -1,0 +1,212 @@
+#include "loom/nn/shape_layers.h"
+
+#include <cstdio>
+
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/indexing.h"
+#include "loom/ops/linalg.h"
+#include "loom/ops/manipulation.h"
+
+namespace loom::nn {
+
+namespace {
+
+std::string ints_json(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+void require(const Layer& l, const char* kind) {
+  if (!l.defined()) throw ValueError(std::string(kind) + ": an input layer is undefined");
+}
+
+struct ReshapeImpl final : LayerBase<ReshapeImpl> {
+  Shape target;  // without the batch axis
+  const char* kind() const override { return "Reshape"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    Shape s{in[0].ndim() ? in[0].shape()[0] : 1};
+    s.insert(s.end(), target.begin(), target.end());
+    return reshape(in[0], s);
+  }
+  std::string options_json() const override { return "{\"shape\":" + ints_json(target) + "}"; }
+};
+
+struct TransposeImpl final : LayerBase<TransposeImpl> {
+  Axes perm;
+  const char* kind() const override { return "Transpose"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    Axes p{0};
+    for (int64_t a : perm) p.push_back(a + 1);
+    return permute(in[0], p);
+  }
+  std::string options_json() const override { return "{\"perm\":" + ints_json(perm) + "}"; }
+};
+
+struct ResidualImpl final : LayerBase<ResidualImpl> {
+  bool project = false;
+  const char* kind() const override { return "Residual"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    return (project ? matmul(in[0], state->param("projection")) : in[0]) + in[1];
+  }
+};
+
+struct GateImpl final : LayerBase<GateImpl> {
+  const char* kind() const override { return "Gate"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    return in[0] * sigmoid(matmul(in[1], state->param("weights")) + state->param("bias"));
+  }
+};
+
+struct OneHotImpl final : LayerBase<OneHotImpl> {
+  int64_t n_classes = 0;
+  const char* kind() const override { return "OneHot"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    Tensor classes = arange(n_classes, DType::Int64, in[0].device());
+    return astype(equal(expand_dims(astype(in[0], DType::Int64), -1), classes), dtype);
+  }
+  std::string options_json() const override {
+    return "{\"n_classes\":" + std::to_string(n_classes) + ",\"dtype\":\"" + dtype_name(dtype) + "\"}";
+  }
+};
+
+struct LookupImpl final : LayerBase<LookupImpl> {
+  int64_t vocab = 0, n_units = 0, padding_id = -1;
+  Init init;
+  const char* kind() const override { return "Lookup"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    Tensor rows = take(state->param("weights"), in[0], 0);
+    if (padding_id < 0) return rows;
+    // the padding id reads zeros and sends no gradient to its row
+    Tensor keep = astype(expand_dims(not_equal(astype(in[0], DType::Int64), scalar_tensor(padding_id, DType::Int64)), -1), rows.dtype());
+    return rows * keep;
+  }
+  std::string options_json() const override {
+    return "{\"vocab_size\":" + std::to_string(vocab) + ",\"n_units\":" + std::to_string(n_units) +
+           ",\"padding_id\":" + std::to_string(padding_id) + ",\"init\":" + init.to_json() + "}";
+  }
+};
+
+}  // namespace
+
+Reshape::Reshape(const Layer& input, const Shape& shape, const std::string& name) {
+  require(input, "Reshape");
+  auto impl = std::make_shared<ReshapeImpl>();
+  impl->target = shape;
+  // the per-sample element count must match when known
+  int64_t known = 1, infer = 0;
+  for (int64_t d : shape) {
+    if (d == -1) ++infer;
+    else known *= d;
+  }
+  int64_t have = 1;
+  bool dynamic = false;
+  for (size_t i = 1; i < input.shape().size(); ++i) {
+    if (input.shape()[i] < 0) dynamic = true;
+    else have *= input.shape()[i];
+  }
+  Shape out{input.shape().empty() ? -1 : input.shape()[0]};
+  for (int64_t d : shape) out.push_back(d == -1 && !dynamic && known > 0 ? have / known : d);
+  if (infer > 1 || (!dynamic && (infer ? have % known != 0 : have != known)))
+    throw ShapeError("Reshape: samples of shape " + shape_str(Shape(input.shape().begin() + std::min<size_t>(1, input.shape().size()), input.shape().end())) +
+                     " from '" + input.name() + "' cannot be reshaped to " + shape_str(shape));
+  impl->inputs = {input};
+  impl->shape = out;
+  impl->dtype = input.dtype();
+  impl->name = unique_name("reshape", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Flatten::Flatten(const Layer& input, const std::string& name) : Layer(Reshape(input, {-1}, unique_name("flatten", name)).impl()) {}
+
+Transpose::Transpose(const Layer& input, const Axes& perm, const std::string& name) {
+  require(input, "Transpose");
+  const int64_t rank = static_cast<int64_t>(input.shape().size()) - 1;
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    throw ValueError("Transpose: perm " + shape_str(perm) + " must permute the " + std::to_string(rank) + " non-batch axes of '" +
+                     input.name() + "' " + shape_str(input.shape()));
+  auto impl = std::make_shared<TransposeImpl>();
+  Shape out{input.shape()[0]};
+  for (int64_t a : perm) {
+    if (a < 0 || a >= rank || seen[a]) throw ValueError("Transpose: perm " + shape_str(perm) + " is not a permutation of 0.." + std::to_string(rank - 1));
+    seen[a] = true;
+    out.push_back(input.shape()[a + 1]);
+  }
+  impl->perm = perm;
+  impl->inputs = {input};
+  impl->shape = out;
+  impl->dtype = input.dtype();
+  impl->name = unique_name("transpose", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Residual::Residual(const Layer& input, const Layer& block, const std::string& name) {
+  require(input, "Residual");
+  require(block, "Residual");
+  auto impl = std::make_shared<ResidualImpl>();
+  impl->inputs = {input, block};
+  impl->shape = block.shape();
+  impl->dtype = block.dtype();
+  impl->name = unique_name("residual", name);
+  if (input.n_units() != block.n_units()) {
+    impl->project = true;
+    impl->state->add_param("projection", initialize(Init::glorot_uniform(), {input.n_units(), block.n_units()}, block.dtype()).requires_grad_());
+  }
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Gate::Gate(const Layer& input, const Layer& gate_input, const std::string& name) {
+  require(input, "Gate");
+  require(gate_input, "Gate");
+  auto impl = std::make_shared<GateImpl>();
+  impl->inputs = {input, gate_input};
+  impl->shape = input.shape();
+  impl->dtype = input.dtype();
+  impl->name = unique_name("gate", name);
+  impl->state->add_param("weights", initialize(Init::glorot_uniform(), {gate_input.n_units(), input.n_units()}, input.dtype()).requires_grad_());
+  impl->state->add_param("bias", zeros({input.n_units()}, input.dtype()).requires_grad_());
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+OneHot::OneHot(const Layer& ids, int64_t n_classes, DType dtype, const std::string& name) {
+  require(ids, "OneHot");
+  if (n_classes <= 0) throw ValueError("OneHot: n_classes must be positive, got " + std::to_string(n_classes));
+  if (!is_integral(ids.dtype()))
+    throw DTypeError("OneHot: ids '" + ids.name() + "' have dtype " + dtype_name(ids.dtype()) + " (valid: an integer dtype)");
+  auto impl = std::make_shared<OneHotImpl>();
+  impl->n_classes = n_classes;
+  impl->inputs = {ids};
+  impl->shape = ids.shape();
+  impl->shape.push_back(n_classes);
+  impl->dtype = dtype;
+  impl->name = unique_name("one_hot", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+Lookup::Lookup(const Layer& ids, int64_t vocab_size, int64_t n_units, LookupOptions o, const std::string& name) {
+  require(ids, "Lookup");
+  if (!is_integral(ids.dtype()))
+    throw DTypeError("Lookup: ids '" + ids.name() + "' have dtype " + dtype_name(ids.dtype()) + " (valid: an integer dtype)");
+  if (vocab_size <= 0 || n_units <= 0)
+    throw ValueError("Lookup: vocab_size and n_units must be positive, got " + std::to_string(vocab_size) + " and " + std::to_string(n_units));
+  if (o.padding_id >= vocab_size)
+    throw ValueError("Lookup: padding_id " + std::to_string(o.padding_id) + " is outside the vocabulary of " + std::to_string(vocab_size));
+  auto impl = std::make_shared<LookupImpl>();
+  impl->vocab = vocab_size;
+  impl->n_units = n_units;
+  impl->padding_id = o.padding_id;
+  impl->init = o.init;
+  impl->inputs = {ids};
+  impl->shape = ids.shape();
+  impl->shape.push_back(n_units);
+  impl->dtype = DType::Float32;
+  impl->name = unique_name("lookup", name);
+  Tensor table = initialize(o.init, {vocab_size, n_units});
+  if (o.padding_id >= 0) table.index_put_({o.padding_id}, 0.0);
+  impl->state->add_param("weights", table.requires_grad_());
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+}  // namespace loom::nn
