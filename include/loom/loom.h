@@ -26,6 +26,7 @@
 #include "loom/nn/layer.h"
 #include "loom/nn/layers.h"
 #include "loom/nn/mode.h"
+#include "loom/nn/recurrent.h"
 #include "loom/nn/shape_layers.h"
 #include "loom/nn/state.h"
 #include "loom/graph/graph.h"

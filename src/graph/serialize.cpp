@@ -7,6 +7,7 @@
 
 #include "loom/graph/module.h"
 #include "loom/nn/layers.h"
+#include "loom/nn/recurrent.h"
 #include "loom/nn/shape_layers.h"
 #include "loom/core/grad_mode.h"
 #include "loom/ops/creation.h"
@@ -169,6 +170,29 @@ Graph graph_from(const json& j) {
       o.padding_id = field<int64_t>(opt, "padding_id", where);
       o.init = init_from(field<json>(opt, "init", where), where);
       l = nn::Lookup(one(ins, where), field<int64_t>(opt, "vocab_size", where), field<int64_t>(opt, "n_units", where), o, name);
+    } else if (kind == "RNNCell" || kind == "LSTMCell" || kind == "GRUCell") {
+      if (ins.size() != 2) throw ValueError("graph_from_json: " + where + " (" + kind + ") needs an input and a state");
+      nn::CellOptions o;
+      o.activation = nn::activation_by_name(field<std::string>(opt, "activation", where));
+      o.bias = field<bool>(opt, "bias", where);
+      const int64_t n = field<int64_t>(opt, "n_units", where);
+      if (kind == "RNNCell") l = nn::RNNCell(ins[0], ins[1], n, o, name);
+      else if (kind == "LSTMCell") l = nn::LSTMCell(ins[0], ins[1], n, o, name);
+      else l = nn::GRUCell(ins[0], ins[1], n, o, name);
+    } else if (kind == "RNN") {
+      nn::RNNOptions o;
+      const std::string cell = field<std::string>(opt, "cell", where);
+      if (cell == "RNN") o.cell = nn::CellKind::RNN;
+      else if (cell == "LSTM") o.cell = nn::CellKind::LSTM;
+      else if (cell == "GRU") o.cell = nn::CellKind::GRU;
+      else throw ValueError("graph_from_json: " + where + " has unknown cell '" + cell + "' (valid: RNN, LSTM, GRU)");
+      o.return_sequences = field<bool>(opt, "return_sequences", where);
+      o.reverse = field<bool>(opt, "reverse", where);
+      o.bidirectional = field<bool>(opt, "bidirectional", where);
+      o.stateful = field<bool>(opt, "stateful", where);
+      o.cell_options.activation = nn::activation_by_name(field<std::string>(opt, "activation", where));
+      o.cell_options.bias = field<bool>(opt, "bias", where);
+      l = nn::RNN(one(ins, where), field<int64_t>(opt, "n_units", where), o, name);
     } else if (kind == "Module") {
       Graph inner = graph_from(field<json>(opt, "graph", where));
       if (inner.outputs().size() != 1) throw ValueError("graph_from_json: " + where + " (Module) must have one output");

@@ -1,0 +1,57 @@
+#pragma once
+// Recurrent cells and the RNN layer that unrolls one over a sequence. Parameters follow
+// PyTorch's layout and gate order (w_ih (in, G*n), w_hh (n, G*n), b_ih, b_hh; LSTM gates
+// i, f, g, o; GRU gates r, z, n) so parameter counts and results compare one to one.
+//
+// A layer has one output, so an LSTM cell's state travels packed: its `state` input and its
+// output are [h, c] concatenated on the last axis (2 * n_units); LSTMCell::hidden(cell) picks h.
+#include "loom/nn/layers.h"
+
+namespace loom::nn {
+
+enum class CellKind : uint8_t { RNN, LSTM, GRU };
+
+struct CellOptions {
+  ActivationFn activation = tanh;  // RNN cells only
+  Init weight_init = Init::glorot_uniform();
+  Init recurrent_init = Init::orthogonal();
+  bool bias = true;
+};
+
+// h' = activation(x w_ih + b_ih + h w_hh + b_hh)
+class RNNCell : public Layer {
+ public:
+  RNNCell(const Layer& input, const Layer& state, int64_t n_units, CellOptions options = {}, const std::string& name = "");
+};
+
+// state and output: [h, c] (2 * n_units units)
+class LSTMCell : public Layer {
+ public:
+  LSTMCell(const Layer& input, const Layer& state, int64_t n_units, CellOptions options = {}, const std::string& name = "");
+  // The hidden part h of a packed LSTM state layer.
+  static Layer hidden(const Layer& packed_state);
+};
+
+class GRUCell : public Layer {
+ public:
+  GRUCell(const Layer& input, const Layer& state, int64_t n_units, CellOptions options = {}, const std::string& name = "");
+};
+
+struct RNNOptions {
+  CellKind cell = CellKind::LSTM;
+  CellOptions cell_options{};
+  bool return_sequences = true;  // (batch, time, units); else the last output (batch, units)
+  bool reverse = false;          // run from the last step to the first
+  bool bidirectional = false;    // forward and backward runs concatenated (2 * n_units)
+  bool stateful = false;         // the final state of a call is the initial state of the next
+};
+
+// Unrolls a cell over (batch, time, features); the same weights at every step.
+class RNN : public Layer {
+ public:
+  RNN(const Layer& sequence, int64_t n_units, RNNOptions options = {}, const std::string& name = "");
+  // Forgets the state kept between calls by a stateful RNN.
+  void reset_state() const;
+};
+
+}  // namespace loom::nn
