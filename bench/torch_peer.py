@@ -12,6 +12,7 @@ bench/torch_thread_sweep.py) and prints one JSON object per line:
 Usage:
     python3 bench/torch_peer.py [--threads N | --threads 1,2] [--only a,b]
                                 [--impl best|naive] [--details]
+                                [--omp-wait-policy default|active|passive]
 
 The OpenMP/MKL environment is read once when torch's libraries load, so the
 script sets it and re-execs itself before `import torch`. A comma-separated
@@ -41,14 +42,24 @@ _THREAD_VARS = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "MKL_DYNAMIC", "KMP_BLOCKTIME"]
 
 
-def thread_env(threads: int) -> dict[str, str]:
-    """Best settings measured on the 2-core box (docs/benchmarks-peers-notes.md)."""
+def thread_env(threads: int, wait_policy: str) -> dict[str, str]:
+    """Best settings measured on the 2-core box (docs/benchmarks-peers-notes.md).
+
+    libgomp's default wait policy (spin ~300k iterations, then sleep) is kept:
+    on an idle machine OMP_WAIT_POLICY=passive or GOMP_SPINCOUNT=0 make
+    2-thread elementwise/reduction ops ~1.8-3x slower (worker wake-up per op).
+    Only on a machine with other CPU load is passive the safer choice
+    (--omp-wait-policy passive): then a spinning team waits whole scheduler
+    slices for a preempted thread (median fine, mean 50-100x worse).
+    """
     env = {k: v for k, v in os.environ.items() if k not in _THREAD_VARS}
     env["OMP_NUM_THREADS"] = str(threads)   # ATen's OpenMP pool (libgomp)
     env["MKL_NUM_THREADS"] = str(threads)   # MKL sgemm (GNU-OpenMP threading layer)
     # `import torch` also loads numpy's bundled OpenBLAS, which starts its own
     # worker thread(s); torch never calls it, so keep it at one thread.
     env["OPENBLAS_NUM_THREADS"] = "1"
+    if wait_policy != "default":
+        env["OMP_WAIT_POLICY"] = wait_policy.upper()
     env[MARKER] = str(threads)
     return env
 
@@ -87,7 +98,8 @@ def run(threads: int, only: set[str], impl: str, details: bool) -> None:
         if details:
             rec.update({"impl": how, "min": mn, "samples": n,
                         "torch": torch.__version__,
-                        "torch_threads": torch.get_num_threads()})
+                        "torch_threads": torch.get_num_threads(),
+                        "load1": round(os.getloadavg()[0], 2)})
         print(json.dumps(rec), flush=True)
 
     # inference_mode: no autograd/version-counter bookkeeping (none of the
@@ -152,6 +164,9 @@ def main() -> None:
                     help="best: out=/fused eager forms; naive: plain expressions")
     ap.add_argument("--details", action="store_true",
                     help="add impl/min/samples/version fields to each record")
+    ap.add_argument("--omp-wait-policy", choices=["default", "active", "passive"],
+                    default="default",
+                    help="OMP_WAIT_POLICY; default (unset) is fastest on an idle machine")
     args = ap.parse_args()
 
     counts = [int(x) for x in args.threads.split(",") if x.strip()]
@@ -184,9 +199,14 @@ def main() -> None:
 
     threads = counts[0]
     if os.environ.get(MARKER) != str(threads):
-        env = thread_env(threads)
+        env = thread_env(threads, args.omp_wait_policy)
         os.execve(sys.executable,
                   [sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
+    load1 = os.getloadavg()[0]
+    if load1 > 0.5:
+        print(f"torch_peer: warning: 1-min load average is {load1:.2f} on "
+              f"{os.cpu_count()} CPUs; timings (2-thread ones above all) will be noisy",
+              file=sys.stderr)
     run(threads, only, args.impl, args.details)
 
 

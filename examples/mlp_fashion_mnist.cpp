@@ -46,7 +46,7 @@ void load(const std::string& dir, const std::string& split, Tensor& x, Tensor& y
 }
 
 // Mean cross-entropy of logits against class ids.
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+Tensor mean_cross_entropy(const Tensor& logits, const Tensor& labels) {
   Tensor logp = log_softmax(logits, 1);
   return -mean(take_along_axis(logp, labels.expand_dims(1), 1));
 }
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     double total = 0;
     for (int64_t s = 0; s < steps; ++s) {
       Tensor idx = order.index({Slice(s * batch, (s + 1) * batch)});
-      Tensor loss = cross_entropy(forward(take(x_train, idx, 0)), take(y_train, idx, 0));
+      Tensor loss = mean_cross_entropy(forward(take(x_train, idx, 0)), take(y_train, idx, 0));
       loss.backward();
       opt.update(params);
       total += loss.item<double>();

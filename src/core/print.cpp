@@ -69,7 +69,11 @@ void emit(const Tensor& t, const Formatter& f, std::vector<int64_t>& idx, size_t
   for (int64_t i = 0; i < n; ++i) {
     if (!shown(i, n, elide)) {
       if (!skipped) {
-        os << (axis + 1 == idx.size() ? ", ..." : ",\n" + std::string(indent + axis + 1, ' ') + "...");
+        // the elided block is separated like any other block (blank lines between 3-d blocks)
+        if (axis + 1 == idx.size())
+          os << ", ...";
+        else
+          os << ',' << std::string(idx.size() - axis - 1, '\n') << std::string(indent + axis + 1, ' ') << "...";
         skipped = true;
       }
       continue;

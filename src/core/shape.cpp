@@ -47,6 +47,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
   if (axis < -ndim || axis >= ndim) {
+    if (ndim == 0)
+      throw IndexError(std::string(op) + ": axis " + std::to_string(axis) +
+                       " is out of range for a tensor of rank 0 (a 0-d tensor has no axes)");
     const int64_t lo = ndim > 0 ? -ndim : 0, hi = ndim > 0 ? ndim - 1 : -1;
     throw IndexError(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
                      std::to_string(ndim) + " (valid: " + std::to_string(lo) + " to " + std::to_string(hi) + ")");

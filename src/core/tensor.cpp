@@ -78,6 +78,7 @@ void* Tensor::data_ptr() const {
 
 template <typename T>
 T* Tensor::data() const {
+  LOOM_REQUIRE_DEFINED("data<T>");
   if (dtype_of<T>() != dtype())
     throw DTypeError(std::string("data<T>: the tensor holds ") + dtype_name(dtype()) + ", not " +
                      dtype_name(dtype_of<T>()));
@@ -85,6 +86,7 @@ T* Tensor::data() const {
 }
 
 double Tensor::at(const std::vector<int64_t>& index) const {
+  LOOM_REQUIRE_DEFINED("at");
   require_cpu(*this, "at");
   if (static_cast<int64_t>(index.size()) != ndim())
     throw IndexError("at: got " + std::to_string(index.size()) + " indices for a tensor of shape " + shape_str(shape()) +
@@ -102,6 +104,7 @@ double Tensor::at(const std::vector<int64_t>& index) const {
 
 template <typename T>
 T Tensor::item() const {
+  LOOM_REQUIRE_DEFINED("item");
   require_cpu(*this, "item");
   if (numel() != 1)
     throw ValueError("item: the tensor has shape " + shape_str(shape()) + " (" + std::to_string(numel()) +
@@ -113,6 +116,7 @@ T Tensor::item() const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  LOOM_REQUIRE_DEFINED("to_vector");
   require_cpu(*this, "to_vector");
   std::vector<T> out;
   out.reserve(static_cast<size_t>(numel()));
@@ -152,6 +156,7 @@ template bfloat16* Tensor::data<bfloat16>() const;
 #undef LOOM_INSTANTIATE
 
 Tensor::operator bool() const {
+  LOOM_REQUIRE_DEFINED("bool(tensor)");
   if (numel() != 1)
     throw ValueError("bool(tensor): the truth value of a tensor of shape " + shape_str(shape()) +
                      " is ambiguous; only one-element tensors convert (use any() or all())");

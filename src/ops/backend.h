@@ -16,6 +16,26 @@ enum class UnaryOp : uint8_t {
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, ArgMax, ArgMin };
 enum class RandomKind : uint8_t { Uniform, Normal, Bernoulli, Integer };
 
+// Geometry of a 2-d convolution over NCHW tensors ([0] = height, [1] = width). pad_r only
+// decides output sizes (it may be negative for a transposed convolution's output_padding).
+struct Conv2dParams {
+  int64_t stride[2];
+  int64_t pad_l[2];
+  int64_t pad_r[2];
+  int64_t dilation[2];
+  int64_t groups;
+};
+
+// Geometry of a 2-d pooling window over NCHW tensors.
+struct Pool2dParams {
+  int64_t kernel[2];
+  int64_t stride[2];
+  int64_t pad[2];
+  int64_t dilation[2];
+  bool count_include_pad;  // avg only
+  int64_t divisor;         // avg only: > 0 overrides the window size
+};
+
 struct Backend {
   // dst and src have the same shape (src may be a broadcast view); converts dtypes.
   void (*copy)(const Tensor& dst, const Tensor& src);
@@ -42,6 +62,20 @@ struct Backend {
   // Positions of non-zero elements of x: an int64 tensor of shape (count, ndim).
   Tensor (*nonzero)(const Tensor& x);
   void (*random)(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
+
+  // --- neural-network kernels (float32/float64, contiguous NCHW operands, outputs allocated
+  // by the op). Weights are PyTorch's (out_channels, in_channels / groups, kH, kW).
+  // out = conv(x, w) (+ bias when defined).
+  void (*conv2d)(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
+  // gx = d conv / d x applied to gy (also the transposed convolution of gy).
+  void (*conv2d_backward_data)(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
+  // gw = d conv / d w applied to gy, for input x.
+  void (*conv2d_backward_weights)(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
+  // out = max over each window; indices (int64) = flat h * W + w of the first maximum.
+  void (*max_pool2d)(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p);
+  void (*avg_pool2d)(const Tensor& out, const Tensor& x, const Pool2dParams& p);
+  // gx (zeroed by the kernel) = the adjoint of avg_pool2d applied to gy.
+  void (*avg_pool2d_backward)(const Tensor& gx, const Tensor& gy, const Pool2dParams& p);
 };
 
 const Backend& backend(Device device);

@@ -7,25 +7,38 @@
 
 namespace loom {
 
-Tensor empty(const Shape& shape, DType dtype, Device device) { return detail::alloc(shape, dtype, device); }
-
-Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
+namespace {
+Tensor filled(const Shape& shape, Scalar value, DType dtype, Device device, const char* op) {
+  detail::check_device(device, op);
   Tensor t = detail::alloc(shape, dtype, device);
   detail::backend(device).fill(t, value);
   return t;
 }
+}  // namespace
 
-Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0, dtype, device); }
-Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1, dtype, device); }
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  detail::check_device(device, "empty");
+  return detail::alloc(shape, dtype, device);
+}
+
+Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
+  return filled(shape, value, dtype, device, "full");
+}
+
+Tensor zeros(const Shape& shape, DType dtype, Device device) { return filled(shape, 0, dtype, device, "zeros"); }
+Tensor ones(const Shape& shape, DType dtype, Device device) { return filled(shape, 1, dtype, device, "ones"); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, t.dtype(), t.device()); }
 Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.dtype(), t.device()); }
 
-Tensor scalar_tensor(Scalar value, DType dtype, Device device) { return full({}, value, dtype, device); }
-Tensor scalar_tensor(Scalar value) { return full({}, value, value.natural_dtype(), default_device()); }
+Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
+  return filled({}, value, dtype, device, "scalar_tensor");
+}
+Tensor scalar_tensor(Scalar value) { return scalar_tensor(value, value.natural_dtype(), default_device()); }
 
 Tensor arange(double start, double stop, double step, DType dtype, Device device) {
+  detail::check_device(device, "arange");
   if (step == 0) throw ValueError("arange: step must not be zero");
   const double span = std::ceil((stop - start) / step);
   const int64_t n = span > 0 ? static_cast<int64_t>(span) : 0;
@@ -35,12 +48,14 @@ Tensor arange(double start, double stop, double step, DType dtype, Device device
 }
 
 Tensor arange(int64_t stop, DType dtype, Device device) {
+  detail::check_device(device, "arange");
   std::vector<int64_t> v(static_cast<size_t>(std::max<int64_t>(stop, 0)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i);
   return from_vector(v, {static_cast<int64_t>(v.size())}, device).astype(dtype);
 }
 
 Tensor linspace(double start, double stop, int64_t num, bool endpoint, DType dtype, Device device) {
+  detail::check_device(device, "linspace");
   if (num < 0) throw ValueError("linspace: num must be >= 0, got " + std::to_string(num));
   std::vector<double> v(static_cast<size_t>(num));
   const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
@@ -51,6 +66,7 @@ Tensor linspace(double start, double stop, int64_t num, bool endpoint, DType dty
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m_opt, int64_t k, DType dtype, Device device) {
+  detail::check_device(device, "eye");
   const int64_t m = m_opt.value_or(n);
   if (n < 0 || m < 0) throw ValueError("eye: sizes must be >= 0, got " + std::to_string(n) + "x" + std::to_string(m));
   std::vector<double> v(static_cast<size_t>(n * m), 0.0);
@@ -60,15 +76,15 @@ Tensor eye(int64_t n, std::optional<int64_t> m_opt, int64_t k, DType dtype, Devi
 }
 
 Tensor from_data(const void* data, const Shape& shape, DType dtype, Device device) {
+  detail::check_device(device, "from_data");
   Tensor t = detail::alloc(shape, dtype, device);
-  if (device.type != DeviceType::CPU)
-    throw DeviceError("from_data: copying host data to " + device.str() + " is not available in this build");
   if (t.nbytes()) std::memcpy(t.data_ptr(), data, t.nbytes());
   return t;
 }
 
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
+  detail::check_device(device, "from_vector");
   if (static_cast<int64_t>(values.size()) != shape_numel(shape))
     throw ShapeError("from_vector: " + std::to_string(values.size()) + " values cannot fill shape " + shape_str(shape) +
                      " (" + std::to_string(shape_numel(shape)) + " elements)");

@@ -21,13 +21,22 @@ Tensor binary_kernel(BinaryOp op, const char* name, const Tensor& a, const Tenso
   detail::check_defined(a, name);
   detail::check_defined(b, name);
   detail::check_same_device(a, b, name);
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   const DType kernel_dtype = is_half(compute) ? DType::Float32 : compute;
   const DType kernel_result = is_half(result) ? DType::Float32 : result;
+  // Same shape and dtype (the common case, and all of a tiny op's cost): no shape vector,
+  // no operand handle copies (each is an atomic reference count pair).
+  if (a.shape() == b.shape() && a.dtype() == kernel_dtype && b.dtype() == kernel_dtype) {
+    Tensor out = detail::alloc(a.shape(), kernel_result, a.device());
+    detail::backend(a.device()).binary(op, out, a, b);
+    if (kernel_result == result) return out;
+    return detail::cast_raw(out, result);
+  }
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = detail::alloc(shape, kernel_result, a.device());
   const Tensor ac = detail::broadcast_view(detail::cast_raw(a, kernel_dtype), shape);
   const Tensor bc = detail::broadcast_view(detail::cast_raw(b, kernel_dtype), shape);
   detail::backend(a.device()).binary(op, out, ac, bc);
+  if (kernel_result == result) return out;
   return detail::cast_raw(out, result);
 }
 
@@ -53,6 +62,8 @@ Tensor float_unary(UnaryOp op, const char* name, const Tensor& x,
 }
 
 Tensor arithmetic(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, name);
+  detail::check_defined(b, name);
   const DType dt = promote_types(a.dtype(), b.dtype());
   if (dt == DType::Bool && op == BinaryOp::Sub)
     throw DTypeError(std::string(name) + ": subtracting bool tensors is not supported (" +
@@ -61,6 +72,8 @@ Tensor arithmetic(BinaryOp op, const char* name, const Tensor& a, const Tensor& 
 }
 
 Tensor comparison(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, name);
+  detail::check_defined(b, name);
   return binary_kernel(op, name, a, b, promote_types(a.dtype(), b.dtype()), DType::Bool);
 }
 
@@ -69,9 +82,18 @@ Tensor logical(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) 
 }
 
 // A C++ number as a 0-d tensor of the dtype it gets next to `t` (weak scalar rule).
-Tensor weak(Scalar s, const Tensor& t) {
-  detail::check_defined(t, "scalar operand");
+Tensor weak(Scalar s, const Tensor& t, const char* op) {
+  detail::check_defined(t, op);
   return scalar_tensor(s, s.result_dtype_with(t.dtype()), t.device());
+}
+
+// The tensor operand of an op with a C++ number, converted to the weak rule's result dtype:
+// a float scalar lifts an integer or bool tensor to float32 (without it, int32 with a float32
+// 0-d tensor would promote to float64).
+Tensor lifted(const Tensor& t, Scalar s, const char* op) {
+  detail::check_defined(t, op);
+  const DType d = s.result_dtype_with(t.dtype());
+  return t.dtype() == d ? t : astype(t, d);
 }
 
 using Grads = std::vector<Tensor>;
@@ -101,6 +123,8 @@ Tensor multiply(const Tensor& a, const Tensor& b) {
 }
 
 Tensor divide(const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, "divide");
+  detail::check_defined(b, "divide");
   DType dt = promote_types(a.dtype(), b.dtype());
   if (!is_floating(dt)) dt = DType::Float64;  // NumPy: true division of integers gives float64
   Tensor y = binary_kernel(BinaryOp::Div, "divide", a, b, dt, dt);
@@ -114,7 +138,10 @@ Tensor divide(const Tensor& a, const Tensor& b) {
 Tensor power(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Pow, "power", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("power", {a, b}, y, [ad = a.detach(), bd = b.detach(), yd = y.detach(),
+  // the rule runs in the result dtype: log(a) of a float32 `a` next to a float64 `b` must not
+  // be taken in float32
+  return detail::record("power", {a, b}, y, [ad = detail::cast_raw(a.detach(), y.dtype()),
+                                             bd = detail::cast_raw(b.detach(), y.dtype()), yd = y.detach(),
                                              ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
     Tensor ga, gb;
     if (ra) ga = multiply(g, multiply(bd, power(ad, subtract(bd, scalar_tensor(1, bd.dtype(), bd.device())))));
@@ -310,14 +337,17 @@ Tensor erf(const Tensor& x) {
   });
 }
 Tensor floor(const Tensor& x) {
+  detail::check_defined(x, "floor");
   if (!is_floating(x.dtype())) return x.copy();
   return float_unary(UnaryOp::Floor, "floor", x, [](const Tensor&, const Tensor&, const Tensor& g) { return zeros_like(g); });
 }
 Tensor ceil(const Tensor& x) {
+  detail::check_defined(x, "ceil");
   if (!is_floating(x.dtype())) return x.copy();
   return float_unary(UnaryOp::Ceil, "ceil", x, [](const Tensor&, const Tensor&, const Tensor& g) { return zeros_like(g); });
 }
 Tensor round(const Tensor& x) {
+  detail::check_defined(x, "round");
   if (!is_floating(x.dtype())) return x.copy();
   return float_unary(UnaryOp::Round, "round", x, [](const Tensor&, const Tensor&, const Tensor& g) { return zeros_like(g); });
 }
@@ -364,32 +394,42 @@ Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); 
 Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
 Tensor operator!(const Tensor& a) { return logical_not(a); }
 
-Tensor operator+(const Tensor& a, Scalar b) { return add(a, weak(b, a)); }
-Tensor operator-(const Tensor& a, Scalar b) { return subtract(a, weak(b, a)); }
-Tensor operator*(const Tensor& a, Scalar b) { return multiply(a, weak(b, a)); }
-Tensor operator/(const Tensor& a, Scalar b) { return divide(a, weak(b, a)); }
-Tensor operator+(Scalar a, const Tensor& b) { return add(weak(a, b), b); }
-Tensor operator-(Scalar a, const Tensor& b) { return subtract(weak(a, b), b); }
-Tensor operator*(Scalar a, const Tensor& b) { return multiply(weak(a, b), b); }
-Tensor operator/(Scalar a, const Tensor& b) { return divide(weak(a, b), b); }
-Tensor operator==(const Tensor& a, Scalar b) { return equal(a, weak(b, a)); }
-Tensor operator!=(const Tensor& a, Scalar b) { return not_equal(a, weak(b, a)); }
-Tensor operator<(const Tensor& a, Scalar b) { return less(a, weak(b, a)); }
-Tensor operator<=(const Tensor& a, Scalar b) { return less_equal(a, weak(b, a)); }
-Tensor operator>(const Tensor& a, Scalar b) { return greater(a, weak(b, a)); }
-Tensor operator>=(const Tensor& a, Scalar b) { return greater_equal(a, weak(b, a)); }
-Tensor power(const Tensor& a, Scalar b) { return power(a, weak(b, a)); }
-Tensor maximum(const Tensor& a, Scalar b) { return maximum(a, weak(b, a)); }
-Tensor minimum(const Tensor& a, Scalar b) { return minimum(a, weak(b, a)); }
-Tensor where(const Tensor& c, const Tensor& a, Scalar b) { return where(c, a, weak(b, a)); }
-Tensor where(const Tensor& c, Scalar a, const Tensor& b) { return where(c, weak(a, b), b); }
+// Arithmetic takes the weak rule's dtype; comparisons only need the scalar's value, compared
+// in the promoted dtype (exact for integer tensors against float scalars).
+Tensor operator+(const Tensor& a, Scalar b) { return add(lifted(a, b, "add"), weak(b, a, "add")); }
+Tensor operator-(const Tensor& a, Scalar b) { return subtract(lifted(a, b, "subtract"), weak(b, a, "subtract")); }
+Tensor operator*(const Tensor& a, Scalar b) { return multiply(lifted(a, b, "multiply"), weak(b, a, "multiply")); }
+Tensor operator/(const Tensor& a, Scalar b) { return divide(lifted(a, b, "divide"), weak(b, a, "divide")); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(weak(a, b, "add"), lifted(b, a, "add")); }
+Tensor operator-(Scalar a, const Tensor& b) { return subtract(weak(a, b, "subtract"), lifted(b, a, "subtract")); }
+Tensor operator*(Scalar a, const Tensor& b) { return multiply(weak(a, b, "multiply"), lifted(b, a, "multiply")); }
+Tensor operator/(Scalar a, const Tensor& b) { return divide(weak(a, b, "divide"), lifted(b, a, "divide")); }
+Tensor operator==(const Tensor& a, Scalar b) { return equal(a, weak(b, a, "equal")); }
+Tensor operator!=(const Tensor& a, Scalar b) { return not_equal(a, weak(b, a, "not_equal")); }
+Tensor operator<(const Tensor& a, Scalar b) { return less(a, weak(b, a, "less")); }
+Tensor operator<=(const Tensor& a, Scalar b) { return less_equal(a, weak(b, a, "less_equal")); }
+Tensor operator>(const Tensor& a, Scalar b) { return greater(a, weak(b, a, "greater")); }
+Tensor operator>=(const Tensor& a, Scalar b) { return greater_equal(a, weak(b, a, "greater_equal")); }
+Tensor power(const Tensor& a, Scalar b) { return power(lifted(a, b, "power"), weak(b, a, "power")); }
+Tensor maximum(const Tensor& a, Scalar b) { return maximum(lifted(a, b, "maximum"), weak(b, a, "maximum")); }
+Tensor minimum(const Tensor& a, Scalar b) { return minimum(lifted(a, b, "minimum"), weak(b, a, "minimum")); }
+Tensor where(const Tensor& c, const Tensor& a, Scalar b) { return where(c, lifted(a, b, "where"), weak(b, a, "where")); }
+Tensor where(const Tensor& c, Scalar a, const Tensor& b) { return where(c, weak(a, b, "where"), lifted(b, a, "where")); }
 
 // ---------------------------------------------------------------- in place
 namespace {
+void check_in_place(const Tensor& a, const Tensor& b, const char* name) {
+  detail::check_defined(a, name);
+  detail::check_defined(b, name);
+  // Not recorded, so neither the target nor the operand may take part in autograd: the
+  // operand's gradient would silently be lost.
+  if (grad_enabled() && (a.requires_grad() || b.requires_grad()))
+    throw AutogradError(std::string(name) + ": in-place update with a tensor that takes part in autograd (" +
+                        detail::describe({&a, &b}) + (a.requires_grad() ? ", a requires grad" : ", b requires grad") +
+                        "); use the out-of-place form (a = a + b) or run it under NoGrad");
+}
+
 Tensor& in_place(Tensor& a, const Tensor& result, const char* name) {
-  if (grad_enabled() && (a.requires_grad() || result.requires_grad()))
-    throw AutogradError(std::string(name) + ": in-place update of a tensor that takes part in autograd; use the "
-                        "out-of-place form (a = a + b) or run it under NoGrad");
   if (!can_cast(result.dtype(), a.dtype()) && !(is_floating(a.dtype()) && is_floating(result.dtype())))
     throw DTypeError(std::string(name) + ": the result dtype " + dtype_name(result.dtype()) +
                      " cannot be stored in place in a tensor of dtype " + dtype_name(a.dtype()));
@@ -401,14 +441,38 @@ Tensor& in_place(Tensor& a, const Tensor& result, const char* name) {
 }
 }  // namespace
 
-Tensor& operator+=(Tensor& a, const Tensor& b) { return in_place(a, add(a.detach(), b.detach()), "operator+="); }
-Tensor& operator-=(Tensor& a, const Tensor& b) { return in_place(a, subtract(a.detach(), b.detach()), "operator-="); }
-Tensor& operator*=(Tensor& a, const Tensor& b) { return in_place(a, multiply(a.detach(), b.detach()), "operator*="); }
-Tensor& operator/=(Tensor& a, const Tensor& b) { return in_place(a, divide(a.detach(), b.detach()), "operator/="); }
-Tensor& operator+=(Tensor& a, Scalar b) { return a += weak(b, a); }
-Tensor& operator-=(Tensor& a, Scalar b) { return a -= weak(b, a); }
-Tensor& operator*=(Tensor& a, Scalar b) { return a *= weak(b, a); }
-Tensor& operator/=(Tensor& a, Scalar b) { return a /= weak(b, a); }
+Tensor& operator+=(Tensor& a, const Tensor& b) {
+  check_in_place(a, b, "operator+=");
+  return in_place(a, add(a.detach(), b.detach()), "operator+=");
+}
+Tensor& operator-=(Tensor& a, const Tensor& b) {
+  check_in_place(a, b, "operator-=");
+  return in_place(a, subtract(a.detach(), b.detach()), "operator-=");
+}
+Tensor& operator*=(Tensor& a, const Tensor& b) {
+  check_in_place(a, b, "operator*=");
+  return in_place(a, multiply(a.detach(), b.detach()), "operator*=");
+}
+Tensor& operator/=(Tensor& a, const Tensor& b) {
+  check_in_place(a, b, "operator/=");
+  return in_place(a, divide(a.detach(), b.detach()), "operator/=");
+}
+Tensor& operator+=(Tensor& a, Scalar b) {
+  check_in_place(a, a, "operator+=");
+  return in_place(a, a.detach() + b, "operator+=");
+}
+Tensor& operator-=(Tensor& a, Scalar b) {
+  check_in_place(a, a, "operator-=");
+  return in_place(a, a.detach() - b, "operator-=");
+}
+Tensor& operator*=(Tensor& a, Scalar b) {
+  check_in_place(a, a, "operator*=");
+  return in_place(a, a.detach() * b, "operator*=");
+}
+Tensor& operator/=(Tensor& a, Scalar b) {
+  check_in_place(a, a, "operator/=");
+  return in_place(a, a.detach() / b, "operator/=");
+}
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   GradModeScope off(false);

@@ -159,7 +159,9 @@ struct Advanced {
 // integer arrays (boolean masks become one array per masked axis).
 Tensor apply_basic(const Tensor& x, const std::vector<TensorIndex>& indices, std::vector<Advanced>& adv) {
   int64_t consumed = 0, ellipses = 0;
+  bool has_array = false;
   for (const auto& ix : indices) {
+    has_array = has_array || ix.is_tensor();
     if (ix.is_int() || ix.is_slice()) ++consumed;
     else if (ix.is_tensor()) consumed += ix.tensor().dtype() == DType::Bool ? std::max<int64_t>(ix.tensor().ndim(), 1) : 1;
     else if (ix.is_ellipsis()) ++ellipses;
@@ -179,7 +181,14 @@ Tensor apply_basic(const Tensor& x, const std::vector<TensorIndex>& indices, std
         throw IndexError("index: index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(src_axis) +
                          " with size " + std::to_string(n) + " (valid: " + std::to_string(-n) + " to " + std::to_string(n - 1) + ")");
       if (i < 0) i += n;
-      v = squeeze(slice(v, d, i, i + 1), {d});
+      if (has_array) {
+        // Next to an index array an integer is a 0-d index array (NumPy): it takes part in
+        // deciding whether the array indices are adjacent, e.g. x[1, :, [0, 2]] has shape (2, 3).
+        adv.push_back({d, scalar_tensor(i, DType::Int64, x.device())});
+        ++d;
+      } else {
+        v = squeeze(slice(v, d, i, i + 1), {d});
+      }
       ++src_axis;
     } else if (ix.is_slice()) {
       const Slice& s = ix.slice();

@@ -60,6 +60,11 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
                       "; move one with .to(device) so both are on the same device");
 }
 
+void check_device(Device device, const char* op) {
+  if (device.type != DeviceType::CPU)  // the only device with an allocator and kernels in this build
+    throw DeviceError(std::string(op) + ": device " + device.str() + " is not available in this build (valid: cpu:0)");
+}
+
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled()) return false;
   for (const Tensor* t : inputs)

@@ -23,6 +23,8 @@ Tensor broadcast_view(const Tensor& t, const Shape& shape);  // zero strides, no
 std::string describe(std::initializer_list<const Tensor*> ts);
 void check_defined(const Tensor& t, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+// Throws a DeviceError naming `op` when this build cannot make tensors on `device`.
+void check_device(Device device, const char* op);
 
 // Backward rule: gradients of the inputs from the output's gradient; undefined = zero.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad)>;

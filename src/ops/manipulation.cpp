@@ -284,9 +284,11 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& indices, 
   const int64_t a = normalize_axis(axis, x.ndim(), "split");
   std::vector<Tensor> out;
   int64_t prev = 0;
+  // numpy.split: part k is x[indices[k-1]:indices[k]] with Python slice semantics, so an
+  // index below its predecessor gives an empty part and the next part starts from it
   for (int64_t i : indices) {
-    out.push_back(slice(x, a, prev, std::max(i, prev)));
-    prev = std::max(i, prev);
+    out.push_back(slice(x, a, prev, i));
+    prev = i;
   }
   out.push_back(slice(x, a, prev, std::nullopt));
   return out;

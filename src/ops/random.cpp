@@ -28,6 +28,7 @@ namespace {
 
 Tensor draw(detail::RandomKind kind, const Shape& shape, double a, double b, DType dtype, Device device, Generator* gen,
             const char* name) {
+  detail::check_device(device, name);
   Generator& g = gen ? *gen : default_generator();
   const DType kd = (dtype == DType::Float16 || dtype == DType::BFloat16) ? DType::Float32 : dtype;
   Tensor t = detail::alloc(shape, kd, device);
@@ -67,6 +68,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Devic
 }
 
 Tensor permutation(int64_t n, Device device, Generator* gen) {
+  detail::check_device(device, "permutation");
   if (n < 0) throw ValueError("permutation: n must be >= 0, got " + std::to_string(n));
   Generator& g = gen ? *gen : default_generator();
   const uint64_t key = g.next_key();

@@ -6,6 +6,7 @@
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
+#include "ops/cpu/fused.h"
 #include "ops/internal.h"
 
 namespace loom {
@@ -204,9 +205,35 @@ Tensor cumsum(const Tensor& x, int64_t axis) {
 
 Tensor count_nonzero(const Tensor& x) { return sum(astype(x, DType::Bool)); }
 
+namespace {
+// The fused kernel covers float32 on the CPU along the last axis; the composites below are
+// the definition for everything else. Gradients: softmax y * (g - sum(g y)), log-softmax
+// g - softmax(x) sum(g), both along the axis.
+bool softmax_fast_path(const Tensor& x, int64_t axis) {
+  return x.dtype() == DType::Float32 && x.device().type == DeviceType::CPU && x.ndim() >= 1 &&
+         axis == x.ndim() - 1 && x.numel() > 0;
+}
+
+Tensor softmax_fused(const Tensor& x, int64_t axis, bool log) {
+  const Tensor xc = detail::contiguous_raw(x);
+  Tensor y = detail::alloc(x.shape(), DType::Float32, x.device());
+  cpu::softmax_lastdim_f32(y, xc, log);
+  if (!detail::needs_grad({&x})) return y;
+  if (log)
+    return detail::record("log_softmax", {x}, y, [yd = y.detach(), axis](const Tensor& g) {
+      return Grads{subtract(g, multiply(exp(yd), sum(g, {axis}, true)))};
+    });
+  return detail::record("softmax", {x}, y, [yd = y.detach(), axis](const Tensor& g) {
+    const Tensor gy = multiply(g, yd);
+    return Grads{subtract(gy, multiply(yd, sum(gy, {axis}, true)))};
+  });
+}
+}  // namespace
+
 Tensor softmax(const Tensor& x, int64_t axis) {
   detail::check_defined(x, "softmax");
-  normalize_axis(axis, x.ndim(), "softmax");
+  axis = normalize_axis(axis, x.ndim(), "softmax");
+  if (softmax_fast_path(x, axis)) return softmax_fused(x, axis, false);
   Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
   Tensor e = exp(subtract(xf, max(xf, {axis}, true).detach()));
   return divide(e, sum(e, {axis}, true));
@@ -214,7 +241,8 @@ Tensor softmax(const Tensor& x, int64_t axis) {
 
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   detail::check_defined(x, "log_softmax");
-  normalize_axis(axis, x.ndim(), "log_softmax");
+  axis = normalize_axis(axis, x.ndim(), "log_softmax");
+  if (softmax_fast_path(x, axis)) return softmax_fused(x, axis, true);
   Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
   Tensor shifted = subtract(xf, max(xf, {axis}, true).detach());
   return subtract(shifted, log(sum(exp(shifted), {axis}, true)));

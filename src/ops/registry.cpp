@@ -38,6 +38,13 @@ const std::vector<OpInfo>& op_registry() {
       // indexing
       {"index", "indexing", true}, {"take", "indexing", true}, {"take_along_axis", "indexing", true},
       {"scatter_add", "indexing", true}, {"index_put", "indexing", true},
+      // neural networks (docs/nn_ops.md)
+      {"conv1d", "nn", true}, {"conv2d", "nn", true}, {"conv2d_transpose", "nn", true},
+      {"max_pool2d", "nn", true}, {"avg_pool2d", "nn", true}, {"global_avg_pool2d", "nn", true},
+      {"global_max_pool2d", "nn", true}, {"batch_norm", "nn", true}, {"layer_norm", "nn", true},
+      {"dropout", "nn", true}, {"embedding", "nn", true}, {"cross_entropy", "nn", true},
+      {"nll_loss", "nn", true}, {"binary_cross_entropy_with_logits", "nn", true},
+      {"scaled_dot_product_attention", "nn", true},
   };
   return ops;
 }

@@ -12,8 +12,8 @@ namespace loom {
 Tensor Tensor::astype(DType dtype) const { return loom::astype(*this, dtype); }
 
 Tensor Tensor::to(Device device) const {
+  detail::check_defined(*this, "to");
   if (device == this->device()) return *this;
-  detail::backend(device);  // throws a DeviceError naming the device when it has no backend
   throw DeviceError("to: copying from " + this->device().str() + " to " + device.str() + " is not available in this build");
 }
 
@@ -48,6 +48,8 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const { return loo
 Tensor Tensor::operator[](int64_t i) const { return loom::index(*this, {TensorIndex(i)}); }
 
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
+  detail::check_defined(*this, "index_put_");
+  detail::check_defined(value, "index_put_");
   if (grad_enabled() && (requires_grad() || value.requires_grad()))
     throw AutogradError("index_put_: in-place assignment into a tensor that takes part in autograd; use index_put(x, "
                         "indices, values), which is differentiable, or run under NoGrad");
@@ -57,10 +59,12 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
 }
 
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, Scalar value) {
+  detail::check_defined(*this, "index_put_");
   return index_put_(indices, scalar_tensor(value, value.result_dtype_with(dtype()), device()));
 }
 
 Tensor& Tensor::fill_(Scalar value) {
+  detail::check_defined(*this, "fill_");
   if (grad_enabled() && requires_grad())
     throw AutogradError("fill_: in-place fill of a tensor that requires grad; run under NoGrad");
   detail::backend(device()).fill(*this, value);
@@ -68,9 +72,12 @@ Tensor& Tensor::fill_(Scalar value) {
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
+  detail::check_defined(*this, "copy_");
   detail::check_defined(src, "copy_");
-  if (grad_enabled() && requires_grad())
-    throw AutogradError("copy_: in-place copy into a tensor that requires grad; run under NoGrad");
+  if (grad_enabled() && (requires_grad() || src.requires_grad()))
+    throw AutogradError(std::string("copy_: in-place copy ") +
+                        (requires_grad() ? "into a tensor that requires grad" : "from a tensor that requires grad") +
+                        " (it is not recorded); use an out-of-place op, detach() the source, or run under NoGrad");
   if (broadcast_shapes(src.shape(), shape(), "copy_") != shape())
     throw ShapeError("copy_: a source of shape " + shape_str(src.shape()) + " does not broadcast to " + shape_str(shape()));
   detail::check_same_device(*this, src, "copy_");

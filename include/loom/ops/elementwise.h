@@ -8,7 +8,7 @@ namespace loom {
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor subtract(const Tensor& a, const Tensor& b);
 Tensor multiply(const Tensor& a, const Tensor& b);
-Tensor divide(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor divide(const Tensor& a, const Tensor& b);  // true division: integers give float64 (NumPy)
 Tensor power(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);

@@ -8,7 +8,7 @@ namespace loom {
 
 struct OpInfo {
   std::string name;
-  std::string category;  // elementwise, reduction, linalg, manipulation, indexing, creation, random
+  std::string category;  // elementwise, reduction, linalg, manipulation, indexing, creation, random, nn
   bool differentiable;
 };
 

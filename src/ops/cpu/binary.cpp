@@ -1,9 +1,11 @@
-// Elementwise binary kernels: contiguous and scalar-broadcast rows get plain loops the
-// compiler vectorizes; anything else walks strides.
+// Elementwise binary kernels: float32 arithmetic on contiguous and scalar-broadcast rows runs
+// the per-ISA vector kernels (simd/simd.h); other dtypes get plain loops the compiler
+// vectorizes; anything else walks strides.
 #include <cmath>
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -45,7 +47,16 @@ inline T py_mod(T a, T b) {
 template <typename T>
 inline T py_floordiv(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
-    return std::floor(a / b);
+    // NumPy's npy_divmod: (a - fmod(a, b)) / b rounded, so that a // b agrees with a % b
+    // (1 // 0.1 == 9) and an infinite dividend gives nan
+    if (b == 0) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    T fd = std::floor(div);
+    if (div - fd > T(0.5)) fd += T(1);
+    return fd;
   } else if constexpr (std::is_same_v<T, bool>) {
     return a && b;
   } else {
@@ -71,16 +82,67 @@ inline T min_nan(T a, T b) {
   return a < b ? a : b;
 }
 
+// True when every element of t is the same one (a 0-d or one-element tensor broadcast).
+inline bool is_scalar_view(const Tensor& t) {
+  const Shape& sh = t.shape();
+  const Strides& st = t.strides();
+  for (size_t i = 0; i < sh.size(); ++i)
+    if (sh[i] != 1 && st[i] != 0) return false;
+  return true;
+}
+
+using VecVV = void (*)(float*, const float*, const float*, int64_t);
+using VecVS = void (*)(float*, const float*, float, int64_t);
+using VecSV = void (*)(float*, float, const float*, int64_t);
+
+// float32 ops with a vector kernel: contiguous and scalar-broadcast operands go straight to
+// the kernel over the flat range (no layout, no allocation), split over the pool when large.
+// Returns false when the operands need the strided walk.
+bool run_flat_f32(simd::Binary op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (!out.is_contiguous()) return false;
+  const auto& t = simd::table();
+  float* o = static_cast<float*>(out.data_ptr());
+  const float* x = static_cast<const float*>(a.data_ptr());
+  const float* y = static_cast<const float*>(b.data_ptr());
+  const int64_t n = out.numel();
+  if (a.is_contiguous() && b.is_contiguous()) {
+    const VecVV f = t.binary_vv[op];
+    parallel_range(0, n, kGrain, [&](int64_t i0, int64_t i1) { f(o + i0, x + i0, y + i0, i1 - i0); });
+  } else if (a.is_contiguous() && is_scalar_view(b)) {
+    const VecVS f = t.binary_vs[op];
+    const float yv = *y;
+    parallel_range(0, n, kGrain, [&](int64_t i0, int64_t i1) { f(o + i0, x + i0, yv, i1 - i0); });
+  } else if (is_scalar_view(a) && b.is_contiguous()) {
+    const VecSV f = t.binary_sv[op];
+    const float xv = *x;
+    parallel_range(0, n, kGrain, [&](int64_t i0, int64_t i1) { f(o + i0, xv, y + i0, i1 - i0); });
+  } else {
+    return false;
+  }
+  return true;
+}
+
 template <typename R, typename T, typename F>
-void run(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+void run(const Tensor& out, const Tensor& a, const Tensor& b, F f, int vec = -1) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<R, float>) {
+    if (vec >= 0 && run_flat_f32(static_cast<simd::Binary>(vec), out, a, b)) return;
+  }
   auto L = make_layout<3>(out.shape(), {&out, &a, &b});
   std::array<char*, 3> base{static_cast<char*>(out.data_ptr()), static_cast<char*>(a.data_ptr()),
                             static_cast<char*>(b.data_ptr())};
-  for_each_row<3>(L, base, [f](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
+  for_each_row<3>(L, base, [f, vec](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
     R* __restrict o = reinterpret_cast<R*>(p[0]);
     const T* __restrict x = reinterpret_cast<const T*>(p[1]);
     const T* __restrict y = reinterpret_cast<const T*>(p[2]);
     constexpr int64_t sr = sizeof(R), st = sizeof(T);
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<R, float>) {
+      if (vec >= 0 && s[0] == sr) {
+        const auto& t = simd::table();
+        if (s[1] == st && s[2] == st) return t.binary_vv[vec](o, x, y, n);
+        if (s[1] == st && s[2] == 0) return t.binary_vs[vec](o, x, *y, n);
+        if (s[1] == 0 && s[2] == st) return t.binary_sv[vec](o, *x, y, n);
+      }
+    }
     if (s[0] == sr && s[1] == st && s[2] == st) {
       for (int64_t k = 0; k < n; ++k) o[k] = f(x[k], y[k]);
     } else if (s[0] == sr && s[1] == st && s[2] == 0) {
@@ -100,11 +162,11 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
 template <typename T>
 void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   switch (op) {
-    case BinaryOp::Add: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x + y); });
-    case BinaryOp::Sub: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x - y); });
-    case BinaryOp::Mul: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x * y); });
+    case BinaryOp::Add: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x + y); }, simd::kAdd);
+    case BinaryOp::Sub: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x - y); }, simd::kSub);
+    case BinaryOp::Mul: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x * y); }, simd::kMul);
     case BinaryOp::Div:
-      if constexpr (std::is_floating_point_v<T>) return run<T, T>(out, a, b, [](T x, T y) { return x / y; });
+      if constexpr (std::is_floating_point_v<T>) return run<T, T>(out, a, b, [](T x, T y) { return x / y; }, simd::kDiv);
       break;
     case BinaryOp::Pow:
       if constexpr (std::is_floating_point_v<T>)
@@ -112,8 +174,8 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
       else if constexpr (!std::is_same_v<T, bool>)
         return run<T, T>(out, a, b, [](T x, T y) { return int_pow(x, y); });
       break;
-    case BinaryOp::Max: return run<T, T>(out, a, b, [](T x, T y) { return max_nan(x, y); });
-    case BinaryOp::Min: return run<T, T>(out, a, b, [](T x, T y) { return min_nan(x, y); });
+    case BinaryOp::Max: return run<T, T>(out, a, b, [](T x, T y) { return max_nan(x, y); }, simd::kMax);
+    case BinaryOp::Min: return run<T, T>(out, a, b, [](T x, T y) { return min_nan(x, y); }, simd::kMin);
     case BinaryOp::Mod: return run<T, T>(out, a, b, [](T x, T y) { return py_mod(x, y); });
     case BinaryOp::FloorDiv: return run<T, T>(out, a, b, [](T x, T y) { return py_floordiv(x, y); });
     case BinaryOp::Eq: return run<bool, T>(out, a, b, [](T x, T y) { return x == y; });

@@ -4,6 +4,7 @@
 // kernel sees inner rows: kernel(ptrs, inner_strides_in_bytes, n).
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "loom/core/parallel.h"
@@ -12,6 +13,18 @@
 namespace loom::cpu {
 
 inline constexpr int64_t kGrain = 32768;  // elements per task, below which one thread runs
+
+// parallel_for for the kernels: runs inline (no std::function, no pool) when the range is
+// one grain or the pool has one thread, which is what small tensors hit.
+template <typename F>
+inline void parallel_range(int64_t begin, int64_t end, int64_t grain, F&& f) {
+  if (end <= begin) return;
+  if (end - begin <= grain || get_num_threads() == 1) {
+    f(begin, end);
+    return;
+  }
+  parallel_for(begin, end, grain, std::function<void(int64_t, int64_t)>(std::ref(f)));
+}
 
 template <size_t N>
 struct StridedLayout {
@@ -90,7 +103,7 @@ void for_each_row(const StridedLayout<N>& L, const std::array<char*, N>& base, K
       }
     }
   };
-  parallel_for(0, L.numel, grain, run);
+  parallel_range(0, L.numel, grain, run);
 }
 
 }  // namespace loom::cpu

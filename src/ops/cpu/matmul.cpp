@@ -1,9 +1,12 @@
-// Batched matmul: float32/float64 on OpenBLAS (see docs/kernels.md for the choice), integers
+// Batched matmul: float32 on oneDNN, float64 on OpenBLAS (see docs/kernels.md for the choice), integers
 // on a plain loop. Operands with a unit stride on either of their last two axes are passed
 // to BLAS as they are (as transposed when needed); others are made contiguous first.
 #include <cblas.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cstring>
+#include <oneapi/dnnl/dnnl.h>
 
 #include "core/parallel_hooks.h"
 #include "ops/cpu/kernels.h"
@@ -34,7 +37,45 @@ bool blas_view(const Tensor& t, BlasView& v) {
   return false;
 }
 
-void set_blas_threads(int n) { openblas_set_num_threads(n); }
+// BLAS itself runs single-threaded: matmul spreads fixed output tiles over Loom's pool
+// instead, so that results do not depend on the thread count (OpenBLAS's own threading
+// splits the work, and so rounds, differently for each count).
+void set_blas_threads(int) { openblas_set_num_threads(1); }
+
+constexpr int64_t kTile = 256;  // output tile edge; fixed, never derived from the thread count
+
+// float32: oneDNN's sgemm (AVX-512 kernels; the Debian OpenBLAS 0.3.21 runs its Haswell
+// kernels on this machine's Zen 5 and is about half as fast, see docs/kernels.md). The rows
+// of each product are split over Loom's pool in blocks of 16 and every call runs
+// single-threaded (the OpenMP thread count is set to 1 around it), so no OpenMP team is ever
+// started next to the pool. oneDNN computes each row the same way whatever block of rows it is
+// given (checked for M, N, K from 1 to 2048), so results do not depend on the thread count.
+void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const Tensor& b, const BlasView& vb) {
+  constexpr int64_t kRows = 16;
+  const int64_t batch = out.shape()[0], M = out.shape()[1], N = out.shape()[2], K = a.shape()[2];
+  const int64_t sa = a.strides()[0], sb = b.strides()[0];
+  const int64_t blocks = (M + kRows - 1) / kRows;
+  const float* A = a.data<float>();
+  const float* B = b.data<float>();
+  float* O = out.data<float>();
+  const char ta = va.trans == CblasNoTrans ? 'N' : 'T', tb = vb.trans == CblasNoTrans ? 'N' : 'T';
+  // ~1 MFLOP per task at least: small products run inline.
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, 2 * kRows * N * K));
+  parallel_range(0, batch * blocks, grain, [&](int64_t r0, int64_t r1) {
+    const int previous = omp_get_max_threads();
+    if (previous != 1) omp_set_num_threads(1);
+    for (int64_t r = r0; r < r1;) {
+      // one call per run of blocks of the same matrix
+      const int64_t i = r / blocks, first = r % blocks;
+      const int64_t last = std::min(blocks, first + (r1 - r));
+      const int64_t m0 = first * kRows, mc = std::min(M, last * kRows) - m0;
+      const int64_t ao = i * sa + (ta == 'N' ? m0 * va.ld : m0);
+      dnnl_sgemm(ta, tb, mc, N, K, 1.0f, A + ao, va.ld, B + i * sb, vb.ld, 0.0f, O + i * M * N + m0 * N, N);
+      r += last - first;
+    }
+    if (previous != 1) omp_set_num_threads(previous);
+  });
+}
 
 }  // namespace
 
@@ -54,15 +95,26 @@ void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
     if (!blas_view(a, va)) { a = Tensor(std::make_shared<Storage>(a_in.nbytes(), a_in.device()), a_in.shape(), contiguous_strides(a_in.shape()), 0, dt); copy(a, a_in); blas_view(a, va); }
     if (!blas_view(b, vb)) { b = Tensor(std::make_shared<Storage>(b_in.nbytes(), b_in.device()), b_in.shape(), contiguous_strides(b_in.shape()), 0, dt); copy(b, b_in); blas_view(b, vb); }
     const int64_t sa = a.strides()[0], sb = b.strides()[0];
-    for (int64_t i = 0; i < batch; ++i) {
-      if (dt == DType::Float32) {
-        cblas_sgemm(CblasRowMajor, va.trans, vb.trans, M, N, K, 1.0f, a.data<float>() + i * sa, va.ld,
-                    b.data<float>() + i * sb, vb.ld, 0.0f, out.data<float>() + i * M * N, N);
-      } else {
-        cblas_dgemm(CblasRowMajor, va.trans, vb.trans, M, N, K, 1.0, a.data<double>() + i * sa, va.ld,
-                    b.data<double>() + i * sb, vb.ld, 0.0, out.data<double>() + i * M * N, N);
+    if (dt == DType::Float32) return sgemm_onednn(out, a, va, b, vb);
+    const int64_t tm = (M + kTile - 1) / kTile, tn = (N + kTile - 1) / kTile;
+    parallel_for(0, batch * tm * tn, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t i = t / (tm * tn), mi = (t % (tm * tn)) / tn, ni = t % tn;
+        const int64_t m0 = mi * kTile, n0 = ni * kTile;
+        const int64_t mc = std::min(kTile, M - m0), nc = std::min(kTile, N - n0);
+        // first element of the tile's rows of a and columns of b
+        const int64_t ao = i * sa + (va.trans == CblasNoTrans ? m0 * va.ld : m0);
+        const int64_t bo = i * sb + (vb.trans == CblasNoTrans ? n0 : n0 * vb.ld);
+        const int64_t oo = i * M * N + m0 * N + n0;
+        if (dt == DType::Float32) {
+          cblas_sgemm(CblasRowMajor, va.trans, vb.trans, mc, nc, K, 1.0f, a.data<float>() + ao, va.ld,
+                      b.data<float>() + bo, vb.ld, 0.0f, out.data<float>() + oo, N);
+        } else {
+          cblas_dgemm(CblasRowMajor, va.trans, vb.trans, mc, nc, K, 1.0, a.data<double>() + ao, va.ld,
+                      b.data<double>() + bo, vb.ld, 0.0, out.data<double>() + oo, N);
+        }
       }
-    }
+    });
     return;
   }
   detail::dispatch_compute(dt, "matmul", [&](auto tag) {

@@ -9,6 +9,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -86,11 +87,13 @@ template <typename T, typename Acc>
 struct SumOp {
   static Acc init() { return Acc(0); }
   static Acc step(Acc a, T v) { return a + static_cast<Acc>(v); }
+  static Acc combine(Acc a, Acc b) { return a + b; }
 };
 template <typename T, typename Acc>
 struct ProdOp {
   static Acc init() { return Acc(1); }
   static Acc step(Acc a, T v) { return a * static_cast<Acc>(v); }
+  static Acc combine(Acc a, Acc b) { return a * b; }
 };
 template <typename T, typename Acc>
 struct MaxOp {
@@ -102,6 +105,7 @@ struct MaxOp {
     if constexpr (std::is_floating_point_v<T>) return (v > a || v != v) && a == a ? v : a;
     else return v > a ? v : a;
   }
+  static Acc combine(Acc a, Acc b) { return step(a, b); }  // Acc is T
 };
 template <typename T, typename Acc>
 struct MinOp {
@@ -113,16 +117,19 @@ struct MinOp {
     if constexpr (std::is_floating_point_v<T>) return (v < a || v != v) && a == a ? v : a;
     else return v < a ? v : a;
   }
+  static Acc combine(Acc a, Acc b) { return step(a, b); }  // Acc is T
 };
 template <typename T, typename Acc>
 struct AllOp {
   static Acc init() { return true; }
   static Acc step(Acc a, T v) { return a && static_cast<bool>(v); }
+  static Acc combine(Acc a, Acc b) { return a && b; }
 };
 template <typename T, typename Acc>
 struct AnyOp {
   static Acc init() { return false; }
   static Acc step(Acc a, T v) { return a || static_cast<bool>(v); }
+  static Acc combine(Acc a, Acc b) { return a || b; }
 };
 
 // Reduces n contiguous values with independent partial accumulators so that the loop
@@ -136,12 +143,44 @@ Acc reduce_contiguous(const T* p, int64_t n, Acc acc) {
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
       for (int j = 0; j < kLanes; ++j) part[j] = Op::step(part[j], p[i + j]);
-    for (int j = 0; j < kLanes; ++j) acc = Op::step(acc, static_cast<T>(part[j]));
+    // partials are combined as Acc: narrowing them to T would wrap integer sums (bool, uint8)
+    for (int j = 0; j < kLanes; ++j) acc = Op::combine(acc, part[j]);
     for (; i < n; ++i) acc = Op::step(acc, p[i]);
     return acc;
   }
   for (int64_t i = 0; i < n; ++i) acc = Op::step(acc, p[i]);
   return acc;
+}
+
+// One contiguous row folded into acc: float32 sum/max/min run the vector kernels.
+template <typename Op, typename T, typename Acc>
+inline Acc reduce_row(const T* p, int64_t n, Acc acc) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Acc, float>) {
+    if constexpr (std::is_same_v<Op, SumOp<float, float>>) return acc + simd::table().sum(p, n);
+    if constexpr (std::is_same_v<Op, MaxOp<float, float>>) return n ? Op::step(acc, simd::table().max(p, n)) : acc;
+    if constexpr (std::is_same_v<Op, MinOp<float, float>>) return n ? Op::step(acc, simd::table().min(p, n)) : acc;
+  }
+  return reduce_contiguous<Op, T, Acc>(p, n, acc);
+}
+
+// float32 sum over a strided axis with contiguous kept columns (e.g. axis 0 of a matrix):
+// blocks of columns are split over the pool and each block adds whole rows into its
+// L1-resident slice of the output.
+void sum_columns_f32(const Geometry& g, float* o, const float* base, int64_t inner, int64_t inner_stride) {
+  const int64_t kin = g.kshape.back(), kouter = g.knumel / kin;
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (kin + kBlock - 1) / kBlock;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.rnumel * kBlock));
+  const auto sum_rows_into = simd::table().sum_rows_into;
+  parallel_range(0, kouter * blocks, grain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t a = i / blocks, j0 = (i % blocks) * kBlock, jn = std::min(kBlock, kin - j0);
+      float* acc = o + a * kin + j0;
+      for (int64_t j = 0; j < jn; ++j) acc[j] = 0.0f;
+      const float* p = base + kept_offset(g, a * kin) + j0;
+      for_each_outer(g, [&](int64_t off) { sum_rows_into(acc, p + off, inner, inner_stride, jn); });
+    }
+  });
 }
 
 template <typename Op, typename T, typename Acc>
@@ -160,11 +199,11 @@ void reduce_with(const Tensor& out, const Tensor& x, const std::vector<bool>& re
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.rnumel));
 
   if (inner_stride == 1) {  // path A
-    parallel_for(0, g.knumel, grain, [&](int64_t k0, int64_t k1) {
+    parallel_range(0, g.knumel, grain, [&](int64_t k0, int64_t k1) {
       for (int64_t k = k0; k < k1; ++k) {
         const T* p = base + kept_offset(g, k);
         Acc acc = Op::init();
-        for_each_outer(g, [&](int64_t off) { acc = reduce_contiguous<Op, T, Acc>(p + off, inner, acc); });
+        for_each_outer(g, [&](int64_t off) { acc = reduce_row<Op, T, Acc>(p + off, inner, acc); });
         o[k] = acc;
       }
     });
@@ -172,8 +211,9 @@ void reduce_with(const Tensor& out, const Tensor& x, const std::vector<bool>& re
   }
   const int64_t kin = g.kshape.empty() ? 1 : g.kshape.back();
   if (!g.kshape.empty() && g.kstride.back() == 1 && kin >= 8) {  // path B
+    if constexpr (std::is_same_v<Op, SumOp<float, float>>) return sum_columns_f32(g, o, base, inner, inner_stride);
     const int64_t kouter = g.knumel / kin;
-    parallel_for(0, kouter, std::max<int64_t>(1, grain / kin), [&](int64_t a0, int64_t a1) {
+    parallel_range(0, kouter, std::max<int64_t>(1, grain / kin), [&](int64_t a0, int64_t a1) {
       for (int64_t a = a0; a < a1; ++a) {
         Acc* acc = o + a * kin;
         for (int64_t j = 0; j < kin; ++j) acc[j] = Op::init();

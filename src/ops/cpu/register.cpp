@@ -1,4 +1,5 @@
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/nn_kernels.h"
 
 namespace loom::detail {
 
@@ -7,6 +8,9 @@ void register_cpu_backend() {
       cpu::copy,     cpu::fill,      cpu::binary,     cpu::unary,      cpu::where,
       cpu::reduce,   cpu::cumsum,    cpu::matmul,     cpu::take,       cpu::index_add,
       cpu::take_along, cpu::scatter_add_along, cpu::put, cpu::nonzero, cpu::random,
+      // neural-network kernels (nn_kernels.h)
+      cpu::conv2d, cpu::conv2d_backward_data, cpu::conv2d_backward_weights,
+      cpu::max_pool2d, cpu::avg_pool2d, cpu::avg_pool2d_backward,
   };
   register_backend(DeviceType::CPU, &table);
   cpu::init_blas_threads();

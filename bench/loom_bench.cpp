@@ -1,0 +1,227 @@
+// Loom side of the benchmark suite: the same workloads as bench/torch_peer.py and
+// bench/libtorch_overhead.cpp, timed the same way (median seconds per iteration over
+// calibrated samples), plus direct OpenBLAS cblas_sgemm and oneDNN matmul calls for the GEMM
+// sizes. Prints one JSON object per line:
+//   {"name": "sgemm_256", "threads": 1, "seconds": 0.000312}
+//
+// Usage: loom_bench [--threads N] [--only name1,name2] [--details]
+// (--only also accepts cpu_ghz_measured, the measured core clock that report.py uses.)
+//
+// Order matters on a small machine: the oneDNN cases run last because the OpenMP runtime
+// oneDNN uses (libgomp) keeps its workers spinning for a while after each parallel region.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loom/loom.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+struct Result {
+  double median, min;
+  int samples;
+};
+
+// Same calibration as the peers: ~target_s per sample, up to `samples` samples within
+// `budget_s` (at least 5), median of the per-call times.
+Result measure(const std::function<void()>& fn, double target_s = 0.01, int samples = 21, double budget_s = 1.0) {
+  double t0 = now_s();
+  long n = 0;
+  while (n < 3 || now_s() - t0 < 0.05) {
+    fn();
+    ++n;
+  }
+  const double per = (now_s() - t0) / static_cast<double>(n);
+  const long inner = std::max<long>(1, static_cast<long>(target_s / per));
+  std::vector<double> res;
+  const double start = now_s();
+  while (static_cast<int>(res.size()) < samples && (res.size() < 5 || now_s() - start < budget_s)) {
+    const double t = now_s();
+    for (long i = 0; i < inner; ++i) fn();
+    res.push_back((now_s() - t) / static_cast<double>(inner));
+  }
+  std::sort(res.begin(), res.end());
+  const size_t m = res.size();
+  const double med = (m % 2) ? res[m / 2] : 0.5 * (res[m / 2 - 1] + res[m / 2]);
+  return {med, res.front(), static_cast<int>(m)};
+}
+
+struct Options {
+  int threads = 1;
+  std::set<std::string> only;
+  bool details = false;
+};
+
+Options g_opt;
+
+bool wanted(const std::string& name) { return g_opt.only.empty() || g_opt.only.count(name); }
+
+void emit(const std::string& name, const std::function<void()>& fn, int samples = 21, double budget_s = 1.0) {
+  if (!wanted(name)) return;
+  const Result r = measure(fn, 0.01, samples, budget_s);
+  if (g_opt.details)
+    std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.9g, \"min\": %.9g, \"samples\": %d}\n",
+                name.c_str(), g_opt.threads, r.median, r.min, r.samples);
+  else
+    std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.9g}\n", name.c_str(), g_opt.threads, r.median);
+  std::fflush(stdout);
+}
+
+struct Gemm {
+  const char* suffix;
+  int64_t m, k, n;
+};
+const Gemm kGemms[] = {{"256", 256, 256, 256}, {"1024", 1024, 1024, 1024}, {"2048", 2048, 2048, 2048},
+                       {"128x784x512", 128, 784, 512}};
+
+// Keeps a result alive so the compiler cannot drop the call.
+volatile float g_sink = 0;
+
+void loom_workloads() {
+  using namespace loom;
+  NoGrad no_grad;
+  Generator gen(0);
+  for (const Gemm& g : kGemms) {
+    const std::string name = std::string("sgemm_") + g.suffix;
+    if (!wanted(name)) continue;
+    Tensor a = randn({g.m, g.k}, Float32, Device::cpu(), &gen), b = randn({g.k, g.n}, Float32, Device::cpu(), &gen);
+    const bool big = g.m == 2048;
+    emit(name, [&] { g_sink = matmul(a, b).data<float>()[0]; }, big ? 11 : 21, big ? 2.5 : 1.0);
+  }
+  const int64_t N = 1000000;
+  Tensor a = randn({N}, Float32, Device::cpu(), &gen), b = randn({N}, Float32, Device::cpu(), &gen),
+         c = randn({N}, Float32, Device::cpu(), &gen);
+  emit("add_1e6", [&] { g_sink = add(a, b).data<float>()[0]; });
+  emit("fused_relu_mul_add_1e6", [&] { g_sink = relu(a * b + c).data<float>()[0]; });
+  Tensor x = randn({1024, 1024}, Float32, Device::cpu(), &gen);
+  emit("sum_axis1_1024", [&] { g_sink = sum(x, {1}).data<float>()[0]; });
+  emit("sum_axis0_1024", [&] { g_sink = sum(x, {0}).data<float>()[0]; });
+  Tensor s = randn({128, 1000}, Float32, Device::cpu(), &gen);
+  emit("softmax_128x1000", [&] { g_sink = softmax(s, 1).data<float>()[0]; });
+  Tensor e1 = randn({1}, Float32, Device::cpu(), &gen), e2 = zeros({1});
+  emit("overhead_add_1elem", [&] { g_sink = add(e1, e2).data<float>()[0]; });
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / static_cast<float>(1 << 24) - 0.5f;
+  }
+  return v;
+}
+
+void openblas_workloads() {
+  openblas_set_num_threads(g_opt.threads);
+  for (const Gemm& g : kGemms) {
+    const std::string name = std::string("openblas_sgemm_") + g.suffix;
+    if (!wanted(name)) continue;
+    auto a = random_floats(g.m * g.k, 1), b = random_floats(g.k * g.n, 2);
+    std::vector<float> c(g.m * g.n);
+    const bool big = g.m == 2048;
+    emit(name, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.m, g.n, g.k, 1.0f, a.data(), g.k, b.data(), g.n,
+                  0.0f, c.data(), g.n);
+      g_sink = c[0];
+    }, big ? 11 : 21, big ? 2.5 : 1.0);
+  }
+  // Back to the pool's setting: loom::set_num_threads is the only owner of that knob.
+  loom::set_num_threads(g_opt.threads);
+}
+
+void onednn_workloads() {
+  omp_set_num_threads(g_opt.threads);
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  for (const Gemm& g : kGemms) {
+    const std::string name = std::string("onednn_sgemm_") + g.suffix;
+    if (!wanted(name)) continue;
+    dnnl::memory::desc ad({g.m, g.k}, dt::f32, tag::ab), bd({g.k, g.n}, dt::f32, tag::ab),
+        cd({g.m, g.n}, dt::f32, tag::ab);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), eng);
+    dnnl::matmul prim(pd);
+    auto a = random_floats(g.m * g.k, 1), b = random_floats(g.k * g.n, 2);
+    std::vector<float> c(g.m * g.n);
+    dnnl::memory am(ad, eng, a.data()), bm(bd, eng, b.data()), cm(cd, eng, c.data());
+    const bool big = g.m == 2048;
+    emit(name, [&] {
+      prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+      strm.wait();
+      g_sink = c[0];
+    }, big ? 11 : 21, big ? 2.5 : 1.0);
+  }
+}
+
+// Core clock measured with a chain of dependent integer adds (one cycle each on every x86
+// core of the last decade): the best of several short runs, so that a preempted run does not
+// count. Reported as {"name": "cpu_ghz_measured", "ghz": ...} for bench/report.py's peak.
+double measure_ghz() {
+  double best = 0;
+  for (int rep = 0; rep < 7; ++rep) {
+    const uint64_t iters = 20000000;
+    uint64_t x = 0, n = iters;
+    const double t0 = now_s();
+    asm volatile(
+        "1:\n\t"
+        "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+        "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+        "dec %1\n\tjnz 1b"
+        : "+r"(x), "+r"(n));
+    const double dt = now_s() - t0;
+    best = std::max(best, 8.0 * static_cast<double>(iters) / dt / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--threads" && i + 1 < argc) {
+      g_opt.threads = std::atoi(argv[++i]);
+    } else if (arg == "--only" && i + 1 < argc) {
+      std::string list = argv[++i];
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        const size_t comma = std::min(list.find(',', pos), list.size());
+        if (comma > pos) g_opt.only.insert(list.substr(pos, comma - pos));
+        pos = comma + 1;
+      }
+    } else if (arg == "--details") {
+      g_opt.details = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--only a,b] [--details]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (g_opt.threads < 1) {
+    std::fprintf(stderr, "--threads must be positive\n");
+    return 2;
+  }
+  loom::set_num_threads(g_opt.threads);
+  if (wanted("cpu_ghz_measured"))
+    std::printf("{\"name\": \"cpu_ghz_measured\", \"threads\": %d, \"seconds\": 0, \"ghz\": %.3f}\n",
+                g_opt.threads, measure_ghz());
+  loom_workloads();
+  openblas_workloads();
+  onednn_workloads();
+  return 0;
+}

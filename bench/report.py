@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Markdown report of the benchmark suite's JSON lines (bench/run.sh writes them).
+
+    python3 bench/report.py --loom loom.jsonl --torch torch.jsonl [--libtorch libtorch.jsonl]
+
+Input lines: {"name": ..., "threads": N, "seconds": median}. loom.jsonl comes from
+bench/loom_bench (the workloads, openblas_sgemm_*, onednn_sgemm_* and cpu_ghz_measured),
+torch.jsonl from bench/torch_peer.py (same workload names) and libtorch.jsonl from the LibTorch
+peer (libtorch_* names). Other lines are ignored. When a (name, threads) pair appears more than
+once (REPEAT > 1 in run.sh), the smallest median is kept: on a shared machine noise only ever
+adds time.
+
+Ratios are PyTorch time / Loom time: above 1 means Loom is faster.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+
+WORKLOADS = [
+    "sgemm_256", "sgemm_1024", "sgemm_2048", "sgemm_128x784x512",
+    "add_1e6", "fused_relu_mul_add_1e6", "sum_axis1_1024", "sum_axis0_1024",
+    "softmax_128x1000", "overhead_add_1elem",
+]
+GEMM = {"sgemm_256": (256, 256, 256), "sgemm_1024": (1024, 1024, 1024),
+        "sgemm_2048": (2048, 2048, 2048), "sgemm_128x784x512": (128, 784, 512)}
+# Targets (docs/benchmarks.md): at least as fast as PyTorch.
+AT_LEAST_TORCH = ["add_1e6", "fused_relu_mul_add_1e6", "sum_axis1_1024", "sum_axis0_1024",
+                  "softmax_128x1000"]
+FLOPS_PER_CYCLE = 2 * 16 * 2  # 2 FMA pipes x 16 fp32 lanes (AVX-512) x 2 flops per FMA
+
+
+def load(path):
+    best: dict[tuple[str, int], float] = {}
+    ghz = None
+    if not path:
+        return best, ghz
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            name, threads = rec.get("name"), rec.get("threads")
+            if name == "cpu_ghz_measured":
+                ghz = max(ghz or 0.0, float(rec["ghz"]))
+                continue
+            secs = rec.get("seconds")
+            if name is None or threads is None or secs is None:
+                continue
+            key = (name, int(threads))
+            best[key] = min(best.get(key, float("inf")), float(secs))
+    return best, ghz
+
+
+def cpuinfo_ghz():
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"cpu MHz\s*:\s*([\d.]+)", f.read())
+        return float(m.group(1)) / 1000 if m else None
+    except OSError:
+        return None
+
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    return f"{s * 1e3:.2f} ms"
+
+
+def ratio(num, den):
+    return f"{num / den:.2f}" if num and den else "-"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--loom", required=True)
+    ap.add_argument("--torch", required=True)
+    ap.add_argument("--libtorch")
+    args = ap.parse_args()
+    loom, measured = load(args.loom)
+    torch, _ = load(args.torch)
+    libtorch, _ = load(args.libtorch)
+    threads = sorted({t for (_, t) in loom})
+    nominal = cpuinfo_ghz()
+    if measured:
+        ghz, source = measured, "measured by loom_bench (a chain of dependent integer adds)"
+    else:
+        ghz, source = nominal, "/proc/cpuinfo 'cpu MHz'"
+
+    p = print
+    p("### Loom vs PyTorch\n")
+    p("Median time per call (best of the runs). Ratio = PyTorch time / Loom time: > 1 means Loom "
+      "is faster.\n")
+    p("| workload | threads | Loom | PyTorch (Python) | ratio | LibTorch (C++) | ratio vs LibTorch |")
+    p("|---|---:|---:|---:|---:|---:|---:|")
+    for name in WORKLOADS:
+        for t in threads:
+            lo = loom.get((name, t))
+            if lo is None:
+                continue
+            py = torch.get((name, t))
+            lt = libtorch.get(("libtorch_" + name, t))
+            p(f"| {name} | {t} | {fmt_time(lo)} | {fmt_time(py)} | {ratio(py, lo)} | "
+              f"{fmt_time(lt)} | {ratio(lt, lo)} |")
+
+    p(f"\n### GEMM\n")
+    p(f"Peak: {ghz:.2f} GHz ({source}; /proc/cpuinfo says "
+      f"{nominal:.2f} GHz) x {FLOPS_PER_CYCLE} flops/cycle (2 FMA x 16 fp32 lanes x 2) = "
+      f"{ghz * FLOPS_PER_CYCLE:.0f} GFLOP/s per core.\n" if ghz and nominal else "Peak: unknown\n")
+    p("| workload | threads | Loom GFLOP/s | % of peak | OpenBLAS GFLOP/s | oneDNN GFLOP/s | "
+      "PyTorch GFLOP/s | Loom / faster direct call |")
+    p("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, (m, k, n) in GEMM.items():
+        for t in threads:
+            lo = loom.get((name, t))
+            if lo is None:
+                continue
+            flops = 2.0 * m * k * n
+            ob = loom.get(("openblas_" + name, t))
+            od = loom.get(("onednn_" + name, t))
+            py = torch.get((name, t))
+            gf = lambda s: f"{flops / s / 1e9:.0f}" if s else "-"
+            peak = ghz * FLOPS_PER_CYCLE * t if ghz else None
+            pct = f"{100 * flops / lo / 1e9 / peak:.0f}%" if peak else "-"
+            fastest = min([s for s in (ob, od) if s], default=None)
+            p(f"| {name} | {t} | {gf(lo)} | {pct} | {gf(ob)} | {gf(od)} | {gf(py)} | "
+              f"{ratio(fastest, lo)} |")
+
+    p("\n### Targets\n")
+    p("| target | threads | value | met |")
+    p("|---|---:|---|---|")
+    for t in threads:
+        for name in AT_LEAST_TORCH:
+            lo, py = loom.get((name, t)), torch.get((name, t))
+            if lo and py:
+                p(f"| {name} at least as fast as PyTorch | {t} | ratio {py / lo:.2f} | "
+                  f"{'yes' if py >= lo else 'no'} |")
+        lo = loom.get(("overhead_add_1elem", t))
+        lt = libtorch.get(("libtorch_overhead_add_1elem", t))
+        if lo:
+            met = "yes" if lo < 0.5e-6 and (not lt or lo <= lt / 3) else "no"
+            vs = f", LibTorch {fmt_time(lt)} (/3 = {fmt_time(lt / 3)})" if lt else ""
+            p(f"| 1-element add < 0.5 µs and <= LibTorch / 3 | {t} | {fmt_time(lo)}{vs} | {met} |")
+        for name in GEMM:
+            lo = loom.get((name, t))
+            direct = [s for s in (loom.get(("openblas_" + name, t)), loom.get(("onednn_" + name, t))) if s]
+            if lo and direct:
+                r = min(direct) / lo
+                p(f"| {name} within 5% of the faster direct call | {t} | {r:.2f} | "
+                  f"{'yes' if r >= 0.95 else 'no'} |")
+
+
+if __name__ == "__main__":
+    main()

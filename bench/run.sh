@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs the Loom benchmark suite next to its PyTorch peers and prints the markdown report.
+#
+#   bench/run.sh                 # build (Release), run everything for 1 and 2 threads, report
+#   REPEAT=3 bench/run.sh        # run each program 3 times; the report keeps each best median
+#   THREADS="1 2 4" bench/run.sh
+#
+# Environment: BUILD_DIR (default <repo>/build-bench), OUT (results folder, default
+# $BUILD_DIR/bench-results), LIBTORCH_BIN (the LibTorch peer binary; default
+# <repo>/build-libtorch/libtorch_overhead, run only when present; BUILD_LIBTORCH=1 builds it
+# with bench/build_libtorch.sh first), PYTHON (default python3, needs torch from
+# bench/requirements.txt; installed with pip when missing).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+build="${BUILD_DIR:-$repo/build-bench}"
+out="${OUT:-$build/bench-results}"
+python="${PYTHON:-python3}"
+threads="${THREADS:-1 2}"
+repeat="${REPEAT:-1}"
+libtorch_bin="${LIBTORCH_BIN:-$repo/build-libtorch/libtorch_overhead}"
+
+gen=()
+if command -v ninja >/dev/null 2>&1 && [ ! -f "$build/Makefile" ]; then gen=(-G Ninja); fi
+cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DLOOM_BUILD_TESTS=OFF -DLOOM_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$build" --target loom_bench -j"${JOBS:-2}" >/dev/null
+
+if ! "$python" -c "import torch" >/dev/null 2>&1; then
+  echo "torch not found for $python: installing bench/requirements.txt" >&2
+  "$python" -m pip install -r "$here/requirements.txt"
+fi
+if [ "${BUILD_LIBTORCH:-0}" = 1 ]; then
+  BUILD_DIR="$(dirname "$libtorch_bin")" PYTHON="$python" "$here/build_libtorch.sh"
+fi
+
+mkdir -p "$out"
+: > "$out/loom.jsonl"
+: > "$out/torch.jsonl"
+: > "$out/libtorch.jsonl"
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$out/run-info.txt"
+
+for r in $(seq 1 "$repeat"); do
+  for n in $threads; do
+    echo "run $r/$repeat, $n thread(s): loom_bench" >&2
+    "$build/bench/loom_bench" --threads "$n" >> "$out/loom.jsonl"
+    echo "run $r/$repeat, $n thread(s): torch_peer.py" >&2
+    "$python" "$here/torch_peer.py" --threads "$n" >> "$out/torch.jsonl"
+    if [ -x "$libtorch_bin" ]; then
+      echo "run $r/$repeat, $n thread(s): libtorch_overhead" >&2
+      "$libtorch_bin" --threads "$n" >> "$out/libtorch.jsonl"
+    fi
+  done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/run-info.txt"
+
+"$python" "$here/report.py" --loom "$out/loom.jsonl" --torch "$out/torch.jsonl" \
+  --libtorch "$out/libtorch.jsonl" | tee "$out/report.md"

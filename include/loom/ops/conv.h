@@ -1,0 +1,65 @@
+#pragma once
+// Convolutions over channels-first tensors with PyTorch's weight layouts:
+//   conv1d            x (N, C_in, L),    weight (C_out, C_in / groups, kL)
+//   conv2d            x (N, C_in, H, W), weight (C_out, C_in / groups, kH, kW)
+//   conv2d_transpose  x (N, C_in, H, W), weight (C_in, C_out / groups, kH, kW)
+//                     (torch.nn.functional.conv_transpose2d)
+// bias, when defined, has shape (C_out,). All are differentiable in x, weight and bias (the
+// backward rules are themselves recorded convolutions). float32 runs on oneDNN, float64 on
+// plain im2col + GEMM kernels (docs/nn_ops.md).
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "loom/core/tensor.h"
+
+namespace loom {
+
+// One integer per spatial axis, or a single integer for all of them: 2, {2, 3}.
+class IntList {
+ public:
+  IntList() = default;  // empty: "the default" where an op documents one
+  IntList(int64_t v) : v_{v} {}
+  IntList(int v) : v_{static_cast<int64_t>(v)} {}
+  IntList(std::initializer_list<int64_t> v) : v_(v) {}
+  IntList(std::vector<int64_t> v) : v_(std::move(v)) {}
+  const std::vector<int64_t>& values() const { return v_; }
+
+ private:
+  std::vector<int64_t> v_;
+};
+
+// Convolution padding: zeros added on each side of the spatial axes.
+//   an integer: that many on both sides of every axis;
+//   one integer per axis: symmetric per axis (PyTorch's padding=(ph, pw));
+//   two integers per axis: {before_0, after_0, before_1, after_1, ...} (asymmetric);
+//   "valid": none; "same": output size = input size (stride 1 only; an odd total puts the
+//   extra zero after, as PyTorch does).
+class ConvPadding {
+ public:
+  ConvPadding(int64_t v) : values_{v} {}
+  ConvPadding(int v) : values_{static_cast<int64_t>(v)} {}
+  ConvPadding(std::initializer_list<int64_t> v) : values_(v) {}
+  ConvPadding(std::vector<int64_t> v) : values_(std::move(v)) {}
+  ConvPadding(const char* mode) : mode_(mode) {}
+  ConvPadding(std::string mode) : mode_(std::move(mode)) {}
+  const std::vector<int64_t>& values() const { return values_; }
+  const std::string& mode() const { return mode_; }  // empty when given as integers
+
+ private:
+  std::vector<int64_t> values_;
+  std::string mode_;
+};
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+              ConvPadding padding = 0, IntList dilation = 1, int64_t groups = 1);
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+              ConvPadding padding = 0, IntList dilation = 1, int64_t groups = 1);
+// The adjoint (gradient) of conv2d with respect to its input, plus bias. Output size per axis:
+// (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1, where
+// output_padding must be smaller than stride or dilation (as PyTorch).
+Tensor conv2d_transpose(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+                        IntList padding = 0, IntList output_padding = 0, int64_t groups = 1, IntList dilation = 1);
+
+}  // namespace loom

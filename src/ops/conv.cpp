@@ -1,0 +1,256 @@
+// Convolutions: argument checks, output shapes and gradients. Everything is a 2-d convolution
+// underneath (conv1d adds a unit height axis). Three recorded primitives close under
+// differentiation (conv2d_transpose's forward is D, its gradients F and Wg):
+//   F(x, w)       = conv(x, w)                       (forward)
+//   D(gy, w)      = d F / d x applied to gy           (backward data = transposed convolution)
+//   Wg(gy, x)     = d F / d w applied to gy           (backward weights)
+// with dF = D(g, w), Wg(g, x);  dD = F(G, w), Wg(gy, G);  dWg = F(x, G), D(gy, G).
+#include "loom/ops/conv.h"
+
+#include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/reduction.h"
+#include "ops/nn_internal.h"
+
+namespace loom {
+
+using detail::Conv2dParams;
+using Grads = std::vector<Tensor>;
+
+namespace {
+
+Tensor prepare(const Tensor& t, DType dt) { return detail::contiguous_raw(detail::cast_raw(t, dt)); }
+
+DType compute_dtype(DType d) { return detail::is_half_float(d) ? DType::Float32 : d; }
+
+int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t pl, int64_t pr, int64_t d) {
+  const int64_t span = in + pl + pr - d * (k - 1) - 1;
+  return span < 0 ? 0 : span / s + 1;
+}
+
+Shape forward_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
+  return {x[0], w[0], conv_out_size(x[2], w[2], p.stride[0], p.pad_l[0], p.pad_r[0], p.dilation[0]),
+          conv_out_size(x[3], w[3], p.stride[1], p.pad_l[1], p.pad_r[1], p.dilation[1])};
+}
+
+Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+Tensor conv_bwd_data(const Tensor& gy, const Tensor& w, const Shape& x_shape, const Conv2dParams& p);
+Tensor conv_bwd_weights(const Tensor& gy, const Tensor& x, const Shape& w_shape, const Conv2dParams& p);
+
+Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
+  const DType dt = x.dtype(), kd = compute_dtype(dt);
+  Tensor out = detail::alloc(forward_shape(x.shape(), w.shape(), p), kd, x.device());
+  detail::backend(x.device()).conv2d(out, prepare(x, kd), prepare(w, kd), b.defined() ? prepare(b, kd) : Tensor(), p);
+  Tensor y = detail::cast_raw(out, dt);
+  const bool rb = b.defined() && b.requires_grad();
+  if (!detail::needs_grad({&x, &w}) && !(rb && grad_enabled())) return y;
+  std::vector<Tensor> inputs{x, w};
+  if (b.defined()) inputs.push_back(b);
+  return detail::record("conv2d", inputs, y,
+                        [xd = x.detach(), wd = w.detach(), p, rx = x.requires_grad(), rw = w.requires_grad(), rb,
+                         has_b = b.defined()](const Tensor& g) {
+                          Grads gs{rx ? conv_bwd_data(g, wd, xd.shape(), p) : Tensor(),
+                                   rw ? conv_bwd_weights(g, xd, wd.shape(), p) : Tensor()};
+                          if (has_b) gs.push_back(rb ? sum(g, {0, 2, 3}) : Tensor());
+                          return gs;
+                        });
+}
+
+Tensor conv_bwd_data(const Tensor& gy, const Tensor& w, const Shape& x_shape, const Conv2dParams& p) {
+  const DType dt = gy.dtype(), kd = compute_dtype(dt);
+  Tensor gx = detail::alloc(x_shape, kd, gy.device());
+  detail::backend(gy.device()).conv2d_backward_data(gx, prepare(gy, kd), prepare(w, kd), p);
+  Tensor r = detail::cast_raw(gx, dt);
+  if (!detail::needs_grad({&gy, &w})) return r;
+  return detail::record("conv2d_backward_data", {gy, w}, r,
+                        [gyd = gy.detach(), wd = w.detach(), p, rg = gy.requires_grad(),
+                         rw = w.requires_grad()](const Tensor& G) {
+                          return Grads{rg ? conv_fwd(G, wd, Tensor(), p) : Tensor(),
+                                       rw ? conv_bwd_weights(gyd, G, wd.shape(), p) : Tensor()};
+                        });
+}
+
+Tensor conv_bwd_weights(const Tensor& gy, const Tensor& x, const Shape& w_shape, const Conv2dParams& p) {
+  const DType dt = gy.dtype(), kd = compute_dtype(dt);
+  Tensor gw = detail::alloc(w_shape, kd, gy.device());
+  detail::backend(gy.device()).conv2d_backward_weights(gw, prepare(gy, kd), prepare(x, kd), p);
+  Tensor r = detail::cast_raw(gw, dt);
+  if (!detail::needs_grad({&gy, &x})) return r;
+  return detail::record("conv2d_backward_weights", {gy, x}, r,
+                        [gyd = gy.detach(), xd = x.detach(), p, rg = gy.requires_grad(),
+                         rx = x.requires_grad()](const Tensor& G) {
+                          return Grads{rg ? conv_fwd(xd, G, Tensor(), p) : Tensor(),
+                                       rx ? conv_bwd_data(gyd, G, xd.shape(), p) : Tensor()};
+                        });
+}
+
+// Checks shared by every convolution: dtypes, devices, groups and channel counts, bias.
+// `w_in_axis`: the weight axis that holds input channels per group (1 for conv, 0 for the
+// transposed conv, where axis 0 holds all input channels).
+void check_operands(const char* op, const Tensor& x, const Tensor& w, const Tensor& b, int64_t groups, bool transposed,
+                    int64_t nsp) {
+  const char* x_layout = nsp == 1 ? "(N, C_in, L)" : "(N, C_in, H, W)";
+  const char* w_layout = transposed ? (nsp == 1 ? "(C_in, C_out / groups, kL)" : "(C_in, C_out / groups, kH, kW)")
+                                    : (nsp == 1 ? "(C_out, C_in / groups, kL)" : "(C_out, C_in / groups, kH, kW)");
+  detail::check_rank(x, nsp + 2, op, "input x", x_layout);
+  detail::check_rank(w, nsp + 2, op, "weight", w_layout);
+  detail::check_float(x, op, "input x");
+  detail::check_same_dtype(x, w, op, "input x", "weight");
+  detail::check_same_device(x, w, op);
+  if (groups < 1) throw ValueError(std::string(op) + ": groups must be >= 1, got " + std::to_string(groups));
+  const int64_t C = x.shape()[1];
+  const std::string shapes = " (x: " + detail::desc(x) + ", weight: " + detail::desc(w) + ")";
+  int64_t c_out;
+  if (!transposed) {
+    if (C % groups != 0)
+      throw ShapeError(std::string(op) + ": input channels " + std::to_string(C) + " are not divisible by groups=" +
+                       std::to_string(groups) + shapes);
+    if (w.shape()[0] % groups != 0)
+      throw ShapeError(std::string(op) + ": output channels weight.shape[0] = " + std::to_string(w.shape()[0]) +
+                       " are not divisible by groups=" + std::to_string(groups) + shapes);
+    if (w.shape()[1] * groups != C)
+      throw ShapeError(std::string(op) + ": x has " + std::to_string(C) + " input channels but weight expects " +
+                       "weight.shape[1] * groups = " + std::to_string(w.shape()[1]) + " * " + std::to_string(groups) +
+                       " = " + std::to_string(w.shape()[1] * groups) + shapes);
+    c_out = w.shape()[0];
+  } else {
+    if (w.shape()[0] != C)
+      throw ShapeError(std::string(op) + ": x has " + std::to_string(C) +
+                       " input channels but weight.shape[0] (input channels) is " + std::to_string(w.shape()[0]) +
+                       shapes);
+    if (C % groups != 0)
+      throw ShapeError(std::string(op) + ": input channels " + std::to_string(C) + " are not divisible by groups=" +
+                       std::to_string(groups) + shapes);
+    c_out = w.shape()[1] * groups;
+  }
+  for (int64_t i = 2; i < w.ndim(); ++i)
+    if (w.shape()[i] < 1)
+      throw ShapeError(std::string(op) + ": kernel sizes must be >= 1" + shapes);
+  if (b.defined()) {
+    detail::check_same_dtype(x, b, op, "input x", "bias");
+    detail::check_same_device(x, b, op);
+    if (b.ndim() != 1 || b.shape()[0] != c_out)
+      throw ShapeError(std::string(op) + ": bias must have shape (" + std::to_string(c_out) +
+                       ",) (one value per output channel), got " + detail::desc(b) + shapes);
+  }
+}
+
+// Resolves stride / padding / dilation of a forward convolution with `nsp` spatial axes into
+// 2-d params (a 1-d convolution uses the width axis).
+Conv2dParams forward_params(const char* op, const Tensor& x, const Tensor& w, const IntList& stride,
+                            const ConvPadding& padding, const IntList& dilation, int64_t groups, size_t nsp) {
+  const auto s = detail::per_axis(stride.values(), nsp, op, "stride", 1);
+  const auto d = detail::per_axis(dilation.values(), nsp, op, "dilation", 1);
+  std::vector<int64_t> pl(nsp), pr(nsp);
+  if (!padding.mode().empty()) {
+    if (padding.mode() == "valid") {
+      // zeros
+    } else if (padding.mode() == "same") {
+      for (size_t i = 0; i < nsp; ++i)
+        if (s[i] != 1)
+          throw ValueError(std::string(op) + ": padding='same' is only supported with stride 1, got stride " +
+                           detail::ints_str(s) + " (use integer padding for strided convolutions)");
+      for (size_t i = 0; i < nsp; ++i) {
+        const int64_t total = d[i] * (w.shape()[2 + i] - 1);
+        pl[i] = total / 2;
+        pr[i] = total - pl[i];
+      }
+    } else {
+      throw ValueError(std::string(op) + ": unknown padding '" + padding.mode() +
+                       "' (valid: 'same', 'valid', or integers)");
+    }
+  } else {
+    const auto& v = padding.values();
+    if (v.size() == 1 || v.size() == nsp) {
+      const auto p = detail::per_axis(v, nsp, op, "padding", 0);
+      pl = p;
+      pr = p;
+    } else if (v.size() == 2 * nsp) {
+      for (size_t i = 0; i < nsp; ++i) {
+        pl[i] = v[2 * i];
+        pr[i] = v[2 * i + 1];
+      }
+      for (int64_t x : v)
+        if (x < 0) throw ValueError(std::string(op) + ": padding must be >= 0, got " + detail::ints_str(v));
+    } else {
+      throw ValueError(std::string(op) + ": padding must have 1, " + std::to_string(nsp) + " or " +
+                       std::to_string(2 * nsp) + " values (per axis, or before/after per axis), got " +
+                       detail::ints_str(v));
+    }
+  }
+  Conv2dParams p{};
+  const size_t off = 2 - nsp;  // 1-d: the height axis is trivial
+  p.stride[0] = p.dilation[0] = 1;
+  for (size_t i = 0; i < nsp; ++i) {
+    p.stride[off + i] = s[i];
+    p.dilation[off + i] = d[i];
+    p.pad_l[off + i] = pl[i];
+    p.pad_r[off + i] = pr[i];
+  }
+  p.groups = groups;
+  // every output position needs a window inside the padded input
+  for (size_t i = 0; i < nsp; ++i) {
+    const int64_t in = x.shape()[2 + i], k = w.shape()[2 + i];
+    if (in + pl[i] + pr[i] < d[i] * (k - 1) + 1)
+      throw ShapeError(std::string(op) + ": the kernel (size " + std::to_string(k) + ", dilation " +
+                       std::to_string(d[i]) + " -> " + std::to_string(d[i] * (k - 1) + 1) +
+                       ") is larger than the padded input (size " + std::to_string(in) + " + padding " +
+                       std::to_string(pl[i] + pr[i]) + ") along spatial axis " + std::to_string(i) + " (x: " +
+                       detail::desc(x) + ", weight: " + detail::desc(w) + ")");
+  }
+  return p;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, ConvPadding padding,
+              IntList dilation, int64_t groups) {
+  const char* op = "conv2d";
+  check_operands(op, x, weight, bias, groups, false, 2);
+  const Conv2dParams p = forward_params(op, x, weight, stride, padding, dilation, groups, 2);
+  return conv_fwd(x, weight, bias, p);
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, ConvPadding padding,
+              IntList dilation, int64_t groups) {
+  const char* op = "conv1d";
+  check_operands(op, x, weight, bias, groups, false, 1);
+  const Conv2dParams p = forward_params(op, x, weight, stride, padding, dilation, groups, 1);
+  Tensor y = conv_fwd(expand_dims(x, 2), expand_dims(weight, 2), bias, p);
+  return squeeze(y, {2});
+}
+
+Tensor conv2d_transpose(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+                        IntList output_padding, int64_t groups, IntList dilation) {
+  const char* op = "conv2d_transpose";
+  check_operands(op, x, weight, bias, groups, true, 2);
+  const auto s = detail::per_axis(stride.values(), 2, op, "stride", 1);
+  const auto pad = detail::per_axis(padding.values(), 2, op, "padding", 0);
+  const auto op_ = detail::per_axis(output_padding.values(), 2, op, "output_padding", 0);
+  const auto d = detail::per_axis(dilation.values(), 2, op, "dilation", 1);
+  Conv2dParams p{};
+  p.groups = groups;
+  Shape out{x.shape()[0], weight.shape()[1] * groups, 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (op_[i] >= s[i] && op_[i] >= d[i])
+      throw ValueError(std::string(op) + ": output_padding " + detail::ints_str(op_) +
+                       " must be smaller than either stride " + detail::ints_str(s) + " or dilation " +
+                       detail::ints_str(d));
+    const int64_t k = weight.shape()[2 + i];
+    out[2 + i] = (x.shape()[2 + i] - 1) * s[i] - 2 * pad[i] + d[i] * (k - 1) + op_[i] + 1;
+    if (out[2 + i] < 1)
+      throw ShapeError(std::string(op) + ": the output size along spatial axis " + std::to_string(i) + " would be " +
+                       std::to_string(out[2 + i]) + " (padding " + detail::ints_str(pad) + " is too large for x: " +
+                       detail::desc(x) + ", weight: " + detail::desc(weight) + ")");
+    p.stride[i] = s[i];
+    p.dilation[i] = d[i];
+    p.pad_l[i] = pad[i];
+    // as a convolution from the output back to x: the right padding that makes the sizes agree
+    p.pad_r[i] = op_[i] < s[i] ? pad[i] : pad[i] - op_[i];
+  }
+  Tensor y = conv_bwd_data(x, weight, out, p);
+  if (!bias.defined()) return y;
+  return add(y, reshape(bias, {1, out[1], 1, 1}));
+}
+
+}  // namespace loom

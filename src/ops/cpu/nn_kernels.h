@@ -1,0 +1,29 @@
+#pragma once
+// CPU kernels of the neural-network ops (convolution, pooling). conv2d* dispatch: float32 to
+// oneDNN (conv_onednn.cpp) with the plain loops of conv_ref.cpp as the fallback, float64 to
+// the plain loops (the finite-difference reference).
+#include "ops/backend.h"
+
+namespace loom::cpu {
+using detail::Conv2dParams;
+using detail::Pool2dParams;
+
+// Entry points of the backend table.
+void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
+void conv2d_backward_data(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
+void conv2d_backward_weights(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
+void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p);
+void avg_pool2d(const Tensor& out, const Tensor& x, const Pool2dParams& p);
+void avg_pool2d_backward(const Tensor& gx, const Tensor& gy, const Pool2dParams& p);
+
+// im2col + GEMM reference (any float dtype the BLAS handles: float32, float64).
+void conv2d_ref(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
+void conv2d_backward_data_ref(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
+void conv2d_backward_weights_ref(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
+
+// oneDNN float32 paths; return false when oneDNN has no implementation for the geometry.
+bool conv2d_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
+bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
+bool conv2d_backward_weights_onednn(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
+
+}  // namespace loom::cpu

@@ -1,0 +1,123 @@
+// 2-d pooling over NCHW planes: plain loops, one (n, c) plane per task.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "loom/core/parallel.h"
+#include "ops/cpu/nn_kernels.h"
+#include "ops/dispatch.h"
+
+namespace loom::cpu {
+
+namespace {
+int64_t plane_grain(int64_t work_per_plane) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, work_per_plane)); }
+}  // namespace
+
+void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) {
+  const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t Ho = out.shape()[2], Wo = out.shape()[3];
+  detail::dispatch_float(x.dtype(), "max_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const T* X = x.data<T>();
+    T* Y = out.data<T>();
+    int64_t* I = indices.data<int64_t>();
+    parallel_for(0, planes, plane_grain(Ho * Wo * p.kernel[0] * p.kernel[1]), [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        const T* xp = X + pl * H * W;
+        T* yp = Y + pl * Ho * Wo;
+        int64_t* ip = I + pl * Ho * Wo;
+        for (int64_t oh = 0; oh < Ho; ++oh)
+          for (int64_t ow = 0; ow < Wo; ++ow) {
+            T best = -std::numeric_limits<T>::infinity();
+            int64_t arg = -1;
+            for (int64_t ki = 0; ki < p.kernel[0]; ++ki) {
+              const int64_t ih = oh * p.stride[0] - p.pad[0] + ki * p.dilation[0];
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t kj = 0; kj < p.kernel[1]; ++kj) {
+                const int64_t iw = ow * p.stride[1] - p.pad[1] + kj * p.dilation[1];
+                if (iw < 0 || iw >= W) continue;
+                const T v = xp[ih * W + iw];
+                // as PyTorch: the first maximum wins, a NaN wins (the last NaN when several)
+                if (arg < 0) arg = ih * W + iw;
+                if (v > best || std::isnan(v)) {
+                  best = v;
+                  arg = ih * W + iw;
+                }
+              }
+            }
+            yp[oh * Wo + ow] = best;
+            ip[oh * Wo + ow] = arg < 0 ? 0 : arg;
+          }
+      }
+    });
+  });
+}
+
+namespace {
+// PyTorch's avg_pool2d divisor for one window.
+struct Window {
+  int64_t h0, h1, w0, w1, divisor;
+};
+Window avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dParams& p) {
+  int64_t h0 = oh * p.stride[0] - p.pad[0], w0 = ow * p.stride[1] - p.pad[1];
+  int64_t h1 = std::min(h0 + p.kernel[0], H + p.pad[0]), w1 = std::min(w0 + p.kernel[1], W + p.pad[1]);
+  const int64_t padded_size = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, H);
+  w1 = std::min(w1, W);
+  int64_t div = p.divisor > 0 ? p.divisor : (p.count_include_pad ? padded_size : (h1 - h0) * (w1 - w0));
+  return {h0, h1, w0, w1, div};
+}
+}  // namespace
+
+void avg_pool2d(const Tensor& out, const Tensor& x, const Pool2dParams& p) {
+  const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t Ho = out.shape()[2], Wo = out.shape()[3];
+  detail::dispatch_float(x.dtype(), "avg_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const T* X = x.data<T>();
+    T* Y = out.data<T>();
+    parallel_for(0, planes, plane_grain(Ho * Wo * p.kernel[0] * p.kernel[1]), [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        const T* xp = X + pl * H * W;
+        T* yp = Y + pl * Ho * Wo;
+        for (int64_t oh = 0; oh < Ho; ++oh)
+          for (int64_t ow = 0; ow < Wo; ++ow) {
+            const Window wd = avg_window(oh, ow, H, W, p);
+            T s = 0;
+            for (int64_t ih = wd.h0; ih < wd.h1; ++ih)
+              for (int64_t iw = wd.w0; iw < wd.w1; ++iw) s += xp[ih * W + iw];
+            yp[oh * Wo + ow] = wd.divisor > 0 ? s / static_cast<T>(wd.divisor) : std::numeric_limits<T>::quiet_NaN();
+          }
+      }
+    });
+  });
+}
+
+void avg_pool2d_backward(const Tensor& gx, const Tensor& gy, const Pool2dParams& p) {
+  const int64_t planes = gx.shape()[0] * gx.shape()[1], H = gx.shape()[2], W = gx.shape()[3];
+  const int64_t Ho = gy.shape()[2], Wo = gy.shape()[3];
+  detail::dispatch_float(gx.dtype(), "avg_pool2d backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* GY = gy.data<T>();
+    T* GX = gx.data<T>();
+    parallel_for(0, planes, plane_grain(Ho * Wo * p.kernel[0] * p.kernel[1]), [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        T* gp = GX + pl * H * W;
+        const T* yp = GY + pl * Ho * Wo;
+        std::memset(gp, 0, sizeof(T) * H * W);
+        for (int64_t oh = 0; oh < Ho; ++oh)
+          for (int64_t ow = 0; ow < Wo; ++ow) {
+            const Window wd = avg_window(oh, ow, H, W, p);
+            if (wd.divisor <= 0) continue;
+            const T v = yp[oh * Wo + ow] / static_cast<T>(wd.divisor);
+            for (int64_t ih = wd.h0; ih < wd.h1; ++ih)
+              for (int64_t iw = wd.w0; iw < wd.w1; ++iw) gp[ih * W + iw] += v;
+          }
+      }
+    });
+  });
+}
+
+}  // namespace loom::cpu

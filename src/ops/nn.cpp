@@ -1,0 +1,71 @@
+// dropout and embedding.
+#include "loom/ops/nn.h"
+
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/indexing.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/reduction.h"
+#include "ops/nn_internal.h"
+
+namespace loom {
+
+using Grads = std::vector<Tensor>;
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  const char* op = "dropout";
+  detail::check_defined(x, op);
+  if (!(p >= 0.0 && p <= 1.0)) throw ValueError(std::string(op) + ": p must be in [0, 1], got " + std::to_string(p));
+  detail::check_float(x, op, "input x");
+  if (!training || p == 0.0) return x;
+  if (p == 1.0) return multiply(x, zeros({}, x.dtype(), x.device()));
+  // keep with probability 1 - p, scaled so that the expectation is x
+  Tensor mask = bernoulli(x.shape(), 1.0 - p, x.dtype(), x.device(), gen);
+  {
+    GradModeScope off(false);
+    mask = multiply(mask, scalar_tensor(1.0 / (1.0 - p), x.dtype(), x.device()));
+  }
+  return multiply(x, mask);
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
+  const char* op = "embedding";
+  detail::check_rank(weight, 2, op, "weight", "(num_embeddings, dim)");
+  detail::check_defined(ids, op);
+  detail::check_same_device(weight, ids, op);
+  if (!is_integral(ids.dtype()))
+    throw DTypeError(std::string(op) + ": ids must be integers, got " + detail::desc(ids) +
+                     " (valid: uint8, int32, int64)");
+  const int64_t n = weight.shape()[0];
+  if (padding_idx >= n)
+    throw ValueError(std::string(op) + ": padding_idx " + std::to_string(padding_idx) + " is out of range for weight " +
+                     detail::desc(weight) + " (valid: 0 to " + std::to_string(n - 1) + ", or negative for none)");
+  Tensor idx;
+  {
+    GradModeScope off(false);
+    idx = detail::contiguous_raw(detail::cast_raw(ids, DType::Int64));
+    if (idx.numel() > 0) {
+      const int64_t lo = min(idx).item<int64_t>(), hi = max(idx).item<int64_t>();
+      if (lo < 0 || hi >= n)
+        throw IndexError(std::string(op) + ": id " + std::to_string(lo < 0 ? lo : hi) +
+                         " is out of range for weight " + detail::desc(weight) + " (valid ids: 0 to " +
+                         std::to_string(n - 1) + ")");
+    }
+  }
+  Tensor out;
+  {
+    GradModeScope off(false);
+    out = take(weight, idx, 0);
+  }
+  if (!detail::needs_grad({&weight})) return out;
+  return detail::record(op, {weight}, out, [idx, padding_idx, wshape = weight.shape()](const Tensor& g) {
+    Tensor gm = g;
+    if (padding_idx >= 0)
+      gm = where(expand_dims(not_equal(idx, scalar_tensor(padding_idx, DType::Int64, idx.device())), -1), g,
+                 zeros({}, g.dtype(), g.device()));
+    // index_put with accumulate: repeated ids add up, and the rule stays differentiable in g
+    return Grads{index_put(zeros(wshape, g.dtype(), g.device()), {TensorIndex(idx)}, gm, true)};
+  });
+}
+
+}  // namespace loom

@@ -1,0 +1,107 @@
+// batch_norm and layer_norm as composites of differentiable ops (mean, var, rsqrt, ...).
+#include "loom/ops/normalization.h"
+
+#include "loom/autograd/autograd.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/reduction.h"
+#include "ops/nn_internal.h"
+
+namespace loom {
+
+namespace {
+
+void check_param(const Tensor& t, const Tensor& x, const Shape& want, const char* op, const char* what) {
+  if (!t.defined()) return;
+  detail::check_same_device(x, t, op);
+  if (!is_floating(t.dtype()))
+    throw DTypeError(std::string(op) + ": " + what + " has dtype " + dtype_name(t.dtype()) +
+                     " (valid: a floating dtype)");
+  if (t.shape() != want)
+    throw ShapeError(std::string(op) + ": " + what + " must have shape " + shape_str(want) + " for input x " +
+                     detail::desc(x) + ", got " + detail::desc(t));
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  const char* op = "batch_norm";
+  detail::check_defined(x, op);
+  if (x.ndim() < 2)
+    throw ShapeError(std::string(op) + ": input x must have at least 2 axes (N, C, ...), got " + detail::desc(x));
+  detail::check_float(x, op, "input x");
+  const int64_t C = x.shape()[1];
+  const Shape cshape{C};
+  check_param(running_mean, x, cshape, op, "running_mean");
+  check_param(running_var, x, cshape, op, "running_var");
+  check_param(weight, x, cshape, op, "weight");
+  check_param(bias, x, cshape, op, "bias");
+  if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  if (running_mean.defined() != running_var.defined())
+    throw ValueError(std::string(op) + ": give both running_mean and running_var, or neither");
+  if (running_mean.defined() && (running_mean.requires_grad() || running_var.requires_grad()) && training)
+    throw AutogradError(std::string(op) + ": running_mean / running_var are updated in place and must not require grad");
+
+  Axes axes{0};
+  for (int64_t i = 2; i < x.ndim(); ++i) axes.push_back(i);
+  Shape bshape(static_cast<size_t>(x.ndim()), 1);  // (1, C, 1, ...)
+  bshape[1] = C;
+
+  Tensor mean_b, var_b;  // broadcastable (1, C, 1, ...)
+  if (training) {
+    const int64_t n = C > 0 ? x.numel() / C : 0;
+    if (n <= 1)
+      throw ValueError(std::string(op) + ": expected more than 1 value per channel when training, got input x " +
+                       detail::desc(x));
+    mean_b = mean(x, axes, true);
+    var_b = var(x, axes, 0, true);
+    if (running_mean.defined()) {
+      NoGrad off;
+      const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+      Tensor m = reshape(mean_b.detach(), cshape), v = reshape(var_b.detach(), cshape);
+      Tensor new_mean = running_mean * (1.0 - momentum) + astype(m, running_mean.dtype()) * momentum;
+      Tensor new_var = running_var * (1.0 - momentum) + astype(v, running_var.dtype()) * (momentum * unbias);
+      Tensor rm = running_mean, rv = running_var;
+      rm.copy_(new_mean);
+      rv.copy_(new_var);
+    }
+  } else {
+    if (!running_mean.defined())
+      throw ValueError(std::string(op) + ": evaluation (training=false) needs running_mean and running_var");
+    mean_b = reshape(running_mean, bshape);
+    var_b = reshape(running_var, bshape);
+  }
+  Tensor y = multiply(subtract(x, mean_b), rsqrt(var_b + eps));
+  if (weight.defined()) y = multiply(y, reshape(weight, bshape));
+  if (bias.defined()) y = add(y, reshape(bias, bshape));
+  return y;
+}
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  const char* op = "layer_norm";
+  detail::check_defined(x, op);
+  detail::check_float(x, op, "input x");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k >= 1 && k <= x.ndim();
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.shape()[x.ndim() - k + i] == normalized_shape[i];
+  if (!ok)
+    throw ShapeError(std::string(op) + ": normalized_shape " + shape_str(normalized_shape) +
+                     " must be non-empty and match the trailing axes of input x " + detail::desc(x));
+  check_param(weight, x, normalized_shape, op, "weight");
+  check_param(bias, x, normalized_shape, op, "bias");
+  if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  Axes axes;
+  for (int64_t i = x.ndim() - k; i < x.ndim(); ++i) axes.push_back(i);
+  Tensor mu = mean(x, axes, true);
+  Tensor centered = subtract(x, mu);
+  Tensor v = mean(square(centered), axes, true);
+  Tensor y = multiply(centered, rsqrt(v + eps));
+  if (weight.defined()) y = multiply(y, weight);
+  if (bias.defined()) y = add(y, bias);
+  return y;
+}
+
+}  // namespace loom

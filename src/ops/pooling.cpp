@@ -1,0 +1,150 @@
+// 2-d pooling: argument checks, output sizes (PyTorch's pooling_output_shape) and gradients.
+#include "loom/ops/pooling.h"
+
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/indexing.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/reduction.h"
+#include "ops/nn_internal.h"
+
+namespace loom {
+
+using detail::Pool2dParams;
+using Grads = std::vector<Tensor>;
+
+namespace {
+
+int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
+  const int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + pad) --out;
+  return out;
+}
+
+struct PoolSetup {
+  Tensor x4;  // (N, C, H, W)
+  bool batched;
+  Pool2dParams p;
+  Shape out;
+};
+
+PoolSetup setup(const char* op, const Tensor& x, const IntList& kernel, const IntList& stride, const IntList& padding,
+                const IntList& dilation, bool ceil_mode) {
+  detail::check_defined(x, op);
+  if (x.ndim() != 3 && x.ndim() != 4)
+    throw ShapeError(std::string(op) + ": input x must be 3-d (C, H, W) or 4-d (N, C, H, W), got " + detail::desc(x));
+  detail::check_float(x, op, "input x");
+  PoolSetup s{};
+  s.batched = x.ndim() == 4;
+  s.x4 = s.batched ? x : expand_dims(x, 0);
+  const auto k = detail::per_axis(kernel.values(), 2, op, "kernel_size", 1);
+  const auto st = stride.values().empty() ? k : detail::per_axis(stride.values(), 2, op, "stride", 1);
+  const auto pad = detail::per_axis(padding.values(), 2, op, "padding", 0);
+  const auto d = detail::per_axis(dilation.values(), 2, op, "dilation", 1);
+  s.out = {s.x4.shape()[0], s.x4.shape()[1], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (pad[i] > k[i] / 2)
+      throw ValueError(std::string(op) + ": padding " + detail::ints_str(pad) +
+                       " must be at most half of kernel_size " + detail::ints_str(k));
+    s.p.kernel[i] = k[i];
+    s.p.stride[i] = st[i];
+    s.p.pad[i] = pad[i];
+    s.p.dilation[i] = d[i];
+    const int64_t in = s.x4.shape()[2 + i];
+    s.out[2 + i] = pool_out_size(in, k[i], pad[i], st[i], d[i], ceil_mode);
+    if (s.out[2 + i] < 1)
+      throw ShapeError(std::string(op) + ": the output would be empty along spatial axis " + std::to_string(i) +
+                       " (input x: " + detail::desc(x) + ", kernel_size " + detail::ints_str(k) + ", stride " +
+                       detail::ints_str(st) + ", padding " + detail::ints_str(pad) + ", dilation " +
+                       detail::ints_str(d) + ")");
+  }
+  s.p.count_include_pad = true;
+  s.p.divisor = 0;
+  return s;
+}
+
+Tensor unbatch(const Tensor& y, bool batched) { return batched ? y : squeeze(y, {0}); }
+
+// gy (N, C, Ho, Wo) -> gx (N, C, H, W) for avg pooling; its own gradient is avg_pool.
+Tensor avg_pool_fwd(const Tensor& x, const Pool2dParams& p, const Shape& out);
+Tensor avg_pool_bwd(const Tensor& gy, const Pool2dParams& p, const Shape& in);
+
+Tensor avg_pool_fwd(const Tensor& x, const Pool2dParams& p, const Shape& out) {
+  const DType dt = x.dtype(), kd = detail::is_half_float(dt) ? DType::Float32 : dt;
+  Tensor y = detail::alloc(out, kd, x.device());
+  detail::backend(x.device()).avg_pool2d(y, detail::contiguous_raw(detail::cast_raw(x, kd)), p);
+  y = detail::cast_raw(y, dt);
+  if (!detail::needs_grad({&x})) return y;
+  return detail::record("avg_pool2d", {x}, y, [p, in = x.shape()](const Tensor& g) {
+    return Grads{avg_pool_bwd(g, p, in)};
+  });
+}
+
+Tensor avg_pool_bwd(const Tensor& gy, const Pool2dParams& p, const Shape& in) {
+  const DType dt = gy.dtype(), kd = detail::is_half_float(dt) ? DType::Float32 : dt;
+  Tensor gx = detail::alloc(in, kd, gy.device());
+  detail::backend(gy.device()).avg_pool2d_backward(gx, detail::contiguous_raw(detail::cast_raw(gy, kd)), p);
+  gx = detail::cast_raw(gx, dt);
+  if (!detail::needs_grad({&gy})) return gx;
+  return detail::record("avg_pool2d_backward", {gy}, gx, [p, out = gy.shape()](const Tensor& G) {
+    return Grads{avg_pool_fwd(G, p, out)};
+  });
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
+                                                  IntList dilation, bool ceil_mode) {
+  const char* op = "max_pool2d";
+  PoolSetup s = setup(op, x, kernel_size, stride, padding, dilation, ceil_mode);
+  const Tensor& x4 = s.x4;
+  const DType dt = x.dtype(), kd = detail::is_half_float(dt) ? DType::Float32 : dt;
+  Tensor y = detail::alloc(s.out, kd, x.device());
+  Tensor idx = detail::alloc(s.out, DType::Int64, x.device());
+  detail::backend(x.device()).max_pool2d(y, idx, detail::contiguous_raw(detail::cast_raw(x4, kd)), s.p);
+  y = detail::cast_raw(y, dt);
+  if (detail::needs_grad({&x4})) {
+    y = detail::record("max_pool2d", {x4}, y, [idx, in = x4.shape()](const Tensor& g) {
+      const int64_t N = in[0], C = in[1];
+      Tensor flat = zeros({N, C, in[2] * in[3]}, g.dtype(), g.device());
+      Tensor gx = scatter_add(flat, 2, reshape(idx, {N, C, -1}), reshape(g, {N, C, -1}));
+      return Grads{reshape(gx, in)};
+    });
+  }
+  return {unbatch(y, s.batched), unbatch(idx, s.batched)};
+}
+
+Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
+                  bool ceil_mode) {
+  return max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode).first;
+}
+
+Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
+                  bool count_include_pad, int64_t divisor_override) {
+  const char* op = "avg_pool2d";
+  if (divisor_override < 0)
+    throw ValueError(std::string(op) + ": divisor_override must be positive (or 0 for none), got " +
+                     std::to_string(divisor_override));
+  PoolSetup s = setup(op, x, kernel_size, stride, padding, 1, ceil_mode);
+  s.p.count_include_pad = count_include_pad;
+  s.p.divisor = divisor_override;
+  return unbatch(avg_pool_fwd(s.x4, s.p, s.out), s.batched);
+}
+
+Tensor global_avg_pool2d(const Tensor& x) {
+  detail::check_rank(x, 4, "global_avg_pool2d", "input x", "(N, C, H, W)");
+  detail::check_float(x, "global_avg_pool2d", "input x");
+  if (x.shape()[2] == 0 || x.shape()[3] == 0)
+    throw ShapeError("global_avg_pool2d: input x has an empty plane: " + detail::desc(x));
+  return mean(x, {2, 3}, true);
+}
+
+Tensor global_max_pool2d(const Tensor& x) {
+  detail::check_rank(x, 4, "global_max_pool2d", "input x", "(N, C, H, W)");
+  if (x.shape()[2] == 0 || x.shape()[3] == 0)
+    throw ShapeError("global_max_pool2d: input x has an empty plane: " + detail::desc(x));
+  return max_pool2d(x, {x.shape()[2], x.shape()[3]});
+}
+
+}  // namespace loom

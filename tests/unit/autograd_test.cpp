@@ -1,0 +1,251 @@
+// Reverse-mode autograd semantics: accumulation, broadcasting, seeds, grad modes, the
+// functional API, and the tie rule of max/min.
+#include "core_test_util.h"
+
+using namespace loom;
+using loom_test::contains_all;
+using loom_test::error_message;
+using loom_test::values;
+
+namespace {
+Tensor leaf(std::vector<float> v, Shape shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
+  Tensor t = from_vector(v, shape);
+  t.requires_grad_();
+  return t;
+}
+}  // namespace
+
+TEST(Autograd, RecordsOnlyWhenAnInputRequiresGrad) {
+  Tensor x = leaf({1, 2});
+  Tensor c = ones({2});
+  EXPECT_TRUE(x.is_leaf());
+  EXPECT_FALSE(x.grad().defined());
+  Tensor y = x * c;
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_FALSE(y.is_leaf());
+  ASSERT_TRUE(y.grad_fn() != nullptr);
+  EXPECT_STREQ(y.grad_fn()->name(), "multiply");
+  Tensor z = c * c;
+  EXPECT_FALSE(z.requires_grad());
+  EXPECT_TRUE(z.grad_fn() == nullptr);
+}
+
+TEST(Autograd, GradientAccumulatesWhenATensorIsUsedTwice) {
+  Tensor x = leaf({1, 2, 3});
+  Tensor y = sum(x * x + x);  // dy/dx = 2x + 1
+  y.backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3, 5, 7}));
+  // a diamond: a = 2x used by both factors of a * (a + a) = 2 a^2 -> dy/dx = 8 a = 16 x
+  Tensor w = leaf({1, -2});
+  Tensor a = w * 2.0;
+  sum(a * (a + a)).backward();
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{16, -32}));
+}
+
+TEST(Autograd, BackwardCallsAccumulateIntoGrad) {
+  Tensor x = leaf({1, 2});
+  sum(x * 3.0).backward();
+  sum(x * x).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3 + 2, 3 + 4}));
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+  sum(x).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 1}));
+}
+
+TEST(Autograd, GradIsNotAnAliasOfTheSeedOrTheLeaf) {
+  Tensor x = leaf({1, 2});
+  Tensor seed = ones({2});
+  (x * 1.0).backward(seed);
+  EXPECT_FALSE(x.grad().shares_storage_with(seed));
+  EXPECT_FALSE(x.grad().shares_storage_with(x));
+  seed.fill_(100.0);
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 1}));
+}
+
+TEST(Autograd, BroadcastGradientsReduceToOperandShape) {
+  Tensor a = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = leaf({10, 20, 30});
+  Tensor c = leaf({100, 200}, {2, 1});
+  Tensor s = scalar_tensor(2.0f);
+  s.requires_grad_();
+  Tensor y = sum((a + b) * c * s);
+  y.backward();
+  EXPECT_EQ(b.grad().shape(), (Shape{3}));
+  EXPECT_EQ(c.grad().shape(), (Shape{2, 1}));
+  EXPECT_EQ(s.grad().shape(), Shape{});
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{200, 200, 200, 400, 400, 400}));
+  EXPECT_EQ(values(b.grad()), (std::vector<double>{600, 600, 600}));
+  // dy/dc[i] = s * sum_j (a[i, j] + b[j]) = 2 * (6 + 60), 2 * (15 + 60)
+  EXPECT_EQ(values(c.grad()), (std::vector<double>{132, 150}));
+  EXPECT_EQ(s.grad().item<double>(), 100 * 66 + 200 * 75);
+}
+
+TEST(Autograd, NonScalarOutputNeedsASeed) {
+  Tensor x = leaf({1, 2, 3, 4}, {2, 2});
+  Tensor y = x * 2.0;
+  std::string m = error_message<AutogradError>([&] { y.backward(); });
+  EXPECT_TRUE(contains_all(m, {"backward", "(2, 2)", "seed"}));
+  m = error_message<ShapeError>([&] { y.backward(ones({4})); });
+  EXPECT_TRUE(contains_all(m, {"backward", "(4,)", "(2, 2)"}));
+  EXPECT_FALSE(x.grad().defined());
+  y.backward(from_vector<float>({1, 0, 0, 2}, {2, 2}));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 0, 0, 4}));
+  // a one-element non-0-d output needs no seed
+  Tensor z = leaf({5});
+  (z * z).backward();
+  EXPECT_EQ(values(z.grad()), (std::vector<double>{10}));
+  m = error_message<AutogradError>([] { sum(ones({2})).backward(); });
+  EXPECT_TRUE(contains_all(m, {"backward", "does not require grad"}));
+}
+
+TEST(Autograd, NoGradScope) {
+  Tensor x = leaf({1, 2});
+  EXPECT_TRUE(grad_enabled());
+  {
+    NoGrad no_grad;
+    EXPECT_FALSE(grad_enabled());
+    Tensor y = x * 2.0;
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_TRUE(y.grad_fn() == nullptr);
+    {
+      GradModeScope on(true);
+      EXPECT_TRUE((x * 2.0).requires_grad());
+    }
+    EXPECT_FALSE(grad_enabled());
+    // in-place updates of parameters are allowed here
+    x -= 0.5;
+  }
+  EXPECT_TRUE(grad_enabled());
+  EXPECT_EQ(values(x), (std::vector<double>{0.5, 1.5}));
+  EXPECT_TRUE(x.requires_grad());
+  EXPECT_TRUE(x.is_leaf());
+}
+
+TEST(Autograd, DetachStopsGradients) {
+  Tensor x = leaf({1, 2});
+  Tensor d = x.detach();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_TRUE(d.is_leaf());
+  EXPECT_TRUE(d.shares_storage_with(x));
+  Tensor y = sum(x * d);  // d is a constant: dy/dx = d
+  y.backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 2}));
+  Tensor z = (x * 3.0).detach();
+  EXPECT_FALSE(z.requires_grad());
+  EXPECT_TRUE(z.grad_fn() == nullptr);
+}
+
+TEST(Autograd, FunctionalGradLeavesGradUntouched) {
+  Tensor x = from_vector<float>({1, 2, 3}, {3});
+  auto f = [](const std::vector<Tensor>& in) { return sum(in[0] * in[0] * in[1]); };
+  Tensor y = from_vector<float>({2, 2, 2}, {3});
+  std::vector<Tensor> g = grad(f, {x, y});
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(values(g[0]), (std::vector<double>{4, 8, 12}));  // 2 x y
+  EXPECT_EQ(values(g[1]), (std::vector<double>{1, 4, 9}));   // x^2
+  EXPECT_FALSE(x.requires_grad());
+  // works under NoGrad too (f is run with recording on)
+  {
+    NoGrad no_grad;
+    EXPECT_EQ(values(grad(f, {x, y})[0]), (std::vector<double>{4, 8, 12}));
+  }
+  // the leaves passed in keep their .grad()
+  Tensor p = leaf({1, 2, 3});
+  sum(p).backward();
+  std::vector<Tensor> gp = grad(f, {p, y});
+  EXPECT_EQ(values(gp[0]), (std::vector<double>{4, 8, 12}));
+  EXPECT_EQ(values(p.grad()), (std::vector<double>{1, 1, 1}));
+}
+
+TEST(Autograd, GradOfOutputDoesNotTouchGrad) {
+  Tensor x = leaf({1, 2, 3});
+  Tensor unused = leaf({1, 1});
+  Tensor h = x * x;
+  Tensor out = sum(h * 2.0);
+  std::vector<Tensor> g = grad(out, {x, unused});
+  EXPECT_EQ(values(g[0]), (std::vector<double>{4, 8, 12}));
+  EXPECT_EQ(values(g[1]), (std::vector<double>{0, 0}));  // not used: zeros
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(unused.grad().defined());
+  // with respect to an intermediate tensor
+  std::vector<Tensor> gh = grad(out, {h});
+  EXPECT_EQ(values(gh[0]), (std::vector<double>{2, 2, 2}));
+  EXPECT_FALSE(x.grad().defined());
+  // non-scalar output with a seed
+  std::vector<Tensor> gs = grad(h, {x}, from_vector<float>({1, 0, 1}, {3}));
+  EXPECT_EQ(values(gs[0]), (std::vector<double>{2, 0, 6}));
+  EXPECT_THROW(grad(h, {x}), AutogradError);
+  std::string m = error_message<AutogradError>([&] { grad(out, {ones({2})}); });
+  EXPECT_TRUE(contains_all(m, {"grad", "(2,)", "does not require grad"}));
+  // afterwards backward still works and fills .grad()
+  out.backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{4, 8, 12}));
+}
+
+TEST(Autograd, RequiresGradOnNonLeafErrors) {
+  Tensor x = leaf({1});
+  Tensor y = exp(x);
+  EXPECT_THROW(y.requires_grad_(), AutogradError);
+  EXPECT_THROW(y.requires_grad_(false), AutogradError);
+  EXPECT_TRUE(y.requires_grad());
+  Tensor fresh = y.detach().requires_grad_();
+  EXPECT_TRUE(fresh.is_leaf());
+  x.requires_grad_(false);
+  EXPECT_FALSE(x.requires_grad());
+}
+
+TEST(Autograd, MaxMinTiesSplitEqually) {
+  Tensor x = leaf({1, 3, 3, 2});
+  max(x).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{0, 0.5, 0.5, 0}));
+  Tensor m = leaf({1, 1, 1, 4, 0, 4}, {2, 3});
+  min(m, {1}).backward(ones({2}));
+  const double third = 1.0 / 3.0;
+  std::vector<double> gm = values(m.grad());
+  std::vector<double> expect = {third, third, third, 0, 1, 0};
+  for (size_t i = 0; i < expect.size(); ++i) EXPECT_NEAR(gm[i], expect[i], 1e-7);
+  Tensor k = leaf({5, 7, 5, 1}, {2, 2});
+  max(k, {0}, true).backward(ones({1, 2}));
+  EXPECT_EQ(values(k.grad()), (std::vector<double>{0.5, 1, 0.5, 0}));
+  // elementwise maximum/minimum: ties split between the operands
+  Tensor a = leaf({1, 2, 3}), b = leaf({3, 2, 1});
+  sum(maximum(a, b)).backward();
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{0, 0.5, 1}));
+  EXPECT_EQ(values(b.grad()), (std::vector<double>{1, 0.5, 0}));
+  a.zero_grad();
+  b.zero_grad();
+  sum(minimum(a, b)).backward();
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{1, 0.5, 0}));
+  EXPECT_EQ(values(b.grad()), (std::vector<double>{0, 0.5, 1}));
+}
+
+TEST(Autograd, IntermediateTensorsDoNotAccumulate) {
+  Tensor x = leaf({1, 2});
+  Tensor h = x * 2.0;
+  sum(h).backward();
+  EXPECT_FALSE(h.grad().defined());
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 2}));
+}
+
+TEST(Autograd, DtypeOfGradientMatchesTheLeaf) {
+  Tensor x = leaf({1, 2});
+  sum(x.astype(Float64) * 3.0).backward();
+  EXPECT_EQ(x.grad().dtype(), Float32);
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3, 3}));
+  Tensor h = ones({2}, Float16);
+  h.requires_grad_();
+  sum(h * h).backward();
+  EXPECT_EQ(h.grad().dtype(), Float16);
+  EXPECT_EQ(values(h.grad()), (std::vector<double>{2, 2}));
+}
+
+TEST(Autograd, ViewsPassGradientsThrough) {
+  Tensor x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor y = x.T().reshape({6}).index({Slice(None, None, 2)});  // x[0,0], x[0,1]... transposed order
+  // x.T() flattened: 1 4 2 5 3 6 -> [::2] = 1, 2, 3  (x[0, :])
+  EXPECT_EQ(values(y), (std::vector<double>{1, 2, 3}));
+  sum(y * y).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 4, 6, 0, 0, 0}));
+}

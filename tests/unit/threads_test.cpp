@@ -1,0 +1,152 @@
+// The thread pool: thread count control, results independent of the thread count, and
+// exceptions raised inside parallel_for reaching the caller.
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core_test_util.h"
+
+using namespace loom;
+
+namespace {
+
+struct ThreadCountGuard {
+  int saved = get_num_threads();
+  ~ThreadCountGuard() { set_num_threads(saved); }
+};
+
+struct Results {
+  std::vector<float> sum_all, sum_rows, sum_cols, mean_cols, max_cols, matmul, batched, elementwise, exp_t, cumsum;
+  std::vector<int64_t> argmax_rows;
+  bool operator==(const Results&) const = default;
+};
+
+Results compute() {
+  Generator g(123);
+  Tensor a = uniform({512, 700}, -1, 1, Float32, Device::cpu(), &g);
+  Tensor b = uniform({700, 300}, -1, 1, Float32, Device::cpu(), &g);
+  Tensor c = uniform({8, 64, 96}, -1, 1, Float32, Device::cpu(), &g);
+  Tensor d = uniform({8, 96, 32}, -1, 1, Float32, Device::cpu(), &g);
+  Results r;
+  r.sum_all = sum(a).to_vector<float>();
+  r.sum_rows = sum(a, {1}).to_vector<float>();
+  r.sum_cols = sum(a, {0}).to_vector<float>();
+  r.mean_cols = mean(a.T(), {1}).to_vector<float>();
+  r.max_cols = max(a, {0}).to_vector<float>();
+  r.matmul = matmul(a, b).to_vector<float>();
+  r.batched = matmul(c, d).to_vector<float>();
+  r.elementwise = (a * 2.0f + a.T().T() * a - 0.5f).to_vector<float>();
+  r.exp_t = exp(a.T()).to_vector<float>();
+  r.cumsum = cumsum(a, 1).to_vector<float>();
+  r.argmax_rows = argmax(a, 1).to_vector<int64_t>();
+  return r;
+}
+
+}  // namespace
+
+TEST(Threads, SetAndGet) {
+  ThreadCountGuard guard;
+  set_num_threads(1);
+  EXPECT_EQ(get_num_threads(), 1);
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+  set_num_threads(2);
+  EXPECT_EQ(get_num_threads(), 2);
+  EXPECT_THROW(set_num_threads(0), ValueError);
+  EXPECT_THROW(set_num_threads(-2), ValueError);
+  EXPECT_EQ(get_num_threads(), 2);
+}
+
+TEST(Threads, ResultsIdenticalForOneAndTwoThreads) {
+  ThreadCountGuard guard;
+  set_num_threads(1);
+  const Results one = compute();
+  set_num_threads(2);
+  const Results two = compute();
+  EXPECT_EQ(one.sum_all, two.sum_all);
+  EXPECT_EQ(one.sum_rows, two.sum_rows);
+  EXPECT_EQ(one.sum_cols, two.sum_cols);
+  EXPECT_EQ(one.mean_cols, two.mean_cols);
+  EXPECT_EQ(one.max_cols, two.max_cols);
+  EXPECT_EQ(one.matmul, two.matmul);
+  EXPECT_EQ(one.batched, two.batched);
+  EXPECT_EQ(one.elementwise, two.elementwise);
+  EXPECT_EQ(one.exp_t, two.exp_t);
+  EXPECT_EQ(one.cumsum, two.cumsum);
+  EXPECT_EQ(one.argmax_rows, two.argmax_rows);
+}
+
+TEST(Threads, ParallelForCoversTheRangeOnce) {
+  ThreadCountGuard guard;
+  set_num_threads(2);
+  std::vector<std::atomic<int>> hits(10007);
+  std::mutex mu;
+  std::set<std::thread::id> workers;
+  parallel_for(0, 10007, 100, [&](int64_t b, int64_t e) {
+    EXPECT_LT(b, e);
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+    std::lock_guard<std::mutex> lock(mu);
+    workers.insert(std::this_thread::get_id());
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  EXPECT_LE(workers.size(), 2u);
+  // empty and reversed ranges do nothing
+  bool called = false;
+  parallel_for(5, 5, 1, [&](int64_t, int64_t) { called = true; });
+  parallel_for(5, 2, 1, [&](int64_t, int64_t) { called = true; });
+  EXPECT_FALSE(called);
+  // small ranges run inline as one chunk
+  int chunks = 0;
+  parallel_for(0, 10, 100, [&](int64_t b, int64_t e) {
+    ++chunks;
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 10);
+  });
+  EXPECT_EQ(chunks, 1);
+}
+
+TEST(Threads, ParallelForPropagatesExceptions) {
+  ThreadCountGuard guard;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    EXPECT_THROW(parallel_for(0, 100000, 10,
+                              [](int64_t b, int64_t e) {
+                                if (b <= 77777 && 77777 < e) throw ValueError("chunk failed");
+                              }),
+                 ValueError);
+    try {
+      parallel_for(0, 1000, 1, [](int64_t, int64_t) { throw std::runtime_error("boom"); });
+      ADD_FAILURE() << "no exception";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "boom");
+    }
+    // the pool still works afterwards
+    std::atomic<int64_t> total{0};
+    parallel_for(0, 1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+    EXPECT_EQ(total.load(), 1000);
+  }
+}
+
+TEST(Threads, NestedParallelForRunsInline) {
+  ThreadCountGuard guard;
+  set_num_threads(2);
+  std::atomic<int64_t> total{0};
+  parallel_for(0, 4, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      parallel_for(0, 1000, 10, [&](int64_t ib, int64_t ie) { total += ie - ib; });
+  });
+  EXPECT_EQ(total.load(), 4000);
+}
+
+TEST(Threads, ConcurrentCallersGetCorrectResults) {
+  ThreadCountGuard guard;
+  set_num_threads(2);
+  Tensor a = ones({300, 300});
+  std::vector<double> sums(4);
+  std::vector<std::thread> ts;
+  for (size_t k = 0; k < 4; ++k)
+    ts.emplace_back([&, k] { sums[k] = sum(matmul(a, a)).item<double>(); });
+  for (auto& t : ts) t.join();
+  for (double s : sums) EXPECT_EQ(s, 300.0 * 300.0 * 300.0);
+}
