@@ -21,8 +21,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
+#include <sys/resource.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -38,13 +41,47 @@ struct Result {
   double median;
   double min;
   int samples;
+  double foreign_cpu;  // share of the machine's CPU used by other processes meanwhile
 };
+
+struct CpuSnapshot {
+  double machine_busy_s;  // non-idle time of all CPUs, from /proc/stat
+  double own_s;           // this process's user+system time
+  double wall_s;
+};
+
+CpuSnapshot cpu_snapshot() {
+  CpuSnapshot s{0, 0, now_s()};
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  long long v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (f >> cpu) {
+    for (long long& x : v) f >> x;
+  }
+  long long busy = 0;
+  for (int i = 0; i < 8; ++i)
+    if (i != 3 && i != 4) busy += v[i];  // minus idle and iowait
+  s.machine_busy_s = static_cast<double>(busy) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  s.own_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+            1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  return s;
+}
+
+double foreign_cpu(const CpuSnapshot& a, const CpuSnapshot& b) {
+  double wall = b.wall_s - a.wall_s;
+  double other = (b.machine_busy_s - a.machine_busy_s) - (b.own_s - a.own_s);
+  unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
+  return wall > 0 ? std::max(0.0, other / (wall * ncpu)) : 0.0;
+}
 
 // Median seconds per call of fn(); calibrates calls per sample so one sample
 // takes ~target_s, then collects up to `samples` samples within `budget_s`
 // (always at least 5).
 Result measure(const std::function<void()>& fn, double target_s = 0.01, int samples = 21,
                double budget_s = 1.0) {
+  CpuSnapshot snap = cpu_snapshot();
   double t0 = now_s();
   long n = 0;
   while (n < 3 || now_s() - t0 < 0.05) {
@@ -65,7 +102,7 @@ Result measure(const std::function<void()>& fn, double target_s = 0.01, int samp
   std::sort(sorted.begin(), sorted.end());
   size_t m = sorted.size();
   double med = (m % 2) ? sorted[m / 2] : 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]);
-  return {med, sorted.front(), static_cast<int>(m)};
+  return {med, sorted.front(), static_cast<int>(m), foreign_cpu(snap, cpu_snapshot())};
 }
 
 // Same settings torch_peer.py uses (see docs/benchmarks-peers-notes.md).
@@ -117,8 +154,8 @@ int main(int argc, char** argv) {
     if (details) {
       std::printf(
           "{\"name\": \"libtorch_%s\", \"threads\": %d, \"seconds\": %.9g, \"impl\": \"%s\", "
-          "\"min\": %.9g, \"samples\": %d}\n",
-          name.c_str(), threads, r.median, impl.c_str(), r.min, r.samples);
+          "\"min\": %.9g, \"samples\": %d, \"foreign_cpu\": %.3f}\n",
+          name.c_str(), threads, r.median, impl.c_str(), r.min, r.samples, r.foreign_cpu);
     } else {
       std::printf("{\"name\": \"libtorch_%s\", \"threads\": %d, \"seconds\": %.9g}\n",
                   name.c_str(), threads, r.median);

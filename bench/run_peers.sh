@@ -7,7 +7,7 @@
 # Each (peer, thread count) runs R times in fresh processes, interleaved, so a
 # burst of outside load hits every configuration alike; take medians over the
 # repeats. --wait-idle waits (up to 10 min per run) until the CPUs have been
-# >= 90% idle for 3 s before each run: 2-thread timings on this 2-core box are
+# >= 90% idle for 5 s before each run: 2-thread timings on this 2-core box are
 # worthless while anything else is running (see docs/benchmarks-peers-notes.md).
 # The LibTorch part runs if bench/build_libtorch.sh has built it.
 set -euo pipefail
@@ -38,7 +38,7 @@ idle_pct() {  # percent idle over the next $1 seconds, from /proc/stat
 wait_for_idle() {
   [ "$wait_idle" = 1 ] || return 0
   local deadline=$(( $(date +%s) + 600 ))
-  while [ "$(idle_pct 3)" -lt 90 ]; do
+  while [ "$(idle_pct 5)" -lt 90 ]; do
     if [ "$(date +%s)" -ge "$deadline" ]; then
       echo "run_peers: machine still busy after 10 min; measuring anyway" >&2; return 0
     fi

@@ -64,6 +64,26 @@ def thread_env(threads: int, wait_policy: str) -> dict[str, str]:
     return env
 
 
+def _cpu_snapshot():
+    """(busy seconds of the whole machine, this process's CPU seconds, wall)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+        busy = (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        busy = float("nan")
+    t = os.times()
+    return busy, t.user + t.system, time.perf_counter()
+
+
+def foreign_cpu(before, after) -> float:
+    """Fraction of the machine's CPU time used by other processes in between:
+    ~0 on an idle machine; > 0.05 means the timing was contended."""
+    wall = after[2] - before[2]
+    other = (after[0] - before[0]) - (after[1] - before[1])
+    return max(0.0, other / (wall * (os.cpu_count() or 1))) if wall > 0 else 0.0
+
+
 def measure(fn, target_sample_s=0.01, samples=21, budget_s=1.0):
     """(median, min, n) seconds per call of fn(); calibrates calls per sample."""
     t0 = time.perf_counter()
@@ -93,10 +113,12 @@ def run(threads: int, only: set[str], impl: str, details: bool) -> None:
     def emit(name, how, fn, **kw):
         if only and name not in only:
             return
+        snap = _cpu_snapshot()
         med, mn, n = measure(fn, **kw)
         rec = {"name": name, "threads": threads, "seconds": med}
         if details:
             rec.update({"impl": how, "min": mn, "samples": n,
+                        "foreign_cpu": round(foreign_cpu(snap, _cpu_snapshot()), 3),
                         "torch": torch.__version__,
                         "torch_threads": torch.get_num_threads(),
                         "load1": round(os.getloadavg()[0], 2)})

@@ -22,6 +22,8 @@
 #include "loom/ops/attention.h"
 #include "loom/ops/registry.h"
 #include "loom/autograd/autograd.h"
+#include "loom/nn/attention_layers.h"
+#include "loom/nn/conv_layers.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
 #include "loom/nn/layers.h"

@@ -6,6 +6,8 @@
 #include <unordered_map>
 
 #include "loom/graph/module.h"
+#include "loom/nn/attention_layers.h"
+#include "loom/nn/conv_layers.h"
 #include "loom/nn/layers.h"
 #include "loom/nn/recurrent.h"
 #include "loom/nn/shape_layers.h"
@@ -193,6 +195,60 @@ Graph graph_from(const json& j) {
       o.cell_options.activation = nn::activation_by_name(field<std::string>(opt, "activation", where));
       o.cell_options.bias = field<bool>(opt, "bias", where);
       l = nn::RNN(one(ins, where), field<int64_t>(opt, "n_units", where), o, name);
+    } else if (kind == "Conv1D" || kind == "Conv2D") {
+      nn::ConvOptions o;
+      o.stride = IntList(field<std::vector<int64_t>>(opt, "stride", where));
+      o.dilation = IntList(field<std::vector<int64_t>>(opt, "dilation", where));
+      if (opt.contains("padding") && opt["padding"].is_string()) o.padding = ConvPadding(opt["padding"].get<std::string>());
+      else o.padding = ConvPadding(field<std::vector<int64_t>>(opt, "padding", where));
+      o.groups = field<int64_t>(opt, "groups", where);
+      o.bias = field<bool>(opt, "bias", where);
+      const auto k = field<std::vector<int64_t>>(opt, "kernel_size", where);
+      const int64_t filters = field<int64_t>(opt, "filters", where);
+      if (kind == "Conv1D") l = nn::Conv1D(one(ins, where), filters, k.at(0), o, name);
+      else l = nn::Conv2D(one(ins, where), filters, IntList(k), o, name);
+    } else if (kind == "Conv2DTranspose") {
+      nn::ConvTransposeOptions o;
+      o.stride = IntList(field<std::vector<int64_t>>(opt, "stride", where));
+      o.padding = IntList(field<std::vector<int64_t>>(opt, "padding", where));
+      o.output_padding = IntList(field<std::vector<int64_t>>(opt, "output_padding", where));
+      o.dilation = IntList(field<std::vector<int64_t>>(opt, "dilation", where));
+      o.groups = field<int64_t>(opt, "groups", where);
+      o.bias = field<bool>(opt, "bias", where);
+      l = nn::Conv2DTranspose(one(ins, where), field<int64_t>(opt, "filters", where),
+                              IntList(field<std::vector<int64_t>>(opt, "kernel_size", where)), o, name);
+    } else if (kind == "MaxPool2D" || kind == "AvgPool2D") {
+      nn::PoolOptions o;
+      o.stride = IntList(field<std::vector<int64_t>>(opt, "stride", where));
+      o.padding = IntList(field<std::vector<int64_t>>(opt, "padding", where));
+      o.ceil_mode = field<bool>(opt, "ceil_mode", where);
+      const IntList k(field<std::vector<int64_t>>(opt, "kernel_size", where));
+      if (kind == "MaxPool2D") l = nn::MaxPool2D(one(ins, where), k, o, name);
+      else l = nn::AvgPool2D(one(ins, where), k, o, name);
+    } else if (kind == "GlobalPool") {
+      l = nn::GlobalPool(one(ins, where), field<std::string>(opt, "mode", where) == "max" ? nn::GlobalPool::Mode::Max : nn::GlobalPool::Mode::Avg, name);
+    } else if (kind == "BatchNorm") {
+      l = nn::BatchNorm(one(ins, where), {field<double>(opt, "momentum", where), field<double>(opt, "eps", where), field<bool>(opt, "affine", where)}, name);
+    } else if (kind == "LayerNorm") {
+      l = nn::LayerNorm(one(ins, where), field<double>(opt, "eps", where), name);
+    } else if (kind == "MultiHeadAttention") {
+      if (ins.size() != 3 && ins.size() != 4) throw ValueError("graph_from_json: " + where + " needs query, key, value (and a mask)");
+      std::optional<Layer> mask;
+      if (ins.size() == 4) mask = ins[3];
+      l = nn::MultiHeadAttention(ins[0], ins[1], ins[2], field<int64_t>(opt, "n_heads", where),
+                                 {field<bool>(opt, "causal", where), field<bool>(opt, "bias", where)}, mask, name);
+    } else if (kind == "TransformerEncoderLayer") {
+      if (ins.empty() || ins.size() > 2) throw ValueError("graph_from_json: " + where + " needs an input (and a mask)");
+      nn::TransformerOptions o;
+      o.ff_units = field<int64_t>(opt, "ff_units", where);
+      o.dropout = field<double>(opt, "dropout", where);
+      o.activation = nn::activation_by_name(field<std::string>(opt, "activation", where));
+      o.norm_first = field<bool>(opt, "norm_first", where);
+      o.eps = field<double>(opt, "eps", where);
+      o.causal = field<bool>(opt, "causal", where);
+      std::optional<Layer> mask;
+      if (ins.size() == 2) mask = ins[1];
+      l = nn::TransformerEncoderLayer(ins[0], field<int64_t>(opt, "n_heads", where), o, mask, name);
     } else if (kind == "Module") {
       Graph inner = graph_from(field<json>(opt, "graph", where));
       if (inner.outputs().size() != 1) throw ValueError("graph_from_json: " + where + " (Module) must have one output");
@@ -236,16 +292,18 @@ void copy_state(const Graph& from, const Graph& to) {
   for (const Layer& l : from.nodes()) {
     auto it = target.find(l.name());
     if (it == target.end()) continue;
-    auto src = l.state().all_params();
-    auto dst = it->second.state().all_params();
-    if (src.size() != dst.size())
-      throw ValueError("copy_state: layer '" + l.name() + "' has " + std::to_string(src.size()) + " parameters in the source and " +
-                       std::to_string(dst.size()) + " in the target");
-    for (size_t i = 0; i < src.size(); ++i) {
-      if (src[i].second.shape() != dst[i].second.shape())
-        throw ShapeError("copy_state: parameter '" + l.name() + "/" + src[i].first + "' has shape " + shape_str(src[i].second.shape()) +
-                         " in the source and " + shape_str(dst[i].second.shape()) + " in the target");
-      dst[i].second.copy_(src[i].second);
+    for (bool buffers : {false, true}) {
+      auto src = buffers ? l.state().all_buffers() : l.state().all_params();
+      auto dst = buffers ? it->second.state().all_buffers() : it->second.state().all_params();
+      if (src.size() != dst.size())
+        throw ValueError("copy_state: layer '" + l.name() + "' has " + std::to_string(src.size()) + (buffers ? " buffers" : " parameters") +
+                         " in the source and " + std::to_string(dst.size()) + " in the target");
+      for (size_t i = 0; i < src.size(); ++i) {
+        if (src[i].second.shape() != dst[i].second.shape())
+          throw ShapeError("copy_state: '" + l.name() + "/" + src[i].first + "' has shape " + shape_str(src[i].second.shape()) +
+                           " in the source and " + shape_str(dst[i].second.shape()) + " in the target");
+        dst[i].second.copy_(src[i].second);
+      }
     }
   }
 }

@@ -6,6 +6,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg.h"
 #include "loom/ops/manipulation.h"
+#include "loom/ops/nn.h"
 #include "loom/ops/random.h"
 #include "loom/ops/reduction.h"
 
@@ -129,11 +130,7 @@ struct DropoutImpl final : LayerBase<DropoutImpl> {
   const char* kind() const override { return "Dropout"; }
   double p() const { return param ? param->value : probability; }
   Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
-    const double q = p();
-    if (mode == Mode::Eval || q == 0) return in[0];
-    if (q >= 1) return zeros_like(in[0]);
-    Tensor keep = bernoulli(in[0].shape(), 1 - q, in[0].dtype(), in[0].device(), gen.get());
-    return in[0] * (keep / (1 - q));
+    return dropout(in[0], p(), mode == Mode::Train, gen.get());
   }
   std::string options_json() const override {
     return "{\"probability\":" + fmt_double(p()) + ",\"seed\":" + std::to_string(seed) + "}";

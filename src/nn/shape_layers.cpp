@@ -7,6 +7,7 @@
 #include "loom/ops/indexing.h"
 #include "loom/ops/linalg.h"
 #include "loom/ops/manipulation.h"
+#include "loom/ops/nn.h"
 
 namespace loom::nn {
 
@@ -76,11 +77,7 @@ struct LookupImpl final : LayerBase<LookupImpl> {
   Init init;
   const char* kind() const override { return "Lookup"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    Tensor rows = take(state->param("weights"), in[0], 0);
-    if (padding_id < 0) return rows;
-    // the padding id reads zeros and sends no gradient to its row
-    Tensor keep = astype(expand_dims(not_equal(astype(in[0], DType::Int64), scalar_tensor(padding_id, DType::Int64)), -1), rows.dtype());
-    return rows * keep;
+    return embedding(state->param("weights"), in[0], padding_id);
   }
   std::string options_json() const override {
     return "{\"vocab_size\":" + std::to_string(vocab) + ",\"n_units\":" + std::to_string(n_units) +

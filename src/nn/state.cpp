@@ -40,16 +40,23 @@ Tensor& State::buffer(const std::string& name) {
   throw ValueError("State::buffer: no buffer '" + name + "' (buffers: " + names(buffers_) + ")");
 }
 
-std::vector<std::pair<std::string, Tensor>> State::all_params() const {
+namespace {
+// Tensors of `member` in a state tree, each once, named by their path.
+std::vector<std::pair<std::string, Tensor>> collect(
+    const State& root, const std::vector<std::pair<std::string, Tensor>>& (State::*member)() const) {
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const TensorImpl*> seen;
   auto visit = [&](auto&& self, const State& s, const std::string& prefix) -> void {
-    for (const auto& [k, v] : s.params_)
+    for (const auto& [k, v] : (s.*member)())
       if (seen.insert(v.impl().get()).second) out.emplace_back(prefix + k, v);
-    for (const auto& [k, c] : s.children_) self(self, *c, prefix + k + "/");
+    for (const auto& [k, c] : s.children()) self(self, *c, prefix + k + "/");
   };
-  visit(visit, *this, "");
+  visit(visit, root, "");
   return out;
 }
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> State::all_params() const { return collect(*this, &State::params); }
+std::vector<std::pair<std::string, Tensor>> State::all_buffers() const { return collect(*this, &State::buffers); }
 
 }  // namespace loom::nn

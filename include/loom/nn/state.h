@@ -26,6 +26,8 @@ class State {
   const std::vector<std::pair<std::string, std::shared_ptr<State>>>& children() const { return children_; }
   // Every trainable tensor of this state and its children ("child/name" paths), each once.
   std::vector<std::pair<std::string, Tensor>> all_params() const;
+  // Every buffer of this state and its children, with the same paths.
+  std::vector<std::pair<std::string, Tensor>> all_buffers() const;
 
  private:
   std::vector<std::pair<std::string, Tensor>> params_, buffers_;

@@ -80,7 +80,12 @@ mdesc plain_md(const mdims& d) {
   }
 }
 
-mdesc want_md(const mdims& d) { return plain_layouts() ? plain_md(d) : mdesc(d, f32, ftag::any); }
+// Blocked layouts pad channels to multiples of 8 / 16: for inputs with few channels (a first
+// layer on images) the padded backward passes cost more than they gain, so those geometries
+// stay plain (measured: N=128, C=1 -> 32, 28x28 forward+backward 3x faster plain).
+bool use_plain(const mdims& src) { return plain_layouts() || src[1] < 8; }
+
+mdesc want_md(const mdims& d, bool plain) { return plain ? plain_md(d) : mdesc(d, f32, ftag::any); }
 
 // One operand of a plan: its oneDNN argument id, the user's plain layout, the primitive's
 // layout and (when they differ) the reorder between them.
@@ -111,7 +116,8 @@ Operand make_operand(int arg, const mdesc& user, const mdesc& prim, bool is_outp
 }
 
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bias) {
-  const mdesc src = want_md(d.src), wei = want_md(d.wei), dst = want_md(d.dst);
+  const bool plain = use_plain(d.src);
+  const mdesc src = want_md(d.src, plain), wei = want_md(d.wei, plain), dst = want_md(d.dst, plain);
   const auto alg = dnnl::algorithm::convolution_direct;
   const auto prop = dnnl::prop_kind::forward_training;
   if (bias) {
@@ -124,6 +130,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bia
 
 std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
   auto plan = std::make_shared<Plan>();
+  const bool plain = use_plain(d.src);
   try {
     auto fwd = forward_pd(d, bias && kind == Kind::Forward);
     const auto alg = dnnl::algorithm::convolution_direct;
@@ -137,7 +144,8 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
         break;
       case Kind::BackwardData: {
         dnnl::convolution_backward_data::primitive_desc pd(
-            dnnl::convolution_backward_data::desc(alg, want_md(d.src), want_md(d.wei), want_md(d.dst), d.strides,
+            dnnl::convolution_backward_data::desc(alg, want_md(d.src, plain), want_md(d.wei, plain),
+                                                  want_md(d.dst, plain), d.strides,
                                                   d.dilates, d.pad_l, d.pad_r),
             engine(), fwd);
         plan->prim = dnnl::convolution_backward_data(pd);
@@ -148,7 +156,8 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
       }
       case Kind::BackwardWeights: {
         dnnl::convolution_backward_weights::primitive_desc pd(
-            dnnl::convolution_backward_weights::desc(alg, want_md(d.src), want_md(d.wei), want_md(d.dst), d.strides,
+            dnnl::convolution_backward_weights::desc(alg, want_md(d.src, plain), want_md(d.wei, plain),
+                                                     want_md(d.dst, plain), d.strides,
                                                      d.dilates, d.pad_l, d.pad_r),
             engine(), fwd);
         plan->prim = dnnl::convolution_backward_weights(pd);

@@ -1,0 +1,180 @@
+#include "loom/nn/attention_layers.h"
+
+#include <cstdio>
+
+#include "loom/ops/attention.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/linalg.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/nn.h"
+#include "loom/ops/normalization.h"
+
+namespace loom::nn {
+
+namespace {
+
+void add_attention_params(State& s, int64_t e, bool bias, DType dtype) {
+  for (const char* w : {"q_weight", "k_weight", "v_weight", "out_weight"})
+    s.add_param(w, initialize(Init::glorot_uniform(), {e, e}, dtype).requires_grad_());
+  if (bias)
+    for (const char* b : {"q_bias", "k_bias", "v_bias", "out_bias"}) s.add_param(b, zeros({e}, dtype).requires_grad_());
+}
+
+Tensor project(const State& s, const Tensor& x, const char* w, const char* b) {
+  Tensor y = matmul(x, s.param(w));
+  return s.has_param(b) ? y + s.param(b) : y;
+}
+
+// (N, L, E) -> (N, H, L, E / H)
+Tensor split_heads(const Tensor& x, int64_t h) {
+  const int64_t n = x.dim(0), l = x.dim(1), e = x.dim(2);
+  return permute(reshape(x, {n, l, h, e / h}), {0, 2, 1, 3});
+}
+
+// Multi-head attention on tensors; `keep` (N, S) bool marks real key positions (may be undefined).
+Tensor attend(const State& s, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal, const Tensor& keep) {
+  Tensor qh = split_heads(project(s, q, "q_weight", "q_bias"), heads);
+  Tensor kh = split_heads(project(s, k, "k_weight", "k_bias"), heads);
+  Tensor vh = split_heads(project(s, v, "v_weight", "v_bias"), heads);
+  Tensor mask;
+  if (keep.defined()) {
+    mask = reshape(astype(keep, Bool), {keep.dim(0), 1, 1, keep.dim(1)});  // broadcast over heads and queries
+    if (causal) {
+      const int64_t L = q.dim(1), S = k.dim(1);
+      Tensor lower = less_equal(expand_dims(arange(S, Int64), 0), expand_dims(arange(L, Int64), 1));
+      mask = logical_and(mask, lower);
+      causal = false;
+    }
+  }
+  Tensor o = scaled_dot_product_attention(qh, kh, vh, mask, causal);
+  const int64_t n = q.dim(0), l = q.dim(1), e = q.dim(2);
+  return project(s, reshape(permute(o, {0, 2, 1, 3}), {n, l, e}), "out_weight", "out_bias");
+}
+
+void check_units(const Layer& l, int64_t e, int64_t heads, const char* kind) {
+  if (!l.defined()) throw ValueError(std::string(kind) + ": an input layer is undefined");
+  if (l.shape().size() != 3)
+    throw ShapeError(std::string(kind) + ": input '" + l.name() + "' has shape " + shape_str(l.shape()) + " (valid: (batch, length, units))");
+  if (l.n_units() != e)
+    throw ShapeError(std::string(kind) + ": input '" + l.name() + "' has " + std::to_string(l.n_units()) + " units, expected " + std::to_string(e));
+  if (heads <= 0 || e % heads != 0)
+    throw ValueError(std::string(kind) + ": " + std::to_string(e) + " units do not split into " + std::to_string(heads) + " heads");
+}
+
+struct MHAImpl final : LayerBase<MHAImpl> {
+  int64_t heads = 1;
+  AttentionOptions opt;
+  bool has_mask = false;
+  const char* kind() const override { return "MultiHeadAttention"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    return attend(*state, in[0], in[1], in[2], heads, opt.causal, has_mask ? in[3] : Tensor());
+  }
+  std::string options_json() const override {
+    return "{\"n_heads\":" + std::to_string(heads) + ",\"causal\":" + (opt.causal ? "true" : "false") + ",\"bias\":" +
+           (opt.bias ? "true" : "false") + "}";
+  }
+};
+
+struct EncoderImpl final : LayerBase<EncoderImpl> {
+  int64_t heads = 1;
+  TransformerOptions opt;
+  bool has_mask = false;
+  std::shared_ptr<Generator> gen = std::make_shared<Generator>(0);
+  const char* kind() const override { return "TransformerEncoderLayer"; }
+  Tensor drop(const Tensor& x, Mode mode) const { return dropout(x, opt.dropout, mode == Mode::Train, gen.get()); }
+  Tensor norm(const Tensor& x, const char* which) const {
+    const State& n = *child(which);
+    return layer_norm(x, {x.shape().back()}, n.param("weight"), n.param("bias"), opt.eps);
+  }
+  const State* child(const std::string& name) const {
+    for (const auto& [k, c] : state->children())
+      if (k == name) return c.get();
+    throw ValueError("TransformerEncoderLayer: missing inner state '" + name + "'");
+  }
+  Tensor feed_forward(const Tensor& x, Mode mode) const {
+    const State& f = *child("ff");
+    Tensor h = opt.activation(matmul(x, f.param("w1")) + f.param("b1"));
+    return matmul(drop(h, mode), f.param("w2")) + f.param("b2");
+  }
+  Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
+    const Tensor keep = has_mask ? in[1] : Tensor();
+    const State& att = *child("self_attention");
+    Tensor x = in[0];
+    if (opt.norm_first) {
+      Tensor n1 = norm(x, "norm1");
+      x = x + drop(attend(att, n1, n1, n1, heads, opt.causal, keep), mode);
+      return x + drop(feed_forward(norm(x, "norm2"), mode), mode);
+    }
+    x = norm(x + drop(attend(att, x, x, x, heads, opt.causal, keep), mode), "norm1");
+    return norm(x + drop(feed_forward(x, mode), mode), "norm2");
+  }
+  std::string options_json() const override {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "{\"n_heads\":%lld,\"ff_units\":%lld,\"dropout\":%.17g,\"activation\":\"%s\",\"norm_first\":%s,\"eps\":%.17g,\"causal\":%s}",
+                  static_cast<long long>(heads), static_cast<long long>(opt.ff_units), opt.dropout, opt.activation.name.c_str(),
+                  opt.norm_first ? "true" : "false", opt.eps, opt.causal ? "true" : "false");
+    return buf;
+  }
+};
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(const Layer& q, const Layer& k, const Layer& v, int64_t heads, AttentionOptions o,
+                                       std::optional<Layer> padding_mask, const std::string& name) {
+  const char* kind = "MultiHeadAttention";
+  if (!q.defined()) throw ValueError("MultiHeadAttention: the query layer is undefined");
+  const int64_t e = q.n_units();
+  for (const Layer* l : {&q, &k, &v}) check_units(*l, e, heads, kind);
+  auto impl = std::make_shared<MHAImpl>();
+  impl->heads = heads;
+  impl->opt = o;
+  impl->inputs = {q, k, v};
+  if (padding_mask) {
+    impl->has_mask = true;
+    impl->inputs.push_back(*padding_mask);
+  }
+  impl->shape = q.shape();
+  impl->dtype = q.dtype();
+  impl->name = unique_name("attention", name);
+  add_attention_params(*impl->state, e, o.bias, q.dtype());
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+TransformerEncoderLayer::TransformerEncoderLayer(const Layer& input, int64_t heads, TransformerOptions o,
+                                                 std::optional<Layer> padding_mask, const std::string& name) {
+  const char* kind = "TransformerEncoderLayer";
+  if (!input.defined()) throw ValueError("TransformerEncoderLayer: the input layer is undefined");
+  const int64_t e = input.n_units();
+  check_units(input, e, heads, kind);
+  if (!(o.dropout >= 0 && o.dropout < 1)) throw ValueError("TransformerEncoderLayer: dropout must be in [0, 1)");
+  auto impl = std::make_shared<EncoderImpl>();
+  impl->heads = heads;
+  impl->opt = o;
+  impl->inputs = {input};
+  if (padding_mask) {
+    impl->has_mask = true;
+    impl->inputs.push_back(*padding_mask);
+  }
+  impl->shape = input.shape();
+  impl->dtype = input.dtype();
+  impl->name = unique_name("transformer_encoder", name);
+  auto att = std::make_shared<State>();
+  add_attention_params(*att, e, true, input.dtype());
+  auto ff = std::make_shared<State>();
+  ff->add_param("w1", initialize(Init::glorot_uniform(), {e, o.ff_units}, input.dtype()).requires_grad_());
+  ff->add_param("b1", zeros({o.ff_units}, input.dtype()).requires_grad_());
+  ff->add_param("w2", initialize(Init::glorot_uniform(), {o.ff_units, e}, input.dtype()).requires_grad_());
+  ff->add_param("b2", zeros({e}, input.dtype()).requires_grad_());
+  impl->state->add_child("self_attention", att);
+  impl->state->add_child("ff", ff);
+  for (const char* n : {"norm1", "norm2"}) {
+    auto s = std::make_shared<State>();
+    s->add_param("weight", ones({e}, input.dtype()).requires_grad_());
+    s->add_param("bias", zeros({e}, input.dtype()).requires_grad_());
+    impl->state->add_child(n, s);
+  }
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+}  // namespace loom::nn

@@ -1,0 +1,317 @@
+#include "loom/nn/conv_layers.h"
+
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/normalization.h"
+#include "loom/ops/pooling.h"
+#include "loom/ops/reduction.h"
+
+namespace loom::nn {
+
+namespace {
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// One value per spatial axis from an IntList (a single value repeats; empty gives `dflt`).
+std::vector<int64_t> per_axis(const IntList& l, size_t n, const std::vector<int64_t>& dflt, const char* what, const char* kind) {
+  const auto& v = l.values();
+  if (v.empty()) return dflt;
+  if (v.size() == 1) return std::vector<int64_t>(n, v[0]);
+  if (v.size() != n)
+    throw ValueError(std::string(kind) + ": " + what + " " + ints(v) + " must give 1 or " + std::to_string(n) + " values");
+  return v;
+}
+
+// (before, after) zero padding per spatial axis.
+std::vector<std::pair<int64_t, int64_t>> pads(const ConvPadding& p, const std::vector<int64_t>& k, const std::vector<int64_t>& dil,
+                                              const std::vector<int64_t>& stride, const char* kind) {
+  const size_t n = k.size();
+  std::vector<std::pair<int64_t, int64_t>> out(n, {0, 0});
+  if (p.mode() == "valid") return out;
+  if (p.mode() == "same") {
+    for (size_t i = 0; i < n; ++i) {
+      if (stride[i] != 1) throw ValueError(std::string(kind) + ": padding \"same\" needs stride 1");
+      const int64_t total = dil[i] * (k[i] - 1);
+      out[i] = {total / 2, total - total / 2};
+    }
+    return out;
+  }
+  if (!p.mode().empty()) throw ValueError(std::string(kind) + ": unknown padding \"" + p.mode() + "\" (valid: \"same\", \"valid\", integers)");
+  const auto& v = p.values();
+  if (v.size() == 1) return std::vector<std::pair<int64_t, int64_t>>(n, {v[0], v[0]});
+  if (v.size() == n) {
+    for (size_t i = 0; i < n; ++i) out[i] = {v[i], v[i]};
+    return out;
+  }
+  if (v.size() == 2 * n) {
+    for (size_t i = 0; i < n; ++i) out[i] = {v[2 * i], v[2 * i + 1]};
+    return out;
+  }
+  throw ValueError(std::string(kind) + ": padding " + ints(v) + " must give 1, " + std::to_string(n) + " or " + std::to_string(2 * n) + " values");
+}
+
+int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t before, int64_t after) {
+  if (in < 0) return -1;
+  return (in + before + after - dil * (k - 1) - 1) / stride + 1;
+}
+
+void require_rank(const Layer& in, size_t rank, const char* kind, const char* layout) {
+  if (!in.defined()) throw ValueError(std::string(kind) + ": the input layer is undefined");
+  if (in.shape().size() != rank)
+    throw ShapeError(std::string(kind) + ": input '" + in.name() + "' has shape " + shape_str(in.shape()) + " (valid: " + layout + ")");
+  if (in.shape()[1] <= 0)
+    throw ShapeError(std::string(kind) + ": input '" + in.name() + "' must have a known channel count on axis 1, got " + shape_str(in.shape()));
+}
+
+struct ConvImpl final : LayerBase<ConvImpl> {
+  size_t dims = 2;
+  int64_t filters = 0;
+  std::vector<int64_t> kernel, stride, dilation;
+  ConvPadding padding = 0;
+  int64_t groups = 1;
+  bool bias = true;
+  const char* kind() const override { return dims == 1 ? "Conv1D" : "Conv2D"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    Tensor b = bias ? state->param("bias") : Tensor();
+    if (dims == 1) return conv1d(in[0], state->param("weights"), b, stride, padding, dilation, groups);
+    return conv2d(in[0], state->param("weights"), b, stride, padding, dilation, groups);
+  }
+  std::string options_json() const override {
+    std::string pad = padding.mode().empty() ? ints(padding.values()) : "\"" + padding.mode() + "\"";
+    return "{\"filters\":" + std::to_string(filters) + ",\"kernel_size\":" + ints(kernel) + ",\"stride\":" + ints(stride) +
+           ",\"padding\":" + pad + ",\"dilation\":" + ints(dilation) + ",\"groups\":" + std::to_string(groups) +
+           ",\"bias\":" + (bias ? "true" : "false") + "}";
+  }
+};
+
+std::shared_ptr<ConvImpl> make_conv(size_t dims, const Layer& input, int64_t filters, const IntList& ks, const ConvOptions& o,
+                                    const std::string& name) {
+  const char* kind = dims == 1 ? "Conv1D" : "Conv2D";
+  require_rank(input, dims + 2, kind, dims == 1 ? "(batch, channels, length)" : "(batch, channels, height, width)");
+  auto impl = std::make_shared<ConvImpl>();
+  impl->dims = dims;
+  impl->filters = filters;
+  impl->kernel = per_axis(ks, dims, {}, "kernel_size", kind);
+  impl->stride = per_axis(o.stride, dims, std::vector<int64_t>(dims, 1), "stride", kind);
+  impl->dilation = per_axis(o.dilation, dims, std::vector<int64_t>(dims, 1), "dilation", kind);
+  impl->padding = o.padding;
+  impl->groups = o.groups;
+  impl->bias = o.bias;
+  const int64_t cin = input.shape()[1];
+  if (filters <= 0 || o.groups <= 0 || cin % o.groups != 0 || filters % o.groups != 0)
+    throw ValueError(std::string(kind) + ": " + std::to_string(cin) + " input channels and " + std::to_string(filters) +
+                     " filters must both be positive multiples of groups=" + std::to_string(o.groups));
+  const auto p = pads(o.padding, impl->kernel, impl->dilation, impl->stride, kind);
+  Shape out{input.shape()[0], filters};
+  for (size_t i = 0; i < dims; ++i) {
+    const int64_t s = conv_out(input.shape()[2 + i], impl->kernel[i], impl->stride[i], impl->dilation[i], p[i].first, p[i].second);
+    if (input.shape()[2 + i] >= 0 && s <= 0)
+      throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) +
+                       " is too small for kernel " + ints(impl->kernel) + " with this padding and dilation");
+    out.push_back(s);
+  }
+  impl->inputs = {input};
+  impl->shape = out;
+  impl->dtype = input.dtype();
+  impl->name = unique_name(dims == 1 ? "conv1d" : "conv2d", name);
+  Shape ws{filters, cin / o.groups};
+  ws.insert(ws.end(), impl->kernel.begin(), impl->kernel.end());
+  impl->state->add_param("weights", initialize(o.weight_init, ws, input.dtype()).requires_grad_());
+  if (o.bias) impl->state->add_param("bias", initialize(o.bias_init, {filters}, input.dtype()).requires_grad_());
+  return impl;
+}
+
+struct ConvTImpl final : LayerBase<ConvTImpl> {
+  int64_t filters = 0, groups = 1;
+  std::vector<int64_t> kernel, stride, padding, output_padding, dilation;
+  bool bias = true;
+  const char* kind() const override { return "Conv2DTranspose"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    return conv2d_transpose(in[0], state->param("weights"), bias ? state->param("bias") : Tensor(), stride, padding,
+                            output_padding, groups, dilation);
+  }
+  std::string options_json() const override {
+    return "{\"filters\":" + std::to_string(filters) + ",\"kernel_size\":" + ints(kernel) + ",\"stride\":" + ints(stride) +
+           ",\"padding\":" + ints(padding) + ",\"output_padding\":" + ints(output_padding) + ",\"dilation\":" + ints(dilation) +
+           ",\"groups\":" + std::to_string(groups) + ",\"bias\":" + (bias ? "true" : "false") + "}";
+  }
+};
+
+struct PoolImpl final : LayerBase<PoolImpl> {
+  bool max = true;
+  std::vector<int64_t> kernel, stride, padding;
+  bool ceil_mode = false;
+  const char* kind() const override { return max ? "MaxPool2D" : "AvgPool2D"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    return max ? max_pool2d(in[0], kernel, stride, padding, 1, ceil_mode) : avg_pool2d(in[0], kernel, stride, padding, ceil_mode);
+  }
+  std::string options_json() const override {
+    return "{\"kernel_size\":" + ints(kernel) + ",\"stride\":" + ints(stride) + ",\"padding\":" + ints(padding) +
+           ",\"ceil_mode\":" + (ceil_mode ? "true" : "false") + "}";
+  }
+};
+
+std::shared_ptr<PoolImpl> make_pool(bool max, const Layer& input, const IntList& ks, const PoolOptions& o, const std::string& name) {
+  const char* kind = max ? "MaxPool2D" : "AvgPool2D";
+  require_rank(input, 4, kind, "(batch, channels, height, width)");
+  auto impl = std::make_shared<PoolImpl>();
+  impl->max = max;
+  impl->kernel = per_axis(ks, 2, {}, "kernel_size", kind);
+  impl->stride = per_axis(o.stride, 2, impl->kernel, "stride", kind);
+  impl->padding = per_axis(o.padding, 2, {0, 0}, "padding", kind);
+  impl->ceil_mode = o.ceil_mode;
+  Shape out{input.shape()[0], input.shape()[1]};
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t in = input.shape()[2 + i];
+    if (in < 0) {
+      out.push_back(-1);
+      continue;
+    }
+    const int64_t span = in + 2 * impl->padding[i] - impl->kernel[i];
+    int64_t s = (o.ceil_mode ? (span + impl->stride[i] - 1) / impl->stride[i] : span / impl->stride[i]) + 1;
+    if (o.ceil_mode && (s - 1) * impl->stride[i] >= in + impl->padding[i]) --s;
+    if (s <= 0) throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) + " is smaller than the window");
+    out.push_back(s);
+  }
+  impl->inputs = {input};
+  impl->shape = out;
+  impl->dtype = input.dtype();
+  impl->name = unique_name(max ? "max_pool" : "avg_pool", name);
+  return impl;
+}
+
+struct GlobalPoolImpl final : LayerBase<GlobalPoolImpl> {
+  bool max = false;
+  const char* kind() const override { return "GlobalPool"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    Axes spatial;
+    for (int64_t a = 2; a < in[0].ndim(); ++a) spatial.push_back(a);
+    return max ? loom::max(in[0], spatial) : mean(in[0], spatial);
+  }
+  std::string options_json() const override { return std::string("{\"mode\":\"") + (max ? "max" : "avg") + "\"}"; }
+};
+
+struct BatchNormImpl final : LayerBase<BatchNormImpl> {
+  BatchNormOptions opt;
+  const char* kind() const override { return "BatchNorm"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
+    Tensor w = opt.affine ? state->param("weight") : Tensor(), b = opt.affine ? state->param("bias") : Tensor();
+    return batch_norm(in[0], state->buffer("running_mean"), state->buffer("running_var"), w, b, mode == Mode::Train,
+                      opt.momentum, opt.eps);
+  }
+  std::string options_json() const override {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "{\"momentum\":%.17g,\"eps\":%.17g,\"affine\":%s}", opt.momentum, opt.eps, opt.affine ? "true" : "false");
+    return buf;
+  }
+};
+
+struct LayerNormImpl final : LayerBase<LayerNormImpl> {
+  double eps = 1e-5;
+  const char* kind() const override { return "LayerNorm"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    return layer_norm(in[0], {in[0].shape().back()}, state->param("weight"), state->param("bias"), eps);
+  }
+  std::string options_json() const override {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "{\"eps\":%.17g}", eps);
+    return buf;
+  }
+};
+
+}  // namespace
+
+Conv1D::Conv1D(const Layer& input, int64_t filters, int64_t k, ConvOptions o, const std::string& name)
+    : Layer(make_conv(1, input, filters, k, o, name)) {}
+Conv2D::Conv2D(const Layer& input, int64_t filters, IntList k, ConvOptions o, const std::string& name)
+    : Layer(make_conv(2, input, filters, k, o, name)) {}
+
+Conv2DTranspose::Conv2DTranspose(const Layer& input, int64_t filters, IntList ks, ConvTransposeOptions o, const std::string& name) {
+  const char* kind = "Conv2DTranspose";
+  require_rank(input, 4, kind, "(batch, channels, height, width)");
+  auto impl = std::make_shared<ConvTImpl>();
+  impl->filters = filters;
+  impl->groups = o.groups;
+  impl->bias = o.bias;
+  impl->kernel = per_axis(ks, 2, {}, "kernel_size", kind);
+  impl->stride = per_axis(o.stride, 2, {1, 1}, "stride", kind);
+  impl->padding = per_axis(o.padding, 2, {0, 0}, "padding", kind);
+  impl->output_padding = per_axis(o.output_padding, 2, {0, 0}, "output_padding", kind);
+  impl->dilation = per_axis(o.dilation, 2, {1, 1}, "dilation", kind);
+  const int64_t cin = input.shape()[1];
+  if (filters <= 0 || o.groups <= 0 || cin % o.groups != 0 || filters % o.groups != 0)
+    throw ValueError(std::string(kind) + ": " + std::to_string(cin) + " input channels and " + std::to_string(filters) +
+                     " filters must both be positive multiples of groups=" + std::to_string(o.groups));
+  Shape out{input.shape()[0], filters};
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t in = input.shape()[2 + i];
+    out.push_back(in < 0 ? -1
+                         : (in - 1) * impl->stride[i] - 2 * impl->padding[i] + impl->dilation[i] * (impl->kernel[i] - 1) +
+                               impl->output_padding[i] + 1);
+  }
+  impl->inputs = {input};
+  impl->shape = out;
+  impl->dtype = input.dtype();
+  impl->name = unique_name("conv2d_transpose", name);
+  impl->state->add_param("weights", initialize(o.weight_init, {cin, filters / o.groups, impl->kernel[0], impl->kernel[1]}, input.dtype()).requires_grad_());
+  if (o.bias) impl->state->add_param("bias", zeros({filters}, input.dtype()).requires_grad_());
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+MaxPool2D::MaxPool2D(const Layer& input, IntList k, PoolOptions o, const std::string& name) : Layer(make_pool(true, input, k, o, name)) {}
+AvgPool2D::AvgPool2D(const Layer& input, IntList k, PoolOptions o, const std::string& name) : Layer(make_pool(false, input, k, o, name)) {}
+
+GlobalPool::GlobalPool(const Layer& input, Mode mode, const std::string& name) {
+  if (!input.defined()) throw ValueError("GlobalPool: the input layer is undefined");
+  if (input.shape().size() < 3)
+    throw ShapeError("GlobalPool: input '" + input.name() + "' has shape " + shape_str(input.shape()) + " (valid: (batch, channels, spatial...))");
+  auto impl = std::make_shared<GlobalPoolImpl>();
+  impl->max = mode == Mode::Max;
+  impl->inputs = {input};
+  impl->shape = {input.shape()[0], input.shape()[1]};
+  impl->dtype = input.dtype();
+  impl->name = unique_name("global_pool", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+BatchNorm::BatchNorm(const Layer& input, BatchNormOptions o, const std::string& name) {
+  if (!input.defined()) throw ValueError("BatchNorm: the input layer is undefined");
+  if (input.shape().size() < 2 || input.shape()[1] <= 0)
+    throw ShapeError("BatchNorm: input '" + input.name() + "' has shape " + shape_str(input.shape()) + " (valid: (batch, channels, ...))");
+  const int64_t c = input.shape()[1];
+  auto impl = std::make_shared<BatchNormImpl>();
+  impl->opt = o;
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->dtype = input.dtype();
+  impl->name = unique_name("batch_norm", name);
+  if (o.affine) {
+    impl->state->add_param("weight", ones({c}, input.dtype()).requires_grad_());
+    impl->state->add_param("bias", zeros({c}, input.dtype()).requires_grad_());
+  }
+  impl->state->add_buffer("running_mean", zeros({c}, input.dtype()));
+  impl->state->add_buffer("running_var", ones({c}, input.dtype()));
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+LayerNorm::LayerNorm(const Layer& input, double eps, const std::string& name) {
+  if (!input.defined()) throw ValueError("LayerNorm: the input layer is undefined");
+  const int64_t n = input.n_units();
+  if (n <= 0) throw ShapeError("LayerNorm: input '" + input.name() + "' must have a known last axis, got " + shape_str(input.shape()));
+  auto impl = std::make_shared<LayerNormImpl>();
+  impl->eps = eps;
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->dtype = input.dtype();
+  impl->name = unique_name("layer_norm", name);
+  impl->state->add_param("weight", ones({n}, input.dtype()).requires_grad_());
+  impl->state->add_param("bias", zeros({n}, input.dtype()).requires_grad_());
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+}  // namespace loom::nn

@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+#include <loom/loom.h>
+#include <loom/nn/attention_layers.h>
+
+using namespace loom;
+
+namespace {
+// 0.3 * cos(k * arange(n)), the pattern the PyTorch script used for every parameter.
+Tensor pattern(const Shape& s, double k) {
+  return (cos(arange(0, double(shape_numel(s)), 1, Float64) * k) * 0.3).reshape(s);
+}
+void set(nn::State& s, const char* name, const Tensor& v) {
+  NoGrad ng;
+  s.param(name).copy_(v);
+}
+nn::State& child(const nn::Layer& l, const std::string& name) {
+  for (auto& [k, c] : l.state().children())
+    if (k == name) return *c;
+  throw std::runtime_error("no child " + name);
+}
+}  // namespace
+
+// Expected values: torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0, batch_first=True,
+// norm_first=...) in float64, eval mode, the same weights (transposed to PyTorch's layout), and
+// src_key_padding_mask hiding the last two positions of the second sequence (torch 1.13).
+TEST(AttentionLayers, TransformerEncoderMatchesPyTorch) {
+  const int64_t E = 8, H = 2, FF = 16, N = 2, L = 5;
+  struct Case {
+    bool norm_first;
+    double sum, y_1_2_3, y_0_4_7;
+  };
+  for (const Case& c : {Case{false, 4.3005969468860314, -0.13072222680112966, 1.5399498716735818},
+                        Case{true, 7.024220885250299, -0.3219623616799234, 1.2355898468871533}}) {
+    nn::Input x(Shape{-1, L, E}, Float64, "x");
+    nn::Input keep(Shape{-1, L}, Bool, "keep");
+    nn::TransformerEncoderLayer enc(x, H, {.ff_units = FF, .dropout = 0.0, .norm_first = c.norm_first}, keep);
+    EXPECT_EQ(enc.parameters().size(), 16u);
+    int64_t count = 0;
+    for (const Tensor& p : enc.parameters()) count += p.numel();
+    EXPECT_EQ(count, 600);  // sum(p.numel() for p in torch_layer.parameters())
+    nn::State& att = child(enc, "self_attention");
+    set(att, "q_weight", pattern({E, E}, 0.11));
+    set(att, "k_weight", pattern({E, E}, 0.23));
+    set(att, "v_weight", pattern({E, E}, 0.31));
+    set(att, "out_weight", pattern({E, E}, 0.47));
+    set(att, "q_bias", pattern({E}, 0.5));
+    set(att, "k_bias", pattern({E}, 0.6));
+    set(att, "v_bias", pattern({E}, 0.7));
+    set(att, "out_bias", pattern({E}, 0.8));
+    nn::State& ff = child(enc, "ff");
+    set(ff, "w1", pattern({E, FF}, 0.13));
+    set(ff, "b1", pattern({FF}, 0.9));
+    set(ff, "w2", pattern({FF, E}, 0.17));
+    set(ff, "b2", pattern({E}, 1.1));
+    set(child(enc, "norm1"), "weight", pattern({E}, 1.3) + 1.0);
+    set(child(enc, "norm1"), "bias", pattern({E}, 1.5));
+    set(child(enc, "norm2"), "weight", pattern({E}, 1.7) + 1.0);
+    set(child(enc, "norm2"), "bias", pattern({E}, 1.9));
+    x.set_value((sin(arange(0, double(N * L * E), 1, Float64) * 0.37)).reshape({N, L, E}));
+    keep.set_value(from_vector<bool>({true, true, true, true, true, true, true, true, false, false}, {N, L}));
+    Tensor y = enc();
+    EXPECT_NEAR(sum(y).item<double>(), c.sum, 1e-9);
+    EXPECT_NEAR(y.at({1, 2, 3}), c.y_1_2_3, 1e-10);
+    EXPECT_NEAR(y.at({0, 4, 7}), c.y_0_4_7, 1e-10);
+  }
+}
+
+TEST(AttentionLayers, CausalAttentionIgnoresTheFuture) {
+  nn::Input x(Shape{-1, 4, 6}, Float32, "x");
+  nn::MultiHeadAttention att(x, x, x, 3, {.causal = true});
+  Tensor a = uniform({1, 4, 6});
+  Tensor b = a.copy();
+  b.index_put_({0, 3}, uniform({6}));  // change only the last position
+  x.set_value(a);
+  Tensor ya = att();
+  x.set_value(b);
+  Tensor yb = att();
+  // earlier positions cannot see position 3
+  EXPECT_TRUE(allclose(ya.index({0, Slice(0, 3)}), yb.index({0, Slice(0, 3)}), 1e-6, 1e-7));
+  EXPECT_FALSE(allclose(ya.index({0, 3}), yb.index({0, 3})));
+  EXPECT_THROW(nn::MultiHeadAttention(x, x, x, 4), ValueError);  // 6 units do not split into 4 heads
+}

@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+#include <loom/loom.h>
+#include <loom/nn/conv_layers.h>
+
+using namespace loom;
+
+TEST(ConvLayers, ShapesAndParameterCounts) {
+  nn::Input img(Shape{-1, 3, 32, 32}, Float32, "img");
+  nn::Conv2D c1(img, 16, 3, {.padding = "same"});
+  EXPECT_EQ(c1.shape(), (Shape{-1, 16, 32, 32}));
+  EXPECT_EQ(c1.state().param("weights").shape(), (Shape{16, 3, 3, 3}));
+  nn::Conv2D c2(c1, 32, {3, 5}, {.stride = 2, .padding = {1, 2}, .groups = 4, .bias = false});
+  EXPECT_EQ(c2.shape(), (Shape{-1, 32, 16, 16}));
+  EXPECT_EQ(c2.parameters().size(), 1u);
+  EXPECT_EQ(c2.state().param("weights").shape(), (Shape{32, 4, 3, 5}));
+  nn::MaxPool2D p(c2, 2);
+  EXPECT_EQ(p.shape(), (Shape{-1, 32, 8, 8}));
+  nn::AvgPool2D ap(c2, 3, {.stride = 2, .padding = 1});
+  EXPECT_EQ(ap.shape(), (Shape{-1, 32, 8, 8}));
+  nn::Conv2DTranspose up(p, 8, 2, {.stride = 2});
+  EXPECT_EQ(up.shape(), (Shape{-1, 8, 16, 16}));
+  EXPECT_EQ(up.state().param("weights").shape(), (Shape{32, 8, 2, 2}));
+  nn::GlobalPool g(up);
+  EXPECT_EQ(g.shape(), (Shape{-1, 8}));
+  img.set_value(uniform({2, 3, 32, 32}));
+  EXPECT_EQ(g().shape(), (Shape{2, 8}));
+  EXPECT_EQ(ap().shape(), (Shape{2, 32, 8, 8}));
+
+  nn::Input seq(Shape{-1, 4, 20}, Float32, "seq");
+  nn::Conv1D c1d(seq, 6, 5, {.stride = 3, .dilation = 2});
+  EXPECT_EQ(c1d.shape(), (Shape{-1, 6, 4}));  // (20 - 2*4 - 1) / 3 + 1
+  seq.set_value(uniform({1, 4, 20}));
+  EXPECT_EQ(c1d().shape(), (Shape{1, 6, 4}));
+
+  EXPECT_THROW(nn::Conv2D(img, 10, 3, {.groups = 4}), ValueError);
+  EXPECT_THROW(nn::Conv2D(seq, 4, 3), ShapeError);
+  EXPECT_THROW(nn::Conv2D(img, 4, 3, {.stride = 2, .padding = "same"}), ValueError);
+}
+
+TEST(ConvLayers, BatchNormTrainAndEval) {
+  nn::Input x(Shape{-1, 3, 4, 4}, Float32, "x");
+  nn::BatchNorm bn(x);
+  Tensor v = uniform({8, 3, 4, 4}) * 4.0 + 2.0;
+  x.set_value(v);
+  Tensor rm_before = bn.state().buffer("running_mean").copy();
+  Tensor train_out;
+  {
+    nn::ModeScope train(nn::Mode::Train);
+    train_out = bn();
+  }
+  // training normalizes with batch statistics: per-channel mean ~0, variance ~1
+  EXPECT_LT(abs(mean(train_out, {0, 2, 3})).max().item<double>(), 1e-4);
+  EXPECT_NEAR(var(train_out, {0, 2, 3}).mean().item<double>(), 1.0, 1e-3);
+  // and moves the running mean 10% towards the batch mean
+  Tensor expected_rm = rm_before * 0.9 + mean(v, {0, 2, 3}) * 0.1;
+  EXPECT_TRUE(allclose(bn.state().buffer("running_mean"), expected_rm, 1e-5, 1e-6));
+  // eval uses the running statistics and leaves them alone
+  Tensor rm = bn.state().buffer("running_mean").copy();
+  Tensor eval_out = bn();
+  EXPECT_TRUE(array_equal(bn.state().buffer("running_mean"), rm));
+  Tensor manual = (v - rm.reshape({1, 3, 1, 1})) / sqrt(bn.state().buffer("running_var").reshape({1, 3, 1, 1}) + 1e-5);
+  EXPECT_TRUE(allclose(eval_out, manual, 1e-4, 1e-5));
+
+  nn::Input f(16, Float32, "f");
+  nn::LayerNorm ln(f);
+  f.set_value(uniform({5, 16}) * 3.0);
+  EXPECT_LT(abs(mean(ln(), {-1})).max().item<double>(), 1e-5);
+}
+
+TEST(ConvLayers, CnnSurvivesJson) {
+  nn::Input img(Shape{-1, 1, 12, 12}, Float32, "img");
+  nn::Conv2D c(img, 4, 3, {.padding = "same"}, "c");
+  nn::BatchNorm bn(c, {}, "bn");
+  nn::Activation r(bn, nn::relu, "r");
+  nn::MaxPool2D p(r, 2, {}, "p");
+  nn::Conv2DTranspose up(p, 2, 2, {.stride = 2}, "up");
+  nn::GlobalPool gp(up, nn::GlobalPool::Mode::Max, "gp");
+  nn::Input seq(Shape{-1, 3, 8}, Float32, "seq");
+  nn::TransformerEncoderLayer enc(seq, 2, {.ff_units = 12, .dropout = 0.0}, std::nullopt, "enc");
+  Graph g = Graph::build({gp, enc}, {img, seq});
+  Tensor a = uniform({2, 1, 12, 12}), b = uniform({2, 3, 8});
+  {
+    nn::ModeScope train(nn::Mode::Train);  // moves the batch-norm running averages
+    g.compile().run({a, b});
+  }
+  Graph back = graph_from_json(graph_to_json(g));
+  copy_state(g, back);  // parameters and buffers
+  auto x = g.compile().run({a, b}), y = back.compile().run({a, b});
+  EXPECT_TRUE(allclose(x[0], y[0]));
+  EXPECT_TRUE(allclose(x[1], y[1]));
+}
