@@ -112,6 +112,25 @@ def main():
             p(f"| {name} | {t} | {fmt_time(lo)} | {fmt_time(py)} | {ratio(py, lo)} | "
               f"{fmt_time(lt)} | {ratio(lt, lo)} |")
 
+    conv = sorted({n for (n, _) in loom if n.startswith("conv2d_")})
+    if conv:
+        p("\n### Convolution (float32, oneDNN)\n")
+        p("| workload | threads | Loom | PyTorch | ratio |")
+        p("|---|---:|---:|---:|---:|")
+        for name in conv:
+            for t in threads:
+                lo, py = loom.get((name, t)), torch.get((name, t))
+                if lo:
+                    p(f"| {name} | {t} | {fmt_time(lo)} | {fmt_time(py)} | {ratio(py, lo)} |")
+    if any(n == "mlp_graph_fwd_bwd" for (n, _) in loom):
+        p("\n### Layer-graph overhead (MLP 784-512-512-10, batch 128, forward + backward)\n")
+        p("| threads | layer graph | hand-written ops | graph / ops |")
+        p("|---:|---:|---:|---:|")
+        for t in threads:
+            g, o = loom.get(("mlp_graph_fwd_bwd", t)), loom.get(("mlp_ops_fwd_bwd", t))
+            if g and o:
+                p(f"| {t} | {fmt_time(g)} | {fmt_time(o)} | {g / o:.3f} |")
+
     p(f"\n### GEMM\n")
     p(f"Peak: {ghz:.2f} GHz ({source}; /proc/cpuinfo says "
       f"{nominal:.2f} GHz) x {FLOPS_PER_CYCLE} flops/cycle (2 FMA x 16 fp32 lanes x 2) = "

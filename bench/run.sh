@@ -25,7 +25,7 @@ gen=()
 if command -v ninja >/dev/null 2>&1 && [ ! -f "$build/Makefile" ]; then gen=(-G Ninja); fi
 cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DLOOM_BUILD_TESTS=OFF -DLOOM_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$build" --target loom_bench -j"${JOBS:-2}" >/dev/null
+cmake --build "$build" --target loom_bench conv_bench graph_overhead -j"${JOBS:-2}" >/dev/null
 
 if ! "$python" -c "import torch" >/dev/null 2>&1; then
   echo "torch not found for $python: installing bench/requirements.txt" >&2
@@ -50,6 +50,10 @@ for r in $(seq 1 "$repeat"); do
     "$build/bench/loom_bench" --threads "$n" >> "$out/loom.jsonl"
     echo "run $r/$repeat, $n thread(s): torch_peer.py" >&2
     "$python" "$here/torch_peer.py" --threads "$n" >> "$out/torch.jsonl"
+    echo "run $r/$repeat, $n thread(s): conv_bench, torch_conv_peer.py, graph_overhead" >&2
+    "$build/bench/conv_bench" --threads "$n" >> "$out/loom.jsonl"
+    "$python" "$here/torch_conv_peer.py" --threads "$n" >> "$out/torch.jsonl"
+    "$build/bench/graph_overhead" "$n" >> "$out/loom.jsonl"
     if [ -x "$libtorch_bin" ]; then
       echo "run $r/$repeat, $n thread(s): libtorch_overhead" >&2
       "$libtorch_bin" --threads "$n" >> "$out/libtorch.jsonl"

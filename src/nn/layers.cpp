@@ -138,40 +138,39 @@ struct DropoutImpl final : LayerBase<DropoutImpl> {
 };
 
 // ---------------------------------------------------------------- merges
-enum class MergeOp { Add, Subtract, Multiply, Mean, Concat };
 
 struct MergeImpl final : LayerBase<MergeImpl> {
-  MergeOp op = MergeOp::Add;
+  MergeMode op = MergeMode::Sum;
   int64_t axis = -1;
   const char* kind() const override {
     switch (op) {
-      case MergeOp::Add: return "Add";
-      case MergeOp::Subtract: return "Subtract";
-      case MergeOp::Multiply: return "Multiply";
-      case MergeOp::Mean: return "Mean";
-      case MergeOp::Concat: return "Concat";
+      case MergeMode::Sum: return "Add";
+      case MergeMode::Subtract: return "Subtract";
+      case MergeMode::Multiply: return "Multiply";
+      case MergeMode::Mean: return "Mean";
+      case MergeMode::Concat: return "Concat";
     }
     return "?";
   }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    if (op == MergeOp::Concat) return concatenate(in, axis);
+    if (op == MergeMode::Concat) return concatenate(in, axis);
     Tensor acc = in[0];
     for (size_t i = 1; i < in.size(); ++i) {
-      if (op == MergeOp::Subtract) acc = acc - in[i];
-      else if (op == MergeOp::Multiply) acc = acc * in[i];
+      if (op == MergeMode::Subtract) acc = acc - in[i];
+      else if (op == MergeMode::Multiply) acc = acc * in[i];
       else acc = acc + in[i];
     }
-    if (op == MergeOp::Mean) acc = acc / static_cast<double>(in.size());
+    if (op == MergeMode::Mean) acc = acc / static_cast<double>(in.size());
     return acc;
   }
-  std::string options_json() const override { return op == MergeOp::Concat ? "{\"axis\":" + std::to_string(axis) + "}" : "{}"; }
+  std::string options_json() const override { return op == MergeMode::Concat ? "{\"axis\":" + std::to_string(axis) + "}" : "{}"; }
 };
 
-Shape merge_shape(const std::vector<Layer>& inputs, MergeOp op, int64_t axis, const char* kind) {
+Shape merge_shape(const std::vector<Layer>& inputs, MergeMode op, int64_t axis, const char* kind) {
   if (inputs.empty()) throw ValueError(std::string(kind) + ": needs at least one input layer");
   for (const Layer& l : inputs) require_input(l, kind);
   Shape s = inputs[0].shape();
-  if (op == MergeOp::Concat) {
+  if (op == MergeMode::Concat) {
     const int64_t a = normalize_axis(axis, static_cast<int64_t>(s.size()), kind);
     for (size_t i = 1; i < inputs.size(); ++i) {
       const Shape& t = inputs[i].shape();
@@ -204,7 +203,7 @@ Shape merge_shape(const std::vector<Layer>& inputs, MergeOp op, int64_t axis, co
 }
 
 template <typename Handle>
-std::shared_ptr<MergeImpl> make_merge(const std::vector<Layer>& inputs, MergeOp op, int64_t axis, const std::string& name,
+std::shared_ptr<MergeImpl> make_merge(const std::vector<Layer>& inputs, MergeMode op, int64_t axis, const std::string& name,
                                       const char* kind) {
   auto impl = std::make_shared<MergeImpl>();
   impl->op = op;
@@ -347,16 +346,24 @@ Dropout::Dropout(const Layer& input, const Param& probability, uint64_t seed, co
   static_cast<DropoutImpl&>(*impl()).param = param_impl(probability).data;
 }
 
+Merge::Merge(const std::vector<Layer>& inputs, MergeMode mode, int64_t axis, const std::string& name) {
+  static const char* kinds[] = {"Add", "Subtract", "Multiply", "Mean", "Concat"};
+  const char* kind = kinds[static_cast<int>(mode)];
+  if (mode == MergeMode::Subtract && inputs.size() != 2)
+    throw ValueError("Merge: Subtract takes exactly two inputs, got " + std::to_string(inputs.size()));
+  static_cast<Layer&>(*this) = Layer(make_merge<Merge>(inputs, mode, axis, name, kind));
+}
+
 Add::Add(const std::vector<Layer>& inputs, const std::string& name)
-    : Layer(make_merge<Add>(inputs, MergeOp::Add, -1, name, "Add")) {}
+    : Layer(make_merge<Add>(inputs, MergeMode::Sum, -1, name, "Add")) {}
 Subtract::Subtract(const Layer& a, const Layer& b, const std::string& name)
-    : Layer(make_merge<Subtract>({a, b}, MergeOp::Subtract, -1, name, "Subtract")) {}
+    : Layer(make_merge<Subtract>({a, b}, MergeMode::Subtract, -1, name, "Subtract")) {}
 Multiply::Multiply(const std::vector<Layer>& inputs, const std::string& name)
-    : Layer(make_merge<Multiply>(inputs, MergeOp::Multiply, -1, name, "Multiply")) {}
+    : Layer(make_merge<Multiply>(inputs, MergeMode::Multiply, -1, name, "Multiply")) {}
 Concat::Concat(const std::vector<Layer>& inputs, int64_t axis, const std::string& name)
-    : Layer(make_merge<Concat>(inputs, MergeOp::Concat, axis, name, "Concat")) {}
+    : Layer(make_merge<Concat>(inputs, MergeMode::Concat, axis, name, "Concat")) {}
 Mean::Mean(const std::vector<Layer>& inputs, const std::string& name)
-    : Layer(make_merge<Mean>(inputs, MergeOp::Mean, -1, name, "Mean")) {}
+    : Layer(make_merge<Mean>(inputs, MergeMode::Mean, -1, name, "Mean")) {}
 
 Lambda::Lambda(const std::vector<Layer>& inputs, std::function<Tensor(const std::vector<Tensor>&)> fn, Shape shape,
                DType dtype, const std::string& name) {

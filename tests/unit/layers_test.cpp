@@ -217,3 +217,80 @@ TEST(Layers, ResidualProjectsWhenUnitsDiffer) {
   Tensor in = uniform({2, 3});
   EXPECT_TRUE(allclose(g.compile()(in), back.compile()(in)));
 }
+
+TEST(Layers, MergeModesAndOperators) {
+  nn::Input a(3, Float32, "a"), b(3, Float32, "b");
+  a.set_value(ones({2, 3}) * 2.0);
+  b.set_value(ones({2, 3}) * 5.0);
+  EXPECT_EQ(nn::Merge({a, b}, nn::MergeMode::Sum)().at({0, 0}), 7.0);
+  EXPECT_EQ(nn::Merge({a, b}, nn::MergeMode::Mean)().at({1, 2}), 3.5);
+  EXPECT_EQ(nn::Merge({a, b}, nn::MergeMode::Multiply)().at({0, 1}), 10.0);
+  EXPECT_EQ(nn::Merge({a, b}, nn::MergeMode::Subtract)().at({0, 1}), -3.0);
+  nn::Merge cat({a, b}, nn::MergeMode::Concat);
+  EXPECT_EQ(cat.shape(), (Shape{-1, 6}));
+  EXPECT_EQ((a + b)().at({0, 0}), 7.0);
+  EXPECT_EQ((a - b)().at({0, 0}), -3.0);
+  EXPECT_EQ((a * b)().at({0, 0}), 10.0);
+  EXPECT_EQ((a * 2.0)().at({0, 0}), 4.0);
+  EXPECT_EQ((a + 1.0)().at({0, 0}), 3.0);
+  nn::Input c(4, Float32, "c4");
+  try {
+    nn::Add bad(a, c, "bad_add");
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("c4"), std::string::npos) << e.what();
+  }
+  try {
+    nn::Input ints(3, Int64, "ints");
+    nn::Linear l(ints, 2);
+    FAIL();
+  } catch (const DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("ints"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Layers, ParamNotifiesAndDrivesDropout) {
+  nn::Param p(0.0, "p");
+  std::vector<double> seen;
+  p.observe([&](double v) { seen.push_back(v); });
+  nn::Input x(1000, Float32, "x");
+  x.set_value(ones({4, 1000}));
+  nn::Dropout d(x, p, 9);
+  nn::ModeScope train(nn::Mode::Train);
+  EXPECT_TRUE(array_equal(d(), x.value()));  // probability 0 keeps everything
+  p.set_value(0.5);
+  EXPECT_EQ(seen, std::vector<double>{0.5});
+  const double kept = mean(astype(d() != 0.0, Float32)).item<double>();
+  EXPECT_NEAR(kept, 0.5, 0.03);
+  EXPECT_NEAR(d().max().item<double>(), 2.0, 1e-6);  // inverted scaling by 1 / (1 - p)
+}
+
+TEST(Layers, PlanFreesIntermediatesAfterTheirLastConsumer) {
+  // a chain of 12 layers, each making a fresh 4 MB tensor; only a few may be alive at once
+  nn::Input x(Shape{1024, 1024}, Float32, "x");
+  nn::Layer l = x;
+  int64_t peak_live = 0;
+  const int64_t base = memory_stats().current_bytes;
+  for (int i = 0; i < 12; ++i)
+    l = nn::Lambda({l}, [&](const std::vector<Tensor>& t) {
+      peak_live = std::max(peak_live, memory_stats().current_bytes - base);
+      return t[0] + 1.0;
+    }, l.shape());
+  Plan plan = Graph::build({l}, {x}).compile();
+  Tensor in = zeros({1024, 1024});
+  NoGrad ng;
+  Tensor out = plan(in);
+  EXPECT_EQ(out.at({0, 0}), 12.0);
+  EXPECT_LE(peak_live, int64_t(3) * 4 * 1024 * 1024);  // input + one intermediate (+ slack)
+}
+
+TEST(Layers, DotHighlightsSharedState) {
+  nn::Input x(2, Float32, "x");
+  nn::Linear l1(x, 2, {}, "first");
+  nn::Layer l2 = l1.reuse_with(l1, "second");
+  const std::string dot = Graph::build({l2}, {x}).to_dot();
+  EXPECT_NE(dot.find("shared"), std::string::npos);
+  EXPECT_NE(dot.find("first"), std::string::npos);
+  EXPECT_NE(dot.find("Linear"), std::string::npos);
+  EXPECT_NE(dot.find("fillcolor=lightblue"), std::string::npos);
+}

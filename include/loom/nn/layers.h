@@ -81,6 +81,15 @@ class Dropout : public Layer {
   Dropout(const Layer& input, const Param& probability, uint64_t seed = 0, const std::string& name = "");
 };
 
+// How Merge combines its inputs (TensorGraph's merge modes).
+enum class MergeMode : uint8_t { Sum, Subtract, Multiply, Mean, Concat };
+
+// Combines several layers with a merge mode; Concat joins them along `axis`.
+class Merge : public Layer {
+ public:
+  Merge(const std::vector<Layer>& inputs, MergeMode mode, int64_t axis = -1, const std::string& name = "");
+};
+
 // Merges of several layers of one shape (Mean/Add/... with broadcasting), as in TensorGraph.
 class Add : public Layer {
  public:

@@ -1,0 +1,24 @@
+#pragma once
+// Adaptive average pooling (torch.nn.AdaptiveAvgPool2d): (N, C, H, W) -> (N, C, oh, ow) for any
+// H, W. Output cell (i, j) averages rows [floor(i*H/oh), ceil((i+1)*H/oh)) and columns
+// [floor(j*W/ow), ceil((j+1)*W/ow)) -- PyTorch's start/end index formula, so bins may overlap
+// (when the output is larger than the input, cells repeat input values).
+#include "loom/nn/layers.h"
+#include "loom/ops/conv.h"  // IntList
+
+namespace loom::nn {
+
+// The (out, in) matrix whose row i averages the input positions of output bin i.
+Tensor adaptive_avg_pool_matrix(int64_t in_size, int64_t out_size, DType dtype = Float32, Device device = default_device());
+
+// Adaptive average pooling of a (N, C, H, W) or (C, H, W) tensor to `output_size` (one value
+// for a square output, or {oh, ow}); differentiable. Uses avg_pool2d when the sizes divide
+// evenly and two small matrix products (rows, then columns) otherwise.
+Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
+
+class AdaptiveAvgPool2D : public Layer {
+ public:
+  AdaptiveAvgPool2D(const Layer& input, IntList output_size, const std::string& name = "");
+};
+
+}  // namespace loom::nn
