@@ -31,5 +31,13 @@ TEST(File, AtomicWriteReplacesAndFailureKeepsThePrevious) {
   for (auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
   EXPECT_EQ(files, 1u);
   EXPECT_THROW(read_file((dir / "missing").string()), IOError);
+  // the final rename fails when the target is a non-empty directory: the temporary goes away
+  fs::create_directories(dir / "sub");
+  write_file_atomic((dir / "sub" / "inner").string(), "x");
+  EXPECT_THROW(write_file_atomic((dir / "sub").string(), "y"), IOError);
+  EXPECT_EQ(read_file((dir / "sub" / "inner").string()), "x");
+  files = 0;
+  for (auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);
   fs::remove_all(dir);
 }
