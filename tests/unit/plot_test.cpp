@@ -3,6 +3,7 @@
 #include <loom/core/file.h>
 #include <loom/train/plot.h>
 
+#include <algorithm>
 #include <filesystem>
 
 using namespace loom::train;
@@ -32,4 +33,29 @@ TEST(Plot, LearningCurvesSvgHasAPanelPerQuantity) {
   save_learning_curves(h, path.string());
   EXPECT_EQ(loom::read_file(path.string()), learning_curves_svg(h));
   std::filesystem::remove(path);
+}
+
+#include <loom/train/progress.h>
+
+TEST(Progress, PlainLinesWhenNotATerminal) {
+  std::FILE* f = std::tmpfile();
+  ProgressBar bar(f, 2);
+  EXPECT_FALSE(bar.interactive());
+  bar.start_epoch(1, 3, 5);
+  for (int s = 1; s <= 5; ++s) bar.update(s, 10, {{"loss", 1.0 / s}});
+  bar.end_epoch({{"loss", 0.2}, {"val_loss", 0.3}});
+  std::rewind(f);
+  std::string text;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, f)) text += buf;
+  std::fclose(f);
+  // steps 2 and 4 print progress, then the epoch's final line; no carriage returns
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_NE(text.find("Epoch 1/3"), std::string::npos);
+  EXPECT_NE(text.find("2/5"), std::string::npos);
+  EXPECT_NE(text.find("loss 0.5000"), std::string::npos);
+  EXPECT_NE(text.find("ETA"), std::string::npos);
+  EXPECT_NE(text.find("val_loss 0.3000"), std::string::npos);
+  EXPECT_NE(text.find("samples/s"), std::string::npos);
 }
