@@ -8,6 +8,8 @@ PACKAGES=(
   dataset-fashion-mnist
   # the test suite's reference: Debian's PyTorch and NumPy under /usr/bin/python3
   python3 python3-torch python3-numpy
+  # the model zoo's parameter-count and output reference (tests/zoo/check_params.py)
+  python3-torchvision
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -60,6 +60,7 @@ const std::shared_ptr<Storage>& Tensor::storage() const { LOOM_REQUIRE_DEFINED("
 bool Tensor::shares_storage_with(const Tensor& o) const { return defined() && o.defined() && storage() == o.storage(); }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to misplace (NumPy agrees)
   const Shape& s = shape();
   const Strides& st = strides();
   int64_t expected = 1;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "loom/graph/module.h"
+#include "loom/nn/adaptive_pool.h"
 #include "loom/nn/attention_layers.h"
 #include "loom/nn/conv_layers.h"
 #include "loom/nn/layers.h"
@@ -227,6 +228,8 @@ Graph graph_from(const json& j) {
       else l = nn::AvgPool2D(one(ins, where), k, o, name);
     } else if (kind == "GlobalPool") {
       l = nn::GlobalPool(one(ins, where), field<std::string>(opt, "mode", where) == "max" ? nn::GlobalPool::Mode::Max : nn::GlobalPool::Mode::Avg, name);
+    } else if (kind == "AdaptiveAvgPool2D") {
+      l = nn::AdaptiveAvgPool2D(one(ins, where), IntList(field<std::vector<int64_t>>(opt, "output_size", where)), name);
     } else if (kind == "BatchNorm") {
       l = nn::BatchNorm(one(ins, where), {field<double>(opt, "momentum", where), field<double>(opt, "eps", where), field<bool>(opt, "affine", where)}, name);
     } else if (kind == "LayerNorm") {

@@ -125,12 +125,20 @@ struct ActivationImpl final : LayerBase<ActivationImpl> {
 struct DropoutImpl final : LayerBase<DropoutImpl> {
   double probability = 0.5;
   std::shared_ptr<ParamData> param;  // when the probability is a Param
-  std::shared_ptr<Generator> gen;
   uint64_t seed = 0;
   const char* kind() const override { return "Dropout"; }
   double p() const { return param ? param->value : probability; }
   Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
-    return dropout(in[0], p(), mode == Mode::Train, gen.get());
+    if (mode != Mode::Train) return in[0];
+    // the stream position lives in the state (buffer "rng": seed, draws) so that checkpoints
+    // carry it and a resumed run draws the same masks
+    Tensor& rng = state->buffer("rng");
+    int64_t* s = rng.data<int64_t>();
+    Generator g;
+    g.set_state(static_cast<uint64_t>(s[0]), static_cast<uint64_t>(s[1]));
+    Tensor y = dropout(in[0], p(), true, &g);
+    s[1] = static_cast<int64_t>(g.counter());
+    return y;
   }
   std::string options_json() const override {
     return "{\"probability\":" + fmt_double(p()) + ",\"seed\":" + std::to_string(seed) + "}";
@@ -333,7 +341,7 @@ Dropout::Dropout(const Layer& input, double probability, uint64_t seed, const st
   auto impl = std::make_shared<DropoutImpl>();
   impl->probability = probability;
   impl->seed = seed;
-  impl->gen = std::make_shared<Generator>(seed);
+  impl->state->add_buffer("rng", from_vector<int64_t>({static_cast<int64_t>(seed), 0}, {2}));
   impl->inputs = {input};
   impl->shape = input.shape();
   impl->dtype = input.dtype();

@@ -1,0 +1,82 @@
+#pragma once
+// Text for language modelling: a Vocabulary of whitespace tokens, files to token ids, and
+// (batch, steps) windows over a token stream as in the PTB examples.
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "loom/core/tensor.h"
+#include "loom/data/dataset.h"
+
+namespace loom::data {
+
+struct VocabularyOptions {
+  int64_t min_count = 1;  // tokens seen fewer times map to <unk>
+  int64_t max_size = 0;   // at most this many entries, specials included (0: no limit)
+};
+
+// Token <-> id. Ids 0, 1, 2 are the specials <pad>, <unk>, <eos>; the other tokens follow by
+// decreasing count, ties in byte order, so a build is deterministic. A special token found in
+// the text (PTB's "<unk>") maps to its special id.
+class Vocabulary {
+ public:
+  static constexpr const char* kPad = "<pad>";
+  static constexpr const char* kUnk = "<unk>";
+  static constexpr const char* kEos = "<eos>";
+  static constexpr int64_t kPadId = 0, kUnkId = 1, kEosId = 2;
+
+  Vocabulary();  // the specials only
+  // Counts the whitespace-separated tokens of a file (plain or gzip).
+  static Vocabulary from_file(const std::string& path, const VocabularyOptions& options = {});
+  static Vocabulary from_tokens(const std::vector<std::string>& tokens, const VocabularyOptions& options = {});
+  // One token per line, in id order (as save() writes); the specials must come first.
+  static Vocabulary load(const std::string& path);
+  void save(const std::string& path) const;  // atomic
+
+  int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+  bool contains(const std::string& token) const { return ids_.count(token) != 0; }
+  int64_t id(const std::string& token) const;  // kUnkId when unknown
+  const std::string& token(int64_t id) const;  // throws IndexError outside [0, size())
+  const std::vector<std::string>& tokens() const { return tokens_; }
+
+  Tensor encode(const std::vector<std::string>& tokens) const;  // int64 (n,)
+  std::vector<std::string> decode(const Tensor& ids) const;
+
+ private:
+  void add(const std::string& token);
+  std::vector<std::string> tokens_;
+  std::unordered_map<std::string, int64_t> ids_;
+};
+
+// Splits on whitespace (spaces, tabs, line ends).
+std::vector<std::string> split_tokens(const std::string& text);
+
+// The token ids of a file (plain or gzip), int64 of shape (n,); with add_eos, an <eos> id ends
+// every non-empty line (as the PTB language-model examples do).
+Tensor tokenize_file(const std::string& path, const Vocabulary& vocab, bool add_eos = true);
+
+// Cuts a 1-D stream of ids into batch_size rows of equal length (the tail that does not fill a
+// row is dropped): shape (batch_size, n / batch_size), row r holding ids [r*L, (r+1)*L).
+Tensor batchify(const Tensor& ids, int64_t batch_size);
+
+// Windows for truncated backpropagation through time over batchify(ids, batch_size): window i
+// is {input, target} with input = rows[:, i*steps : (i+1)*steps] and target the same shifted by
+// one token. There are (L - 1) / steps windows (L the row length). get(i) returns window i as
+// views (no copy); iterate i in order to carry hidden state from one window to the next.
+class SequenceBatcher : public Dataset {
+ public:
+  SequenceBatcher(const Tensor& ids, int64_t batch_size, int64_t steps);
+  int64_t size() const override { return n_windows_; }
+  Example get(int64_t i) const override;
+  const Tensor& rows() const { return rows_; }
+  int64_t steps() const { return steps_; }
+
+ private:
+  Tensor rows_;
+  int64_t steps_;
+  int64_t n_windows_;
+};
+
+}  // namespace loom::data

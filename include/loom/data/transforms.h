@@ -1,0 +1,97 @@
+#pragma once
+// Data augmentation and preprocessing as tensor ops on a batch (leading axis = sample) or on
+// one example. Random transforms draw from a Generator, so a seed fixes the result; the
+// DataLoader gives each batch its own Generator derived from (seed, epoch, batch index), so
+// augmentation is the same whatever the number of worker threads.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "loom/core/tensor.h"
+#include "loom/data/dataset.h"
+#include "loom/ops/random.h"
+
+namespace loom::data {
+
+// --- tensor functions (batches: axis 0 is the sample axis)
+
+// (x - mean[c]) / std[c] per channel along `channel_axis` (of x, negative counts from the end);
+// one value broadcasts to every channel. Integer inputs give float32.
+Tensor normalize(const Tensor& x, const std::vector<double>& mean, const std::vector<double>& std,
+                 int64_t channel_axis = 1);
+// Per-sample crop of a batch whose last two axes are (height, width): x is zero-padded by
+// `padding` on each side of both spatial axes, and sample i is cut at (top[i], left[i]) of the
+// padded image, a window of (height, width). top/left: int64 of shape (N,).
+Tensor crop(const Tensor& x, const Tensor& top, const Tensor& left, int64_t height, int64_t width, int64_t padding = 0);
+// crop() at offsets drawn uniformly from the valid range: top from randint(0, H + 2p - height + 1)
+// and then left from randint(0, W + 2p - width + 1), both of shape (N,), in that order.
+Tensor random_crop(const Tensor& x, int64_t height, int64_t width, int64_t padding, Generator& gen);
+// Mirrors sample i along its last axis where flip[i] is true (flip: bool of shape (N,)).
+Tensor horizontal_flip(const Tensor& x, const Tensor& flip);
+// horizontal_flip() with flip = bernoulli({N}, p) drawn from gen.
+Tensor random_horizontal_flip(const Tensor& x, double p, Generator& gen);
+// One-hot encoding: labels of any shape -> shape + (num_classes,); throws ValueError when a
+// label lies outside [0, num_classes).
+Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype = Float32);
+
+// --- composable transforms on batches
+
+// A transform maps a batch (a tensor per field) to a batch, drawing randomness from `gen`.
+class Transform {
+ public:
+  using Fn = std::function<Batch(Batch, Generator&)>;
+  Transform() = default;  // the identity
+  Transform(Fn fn, std::string name = "lambda") : fn_(std::move(fn)), name_(std::move(name)) {}
+
+  Batch operator()(Batch batch, Generator& gen) const { return fn_ ? fn_(std::move(batch), gen) : batch; }
+  Batch operator()(Batch batch, uint64_t seed) const {
+    Generator gen(seed);
+    return (*this)(std::move(batch), gen);
+  }
+  // Applies the transform to one example: adds a leading axis of 1 to every field, applies,
+  // and removes it again.
+  Example apply_example(Example example, Generator& gen) const;
+  bool is_identity() const { return !fn_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  Fn fn_;
+  std::string name_ = "identity";
+};
+
+// The transforms applied in order (each draws from the same Generator, one after the other).
+class Compose : public Transform {
+ public:
+  Compose(std::vector<Transform> transforms);
+};
+
+// Field selection: `field` is the index of the tensor in the batch ({image, label}: 0 and 1).
+class Normalize : public Transform {
+ public:
+  Normalize(std::vector<double> mean, std::vector<double> std, size_t field = 0, int64_t channel_axis = 1);
+};
+class RandomCrop : public Transform {
+ public:
+  RandomCrop(int64_t height, int64_t width, int64_t padding = 0, size_t field = 0);
+};
+class RandomHorizontalFlip : public Transform {
+ public:
+  explicit RandomHorizontalFlip(double p = 0.5, size_t field = 0);
+};
+class OneHot : public Transform {
+ public:
+  OneHot(int64_t num_classes, size_t field = 1, DType dtype = Float32);
+};
+// Converts a field's dtype, scaling by `scale` (ToFloat{1/255.0} turns uint8 pixels into [0, 1]).
+class Cast : public Transform {
+ public:
+  Cast(DType dtype, double scale = 1.0, size_t field = 0);
+};
+// Any tensor function on one field.
+class Lambda : public Transform {
+ public:
+  Lambda(std::function<Tensor(const Tensor&, Generator&)> fn, size_t field = 0, std::string name = "lambda");
+};
+
+}  // namespace loom::data

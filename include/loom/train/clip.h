@@ -1,0 +1,20 @@
+#pragma once
+// Gradient clipping with torch.nn.utils semantics, applied in place to the parameters'
+// accumulated gradients (parameters without a gradient are skipped).
+#include <limits>
+#include <vector>
+
+#include "loom/core/tensor.h"
+
+namespace loom::train {
+
+// Scales every gradient by min(1, max_norm / (total_norm + 1e-6)), where total_norm is the
+// norm_type-norm of all gradients together (norm_type = infinity: the largest |g|), and returns
+// total_norm (computed in double). Like PyTorch, the gradients are always multiplied (by 1 when
+// within the norm). error_if_nonfinite: throw ValueError when the total norm is NaN or infinite.
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
+                      bool error_if_nonfinite = false);
+// Clamps every gradient element to [-value, value].
+void clip_grad_value(const std::vector<Tensor>& params, double value);
+
+}  // namespace loom::train

@@ -1,0 +1,64 @@
+#pragma once
+// Loss functions for training, each a composition of differentiable ops (gradients flow to the
+// predictions, and to the targets where the formula depends on them), with torch.nn.functional
+// semantics. `reduction` is Mean (the default), Sum or None (the elementwise / per-sample loss).
+//
+// The classification losses of loom/ops (cross_entropy, nll_loss,
+// binary_cross_entropy_with_logits, with weight / ignore_index / pos_weight) are available here
+// under the same names; the overloads below take the reduction as the third argument.
+#include <cstdint>
+
+#include "loom/core/tensor.h"
+#include "loom/ops/losses.h"
+
+namespace loom::train {
+
+using loom::Reduction;
+using loom::cross_entropy;
+using loom::nll_loss;
+using loom::binary_cross_entropy_with_logits;
+
+// mean((pred - target)^2) (F.mse_loss); the operands broadcast.
+Tensor mse(const Tensor& pred, const Tensor& target, Reduction reduction = Reduction::Mean);
+// mean(|pred - target|) (F.l1_loss); gradient 0 where pred == target.
+Tensor mae(const Tensor& pred, const Tensor& target, Reduction reduction = Reduction::Mean);
+// F.huber_loss: 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), d = pred - target.
+Tensor huber(const Tensor& pred, const Tensor& target, double delta = 1.0, Reduction reduction = Reduction::Mean);
+
+// Cross-entropy of logits (N, C, d1, ...) — class axis 1, or axis 0 of an unbatched (C,) —
+// against integer class ids (N, d1, ...) or floating class probabilities / one-hot rows of the
+// logits' shape, with PyTorch's label smoothing (F.cross_entropy; loom::cross_entropy has the
+// class weights and ignore_index).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction, double label_smoothing = 0.0);
+// Negative log-likelihood of log-probabilities (N, C, ...) for class ids (F.nll_loss).
+Tensor nll(const Tensor& log_probs, const Tensor& target, Reduction reduction = Reduction::Mean);
+
+// Binary cross-entropy on probabilities in [0, 1] (F.binary_cross_entropy): each log term is
+// clamped to >= -100 as in PyTorch, so p = 0 or 1 gives a finite loss. At exactly p = 0 or 1 the
+// clamped term contributes no gradient (PyTorch's backward instead divides by max(p(1-p), 1e-12)).
+// weight (optional) broadcasts against pred.
+Tensor binary_cross_entropy(const Tensor& pred, const Tensor& target, Reduction reduction = Reduction::Mean,
+                            const Tensor& weight = Tensor());
+// Numerically stable binary cross-entropy on logits (F.binary_cross_entropy_with_logits).
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, Reduction reduction,
+                                        const Tensor& pos_weight = Tensor());
+
+// KL divergence with F.kl_div semantics: `input` holds log-probabilities; `target` holds
+// probabilities (or log-probabilities with log_target). Pointwise
+// target * (log(target) - input) (0 where target == 0). BatchMean divides the sum by the batch
+// size input.dim(0) — the mathematically correct KL per sample, and the default here (PyTorch
+// defaults to the elementwise Mean and warns about it).
+enum class KLReduction { None, Mean, Sum, BatchMean };
+Tensor kl_divergence(const Tensor& input, const Tensor& target, KLReduction reduction = KLReduction::BatchMean,
+                     bool log_target = false);
+
+// Cosine similarity along `axis` as F.cosine_similarity: sum(a b) / sqrt(max(|a|^2 |b|^2, eps^2)).
+Tensor cosine_similarity(const Tensor& a, const Tensor& b, int64_t axis = -1, double eps = 1e-8);
+// 1 - cosine_similarity(a, b) along the last axis, reduced over the remaining elements.
+Tensor cosine(const Tensor& a, const Tensor& b, Reduction reduction = Reduction::Mean);
+// F.cosine_embedding_loss: a, b (N, D) or (D,), y of +1 / -1 per sample: 1 - cos where y = 1,
+// max(0, cos - margin) where y = -1 (cos with PyTorch's 1e-12 added to each squared norm).
+Tensor cosine_embedding(const Tensor& a, const Tensor& b, const Tensor& y, double margin = 0.0,
+                        Reduction reduction = Reduction::Mean);
+
+}  // namespace loom::train

@@ -1,0 +1,83 @@
+#pragma once
+// Model: a layer graph with a loss, an optimizer and metrics, trained by fit() on a data
+// loader, measured by evaluate(), applied by predict(). Batches are the loader's fields: the
+// graph's inputs first (in the graph's input order), then the target.
+//
+//   train::Model model(graph, train::losses::cross_entropy_loss(), std::make_shared<train::Adam>(params),
+//                      {std::make_shared<train::Accuracy>()});
+//   History h = model.fit(train_loader, {.epochs = 10, .validation = &test_loader});
+//
+// TensorX style: Model::from_graphs(inference, training, evaluation, ...) where the training
+// graph (inputs: the inference inputs, then the targets) ends in the loss, all sharing state.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/data/loader.h"
+#include "loom/graph/graph.h"
+#include "loom/train/history.h"
+#include "loom/train/metrics.h"
+#include "loom/train/optimizers.h"
+
+namespace loom::train {
+
+class Callback;
+using Logs = std::map<std::string, double>;
+using LossFn = std::function<Tensor(const Tensor& prediction, const Tensor& target)>;
+
+struct FitOptions {
+  int epochs = 1;
+  data::DataLoader* validation = nullptr;
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  bool progress = true;     // a ProgressBar on stdout
+  int progress_every = 100; // steps between plain progress lines when stdout is not a terminal
+};
+
+class Model {
+ public:
+  Model(Graph graph, LossFn loss, std::shared_ptr<Optimizer> optimizer, std::vector<std::shared_ptr<Metric>> metrics = {});
+  // The training graph's single output is the (scalar) loss; the evaluation graph, when given,
+  // too (else the training graph is used for evaluation, in Eval mode).
+  static Model from_graphs(Graph inference, Graph training, std::optional<Graph> evaluation,
+                           std::shared_ptr<Optimizer> optimizer, std::vector<std::shared_ptr<Metric>> metrics = {});
+
+  // Trains from the loader's current position (so a restored checkpoint continues mid-epoch)
+  // until `epochs` epochs are complete or a callback calls stop_training().
+  History fit(data::DataLoader& train, const FitOptions& options = {});
+  // Mean loss and metrics over one pass of the loader (Eval mode, no gradients).
+  Logs evaluate(data::DataLoader& data);
+  // The inference graph's output for `x` in batches (Eval mode, no gradients).
+  Tensor predict(const Tensor& x, int64_t batch_size = 256);
+
+  void stop_training() { stop_ = true; }
+  bool stop_requested() const { return stop_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  const Graph& graph() const { return inference_; }
+  const History& history() const { return history_; }
+  int64_t epochs_done() const { return epochs_done_; }
+
+  // Checkpoints hold the weights and buffers, the optimizer state, the default generator, the
+  // epoch count and, when given, the loader position: load_checkpoint then fit continues
+  // exactly as if training had not stopped.
+  void save_checkpoint(const std::string& path, const data::DataLoader* loader = nullptr) const;
+  void load_checkpoint(const std::string& path, data::DataLoader* loader = nullptr);
+
+ private:
+  Model() = default;
+  // Loss and predictions for one batch in the current mode.
+  std::pair<Tensor, Tensor> forward(const data::Batch& batch);
+
+  Graph inference_;
+  std::optional<Graph> training_, evaluation_;
+  std::shared_ptr<Plan> inference_plan_, training_plan_, evaluation_plan_;
+  LossFn loss_;
+  std::shared_ptr<Optimizer> optimizer_;
+  std::vector<std::shared_ptr<Metric>> metrics_;
+  History history_;
+  int64_t epochs_done_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace loom::train

@@ -1,0 +1,238 @@
+#include "loom/data/csv.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "data/gz_file.h"
+#include "loom/ops/creation.h"
+
+namespace loom::data {
+
+namespace {
+
+struct Fail {
+  const std::string& path;
+  [[noreturn]] void operator()(int64_t line, int64_t column, const std::string& what) const {
+    std::string where = "read_csv: '" + path + "'";
+    if (line > 0) where += " line " + std::to_string(line);
+    if (column > 0) where += ", column " + std::to_string(column);
+    throw IOError(where + ": " + what);
+  }
+};
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+// Splits one line into fields; quotes group delimiters and "" stands for one quote.
+std::vector<std::string> split(std::string_view line, char delim, int64_t line_no, const Fail& fail) {
+  std::vector<std::string> out;
+  std::string field;
+  size_t i = 0;
+  for (;;) {
+    // skip leading blanks, then a quoted or plain field
+    size_t j = i;
+    while (j < line.size() && (line[j] == ' ' || line[j] == '\t') && line[j] != delim) ++j;
+    if (j < line.size() && line[j] == '"') {
+      field.clear();
+      size_t k = j + 1;
+      for (;;) {
+        if (k >= line.size()) fail(line_no, static_cast<int64_t>(out.size()) + 1, "unterminated quoted field");
+        if (line[k] == '"') {
+          if (k + 1 < line.size() && line[k + 1] == '"') {
+            field += '"';
+            k += 2;
+            continue;
+          }
+          ++k;
+          break;
+        }
+        field += line[k++];
+      }
+      while (k < line.size() && (line[k] == ' ' || line[k] == '\t') && line[k] != delim) ++k;
+      if (k < line.size() && line[k] != delim)
+        fail(line_no, static_cast<int64_t>(out.size()) + 1, "characters after a closing quote");
+      out.push_back(field);
+      if (k >= line.size()) break;
+      i = k + 1;
+    } else {
+      const size_t k = line.find(delim, i);
+      out.push_back(trim(line.substr(i, k == std::string_view::npos ? std::string_view::npos : k - i)));
+      if (k == std::string_view::npos) break;
+      i = k + 1;
+    }
+  }
+  return out;
+}
+
+struct Lines {
+  const std::string& text;
+  size_t pos = 0;
+  int64_t line_no = 0;
+  // The next line without its end; false at the end of the text.
+  bool next(std::string_view& line) {
+    if (pos >= text.size()) return false;
+    size_t e = text.find('\n', pos);
+    if (e == std::string::npos) e = text.size();
+    line = std::string_view(text).substr(pos, e - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos = e + 1;
+    ++line_no;
+    return true;
+  }
+};
+
+bool blank(std::string_view s) {
+  for (char c : s)
+    if (c != ' ' && c != '\t') return false;
+  return true;
+}
+
+struct Parsed {
+  std::string text;
+  std::vector<std::string> header;
+  size_t data_pos = 0;
+  int64_t data_line = 0;
+};
+
+Parsed open(const std::string& path, const CsvOptions& o) {
+  const Fail fail{path};
+  if (o.skip_rows < 0) throw ValueError("read_csv: skip_rows must be >= 0, got " + std::to_string(o.skip_rows));
+  if (o.delimiter == '"' || o.delimiter == '\n' || o.delimiter == '\r')
+    throw ValueError(std::string("read_csv: the delimiter cannot be '") + (o.delimiter == '"' ? "\"" : "a line end") + "'");
+  Parsed p;
+  p.text = detail::read_maybe_gzip(path, "read_csv");
+  Lines lines{p.text};
+  std::string_view line;
+  for (int64_t i = 0; i < o.skip_rows; ++i)
+    if (!lines.next(line)) fail(0, 0, "the file has fewer than skip_rows=" + std::to_string(o.skip_rows) + " lines");
+  if (o.header) {
+    bool found = false;
+    while (lines.next(line))
+      if (!blank(line)) {
+        found = true;
+        break;
+      }
+    if (!found) fail(0, 0, "the file has no header line");
+    p.header = split(line, o.delimiter, lines.line_no, fail);
+  }
+  p.data_pos = lines.pos;
+  p.data_line = lines.line_no;
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> read_csv_header(const std::string& path, const CsvOptions& options) {
+  CsvOptions o = options;
+  o.header = true;
+  return open(path, o).header;
+}
+
+Tensor read_csv(const std::string& path, const CsvOptions& o) {
+  const Fail fail{path};
+  if (!o.columns.empty() && !o.names.empty()) throw ValueError("read_csv: give columns or names, not both");
+  if (!o.names.empty() && !o.header) throw ValueError("read_csv: selecting columns by name needs header = true");
+  if (o.dtype == Float16 || o.dtype == BFloat16)
+    throw DTypeError(std::string("read_csv: dtype ") + dtype_name(o.dtype) + " is a storage type (read float32 and convert)");
+  Parsed p = open(path, o);
+  Lines lines{p.text, p.data_pos, p.data_line};
+
+  int64_t width = o.header ? static_cast<int64_t>(p.header.size()) : -1;  // fields per line
+  std::vector<int64_t> keep;  // 0-based field positions
+  auto resolve = [&](int64_t w, int64_t line_no) {
+    if (!o.names.empty()) {
+      for (const std::string& name : o.names) {
+        int64_t at = -1;
+        for (size_t i = 0; i < p.header.size(); ++i)
+          if (p.header[i] == name) at = static_cast<int64_t>(i);
+        if (at < 0) {
+          std::string all;
+          for (const auto& h : p.header) all += (all.empty() ? "" : ", ") + h;
+          fail(line_no, 0, "no column named '" + name + "' in the header (columns: " + all + ")");
+        }
+        keep.push_back(at);
+      }
+    } else if (!o.columns.empty()) {
+      for (int64_t c : o.columns) {
+        const int64_t at = c < 0 ? c + w : c;
+        if (at < 0 || at >= w)
+          fail(line_no, 0, "column " + std::to_string(c) + " does not exist in rows of " + std::to_string(w) + " fields");
+        keep.push_back(at);
+      }
+    } else {
+      for (int64_t i = 0; i < w; ++i) keep.push_back(i);
+    }
+  };
+  if (o.header) resolve(width, p.data_line);
+
+  const bool floating = is_floating(o.dtype);
+  std::vector<double> fvals;
+  std::vector<int64_t> ivals;
+  int64_t rows = 0;
+  std::string_view line;
+  while (lines.next(line)) {
+    if (blank(line)) continue;
+    const std::vector<std::string> fields = split(line, o.delimiter, lines.line_no, fail);
+    const int64_t n = static_cast<int64_t>(fields.size());
+    if (width < 0) {
+      width = n;
+      resolve(width, lines.line_no);
+    }
+    if (n != width)
+      fail(lines.line_no, 0,
+           "the line has " + std::to_string(n) + " fields but " + (o.header ? std::string("the header has ") : std::string("the first row has ")) +
+               std::to_string(width));
+    for (int64_t at : keep) {
+      const std::string& f = fields[static_cast<size_t>(at)];
+      const int64_t col = at + 1;
+      if (f.empty()) fail(lines.line_no, col, "the field is empty (missing value)");
+      const char* b = f.data();
+      const char* e = f.data() + f.size();
+      if (*b == '+' && e - b > 1 && b[1] != '-') ++b;
+      if (floating) {
+        double v;
+        const auto r = std::from_chars(b, e, v);
+        if (r.ec == std::errc::result_out_of_range)
+          fail(lines.line_no, col, "'" + f + "' is out of the range of float64");
+        if (r.ec != std::errc() || r.ptr != e) fail(lines.line_no, col, "'" + f + "' is not a number");
+        fvals.push_back(v);
+      } else if (o.dtype == Bool) {
+        int64_t v;
+        if (f == "true" || f == "True" || f == "TRUE") v = 1;
+        else if (f == "false" || f == "False" || f == "FALSE") v = 0;
+        else {
+          const auto r = std::from_chars(b, e, v);
+          if (r.ec != std::errc() || r.ptr != e || (v != 0 && v != 1))
+            fail(lines.line_no, col, "'" + f + "' is not a boolean (valid: 0, 1, true, false)");
+        }
+        ivals.push_back(v);
+      } else {
+        int64_t v;
+        const auto r = std::from_chars(b, e, v);
+        if (r.ec == std::errc::result_out_of_range) fail(lines.line_no, col, "'" + f + "' is out of the range of int64");
+        if (r.ec != std::errc() || r.ptr != e)
+          fail(lines.line_no, col, "'" + f + "' is not an integer (dtype " + dtype_name(o.dtype) + ")");
+        const bool fits = o.dtype == Int64 || (o.dtype == Int32 && v >= std::numeric_limits<int32_t>::min() &&
+                                               v <= std::numeric_limits<int32_t>::max()) ||
+                          (o.dtype == UInt8 && v >= 0 && v <= 255);
+        if (!fits) fail(lines.line_no, col, "'" + f + "' is out of the range of " + dtype_name(o.dtype));
+        ivals.push_back(v);
+      }
+    }
+    ++rows;
+  }
+  const Shape shape{rows, static_cast<int64_t>(keep.size())};
+  if (floating) {
+    Tensor t = from_vector(fvals, shape, Device::cpu());
+    return o.dtype == Float64 ? t : t.astype(o.dtype);
+  }
+  Tensor t = from_vector(ivals, shape, Device::cpu());
+  return o.dtype == Int64 ? t : t.astype(o.dtype);
+}
+
+}  // namespace loom::data

@@ -1,0 +1,194 @@
+#include "loom/io/model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/core/file.h"
+#include "loom/core/grad_mode.h"
+#include "loom/graph/serialize.h"
+
+namespace loom::io {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kFormatKey = "loom.format";
+constexpr const char* kGraphKey = "loom.graph";
+constexpr const char* kExtraKey = "loom.extra";
+
+bool reserved(const std::string& key) { return key == kFormatKey || key == kGraphKey || key == kExtraKey; }
+
+// One parameter or buffer of a graph and every key that names it (a shared tensor is reachable
+// from each layer that holds it; the first key, in graph order, is the one written).
+struct Slot {
+  std::vector<std::string> keys;
+  Tensor tensor;
+};
+
+std::vector<Slot> slots_of(const Graph& graph) {
+  std::vector<Slot> slots;
+  std::unordered_map<const TensorImpl*, size_t> index;
+  for (const nn::Layer& l : graph.nodes()) {
+    const nn::State& st = l.state();
+    for (bool buffers : {false, true})
+      for (const auto& [path, t] : buffers ? st.all_buffers() : st.all_params()) {
+        const std::string key = l.name() + "/" + path;
+        auto [it, fresh] = index.emplace(t.impl().get(), slots.size());
+        if (fresh) slots.push_back({{}, t});
+        std::vector<std::string>& keys = slots[it->second].keys;
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      }
+  }
+  return slots;
+}
+
+std::string list(const std::vector<std::string>& names, size_t most = 8) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < most; ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > most) s += ", ... (" + std::to_string(names.size()) + " in all)";
+  return s;
+}
+
+std::string encode(const char* op, const Graph& graph, bool with_graph, const TensorMap& extra, const Metadata& metadata) {
+  for (const auto& [k, v] : metadata)
+    if (reserved(k))
+      throw ValueError(std::string(op) + ": the metadata key '" + k + "' is reserved (" + kFormatKey + ", " + kGraphKey + ", " + kExtraKey + ")");
+  TensorMap all = graph_state(graph);
+  json extra_names = json::array();
+  for (const auto& [name, t] : extra) {
+    if (all.count(name))
+      throw ValueError(std::string(op) + ": the extra tensor '" + name + "' has the name of a parameter or buffer of the graph");
+    all.emplace(name, t);
+    extra_names.push_back(name);
+  }
+  Metadata meta = metadata;
+  meta[kFormatKey] = with_graph ? "model" : "state";
+  if (with_graph) meta[kGraphKey] = graph_to_json(graph);  // throws for a Lambda layer
+  if (!extra.empty()) meta[kExtraKey] = extra_names.dump();
+  try {
+    return encode_safetensors(all, meta);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string(op) + ": " + e.what());
+  }
+}
+
+// Splits a file's tensors into the graph's and the extras; checks the reserved metadata.
+Checkpoint split(const std::string& path, TensorMap& tensors, Metadata& meta) {
+  Checkpoint rest;
+  if (auto it = meta.find(kExtraKey); it != meta.end()) {
+    json names;
+    try {
+      names = json::parse(it->second);
+    } catch (const json::exception&) {
+      throw IOError("load: '" + path + "': the metadata '" + kExtraKey + "' is not a JSON list of names");
+    }
+    if (!names.is_array()) throw IOError("load: '" + path + "': the metadata '" + kExtraKey + "' is not a JSON list of names");
+    for (const json& n : names) {
+      if (!n.is_string()) throw IOError("load: '" + path + "': the metadata '" + kExtraKey + "' is not a JSON list of names");
+      auto t = tensors.find(n.get<std::string>());
+      if (t == tensors.end())
+        throw IOError("load: '" + path + "': the extra tensor '" + n.get<std::string>() + "' listed in the metadata is missing");
+      rest.extra.insert(tensors.extract(t));
+    }
+  }
+  for (const auto& [k, v] : meta)
+    if (!reserved(k)) rest.metadata.emplace(k, v);
+  return rest;
+}
+
+}  // namespace
+
+TensorMap graph_state(const Graph& graph) {
+  TensorMap out;
+  for (Slot& s : slots_of(graph)) {
+    if (out.count(s.keys[0]))
+      throw ValueError("graph_state: two different tensors have the key '" + s.keys[0] + "' (layer names must be unique)");
+    out.emplace(s.keys[0], s.tensor);
+  }
+  return out;
+}
+
+void load_graph_state(const Graph& graph, const TensorMap& tensors, const std::string& source) {
+  const std::vector<Slot> slots = slots_of(graph);
+  std::vector<const Tensor*> values(slots.size(), nullptr);
+  std::unordered_map<std::string, bool> used;
+  for (const auto& [k, v] : tensors) used.emplace(k, false);
+  std::vector<std::string> missing;
+  // Check everything first so that a mismatch leaves the graph untouched.
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Slot& s = slots[i];
+    std::vector<std::string> present;
+    for (const std::string& k : s.keys)
+      if (auto it = tensors.find(k); it != tensors.end()) {
+        present.push_back(k);
+        used[k] = true;
+        values[i] = &it->second;
+      }
+    if (present.empty()) {
+      missing.push_back(s.keys[0]);
+      continue;
+    }
+    if (present.size() > 1)
+      throw ValueError("load: " + source + " holds " + list(present) + ", which name the same shared tensor: give it once");
+    const Tensor& v = *values[i];
+    if (!v.defined()) throw ValueError("load: " + source + ": the tensor '" + present[0] + "' is undefined");
+    if (v.shape() != s.tensor.shape())
+      throw ShapeError("load: " + source + ": '" + present[0] + "' has shape " + shape_str(v.shape()) + " but the graph expects " +
+                       shape_str(s.tensor.shape()));
+    if (v.dtype() != s.tensor.dtype())
+      throw DTypeError("load: " + source + ": '" + present[0] + "' has dtype " + dtype_name(v.dtype()) + " but the graph expects " +
+                       dtype_name(s.tensor.dtype()));
+  }
+  if (!missing.empty()) throw ValueError("load: " + source + " lacks the graph's " + list(missing));
+  std::vector<std::string> unexpected;
+  for (const auto& [k, v] : tensors)
+    if (!used.at(k)) unexpected.push_back(k);
+  if (!unexpected.empty()) throw ValueError("load: " + source + " holds " + list(unexpected) + ", which the graph does not have");
+  GradModeScope off(false);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Tensor dst = slots[i].tensor;
+    dst.copy_(*values[i]);
+  }
+}
+
+void save_model(const std::string& path, const Graph& graph, const TensorMap& extra, const Metadata& metadata) {
+  write_file_atomic(path, encode("save_model", graph, true, extra, metadata));
+}
+
+void save_state(const std::string& path, const Graph& graph, const TensorMap& extra, const Metadata& metadata) {
+  write_file_atomic(path, encode("save_state", graph, false, extra, metadata));
+}
+
+Graph load_model(const std::string& path, Checkpoint* rest) {
+  Metadata meta;
+  TensorMap tensors = load_safetensors(path, &meta);
+  auto g = meta.find(kGraphKey);
+  if (g == meta.end())
+    throw IOError("load_model: '" + path + "' holds no architecture (no '" + std::string(kGraphKey) +
+                  "' metadata): it is a weights-only file; build the graph and use load_state");
+  Graph graph = [&] {
+    try {
+      return graph_from_json(g->second);
+    } catch (const ValueError& e) {
+      throw ValueError("load_model: '" + path + "': " + e.what());
+    }
+  }();
+  Checkpoint r = split(path, tensors, meta);
+  load_graph_state(graph, tensors, "'" + path + "'");
+  if (rest) *rest = std::move(r);
+  return graph;
+}
+
+Checkpoint load_state(const std::string& path, const Graph& graph) {
+  Metadata meta;
+  TensorMap tensors = load_safetensors(path, &meta);
+  Checkpoint r = split(path, tensors, meta);
+  load_graph_state(graph, tensors, "'" + path + "'");
+  return r;
+}
+
+}  // namespace loom::io

@@ -1,0 +1,102 @@
+// Adam (L2 weight decay, optional AMSGrad) and AdamW (decoupled weight decay), as
+// torch.optim.Adam / AdamW.
+#include <algorithm>
+#include <cmath>
+
+#include "loom/ops/elementwise.h"
+#include "loom/train/optimizers.h"
+#include "train/fused.h"
+
+namespace loom::train {
+
+namespace {
+
+struct AdamStep {
+  double decay_factor;  // AdamW: 1 - lr * weight_decay (1 for Adam)
+  double l2;            // Adam: weight_decay (0 for AdamW)
+  double step_size;     // lr / (1 - beta1^t)
+  double bc2_sqrt;      // sqrt(1 - beta2^t)
+};
+
+template <typename T>
+void adam_fused(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const Tensor& max_sq, const AdamOptions& o, const AdamStep& s) {
+  T* p = detail::ptr<T>(param);
+  const T* g = detail::ptr<T>(grad);
+  T* m = detail::ptr<T>(exp_avg);
+  T* v = detail::ptr<T>(exp_avg_sq);
+  T* vmax = detail::ptr<T>(max_sq);
+  const T b1 = static_cast<T>(o.beta1), omb1 = static_cast<T>(1.0 - o.beta1);
+  const T b2 = static_cast<T>(o.beta2), omb2 = static_cast<T>(1.0 - o.beta2);
+  const T l2 = static_cast<T>(s.l2), decay = static_cast<T>(s.decay_factor);
+  const T neg_step = static_cast<T>(-s.step_size), bc2 = static_cast<T>(s.bc2_sqrt), eps = static_cast<T>(o.eps);
+  const bool use_l2 = s.l2 != 0, use_decay = s.decay_factor != 1.0, ams = vmax != nullptr;
+  detail::fused_for(param.numel(), [&](int64_t i) {
+    T pi = p[i];
+    if (use_decay) pi = pi * decay;
+    T gi = g[i];
+    if (use_l2) gi = gi + l2 * pi;
+    const T mi = m[i] * b1 + omb1 * gi;
+    const T vi = v[i] * b2 + (omb2 * gi) * gi;
+    m[i] = mi;
+    v[i] = vi;
+    T vv = vi;
+    if (ams) vmax[i] = vv = std::max(vmax[i], vi);
+    const T denom = std::sqrt(vv) / bc2 + eps;
+    p[i] = pi + (neg_step * mi) / denom;
+  });
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, false) {}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
+    : Optimizer(std::move(params), o.lr), opt_(o), decoupled_(decoupled) {
+  const std::string n = name();
+  if (!(o.eps >= 0)) throw ValueError(n + ": eps must be >= 0, got " + std::to_string(o.eps));
+  if (!(o.beta1 >= 0 && o.beta1 < 1)) throw ValueError(n + ": beta1 must be in [0, 1), got " + std::to_string(o.beta1));
+  if (!(o.beta2 >= 0 && o.beta2 < 1)) throw ValueError(n + ": beta2 must be in [0, 1), got " + std::to_string(o.beta2));
+  if (!(o.weight_decay >= 0)) throw ValueError(n + ": weight_decay must be >= 0, got " + std::to_string(o.weight_decay));
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
+    : Adam(std::move(params), AdamOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.amsgrad}, true) {}
+
+std::map<std::string, double> Adam::hyperparameters() const {
+  return {{"beta1", opt_.beta1}, {"beta2", opt_.beta2}, {"eps", opt_.eps}, {"weight_decay", opt_.weight_decay},
+          {"amsgrad", opt_.amsgrad ? 1.0 : 0.0}};
+}
+
+void Adam::update(size_t, Tensor& param, const Tensor& grad, ParamState& state) {
+  Tensor& m = buffer(state, "exp_avg", param);
+  Tensor& v = buffer(state, "exp_avg_sq", param);
+  Tensor vmax;
+  if (opt_.amsgrad) vmax = buffer(state, "max_exp_avg_sq", param);
+  const int64_t t = ++state.step;
+  AdamStep s;
+  s.decay_factor = decoupled_ ? 1.0 - lr() * opt_.weight_decay : 1.0;
+  s.l2 = decoupled_ ? 0.0 : opt_.weight_decay;
+  s.step_size = lr() / (1.0 - std::pow(opt_.beta1, static_cast<double>(t)));
+  s.bc2_sqrt = std::sqrt(1.0 - std::pow(opt_.beta2, static_cast<double>(t)));
+  if (can_fuse({&param, &grad, &m, &v, &vmax})) {
+    if (param.dtype() == DType::Float32) adam_fused<float>(param, grad, m, v, vmax, opt_, s);
+    else adam_fused<double>(param, grad, m, v, vmax, opt_, s);
+    return;
+  }
+  if (s.decay_factor != 1.0) param *= s.decay_factor;
+  Tensor g = s.l2 != 0 ? grad + param * s.l2 : grad;
+  m *= opt_.beta1;
+  m += g * (1.0 - opt_.beta1);
+  v *= opt_.beta2;
+  v += g * (1.0 - opt_.beta2) * g;
+  Tensor vv = v;
+  if (opt_.amsgrad) {
+    vmax.copy_(maximum(vmax, v));
+    vv = vmax;
+  }
+  Tensor denom = sqrt(vv) / s.bc2_sqrt + opt_.eps;
+  param += m * -s.step_size / denom;
+}
+
+}  // namespace loom::train

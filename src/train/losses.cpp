@@ -1,0 +1,156 @@
+// Training losses composed of differentiable ops (torch.nn.functional's definitions).
+#include "loom/train/losses.h"
+
+#include <string>
+
+#include "loom/autograd/autograd.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/reduction.h"
+
+namespace loom::train {
+
+namespace {
+
+std::string desc(const Tensor& t) {
+  return shape_str(t.shape()) + " " + dtype_name(t.dtype());
+}
+
+void check_float(const Tensor& t, const char* op, const char* what) {
+  if (!t.defined()) throw ValueError(std::string(op) + ": " + what + " is undefined");
+  if (!is_floating(t.dtype()))
+    throw DTypeError(std::string(op) + ": " + what + " must be floating, got " + desc(t));
+}
+
+void check_pair(const Tensor& pred, const Tensor& target, const char* op) {
+  check_float(pred, op, "pred");
+  if (!target.defined()) throw ValueError(std::string(op) + ": target is undefined");
+}
+
+Tensor reduce(const Tensor& x, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::None: return x;
+    case Reduction::Sum: return sum(x);
+    case Reduction::Mean: return mean(x);
+  }
+  return x;
+}
+
+// The target converted to pred's floating dtype when it is not floating (integer 0/1 labels).
+Tensor float_target(const Tensor& pred, const Tensor& target) {
+  return is_floating(target.dtype()) ? target : target.astype(pred.dtype());
+}
+
+}  // namespace
+
+Tensor mse(const Tensor& pred, const Tensor& target, Reduction reduction) {
+  check_pair(pred, target, "mse");
+  return reduce(square(pred - float_target(pred, target)), reduction);
+}
+
+Tensor mae(const Tensor& pred, const Tensor& target, Reduction reduction) {
+  check_pair(pred, target, "mae");
+  return reduce(abs(pred - float_target(pred, target)), reduction);
+}
+
+Tensor huber(const Tensor& pred, const Tensor& target, double delta, Reduction reduction) {
+  check_pair(pred, target, "huber");
+  if (!(delta > 0)) throw ValueError("huber: delta must be > 0, got " + std::to_string(delta));
+  // With a = |d| and q = min(a, delta): 0.5 q^2 + delta (a - q) is 0.5 d^2 inside the band and
+  // delta (a - 0.5 delta) outside; the gradient is d inside and delta sign(d) outside (also at
+  // |d| == delta, where minimum splits its gradient evenly).
+  Tensor a = abs(pred - float_target(pred, target));
+  Tensor q = minimum(a, delta);
+  return reduce(0.5 * square(q) + delta * (a - q), reduction);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction, double label_smoothing) {
+  return loom::cross_entropy(logits, target, Tensor(), reduction, -100, label_smoothing);
+}
+
+Tensor nll(const Tensor& log_probs, const Tensor& target, Reduction reduction) {
+  return loom::nll_loss(log_probs, target, Tensor(), reduction);
+}
+
+Tensor binary_cross_entropy(const Tensor& pred, const Tensor& target, Reduction reduction, const Tensor& weight) {
+  check_pair(pred, target, "binary_cross_entropy");
+  Tensor y = float_target(pred, target);
+  if (y.shape() != pred.shape())
+    throw ShapeError("binary_cross_entropy: target " + desc(target) + " must have pred's shape " +
+                     shape_str(pred.shape()));
+  {
+    NoGrad off;
+    Tensor p = pred.detach();
+    if (p.numel() > 0 && any(logical_or(p < 0.0, p > 1.0)).item<bool>())
+      throw ValueError("binary_cross_entropy: pred must hold probabilities in [0, 1] (apply sigmoid to logits, or use "
+                       "binary_cross_entropy_with_logits)");
+  }
+  // log(x) clamped to >= -100 (PyTorch); log(0) is never evaluated, so no inf * 0 in backward.
+  auto clamped_log = [](const Tensor& x) {
+    Tensor pos = x > 0.0;
+    return maximum(where(pos, log(where(pos, x, 1.0)), -100.0), -100.0);
+  };
+  Tensor loss = -(y * clamped_log(pred) + (1.0 - y) * clamped_log(1.0 - pred));
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, Reduction reduction,
+                                        const Tensor& pos_weight) {
+  check_float(logits, "binary_cross_entropy_with_logits", "logits");
+  return loom::binary_cross_entropy_with_logits(logits, float_target(logits, target), Tensor(), pos_weight, reduction);
+}
+
+Tensor kl_divergence(const Tensor& input, const Tensor& target, KLReduction reduction, bool log_target) {
+  check_float(input, "kl_divergence", "input");
+  check_float(target, "kl_divergence", "target");
+  Tensor out;
+  if (log_target) {
+    out = exp(target) * (target - input);
+  } else {
+    // xlogy(t, t) - t * input, with 0 log 0 = 0 (and no log(0) evaluated)
+    Tensor pos = target > 0.0;
+    out = where(pos, target * log(where(pos, target, 1.0)), 0.0) - target * input;
+  }
+  switch (reduction) {
+    case KLReduction::None: return out;
+    case KLReduction::Sum: return sum(out);
+    case KLReduction::Mean: return mean(out);
+    case KLReduction::BatchMean: return input.ndim() == 0 ? sum(out) : sum(out) / static_cast<double>(input.dim(0));
+  }
+  return out;
+}
+
+Tensor cosine_similarity(const Tensor& a, const Tensor& b, int64_t axis, double eps) {
+  check_float(a, "cosine_similarity", "a");
+  check_float(b, "cosine_similarity", "b");
+  Tensor w12 = sum(a * b, {axis});
+  Tensor w1 = sum(a * a, {axis});
+  Tensor w2 = sum(b * b, {axis});
+  return w12 / sqrt(maximum(w1 * w2, eps * eps));
+}
+
+Tensor cosine(const Tensor& a, const Tensor& b, Reduction reduction) {
+  return reduce(1.0 - cosine_similarity(a, b, -1), reduction);
+}
+
+Tensor cosine_embedding(const Tensor& a, const Tensor& b, const Tensor& y, double margin, Reduction reduction) {
+  check_float(a, "cosine_embedding", "a");
+  check_float(b, "cosine_embedding", "b");
+  if (!y.defined()) throw ValueError("cosine_embedding: y is undefined");
+  if (a.shape() != b.shape() || (a.ndim() != 1 && a.ndim() != 2) || y.ndim() != a.ndim() - 1 ||
+      (a.ndim() == 2 && y.dim(0) != a.dim(0)))
+    throw ShapeError("cosine_embedding: expected a, b of equal shape (N, D) or (D,) and y (N,) or (), got a " + desc(a) +
+                     ", b " + desc(b) + ", y " + desc(y));
+  const int64_t axis = y.ndim();
+  constexpr double kEps = 1e-12;
+  Tensor prod = sum(a * b, {axis});
+  Tensor m1 = sum(a * a, {axis}) + kEps;
+  Tensor m2 = sum(b * b, {axis}) + kEps;
+  Tensor cos = prod / sqrt(m1 * m2);
+  Tensor pos = where(y == 1, 1.0 - cos, 0.0);
+  Tensor neg = where(y == -1, maximum(cos - margin, 0.0), 0.0);
+  return reduce(pos + neg, reduction);
+}
+
+}  // namespace loom::train

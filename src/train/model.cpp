@@ -1,0 +1,209 @@
+#include "loom/train/model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "loom/autograd/autograd.h"
+#include "loom/io/model.h"
+#include "loom/nn/mode.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/random.h"
+#include "loom/train/callbacks.h"
+#include "loom/train/progress.h"
+
+namespace loom::train {
+
+using json = nlohmann::json;
+
+Model::Model(Graph graph, LossFn loss, std::shared_ptr<Optimizer> optimizer, std::vector<std::shared_ptr<Metric>> metrics)
+    : inference_(std::move(graph)), loss_(std::move(loss)), optimizer_(std::move(optimizer)), metrics_(std::move(metrics)) {
+  if (!optimizer_) throw ValueError("Model: no optimizer given");
+  if (!loss_) throw ValueError("Model: no loss function given");
+  if (inference_.outputs().size() != 1)
+    throw ValueError("Model: the graph must have one output, it has " + std::to_string(inference_.outputs().size()));
+  inference_plan_ = std::make_shared<Plan>(inference_);
+}
+
+Model Model::from_graphs(Graph inference, Graph training, std::optional<Graph> evaluation, std::shared_ptr<Optimizer> optimizer,
+                         std::vector<std::shared_ptr<Metric>> metrics) {
+  if (!optimizer) throw ValueError("Model::from_graphs: no optimizer given");
+  for (const Graph* g : {&inference, &training})
+    if (g->outputs().size() != 1) throw ValueError("Model::from_graphs: each graph must have one output");
+  if (training.inputs().size() <= inference.inputs().size())
+    throw ValueError("Model::from_graphs: the training graph takes the inference inputs and then the targets (" +
+                     std::to_string(training.inputs().size()) + " inputs for " + std::to_string(inference.inputs().size()) +
+                     " inference inputs)");
+  Model m;
+  m.inference_ = std::move(inference);
+  m.training_ = std::move(training);
+  m.evaluation_ = std::move(evaluation);
+  m.optimizer_ = std::move(optimizer);
+  m.metrics_ = std::move(metrics);
+  m.inference_plan_ = std::make_shared<Plan>(m.inference_);
+  m.training_plan_ = std::make_shared<Plan>(*m.training_);
+  if (m.evaluation_) m.evaluation_plan_ = std::make_shared<Plan>(*m.evaluation_);
+  return m;
+}
+
+std::pair<Tensor, Tensor> Model::forward(const data::Batch& batch) {
+  const size_t n_in = inference_.inputs().size();
+  if (batch.size() < n_in + 1)
+    throw ValueError("Model: a batch has " + std::to_string(batch.size()) + " fields; the model needs " + std::to_string(n_in) +
+                     " input(s) and then the target(s)");
+  std::vector<Tensor> xs(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_in));
+  if (training_) {
+    const bool eval = nn::current_mode() == nn::Mode::Eval;
+    Plan& p = eval && evaluation_plan_ ? *evaluation_plan_ : *training_plan_;
+    Tensor loss = p.run(batch)[0];
+    Tensor pred;
+    if (!metrics_.empty()) {
+      GradModeScope off(false);
+      pred = inference_plan_->run(xs)[0];
+    }
+    return {loss, pred};
+  }
+  Tensor pred = inference_plan_->run(xs)[0];
+  return {loss_(pred, batch[n_in]), pred};
+}
+
+History Model::fit(data::DataLoader& train, const FitOptions& o) {
+  stop_ = false;
+  ProgressBar bar(stdout, o.progress_every);
+  const size_t n_in = inference_.inputs().size();
+  for (auto& cb : o.callbacks) cb->on_train_begin(*this);
+  const int64_t steps = train.size();
+  if (train.position().epoch < epochs_done_) train.set_position({epochs_done_, 0});
+  while (epochs_done_ < o.epochs && !stop_) {
+    const int64_t epoch = epochs_done_;
+    for (auto& cb : o.callbacks) cb->on_epoch_begin(*this, epoch);
+    for (auto& m : metrics_) m->reset();
+    double loss_sum = 0;
+    int64_t seen = 0;
+    if (o.progress) bar.start_epoch(static_cast<int>(epoch + 1), o.epochs, steps);
+    int64_t step = train.position().batch;
+    bool complete = false;
+    Logs logs;
+    for (;;) {
+      std::optional<data::Batch> batch = train.next();
+      if (!batch) {
+        complete = true;
+        break;
+      }
+      ++step;
+      for (auto& cb : o.callbacks) cb->on_batch_begin(*this, step);
+      Tensor loss, pred;
+      {
+        nn::ModeScope mode(nn::Mode::Train);
+        std::tie(loss, pred) = forward(*batch);
+      }
+      optimizer_->zero_grad();
+      loss.backward();
+      optimizer_->step();
+      const int64_t n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
+      loss_sum += loss.item<double>() * static_cast<double>(n);
+      seen += n;
+      if (pred.defined()) {
+        GradModeScope off(false);
+        for (auto& m : metrics_) m->update(pred.detach(), (*batch)[n_in]);
+      }
+      logs = {{"loss", loss_sum / static_cast<double>(seen)}};
+      for (auto& m : metrics_) logs[m->name()] = m->result();
+      for (auto& cb : o.callbacks) cb->on_batch_end(*this, step, logs);
+      if (o.progress) bar.update(step, n, {logs.begin(), logs.end()});
+      if (stop_) break;
+    }
+    if (!complete) break;  // stopped mid-epoch: the epoch is not done
+    if (o.validation) {
+      for (const auto& [k, v] : evaluate(*o.validation)) logs["val_" + k] = v;
+    }
+    logs["lr"] = optimizer_->lr();
+    for (const auto& [k, v] : logs) history_.append(k, v);
+    ++epochs_done_;
+    for (auto& cb : o.callbacks) cb->on_epoch_end(*this, epoch, logs);
+    if (o.progress) {
+      std::vector<std::pair<std::string, double>> shown;
+      for (const auto& [k, v] : logs)
+        if (k != "lr") shown.emplace_back(k, v);
+      bar.end_epoch(shown);
+    }
+  }
+  for (auto& cb : o.callbacks) cb->on_train_end(*this, history_);
+  return history_;
+}
+
+Logs Model::evaluate(data::DataLoader& loader) {
+  nn::ModeScope mode(nn::Mode::Eval);
+  GradModeScope off(false);
+  const size_t n_in = inference_.inputs().size();
+  std::vector<std::unique_ptr<Metric>> ms;
+  for (auto& m : metrics_) ms.push_back(m->clone());
+  loader.set_position({loader.position().epoch, 0});
+  double loss_sum = 0;
+  int64_t seen = 0;
+  while (auto batch = loader.next()) {
+    auto [loss, pred] = forward(*batch);
+    const int64_t n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
+    loss_sum += loss.item<double>() * static_cast<double>(n);
+    seen += n;
+    for (auto& m : ms) m->update(pred, (*batch)[n_in]);
+  }
+  Logs logs{{"loss", seen ? loss_sum / static_cast<double>(seen) : 0.0}};
+  for (auto& m : ms) logs[m->name()] = m->result();
+  return logs;
+}
+
+Tensor Model::predict(const Tensor& x, int64_t batch_size) {
+  if (batch_size <= 0) throw ValueError("Model::predict: batch_size must be positive, got " + std::to_string(batch_size));
+  if (inference_.inputs().size() != 1)
+    throw ValueError("Model::predict: the graph has " + std::to_string(inference_.inputs().size()) + " inputs; predict takes one");
+  nn::ModeScope mode(nn::Mode::Eval);
+  GradModeScope off(false);
+  std::vector<Tensor> outs;
+  for (int64_t b = 0; b < x.dim(0); b += batch_size)
+    outs.push_back(inference_plan_->run({slice(x, 0, b, std::min(x.dim(0), b + batch_size))})[0]);
+  if (outs.empty()) throw ValueError("Model::predict: the input has no rows");
+  return outs.size() == 1 ? outs[0] : concatenate(outs, 0);
+}
+
+void Model::save_checkpoint(const std::string& path, const data::DataLoader* loader) const {
+  const OptimizerState os = optimizer_->state_dict();
+  io::TensorMap extra;
+  for (const auto& [k, t] : os.tensors) extra["optimizer/" + k] = t;
+  json meta{{"optimizer", optimizer_->name()},
+            {"counters", os.counters},
+            {"scalars", os.scalars},
+            {"rng", {default_generator().seed(), default_generator().counter()}},
+            {"epochs_done", epochs_done_},
+            {"history", history_.series}};
+  if (loader) meta["loader"] = {loader->position().epoch, loader->position().batch};
+  io::save_state(path, inference_, extra, {{"loom.train", meta.dump()}});
+}
+
+void Model::load_checkpoint(const std::string& path, data::DataLoader* loader) {
+  io::Checkpoint c = io::load_state(path, inference_);
+  auto it = c.metadata.find("loom.train");
+  if (it == c.metadata.end()) throw IOError("Model::load_checkpoint: '" + path + "' holds weights but no training state");
+  json meta;
+  try {
+    meta = json::parse(it->second);
+    if (meta.at("optimizer").get<std::string>() != optimizer_->name())
+      throw ValueError("Model::load_checkpoint: '" + path + "' was written by a " + meta.at("optimizer").get<std::string>() +
+                       " optimizer, this model uses " + optimizer_->name());
+    OptimizerState os;
+    for (const auto& [k, t] : c.extra)
+      if (k.rfind("optimizer/", 0) == 0) os.tensors[k.substr(10)] = t;
+    os.counters = meta.at("counters").get<std::map<std::string, int64_t>>();
+    os.scalars = meta.at("scalars").get<std::map<std::string, double>>();
+    optimizer_->load_state_dict(os);
+    default_generator().set_state(meta.at("rng").at(0).get<uint64_t>(), meta.at("rng").at(1).get<uint64_t>());
+    epochs_done_ = meta.at("epochs_done").get<int64_t>();
+    history_.series = meta.at("history").get<std::map<std::string, std::vector<double>>>();
+    if (loader && meta.contains("loader"))
+      loader->set_position({meta["loader"].at(0).get<int64_t>(), meta["loader"].at(1).get<int64_t>()});
+  } catch (const json::exception& e) {
+    throw IOError("Model::load_checkpoint: '" + path + "' has a malformed training state (" + e.what() + ")");
+  }
+}
+
+}  // namespace loom::train

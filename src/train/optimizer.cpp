@@ -1,0 +1,136 @@
+// The Optimizer base: parameter checks, the step loop, per-parameter state and its export.
+#include <set>
+#include <string>
+
+#include "loom/autograd/autograd.h"
+#include "loom/ops/creation.h"
+#include "loom/train/optimizers.h"
+
+namespace loom::train {
+
+namespace {
+
+std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + dtype_name(t.dtype()); }
+
+// "<index>/<name>" -> (index, name); throws ValueError for other keys.
+std::pair<size_t, std::string> split_key(const std::string& key, size_t n_params, const char* op) {
+  const size_t slash = key.find('/');
+  size_t index = 0;
+  bool ok = slash != std::string::npos && slash > 0 && slash + 1 < key.size();
+  for (size_t k = 0; ok && k < slash; ++k) {
+    if (key[k] < '0' || key[k] > '9') ok = false;
+    else index = index * 10 + static_cast<size_t>(key[k] - '0');
+  }
+  if (!ok) throw ValueError(std::string(op) + ": key '" + key + "' is not of the form '<parameter index>/<name>'");
+  if (index >= n_params)
+    throw ValueError(std::string(op) + ": key '" + key + "' names parameter " + std::to_string(index) +
+                     " but the optimizer has " + std::to_string(n_params) + " parameters");
+  return {index, key.substr(slash + 1)};
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
+  std::set<const TensorImpl*> seen;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    const std::string where = "optimizer: parameter " + std::to_string(i);
+    if (!p.defined()) throw ValueError(where + " is undefined");
+    if (!is_floating(p.dtype())) throw DTypeError(where + " must be floating, got " + desc(p));
+    if (!p.is_leaf()) throw ValueError(where + " " + desc(p) + " is not a leaf tensor (it was computed by an op)");
+    if (!seen.insert(p.impl().get()).second) throw ValueError(where + " appears more than once in the list");
+  }
+  state_.resize(params_.size());
+  set_lr(lr);
+}
+
+void Optimizer::set_lr(double lr) {
+  if (!(lr >= 0)) throw ValueError("optimizer: learning rate must be >= 0, got " + std::to_string(lr));
+  lr_ = lr;
+}
+
+void Optimizer::step() {
+  NoGrad off;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (g.shape() != p.shape())
+      throw ShapeError(name() + ".step: the gradient of parameter " + std::to_string(i) + " has shape " +
+                       shape_str(g.shape()) + " but the parameter has " + shape_str(p.shape()));
+    if (g.device() != p.device())
+      throw DeviceError(name() + ".step: the gradient of parameter " + std::to_string(i) + " is on " +
+                        g.device().str() + " but the parameter is on " + p.device().str());
+    if (g.dtype() != p.dtype()) g = g.astype(p.dtype());
+    update(i, p, g.contiguous(), state_[i]);
+  }
+  ++steps_;
+}
+
+void Optimizer::zero_grad() {
+  for (Tensor& p : params_) p.zero_grad();
+}
+
+Tensor& Optimizer::buffer(ParamState& state, const std::string& name, const Tensor& param, double fill) {
+  auto it = state.buffers.find(name);
+  if (it != state.buffers.end()) return it->second;
+  return state.buffers.emplace(name, full(param.shape(), fill, param.dtype(), param.device())).first->second;
+}
+
+bool Optimizer::can_fuse(const std::vector<const Tensor*>& tensors) const {
+  if (!fused_ || tensors.empty()) return false;
+  const DType dt = tensors.front()->dtype();
+  if (dt != DType::Float32 && dt != DType::Float64) return false;
+  for (const Tensor* t : tensors)
+    if (t->defined() && (t->dtype() != dt || t->device().type != DeviceType::CPU || !t->is_contiguous())) return false;
+  return true;
+}
+
+OptimizerState Optimizer::state_dict() const {
+  NoGrad off;
+  OptimizerState s;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const ParamState& ps = state_[i];
+    if (ps.step == 0 && ps.buffers.empty()) continue;
+    const std::string prefix = std::to_string(i) + "/";
+    s.counters[prefix + "step"] = ps.step;
+    for (const auto& [name, t] : ps.buffers) s.tensors[prefix + name] = t.copy();
+  }
+  s.counters["steps"] = steps_;
+  s.scalars = hyperparameters();
+  s.scalars["lr"] = lr_;
+  return s;
+}
+
+void Optimizer::load_state_dict(const OptimizerState& s) {
+  NoGrad off;
+  const std::string op = name() + ".load_state_dict";
+  std::vector<ParamState> next(params_.size());
+  int64_t steps = 0;
+  for (const auto& [key, value] : s.counters) {
+    if (key == "steps") {
+      steps = value;
+      continue;
+    }
+    auto [i, name] = split_key(key, params_.size(), op.c_str());
+    if (name != "step") throw ValueError(op + ": unknown counter '" + key + "' (expected '<index>/step' or 'steps')");
+    if (value < 0) throw ValueError(op + ": counter '" + key + "' is negative");
+    next[i].step = value;
+  }
+  for (const auto& [key, value] : s.tensors) {
+    auto [i, name] = split_key(key, params_.size(), op.c_str());
+    const Tensor& p = params_[i];
+    if (!value.defined()) throw ValueError(op + ": tensor '" + key + "' is undefined");
+    if (value.shape() != p.shape())
+      throw ValueError(op + ": tensor '" + key + "' has shape " + shape_str(value.shape()) + " but parameter " +
+                       std::to_string(i) + " has " + shape_str(p.shape()));
+    Tensor t = value.detach().to(p.device()).astype(p.dtype()).copy();
+    next[i].buffers[name] = t;
+  }
+  auto lr = s.scalars.find("lr");
+  if (lr != s.scalars.end()) set_lr(lr->second);
+  state_ = std::move(next);
+  steps_ = steps;
+}
+
+}  // namespace loom::train

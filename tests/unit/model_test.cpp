@@ -1,0 +1,186 @@
+#include <gtest/gtest.h>
+#include <loom/loom.h>
+#include <loom/core/file.h>
+#include <loom/data/loader.h>
+#include <loom/train/callbacks.h>
+#include <loom/train/metrics.h>
+#include <loom/train/model.h>
+#include <loom/train/optimizers.h>
+
+#include <filesystem>
+
+using namespace loom;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Three Gaussian blobs in 4-d: an easy classification problem.
+std::shared_ptr<data::TensorDataset> blobs(int64_t n, uint64_t seed) {
+  Generator g(seed);
+  Tensor labels = randint(0, 3, {n}, Int64, default_device(), &g);
+  Tensor centers = from_vector<float>({2, 0, 0, 1, -2, 1, 0, 0, 0, -2, 2, -1}, {3, 4});
+  Tensor x = take(centers, labels, 0) + normal({n, 4}, 0, 0.6, Float32, default_device(), &g);
+  return std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, labels});
+}
+
+struct Net {
+  nn::Input x{4, Float32, "x"};
+  nn::Linear h{x, 16, {}, "h"};
+  nn::Activation a{h, nn::relu, "a"};
+  nn::Dropout d{a, 0.1, 3, "d"};
+  nn::Linear out{d, 3, {}, "out"};
+  Graph graph = Graph::build({out}, {x});
+};
+
+train::Model make_model(const Net& net) {
+  std::vector<Tensor> params;
+  for (const auto& l : net.graph.nodes())
+    for (const Tensor& p : l.parameters()) params.push_back(p);
+  return train::Model(net.graph, [](const Tensor& p, const Tensor& t) { return cross_entropy(p, t); },
+                      std::make_shared<train::Adam>(params, train::AdamOptions{.lr = 0.01}),
+                      {std::make_shared<train::Accuracy>()});
+}
+
+std::vector<Tensor> weights(const Net& net) {
+  std::vector<Tensor> w;
+  for (const auto& l : net.graph.nodes())
+    for (const Tensor& p : l.parameters()) w.push_back(p.copy());
+  return w;
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(Model, FitLearnsAndReportsHistory) {
+  manual_seed(1);
+  Net net;
+  train::Model model = make_model(net);
+  data::DataLoader train_loader(blobs(600, 1), {.batch_size = 32, .shuffle = true, .seed = 5});
+  data::DataLoader val_loader(blobs(200, 2), {.batch_size = 100});
+  train::History h = model.fit(train_loader, {.epochs = 4, .validation = &val_loader, .progress = false});
+  ASSERT_EQ(h["loss"].size(), 4u);
+  EXPECT_LT(h["loss"].back(), h["loss"].front());
+  EXPECT_GT(h["val_accuracy"].back(), 0.9);
+  EXPECT_EQ(h["lr"].back(), 0.01);
+  train::Logs ev = model.evaluate(val_loader);
+  EXPECT_NEAR(ev["accuracy"], h["val_accuracy"].back(), 1e-12);
+  Tensor pred = model.predict(blobs(50, 3)->tensors()[0], 16);
+  EXPECT_EQ(pred.shape(), (Shape{50, 3}));
+}
+
+TEST(Model, SameSeedGivesBitwiseIdenticalWeights) {
+  std::vector<Tensor> runs[2];
+  for (auto& w : runs) {
+    manual_seed(7);
+    Net net;
+    train::Model model = make_model(net);
+    data::DataLoader loader(blobs(300, 1), {.batch_size = 32, .shuffle = true, .seed = 9, .n_jobs = 1});
+    model.fit(loader, {.epochs = 2, .progress = false});
+    w = weights(net);
+  }
+  for (size_t i = 0; i < runs[0].size(); ++i) EXPECT_TRUE(array_equal(runs[0][i], runs[1][i])) << i;
+}
+
+TEST(Model, ResumingFromACheckpointEqualsNotStopping) {
+  const fs::path dir = temp_dir("loom_resume");
+  const std::string ckpt = (dir / "last.safetensors").string();
+  std::vector<Tensor> straight, resumed;
+  {
+    manual_seed(11);
+    Net net;
+    train::Model model = make_model(net);
+    data::DataLoader loader(blobs(320, 4), {.batch_size = 32, .shuffle = true, .seed = 3});
+    model.fit(loader, {.epochs = 3, .progress = false});
+    straight = weights(net);
+  }
+  {
+    // stop in the middle of epoch 2 and checkpoint there
+    manual_seed(11);
+    Net net;
+    train::Model model = make_model(net);
+    data::DataLoader loader(blobs(320, 4), {.batch_size = 32, .shuffle = true, .seed = 3});
+    auto stopper = std::make_shared<train::LambdaCallback>();
+    stopper->batch_end = [&](train::Model& m, int64_t step, const train::Logs&) {
+      if (m.epochs_done() == 1 && step == 4) m.stop_training();
+    };
+    model.fit(loader, {.epochs = 3, .callbacks = {stopper}, .progress = false});
+    EXPECT_EQ(model.epochs_done(), 1);
+    model.save_checkpoint(ckpt, &loader);
+    manual_seed(999);  // disturb the global state: the checkpoint must restore it
+  }
+  {
+    Net net;  // fresh weights, a fresh optimizer and loader
+    train::Model model = make_model(net);
+    data::DataLoader loader(blobs(320, 4), {.batch_size = 32, .shuffle = true, .seed = 3});
+    model.load_checkpoint(ckpt, &loader);
+    EXPECT_EQ(loader.position(), (data::LoaderPosition{1, 4}));
+    model.fit(loader, {.epochs = 3, .progress = false});
+    resumed = weights(net);
+  }
+  ASSERT_EQ(straight.size(), resumed.size());
+  for (size_t i = 0; i < straight.size(); ++i) EXPECT_TRUE(array_equal(straight[i], resumed[i])) << i;
+  fs::remove_all(dir);
+}
+
+TEST(Model, CallbacksStopLogAndCheckpoint) {
+  manual_seed(2);
+  const fs::path dir = temp_dir("loom_callbacks");
+  Net net;
+  train::Model model = make_model(net);
+  data::DataLoader train_loader(blobs(200, 1), {.batch_size = 50});
+  data::DataLoader val_loader(blobs(100, 2), {.batch_size = 100});
+  // the monitored value never improves after the first epoch: stop after patience epochs
+  auto early = std::make_shared<train::EarlyStopping>("val_loss", 2, 1e9);
+  auto csv = std::make_shared<train::CSVLogger>((dir / "log.csv").string());
+  auto jsonl = std::make_shared<train::JSONLinesLogger>((dir / "log.jsonl").string());
+  auto ckpt = std::make_shared<train::ModelCheckpoint>((dir / "best.safetensors").string(), (dir / "last.safetensors").string());
+  std::vector<std::string> events;
+  auto lambda = std::make_shared<train::LambdaCallback>();
+  lambda->train_begin = [&](train::Model&) { events.push_back("begin"); };
+  lambda->epoch_end = [&](train::Model&, int64_t e, const train::Logs&) { events.push_back("epoch" + std::to_string(e)); };
+  lambda->train_end = [&](train::Model&, const train::History&) { events.push_back("end"); };
+  model.fit(train_loader, {.epochs = 10, .validation = &val_loader, .callbacks = {early, csv, jsonl, ckpt, lambda}, .progress = false});
+  EXPECT_EQ(early->stopped_epoch(), 2);
+  EXPECT_EQ(model.epochs_done(), 3);
+  EXPECT_EQ(events, (std::vector<std::string>{"begin", "epoch0", "epoch1", "epoch2", "end"}));
+  const std::string log = read_file((dir / "log.csv").string());
+  EXPECT_EQ(log.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n", 0), 0u) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 4);
+  const std::string jl = read_file((dir / "log.jsonl").string());
+  EXPECT_EQ(std::count(jl.begin(), jl.end(), '\n'), 3);
+  EXPECT_NE(jl.find("\"val_loss\""), std::string::npos);
+  // the best model reloads on its own and predicts like the model did at its best epoch
+  Graph best = io::load_model((dir / "best.safetensors").string());
+  EXPECT_EQ(best.nodes().size(), net.graph.nodes().size());
+  EXPECT_TRUE(fs::exists(dir / "last.safetensors"));
+  fs::remove_all(dir);
+}
+
+TEST(Model, TerminateOnNaNAndTensorXStyleGraphs) {
+  manual_seed(3);
+  Net net;
+  // TensorX style: the training graph ends in the loss and shares state with inference
+  nn::Input target(Shape{-1}, Int64, "target");
+  nn::Lambda loss({net.out, target}, [](const std::vector<Tensor>& t) { return cross_entropy(t[0], t[1]); }, Shape{});
+  Graph training = Graph::build({loss}, {net.x, target});
+  std::vector<Tensor> params;
+  for (const auto& l : net.graph.nodes())
+    for (const Tensor& p : l.parameters()) params.push_back(p);
+  auto opt = std::make_shared<train::SGD>(params, train::SGDOptions{.lr = 0.1});
+  train::Model model = train::Model::from_graphs(net.graph, training, std::nullopt, opt, {std::make_shared<train::Accuracy>()});
+  data::DataLoader loader(blobs(300, 1), {.batch_size = 30});
+  train::History h = model.fit(loader, {.epochs = 3, .progress = false});
+  EXPECT_LT(h["loss"].back(), h["loss"].front());
+  EXPECT_GT(h["accuracy"].back(), 0.8);
+
+  opt->set_lr(1e30);  // blows up
+  auto nan = std::make_shared<train::TerminateOnNaN>();
+  model.fit(loader, {.epochs = 10, .callbacks = {nan}, .progress = false});
+  EXPECT_TRUE(nan->triggered());
+  EXPECT_LT(model.epochs_done(), 10);
+}
