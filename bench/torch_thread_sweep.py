@@ -9,7 +9,8 @@ configurations for several interleaved rounds so background noise (other
 compiles on this 2-core box) hits every configuration alike.
 
 Usage:
-    python3 bench/torch_thread_sweep.py [--rounds 3] [--out sweep.jsonl]
+    python3 bench/torch_thread_sweep.py [--rounds 3] [--out sweep.jsonl] [--wait-idle]
+                                        [--only label1,label2]
     python3 bench/torch_thread_sweep.py --worker '<json config>'   # internal
 
 Output: a table on stdout (median over rounds of per-round medians, in
@@ -65,6 +66,26 @@ ENV_KEYS = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
             "KMP_BLOCKTIME", "MKL_DYNAMIC"]
 
 
+def idle_fraction(seconds: float) -> float:
+    """Fraction of all CPUs idle over the next `seconds`, from /proc/stat."""
+    def snap():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+        return sum(v), v[3] + v[4]
+    t0, i0 = snap()
+    time.sleep(seconds)
+    t1, i1 = snap()
+    return (i1 - i0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+def wait_for_idle(max_wait_s: float = 600.0) -> None:
+    deadline = time.time() + max_wait_s
+    while idle_fraction(5.0) < 0.9:
+        if time.time() > deadline:
+            print("# machine still busy; measuring anyway", file=sys.stderr)
+            return
+
+
 def measure(fn, target_sample_s=0.01, samples=21, budget_s=1.0):
     """Median seconds per call of fn(). Calibrates calls per sample."""
     # warm-up
@@ -93,9 +114,21 @@ def worker(cfg: dict) -> None:
     torch.manual_seed(0)
     out = []
 
+    def cpu_snap():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+        t = os.times()
+        return ((sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK"), t.user + t.system,
+                time.perf_counter())
+
     def rec(name, variant, fn, **kw):
+        s0 = cpu_snap()
         med, mn, n = measure(fn, **kw)
-        out.append({"label": cfg["label"], "threads": cfg["threads"],
+        s1 = cpu_snap()
+        # share of the machine's CPU used by other processes meanwhile
+        foreign = max(0.0, ((s1[0] - s0[0]) - (s1[1] - s0[1]))
+                      / ((s1[2] - s0[2]) * (os.cpu_count() or 1)))
+        out.append({"foreign_cpu": round(foreign, 3),"label": cfg["label"], "threads": cfg["threads"],
                     "torch_threads": torch.get_num_threads(),
                     "name": name, "variant": variant,
                     "seconds": med, "min": mn, "samples": n})
@@ -174,6 +207,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="", help="comma-separated config labels")
     ap.add_argument("--out", default="")
+    ap.add_argument("--wait-idle", action="store_true",
+                    help="before each configuration wait until the CPUs were >=90%% idle for 5 s")
     args = ap.parse_args()
     if args.worker:
         worker(json.loads(args.worker))
@@ -186,6 +221,8 @@ def main() -> None:
             e = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
             e.update(env)
             cfg = {"label": label, "threads": threads, "set_threads": set_threads}
+            if args.wait_idle:
+                wait_for_idle()
             t0 = time.time()
             p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(cfg)],
                                env=e, capture_output=True, text=True, check=True)

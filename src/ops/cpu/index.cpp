@@ -1,5 +1,6 @@
 // Gather/scatter kernels behind take, take_along_axis, scatter_add, index_put and nonzero.
 // Indices arrive as int64, already wrapped and bounds-checked by the ops.
+#include <algorithm>
 #include <cstring>
 
 #include "ops/cpu/kernels.h"
@@ -49,15 +50,22 @@ void index_add(const Tensor& dst, int64_t axis, const Tensor& index, const Tenso
     using T = decltype(tag);
     T* d = static_cast<T*>(dst.data_ptr());
     const T* s = static_cast<const T*>(src.data_ptr());
-    // parallel over outer rows and inner columns: repeated indices hit the same row, so the
-    // index loop stays sequential inside a task
-    parallel_for(0, v.outer, 1, [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o)
+    // parallel over outer rows and blocks of inner columns: repeated indices hit the same
+    // row, so the index loop stays sequential inside a task. With few outer rows (axis 0, as
+    // embedding gradients) the columns are split so that every thread gets a share.
+    const int64_t threads = get_num_threads();
+    int64_t blocks = 1;
+    if (v.outer < threads && m * v.inner >= kGrain) blocks = std::min<int64_t>(threads, std::max<int64_t>(1, v.inner / 16));
+    const int64_t width = (v.inner + blocks - 1) / blocks;
+    parallel_for(0, v.outer * blocks, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t o = t / blocks, i0 = (t % blocks) * width, i1 = std::min(v.inner, i0 + width);
         for (int64_t j = 0; j < m; ++j) {
           T* dr = d + (o * v.n + idx[j]) * v.inner;
           const T* sr = s + (o * m + j) * v.inner;
-          for (int64_t i = 0; i < v.inner; ++i) dr[i] = static_cast<T>(dr[i] + sr[i]);
+          for (int64_t i = i0; i < i1; ++i) dr[i] = static_cast<T>(dr[i] + sr[i]);
         }
+      }
     });
   });
 }
@@ -97,10 +105,24 @@ void scatter_add_along(const Tensor& dst, int64_t axis, const Tensor& index, con
     using T = decltype(tag);
     T* d = static_cast<T*>(dst.data_ptr());
     const T* s = static_cast<const T*>(src.data_ptr());
-    // sequential: different index elements may name the same destination
     const int64_t* idx = index.data<int64_t>();
     const Shape& is = index.shape();
     const int64_t nd = index.ndim(), n = index.numel();
+    bool rows = axis == nd - 1 && dst.is_contiguous();
+    for (int64_t q = 0; rows && q < axis; ++q) rows = is[q] == dst.shape()[q];
+    if (rows) {
+      // along the last axis with matching leading axes (max pooling's backward): index row r
+      // only names elements of destination row r, so rows run in parallel
+      const int64_t len = is[axis], dn = dst.shape()[axis], nrows = len > 0 ? n / len : 0;
+      parallel_for(0, nrows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, len)), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          T* dr = d + r * dn;
+          for (int64_t k = r * len; k < (r + 1) * len; ++k) dr[idx[k]] = static_cast<T>(dr[idx[k]] + s[k]);
+        }
+      });
+      return;
+    }
+    // sequential: different index elements may name the same destination
     std::vector<int64_t> mi(static_cast<size_t>(nd), 0);
     for (int64_t k = 0; k < n; ++k) {
       int64_t off = 0;

@@ -4,7 +4,9 @@
 // kernel sees inner rows: kernel(ptrs, inner_strides_in_bytes, n).
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "loom/core/parallel.h"
@@ -13,6 +15,24 @@
 namespace loom::cpu {
 
 inline constexpr int64_t kGrain = 32768;  // elements per task, below which one thread runs
+
+// c ? a : b on the bit patterns: an and/or mask instead of a data-dependent branch (which
+// mispredicts half the time on random data, e.g. relu's backward or max pooling), and loops
+// of it vectorize with plain SSE2.
+template <typename T>
+inline T select_bits(bool c, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 8, uint64_t,
+                               std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+  static_assert(sizeof(U) == sizeof(T));
+  U ua, ub;
+  std::memcpy(&ua, &a, sizeof(T));
+  std::memcpy(&ub, &b, sizeof(T));
+  const U m = static_cast<U>(U{0} - static_cast<U>(c));
+  const U r = static_cast<U>((ua & m) | (ub & static_cast<U>(~m)));
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
 
 // parallel_for for the kernels: runs inline (no std::function, no pool) when the range is
 // one grain or the pool has one thread, which is what small tensors hit.

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "loom/core/parallel.h"
+#include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
 #include "ops/dispatch.h"
 
@@ -21,6 +22,39 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const
     const T* X = x.data<T>();
     T* Y = out.data<T>();
     int64_t* I = indices.data<int64_t>();
+    const bool k2s2 = p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 && p.stride[1] == 2 && p.pad[0] == 0 &&
+                      p.pad[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 && 2 * Ho <= H && 2 * Wo <= W;
+    if (k2s2) {
+      // 2x2 windows, stride 2, all inside the plane (the common case): the same scan order and
+      // NaN rule as below, branch-free (the general loop's compares mispredict on random data).
+      parallel_for(0, planes, plane_grain(Ho * Wo * 4), [&](int64_t b, int64_t e) {
+        for (int64_t pl = b; pl < e; ++pl) {
+          const T* xp = X + pl * H * W;
+          T* yp = Y + pl * Ho * Wo;
+          int64_t* ip = I + pl * Ho * Wo;
+          for (int64_t oh = 0; oh < Ho; ++oh) {
+            const T* r0 = xp + 2 * oh * W;
+            const T* r1 = r0 + W;
+            for (int64_t ow = 0; ow < Wo; ++ow) {
+              const int64_t at = 2 * oh * W + 2 * ow;
+              T best = r0[2 * ow];
+              int64_t arg = at;
+              auto visit = [&](T v, int64_t pos) {
+                const bool take = (v > best) | (v != v);
+                best = select_bits(take, v, best);
+                arg = select_bits(take, pos, arg);
+              };
+              visit(r0[2 * ow + 1], at + 1);
+              visit(r1[2 * ow], at + W);
+              visit(r1[2 * ow + 1], at + W + 1);
+              yp[oh * Wo + ow] = best;
+              ip[oh * Wo + ow] = arg;
+            }
+          }
+        }
+      });
+      return;
+    }
     parallel_for(0, planes, plane_grain(Ho * Wo * p.kernel[0] * p.kernel[1]), [&](int64_t b, int64_t e) {
       for (int64_t pl = b; pl < e; ++pl) {
         const T* xp = X + pl * H * W;

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""PyTorch (CPU) peer of bench/train_bench.cpp: training throughput of the same four models.
+
+Prints one JSON object per line, the same names as train_bench:
+
+    {"name": "train_mlp", "threads": 1, "seconds": 0.0031}
+
+`seconds` is the median wall time of one training step (zero_grad, forward, loss, backward,
+[clip_grad_norm_,] optimizer.step, loss.item()) after 3 warm-up steps, on the same synthetic
+in-memory batch at every step. Models, shapes, losses and optimizers match train_bench.cpp
+(see its header). With --compile (on by default) each model is also run through
+torch.compile (forward + loss + backward; the optimizer step stays eager) and reported as
+"<name>_compiled" (compile time, with the warm-up, is excluded but printed to stderr); a
+compile failure is reported on stderr and that record left out.
+
+Thread settings are the best ones found for this machine by bench/torch_peer.py
+(docs/benchmarks.md): OMP_NUM_THREADS = MKL_NUM_THREADS = N, OPENBLAS_NUM_THREADS = 1,
+libgomp's default wait policy. The environment is set and the script re-execs itself before
+`import torch`; a comma-separated --threads list runs each count in a fresh process.
+
+Usage:
+    python3 bench/torch_train_peer.py [--threads 1,2] [--only train_mlp,...] [--steps 15]
+                                      [--no-compile] [--adam default|foreach|fused]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_peer import thread_env  # noqa: E402  (no torch import at module level)
+
+NAMES = ["train_mlp", "train_cnn", "train_ptb_lstm", "train_word2vec"]
+MARKER = "LOOM_TORCH_TRAIN_PEER_ENV"
+
+
+def build(name, torch, adam_impl):
+    """(model, params, loss_fn(model) -> loss, optimizer, clip) for one benchmark."""
+    nn = torch.nn
+    F = torch.nn.functional
+    g = torch.Generator().manual_seed(1)
+    adam_kw = {} if adam_impl == "default" else {adam_impl: True}
+    if name == "train_mlp":
+        model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                              nn.Linear(512, 10))
+        x, y = torch.randn(128, 784, generator=g), torch.randint(0, 10, (128,), generator=g)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, **adam_kw)
+        return model, lambda m: F.cross_entropy(m(x), y), opt, None
+    if name == "train_cnn":
+        model = nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Dropout(0.25), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25),
+            nn.Linear(128, 10))
+        x, y = torch.randn(128, 1, 28, 28, generator=g), torch.randint(0, 10, (128,), generator=g)
+        opt = torch.optim.Adam(model.parameters(), lr=2e-3, **adam_kw)
+        return model, lambda m: F.cross_entropy(m(x), y), opt, None
+    if name == "train_ptb_lstm":
+        V, E, H, T, B = 10000, 200, 200, 20, 20
+
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(V, E)
+                self.lstm = nn.LSTM(E, H, num_layers=2, batch_first=True)
+                self.fc = nn.Linear(H, V)
+
+            def forward(self, ids):
+                out, _ = self.lstm(self.embed(ids))  # zero initial state per batch
+                return self.fc(out)
+
+        model = LM()
+        ids = torch.randint(0, V, (B, T), generator=g)
+        target = torch.randint(0, V, (B * T,), generator=g)
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)
+        return model, lambda m: F.cross_entropy(m(ids).reshape(B * T, V), target), opt, 5.0
+    if name == "train_word2vec":
+        V, D, B, K = 50000, 128, 128, 64
+
+        class SGNS(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w_in = nn.Parameter(torch.randn(V, D, generator=g) * 0.1)
+                self.w_out = nn.Parameter(torch.randn(V, D, generator=g) * 0.1)
+
+            def forward(self, center, context, negatives):
+                v = F.embedding(center, self.w_in)                     # (B, D)
+                u = F.embedding(context, self.w_out)                   # (B, D)
+                n = F.embedding(negatives, self.w_out)                 # (B, K, D)
+                pos = (u * v).sum(1)                                   # (B,)
+                neg = torch.bmm(n, v.unsqueeze(2)).squeeze(2)          # (B, K)
+                return (F.softplus(-pos) + F.softplus(neg).sum(1)).mean()
+
+        model = SGNS()
+        center = torch.randint(0, V, (B,), generator=g)
+        context = torch.randint(0, V, (B,), generator=g)
+        negatives = torch.randint(0, V, (B, K), generator=g)
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        return model, lambda m: m(center, context, negatives), opt, None
+    raise ValueError(name)
+
+
+def time_steps(step, steps):
+    for _ in range(3):
+        step()
+    times, losses = [], []
+    for _ in range(steps):
+        t = time.perf_counter()
+        losses.append(step())
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), losses[0], losses[-1]
+
+
+def run(threads, only, steps, compile_too, adam_impl):
+    import torch
+
+    torch.set_num_threads(threads)
+    for name in NAMES:
+        if only and name not in only:
+            continue
+        variants = [("eager", False)] + ([("compiled", True)] if compile_too else [])
+        for how, use_compile in variants:
+            torch.manual_seed(0)
+            model, loss_fn, opt, clip = build(name, torch, adam_impl)
+            model.train()
+            fwd = loss_fn
+            if use_compile:
+                fwd = torch.compile(loss_fn)
+            params = list(model.parameters())
+
+            def step():
+                opt.zero_grad(set_to_none=True)
+                loss = fwd(model)
+                loss.backward()
+                if clip is not None:
+                    torch.nn.utils.clip_grad_norm_(params, clip)
+                opt.step()
+                return loss.item()
+
+            label = name + ("_compiled" if use_compile else "")
+            t0 = time.perf_counter()
+            try:
+                step()  # compiles when use_compile
+            except Exception as e:  # noqa: BLE001 - report and go on
+                msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+                print(f"# {label} threads {threads}: torch.compile failed: {type(e).__name__}: {msg}",
+                      file=sys.stderr, flush=True)
+                continue
+            first = time.perf_counter() - t0
+            med, l0, l1 = time_steps(step, steps)
+            print(json.dumps({"name": label, "threads": threads, "seconds": med}), flush=True)
+            print(f"# {label} threads {threads}: first step {first:.2f} s, loss {l0:.4f} -> {l1:.4f} "
+                  f"over {steps} timed steps", file=sys.stderr, flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", default="1", help="thread count, or a comma-separated list")
+    ap.add_argument("--only", default="", help="comma-separated benchmark names")
+    ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
+    ap.add_argument("--adam", choices=["default", "foreach", "fused"], default="fused",
+                    help="torch.optim.Adam implementation (fused: one kernel over each tensor, "
+                         "the fastest on CPU here)")
+    args = ap.parse_args()
+    counts = [int(x) for x in args.threads.split(",") if x.strip()]
+    only = {x for x in args.only.split(",") if x}
+    if unknown := only - set(NAMES):
+        ap.error(f"unknown benchmark(s) {sorted(unknown)}; known: {NAMES}")
+    if len(counts) > 1:
+        rest, skip = [], False
+        for a in sys.argv[1:]:
+            if skip:
+                skip = False
+            elif a == "--threads":
+                skip = True
+            elif not a.startswith("--threads="):
+                rest.append(a)
+        for n in counts:
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--threads", str(n), *rest],
+                           check=True)
+        return
+    threads = counts[0]
+    if os.environ.get(MARKER) != str(threads):
+        env = thread_env(threads, "default")
+        env[MARKER] = str(threads)
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
+    run(threads, only, args.steps, not args.no_compile, args.adam)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+// Training throughput: one optimizer step (forward, loss, backward, [clipping,] update) of four
+// small standard models on synthetic in-memory data, timed per step. Prints one JSON object per
+// line, like loom_bench:
+//   {"name": "train_mlp", "threads": 1, "seconds": 0.00123}
+// `seconds` is the median wall time of one training step after 3 warm-up steps. The peer is
+// bench/torch_train_peer.py (same models, shapes, losses and optimizers); docs/benchmarks.md
+// ("Training throughput") has the results.
+//
+//   train_mlp       MLP 784-512-512-10 (zoo::mlp), batch 128, cross-entropy, Adam(1e-3)
+//   train_cnn       the Fashion-MNIST CNN of examples/cnn_fashion_mnist.cpp (conv32-bn-relu-pool,
+//                   conv64-bn-relu-pool, flatten, dropout .25, fc128, relu, dropout .25, fc10),
+//                   batch 128 of 1x28x28, cross-entropy, Adam(2e-3), Train mode
+//   train_ptb_lstm  PTB "small" LSTM LM (zoo::lstm_lm: vocab 10000, embedding 200, 2 LSTM layers
+//                   of 200), 20 steps x batch 20, cross-entropy over all 400 tokens, SGD(lr 1),
+//                   clip_grad_norm(5); zero initial state per batch
+//   train_word2vec  skip-gram with negative sampling: vocab 50000, dim 128, batch 128 (center,
+//                   context) pairs with 64 negatives per pair; loss = mean over the batch of
+//                   -log s(u.v) - sum_k log s(-n_k.v) (log s(x) = -softplus(-x)); the negative
+//                   scores are one batched matmul (128, 64, 128) x (128, 128, 1); dense
+//                   gradients of both tables; SGD(lr 0.5)
+//
+// The same batch is used at every step, so the loss must fall over the timed steps: the first
+// and last loss go to stderr, and the program fails (exit 1) when a loss did not decrease.
+//
+// Usage: train_bench [--threads 1,2] [--only train_mlp,train_cnn] [--steps 15]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loom/loom.h"
+
+using namespace loom;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<int> parse_ints(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) v.push_back(std::atoi(item.c_str()));
+  return v;
+}
+
+std::vector<Tensor> graph_params(const Graph& g) { return zoo::graph_parameters(g); }
+
+// A training step returns the loss (before the update).
+using Step = std::function<float()>;
+
+struct Result {
+  double median = 0;
+  float first_loss = 0, last_loss = 0;
+};
+
+Result time_steps(const Step& step, int steps) {
+  for (int i = 0; i < 3; ++i) step();  // warm-up: allocator caches, oneDNN primitives, optimizer state
+  std::vector<double> t;
+  Result r;
+  for (int i = 0; i < steps; ++i) {
+    const double a = now_s();
+    const float loss = step();
+    t.push_back(now_s() - a);
+    if (i == 0) r.first_loss = loss;
+    r.last_loss = loss;
+  }
+  std::sort(t.begin(), t.end());
+  r.median = t[t.size() / 2];
+  return r;
+}
+
+// ------------------------------------------------------------------ models
+
+Step make_mlp() {
+  auto m = std::make_shared<zoo::Model>(zoo::mlp(784, {512, 512}, 10));
+  auto plan = std::make_shared<Plan>(m->graph.compile());
+  auto opt = std::make_shared<train::Adam>(m->parameters(), train::AdamOptions{.lr = 1e-3});
+  Generator gen(1);
+  Tensor x = randn({128, 784}, Float32, default_device(), &gen);
+  Tensor y = randint(0, 10, {128}, Int64, default_device(), &gen);
+  return [m, plan, opt, x, y] {
+    nn::ModeScope train(nn::Mode::Train);
+    opt->zero_grad();
+    Tensor loss = cross_entropy((*plan)(x), y);
+    loss.backward();
+    opt->step();
+    return loss.item<float>();
+  };
+}
+
+Graph build_cnn() {  // examples/cnn_fashion_mnist.cpp
+  nn::Input image(Shape{-1, 1, 28, 28}, Float32, "image");
+  nn::Layer x = image;
+  int64_t channels = 1;
+  for (int64_t filters : {32, 64}) {
+    x = nn::Conv2D(x, filters, 3, {.padding = "same", .bias = false}, "conv" + std::to_string(channels));
+    x = nn::BatchNorm(x, {}, "bn" + std::to_string(channels));
+    x = nn::Activation(x, nn::relu);
+    x = nn::MaxPool2D(x, 2);
+    channels = filters;
+  }
+  x = nn::Flatten(x);
+  x = nn::Dropout(x, 0.25, 1, "dropout1");
+  x = nn::Activation(nn::Linear(x, 128, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
+  x = nn::Dropout(x, 0.25, 2, "dropout2");
+  nn::Linear logits(x, 10, {}, "logits");
+  return Graph::build({logits}, {image});
+}
+
+Step make_cnn() {
+  Graph g = build_cnn();
+  auto plan = std::make_shared<Plan>(g.compile());
+  auto opt = std::make_shared<train::Adam>(graph_params(g), train::AdamOptions{.lr = 2e-3});
+  Generator gen(2);
+  Tensor x = randn({128, 1, 28, 28}, Float32, default_device(), &gen);
+  Tensor y = randint(0, 10, {128}, Int64, default_device(), &gen);
+  return [plan, opt, x, y] {
+    nn::ModeScope train(nn::Mode::Train);
+    opt->zero_grad();
+    Tensor loss = cross_entropy((*plan)(x), y);
+    loss.backward();
+    opt->step();
+    return loss.item<float>();
+  };
+}
+
+Step make_lstm() {
+  constexpr int64_t V = 10000, E = 200, H = 200, T = 20, B = 20;
+  auto m = std::make_shared<zoo::Model>(zoo::lstm_lm(V, E, H, 2));
+  auto plan = std::make_shared<Plan>(m->graph.compile());
+  auto opt = std::make_shared<train::SGD>(m->parameters(), train::SGDOptions{.lr = 1.0});
+  Generator gen(3);
+  Tensor ids = randint(0, V, {B, T}, Int64, default_device(), &gen);
+  Tensor target = randint(0, V, {B * T}, Int64, default_device(), &gen);
+  return [m, plan, opt, ids, target] {
+    nn::ModeScope train(nn::Mode::Train);
+    opt->zero_grad();
+    Tensor logits = (*plan)(ids);  // (B, T, V)
+    Tensor loss = cross_entropy(logits.reshape({B * T, V}), target);
+    loss.backward();
+    train::clip_grad_norm(opt->params(), 5.0);
+    opt->step();
+    return loss.item<float>();
+  };
+}
+
+Step make_word2vec() {
+  constexpr int64_t V = 50000, D = 128, B = 128, K = 64;
+  Generator gen(4);
+  Tensor w_in = normal({V, D}, 0.0, 0.1, Float32, default_device(), &gen).requires_grad_();
+  Tensor w_out = normal({V, D}, 0.0, 0.1, Float32, default_device(), &gen).requires_grad_();
+  auto opt = std::make_shared<train::SGD>(std::vector<Tensor>{w_in, w_out}, train::SGDOptions{.lr = 0.5});
+  Tensor center = randint(0, V, {B}, Int64, default_device(), &gen);
+  Tensor context = randint(0, V, {B}, Int64, default_device(), &gen);
+  Tensor negatives = randint(0, V, {B, K}, Int64, default_device(), &gen);
+  return [opt, w_in, w_out, center, context, negatives] {
+    opt->zero_grad();
+    Tensor v = embedding(w_in, center);                         // (B, D)
+    Tensor u = embedding(w_out, context);                       // (B, D)
+    Tensor n = embedding(w_out, negatives);                     // (B, K, D)
+    Tensor pos = sum(u * v, {1});                               // (B,)
+    Tensor neg = matmul(n, v.reshape({B, D, 1})).reshape({B, K});  // (B, K)
+    // -log s(pos) = softplus(-pos); -log s(-neg) = softplus(neg)
+    Tensor loss = mean(softplus(-pos) + sum(softplus(neg), {1}));
+    loss.backward();
+    opt->step();
+    return loss.item<float>();
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> threads{1, get_num_threads()};
+  std::string only;
+  int steps = 15;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--threads") threads = parse_ints(argv[i + 1]);
+    else if (k == "--only") only = argv[i + 1];
+    else if (k == "--steps") steps = std::max(1, std::atoi(argv[i + 1]));
+    else {
+      std::fprintf(stderr, "unknown option %s (valid: --threads N[,M], --only a,b, --steps N)\n", k.c_str());
+      return 2;
+    }
+  }
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+
+  const std::vector<std::pair<std::string, std::function<Step()>>> cases = {
+      {"train_mlp", make_mlp},
+      {"train_cnn", make_cnn},
+      {"train_ptb_lstm", make_lstm},
+      {"train_word2vec", make_word2vec},
+  };
+  bool ok = true;
+  for (int t : threads) {
+    set_num_threads(t);
+    for (const auto& [name, make] : cases) {
+      if (!only.empty() && only.find(name) == std::string::npos) continue;
+      manual_seed(0);  // initializers and dropout masks
+      const Result r = time_steps(make(), steps);
+      std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.6g}\n", name.c_str(), t, r.median);
+      std::fflush(stdout);
+      const bool fell = r.last_loss < r.first_loss;
+      std::fprintf(stderr, "# %s threads %d: loss %.4f -> %.4f over %d timed steps%s\n", name.c_str(), t, r.first_loss,
+                   r.last_loss, steps, fell ? "" : "  ** DID NOT DECREASE **");
+      ok = ok && fell;
+    }
+  }
+  return ok ? 0 : 1;
+}

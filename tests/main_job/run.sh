@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The main job's pipeline, shortened to one epoch: train and save, then reload the file in a
+# separate program and require the same test accuracy (and a sane level after one epoch).
+set -euo pipefail
+build="$1"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+"$build/examples/cnn_fashion_mnist" --epochs 1 --out "$out" > "$out/train.log"
+trained=$(grep -o 'final test accuracy [0-9.]*' "$out/train.log" | awk '{print $4}')
+"$build/examples/evaluate_saved_model" "$out/fashion_cnn.safetensors" > "$out/eval.log"
+reloaded=$(grep -o 'test accuracy [0-9.]*' "$out/eval.log" | head -1 | awk '{print $3}')
+echo "trained: $trained%  reloaded: $reloaded%"
+test -s "$out/learning_curves.svg"
+test -s "$out/history.csv"
+if [ "$trained" != "$reloaded" ]; then echo "the reloaded model disagrees"; exit 1; fi
+awk -v a="$trained" 'BEGIN { exit !(a >= 85.0) }' || { echo "accuracy after one epoch below 85%"; exit 1; }
+echo "main job pipeline: 1 passed, 0 failed"
