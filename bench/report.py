@@ -2,11 +2,14 @@
 """Markdown report of the benchmark suite's JSON lines (bench/run.sh writes them).
 
     python3 bench/report.py --loom loom.jsonl --torch torch.jsonl [--libtorch libtorch.jsonl]
+                            [--keras keras.jsonl]
 
 Input lines: {"name": ..., "threads": N, "seconds": median}. loom.jsonl comes from
 bench/loom_bench (the workloads, openblas_sgemm_*, onednn_sgemm_* and cpu_ghz_measured),
 torch.jsonl from bench/torch_peer.py (same workload names) and libtorch.jsonl from the LibTorch
-peer (libtorch_* names). Other lines are ignored. When a (name, threads) pair appears more than
+peer (libtorch_* names); the training benchmarks (train_* names) come from bench/train_bench,
+bench/torch_train_peer.py (eager, and "<name>_compiled" for torch.compile) and
+bench/keras_train_peer.py (keras.jsonl). Other lines are ignored. When a (name, threads) pair appears more than
 once (REPEAT > 1 in run.sh), the smallest median is kept: on a shared machine noise only ever
 adds time.
 
@@ -26,6 +29,7 @@ WORKLOADS = [
 GEMM = {"sgemm_256": (256, 256, 256), "sgemm_1024": (1024, 1024, 1024),
         "sgemm_2048": (2048, 2048, 2048), "sgemm_128x784x512": (128, 784, 512)}
 # Targets (docs/benchmarks.md): at least as fast as PyTorch.
+TRAIN = ["train_mlp", "train_cnn", "train_ptb_lstm", "train_word2vec"]
 AT_LEAST_TORCH = ["add_1e6", "fused_relu_mul_add_1e6", "sum_axis1_1024", "sum_axis0_1024",
                   "softmax_128x1000"]
 FLOPS_PER_CYCLE = 2 * 16 * 2  # 2 FMA pipes x 16 fp32 lanes (AVX-512) x 2 flops per FMA
@@ -85,10 +89,12 @@ def main():
     ap.add_argument("--loom", required=True)
     ap.add_argument("--torch", required=True)
     ap.add_argument("--libtorch")
+    ap.add_argument("--keras")
     args = ap.parse_args()
     loom, measured = load(args.loom)
     torch, _ = load(args.torch)
     libtorch, _ = load(args.libtorch)
+    keras, _ = load(args.keras)
     threads = sorted({t for (_, t) in loom})
     nominal = cpuinfo_ghz()
     if measured:
@@ -130,6 +136,24 @@ def main():
             g, o = loom.get(("mlp_graph_fwd_bwd", t)), loom.get(("mlp_ops_fwd_bwd", t))
             if g and o:
                 p(f"| {t} | {fmt_time(g)} | {fmt_time(o)} | {g / o:.3f} |")
+
+    if any(n in TRAIN for (n, _) in loom):
+        p("\n### Training throughput\n")
+        p("Median time per training step (forward, loss, backward, optimizer step) on one "
+          "synthetic batch. Ratio = peer time / Loom time: > 1 means Loom is faster. "
+          "PyTorch compiled: torch.compile of forward + loss + backward (eager optimizer).\n")
+        p("| model | threads | Loom | PyTorch eager | ratio | PyTorch compiled | ratio | "
+          "Keras (JAX) | ratio |")
+        p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for name in TRAIN:
+            for t in threads:
+                lo = loom.get((name, t))
+                if lo is None:
+                    continue
+                py, pc, ke = torch.get((name, t)), torch.get((name + "_compiled", t)), keras.get((name, t))
+                p(f"| {name.removeprefix('train_')} | {t} | {fmt_time(lo)} | {fmt_time(py)} | "
+                  f"{ratio(py, lo)} | {fmt_time(pc)} | {ratio(pc, lo)} | {fmt_time(ke)} | "
+                  f"{ratio(ke, lo)} |")
 
     p(f"\n### GEMM\n")
     p(f"Peak: {ghz:.2f} GHz ({source}; /proc/cpuinfo says "

@@ -4,6 +4,7 @@
 #   bench/run.sh                 # build (Release), run everything for 1 and 2 threads, report
 #   REPEAT=3 bench/run.sh        # run each program 3 times; the report keeps each best median
 #   THREADS="1 2 4" bench/run.sh
+#   TRAIN=0 bench/run.sh         # without the training-throughput block (train_bench and peers)
 #
 # Environment: BUILD_DIR (default <repo>/build-bench), OUT (results folder, default
 # $BUILD_DIR/bench-results), LIBTORCH_BIN (the LibTorch peer binary; default
@@ -62,5 +63,30 @@ for r in $(seq 1 "$repeat"); do
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/run-info.txt"
 
+# Training throughput (bench/train_bench.cpp; peers bench/torch_train_peer.py with eager and
+# torch.compile, bench/keras_train_peer.py when keras imports). TRAIN=0 skips it;
+# TORCH_COMPILE=0 skips the torch.compile variants (their first step compiles for ~1 minute).
+: > "$out/keras.jsonl"
+if [ "${TRAIN:-1}" = 1 ]; then
+  cmake --build "$build" --target train_bench -j"${JOBS:-2}" >/dev/null
+  compile_flag=()
+  if [ "${TORCH_COMPILE:-1}" = 0 ]; then compile_flag=(--no-compile); fi
+  have_keras=0
+  if "$python" -c "import keras, jax" >/dev/null 2>&1; then have_keras=1
+  else echo "keras/jax not found for $python: skipping the Keras peer (bench/requirements-keras.txt)" >&2; fi
+  for r in $(seq 1 "$repeat"); do
+    for n in $threads; do
+      echo "run $r/$repeat, $n thread(s): train_bench, torch_train_peer.py" >&2
+      "$build/bench/train_bench" --threads "$n" >> "$out/loom.jsonl"
+      "$python" "$here/torch_train_peer.py" --threads "$n" "${compile_flag[@]}" >> "$out/torch.jsonl"
+      if [ "$have_keras" = 1 ]; then
+        echo "run $r/$repeat, $n thread(s): keras_train_peer.py" >&2
+        "$python" "$here/keras_train_peer.py" --threads "$n" >> "$out/keras.jsonl"
+      fi
+    done
+  done
+  echo "load after training: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/run-info.txt"
+fi
+
 "$python" "$here/report.py" --loom "$out/loom.jsonl" --torch "$out/torch.jsonl" \
-  --libtorch "$out/libtorch.jsonl" | tee "$out/report.md"
+  --libtorch "$out/libtorch.jsonl" --keras "$out/keras.jsonl" | tee "$out/report.md"

@@ -77,6 +77,21 @@ def _cpu_snapshot():
     return busy, t.user + t.system, time.perf_counter()
 
 
+def _idle_fraction(seconds: float) -> float:
+    """Share of all CPUs idle over the next `seconds` (1.0 if unknown)."""
+    try:
+        def snap():
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:9]]
+            return sum(v), v[3] + v[4]
+        t0, i0 = snap()
+        time.sleep(seconds)
+        t1, i1 = snap()
+        return (i1 - i0) / (t1 - t0) if t1 > t0 else 1.0
+    except OSError:
+        return 1.0
+
+
 def foreign_cpu(before, after) -> float:
     """Fraction of the machine's CPU time used by other processes in between:
     ~0 on an idle machine; > 0.05 means the timing was contended."""
@@ -235,14 +250,14 @@ def main() -> None:
 
     threads = counts[0]
     if os.environ.get(MARKER) != str(threads):
+        busy = 1.0 - _idle_fraction(0.5)
+        if busy > 0.2:
+            print(f"torch_peer: warning: other processes are using {busy:.0%} of the "
+                  f"{os.cpu_count()} CPUs; timings (2-thread ones above all) will be "
+                  "noisy (see foreign_cpu with --details)", file=sys.stderr)
         env = thread_env(threads, args.omp_wait_policy)
         os.execve(sys.executable,
                   [sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
-    load1 = os.getloadavg()[0]
-    if load1 > 0.5:
-        print(f"torch_peer: warning: 1-min load average is {load1:.2f} on "
-              f"{os.cpu_count()} CPUs; timings (2-thread ones above all) will be noisy",
-              file=sys.stderr)
     run(threads, only, args.impl, args.details, args.sgemm_backend)
 
 

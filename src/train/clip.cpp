@@ -59,11 +59,11 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double
     // torch.norm(stack([norm(g) for g in grads]), p): per-gradient norms, then their norm
     for (const Tensor& g : grads) {
       if (g.numel() == 0) continue;
-      Tensor a = abs(g.astype(DType::Float64));
+      const Tensor a = g.astype(DType::Float64);
       double n;
-      if (norm_type == 2.0) n = std::sqrt(sum(square(a)).item<double>());
-      else if (norm_type == 1.0) n = sum(a).item<double>();
-      else n = std::pow(sum(power(a, norm_type)).item<double>(), 1.0 / norm_type);
+      if (norm_type == 2.0) n = std::sqrt(sum(square(a)).item<double>());  // squares need no abs pass
+      else if (norm_type == 1.0) n = sum(abs(a)).item<double>();
+      else n = std::pow(sum(power(abs(a), norm_type)).item<double>(), 1.0 / norm_type);
       total += norm_type == 1.0 ? n : std::pow(n, norm_type);
     }
     if (norm_type == 2.0) total = std::sqrt(total);

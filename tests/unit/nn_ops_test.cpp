@@ -222,6 +222,24 @@ TEST(NNForward, MaxPoolMatchesTorchIncludingTies) {
   EXPECT_EQ(max_pool2d(wave({2, 5, 5}, 0.1, 0), 2).shape(), (Shape{2, 2, 2}));
 }
 
+// The 2x2 / stride 2 fast path keeps PyTorch's rules: the first maximum wins a tie, the last
+// NaN wins, and an all -inf window reports its first position.
+TEST(NNForward, MaxPool2x2FastPathTiesAndNaN) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : {Float32, Float64}) {
+    Tensor x = tensor<double>({1, 1, 2, nan, 1, 0, nan, nan, 3, 5, -inf, -inf, 5, 4, -inf, -inf}).astype(dt).reshape({1, 1, 4, 4});
+    x.requires_grad_(true);
+    auto [y, idx] = max_pool2d_with_indices(x, 2);
+    expect_values(idx, {0, 7, 9, 10}, 0);
+    EXPECT_EQ(y.index({0, 0, 0, 0}).item<double>(), 1.0);
+    EXPECT_TRUE(std::isnan(y.index({0, 0, 0, 1}).item<double>()));
+    EXPECT_EQ(y.index({0, 0, 1, 0}).item<double>(), 5.0);
+    EXPECT_EQ(y.index({0, 0, 1, 1}).item<double>(), -inf);
+    y.backward(ones_like(y));
+    expect_values(x.grad(), {1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0}, 0);
+  }
+}
+
 TEST(NNForward, AvgPoolMatchesTorch) {
   Tensor x = wave({1, 2, 5, 5}, 0.37, 0.1);
   expect_values(avg_pool2d(x, 3, 2, 1), kAvgPool, 1e-12);
@@ -292,6 +310,28 @@ TEST(NNForward, EmbeddingGradientAccumulatesAndSkipsPadding) {
   // int32 ids, no padding
   Tensor y2 = embedding(w.detach(), ids.astype(Int32));
   EXPECT_TRUE(array_equal(y2, y.detach()));
+}
+
+// A gradient large enough for the row-wise index_add to split its columns over the threads
+// (repeated ids in every block) equals one_hot(ids)^T g, for 1 and 2 threads.
+TEST(NNForward, EmbeddingGradientOfALargeBatchMatchesOneHotProduct) {
+  const int saved = get_num_threads();
+  Tensor ids = from_vector<int64_t>([] {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < 400; ++i) v.push_back((i * 37) % 50);
+    return v;
+  }(), {20, 20});
+  Tensor g = wave({20, 20, 200}, 0.37, 0.1, Float64);
+  Tensor one_hot = equal(expand_dims(ids.reshape({400}), 1), arange(300, Int64)).astype(Float64);  // (400, 300)
+  Tensor want = matmul(transpose(one_hot), g.reshape({400, 200}));
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor w = zeros({300, 200}, Float64);
+    w.requires_grad_(true);
+    embedding(w, ids).backward(g);
+    EXPECT_TRUE(allclose(w.grad(), want, 1e-12, 1e-12)) << threads << " threads";
+  }
+  set_num_threads(saved);
 }
 
 TEST(NNForward, CrossEntropyMatchesTorch) {
