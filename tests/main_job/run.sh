@@ -6,7 +6,7 @@ build="$1"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 "$build/examples/cnn_fashion_mnist" --epochs 1 --out "$out" > "$out/train.log"
-trained=$(grep -o 'final test accuracy [0-9.]*' "$out/train.log" | awk '{print $4}')
+trained=$(grep -o 'test accuracy of the saved model: [0-9.]*' "$out/train.log" | awk '{print $7}')
 "$build/examples/evaluate_saved_model" "$out/fashion_cnn.safetensors" > "$out/eval.log"
 reloaded=$(grep -o 'test accuracy [0-9.]*' "$out/eval.log" | head -1 | awk '{print $3}')
 echo "trained: $trained%  reloaded: $reloaded%"
