@@ -76,6 +76,14 @@ struct Backend {
   void (*avg_pool2d)(const Tensor& out, const Tensor& x, const Pool2dParams& p);
   // gx (zeroed by the kernel) = the adjoint of avg_pool2d applied to gy.
   void (*avg_pool2d_backward)(const Tensor& gx, const Tensor& gy, const Pool2dParams& p);
+  // Training-mode batch norm over contiguous x viewed as (N, C, S): per-channel batch mean and
+  // biased variance into mean and var (C), and y = (x - mean) * invstd * weight +
+  // bias with invstd = 1 / sqrt(var + eps) (weight and bias may be undefined).
+  void (*batch_norm_train)(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x, const Tensor& weight,
+                           const Tensor& bias, double eps);
+  // Its gradients for output gradient g: gx (like x), gweight and gbias (C; either may be undefined).
+  void (*batch_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
+                              const Tensor& mean, const Tensor& var, const Tensor& weight, double eps);
 };
 
 const Backend& backend(Device device);

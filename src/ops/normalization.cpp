@@ -49,6 +49,45 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Shape bshape(static_cast<size_t>(x.ndim()), 1);  // (1, C, 1, ...)
   bshape[1] = C;
 
+  const bool fused = training && x.device().type == DeviceType::CPU && C > 0 &&
+                     (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) &&
+                     (!weight.defined() || weight.dtype() == x.dtype()) && (!bias.defined() || bias.dtype() == x.dtype());
+  if (fused) {
+    // one kernel for the statistics and the output, one for all three gradients
+    const int64_t n = x.numel() / C;
+    if (n <= 1)
+      throw ValueError(std::string(op) + ": expected more than 1 value per channel when training, got input x " +
+                       detail::desc(x));
+    Tensor xc = detail::contiguous_raw(x.detach());
+    Tensor wc = weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor();
+    Tensor bc = bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor();
+    Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
+    Tensor m = detail::alloc(cshape, x.dtype(), x.device()), v = detail::alloc(cshape, x.dtype(), x.device());
+    detail::backend(x.device()).batch_norm_train(y, m, v, xc, wc, bc, eps);
+    if (running_mean.defined()) {
+      NoGrad off;
+      const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+      Tensor rm = running_mean, rv = running_var;
+      rm.copy_(running_mean * (1.0 - momentum) + astype(m, running_mean.dtype()) * momentum);
+      rv.copy_(running_var * (1.0 - momentum) + astype(v, running_var.dtype()) * (momentum * unbias));
+    }
+    std::vector<Tensor> inputs{x};
+    if (weight.defined()) inputs.push_back(weight);
+    if (bias.defined()) inputs.push_back(bias);
+    if (!detail::needs_grad(inputs)) return y;
+    return detail::record("batch_norm", inputs, y, [xc, wc, m, v, eps, has_w = weight.defined(), has_b = bias.defined()](const Tensor& g) {
+      Tensor gc = detail::contiguous_raw(g);
+      Tensor gx = detail::alloc(xc.shape(), xc.dtype(), xc.device());
+      Tensor gw = has_w ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
+      Tensor gb = has_b ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
+      detail::backend(xc.device()).batch_norm_backward(gx, gw, gb, gc, xc, m, v, wc, eps);
+      std::vector<Tensor> grads{gx};
+      if (has_w) grads.push_back(gw);
+      if (has_b) grads.push_back(gb);
+      return grads;
+    });
+  }
+
   Tensor mean_b, var_b;  // broadcastable (1, C, 1, ...)
   if (training) {
     const int64_t n = C > 0 ? x.numel() / C : 0;

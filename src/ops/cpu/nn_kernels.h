@@ -26,4 +26,9 @@ bool conv2d_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Te
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
 bool conv2d_backward_weights_onednn(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
 
+void batch_norm_train(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x, const Tensor& weight,
+                      const Tensor& bias, double eps);
+void batch_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
+                         const Tensor& mean, const Tensor& var, const Tensor& weight, double eps);
+
 }  // namespace loom::cpu

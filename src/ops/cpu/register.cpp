@@ -11,6 +11,7 @@ void register_cpu_backend() {
       // neural-network kernels (nn_kernels.h)
       cpu::conv2d, cpu::conv2d_backward_data, cpu::conv2d_backward_weights,
       cpu::max_pool2d, cpu::avg_pool2d, cpu::avg_pool2d_backward,
+      cpu::batch_norm_train, cpu::batch_norm_backward,
   };
   register_backend(DeviceType::CPU, &table);
   cpu::init_blas_threads();

@@ -1,0 +1,131 @@
+// Fused training-mode batch norm: two passes over each channel forward (statistics, then the
+// normalized output) and two backward (the two per-channel sums, then the input gradient),
+// instead of the dozen passes of the composite. Channels are split over the pool; sums
+// accumulate in double.
+#include <cmath>
+
+#include "ops/cpu/loops.h"
+#include "ops/cpu/nn_kernels.h"
+#include "ops/dispatch.h"
+
+namespace loom::cpu {
+
+namespace {
+
+struct Geometry {
+  int64_t n = 1, c = 1, s = 1;  // x as (N, C, S)
+};
+
+Geometry geometry(const Tensor& x) {
+  Geometry g;
+  g.n = x.shape()[0];
+  g.c = x.shape()[1];
+  for (int64_t i = 2; i < x.ndim(); ++i) g.s *= x.shape()[i];
+  return g;
+}
+
+template <typename T>
+const T* opt(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+}  // namespace
+
+void batch_norm_train(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x, const Tensor& weight,
+                      const Tensor& bias, double eps) {
+  const Geometry g = geometry(x);
+  detail::dispatch_float(x.dtype(), "batch_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    T* yp = y.data<T>();
+    T* mp = mean.data<T>();
+    T* vp = var.data<T>();
+    const T* wp = opt<T>(weight);
+    const T* bp = opt<T>(bias);
+    const double count = static_cast<double>(g.n * g.s);
+    parallel_for(0, g.c, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double sum = 0;
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* row = xp + (n * g.c + c) * g.s;
+          double part = 0;
+          for (int64_t k = 0; k < g.s; ++k) part += row[k];
+          sum += part;
+        }
+        const double mu = sum / count;
+        double sq = 0;
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* row = xp + (n * g.c + c) * g.s;
+          double part = 0;
+          for (int64_t k = 0; k < g.s; ++k) {
+            const double d = row[k] - mu;
+            part += d * d;
+          }
+          sq += part;
+        }
+        const double inv = 1.0 / std::sqrt(sq / count + eps);
+        mp[c] = static_cast<T>(mu);
+        vp[c] = static_cast<T>(sq / count);
+        // y = x * scale + shift with the affine folded in
+        const T scale = static_cast<T>(inv * (wp ? static_cast<double>(wp[c]) : 1.0));
+        const T shift = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mu * static_cast<double>(scale));
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* row = xp + (n * g.c + c) * g.s;
+          T* out = yp + (n * g.c + c) * g.s;
+          for (int64_t k = 0; k < g.s; ++k) out[k] = row[k] * scale + shift;
+        }
+      }
+    });
+  });
+}
+
+void batch_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& gy, const Tensor& x,
+                         const Tensor& mean, const Tensor& var, const Tensor& weight, double eps) {
+  const Geometry g = geometry(x);
+  detail::dispatch_float(x.dtype(), "batch_norm backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    const T* gp = gy.data<T>();
+    const T* mp = mean.data<T>();
+    const T* vp = var.data<T>();
+    const T* wp = opt<T>(weight);
+    T* gxp = gx.defined() ? gx.data<T>() : nullptr;
+    T* gwp = gweight.defined() ? gweight.data<T>() : nullptr;
+    T* gbp = gbias.defined() ? gbias.data<T>() : nullptr;
+    const double count = static_cast<double>(g.n * g.s);
+    parallel_for(0, g.c, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const double mu = mp[c], inv = 1.0 / std::sqrt(static_cast<double>(vp[c]) + eps);
+        double sum_g = 0, sum_gx = 0;  // sum g and sum g * (x - mean)
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* row = xp + (n * g.c + c) * g.s;
+          const T* grow = gp + (n * g.c + c) * g.s;
+          double a = 0, b = 0;
+          for (int64_t k = 0; k < g.s; ++k) {
+            a += grow[k];
+            b += grow[k] * (row[k] - mu);
+          }
+          sum_g += a;
+          sum_gx += b;
+        }
+        const double sum_gxhat = sum_gx * inv;
+        if (gwp) gwp[c] = static_cast<T>(sum_gxhat);
+        if (gbp) gbp[c] = static_cast<T>(sum_g);
+        if (!gxp) continue;
+        // gx = w * inv / M * (M g - sum g - xhat * sum(g xhat))
+        const double w = wp ? static_cast<double>(wp[c]) : 1.0;
+        const T k1 = static_cast<T>(w * inv);
+        const T k2 = static_cast<T>(w * inv * sum_g / count);
+        const T k3 = static_cast<T>(w * inv * inv * inv * sum_gx / count);  // times (x - mean)
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* row = xp + (n * g.c + c) * g.s;
+          const T* grow = gp + (n * g.c + c) * g.s;
+          T* out = gxp + (n * g.c + c) * g.s;
+          for (int64_t k = 0; k < g.s; ++k) out[k] = grow[k] * k1 - k2 - (row[k] - static_cast<T>(mu)) * k3;
+        }
+      }
+    });
+  });
+}
+
+}  // namespace loom::cpu
