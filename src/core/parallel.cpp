@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -17,6 +18,15 @@ namespace loom {
 namespace {
 
 thread_local bool tls_in_parallel = false;
+
+// How long an idle worker (or the caller waiting for its workers) polls before sleeping.
+constexpr std::chrono::microseconds kPoll{100};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 void (*g_listener)(int) = nullptr;
 
 int default_thread_count() {
@@ -27,7 +37,11 @@ int default_thread_count() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Workers block on a condition variable between jobs; the calling thread takes chunks too.
+// Workers poll for a new job for a short while after finishing one (back-to-back ops then find
+// them awake: waking a sleeping thread costs tens of microseconds on a VM, as long as a whole
+// 1e6-element add), then block on a condition variable, so an idle pool uses no CPU. The
+// calling thread takes chunks too, and jobs are cut into several chunks per thread so that a
+// late worker delays nobody.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads) { resize(threads); }
@@ -54,13 +68,18 @@ class ThreadPool {
       chunk_ = chunk;
       next_.store(begin);
       error_ = nullptr;
-      active_ = static_cast<int>(workers_.size());
-      ++generation_;
+      active_.store(static_cast<int>(workers_.size()));
+      generation_.fetch_add(1, std::memory_order_release);
     }
     cv_work_.notify_all();
     work();
+    const auto deadline = std::chrono::steady_clock::now() + kPoll;
+    for (int i = 1; active_.load(std::memory_order_acquire) != 0; ++i) {
+      cpu_relax();
+      if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
+    }
     std::unique_lock<std::mutex> lock(mu_);
-    cv_done_.wait(lock, [this] { return active_ == 0; });
+    cv_done_.wait(lock, [this] { return active_.load() == 0; });
     fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
     return true;
@@ -85,15 +104,22 @@ class ThreadPool {
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
+      const auto deadline = std::chrono::steady_clock::now() + kPoll;
+      for (int i = 1; generation_.load(std::memory_order_acquire) == seen && !stopping_.load(); ++i) {
+        cpu_relax();
+        if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
+      }
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_work_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
+        cv_work_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
+        if (stopping_.load()) return;
+        seen = generation_.load();
       }
       work();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--active_ == 0) cv_done_.notify_one();
+      if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);
+        cv_done_.notify_one();
+      }
     }
   }
 
@@ -115,9 +141,9 @@ class ThreadPool {
   int64_t begin_ = 0, end_ = 0, chunk_ = 1;
   std::atomic<int64_t> next_{0};
   std::exception_ptr error_;
-  int active_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<int> active_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 ThreadPool& pool() {
@@ -151,7 +177,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
     fn(begin, end);
     return;
   }
-  const int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  const int64_t chunks = std::min<int64_t>(4 * threads, (n + grain - 1) / grain);
   const int64_t chunk = (n + chunks - 1) / chunks;
   if (!pool().run(begin, end, chunk, fn)) fn(begin, end);
 }
