@@ -96,27 +96,9 @@ Step make_mlp() {
   };
 }
 
-Graph build_cnn() {  // examples/cnn_fashion_mnist.cpp
-  nn::Input image(Shape{-1, 1, 28, 28}, Float32, "image");
-  nn::Layer x = image;
-  int64_t channels = 1;
-  for (int64_t filters : {32, 64}) {
-    x = nn::Conv2D(x, filters, 3, {.padding = "same", .bias = false}, "conv" + std::to_string(channels));
-    x = nn::BatchNorm(x, {}, "bn" + std::to_string(channels));
-    x = nn::Activation(x, nn::relu);
-    x = nn::MaxPool2D(x, 2);
-    channels = filters;
-  }
-  x = nn::Flatten(x);
-  x = nn::Dropout(x, 0.25, 1, "dropout1");
-  x = nn::Activation(nn::Linear(x, 128, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
-  x = nn::Dropout(x, 0.25, 2, "dropout2");
-  nn::Linear logits(x, 10, {}, "logits");
-  return Graph::build({logits}, {image});
-}
 
 Step make_cnn() {
-  Graph g = build_cnn();
+  Graph g = zoo::fashion_cnn().graph;  // the main job's CNN
   auto plan = std::make_shared<Plan>(g.compile());
   auto opt = std::make_shared<train::Adam>(graph_params(g), train::AdamOptions{.lr = 2e-3});
   Generator gen(2);

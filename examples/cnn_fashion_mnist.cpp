@@ -54,26 +54,6 @@ std::shared_ptr<data::TensorDataset> load(const std::string& dir, const std::str
   return std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, labels.astype(Int64)});
 }
 
-// conv-bn-relu-pool twice, then a small classifier.
-Graph build_cnn() {
-  nn::Input image(Shape{-1, 1, 28, 28}, Float32, "image");
-  nn::Layer x = image;
-  int64_t channels = 1;
-  for (int64_t filters : {32, 64}) {
-    x = nn::Conv2D(x, filters, 3, {.padding = "same", .bias = false}, "conv" + std::to_string(channels));
-    x = nn::BatchNorm(x, {}, "bn" + std::to_string(channels));
-    x = nn::Activation(x, nn::relu);
-    x = nn::MaxPool2D(x, 2);
-    channels = filters;
-  }
-  x = nn::Flatten(x);
-  x = nn::Dropout(x, 0.25, 1, "dropout1");
-  x = nn::Activation(nn::Linear(x, 128, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
-  x = nn::Dropout(x, 0.25, 2, "dropout2");
-  nn::Linear logits(x, 10, {}, "logits");
-  return Graph::build({logits}, {image});
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,7 +72,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(train.dataset()->size()), static_cast<long long>(validation.dataset()->size()),
               static_cast<long long>(test.dataset()->size()), get_num_threads());
 
-  Graph cnn = build_cnn();
+  // conv-bn-relu-pool twice, then a small classifier (loom::zoo::fashion_cnn)
+  Graph cnn = zoo::fashion_cnn().graph;
   std::vector<Tensor> params;
   for (const auto& l : cnn.nodes())
     for (const Tensor& p : l.parameters()) params.push_back(p);

@@ -94,6 +94,25 @@ Model lenet(int64_t num_classes) {
   return finish("lenet", {x}, out);
 }
 
+Model fashion_cnn(int64_t num_classes) {
+  nn::Input image(Shape{-1, 1, 28, 28}, Float32, "image");
+  nn::Layer x = image;
+  int64_t channels = 1;
+  for (int64_t filters : {32, 64}) {
+    x = nn::Conv2D(x, filters, 3, {.padding = "same", .bias = false}, "conv" + std::to_string(channels));
+    x = nn::BatchNorm(x, {}, "bn" + std::to_string(channels));
+    x = nn::Activation(x, nn::relu);
+    x = nn::MaxPool2D(x, 2);
+    channels = filters;
+  }
+  x = nn::Flatten(x);
+  x = nn::Dropout(x, 0.25, 1, "dropout1");
+  x = nn::Activation(nn::Linear(x, 128, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
+  x = nn::Dropout(x, 0.25, 2, "dropout2");
+  nn::Linear logits(x, num_classes, {}, "logits");
+  return Model{"fashion_cnn", Graph::build({logits}, {image}), {image}, logits};
+}
+
 const std::vector<int64_t> kVggA = {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};
 const std::vector<int64_t> kVggD = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
 

@@ -134,3 +134,9 @@ TEST(Zoo, EveryBuilderSurvivesJson) {
     EXPECT_TRUE(array_equal(m.graph.compile()(x), copy.compile()(x))) << m.name;
   }
 }
+
+TEST(Zoo, FashionCnnIsTheMainJobsModel) {
+  zoo::Model m = zoo::fashion_cnn();
+  EXPECT_EQ(m.parameter_count(), 421738);  // 288 + 64 + 18432 + 128 + 401408 + 128 + 1290
+  EXPECT_EQ(m(zeros({2, 1, 28, 28})).shape(), (Shape{2, 10}));
+}
