@@ -16,33 +16,12 @@
 #include <vector>
 
 #include "loom/loom.h"
+#include "timing.h"
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Median seconds per call: warm-up, then up to `samples` samples of ~target_s within budget_s.
-double measure(const std::function<void()>& fn, double target_s = 0.05, int samples = 11, double budget_s = 3.0) {
-  const double t0 = now_s();
-  long n = 0;
-  while (n < 2 || now_s() - t0 < 0.2) {
-    fn();
-    ++n;
-  }
-  const double per = (now_s() - t0) / static_cast<double>(n);
-  const long inner = std::max<long>(1, static_cast<long>(target_s / per));
-  std::vector<double> res;
-  const double start = now_s();
-  while (static_cast<int>(res.size()) < samples && (res.size() < 3 || now_s() - start < budget_s)) {
-    const double t = now_s();
-    for (long i = 0; i < inner; ++i) fn();
-    res.push_back((now_s() - t) / static_cast<double>(inner));
-  }
-  std::sort(res.begin(), res.end());
-  return res[res.size() / 2];
-}
+// Conv calls are long: fewer, longer samples than the elementwise benchmarks.
+double measure(const std::function<void()>& fn) { return bench::measure(fn, 0.05, 11, 3.0, 0.2).median; }
 
 struct Case {
   std::string name;

@@ -3,6 +3,8 @@
 // and the ratio graph_time / ops_time (goal: within 1.02).
 #include <loom/loom.h>
 
+#include "timing.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,18 +15,6 @@ using namespace loom;
 
 namespace {
 
-template <typename F>
-double median_seconds(F&& f, int reps) {
-  std::vector<double> t;
-  for (int i = 0; i < 3; ++i) f();  // warm up
-  for (int i = 0; i < reps; ++i) {
-    auto a = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 }  // namespace
 
@@ -47,16 +37,16 @@ int main(int argc, char** argv) {
     for (Tensor p : params) p.zero_grad();
   };
 
-  const double graph = median_seconds([&] {
+  const double graph = bench::measure([&] {
     sum(plan(input)).backward();
     clear();
-  }, 200);
-  const double ops = median_seconds([&] {
+  }).median;
+  const double ops = bench::measure([&] {
     Tensor h = relu(matmul(input, params[0]) + params[1]);
     h = relu(matmul(h, params[2]) + params[3]);
     sum(matmul(h, params[4]) + params[5]).backward();
     clear();
-  }, 200);
+  }).median;
   std::printf("{\"name\":\"mlp_graph_fwd_bwd\",\"threads\":%d,\"seconds\":%.9f}\n", threads, graph);
   std::printf("{\"name\":\"mlp_ops_fwd_bwd\",\"threads\":%d,\"seconds\":%.9f}\n", threads, ops);
   std::printf("# layer graph / hand-written ops = %.4f\n", graph / ops);

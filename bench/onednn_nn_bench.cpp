@@ -4,6 +4,8 @@
 #include <loom/loom.h>
 #include <omp.h>
 
+#include "timing.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,18 +16,8 @@ using namespace loom;
 
 namespace {
 
-template <typename F>
-double median_seconds(F&& f) {
-  for (int i = 0; i < 5; ++i) f();
-  std::vector<double> t;
-  for (int i = 0; i < 31; ++i) {
-    const auto a = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+double median_seconds(const std::function<void()>& f) { return bench::measure(f).median; }
+
 
 void print(const char* name, int threads, double s) {
   std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.9g}\n", name, threads, s);

@@ -3,10 +3,28 @@
 #include <gtest/gtest.h>
 #include <loom/loom.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace loom_test {
+
+// A fresh directory named after the running test, removed at the end.
+struct TempDir {
+  std::filesystem::path dir;
+  TempDir() {
+    dir = std::filesystem::temp_directory_path() /
+          ("loom_test_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~TempDir() { std::filesystem::remove_all(dir); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
 
 // Runs f, expects it to throw exactly E (or a subclass), and returns the message ("" otherwise).
 template <typename E, typename F>

@@ -12,21 +12,11 @@
 using namespace loom;
 using loom_test::contains_all;
 using loom_test::error_message;
+using loom_test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    dir = fs::temp_directory_path() / ("loom_io_model_test_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
 
 // An MLP with a layer reused on a second input (shared State) and an output tied to the
 // first layer's weights (transposed).

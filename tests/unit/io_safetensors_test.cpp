@@ -13,22 +13,11 @@
 using namespace loom;
 using loom_test::contains_all;
 using loom_test::error_message;
+using loom_test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory per test, removed at the end.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    dir = fs::temp_directory_path() / ("loom_io_test_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;

@@ -9,6 +9,8 @@
 
 #include <filesystem>
 
+#include "unit/core_test_util.h"
+
 using namespace loom;
 namespace fs = std::filesystem;
 
@@ -48,11 +50,6 @@ std::vector<Tensor> weights(const Net& net) {
   return w;
 }
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
 
 }  // namespace
 
@@ -87,8 +84,8 @@ TEST(Model, SameSeedGivesBitwiseIdenticalWeights) {
 }
 
 TEST(Model, ResumingFromACheckpointEqualsNotStopping) {
-  const fs::path dir = temp_dir("loom_resume");
-  const std::string ckpt = (dir / "last.safetensors").string();
+  loom_test::TempDir dir;
+  const std::string ckpt = dir / "last.safetensors";
   std::vector<Tensor> straight, resumed;
   {
     manual_seed(11);
@@ -124,12 +121,12 @@ TEST(Model, ResumingFromACheckpointEqualsNotStopping) {
   }
   ASSERT_EQ(straight.size(), resumed.size());
   for (size_t i = 0; i < straight.size(); ++i) EXPECT_TRUE(array_equal(straight[i], resumed[i])) << i;
-  fs::remove_all(dir);
 }
 
 TEST(Model, CallbacksStopLogAndCheckpoint) {
   manual_seed(2);
-  const fs::path dir = temp_dir("loom_callbacks");
+  loom_test::TempDir tmp;
+  const fs::path dir = tmp.dir;
   Net net;
   train::Model model = make_model(net);
   data::DataLoader train_loader(blobs(200, 1), {.batch_size = 50});
@@ -158,7 +155,6 @@ TEST(Model, CallbacksStopLogAndCheckpoint) {
   Graph best = io::load_model((dir / "best.safetensors").string());
   EXPECT_EQ(best.nodes().size(), net.graph.nodes().size());
   EXPECT_TRUE(fs::exists(dir / "last.safetensors"));
-  fs::remove_all(dir);
 }
 
 TEST(Model, TerminateOnNaNAndTensorXStyleGraphs) {
