@@ -111,52 +111,46 @@ class ConfusionMatrix : public Metric {
   Tensor counts_;
 };
 
-class Precision : public ConfusionMatrix {
+// Precision, recall or F1 over the running confusion matrix (the free functions above).
+class ConfusionScore : public ConfusionMatrix {
  public:
-  explicit Precision(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1,
-                     double threshold = 0.5)
-      : ConfusionMatrix(num_classes, threshold), average_(average), positive_(positive) {}
-  std::string name() const override { return "precision"; }
-  double result() const override { return precision(counts_, average_, positive_); }
+  enum class Kind : uint8_t { Precision, Recall, F1 };
+  ConfusionScore(Kind kind, int64_t num_classes, Average average, int64_t positive, double threshold)
+      : ConfusionMatrix(num_classes, threshold), kind_(kind), average_(average), positive_(positive) {}
+  std::string name() const override {
+    return kind_ == Kind::Precision ? "precision" : kind_ == Kind::Recall ? "recall" : "f1";
+  }
+  double result() const override {
+    if (kind_ == Kind::Precision) return precision(counts_, average_, positive_);
+    if (kind_ == Kind::Recall) return recall(counts_, average_, positive_);
+    return f1_score(counts_, average_, positive_);
+  }
   std::unique_ptr<Metric> clone() const override {
-    return std::make_unique<Precision>(num_classes_, average_, positive_, threshold_);
+    return std::make_unique<ConfusionScore>(kind_, num_classes_, average_, positive_, threshold_);
   }
 
  private:
+  Kind kind_;
   Average average_;
   int64_t positive_;
 };
 
-class Recall : public ConfusionMatrix {
+class Precision : public ConfusionScore {
  public:
-  explicit Recall(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1,
-                  double threshold = 0.5)
-      : ConfusionMatrix(num_classes, threshold), average_(average), positive_(positive) {}
-  std::string name() const override { return "recall"; }
-  double result() const override { return recall(counts_, average_, positive_); }
-  std::unique_ptr<Metric> clone() const override {
-    return std::make_unique<Recall>(num_classes_, average_, positive_, threshold_);
-  }
-
- private:
-  Average average_;
-  int64_t positive_;
+  explicit Precision(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1, double threshold = 0.5)
+      : ConfusionScore(Kind::Precision, num_classes, average, positive, threshold) {}
 };
 
-class F1Score : public ConfusionMatrix {
+class Recall : public ConfusionScore {
  public:
-  explicit F1Score(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1,
-                   double threshold = 0.5)
-      : ConfusionMatrix(num_classes, threshold), average_(average), positive_(positive) {}
-  std::string name() const override { return "f1"; }
-  double result() const override { return f1_score(counts_, average_, positive_); }
-  std::unique_ptr<Metric> clone() const override {
-    return std::make_unique<F1Score>(num_classes_, average_, positive_, threshold_);
-  }
+  explicit Recall(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1, double threshold = 0.5)
+      : ConfusionScore(Kind::Recall, num_classes, average, positive, threshold) {}
+};
 
- private:
-  Average average_;
-  int64_t positive_;
+class F1Score : public ConfusionScore {
+ public:
+  explicit F1Score(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1, double threshold = 0.5)
+      : ConfusionScore(Kind::F1, num_classes, average, positive, threshold) {}
 };
 
 class MeanSquaredError : public Metric {
