@@ -3,6 +3,7 @@
 // .npy files, plus OUTDIR/manifest.json for tests/reference/check_ops.py to replay in PyTorch.
 // Exits non-zero when a registry op has no case, or a differentiable op has no case with a
 // differentiable input.
+#include <loom/data/npy.h>
 #include <loom/loom.h>
 
 #include <cstdio>
@@ -19,46 +20,8 @@ using namespace loom::reftest;
 
 namespace {
 
-const char* npy_descr(DType d) {
-  switch (d) {
-    case DType::Bool: return "|b1";
-    case DType::UInt8: return "|u1";
-    case DType::Int32: return "<i4";
-    case DType::Int64: return "<i8";
-    case DType::Float16: return "<f2";
-    case DType::Float32: return "<f4";
-    case DType::Float64: return "<f8";
-    case DType::BFloat16: break;
-  }
-  throw Error(std::string("npy: no NumPy dtype for ") + dtype_name(d));
-}
-
-// NPY format v1.0: magic, version, little-endian u16 header length, a Python-literal dict
-// padded with spaces and ended by '\n' so that the data starts on a 64-byte boundary; then the
-// elements in C order.
-void write_npy(const std::filesystem::path& path, const Tensor& t) {
-  Tensor c;
-  {
-    GradModeScope off(false);
-    c = t.detach().copy();  // contiguous, offset 0
-  }
-  std::string shape = "(";
-  for (size_t i = 0; i < c.shape().size(); ++i) shape += std::to_string(c.shape()[i]) + (c.shape().size() == 1 ? "," : (i + 1 < c.shape().size() ? ", " : ""));
-  shape += ")";
-  std::string header = std::string("{'descr': '") + npy_descr(c.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  const size_t unpadded = 10 + header.size() + 1;
-  header.append((64 - unpadded % 64) % 64, ' ');
-  header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw IOError("npy: cannot open " + path.string());
-  f.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t hl = static_cast<uint16_t>(header.size());
-  const char len[2] = {static_cast<char>(hl & 0xff), static_cast<char>(hl >> 8)};
-  f.write(len, 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  if (c.numel() > 0) f.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
-  if (!f) throw IOError("npy: write failed for " + path.string());
-}
+// Through Loom's NPY writer, which tests/data checks against NumPy itself.
+void write_npy(const std::filesystem::path& path, const Tensor& t) { data::save_npy(path.string(), t.detach()); }
 
 std::string json_str(const std::string& s) {
   std::string o = "\"";

@@ -5,6 +5,7 @@
 // and Loom's Eval-mode output as .npy files plus DIR/manifest.json, so that the script can load
 // the same weights into the PyTorch modules and compare outputs (the architectures, not only
 // their sizes, must agree).
+#include <loom/data/npy.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,40 +23,8 @@ using json = nlohmann::json;
 
 namespace {
 
-const char* npy_descr(DType d) {
-  switch (d) {
-    case DType::Int64: return "<i8";
-    case DType::Float32: return "<f4";
-    case DType::Float64: return "<f8";
-    default: break;
-  }
-  throw Error(std::string("npy: unsupported dtype ") + dtype_name(d));
-}
-
-// NPY v1.0: magic, version, u16 header length, a Python dict literal padded to 64 bytes.
-void write_npy(const std::filesystem::path& path, const Tensor& t) {
-  Tensor c;
-  {
-    GradModeScope off(false);
-    c = t.detach().copy();
-  }
-  std::string shape = "(";
-  for (size_t i = 0; i < c.shape().size(); ++i)
-    shape += std::to_string(c.shape()[i]) + (c.shape().size() == 1 ? "," : (i + 1 < c.shape().size() ? ", " : ""));
-  shape += ")";
-  std::string header = std::string("{'descr': '") + npy_descr(c.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
-  header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw IOError("npy: cannot open " + path.string());
-  f.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t hl = static_cast<uint16_t>(header.size());
-  const char len[2] = {static_cast<char>(hl & 0xff), static_cast<char>(hl >> 8)};
-  f.write(len, 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  if (c.numel() > 0) f.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
-  if (!f) throw IOError("npy: write failed for " + path.string());
-}
+// Through Loom's NPY writer, which tests/data checks against NumPy itself.
+void write_npy(const std::filesystem::path& path, const Tensor& t) { data::save_npy(path.string(), t.detach()); }
 
 // Gives BatchNorm layers non-trivial affine parameters and running statistics, so that an
 // Eval-mode comparison exercises them.
