@@ -2,6 +2,7 @@
 #include "loom/ops/elementwise.h"
 
 #include <cmath>
+#include <limits>
 
 #include "loom/ops/creation.h"
 #include "loom/ops/reduction.h"
@@ -478,7 +479,11 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
   GradModeScope off(false);
   if (broadcast_shapes(a.shape(), b.shape(), "allclose").empty() && (a.numel() == 0 || b.numel() == 0)) return true;
   Tensor a64 = astype(a, DType::Float64), b64 = astype(b, DType::Float64);
-  Tensor close = less_equal(abs(a64 - b64), atol + abs(b64) * rtol);
+  // numpy.isclose: the tolerance applies where both are finite; otherwise only equal values
+  // (equal infinities) are close
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor finite = logical_and(abs(a64) < inf, abs(b64) < inf);
+  Tensor close = logical_or(equal(a64, b64), logical_and(finite, less_equal(abs(a64 - b64), atol + abs(b64) * rtol)));
   if (equal_nan) close = logical_or(close, logical_and(not_equal(a64, a64), not_equal(b64, b64)));
   return all(close).item<bool>();
 }

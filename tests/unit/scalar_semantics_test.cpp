@@ -93,3 +93,14 @@ TEST(ScalarSemantics, ArithmeticWithCppNumbers) {
   EXPECT_EQ(floor_divide(scalar_tensor(-7), scalar_tensor(2)).item<int64_t>(), -4);
   EXPECT_EQ(mod(scalar_tensor(-7), scalar_tensor(3)).item<int64_t>(), 2);  // sign of the divisor
 }
+
+// numpy.allclose: equal infinities are close (their difference is NaN), opposite ones are not,
+// NaN only with equal_nan.
+TEST(ScalarSemantics, AllcloseTreatsInfinitiesAndNaNAsNumPy) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(allclose(tensor<double>({-inf, inf, 1}), tensor<double>({-inf, inf, 1}), 0, 0));
+  EXPECT_FALSE(allclose(tensor<double>({inf}), tensor<double>({-inf})));
+  EXPECT_FALSE(allclose(tensor<double>({inf}), tensor<double>({1e308})));
+  EXPECT_FALSE(allclose(tensor<double>({nan}), tensor<double>({nan})));
+  EXPECT_TRUE(allclose(tensor<double>({nan, -inf}), tensor<double>({nan, -inf}), 0, 0, true));
+}
