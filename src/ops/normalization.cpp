@@ -1,4 +1,5 @@
-// batch_norm and layer_norm as composites of differentiable ops (mean, var, rsqrt, ...).
+// batch_norm and layer_norm as composites of differentiable ops (mean, var, rsqrt, ...), with
+// fused CPU kernels (src/ops/cpu/batch_norm.cpp, layer_norm.cpp) for float32 / float64.
 #include "loom/ops/normalization.h"
 
 #include "loom/autograd/autograd.h"
@@ -132,6 +133,42 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   check_param(weight, x, normalized_shape, op, "weight");
   check_param(bias, x, normalized_shape, op, "bias");
   if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+
+  const int64_t cols = shape_numel(normalized_shape);
+  const bool fused = x.device().type == DeviceType::CPU && cols > 0 &&
+                     (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) &&
+                     (!weight.defined() || weight.dtype() == x.dtype()) && (!bias.defined() || bias.dtype() == x.dtype());
+  if (fused) {
+    // one kernel for the row statistics and the output, one for all three gradients
+    const int64_t rows = x.numel() / cols;
+    Tensor xc = detail::contiguous_raw(x.detach());
+    Tensor wc = weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor();
+    Tensor bc = bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor();
+    Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
+    Tensor m = detail::alloc({rows}, x.dtype(), x.device()), r = detail::alloc({rows}, x.dtype(), x.device());
+    detail::backend(x.device()).layer_norm(y, m, r, xc, wc, bc, cols, eps);
+    std::vector<Tensor> inputs{x};
+    if (weight.defined()) inputs.push_back(weight);
+    if (bias.defined()) inputs.push_back(bias);
+    if (!detail::needs_grad(inputs)) return y;
+    // only the gradients some input wants (an undefined one counts as zero)
+    const bool want_x = x.requires_grad(), want_w = weight.defined() && weight.requires_grad(),
+               want_b = bias.defined() && bias.requires_grad();
+    return detail::record("layer_norm", inputs, y,
+                          [xc, wc, m, r, cols, ns = normalized_shape, has_w = weight.defined(), has_b = bias.defined(),
+                           want_x, want_w, want_b](const Tensor& g) {
+      Tensor gc = detail::contiguous_raw(g);
+      Tensor gx = want_x ? detail::alloc(xc.shape(), xc.dtype(), xc.device()) : Tensor();
+      Tensor gw = want_w ? detail::alloc(ns, xc.dtype(), xc.device()) : Tensor();
+      Tensor gb = want_b ? detail::alloc(ns, xc.dtype(), xc.device()) : Tensor();
+      detail::backend(xc.device()).layer_norm_backward(gx, gw, gb, gc, xc, m, r, wc, cols);
+      std::vector<Tensor> grads{gx};
+      if (has_w) grads.push_back(gw);
+      if (has_b) grads.push_back(gb);
+      return grads;
+    });
+  }
+
   Axes axes;
   for (int64_t i = x.ndim() - k; i < x.ndim(); ++i) axes.push_back(i);
   Tensor mu = mean(x, axes, true);

@@ -1,9 +1,6 @@
 // 2-d pooling: argument checks, output sizes (PyTorch's pooling_output_shape) and gradients.
 #include "loom/ops/pooling.h"
 
-#include "loom/ops/creation.h"
-#include "loom/ops/elementwise.h"
-#include "loom/ops/indexing.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/nn_internal.h"
@@ -94,34 +91,42 @@ Tensor avg_pool_bwd(const Tensor& gy, const Pool2dParams& p, const Shape& in) {
 
 }  // namespace
 
-std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
-                                                  IntList dilation, bool ceil_mode) {
+namespace {
+
+// Max pooling; the indices are computed only when asked for or when the gradient needs them
+// (inference writes the values alone).
+std::pair<Tensor, Tensor> max_pool(const Tensor& x, const IntList& kernel_size, const IntList& stride,
+                                   const IntList& padding, const IntList& dilation, bool ceil_mode, bool want_indices) {
   const char* op = "max_pool2d";
   PoolSetup s = setup(op, x, kernel_size, stride, padding, dilation, ceil_mode);
   const Tensor& x4 = s.x4;
   const DType dt = x.dtype(), kd = detail::is_half_float(dt) ? DType::Float32 : dt;
+  const bool grad = detail::needs_grad({&x4});
   Tensor y = detail::alloc(s.out, kd, x.device());
-  Tensor idx = detail::alloc(s.out, DType::Int64, x.device());
+  Tensor idx = want_indices || grad ? detail::alloc(s.out, DType::Int64, x.device()) : Tensor();
   detail::backend(x.device()).max_pool2d(y, idx, detail::contiguous_raw(detail::cast_raw(x4, kd)), s.p);
   y = detail::cast_raw(y, dt);
-  if (detail::needs_grad({&x4})) {
+  if (grad) {
     y = detail::record("max_pool2d", {x4}, y, [idx, in = x4.shape()](const Tensor& g) {
-      const int64_t N = in[0], C = in[1];
-      // the kernel directly: the indices are valid by construction, so scatter_add's checks
-      // (several passes over them) and its copy of the zero tensor are not needed
-      Tensor gx = zeros({N, C, in[2] * in[3]}, g.dtype(), g.device());
-      if (gx.numel() > 0 && idx.numel() > 0)
-        detail::backend(g.device()).scatter_add_along(gx, 2, reshape(idx, {N, C, -1}),
-                                                      detail::contiguous_raw(reshape(g, {N, C, -1})));
-      return Grads{reshape(gx, in)};
+      const DType gd = detail::is_half_float(g.dtype()) ? DType::Float32 : g.dtype();
+      Tensor gx = detail::alloc(in, gd, g.device());
+      detail::backend(g.device()).max_pool2d_backward(gx, detail::contiguous_raw(detail::cast_raw(g, gd)), idx);
+      return Grads{detail::cast_raw(gx, g.dtype())};
     });
   }
-  return {unbatch(y, s.batched), unbatch(idx, s.batched)};
+  return {unbatch(y, s.batched), idx.defined() ? unbatch(idx, s.batched) : idx};
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
+                                                  IntList dilation, bool ceil_mode) {
+  return max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, true);
 }
 
 Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
                   bool ceil_mode) {
-  return max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode).first;
+  return max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, false).first;
 }
 
 Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,

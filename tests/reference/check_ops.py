@@ -532,7 +532,8 @@ def _batch_norm(xs, a, cot):
 
 @replay("layer_norm")
 def _layer_norm(xs, a, cot):
-    w, b = (xs[1], xs[2]) if len(xs) == 3 else (None, None)
+    w = xs[1] if a["weight"] else None
+    b = xs[2 if a["weight"] else 1] if a["bias"] else None
     return F.layer_norm(xs[0], a["normalized_shape"], w, b, a["eps"])
 
 

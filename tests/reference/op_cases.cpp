@@ -4,6 +4,7 @@
 #include "reference/op_cases.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -851,6 +852,10 @@ void nn_cases(Table& t) {
   mp("f32 unbatched (3,5,5) k (2,3)", X({3, 5, 5}).dom(D), {2, 3}, {1, 2}, {0, 1}, {1, 1}, false);
   mp("f32 ties: first maximum gets the gradient", X({1, 1, 4, 4}).dom(Domain::Ties), {2, 2}, {}, {0, 0}, {1, 1}, false, false);
   mp("f32 transposed input view", X({2, 2, 4, 4}).dom(D).lay(T_), {2, 2}, {1, 1}, {0, 0}, {1, 1}, false);
+  // float32 vector kernels: 2x2 rows of one full vector and a tail; the padded general kernel
+  mp("f32 (2,2,9,42) k2: full vectors and tails", X({2, 2, 9, 42}).dom(D), {2, 2}, {}, {0, 0}, {1, 1}, false);
+  mp("f32 (1,2,20,37) k3 stride 2 pad 1", X({1, 2, 20, 37}).dom(D), {3, 3}, {2, 2}, {1, 1}, {1, 1}, false);
+  mp("f32 (1,1,9,35) k3 stride 3 pad 1 ceil_mode", X({1, 1, 9, 35}).dom(D), {3, 3}, {3, 3}, {1, 1}, {1, 1}, true);
 
   auto ap = [&t](const std::string& label, InputSpec x, std::vector<int64_t> k, std::vector<int64_t> stride,
                  std::vector<int64_t> pad, bool ceil, bool count_pad, int64_t div) {
@@ -864,6 +869,10 @@ void nn_cases(Table& t) {
   ap("f32 k3 stride 2 pad 1 exclude pad, ceil_mode", X({1, 2, 6, 7}), {3, 3}, {2, 2}, {1, 1}, true, false, 0);
   ap("f32 divisor_override 3", X({1, 1, 4, 4}), {2, 2}, {}, {0, 0}, false, true, 3);
   ap("f32 unbatched (2,5,4) strided view", X({2, 5, 4}).lay(S_), {2, 2}, {1, 1}, {0, 0}, false, true, 0);
+  // float32 on oneDNN, and the ceil_mode window past the padding that stays on Loom's loops
+  ap("f32 (2,3,8,36) k2 (oneDNN)", X({2, 3, 8, 36}), {2, 2}, {}, {0, 0}, false, true, 0);
+  ap("f32 (1,2,9,9) k3 stride 2 pad 1 count_include_pad (oneDNN)", X({1, 2, 9, 9}), {3, 3}, {2, 2}, {1, 1}, false, true, 0);
+  ap("f32 (1,1,5,5) k2 ceil_mode count_include_pad", X({1, 1, 5, 5}), {2, 2}, {}, {0, 0}, true, true, 0);
 
   for (const char* op : {"global_avg_pool2d", "global_max_pool2d"}) {
     const bool avg = std::string(op) == "global_avg_pool2d";
@@ -893,16 +902,32 @@ void nn_cases(Table& t) {
      true, true, false);
   bn("f32 training transposed input view", {X({4, 3, 2}).lay(T_), X({3}), X({3})}, false, true, true);
 
-  auto ln = [&t](const std::string& label, std::vector<InputSpec> in, Shape ns) {
-    const bool affine = in.size() == 3;
+  // layer_norm(x, normalized_shape, weight, bias): inputs x, then weight and / or bias as given
+  auto ln = [&t](const std::string& label, std::vector<InputSpec> in, Shape ns, bool has_w, bool has_b) {
     t.add("layer_norm", label, in, [=](const In& x) {
-      return loom::layer_norm(x[0], ns, affine ? x[1] : Tensor(), affine ? x[2] : Tensor(), 1e-5);
-    }, "{\"normalized_shape\":" + jl(ns) + ",\"eps\":1e-05}");
+      return loom::layer_norm(x[0], ns, has_w ? x[1] : Tensor(), has_b ? x[has_w ? 2 : 1] : Tensor(), 1e-5);
+    }, "{\"normalized_shape\":" + jl(ns) + ",\"eps\":1e-05,\"weight\":" + jb(has_w) + ",\"bias\":" + jb(has_b) + "}");
   };
-  ln("f32 (2,3,4) over (4,) affine", {X({2, 3, 4}), X({4}), X({4})}, {4});
-  ln("f64 (2,3,4) over (3,4) affine", {X({2, 3, 4}, F64), X({3, 4}, F64), X({3, 4}, F64)}, {3, 4});
-  ln("f32 (5,6) no affine", {X({5, 6})}, {6});
-  ln("f32 transposed input view (4,3)", {X({4, 3}).lay(T_), X({3}), X({3})}, {3});
+  ln("f32 (2,3,4) over (4,) affine", {X({2, 3, 4}), X({4}), X({4})}, {4}, true, true);
+  ln("f64 (2,3,4) over (3,4) affine", {X({2, 3, 4}, F64), X({3, 4}, F64), X({3, 4}, F64)}, {3, 4}, true, true);
+  ln("f32 (5,6) no affine", {X({5, 6})}, {6}, false, false);
+  ln("f32 transposed input view (4,3)", {X({4, 3}).lay(T_), X({3}), X({3})}, {3}, true, true);
+  // the fused kernels: wide rows (full vectors, then a tail), rows far from 0 (the mean's
+  // refinement; offsets where torch 1.13's own rounding stays inside the tolerance), weight or
+  // bias alone, strided views, an empty batch
+  ln("f32 (6,1000) affine", {X({6, 1000}), X({1000}), X({1000})}, {1000}, true, true);
+  auto offset = [](double off, int64_t n) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[i] = off + 2.0 * std::sin(0.7 * static_cast<double>(i) + 0.3 * static_cast<double>(i % 7));
+    return v;
+  };
+  ln("f32 (4,300) rows at 30 + [-2, 2], affine", {X({4, 300}).vals(offset(30, 1200)), X({300}), X({300})}, {300}, true, true);
+  ln("f64 (3,257) rows at 1000 + [-2, 2], weight only", {X({3, 257}, F64).vals(offset(1000, 771)), X({257}, F64)}, {257},
+     true, false);
+  ln("f64 (3,257) bias only", {X({3, 257}, F64), X({257}, F64)}, {257}, false, true);
+  ln("f32 (2,3,40) over (3,40) strided view, affine", {X({2, 3, 40}).lay(S_), X({3, 40}), X({3, 40})}, {3, 40}, true, true);
+  ln("f32 (5,33) reversed view, no affine", {X({5, 33}).lay(R_)}, {33}, false, false);
+  ln("f32 empty batch (0,8) affine", {X({0, 8}), X({8}), X({8})}, {8}, true, true);
 
   auto dp = [&t](const std::string& label, InputSpec x, double p, bool training) {
     t.add("dropout", label, {x}, [=](const In& in) {

@@ -10,8 +10,6 @@
 //
 // Threads: oneDNN's OpenMP team follows loom::set_num_threads because every call sets the
 // calling thread's OpenMP thread count to loom::get_num_threads() before running.
-#include <omp.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -22,26 +20,21 @@
 
 #include "loom/core/parallel.h"
 #include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/onednn.h"
 #include "ops/internal.h"
 
 namespace loom::cpu {
 
 namespace {
 
+using onednn::engine;
+using onednn::follow_loom_threads;
+using onednn::staging;
+using onednn::thread_stream;
 using mdims = dnnl::memory::dims;
 using mdesc = dnnl::memory::desc;
 using ftag = dnnl::memory::format_tag;
 constexpr auto f32 = dnnl::memory::data_type::f32;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-void follow_loom_threads() {
-  const int n = get_num_threads();
-  if (omp_get_max_threads() != n) omp_set_num_threads(n);
-}
 
 bool plain_layouts() {
   static const bool plain = [] {
@@ -200,18 +193,6 @@ std::shared_ptr<const Plan> plan_for(Kind kind, const ConvDims& d, bool bias) {
   if (cache.size() >= kMaxPlans) cache.clear();
   cache.emplace(key, plan);
   return plan;
-}
-
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
-
-// A buffer in the primitive's layout, from Loom's caching allocator (oneDNN would otherwise
-// allocate, and page-fault in, fresh memory on every call).
-dnnl::memory staging(const mdesc& md, std::vector<Tensor>& keep) {
-  keep.push_back(detail::alloc({static_cast<int64_t>(md.get_size())}, DType::UInt8, Device::cpu()));
-  return dnnl::memory(md, engine(), keep.back().data_ptr());
 }
 
 // Runs a plan on plain user buffers: reorders inputs in, runs, reorders the output back.

@@ -1,7 +1,7 @@
 #pragma once
-// CPU kernels of the neural-network ops (convolution, pooling). conv2d* dispatch: float32 to
-// oneDNN (conv_onednn.cpp) with the plain loops of conv_ref.cpp as the fallback, float64 to
-// the plain loops (the finite-difference reference).
+// CPU kernels of the neural-network ops (convolution, pooling, normalization). conv2d* and
+// avg_pool2d* dispatch float32 to oneDNN (conv_onednn.cpp, pool_onednn.cpp) with Loom's own
+// loops as the fallback; float64 runs the loops (the finite-difference reference).
 #include "ops/backend.h"
 
 namespace loom::cpu {
@@ -25,10 +25,17 @@ void conv2d_backward_weights_ref(const Tensor& gw, const Tensor& gy, const Tenso
 bool conv2d_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
 bool conv2d_backward_weights_onednn(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
+bool avg_pool2d_onednn(const Tensor& out, const Tensor& x, const Pool2dParams& p);
+bool avg_pool2d_backward_onednn(const Tensor& gx, const Tensor& gy, const Pool2dParams& p);
 
 void batch_norm_train(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x, const Tensor& weight,
                       const Tensor& bias, double eps);
 void batch_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
                          const Tensor& mean, const Tensor& var, const Tensor& weight, double eps);
+void max_pool2d_backward(const Tensor& gx, const Tensor& gy, const Tensor& indices);
+void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
+                const Tensor& bias, int64_t cols, double eps);
+void layer_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
+                         const Tensor& mean, const Tensor& rstd, const Tensor& weight, int64_t cols);
 
 }  // namespace loom::cpu

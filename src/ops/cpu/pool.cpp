@@ -1,12 +1,17 @@
-// 2-d pooling over NCHW planes: plain loops, one (n, c) plane per task.
+// 2-d pooling over NCHW planes, one (n, c) plane per task: vector kernels for float32 max
+// pooling (simd/kernels.inc), oneDNN for float32 average pooling
+// (pool_onednn.cpp), plain loops otherwise.
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "loom/core/parallel.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
+#include "ops/internal.h"
 
 namespace loom::cpu {
 
@@ -17,49 +22,39 @@ int64_t plane_grain(int64_t work_per_plane) { return std::max<int64_t>(1, 32768 
 void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p) {
   const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t Ho = out.shape()[2], Wo = out.shape()[3];
+  const bool k2s2 = p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 && p.stride[1] == 2 && p.pad[0] == 0 &&
+                    p.pad[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 && 2 * Ho <= H && 2 * Wo <= W;
   detail::dispatch_float(x.dtype(), "max_pool2d", [&](auto tag) {
     using T = decltype(tag);
     const T* X = x.data<T>();
     T* Y = out.data<T>();
-    int64_t* I = indices.data<int64_t>();
-    const bool k2s2 = p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 && p.stride[1] == 2 && p.pad[0] == 0 &&
-                      p.pad[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 && 2 * Ho <= H && 2 * Wo <= W;
-    if (k2s2) {
-      // 2x2 windows, stride 2, all inside the plane (the common case): the same scan order and
-      // NaN rule as below, branch-free (the general loop's compares mispredict on random data).
-      parallel_for(0, planes, plane_grain(Ho * Wo * 4), [&](int64_t b, int64_t e) {
-        for (int64_t pl = b; pl < e; ++pl) {
-          const T* xp = X + pl * H * W;
-          T* yp = Y + pl * Ho * Wo;
-          int64_t* ip = I + pl * Ho * Wo;
-          for (int64_t oh = 0; oh < Ho; ++oh) {
-            const T* r0 = xp + 2 * oh * W;
-            const T* r1 = r0 + W;
-            for (int64_t ow = 0; ow < Wo; ++ow) {
-              const int64_t at = 2 * oh * W + 2 * ow;
-              T best = r0[2 * ow];
-              int64_t arg = at;
-              auto visit = [&](T v, int64_t pos) {
-                const bool take = (v > best) | (v != v);
-                best = select_bits(take, v, best);
-                arg = select_bits(take, pos, arg);
-              };
-              visit(r0[2 * ow + 1], at + 1);
-              visit(r1[2 * ow], at + W);
-              visit(r1[2 * ow + 1], at + W + 1);
-              yp[oh * Wo + ow] = best;
-              ip[oh * Wo + ow] = arg;
-            }
-          }
+    int64_t* I = indices.defined() ? indices.data<int64_t>() : nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      if (H * W <= std::numeric_limits<int32_t>::max()) {  // the vector kernels count in int32
+        const auto& simd = simd::table();
+        if (k2s2) {  // 2x2 windows, stride 2, all inside the plane: the common case
+          parallel_for(0, planes, plane_grain(Ho * Wo * 4), [&](int64_t b, int64_t e) {
+            for (int64_t pl = b; pl < e; ++pl)
+              simd.max_pool_2x2(Y + pl * Ho * Wo, I ? I + pl * Ho * Wo : nullptr, X + pl * H * W, Ho, W, Wo);
+          });
+          return;
         }
-      });
-      return;
+        const simd::PoolGeometry g{H, W, Ho, Wo, p.kernel[0], p.kernel[1], p.stride[0], p.stride[1],
+                                   p.pad[0], p.pad[1], p.dilation[0], p.dilation[1]};
+        parallel_for(0, planes, plane_grain(Ho * Wo * p.kernel[0] * p.kernel[1]), [&](int64_t b, int64_t e) {
+          Tensor scratch = detail::alloc({simd::pool_scratch_size(g)}, DType::Float32, Device::cpu());
+          for (int64_t pl = b; pl < e; ++pl)
+            simd.max_pool_any(Y + pl * Ho * Wo, I ? I + pl * Ho * Wo : nullptr, X + pl * H * W, g,
+                              scratch.data<float>());
+        });
+        return;
+      }
     }
     parallel_for(0, planes, plane_grain(Ho * Wo * p.kernel[0] * p.kernel[1]), [&](int64_t b, int64_t e) {
       for (int64_t pl = b; pl < e; ++pl) {
         const T* xp = X + pl * H * W;
         T* yp = Y + pl * Ho * Wo;
-        int64_t* ip = I + pl * Ho * Wo;
+        int64_t* ip = I ? I + pl * Ho * Wo : nullptr;
         for (int64_t oh = 0; oh < Ho; ++oh)
           for (int64_t ow = 0; ow < Wo; ++ow) {
             T best = -std::numeric_limits<T>::infinity();
@@ -80,8 +75,28 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const
               }
             }
             yp[oh * Wo + ow] = best;
-            ip[oh * Wo + ow] = arg < 0 ? 0 : arg;
+            if (ip) ip[oh * Wo + ow] = arg < 0 ? 0 : arg;
           }
+      }
+    });
+  });
+}
+
+void max_pool2d_backward(const Tensor& gx, const Tensor& gy, const Tensor& indices) {
+  const int64_t planes = gx.shape()[0] * gx.shape()[1], HW = gx.shape()[2] * gx.shape()[3];
+  const int64_t HWo = gy.shape()[2] * gy.shape()[3];
+  detail::dispatch_float(gx.dtype(), "max_pool2d backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* GY = gy.data<T>();
+    const int64_t* I = indices.data<int64_t>();
+    T* GX = gx.data<T>();
+    parallel_for(0, planes, plane_grain(HW), [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        T* gp = GX + pl * HW;
+        const T* yp = GY + pl * HWo;
+        const int64_t* ip = I + pl * HWo;
+        std::memset(gp, 0, sizeof(T) * HW);
+        for (int64_t o = 0; o < HWo; ++o) gp[ip[o]] += yp[o];
       }
     });
   });
@@ -106,6 +121,7 @@ Window avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dPara
 }  // namespace
 
 void avg_pool2d(const Tensor& out, const Tensor& x, const Pool2dParams& p) {
+  if (x.dtype() == DType::Float32 && avg_pool2d_onednn(out, x, p)) return;
   const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t Ho = out.shape()[2], Wo = out.shape()[3];
   detail::dispatch_float(x.dtype(), "avg_pool2d", [&](auto tag) {
@@ -130,6 +146,7 @@ void avg_pool2d(const Tensor& out, const Tensor& x, const Pool2dParams& p) {
 }
 
 void avg_pool2d_backward(const Tensor& gx, const Tensor& gy, const Pool2dParams& p) {
+  if (gx.dtype() == DType::Float32 && avg_pool2d_backward_onednn(gx, gy, p)) return;
   const int64_t planes = gx.shape()[0] * gx.shape()[1], H = gx.shape()[2], W = gx.shape()[3];
   const int64_t Ho = gy.shape()[2], Wo = gy.shape()[3];
   detail::dispatch_float(gx.dtype(), "avg_pool2d backward", [&](auto tag) {

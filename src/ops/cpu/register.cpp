@@ -12,6 +12,7 @@ void register_cpu_backend() {
       cpu::conv2d, cpu::conv2d_backward_data, cpu::conv2d_backward_weights,
       cpu::max_pool2d, cpu::avg_pool2d, cpu::avg_pool2d_backward,
       cpu::batch_norm_train, cpu::batch_norm_backward,
+      cpu::max_pool2d_backward, cpu::layer_norm, cpu::layer_norm_backward,
   };
   register_backend(DeviceType::CPU, &table);
   cpu::init_blas_threads();

@@ -12,6 +12,20 @@ enum Binary : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kNumBinary };
 // Unary ops with a vector form.
 enum Unary : int { kNeg, kAbs, kSquare, kRelu, kSqrt, kExp, kLog, kTanh, kSigmoid, kNumUnary };
 
+// One plane's max-pooling geometry (h x w in, ho x wo out; k kernel, s stride, p padding,
+// d dilation, per axis).
+struct PoolGeometry {
+  int64_t h, w, ho, wo, kh, kw, sh, sw, ph, pw, dh, dw;
+};
+// Row width and float count of max_pool_any's scratch plane (padded so that every vector
+// load stays inside it).
+inline int64_t pool_scratch_width(const PoolGeometry& g) {
+  const int64_t wo16 = (g.wo + 15) / 16 * 16;
+  const int64_t need = wo16 * g.sw + (g.kw - 1) * g.dw + 32;
+  return need > g.pw + g.w ? need : g.pw + g.w;
+}
+inline int64_t pool_scratch_size(const PoolGeometry& g) { return g.h * pool_scratch_width(g); }
+
 struct Table {
   const char* isa;  // "avx512", "avx2" or "baseline"
   // o[i] = x[i] op y[i]; vs: y is one value; sv: x is one value. o may equal x or y.
@@ -27,6 +41,20 @@ struct Table {
   void (*sum_rows_into)(float* acc, const float* x, int64_t rows, int64_t ld, int64_t n);
   // Softmax (or log-softmax) of each of `rows` contiguous rows of length n.
   void (*softmax_rows)(float* out, const float* x, int64_t rows, int64_t n, bool log);
+  // 2x2 / stride 2 max pooling of one h x w plane into ho x wo (2 * ho <= h, 2 * wo <= w):
+  // values, and (idx not null) the flat in-plane index of each window's first maximum; a NaN
+  // wins its window (the last NaN when several), as PyTorch.
+  void (*max_pool_2x2)(float* y, int64_t* idx, const float* x, int64_t ho, int64_t w, int64_t wo);
+  // The same rules for any geometry g; scratch holds pool_scratch_size(g) floats.
+  void (*max_pool_any)(float* y, int64_t* idx, const float* x, const PoolGeometry& g, float* scratch);
+  // Layer norm of `rows` contiguous rows of length n: per-row mean and rstd = 1 / sqrt(var + eps)
+  // and y = (x - mean) * rstd * w + b (w, b: n values, either may be null).
+  void (*layer_norm_rows)(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                          int64_t rows, int64_t n, double eps);
+  // Its backward for `rows` rows: gx (null: not wanted) and gw_acc[j] += sum g * xhat,
+  // gb_acc[j] += sum g over the rows (either null).
+  void (*layer_norm_backward_rows)(float* gx, float* gw_acc, float* gb_acc, const float* g, const float* x,
+                                   const float* mean, const float* rstd, const float* w, int64_t rows, int64_t n);
 };
 
 const Table& table();
