@@ -10,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/parallel_hooks.h"
 #include "loom/core/error.h"
 
 namespace loom {
@@ -27,7 +26,6 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #endif
 }
-void (*g_listener)(int) = nullptr;
 
 int default_thread_count() {
   if (const char* env = std::getenv("LOOM_NUM_THREADS")) {
@@ -153,17 +151,9 @@ ThreadPool& pool() {
 
 }  // namespace
 
-namespace detail {
-void set_thread_count_listener(void (*listener)(int)) {
-  g_listener = listener;
-  if (listener) listener(pool().size());
-}
-}  // namespace detail
-
 void set_num_threads(int n) {
   if (n < 1) throw ValueError("set_num_threads: got " + std::to_string(n) + " (valid: 1 or more)");
   if (n != pool().size()) pool().resize(n);
-  if (g_listener) g_listener(n);
 }
 
 int get_num_threads() { return pool().size(); }

@@ -8,8 +8,9 @@
 // LOOM_DNNL_LAYOUT=plain asks oneDNN for plain layouts instead (no reorders; gemm-based
 // implementations), for comparison.
 //
-// Threads: oneDNN's OpenMP team follows loom::set_num_threads because every call sets the
-// calling thread's OpenMP thread count to loom::get_num_threads() before running.
+// Threads: the batch is split over Loom's pool and each slice runs on a one-thread OpenMP team
+// (onednn::for_each_batch_slice); a batch smaller than the thread count runs on an OpenMP team
+// of loom::get_num_threads() instead.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -28,7 +29,6 @@ namespace loom::cpu {
 namespace {
 
 using onednn::engine;
-using onednn::follow_loom_threads;
 using onednn::staging;
 using onednn::thread_stream;
 using mdims = dnnl::memory::dims;
@@ -87,11 +87,13 @@ struct Operand {
   mdesc user, prim;
   bool reorder = false;
   dnnl::primitive convert;
+  mdesc convert_scratch;
 };
 
 struct Plan {
   bool ok = false;
   dnnl::primitive prim;
+  mdesc scratch;  // the primitive's scratchpad (user-managed: see onednn::user_scratchpad)
   Operand in[2], out;
   bool has_bias = false;
 };
@@ -102,9 +104,12 @@ Operand make_operand(int arg, const mdesc& user, const mdesc& prim, bool is_outp
   o.user = user;
   o.prim = prim;
   o.reorder = user != prim;
-  if (o.reorder)
-    o.convert = is_output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), prim, engine(), user))
-                          : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), prim));
+  if (o.reorder) {
+    const auto pd = is_output ? dnnl::reorder::primitive_desc(engine(), prim, engine(), user, onednn::user_scratchpad())
+                              : dnnl::reorder::primitive_desc(engine(), user, engine(), prim, onednn::user_scratchpad());
+    o.convert = dnnl::reorder(pd);
+    o.convert_scratch = pd.scratchpad_desc();
+  }
   return o;
 }
 
@@ -116,9 +121,10 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bia
   if (bias) {
     const mdesc b = plain_md({d.dst[1]});
     return {dnnl::convolution_forward::desc(prop, alg, src, wei, b, dst, d.strides, d.dilates, d.pad_l, d.pad_r),
-            engine()};
+            onednn::user_scratchpad(), engine()};
   }
-  return {dnnl::convolution_forward::desc(prop, alg, src, wei, dst, d.strides, d.dilates, d.pad_l, d.pad_r), engine()};
+  return {dnnl::convolution_forward::desc(prop, alg, src, wei, dst, d.strides, d.dilates, d.pad_l, d.pad_r),
+          onednn::user_scratchpad(), engine()};
 }
 
 std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
@@ -130,6 +136,7 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
     switch (kind) {
       case Kind::Forward:
         plan->prim = dnnl::convolution_forward(fwd);
+        plan->scratch = fwd.scratchpad_desc();
         plan->in[0] = make_operand(DNNL_ARG_SRC, plain_md(d.src), fwd.src_desc(), false);
         plan->in[1] = make_operand(DNNL_ARG_WEIGHTS, plain_md(d.wei), fwd.weights_desc(), false);
         plan->out = make_operand(DNNL_ARG_DST, plain_md(d.dst), fwd.dst_desc(), true);
@@ -140,8 +147,9 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
             dnnl::convolution_backward_data::desc(alg, want_md(d.src, plain), want_md(d.wei, plain),
                                                   want_md(d.dst, plain), d.strides,
                                                   d.dilates, d.pad_l, d.pad_r),
-            engine(), fwd);
+            onednn::user_scratchpad(), engine(), fwd);
         plan->prim = dnnl::convolution_backward_data(pd);
+        plan->scratch = pd.scratchpad_desc();
         plan->in[0] = make_operand(DNNL_ARG_DIFF_DST, plain_md(d.dst), pd.diff_dst_desc(), false);
         plan->in[1] = make_operand(DNNL_ARG_WEIGHTS, plain_md(d.wei), pd.weights_desc(), false);
         plan->out = make_operand(DNNL_ARG_DIFF_SRC, plain_md(d.src), pd.diff_src_desc(), true);
@@ -152,8 +160,9 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
             dnnl::convolution_backward_weights::desc(alg, want_md(d.src, plain), want_md(d.wei, plain),
                                                      want_md(d.dst, plain), d.strides,
                                                      d.dilates, d.pad_l, d.pad_r),
-            engine(), fwd);
+            onednn::user_scratchpad(), engine(), fwd);
         plan->prim = dnnl::convolution_backward_weights(pd);
+        plan->scratch = pd.scratchpad_desc();
         plan->in[0] = make_operand(DNNL_ARG_DIFF_DST, plain_md(d.dst), pd.diff_dst_desc(), false);
         plan->in[1] = make_operand(DNNL_ARG_SRC, plain_md(d.src), pd.src_desc(), false);
         plan->out = make_operand(DNNL_ARG_DIFF_WEIGHTS, plain_md(d.wei), pd.diff_weights_desc(), true);
@@ -178,17 +187,17 @@ std::string key_of(Kind kind, const ConvDims& d, bool bias, int threads) {
 }
 
 // The plan cache: small and bounded (cleared when full; plans are cheap to rebuild).
-std::shared_ptr<const Plan> plan_for(Kind kind, const ConvDims& d, bool bias) {
+std::shared_ptr<const Plan> plan_for(Kind kind, const ConvDims& d, bool bias, int omp_threads) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
   constexpr size_t kMaxPlans = 256;
-  const std::string key = key_of(kind, d, bias, get_num_threads());
+  const std::string key = key_of(kind, d, bias, omp_threads);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  std::shared_ptr<const Plan> plan = build(kind, d, bias);
+std::shared_ptr<const Plan> plan = build(kind, d, bias);
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() >= kMaxPlans) cache.clear();
   cache.emplace(key, plan);
@@ -206,7 +215,8 @@ void execute(const Plan& plan, void* in0, void* in1, void* out, void* bias) {
     dnnl::memory user(o.user, engine(), ins[i]);
     if (o.reorder) {
       dnnl::memory m = staging(o.prim, keep);
-      o.convert.execute(s, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m}});
+      o.convert.execute(s, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m},
+                            {DNNL_ARG_SCRATCHPAD, staging(o.convert_scratch, keep)}});
       args.emplace(o.arg, m);
     } else {
       args.emplace(o.arg, user);
@@ -216,19 +226,54 @@ void execute(const Plan& plan, void* in0, void* in1, void* out, void* bias) {
   dnnl::memory prim_out = plan.out.reorder ? staging(plan.out.prim, keep) : user_out;
   args.emplace(plan.out.arg, prim_out);
   if (plan.has_bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(plain_md({plan.out.user.dims()[1]}), engine(), bias));
+  args.emplace(DNNL_ARG_SCRATCHPAD, staging(plan.scratch, keep));
   plan.prim.execute(s, args);
-  if (plan.out.reorder) plan.out.convert.execute(s, {{DNNL_ARG_FROM, prim_out}, {DNNL_ARG_TO, user_out}});
+  if (plan.out.reorder)
+    plan.out.convert.execute(s, {{DNNL_ARG_FROM, prim_out}, {DNNL_ARG_TO, user_out},
+                                 {DNNL_ARG_SCRATCHPAD, staging(plan.out.convert_scratch, keep)}});
   s.wait();
 }
 
+int64_t per_sample(const mdims& d) { return d[1] * d[2] * d[3] * static_cast<int64_t>(sizeof(float)); }
+
+// Runs one kind over batch slices (onednn::for_each_batch_slice): the batch-major operands are
+// sliced; backward weights sums the slices' partial gradients in slice order.
 bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* out, void* b) {
-  follow_loom_threads();
-  auto plan = plan_for(kind, d, bias);
-  if (!plan->ok) return false;
-  try {
-    execute(*plan, in0, in1, out, b);
-  } catch (const dnnl::error&) {
-    return false;
+  const int64_t n = d.src[0];
+  const int64_t src_bytes = per_sample(d.src), dst_bytes = per_sample(d.dst);
+  // bytes per sample of in0, in1 and out (0: not batch-major)
+  int64_t step[3] = {0, 0, 0};
+  switch (kind) {
+    case Kind::Forward: step[0] = src_bytes, step[2] = dst_bytes; break;
+    case Kind::BackwardData: step[0] = dst_bytes, step[2] = src_bytes; break;
+    case Kind::BackwardWeights: step[0] = dst_bytes, step[1] = src_bytes; break;
+  }
+  int64_t wei_numel = 1;
+  for (auto v : d.wei) wei_numel *= v;
+  std::vector<Tensor> partial;  // backward weights: one gradient per slice after the first
+  const int slices = get_num_threads() > 1 && n >= get_num_threads() ? get_num_threads() : 1;
+  if (kind == Kind::BackwardWeights)
+    for (int s = 1; s < slices; ++s) partial.push_back(detail::alloc({wei_numel}, DType::Float32, Device::cpu()));
+  const bool ok = onednn::for_each_batch_slice(n, [&](int slice, int64_t n0, int64_t n1, int omp_threads) {
+    ConvDims ds = d;
+    ds.src[0] = ds.dst[0] = n1 - n0;
+    auto plan = plan_for(kind, ds, bias, omp_threads);
+    if (!plan->ok) return false;
+    auto at = [n0](void* p, int64_t bytes) { return static_cast<void*>(static_cast<char*>(p) + n0 * bytes); };
+    void* o = out;
+    if (kind == Kind::BackwardWeights && slice > 0) o = partial[static_cast<size_t>(slice - 1)].data_ptr();
+    try {
+      execute(*plan, at(in0, step[0]), at(in1, step[1]), step[2] ? at(out, step[2]) : o, b);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    return true;
+  });
+  if (!ok) return false;
+  float* w = static_cast<float*>(out);
+  for (const Tensor& t : partial) {
+    const float* p = t.data<float>();
+    for (int64_t i = 0; i < wei_numel; ++i) w[i] += p[i];
   }
   return true;
 }

@@ -8,10 +8,16 @@
 #include <cstring>
 #include <oneapi/dnnl/dnnl.h>
 
-#include "core/parallel_hooks.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
 #include "ops/dispatch.h"
+
+// OpenBLAS's pthreads build (Debian's default libopenblas0-pthread) starts its server threads
+// when it loads, and an idle server thread spins on sched_yield for a while before it sleeps:
+// measured, that took a core for the first ~50 ms of every process (the first 8 steps of a
+// 2-thread MLP training run at 7 ms instead of 2 ms). BLAS runs single-threaded here, so the
+// threads are stopped at start-up; weak, because other BLAS builds do not have the function.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace loom::cpu {
 
@@ -37,10 +43,6 @@ bool blas_view(const Tensor& t, BlasView& v) {
   return false;
 }
 
-// BLAS itself runs single-threaded: matmul spreads fixed output tiles over Loom's pool
-// instead, so that results do not depend on the thread count (OpenBLAS's own threading
-// splits the work, and so rounds, differently for each count).
-void set_blas_threads(int) { openblas_set_num_threads(1); }
 
 constexpr int64_t kTile = 256;  // output tile edge; fixed, never derived from the thread count
 
@@ -79,7 +81,14 @@ void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const 
 
 }  // namespace
 
-void init_blas_threads() { detail::set_thread_count_listener(set_blas_threads); }
+// BLAS itself runs single-threaded: matmul spreads fixed output tiles over Loom's pool
+// instead, so that results do not depend on the thread count (OpenBLAS's own threading
+// splits the work, and so rounds, differently for each count). Set once: in OpenBLAS 0.3.21
+// openblas_set_num_threads starts the server threads again.
+void init_blas_threads() {
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
 
 void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
   const int64_t batch = out.shape()[0], M = out.shape()[1], N = out.shape()[2], K = a_in.shape()[2];

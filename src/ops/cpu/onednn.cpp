@@ -3,6 +3,8 @@
 
 #include <omp.h>
 
+#include <atomic>
+
 #include "loom/core/parallel.h"
 #include "ops/internal.h"
 
@@ -21,6 +23,30 @@ dnnl::stream& thread_stream() {
 void follow_loom_threads() {
   const int n = get_num_threads();
   if (omp_get_max_threads() != n) omp_set_num_threads(n);
+}
+
+const dnnl::primitive_attr& user_scratchpad() {
+  static const dnnl::primitive_attr attr = [] {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+  }();
+  return attr;
+}
+
+bool for_each_batch_slice(int64_t n, const std::function<bool(int, int64_t, int64_t, int)>& f) {
+  const int t = get_num_threads();
+  if (t <= 1 || n < t) {
+    follow_loom_threads();
+    return f(0, 0, n, t);
+  }
+  std::atomic<bool> ok{true};
+  parallel_for(0, t, 1, [&](int64_t b, int64_t e) {
+    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+    for (int64_t s = b; s < e; ++s)
+      if (!f(static_cast<int>(s), n * s / t, n * (s + 1) / t, 1)) ok = false;
+  });
+  return ok;
 }
 
 dnnl::memory staging(const dnnl::memory::desc& md, std::vector<Tensor>& keep) {

@@ -2,6 +2,8 @@
 // What every oneDNN call of the CPU backend shares (conv_onednn.cpp, pool_onednn.cpp): one
 // engine, a stream per calling thread, oneDNN's OpenMP team sized to Loom's thread count, and
 // scratch buffers from Loom's caching allocator. Internal: include only from src/ops/cpu.
+#include <cstdint>
+#include <functional>
 #include <vector>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -15,6 +17,19 @@ dnnl::stream& thread_stream();
 // Sets the calling thread's OpenMP thread count (oneDNN's team) to loom::get_num_threads();
 // oneDNN may tune a primitive for that count, so plan caches key on it too.
 void follow_loom_threads();
+
+// Runs f(slice, n0, n1, omp_threads) over slices of a batch [0, n): with t = get_num_threads()
+// > 1 and n >= t, t near-equal slices (numbered 0 .. t-1) run in Loom's pool, each on a one-thread OpenMP team, so
+// that no OpenMP workers spin beside Loom's (measured: libgomp's spinning workers made the
+// 2-thread CNN training step slower than the 1-thread one); otherwise one call with an OpenMP
+// team of t. omp_threads goes into plan-cache keys. Returns false when any call did.
+bool for_each_batch_slice(int64_t n,
+                          const std::function<bool(int slice, int64_t n0, int64_t n1, int omp_threads)>& f);
+
+// Primitive attributes with a user-managed scratchpad: Debian's libdnnl keeps its own
+// scratchpad in one global buffer, which is not safe for primitives running concurrently on
+// several threads (as the batch slices do); every execution passes a staging() scratchpad.
+const dnnl::primitive_attr& user_scratchpad();
 
 // A buffer for a memory descriptor from Loom's caching allocator (oneDNN would otherwise
 // allocate, and page-fault in, fresh memory on every call); `keep` holds it alive.

@@ -1,5 +1,6 @@
 // float32 average pooling on oneDNN 2.x: forward and backward primitives on plain NCHW
-// buffers (no reorders), cached by geometry and thread count like the convolutions.
+// buffers (no reorders), cached by geometry and thread count, run over batch slices in
+// Loom's pool like the convolutions.
 //
 // Max pooling stays on Loom's own kernel (pool.cpp and simd/kernels.inc): oneDNN's max
 // pooling skips NaN (its compare never takes one) where PyTorch and Loom propagate it, and
@@ -8,8 +9,8 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
-#include "loom/core/parallel.h"
 #include "ops/cpu/nn_kernels.h"
 #include "ops/cpu/onednn.h"
 
@@ -24,7 +25,7 @@ struct AvgPlan {
   bool ok = false;
   dnnl::pooling_forward forward;
   dnnl::pooling_backward backward;
-  mdesc src, dst;
+  mdesc src, dst, forward_scratch, backward_scratch;
 };
 
 // PyTorch's avg_pool2d as oneDNN geometry: nullopt-like `false` when it does not map (a
@@ -60,11 +61,14 @@ std::shared_ptr<const AvgPlan> build(const Shape& x, const Shape& y, const Pool2
     dnnl::pooling_forward::primitive_desc fpd(
         dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, alg, plan->src, plan->dst, strides, kernel,
                                     pad_l, pad_r),
-        onednn::engine());
+        onednn::user_scratchpad(), onednn::engine());
     plan->forward = dnnl::pooling_forward(fpd);
+    plan->forward_scratch = fpd.scratchpad_desc();
     dnnl::pooling_backward::primitive_desc bpd(
-        dnnl::pooling_backward::desc(alg, plan->src, plan->dst, strides, kernel, pad_l, pad_r), onednn::engine(), fpd);
+        dnnl::pooling_backward::desc(alg, plan->src, plan->dst, strides, kernel, pad_l, pad_r),
+        onednn::user_scratchpad(), onednn::engine(), fpd);
     plan->backward = dnnl::pooling_backward(bpd);
+    plan->backward_scratch = bpd.scratchpad_desc();
     plan->ok = true;
   } catch (const dnnl::error&) {
     plan->ok = false;  // no implementation: the caller runs Loom's loops
@@ -72,11 +76,12 @@ std::shared_ptr<const AvgPlan> build(const Shape& x, const Shape& y, const Pool2
   return plan;
 }
 
-std::shared_ptr<const AvgPlan> plan_for(const Shape& x, const Shape& y, const Pool2dParams& p, const mdims& pad_r) {
+std::shared_ptr<const AvgPlan> plan_for(const Shape& x, const Shape& y, const Pool2dParams& p, const mdims& pad_r,
+                                        int omp_threads) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<const AvgPlan>> cache;
   constexpr size_t kMaxPlans = 256;
-  std::string key = std::to_string(get_num_threads()) + (p.count_include_pad ? "i" : "e");
+  std::string key = std::to_string(omp_threads) + (p.count_include_pad ? "i" : "e");
   for (const int64_t v : {x[0], x[1], x[2], x[3], y[2], y[3], p.kernel[0], p.kernel[1], p.stride[0], p.stride[1],
                           p.pad[0], p.pad[1], pad_r[0], pad_r[1]})
     key += ',' + std::to_string(v);
@@ -92,25 +97,35 @@ std::shared_ptr<const AvgPlan> plan_for(const Shape& x, const Shape& y, const Po
   return plan;
 }
 
+// Runs over batch slices (onednn::for_each_batch_slice) on plain NCHW buffers.
 bool run(bool backward, const Shape& x, const Shape& y, const Pool2dParams& p, void* src, void* dst) {
   if (x[0] * x[1] == 0) return false;
   mdims pad_r;
   if (!geometry(x, y, p, pad_r)) return false;
-  onednn::follow_loom_threads();
-  auto plan = plan_for(x, y, p, pad_r);
-  if (!plan->ok) return false;
-  try {
-    dnnl::stream& s = onednn::thread_stream();
-    const dnnl::memory ms(plan->src, onednn::engine(), src), md(plan->dst, onednn::engine(), dst);
-    if (backward)
-      plan->backward.execute(s, {{DNNL_ARG_DIFF_DST, md}, {DNNL_ARG_DIFF_SRC, ms}});
-    else
-      plan->forward.execute(s, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md}});
-    s.wait();
-  } catch (const dnnl::error&) {
-    return false;
-  }
-  return true;
+  const int64_t src_bytes = x[1] * x[2] * x[3] * static_cast<int64_t>(sizeof(float));
+  const int64_t dst_bytes = y[1] * y[2] * y[3] * static_cast<int64_t>(sizeof(float));
+  return onednn::for_each_batch_slice(x[0], [&](int, int64_t n0, int64_t n1, int omp_threads) {
+    Shape xs = x, ys = y;
+    xs[0] = ys[0] = n1 - n0;
+    auto plan = plan_for(xs, ys, p, pad_r, omp_threads);
+    if (!plan->ok) return false;
+    try {
+      dnnl::stream& s = onednn::thread_stream();
+      std::vector<Tensor> keep;
+      const dnnl::memory ms(plan->src, onednn::engine(), static_cast<char*>(src) + n0 * src_bytes);
+      const dnnl::memory md(plan->dst, onednn::engine(), static_cast<char*>(dst) + n0 * dst_bytes);
+      if (backward)
+        plan->backward.execute(s, {{DNNL_ARG_DIFF_DST, md}, {DNNL_ARG_DIFF_SRC, ms},
+                                   {DNNL_ARG_SCRATCHPAD, onednn::staging(plan->backward_scratch, keep)}});
+      else
+        plan->forward.execute(s, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md},
+                                  {DNNL_ARG_SCRATCHPAD, onednn::staging(plan->forward_scratch, keep)}});
+      s.wait();
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    return true;
+  });
 }
 
 }  // namespace
