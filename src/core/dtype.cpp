@@ -7,16 +7,6 @@
 
 namespace loom {
 
-size_t itemsize(DType d) {
-  switch (d) {
-    case DType::Bool: case DType::UInt8: return 1;
-    case DType::Float16: case DType::BFloat16: return 2;
-    case DType::Int32: case DType::Float32: return 4;
-    case DType::Int64: case DType::Float64: return 8;
-  }
-  return 0;
-}
-
 const char* dtype_name(DType d) {
   switch (d) {
     case DType::Bool: return "bool";

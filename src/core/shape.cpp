@@ -4,12 +4,6 @@
 
 namespace loom {
 
-int64_t shape_numel(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 Strides contiguous_strides(const Shape& shape) {
   Strides s(shape.size());
   int64_t acc = 1;

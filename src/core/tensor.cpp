@@ -43,17 +43,15 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, i
   impl_->dtype = dtype;
 }
 
-#define LOOM_REQUIRE_DEFINED(what) \
-  if (!impl_) throw ValueError(std::string(what) + ": the tensor is undefined (default-constructed)")
+void detail::throw_undefined_tensor(const char* what) {
+  throw ValueError(std::string(what) + ": the tensor is undefined (default-constructed)");
+}
 
-const Shape& Tensor::shape() const { LOOM_REQUIRE_DEFINED("shape"); return impl_->shape; }
-const Strides& Tensor::strides() const { LOOM_REQUIRE_DEFINED("strides"); return impl_->strides; }
-int64_t Tensor::offset() const { LOOM_REQUIRE_DEFINED("offset"); return impl_->offset; }
-int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
+#define LOOM_REQUIRE_DEFINED(what) \
+  if (!impl_) detail::throw_undefined_tensor(what)
+
 int64_t Tensor::dim(int64_t axis) const { return shape()[normalize_axis(axis, ndim(), "dim")]; }
 int64_t Tensor::numel() const { return shape_numel(shape()); }
-DType Tensor::dtype() const { LOOM_REQUIRE_DEFINED("dtype"); return impl_->dtype; }
-Device Tensor::device() const { LOOM_REQUIRE_DEFINED("device"); return impl_->storage->device(); }
 size_t Tensor::itemsize() const { return loom::itemsize(dtype()); }
 size_t Tensor::nbytes() const { return static_cast<size_t>(numel()) * itemsize(); }
 const std::shared_ptr<Storage>& Tensor::storage() const { LOOM_REQUIRE_DEFINED("storage"); return impl_->storage; }
@@ -72,10 +70,6 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
-void* Tensor::data_ptr() const {
-  LOOM_REQUIRE_DEFINED("data_ptr");
-  return static_cast<char*>(impl_->storage->data()) + impl_->offset * static_cast<int64_t>(itemsize());
-}
 
 template <typename T>
 T* Tensor::data() const {
@@ -165,7 +159,6 @@ Tensor::operator bool() const {
 }
 
 // --- autograd metadata (the engine lives in src/autograd)
-bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
 bool Tensor::is_leaf() const { return !impl_ || !impl_->grad_fn; }
 const std::shared_ptr<Node>& Tensor::grad_fn() const { LOOM_REQUIRE_DEFINED("grad_fn"); return impl_->grad_fn; }
 

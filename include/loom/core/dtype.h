@@ -19,7 +19,15 @@ inline constexpr DType BFloat16 = DType::BFloat16;
 inline constexpr DType Float32 = DType::Float32;
 inline constexpr DType Float64 = DType::Float64;
 
-size_t itemsize(DType dtype);
+inline size_t itemsize(DType dtype) {  // inline: every op asks, often several times
+  switch (dtype) {
+    case DType::Bool: case DType::UInt8: return 1;
+    case DType::Float16: case DType::BFloat16: return 2;
+    case DType::Int32: case DType::Float32: return 4;
+    case DType::Int64: case DType::Float64: return 8;
+  }
+  return 0;
+}
 const char* dtype_name(DType dtype);
 bool is_floating(DType dtype);
 bool is_integral(DType dtype);  // bool excluded

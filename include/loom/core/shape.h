@@ -8,7 +8,11 @@ namespace loom {
 using Shape = std::vector<int64_t>;
 using Strides = std::vector<int64_t>;  // in elements, not bytes
 
-int64_t shape_numel(const Shape& shape);
+inline int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
 Strides contiguous_strides(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "(2, 3)", "()" for 0-d
 // NumPy broadcasting of two shapes; throws ShapeError naming `op` when incompatible.

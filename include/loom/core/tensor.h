@@ -127,4 +127,37 @@ struct TensorImpl {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
+// The accessors every op calls several times are inline (measured: out of line, their calls
+// and checks were a fifth of a one-element add).
+namespace detail {
+[[noreturn]] void throw_undefined_tensor(const char* what);
+}
+
+inline const Shape& Tensor::shape() const {
+  if (!impl_) [[unlikely]] detail::throw_undefined_tensor("shape");
+  return impl_->shape;
+}
+inline const Strides& Tensor::strides() const {
+  if (!impl_) [[unlikely]] detail::throw_undefined_tensor("strides");
+  return impl_->strides;
+}
+inline int64_t Tensor::offset() const {
+  if (!impl_) [[unlikely]] detail::throw_undefined_tensor("offset");
+  return impl_->offset;
+}
+inline int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
+inline DType Tensor::dtype() const {
+  if (!impl_) [[unlikely]] detail::throw_undefined_tensor("dtype");
+  return impl_->dtype;
+}
+inline Device Tensor::device() const {
+  if (!impl_) [[unlikely]] detail::throw_undefined_tensor("device");
+  return impl_->storage->device();
+}
+inline void* Tensor::data_ptr() const {
+  if (!impl_) [[unlikely]] detail::throw_undefined_tensor("data_ptr");
+  return static_cast<char*>(impl_->storage->data()) + impl_->offset * static_cast<int64_t>(loom::itemsize(impl_->dtype));
+}
+inline bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+
 }  // namespace loom
