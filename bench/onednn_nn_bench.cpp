@@ -26,6 +26,13 @@ struct Dnnl {
 
 double median_seconds(const std::function<void()>& f) { return bench::measure(f).median; }
 
+// oneDNN's primitives run on an OpenMP team of `threads`: set just before timing them, because
+// Loom's calls set the calling thread's OpenMP count to 1 (its oneDNN work runs on batch slices).
+double onednn_seconds(int threads, const std::function<void()>& f) {
+  omp_set_num_threads(threads);
+  return median_seconds(f);
+}
+
 void print(const char* name, int threads, double s) {
   std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.9g}\n", name, threads, s);
   std::fflush(stdout);
@@ -84,15 +91,17 @@ void bench_pool_case(Dnnl& d, int threads, const std::string& name, bool max, in
   Tensor y = empty_like(y0), gy = uniform(y0.shape()), gx = empty_like(x);
   const auto alg = max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
   print((name + "_fwd_loom").c_str(), threads, median_seconds([&] { pool(x); }));
+  omp_set_num_threads(threads);  // primitives may tune for the team they are created with
   DnnlPool inference(d, alg, false, x, y, gx, gy, k, s, pad);
-  print((name + "_fwd_onednn").c_str(), threads, median_seconds([&] { inference.forward(d); }));
+  print((name + "_fwd_onednn").c_str(), threads, onednn_seconds(threads, [&] { inference.forward(d); }));
   Tensor xg = x.detach().requires_grad_(true);
   print((name + "_fwdbwd_loom").c_str(), threads, median_seconds([&] {
           xg.zero_grad();
           backward(pool(xg), gy);
         }));
+  omp_set_num_threads(threads);
   DnnlPool training(d, alg, true, x, y, gx, gy, k, s, pad);
-  print((name + "_fwdbwd_onednn").c_str(), threads, median_seconds([&] { training.forward_backward(d); }));
+  print((name + "_fwdbwd_onednn").c_str(), threads, onednn_seconds(threads, [&] { training.forward_backward(d); }));
 }
 
 void bench_pooling(Dnnl& d, int threads) {
@@ -107,6 +116,7 @@ void bench_batch_norm(Dnnl& d, int threads) {
   // training statistics, with scale and shift
   Tensor w = ones({C}), b = zeros({C}), rm = zeros({C}), rv = ones({C});
   print("batchnorm_train_n128_c32_28_loom", threads, median_seconds([&] { batch_norm(x, rm, rv, w, b, true); }));
+  omp_set_num_threads(threads);
   dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::nchw);
   Tensor out = empty_like(x), mean = empty({C}), var = empty({C}), ss = empty({2, C});
   dnnl::batch_normalization_forward::desc bd(dnnl::prop_kind::forward_training, src, 1e-5f,
@@ -115,7 +125,7 @@ void bench_batch_norm(Dnnl& d, int threads) {
   dnnl::memory::desc cdesc({C}, dt::f32, tag::x), ssdesc({2, C}, dt::f32, tag::nc);
   dnnl::memory msrc(src, d.eng, x.data_ptr()), mo(src, d.eng, out.data_ptr()), mm(cdesc, d.eng, mean.data_ptr()),
       mv(cdesc, d.eng, var.data_ptr()), mss(ssdesc, d.eng, ss.data_ptr());
-  print("batchnorm_train_n128_c32_28_onednn", threads, median_seconds([&] {
+  print("batchnorm_train_n128_c32_28_onednn", threads, onednn_seconds(threads, [&] {
           bn.execute(d.strm, {{DNNL_ARG_SRC, msrc}, {DNNL_ARG_DST, mo}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, mv},
                               {DNNL_ARG_SCALE_SHIFT, mss}});
           d.strm.wait();
@@ -150,6 +160,7 @@ void bench_layer_norm_case(Dnnl& d, int threads, int64_t rows, int64_t cols) {
           zero();
           backward(layer_norm(xg, {cols}, wg, bg, eps), gy);
         }));
+  omp_set_num_threads(threads);
   dnnl::memory::desc data({rows, cols}, dt::f32, tag::ab), stat({rows}, dt::f32, tag::a), cvec({cols}, dt::f32, tag::a);
   const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
   dnnl::layer_normalization_forward::primitive_desc fpd(
@@ -170,8 +181,8 @@ void bench_layer_norm_case(Dnnl& d, int threads, int64_t rows, int64_t cols) {
                          {DNNL_ARG_SCALE, mw}, {DNNL_ARG_SHIFT, mb}});
     d.strm.wait();
   };
-  print((name + "_fwd_onednn").c_str(), threads, median_seconds(forward));
-  print((name + "_fwdbwd_onednn").c_str(), threads, median_seconds([&] {
+  print((name + "_fwd_onednn").c_str(), threads, onednn_seconds(threads, forward));
+  print((name + "_fwdbwd_onednn").c_str(), threads, onednn_seconds(threads, [&] {
           forward();
           bwd.execute(d.strm, {{DNNL_ARG_SRC, mx}, {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, mv}, {DNNL_ARG_DIFF_DST, mgy},
                                {DNNL_ARG_SCALE, mw}, {DNNL_ARG_SHIFT, mb},  // 2.6 wants the shift too

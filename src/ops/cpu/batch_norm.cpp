@@ -2,10 +2,13 @@
 // normalized output) and two backward (the two per-channel sums, then the input gradient),
 // instead of the dozen passes of the composite. Channels are split over the pool; sums
 // accumulate in double.
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -29,6 +32,34 @@ const T* opt(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
+// s[0] += sum (x - m), s[1] += sum (x - m)^2 over one row: float32 on the vector kernels (float
+// lanes, folded into double every few thousand values), float64 in plain loops.
+template <typename T>
+void centred_sums(const T* x, int64_t n, T m, double* s) {
+  if constexpr (std::is_same_v<T, float>) {
+    simd::table().centred_sums(x, n, m, s);
+  } else {
+    for (int64_t k = 0; k < n; ++k) {
+      const double d = x[k] - m;
+      s[0] += d;
+      s[1] += d * d;
+    }
+  }
+}
+
+// s[0] += sum g, s[1] += sum g (x - m) over one row.
+template <typename T>
+void grad_sums(const T* x, const T* g, int64_t n, T m, double* s) {
+  if constexpr (std::is_same_v<T, float>) {
+    simd::table().grad_sums(x, g, n, m, s);
+  } else {
+    for (int64_t k = 0; k < n; ++k) {
+      s[0] += g[k];
+      s[1] += g[k] * (x[k] - m);
+    }
+  }
+}
+
 }  // namespace
 
 void batch_norm_train(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x, const Tensor& weight,
@@ -45,24 +76,14 @@ void batch_norm_train(const Tensor& y, const Tensor& mean, const Tensor& var, co
     const double count = static_cast<double>(g.n * g.s);
     parallel_for(0, g.c, 1, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
-        double sum = 0;
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* row = xp + (n * g.c + c) * g.s;
-          double part = 0;
-          for (int64_t k = 0; k < g.s; ++k) part += row[k];
-          sum += part;
-        }
-        const double mu = sum / count;
-        double sq = 0;
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* row = xp + (n * g.c + c) * g.s;
-          double part = 0;
-          for (int64_t k = 0; k < g.s; ++k) {
-            const double d = row[k] - mu;
-            part += d * d;
-          }
-          sq += part;
-        }
+        // the mean, then the sum of squares about it (a second pass keeps large means exact)
+        double s[2] = {0, 0};
+        for (int64_t n = 0; n < g.n; ++n) centred_sums<T>(xp + (n * g.c + c) * g.s, g.s, T(0), s);
+        const double mu = s[0] / count;
+        double d[2] = {0, 0};
+        for (int64_t n = 0; n < g.n; ++n) centred_sums<T>(xp + (n * g.c + c) * g.s, g.s, static_cast<T>(mu), d);
+        // about the rounded mean: correct by the residual mean d[0] / count
+        const double sq = std::max(0.0, d[1] - d[0] * d[0] / count);
         const double inv = 1.0 / std::sqrt(sq / count + eps);
         mp[c] = static_cast<T>(mu);
         vp[c] = static_cast<T>(sq / count);
@@ -96,18 +117,10 @@ void batch_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& 
     parallel_for(0, g.c, 1, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         const double mu = mp[c], inv = 1.0 / std::sqrt(static_cast<double>(vp[c]) + eps);
-        double sum_g = 0, sum_gx = 0;  // sum g and sum g * (x - mean)
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* row = xp + (n * g.c + c) * g.s;
-          const T* grow = gp + (n * g.c + c) * g.s;
-          double a = 0, b = 0;
-          for (int64_t k = 0; k < g.s; ++k) {
-            a += grow[k];
-            b += grow[k] * (row[k] - mu);
-          }
-          sum_g += a;
-          sum_gx += b;
-        }
+        double sums[2] = {0, 0};  // sum g and sum g * (x - mean)
+        for (int64_t n = 0; n < g.n; ++n)
+          grad_sums<T>(xp + (n * g.c + c) * g.s, gp + (n * g.c + c) * g.s, g.s, static_cast<T>(mu), sums);
+        const double sum_g = sums[0], sum_gx = sums[1];
         const double sum_gxhat = sum_gx * inv;
         if (gwp) gwp[c] = static_cast<T>(sum_gxhat);
         if (gbp) gbp[c] = static_cast<T>(sum_g);

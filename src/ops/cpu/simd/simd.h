@@ -55,6 +55,11 @@ struct Table {
   // gb_acc[j] += sum g over the rows (either null).
   void (*layer_norm_backward_rows)(float* gx, float* gw_acc, float* gb_acc, const float* g, const float* x,
                                    const float* mean, const float* rstd, const float* w, int64_t rows, int64_t n);
+  // Batch-norm statistics over n floats, accumulated in double (float vector lanes for runs of
+  // a few thousand values): s[0] += sum (x - m), s[1] += sum (x - m)^2; and for the gradient
+  // s[0] += sum g, s[1] += sum g (x - m).
+  void (*centred_sums)(const float* x, int64_t n, float m, double* s);
+  void (*grad_sums)(const float* x, const float* g, int64_t n, float m, double* s);
 };
 
 const Table& table();
