@@ -14,12 +14,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "loom/core/parallel.h"
 #include "ops/cpu/nn_kernels.h"
 #include "ops/cpu/onednn.h"
 #include "ops/internal.h"
@@ -186,22 +184,9 @@ std::string key_of(Kind kind, const ConvDims& d, bool bias, int threads) {
   return k;
 }
 
-// The plan cache: small and bounded (cleared when full; plans are cheap to rebuild).
 std::shared_ptr<const Plan> plan_for(Kind kind, const ConvDims& d, bool bias, int omp_threads) {
-  static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
-  constexpr size_t kMaxPlans = 256;
-  const std::string key = key_of(kind, d, bias, omp_threads);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-std::shared_ptr<const Plan> plan = build(kind, d, bias);
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() >= kMaxPlans) cache.clear();
-  cache.emplace(key, plan);
-  return plan;
+  static onednn::PlanCache<Plan> cache;
+  return cache.get(key_of(kind, d, bias, omp_threads), [&] { return build(kind, d, bias); });
 }
 
 // Runs a plan on plain user buffers: reorders inputs in, runs, reorders the output back.
@@ -251,7 +236,7 @@ bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* ou
   int64_t wei_numel = 1;
   for (auto v : d.wei) wei_numel *= v;
   std::vector<Tensor> partial;  // backward weights: one gradient per slice after the first
-  const int slices = get_num_threads() > 1 && n >= get_num_threads() ? get_num_threads() : 1;
+  const int slices = onednn::batch_slices(n);
   if (kind == Kind::BackwardWeights)
     for (int s = 1; s < slices; ++s) partial.push_back(detail::alloc({wei_numel}, DType::Float32, Device::cpu()));
   const bool ok = onednn::for_each_batch_slice(n, [&](int slice, int64_t n0, int64_t n1, int omp_threads) {

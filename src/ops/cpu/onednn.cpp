@@ -34,11 +34,16 @@ const dnnl::primitive_attr& user_scratchpad() {
   return attr;
 }
 
-bool for_each_batch_slice(int64_t n, const std::function<bool(int, int64_t, int64_t, int)>& f) {
+int batch_slices(int64_t n) {
   const int t = get_num_threads();
-  if (t <= 1 || n < t) {
+  return t > 1 && n >= t ? t : 1;
+}
+
+bool for_each_batch_slice(int64_t n, const std::function<bool(int, int64_t, int64_t, int)>& f) {
+  const int t = batch_slices(n);
+  if (t == 1) {
     follow_loom_threads();
-    return f(0, 0, n, t);
+    return f(0, 0, n, get_num_threads());
   }
   std::atomic<bool> ok{true};
   parallel_for(0, t, 1, [&](int64_t b, int64_t e) {

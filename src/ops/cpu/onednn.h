@@ -4,6 +4,10 @@
 // scratch buffers from Loom's caching allocator. Internal: include only from src/ops/cpu.
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -17,6 +21,33 @@ dnnl::stream& thread_stream();
 // Sets the calling thread's OpenMP thread count (oneDNN's team) to loom::get_num_threads();
 // oneDNN may tune a primitive for that count, so plan caches key on it too.
 void follow_loom_threads();
+
+// A process-wide cache of built plans (primitives and what goes with them) by key; bounded,
+// cleared when full (plans are cheap to rebuild). Two threads missing the same key may both
+// build it; the first one stored wins.
+template <typename Plan>
+class PlanCache {
+ public:
+  std::shared_ptr<const Plan> get(const std::string& key, const std::function<std::shared_ptr<const Plan>()>& build) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = plans_.find(key);
+      if (it != plans_.end()) return it->second;
+    }
+    std::shared_ptr<const Plan> plan = build();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (plans_.size() >= kMaxPlans) plans_.clear();
+    return plans_.emplace(key, plan).first->second;
+  }
+
+ private:
+  static constexpr size_t kMaxPlans = 256;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const Plan>> plans_;
+};
+
+// How many slices for_each_batch_slice cuts a batch of n into (1: one call on an OpenMP team).
+int batch_slices(int64_t n);
 
 // Runs f(slice, n0, n1, omp_threads) over slices of a batch [0, n): with t = get_num_threads()
 // > 1 and n >= t, t near-equal slices (numbered 0 .. t-1) run in Loom's pool, each on a one-thread OpenMP team, so

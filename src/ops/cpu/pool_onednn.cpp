@@ -6,9 +6,7 @@
 // pooling skips NaN (its compare never takes one) where PyTorch and Loom propagate it, and
 // Loom's vector kernel is as fast (docs/benchmarks.md).
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ops/cpu/nn_kernels.h"
@@ -78,23 +76,12 @@ std::shared_ptr<const AvgPlan> build(const Shape& x, const Shape& y, const Pool2
 
 std::shared_ptr<const AvgPlan> plan_for(const Shape& x, const Shape& y, const Pool2dParams& p, const mdims& pad_r,
                                         int omp_threads) {
-  static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<const AvgPlan>> cache;
-  constexpr size_t kMaxPlans = 256;
+  static onednn::PlanCache<AvgPlan> cache;
   std::string key = std::to_string(omp_threads) + (p.count_include_pad ? "i" : "e");
   for (const int64_t v : {x[0], x[1], x[2], x[3], y[2], y[3], p.kernel[0], p.kernel[1], p.stride[0], p.stride[1],
                           p.pad[0], p.pad[1], pad_r[0], pad_r[1]})
     key += ',' + std::to_string(v);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  auto plan = build(x, y, p, pad_r);
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() >= kMaxPlans) cache.clear();
-  cache.emplace(key, plan);
-  return plan;
+  return cache.get(key, [&] { return build(x, y, p, pad_r); });
 }
 
 // Runs over batch slices (onednn::for_each_batch_slice) on plain NCHW buffers.
