@@ -71,8 +71,8 @@ struct Backend {
   void (*conv2d_backward_data)(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
   // gw = d conv / d w applied to gy, for input x.
   void (*conv2d_backward_weights)(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
-  // out = max over each window; indices (int64) = flat h * W + w of the first maximum, or
-  // undefined when only the values are wanted (inference).
+  // out = max over each window; indices (int64, or int32 for a gradient's own use) = flat
+  // h * W + w of the first maximum, or undefined when only the values are wanted (inference).
   void (*max_pool2d)(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p);
   void (*avg_pool2d)(const Tensor& out, const Tensor& x, const Pool2dParams& p);
   // gx (zeroed by the kernel) = the adjoint of avg_pool2d applied to gy.
@@ -86,7 +86,7 @@ struct Backend {
   void (*batch_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
                               const Tensor& mean, const Tensor& var, const Tensor& weight, double eps);
   // gx (N, C, H, W; zeroed by the kernel) receives gy (N, C, Ho, Wo) at the flat in-plane
-  // positions max_pool2d wrote to indices, summed where windows overlap.
+  // positions max_pool2d wrote to indices (int64 or int32), summed where windows overlap.
   void (*max_pool2d_backward)(const Tensor& gx, const Tensor& gy, const Tensor& indices);
   // Layer norm of contiguous x viewed as (rows, cols), normalising each row: per-row mean and
   // rstd = 1 / sqrt(biased var + eps) into mean and rstd (rows), and

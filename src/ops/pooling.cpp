@@ -1,6 +1,8 @@
 // 2-d pooling: argument checks, output sizes (PyTorch's pooling_output_shape) and gradients.
 #include "loom/ops/pooling.h"
 
+#include <limits>
+
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/nn_internal.h"
@@ -103,7 +105,9 @@ std::pair<Tensor, Tensor> max_pool(const Tensor& x, const IntList& kernel_size, 
   const DType dt = x.dtype(), kd = detail::is_half_float(dt) ? DType::Float32 : dt;
   const bool grad = detail::needs_grad({&x4});
   Tensor y = detail::alloc(s.out, kd, x.device());
-  Tensor idx = want_indices || grad ? detail::alloc(s.out, DType::Int64, x.device()) : Tensor();
+  // PyTorch's int64 indices when asked for; a gradient alone keeps int32 ones (half the traffic)
+  const bool narrow = !want_indices && x4.shape()[2] * x4.shape()[3] <= std::numeric_limits<int32_t>::max();
+  Tensor idx = want_indices || grad ? detail::alloc(s.out, narrow ? DType::Int32 : DType::Int64, x.device()) : Tensor();
   detail::backend(x.device()).max_pool2d(y, idx, detail::contiguous_raw(detail::cast_raw(x4, kd)), s.p);
   y = detail::cast_raw(y, dt);
   if (grad) {

@@ -28,14 +28,19 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const
     using T = decltype(tag);
     const T* X = x.data<T>();
     T* Y = out.data<T>();
-    int64_t* I = indices.defined() ? indices.data<int64_t>() : nullptr;
+    // the argmax indices: int64 (PyTorch's), int32 (a gradient's workspace) or none
+    simd::PoolIndex I;
+    if (indices.defined() && indices.dtype() == DType::Int32)
+      I.i32 = indices.data<int32_t>();
+    else if (indices.defined())
+      I.i64 = indices.data<int64_t>();
     if constexpr (std::is_same_v<T, float>) {
       if (H * W <= std::numeric_limits<int32_t>::max()) {  // the vector kernels count in int32
         const auto& simd = simd::table();
         if (k2s2) {  // 2x2 windows, stride 2, all inside the plane: the common case
           parallel_for(0, planes, plane_grain(Ho * Wo * 4), [&](int64_t b, int64_t e) {
             for (int64_t pl = b; pl < e; ++pl)
-              simd.max_pool_2x2(Y + pl * Ho * Wo, I ? I + pl * Ho * Wo : nullptr, X + pl * H * W, Ho, W, Wo);
+              simd.max_pool_2x2(Y + pl * Ho * Wo, I.at(pl * Ho * Wo), X + pl * H * W, Ho, W, Wo);
           });
           return;
         }
@@ -44,8 +49,7 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const
         parallel_for(0, planes, plane_grain(Ho * Wo * p.kernel[0] * p.kernel[1]), [&](int64_t b, int64_t e) {
           Tensor scratch = detail::alloc({simd::pool_scratch_size(g)}, DType::Float32, Device::cpu());
           for (int64_t pl = b; pl < e; ++pl)
-            simd.max_pool_any(Y + pl * Ho * Wo, I ? I + pl * Ho * Wo : nullptr, X + pl * H * W, g,
-                              scratch.data<float>());
+            simd.max_pool_any(Y + pl * Ho * Wo, I.at(pl * Ho * Wo), X + pl * H * W, g, scratch.data<float>());
         });
         return;
       }
@@ -54,7 +58,7 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const
       for (int64_t pl = b; pl < e; ++pl) {
         const T* xp = X + pl * H * W;
         T* yp = Y + pl * Ho * Wo;
-        int64_t* ip = I ? I + pl * Ho * Wo : nullptr;
+        const simd::PoolIndex ip = I.at(pl * Ho * Wo);
         for (int64_t oh = 0; oh < Ho; ++oh)
           for (int64_t ow = 0; ow < Wo; ++ow) {
             T best = -std::numeric_limits<T>::infinity();
@@ -75,7 +79,8 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const
               }
             }
             yp[oh * Wo + ow] = best;
-            if (ip) ip[oh * Wo + ow] = arg < 0 ? 0 : arg;
+            if (ip.i64) ip.i64[oh * Wo + ow] = arg < 0 ? 0 : arg;
+            if (ip.i32) ip.i32[oh * Wo + ow] = static_cast<int32_t>(arg < 0 ? 0 : arg);
           }
       }
     });
@@ -88,17 +93,22 @@ void max_pool2d_backward(const Tensor& gx, const Tensor& gy, const Tensor& indic
   detail::dispatch_float(gx.dtype(), "max_pool2d backward", [&](auto tag) {
     using T = decltype(tag);
     const T* GY = gy.data<T>();
-    const int64_t* I = indices.data<int64_t>();
     T* GX = gx.data<T>();
-    parallel_for(0, planes, plane_grain(HW), [&](int64_t b, int64_t e) {
-      for (int64_t pl = b; pl < e; ++pl) {
-        T* gp = GX + pl * HW;
-        const T* yp = GY + pl * HWo;
-        const int64_t* ip = I + pl * HWo;
-        std::memset(gp, 0, sizeof(T) * HW);
-        for (int64_t o = 0; o < HWo; ++o) gp[ip[o]] += yp[o];
-      }
-    });
+    auto scatter = [&](const auto* I) {
+      parallel_for(0, planes, plane_grain(HW), [&](int64_t b, int64_t e) {
+        for (int64_t pl = b; pl < e; ++pl) {
+          T* gp = GX + pl * HW;
+          const T* yp = GY + pl * HWo;
+          const auto* ip = I + pl * HWo;
+          std::memset(gp, 0, sizeof(T) * HW);
+          for (int64_t o = 0; o < HWo; ++o) gp[ip[o]] += yp[o];
+        }
+      });
+    };
+    if (indices.dtype() == DType::Int32)
+      scatter(indices.data<int32_t>());
+    else
+      scatter(indices.data<int64_t>());
   });
 }
 

@@ -12,6 +12,18 @@ enum Binary : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kNumBinary };
 // Unary ops with a vector form.
 enum Unary : int { kNeg, kAbs, kSquare, kRelu, kSqrt, kExp, kLog, kTanh, kSigmoid, kNumUnary };
 
+// Where a max-pooling kernel writes each window's argmax (flat index in the plane): int64
+// (the indices PyTorch's API returns), int32 (a gradient's workspace: half the memory
+// traffic), or nowhere when both are null.
+struct PoolIndex {
+  int64_t* i64 = nullptr;
+  int32_t* i32 = nullptr;
+  explicit operator bool() const { return i64 || i32; }
+  PoolIndex at(int64_t offset) const {
+    return {i64 ? i64 + offset : nullptr, i32 ? i32 + offset : nullptr};
+  }
+};
+
 // One plane's max-pooling geometry (h x w in, ho x wo out; k kernel, s stride, p padding,
 // d dilation, per axis).
 struct PoolGeometry {
@@ -42,11 +54,11 @@ struct Table {
   // Softmax (or log-softmax) of each of `rows` contiguous rows of length n.
   void (*softmax_rows)(float* out, const float* x, int64_t rows, int64_t n, bool log);
   // 2x2 / stride 2 max pooling of one h x w plane into ho x wo (2 * ho <= h, 2 * wo <= w):
-  // values, and (idx not null) the flat in-plane index of each window's first maximum; a NaN
+  // values, and (idx set) the flat in-plane index of each window's first maximum; a NaN
   // wins its window (the last NaN when several), as PyTorch.
-  void (*max_pool_2x2)(float* y, int64_t* idx, const float* x, int64_t ho, int64_t w, int64_t wo);
+  void (*max_pool_2x2)(float* y, PoolIndex idx, const float* x, int64_t ho, int64_t w, int64_t wo);
   // The same rules for any geometry g; scratch holds pool_scratch_size(g) floats.
-  void (*max_pool_any)(float* y, int64_t* idx, const float* x, const PoolGeometry& g, float* scratch);
+  void (*max_pool_any)(float* y, PoolIndex idx, const float* x, const PoolGeometry& g, float* scratch);
   // Layer norm of `rows` contiguous rows of length n: per-row mean and rstd = 1 / sqrt(var + eps)
   // and y = (x - mean) * rstd * w + b (w, b: n values, either may be null).
   void (*layer_norm_rows)(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b,
