@@ -8,6 +8,7 @@
 
 #include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/row_sums.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
@@ -27,36 +28,32 @@ Geometry geometry(const Tensor& x) {
   return g;
 }
 
-template <typename T>
-const T* opt(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
+using row_sums::opt;
 
-// s[0] += sum (x - m), s[1] += sum (x - m)^2 over one row: float32 on the vector kernels (float
-// lanes, folded into double every few thousand values), float64 in plain loops.
+// s[0] += sum (x - m), s[1] += sum (x - m)^2 over one run: float32 on the vector kernels,
+// float64 on row_sums' loops.
 template <typename T>
 void centred_sums(const T* x, int64_t n, T m, double* s) {
   if constexpr (std::is_same_v<T, float>) {
     simd::table().centred_sums(x, n, m, s);
   } else {
-    for (int64_t k = 0; k < n; ++k) {
-      const double d = x[k] - m;
-      s[0] += d;
-      s[1] += d * d;
-    }
+    double s1, s2;
+    row_sums::row_centred(x, n, m, s1, s2);
+    s[0] += s1;
+    s[1] += s2;
   }
 }
 
-// s[0] += sum g, s[1] += sum g (x - m) over one row.
+// s[0] += sum g, s[1] += sum g (x - m) over one run.
 template <typename T>
 void grad_sums(const T* x, const T* g, int64_t n, T m, double* s) {
   if constexpr (std::is_same_v<T, float>) {
     simd::table().grad_sums(x, g, n, m, s);
   } else {
-    for (int64_t k = 0; k < n; ++k) {
-      s[0] += g[k];
-      s[1] += g[k] * (x[k] - m);
-    }
+    double sd, sg, sgd;
+    row_sums::row_grad_sums(x, g, static_cast<const T*>(nullptr), n, m, sd, sg, sgd);
+    s[0] += sg;
+    s[1] += sgd;
   }
 }
 

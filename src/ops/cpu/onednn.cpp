@@ -55,6 +55,7 @@ bool for_each_batch_slice(int64_t n, const std::function<bool(int, int64_t, int6
 }
 
 dnnl::memory staging(const dnnl::memory::desc& md, std::vector<Tensor>& keep) {
+  if (md.get_size() == 0) return dnnl::memory(md, engine(), DNNL_MEMORY_NONE);  // e.g. no scratchpad
   keep.push_back(detail::alloc({static_cast<int64_t>(md.get_size())}, DType::UInt8, Device::cpu()));
   return dnnl::memory(md, engine(), keep.back().data_ptr());
 }
