@@ -353,7 +353,8 @@ def _select_range(x, axis, sl):
     """x[..., sl, ...] on `axis` with Python slice semantics (torch has no negative steps)."""
     axis %= x.ndim
     idx = np.arange(x.shape[axis])[sl]
-    return torch.index_select(x, axis, torch.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)))
+    # a copy: a one-element slice with a negative step stays a negative-stride view otherwise
+    return torch.index_select(x, axis, torch.from_numpy(np.array(idx, dtype=np.int64)))
 
 
 @replay("slice")
@@ -545,7 +546,7 @@ def _dropout(xs, a, cot):
     if p == 1:
         return x * 0
     # the mask is random: take Loom's, and check that the kept values are x / (1 - p)
-    keep = torch.from_numpy(a["_loom_out"] != 0)
+    keep = torch.from_numpy(np.asarray(a["_loom_out"] != 0))  # asarray: a 0-d comparison is a NumPy scalar
     return x * keep / (1 - p)
 
 
