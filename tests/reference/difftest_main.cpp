@@ -896,6 +896,13 @@ std::vector<GenOp> indexing_ops() {
 }
 
 // ---------------------------------------------------------------- neural-network ops
+// torch refuses zero-size channel and spatial axes in conv and pooling (only the batch may be empty)
+bool nonempty_after_batch(const Shape& s, size_t first) {
+  for (size_t i = first; i < s.size(); ++i)
+    if (s[i] == 0) return false;
+  return true;
+}
+
 std::vector<GenOp> nn_ops() {
   std::vector<GenOp> g;
   auto small = [](Chain& c, int x) {
@@ -904,7 +911,7 @@ std::vector<GenOp> nn_ops() {
   };
   auto conv = [small](Chain& c, int x, int sp) {
     const Shape s = c.sh(x);
-    if (c.rank(x) != sp + 2 || !small(c, x) || s[1] == 0 || s[0] == 0) return kNotApplicable;
+    if (c.rank(x) != sp + 2 || !small(c, x) || s[0] == 0 || !nonempty_after_batch(s, 1)) return kNotApplicable;
     const int64_t cin = s[1];
     std::vector<int64_t> gs;
     for (int64_t d = 1; d <= cin; ++d)
@@ -942,7 +949,7 @@ std::vector<GenOp> nn_ops() {
   g.push_back({"conv2d", 1.5, [=](Chain& c, int x) { return conv(c, x, 2); }});
   g.push_back({"conv2d_transpose", 1, [small](Chain& c, int x) {
                  const Shape s = c.sh(x);
-                 if (c.rank(x) != 4 || !small(c, x) || s[1] == 0 || s[0] == 0 || !room(c, x, 4)) return kNotApplicable;
+                 if (c.rank(x) != 4 || !small(c, x) || s[0] == 0 || !nonempty_after_batch(s, 1) || !room(c, x, 4)) return kNotApplicable;
                  const int64_t cin = s[1];
                  std::vector<int64_t> gs;
                  for (int64_t d = 1; d <= cin; ++d)
@@ -971,7 +978,7 @@ std::vector<GenOp> nn_ops() {
   auto pool = [small](Chain& c, int x, bool is_max) {
     const Shape s = c.sh(x);
     const int64_t nd = c.rank(x);
-    if ((nd != 3 && nd != 4) || !small(c, x) || c.t(x).numel() == 0) return kNotApplicable;
+    if ((nd != 3 && nd != 4) || !small(c, x) || c.t(x).numel() == 0 || !nonempty_after_batch(s, nd == 4 ? 1 : 0)) return kNotApplicable;
     if (is_max && !no_near_ties(c.values(x))) return kNotApplicable;
     std::vector<int64_t> k, st, pad, dil;
     const bool ceil = c.P(0.3);
@@ -1003,7 +1010,7 @@ std::vector<GenOp> nn_ops() {
     const bool avg = std::string(op) == "global_avg_pool2d";
     g.push_back({op, 0.5, [=](Chain& c, int x) {
                    const Shape s = c.sh(x);
-                   if (c.rank(x) != 4 || s[2] * s[3] == 0 || !small(c, x) || (!avg && !no_near_ties(c.values(x)))) return kNotApplicable;
+                   if (c.rank(x) != 4 || !nonempty_after_batch(s, 1) || !small(c, x) || (!avg && !no_near_ties(c.values(x)))) return kNotApplicable;
                    return c.apply(op, "{}", {x}, [avg](const In& in) { return avg ? loom::global_avg_pool2d(in[0]) : loom::global_max_pool2d(in[0]); });
                  }});
   }
