@@ -1,6 +1,8 @@
 // Losses: nll_loss, cross_entropy, binary_cross_entropy_with_logits (PyTorch's definitions).
 #include "loom/ops/losses.h"
 
+#include <limits>
+
 #include "loom/autograd/autograd.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -98,7 +100,19 @@ Tensor reduce(const Tensor& loss, Reduction reduction, const Tensor& denom) {
   switch (reduction) {
     case Reduction::None: return loss;
     case Reduction::Sum: return sum(loss);
-    case Reduction::Mean: return divide(sum(loss), denom);
+    case Reduction::Mean: {
+      // Every target ignored (denom 0): the mean is NaN (0 / 0, as PyTorch) but no gradient
+      // flows, as in PyTorch, whose backward writes only non-ignored positions. Dividing by 0
+      // would send inf * 0 = NaN back, so divide by 1 there and add the NaN as a constant.
+      Tensor empty, nan_term;
+      {
+        GradModeScope off(false);
+        empty = equal(denom, zeros({}, denom.dtype(), denom.device()));
+        nan_term = where(empty, std::numeric_limits<double>::quiet_NaN(), zeros({}, denom.dtype(), denom.device()));
+      }
+      Tensor safe = where(empty, ones({}, denom.dtype(), denom.device()), denom);
+      return add(divide(sum(loss), safe), nan_term);
+    }
   }
   return loss;
 }

@@ -3,6 +3,8 @@
 // hand-written cases cover each op's own questions (ties, promotion, indexing placement, ...).
 #include "reference/op_cases.h"
 
+#include "reference/json_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -55,21 +57,6 @@ InputSpec Special(DType d = F32) {
   return X({8}, d).vals({kNaN, kInf, -kInf, 0.0, -0.0, 1.0, -1.0, 0.5}).nodiff();
 }
 
-std::string jl(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
-std::string jb(bool b) { return b ? "true" : "false"; }
-std::string jd(double d) {
-  std::ostringstream o;
-  o.precision(17);
-  o << d;
-  std::string s = o.str();
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep it a JSON float
-  return s;
-}
-std::string jopt(std::optional<int64_t> v) { return v ? std::to_string(*v) : "null"; }
 
 class Table {
  public:
@@ -1010,6 +997,8 @@ void nn_cases(Table& t) {
   sdpa("f32 transposed q view", {X({4, 3}).lay(T_), X({5, 3}), X({5, 2}).lay(S_)}, false, nullopt);
 }
 
+}  // namespace
+
 // ------------------------------------------------------------------ input generation
 uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -1052,8 +1041,6 @@ std::vector<double> gen_values(const InputSpec& s, int64_t n, std::mt19937_64& r
   }
   return v;
 }
-
-}  // namespace
 
 const std::vector<OpCase>& op_cases() {
   static const std::vector<OpCase> cases = [] {
