@@ -14,6 +14,7 @@
 #include <set>
 #include <vector>
 
+#include "core/json_util.h"
 #include "loom/core/file.h"
 #include "loom/ops/creation.h"
 
@@ -89,6 +90,8 @@ json parse_strict(const Source& src, const std::string& text) {
     }
     return true;
   };
+  if (detail::json_too_deep(text))
+    bad(src, "the header nests arrays/objects more than " + std::to_string(detail::kMaxJsonDepth) + " levels deep (the limit)");
   json j;
   try {
     j = json::parse(text, cb);
@@ -217,24 +220,12 @@ TensorMap read_all(const Source& src, Metadata* metadata) {
   return out;
 }
 
-// A file opened for pread; the Source reads through it.
-struct File {
-  int fd = -1;
-  ~File() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-Source file_source(const std::string& path, File& f) {
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0) throw IOError("load_safetensors: cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw IOError("load_safetensors: cannot stat '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw IOError("load_safetensors: '" + path + "' is not a regular file");
+// The Source reads a regular file (never a FIFO or a device) with pread.
+Source file_source(const std::string& path, const RegularFile& f) {
   Source src;
   src.name = path;
-  src.size = static_cast<uint64_t>(st.st_size);
-  const int fd = f.fd;
+  src.size = f.size();
+  const int fd = f.fd();
   src.read = [fd, path, size = src.size](uint64_t offset, uint64_t length, void* dst) {
     if (offset > size || length > size - offset) throw IOError("load_safetensors: '" + path + "': read past the end of the file");
     char* p = static_cast<char*>(dst);
@@ -327,12 +318,12 @@ TensorMap decode_safetensors(const std::string& bytes, Metadata* metadata, const
 }
 
 TensorMap load_safetensors(const std::string& path, Metadata* metadata) {
-  File f;
+  RegularFile f(path, "load_safetensors");
   return read_all(file_source(path, f), metadata);
 }
 
 Metadata load_safetensors_metadata(const std::string& path) {
-  File f;
+  RegularFile f(path, "load_safetensors");
   return read_header(file_source(path, f)).metadata;
 }
 

@@ -163,7 +163,7 @@ Gate::Gate(const Layer& input, const Layer& gate_input, const std::string& name)
   impl->dtype = input.dtype();
   impl->name = unique_name("gate", name);
   impl->state->add_param("weights", initialize(Init::glorot_uniform(), {gate_input.n_units(), input.n_units()}, input.dtype()).requires_grad_());
-  impl->state->add_param("bias", zeros({input.n_units()}, input.dtype()).requires_grad_());
+  impl->state->add_param("bias", initialize(Init::zeros(), {input.n_units()}, input.dtype()).requires_grad_());
   static_cast<Layer&>(*this) = Layer(impl);
 }
 

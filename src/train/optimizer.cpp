@@ -16,7 +16,7 @@ std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + dtype_na
 std::pair<size_t, std::string> split_key(const std::string& key, size_t n_params, const char* op) {
   const size_t slash = key.find('/');
   size_t index = 0;
-  bool ok = slash != std::string::npos && slash > 0 && slash + 1 < key.size();
+  bool ok = slash != std::string::npos && slash > 0 && slash <= 9 && slash + 1 < key.size();  // <= 9 digits: no overflow
   for (size_t k = 0; ok && k < slash; ++k) {
     if (key[k] < '0' || key[k] > '9') ok = false;
     else index = index * 10 + static_cast<size_t>(key[k] - '0');
@@ -109,6 +109,7 @@ void Optimizer::load_state_dict(const OptimizerState& s) {
   int64_t steps = 0;
   for (const auto& [key, value] : s.counters) {
     if (key == "steps") {
+      if (value < 0) throw ValueError(op + ": counter 'steps' is negative (" + std::to_string(value) + ")");
       steps = value;
       continue;
     }
