@@ -362,10 +362,16 @@ void reduction_cases(Table& t) {
   for (int64_t ddof : {0, 1}) {
     const std::string ex = ",\"ddof\":" + std::to_string(ddof);
     const std::string sfx = " ddof=" + std::to_string(ddof);
-    reduction(t, "var", [ddof](auto& x, auto& a, bool k) { return loom::var(x, a, ddof, k); }, N, false, ddof == 0, ex);
-    reduction(t, "std", [ddof](auto& x, auto& a, bool k) { return loom::std(x, a, ddof, k); }, N, false, false, ex);
+    // an empty axis gives NaN (0 / 0), as NumPy and PyTorch
+    reduction(t, "var", [ddof](auto& x, auto& a, bool k) { return loom::var(x, a, ddof, k); }, N, true, ddof == 0, ex);
+    reduction(t, "std", [ddof](auto& x, auto& a, bool k) { return loom::std(x, a, ddof, k); }, N, true, false, ex);
     (void)sfx;
   }
+  // zero variance: sqrt's rule would give 0 * inf = NaN; the gradient is 0 (PyTorch)
+  t.add("std", "f64 constant row and a size-1 axis: zero gradient", {X({2, 3}, F64).vals({3, 3, 3, 1, 2, 4})},
+        [](const In& in) { return loom::std(in[0], {1}); }, red_attrs({1}, false, ",\"ddof\":0"));
+  t.add("std", "f32 size-1 axis ddof=0", {X({4, 1})}, [](const In& in) { return loom::std(in[0], {1}, 0, true); },
+        red_attrs({1}, true, ",\"ddof\":0"));
   for (const char* op : {"sum", "max", "min", "prod", "mean"}) {
     const std::string o = op;
     t.add(op, "f32 special values, nan propagates", {X({2, 4}).vals({1, kNaN, 2, 3, kInf, 1, -2, 0.5}).nodiff()},
@@ -379,7 +385,10 @@ void reduction_cases(Table& t) {
   }
   t.add("mean", "f32 empty (0,3) axis 0 gives nan", {X({0, 3})}, [](const In& in) { return loom::mean(in[0], {0}); },
         red_attrs({0}, false));
-  reduction(t, "logsumexp", [](auto& x, auto& a, bool k) { return loom::logsumexp(x, a, k); }, N, false);
+  // an empty axis gives log(0) = -inf (PyTorch), though max over it raises
+  reduction(t, "logsumexp", [](auto& x, auto& a, bool k) { return loom::logsumexp(x, a, k); }, N, true);
+  t.add("logsumexp", "f64 empty (2,0) all axes keepdims", {X({2, 0}, F64)},
+        [](const In& in) { return loom::logsumexp(in[0], {}, true); }, red_attrs({}, true));
   t.add("logsumexp", "f64 rows of -inf and +inf", {X({3, 2}, F64).vals({-kInf, -kInf, kInf, 1, -kInf, 0}).nodiff()},
         [](const In& in) { return loom::logsumexp(in[0], {1}); }, red_attrs({1}, false));
   t.add("logsumexp", "f32 large values stay finite", {X({2, 3}).vals({100, 101, 99, -100, -101, -99})},
@@ -454,6 +463,10 @@ void reduction_cases(Table& t) {
     sm("f32 transposed (4,3) axis -1", X({4, 3}).lay(T_), -1);
     sm("f32 wide values (3,4)", X({3, 4}).vals({50, -50, 0, 1, 100, 100, 99, -3, -200, 1, 2, 3}), -1);
     sm("f32 empty (0,3) axis -1", X({0, 3}), -1);
+    sm("f32 empty axis (3,0) axis 1", X({3, 0}), 1);  // max over the axis would raise
+    sm("f64 empty (0,) axis 0", X({0}, F64), 0);
+    sm("f32 0-d axis 0", X({}), 0);  // PyTorch: a 0-d tensor is one element along axis 0 / -1
+    sm("f64 0-d axis -1", X({}, F64), -1);
     t.add(op, "f64 -inf entries (masking)", {X({2, 3}, F64).vals({0, -kInf, 1, -kInf, 2, 0.5})},
           [lsm](const In& in) { return lsm ? loom::log_softmax(in[0], -1) : loom::softmax(in[0], -1); }, "{\"axis\":-1}",
           false);
