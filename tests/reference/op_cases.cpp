@@ -490,6 +490,12 @@ void linalg_cases(Table& t) {
   t.add("matmul", "int32 (2,3) @ int32 (3,4)", {X({2, 3}, I32), X({3, 4}, I32)}, mm);
   t.add("matmul", "f32 empty inner (3,0) @ (0,4)", {X({3, 0}), X({0, 4})}, mm);
   t.add("matmul", "f32 empty rows (0,3) @ (3,2)", {X({0, 3}), X({3, 2})}, mm);
+  // empty inner axis K = 0 with batch axes: zeros (NumPy), empty gradients
+  t.add("matmul", "f32 batched empty inner (2,4,0) @ (0,3)", {X({2, 4, 0}), X({0, 3})}, mm);
+  t.add("matmul", "f64 batched empty inner (1,2,0) @ (0,)", {X({1, 2, 0}, F64), X({0}, F64)}, mm);
+  t.add("matmul", "f32 batched empty inner (2,4,0) @ (2,0,3)", {X({2, 4, 0}), X({2, 0, 3})}, mm);
+  t.add("matmul", "f64 empty inner (0,) @ (0,3)", {X({0}, F64), X({0, 3}, F64)}, mm);
+  t.add("matmul", "f32 empty batch (0,2,3) @ (3,4)", {X({0, 2, 3}), X({3, 4})}, mm);
   t.add("matmul", "f64 x @ x.T (one tensor, two uses)", {X({3, 4}, F64)},
         [](const In& in) { return loom::matmul(in[0], loom::transpose(in[0])); }, "{\"x_xt\":true}");
 
@@ -500,6 +506,7 @@ void linalg_cases(Table& t) {
   t.add("dot", "f64 (2,3,4) . (4,5)", {X({2, 3, 4}, F64), X({4, 5}, F64)}, dt);
   t.add("dot", "f32 (2,3,4) . (5,4,2)", {X({2, 3, 4}), X({5, 4, 2})}, dt);
   t.add("dot", "f32 transposed (3,4) . (4,)", {X({3, 4}).lay(T_), X({4}).lay(R_)}, dt);
+  t.add("dot", "f64 empty inner (2,3,0) . (0,4)", {X({2, 3, 0}, F64), X({0, 4}, F64)}, dt);
 
   auto ou = [](const In& in) { return loom::outer(in[0], in[1]); };
   t.add("outer", "f32 (3,) (4,)", {X({3}), X({4})}, ou);
@@ -514,6 +521,7 @@ void linalg_cases(Table& t) {
   td("f32 axes=2 (2,3,4) (3,4,5)", {X({2, 3, 4}), X({3, 4, 5})}, 2);
   td("f64 axes=1 (3,4) (4,2)", {X({3, 4}, F64), X({4, 2}, F64)}, 1);
   td("f32 axes=0 outer (2,) (3,)", {X({2}), X({3})}, 0);
+  td("f64 axes=2 empty contraction (2,0,3) (0,3,4)", {X({2, 0, 3}, F64), X({0, 3, 4}, F64)}, 2);
   auto tdp = [&t](const std::string& label, std::vector<InputSpec> in, Axes a, Axes b) {
     t.add("tensordot", label, in, [a, b](const In& x) { return loom::tensordot(x[0], x[1], a, b); },
           "{\"axes_a\":" + jl(a) + ",\"axes_b\":" + jl(b) + "}");
