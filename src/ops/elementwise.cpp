@@ -137,6 +137,16 @@ Tensor divide(const Tensor& a, const Tensor& b) {
 }
 
 Tensor power(const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, "power");
+  detail::check_defined(b, "power");
+  if (is_integral(promote_types(a.dtype(), b.dtype())) && b.numel() > 0) {
+    // NumPy raises rather than give the truncated 1 / a^n (0 for |a| > 1)
+    const int64_t lowest = min(astype(b, DType::Int64)).item<int64_t>();
+    if (lowest < 0)
+      throw ValueError("power: integers to negative integer powers are not allowed (" + detail::describe({&a, &b}) +
+                       ", the exponent holds " + std::to_string(lowest) +
+                       "); convert the base to a floating dtype with astype for a fractional result");
+  }
   Tensor y = arithmetic(BinaryOp::Pow, "power", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
   // the rule runs in the result dtype: log(a) of a float32 `a` next to a float64 `b` must not
@@ -231,9 +241,7 @@ Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
 
 Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   detail::check_defined(x, "clip");
-  if (lo && hi && lo->to_double() > hi->to_double())
-    throw ValueError("clip: lower bound " + std::to_string(lo->to_double()) + " exceeds upper bound " +
-                     std::to_string(hi->to_double()) + " (valid: lo <= hi)");
+  // min(max(x, lo), hi) also when lo > hi (every element becomes hi), as NumPy and PyTorch
   Tensor y = x;
   {
     GradModeScope off(false);

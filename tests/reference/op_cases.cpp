@@ -217,6 +217,15 @@ void elementwise_cases(Table& t) {
         [](const In& in) { return loom::floor_divide(in[0], in[1]); });
   t.add("floor_divide", "int64 negative operands", {X({6}, I64).vals({7, -7, 7, -7, 0, -1}), X({6}, I64).vals({2, 2, -2, -2, 3, 5})},
         [](const In& in) { return loom::floor_divide(in[0], in[1]); });
+  // the lowest value by -1 (traps in C++, wraps in NumPy) and division by zero (NumPy: 0)
+  for (const char* op : {"floor_divide", "mod"}) {
+    const bool fd = std::string(op) == "floor_divide";
+    auto f = [fd](const In& in) { return fd ? loom::floor_divide(in[0], in[1]) : loom::mod(in[0], in[1]); };
+    const double lo64 = -9223372036854775808.0, lo32 = -2147483648.0;
+    t.add(op, "int64 lowest by -1, by 1 and by 0", {X({6}, I64).vals({lo64, lo64, lo64, 7, -7, 0}),
+                                                    X({6}, I64).vals({-1, 1, 0, 0, -1, 0})}, f);
+    t.add(op, "int32 lowest by -1 and by 0", {X({4}, I32).vals({lo32, lo32, 5, -5}), X({4}, I32).vals({-1, 0, 0, -1})}, f);
+  }
 
   comparison(t, "equal", [](auto& a, auto& b) { return loom::equal(a, b); });
   comparison(t, "not_equal", [](auto& a, auto& b) { return loom::not_equal(a, b); });
@@ -261,6 +270,7 @@ void elementwise_cases(Table& t) {
   clip_case("f32 special values", Special(), -0.5, 0.5);
   clip_case("f32 transposed (4,3)", X({4, 3}).lay(T_), -1.0, 0.3);
   clip_case("f64 values on the bounds keep their gradient", X({5}, F64).vals({-0.5, 0.5, 0.0, -1, 1}), -0.5, 0.5, false);
+  clip_case("f32 lo > hi gives hi everywhere (no gradient)", X({3, 4}), 0.5, -0.5);
   t.add("clip", "int32 with integer bounds", {X({3, 4}, I32)},
         [](const In& in) { return loom::clip(in[0], Scalar(int64_t{-2}), Scalar(int64_t{3})); }, "{\"lo\":-2,\"hi\":3}");
 

@@ -53,3 +53,41 @@ TEST(SoftmaxZeroD, AxisZeroOrMinusOneOnly) {
   EXPECT_TRUE(contains_all(m, {"softmax", "axis 1", "0-d", "0 or -1"}));
 }
 
+// ---------------------------------------------------------------- integer arithmetic
+TEST(IntegerDivision, LowestByMinusOneWrapsAndByZeroIsZero) {
+  // x86's idiv traps (SIGFPE) on lowest / -1; NumPy wraps the quotient and gives 0 remainders
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  Tensor a = tensor<int64_t>({lo, lo, 7, -7}), b = tensor<int64_t>({-1, 0, 0, -1});
+  EXPECT_EQ(floor_divide(a, b).to_vector<int64_t>(), (std::vector<int64_t>{lo, 0, 0, 7}));
+  EXPECT_EQ(mod(a, b).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0}));
+  const int32_t lo32 = std::numeric_limits<int32_t>::min();
+  Tensor a32 = tensor<int32_t>({lo32, lo32}), b32 = tensor<int32_t>({-1, -1});
+  EXPECT_EQ(floor_divide(a32, b32).to_vector<int32_t>(), (std::vector<int32_t>{lo32, lo32}));
+  EXPECT_EQ(mod(a32, b32).to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
+  // a broadcast -1 (the scalar loop) and a strided divisor (the strided loop)
+  EXPECT_EQ(floor_divide(a, tensor<int64_t>({-1})).to_vector<int64_t>(), (std::vector<int64_t>{lo, lo, -7, 7}));
+  Tensor strided = tensor<int64_t>({-1, 9, -1, 9, -1, 9, -1, 9}).index({Slice(None, None, 2)});
+  EXPECT_EQ(mod(a, strided).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0}));
+}
+
+TEST(IntegerPower, NegativeExponentsRaiseAsNumPy) {
+  std::string m = error_message<ValueError>([] { power(tensor<int32_t>({2, 3}), tensor<int32_t>({-1, 2})); });
+  EXPECT_TRUE(contains_all(m, {"power", "negative integer powers", "-1", "int32"}));
+  m = error_message<ValueError>([] { power(tensor<int64_t>({1}), -2); });  // even 1 ** -2 (NumPy)
+  EXPECT_TRUE(contains_all(m, {"power", "negative integer powers", "-2"}));
+  EXPECT_EQ(power(tensor<int32_t>({2, -3, 5}), tensor<int32_t>({10, 3, 0})).to_vector<int32_t>(),
+            (std::vector<int32_t>{1024, -27, 1}));
+  // a floating operand makes it true power
+  EXPECT_EQ(power(tensor<int32_t>({2}), -1.0).item<float>(), 0.5f);
+}
+
+// ---------------------------------------------------------------- clip
+TEST(Clip, LowerAboveUpperGivesUpper) {
+  Tensor x = tensor<float>({-1.0f, 0.0f, 2.0f});
+  x.requires_grad_();
+  Tensor y = clip(x, 1.0, 0.5);  // min(max(x, 1), 0.5), as NumPy and PyTorch
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0.5f, 0.5f, 0.5f}));
+  backward(sum(y));
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{0.0f, 0.0f, 0.0f}));
+}
+
