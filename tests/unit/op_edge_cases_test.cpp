@@ -91,3 +91,27 @@ TEST(Clip, LowerAboveUpperGivesUpper) {
   EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{0.0f, 0.0f, 0.0f}));
 }
 
+// ---------------------------------------------------------------- max pooling
+TEST(MaxPoolPadding, WindowsEntirelyInThePaddingPassNoGradient) {
+  // H = 1, kernel 2, padding 1, dilation 2: the only window reads rows -1 and 1, both padding.
+  // PyTorch 1.13 reports index 2 (outside the 1x2 plane) and adds the gradient to the next
+  // channel's plane; Loom reports -1 and passes none.
+  for (DType dt : {Float32, Float64}) {  // the vector kernel and the loops
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor x = tensor<float>({1, 2, 3, 4}).reshape({1, 2, 1, 2}).astype(dt);
+    x.requires_grad_();
+    auto [y, idx] = max_pool2d_with_indices(x, 2, IntList{}, IntList{1, 0}, IntList{2, 1});
+    EXPECT_EQ(y.shape(), (Shape{1, 2, 1, 1}));
+    for (double v : y.to_vector<double>()) EXPECT_EQ(v, -kInf);
+    EXPECT_EQ(idx.to_vector<int64_t>(), (std::vector<int64_t>{-1, -1}));
+    backward(sum(y));
+    EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0, 0, 0}));
+    // the values-only path with int32 indices for the gradient; columns in the padding too
+    Tensor xt = x.detach().reshape({1, 2, 2, 1}).requires_grad_(true);
+    Tensor yt = max_pool2d(xt, {1, 2}, IntList{}, IntList{0, 1}, IntList{1, 2});
+    EXPECT_EQ(yt.shape(), (Shape{1, 2, 2, 1}));
+    backward(sum(yt));
+    EXPECT_EQ(xt.grad().to_vector<double>(), (std::vector<double>{0, 0, 0, 0}));
+  }
+}
+
