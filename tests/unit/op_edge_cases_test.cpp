@@ -115,3 +115,32 @@ TEST(MaxPoolPadding, WindowsEntirelyInThePaddingPassNoGradient) {
   }
 }
 
+// ---------------------------------------------------------------- float16 / bfloat16 round trips
+namespace {
+// Every 16-bit pattern as a tensor of `dt`, through float32 and back, compared bit for bit.
+void expect_every_pattern_round_trips(DType dt) {
+  Tensor h = empty({65536}, dt);
+  auto* p = static_cast<uint16_t*>(h.data_ptr());
+  for (uint32_t b = 0; b < 0x10000; ++b) p[b] = static_cast<uint16_t>(b);
+  Tensor back = h.astype(Float32).astype(dt);
+  const auto* q = static_cast<const uint16_t*>(back.data_ptr());
+  int wrong = 0;
+  for (uint32_t b = 0; b < 0x10000; ++b)
+    if (q[b] != b && ++wrong <= 5) ADD_FAILURE() << dtype_name(dt) << " pattern 0x" << std::hex << b << " came back as 0x" << q[b];
+  EXPECT_EQ(wrong, 0);
+}
+}  // namespace
+
+TEST(HalfRoundTrip, EveryFloat16PatternIncludingNaNs) { expect_every_pattern_round_trips(Float16); }
+TEST(HalfRoundTrip, EveryBFloat16PatternIncludingSignallingNaNs) { expect_every_pattern_round_trips(BFloat16); }
+
+TEST(HalfRoundTrip, NaNWithPayloadOnlyInDroppedBitsStaysNaN) {
+  // float32 NaNs whose payload lies wholly in the bits a 16-bit type drops must not become inf
+  for (uint32_t u : {0x7f800001u, 0xff800001u, 0x7f801fffu, 0x7f80ffffu}) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    EXPECT_TRUE(std::isnan(static_cast<float>(half(f)))) << std::hex << u;
+    EXPECT_TRUE(std::isnan(static_cast<float>(bfloat16(f)))) << std::hex << u;
+    EXPECT_EQ(half(f).bits & 0x8000u, (u >> 16) & 0x8000u);  // the sign is kept
+  }
+}
