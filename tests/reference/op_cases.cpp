@@ -777,6 +777,16 @@ void indexing_cases(Table& t) {
   ix("0-d x[None]", {X({})}, {NA});
   ix("0-d x[...]", {X({}, F64)}, {E});
   ix("mask then slice x[mask, 1:]", {X({3, 4}, F64), X({3}, B).vals({1, 0, 1})}, {A(1), S(1)});
+  // a 0-d mask adds an axis of size 1 (true) or 0 (false) and consumes none
+  ix("0-d true mask x[True]", {X({2, 3}), X({}, B).vals({1})}, {A(1)});
+  ix("0-d false mask x[False]", {X({2, 3}, F64), X({}, B).vals({0})}, {A(1)});
+  ix("0-d mask beside an int x[:, True, 1]", {X({2, 3}), X({}, B).vals({1})}, {S(), A(1), I(1)});
+  ix("0-d mask with an array x[True, i]", {X({2, 3}, F64), X({}, B).vals({1}), IdxV({3}, {0, 1, 1})}, {A(1), A(2)});
+  ix("0-d mask, slice, array x[True, :, i] (advanced axes first)", {X({2, 3}), X({}, B).vals({1}), IdxV({2}, {2, 0})},
+     {A(1), S(), A(2)});
+  ix("0-d mask after Ellipsis x[..., True]", {X({2, 3}), X({}, B).vals({1})}, {E, A(1)});
+  ix("int then 0-d false mask x[1, False]", {X({2, 3}), X({}, B).vals({0})}, {I(1), A(1)});
+  ix("0-d mask of a 0-d tensor", {X({}, F64), X({}, B).vals({1})}, {A(1)});
 
   auto tk = [&t](const std::string& label, std::vector<InputSpec> in, std::optional<int64_t> axis) {
     t.add("take", label, in, [axis](const In& x) { return loom::take(x[0], x[1], axis); }, "{\"axis\":" + jopt(axis) + "}");
@@ -821,6 +831,7 @@ void indexing_cases(Table& t) {
   ip("transposed x, int index set", {X({4, 3}).lay(T_), X({3}).lay(R_)}, {I(1)}, 1, false);
   ip("empty index array", {X({3, 4}), X({0}, I64), X({4})}, {A(1)}, 2, false);
   ip("negative-step slice set", {X({5}, F64), X({2}, F64)}, {S(nullopt, nullopt, -3)}, 1, false);
+  ip("0-d true mask set x[True] = v(3,)", {X({2, 3}), X({}, B).vals({1}), X({3})}, {A(1)}, 2, false);
 }
 
 

@@ -91,6 +91,23 @@ TEST(Clip, LowerAboveUpperGivesUpper) {
   EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{0.0f, 0.0f, 0.0f}));
 }
 
+// ---------------------------------------------------------------- 0-d boolean index
+TEST(BoolScalarIndex, AddsAnAxisOfOneOrZero) {
+  Tensor x = loom_test::iota({2, 3});
+  EXPECT_EQ(x.index({true}).shape(), (Shape{1, 2, 3}));
+  EXPECT_EQ(x.index({false}).shape(), (Shape{0, 2, 3}));
+  EXPECT_EQ(x.index({Slice(), true, 1}).to_vector<float>(), (std::vector<float>{1, 4}));
+  EXPECT_EQ(x.index({scalar_tensor(true), Ellipsis}).shape(), (Shape{1, 2, 3}));
+  EXPECT_EQ(x.index({1, false}).shape(), (Shape{0, 3}));
+  // gradients flow through the inserted axis
+  Tensor w = x.detach().requires_grad_(true);
+  backward(sum(w.index({true, Slice(), 2})));
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{0, 0, 1, 0, 0, 1}));
+  // x[True] = v writes all of x
+  EXPECT_EQ(index_put(x, {true}, scalar_tensor(7.0)).to_vector<float>(), std::vector<float>(6, 7.0f));
+  EXPECT_EQ(index_put(x, {false}, scalar_tensor(7.0)).to_vector<float>(), x.to_vector<float>());
+}
+
 // ---------------------------------------------------------------- max pooling
 TEST(MaxPoolPadding, WindowsEntirelyInThePaddingPassNoGradient) {
   // H = 1, kernel 2, padding 1, dilation 2: the only window reads rows -1 and 1, both padding.
