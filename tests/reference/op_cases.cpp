@@ -201,11 +201,21 @@ void elementwise_cases(Table& t) {
         [](const In& in) { return loom::power(in[0], in[1]); });
   t.add("power", "zero base: d/db taken as 0", {X({4}).vals({0, 0, 1.5, 2}), X({4}).vals({2, 3, 0.5, 2.5})},
         [](const In& in) { return loom::power(in[0], in[1]); }, "{}", false);
+  // PyTorch's masks: d/da is 0 where b == 0 (the formula's 0 * 0^-1 is NaN at a == 0), d/db is
+  // 0 at a == 0 only for b >= 0 (-inf for b < 0)
+  t.add("power", "f64 zero exponent and zero base with negative exponent",
+        {X({6}, F64).vals({0, 0, 2, -1.5, 0, 0}), X({6}, F64).vals({0, 0, 0, 0, -1, 1})},
+        [](const In& in) { return loom::power(in[0], in[1]); }, "{}", false);
+  t.add("power", "f64 x ** x at 0 (same tensor as both operands)", {X({4}, F64).vals({0, 1, 2, 0.5})},
+        [](const In& in) { return loom::power(in[0], in[0]); }, "{\"operands\":[0,0]}", false);
   binary(t, "maximum", [](auto& a, auto& b) { return loom::maximum(a, b); }, D, D, true);
   binary(t, "minimum", [](auto& a, auto& b) { return loom::minimum(a, b); }, D, D, true);
   for (const char* op : {"maximum", "minimum"}) {
     const bool mx = std::string(op) == "maximum";
     t.add(op, "f32 ties split the gradient 0.5/0.5", {X({3, 4}).dom(Domain::Ties), X({4}).dom(Domain::Ties)},
+          [mx](const In& in) { return mx ? loom::maximum(in[0], in[1]) : loom::minimum(in[0], in[1]); }, "{}", false);
+    t.add(op, "f64 NaN operands: the gradient goes to both (PyTorch)",
+          {X({6}, F64).vals({kNaN, 1, kNaN, 1, 2, -kInf}), X({6}, F64).vals({1, kNaN, kNaN, 1, 3, -kInf})},
           [mx](const In& in) { return mx ? loom::maximum(in[0], in[1]) : loom::minimum(in[0], in[1]); }, "{}", false);
   }
   binary(t, "mod", [](auto& a, auto& b) { return loom::mod(a, b); }, N, A, true);
@@ -293,6 +303,19 @@ void elementwise_cases(Table& t) {
   unary(t, "relu", [](auto& x) { return loom::relu(x); }, A, "{}", true);
   unary(t, "leaky_relu", [](auto& x) { return loom::leaky_relu(x, 0.1); }, A, "{\"negative_slope\":0.1}");
   unary(t, "elu", [](auto& x) { return loom::elu(x, 1.5); }, A, "{\"alpha\":1.5}");
+  // gradient conventions at kinks and NaN (PyTorch's): relu'(0) = 0, relu'(NaN) = 1; abs'(0) =
+  // abs'(NaN) = 0; elu'(0) = alpha, elu'(NaN) = 1; leaky_relu'(0) = leaky_relu'(NaN) = slope
+  const std::vector<double> kinks = {kNaN, 0.0, -0.0, -1.0, 2.0, kInf, -kInf};
+  t.add("relu", "f64 gradient at 0 and NaN", {X({7}, F64).vals(kinks)}, [](const In& in) { return loom::relu(in[0]); },
+        "{}", false);
+  t.add("abs", "f64 gradient at 0 and NaN", {X({7}, F64).vals(kinks)}, [](const In& in) { return loom::abs(in[0]); },
+        "{}", false);
+  t.add("elu", "f64 gradient at 0 and NaN", {X({7}, F64).vals(kinks)}, [](const In& in) { return loom::elu(in[0], 1.5); },
+        "{\"alpha\":1.5}", false);
+  t.add("elu", "f32 gradient at 0 and NaN", {X({7}).vals(kinks)}, [](const In& in) { return loom::elu(in[0], 0.5); },
+        "{\"alpha\":0.5}", false);
+  t.add("leaky_relu", "f64 gradient at 0 and NaN", {X({7}, F64).vals(kinks)},
+        [](const In& in) { return loom::leaky_relu(in[0], 0.1); }, "{\"negative_slope\":0.1}", false);
   unary(t, "gelu", [](auto& x) { return loom::gelu(x); }, N, "{\"approximate\":\"none\"}");
   t.add("gelu", "f64 tanh approximation", {X({3, 4}, F64).dom(Domain::Wide)},
         [](const In& in) { return loom::gelu(in[0], true); }, "{\"approximate\":\"tanh\"}");
@@ -999,14 +1022,14 @@ void nn_cases(Table& t) {
   for (const char* op : {"cross_entropy", "nll_loss"}) {
     const bool ce = std::string(op) == "cross_entropy";
     auto lc = [&t, op, ce, red](const std::string& label, std::vector<InputSpec> in, std::string reduction, int64_t ignore,
-                                double smoothing) {
+                                double smoothing, bool gc = true) {
       const bool weighted = in.size() == 3;
       t.add(op, label, in, [=](const In& x) {
         const Tensor w = weighted ? x[2] : Tensor();
         return ce ? loom::cross_entropy(x[0], x[1], w, red(reduction), ignore, smoothing)
                   : loom::nll_loss(x[0], x[1], w, red(reduction), ignore);
       }, "{\"reduction\":\"" + reduction + "\",\"ignore_index\":" + std::to_string(ignore) +
-             (ce ? ",\"label_smoothing\":" + jd(smoothing) : std::string()) + "}");
+             (ce ? ",\"label_smoothing\":" + jd(smoothing) : std::string()) + "}", gc);
     };
     lc("f32 (4,5) mean", {X({4, 5}), Idx({4}, 0, 5)}, "mean", -100, 0.0);
     lc("f64 (4,5) sum with class weights", {X({4, 5}, F64), Idx({4}, 0, 5), X({5}, F64).dom(Domain::Positive).nodiff()}, "sum",
@@ -1016,9 +1039,14 @@ void nn_cases(Table& t) {
        2, 0.0);
     lc("f32 (2,4,3) spatial target (2,3)", {X({2, 4, 3}), Idx({2, 3}, 0, 4)}, "mean", -100, 0.0);
     lc("f32 transposed logits (4,3)", {X({4, 3}).lay(T_), Idx({4}, 0, 3)}, "mean", -100, 0.0);
+    // every target ignored: the mean is NaN (0 / 0) and the gradient 0, as PyTorch
+    lc("f64 every target ignored, mean", {X({3, 4}, F64), IdxV({3}, {-100, -100, -100})}, "mean", -100, 0.0, false);
+    lc("f32 every target ignored, weighted mean", {X({3, 4}), IdxV({3}, {1, 1, 1}), X({4}).dom(Domain::Positive).nodiff()},
+       "mean", 1, 0.0, false);
     if (ce) {
       lc("f32 label smoothing 0.1, weighted", {X({4, 5}), Idx({4}, 0, 5), X({5}).dom(Domain::Positive).nodiff()}, "mean", -100,
          0.1);
+      lc("f64 every target ignored, label smoothing 0.1", {X({2, 3}, F64), IdxV({2}, {-100, -100})}, "mean", -100, 0.1, false);
       lc("f64 probability targets", {X({3, 4}, F64), X({3, 4}, F64).dom(Domain::Positive)}, "mean", -100, 0.0);
       lc("f32 probability targets, smoothing 0.2, sum", {X({3, 4}), X({3, 4}).dom(Domain::Positive)}, "sum", -100, 0.2);
     }

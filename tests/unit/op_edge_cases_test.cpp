@@ -132,6 +132,21 @@ TEST(MaxPoolPadding, WindowsEntirelyInThePaddingPassNoGradient) {
   }
 }
 
+// ---------------------------------------------------------------- binary_cross_entropy_with_logits
+TEST(BceWithLogits, WeightsBroadcastToTheLogitsOnlyAsPyTorch) {
+  // PyTorch multiplies the loss by weight in place (and pos_weight's term into a
+  // target-shaped tensor), so both must broadcast to the logits' shape; a larger one is an
+  // error there ("output with shape [3] doesn't match the broadcast shape [2, 3]") and here.
+  Tensor x = zeros({2, 3}), t = zeros({2, 3});
+  EXPECT_EQ(binary_cross_entropy_with_logits(x, t, ones({3}), ones({2, 1}), Reduction::None).shape(), (Shape{2, 3}));
+  std::string m = error_message<ShapeError>(
+      [] { binary_cross_entropy_with_logits(zeros({3}), zeros({3}), ones({2, 3}), Tensor(), Reduction::None); });
+  EXPECT_TRUE(contains_all(m, {"binary_cross_entropy_with_logits", "weight", "(2, 3)", "(3,)"}));
+  m = error_message<ShapeError>(
+      [] { binary_cross_entropy_with_logits(zeros({2, 1}), zeros({2, 1}), Tensor(), ones({3}), Reduction::Mean); });
+  EXPECT_TRUE(contains_all(m, {"binary_cross_entropy_with_logits", "pos_weight", "(3,)", "(2, 1)"}));
+}
+
 // ---------------------------------------------------------------- float16 / bfloat16 round trips
 namespace {
 // Every 16-bit pattern as a tensor of `dt`, through float32 and back, compared bit for bit.
