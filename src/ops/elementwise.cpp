@@ -137,6 +137,16 @@ Tensor divide(const Tensor& a, const Tensor& b) {
 }
 
 Tensor power(const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, "power");
+  detail::check_defined(b, "power");
+  if (is_integral(promote_types(a.dtype(), b.dtype())) && b.numel() > 0) {
+    // NumPy raises rather than give the truncated 1 / a^n (0 for |a| > 1)
+    const int64_t lowest = min(astype(b, DType::Int64)).item<int64_t>();
+    if (lowest < 0)
+      throw ValueError("power: integers to negative integer powers are not allowed (" + detail::describe({&a, &b}) +
+                       ", the exponent holds " + std::to_string(lowest) +
+                       "); convert the base to a floating dtype with astype for a fractional result");
+  }
   Tensor y = arithmetic(BinaryOp::Pow, "power", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
   // the rule runs in the result dtype: log(a) of a float32 `a` next to a float64 `b` must not
@@ -145,23 +155,29 @@ Tensor power(const Tensor& a, const Tensor& b) {
                                              bd = detail::cast_raw(b.detach(), y.dtype()), yd = y.detach(),
                                              ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
     Tensor ga, gb;
-    if (ra) ga = multiply(g, multiply(bd, power(ad, subtract(bd, scalar_tensor(1, bd.dtype(), bd.device())))));
-    // d/db a^b = a^b log a, taken as 0 where a == 0 (the limit used by PyTorch and JAX)
-    if (rb) gb = where(equal(ad, zeros_like(ad)), zeros_like(yd), multiply(g, multiply(yd, log(ad))));
+    const Tensor zero = zeros({}, yd.dtype(), yd.device());
+    // d/da a^b = b a^(b-1), 0 where b == 0 (PyTorch's pow_backward; the formula gives 0 * inf
+    // = NaN at a == 0)
+    if (ra)
+      ga = where(equal(bd, zero), zero,
+                 multiply(g, multiply(bd, power(ad, subtract(bd, scalar_tensor(1, bd.dtype(), bd.device()))))));
+    // d/db a^b = a^b log a, taken as 0 where a == 0 and b >= 0 (the limit, as PyTorch and JAX;
+    // with b < 0 it is -inf, as PyTorch)
+    if (rb)
+      gb = where(logical_and(equal(ad, zero), greater_equal(bd, zero)), zero, multiply(g, multiply(yd, log(ad))));
     return Grads{ga, gb};
   });
 }
 
 namespace {
-// Gradient of maximum/minimum: to the chosen operand; split equally on ties.
+// Gradient of maximum/minimum, PyTorch's rule: to the chosen operand, split equally on ties,
+// and to both operands where either is NaN (only the losing operand gets none).
 Grads extremum_grad(const Tensor& g, const Tensor& a, const Tensor& b, bool is_max) {
-  Tensor pick_a = is_max ? greater(a, b) : less(a, b);
-  Tensor tie = equal(a, b);
-  Tensor half_g = multiply(g, scalar_tensor(0.5, g.dtype(), g.device()));
-  Tensor zero = zeros_like(g);
-  Tensor ga = where(pick_a, g, where(tie, half_g, zero));
-  Tensor gb = where(logical_or(pick_a, tie), where(tie, half_g, zero), g);
-  return {ga, gb};
+  Tensor a_loses = is_max ? less(a, b) : greater(a, b);
+  Tensor b_loses = is_max ? greater(a, b) : less(a, b);
+  Tensor shared = where(equal(a, b), multiply(g, scalar_tensor(0.5, g.dtype(), g.device())), g);
+  Tensor zero = zeros({}, g.dtype(), g.device());
+  return {where(a_loses, zero, shared), where(b_loses, zero, shared)};
 }
 }  // namespace
 
@@ -231,9 +247,7 @@ Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
 
 Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   detail::check_defined(x, "clip");
-  if (lo && hi && lo->to_double() > hi->to_double())
-    throw ValueError("clip: lower bound " + std::to_string(lo->to_double()) + " exceeds upper bound " +
-                     std::to_string(hi->to_double()) + " (valid: lo <= hi)");
+  // min(max(x, lo), hi) also when lo > hi (every element becomes hi), as NumPy and PyTorch
   Tensor y = x;
   {
     GradModeScope off(false);
@@ -264,7 +278,10 @@ Tensor abs(const Tensor& x) {
   if (x.dtype() == DType::Bool) return x.copy();
   Tensor y = unary_kernel(UnaryOp::Abs, x, x.dtype());
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("abs", {x}, y, [xd = x.detach()](const Tensor& g) { return Grads{multiply(g, sign(xd))}; });
+  return detail::record("abs", {x}, y, [xd = x.detach()](const Tensor& g) {
+    // g * sign(x), with sign(NaN) taken as 0 (PyTorch's sgn; NumPy's sign(NaN) is NaN)
+    return Grads{multiply(g, where(not_equal(xd, xd), zeros({}, xd.dtype(), xd.device()), sign(xd)))};
+  });
 }
 
 Tensor sign(const Tensor& x) {
@@ -289,7 +306,8 @@ Tensor relu(const Tensor& x) {
   Tensor y = unary_kernel(UnaryOp::Relu, x, x.dtype());
   if (!detail::needs_grad({&x})) return y;
   return detail::record("relu", {x}, y, [yd = y.detach()](const Tensor& g) {
-    return Grads{where(greater(yd, zeros({}, yd.dtype(), yd.device())), g, zeros({}, g.dtype(), g.device()))};
+    // 0 where y <= 0, so relu'(0) = 0 and relu'(NaN) = 1 (PyTorch's threshold_backward)
+    return Grads{where(less_equal(yd, zeros({}, yd.dtype(), yd.device())), zeros({}, g.dtype(), g.device()), g)};
   });
 }
 
@@ -355,7 +373,13 @@ Tensor round(const Tensor& x) {
 
 // Activations composed of the primitives above, so their gradients come for free.
 Tensor leaky_relu(const Tensor& x, double slope) { return where(x > 0.0, x, x * slope); }
-Tensor elu(const Tensor& x, double alpha) { return where(x > 0.0, x, expm1(minimum(x, 0.0)) * alpha); }
+// The branch test is PyTorch's x <= 0: elu'(0) = alpha, and NaN takes the identity branch
+// (elu'(NaN) = 1). The inner where keeps expm1 away from large x without splitting the
+// gradient at 0 (minimum(x, 0) would give alpha / 2 there).
+Tensor elu(const Tensor& x, double alpha) {
+  const Tensor neg = x <= 0.0;
+  return where(neg, expm1(where(neg, x, 0.0)) * alpha, x);
+}
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   if (tanh_approximation) {
     const double c = std::sqrt(2.0 / M_PI);

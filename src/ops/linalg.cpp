@@ -69,8 +69,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a2.ndim() > 2 && b2.ndim() == 2) {
     // fold a's batch axes into its rows: one GEMM, and b is never broadcast
     Shape os(a2.shape().begin(), a2.shape().end() - 1);
+    const int64_t rows = shape_numel(os);  // not -1: it is ambiguous when K == 0
     os.push_back(b2.shape()[1]);
-    y = reshape(matmul_nd(reshape(a2, {-1, a2.shape().back()}), b2), os);
+    y = reshape(matmul_nd(reshape(a2, {rows, a2.shape().back()}), b2), os);
   } else {
     y = matmul_nd(a2, b2);
   }

@@ -92,7 +92,10 @@ NllParts nll_parts(const Tensor& lp, const Tensor& t, const Tensor& weight, int6
     w_t = weight.defined() ? multiply(astype(take(weight.detach(), r.t_safe, 0), lp.dtype()), validf) : validf;
     r.denom = sum(w_t);
   }
-  r.loss = negative(multiply(picked, w_t));
+  // `where`, not the product alone, so that an ignored target's gradient is exactly 0: under
+  // Mean with every target ignored the incoming gradient is 1 / 0 = inf, and inf * 0 would be
+  // NaN (PyTorch: loss NaN, gradient 0)
+  r.loss = negative(where(r.valid, multiply(picked, w_t), zeros({}, lp.dtype(), lp.device())));
   return r;
 }
 

@@ -259,9 +259,10 @@ def _make_var(take_sqrt):
         ddof = attrs["ddof"]
         if x.ndim == 0:
             v = (x - x) ** 2 / max(1 - ddof, 0)
-        else:
-            v = torch.var(x, dim=dims(attrs, x.ndim), unbiased=bool(ddof), keepdim=attrs["keepdims"])
-        return torch.sqrt(v) if take_sqrt else v
+            return torch.sqrt(v) if take_sqrt else v
+        # torch.std, not sqrt(var): its gradient is 0 at zero variance (sqrt's would be NaN)
+        f = torch.std if take_sqrt else torch.var
+        return f(x, dim=dims(attrs, x.ndim), unbiased=bool(ddof), keepdim=attrs["keepdims"])
     return g
 
 
