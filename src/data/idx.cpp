@@ -57,6 +57,8 @@ Tensor read_idx(const std::string& path) {
   if (size - header != expected)
     throw bad("the header declares shape " + shape_str(shape) + " (" + std::to_string(expected) + " data bytes) but the file has " +
               std::to_string(size - header) + " data bytes");
+  // the checks above miss a product with a zero: (0, 2^32 - 1, ...) must not load either
+  shape_nbytes(shape, itemsize(dtype), ("read_idx: '" + path + "' declares").c_str());
   const unsigned char* src = buf + header;
   if (buf[2] == 0x09 || buf[2] == 0x0B) {
     std::vector<int32_t> wide(count);

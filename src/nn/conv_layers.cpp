@@ -20,11 +20,17 @@ std::string ints(const std::vector<int64_t>& v) {
 // One value per spatial axis from an IntList (a single value repeats; empty gives `dflt`).
 std::vector<int64_t> per_axis(const IntList& l, size_t n, const std::vector<int64_t>& dflt, const char* what, const char* kind) {
   const auto& v = l.values();
-  if (v.empty()) return dflt;
-  if (v.size() == 1) return std::vector<int64_t>(n, v[0]);
-  if (v.size() != n)
+  if (!v.empty() && v.size() != 1 && v.size() != n)
     throw ValueError(std::string(kind) + ": " + what + " " + ints(v) + " must give 1 or " + std::to_string(n) + " values");
-  return v;
+  std::vector<int64_t> r = v.empty() ? dflt : v.size() == 1 ? std::vector<int64_t>(n, v[0]) : v;
+  if (r.size() != n)
+    throw ValueError(std::string(kind) + ": " + what + " must give 1 or " + std::to_string(n) + " values, got none");
+  // paddings may be 0; sizes, strides and dilations must be positive (the shape arithmetic divides by them)
+  const int64_t min = std::string(what).find("padding") != std::string::npos ? 0 : 1;
+  for (int64_t x : r)
+    if (x < min)
+      throw ValueError(std::string(kind) + ": " + what + " " + ints(r) + " must be >= " + std::to_string(min));
+  return r;
 }
 
 // (before, after) zero padding per spatial axis.
@@ -36,7 +42,7 @@ std::vector<std::pair<int64_t, int64_t>> pads(const ConvPadding& p, const std::v
   if (p.mode() == "same") {
     for (size_t i = 0; i < n; ++i) {
       if (stride[i] != 1) throw ValueError(std::string(kind) + ": padding \"same\" needs stride 1");
-      const int64_t total = dil[i] * (k[i] - 1);
+      const int64_t total = checked_mul(dil[i], k[i] - 1, kind);
       out[i] = {total / 2, total - total / 2};
     }
     return out;
@@ -57,7 +63,10 @@ std::vector<std::pair<int64_t, int64_t>> pads(const ConvPadding& p, const std::v
 
 int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t before, int64_t after) {
   if (in < 0) return -1;
-  return (in + before + after - dil * (k - 1) - 1) / stride + 1;
+  // checked: the options are arbitrary user values
+  const int64_t padded = checked_add(checked_add(in, before, "conv layer"), after, "conv layer");
+  const int64_t window = checked_add(checked_mul(dil, k - 1, "conv layer"), 1, "conv layer");
+  return padded < window ? 0 : (padded - window) / stride + 1;
 }
 
 void require_rank(const Layer& in, size_t rank, const char* kind, const char* layout) {
@@ -172,7 +181,8 @@ std::shared_ptr<PoolImpl> make_pool(bool max, const Layer& input, const IntList&
       out.push_back(-1);
       continue;
     }
-    const int64_t span = in + 2 * impl->padding[i] - impl->kernel[i];
+    const int64_t span = checked_add(in, checked_mul(2, impl->padding[i], kind), kind) - impl->kernel[i];
+    checked_add(span < 0 ? 0 : span, impl->stride[i], kind);  // the ceil-mode sum below
     int64_t s = (o.ceil_mode ? (span + impl->stride[i] - 1) / impl->stride[i] : span / impl->stride[i]) + 1;
     if (o.ceil_mode && (s - 1) * impl->stride[i] >= in + impl->padding[i]) --s;
     if (s <= 0) throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) + " is smaller than the window");
