@@ -63,6 +63,8 @@ Tensor read_idx(const std::string& path) {
     return bad("the header declares shape " + shape_str(shape) + " (" + std::to_string(expected) + " data bytes) but the file has " +
                have + " data bytes");
   };
+  // the checks above miss a product with a zero: (0, 2^32 - 1, ...) must not load either
+  shape_nbytes(shape, itemsize(dtype), ("read_idx: '" + path + "' declares").c_str());
   // A plain file's size is known: check it before allocating anything.
   if (!in.compressed() && in.file_size() - header != expected) throw mismatch(std::to_string(in.file_size() - header));
   // A compressed one grows its buffer only as data actually arrives.

@@ -213,6 +213,8 @@ Tensor parse_npy(const std::string& bytes, const Fail& fail) {
          (count > std::numeric_limits<size_t>::max() / type->size ? std::string("more than addressable")
                                                                    : std::to_string(count * type->size)) +
          " data bytes) but the file has " + std::to_string(have) + " data bytes");
+  // the checks above miss a product with a zero: (0, 2^62, 2^62) must not load either
+  shape_nbytes(shape, itemsize(type->dtype), (fail.op + ": '" + fail.where + "' declares").c_str());
   std::vector<unsigned char> data(p + data_at, p + n);
   if (type->swap)
     for (size_t i = 0; i < count; ++i) std::reverse(data.begin() + i * type->size, data.begin() + (i + 1) * type->size);

@@ -164,6 +164,8 @@ Header read_header(const Source& src) {
     const uint64_t item = itemsize(e.dtype);
     if (overflow || count > static_cast<uint64_t>(INT64_MAX) / item)
       bad(src, where + ": the shape " + js.dump() + " overflows (element count times itemsize exceeds 64 bits)");
+    // the check above misses a product with a zero: [0, 2^62, 2^62] must not load either
+    shape_nbytes(e.shape, item, ("load_safetensors: '" + src.name + "': " + where + " declares").c_str());
     const uint64_t nbytes = count * item;
     const json& jo = info["data_offsets"];
     if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())

@@ -49,7 +49,7 @@ std::vector<std::pair<int64_t, int64_t>> pads(const ConvPadding& p, const std::v
   if (p.mode() == "same") {
     for (size_t i = 0; i < n; ++i) {
       if (stride[i] != 1) throw ValueError(std::string(kind) + ": padding \"same\" needs stride 1");
-      const int64_t total = dil[i] * (k[i] - 1);
+      const int64_t total = checked_mul(dil[i], k[i] - 1, kind);
       out[i] = {total / 2, total - total / 2};
     }
     return out;

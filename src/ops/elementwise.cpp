@@ -57,7 +57,7 @@ Tensor float_unary(UnaryOp op, const char* name, const Tensor& x,
   detail::check_defined(x, name);
   Tensor y = unary_kernel(op, x, float_result(x));
   if (!detail::needs_grad({&x}) || !grad) return y;
-  return detail::record(name, {x}, y, [xd = x.detach(), yd = y.detach(), grad](const Tensor& g) {
+  return detail::record(name, {x}, y, [xd = detail::save(x), yd = detail::save(y), grad](const Tensor& g) {
     return std::vector<Tensor>{grad(xd, yd, g)};
   });
 }
@@ -117,7 +117,7 @@ Tensor subtract(const Tensor& a, const Tensor& b) {
 Tensor multiply(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Mul, "multiply", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("multiply", {a, b}, y, [ad = a.detach(), bd = b.detach(), ra = a.requires_grad(),
+  return detail::record("multiply", {a, b}, y, [ad = detail::save(a), bd = detail::save(b), ra = a.requires_grad(),
                                                 rb = b.requires_grad()](const Tensor& g) {
     return Grads{ra ? multiply(g, bd) : Tensor(), rb ? multiply(g, ad) : Tensor()};
   });
@@ -130,7 +130,7 @@ Tensor divide(const Tensor& a, const Tensor& b) {
   if (!is_floating(dt)) dt = DType::Float64;  // NumPy: true division of integers gives float64
   Tensor y = binary_kernel(BinaryOp::Div, "divide", a, b, dt, dt);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("divide", {a, b}, y, [bd = b.detach(), yd = y.detach(), rb = b.requires_grad()](const Tensor& g) {
+  return detail::record("divide", {a, b}, y, [bd = detail::save(b), yd = detail::save(y), rb = b.requires_grad()](const Tensor& g) {
     Tensor ga = divide(g, bd);
     return Grads{ga, rb ? negative(multiply(ga, yd)) : Tensor()};
   });
@@ -151,8 +151,8 @@ Tensor power(const Tensor& a, const Tensor& b) {
   if (!detail::needs_grad({&a, &b})) return y;
   // the rule runs in the result dtype: log(a) of a float32 `a` next to a float64 `b` must not
   // be taken in float32
-  return detail::record("power", {a, b}, y, [ad = detail::cast_raw(a.detach(), y.dtype()),
-                                             bd = detail::cast_raw(b.detach(), y.dtype()), yd = y.detach(),
+  return detail::record("power", {a, b}, y, [ad = detail::save(detail::cast_raw(a, y.dtype())),
+                                             bd = detail::save(detail::cast_raw(b, y.dtype())), yd = detail::save(y),
                                              ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
     Tensor ga, gb;
     const Tensor zero = zeros({}, yd.dtype(), yd.device());
@@ -184,7 +184,7 @@ Grads extremum_grad(const Tensor& g, const Tensor& a, const Tensor& b, bool is_m
 Tensor maximum(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Max, "maximum", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("maximum", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+  return detail::record("maximum", {a, b}, y, [ad = detail::save(a), bd = detail::save(b)](const Tensor& g) {
     return extremum_grad(g, ad, bd, true);
   });
 }
@@ -192,7 +192,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Min, "minimum", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("minimum", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+  return detail::record("minimum", {a, b}, y, [ad = detail::save(a), bd = detail::save(b)](const Tensor& g) {
     return extremum_grad(g, ad, bd, false);
   });
 }
@@ -201,7 +201,7 @@ Tensor mod(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Mod, "mod", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
   // a mod b = a - floor(a / b) * b
-  return detail::record("mod", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+  return detail::record("mod", {a, b}, y, [ad = detail::save(a), bd = detail::save(b)](const Tensor& g) {
     return Grads{g, negative(multiply(g, floor(divide(ad, bd))))};
   });
 }
@@ -239,7 +239,7 @@ Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
                                     detail::broadcast_view(detail::cast_raw(b, kd), shape));
   Tensor y = detail::cast_raw(out, dt);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("where", {a, b}, y, [cd = c.detach()](const Tensor& g) {
+  return detail::record("where", {a, b}, y, [cd = detail::save(c)](const Tensor& g) {
     Tensor z = zeros_like(g);
     return Grads{where(cd, g, z), where(cd, z, g)};
   });
@@ -256,7 +256,7 @@ Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi)
     if (y.impl() == x.impl()) y = x.copy();
   }
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("clip", {x}, y, [xd = x.detach(), lo, hi](const Tensor& g) {
+  return detail::record("clip", {x}, y, [xd = detail::save(x), lo, hi](const Tensor& g) {
     Tensor keep = ones(xd.shape(), DType::Bool, xd.device());
     if (lo) keep = logical_and(keep, greater_equal(xd, scalar_tensor(*lo, lo->result_dtype_with(xd.dtype()), xd.device())));
     if (hi) keep = logical_and(keep, less_equal(xd, scalar_tensor(*hi, hi->result_dtype_with(xd.dtype()), xd.device())));
@@ -278,7 +278,7 @@ Tensor abs(const Tensor& x) {
   if (x.dtype() == DType::Bool) return x.copy();
   Tensor y = unary_kernel(UnaryOp::Abs, x, x.dtype());
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("abs", {x}, y, [xd = x.detach()](const Tensor& g) {
+  return detail::record("abs", {x}, y, [xd = detail::save(x)](const Tensor& g) {
     // g * sign(x), with sign(NaN) taken as 0 (PyTorch's sgn; NumPy's sign(NaN) is NaN)
     return Grads{multiply(g, where(not_equal(xd, xd), zeros({}, xd.dtype(), xd.device()), sign(xd)))};
   });
@@ -296,7 +296,7 @@ Tensor square(const Tensor& x) {
   detail::check_defined(x, "square");
   Tensor y = unary_kernel(UnaryOp::Square, x, x.dtype() == DType::Bool ? DType::Int64 : x.dtype());
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("square", {x}, y, [xd = x.detach()](const Tensor& g) {
+  return detail::record("square", {x}, y, [xd = detail::save(x)](const Tensor& g) {
     return Grads{multiply(g, multiply(xd, scalar_tensor(2.0, xd.dtype(), xd.device())))};
   });
 }
@@ -305,7 +305,7 @@ Tensor relu(const Tensor& x) {
   detail::check_defined(x, "relu");
   Tensor y = unary_kernel(UnaryOp::Relu, x, x.dtype());
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("relu", {x}, y, [yd = y.detach()](const Tensor& g) {
+  return detail::record("relu", {x}, y, [yd = detail::save(y)](const Tensor& g) {
     // 0 where y <= 0, so relu'(0) = 0 and relu'(NaN) = 1 (PyTorch's threshold_backward)
     return Grads{where(less_equal(yd, zeros({}, yd.dtype(), yd.device())), zeros({}, g.dtype(), g.device()), g)};
   });
@@ -446,6 +446,7 @@ namespace {
 void check_in_place(const Tensor& a, const Tensor& b, const char* name) {
   detail::check_defined(a, name);
   detail::check_defined(b, name);
+  detail::check_no_overlap(a, name);
   // Not recorded, so neither the target nor the operand may take part in autograd: the
   // operand's gradient would silently be lost.
   if (grad_enabled() && (a.requires_grad() || b.requires_grad()))
@@ -461,6 +462,7 @@ Tensor& in_place(Tensor& a, const Tensor& result, const char* name) {
   if (broadcast_shapes(a.shape(), result.shape(), name) != a.shape())
     throw ShapeError(std::string(name) + ": the result shape " + shape_str(result.shape()) +
                      " does not broadcast to the target's shape " + shape_str(a.shape()));
+  detail::begin_write(a, name);
   detail::backend(a.device()).copy(a, detail::broadcast_view(result, a.shape()));
   return a;
 }

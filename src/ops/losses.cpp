@@ -211,7 +211,7 @@ Tensor bce_logits_core(const Tensor& x, const Tensor& y, const Tensor& pw) {
   if (pw.defined()) inputs.push_back(pw);
   if (!detail::needs_grad(inputs)) return loss;
   return detail::record("binary_cross_entropy_with_logits", inputs, loss,
-                        [xd = x.detach(), yd = y.detach(), pwd = pw.defined() ? pw.detach() : Tensor(), sp, lw,
+                        [xd = detail::save(x), yd = detail::save(y), pwd = detail::save(pw), sp, lw,
                          rx = x.requires_grad(), ry = y.requires_grad(),
                          rp = pw.defined() && pw.requires_grad()](const Tensor& g) {
                           Grads gs(pwd.defined() ? 3 : 2);

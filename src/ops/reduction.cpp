@@ -96,7 +96,7 @@ Tensor prod(const Tensor& x, const Axes& axes, bool keepdims) {
   const auto r = reduced_flags(x, axes, "prod");
   Tensor y = reduce_kernel(ReduceOp::Prod, x, r, sum_dtype(x.dtype()), keepdims);
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("prod", {x}, y, [xd = x.detach(), axes, keep = keep_shape(x, r)](const Tensor& g) {
+  return detail::record("prod", {x}, y, [xd = detail::save(x), axes, keep = keep_shape(x, r)](const Tensor& g) {
     // d prod / d x_i = product of the others; exact with zeros: with no zero it is y / x_i, with
     // one zero only the zero's position gets the product of the non-zeros, with more it is 0.
     Tensor gk = expand_grad(g, keep, xd.shape());
@@ -119,7 +119,7 @@ Tensor extremum(ReduceOp op, const char* name, const Tensor& x, const Axes& axes
   require_nonempty(x, r, name);
   Tensor y = reduce_kernel(op, x, r, x.dtype(), keepdims);
   if (!detail::needs_grad({&x})) return y;
-  return detail::record(name, {x}, y, [xd = x.detach(), yd = y.detach(), axes, keep = keep_shape(x, r)](const Tensor& g) {
+  return detail::record(name, {x}, y, [xd = detail::save(x), yd = detail::save(y), axes, keep = keep_shape(x, r)](const Tensor& g) {
     // shared equally among the positions that attain the extreme value
     Tensor mask = astype(equal(xd, expand_grad(yd, keep, xd.shape())), g.dtype());
     Tensor count = sum(mask, axes, true);
@@ -242,10 +242,10 @@ Tensor softmax_fused(const Tensor& x, int64_t axis, bool log) {
   cpu::softmax_lastdim_f32(y, xc, log);
   if (!detail::needs_grad({&x})) return y;
   if (log)
-    return detail::record("log_softmax", {x}, y, [yd = y.detach(), axis](const Tensor& g) {
+    return detail::record("log_softmax", {x}, y, [yd = detail::save(y), axis](const Tensor& g) {
       return Grads{subtract(g, multiply(exp(yd), sum(g, {axis}, true)))};
     });
-  return detail::record("softmax", {x}, y, [yd = y.detach(), axis](const Tensor& g) {
+  return detail::record("softmax", {x}, y, [yd = detail::save(y), axis](const Tensor& g) {
     const Tensor gy = multiply(g, yd);
     return Grads{subtract(gy, multiply(yd, sum(gy, {axis}, true)))};
   });

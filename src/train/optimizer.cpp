@@ -39,6 +39,9 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(
     if (!is_floating(p.dtype())) throw DTypeError(where + " must be floating, got " + desc(p));
     if (!p.is_leaf()) throw ValueError(where + " " + desc(p) + " is not a leaf tensor (it was computed by an op)");
     if (!seen.insert(p.impl().get()).second) throw ValueError(where + " appears more than once in the list");
+    if (has_internal_overlap(p.shape(), p.strides()))  // every step would refuse it, after updating the others
+      throw ValueError(where + " " + desc(p) + " has elements that share memory (strides " + shape_str(p.strides()) +
+                       ", a broadcast view); in-place updates cannot write it (pass a copy())");
   }
   state_.resize(params_.size());
   set_lr(lr);
