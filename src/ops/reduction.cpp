@@ -149,7 +149,7 @@ Tensor std(const Tensor& x, const Axes& axes, int64_t ddof, bool keepdims) {
   if (!detail::needs_grad({&v})) return y;
   // sqrt's rule g / (2 y) is inf at zero variance (a constant row, a size-1 axis) and would
   // make the gradient 0 * inf = NaN; the gradient there is 0, as PyTorch's std_backward
-  return detail::record("std", {v}, y, [yd = y.detach()](const Tensor& g) {
+  return detail::record("std", {v}, y, [yd = detail::save(y)](const Tensor& g) {
     Tensor z = zeros({}, g.dtype(), g.device());
     return Grads{where(equal(yd, zeros({}, yd.dtype(), yd.device())), z, divide(g, yd * 2.0))};
   });

@@ -35,17 +35,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_ops as co  # noqa: E402  (the per-op replays R, NP, tolerances)
 
-# Known bugs being fixed on the ops-fixes branch: a minimized mismatch whose op is listed here is
-# reported as "PENDING" and does not fail the run. Empty this list once those fixes are merged.
-#   softmax, log_softmax, logsumexp: reductions over an empty axis raise; softmax of a 0-d tensor
-#   matmul: batched with K = 0;  std: gradient at zero variance;  elu: gradient at 0;
-#   power: gradient at base 0;  max_pool2d: windows that lie in the padding;
-#   floor_divide, mod: INT64_MIN / -1;  clip: lo > hi;
-#   relu, abs, elu, maximum: NaN gradient conventions
-PENDING_FIXES = {
-    "softmax", "log_softmax", "logsumexp", "matmul", "std", "elu", "power", "max_pool2d",
-    "floor_divide", "mod", "clip", "relu", "abs", "maximum",
-}
+# Known bugs awaiting a fix: a minimized mismatch whose op is listed here is reported as
+# "PENDING" and does not fail the run. Empty: the ops-fixes branch fixed the ones first listed
+# (empty-axis softmax/logsumexp, batched matmul with K = 0, std/elu/power gradients, max_pool2d
+# padding windows, INT64_MIN / -1, clip lo > hi, NaN gradient conventions).
+PENDING_FIXES: set = set()
 
 # Where Loom deliberately differs from torch 1.13 the difference is encoded once, in
 # check_ops.py's replays, and applies here as well:
