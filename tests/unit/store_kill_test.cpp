@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -72,15 +73,23 @@ TEST(StoreKill, KilledWritersLeaveAConsistentStore) {
   const std::string db = tmp / "s.db";
   std::mt19937 rng(1234);
   constexpr int kKills = 30;
+  // The child's environment and arguments are built before fork: between fork and exec only
+  // async-signal-safe calls (other threads may have held the allocator's lock).
+  std::vector<std::string> env_strings{"LOOM_STORE_KILL_DB=" + db, "LOOM_NUM_THREADS=1"};
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "LOOM_STORE_KILL_DB=", 19) != 0 && std::strncmp(*e, "LOOM_NUM_THREADS=", 17) != 0) env_strings.push_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char arg0[] = "loom_unit_tests", arg1[] = "--gtest_filter=StoreKill.WriterLoop";
+  char* argv[] = {arg0, arg1, nullptr};
   for (int k = 0; k < kKills; ++k) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      ::setenv("LOOM_STORE_KILL_DB", db.c_str(), 1);
-      ::setenv("LOOM_NUM_THREADS", "1", 1);
       const int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
-      ::execl("/proc/self/exe", "loom_unit_tests", "--gtest_filter=StoreKill.WriterLoop", static_cast<char*>(nullptr));
+      ::execve("/proc/self/exe", argv, envp.data());
       ::_exit(127);
     }
     // Killed anywhere from start-up to a few dozen operations in.
