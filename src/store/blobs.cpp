@@ -14,6 +14,7 @@
 
 #include "loom/core/file.h"
 #include "loom/store/error.h"
+#include "store/crash_point.h"
 
 namespace loom::store::detail {
 
@@ -198,6 +199,7 @@ BlobStore::Removed BlobStore::gc(Connection& conn) const {
       const std::string path = dir + "/" + file;
       struct stat st {};
       const uint64_t bytes = ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+      crash_point("gc:removing");
       if (::unlink(path.c_str()) == 0) {
         ++removed.files;
         removed.bytes += bytes;

@@ -11,6 +11,7 @@
 #include "loom/graph/serialize.h"
 #include "loom/io/model.h"
 #include "loom/train/model.h"
+#include "store/crash_point.h"
 #include "store/store_impl.h"
 
 namespace loom::store {
@@ -170,6 +171,7 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
   detail::Connection& conn = *impl_->conn;
   Transaction tx(conn, TxMode::Write);
   impl_->blobs->add_ref(conn, blob);  // the file is durable before the commit below
+  detail::crash_point("save:blob-written");
   info.version = conn.query("INSERT INTO model_names (name, last_version) VALUES (?, 1) ON CONFLICT (name) "
                             "DO UPDATE SET last_version = model_names.last_version + 1 RETURNING last_version",
                             {name})[0]
@@ -180,7 +182,9 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
                          .integer(0);
   for (const auto& [k, v] : metrics) conn.execute("INSERT INTO model_metrics (model_id, metric, value) VALUES (?, ?, ?)", {id, k, v});
   for (const std::string& t : tag_set) conn.execute("INSERT INTO model_tags (model_id, tag) VALUES (?, ?)", {id, t});
+  detail::crash_point("save:before-commit");
   tx.commit();
+  detail::crash_point("save:committed");
   return info;
 }
 
@@ -321,6 +325,7 @@ void Models::remove(const std::string& name, int64_t version) {
     unreferenced = impl_->blobs->release(conn, weights);
     tx.commit();
   }
+  detail::crash_point("remove:committed");
   // After the commit, under a new write lock (src/store/blobs.h says why).
   if (unreferenced) impl_->blobs->remove_unreferenced(conn, {weights});
 }
