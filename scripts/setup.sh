@@ -5,6 +5,8 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config zlib1g-dev
   libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libzstd-dev libfmt-dev
+  # the store: embedded database and SHA-256 of blobs
+  libsqlite3-dev libssl-dev
   dataset-fashion-mnist
   # the test suite's reference: Debian's PyTorch and NumPy under /usr/bin/python3
   python3 python3-torch python3-numpy

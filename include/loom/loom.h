@@ -52,3 +52,6 @@
 #include "loom/train/optimizers.h"
 #include "loom/train/regularizers.h"
 #include "loom/train/schedules.h"
+#include "loom/store/error.h"
+#include "loom/store/models.h"
+#include "loom/store/store.h"

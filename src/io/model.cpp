@@ -176,6 +176,27 @@ void save_state(const std::string& path, const Graph& graph, const TensorMap& ex
   write_file_atomic(path, encode("save_state", graph, false, extra, metadata));
 }
 
+std::string encode_state(const Graph& graph, const TensorMap& extra, const Metadata& metadata) {
+  return encode("encode_state", graph, false, extra, metadata);
+}
+
+Graph build_model(const std::string& architecture, const TensorMap& weights, const std::string& source) {
+  Graph graph = [&] {
+    // Every parameter and buffer must come from `weights`, so building may allocate no more
+    // than they hold (checked before each allocation; nothing is initialised).
+    uint64_t held = 0;
+    for (const auto& [name, t] : weights) held += t.nbytes();
+    nn::ParamBudget budget(held);
+    try {
+      return graph_from_json(architecture);
+    } catch (const ValueError& e) {
+      throw ValueError("load_model: " + source + ": " + e.what());
+    }
+  }();
+  load_graph_state(graph, weights, source);
+  return graph;
+}
+
 Graph load_model(const std::string& path, Checkpoint* rest) {
   Metadata meta;
   TensorMap tensors = load_safetensors(path, &meta);
@@ -183,20 +204,9 @@ Graph load_model(const std::string& path, Checkpoint* rest) {
   if (g == meta.end())
     throw IOError("load_model: '" + path + "' holds no architecture (no '" + std::string(kGraphKey) +
                   "' metadata): it is a weights-only file; build the graph and use load_state");
-  Graph graph = [&] {
-    // Every parameter and buffer must come from the file, so building may allocate no more
-    // than the file's tensors hold (checked before each allocation; nothing is initialised).
-    uint64_t held = 0;
-    for (const auto& [name, t] : tensors) held += t.nbytes();
-    nn::ParamBudget budget(held);
-    try {
-      return graph_from_json(g->second);
-    } catch (const ValueError& e) {
-      throw ValueError("load_model: '" + path + "': " + e.what());
-    }
-  }();
+  const std::string architecture = g->second;
   Checkpoint r = split(path, tensors, meta);
-  load_graph_state(graph, tensors, "'" + path + "'");
+  Graph graph = build_model(architecture, tensors, "'" + path + "'");
   if (rest) *rest = std::move(r);
   return graph;
 }

@@ -55,6 +55,13 @@ void save_state(const std::string& path, const Graph& graph, const TensorMap& ex
 // Loads the weights of a state or model file into `graph` (strictly, as load_graph_state) and
 // returns the extras and metadata.
 Checkpoint load_state(const std::string& path, const Graph& graph);
+// The in-memory forms, for stores that keep the architecture and the weights apart
+// (loom::store): encode_state returns the bytes save_state writes; build_model rebuilds a graph
+// from its architecture JSON (graph_to_json) and loads `weights` into it strictly, allocating no
+// more than `weights` hold, with load_model's errors (`source` names the data in them).
+std::string encode_state(const Graph& graph, const TensorMap& extra = {}, const Metadata& metadata = {});
+Graph build_model(const std::string& architecture, const TensorMap& weights, const std::string& source);
+
 // Reads a state or model file without touching any graph: its weights by key into *weights
 // (when given), its extras and metadata returned. For loads that check everything before
 // changing anything (Model::load_checkpoint): read_state, check_graph_state, then commit.

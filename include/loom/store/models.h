@@ -1,0 +1,102 @@
+#pragma once
+// The model registry of a Store (docs/store.md): each save of a graph under a name makes an
+// immutable version (1, 2, ... per name, never reused) holding the architecture (graph_to_json),
+// the weights and buffers (a safetensors blob), metrics, hyper-parameters (a JSON object) and
+// tags. Versions are found by name, tags and metric predicates, ranked by a metric, named by
+// aliases ("production"), loaded into a runnable Graph without the model's code, and deleted.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/graph/graph.h"
+#include "loom/store/store.h"
+
+namespace loom::train {
+class Model;
+}
+
+namespace loom::store {
+
+using Metrics = std::map<std::string, double>;
+
+struct ModelInfo {
+  std::string name;
+  int64_t version = 0;
+  int64_t created_ms = 0;             // Unix time in milliseconds
+  Metrics metrics;
+  std::string hyper_parameters;       // a JSON object, as text
+  std::vector<std::string> tags;      // sorted
+  std::vector<std::string> aliases;   // sorted
+  std::string weights_sha256;         // the weights blob (hex)
+  uint64_t weights_bytes = 0;         // its uncompressed size
+};
+
+// `metric op value` with op one of "<", "<=", "==", "!=", ">=", ">". A version without the
+// metric does not match.
+struct MetricFilter {
+  std::string metric;
+  std::string op;
+  double value = 0;
+};
+
+struct ModelQuery {
+  std::optional<std::string> name;
+  std::vector<std::string> tags;        // a version must carry all of them
+  std::vector<MetricFilter> metrics;    // and satisfy all of them
+};
+
+enum class Order { Max, Min };
+
+class Models {
+ public:
+  explicit Models(std::shared_ptr<detail::StoreImpl> impl);
+
+  // Saves a new version of `name`. Everything is encoded first; the weights blob is durable on
+  // disk before the version's row commits, and a failure leaves no row. Throws ValueError for
+  // an invalid name, tag or hyper-parameter JSON (it must be an object), a NaN metric, or a
+  // graph that cannot be serialised (a Lambda layer).
+  ModelInfo save(const std::string& name, const Graph& graph, const Metrics& metrics = {},
+                 const std::string& hyper_parameters = "{}", const std::vector<std::string>& tags = {});
+  // The same for a train::Model's inference graph.
+  ModelInfo save(const std::string& name, const train::Model& model, const Metrics& metrics = {},
+                 const std::string& hyper_parameters = "{}", const std::vector<std::string>& tags = {});
+
+  std::vector<std::string> names() const;                  // sorted
+  std::vector<ModelInfo> versions(const std::string& name) const;  // ascending; empty if none
+  // A version by number, by alias ("latest" is the highest version), or the latest. Throws
+  // NotFoundError naming what was asked and what exists.
+  ModelInfo get(const std::string& name, int64_t version) const;
+  ModelInfo get(const std::string& name, const std::string& alias) const;
+  ModelInfo get(const std::string& name) const;
+
+  // Versions matching every condition, by name then version.
+  std::vector<ModelInfo> find(const ModelQuery& query = {}) const;
+  // The k versions (matching `query`) with the highest (Max) or lowest (Min) value of `metric`;
+  // ties go to the older version.
+  std::vector<ModelInfo> find_top(const std::string& metric, Order order, int64_t k = 1, const ModelQuery& query = {}) const;
+
+  // Rebuilds the version's graph from its architecture and loads its weights. The blob is
+  // verified first (BlobError if missing or corrupt); weights that do not fit the architecture
+  // throw ValueError / ShapeError / DTypeError naming the model; nothing is half loaded.
+  Graph load(const std::string& name, int64_t version) const;
+  Graph load(const std::string& name, const std::string& alias) const;
+  Graph load(const ModelInfo& info) const;
+
+  // Aliases name one version each, per model name. An alias is 1-64 characters of [A-Za-z0-9_.-],
+  // not all digits and not "latest" (ValueError otherwise). set_alias throws NotFoundError for a
+  // missing version and ConflictError when the alias names another version unless `replace`.
+  void set_alias(const std::string& name, const std::string& alias, int64_t version, bool replace = false);
+  void remove_alias(const std::string& name, const std::string& alias);  // NotFoundError if absent
+
+  // Deletes a version (its row, metrics and tags) and releases its weights blob: the blob file
+  // goes when no other version uses it. ConflictError while an alias names the version.
+  void remove(const std::string& name, int64_t version);
+
+ private:
+  std::shared_ptr<detail::StoreImpl> impl_;
+};
+
+}  // namespace loom::store

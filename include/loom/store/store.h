@@ -1,0 +1,60 @@
+#pragma once
+// A store: a database of records (models now; datasets, runs and events later) and a directory
+// of content-addressed blobs beside it (docs/store.md).
+//
+//   store::Store s = store::Store::open("runs.db");      // or "sqlite:///abs/path/runs.db"
+//   store::ModelInfo v = s.models().save("mnist-cnn", graph, {{"accuracy", 0.91}});
+//   Graph g = s.models().load("mnist-cnn", "production");
+//
+// One Store object may be used from several threads (its operations are serialised); several
+// Store objects and processes may share one database (writes take the database's write lock).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "loom/store/error.h"
+
+namespace loom::store {
+
+namespace detail {
+struct StoreImpl;
+}
+class Models;
+
+struct GcReport {
+  int64_t files_removed = 0;  // blob files no row references, and temporaries of killed writers
+  uint64_t bytes_freed = 0;
+};
+
+class Store {
+ public:
+  // Opens (creating when absent) the store at `url`:
+  //   "path/to/file.db" or "sqlite:///abs/path/file.db"  an embedded SQLite database, blobs in
+  //                                                       "<file>.blobs/" beside it
+  //   "postgresql://..."                                  not built yet: StoreError
+  // The schema is created or migrated on open, in one transaction. Throws NotAStoreError for a
+  // file that is not a Loom store, SchemaVersionError for a schema newer than this library's,
+  // StoreError when the database cannot be opened.
+  static Store open(const std::string& url);
+
+  Models models() const;
+
+  // Removes blob files that no row references (left by a writer killed between writing a blob
+  // and committing its row, or by a deletion interrupted after its commit) and the
+  // temporaries of killed writers. Runs under the database's write lock, so it never removes a
+  // blob that a concurrent save is about to reference.
+  GcReport gc();
+
+  int64_t schema_version() const;        // the database's (equal to the library's after open)
+  static int64_t library_schema_version();
+  const std::string& path() const;       // the database file
+  const std::string& blob_dir() const;   // "<path>.blobs"
+
+  const std::shared_ptr<detail::StoreImpl>& impl() const { return impl_; }
+
+ private:
+  explicit Store(std::shared_ptr<detail::StoreImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::StoreImpl> impl_;
+};
+
+}  // namespace loom::store

@@ -1,0 +1,96 @@
+#pragma once
+// The store's database layer: a connection with prepared statements and bound parameters,
+// typed rows and RAII transactions, behind which each backend (SQLite now, PostgreSQL later)
+// hides its dialect. The store's SQL is written once:
+//   - parameters are '?' (a PostgreSQL backend numbers them $1, $2, ... when preparing);
+//   - DDL names column types through placeholders that Dialect::render fills: {id} (an
+//     auto-incrementing 64-bit primary key), {int} (64-bit integer), {real} (double), {text},
+//     {blob};
+//   - upserts are "INSERT ... ON CONFLICT (cols) DO UPDATE SET c = excluded.c" and new ids come
+//     from "RETURNING", which both SQLite (>= 3.35) and PostgreSQL accept as written.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace loom::store::detail {
+
+struct Bytes {  // a BLOB value (text is std::string)
+  std::string data;
+};
+using Value = std::variant<std::monostate, int64_t, double, std::string, Bytes>;
+
+// One result row. Accessors check the column's type and throw StoreError naming the column
+// (a mismatch is a schema bug or a tampered database, never undefined behaviour).
+class Row {
+ public:
+  explicit Row(std::vector<Value> values) : values_(std::move(values)) {}
+  size_t size() const { return values_.size(); }
+  bool is_null(size_t i) const;
+  int64_t integer(size_t i) const;
+  double real(size_t i) const;  // an integer column value is converted
+  const std::string& text(size_t i) const;
+  const std::string& blob(size_t i) const;
+
+ private:
+  const Value& at(size_t i) const;
+  std::vector<Value> values_;
+};
+
+struct Dialect {
+  std::string name;  // "sqlite", "postgresql"
+  std::string id, integer, real, text, blob;
+  // Replaces {id} {int} {real} {text} {blob} in a DDL template.
+  std::string render(const std::string& ddl) const;
+};
+
+enum class TxMode {
+  Read,   // a consistent snapshot
+  Write,  // takes the database's write lock at BEGIN (SQLite: BEGIN IMMEDIATE), so that a
+          // read-then-write transaction cannot fail half way on a lock upgrade
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual const Dialect& dialect() const = 0;
+  // "SQLite database '<path>'", for messages.
+  virtual const std::string& describe() const = 0;
+  // Runs one statement (prepared once and cached) with `params` bound in order; returns its
+  // rows. Errors throw StoreError naming the database, the reason and the statement.
+  virtual std::vector<Row> query(const std::string& sql, const std::vector<Value>& params = {}) = 0;
+  // The same for a statement without rows; returns the number of rows it changed.
+  virtual int64_t execute(const std::string& sql, const std::vector<Value>& params = {}) = 0;
+  // The names of the user tables (not the backend's own catalogue).
+  virtual std::vector<std::string> tables() = 0;
+
+  virtual void begin(TxMode mode) = 0;
+  virtual void commit() = 0;
+  virtual void rollback() noexcept = 0;
+};
+
+// A transaction that rolls back when it goes out of scope uncommitted (an exception midway).
+class Transaction {
+ public:
+  Transaction(Connection& conn, TxMode mode) : conn_(conn) { conn_.begin(mode); }
+  ~Transaction() {
+    if (!done_) conn_.rollback();
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit() {
+    done_ = true;  // a failed COMMIT is rolled back by the backend itself
+    conn_.commit();
+  }
+
+ private:
+  Connection& conn_;
+  bool done_ = false;
+};
+
+// Opens an SQLite database file (created when absent) in WAL mode with a busy timeout, foreign
+// keys on and synchronous=FULL (src/store/sqlite.cpp says why).
+std::unique_ptr<Connection> open_sqlite(const std::string& path);
+
+}  // namespace loom::store::detail

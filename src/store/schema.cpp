@@ -1,0 +1,88 @@
+#include "store/schema.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "loom/store/error.h"
+
+namespace loom::store::detail {
+
+namespace {
+
+struct Migration {
+  int64_t version;
+  std::vector<const char*> ddl;  // templates for Dialect::render
+};
+
+// Append only: a released migration is never edited; a change of schema is a new entry.
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> list = {
+      {1,
+       {
+           // Content-addressed blobs (files "<db>.blobs/<sha[0:2]>/<sha[2:]>"): the uncompressed
+           // size and SHA-256, the stored (zstd) size, and how many rows reference each.
+           "CREATE TABLE blobs (sha256 {text} PRIMARY KEY, size {int} NOT NULL, stored_size {int} NOT NULL, "
+           "refcount {int} NOT NULL CHECK (refcount > 0), created_ms {int} NOT NULL)",
+           // Version numbers are never reused, even after the latest version is deleted.
+           "CREATE TABLE model_names (name {text} PRIMARY KEY, last_version {int} NOT NULL)",
+           "CREATE TABLE models (id {id}, name {text} NOT NULL REFERENCES model_names(name), version {int} NOT NULL, "
+           "created_ms {int} NOT NULL, architecture {text} NOT NULL, hyper_parameters {text} NOT NULL, "
+           "weights {text} NOT NULL REFERENCES blobs(sha256), UNIQUE (name, version))",
+           "CREATE TABLE model_metrics (model_id {int} NOT NULL REFERENCES models(id) ON DELETE CASCADE, "
+           "metric {text} NOT NULL, value {real} NOT NULL, PRIMARY KEY (model_id, metric))",
+           "CREATE INDEX model_metrics_by_metric ON model_metrics (metric, value)",
+           "CREATE TABLE model_tags (model_id {int} NOT NULL REFERENCES models(id) ON DELETE CASCADE, "
+           "tag {text} NOT NULL, PRIMARY KEY (model_id, tag))",
+           "CREATE INDEX model_tags_by_tag ON model_tags (tag)",
+           "CREATE TABLE model_aliases (name {text} NOT NULL, alias {text} NOT NULL, "
+           "model_id {int} NOT NULL REFERENCES models(id), PRIMARY KEY (name, alias))",
+       }},
+  };
+  return list;
+}
+
+constexpr const char* kSchemaTable = "loom_schema";
+
+}  // namespace
+
+int64_t library_schema_version() { return migrations().back().version; }
+
+int64_t migrate(Connection& conn) {
+  Transaction tx(conn, TxMode::Write);
+  const std::vector<std::string> tables = conn.tables();
+  int64_t current = 0;
+  if (std::find(tables.begin(), tables.end(), kSchemaTable) == tables.end()) {
+    if (!tables.empty()) {
+      std::string list;
+      for (size_t i = 0; i < tables.size() && i < 5; ++i) list += (i ? ", " : "") + tables[i];
+      throw NotAStoreError("store: " + conn.describe() + " is not a Loom store: it has tables (" + list + ") but no '" +
+                           kSchemaTable + "' table (valid: a Loom store, or a new or empty database)");
+    }
+    // The application name tells a Loom store from another program's database of the same shape.
+    conn.execute(conn.dialect().render("CREATE TABLE loom_schema (application {text} NOT NULL, version {int} NOT NULL)"));
+    conn.execute("INSERT INTO loom_schema (application, version) VALUES ('loom.store', 0)");
+  } else {
+    const std::vector<Row> rows = conn.query("SELECT application, version FROM loom_schema");
+    if (rows.size() != 1 || rows[0].is_null(0) || rows[0].text(0) != "loom.store")
+      throw NotAStoreError("store: " + conn.describe() + " is not a Loom store: its '" + kSchemaTable +
+                           "' table does not hold exactly one row of application 'loom.store'");
+    current = rows[0].integer(1);
+    if (current > library_schema_version())
+      throw SchemaVersionError("store: " + conn.describe() + " has schema version " + std::to_string(current) +
+                               ", newer than this library's " + std::to_string(library_schema_version()) +
+                               ": open it with a newer Loom (nothing was changed)");
+    if (current < 0)
+      throw NotAStoreError("store: " + conn.describe() + " has an invalid schema version " + std::to_string(current));
+  }
+  for (const Migration& m : migrations()) {
+    if (m.version <= current) continue;
+    for (const char* ddl : m.ddl) conn.execute(conn.dialect().render(ddl));
+    conn.execute("UPDATE loom_schema SET version = ?", {m.version});
+    current = m.version;
+  }
+  tx.commit();
+  return current;
+}
+
+}  // namespace loom::store::detail

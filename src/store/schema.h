@@ -1,0 +1,18 @@
+#pragma once
+// The store's schema and its migrations (docs/store.md, "Schema").
+#include <cstdint>
+
+#include "store/db.h"
+
+namespace loom::store::detail {
+
+// The schema version this library writes and understands.
+int64_t library_schema_version();
+
+// In one write transaction: creates the schema in a database without tables, or applies the
+// migrations after the database's version, in order. Throws NotAStoreError for a database that
+// has tables but no Loom schema table, SchemaVersionError for a newer schema. Returns the
+// database's version (the library's).
+int64_t migrate(Connection& conn);
+
+}  // namespace loom::store::detail

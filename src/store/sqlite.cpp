@@ -1,0 +1,183 @@
+// The SQLite backend of the store's database layer.
+//
+// Settings, each for a reason:
+//   journal_mode=WAL    readers do not block the writer nor it them; a killed writer's
+//                       uncommitted frames are ignored on the next open.
+//   synchronous=FULL    a commit is on disk when COMMIT returns (WAL's NORMAL may lose the last
+//                       commits on power loss; a save that reported success must survive, and
+//                       the blob fsyncs dominate a save's cost anyway).
+//   busy_timeout        another writer holding the lock is waited for (10 s), not an error.
+//   foreign_keys=ON     rows cannot point at missing records (SQLite's default is off).
+#include <sqlite3.h>
+
+#include <map>
+
+#include "loom/store/error.h"
+#include "store/db.h"
+
+namespace loom::store::detail {
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 10000;
+
+class SqliteConnection final : public Connection {
+ public:
+  explicit SqliteConnection(const std::string& path) : path_(path), describe_("SQLite database '" + path + "'") {
+    dialect_ = {"sqlite", "INTEGER PRIMARY KEY", "INTEGER", "REAL", "TEXT", "BLOB"};
+    // No SQLITE_OPEN_URI: the path is a file name, never "file:" URI syntax.
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw StoreError("store: cannot open " + describe_ + ": " + msg);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    try {
+      // The first statements read the file header: a file that is not SQLite fails here.
+      query("PRAGMA foreign_keys = ON");
+      const std::vector<Row> mode = query("PRAGMA journal_mode = WAL");
+      if (mode.empty() || mode[0].text(0) != "wal")
+        throw StoreError("store: " + describe_ + " cannot use write-ahead logging (journal_mode is '" +
+                         (mode.empty() ? std::string("?") : mode[0].text(0)) + "')");
+      query("PRAGMA synchronous = FULL");
+    } catch (...) {
+      close();
+      throw;
+    }
+  }
+
+  ~SqliteConnection() override { close(); }
+
+  const Dialect& dialect() const override { return dialect_; }
+  const std::string& describe() const override { return describe_; }
+
+  std::vector<Row> query(const std::string& sql, const std::vector<Value>& params = {}) override {
+    sqlite3_stmt* st = prepare(sql);
+    Reset reset{st};
+    bind(st, sql, params);
+    std::vector<Row> rows;
+    for (;;) {
+      const int rc = sqlite3_step(st);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) fail(rc, sql);
+      const int n = sqlite3_column_count(st);
+      std::vector<Value> values;
+      values.reserve(static_cast<size_t>(n));
+      for (int c = 0; c < n; ++c) {
+        switch (sqlite3_column_type(st, c)) {
+          case SQLITE_INTEGER: values.emplace_back(static_cast<int64_t>(sqlite3_column_int64(st, c))); break;
+          case SQLITE_FLOAT: values.emplace_back(sqlite3_column_double(st, c)); break;
+          case SQLITE_TEXT: {
+            const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+            values.emplace_back(std::string(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(st, c))));
+            break;
+          }
+          case SQLITE_BLOB: {
+            const auto* p = static_cast<const char*>(sqlite3_column_blob(st, c));
+            values.emplace_back(Bytes{std::string(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(st, c)))});
+            break;
+          }
+          default: values.emplace_back(std::monostate{});
+        }
+      }
+      rows.emplace_back(std::move(values));
+    }
+    return rows;
+  }
+
+  int64_t execute(const std::string& sql, const std::vector<Value>& params = {}) override {
+    query(sql, params);
+    return sqlite3_changes64(db_);
+  }
+
+  std::vector<std::string> tables() override {
+    std::vector<std::string> out;
+    for (const Row& r : query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"))
+      out.push_back(r.text(0));
+    return out;
+  }
+
+  void begin(TxMode mode) override { execute(mode == TxMode::Write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED"); }
+  void commit() override {
+    try {
+      execute("COMMIT");
+    } catch (...) {
+      rollback();
+      throw;
+    }
+  }
+  void rollback() noexcept override {
+    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+
+ private:
+  void close() noexcept {
+    for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+    cache_.clear();
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+
+  struct Reset {
+    sqlite3_stmt* st;
+    ~Reset() {
+      sqlite3_reset(st);
+      sqlite3_clear_bindings(st);
+    }
+  };
+
+  [[noreturn]] void fail(int rc, const std::string& sql) const {
+    const std::string msg = sqlite3_errmsg(db_);
+    const int primary = rc & 0xff;
+    if (primary == SQLITE_NOTADB)
+      throw NotAStoreError("store: '" + path_ + "' is not a Loom store: " + msg + " (valid: a Loom store, or a new or empty file)");
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+      throw StoreError("store: " + describe_ + " stayed locked by another writer for " + std::to_string(kBusyTimeoutMs / 1000) +
+                       " s (" + msg + ") in: " + sql);
+    throw StoreError("store: " + describe_ + ": " + msg + " in: " + sql);
+  }
+
+  sqlite3_stmt* prepare(const std::string& sql) {
+    if (auto it = cache_.find(sql); it != cache_.end()) return it->second;
+    sqlite3_stmt* st = nullptr;
+    const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &st, nullptr);
+    if (rc != SQLITE_OK) fail(rc, sql);
+    if (!st) throw StoreError("store: empty statement: '" + sql + "'");
+    cache_.emplace(sql, st);
+    return st;
+  }
+
+  void bind(sqlite3_stmt* st, const std::string& sql, const std::vector<Value>& params) {
+    if (static_cast<int>(params.size()) != sqlite3_bind_parameter_count(st))
+      throw StoreError("store: " + std::to_string(params.size()) + " parameters given for " +
+                       std::to_string(sqlite3_bind_parameter_count(st)) + " in: " + sql);
+    for (size_t i = 0; i < params.size(); ++i) {
+      const int at = static_cast<int>(i) + 1;
+      const Value& v = params[i];
+      int rc = SQLITE_OK;
+      if (std::holds_alternative<std::monostate>(v)) rc = sqlite3_bind_null(st, at);
+      else if (auto* n = std::get_if<int64_t>(&v)) rc = sqlite3_bind_int64(st, at, *n);
+      else if (auto* d = std::get_if<double>(&v)) rc = sqlite3_bind_double(st, at, *d);
+      else if (auto* s = std::get_if<std::string>(&v)) rc = sqlite3_bind_text64(st, at, s->data(), s->size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      else {
+        const std::string& b = std::get<Bytes>(v).data;
+        rc = sqlite3_bind_blob64(st, at, b.data(), b.size(), SQLITE_TRANSIENT);
+      }
+      if (rc != SQLITE_OK) fail(rc, sql);
+    }
+  }
+
+  std::string path_, describe_;
+  Dialect dialect_;
+  sqlite3* db_ = nullptr;
+  std::map<std::string, sqlite3_stmt*> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Connection> open_sqlite(const std::string& path) { return std::make_unique<SqliteConnection>(path); }
+
+}  // namespace loom::store::detail

@@ -1,0 +1,52 @@
+#include "loom/store/store.h"
+
+#include "loom/store/models.h"
+#include "store/schema.h"
+#include "store/store_impl.h"
+
+namespace loom::store {
+
+namespace {
+
+// The database file a URL names: "sqlite:///abs/path", "sqlite://rel/path" or a plain path.
+std::string sqlite_path(const std::string& url) {
+  const std::string scheme_end = "://";
+  const size_t at = url.find(scheme_end);
+  if (at == std::string::npos) return url;
+  const std::string scheme = url.substr(0, at);
+  if (scheme == "sqlite") return url.substr(at + scheme_end.size());
+  if (scheme == "postgresql" || scheme == "postgres")
+    throw StoreError("Store::open: '" + scheme + "://...': the PostgreSQL backend is not built yet (valid now: an SQLite file path or sqlite:///path)");
+  throw ValueError("Store::open: unknown URL scheme '" + scheme + "' in '" + url +
+                   "' (valid: a file path, sqlite:///path, postgresql://...)");
+}
+
+}  // namespace
+
+Store Store::open(const std::string& url) {
+  const std::string path = sqlite_path(url);
+  if (path.empty()) throw ValueError("Store::open: the URL '" + url + "' names no database file");
+  if (path == ":memory:" || path.rfind("file:", 0) == 0)
+    throw ValueError("Store::open: '" + path + "' is not a file path (a store keeps its blobs in a directory beside its file)");
+  auto impl = std::make_shared<detail::StoreImpl>();
+  impl->path = path;
+  impl->conn = detail::open_sqlite(path);
+  impl->schema_version = detail::migrate(*impl->conn);
+  impl->blobs = std::make_unique<detail::BlobStore>(path + ".blobs");
+  return Store(std::move(impl));
+}
+
+Models Store::models() const { return Models(impl_); }
+
+GcReport Store::gc() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto removed = impl_->blobs->gc(*impl_->conn);
+  return {removed.files, removed.bytes};
+}
+
+int64_t Store::schema_version() const { return impl_->schema_version; }
+int64_t Store::library_schema_version() { return detail::library_schema_version(); }
+const std::string& Store::path() const { return impl_->path; }
+const std::string& Store::blob_dir() const { return impl_->blobs->root(); }
+
+}  // namespace loom::store
