@@ -36,6 +36,13 @@ struct Pool2dParams {
   int64_t divisor;         // avg only: > 0 overrides the window size
 };
 
+// The first failure of a batched linear-algebra kernel: the batch item and LAPACK's info
+// (info > 0: singular / not positive-definite / no convergence; item -1: all succeeded).
+struct LinalgStatus {
+  int64_t item = -1;
+  int64_t info = 0;
+};
+
 struct Backend {
   // dst and src have the same shape (src may be a broadcast view); converts dtypes.
   void (*copy)(const Tensor& dst, const Tensor& src);
@@ -97,6 +104,27 @@ struct Backend {
   // undefined (not wanted).
   void (*layer_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g,
                               const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight, int64_t cols);
+
+  // --- dense linear algebra (float32/float64). Every matrix operand is a contiguous batch in
+  // LAPACK's column-major order: an r x c matrix is stored as a (batch, c, r) tensor. Inputs
+  // are overwritten. Each returns the first failing batch item (others are still computed).
+  // a <- L (lower, upper triangle zeroed) with a = L L^T; fails when a is not positive-definite.
+  LinalgStatus (*cholesky)(const Tensor& a);
+  // b (n x k) <- a^-1 b, a (n x n) <- its LU factors; fails when a is singular.
+  LinalgStatus (*lu_solve)(const Tensor& a, const Tensor& b);
+  // sign and logabs (batch) <- slogdet(a) from its LU factors (a singular matrix: 0, -inf).
+  void (*slogdet)(const Tensor& a, const Tensor& sign, const Tensor& logabs);
+  // a (m x n) <- Q in its first k = min(m, n) columns; r (k x n) <- R.
+  LinalgStatus (*qr)(const Tensor& a, const Tensor& r);
+  // a (m x n) = u diag(s) vt with s (batch, k) descending; u is m x k and vt k x n (thin), or
+  // m x m and n x n (full); u and vt undefined: singular values only. a is destroyed.
+  LinalgStatus (*svd)(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vt);
+  // Symmetric a (n x n, read from its lower triangle) <- its eigenvectors; w (batch, n) <- the
+  // eigenvalues, ascending.
+  LinalgStatus (*eigh)(const Tensor& a, const Tensor& w);
+  // Minimum-norm least squares: b (max(m, n) x k) <- the solution in its first n rows, for
+  // a (m x n), singular values below rcond * s_max treated as zero.
+  LinalgStatus (*lstsq)(const Tensor& a, const Tensor& b, double rcond);
 };
 
 const Backend& backend(Device device);

@@ -34,6 +34,13 @@ TOLERANCES = {
     "exact": {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14)},
     "transcendental": {"float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12)},
     "reduction": {"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)},
+    # LAPACK factorizations: different algorithms (Loom: gesdd/syevd/gelsd) round differently,
+    # and gradients divide by gaps between singular values / eigenvalues
+    "decomposition": {"float32": (1e-3, 1e-4), "float64": (1e-8, 1e-10)},
+}
+DECOMPOSITION = {
+    "linalg.svd", "linalg.svdvals", "linalg.qr", "linalg.eigh", "linalg.eigvalsh", "linalg.cholesky", "linalg.solve",
+    "linalg.inv", "linalg.det", "linalg.slogdet", "linalg.lstsq", "linalg.norm",
 }
 TRANSCENDENTAL = {
     "divide", "power", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
@@ -43,11 +50,13 @@ REDUCTION = {
     "sum", "mean", "prod", "var", "std", "logsumexp", "cumsum", "softmax", "log_softmax", "matmul", "dot",
     "outer", "tensordot", "conv1d", "conv2d", "conv2d_transpose", "avg_pool2d", "global_avg_pool2d",
     "batch_norm", "layer_norm", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", "einsum", "kron",
 }
 
 
 def category(op):
+    if op in DECOMPOSITION:
+        return "decomposition"
     if op in REDUCTION:
         return "reduction"
     if op in TRANSCENDENTAL:
@@ -324,6 +333,95 @@ def _tensordot(xs, attrs, cot):
     if "axes" in attrs:
         return torch.tensordot(a, b, dims=attrs["axes"])
     return torch.tensordot(a, b, dims=([x % a.ndim for x in attrs["axes_a"]], [x % b.ndim for x in attrs["axes_b"]]))
+
+
+# torch.linalg (tests/reference/op_cases.cpp: gauge-fixed outputs, operands built in the case)
+def _flat_cat(ts):
+    return torch.cat([t.reshape(-1) for t in ts])
+
+
+def _first_row_sign(v):
+    return torch.sign(v[..., 0:1, :]).detach()
+
+
+def _shift(x, c):
+    return x + c * torch.eye(x.shape[-1], dtype=x.dtype)
+
+
+def _spd(x):
+    return _shift(x @ x.mT, float(x.shape[-1]))
+
+
+@replay("linalg.svd")
+def _svd(xs, attrs, cot):
+    if attrs.get("full"):
+        U, S, Vh = torch.linalg.svd(xs[0], full_matrices=True)
+        s = _first_row_sign(U)
+        return _flat_cat([U.mT @ U, S, Vh * s[..., :, :Vh.shape[-2]].mT])
+    U, S, Vh = torch.linalg.svd(xs[0], full_matrices=False)
+    s = _first_row_sign(U)
+    return _flat_cat([U * s, S, Vh * s.mT])
+
+
+R["linalg.svdvals"] = lambda xs, attrs, cot: torch.linalg.svdvals(xs[0])
+
+
+@replay("linalg.qr")
+def _qr(xs, attrs, cot):
+    Q, Rm = torch.linalg.qr(xs[0])
+    s = _first_row_sign(Q)
+    return _flat_cat([Q * s, Rm * s.mT])
+
+
+@replay("linalg.eigh")
+def _eigh(xs, attrs, cot):
+    if "uplo" in attrs:
+        w, V = torch.linalg.eigh(xs[0], UPLO=attrs["uplo"])
+    else:
+        w, V = torch.linalg.eigh(xs[0] + xs[0].mT)
+    return _flat_cat([w, V * _first_row_sign(V)])
+
+
+R["linalg.eigvalsh"] = lambda xs, attrs, cot: torch.linalg.eigvalsh(xs[0] + xs[0].mT)
+R["linalg.cholesky"] = lambda xs, attrs, cot: torch.linalg.cholesky(_spd(xs[0]), upper=attrs.get("upper", False))
+
+
+@replay("linalg.solve")
+def _solve(xs, attrs, cot):
+    a, b = promote(_shift(xs[0], attrs["shift"]), xs[1])  # the case shifts a in its own dtype
+    return torch.linalg.solve(a, b)
+
+
+R["linalg.inv"] = lambda xs, attrs, cot: torch.linalg.inv(_shift(xs[0], attrs["shift"]))
+R["linalg.det"] = lambda xs, attrs, cot: torch.linalg.det(xs[0])
+
+
+@replay("linalg.slogdet")
+def _slogdet(xs, attrs, cot):
+    sign, logabs = torch.linalg.slogdet(xs[0])
+    return _flat_cat([sign, logabs])
+
+
+@replay("linalg.lstsq")
+def _lstsq(xs, attrs, cot):
+    a, b = xs
+    vector = b.ndim == 1 or b.shape == a.shape[:-1]
+    if vector:  # torch 1.13's lstsq takes matrices only
+        b = b.unsqueeze(-1)
+    x = torch.linalg.lstsq(a, b, driver="gelsd").solution
+    return x.squeeze(-1) if vector else x
+
+
+@replay("linalg.norm")
+def _norm(xs, attrs, cot):
+    ord_ = attrs["ord"]
+    if isinstance(ord_, str) and ord_ in ("inf", "-inf"):
+        ord_ = float(ord_)
+    return torch.linalg.norm(xs[0], ord=ord_, dim=attrs["axes"], keepdim=attrs["keepdims"])
+
+
+R["einsum"] = lambda xs, attrs, cot: torch.einsum(attrs["subscripts"], *xs)
+R["kron"] = lambda xs, attrs, cot: torch.kron(*promote(xs[0], xs[1]))
 
 
 # manipulation

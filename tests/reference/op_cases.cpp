@@ -550,6 +550,181 @@ void linalg_cases(Table& t) {
   tdp("f64 transposed axes ([-1],[0])", {X({4, 3}, F64).lay(T_), X({3, 2}, F64)}, {-1}, {0});
 }
 
+// ------------------------------------------------------------------ linalg (torch.linalg)
+// Decompositions are compared gauge-fixed: the sign of each singular/eigen vector (each column
+// of U / Q / V) is chosen so that its first entry is positive, in Loom and in the replay alike.
+// Symmetric and positive-definite operands are built inside the case from a free matrix X
+// (X + X^T, X X^T + n I), so that finite differences see the same function as the gradient.
+Tensor flat_cat(const std::vector<Tensor>& xs) {
+  std::vector<Tensor> f;
+  for (const auto& x : xs) f.push_back(loom::reshape(x, {x.numel()}));
+  return loom::concatenate(f, 0);
+}
+Tensor first_row_sign(const Tensor& v) { return loom::sign(loom::slice(v, -2, 0, 1)); }  // (..., 1, k)
+Tensor shift_eye(const Tensor& x, double c) {  // x + c I
+  return loom::add(x, loom::eye(x.shape().back(), std::nullopt, 0, x.dtype()) * c);
+}
+Tensor spd(const Tensor& x) {  // x x^T + n I: symmetric positive-definite
+  return shift_eye(loom::matmul(x, loom::swapaxes(x, -1, -2)), static_cast<double>(x.shape().back()));
+}
+Tensor sym(const Tensor& x) { return loom::add(x, loom::swapaxes(x, -1, -2)); }
+
+void linalg_decomposition_cases(Table& t) {
+  auto svd_fixed = [](const In& in) {
+    auto r = linalg::svd(in[0], false);
+    Tensor s = first_row_sign(r.U);
+    return flat_cat({loom::multiply(r.U, s), r.S, loom::multiply(r.Vh, loom::swapaxes(s, -1, -2))});
+  };
+  t.add("linalg.svd", "f64 (4,3) thin", {X({4, 3}, F64)}, svd_fixed);
+  t.add("linalg.svd", "f32 (3,5) wide", {X({3, 5})}, svd_fixed);
+  t.add("linalg.svd", "f64 batched transposed (2,3,3)", {X({2, 3, 3}, F64).lay(T_)}, svd_fixed);
+  t.add("linalg.svd", "f64 (1,1)", {X({1, 1}, F64).dom(Domain::AwayFromZero)}, svd_fixed);
+  t.add("linalg.svd", "f32 empty batch (0,3,2)", {X({0, 3, 2})}, svd_fixed);
+  t.add("linalg.svd", "f64 full_matrices (4,2) values", {X({4, 2}, F64).nodiff()},
+        [](const In& in) {
+          auto r = linalg::svd(in[0], true);
+          // U's last columns are any orthonormal completion: compare U^T U = I and the product
+          Tensor s = first_row_sign(r.U);
+          return flat_cat({loom::matmul(loom::swapaxes(r.U, -1, -2), r.U), r.S, loom::multiply(r.Vh, loom::swapaxes(slice(s, -1, 0, 2), -1, -2))});
+        },
+        "{\"full\":true}");
+  auto svdvals = [](const In& in) { return linalg::svdvals(in[0]); };
+  t.add("linalg.svdvals", "f64 (3,4)", {X({3, 4}, F64)}, svdvals);
+  t.add("linalg.svdvals", "f32 batched (2,4,3)", {X({2, 4, 3})}, svdvals);
+
+  auto qr_fixed = [](const In& in) {
+    auto r = linalg::qr(in[0]);
+    Tensor s = first_row_sign(r.Q);
+    return flat_cat({loom::multiply(r.Q, s), loom::multiply(r.R, loom::swapaxes(s, -1, -2))});
+  };
+  t.add("linalg.qr", "f64 (5,3) tall", {X({5, 3}, F64)}, qr_fixed);
+  t.add("linalg.qr", "f64 (3,3) strided", {X({3, 3}, F64).lay(S_)}, qr_fixed);
+  t.add("linalg.qr", "f64 (3,5) wide", {X({3, 5}, F64)}, qr_fixed);
+  t.add("linalg.qr", "f32 batched (2,4,3)", {X({2, 4, 3})}, qr_fixed);
+  t.add("linalg.qr", "f32 empty batch (0,2,2)", {X({0, 2, 2})}, qr_fixed);
+
+  auto eigh_fixed = [](const In& in) {
+    auto r = linalg::eigh(sym(in[0]));
+    return flat_cat({r.eigenvalues, loom::multiply(r.eigenvectors, first_row_sign(r.eigenvectors))});
+  };
+  t.add("linalg.eigh", "f64 sym (4,4)", {X({4, 4}, F64)}, eigh_fixed, "{\"sym\":true}");
+  t.add("linalg.eigh", "f32 sym batched (2,3,3)", {X({2, 3, 3})}, eigh_fixed, "{\"sym\":true}");
+  t.add("linalg.eigh", "f64 sym transposed (3,3)", {X({3, 3}, F64).lay(T_)}, eigh_fixed, "{\"sym\":true}");
+  t.add("linalg.eigh", "f64 UPLO=U of an unsymmetric matrix", {X({3, 3}, F64).nodiff()},
+        [](const In& in) {
+          auto r = linalg::eigh(in[0], "U");
+          return flat_cat({r.eigenvalues, loom::multiply(r.eigenvectors, first_row_sign(r.eigenvectors))});
+        },
+        "{\"uplo\":\"U\"}");
+  t.add("linalg.eigvalsh", "f64 sym (4,4)", {X({4, 4}, F64)}, [](const In& in) { return linalg::eigvalsh(sym(in[0])); },
+        "{\"sym\":true}");
+  t.add("linalg.eigvalsh", "f32 sym batched (2,3,3)", {X({2, 3, 3})},
+        [](const In& in) { return linalg::eigvalsh(sym(in[0])); }, "{\"sym\":true}");
+
+  auto chol = [](bool upper) {
+    return [upper](const In& in) { return linalg::cholesky(spd(in[0]), upper); };
+  };
+  t.add("linalg.cholesky", "f64 spd (4,4)", {X({4, 4}, F64)}, chol(false));
+  t.add("linalg.cholesky", "f32 spd batched (2,3,3)", {X({2, 3, 3})}, chol(false));
+  t.add("linalg.cholesky", "f64 spd upper (3,3)", {X({3, 3}, F64).lay(T_)}, chol(true), "{\"upper\":true}");
+  t.add("linalg.cholesky", "f64 (1,1)", {X({1, 1}, F64)}, chol(false));
+  t.add("linalg.cholesky", "f32 empty batch (0,3,3)", {X({0, 3, 3})}, chol(false));
+
+  // a + 4 I: well-conditioned for entries in [-2, 2]
+  auto slv = [](const In& in) { return linalg::solve(shift_eye(in[0], 4), in[1]); };
+  t.add("linalg.solve", "f64 (3,3) (3,2)", {X({3, 3}, F64), X({3, 2}, F64)}, slv, "{\"shift\":4}");
+  t.add("linalg.solve", "f32 (3,3) vector (3,)", {X({3, 3}), X({3})}, slv, "{\"shift\":4}");
+  t.add("linalg.solve", "f64 batched vectors (2,3,3) (2,3)", {X({2, 3, 3}, F64), X({2, 3}, F64)}, slv, "{\"shift\":4}");
+  t.add("linalg.solve", "f64 broadcast batch (2,1,3,3) (4,3,1)", {X({2, 1, 3, 3}, F64), X({4, 3, 1}, F64).lay(T_)}, slv,
+        "{\"shift\":4}");
+  t.add("linalg.solve", "promotion f32 (2,2) f64 (2,)", {X({2, 2}), X({2}, F64)}, slv, "{\"shift\":4}");
+  t.add("linalg.solve", "f32 empty batch (0,2,2) (0,2,3)", {X({0, 2, 2}), X({0, 2, 3})}, slv, "{\"shift\":4}");
+  auto inv = [](const In& in) { return linalg::inv(shift_eye(in[0], 4)); };
+  t.add("linalg.inv", "f64 (3,3)", {X({3, 3}, F64)}, inv, "{\"shift\":4}");
+  t.add("linalg.inv", "f32 batched reversed (2,2,2)", {X({2, 2, 2}).lay(R_)}, inv, "{\"shift\":4}");
+  t.add("linalg.inv", "f64 (1,1)", {X({1, 1}, F64)}, inv, "{\"shift\":4}");
+  auto det = [](const In& in) { return linalg::det(in[0]); };
+  t.add("linalg.det", "f64 (3,3)", {X({3, 3}, F64)}, det);
+  t.add("linalg.det", "f32 batched (2,4,4)", {X({2, 4, 4})}, det);
+  t.add("linalg.det", "f64 singular (3,3) value", {X({3, 3}, F64).vals({1, 2, 3, 2, 4, 6, 1, 0, 1}).nodiff()}, det);
+  t.add("linalg.det", "f64 (0,0)", {X({0, 0}, F64)}, det);
+  auto sld = [](const In& in) {
+    auto r = linalg::slogdet(in[0]);
+    return flat_cat({r.sign, r.logabsdet});
+  };
+  t.add("linalg.slogdet", "f64 (3,3)", {X({3, 3}, F64)}, sld);
+  t.add("linalg.slogdet", "f32 batched transposed (2,3,3)", {X({2, 3, 3}).lay(T_)}, sld);
+  auto lsq = [](const In& in) { return linalg::lstsq(in[0], in[1]); };
+  t.add("linalg.lstsq", "f64 tall (5,3) (5,2)", {X({5, 3}, F64), X({5, 2}, F64)}, lsq);
+  t.add("linalg.lstsq", "f64 wide (2,4) (2,)", {X({2, 4}, F64), X({2}, F64)}, lsq);
+  t.add("linalg.lstsq", "f32 batched (2,4,2) (2,4,3)", {X({2, 4, 2}), X({2, 4, 3})}, lsq);
+  t.add("linalg.lstsq", "f64 square transposed (3,3) (3,1)", {X({3, 3}, F64).lay(T_), X({3, 1}, F64)}, lsq);
+
+  auto nrm = [&t](const std::string& label, InputSpec s, std::string ord_json, std::optional<Axes> axes, bool keep,
+                  std::function<Tensor(const Tensor&)> f) {
+    t.add("linalg.norm", label, {s}, [f](const In& in) { return f(in[0]); },
+          "{\"ord\":" + ord_json + ",\"axes\":" + (axes ? jl(*axes) : std::string("null")) + ",\"keepdims\":" + jb(keep) + "}");
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  nrm("f32 default (2,3,4)", X({2, 3, 4}), "null", nullopt, false, [](const Tensor& x) { return linalg::norm(x); });
+  nrm("f64 default keepdims (3,4)", X({3, 4}, F64), "null", nullopt, true,
+      [](const Tensor& x) { return linalg::norm(x, nullopt, nullopt, true); });
+  nrm("f64 vector ord 3 axis 1", X({3, 4}, F64), "3", Axes{1}, false, [](const Tensor& x) { return linalg::norm(x, 3.0, Axes{1}); });
+  nrm("f64 vector ord 1 axis -1 keepdims", X({2, 3}, F64).dom(Domain::AwayFromZero), "1", Axes{-1}, true,
+      [](const Tensor& x) { return linalg::norm(x, 1.0, Axes{-1}, true); });
+  nrm("f32 vector ord 0.5 (4,)", X({4}).dom(Domain::AwayFromZero), "0.5", nullopt, false, [](const Tensor& x) { return linalg::norm(x, 0.5); });
+  nrm("f64 vector ord inf axis 0", X({3, 4}, F64).dom(Domain::Distinct), "\"inf\"", Axes{0}, false,
+      [inf](const Tensor& x) { return linalg::norm(x, inf, Axes{0}); });
+  nrm("f64 vector ord -inf axis 1", X({3, 4}, F64).dom(Domain::Distinct), "\"-inf\"", Axes{1}, false,
+      [inf](const Tensor& x) { return linalg::norm(x, -inf, Axes{1}); });
+  nrm("f64 vector ord 0 (count)", X({5}, F64).vals({0, 1, -2, 0, 3}), "0", nullopt, false,
+      [](const Tensor& x) { return linalg::norm(x, 0.0); });
+  nrm("f64 vector 2 of zeros (gradient 0)", X({3}, F64).vals({0, 0, 0}), "2", Axes{0}, false,
+      [](const Tensor& x) { return linalg::norm(x, 2.0, Axes{0}); });
+  nrm("f64 matrix fro (3,4)", X({3, 4}, F64), "\"fro\"", nullopt, false, [](const Tensor& x) { return linalg::norm(x, "fro"); });
+  nrm("f64 matrix nuc axes (2,0) keepdims", X({3, 2, 4}, F64), "\"nuc\"", Axes{2, 0}, true,
+      [](const Tensor& x) { return linalg::norm(x, "nuc", Axes{2, 0}, true); });
+  nrm("f64 matrix ord 2 batched", X({2, 3, 3}, F64), "2", Axes{-2, -1}, false,
+      [](const Tensor& x) { return linalg::norm(x, 2.0, Axes{-2, -1}); });
+  nrm("f32 matrix ord -2 transposed", X({3, 4}).lay(T_), "-2", nullopt, false, [](const Tensor& x) { return linalg::norm(x, -2.0); });
+  nrm("f64 matrix ord 1 (3,4)", X({3, 4}, F64).dom(Domain::Distinct), "1", nullopt, false, [](const Tensor& x) { return linalg::norm(x, 1.0); });
+  nrm("f64 matrix ord -1 axes (1,0)", X({3, 4}, F64).dom(Domain::Distinct), "-1", Axes{1, 0}, false,
+      [](const Tensor& x) { return linalg::norm(x, -1.0, Axes{1, 0}); });
+  nrm("f64 matrix ord inf keepdims", X({2, 3, 4}, F64).dom(Domain::Distinct), "\"inf\"", Axes{1, 2}, true,
+      [inf](const Tensor& x) { return linalg::norm(x, inf, Axes{1, 2}, true); });
+  nrm("f32 matrix ord -inf", X({3, 4}).dom(Domain::Distinct), "\"-inf\"", nullopt, false,
+      [inf](const Tensor& x) { return linalg::norm(x, -inf); });
+  nrm("f32 empty (0,3) default", X({0, 3}), "null", nullopt, false, [](const Tensor& x) { return linalg::norm(x); });
+
+  auto es = [&t](const std::string& subs, std::vector<InputSpec> in) {
+    t.add("einsum", subs, std::move(in), [subs](const In& x) { return loom::einsum(subs, x); },
+          "{\"subscripts\":" + json_str(subs) + "}");
+  };
+  es("ij,jk->ik", {X({3, 4}), X({4, 2})});
+  es("ij,jk", {X({3, 4}, F64), X({4, 2}, F64).lay(T_)});
+  es("ii->i", {X({3, 3}, F64)});
+  es("ii", {X({4, 4}, F64)});
+  es("ij->ji", {X({2, 3})});
+  es("i,i->", {X({5}, F64), X({5}, F64)});
+  es("i,j->ij", {X({3}), X({2})});
+  es("bij,bjk->bik", {X({2, 3, 4}, F64), X({2, 4, 2}, F64)});
+  es("...ij,...jk->...ik", {X({2, 1, 3, 4}, F64), X({3, 4, 2}, F64)});
+  es("b...,b->...", {X({2, 3, 4}, F64), X({2}, F64)});
+  es("ij,jk,kl->il", {X({2, 5}, F64), X({5, 6}, F64), X({6, 3}, F64)});
+  es("ab,bc,cd,de->ae", {X({2, 3}), X({3, 4}), X({4, 2}), X({2, 3})});
+  es("iij->j", {X({3, 3, 2}, F64).lay(T_)});
+  es("ijk,ikl->jl", {X({2, 3, 4}, F64).lay(R_), X({2, 4, 2}, F64)});
+  es("i,i,i->i", {X({4}, F64), X({4}, F64), X({4}, F64)});
+  es("ij,ij->", {X({0, 3}, F64), X({0, 3}, F64)});
+  es("ij,j->i", {X({3, 1}, F64), X({4}, F64)});
+
+  auto kr = [](const In& in) { return loom::kron(in[0], in[1]); };
+  t.add("kron", "f32 (2,3) (3,2)", {X({2, 3}), X({3, 2})}, kr);
+  t.add("kron", "f64 (2,) (2,2) rank padding", {X({2}, F64), X({2, 2}, F64)}, kr);
+  t.add("kron", "f64 transposed (3,2) 0-d", {X({3, 2}, F64).lay(T_), X({}, F64)}, kr);
+  t.add("kron", "int32 (2,2) int32 (2,)", {X({2, 2}, I32), X({2}, I32)}, kr);
+}
+
 // ------------------------------------------------------------------ manipulation
 void manipulation_cases(Table& t) {
   auto rs = [&t](const std::string& label, InputSpec s, Shape shape) {
@@ -1118,6 +1293,7 @@ const std::vector<OpCase>& op_cases() {
     elementwise_cases(t);
     reduction_cases(t);
     linalg_cases(t);
+    linalg_decomposition_cases(t);
     manipulation_cases(t);
     indexing_cases(t);
     nn_cases(t);

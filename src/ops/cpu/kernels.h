@@ -24,5 +24,13 @@ void put(const Tensor& dst_flat, const Tensor& index, const Tensor& src);
 Tensor nonzero(const Tensor& x);
 void random(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
 void init_blas_threads();
+// dense linear algebra on LAPACK (linalg.cpp): see Backend
+detail::LinalgStatus cholesky(const Tensor& a);
+detail::LinalgStatus lu_solve(const Tensor& a, const Tensor& b);
+void slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabs);
+detail::LinalgStatus qr(const Tensor& a, const Tensor& r);
+detail::LinalgStatus svd(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vt);
+detail::LinalgStatus eigh(const Tensor& a, const Tensor& w);
+detail::LinalgStatus lstsq(const Tensor& a, const Tensor& b, double rcond);
 
 }  // namespace loom::cpu

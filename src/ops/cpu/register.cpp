@@ -13,6 +13,8 @@ void register_cpu_backend() {
       cpu::max_pool2d, cpu::avg_pool2d, cpu::avg_pool2d_backward,
       cpu::batch_norm_train, cpu::batch_norm_backward,
       cpu::max_pool2d_backward, cpu::layer_norm, cpu::layer_norm_backward,
+      // dense linear algebra (linalg.cpp)
+      cpu::cholesky, cpu::lu_solve, cpu::slogdet, cpu::qr, cpu::svd, cpu::eigh, cpu::lstsq,
   };
   register_backend(DeviceType::CPU, &table);
   cpu::init_blas_threads();
