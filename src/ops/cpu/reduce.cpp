@@ -289,6 +289,7 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<b
 
 void cumsum(const Tensor& out, const Tensor& x, int64_t axis) {
   // out is contiguous with x's shape and the accumulation dtype
+  if (x.numel() == 0) return;  // nothing to write, and no buffer to point into
   std::vector<bool> reduced(x.shape().size(), false);
   reduced[axis] = true;
   const Geometry g = geometry(x, reduced);
