@@ -106,5 +106,7 @@ int main(int argc, char** argv) {
               static_cast<int>(val.size()), minutes, 100 * *best, static_cast<int>(best - val.begin()) + 1, model_path.c_str());
   std::printf("test accuracy of the saved model: %.2f%%\n", 100 * test_acc);
   std::printf("learning curves: %s/learning_curves.svg, log: %s/history.csv\n", args.out.c_str(), args.out.c_str());
+  // training time depends on the machine: name it next to the time
+  std::printf("machine: %s; training time %.1f min\n", machine_summary().c_str(), minutes);
   return 0;
 }

@@ -4,6 +4,7 @@
 #include "loom/core/dtype.h"
 #include "loom/core/error.h"
 #include "loom/core/grad_mode.h"
+#include "loom/core/machine.h"
 #include "loom/core/memory.h"
 #include "loom/core/parallel.h"
 #include "loom/core/tensor.h"

@@ -9,13 +9,18 @@
 
 namespace loom {
 
-std::vector<Tensor> AccumulateGrad::apply(const Tensor& g) {
+Tensor AccumulateGrad::accumulated(const Tensor& g) const {
   auto leaf = leaf_.lock();
-  if (!leaf || !g.defined()) return {};
+  if (!leaf || !g.defined()) return Tensor();
   Tensor ng = g;
   if (leaf->grad) ng = add(Tensor(leaf->grad), g);
   else if (ng.shares_storage_with(Tensor(leaf)) || ng.impl()->grad_fn || !ng.is_contiguous()) ng = ng.copy();
-  leaf->grad = ng.impl();
+  return ng;
+}
+
+std::vector<Tensor> AccumulateGrad::apply(const Tensor& g) {
+  Tensor ng = accumulated(g);
+  if (auto leaf = leaf_.lock(); leaf && ng.defined()) leaf->grad = ng.impl();
   return {};
 }
 
@@ -49,6 +54,8 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
   }
   std::unordered_map<Node*, Tensor> pending;
   pending[start.get()] = seed;
+  // the leaves' new gradients, assigned only after the whole pass succeeded (all or nothing)
+  std::vector<std::pair<std::shared_ptr<TensorImpl>, Tensor>> staged;
   std::vector<Node*> ready{start.get()};
   while (!ready.empty()) {
     Node* n = ready.back();
@@ -63,7 +70,11 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
       }
     }
     std::vector<Tensor> grads;
-    if (g.defined() && !(capture && dynamic_cast<AccumulateGrad*>(n))) grads = n->apply(g);
+    if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) {
+      if (auto leaf = acc->leaf(); leaf && !capture && g.defined()) staged.emplace_back(leaf, acc->accumulated(g));
+    } else if (g.defined()) {
+      grads = n->apply(g);
+    }
     for (size_t i = 0; i < n->next.size(); ++i) {
       Node* nx = n->next[i].get();
       if (!nx) continue;
@@ -74,6 +85,7 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
       if (--deps[nx] == 0) ready.push_back(nx);
     }
   }
+  for (auto& [leaf, ng] : staged) leaf->grad = ng.impl();  // no allocation: cannot fail half-way
 }
 
 }  // namespace

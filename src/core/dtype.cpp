@@ -51,7 +51,15 @@ half::half(float f) {
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u) { bits = static_cast<uint16_t>(sign | 0x7e00u); return; }
+  if (mag > 0x7f800000u) {
+    // NaN: keep the sign, signalling bit and top 10 payload bits (a float16 NaN's round trip
+    // through float32 is exact); a payload wholly in the dropped bits gets the quiet bit so
+    // that the NaN does not become an infinity
+    uint32_t m = (mag >> 13) & 0x3ffu;
+    if (m == 0) m = 0x200u;
+    bits = static_cast<uint16_t>(sign | 0x7c00u | m);
+    return;
+  }
   if (mag >= 0x477ff000u) { bits = static_cast<uint16_t>(sign | 0x7c00u); return; }  // overflow -> inf
   if (mag < 0x38800000u) {  // subnormal or zero in half
     float af;

@@ -51,7 +51,10 @@ class ThreadPool {
     std::lock_guard<std::mutex> job(job_mu_);
     stop_workers();
     stopping_ = false;
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+    // New workers start at the current generation: the last job is finished, not theirs to
+    // take (job_mu_ keeps generation_ still while they start).
+    const uint64_t current = generation_.load();
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, current] { worker_loop(current); });
   }
 
   // Returns false when another thread owns the pool (the caller then runs inline).
@@ -99,8 +102,7 @@ class ThreadPool {
     tls_in_parallel = false;
   }
 
-  void worker_loop() {
-    uint64_t seen = 0;
+  void worker_loop(uint64_t seen) {
     for (;;) {
       const auto deadline = std::chrono::steady_clock::now() + kPoll;
       for (int i = 1; generation_.load(std::memory_order_acquire) == seen && !stopping_.load(); ++i) {

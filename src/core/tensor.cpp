@@ -34,7 +34,37 @@ void require_cpu(const Tensor& t, const char* what) {
 
 TensorIndex::TensorIndex(const Tensor& t) : v_(std::make_shared<Tensor>(t)) {}
 
+namespace {
+
+// Every tensor, view or not, is made here: its shape must be valid (shape_nbytes) and its
+// elements must lie inside the storage, so no later size or address computation overflows.
+void check_view(const Storage* storage, const Shape& shape, const Strides& strides, int64_t offset, DType dtype) {
+  const size_t isz = loom::itemsize(dtype);
+  shape_nbytes(shape, isz, "tensor");
+  if (strides.size() != shape.size())
+    throw ShapeError("tensor: " + std::to_string(strides.size()) + " strides for shape " + shape_str(shape) +
+                     " (valid: one stride per axis)");
+  if (!storage) throw ValueError("tensor: the storage is null");
+  int64_t lo = offset, hi = offset;
+  bool ok = offset >= 0;
+  for (size_t i = 0; ok && i < shape.size(); ++i) {
+    if (shape[i] == 0) return;  // no element to place
+    int64_t span;
+    if (__builtin_mul_overflow(shape[i] - 1, strides[i], &span)) ok = false;
+    else if (span < 0) ok = !__builtin_add_overflow(lo, span, &lo);
+    else ok = !__builtin_add_overflow(hi, span, &hi);
+  }
+  const int64_t capacity = static_cast<int64_t>(storage->nbytes() / isz);
+  if (!ok || lo < 0 || hi >= capacity)
+    throw ValueError("tensor: a view with shape " + shape_str(shape) + ", strides " + shape_str(strides) + " and offset " +
+                     std::to_string(offset) + " reaches outside its storage of " + std::to_string(capacity) +
+                     " elements (valid element offsets: 0 to " + std::to_string(capacity - 1) + ")");
+}
+
+}  // namespace
+
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset, DType dtype) {
+  check_view(storage.get(), shape, strides, offset, dtype);
   impl_ = std::make_shared<TensorImpl>();
   impl_->storage = std::move(storage);
   impl_->shape = std::move(shape);

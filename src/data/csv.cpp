@@ -200,6 +200,10 @@ Tensor read_csv(const std::string& path, const CsvOptions& o) {
         if (r.ec == std::errc::result_out_of_range)
           fail(lines.line_no, col, "'" + f + "' is out of the range of float64");
         if (r.ec != std::errc() || r.ptr != e) fail(lines.line_no, col, "'" + f + "' is not a number");
+        // A finite value that float32 rounds to infinity (|v| >= 2^128 - 2^103, halfway past its
+        // largest value) would turn into inf silently; an explicit inf stays inf.
+        if (o.dtype == Float32 && std::isfinite(v) && std::fabs(v) >= std::ldexp(1.0, 128) - std::ldexp(1.0, 103))
+          fail(lines.line_no, col, "'" + f + "' is out of the range of float32 (valid: magnitudes up to 3.4028234663852886e+38)");
         fvals.push_back(v);
       } else if (o.dtype == Bool) {
         int64_t v;
@@ -214,13 +218,16 @@ Tensor read_csv(const std::string& path, const CsvOptions& o) {
       } else {
         int64_t v;
         const auto r = std::from_chars(b, e, v);
-        if (r.ec == std::errc::result_out_of_range) fail(lines.line_no, col, "'" + f + "' is out of the range of int64");
+        if (r.ec == std::errc::result_out_of_range)
+          fail(lines.line_no, col, "'" + f + "' is out of the range of int64 (valid: -9223372036854775808 to 9223372036854775807)");
         if (r.ec != std::errc() || r.ptr != e)
           fail(lines.line_no, col, "'" + f + "' is not an integer (dtype " + dtype_name(o.dtype) + ")");
         const bool fits = o.dtype == Int64 || (o.dtype == Int32 && v >= std::numeric_limits<int32_t>::min() &&
                                                v <= std::numeric_limits<int32_t>::max()) ||
                           (o.dtype == UInt8 && v >= 0 && v <= 255);
-        if (!fits) fail(lines.line_no, col, "'" + f + "' is out of the range of " + dtype_name(o.dtype));
+        if (!fits)
+          fail(lines.line_no, col, "'" + f + "' is out of the range of " + dtype_name(o.dtype) +
+                                       (o.dtype == Int32 ? " (valid: -2147483648 to 2147483647)" : " (valid: 0 to 255)"));
         ivals.push_back(v);
       }
     }

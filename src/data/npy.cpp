@@ -213,6 +213,8 @@ Tensor parse_npy(const std::string& bytes, const Fail& fail) {
          (count > std::numeric_limits<size_t>::max() / type->size ? std::string("more than addressable")
                                                                    : std::to_string(count * type->size)) +
          " data bytes) but the file has " + std::to_string(have) + " data bytes");
+  // the checks above miss a product with a zero: (0, 2^62, 2^62) must not load either
+  shape_nbytes(shape, itemsize(type->dtype), (fail.op + ": '" + fail.where + "' declares").c_str());
   std::vector<unsigned char> data(p + data_at, p + n);
   if (type->swap)
     for (size_t i = 0; i < count; ++i) std::reverse(data.begin() + i * type->size, data.begin() + (i + 1) * type->size);
@@ -289,40 +291,49 @@ struct Reader {
   uint64_t u64(uint64_t off) const { need(off, 8, "a field"); return le64(p + off); }
 };
 
+// Deflate expands at most 1032:1; a member declaring more than that is corrupt or hostile.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+// Inflates a member, its output buffer growing only as data actually comes (never to the
+// declared size up front), refusing a member that inflates to more or less than declared.
 std::string inflate_raw(const unsigned char* src, size_t csize, size_t usize, const Fail& fail) {
-  std::string out(usize, '\0');
+  if (usize / kMaxDeflateRatio > csize)
+    fail("the member declares " + std::to_string(usize) + " bytes uncompressed from " + std::to_string(csize) +
+         " compressed bytes, more than deflate can produce (at most " + std::to_string(kMaxDeflateRatio) + " times the compressed size)");
+  std::string out;
   z_stream zs{};
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail("zlib inflateInit2 failed");
   struct End {
     z_stream* z;
     ~End() { inflateEnd(z); }
   } end{&zs};
-  size_t in_done = 0, out_done = 0;
-  int rc = Z_OK;
+  size_t in_done = 0, cap = 0;  // cap: bytes of `out` handed to zlib so far
   constexpr size_t kStep = 1u << 30;
-  while (rc != Z_STREAM_END) {
+  for (;;) {
     if (zs.avail_in == 0 && in_done < csize) {
       zs.next_in = const_cast<Bytef*>(src + in_done);
       zs.avail_in = static_cast<uInt>(std::min(kStep, csize - in_done));
       in_done += zs.avail_in;
     }
-    if (zs.avail_out == 0 && out_done < usize) {
-      zs.next_out = reinterpret_cast<Bytef*>(out.data() + out_done);
-      zs.avail_out = static_cast<uInt>(std::min(kStep, usize - out_done));
-      out_done += zs.avail_out;
+    if (zs.avail_out == 0) {
+      if (cap > usize) fail("the member inflates to more than its declared " + std::to_string(usize) + " bytes");
+      // Up to one byte past the declared size, which reveals a member that is longer.
+      const size_t grow = std::min(usize + 1, std::max(cap * 2, size_t{1} << 20));
+      out.resize(grow);
+      zs.next_out = reinterpret_cast<Bytef*>(out.data() + cap);
+      zs.avail_out = static_cast<uInt>(std::min(kStep, grow - cap));
+      cap += zs.avail_out;
     }
     const uInt in_before = zs.avail_in, out_before = zs.avail_out;
-    rc = inflate(&zs, Z_NO_FLUSH);
+    const int rc = inflate(&zs, Z_NO_FLUSH);
     if (rc == Z_STREAM_END) break;
     if (rc == Z_NEED_DICT || rc == Z_DATA_ERROR || rc == Z_MEM_ERROR)
       fail(std::string("corrupt deflate data (zlib: ") + (zs.msg ? zs.msg : "error") + ")");
-    if (zs.avail_in == in_before && zs.avail_out == out_before) {  // no progress possible
-      if (zs.avail_out == 0 && out_done >= usize) fail("the member inflates to more than its declared " + std::to_string(usize) + " bytes");
-      fail("the deflate stream ends early (truncated member)");
-    }
+    if (zs.avail_in == in_before && zs.avail_out == out_before) fail("the deflate stream ends early (truncated member)");
   }
   if (zs.total_out != usize)
     fail("the member inflates to " + std::to_string(zs.total_out) + " bytes but declares " + std::to_string(usize));
+  out.resize(usize);
   return out;
 }
 
@@ -384,6 +395,10 @@ std::map<std::string, Tensor> parse_npz(const std::string& bytes, const std::str
       x += 4 + len;
     }
     at += 46 + uint64_t(name_len) + extra_len + comment_len;
+    std::string key = member;
+    if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
+    if (out.count(key))
+      mfail("a second member holds the array '" + key + "' (member names must be unique, with or without '.npy')");
     if (flags & 1) mfail("encrypted members are not supported");
     if (r.u32(local) != kLocalSig) mfail("no local file header at offset " + std::to_string(local));
     const uint64_t data = local + 30 + r.u16(local + 26) + r.u16(local + 28);
@@ -398,8 +413,6 @@ std::map<std::string, Tensor> parse_npz(const std::string& bytes, const std::str
       mfail("unsupported compression method " + std::to_string(method) + " (valid: 0 stored, 8 deflated)");
     }
     if (crc_of(content) != crc) mfail("CRC-32 mismatch (the member is corrupt)");
-    std::string key = member;
-    if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
     out[key] = parse_npy(content, mfail);
   }
   return out;

@@ -165,6 +165,10 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const {
         if (!ok)
           throw ShapeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects shape " + shape_str(l.shape()) +
                            " (-1: any size), got " + (xs[i].defined() ? shape_str(xs[i].shape()) : "an undefined tensor"));
+        // as Input::set_value: no silent promotion (int64 into a float32 graph would run in float64)
+        if (xs[i].dtype() != l.dtype())
+          throw DTypeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects dtype " +
+                           dtype_name(l.dtype()) + ", got " + dtype_name(xs[i].dtype()) + " (convert it with astype)");
         values[k] = xs[i];
         fed[k] = true;
       }

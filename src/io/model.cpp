@@ -9,6 +9,7 @@
 #include "loom/core/file.h"
 #include "loom/core/grad_mode.h"
 #include "loom/graph/serialize.h"
+#include "loom/nn/init.h"
 
 namespace loom::io {
 
@@ -112,7 +113,11 @@ TensorMap graph_state(const Graph& graph) {
   return out;
 }
 
-void load_graph_state(const Graph& graph, const TensorMap& tensors, const std::string& source) {
+namespace {
+
+// Pairs each parameter and buffer of `graph` with its value in `tensors`, checking everything
+// (names, shapes, dtypes) so that copying afterwards cannot fail half way.
+std::vector<std::pair<Tensor, const Tensor*>> match(const Graph& graph, const TensorMap& tensors, const std::string& source) {
   const std::vector<Slot> slots = slots_of(graph);
   std::vector<const Tensor*> values(slots.size(), nullptr);
   std::unordered_map<std::string, bool> used;
@@ -148,11 +153,19 @@ void load_graph_state(const Graph& graph, const TensorMap& tensors, const std::s
   for (const auto& [k, v] : tensors)
     if (!used.at(k)) unexpected.push_back(k);
   if (!unexpected.empty()) throw ValueError("load: " + source + " holds " + list(unexpected) + ", which the graph does not have");
+  std::vector<std::pair<Tensor, const Tensor*>> out;
+  for (size_t i = 0; i < slots.size(); ++i) out.emplace_back(slots[i].tensor, values[i]);
+  return out;
+}
+
+}  // namespace
+
+void check_graph_state(const Graph& graph, const TensorMap& tensors, const std::string& source) { match(graph, tensors, source); }
+
+void load_graph_state(const Graph& graph, const TensorMap& tensors, const std::string& source) {
+  auto pairs = match(graph, tensors, source);
   GradModeScope off(false);
-  for (size_t i = 0; i < slots.size(); ++i) {
-    Tensor dst = slots[i].tensor;
-    dst.copy_(*values[i]);
-  }
+  for (auto& [dst, src] : pairs) dst.copy_(*src);
 }
 
 void save_model(const std::string& path, const Graph& graph, const TensorMap& extra, const Metadata& metadata) {
@@ -171,6 +184,11 @@ Graph load_model(const std::string& path, Checkpoint* rest) {
     throw IOError("load_model: '" + path + "' holds no architecture (no '" + std::string(kGraphKey) +
                   "' metadata): it is a weights-only file; build the graph and use load_state");
   Graph graph = [&] {
+    // Every parameter and buffer must come from the file, so building may allocate no more
+    // than the file's tensors hold (checked before each allocation; nothing is initialised).
+    uint64_t held = 0;
+    for (const auto& [name, t] : tensors) held += t.nbytes();
+    nn::ParamBudget budget(held);
     try {
       return graph_from_json(g->second);
     } catch (const ValueError& e) {
@@ -183,10 +201,17 @@ Graph load_model(const std::string& path, Checkpoint* rest) {
   return graph;
 }
 
-Checkpoint load_state(const std::string& path, const Graph& graph) {
+Checkpoint read_state(const std::string& path, TensorMap* weights) {
   Metadata meta;
   TensorMap tensors = load_safetensors(path, &meta);
   Checkpoint r = split(path, tensors, meta);
+  if (weights) *weights = std::move(tensors);
+  return r;
+}
+
+Checkpoint load_state(const std::string& path, const Graph& graph) {
+  TensorMap tensors;
+  Checkpoint r = read_state(path, &tensors);
   load_graph_state(graph, tensors, "'" + path + "'");
   return r;
 }

@@ -14,6 +14,7 @@
 #include <set>
 #include <vector>
 
+#include "core/json_util.h"
 #include "loom/core/file.h"
 #include "loom/ops/creation.h"
 
@@ -89,6 +90,8 @@ json parse_strict(const Source& src, const std::string& text) {
     }
     return true;
   };
+  if (detail::json_too_deep(text))
+    bad(src, "the header nests arrays/objects more than " + std::to_string(detail::kMaxJsonDepth) + " levels deep (the limit)");
   json j;
   try {
     j = json::parse(text, cb);
@@ -161,6 +164,8 @@ Header read_header(const Source& src) {
     const uint64_t item = itemsize(e.dtype);
     if (overflow || count > static_cast<uint64_t>(INT64_MAX) / item)
       bad(src, where + ": the shape " + js.dump() + " overflows (element count times itemsize exceeds 64 bits)");
+    // the check above misses a product with a zero: [0, 2^62, 2^62] must not load either
+    shape_nbytes(e.shape, item, ("load_safetensors: '" + src.name + "': " + where + " declares").c_str());
     const uint64_t nbytes = count * item;
     const json& jo = info["data_offsets"];
     if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
@@ -217,24 +222,12 @@ TensorMap read_all(const Source& src, Metadata* metadata) {
   return out;
 }
 
-// A file opened for pread; the Source reads through it.
-struct File {
-  int fd = -1;
-  ~File() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-Source file_source(const std::string& path, File& f) {
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0) throw IOError("load_safetensors: cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw IOError("load_safetensors: cannot stat '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw IOError("load_safetensors: '" + path + "' is not a regular file");
+// The Source reads a regular file (never a FIFO or a device) with pread.
+Source file_source(const std::string& path, const RegularFile& f) {
   Source src;
   src.name = path;
-  src.size = static_cast<uint64_t>(st.st_size);
-  const int fd = f.fd;
+  src.size = f.size();
+  const int fd = f.fd();
   src.read = [fd, path, size = src.size](uint64_t offset, uint64_t length, void* dst) {
     if (offset > size || length > size - offset) throw IOError("load_safetensors: '" + path + "': read past the end of the file");
     char* p = static_cast<char*>(dst);
@@ -327,12 +320,12 @@ TensorMap decode_safetensors(const std::string& bytes, Metadata* metadata, const
 }
 
 TensorMap load_safetensors(const std::string& path, Metadata* metadata) {
-  File f;
+  RegularFile f(path, "load_safetensors");
   return read_all(file_source(path, f), metadata);
 }
 
 Metadata load_safetensors_metadata(const std::string& path) {
-  File f;
+  RegularFile f(path, "load_safetensors");
   return read_header(file_source(path, f)).metadata;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/json_util.h"
 #include "loom/ops/attention.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -18,7 +19,7 @@ void add_attention_params(State& s, int64_t e, bool bias, DType dtype) {
   for (const char* w : {"q_weight", "k_weight", "v_weight", "out_weight"})
     s.add_param(w, initialize(Init::glorot_uniform(), {e, e}, dtype).requires_grad_());
   if (bias)
-    for (const char* b : {"q_bias", "k_bias", "v_bias", "out_bias"}) s.add_param(b, zeros({e}, dtype).requires_grad_());
+    for (const char* b : {"q_bias", "k_bias", "v_bias", "out_bias"}) s.add_param(b, initialize(Init::zeros(), {e}, dtype).requires_grad_());
 }
 
 Tensor project(const State& s, const Tensor& x, const char* w, const char* b) {
@@ -111,9 +112,9 @@ struct EncoderImpl final : LayerBase<EncoderImpl> {
   }
   std::string options_json() const override {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "{\"n_heads\":%lld,\"ff_units\":%lld,\"dropout\":%.17g,\"activation\":\"%s\",\"norm_first\":%s,\"eps\":%.17g,\"causal\":%s}",
-                  static_cast<long long>(heads), static_cast<long long>(opt.ff_units), opt.dropout, opt.activation.name.c_str(),
-                  opt.norm_first ? "true" : "false", opt.eps, opt.causal ? "true" : "false");
+    std::snprintf(buf, sizeof buf, "{\"n_heads\":%lld,\"ff_units\":%lld,\"dropout\":%s,\"activation\":\"%s\",\"norm_first\":%s,\"eps\":%s,\"causal\":%s}",
+                  static_cast<long long>(heads), static_cast<long long>(opt.ff_units), detail::json_float_text(opt.dropout).c_str(), opt.activation.name.c_str(),
+                  opt.norm_first ? "true" : "false", detail::json_float_text(opt.eps).c_str(), opt.causal ? "true" : "false");
     return buf;
   }
 };
@@ -163,15 +164,15 @@ TransformerEncoderLayer::TransformerEncoderLayer(const Layer& input, int64_t hea
   add_attention_params(*att, e, true, input.dtype());
   auto ff = std::make_shared<State>();
   ff->add_param("w1", initialize(Init::glorot_uniform(), {e, o.ff_units}, input.dtype()).requires_grad_());
-  ff->add_param("b1", zeros({o.ff_units}, input.dtype()).requires_grad_());
+  ff->add_param("b1", initialize(Init::zeros(), {o.ff_units}, input.dtype()).requires_grad_());
   ff->add_param("w2", initialize(Init::glorot_uniform(), {o.ff_units, e}, input.dtype()).requires_grad_());
-  ff->add_param("b2", zeros({e}, input.dtype()).requires_grad_());
+  ff->add_param("b2", initialize(Init::zeros(), {e}, input.dtype()).requires_grad_());
   impl->state->add_child("self_attention", att);
   impl->state->add_child("ff", ff);
   for (const char* n : {"norm1", "norm2"}) {
     auto s = std::make_shared<State>();
-    s->add_param("weight", ones({e}, input.dtype()).requires_grad_());
-    s->add_param("bias", zeros({e}, input.dtype()).requires_grad_());
+    s->add_param("weight", initialize(Init::ones(), {e}, input.dtype()).requires_grad_());
+    s->add_param("bias", initialize(Init::zeros(), {e}, input.dtype()).requires_grad_());
     impl->state->add_child(n, s);
   }
   static_cast<Layer&>(*this) = Layer(impl);

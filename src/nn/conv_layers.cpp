@@ -1,5 +1,6 @@
 #include "loom/nn/conv_layers.h"
 
+#include "core/json_util.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
@@ -17,14 +18,26 @@ std::string ints(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-// One value per spatial axis from an IntList (a single value repeats; empty gives `dflt`).
-std::vector<int64_t> per_axis(const IntList& l, size_t n, const std::vector<int64_t>& dflt, const char* what, const char* kind) {
+// Sizes above this are refused: no window is that large, and the output-size arithmetic
+// below then cannot overflow.
+constexpr int64_t kMaxExtent = int64_t{1} << 31;
+
+// One value per spatial axis from an IntList (a single value repeats; empty gives `dflt`, and
+// an empty `dflt` means the value is required), each in [min_value, kMaxExtent].
+std::vector<int64_t> per_axis(const IntList& l, size_t n, const std::vector<int64_t>& dflt, const char* what, const char* kind,
+                              int64_t min_value) {
   const auto& v = l.values();
-  if (v.empty()) return dflt;
-  if (v.size() == 1) return std::vector<int64_t>(n, v[0]);
-  if (v.size() != n)
+  std::vector<int64_t> r;
+  if (v.empty()) r = dflt;
+  else if (v.size() == 1) r.assign(n, v[0]);
+  else if (v.size() == n) r = v;
+  if (r.size() != n)
     throw ValueError(std::string(kind) + ": " + what + " " + ints(v) + " must give 1 or " + std::to_string(n) + " values");
-  return v;
+  for (int64_t x : r)
+    if (x < min_value || x > kMaxExtent)
+      throw ValueError(std::string(kind) + ": " + what + " " + ints(v) + " is invalid (valid: values in [" + std::to_string(min_value) +
+                       ", 2^31])");
+  return r;
 }
 
 // (before, after) zero padding per spatial axis.
@@ -36,13 +49,16 @@ std::vector<std::pair<int64_t, int64_t>> pads(const ConvPadding& p, const std::v
   if (p.mode() == "same") {
     for (size_t i = 0; i < n; ++i) {
       if (stride[i] != 1) throw ValueError(std::string(kind) + ": padding \"same\" needs stride 1");
-      const int64_t total = dil[i] * (k[i] - 1);
+      const int64_t total = checked_mul(dil[i], k[i] - 1, kind);
       out[i] = {total / 2, total - total / 2};
     }
     return out;
   }
   if (!p.mode().empty()) throw ValueError(std::string(kind) + ": unknown padding \"" + p.mode() + "\" (valid: \"same\", \"valid\", integers)");
   const auto& v = p.values();
+  for (int64_t x : v)
+    if (x < 0 || x > kMaxExtent)
+      throw ValueError(std::string(kind) + ": padding " + ints(v) + " is invalid (valid: values in [0, 2^31])");
   if (v.size() == 1) return std::vector<std::pair<int64_t, int64_t>>(n, {v[0], v[0]});
   if (v.size() == n) {
     for (size_t i = 0; i < n; ++i) out[i] = {v[i], v[i]};
@@ -55,9 +71,14 @@ std::vector<std::pair<int64_t, int64_t>> pads(const ConvPadding& p, const std::v
   throw ValueError(std::string(kind) + ": padding " + ints(v) + " must give 1, " + std::to_string(n) + " or " + std::to_string(2 * n) + " values");
 }
 
+// Output extent, -1 for an unknown input extent; 0 or less when the window does not fit.
+// In 128 bits: each operand is at most 2^63, the products at most 2^94.
 int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t before, int64_t after) {
   if (in < 0) return -1;
-  return (in + before + after - dil * (k - 1) - 1) / stride + 1;
+  const __int128 span = static_cast<__int128>(in) + before + after - static_cast<__int128>(dil) * (k - 1) - 1;
+  if (span < 0) return 0;
+  const __int128 out = span / stride + 1;
+  return out > INT64_MAX ? INT64_MAX : static_cast<int64_t>(out);
 }
 
 void require_rank(const Layer& in, size_t rank, const char* kind, const char* layout) {
@@ -96,9 +117,9 @@ std::shared_ptr<ConvImpl> make_conv(size_t dims, const Layer& input, int64_t fil
   auto impl = std::make_shared<ConvImpl>();
   impl->dims = dims;
   impl->filters = filters;
-  impl->kernel = per_axis(ks, dims, {}, "kernel_size", kind);
-  impl->stride = per_axis(o.stride, dims, std::vector<int64_t>(dims, 1), "stride", kind);
-  impl->dilation = per_axis(o.dilation, dims, std::vector<int64_t>(dims, 1), "dilation", kind);
+  impl->kernel = per_axis(ks, dims, {}, "kernel_size", kind, 1);
+  impl->stride = per_axis(o.stride, dims, std::vector<int64_t>(dims, 1), "stride", kind, 1);
+  impl->dilation = per_axis(o.dilation, dims, std::vector<int64_t>(dims, 1), "dilation", kind, 1);
   impl->padding = o.padding;
   impl->groups = o.groups;
   impl->bias = o.bias;
@@ -161,9 +182,12 @@ std::shared_ptr<PoolImpl> make_pool(bool max, const Layer& input, const IntList&
   require_rank(input, 4, kind, "(batch, channels, height, width)");
   auto impl = std::make_shared<PoolImpl>();
   impl->max = max;
-  impl->kernel = per_axis(ks, 2, {}, "kernel_size", kind);
-  impl->stride = per_axis(o.stride, 2, impl->kernel, "stride", kind);
-  impl->padding = per_axis(o.padding, 2, {0, 0}, "padding", kind);
+  impl->kernel = per_axis(ks, 2, {}, "kernel_size", kind, 1);
+  impl->stride = per_axis(o.stride, 2, impl->kernel, "stride", kind, 1);
+  impl->padding = per_axis(o.padding, 2, {0, 0}, "padding", kind, 0);
+  for (size_t i = 0; i < 2; ++i)
+    if (impl->padding[i] > impl->kernel[i] / 2)
+      throw ValueError(std::string(kind) + ": padding " + ints(impl->padding) + " must be at most half of kernel_size " + ints(impl->kernel));
   impl->ceil_mode = o.ceil_mode;
   Shape out{input.shape()[0], input.shape()[1]};
   for (size_t i = 0; i < 2; ++i) {
@@ -172,11 +196,12 @@ std::shared_ptr<PoolImpl> make_pool(bool max, const Layer& input, const IntList&
       out.push_back(-1);
       continue;
     }
-    const int64_t span = in + 2 * impl->padding[i] - impl->kernel[i];
-    int64_t s = (o.ceil_mode ? (span + impl->stride[i] - 1) / impl->stride[i] : span / impl->stride[i]) + 1;
-    if (o.ceil_mode && (s - 1) * impl->stride[i] >= in + impl->padding[i]) --s;
+    const __int128 span = static_cast<__int128>(in) + 2 * impl->padding[i] - impl->kernel[i];  // no overflow (see conv_out)
+    if (span < 0) throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) + " is smaller than the window");
+    __int128 s = (o.ceil_mode ? (span + impl->stride[i] - 1) / impl->stride[i] : span / impl->stride[i]) + 1;
+    if (o.ceil_mode && (s - 1) * impl->stride[i] >= static_cast<__int128>(in) + impl->padding[i]) --s;
     if (s <= 0) throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) + " is smaller than the window");
-    out.push_back(s);
+    out.push_back(static_cast<int64_t>(s));  // at most in + 1
   }
   impl->inputs = {input};
   impl->shape = out;
@@ -206,7 +231,7 @@ struct BatchNormImpl final : LayerBase<BatchNormImpl> {
   }
   std::string options_json() const override {
     char buf[128];
-    std::snprintf(buf, sizeof buf, "{\"momentum\":%.17g,\"eps\":%.17g,\"affine\":%s}", opt.momentum, opt.eps, opt.affine ? "true" : "false");
+    std::snprintf(buf, sizeof buf, "{\"momentum\":%s,\"eps\":%s,\"affine\":%s}", detail::json_float_text(opt.momentum).c_str(), detail::json_float_text(opt.eps).c_str(), opt.affine ? "true" : "false");
     return buf;
   }
 };
@@ -219,7 +244,7 @@ struct LayerNormImpl final : LayerBase<LayerNormImpl> {
   }
   std::string options_json() const override {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "{\"eps\":%.17g}", eps);
+    std::snprintf(buf, sizeof buf, "{\"eps\":%s}", detail::json_float_text(eps).c_str());
     return buf;
   }
 };
@@ -238,11 +263,11 @@ Conv2DTranspose::Conv2DTranspose(const Layer& input, int64_t filters, IntList ks
   impl->filters = filters;
   impl->groups = o.groups;
   impl->bias = o.bias;
-  impl->kernel = per_axis(ks, 2, {}, "kernel_size", kind);
-  impl->stride = per_axis(o.stride, 2, {1, 1}, "stride", kind);
-  impl->padding = per_axis(o.padding, 2, {0, 0}, "padding", kind);
-  impl->output_padding = per_axis(o.output_padding, 2, {0, 0}, "output_padding", kind);
-  impl->dilation = per_axis(o.dilation, 2, {1, 1}, "dilation", kind);
+  impl->kernel = per_axis(ks, 2, {}, "kernel_size", kind, 1);
+  impl->stride = per_axis(o.stride, 2, {1, 1}, "stride", kind, 1);
+  impl->padding = per_axis(o.padding, 2, {0, 0}, "padding", kind, 0);
+  impl->output_padding = per_axis(o.output_padding, 2, {0, 0}, "output_padding", kind, 0);
+  impl->dilation = per_axis(o.dilation, 2, {1, 1}, "dilation", kind, 1);
   const int64_t cin = input.shape()[1];
   if (filters <= 0 || o.groups <= 0 || cin % o.groups != 0 || filters % o.groups != 0)
     throw ValueError(std::string(kind) + ": " + std::to_string(cin) + " input channels and " + std::to_string(filters) +
@@ -250,16 +275,23 @@ Conv2DTranspose::Conv2DTranspose(const Layer& input, int64_t filters, IntList ks
   Shape out{input.shape()[0], filters};
   for (size_t i = 0; i < 2; ++i) {
     const int64_t in = input.shape()[2 + i];
-    out.push_back(in < 0 ? -1
-                         : (in - 1) * impl->stride[i] - 2 * impl->padding[i] + impl->dilation[i] * (impl->kernel[i] - 1) +
-                               impl->output_padding[i] + 1);
+    if (in < 0) {
+      out.push_back(-1);
+      continue;
+    }
+    const __int128 s = static_cast<__int128>(in - 1) * impl->stride[i] - 2 * static_cast<__int128>(impl->padding[i]) +
+                       static_cast<__int128>(impl->dilation[i]) * (impl->kernel[i] - 1) + impl->output_padding[i] + 1;
+    if (s <= 0 || s > kMaxExtent * kMaxExtent)
+      throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) +
+                       " gives an output extent of " + (s <= 0 ? "zero or less" : "more than 2^62") + " with this stride, padding and kernel");
+    out.push_back(static_cast<int64_t>(s));
   }
   impl->inputs = {input};
   impl->shape = out;
   impl->dtype = input.dtype();
   impl->name = unique_name("conv2d_transpose", name);
   impl->state->add_param("weights", initialize(o.weight_init, {cin, filters / o.groups, impl->kernel[0], impl->kernel[1]}, input.dtype()).requires_grad_());
-  if (o.bias) impl->state->add_param("bias", zeros({filters}, input.dtype()).requires_grad_());
+  if (o.bias) impl->state->add_param("bias", initialize(Init::zeros(), {filters}, input.dtype()).requires_grad_());
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -291,11 +323,11 @@ BatchNorm::BatchNorm(const Layer& input, BatchNormOptions o, const std::string& 
   impl->dtype = input.dtype();
   impl->name = unique_name("batch_norm", name);
   if (o.affine) {
-    impl->state->add_param("weight", ones({c}, input.dtype()).requires_grad_());
-    impl->state->add_param("bias", zeros({c}, input.dtype()).requires_grad_());
+    impl->state->add_param("weight", initialize(Init::ones(), {c}, input.dtype()).requires_grad_());
+    impl->state->add_param("bias", initialize(Init::zeros(), {c}, input.dtype()).requires_grad_());
   }
-  impl->state->add_buffer("running_mean", zeros({c}, input.dtype()));
-  impl->state->add_buffer("running_var", ones({c}, input.dtype()));
+  impl->state->add_buffer("running_mean", initialize(Init::zeros(), {c}, input.dtype()));
+  impl->state->add_buffer("running_var", initialize(Init::ones(), {c}, input.dtype()));
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -309,8 +341,8 @@ LayerNorm::LayerNorm(const Layer& input, double eps, const std::string& name) {
   impl->shape = input.shape();
   impl->dtype = input.dtype();
   impl->name = unique_name("layer_norm", name);
-  impl->state->add_param("weight", ones({n}, input.dtype()).requires_grad_());
-  impl->state->add_param("bias", zeros({n}, input.dtype()).requires_grad_());
+  impl->state->add_param("weight", initialize(Init::ones(), {n}, input.dtype()).requires_grad_());
+  impl->state->add_param("bias", initialize(Init::zeros(), {n}, input.dtype()).requires_grad_());
   static_cast<Layer&>(*this) = Layer(impl);
 }
 

@@ -1,8 +1,10 @@
 #include "loom/nn/init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "core/json_util.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 
@@ -25,9 +27,7 @@ std::string Init::name() const {
 }
 
 std::string Init::to_json() const {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, ",\"a\":%.17g,\"b\":%.17g}", a, b);
-  return "{\"kind\":\"" + name() + "\"" + buf;
+  return "{\"kind\":\"" + name() + "\",\"a\":" + detail::json_float_text(a) + ",\"b\":" + detail::json_float_text(b) + "}";
 }
 
 Init Init::from_name(const std::string& kind, double a, double b) {
@@ -83,7 +83,34 @@ Tensor orthogonal(const Shape& s, double gain, Generator* gen) {
 
 }  // namespace
 
+namespace {
+thread_local ParamBudget* current_budget = nullptr;
+}  // namespace
+
+ParamBudget::ParamBudget(uint64_t max_bytes) : previous_(current_budget), left_(max_bytes), max_(max_bytes) { current_budget = this; }
+ParamBudget::~ParamBudget() { current_budget = previous_; }
+
+void ParamBudget::take(uint64_t bytes, const std::string& what) {
+  if (bytes > left_)
+    throw ValueError("initialize: " + what + " needs " + (bytes == UINT64_MAX ? std::string("more than 2^64") : std::to_string(bytes)) +
+                     " bytes, more than the " + std::to_string(left_) + " bytes left of the " + std::to_string(max_) +
+                     " that the file being loaded holds (the architecture asks for tensors the file cannot contain)");
+  left_ -= bytes;
+}
+
 Tensor initialize(const Init& init, const Shape& shape, DType dtype, Generator* gen) {
+  if (current_budget) {  // loading: size checked before allocating, values come from the file
+    uint64_t bytes = itemsize(dtype);
+    for (int64_t d : shape) {
+      if (d < 0) throw ShapeError("initialize: a parameter of shape " + shape_str(shape) + " has a negative extent");
+      if (bytes != UINT64_MAX) bytes = d != 0 && bytes > UINT64_MAX / static_cast<uint64_t>(d) ? UINT64_MAX : bytes * static_cast<uint64_t>(d);
+    }
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) bytes = 0;
+    current_budget->take(bytes, std::string("a parameter of shape ") + shape_str(shape) + " " + dtype_name(dtype));
+    return empty(shape, dtype);
+  }
+  if (init.kind == Init::Kind::Zeros) return zeros(shape, dtype);
+  if (init.kind == Init::Kind::Ones) return ones(shape, dtype);
   double fin, fout;
   fans(shape, fin, fout);
   Tensor t;

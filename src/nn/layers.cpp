@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/json_util.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg.h"
@@ -90,7 +91,7 @@ struct ParamImpl final : LayerBase<ParamImpl> {
   std::shared_ptr<ParamData> data;
   const char* kind() const override { return "Param"; }
   Tensor compute(const std::vector<Tensor>&, Mode) override { return scalar_tensor(data->value, DType::Float32); }
-  std::string options_json() const override { return "{\"value\":" + fmt_double(data->value) + "}"; }
+  std::string options_json() const override { return "{\"value\":" + detail::json_float_text(data->value) + "}"; }
 };
 
 ParamImpl& param_impl(const Layer& l) { return dynamic_cast<ParamImpl&>(*l.impl()); }
@@ -141,7 +142,7 @@ struct DropoutImpl final : LayerBase<DropoutImpl> {
     return y;
   }
   std::string options_json() const override {
-    return "{\"probability\":" + fmt_double(p()) + ",\"seed\":" + std::to_string(seed) + "}";
+    return "{\"probability\":" + detail::json_float_text(p()) + ",\"seed\":" + std::to_string(seed) + "}";
   }
 };
 

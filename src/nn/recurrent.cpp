@@ -17,8 +17,8 @@ void add_cell_params(State& s, CellKind kind, int64_t in, int64_t n, const CellO
   s.add_param("w_ih", initialize(o.weight_init, {in, g * n}, dtype).requires_grad_());
   s.add_param("w_hh", initialize(o.recurrent_init, {n, g * n}, dtype).requires_grad_());
   if (o.bias) {
-    s.add_param("b_ih", zeros({g * n}, dtype).requires_grad_());
-    s.add_param("b_hh", zeros({g * n}, dtype).requires_grad_());
+    s.add_param("b_ih", initialize(Init::zeros(), {g * n}, dtype).requires_grad_());
+    s.add_param("b_hh", initialize(Init::zeros(), {g * n}, dtype).requires_grad_());
   }
 }
 

@@ -95,13 +95,13 @@ Reshape::Reshape(const Layer& input, const Shape& shape, const std::string& name
   int64_t known = 1, infer = 0;
   for (int64_t d : shape) {
     if (d == -1) ++infer;
-    else known *= d;
+    else known = checked_mul(known, d, "Reshape");
   }
   int64_t have = 1;
   bool dynamic = false;
   for (size_t i = 1; i < input.shape().size(); ++i) {
     if (input.shape()[i] < 0) dynamic = true;
-    else have *= input.shape()[i];
+    else have = checked_mul(have, input.shape()[i], "Reshape");
   }
   Shape out{input.shape().empty() ? -1 : input.shape()[0]};
   for (int64_t d : shape) out.push_back(d == -1 && !dynamic && known > 0 ? have / known : d);
@@ -163,7 +163,7 @@ Gate::Gate(const Layer& input, const Layer& gate_input, const std::string& name)
   impl->dtype = input.dtype();
   impl->name = unique_name("gate", name);
   impl->state->add_param("weights", initialize(Init::glorot_uniform(), {gate_input.n_units(), input.n_units()}, input.dtype()).requires_grad_());
-  impl->state->add_param("bias", zeros({input.n_units()}, input.dtype()).requires_grad_());
+  impl->state->add_param("bias", initialize(Init::zeros(), {input.n_units()}, input.dtype()).requires_grad_());
   static_cast<Layer&>(*this) = Layer(impl);
 }
 

@@ -47,7 +47,7 @@ Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dP
   std::vector<Tensor> inputs{x, w};
   if (b.defined()) inputs.push_back(b);
   return detail::record("conv2d", inputs, y,
-                        [xd = x.detach(), wd = w.detach(), p, rx = x.requires_grad(), rw = w.requires_grad(), rb,
+                        [xd = detail::save(x), wd = detail::save(w), p, rx = x.requires_grad(), rw = w.requires_grad(), rb,
                          has_b = b.defined()](const Tensor& g) {
                           Grads gs{rx ? conv_bwd_data(g, wd, xd.shape(), p) : Tensor(),
                                    rw ? conv_bwd_weights(g, xd, wd.shape(), p) : Tensor()};
@@ -63,7 +63,7 @@ Tensor conv_bwd_data(const Tensor& gy, const Tensor& w, const Shape& x_shape, co
   Tensor r = detail::cast_raw(gx, dt);
   if (!detail::needs_grad({&gy, &w})) return r;
   return detail::record("conv2d_backward_data", {gy, w}, r,
-                        [gyd = gy.detach(), wd = w.detach(), p, rg = gy.requires_grad(),
+                        [gyd = detail::save(gy), wd = detail::save(w), p, rg = gy.requires_grad(),
                          rw = w.requires_grad()](const Tensor& G) {
                           return Grads{rg ? conv_fwd(G, wd, Tensor(), p) : Tensor(),
                                        rw ? conv_bwd_weights(gyd, G, wd.shape(), p) : Tensor()};
@@ -77,7 +77,7 @@ Tensor conv_bwd_weights(const Tensor& gy, const Tensor& x, const Shape& w_shape,
   Tensor r = detail::cast_raw(gw, dt);
   if (!detail::needs_grad({&gy, &x})) return r;
   return detail::record("conv2d_backward_weights", {gy, x}, r,
-                        [gyd = gy.detach(), xd = x.detach(), p, rg = gy.requires_grad(),
+                        [gyd = detail::save(gy), xd = detail::save(x), p, rg = gy.requires_grad(),
                          rx = x.requires_grad()](const Tensor& G) {
                           return Grads{rg ? conv_fwd(xd, G, Tensor(), p) : Tensor(),
                                        rx ? conv_bwd_data(gyd, G, xd.shape(), p) : Tensor()};
@@ -121,7 +121,7 @@ void check_operands(const char* op, const Tensor& x, const Tensor& w, const Tens
     if (C % groups != 0)
       throw ShapeError(std::string(op) + ": input channels " + std::to_string(C) + " are not divisible by groups=" +
                        std::to_string(groups) + shapes);
-    c_out = w.shape()[1] * groups;
+    c_out = checked_mul(w.shape()[1], groups, op);
   }
   for (int64_t i = 2; i < w.ndim(); ++i)
     if (w.shape()[i] < 1)
@@ -151,7 +151,7 @@ Conv2dParams forward_params(const char* op, const Tensor& x, const Tensor& w, co
           throw ValueError(std::string(op) + ": padding='same' is only supported with stride 1, got stride " +
                            detail::ints_str(s) + " (use integer padding for strided convolutions)");
       for (size_t i = 0; i < nsp; ++i) {
-        const int64_t total = d[i] * (w.shape()[2 + i] - 1);
+        const int64_t total = checked_mul(d[i], w.shape()[2 + i] - 1, op);
         pl[i] = total / 2;
         pr[i] = total - pl[i];
       }
@@ -191,7 +191,8 @@ Conv2dParams forward_params(const char* op, const Tensor& x, const Tensor& w, co
   // every output position needs a window inside the padded input
   for (size_t i = 0; i < nsp; ++i) {
     const int64_t in = x.shape()[2 + i], k = w.shape()[2 + i];
-    if (in + pl[i] + pr[i] < d[i] * (k - 1) + 1)
+    // checked: stride, padding and dilation are arbitrary user values (conv_out_size relies on it)
+    if (checked_add(checked_add(in, pl[i], op), pr[i], op) < checked_add(checked_mul(d[i], k - 1, op), 1, op))
       throw ShapeError(std::string(op) + ": the kernel (size " + std::to_string(k) + ", dilation " +
                        std::to_string(d[i]) + " -> " + std::to_string(d[i] * (k - 1) + 1) +
                        ") is larger than the padded input (size " + std::to_string(in) + " + padding " +
@@ -230,18 +231,24 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& weight, const Tensor& bia
   const auto d = detail::per_axis(dilation.values(), 2, op, "dilation", 1);
   Conv2dParams p{};
   p.groups = groups;
-  Shape out{x.shape()[0], weight.shape()[1] * groups, 0, 0};
+  Shape out{x.shape()[0], checked_mul(weight.shape()[1], groups, op), 0, 0};
   for (int i = 0; i < 2; ++i) {
     if (op_[i] >= s[i] && op_[i] >= d[i])
       throw ValueError(std::string(op) + ": output_padding " + detail::ints_str(op_) +
                        " must be smaller than either stride " + detail::ints_str(s) + " or dilation " +
                        detail::ints_str(d));
     const int64_t k = weight.shape()[2 + i];
-    out[2 + i] = (x.shape()[2 + i] - 1) * s[i] - 2 * pad[i] + d[i] * (k - 1) + op_[i] + 1;
-    if (out[2 + i] < 1)
-      throw ShapeError(std::string(op) + ": the output size along spatial axis " + std::to_string(i) + " would be " +
-                       std::to_string(out[2 + i]) + " (padding " + detail::ints_str(pad) + " is too large for x: " +
+    // (in - 1) * s - 2 * pad + d * (k - 1) + output_padding + 1 of user values, without overflow
+    const int64_t in = x.shape()[2 + i];
+    const int64_t grow = checked_add(checked_add(checked_mul(std::max<int64_t>(in - 1, 0), s[i], op),
+                                                 checked_mul(d[i], k - 1, op), op), op_[i] + 1, op) -
+                         (in == 0 ? s[i] : 0);
+    const int64_t shrink = checked_mul(pad[i], 2, op);  // even, so 1 + shrink fits
+    if (grow < 1 + shrink)
+      throw ShapeError(std::string(op) + ": the output size along spatial axis " + std::to_string(i) +
+                       " would be below 1 (padding " + detail::ints_str(pad) + " is too large for x: " +
                        detail::desc(x) + ", weight: " + detail::desc(weight) + ")");
+    out[2 + i] = grow - shrink;
     p.stride[i] = s[i];
     p.dilation[i] = d[i];
     p.pad_l[i] = pad[i];

@@ -10,7 +10,7 @@ namespace loom {
 namespace {
 Tensor filled(const Shape& shape, Scalar value, DType dtype, Device device, const char* op) {
   detail::check_device(device, op);
-  Tensor t = detail::alloc(shape, dtype, device);
+  Tensor t = detail::alloc(shape, dtype, device, op);
   detail::backend(device).fill(t, value);
   return t;
 }
@@ -18,7 +18,7 @@ Tensor filled(const Shape& shape, Scalar value, DType dtype, Device device, cons
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
   detail::check_device(device, "empty");
-  return detail::alloc(shape, dtype, device);
+  return detail::alloc(shape, dtype, device, "empty");
 }
 
 Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
@@ -37,47 +37,62 @@ Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
 }
 Tensor scalar_tensor(Scalar value) { return scalar_tensor(value, value.natural_dtype(), default_device()); }
 
+namespace {
+// A float64 tensor of `n` values start + i * step (arange, linspace), then cast to `dtype`.
+Tensor ramp(int64_t n, double start, double step, DType dtype, Device device, const char* op) {
+  Tensor t = detail::alloc({n}, DType::Float64, device, op);
+  double* v = t.data<double>();
+  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
+  return t.astype(dtype);
+}
+}  // namespace
+
 Tensor arange(double start, double stop, double step, DType dtype, Device device) {
   detail::check_device(device, "arange");
   if (step == 0) throw ValueError("arange: step must not be zero");
   const double span = std::ceil((stop - start) / step);
-  const int64_t n = span > 0 ? static_cast<int64_t>(span) : 0;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
-  return from_vector(v, {n}, device).astype(dtype);
+  if (std::isnan(span))
+    throw ValueError("arange: cannot compute a length from start " + std::to_string(start) + ", stop " +
+                     std::to_string(stop) + " and step " + std::to_string(step) + " (they must be finite)");
+  if (span >= 9.2233720368547758e18)
+    throw ShapeError("arange: the length " + std::to_string(span) + " exceeds the limit of 2^63 - 1 elements");
+  return ramp(span > 0 ? static_cast<int64_t>(span) : 0, start, step, dtype, device, "arange");
 }
 
 Tensor arange(int64_t stop, DType dtype, Device device) {
   detail::check_device(device, "arange");
-  std::vector<int64_t> v(static_cast<size_t>(std::max<int64_t>(stop, 0)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i);
-  return from_vector(v, {static_cast<int64_t>(v.size())}, device).astype(dtype);
+  Tensor t = detail::alloc({std::max<int64_t>(stop, 0)}, DType::Int64, device, "arange");
+  int64_t* v = t.data<int64_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = i;
+  return t.astype(dtype);
 }
 
 Tensor linspace(double start, double stop, int64_t num, bool endpoint, DType dtype, Device device) {
   detail::check_device(device, "linspace");
   if (num < 0) throw ValueError("linspace: num must be >= 0, got " + std::to_string(num));
-  std::vector<double> v(static_cast<size_t>(num));
   const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
   const double step = div > 0 ? (stop - start) / div : 0;
-  for (int64_t i = 0; i < num; ++i) v[i] = start + static_cast<double>(i) * step;
-  if (endpoint && num > 1) v[num - 1] = stop;
-  return from_vector(v, {num}, device).astype(dtype);
+  Tensor t = ramp(num, start, step, DType::Float64, device, "linspace");
+  if (endpoint && num > 1) t.data<double>()[num - 1] = stop;
+  return t.astype(dtype);
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m_opt, int64_t k, DType dtype, Device device) {
   detail::check_device(device, "eye");
   const int64_t m = m_opt.value_or(n);
   if (n < 0 || m < 0) throw ValueError("eye: sizes must be >= 0, got " + std::to_string(n) + "x" + std::to_string(m));
-  std::vector<double> v(static_cast<size_t>(n * m), 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    if (i + k >= 0 && i + k < m) v[i * m + i + k] = 1.0;
-  return from_vector(v, {n, m}, device).astype(dtype);
+  Tensor t = detail::alloc({n, m}, dtype, device, "eye");
+  detail::backend(device).fill(t, 0);
+  // the diagonal k as a strided view: starts at (0, k) or (-k, 0), steps by m + 1
+  const int64_t len = k >= 0 ? (k < m ? std::min(n, m - k) : 0) : (k > -n ? std::min(n + k, m) : 0);
+  if (len > 0)
+    detail::backend(device).fill(Tensor(t.storage(), {len}, {m + 1}, k >= 0 ? k : -k * m, dtype), 1);
+  return t;
 }
 
 Tensor from_data(const void* data, const Shape& shape, DType dtype, Device device) {
   detail::check_device(device, "from_data");
-  Tensor t = detail::alloc(shape, dtype, device);
+  Tensor t = detail::alloc(shape, dtype, device, "from_data");
   if (t.nbytes()) std::memcpy(t.data_ptr(), data, t.nbytes());
   return t;
 }

@@ -57,7 +57,7 @@ Tensor float_unary(UnaryOp op, const char* name, const Tensor& x,
   detail::check_defined(x, name);
   Tensor y = unary_kernel(op, x, float_result(x));
   if (!detail::needs_grad({&x}) || !grad) return y;
-  return detail::record(name, {x}, y, [xd = x.detach(), yd = y.detach(), grad](const Tensor& g) {
+  return detail::record(name, {x}, y, [xd = detail::save(x), yd = detail::save(y), grad](const Tensor& g) {
     return std::vector<Tensor>{grad(xd, yd, g)};
   });
 }
@@ -117,7 +117,7 @@ Tensor subtract(const Tensor& a, const Tensor& b) {
 Tensor multiply(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Mul, "multiply", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("multiply", {a, b}, y, [ad = a.detach(), bd = b.detach(), ra = a.requires_grad(),
+  return detail::record("multiply", {a, b}, y, [ad = detail::save(a), bd = detail::save(b), ra = a.requires_grad(),
                                                 rb = b.requires_grad()](const Tensor& g) {
     return Grads{ra ? multiply(g, bd) : Tensor(), rb ? multiply(g, ad) : Tensor()};
   });
@@ -130,45 +130,61 @@ Tensor divide(const Tensor& a, const Tensor& b) {
   if (!is_floating(dt)) dt = DType::Float64;  // NumPy: true division of integers gives float64
   Tensor y = binary_kernel(BinaryOp::Div, "divide", a, b, dt, dt);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("divide", {a, b}, y, [bd = b.detach(), yd = y.detach(), rb = b.requires_grad()](const Tensor& g) {
+  return detail::record("divide", {a, b}, y, [bd = detail::save(b), yd = detail::save(y), rb = b.requires_grad()](const Tensor& g) {
     Tensor ga = divide(g, bd);
     return Grads{ga, rb ? negative(multiply(ga, yd)) : Tensor()};
   });
 }
 
 Tensor power(const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, "power");
+  detail::check_defined(b, "power");
+  if (is_integral(promote_types(a.dtype(), b.dtype())) && b.numel() > 0) {
+    // NumPy raises rather than give the truncated 1 / a^n (0 for |a| > 1)
+    const int64_t lowest = min(astype(b, DType::Int64)).item<int64_t>();
+    if (lowest < 0)
+      throw ValueError("power: integers to negative integer powers are not allowed (" + detail::describe({&a, &b}) +
+                       ", the exponent holds " + std::to_string(lowest) +
+                       "); convert the base to a floating dtype with astype for a fractional result");
+  }
   Tensor y = arithmetic(BinaryOp::Pow, "power", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
   // the rule runs in the result dtype: log(a) of a float32 `a` next to a float64 `b` must not
   // be taken in float32
-  return detail::record("power", {a, b}, y, [ad = detail::cast_raw(a.detach(), y.dtype()),
-                                             bd = detail::cast_raw(b.detach(), y.dtype()), yd = y.detach(),
+  return detail::record("power", {a, b}, y, [ad = detail::save(detail::cast_raw(a, y.dtype())),
+                                             bd = detail::save(detail::cast_raw(b, y.dtype())), yd = detail::save(y),
                                              ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
     Tensor ga, gb;
-    if (ra) ga = multiply(g, multiply(bd, power(ad, subtract(bd, scalar_tensor(1, bd.dtype(), bd.device())))));
-    // d/db a^b = a^b log a, taken as 0 where a == 0 (the limit used by PyTorch and JAX)
-    if (rb) gb = where(equal(ad, zeros_like(ad)), zeros_like(yd), multiply(g, multiply(yd, log(ad))));
+    const Tensor zero = zeros({}, yd.dtype(), yd.device());
+    // d/da a^b = b a^(b-1), 0 where b == 0 (PyTorch's pow_backward; the formula gives 0 * inf
+    // = NaN at a == 0)
+    if (ra)
+      ga = where(equal(bd, zero), zero,
+                 multiply(g, multiply(bd, power(ad, subtract(bd, scalar_tensor(1, bd.dtype(), bd.device()))))));
+    // d/db a^b = a^b log a, taken as 0 where a == 0 and b >= 0 (the limit, as PyTorch and JAX;
+    // with b < 0 it is -inf, as PyTorch)
+    if (rb)
+      gb = where(logical_and(equal(ad, zero), greater_equal(bd, zero)), zero, multiply(g, multiply(yd, log(ad))));
     return Grads{ga, gb};
   });
 }
 
 namespace {
-// Gradient of maximum/minimum: to the chosen operand; split equally on ties.
+// Gradient of maximum/minimum, PyTorch's rule: to the chosen operand, split equally on ties,
+// and to both operands where either is NaN (only the losing operand gets none).
 Grads extremum_grad(const Tensor& g, const Tensor& a, const Tensor& b, bool is_max) {
-  Tensor pick_a = is_max ? greater(a, b) : less(a, b);
-  Tensor tie = equal(a, b);
-  Tensor half_g = multiply(g, scalar_tensor(0.5, g.dtype(), g.device()));
-  Tensor zero = zeros_like(g);
-  Tensor ga = where(pick_a, g, where(tie, half_g, zero));
-  Tensor gb = where(logical_or(pick_a, tie), where(tie, half_g, zero), g);
-  return {ga, gb};
+  Tensor a_loses = is_max ? less(a, b) : greater(a, b);
+  Tensor b_loses = is_max ? greater(a, b) : less(a, b);
+  Tensor shared = where(equal(a, b), multiply(g, scalar_tensor(0.5, g.dtype(), g.device())), g);
+  Tensor zero = zeros({}, g.dtype(), g.device());
+  return {where(a_loses, zero, shared), where(b_loses, zero, shared)};
 }
 }  // namespace
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Max, "maximum", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("maximum", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+  return detail::record("maximum", {a, b}, y, [ad = detail::save(a), bd = detail::save(b)](const Tensor& g) {
     return extremum_grad(g, ad, bd, true);
   });
 }
@@ -176,7 +192,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Min, "minimum", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("minimum", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+  return detail::record("minimum", {a, b}, y, [ad = detail::save(a), bd = detail::save(b)](const Tensor& g) {
     return extremum_grad(g, ad, bd, false);
   });
 }
@@ -185,7 +201,7 @@ Tensor mod(const Tensor& a, const Tensor& b) {
   Tensor y = arithmetic(BinaryOp::Mod, "mod", a, b);
   if (!detail::needs_grad({&a, &b})) return y;
   // a mod b = a - floor(a / b) * b
-  return detail::record("mod", {a, b}, y, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
+  return detail::record("mod", {a, b}, y, [ad = detail::save(a), bd = detail::save(b)](const Tensor& g) {
     return Grads{g, negative(multiply(g, floor(divide(ad, bd))))};
   });
 }
@@ -223,7 +239,7 @@ Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
                                     detail::broadcast_view(detail::cast_raw(b, kd), shape));
   Tensor y = detail::cast_raw(out, dt);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("where", {a, b}, y, [cd = c.detach()](const Tensor& g) {
+  return detail::record("where", {a, b}, y, [cd = detail::save(c)](const Tensor& g) {
     Tensor z = zeros_like(g);
     return Grads{where(cd, g, z), where(cd, z, g)};
   });
@@ -231,9 +247,7 @@ Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
 
 Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   detail::check_defined(x, "clip");
-  if (lo && hi && lo->to_double() > hi->to_double())
-    throw ValueError("clip: lower bound " + std::to_string(lo->to_double()) + " exceeds upper bound " +
-                     std::to_string(hi->to_double()) + " (valid: lo <= hi)");
+  // min(max(x, lo), hi) also when lo > hi (every element becomes hi), as NumPy and PyTorch
   Tensor y = x;
   {
     GradModeScope off(false);
@@ -242,7 +256,7 @@ Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi)
     if (y.impl() == x.impl()) y = x.copy();
   }
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("clip", {x}, y, [xd = x.detach(), lo, hi](const Tensor& g) {
+  return detail::record("clip", {x}, y, [xd = detail::save(x), lo, hi](const Tensor& g) {
     Tensor keep = ones(xd.shape(), DType::Bool, xd.device());
     if (lo) keep = logical_and(keep, greater_equal(xd, scalar_tensor(*lo, lo->result_dtype_with(xd.dtype()), xd.device())));
     if (hi) keep = logical_and(keep, less_equal(xd, scalar_tensor(*hi, hi->result_dtype_with(xd.dtype()), xd.device())));
@@ -264,7 +278,10 @@ Tensor abs(const Tensor& x) {
   if (x.dtype() == DType::Bool) return x.copy();
   Tensor y = unary_kernel(UnaryOp::Abs, x, x.dtype());
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("abs", {x}, y, [xd = x.detach()](const Tensor& g) { return Grads{multiply(g, sign(xd))}; });
+  return detail::record("abs", {x}, y, [xd = detail::save(x)](const Tensor& g) {
+    // g * sign(x), with sign(NaN) taken as 0 (PyTorch's sgn; NumPy's sign(NaN) is NaN)
+    return Grads{multiply(g, where(not_equal(xd, xd), zeros({}, xd.dtype(), xd.device()), sign(xd)))};
+  });
 }
 
 Tensor sign(const Tensor& x) {
@@ -279,7 +296,7 @@ Tensor square(const Tensor& x) {
   detail::check_defined(x, "square");
   Tensor y = unary_kernel(UnaryOp::Square, x, x.dtype() == DType::Bool ? DType::Int64 : x.dtype());
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("square", {x}, y, [xd = x.detach()](const Tensor& g) {
+  return detail::record("square", {x}, y, [xd = detail::save(x)](const Tensor& g) {
     return Grads{multiply(g, multiply(xd, scalar_tensor(2.0, xd.dtype(), xd.device())))};
   });
 }
@@ -288,8 +305,9 @@ Tensor relu(const Tensor& x) {
   detail::check_defined(x, "relu");
   Tensor y = unary_kernel(UnaryOp::Relu, x, x.dtype());
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("relu", {x}, y, [yd = y.detach()](const Tensor& g) {
-    return Grads{where(greater(yd, zeros({}, yd.dtype(), yd.device())), g, zeros({}, g.dtype(), g.device()))};
+  return detail::record("relu", {x}, y, [yd = detail::save(y)](const Tensor& g) {
+    // 0 where y <= 0, so relu'(0) = 0 and relu'(NaN) = 1 (PyTorch's threshold_backward)
+    return Grads{where(less_equal(yd, zeros({}, yd.dtype(), yd.device())), zeros({}, g.dtype(), g.device()), g)};
   });
 }
 
@@ -355,7 +373,13 @@ Tensor round(const Tensor& x) {
 
 // Activations composed of the primitives above, so their gradients come for free.
 Tensor leaky_relu(const Tensor& x, double slope) { return where(x > 0.0, x, x * slope); }
-Tensor elu(const Tensor& x, double alpha) { return where(x > 0.0, x, expm1(minimum(x, 0.0)) * alpha); }
+// The branch test is PyTorch's x <= 0: elu'(0) = alpha, and NaN takes the identity branch
+// (elu'(NaN) = 1). The inner where keeps expm1 away from large x without splitting the
+// gradient at 0 (minimum(x, 0) would give alpha / 2 there).
+Tensor elu(const Tensor& x, double alpha) {
+  const Tensor neg = x <= 0.0;
+  return where(neg, expm1(where(neg, x, 0.0)) * alpha, x);
+}
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   if (tanh_approximation) {
     const double c = std::sqrt(2.0 / M_PI);
@@ -422,6 +446,7 @@ namespace {
 void check_in_place(const Tensor& a, const Tensor& b, const char* name) {
   detail::check_defined(a, name);
   detail::check_defined(b, name);
+  detail::check_no_overlap(a, name);
   // Not recorded, so neither the target nor the operand may take part in autograd: the
   // operand's gradient would silently be lost.
   if (grad_enabled() && (a.requires_grad() || b.requires_grad()))
@@ -437,6 +462,7 @@ Tensor& in_place(Tensor& a, const Tensor& result, const char* name) {
   if (broadcast_shapes(a.shape(), result.shape(), name) != a.shape())
     throw ShapeError(std::string(name) + ": the result shape " + shape_str(result.shape()) +
                      " does not broadcast to the target's shape " + shape_str(a.shape()));
+  detail::begin_write(a, name);
   detail::backend(a.device()).copy(a, detail::broadcast_view(result, a.shape()));
   return a;
 }

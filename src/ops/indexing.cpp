@@ -161,9 +161,9 @@ Tensor apply_basic(const Tensor& x, const std::vector<TensorIndex>& indices, std
   int64_t consumed = 0, ellipses = 0;
   bool has_array = false;
   for (const auto& ix : indices) {
-    has_array = has_array || ix.is_tensor();
+    has_array = has_array || ix.is_tensor() || ix.is_bool();
     if (ix.is_int() || ix.is_slice()) ++consumed;
-    else if (ix.is_tensor()) consumed += ix.tensor().dtype() == DType::Bool ? std::max<int64_t>(ix.tensor().ndim(), 1) : 1;
+    else if (ix.is_tensor()) consumed += ix.tensor().dtype() == DType::Bool ? ix.tensor().ndim() : 1;
     else if (ix.is_ellipsis()) ++ellipses;
   }
   if (ellipses > 1) throw IndexError("index: an index can only have a single Ellipsis");
@@ -201,10 +201,16 @@ Tensor apply_basic(const Tensor& x, const std::vector<TensorIndex>& indices, std
     } else if (ix.is_ellipsis()) {
       d += x.ndim() - consumed;
       src_axis += x.ndim() - consumed;
+    } else if (ix.is_bool() || (ix.tensor().dtype() == DType::Bool && ix.tensor().ndim() == 0)) {
+      // NumPy: a 0-d mask indexes a new axis of size 1 (true) or 0 (false) and consumes none;
+      // it is an index array of that length (all zeros) on an inserted axis
+      const bool keep = ix.is_bool() ? ix.boolean() : ix.tensor().item<bool>();
+      v = expand_dims(v, d);
+      adv.push_back({d, zeros({keep ? 1 : 0}, DType::Int64, x.device())});
+      ++d;
     } else {
       const Tensor& t = ix.tensor();
       if (t.dtype() == DType::Bool) {
-        if (t.ndim() == 0) throw IndexError("index: a 0-d boolean index is not supported; use where()");
         for (int64_t k = 0; k < t.ndim(); ++k)
           if (t.shape()[k] != v.shape()[d + k])
             throw IndexError("index: boolean mask of shape " + shape_str(t.shape()) + " does not match axes " +

@@ -6,10 +6,9 @@
 
 namespace loom::detail {
 
-Tensor alloc(const Shape& shape, DType dtype, Device device) {
-  for (int64_t d : shape)
-    if (d < 0) throw ShapeError("alloc: negative dimension in shape " + shape_str(shape) + " (sizes must be >= 0)");
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * itemsize(dtype), device);
+Tensor alloc(const Shape& shape, DType dtype, Device device, const char* op) {
+  const int64_t nbytes = shape_nbytes(shape, itemsize(dtype), op);
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), device);
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
@@ -65,6 +64,31 @@ void check_device(Device device, const char* op) {
     throw DeviceError(std::string(op) + ": device " + device.str() + " is not available in this build (valid: cpu:0)");
 }
 
+void check_no_overlap(const Tensor& t, const char* op) {
+  if (has_internal_overlap(t.shape(), t.strides()))
+    throw ValueError(std::string(op) + ": unsupported in-place write: more than one element of the target (shape " +
+                     shape_str(t.shape()) + ", strides " + shape_str(t.strides()) +
+                     ") refers to the same memory, as in a broadcast view; write into a copy() or into the tensor "
+                     "that was broadcast");
+}
+
+void begin_write(const Tensor& t, const char* op) {
+  check_no_overlap(t, op);
+  t.storage()->bump_version();
+}
+
+namespace {
+thread_local const char* backward_op = nullptr;  // the node FunctionNode::apply is running
+}
+
+void SavedTensor::throw_modified() const {
+  const std::string op = backward_op ? backward_op : "an op";
+  throw AutogradError("backward of " + op + ": a tensor needed for its gradient (" + dtype_name(t_.dtype()) + " " +
+                      shape_str(t_.shape()) + ") was modified by an in-place operation after " + op +
+                      " ran (storage version " + std::to_string(t_.storage()->version()) + ", saved at version " +
+                      std::to_string(version_) + "); apply the in-place update to a copy, or after backward");
+}
+
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled()) return false;
   for (const Tensor* t : inputs)
@@ -91,6 +115,11 @@ class FunctionNode final : public Node {
     }
   }
   std::vector<Tensor> apply(const Tensor& grad) override {
+    struct Running {  // names this node in a SavedTensor's error
+      const char* prev;
+      explicit Running(const char* op) : prev(backward_op) { backward_op = op; }
+      ~Running() { backward_op = prev; }
+    } running(op_);
     std::vector<Tensor> gs = fn_(grad);
     if (gs.size() != next.size())
       throw AutogradError(std::string("backward of ") + op_ + " returned " + std::to_string(gs.size()) +

@@ -13,8 +13,8 @@
 
 namespace loom::detail {
 
-// A new contiguous tensor (uninitialised).
-Tensor alloc(const Shape& shape, DType dtype, Device device);
+// A new contiguous tensor (uninitialised); an invalid shape throws ShapeError naming `op`.
+Tensor alloc(const Shape& shape, DType dtype, Device device, const char* op = "alloc");
 // Raw conversions: no autograd recording.
 Tensor cast_raw(const Tensor& t, DType dtype);        // itself when the dtype matches
 Tensor contiguous_raw(const Tensor& t);               // itself when contiguous
@@ -25,6 +25,42 @@ void check_defined(const Tensor& t, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 // Throws a DeviceError naming `op` when this build cannot make tensors on `device`.
 void check_device(Device device, const char* op);
+
+// Every in-place write (compound assignment, fill_, copy_, index_put_, optimizer updates, the
+// running statistics of batch_norm) goes through this before touching memory: it refuses a
+// target whose elements overlap (a broadcast view: NumPy and PyTorch refuse it too) with a
+// ValueError naming `op`, and bumps the storage version that saved tensors are checked against.
+void begin_write(const Tensor& target, const char* op);
+// Throws the ValueError of begin_write when `target` has overlapping elements.
+void check_no_overlap(const Tensor& target, const char* op);
+
+// A tensor an op keeps for its backward rule (capture `[xd = detail::save(x)]`): a detached
+// handle and the storage version at save time. Reading it (get() or the implicit conversion)
+// throws AutogradError naming the op being differentiated when an in-place write has changed
+// the storage since, instead of computing a wrong gradient (PyTorch's saved-tensor check).
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  explicit SavedTensor(const Tensor& t) : t_(t.defined() ? t.detach() : Tensor()), version_(t.defined() ? t.storage()->version() : 0) {}
+  const Tensor& get() const {
+    if (t_.defined() && t_.storage()->version() != version_) [[unlikely]] throw_modified();
+    return t_;
+  }
+  operator const Tensor&() const { return get(); }  // NOLINT: reads like the Tensor it holds
+  // metadata does not change with in-place writes: no check
+  bool defined() const { return t_.defined(); }
+  const Shape& shape() const { return t_.shape(); }
+  int64_t ndim() const { return t_.ndim(); }
+  int64_t numel() const { return t_.numel(); }
+  DType dtype() const { return t_.dtype(); }
+  Device device() const { return t_.device(); }
+
+ private:
+  [[noreturn]] void throw_modified() const;
+  Tensor t_;
+  uint64_t version_ = 0;
+};
+inline SavedTensor save(const Tensor& t) { return SavedTensor(t); }
 
 // Backward rule: gradients of the inputs from the output's gradient; undefined = zero.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad)>;

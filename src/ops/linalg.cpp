@@ -25,6 +25,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   const int64_t nb = shape_numel(batch);
   DType dt = promote_types(a.dtype(), b.dtype());
   const DType kd = (dt == DType::Float16 || dt == DType::BFloat16) ? DType::Float32 : dt;
+  shape_nbytes({nb, M, N}, itemsize(kd), "matmul");  // two valid operands can make an overflowing result
   auto as3 = [&](const Tensor& t, int64_t r, int64_t c) {
     Shape full = batch;
     full.push_back(r);
@@ -47,7 +48,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   os.push_back(N);
   Tensor y = detail::cast_raw(Tensor(out.storage(), os, contiguous_strides(os), 0, kd), dt);
   if (!detail::needs_grad({&a, &b})) return y;
-  return detail::record("matmul", {a, b}, y, [ad = a.detach(), bd = b.detach(), ra = a.requires_grad(),
+  return detail::record("matmul", {a, b}, y, [ad = detail::save(a), bd = detail::save(b), ra = a.requires_grad(),
                                               rb = b.requires_grad()](const Tensor& g) {
     return Grads{ra ? matmul_nd(g, swapaxes(bd, -1, -2)) : Tensor(), rb ? matmul_nd(swapaxes(ad, -1, -2), g) : Tensor()};
   });
@@ -69,8 +70,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a2.ndim() > 2 && b2.ndim() == 2) {
     // fold a's batch axes into its rows: one GEMM, and b is never broadcast
     Shape os(a2.shape().begin(), a2.shape().end() - 1);
+    const int64_t rows = shape_numel(os);  // not -1: it is ambiguous when K == 0
     os.push_back(b2.shape()[1]);
-    y = reshape(matmul_nd(reshape(a2, {-1, a2.shape().back()}), b2), os);
+    y = reshape(matmul_nd(reshape(a2, {rows, a2.shape().back()}), b2), os);
   } else {
     y = matmul_nd(a2, b2);
   }

@@ -1,6 +1,8 @@
 // Losses: nll_loss, cross_entropy, binary_cross_entropy_with_logits (PyTorch's definitions).
 #include "loom/ops/losses.h"
 
+#include <limits>
+
 #include "loom/autograd/autograd.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -90,7 +92,10 @@ NllParts nll_parts(const Tensor& lp, const Tensor& t, const Tensor& weight, int6
     w_t = weight.defined() ? multiply(astype(take(weight.detach(), r.t_safe, 0), lp.dtype()), validf) : validf;
     r.denom = sum(w_t);
   }
-  r.loss = negative(multiply(picked, w_t));
+  // `where`, not the product alone, so that an ignored target's gradient is exactly 0: under
+  // Mean with every target ignored the incoming gradient is 1 / 0 = inf, and inf * 0 would be
+  // NaN (PyTorch: loss NaN, gradient 0)
+  r.loss = negative(where(r.valid, multiply(picked, w_t), zeros({}, lp.dtype(), lp.device())));
   return r;
 }
 
@@ -98,7 +103,19 @@ Tensor reduce(const Tensor& loss, Reduction reduction, const Tensor& denom) {
   switch (reduction) {
     case Reduction::None: return loss;
     case Reduction::Sum: return sum(loss);
-    case Reduction::Mean: return divide(sum(loss), denom);
+    case Reduction::Mean: {
+      // Every target ignored (denom 0): the mean is NaN (0 / 0, as PyTorch) but no gradient
+      // flows, as in PyTorch, whose backward writes only non-ignored positions. Dividing by 0
+      // would send inf * 0 = NaN back, so divide by 1 there and add the NaN as a constant.
+      Tensor empty, nan_term;
+      {
+        GradModeScope off(false);
+        empty = equal(denom, zeros({}, denom.dtype(), denom.device()));
+        nan_term = where(empty, std::numeric_limits<double>::quiet_NaN(), zeros({}, denom.dtype(), denom.device()));
+      }
+      Tensor safe = where(empty, ones({}, denom.dtype(), denom.device()), denom);
+      return add(divide(sum(loss), safe), nan_term);
+    }
   }
   return loss;
 }
@@ -194,7 +211,7 @@ Tensor bce_logits_core(const Tensor& x, const Tensor& y, const Tensor& pw) {
   if (pw.defined()) inputs.push_back(pw);
   if (!detail::needs_grad(inputs)) return loss;
   return detail::record("binary_cross_entropy_with_logits", inputs, loss,
-                        [xd = x.detach(), yd = y.detach(), pwd = pw.defined() ? pw.detach() : Tensor(), sp, lw,
+                        [xd = detail::save(x), yd = detail::save(y), pwd = detail::save(pw), sp, lw,
                          rx = x.requires_grad(), ry = y.requires_grad(),
                          rp = pw.defined() && pw.requires_grad()](const Tensor& g) {
                           Grads gs(pwd.defined() ? 3 : 2);

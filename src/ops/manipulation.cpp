@@ -55,17 +55,18 @@ std::optional<Strides> reshape_strides(const Tensor& x, const Shape& shape) {
 
 Shape resolve_shape(const Tensor& x, const Shape& shape) {
   Shape s = shape;
-  int64_t known = 1, infer = -1;
+  int64_t infer = -1;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
       if (infer >= 0) throw ShapeError("reshape: only one dimension can be -1, got " + shape_str(shape));
       infer = static_cast<int64_t>(i);
+      s[i] = 1;
     } else if (s[i] < 0) {
       throw ShapeError("reshape: invalid size " + std::to_string(s[i]) + " in " + shape_str(shape));
-    } else {
-      known *= s[i];
     }
   }
+  shape_nbytes(s, x.itemsize(), "reshape");
+  const int64_t known = shape_numel(s);
   if (infer >= 0) {
     if (known == 0 || x.numel() % known != 0)
       throw ShapeError("reshape: cannot reshape a tensor of shape " + shape_str(x.shape()) + " (" +
@@ -177,6 +178,7 @@ Tensor expand_dims(const Tensor& x, int64_t axis) {
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   detail::check_defined(x, "broadcast_to");
+  shape_nbytes(shape, x.itemsize(), "broadcast_to");
   if (broadcast_shapes(x.shape(), shape, "broadcast_to") != shape || x.ndim() > static_cast<int64_t>(shape.size()))
     throw ShapeError("broadcast_to: a tensor of shape " + shape_str(x.shape()) + " cannot be broadcast to " + shape_str(shape) +
                      " (each axis must match or be 1, aligned from the right)");
@@ -203,13 +205,15 @@ Tensor slice(const Tensor& x, int64_t axis, std::optional<int64_t> start, std::o
   };
   const int64_t b = clamp(start, step > 0 ? 0 : n - 1);
   const int64_t e = clamp(stop, step > 0 ? n : -1);
-  int64_t len = step > 0 ? (e - b + step - 1) / step : (b - e + (-step) - 1) / (-step);
-  len = std::max<int64_t>(len, 0);
+  // ceil(|e - b| / |step|) without overflow for any step (-step overflows for INT64_MIN)
+  const uint64_t ustep = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  const int64_t dist = step > 0 ? e - b : b - e;
+  const int64_t len = dist > 0 ? static_cast<int64_t>((static_cast<uint64_t>(dist) - 1) / ustep + 1) : 0;
   Shape s = x.shape();
   Strides st = x.strides();
   s[a] = len;
   const int64_t off = x.offset() + (len > 0 ? b * st[a] : 0);
-  st[a] *= step;
+  if (len > 1) st[a] *= step;  // |step| < n here, so the product stays inside the storage
   Tensor y = view_of(x, s, st, off);
   if (!detail::needs_grad({&x})) return y;
   return detail::record("slice", {x}, y, [in = x.shape(), a, b, step, len](const Tensor& g) {
@@ -241,7 +245,7 @@ Tensor concatenate(const std::vector<Tensor>& xs, int64_t axis) {
       throw ShapeError("concatenate: tensor " + std::to_string(i) + " has shape " + shape_str(t.shape()) +
                        " but tensor 0 has " + shape_str(f.shape()) + " (all axes but axis " + std::to_string(a) + " must match)");
     dt = promote_types(dt, t.dtype());
-    total += t.shape()[a];
+    total = checked_add(total, t.shape()[a], "concatenate");
   }
   Shape s = f.shape();
   s[a] = total;
@@ -315,7 +319,7 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pw, 
   for (size_t i = 0; i < pw.size(); ++i) {
     if (pw[i].first < 0 || pw[i].second < 0)
       throw ValueError("pad: negative padding on axis " + std::to_string(i) + " (valid: >= 0)");
-    s[i] += pw[i].first + pw[i].second;
+    s[i] = checked_add(checked_add(s[i], pw[i].first, "pad"), pw[i].second, "pad");
   }
   Tensor out = full(s, value, x.dtype(), x.device());
   Tensor inner = out;
@@ -347,7 +351,7 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& reps) {
     inter.push_back(xs[i]);
     target.push_back(r[i]);
     target.push_back(xs[i]);
-    final_shape.push_back(r[i] * xs[i]);
+    final_shape.push_back(checked_mul(r[i], xs[i], "tile"));
   }
   return reshape(broadcast_to(reshape(x, inter), target), final_shape);
 }
@@ -361,7 +365,7 @@ Tensor repeat(const Tensor& x, int64_t repeats, std::optional<int64_t> axis) {
   Shape target = e.shape();
   target[a + 1] = repeats;
   Shape final_shape = x.shape();
-  final_shape[a] *= repeats;
+  final_shape[a] = checked_mul(final_shape[a], repeats, "repeat");
   return reshape(broadcast_to(e, target), final_shape);
 }
 

@@ -58,7 +58,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
     out = take(weight, idx, 0);
   }
   if (!detail::needs_grad({&weight})) return out;
-  return detail::record(op, {weight}, out, [idx, padding_idx, wshape = weight.shape()](const Tensor& g) {
+  return detail::record(op, {weight}, out, [idx = detail::save(idx), padding_idx, wshape = weight.shape()](const Tensor& g) {
     Tensor gm = g;
     if (padding_idx >= 0)
       gm = where(expand_dims(not_equal(idx, scalar_tensor(padding_idx, DType::Int64, idx.device())), -1), g,
@@ -72,7 +72,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
       const int64_t m = idx.numel();
       if (m > 0) {
         Tensor rows = detail::contiguous_raw(gm.astype(g.dtype())).reshape({m, wshape[1]});
-        detail::backend(g.device()).index_add(z, 0, idx.reshape({m}), rows);
+        detail::backend(g.device()).index_add(z, 0, idx.get().reshape({m}), rows);
       }
       return Grads{z};
     }

@@ -44,6 +44,10 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     throw ValueError(std::string(op) + ": give both running_mean and running_var, or neither");
   if (running_mean.defined() && (running_mean.requires_grad() || running_var.requires_grad()) && training)
     throw AutogradError(std::string(op) + ": running_mean / running_var are updated in place and must not require grad");
+  if (running_mean.defined() && training) {  // refuse broadcast buffers before updating either
+    detail::check_no_overlap(running_mean, "batch_norm (running_mean)");
+    detail::check_no_overlap(running_var, "batch_norm (running_var)");
+  }
 
   Axes axes{0};
   for (int64_t i = 2; i < x.ndim(); ++i) axes.push_back(i);
@@ -76,7 +80,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     if (weight.defined()) inputs.push_back(weight);
     if (bias.defined()) inputs.push_back(bias);
     if (!detail::needs_grad(inputs)) return y;
-    return detail::record("batch_norm", inputs, y, [xc, wc, m, v, eps, has_w = weight.defined(), has_b = bias.defined()](const Tensor& g) {
+    return detail::record("batch_norm", inputs, y, [xc = detail::save(xc), wc = detail::save(wc), m, v, eps, has_w = weight.defined(), has_b = bias.defined()](const Tensor& g) {
       Tensor gc = detail::contiguous_raw(g);
       Tensor gx = detail::alloc(xc.shape(), xc.dtype(), xc.device());
       Tensor gw = has_w ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
@@ -155,7 +159,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     const bool want_x = x.requires_grad(), want_w = weight.defined() && weight.requires_grad(),
                want_b = bias.defined() && bias.requires_grad();
     return detail::record("layer_norm", inputs, y,
-                          [xc, wc, m, r, cols, ns = normalized_shape, has_w = weight.defined(), has_b = bias.defined(),
+                          [xc = detail::save(xc), wc = detail::save(wc), m, r, cols, ns = normalized_shape, has_w = weight.defined(), has_b = bias.defined(),
                            want_x, want_w, want_b](const Tensor& g) {
       Tensor gc = detail::contiguous_raw(g);
       Tensor gx = want_x ? detail::alloc(xc.shape(), xc.dtype(), xc.device()) : Tensor();

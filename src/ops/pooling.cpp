@@ -51,6 +51,9 @@ PoolSetup setup(const char* op, const Tensor& x, const IntList& kernel, const In
     s.p.pad[i] = pad[i];
     s.p.dilation[i] = d[i];
     const int64_t in = s.x4.shape()[2 + i];
+    // pool_out_size's sums stay in range once these (of user values) do
+    checked_add(checked_add(in, checked_mul(pad[i], 2, op), op), st[i], op);
+    checked_add(checked_mul(d[i], k[i] - 1, op), 1, op);
     s.out[2 + i] = pool_out_size(in, k[i], pad[i], st[i], d[i], ceil_mode);
     if (s.out[2 + i] < 1)
       throw ShapeError(std::string(op) + ": the output would be empty along spatial axis " + std::to_string(i) +
@@ -111,7 +114,7 @@ std::pair<Tensor, Tensor> max_pool(const Tensor& x, const IntList& kernel_size, 
   detail::backend(x.device()).max_pool2d(y, idx, detail::contiguous_raw(detail::cast_raw(x4, kd)), s.p);
   y = detail::cast_raw(y, dt);
   if (grad) {
-    y = detail::record("max_pool2d", {x4}, y, [idx, in = x4.shape()](const Tensor& g) {
+    y = detail::record("max_pool2d", {x4}, y, [idx = detail::save(idx), in = x4.shape()](const Tensor& g) {
       const DType gd = detail::is_half_float(g.dtype()) ? DType::Float32 : g.dtype();
       Tensor gx = detail::alloc(in, gd, g.device());
       detail::backend(g.device()).max_pool2d_backward(gx, detail::contiguous_raw(detail::cast_raw(g, gd)), idx);

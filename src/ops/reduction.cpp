@@ -96,7 +96,7 @@ Tensor prod(const Tensor& x, const Axes& axes, bool keepdims) {
   const auto r = reduced_flags(x, axes, "prod");
   Tensor y = reduce_kernel(ReduceOp::Prod, x, r, sum_dtype(x.dtype()), keepdims);
   if (!detail::needs_grad({&x})) return y;
-  return detail::record("prod", {x}, y, [xd = x.detach(), axes, keep = keep_shape(x, r)](const Tensor& g) {
+  return detail::record("prod", {x}, y, [xd = detail::save(x), axes, keep = keep_shape(x, r)](const Tensor& g) {
     // d prod / d x_i = product of the others; exact with zeros: with no zero it is y / x_i, with
     // one zero only the zero's position gets the product of the non-zeros, with more it is 0.
     Tensor gk = expand_grad(g, keep, xd.shape());
@@ -119,7 +119,7 @@ Tensor extremum(ReduceOp op, const char* name, const Tensor& x, const Axes& axes
   require_nonempty(x, r, name);
   Tensor y = reduce_kernel(op, x, r, x.dtype(), keepdims);
   if (!detail::needs_grad({&x})) return y;
-  return detail::record(name, {x}, y, [xd = x.detach(), yd = y.detach(), axes, keep = keep_shape(x, r)](const Tensor& g) {
+  return detail::record(name, {x}, y, [xd = detail::save(x), yd = detail::save(y), axes, keep = keep_shape(x, r)](const Tensor& g) {
     // shared equally among the positions that attain the extreme value
     Tensor mask = astype(equal(xd, expand_grad(yd, keep, xd.shape())), g.dtype());
     Tensor count = sum(mask, axes, true);
@@ -143,12 +143,34 @@ Tensor var(const Tensor& x, const Axes& axes, int64_t ddof, bool keepdims) {
   return divide(ss, scalar_tensor(static_cast<double>(std::max<int64_t>(n - ddof, 0)), ss.dtype(), x.device()));
 }
 
-Tensor std(const Tensor& x, const Axes& axes, int64_t ddof, bool keepdims) { return sqrt(var(x, axes, ddof, keepdims)); }
+Tensor std(const Tensor& x, const Axes& axes, int64_t ddof, bool keepdims) {
+  Tensor v = var(x, axes, ddof, keepdims);
+  Tensor y = sqrt(v.detach());
+  if (!detail::needs_grad({&v})) return y;
+  // sqrt's rule g / (2 y) is inf at zero variance (a constant row, a size-1 axis) and would
+  // make the gradient 0 * inf = NaN; the gradient there is 0, as PyTorch's std_backward
+  return detail::record("std", {v}, y, [yd = detail::save(y)](const Tensor& g) {
+    Tensor z = zeros({}, g.dtype(), g.device());
+    return Grads{where(equal(yd, zeros({}, yd.dtype(), yd.device())), z, divide(g, yd * 2.0))};
+  });
+}
+
+namespace {
+// The (detached) shift that keeps exp() in range in logsumexp and softmax: the maximum
+// along `axes`, kept dims; 0 where the axes are empty (max has no identity, and any shift
+// gives the empty sum's log(0) = -inf).
+Tensor stable_shift(const Tensor& x, const Axes& axes) {
+  const auto r = reduced_flags(x, axes, "logsumexp");
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i] && x.shape()[i] == 0) return zeros(keep_shape(x, r), x.dtype(), x.device());
+  return max(x, axes, true).detach();
+}
+}  // namespace
 
 Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
   detail::check_defined(x, "logsumexp");
   Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
-  Tensor m = max(xf, axes, true).detach();
+  Tensor m = stable_shift(xf, axes);
   m = where(logical_not(equal(abs(m), scalar_tensor(INFINITY, m.dtype(), m.device()))), m, zeros_like(m));
   Tensor s = log(sum(exp(subtract(xf, m)), axes, true)) + m;
   if (keepdims) return s;
@@ -220,32 +242,38 @@ Tensor softmax_fused(const Tensor& x, int64_t axis, bool log) {
   cpu::softmax_lastdim_f32(y, xc, log);
   if (!detail::needs_grad({&x})) return y;
   if (log)
-    return detail::record("log_softmax", {x}, y, [yd = y.detach(), axis](const Tensor& g) {
+    return detail::record("log_softmax", {x}, y, [yd = detail::save(y), axis](const Tensor& g) {
       return Grads{subtract(g, multiply(exp(yd), sum(g, {axis}, true)))};
     });
-  return detail::record("softmax", {x}, y, [yd = y.detach(), axis](const Tensor& g) {
+  return detail::record("softmax", {x}, y, [yd = detail::save(y), axis](const Tensor& g) {
     const Tensor gy = multiply(g, yd);
     return Grads{subtract(gy, multiply(yd, sum(gy, {axis}, true)))};
   });
 }
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t axis) {
-  detail::check_defined(x, "softmax");
-  axis = normalize_axis(axis, x.ndim(), "softmax");
-  if (softmax_fast_path(x, axis)) return softmax_fused(x, axis, false);
+namespace {
+// A 0-d tensor is softmaxed as one of shape (1,) along axis 0 or -1 (PyTorch's dim wrapping
+// for scalars): softmax gives 1, log_softmax 0.
+Tensor softmax_any(const Tensor& x, int64_t axis, bool is_log, const char* op) {
+  detail::check_defined(x, op);
+  if (x.ndim() == 0) {
+    if (axis != 0 && axis != -1)
+      throw IndexError(std::string(op) + ": axis " + std::to_string(axis) +
+                       " is out of range for a 0-d tensor (valid: 0 or -1, which treat it as one element)");
+    return reshape(softmax_any(reshape(x, {1}), 0, is_log, op), {});
+  }
+  axis = normalize_axis(axis, x.ndim(), op);
+  if (softmax_fast_path(x, axis)) return softmax_fused(x, axis, is_log);
   Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
-  Tensor e = exp(subtract(xf, max(xf, {axis}, true).detach()));
+  Tensor shifted = subtract(xf, stable_shift(xf, {axis}));
+  if (is_log) return subtract(shifted, log(sum(exp(shifted), {axis}, true)));
+  Tensor e = exp(shifted);
   return divide(e, sum(e, {axis}, true));
 }
+}  // namespace
 
-Tensor log_softmax(const Tensor& x, int64_t axis) {
-  detail::check_defined(x, "log_softmax");
-  axis = normalize_axis(axis, x.ndim(), "log_softmax");
-  if (softmax_fast_path(x, axis)) return softmax_fused(x, axis, true);
-  Tensor xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
-  Tensor shifted = subtract(xf, max(xf, {axis}, true).detach());
-  return subtract(shifted, log(sum(exp(shifted), {axis}, true)));
-}
+Tensor softmax(const Tensor& x, int64_t axis) { return softmax_any(x, axis, false, "softmax"); }
+Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_any(x, axis, true, "log_softmax"); }
 
 }  // namespace loom

@@ -53,7 +53,9 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   if (grad_enabled() && (requires_grad() || value.requires_grad()))
     throw AutogradError("index_put_: in-place assignment into a tensor that takes part in autograd; use index_put(x, "
                         "indices, values), which is differentiable, or run under NoGrad");
+  detail::check_no_overlap(*this, "index_put_");
   Tensor updated = loom::index_put(detach(), indices, value.detach());
+  detail::begin_write(*this, "index_put_");
   detail::backend(device()).copy(*this, updated);
   return *this;
 }
@@ -67,6 +69,7 @@ Tensor& Tensor::fill_(Scalar value) {
   detail::check_defined(*this, "fill_");
   if (grad_enabled() && requires_grad())
     throw AutogradError("fill_: in-place fill of a tensor that requires grad; run under NoGrad");
+  detail::begin_write(*this, "fill_");
   detail::backend(device()).fill(*this, value);
   return *this;
 }
@@ -83,6 +86,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   detail::check_same_device(*this, src, "copy_");
   // copy through a temporary when the two overlap in memory
   Tensor s = src.shares_storage_with(*this) ? src.detach().copy() : src;
+  detail::begin_write(*this, "copy_");
   detail::backend(device()).copy(*this, detail::broadcast_view(s, shape()));
   return *this;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/json_util.h"
 #include "loom/core/file.h"
 #include "loom/core/grad_mode.h"
 #include "loom/io/model.h"
@@ -114,7 +115,7 @@ void CSVLogger::on_epoch_end(Model&, int64_t epoch, const Logs& logs) {
 
 void JSONLinesLogger::on_epoch_end(Model&, int64_t epoch, const Logs& logs) {
   nlohmann::json j{{"epoch", epoch + 1}};
-  for (const auto& [k, v] : logs) j[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+  for (const auto& [k, v] : logs) j[k] = detail::json_float(v);  // NaN/inf as strings, as in every Loom JSON
   text_ += j.dump() + "\n";
   write_file_atomic(path_, text_);
 }

@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <optional>
 
+#include "core/json_util.h"
 #include "loom/autograd/autograd.h"
 #include "loom/io/model.h"
 #include "loom/nn/mode.h"
@@ -170,40 +172,96 @@ void Model::save_checkpoint(const std::string& path, const data::DataLoader* loa
   const OptimizerState os = optimizer_->state_dict();
   io::TensorMap extra;
   for (const auto& [k, t] : os.tensors) extra["optimizer/" + k] = t;
+  // Floats through detail::json_float: a NaN or inf loss must not become null (unloadable).
+  json scalars = json::object(), history = json::object();
+  for (const auto& [k, v] : os.scalars) scalars[k] = detail::json_float(v);
+  for (const auto& [k, series] : history_.series) {
+    json values = json::array();
+    for (double v : series) values.push_back(detail::json_float(v));
+    history[k] = std::move(values);
+  }
   json meta{{"optimizer", optimizer_->name()},
             {"counters", os.counters},
-            {"scalars", os.scalars},
+            {"scalars", std::move(scalars)},
             {"rng", {default_generator().seed(), default_generator().counter()}},
             {"epochs_done", epochs_done_},
-            {"history", history_.series}};
+            {"history", std::move(history)}};
   if (loader) meta["loader"] = {loader->position().epoch, loader->position().batch};
   io::save_state(path, inference_, extra, {{"loom.train", meta.dump()}});
 }
 
 void Model::load_checkpoint(const std::string& path, data::DataLoader* loader) {
-  io::Checkpoint c = io::load_state(path, inference_);
+  // All or nothing: the file is read and every part checked (weights, training state,
+  // optimizer state, loader position) before the model, the optimizer or the loader change.
+  const std::string source = "'" + path + "'";
+  io::TensorMap weights;
+  io::Checkpoint c = io::read_state(path, &weights);
+  io::check_graph_state(inference_, weights, source);
   auto it = c.metadata.find("loom.train");
   if (it == c.metadata.end()) throw IOError("Model::load_checkpoint: '" + path + "' holds weights but no training state");
-  json meta;
-  try {
-    meta = json::parse(it->second);
-    if (meta.at("optimizer").get<std::string>() != optimizer_->name())
-      throw ValueError("Model::load_checkpoint: '" + path + "' was written by a " + meta.at("optimizer").get<std::string>() +
-                       " optimizer, this model uses " + optimizer_->name());
-    OptimizerState os;
-    for (const auto& [k, t] : c.extra)
-      if (k.rfind("optimizer/", 0) == 0) os.tensors[k.substr(10)] = t;
-    os.counters = meta.at("counters").get<std::map<std::string, int64_t>>();
-    os.scalars = meta.at("scalars").get<std::map<std::string, double>>();
-    optimizer_->load_state_dict(os);
-    default_generator().set_state(meta.at("rng").at(0).get<uint64_t>(), meta.at("rng").at(1).get<uint64_t>());
-    epochs_done_ = meta.at("epochs_done").get<int64_t>();
-    history_.series = meta.at("history").get<std::map<std::string, std::vector<double>>>();
-    if (loader && meta.contains("loader"))
-      loader->set_position({meta["loader"].at(0).get<int64_t>(), meta["loader"].at(1).get<int64_t>()});
-  } catch (const json::exception& e) {
-    throw IOError("Model::load_checkpoint: '" + path + "' has a malformed training state (" + e.what() + ")");
+  auto bad = [&](const std::string& what) { return IOError("Model::load_checkpoint: '" + path + "' has a malformed training state: " + what); };
+  std::string error;
+  const std::optional<json> parsed = detail::parse_json(it->second, &error);
+  if (!parsed) throw bad(error);
+  const json& meta = *parsed;
+  if (!meta.is_object()) throw bad("it is not a JSON object");
+  auto field = [&](const char* key, bool (json::*is)() const noexcept, const char* valid) -> const json& {
+    auto f = meta.find(key);
+    if (f == meta.end()) throw bad(std::string("the field '") + key + "' is missing");
+    if (!((*f).*is)()) throw bad(std::string("the field '") + key + "' is not " + valid);
+    return *f;
+  };
+  const std::string optimizer = field("optimizer", &json::is_string, "a string").get<std::string>();
+  if (optimizer != optimizer_->name())
+    throw ValueError("Model::load_checkpoint: '" + path + "' was written by a " + optimizer + " optimizer, this model uses " +
+                     optimizer_->name());
+  OptimizerState os;
+  for (const auto& [k, t] : c.extra)
+    if (k.rfind("optimizer/", 0) == 0) os.tensors[k.substr(10)] = t;
+  for (const auto& [k, v] : field("counters", &json::is_object, "an object").items()) {
+    const auto n = detail::json_to_int(v);
+    if (!n) throw bad("the counter '" + k + "' is not an integer");
+    os.counters[k] = *n;
   }
+  for (const auto& [k, v] : field("scalars", &json::is_object, "an object").items()) {
+    const auto x = detail::json_to_float(v);
+    if (!x) throw bad("the scalar '" + k + "' is not " + detail::json_float_help());
+    os.scalars[k] = *x;
+  }
+  const json& rng = field("rng", &json::is_array, "an array");
+  if (rng.size() != 2 || !rng[0].is_number_unsigned() || !rng[1].is_number_unsigned())
+    throw bad("the field 'rng' is not two non-negative integers (seed, counter)");
+  const auto epochs = detail::json_to_int(field("epochs_done", &json::is_number, "a number"), 0);
+  if (!epochs) throw bad("the field 'epochs_done' is not an integer >= 0");
+  std::map<std::string, std::vector<double>> history;
+  for (const auto& [k, series] : field("history", &json::is_object, "an object").items()) {
+    if (!series.is_array()) throw bad("the history of '" + k + "' is not an array");
+    std::vector<double>& out = history[k];
+    for (const json& v : series) {
+      // null: a non-finite value as files before detail::json_float wrote it
+      const auto x = v.is_null() ? std::optional<double>(std::nan("")) : detail::json_to_float(v);
+      if (!x) throw bad("the history of '" + k + "' holds " + v.dump() + " (valid: " + detail::json_float_help() + ")");
+      out.push_back(*x);
+    }
+  }
+  std::optional<data::LoaderPosition> position;
+  if (loader && meta.contains("loader")) {
+    const json& l = meta["loader"];
+    const auto epoch = l.is_array() && l.size() == 2 ? detail::json_to_int(l[0], 0) : std::nullopt;
+    const auto batch = l.is_array() && l.size() == 2 ? detail::json_to_int(l[1], 0, loader->size()) : std::nullopt;
+    if (!epoch || !batch)
+      throw bad("the loader position " + (l.is_structured() ? std::string("") : l.dump()) +
+                " is not [epoch >= 0, batch in [0, " + std::to_string(loader->size()) + "]] for this loader");
+    position = data::LoaderPosition{*epoch, *batch};
+  }
+  // Commit. The optimizer checks its state against its parameters and changes nothing when it
+  // throws; the weights were checked above, so copying them cannot fail.
+  optimizer_->load_state_dict(os);
+  io::load_graph_state(inference_, weights, source);
+  default_generator().set_state(rng[0].get<uint64_t>(), rng[1].get<uint64_t>());
+  epochs_done_ = *epochs;
+  history_.series = std::move(history);
+  if (position) loader->set_position(*position);
 }
 
 }  // namespace loom::train

@@ -16,7 +16,7 @@ std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + dtype_na
 std::pair<size_t, std::string> split_key(const std::string& key, size_t n_params, const char* op) {
   const size_t slash = key.find('/');
   size_t index = 0;
-  bool ok = slash != std::string::npos && slash > 0 && slash + 1 < key.size();
+  bool ok = slash != std::string::npos && slash > 0 && slash <= 9 && slash + 1 < key.size();  // <= 9 digits: no overflow
   for (size_t k = 0; ok && k < slash; ++k) {
     if (key[k] < '0' || key[k] > '9') ok = false;
     else index = index * 10 + static_cast<size_t>(key[k] - '0');
@@ -39,6 +39,9 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(
     if (!is_floating(p.dtype())) throw DTypeError(where + " must be floating, got " + desc(p));
     if (!p.is_leaf()) throw ValueError(where + " " + desc(p) + " is not a leaf tensor (it was computed by an op)");
     if (!seen.insert(p.impl().get()).second) throw ValueError(where + " appears more than once in the list");
+    if (has_internal_overlap(p.shape(), p.strides()))  // every step would refuse it, after updating the others
+      throw ValueError(where + " " + desc(p) + " has elements that share memory (strides " + shape_str(p.strides()) +
+                       ", a broadcast view); in-place updates cannot write it (pass a copy())");
   }
   state_.resize(params_.size());
   set_lr(lr);
@@ -109,6 +112,7 @@ void Optimizer::load_state_dict(const OptimizerState& s) {
   int64_t steps = 0;
   for (const auto& [key, value] : s.counters) {
     if (key == "steps") {
+      if (value < 0) throw ValueError(op + ": counter 'steps' is negative (" + std::to_string(value) + ")");
       steps = value;
       continue;
     }

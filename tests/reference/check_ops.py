@@ -259,9 +259,10 @@ def _make_var(take_sqrt):
         ddof = attrs["ddof"]
         if x.ndim == 0:
             v = (x - x) ** 2 / max(1 - ddof, 0)
-        else:
-            v = torch.var(x, dim=dims(attrs, x.ndim), unbiased=bool(ddof), keepdim=attrs["keepdims"])
-        return torch.sqrt(v) if take_sqrt else v
+            return torch.sqrt(v) if take_sqrt else v
+        # torch.std, not sqrt(var): its gradient is 0 at zero variance (sqrt's would be NaN)
+        f = torch.std if take_sqrt else torch.var
+        return f(x, dim=dims(attrs, x.ndim), unbiased=bool(ddof), keepdim=attrs["keepdims"])
     return g
 
 
@@ -353,7 +354,8 @@ def _select_range(x, axis, sl):
     """x[..., sl, ...] on `axis` with Python slice semantics (torch has no negative steps)."""
     axis %= x.ndim
     idx = np.arange(x.shape[axis])[sl]
-    return torch.index_select(x, axis, torch.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)))
+    # a copy: a one-element slice with a negative step stays a negative-stride view otherwise
+    return torch.index_select(x, axis, torch.from_numpy(np.array(idx, dtype=np.int64)))
 
 
 @replay("slice")
@@ -387,7 +389,11 @@ def _pad(xs, attrs, cot):
     flat = []
     for b, a in reversed(pairs):  # F.pad starts from the last axis
         flat += [b, a]
-    return F.pad(xs[0], flat, mode="constant", value=attrs["value"])
+    x = xs[0]
+    if x.numel() == 0:  # torch 1.13's constant pad refuses some empty inputs; all padding then
+        shape = [n + b + a for n, (b, a) in zip(x.shape, pairs)]
+        return torch.full(shape, attrs["value"], dtype=x.dtype) + x.sum() * 0  # (zero gradient)
+    return F.pad(x, flat, mode="constant", value=attrs["value"])
 
 
 R["tile"] = lambda xs, attrs, cot: torch.tile(xs[0], attrs["reps"])
@@ -545,7 +551,7 @@ def _dropout(xs, a, cot):
     if p == 1:
         return x * 0
     # the mask is random: take Loom's, and check that the kept values are x / (1 - p)
-    keep = torch.from_numpy(a["_loom_out"] != 0)
+    keep = torch.from_numpy(np.asarray(a["_loom_out"] != 0))  # asarray: a 0-d comparison is a NumPy scalar
     return x * keep / (1 - p)
 
 

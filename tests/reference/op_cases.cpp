@@ -3,6 +3,8 @@
 // hand-written cases cover each op's own questions (ties, promotion, indexing placement, ...).
 #include "reference/op_cases.h"
 
+#include "reference/json_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -55,21 +57,6 @@ InputSpec Special(DType d = F32) {
   return X({8}, d).vals({kNaN, kInf, -kInf, 0.0, -0.0, 1.0, -1.0, 0.5}).nodiff();
 }
 
-std::string jl(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
-std::string jb(bool b) { return b ? "true" : "false"; }
-std::string jd(double d) {
-  std::ostringstream o;
-  o.precision(17);
-  o << d;
-  std::string s = o.str();
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep it a JSON float
-  return s;
-}
-std::string jopt(std::optional<int64_t> v) { return v ? std::to_string(*v) : "null"; }
 
 class Table {
  public:
@@ -201,11 +188,21 @@ void elementwise_cases(Table& t) {
         [](const In& in) { return loom::power(in[0], in[1]); });
   t.add("power", "zero base: d/db taken as 0", {X({4}).vals({0, 0, 1.5, 2}), X({4}).vals({2, 3, 0.5, 2.5})},
         [](const In& in) { return loom::power(in[0], in[1]); }, "{}", false);
+  // PyTorch's masks: d/da is 0 where b == 0 (the formula's 0 * 0^-1 is NaN at a == 0), d/db is
+  // 0 at a == 0 only for b >= 0 (-inf for b < 0)
+  t.add("power", "f64 zero exponent and zero base with negative exponent",
+        {X({6}, F64).vals({0, 0, 2, -1.5, 0, 0}), X({6}, F64).vals({0, 0, 0, 0, -1, 1})},
+        [](const In& in) { return loom::power(in[0], in[1]); }, "{}", false);
+  t.add("power", "f64 x ** x at 0 (same tensor as both operands)", {X({4}, F64).vals({0, 1, 2, 0.5})},
+        [](const In& in) { return loom::power(in[0], in[0]); }, "{\"operands\":[0,0]}", false);
   binary(t, "maximum", [](auto& a, auto& b) { return loom::maximum(a, b); }, D, D, true);
   binary(t, "minimum", [](auto& a, auto& b) { return loom::minimum(a, b); }, D, D, true);
   for (const char* op : {"maximum", "minimum"}) {
     const bool mx = std::string(op) == "maximum";
     t.add(op, "f32 ties split the gradient 0.5/0.5", {X({3, 4}).dom(Domain::Ties), X({4}).dom(Domain::Ties)},
+          [mx](const In& in) { return mx ? loom::maximum(in[0], in[1]) : loom::minimum(in[0], in[1]); }, "{}", false);
+    t.add(op, "f64 NaN operands: the gradient goes to both (PyTorch)",
+          {X({6}, F64).vals({kNaN, 1, kNaN, 1, 2, -kInf}), X({6}, F64).vals({1, kNaN, kNaN, 1, 3, -kInf})},
           [mx](const In& in) { return mx ? loom::maximum(in[0], in[1]) : loom::minimum(in[0], in[1]); }, "{}", false);
   }
   binary(t, "mod", [](auto& a, auto& b) { return loom::mod(a, b); }, N, A, true);
@@ -217,6 +214,15 @@ void elementwise_cases(Table& t) {
         [](const In& in) { return loom::floor_divide(in[0], in[1]); });
   t.add("floor_divide", "int64 negative operands", {X({6}, I64).vals({7, -7, 7, -7, 0, -1}), X({6}, I64).vals({2, 2, -2, -2, 3, 5})},
         [](const In& in) { return loom::floor_divide(in[0], in[1]); });
+  // the lowest value by -1 (traps in C++, wraps in NumPy) and division by zero (NumPy: 0)
+  for (const char* op : {"floor_divide", "mod"}) {
+    const bool fd = std::string(op) == "floor_divide";
+    auto f = [fd](const In& in) { return fd ? loom::floor_divide(in[0], in[1]) : loom::mod(in[0], in[1]); };
+    const double lo64 = -9223372036854775808.0, lo32 = -2147483648.0;
+    t.add(op, "int64 lowest by -1, by 1 and by 0", {X({6}, I64).vals({lo64, lo64, lo64, 7, -7, 0}),
+                                                    X({6}, I64).vals({-1, 1, 0, 0, -1, 0})}, f);
+    t.add(op, "int32 lowest by -1 and by 0", {X({4}, I32).vals({lo32, lo32, 5, -5}), X({4}, I32).vals({-1, 0, 0, -1})}, f);
+  }
 
   comparison(t, "equal", [](auto& a, auto& b) { return loom::equal(a, b); });
   comparison(t, "not_equal", [](auto& a, auto& b) { return loom::not_equal(a, b); });
@@ -261,6 +267,7 @@ void elementwise_cases(Table& t) {
   clip_case("f32 special values", Special(), -0.5, 0.5);
   clip_case("f32 transposed (4,3)", X({4, 3}).lay(T_), -1.0, 0.3);
   clip_case("f64 values on the bounds keep their gradient", X({5}, F64).vals({-0.5, 0.5, 0.0, -1, 1}), -0.5, 0.5, false);
+  clip_case("f32 lo > hi gives hi everywhere (no gradient)", X({3, 4}), 0.5, -0.5);
   t.add("clip", "int32 with integer bounds", {X({3, 4}, I32)},
         [](const In& in) { return loom::clip(in[0], Scalar(int64_t{-2}), Scalar(int64_t{3})); }, "{\"lo\":-2,\"hi\":3}");
 
@@ -283,6 +290,19 @@ void elementwise_cases(Table& t) {
   unary(t, "relu", [](auto& x) { return loom::relu(x); }, A, "{}", true);
   unary(t, "leaky_relu", [](auto& x) { return loom::leaky_relu(x, 0.1); }, A, "{\"negative_slope\":0.1}");
   unary(t, "elu", [](auto& x) { return loom::elu(x, 1.5); }, A, "{\"alpha\":1.5}");
+  // gradient conventions at kinks and NaN (PyTorch's): relu'(0) = 0, relu'(NaN) = 1; abs'(0) =
+  // abs'(NaN) = 0; elu'(0) = alpha, elu'(NaN) = 1; leaky_relu'(0) = leaky_relu'(NaN) = slope
+  const std::vector<double> kinks = {kNaN, 0.0, -0.0, -1.0, 2.0, kInf, -kInf};
+  t.add("relu", "f64 gradient at 0 and NaN", {X({7}, F64).vals(kinks)}, [](const In& in) { return loom::relu(in[0]); },
+        "{}", false);
+  t.add("abs", "f64 gradient at 0 and NaN", {X({7}, F64).vals(kinks)}, [](const In& in) { return loom::abs(in[0]); },
+        "{}", false);
+  t.add("elu", "f64 gradient at 0 and NaN", {X({7}, F64).vals(kinks)}, [](const In& in) { return loom::elu(in[0], 1.5); },
+        "{\"alpha\":1.5}", false);
+  t.add("elu", "f32 gradient at 0 and NaN", {X({7}).vals(kinks)}, [](const In& in) { return loom::elu(in[0], 0.5); },
+        "{\"alpha\":0.5}", false);
+  t.add("leaky_relu", "f64 gradient at 0 and NaN", {X({7}, F64).vals(kinks)},
+        [](const In& in) { return loom::leaky_relu(in[0], 0.1); }, "{\"negative_slope\":0.1}", false);
   unary(t, "gelu", [](auto& x) { return loom::gelu(x); }, N, "{\"approximate\":\"none\"}");
   t.add("gelu", "f64 tanh approximation", {X({3, 4}, F64).dom(Domain::Wide)},
         [](const In& in) { return loom::gelu(in[0], true); }, "{\"approximate\":\"tanh\"}");
@@ -362,10 +382,16 @@ void reduction_cases(Table& t) {
   for (int64_t ddof : {0, 1}) {
     const std::string ex = ",\"ddof\":" + std::to_string(ddof);
     const std::string sfx = " ddof=" + std::to_string(ddof);
-    reduction(t, "var", [ddof](auto& x, auto& a, bool k) { return loom::var(x, a, ddof, k); }, N, false, ddof == 0, ex);
-    reduction(t, "std", [ddof](auto& x, auto& a, bool k) { return loom::std(x, a, ddof, k); }, N, false, false, ex);
+    // an empty axis gives NaN (0 / 0), as NumPy and PyTorch
+    reduction(t, "var", [ddof](auto& x, auto& a, bool k) { return loom::var(x, a, ddof, k); }, N, true, ddof == 0, ex);
+    reduction(t, "std", [ddof](auto& x, auto& a, bool k) { return loom::std(x, a, ddof, k); }, N, true, false, ex);
     (void)sfx;
   }
+  // zero variance: sqrt's rule would give 0 * inf = NaN; the gradient is 0 (PyTorch)
+  t.add("std", "f64 constant row and a size-1 axis: zero gradient", {X({2, 3}, F64).vals({3, 3, 3, 1, 2, 4})},
+        [](const In& in) { return loom::std(in[0], {1}); }, red_attrs({1}, false, ",\"ddof\":0"));
+  t.add("std", "f32 size-1 axis ddof=0", {X({4, 1})}, [](const In& in) { return loom::std(in[0], {1}, 0, true); },
+        red_attrs({1}, true, ",\"ddof\":0"));
   for (const char* op : {"sum", "max", "min", "prod", "mean"}) {
     const std::string o = op;
     t.add(op, "f32 special values, nan propagates", {X({2, 4}).vals({1, kNaN, 2, 3, kInf, 1, -2, 0.5}).nodiff()},
@@ -379,7 +405,10 @@ void reduction_cases(Table& t) {
   }
   t.add("mean", "f32 empty (0,3) axis 0 gives nan", {X({0, 3})}, [](const In& in) { return loom::mean(in[0], {0}); },
         red_attrs({0}, false));
-  reduction(t, "logsumexp", [](auto& x, auto& a, bool k) { return loom::logsumexp(x, a, k); }, N, false);
+  // an empty axis gives log(0) = -inf (PyTorch), though max over it raises
+  reduction(t, "logsumexp", [](auto& x, auto& a, bool k) { return loom::logsumexp(x, a, k); }, N, true);
+  t.add("logsumexp", "f64 empty (2,0) all axes keepdims", {X({2, 0}, F64)},
+        [](const In& in) { return loom::logsumexp(in[0], {}, true); }, red_attrs({}, true));
   t.add("logsumexp", "f64 rows of -inf and +inf", {X({3, 2}, F64).vals({-kInf, -kInf, kInf, 1, -kInf, 0}).nodiff()},
         [](const In& in) { return loom::logsumexp(in[0], {1}); }, red_attrs({1}, false));
   t.add("logsumexp", "f32 large values stay finite", {X({2, 3}).vals({100, 101, 99, -100, -101, -99})},
@@ -454,6 +483,10 @@ void reduction_cases(Table& t) {
     sm("f32 transposed (4,3) axis -1", X({4, 3}).lay(T_), -1);
     sm("f32 wide values (3,4)", X({3, 4}).vals({50, -50, 0, 1, 100, 100, 99, -3, -200, 1, 2, 3}), -1);
     sm("f32 empty (0,3) axis -1", X({0, 3}), -1);
+    sm("f32 empty axis (3,0) axis 1", X({3, 0}), 1);  // max over the axis would raise
+    sm("f64 empty (0,) axis 0", X({0}, F64), 0);
+    sm("f32 0-d axis 0", X({}), 0);  // PyTorch: a 0-d tensor is one element along axis 0 / -1
+    sm("f64 0-d axis -1", X({}, F64), -1);
     t.add(op, "f64 -inf entries (masking)", {X({2, 3}, F64).vals({0, -kInf, 1, -kInf, 2, 0.5})},
           [lsm](const In& in) { return lsm ? loom::log_softmax(in[0], -1) : loom::softmax(in[0], -1); }, "{\"axis\":-1}",
           false);
@@ -477,6 +510,12 @@ void linalg_cases(Table& t) {
   t.add("matmul", "int32 (2,3) @ int32 (3,4)", {X({2, 3}, I32), X({3, 4}, I32)}, mm);
   t.add("matmul", "f32 empty inner (3,0) @ (0,4)", {X({3, 0}), X({0, 4})}, mm);
   t.add("matmul", "f32 empty rows (0,3) @ (3,2)", {X({0, 3}), X({3, 2})}, mm);
+  // empty inner axis K = 0 with batch axes: zeros (NumPy), empty gradients
+  t.add("matmul", "f32 batched empty inner (2,4,0) @ (0,3)", {X({2, 4, 0}), X({0, 3})}, mm);
+  t.add("matmul", "f64 batched empty inner (1,2,0) @ (0,)", {X({1, 2, 0}, F64), X({0}, F64)}, mm);
+  t.add("matmul", "f32 batched empty inner (2,4,0) @ (2,0,3)", {X({2, 4, 0}), X({2, 0, 3})}, mm);
+  t.add("matmul", "f64 empty inner (0,) @ (0,3)", {X({0}, F64), X({0, 3}, F64)}, mm);
+  t.add("matmul", "f32 empty batch (0,2,3) @ (3,4)", {X({0, 2, 3}), X({3, 4})}, mm);
   t.add("matmul", "f64 x @ x.T (one tensor, two uses)", {X({3, 4}, F64)},
         [](const In& in) { return loom::matmul(in[0], loom::transpose(in[0])); }, "{\"x_xt\":true}");
 
@@ -487,6 +526,7 @@ void linalg_cases(Table& t) {
   t.add("dot", "f64 (2,3,4) . (4,5)", {X({2, 3, 4}, F64), X({4, 5}, F64)}, dt);
   t.add("dot", "f32 (2,3,4) . (5,4,2)", {X({2, 3, 4}), X({5, 4, 2})}, dt);
   t.add("dot", "f32 transposed (3,4) . (4,)", {X({3, 4}).lay(T_), X({4}).lay(R_)}, dt);
+  t.add("dot", "f64 empty inner (2,3,0) . (0,4)", {X({2, 3, 0}, F64), X({0, 4}, F64)}, dt);
 
   auto ou = [](const In& in) { return loom::outer(in[0], in[1]); };
   t.add("outer", "f32 (3,) (4,)", {X({3}), X({4})}, ou);
@@ -501,6 +541,7 @@ void linalg_cases(Table& t) {
   td("f32 axes=2 (2,3,4) (3,4,5)", {X({2, 3, 4}), X({3, 4, 5})}, 2);
   td("f64 axes=1 (3,4) (4,2)", {X({3, 4}, F64), X({4, 2}, F64)}, 1);
   td("f32 axes=0 outer (2,) (3,)", {X({2}), X({3})}, 0);
+  td("f64 axes=2 empty contraction (2,0,3) (0,3,4)", {X({2, 0, 3}, F64), X({0, 3, 4}, F64)}, 2);
   auto tdp = [&t](const std::string& label, std::vector<InputSpec> in, Axes a, Axes b) {
     t.add("tensordot", label, in, [a, b](const In& x) { return loom::tensordot(x[0], x[1], a, b); },
           "{\"axes_a\":" + jl(a) + ",\"axes_b\":" + jl(b) + "}");
@@ -746,6 +787,16 @@ void indexing_cases(Table& t) {
   ix("0-d x[None]", {X({})}, {NA});
   ix("0-d x[...]", {X({}, F64)}, {E});
   ix("mask then slice x[mask, 1:]", {X({3, 4}, F64), X({3}, B).vals({1, 0, 1})}, {A(1), S(1)});
+  // a 0-d mask adds an axis of size 1 (true) or 0 (false) and consumes none
+  ix("0-d true mask x[True]", {X({2, 3}), X({}, B).vals({1})}, {A(1)});
+  ix("0-d false mask x[False]", {X({2, 3}, F64), X({}, B).vals({0})}, {A(1)});
+  ix("0-d mask beside an int x[:, True, 1]", {X({2, 3}), X({}, B).vals({1})}, {S(), A(1), I(1)});
+  ix("0-d mask with an array x[True, i]", {X({2, 3}, F64), X({}, B).vals({1}), IdxV({3}, {0, 1, 1})}, {A(1), A(2)});
+  ix("0-d mask, slice, array x[True, :, i] (advanced axes first)", {X({2, 3}), X({}, B).vals({1}), IdxV({2}, {2, 0})},
+     {A(1), S(), A(2)});
+  ix("0-d mask after Ellipsis x[..., True]", {X({2, 3}), X({}, B).vals({1})}, {E, A(1)});
+  ix("int then 0-d false mask x[1, False]", {X({2, 3}), X({}, B).vals({0})}, {I(1), A(1)});
+  ix("0-d mask of a 0-d tensor", {X({}, F64), X({}, B).vals({1})}, {A(1)});
 
   auto tk = [&t](const std::string& label, std::vector<InputSpec> in, std::optional<int64_t> axis) {
     t.add("take", label, in, [axis](const In& x) { return loom::take(x[0], x[1], axis); }, "{\"axis\":" + jopt(axis) + "}");
@@ -790,6 +841,7 @@ void indexing_cases(Table& t) {
   ip("transposed x, int index set", {X({4, 3}).lay(T_), X({3}).lay(R_)}, {I(1)}, 1, false);
   ip("empty index array", {X({3, 4}), X({0}, I64), X({4})}, {A(1)}, 2, false);
   ip("negative-step slice set", {X({5}, F64), X({2}, F64)}, {S(nullopt, nullopt, -3)}, 1, false);
+  ip("0-d true mask set x[True] = v(3,)", {X({2, 3}), X({}, B).vals({1}), X({3})}, {A(1)}, 2, false);
 }
 
 
@@ -957,14 +1009,14 @@ void nn_cases(Table& t) {
   for (const char* op : {"cross_entropy", "nll_loss"}) {
     const bool ce = std::string(op) == "cross_entropy";
     auto lc = [&t, op, ce, red](const std::string& label, std::vector<InputSpec> in, std::string reduction, int64_t ignore,
-                                double smoothing) {
+                                double smoothing, bool gc = true) {
       const bool weighted = in.size() == 3;
       t.add(op, label, in, [=](const In& x) {
         const Tensor w = weighted ? x[2] : Tensor();
         return ce ? loom::cross_entropy(x[0], x[1], w, red(reduction), ignore, smoothing)
                   : loom::nll_loss(x[0], x[1], w, red(reduction), ignore);
       }, "{\"reduction\":\"" + reduction + "\",\"ignore_index\":" + std::to_string(ignore) +
-             (ce ? ",\"label_smoothing\":" + jd(smoothing) : std::string()) + "}");
+             (ce ? ",\"label_smoothing\":" + jd(smoothing) : std::string()) + "}", gc);
     };
     lc("f32 (4,5) mean", {X({4, 5}), Idx({4}, 0, 5)}, "mean", -100, 0.0);
     lc("f64 (4,5) sum with class weights", {X({4, 5}, F64), Idx({4}, 0, 5), X({5}, F64).dom(Domain::Positive).nodiff()}, "sum",
@@ -974,9 +1026,14 @@ void nn_cases(Table& t) {
        2, 0.0);
     lc("f32 (2,4,3) spatial target (2,3)", {X({2, 4, 3}), Idx({2, 3}, 0, 4)}, "mean", -100, 0.0);
     lc("f32 transposed logits (4,3)", {X({4, 3}).lay(T_), Idx({4}, 0, 3)}, "mean", -100, 0.0);
+    // every target ignored: the mean is NaN (0 / 0) and the gradient 0, as PyTorch
+    lc("f64 every target ignored, mean", {X({3, 4}, F64), IdxV({3}, {-100, -100, -100})}, "mean", -100, 0.0, false);
+    lc("f32 every target ignored, weighted mean", {X({3, 4}), IdxV({3}, {1, 1, 1}), X({4}).dom(Domain::Positive).nodiff()},
+       "mean", 1, 0.0, false);
     if (ce) {
       lc("f32 label smoothing 0.1, weighted", {X({4, 5}), Idx({4}, 0, 5), X({5}).dom(Domain::Positive).nodiff()}, "mean", -100,
          0.1);
+      lc("f64 every target ignored, label smoothing 0.1", {X({2, 3}, F64), IdxV({2}, {-100, -100})}, "mean", -100, 0.1, false);
       lc("f64 probability targets", {X({3, 4}, F64), X({3, 4}, F64).dom(Domain::Positive)}, "mean", -100, 0.0);
       lc("f32 probability targets, smoothing 0.2, sum", {X({3, 4}), X({3, 4}).dom(Domain::Positive)}, "sum", -100, 0.2);
     }
@@ -1009,6 +1066,8 @@ void nn_cases(Table& t) {
   sdpa("f64 broadcast batch (2,1,3,4) (3,5,4)", {X({2, 1, 3, 4}, F64), X({3, 5, 4}, F64), X({3, 5, 4}, F64)}, false, nullopt);
   sdpa("f32 transposed q view", {X({4, 3}).lay(T_), X({5, 3}), X({5, 2}).lay(S_)}, false, nullopt);
 }
+
+}  // namespace
 
 // ------------------------------------------------------------------ input generation
 uint64_t splitmix(uint64_t x) {
@@ -1052,8 +1111,6 @@ std::vector<double> gen_values(const InputSpec& s, int64_t n, std::mt19937_64& r
   }
   return v;
 }
-
-}  // namespace
 
 const std::vector<OpCase>& op_cases() {
   static const std::vector<OpCase> cases = [] {

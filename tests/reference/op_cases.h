@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,10 @@ const std::vector<OpCase>& op_cases();
 // Builds the inputs of a case. With `to_float64`, floating inputs are made float64 (gradcheck).
 // Differentiable inputs are leaves with requires_grad set (views detached from their base).
 std::vector<Tensor> make_inputs(const OpCase& c, uint64_t seed, bool to_float64 = false);
+
+// Row-major values for an input of `n` elements drawn from its domain (or its explicit values).
+std::vector<double> gen_values(const InputSpec& s, int64_t n, std::mt19937_64& rng);
+uint64_t splitmix(uint64_t x);  // seed mixing
 
 // A random tensor (uniform in [-1, 1]) of the given shape and floating dtype: the cotangent.
 Tensor random_cotangent(const Shape& shape, DType dtype, uint64_t seed);

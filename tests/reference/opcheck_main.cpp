@@ -6,13 +6,13 @@
 #include <loom/data/npy.h>
 #include <loom/loom.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "reference/json_util.h"
 #include "reference/op_cases.h"
 
 using namespace loom;
@@ -22,33 +22,6 @@ namespace {
 
 // Through Loom's NPY writer, which tests/data checks against NumPy itself.
 void write_npy(const std::filesystem::path& path, const Tensor& t) { data::save_npy(path.string(), t.detach()); }
-
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (char ch : s) {
-    switch (ch) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-          o += buf;
-        } else {
-          o += ch;
-        }
-    }
-  }
-  return o + "\"";
-}
-
-std::string json_shape(const Shape& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
-  return o + "]";
-}
 
 }  // namespace
 

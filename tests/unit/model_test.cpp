@@ -7,7 +7,11 @@
 #include <loom/train/model.h>
 #include <loom/train/optimizers.h>
 
+#include <nlohmann/json.hpp>
+
+#include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include "unit/core_test_util.h"
 
@@ -207,4 +211,129 @@ TEST(Model, CallbacksChangeParamHyperparameters) {
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0], 0.0);
   EXPECT_GT(seen[1], 0.0);
+}
+
+// ---------------------------------------------------------------- checkpoints: all or nothing
+
+namespace {
+
+// Copies checkpoint `from` to `to` after `edit` changed its tensors and training state.
+void rewrite_checkpoint(const std::string& from, const std::string& to,
+                        const std::function<void(io::TensorMap&, nlohmann::json&)>& edit) {
+  io::Metadata meta;
+  io::TensorMap tensors = io::load_safetensors(from, &meta);
+  nlohmann::json train = nlohmann::json::parse(meta.at("loom.train"));
+  edit(tensors, train);
+  meta["loom.train"] = train.dump();
+  io::save_safetensors(to, tensors, meta);
+}
+
+}  // namespace
+
+TEST(ModelCheckpoint, AFailingLoadChangesNothing) {
+  loom_test::TempDir dir;
+  const std::string ckpt = dir / "ckpt.safetensors";
+  {
+    manual_seed(21);
+    Net net;
+    train::Model model = make_model(net);
+    data::DataLoader loader(blobs(128, 4), {.batch_size = 32, .shuffle = true, .seed = 3});
+    model.fit(loader, {.epochs = 2, .progress = false});
+    model.save_checkpoint(ckpt, &loader);
+  }
+  struct Case {
+    const char* what;
+    std::function<void(io::TensorMap&, nlohmann::json&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"negative epochs_done", [](io::TensorMap&, nlohmann::json& t) { t["epochs_done"] = -1; }},
+      {"float epochs_done", [](io::TensorMap&, nlohmann::json& t) { t["epochs_done"] = 1e300; }},
+      {"loader position past the end", [](io::TensorMap&, nlohmann::json& t) { t["loader"] = {0, 9999}; }},
+      {"negative loader epoch", [](io::TensorMap&, nlohmann::json& t) { t["loader"] = {-1, 0}; }},
+      {"history of strings", [](io::TensorMap&, nlohmann::json& t) { t["history"]["loss"] = {"x"}; }},
+      {"rng not integers", [](io::TensorMap&, nlohmann::json& t) { t["rng"] = {1.5, 2}; }},
+      {"counter not an integer", [](io::TensorMap&, nlohmann::json& t) { t["counters"]["steps"] = "8"; }},
+      {"negative step counter", [](io::TensorMap&, nlohmann::json& t) { t["counters"]["steps"] = -8; }},
+      {"missing optimizer", [](io::TensorMap&, nlohmann::json& t) { t.erase("optimizer"); }},
+      {"training state not an object", [](io::TensorMap&, nlohmann::json& t) { t = nlohmann::json::array(); }},
+      {"optimizer tensor of the wrong shape",
+       [](io::TensorMap& m, nlohmann::json&) {
+         for (auto& [k, v] : m)
+           if (k.rfind("optimizer/", 0) == 0 && v.ndim() == 2) {
+             v = zeros({v.dim(0) + 1, v.dim(1)});
+             break;
+           }
+       }},
+      {"optimizer tensor for a parameter that does not exist",
+       [](io::TensorMap& m, nlohmann::json&) { m["optimizer/99999999999999999999/m"] = zeros({1}); }},
+      {"weights of the wrong shape", [](io::TensorMap& m, nlohmann::json&) { m["h/weights"] = zeros({4, 17}); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string bad = dir / "bad.safetensors";
+    rewrite_checkpoint(ckpt, bad, c.edit);
+    manual_seed(5);
+    Net net;
+    train::Model model = make_model(net);
+    data::DataLoader loader(blobs(128, 4), {.batch_size = 32, .shuffle = true, .seed = 3});
+    loader.set_position({0, 2});
+    const std::vector<Tensor> before = weights(net);
+    const uint64_t counter = default_generator().counter();
+    EXPECT_THROW(model.load_checkpoint(bad, &loader), Error);
+    const std::vector<Tensor> after = weights(net);
+    for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(array_equal(before[i], after[i])) << i;
+    EXPECT_EQ(model.epochs_done(), 0);
+    EXPECT_TRUE(model.history().series.empty());
+    EXPECT_EQ(model.optimizer().steps(), 0);
+    EXPECT_EQ(loader.position(), (data::LoaderPosition{0, 2}));
+    EXPECT_EQ(default_generator().counter(), counter);
+  }
+  // a checkpoint of another optimizer: nothing changes either
+  manual_seed(5);
+  Net net;
+  std::vector<Tensor> params;
+  for (const auto& l : net.graph.nodes())
+    for (const Tensor& p : l.parameters()) params.push_back(p);
+  train::Model sgd(net.graph, [](const Tensor& p, const Tensor& t) { return cross_entropy(p, t); },
+                   std::make_shared<train::SGD>(params, train::SGDOptions{.lr = 0.1}));
+  const std::vector<Tensor> before = weights(net);
+  EXPECT_TRUE(loom_test::contains_all(loom_test::error_message<ValueError>([&] { sgd.load_checkpoint(ckpt); }), {"Adam", "SGD"}));
+  const std::vector<Tensor> after = weights(net);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(array_equal(before[i], after[i])) << i;
+  EXPECT_EQ(sgd.epochs_done(), 0);
+  // and the unedited checkpoint loads
+  Net fresh;
+  train::Model model = make_model(fresh);
+  model.load_checkpoint(ckpt);
+  EXPECT_EQ(model.epochs_done(), 2);
+}
+
+// A run that saw a NaN loss saved "null" into its history: the checkpoint could not be loaded.
+TEST(ModelCheckpoint, NonFiniteLossesAndConstantsRoundTrip) {
+  loom_test::TempDir dir;
+  const std::string ckpt = dir / "nan.safetensors";
+  manual_seed(3);
+  Net net;
+  std::vector<Tensor> params;
+  for (const auto& l : net.graph.nodes())
+    for (const Tensor& p : l.parameters()) params.push_back(p);
+  auto nan_loss = [](const Tensor& p, const Tensor& t) { return cross_entropy(p, t) * scalar_tensor(std::nan(""), Float32); };
+  train::Model model(net.graph, nan_loss, std::make_shared<train::Adam>(params, train::AdamOptions{.lr = 0.01}));
+  data::DataLoader loader(blobs(64, 4), {.batch_size = 32});
+  model.fit(loader, {.epochs = 1, .progress = false});
+  ASSERT_TRUE(std::isnan(model.history().series.at("loss").at(0)));
+  model.save_checkpoint(ckpt, &loader);
+  Net net2;
+  std::vector<Tensor> params2;
+  for (const auto& l : net2.graph.nodes())
+    for (const Tensor& p : l.parameters()) params2.push_back(p);
+  train::Model back(net2.graph, nan_loss, std::make_shared<train::Adam>(params2, train::AdamOptions{.lr = 0.01}));
+  back.load_checkpoint(ckpt);
+  EXPECT_TRUE(std::isnan(back.history().series.at("loss").at(0)));
+  EXPECT_EQ(back.epochs_done(), 1);
+  // the JSON-lines log writes the same spelling (it wrote null)
+  auto jsonl = std::make_shared<train::JSONLinesLogger>(dir / "log.jsonl");
+  jsonl->on_epoch_end(model, 0, {{"loss", std::nan("")}, {"x", -INFINITY}});
+  EXPECT_NE(loom::read_file(dir / "log.jsonl").find("\"loss\":\"NaN\""), std::string::npos);
+  EXPECT_NE(loom::read_file(dir / "log.jsonl").find("\"x\":\"-Infinity\""), std::string::npos);
 }

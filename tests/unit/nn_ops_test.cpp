@@ -516,6 +516,25 @@ TEST(NNGrad, Losses) {
        wave({4}, 0.91, 0.3) + 1.5});
 }
 
+TEST(NNGrad, LossesWithEveryTargetIgnoredHaveZeroGradient) {
+  // the mean is NaN (0 / 0, as PyTorch) but no gradient flows: PyTorch's backward writes only
+  // the non-ignored positions (found by the random differential tester, docs/testing.md)
+  const Tensor x = wave({3, 4}, 0.37, 0.1);
+  const Tensor tgt = full({3}, 2, Int64);
+  for (double smoothing : {0.0, 0.2}) {
+    Tensor xl = x.detach();
+    xl.requires_grad_(true);
+    const Tensor loss = cross_entropy(xl, tgt, Tensor(), Reduction::Mean, 2, smoothing);
+    EXPECT_TRUE(std::isnan(loss.item<double>()));
+    EXPECT_TRUE(array_equal(grad(loss, {xl})[0], zeros({3, 4}, x.dtype()))) << "smoothing " << smoothing;
+  }
+  Tensor lp = x.detach();
+  lp.requires_grad_(true);
+  const Tensor nll = nll_loss(lp, tgt, square(wave({4}, 0.91, 0.3)) + 0.5, Reduction::Mean, 2);
+  EXPECT_TRUE(std::isnan(nll.item<double>()));
+  EXPECT_TRUE(array_equal(grad(nll, {lp})[0], zeros({3, 4}, x.dtype())));
+}
+
 TEST(NNGrad, BceWithLogitsGradientAtZero) {
   // d/dx = sigmoid(x) - y exactly, also at the kink-free point x = 0 (no subgradient of |x|)
   Tensor x = zeros({3}, Float64);

@@ -37,6 +37,9 @@ std::vector<Geometry> geometries() {
       {{1, 2, 12, 37}, {3, 3}, {2, 1}, {1, 1}, {2, 3}, false},
       {{1, 1, 10, 19}, {4, 5}, {1, 2}, {2, 2}, {1, 1}, true},
       {{1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, false},
+      // windows entirely in the padding (index -1, no gradient): rows, then columns
+      {{1, 2, 1, 20}, {2, 3}, {1, 1}, {1, 1}, {2, 1}, false},
+      {{1, 2, 6, 1}, {3, 2}, {1, 1}, {1, 1}, {1, 2}, false},
   };
 }
 

@@ -1,6 +1,7 @@
 // The thread pool: thread count control, results independent of the thread count, and
 // exceptions raised inside parallel_for reaching the caller.
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -149,4 +150,36 @@ TEST(Threads, ConcurrentCallersGetCorrectResults) {
     ts.emplace_back([&, k] { sums[k] = sum(matmul(a, a)).item<double>(); });
   for (auto& t : ts) t.join();
   for (double s : sums) EXPECT_EQ(s, 300.0 * 300.0 * 300.0);
+}
+
+// Workers created by set_num_threads must start at the pool's current job generation: a worker
+// that took the last finished job for a new one decremented the pending count of the next real
+// job, so parallel_for could return while that worker still ran one of its chunks (and the
+// count could go wrong for later jobs). Each round checks that every chunk ran once and that
+// none ran after parallel_for returned.
+TEST(Threads, ResizingBetweenJobsNeverLetsAJobReturnEarly) {
+  ThreadCountGuard guard;
+  std::atomic<int> late{0};
+  for (int round = 0; round < 1000; ++round) {
+    set_num_threads(1);
+    set_num_threads(2);
+    // sweep the moment of the first job against the new worker's start-up
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::microseconds(round % 64)) {
+    }
+    for (int job = 0; job < 4; ++job) {
+      std::atomic<bool> returned{false};
+      std::atomic<int> done{0};
+      parallel_for(0, 64, 1, [&](int64_t b, int64_t e) {
+        for (int spin = 0; spin < 200; ++spin) std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (returned.load()) late++;
+        done += static_cast<int>(e - b);
+      });
+      returned = true;
+      ASSERT_EQ(done.load(), 64) << "round " << round << ", job " << job;
+      // a chunk still running after the return would report itself here
+      for (int spin = 0; spin < 2000; ++spin) std::atomic_signal_fence(std::memory_order_seq_cst);
+      ASSERT_EQ(late.load(), 0) << "round " << round << ", job " << job;
+    }
+  }
 }

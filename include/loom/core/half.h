@@ -20,7 +20,11 @@ struct bfloat16 {
     uint32_t u;
     std::memcpy(&u, &f, 4);
     if ((u & 0x7fffffffu) > 0x7f800000u) {
-      bits = static_cast<uint16_t>((u >> 16) | 0x40);
+      // truncate, keeping the sign, payload and signalling bit (a bfloat16 NaN's round trip
+      // through float32 is exact); only a payload that lies wholly in the dropped low bits
+      // gets the quiet bit, so that the NaN does not become an infinity
+      bits = static_cast<uint16_t>(u >> 16);
+      if ((bits & 0x7fu) == 0) bits = static_cast<uint16_t>(bits | 0x40u);
     } else {
       u += 0x7fffu + ((u >> 16) & 1u);
       bits = static_cast<uint16_t>(u >> 16);

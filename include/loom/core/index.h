@@ -34,6 +34,9 @@ class TensorIndex {
  public:
   TensorIndex(int64_t i) : v_(i) {}
   TensorIndex(int i) : v_(static_cast<int64_t>(i)) {}
+  // NumPy's x[True] / x[False]: a new axis of size 1 / 0 (as a 0-d boolean tensor would);
+  // without it a bool would convert to the integer 1 / 0
+  TensorIndex(bool b) : v_(b) {}
   TensorIndex(Slice s) : v_(s) {}
   TensorIndex(EllipsisType) : v_(EllipsisType{}) {}
   TensorIndex(NewAxisType) : v_(NewAxisType{}) {}
@@ -45,12 +48,14 @@ class TensorIndex {
   bool is_ellipsis() const { return v_.index() == 2; }
   bool is_newaxis() const { return v_.index() == 3; }
   bool is_tensor() const { return v_.index() == 4; }
+  bool is_bool() const { return v_.index() == 5; }
   int64_t integer() const { return std::get<0>(v_); }
   const Slice& slice() const { return std::get<1>(v_); }
   const Tensor& tensor() const { return *std::get<4>(v_); }
+  bool boolean() const { return std::get<5>(v_); }
 
  private:
-  std::variant<int64_t, Slice, EllipsisType, NewAxisType, std::shared_ptr<Tensor>> v_;
+  std::variant<int64_t, Slice, EllipsisType, NewAxisType, std::shared_ptr<Tensor>, bool> v_;
 };
 
 }  // namespace loom

@@ -18,11 +18,16 @@ class Node {
   std::vector<std::shared_ptr<Node>> next;
 };
 
-// The sink of a leaf tensor: adds incoming gradients to the leaf's .grad().
+// The sink of a leaf tensor: adds incoming gradients to the leaf's .grad(). The engine calls
+// accumulated() during the pass and assigns the results only once the whole pass has
+// succeeded, so a failing backward (out of memory, ...) leaves every .grad() unchanged.
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::weak_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
-  std::vector<Tensor> apply(const Tensor& grad_output) override;
+  std::vector<Tensor> apply(const Tensor& grad_output) override;  // accumulates at once
+  // The leaf's .grad() after adding `grad_output` (undefined when the leaf is gone); the leaf
+  // itself is not changed.
+  Tensor accumulated(const Tensor& grad_output) const;
   const char* name() const override { return "AccumulateGrad"; }
   std::shared_ptr<TensorImpl> leaf() const { return leaf_.lock(); }
 

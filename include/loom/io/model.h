@@ -33,8 +33,11 @@ TensorMap graph_state(const Graph& graph);
 // Copies `tensors` into the graph's parameters and buffers. Strict: every parameter and buffer
 // must be present exactly once with the same shape and dtype, and no other name may appear.
 // Throws ValueError for missing, unexpected or doubly given names, ShapeError and DTypeError for
-// mismatches, each naming `source` and the tensor; on error the graph may be partly loaded.
+// mismatches, each naming `source` and the tensor; everything is checked before anything is
+// copied, so on error the graph is unchanged.
 void load_graph_state(const Graph& graph, const TensorMap& tensors, const std::string& source = "tensors");
+// The checks of load_graph_state alone (the same errors); copies nothing.
+void check_graph_state(const Graph& graph, const TensorMap& tensors, const std::string& source = "tensors");
 
 // Writes the architecture and all weights and buffers of `graph` (plus `extra` tensors and
 // `metadata`) to `path` atomically: everything is encoded before the file is touched and written
@@ -52,5 +55,9 @@ void save_state(const std::string& path, const Graph& graph, const TensorMap& ex
 // Loads the weights of a state or model file into `graph` (strictly, as load_graph_state) and
 // returns the extras and metadata.
 Checkpoint load_state(const std::string& path, const Graph& graph);
+// Reads a state or model file without touching any graph: its weights by key into *weights
+// (when given), its extras and metadata returned. For loads that check everything before
+// changing anything (Model::load_checkpoint): read_state, check_graph_state, then commit.
+Checkpoint read_state(const std::string& path, TensorMap* weights);
 
 }  // namespace loom::io

@@ -32,6 +32,25 @@ struct Init {
 
 // A new tensor of `shape` drawn from `init`. Fans: shape[0] in, shape[1] out for matrices;
 // for higher ranks (out, in, k...) as convolution kernels.
+// Every layer creates its parameters and buffers through it.
 Tensor initialize(const Init& init, const Shape& shape, DType dtype = Float32, Generator* gen = nullptr);
+
+// While one is alive on this thread, initialize() leaves the tensors it creates unfilled (their
+// values are about to be overwritten) and refuses, before allocating, to create more than
+// `max_bytes` in all (ValueError). io::load_model builds the architecture of a file under one,
+// bounded by the bytes of the tensors the file holds: a small file cannot ask for gigabytes.
+class ParamBudget {
+ public:
+  explicit ParamBudget(uint64_t max_bytes);
+  ~ParamBudget();
+  ParamBudget(const ParamBudget&) = delete;
+  ParamBudget& operator=(const ParamBudget&) = delete;
+  // Takes `bytes` from the budget or throws ValueError naming `what` (the tensor).
+  void take(uint64_t bytes, const std::string& what);
+
+ private:
+  ParamBudget* previous_;
+  uint64_t left_, max_;
+};
 
 }  // namespace loom::nn

@@ -15,7 +15,8 @@ namespace loom {
 Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0, IntList dilation = 1,
                   bool ceil_mode = false);
 // Also returns the argmax of each window as int64 flat positions h * W + w in its input plane
-// (PyTorch's return_indices=True).
+// (PyTorch's return_indices=True); -1 for a window entirely in the padding (possible with
+// dilation), which has no input element: its value is -inf and it passes no gradient.
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kernel_size, IntList stride = {},
                                                   IntList padding = 0, IntList dilation = 1, bool ceil_mode = false);
 // count_include_pad counts the zero padding in the divisor (PyTorch's default); a positive

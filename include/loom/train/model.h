@@ -62,6 +62,9 @@ class Model {
   // epoch count and, when given, the loader position: load_checkpoint then fit continues
   // exactly as if training had not stopped.
   void save_checkpoint(const std::string& path, const data::DataLoader* loader = nullptr) const;
+  // All or nothing: the weights, the training state, the optimizer state and the loader
+  // position are all checked before any of them changes; a bad file throws and leaves the
+  // model, the optimizer, the generator and the loader as they were (docs/io.md).
   void load_checkpoint(const std::string& path, data::DataLoader* loader = nullptr);
 
  private:

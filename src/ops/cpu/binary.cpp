@@ -12,20 +12,18 @@ namespace loom::cpu {
 
 namespace {
 
+// Integer results wrap modulo 2^bits as NumPy's: the products run unsigned (signed overflow
+// is undefined behaviour). Negative exponents are rejected by power() before the kernel.
 template <typename T>
 inline T int_pow(T base, T exp) {
-  if (exp < 0) {
-    if (base == 1) return 1;
-    if (base == static_cast<T>(-1)) return (exp % 2) ? static_cast<T>(-1) : 1;
-    return 0;
+  using U = std::make_unsigned_t<T>;
+  U r = 1, b = static_cast<U>(base);
+  while (exp > 0) {
+    if (exp & 1) r = static_cast<U>(r * b);
+    b = static_cast<U>(b * b);
+    exp = static_cast<T>(exp >> 1);
   }
-  T r = 1;
-  while (exp) {
-    if (exp & 1) r = static_cast<T>(r * base);
-    base = static_cast<T>(base * base);
-    exp >>= 1;
-  }
-  return r;
+  return static_cast<T>(r);
 }
 
 template <typename T>
@@ -37,7 +35,11 @@ inline T py_mod(T a, T b) {
   } else if constexpr (std::is_same_v<T, bool>) {
     return false;
   } else {
+    // NumPy: x % 0 == 0 (with a warning); x % -1 == 0 also for the lowest value, whose
+    // a % b traps (SIGFPE) on x86
     if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>)
+      if (b == -1) return 0;
     T r = static_cast<T>(a % b);
     if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
     return r;
@@ -60,7 +62,10 @@ inline T py_floordiv(T a, T b) {
   } else if constexpr (std::is_same_v<T, bool>) {
     return a && b;
   } else {
+    // NumPy: x // 0 == 0 (with a warning); lowest // -1 wraps to lowest (a / b traps on x86)
     if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>)
+      if (b == -1) return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a));
     T q = static_cast<T>(a / b);
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;

@@ -78,9 +78,10 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const
                 }
               }
             }
+            // arg stays -1 for a window entirely in the padding (no element, no gradient)
             yp[oh * Wo + ow] = best;
-            if (ip.i64) ip.i64[oh * Wo + ow] = arg < 0 ? 0 : arg;
-            if (ip.i32) ip.i32[oh * Wo + ow] = static_cast<int32_t>(arg < 0 ? 0 : arg);
+            if (ip.i64) ip.i64[oh * Wo + ow] = arg;
+            if (ip.i32) ip.i32[oh * Wo + ow] = static_cast<int32_t>(arg);
           }
       }
     });
@@ -101,7 +102,8 @@ void max_pool2d_backward(const Tensor& gx, const Tensor& gy, const Tensor& indic
           const T* yp = GY + pl * HWo;
           const auto* ip = I + pl * HWo;
           std::memset(gp, 0, sizeof(T) * HW);
-          for (int64_t o = 0; o < HWo; ++o) gp[ip[o]] += yp[o];
+          for (int64_t o = 0; o < HWo; ++o)
+            if (ip[o] >= 0) gp[ip[o]] += yp[o];  // -1: a window entirely in the padding
         }
       });
     };

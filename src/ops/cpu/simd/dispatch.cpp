@@ -1,7 +1,6 @@
-// Picks the widest kernel table the CPU supports (LOOM_SIMD=baseline|avx2|avx512 narrows it,
-// for testing the other builds on a wide machine).
-#include <cstdlib>
-#include <cstring>
+// Picks the kernel table of the level core/machine.h settles on: the widest the CPU supports,
+// narrowed by LOOM_SIMD=baseline|avx2|avx512 (to run the narrower builds on a wide machine).
+#include "loom/core/machine.h"
 
 #include "ops/cpu/simd/simd.h"
 
@@ -10,15 +9,11 @@ namespace loom::cpu::simd {
 namespace {
 
 const Table* pick() {
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const char* want = std::getenv("LOOM_SIMD");
-  const bool cap_avx2 = want && std::strcmp(want, "avx2") == 0;
-  const bool cap_base = want && std::strcmp(want, "baseline") == 0;
-  if (avx512 && !cap_avx2 && !cap_base) return &avx512::get();
-  if (avx2 && !cap_base) return &avx2::get();
+  switch (isa_level()) {
+    case IsaLevel::AVX512: return &avx512::get();
+    case IsaLevel::AVX2: return &avx2::get();
+    case IsaLevel::Baseline: break;
+  }
   return &baseline::get();
 }
 

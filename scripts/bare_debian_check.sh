@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs the README's two commands as a newcomer would, in a bare Debian 12 root file system
+# (debootstrap --variant=minbase bookworm) under chroot, so that a package missing from
+# scripts/setup.sh fails here instead of on a user's machine.
+#
+#   bash scripts/bare_debian_check.sh           # both README commands: main job, then tests
+#   bash scripts/bare_debian_check.sh --quick   # setup, configure, build and the unit tests
+#
+# Needs root (debootstrap, chroot, mounts). The pristine base system, the downloaded .deb
+# files and a ccache for the chroot are kept in $LOOM_BARE_CACHE (default
+# /var/cache/loom-bare) between runs; every run starts from a fresh copy of the base system,
+# so setup.sh must install every package itself. The repository's tracked and untracked
+# (not ignored) files are copied in; build outputs are not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+mode=full
+case "${1:-}" in
+  "") ;;
+  --quick) mode=quick ;;
+  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
+say() { printf 'bare-debian: %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  say "needs root (debootstrap, chroot and mounts); run it as root or with sudo" >&2
+  exit 1
+fi
+for tool in debootstrap unshare chroot; do
+  if ! command -v "$tool" >/dev/null; then
+    say "installing debootstrap"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+    break
+  fi
+done
+
+cache=${LOOM_BARE_CACHE:-/var/cache/loom-bare}
+base="$cache/bookworm-minbase"
+mkdir -p "$cache/apt-archives/partial" "$cache/ccache"
+
+# The Debian mirror this machine's apt already uses (debootstrap's default when none is set).
+mirror=$( (grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}';
+           awk '$1 == "deb" {print $2}' /etc/apt/sources.list 2>/dev/null) |
+         grep -v -- '-security' | head -n 1 || true)
+
+if [ ! -f "$base/.loom-complete" ]; then
+  say "making the base system (debootstrap --variant=minbase bookworm${mirror:+ from $mirror})"
+  rm -rf "$base"
+  debootstrap --variant=minbase bookworm "$base" ${mirror:+"$mirror"} >"$cache/debootstrap.log" 2>&1 ||
+    { tail -n 20 "$cache/debootstrap.log"; say "debootstrap failed"; exit 1; }
+  touch "$base/.loom-complete"
+fi
+
+work=$(mktemp -d /var/tmp/loom-bare.XXXXXX)
+cleanup() { [ -n "${work:-}" ] && [ -d "$work" ] && rm -rf --one-file-system "$work"; }
+trap cleanup EXIT
+root="$work/root"
+start=$(date +%s)
+cp -a "$base" "$root"
+rm -f "$root/.loom-complete"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mkdir -p "$root/loom" "$root/ccache"
+git -C "$repo" ls-files -z --cached --others --exclude-standard |
+  (cd "$repo" && tar --null --no-recursion -T - -cf - 2>/dev/null) | tar -xf - -C "$root/loom"
+say "fresh root file system ready in $(( $(date +%s) - start )) s"
+
+if [ "$mode" = full ]; then
+  commands='bash scripts/main.sh && bash scripts/test.sh'
+else
+  commands='bash scripts/build.sh && cd build && ctest --output-on-failure -j "$(nproc)" -E "pytorch|python|numpy|zoo|main_job"'
+fi
+
+# A private mount namespace: the mounts vanish with it, so nothing stays mounted on the host
+# even when this script is killed.
+set +e
+unshare --mount --propagation private bash -euo pipefail -c '
+  root=$1; cache=$2; commands=$3
+  mount -t proc proc "$root/proc"
+  mount -t sysfs sysfs "$root/sys"
+  mount --rbind /dev "$root/dev"
+  mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
+  mount --bind "$cache/ccache" "$root/ccache"
+  exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root LANG=C.UTF-8 TERM=dumb CI=true CCACHE_DIR=/ccache \
+    /bin/bash -c "cd /loom && $commands"
+' bare "$root" "$cache" "$commands"
+rc=$?
+set -e
+elapsed=$(( $(date +%s) - start ))
+if [ $rc -ne 0 ]; then
+  say "FAILED (exit $rc) after ${elapsed} s: the README's commands do not work on a bare Debian 12"
+  exit $rc
+fi
+say "passed (${mode}) in ${elapsed} s: the README's commands work on a bare Debian 12"
