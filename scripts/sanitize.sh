@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, -O1 -g, in
-# build-asan/): every ctest test except those named below (docs/testing.md). Any sanitizer report
+# build-san/, scripts/sanitized_build.sh): every ctest test except those named below (docs/testing.md). Any sanitizer report
 # fails the test that triggered it. Extra arguments go to ctest (e.g. -R Csv).
 #   scripts/sanitize.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DLOOM_SANITIZE=address,undefined -DLOOM_BUILD_BENCH=OFF >/dev/null
-cmake --build build-asan -j "$(nproc)"
+bash scripts/sanitized_build.sh
 
 sup="$PWD/tests/sanitizers"
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1:${ASAN_OPTIONS:-}"
@@ -18,5 +16,5 @@ export LSAN_OPTIONS="suppressions=$sup/lsan.supp:${LSAN_OPTIONS:-}"
 # - install_find_package: it builds a consumer program with the system compiler against the
 #   installed, instrumented libloom.so, which would need the sanitizer runtime in that consumer
 #   too; it checks packaging, which the plain build covers.
-cd build-asan
+cd build-san
 ctest --output-on-failure -j "$(nproc)" --timeout 1800 -E '^install_find_package$' "$@"
