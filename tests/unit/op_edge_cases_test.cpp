@@ -93,6 +93,20 @@ TEST(IntegerOverflow, WrapsModuloTwoToTheBitsAsNumPy) {
   EXPECT_EQ(matmul(tensor<int64_t>({hi, hi}).reshape({1, 2}), tensor<int64_t>({1, 1}).reshape({2, 1})).item<int64_t>(), -2);
 }
 
+TEST(Attention, EmptySequencesAndEmbeddings) {
+  // E = 0: every score is 0, so each query attends uniformly (PyTorch: the mean of v over S)
+  Tensor q = randn({2, 3, 0}), k = randn({2, 4, 0}), v = randn({2, 4, 5}).requires_grad_();
+  Tensor o = scaled_dot_product_attention(q, k, v);
+  EXPECT_TRUE(allclose(o, broadcast_to(mean(v, {1}, true), {2, 3, 5}))) << o;
+  sum(o).backward();
+  EXPECT_TRUE(allclose(v.grad(), full({2, 4, 5}, 3.0 / 4.0)));
+  // L = 0 or S = 0: an empty result, or zeros (an empty weighted sum)
+  EXPECT_EQ(scaled_dot_product_attention(randn({2, 0, 4}), randn({2, 4, 4}), randn({2, 4, 5})).shape(), (Shape{2, 0, 5}));
+  Tensor z = scaled_dot_product_attention(randn({2, 3, 4}), randn({2, 0, 4}), randn({2, 0, 5}));
+  EXPECT_EQ(z.shape(), (Shape{2, 3, 5}));
+  EXPECT_EQ(sum(abs(z)).item<double>(), 0.0);
+}
+
 TEST(IntegerPower, NegativeExponentsRaiseAsNumPy) {
   std::string m = error_message<ValueError>([] { power(tensor<int32_t>({2, 3}), tensor<int32_t>({-1, 2})); });
   EXPECT_TRUE(contains_all(m, {"power", "negative integer powers", "-1", "int32"}));
