@@ -5,6 +5,7 @@
 # (none: everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/setup.sh --sanitizers
 CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DLOOM_BUILD_FUZZ=ON -DLOOM_BUILD_BENCH=OFF >/dev/null
 targets=()
