@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh                  every target for 25 s (CI)
 #   scripts/fuzz.sh 600              every target for 600 s
 #   scripts/fuzz.sh 60 csv text      only the named targets
-#   scripts/fuzz.sh replay [targets] runs the committed reproducers (tests/fuzz/findings/<target>/)
+#   scripts/fuzz.sh replay [targets] runs the committed reproducers (tests/fuzz/regressions/<target>/)
 #                                    once each and says which still fail
 # A crash, sanitizer report, non-loom::Error exception, leak, timeout (> 10 s for one input) or
 # allocation over the limits (-malloc_limit_mb=1024, -rss_limit_mb=2048) fails the run; the input
@@ -39,7 +39,7 @@ limits=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024)
 failed=()
 if [[ $mode == replay ]]; then
   for t in "${targets[@]}"; do
-    for f in tests/fuzz/findings/"$t"/*; do
+    for f in tests/fuzz/regressions/"$t"/*; do
       [[ -f $f ]] || continue
       if build-san/tests/fuzz/fuzz_"$t" "${limits[@]}" -runs=1 "$f" >/dev/null 2>&1; then
         echo "fixed:      $t $f"

@@ -95,7 +95,7 @@ static void for_each_along(const Tensor& x, int64_t axis, const Tensor& index, F
 }
 
 void take_along(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index) {
-  const size_t isz = x.itemsize();
+  const auto isz = static_cast<int64_t>(x.itemsize());  // signed: offsets of reversed views are negative
   const char* src = static_cast<const char*>(x.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
   for_each_along(x, axis, index, [&](int64_t k, int64_t off) { std::memcpy(dst + k * isz, src + off * isz, isz); });
@@ -138,7 +138,7 @@ void scatter_add_along(const Tensor& dst, int64_t axis, const Tensor& index, con
 }
 
 void put(const Tensor& dst, const Tensor& index, const Tensor& src) {
-  const size_t isz = dst.itemsize();
+  const auto isz = static_cast<int64_t>(dst.itemsize());
   const int64_t* idx = index.data<int64_t>();
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
