@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Loom needs, by name, when any is missing.
+#   scripts/setup.sh               what building, testing and the main job need
+#   scripts/setup.sh --sanitizers  also clang, its sanitizer and libFuzzer runtimes and
+#                                  llvm-symbolizer (scripts/sanitized_build.sh)
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config zlib1g-dev
@@ -13,6 +16,9 @@ PACKAGES=(
   # the model zoo's parameter-count and output reference (tests/zoo/check_params.py)
   python3-torchvision
 )
+if [[ ${1:-} == --sanitizers ]]; then
+  PACKAGES+=(clang libclang-rt-dev llvm)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -127,6 +127,16 @@ double Tensor::at(const std::vector<int64_t>& index) const {
   return read_double(static_cast<const char*>(data_ptr()) + off * static_cast<int64_t>(itemsize()), dtype());
 }
 
+// A stored value read as double, converted to T (to an integer T without undefined behaviour
+// for NaN, infinities or out-of-range values: detail::float_to_int64, then T's width).
+template <typename T>
+static T from_double(double v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return static_cast<T>(detail::float_to_int64(v));
+  else
+    return static_cast<T>(v);
+}
+
 template <typename T>
 T Tensor::item() const {
   LOOM_REQUIRE_DEFINED("item");
@@ -136,7 +146,7 @@ T Tensor::item() const {
                      " elements); only a tensor with exactly one element converts to a scalar");
   const void* p = data_ptr();
   if (dtype() == DType::Int64) return static_cast<T>(*static_cast<const int64_t*>(p));
-  return static_cast<T>(read_double(p, dtype()));
+  return from_double<T>(read_double(p, dtype()));
 }
 
 template <typename T>
@@ -157,7 +167,7 @@ std::vector<T> Tensor::to_vector() const {
     if (dtype() == DType::Int64)
       out.push_back(static_cast<T>(*reinterpret_cast<const int64_t*>(p)));
     else
-      out.push_back(static_cast<T>(read_double(p, dtype())));
+      out.push_back(from_double<T>(read_double(p, dtype())));
     for (size_t i = idx.size(); i-- > 0;) {
       if (++idx[i] < shape()[i]) break;
       idx[i] = 0;

@@ -61,7 +61,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       throw ShapeError(std::string(op) + ": mask " + detail::desc(mask) + " does not broadcast to the scores' shape " +
                        shape_str(score_shape) + shapes);
   }
-  const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
+  // With E = 0 every score is an empty sum, 0 (PyTorch scales q and k before their product, so
+  // its scores are 0 too, where 0 * 1/sqrt(0) would be NaN): softmax is then uniform.
+  const double sc = scale ? *scale : E > 0 ? 1.0 / std::sqrt(static_cast<double>(E)) : 1.0;
   Tensor scores = matmul(q, swapaxes(k, -1, -2)) * sc;
   const Tensor neg_inf = scalar_tensor(-std::numeric_limits<double>::infinity(), scores.dtype(), scores.device());
   if (is_causal) {

@@ -1,6 +1,8 @@
 // The Optimizer base: parameter checks, the step loop, per-parameter state and its export.
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "loom/autograd/autograd.h"
 #include "loom/ops/creation.h"
@@ -54,19 +56,26 @@ void Optimizer::set_lr(double lr) {
 
 void Optimizer::step() {
   NoGrad off;
+  // Every gradient is checked (and converted) before any parameter changes: a bad gradient
+  // on the last parameter must not leave the first ones updated.
+  std::vector<std::pair<size_t, Tensor>> grads;
+  grads.reserve(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
+    const Tensor& p = params_[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
     if (g.shape() != p.shape())
       throw ShapeError(name() + ".step: the gradient of parameter " + std::to_string(i) + " has shape " +
-                       shape_str(g.shape()) + " but the parameter has " + shape_str(p.shape()));
+                       shape_str(g.shape()) + " but the parameter has " + shape_str(p.shape()) +
+                       "; no parameter was updated");
     if (g.device() != p.device())
       throw DeviceError(name() + ".step: the gradient of parameter " + std::to_string(i) + " is on " +
-                        g.device().str() + " but the parameter is on " + p.device().str());
+                        g.device().str() + " but the parameter is on " + p.device().str() +
+                        "; no parameter was updated");
     if (g.dtype() != p.dtype()) g = g.astype(p.dtype());
-    update(i, p, g.contiguous(), state_[i]);
+    grads.emplace_back(i, g.contiguous());
   }
+  for (auto& [i, g] : grads) update(i, params_[i], g, state_[i]);
   ++steps_;
 }
 

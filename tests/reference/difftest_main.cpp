@@ -406,7 +406,9 @@ std::vector<GenOp> elementwise_ops() {
       {"equal", [](auto& a, auto& b) { return loom::equal(a, b); }},
       {"not_equal", [](auto& a, auto& b) { return loom::not_equal(a, b); }},
   };
-  for (const auto& [cop, cf] : cmps)
+  for (const auto& cmp : cmps) {
+    const std::string cop = cmp.first;  // copies: clang 14 cannot capture structured bindings
+    const auto cf = cmp.second;
     g.push_back({cop, 0.25, [cop, cf](Chain& c, int x) {
                    if (!finite(c.values(x))) return kNotApplicable;
                    int y = c.leaf(broadcast_partner(c, c.sh(x)), c.opdt(), Domain::Normal, false);
@@ -431,6 +433,7 @@ std::vector<GenOp> elementwise_ops() {
                    std::vector<int> args = c.P(0.5) ? std::vector<int>{cond, x, other} : std::vector<int>{cond, other, x};
                    return c.apply("where", "{}", args, [](const In& in) { return loom::where(in[0], in[1], in[2]); });
                  }});
+  }
   return g;
 }
 

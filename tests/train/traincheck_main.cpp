@@ -323,14 +323,14 @@ void loss_cases() {
                                                                 {tr::KLReduction::Sum, "sum"},
                                                                 {tr::KLReduction::Mean, "mean"},
                                                                 {tr::KLReduction::BatchMean, "batchmean"}};
-    for (auto [r, rname] : kl_reds) {
+    for (auto [r, rname] : kl_reds) {  // [r = r]: clang 14 cannot capture a structured binding
       Tensor target = softmax(rn({4, 5}), 1);
       target = where(target < 0.1, 0.0, target);  // exact zeros: 0 log 0 = 0
       loss_case("kl_divergence", Obj().s("reduction", rname).b("log_target", false), {log_softmax(rn({4, 5}), 1), target},
-                {0, 1}, [r](auto& x) { return tr::kl_divergence(x[0], x[1], r); });
+                {0, 1}, [r = r](auto& x) { return tr::kl_divergence(x[0], x[1], r); });
       loss_case("kl_divergence", Obj().s("reduction", rname).b("log_target", true),
                 {log_softmax(rn({4, 5}), 1), log_softmax(rn({4, 5}), 1)}, {0, 1},
-                [r](auto& x) { return tr::kl_divergence(x[0], x[1], r, true); });
+                [r = r](auto& x) { return tr::kl_divergence(x[0], x[1], r, true); });
     }
     loss_case("cosine_similarity", Obj().d("axis", 1).d("eps", 1e-8), {rn({3, 4, 2}), rn({3, 4, 2})}, {0, 1},
               [](auto& x) { return tr::cosine_similarity(x[0], x[1], 1); });

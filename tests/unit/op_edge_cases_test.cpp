@@ -70,6 +70,43 @@ TEST(IntegerDivision, LowestByMinusOneWrapsAndByZeroIsZero) {
   EXPECT_EQ(mod(a, strided).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0}));
 }
 
+TEST(IntegerOverflow, WrapsModuloTwoToTheBitsAsNumPy) {
+  // Signed overflow is undefined behaviour in C++; the kernels compute unsigned, so the
+  // result is NumPy's wrapped one on every compiler (and UBSan stays quiet: scripts/sanitize.sh)
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  Tensor a = tensor<int64_t>({hi, lo, lo, 3});
+  EXPECT_EQ((a + tensor<int64_t>({1, -1, lo, 4})).to_vector<int64_t>(), (std::vector<int64_t>{lo, hi, 0, 7}));
+  EXPECT_EQ((a - tensor<int64_t>({-1, 1, 0, 4})).to_vector<int64_t>(), (std::vector<int64_t>{lo, hi, lo, -1}));
+  EXPECT_EQ((a * tensor<int64_t>({2, -1, 2, 4})).to_vector<int64_t>(), (std::vector<int64_t>{-2, lo, 0, 12}));
+  EXPECT_EQ(negative(a).to_vector<int64_t>(), (std::vector<int64_t>{-hi, lo, lo, -3}));
+  EXPECT_EQ(abs(a).to_vector<int64_t>(), (std::vector<int64_t>{hi, lo, lo, 3}));
+  EXPECT_EQ(square(tensor<int64_t>({hi})).to_vector<int64_t>(), (std::vector<int64_t>{1}));
+  const int32_t lo32 = std::numeric_limits<int32_t>::min(), hi32 = std::numeric_limits<int32_t>::max();
+  Tensor b = tensor<int32_t>({hi32, lo32});
+  EXPECT_EQ((b + tensor<int32_t>({1, -1})).to_vector<int32_t>(), (std::vector<int32_t>{lo32, hi32}));
+  EXPECT_EQ((b * tensor<int32_t>({hi32, hi32})).to_vector<int32_t>(), (std::vector<int32_t>{1, lo32}));
+  EXPECT_EQ(negative(b).to_vector<int32_t>(), (std::vector<int32_t>{-hi32, lo32}));
+  // reductions and scans accumulate in int64, which wraps the same way
+  EXPECT_EQ(sum(tensor<int64_t>({hi, hi, 2})).item<int64_t>(), 0);
+  EXPECT_EQ(prod(tensor<int64_t>({int64_t{1} << 32, int64_t{1} << 32, 5})).item<int64_t>(), 0);
+  EXPECT_EQ(cumsum(tensor<int64_t>({hi, 1, 1}), 0).to_vector<int64_t>(), (std::vector<int64_t>{hi, lo, lo + 1}));
+  EXPECT_EQ(matmul(tensor<int64_t>({hi, hi}).reshape({1, 2}), tensor<int64_t>({1, 1}).reshape({2, 1})).item<int64_t>(), -2);
+}
+
+TEST(Attention, EmptySequencesAndEmbeddings) {
+  // E = 0: every score is 0, so each query attends uniformly (PyTorch: the mean of v over S)
+  Tensor q = randn({2, 3, 0}), k = randn({2, 4, 0}), v = randn({2, 4, 5}).requires_grad_();
+  Tensor o = scaled_dot_product_attention(q, k, v);
+  EXPECT_TRUE(allclose(o, broadcast_to(mean(v, {1}, true), {2, 3, 5}))) << o;
+  sum(o).backward();
+  EXPECT_TRUE(allclose(v.grad(), full({2, 4, 5}, 3.0 / 4.0)));
+  // L = 0 or S = 0: an empty result, or zeros (an empty weighted sum)
+  EXPECT_EQ(scaled_dot_product_attention(randn({2, 0, 4}), randn({2, 4, 4}), randn({2, 4, 5})).shape(), (Shape{2, 0, 5}));
+  Tensor z = scaled_dot_product_attention(randn({2, 3, 4}), randn({2, 0, 4}), randn({2, 0, 5}));
+  EXPECT_EQ(z.shape(), (Shape{2, 3, 5}));
+  EXPECT_EQ(sum(abs(z)).item<double>(), 0.0);
+}
+
 TEST(IntegerPower, NegativeExponentsRaiseAsNumPy) {
   std::string m = error_message<ValueError>([] { power(tensor<int32_t>({2, 3}), tensor<int32_t>({-1, 2})); });
   EXPECT_TRUE(contains_all(m, {"power", "negative integer powers", "-1", "int32"}));

@@ -104,3 +104,28 @@ TEST(ScalarSemantics, AllcloseTreatsInfinitiesAndNaNAsNumPy) {
   EXPECT_FALSE(allclose(tensor<double>({nan}), tensor<double>({nan})));
   EXPECT_TRUE(allclose(tensor<double>({nan, -inf}), tensor<double>({nan, -inf}), 0, 0, true));
 }
+
+// Float to integer conversions are defined for every value (a plain C++ cast of NaN, an infinity
+// or a value beyond the integer's range is undefined behaviour, which scripts/sanitize.sh's
+// UBSan build reports): truncation toward zero, int64's minimum outside int64's range, then the
+// target's width (docs/dtypes.md).
+TEST(ScalarSemantics, FloatToIntegerConversionsAreDefinedForEveryValue) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(Scalar(-2.9).to_int(), -2);
+  EXPECT_EQ(Scalar(inf).to_int(), lo);
+  EXPECT_EQ(Scalar(-inf).to_int(), lo);
+  EXPECT_EQ(Scalar(nan).to_int(), lo);
+  EXPECT_EQ(Scalar(1e19f).to_int(), lo);
+
+  const Tensor x = tensor<double>({-50.0, 2.9, -2.9, nan, inf, -inf, 1e19, -0x1p63});
+  EXPECT_EQ(x.astype(Int64).to_vector<int64_t>(), (std::vector<int64_t>{-50, 2, -2, lo, lo, lo, lo, lo}));
+  EXPECT_EQ(x.astype(Int32).to_vector<int64_t>(), (std::vector<int64_t>{-50, 2, -2, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(x.astype(UInt8).to_vector<int64_t>(), (std::vector<int64_t>{206, 2, 254, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(x.astype(Float16).astype(Int64).to_vector<int64_t>(), (std::vector<int64_t>{-50, 2, -2, lo, lo, lo, lo, lo}));
+  EXPECT_EQ(x.to_vector<int64_t>(), x.astype(Int64).to_vector<int64_t>());
+  EXPECT_EQ(scalar_tensor(nan).item<int64_t>(), lo);
+  EXPECT_EQ(scalar_tensor(-inf).item<int>(), 0);  // int64's minimum, wrapped to 32 bits
+  EXPECT_EQ(full({2}, inf, Int64).to_vector<int64_t>(), (std::vector<int64_t>{lo, lo}));
+  EXPECT_EQ(full({2}, -2.5, Int32).to_vector<int32_t>(), (std::vector<int32_t>{-2, -2}));
+}

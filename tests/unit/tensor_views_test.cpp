@@ -255,3 +255,17 @@ TEST(TensorViews, DetachSharesStorage) {
   EXPECT_TRUE(d.shares_storage_with(x));
   EXPECT_FALSE(d.requires_grad());
 }
+
+// A view of an empty tensor at a non-zero offset has no buffer either (null plus an offset is
+// undefined behaviour, which scripts/sanitize.sh's UBSan build reports), and ops on such views
+// (a cumsum over a zero-length axis included) touch no memory.
+TEST(TensorViews, ViewsOfAnEmptyTensorHaveNoBuffer) {
+  const Tensor e = zeros({0, 4});
+  const Tensor v = e.index({Slice(), Slice(2, 4)});
+  EXPECT_EQ(v.shape(), (Shape{0, 2}));
+  EXPECT_EQ(v.data_ptr(), nullptr);
+  EXPECT_EQ((v + 1).shape(), (Shape{0, 2}));
+  EXPECT_EQ(cumsum(v, 0).shape(), (Shape{0, 2}));
+  EXPECT_EQ(cumsum(zeros({3, 0}), 0).shape(), (Shape{3, 0}));
+  EXPECT_EQ(cumsum(zeros({0, 3}), 1).shape(), (Shape{0, 3}));
+}

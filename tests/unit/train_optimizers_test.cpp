@@ -162,6 +162,22 @@ TEST(TrainOptimizers, SkipsParametersWithoutGradient) {
   EXPECT_FALSE(a.grad().defined());
 }
 
+TEST(TrainOptimizers, ABadGradientUpdatesNoParameter) {
+  // the gradient of the last parameter is wrong (set through the internal handle, as a buggy
+  // custom backward could): step refuses before touching the first one
+  for (auto& [name, make] : factories()) {
+    SCOPED_TRACE(name);
+    Tensor a = ones({2}).requires_grad_(), b = ones({2}).requires_grad_();
+    auto opt = make({a, b});
+    sum(a * 3.0 + b).backward();
+    b.impl()->grad = zeros({3}).impl();
+    const std::string m = error_message<ShapeError>([&] { opt->step(); });
+    EXPECT_TRUE(contains_all(m, {"parameter 1", "(3,)", "(2,)", "no parameter was updated"})) << m;
+    EXPECT_EQ(loom_test::values(a), (std::vector<double>{1, 1}));
+    EXPECT_EQ(opt->state_dict().counters.at("steps"), 0);
+  }
+}
+
 TEST(TrainOptimizers, SgdStepByHand) {
   // p = 1, g = 2 (loss 2p): momentum 0.5, wd 0.1: d = 2.1; buf = 2.1; p = 1 - 0.1 * 2.1 = 0.79
   Tensor p = ones({1}, Float64).requires_grad_();

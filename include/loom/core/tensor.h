@@ -156,7 +156,9 @@ inline Device Tensor::device() const {
 }
 inline void* Tensor::data_ptr() const {
   if (!impl_) [[unlikely]] detail::throw_undefined_tensor("data_ptr");
-  return static_cast<char*>(impl_->storage->data()) + impl_->offset * static_cast<int64_t>(loom::itemsize(impl_->dtype));
+  char* base = static_cast<char*>(impl_->storage->data());
+  // an empty storage has no buffer: neither has a view of it, whatever its offset
+  return base ? base + impl_->offset * static_cast<int64_t>(loom::itemsize(impl_->dtype)) : nullptr;
 }
 inline bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
 

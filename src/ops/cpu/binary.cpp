@@ -6,6 +6,7 @@
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/simd/simd.h"
+#include "ops/cpu/wrapping.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -65,7 +66,7 @@ inline T py_floordiv(T a, T b) {
     // NumPy: x // 0 == 0 (with a warning); lowest // -1 wraps to lowest (a / b traps on x86)
     if (b == 0) return 0;
     if constexpr (std::is_signed_v<T>)
-      if (b == -1) return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a));
+      if (b == -1) return wrapping_neg(a);
     T q = static_cast<T>(a / b);
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;
@@ -167,9 +168,9 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, F f, int vec = -1)
 template <typename T>
 void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   switch (op) {
-    case BinaryOp::Add: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x + y); }, simd::kAdd);
-    case BinaryOp::Sub: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x - y); }, simd::kSub);
-    case BinaryOp::Mul: return run<T, T>(out, a, b, [](T x, T y) { return static_cast<T>(x * y); }, simd::kMul);
+    case BinaryOp::Add: return run<T, T>(out, a, b, [](T x, T y) { return wrapping_add(x, y); }, simd::kAdd);
+    case BinaryOp::Sub: return run<T, T>(out, a, b, [](T x, T y) { return wrapping_sub(x, y); }, simd::kSub);
+    case BinaryOp::Mul: return run<T, T>(out, a, b, [](T x, T y) { return wrapping_mul(x, y); }, simd::kMul);
     case BinaryOp::Div:
       if constexpr (std::is_floating_point_v<T>) return run<T, T>(out, a, b, [](T x, T y) { return x / y; }, simd::kDiv);
       break;

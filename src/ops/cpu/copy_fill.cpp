@@ -12,9 +12,11 @@ static inline To convert(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     return static_cast<float>(v) != 0.0f || (std::is_integral_v<From> && v != From{});
   } else if constexpr (std::is_same_v<From, half> || std::is_same_v<From, bfloat16>) {
-    return static_cast<To>(static_cast<float>(v));
+    return convert<To>(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>) {
     return To(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return static_cast<To>(detail::float_to_int64(v));  // then wraps to To's width
   } else {
     return static_cast<To>(v);
   }
@@ -62,7 +64,7 @@ void fill(const Tensor& dst, Scalar value) {
     if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
       v = T(static_cast<float>(value.to_double()));
     else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-      v = static_cast<T>(value.kind() == Scalar::Kind::Float ? static_cast<int64_t>(value.to_double()) : value.to_int());
+      v = static_cast<T>(value.to_int());
     else
       v = static_cast<T>(value.to_double());
     for_each_row<1>(L, {static_cast<char*>(dst.data_ptr())},

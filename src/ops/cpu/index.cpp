@@ -5,6 +5,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/wrapping.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -63,7 +64,7 @@ void index_add(const Tensor& dst, int64_t axis, const Tensor& index, const Tenso
         for (int64_t j = 0; j < m; ++j) {
           T* dr = d + (o * v.n + idx[j]) * v.inner;
           const T* sr = s + (o * m + j) * v.inner;
-          for (int64_t i = i0; i < i1; ++i) dr[i] = static_cast<T>(dr[i] + sr[i]);
+          for (int64_t i = i0; i < i1; ++i) dr[i] = wrapping_add(dr[i], sr[i]);
         }
       }
     });
@@ -94,7 +95,7 @@ static void for_each_along(const Tensor& x, int64_t axis, const Tensor& index, F
 }
 
 void take_along(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index) {
-  const size_t isz = x.itemsize();
+  const auto isz = static_cast<int64_t>(x.itemsize());  // signed: offsets of reversed views are negative
   const char* src = static_cast<const char*>(x.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
   for_each_along(x, axis, index, [&](int64_t k, int64_t off) { std::memcpy(dst + k * isz, src + off * isz, isz); });
@@ -117,7 +118,7 @@ void scatter_add_along(const Tensor& dst, int64_t axis, const Tensor& index, con
       parallel_for(0, nrows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, len)), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           T* dr = d + r * dn;
-          for (int64_t k = r * len; k < (r + 1) * len; ++k) dr[idx[k]] = static_cast<T>(dr[idx[k]] + s[k]);
+          for (int64_t k = r * len; k < (r + 1) * len; ++k) dr[idx[k]] = wrapping_add(dr[idx[k]], s[k]);
         }
       });
       return;
@@ -127,7 +128,7 @@ void scatter_add_along(const Tensor& dst, int64_t axis, const Tensor& index, con
     for (int64_t k = 0; k < n; ++k) {
       int64_t off = 0;
       for (int64_t q = 0; q < nd; ++q) off += (q == axis ? idx[k] : mi[q]) * dst.strides()[q];
-      d[off] = static_cast<T>(d[off] + s[k]);
+      d[off] = wrapping_add(d[off], s[k]);
       for (int64_t q = nd; q-- > 0;) {
         if (++mi[q] < is[q]) break;
         mi[q] = 0;
@@ -137,7 +138,7 @@ void scatter_add_along(const Tensor& dst, int64_t axis, const Tensor& index, con
 }
 
 void put(const Tensor& dst, const Tensor& index, const Tensor& src) {
-  const size_t isz = dst.itemsize();
+  const auto isz = static_cast<int64_t>(dst.itemsize());
   const int64_t* idx = index.data<int64_t>();
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());

@@ -10,6 +10,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/wrapping.h"
 #include "ops/dispatch.h"
 
 // OpenBLAS's pthreads build (Debian's default libopenblas0-pthread) starts its server threads
@@ -143,7 +144,7 @@ void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
             const T x = A[bi * as[0] + m * as[1] + k * as[2]];
             const T y = B[bi * bs[0] + k * bs[1] + n * bs[2]];
             if constexpr (std::is_same_v<T, bool>) acc = acc || (x && y);
-            else acc = static_cast<Acc>(acc + x * y);
+            else acc = wrapping_add(acc, wrapping_mul(x, y));
           }
           O[(bi * M + m) * N + n] = static_cast<T>(acc);
         }

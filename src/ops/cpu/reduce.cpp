@@ -9,6 +9,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/wrapping.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
@@ -86,14 +87,14 @@ void for_each_outer(const Geometry& g, F&& fn) {
 template <typename T, typename Acc>
 struct SumOp {
   static Acc init() { return Acc(0); }
-  static Acc step(Acc a, T v) { return a + static_cast<Acc>(v); }
-  static Acc combine(Acc a, Acc b) { return a + b; }
+  static Acc step(Acc a, T v) { return wrapping_add(a, static_cast<Acc>(v)); }
+  static Acc combine(Acc a, Acc b) { return wrapping_add(a, b); }
 };
 template <typename T, typename Acc>
 struct ProdOp {
   static Acc init() { return Acc(1); }
-  static Acc step(Acc a, T v) { return a * static_cast<Acc>(v); }
-  static Acc combine(Acc a, Acc b) { return a * b; }
+  static Acc step(Acc a, T v) { return wrapping_mul(a, static_cast<Acc>(v)); }
+  static Acc combine(Acc a, Acc b) { return wrapping_mul(a, b); }
 };
 template <typename T, typename Acc>
 struct MaxOp {
@@ -289,6 +290,7 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<b
 
 void cumsum(const Tensor& out, const Tensor& x, int64_t axis) {
   // out is contiguous with x's shape and the accumulation dtype
+  if (x.numel() == 0) return;  // nothing to write, and no buffer to point into
   std::vector<bool> reduced(x.shape().size(), false);
   reduced[axis] = true;
   const Geometry g = geometry(x, reduced);
@@ -312,7 +314,7 @@ void cumsum(const Tensor& out, const Tensor& x, int64_t axis) {
         Acc* q = ob + kept_offset(go, k);
         Acc acc = 0;
         for (int64_t i = 0; i < n; ++i) {
-          acc += static_cast<Acc>(p[i * xs]);
+          acc = wrapping_add(acc, static_cast<Acc>(p[i * xs]));
           q[i * os] = acc;
         }
       }

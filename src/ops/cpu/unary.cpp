@@ -5,6 +5,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/wrapping.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
@@ -75,13 +76,13 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& x) {
   }
   if constexpr (!std::is_same_v<T, bool>) {
     switch (op) {
-      case UnaryOp::Neg: return run<T>(out, x, [](T v) { return static_cast<T>(-v); }, simd::kNeg);
-      case UnaryOp::Square: return run<T>(out, x, [](T v) { return static_cast<T>(v * v); }, simd::kSquare);
+      case UnaryOp::Neg: return run<T>(out, x, [](T v) { return wrapping_neg(v); }, simd::kNeg);
+      case UnaryOp::Square: return run<T>(out, x, [](T v) { return wrapping_mul(v, v); }, simd::kSquare);
       // nan propagates (as numpy.maximum(x, 0) and torch.relu); v != v only for floats
       case UnaryOp::Relu: return run<T>(out, x, [](T v) { return v > T(0) || v != v ? v : T(0); }, simd::kRelu);
       case UnaryOp::Abs:
         if constexpr (std::is_integral_v<T>)
-          return run<T>(out, x, [](T v) { return v < 0 ? static_cast<T>(-v) : v; });
+          return run<T>(out, x, [](T v) { return v < 0 ? wrapping_neg(v) : v; });
         break;
       case UnaryOp::Sign:
         if constexpr (std::is_integral_v<T>) return run<T>(out, x, [](T v) { return static_cast<T>((v > 0) - (v < 0)); });

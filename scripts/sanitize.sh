@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, -O1 -g, in
+# build-san/, scripts/sanitized_build.sh): every ctest test except those named below (docs/testing.md). Any sanitizer report
+# fails the test that triggered it. Extra arguments go to ctest (e.g. -R Csv).
+#   scripts/sanitize.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/sanitized_build.sh
+
+sup="$PWD/tests/sanitizers"
+export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:suppressions=$sup/ubsan.supp:${UBSAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$sup/lsan.supp:${LSAN_OPTIONS:-}"
+# Not run here:
+# - install_find_package: it builds a consumer program with the system compiler against the
+#   installed, instrumented libloom.so, which would need the sanitizer runtime in that consumer
+#   too; it checks packaging, which the plain build covers.
+cd build-san
+ctest --output-on-failure -j "$(nproc)" --timeout 1800 -E '^install_find_package$' "$@"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds build-san/: clang, -O1 -g, AddressSanitizer + UndefinedBehaviorSanitizer
+# and libFuzzer's coverage instrumentation, with the test suite and the fuzz targets. One build
+# serves scripts/sanitize.sh and scripts/fuzz.sh (docs/testing.md). Arguments: ninja targets
+# (none: everything).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --sanitizers
+CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DLOOM_BUILD_FUZZ=ON -DLOOM_BUILD_BENCH=OFF >/dev/null
+targets=()
+[[ $# -gt 0 ]] && targets=(--target "$@")
+cmake --build build-san -j "$(nproc)" "${targets[@]}"

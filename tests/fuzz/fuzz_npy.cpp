@@ -1,0 +1,8 @@
+// NPY: data::npy_from_bytes (load_npy is read_file + the same parser).
+#include "fuzz/fuzz_common.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  loom_fuzz::expect_loom_errors("npy", [&] { loom::data::npy_from_bytes(bytes); });
+  return 0;
+}
