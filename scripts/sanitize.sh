@@ -17,4 +17,4 @@ export LSAN_OPTIONS="suppressions=$sup/lsan.supp:${LSAN_OPTIONS:-}"
 #   installed, instrumented libloom.so, which would need the sanitizer runtime in that consumer
 #   too; it checks packaging, which the plain build covers.
 cd build-san
-ctest --output-on-failure -j "$(nproc)" --timeout 1800 -E '^install_find_package$' "$@"
+ctest --output-on-failure -j "$(nproc)" --timeout 1800 -E '^(install_find_package|doc_snippets)$' "$@"

@@ -3,8 +3,8 @@
 // loader, measured by evaluate(), applied by predict(). Batches are the loader's fields: the
 // graph's inputs first (in the graph's input order), then the target.
 //
-//   train::Model model(graph, train::losses::cross_entropy_loss(), std::make_shared<train::Adam>(params),
-//                      {std::make_shared<train::Accuracy>()});
+//   train::Model model(graph, [](const Tensor& y, const Tensor& t) { return train::cross_entropy(y, t); },
+//                      std::make_shared<train::Adam>(params), {std::make_shared<train::Accuracy>()});
 //   History h = model.fit(train_loader, {.epochs = 10, .validation = &test_loader});
 //
 // TensorX style: Model::from_graphs(inference, training, evaluation, ...) where the training
