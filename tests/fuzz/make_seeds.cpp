@@ -23,9 +23,10 @@ void put(const std::string& target, const std::string& name, const std::string& 
   write_file_atomic((root / target / name).string(), bytes);
 }
 
-std::string gzip(const std::string& s) {
+// zlib's deflate with the given window bits: 15 + 16 a gzip file, -15 raw deflate (as ZIP members hold it).
+std::string deflate_with(const std::string& s, int window_bits) {
   z_stream zs{};
-  if (deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw std::runtime_error("deflateInit2");
+  if (deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw std::runtime_error("deflateInit2");
   std::string out(deflateBound(&zs, s.size()), '\0');
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(s.data()));
   zs.avail_in = static_cast<uInt>(s.size());
@@ -36,21 +37,8 @@ std::string gzip(const std::string& s) {
   deflateEnd(&zs);
   return out;
 }
-
-// Raw deflate (no zlib/gzip wrapper), as ZIP members hold it.
-std::string deflate_raw(const std::string& s) {
-  z_stream zs{};
-  if (deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw std::runtime_error("deflateInit2");
-  std::string out(deflateBound(&zs, s.size()), '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(s.data()));
-  zs.avail_in = static_cast<uInt>(s.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  if (deflate(&zs, Z_FINISH) != Z_STREAM_END) throw std::runtime_error("deflate");
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+std::string gzip(const std::string& s) { return deflate_with(s, 15 + 16); }
+std::string deflate_raw(const std::string& s) { return deflate_with(s, -15); }
 
 void le(std::string& s, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);

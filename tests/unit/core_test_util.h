@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -51,6 +52,13 @@ inline ::testing::AssertionResult contains_all(const std::string& msg, const std
 template <typename T = double>
 std::vector<T> values(const loom::Tensor& t) {
   return t.to_vector<T>();
+}
+
+// Same dtype, shape and bytes (so NaN payloads and -0.0 count), whatever the strides.
+inline bool same_bytes(const loom::Tensor& a, const loom::Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  loom::Tensor ca = a.contiguous(), cb = b.contiguous();
+  return ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
 }
 
 // 0, 1, ..., n-1 as float32 of the given shape.

@@ -12,6 +12,7 @@
 using namespace loom;
 using loom_test::contains_all;
 using loom_test::error_message;
+using loom_test::same_bytes;
 using loom_test::TempDir;
 namespace fs = std::filesystem;
 
@@ -55,12 +56,6 @@ Graph rnn(uint64_t seed) {
   nn::RNN dec(mid, 2, {.cell = nn::CellKind::LSTM, .return_sequences = false}, "dec");
   nn::Linear fc(dec, 2, {}, "fc");
   return Graph::build({fc}, {seq});
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  Tensor ca = a.contiguous(), cb = b.contiguous();
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
 }
 
 // Saves, loads, and checks the loaded graph computes bit-identical outputs and holds the same

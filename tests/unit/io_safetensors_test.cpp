@@ -13,17 +13,11 @@
 using namespace loom;
 using loom_test::contains_all;
 using loom_test::error_message;
+using loom_test::same_bytes;
 using loom_test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  Tensor ca = a.contiguous(), cb = b.contiguous();
-  return ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
-}
 
 // Deterministic values of each dtype (with NaN, infinities and -0 for the floating ones).
 Tensor sample(const Shape& shape, DType dtype) {

@@ -19,18 +19,13 @@
 using namespace loom;
 using loom_test::contains_all;
 using loom_test::error_message;
+using loom_test::same_bytes;
 using loom_test::raw_sql;
 using loom_test::small_mlp;
 using loom_test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  Tensor ca = a.contiguous(), cb = b.contiguous();
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
-}
 
 // Every parameter and buffer equal bit for bit, and the same architecture.
 void expect_same_model(const Graph& want, const Graph& got, const std::string& label) {
