@@ -157,6 +157,9 @@ class PostgresConnection final : public Connection {
   }
 
   void begin(TxMode mode) override {
+    // PostgreSQL only warns about a nested BEGIN; SQLite refuses it, and so do we.
+    if (PQtransactionStatus(conn_) != PQTRANS_IDLE)
+      throw StoreError("store: " + describe_ + ": cannot begin a transaction inside another");
     if (mode == TxMode::Read) {
       run_simple("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
       return;

@@ -124,6 +124,9 @@ TEST_P(StoreDb, TransactionsRollBackUnlessCommitted) {
     read.commit();
   }
   EXPECT_EQ(other->query("SELECT COUNT(*) FROM t")[0].integer(0), 2);
+  // Transactions do not nest.
+  sd::Transaction outer(*conn, sd::TxMode::Write);
+  EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { sd::Transaction inner(*conn, sd::TxMode::Read); }), {"transaction"}));
 }
 
 TEST_P(StoreDb, WriteTransactionsSerialiseFromTheirStart) {
