@@ -38,6 +38,12 @@ const std::vector<Migration>& migrations() {
            "CREATE TABLE model_aliases (name {text} NOT NULL, alias {text} NOT NULL, "
            "model_id {int} NOT NULL REFERENCES models(id), PRIMARY KEY (name, alias))",
        }},
+      {2,
+       {
+           // The compressed bytes of blobs kept in the database (PostgreSQL: a store shared by
+           // several machines has no common directory; SQLite keeps files and leaves this empty).
+           "CREATE TABLE blob_data (sha256 {text} PRIMARY KEY REFERENCES blobs(sha256) ON DELETE CASCADE, data {blob} NOT NULL)",
+       }},
   };
   return list;
 }
