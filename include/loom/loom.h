@@ -60,3 +60,5 @@
 #include "loom/store/error.h"
 #include "loom/store/models.h"
 #include "loom/store/store.h"
+#include "loom/flow/tasks.h"
+#include "loom/flow/agent.h"

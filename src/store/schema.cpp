@@ -44,6 +44,18 @@ const std::vector<Migration>& migrations() {
            // several machines has no common directory; SQLite keeps files and leaves this empty).
            "CREATE TABLE blob_data (sha256 {text} PRIMARY KEY REFERENCES blobs(sha256) ON DELETE CASCADE, data {blob} NOT NULL)",
        }},
+      {3,
+       {
+           // The task queue of loom::flow (docs/workflow.md). `token` is the fencing token: the
+           // number of the latest claim; `deadline_ms` the running attempt's timeout as a time.
+           "CREATE TABLE tasks (id {id}, kind {text} NOT NULL, hyper_parameters {text} NOT NULL, priority {int} NOT NULL, "
+           "status {text} NOT NULL CHECK (status IN ('pending', 'running', 'finished', 'failed', 'cancelled')), "
+           "attempts {int} NOT NULL, max_attempts {int} NOT NULL, timeout_ms {int} NOT NULL, lease_ms {int} NOT NULL, "
+           "token {int} NOT NULL, agent {text}, lease_expires_ms {int}, deadline_ms {int}, result {text}, error {text}, "
+           "created_ms {int} NOT NULL, started_ms {int}, finished_ms {int})",
+           "CREATE INDEX tasks_by_queue ON tasks (status, kind, priority, id)",
+           "CREATE INDEX tasks_by_lease ON tasks (status, lease_expires_ms)",
+       }},
   };
   return list;
 }
