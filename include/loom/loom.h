@@ -52,6 +52,8 @@
 #include "loom/train/optimizers.h"
 #include "loom/train/regularizers.h"
 #include "loom/train/schedules.h"
+#include "loom/store/datasets.h"
 #include "loom/store/error.h"
 #include "loom/store/models.h"
+#include "loom/store/runs.h"
 #include "loom/store/store.h"

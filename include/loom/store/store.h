@@ -1,5 +1,5 @@
 #pragma once
-// A store: a database of records (models now; datasets, runs and events later) and a directory
+// A store: a database of records (models, datasets and runs) and a directory
 // of content-addressed blobs beside it (docs/store.md).
 //
 //   store::Store s = store::Store::open("runs.db");      // or "sqlite:///abs/path/runs.db"
@@ -20,6 +20,8 @@ namespace detail {
 struct StoreImpl;
 }
 class Models;
+class Datasets;
+class Runs;
 
 struct GcReport {
   int64_t files_removed = 0;  // blob files no row references, and temporaries of killed writers
@@ -38,6 +40,8 @@ class Store {
   static Store open(const std::string& url);
 
   Models models() const;
+  Datasets datasets() const;
+  Runs runs() const;
 
   // Removes blob files that no row references (left by a writer killed between writing a blob
   // and committing its row, or by a deletion interrupted after its commit) and the
