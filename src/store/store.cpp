@@ -1,6 +1,8 @@
 #include "loom/store/store.h"
 
+#include "loom/store/datasets.h"
 #include "loom/store/models.h"
+#include "loom/store/runs.h"
 #include "store/schema.h"
 #include "store/store_impl.h"
 
@@ -42,6 +44,8 @@ Store Store::open(const std::string& url) {
 }
 
 Models Store::models() const { return Models(impl_); }
+Datasets Store::datasets() const { return Datasets(impl_); }
+Runs Store::runs() const { return Runs(impl_); }
 
 GcReport Store::gc() {
   std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -1,7 +1,6 @@
 #pragma once
-// A store: a database of records (models now; datasets, runs and events later) and its
-// content-addressed blobs (SQLite: a directory beside the file; PostgreSQL: in the database)
-// (docs/store.md).
+// A store: a database of records (models, datasets and runs) and its content-addressed blobs
+// (SQLite: a directory beside the file; PostgreSQL: in the database) (docs/store.md).
 //
 //   store::Store s = store::Store::open("runs.db");      // or "sqlite:///abs/path/runs.db"
 //   store::ModelInfo v = s.models().save("mnist-cnn", graph, {{"accuracy", 0.91}});
@@ -21,6 +20,8 @@ namespace detail {
 struct StoreImpl;
 }
 class Models;
+class Datasets;
+class Runs;
 
 struct GcReport {
   int64_t files_removed = 0;  // blob files no row references, and temporaries of killed writers
@@ -41,6 +42,8 @@ class Store {
   static Store open(const std::string& url);
 
   Models models() const;
+  Datasets datasets() const;
+  Runs runs() const;
 
   // SQLite: removes blob files that no row references (left by a writer killed between writing a blob
   // and committing its row, or by a deletion interrupted after its commit) and the
