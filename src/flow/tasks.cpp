@@ -275,17 +275,21 @@ void Tasks::finish(const Claim& c, const std::string& result) {
 
 Status Tasks::fail(const Claim& c, const std::string& error) {
   auto& impl = *store_.impl();
+  auto& conn = *impl.conn;
   std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(*impl.conn, TxMode::Write);
+  Transaction tx(conn, TxMode::Write);
   const int64_t now = clock_();
-  if (impl.conn->execute("UPDATE tasks SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END, "
-                         "finished_ms = CASE WHEN attempts >= max_attempts THEN ? ELSE NULL END, error = ?, "
-                         "lease_expires_ms = NULL, deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
-                         {now, clip_error(error), c.task_id, c.token}) == 0)
-    claim_lost(*impl.conn, "fail", c);
-  const Status s = parse_status(impl.conn->query("SELECT status FROM tasks WHERE id = ?", {c.task_id})[0].text(0));
+  // The next status is decided here rather than in SQL, so that no parameter needs a type
+  // the backend would have to infer (a CASE of parameters is text to PostgreSQL).
+  const std::vector<Row> rows = conn.query("SELECT attempts, max_attempts FROM tasks WHERE id = ? AND token = ? AND status = 'running'",
+                                           {c.task_id, c.token});
+  if (rows.empty()) claim_lost(conn, "fail", c);
+  const Status next = rows[0].integer(0) >= rows[0].integer(1) ? Status::Failed : Status::Pending;
+  conn.execute("UPDATE tasks SET status = ?, finished_ms = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL "
+               "WHERE id = ? AND token = ? AND status = 'running'",
+               {std::string(status_name(next)), next == Status::Failed ? Value(now) : Value(), clip_error(error), c.task_id, c.token});
   tx.commit();
-  return s;
+  return next;
 }
 
 std::vector<TaskInfo> Tasks::wait(const std::vector<int64_t>& ids, int64_t timeout_ms, int64_t poll_ms) const {
