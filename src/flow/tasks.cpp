@@ -38,9 +38,36 @@ void check_range(const char* option, int64_t v, int64_t lo, int64_t hi) {
                      " to " + std::to_string(hi) + ")");
 }
 
+// Text any backend stores as written: valid UTF-8 without NUL (PostgreSQL refuses both; a
+// command's stderr may hold anything), each offending byte replaced by '?'.
+std::string clean_text(const std::string& s) {
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};  // shortest form per length
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = c != 0 && n > 0 && i + n <= s.size();
+    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+    for (size_t k = 1; ok && k < n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      ok = (b & 0xc0) == 0x80;
+      cp = (cp << 6) | (b & 0x3f);
+    }
+    ok = ok && (n == 1 || (cp >= kMin[n] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff)));
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string clip_error(const std::string& e) {
-  if (e.size() <= kMaxErrorBytes) return e;
-  return "..." + e.substr(e.size() - kMaxErrorBytes);
+  return clean_text(e.size() <= kMaxErrorBytes ? e : "..." + e.substr(e.size() - kMaxErrorBytes));
 }
 
 constexpr const char* kColumns =
@@ -216,6 +243,7 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
     in += in.empty() ? "?" : ", ?";
     params.emplace_back(k);
   }
+  const std::string holder = clean_text(agent);
   auto& impl = *store_.impl();
   auto& conn = *impl.conn;
   std::lock_guard<std::mutex> lock(impl.mutex);
@@ -244,7 +272,7 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
   c.lease_expires_ms = lease_until(now, c.lease_ms, c.deadline_ms);
   conn.execute("UPDATE tasks SET status = 'running', token = ?, attempts = ?, agent = ?, lease_expires_ms = ?, deadline_ms = ?, "
                "started_ms = COALESCE(started_ms, ?) WHERE id = ?",
-               {c.token, c.attempt, agent, c.lease_expires_ms, c.deadline_ms > 0 ? Value(c.deadline_ms) : Value(), now, c.task_id});
+               {c.token, c.attempt, holder, c.lease_expires_ms, c.deadline_ms > 0 ? Value(c.deadline_ms) : Value(), now, c.task_id});
   tx.commit();
   return c;
 }
@@ -275,17 +303,21 @@ void Tasks::finish(const Claim& c, const std::string& result) {
 
 Status Tasks::fail(const Claim& c, const std::string& error) {
   auto& impl = *store_.impl();
+  auto& conn = *impl.conn;
   std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(*impl.conn, TxMode::Write);
+  Transaction tx(conn, TxMode::Write);
   const int64_t now = clock_();
-  if (impl.conn->execute("UPDATE tasks SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END, "
-                         "finished_ms = CASE WHEN attempts >= max_attempts THEN ? ELSE NULL END, error = ?, "
-                         "lease_expires_ms = NULL, deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
-                         {now, clip_error(error), c.task_id, c.token}) == 0)
-    claim_lost(*impl.conn, "fail", c);
-  const Status s = parse_status(impl.conn->query("SELECT status FROM tasks WHERE id = ?", {c.task_id})[0].text(0));
+  // The next status is decided here rather than in SQL, so that no parameter needs a type
+  // the backend would have to infer (a CASE of parameters is text to PostgreSQL).
+  const std::vector<Row> rows = conn.query("SELECT attempts, max_attempts FROM tasks WHERE id = ? AND token = ? AND status = 'running'",
+                                           {c.task_id, c.token});
+  if (rows.empty()) claim_lost(conn, "fail", c);
+  const Status next = rows[0].integer(0) >= rows[0].integer(1) ? Status::Failed : Status::Pending;
+  conn.execute("UPDATE tasks SET status = ?, finished_ms = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL "
+               "WHERE id = ? AND token = ? AND status = 'running'",
+               {std::string(status_name(next)), next == Status::Failed ? Value(now) : Value(), clip_error(error), c.task_id, c.token});
   tx.commit();
-  return s;
+  return next;
 }
 
 std::vector<TaskInfo> Tasks::wait(const std::vector<int64_t>& ids, int64_t timeout_ms, int64_t poll_ms) const {

@@ -158,6 +158,15 @@ TEST(FlowTasks, FailedAttemptsAreRetriedThenTheTaskFailsWithTheLastError) {
   info = tasks.get(id2);
   EXPECT_LT(info.error.size(), 20000u) << "a long error keeps its tail only";
   EXPECT_TRUE(contains_all(info.error, {"the cause"}));
+
+  // an error is any bytes (a command's stderr); it is stored as valid UTF-8 without NUL, which
+  // every backend accepts, each offending byte replaced
+  const int64_t id3 = tasks.submit("k", "{}", {.max_attempts = 1});
+  c = tasks.claim({"k"}, std::string("agent\0\xff", 7));
+  tasks.fail(*c, std::string("bad \xff\0 \xc0\xaf \xed\xa0\x80 caf\xc3\xa9 \xf0\x9f\x98\x80 \xe2\x82", 27));
+  info = tasks.get(id3);
+  EXPECT_EQ(info.error, "bad ?? ?? ??? caf\xc3\xa9 \xf0\x9f\x98\x80 ??");
+  EXPECT_EQ(info.agent, "agent??");
 }
 
 TEST(FlowTasks, TimeoutBoundsTheLeaseAndFailsTheAttempt) {
