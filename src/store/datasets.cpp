@@ -207,7 +207,13 @@ struct DatasetView::Shared {
 
   ShardPtr load(int64_t s) const {
     const std::string source = what(info.name, info.version) + " shard " + std::to_string(s);
-    const std::string bytes = impl->blobs->read(shards[s], source);  // verified: size and SHA-256
+    std::string stored;
+    {  // the stored bytes under the store's lock (PostgreSQL keeps them in the database)
+      std::lock_guard<std::mutex> lock(impl->mutex);
+      Transaction tx(*impl->conn, TxMode::Read);
+      stored = impl->blobs->stored(*impl->conn, shards[s], source);
+    }
+    const std::string bytes = impl->blobs->decode(shards[s], stored, source);  // verified: size and SHA-256
     auto map = std::make_shared<io::TensorMap>(io::decode_safetensors(bytes, nullptr, source));
     for (const FieldInfo& f : fields) {
       auto it = map->find(f.name);

@@ -232,6 +232,7 @@ std::vector<RunInfo> Runs::compare(const std::vector<int64_t>& runs, const std::
 
 std::string Runs::checkpoint(int64_t run) const {
   detail::BlobRef ref;
+  std::string stored;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     detail::Connection& conn = *impl_->conn;
@@ -239,8 +240,9 @@ std::string Runs::checkpoint(int64_t run) const {
     const Row row = run_row(conn, run);
     if (row.is_null(8)) throw NotFoundError("store: " + what(run) + " has no checkpoint");
     ref = impl_->blobs->ref(conn, row.text(8), what(run) + " checkpoint");
+    stored = impl_->blobs->stored(conn, ref, what(run) + " checkpoint");
   }
-  return impl_->blobs->read(ref, what(run) + " checkpoint");
+  return impl_->blobs->decode(ref, stored, what(run) + " checkpoint");  // verified outside the lock
 }
 
 void Runs::save_checkpoint_file(int64_t run, const std::string& path) const { write_file_atomic(path, checkpoint(run)); }
