@@ -8,8 +8,9 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config zlib1g-dev
   libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libzstd-dev libfmt-dev
-  # the store: embedded database and SHA-256 of blobs
-  libsqlite3-dev libssl-dev
+  # the store: embedded database, PostgreSQL client and SHA-256 of blobs; the PostgreSQL server
+  # binaries for the tests' throwaway server (tests/unit/pg_server.sh)
+  libsqlite3-dev libpq-dev libssl-dev postgresql
   dataset-fashion-mnist
   # the test suite's reference: Debian's PyTorch and NumPy under /usr/bin/python3
   python3 python3-torch python3-numpy

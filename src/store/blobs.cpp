@@ -82,11 +82,11 @@ PreparedBlob prepare_blob(std::string_view bytes) {
   return b;
 }
 
-BlobStore::BlobStore(std::string root) : root_(std::move(root)) { make_dir(root_); }
+FileBlobStore::FileBlobStore(std::string root) : root_(std::move(root)) { make_dir(root_); }
 
-std::string BlobStore::path_of(const std::string& sha256) const { return root_ + "/" + sha256.substr(0, 2) + "/" + sha256.substr(2); }
+std::string FileBlobStore::path_of(const std::string& sha256) const { return root_ + "/" + sha256.substr(0, 2) + "/" + sha256.substr(2); }
 
-void BlobStore::write_file(const PreparedBlob& blob) const {
+void FileBlobStore::write_file(const PreparedBlob& blob) const {
   make_dir(root_ + "/" + blob.sha256.substr(0, 2));
   try {
     write_file_atomic(path_of(blob.sha256), blob.compressed);  // temp, fsync, rename, fsync dir
@@ -95,7 +95,7 @@ void BlobStore::write_file(const PreparedBlob& blob) const {
   }
 }
 
-void BlobStore::add_ref(Connection& conn, const PreparedBlob& blob) const {
+void FileBlobStore::add_ref(Connection& conn, const PreparedBlob& blob) const {
   const std::vector<Row> rows = conn.query("SELECT refcount FROM blobs WHERE sha256 = ?", {blob.sha256});
   struct stat st {};
   const bool file_ok = ::stat(path_of(blob.sha256).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
@@ -120,7 +120,7 @@ bool BlobStore::release(Connection& conn, const std::string& sha256) const {
   return false;
 }
 
-void BlobStore::remove_unreferenced(Connection& conn, const std::vector<std::string>& hashes) const {
+void FileBlobStore::remove_unreferenced(Connection& conn, const std::vector<std::string>& hashes) const {
   if (hashes.empty()) return;
   Transaction tx(conn, TxMode::Write);  // no save can reference these while we hold the lock
   for (const std::string& h : hashes)
@@ -136,18 +136,23 @@ BlobRef BlobStore::ref(Connection& conn, const std::string& sha256, const std::s
   return {sha256, static_cast<uint64_t>(size), static_cast<uint64_t>(stored)};
 }
 
-std::string BlobStore::read(const BlobRef& ref, const std::string& what) const {
-  const std::string path = path_of(ref.sha256);
-  const std::string name = what + ": blob " + ref.sha256 + " ('" + path + "')";
-  std::string stored;
+std::string FileBlobStore::name(const std::string& what, const std::string& sha256) const {
+  return what + ": blob " + sha256 + " ('" + path_of(sha256) + "')";
+}
+
+std::string FileBlobStore::stored(Connection&, const BlobRef& ref, const std::string& what) const {
   try {
-    stored = read_file(path);
+    return read_file(path_of(ref.sha256));
   } catch (const IOError& e) {
-    throw BlobError("store: " + name + " cannot be read: " + e.what());
+    throw BlobError("store: " + name(what, ref.sha256) + " cannot be read: " + e.what());
   }
+}
+
+std::string BlobStore::decode(const BlobRef& ref, const std::string& stored, const std::string& what) const {
+  const std::string name = this->name(what, ref.sha256);
   if (stored.size() != ref.stored_size)
     throw BlobError("store: " + name + " holds " + std::to_string(stored.size()) + " bytes, its row says " +
-                    std::to_string(ref.stored_size) + ": the file is damaged");
+                    std::to_string(ref.stored_size) + ": its stored bytes are damaged");
   // Streamed into a buffer that grows with the real output and never past the row's size, so
   // a damaged frame header cannot make us allocate more.
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
@@ -175,7 +180,7 @@ std::string BlobStore::read(const BlobRef& ref, const std::string& what) const {
   return out;
 }
 
-BlobStore::Removed BlobStore::gc(Connection& conn) const {
+BlobStore::Removed FileBlobStore::gc(Connection& conn) const {
   Removed removed;
   Transaction tx(conn, TxMode::Write);  // writers write blob files only under this lock
   DIR* top = ::opendir(root_.c_str());
@@ -208,6 +213,38 @@ BlobStore::Removed BlobStore::gc(Connection& conn) const {
   }
   tx.commit();
   return removed;
+}
+
+std::string DatabaseBlobStore::name(const std::string& what, const std::string& sha256) const {
+  return what + ": blob " + sha256 + " (in the database's blob_data table)";
+}
+
+void DatabaseBlobStore::add_ref(Connection& conn, const PreparedBlob& blob) const {
+  const std::vector<Row> rows = conn.query(
+      "SELECT b.refcount, octet_length(d.data) FROM blobs b LEFT JOIN blob_data d ON d.sha256 = b.sha256 WHERE b.sha256 = ?", {blob.sha256});
+  const int64_t stored = static_cast<int64_t>(blob.compressed.size());
+  if (rows.empty()) {
+    conn.execute("INSERT INTO blobs (sha256, size, stored_size, refcount, created_ms) VALUES (?, ?, ?, 1, ?)",
+                 {blob.sha256, static_cast<int64_t>(blob.size), stored, now_ms()});
+  } else {
+    conn.execute("UPDATE blobs SET refcount = refcount + 1, stored_size = ? WHERE sha256 = ?", {stored, blob.sha256});
+    if (!rows[0].is_null(1) && rows[0].integer(1) == stored) return;
+  }
+  // New, or a repair of missing or damaged bytes: in this transaction, with the row.
+  conn.execute("INSERT INTO blob_data (sha256, data) VALUES (?, ?) ON CONFLICT (sha256) DO UPDATE SET data = excluded.data",
+               {blob.sha256, Bytes{blob.compressed}});
+}
+
+std::string DatabaseBlobStore::stored(Connection& conn, const BlobRef& ref, const std::string& what) const {
+  const std::vector<Row> rows = conn.query("SELECT data FROM blob_data WHERE sha256 = ?", {ref.sha256});
+  if (rows.empty() || rows[0].is_null(0))
+    throw BlobError("store: " + name(what, ref.sha256) + " cannot be read: it has no bytes in blob_data");
+  return rows[0].blob(0);
+}
+
+std::unique_ptr<BlobStore> make_blob_store(const Connection& conn, const std::string& db_path) {
+  if (conn.dialect().name == "sqlite") return std::make_unique<FileBlobStore>(db_path + ".blobs");
+  return std::make_unique<DatabaseBlobStore>();
 }
 
 }  // namespace loom::store::detail

@@ -1,7 +1,7 @@
 #pragma once
 // The store's database layer: a connection with prepared statements and bound parameters,
-// typed rows and RAII transactions, behind which each backend (SQLite now, PostgreSQL later)
-// hides its dialect. The store's SQL is written once:
+// typed rows and RAII transactions, behind which each backend (SQLite, PostgreSQL)
+// hides its dialect (src/store/sqlite.cpp, src/store/postgresql.cpp). The store's SQL is written once:
 //   - parameters are '?' (a PostgreSQL backend numbers them $1, $2, ... when preparing);
 //   - DDL names column types through placeholders that Dialect::render fills: {id} (an
 //     auto-incrementing 64-bit primary key), {int} (64-bit integer), {real} (double), {text},
@@ -46,9 +46,10 @@ struct Dialect {
 };
 
 enum class TxMode {
-  Read,   // a consistent snapshot
+  Read,   // a consistent snapshot, for reading only (PostgreSQL refuses writes in it)
   Write,  // takes the database's write lock at BEGIN (SQLite: BEGIN IMMEDIATE), so that a
-          // read-then-write transaction cannot fail half way on a lock upgrade
+          // read-then-write transaction cannot fail half way on a lock upgrade (PostgreSQL:
+          // BEGIN + an advisory lock all writers take, src/store/postgresql.cpp)
 };
 
 class Connection {
@@ -92,5 +93,14 @@ class Transaction {
 // Opens an SQLite database file (created when absent) in WAL mode with a busy timeout, foreign
 // keys on and synchronous=FULL (src/store/sqlite.cpp says why).
 std::unique_ptr<Connection> open_sqlite(const std::string& path);
+
+// Connects to a PostgreSQL database by a libpq connection string or URL
+// ("postgresql://user@host/db", "postgresql://user@/db?host=/socket/dir"). Notes on the
+// dialect, values and transactions: src/store/postgresql.cpp. Unlike SQLite, a failed statement
+// aborts the whole transaction it is in.
+std::unique_ptr<Connection> open_postgresql(const std::string& url);
+
+// `url` with its password (user:password@ or password=...) replaced by "***", for messages.
+std::string redact_password(const std::string& url);
 
 }  // namespace loom::store::detail

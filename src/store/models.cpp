@@ -170,7 +170,7 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
   std::lock_guard<std::mutex> lock(impl_->mutex);
   detail::Connection& conn = *impl_->conn;
   Transaction tx(conn, TxMode::Write);
-  impl_->blobs->add_ref(conn, blob);  // the file is durable before the commit below
+  impl_->blobs->add_ref(conn, blob);  // its bytes are durable before (or with) the commit below
   detail::crash_point("save:blob-written");
   info.version = conn.query("INSERT INTO model_names (name, last_version) VALUES (?, 1) ON CONFLICT (name) "
                             "DO UPDATE SET last_version = model_names.last_version + 1 RETURNING last_version",
@@ -248,7 +248,7 @@ std::vector<ModelInfo> Models::find_top(const std::string& metric, Order order, 
 }
 
 Graph Models::load(const std::string& name, int64_t version) const {
-  std::string architecture;
+  std::string architecture, stored;
   detail::BlobRef ref;
   const std::string source = what(name, version);
   {
@@ -258,9 +258,10 @@ Graph Models::load(const std::string& name, int64_t version) const {
     const Row row = version_row(conn, name, version);
     architecture = row.text(2);
     ref = impl_->blobs->ref(conn, row.text(1), source + " weights");
+    stored = impl_->blobs->stored(conn, ref, source + " weights");
   }
-  // Verified (size, decompressed size, SHA-256) before anything is decoded.
-  const std::string bytes = impl_->blobs->read(ref, source + " weights");
+  // Verified (size, decompressed size, SHA-256) before anything is decoded, outside the lock.
+  const std::string bytes = impl_->blobs->decode(ref, stored, source + " weights");
   io::Metadata meta;
   const io::TensorMap weights = io::decode_safetensors(bytes, &meta, source);
   // build_model checks every tensor against the architecture before copying any.

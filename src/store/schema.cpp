@@ -38,6 +38,60 @@ const std::vector<Migration>& migrations() {
            "CREATE TABLE model_aliases (name {text} NOT NULL, alias {text} NOT NULL, "
            "model_id {int} NOT NULL REFERENCES models(id), PRIMARY KEY (name, alias))",
        }},
+      {2,
+       {
+           // The compressed bytes of blobs kept in the database (PostgreSQL: a store shared by
+           // several machines has no common directory; SQLite keeps files and leaves this empty).
+           "CREATE TABLE blob_data (sha256 {text} PRIMARY KEY REFERENCES blobs(sha256) ON DELETE CASCADE, data {blob} NOT NULL)",
+       }},
+      {3,
+       {
+           // The task queue of loom::flow (docs/workflow.md). `token` is the fencing token: the
+           // number of the latest claim; `deadline_ms` the running attempt's timeout as a time.
+           "CREATE TABLE tasks (id {id}, kind {text} NOT NULL, hyper_parameters {text} NOT NULL, priority {int} NOT NULL, "
+           "status {text} NOT NULL CHECK (status IN ('pending', 'running', 'finished', 'failed', 'cancelled')), "
+           "attempts {int} NOT NULL, max_attempts {int} NOT NULL, timeout_ms {int} NOT NULL, lease_ms {int} NOT NULL, "
+           "token {int} NOT NULL, agent {text}, lease_expires_ms {int}, deadline_ms {int}, result {text}, error {text}, "
+           "created_ms {int} NOT NULL, started_ms {int}, finished_ms {int})",
+           "CREATE INDEX tasks_by_queue ON tasks (status, kind, priority, id)",
+           "CREATE INDEX tasks_by_lease ON tasks (status, lease_expires_ms)",
+       }},
+      // Datasets and runs.
+      {4,
+       {
+           "CREATE TABLE dataset_names (name {text} PRIMARY KEY, last_version {int} NOT NULL)",
+           // committed = 0 while a writer is appending (a draft, invisible to readers).
+           "CREATE TABLE datasets (id {id}, name {text} NOT NULL REFERENCES dataset_names(name), version {int} NOT NULL, "
+           "created_ms {int} NOT NULL, committed {int} NOT NULL, fields {text} NOT NULL, samples {int} NOT NULL, "
+           "shards {int} NOT NULL, UNIQUE (name, version))",
+           "CREATE TABLE dataset_tags (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+           "tag {text} NOT NULL, PRIMARY KEY (dataset_id, tag))",
+           "CREATE INDEX dataset_tags_by_tag ON dataset_tags (tag)",
+           "CREATE TABLE dataset_shards (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+           "shard {int} NOT NULL, blob {text} NOT NULL REFERENCES blobs(sha256), samples {int} NOT NULL, "
+           "PRIMARY KEY (dataset_id, shard))",
+           "CREATE TABLE dataset_samples (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+           "idx {int} NOT NULL, shard {int} NOT NULL, position {int} NOT NULL, metadata {text} NOT NULL, "
+           "PRIMARY KEY (dataset_id, idx))",
+           // The top-level scalar metadata values, for predicates and ordering in SQL: a number
+           // (booleans as 1/0) in num or a string in str.
+           "CREATE TABLE dataset_sample_meta (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+           "idx {int} NOT NULL, mkey {text} NOT NULL, num {real}, str {text}, PRIMARY KEY (dataset_id, idx, mkey))",
+           "CREATE INDEX dataset_sample_meta_by_key ON dataset_sample_meta (dataset_id, mkey, num)",
+           "CREATE TABLE dataset_sample_tags (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+           "idx {int} NOT NULL, tag {text} NOT NULL, PRIMARY KEY (dataset_id, idx, tag))",
+           "CREATE INDEX dataset_sample_tags_by_tag ON dataset_sample_tags (dataset_id, tag)",
+           // Runs: status 'running', 'finished' or 'failed'; ended_ms and checkpoint NULL until set.
+           "CREATE TABLE runs (id {id}, experiment {text} NOT NULL, name {text} NOT NULL, status {text} NOT NULL, "
+           "hyper_parameters {text} NOT NULL, started_ms {int} NOT NULL, ended_ms {int}, error {text}, "
+           "checkpoint {text} REFERENCES blobs(sha256))",
+           "CREATE INDEX runs_by_experiment ON runs (experiment)",
+           "CREATE TABLE run_tags (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, tag {text} NOT NULL, "
+           "PRIMARY KEY (run_id, tag))",
+           // value NULL: a NaN (SQLite cannot store one).
+           "CREATE TABLE run_metrics (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, metric {text} NOT NULL, "
+           "epoch {int} NOT NULL, value {real}, PRIMARY KEY (run_id, metric, epoch))",
+       }},
   };
   return list;
 }

@@ -1,12 +1,16 @@
 #include "loom/store/store.h"
 
+#include "loom/store/datasets.h"
 #include "loom/store/models.h"
+#include "loom/store/runs.h"
 #include "store/schema.h"
 #include "store/store_impl.h"
 
 namespace loom::store {
 
 namespace {
+
+bool is_postgresql(const std::string& url) { return url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0; }
 
 // The database file a URL names: "sqlite:///abs/path", "sqlite://rel/path" or a plain path.
 std::string sqlite_path(const std::string& url) {
@@ -15,8 +19,6 @@ std::string sqlite_path(const std::string& url) {
   if (at == std::string::npos) return url;
   const std::string scheme = url.substr(0, at);
   if (scheme == "sqlite") return url.substr(at + scheme_end.size());
-  if (scheme == "postgresql" || scheme == "postgres")
-    throw StoreError("Store::open: '" + scheme + "://...': the PostgreSQL backend is not built yet (valid now: an SQLite file path or sqlite:///path)");
   throw ValueError("Store::open: unknown URL scheme '" + scheme + "' in '" + url +
                    "' (valid: a file path, sqlite:///path, postgresql://...)");
 }
@@ -24,19 +26,26 @@ std::string sqlite_path(const std::string& url) {
 }  // namespace
 
 Store Store::open(const std::string& url) {
-  const std::string path = sqlite_path(url);
-  if (path.empty()) throw ValueError("Store::open: the URL '" + url + "' names no database file");
-  if (path == ":memory:" || path.rfind("file:", 0) == 0)
-    throw ValueError("Store::open: '" + path + "' is not a file path (a store keeps its blobs in a directory beside its file)");
   auto impl = std::make_shared<detail::StoreImpl>();
-  impl->path = path;
-  impl->conn = detail::open_sqlite(path);
+  if (is_postgresql(url)) {
+    impl->path = detail::redact_password(url);
+    impl->conn = detail::open_postgresql(url);
+  } else {
+    impl->path = sqlite_path(url);
+    const std::string& path = impl->path;
+    if (path.empty()) throw ValueError("Store::open: the URL '" + url + "' names no database file");
+    if (path == ":memory:" || path.rfind("file:", 0) == 0)
+      throw ValueError("Store::open: '" + path + "' is not a file path (a store keeps its blobs in a directory beside its file)");
+    impl->conn = detail::open_sqlite(path);
+  }
   impl->schema_version = detail::migrate(*impl->conn);
-  impl->blobs = std::make_unique<detail::BlobStore>(path + ".blobs");
+  impl->blobs = detail::make_blob_store(*impl->conn, impl->path);
   return Store(std::move(impl));
 }
 
 Models Store::models() const { return Models(impl_); }
+Datasets Store::datasets() const { return Datasets(impl_); }
+Runs Store::runs() const { return Runs(impl_); }
 
 GcReport Store::gc() {
   std::lock_guard<std::mutex> lock(impl_->mutex);

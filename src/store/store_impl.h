@@ -1,6 +1,6 @@
 #pragma once
 // What a Store handle shares: the connection (one per Store; its operations are serialised by
-// `mutex`), the blob directory and where they live.
+// `mutex`), the blob store and where the database is (for PostgreSQL, the URL without its password).
 #include <memory>
 #include <mutex>
 #include <string>

@@ -99,7 +99,7 @@ def main():
     includes = [h for h in unique_heads if h.startswith("#")]
     others = [h for h in unique_heads if not h.startswith("#")]
     calls = "\n".join(f'  run("{where}", {fn});' for fn, where in runs)
-    src = "\n".join(includes) + "\n#include <filesystem>\n#include <string>\n\n" + "\n".join(others) + "\n\n"
+    src = "\n".join(includes) + "\n#include <cstdlib>\n#include <exception>\n#include <filesystem>\n#include <string>\n\n" + "\n".join(others) + "\n\n"
     src += "\n".join(functions)
     src += f"""
 // Runs each block marked `run` in a fresh folder, so files it writes do not meet another's.
@@ -109,7 +109,13 @@ static void run(const char* where, void (*fn)()) {{
   const auto back = std::filesystem::current_path();
   std::filesystem::current_path(dir);
   std::printf("running %s\\n", where);
-  fn();
+  std::fflush(stdout);
+  try {{
+    fn();
+  }} catch (const std::exception& e) {{
+    std::fprintf(stderr, "%s threw: %s\\n", where, e.what());
+    std::exit(1);
+  }}
   std::filesystem::current_path(back);
   std::filesystem::remove_all(dir);
 }}

@@ -1,6 +1,6 @@
 // The model registry (docs/store.md): versions, metadata, queries, aliases, exact round trips of
 // every zoo model, typed errors for damaged stores, atomic saves, blob deduplication and
-// reference counts, concurrent writers.
+// reference counts, concurrent writers; on both backends (tests/unit/store_test_util.h).
 #include <gtest/gtest.h>
 #include <loom/loom.h>
 #include <loom/train/model.h>
@@ -44,17 +44,14 @@ std::vector<int64_t> versions_of(const std::vector<store::ModelInfo>& infos) {
   return v;
 }
 
-size_t blob_files(const std::string& dir) {
-  size_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file();
-  return n;
-}
+class StoreModels : public loom_test::StoreBackendTest {};
 
 }  // namespace
 
-TEST(StoreModels, SaveGetVersionsAndMetadata) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+INSTANTIATE_STORE_BACKENDS(StoreModels);
+
+TEST_P(StoreModels, SaveGetVersionsAndMetadata) {
+  store::Store s = store::Store::open(url());
   store::Models models = s.models();
   const store::ModelInfo v1 = models.save("mlp", small_mlp(1), {{"accuracy", 0.8}, {"loss", 0.5}},
                                           R"({"lr": 0.01, "layers": [8, 3]})", {"baseline", "mnist", "mnist"});
@@ -77,7 +74,7 @@ TEST(StoreModels, SaveGetVersionsAndMetadata) {
   EXPECT_EQ(models.get("mlp").version, 2);  // the latest
   EXPECT_EQ(models.get("mlp", "latest").version, 2);
   // Loads into a graph equal to the saved one, in a fresh Store object (another program).
-  store::Store reopened = store::Store::open(tmp / "s.db");
+  store::Store reopened = store::Store::open(url());
   expect_same_model(small_mlp(1), reopened.models().load("mlp", 1), "v1");
   expect_same_model(small_mlp(2), reopened.models().load(got.name, "latest"), "latest");
   // Not found names what exists.
@@ -86,9 +83,8 @@ TEST(StoreModels, SaveGetVersionsAndMetadata) {
   EXPECT_THROW(models.get("nope"), store::NotFoundError);
 }
 
-TEST(StoreModels, BadArgumentsAreValueErrors) {
-  TempDir tmp;
-  store::Models models = store::Store::open(tmp / "s.db").models();
+TEST_P(StoreModels, BadArgumentsAreValueErrors) {
+  store::Models models = store::Store::open(url()).models();
   const Graph g = small_mlp(1);
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { models.save("", g); }), {"model name"}));
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { models.save("a\nb", g); }), {"control characters"}));
@@ -103,15 +99,14 @@ TEST(StoreModels, BadArgumentsAreValueErrors) {
   nn::Lambda lam({x}, [](const std::vector<Tensor>& t) { return t[0] * 2.0; }, Shape{-1, 4}, Float32, "lam");
   EXPECT_THROW(models.save("m", Graph::build({lam}, {x})), ValueError);
   EXPECT_TRUE(models.names().empty());
-  EXPECT_EQ(raw_sql(tmp / "s.db", "SELECT COUNT(*) FROM blobs"), std::vector<std::string>{"0"});
+  EXPECT_EQ(raw_sql(url(), "SELECT COUNT(*) FROM blobs"), std::vector<std::string>{"0"});
   // infinities are metrics like any other
   EXPECT_EQ(models.save("m", g, {{"loss", INFINITY}}).metrics.at("loss"), INFINITY);
   EXPECT_EQ(models.get("m").metrics.at("loss"), INFINITY);
 }
 
-TEST(StoreModels, FindByNameTagsAndMetrics) {
-  TempDir tmp;
-  store::Models models = store::Store::open(tmp / "s.db").models();
+TEST_P(StoreModels, FindByNameTagsAndMetrics) {
+  store::Models models = store::Store::open(url()).models();
   const Graph g = small_mlp(1);
   models.save("a", g, {{"acc", 0.70}, {"loss", 0.9}}, "{}", {"cnn"});
   models.save("a", g, {{"acc", 0.95}, {"loss", 0.2}}, "{}", {"cnn", "prod-candidate"});
@@ -143,9 +138,8 @@ TEST(StoreModels, FindByNameTagsAndMetrics) {
   EXPECT_TRUE(models.find_top("f1", store::Order::Max, 3).empty());
 }
 
-TEST(StoreModels, Aliases) {
-  TempDir tmp;
-  store::Models models = store::Store::open(tmp / "s.db").models();
+TEST_P(StoreModels, Aliases) {
+  store::Models models = store::Store::open(url()).models();
   models.save("m", small_mlp(1));
   models.save("m", small_mlp(2));
   models.set_alias("m", "production", 1);
@@ -178,9 +172,8 @@ TEST(StoreModels, Aliases) {
   EXPECT_EQ(versions_of(models.versions("m")), std::vector<int64_t>{1});
 }
 
-TEST(StoreModels, EveryZooModelRoundTripsExactly) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreModels, EveryZooModelRoundTripsExactly) {
+  store::Store s = store::Store::open(url());
   const std::vector<std::pair<zoo::Model, Tensor>> cases = {
       {zoo::mlp(12, {8, 8}, 3, nn::gelu, 0.3), uniform({2, 12})},
       {zoo::lenet(), uniform({2, 1, 28, 28})},
@@ -200,7 +193,7 @@ TEST(StoreModels, EveryZooModelRoundTripsExactly) {
     }
     s.models().save(m.name, m.graph, {{"params", double(m.parameter_count())}});
   }
-  store::Store other = store::Store::open(tmp / "s.db");
+  store::Store other = store::Store::open(url());
   for (const auto& [m, x] : cases) {
     const Graph back = other.models().load(m.name, 1);
     expect_same_model(m.graph, back, m.name);
@@ -208,9 +201,8 @@ TEST(StoreModels, EveryZooModelRoundTripsExactly) {
   }
 }
 
-TEST(StoreModels, SavesATrainModelsGraph) {
-  TempDir tmp;
-  store::Models models = store::Store::open(tmp / "s.db").models();
+TEST_P(StoreModels, SavesATrainModelsGraph) {
+  store::Models models = store::Store::open(url()).models();
   const Graph g = small_mlp(4);
   train::Model model(g, [](const Tensor& y, const Tensor& t) { return mean(square(y - t)); },
                      std::make_shared<train::Adam>(zoo::graph_parameters(g)));
@@ -218,9 +210,8 @@ TEST(StoreModels, SavesATrainModelsGraph) {
   expect_same_model(g, models.load("trained", 1), "train::Model");
 }
 
-TEST(StoreModels, SameWeightsShareOneBlobAndDeletionCountsReferences) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreModels, SameWeightsShareOneBlobAndDeletionCountsReferences) {
+  store::Store s = store::Store::open(url());
   store::Models models = s.models();
   const store::ModelInfo a = models.save("m", small_mlp(1));
   const store::ModelInfo b = models.save("m", small_mlp(1), {{"acc", 1}});  // same weights
@@ -229,43 +220,40 @@ TEST(StoreModels, SameWeightsShareOneBlobAndDeletionCountsReferences) {
   EXPECT_EQ(a.weights_sha256, b.weights_sha256);
   EXPECT_EQ(a.weights_sha256, c.weights_sha256);
   EXPECT_NE(a.weights_sha256, d.weights_sha256);
-  EXPECT_EQ(blob_files(s.blob_dir()), 2u);
-  EXPECT_EQ(raw_sql(tmp / "s.db", "SELECT refcount FROM blobs WHERE sha256 = '" + a.weights_sha256 + "'"), std::vector<std::string>{"3"});
-  const std::string path = s.blob_dir() + "/" + a.weights_sha256.substr(0, 2) + "/" + a.weights_sha256.substr(2);
+  EXPECT_EQ(loom_test::stored_blob_count(s), 2u);
+  EXPECT_EQ(raw_sql(url(), "SELECT refcount FROM blobs WHERE sha256 = '" + a.weights_sha256 + "'"), std::vector<std::string>{"3"});
   models.remove("m", 1);
-  EXPECT_TRUE(fs::exists(path));
+  EXPECT_TRUE(loom_test::blob_stored(s, a.weights_sha256));
   expect_same_model(small_mlp(1), models.load("m", 2), "kept");
   models.remove("m", 2);
-  EXPECT_TRUE(fs::exists(path));
+  EXPECT_TRUE(loom_test::blob_stored(s, a.weights_sha256));
   expect_same_model(small_mlp(1), models.load("n", 1), "kept");
   models.remove("n", 1);
-  EXPECT_FALSE(fs::exists(path));  // the last reference went
-  EXPECT_EQ(raw_sql(tmp / "s.db", "SELECT COUNT(*) FROM blobs"), std::vector<std::string>{"1"});
-  EXPECT_EQ(raw_sql(tmp / "s.db", "SELECT COUNT(*) FROM model_metrics"), std::vector<std::string>{"0"});
+  EXPECT_FALSE(loom_test::blob_stored(s, a.weights_sha256));  // the last reference went
+  EXPECT_EQ(raw_sql(url(), "SELECT COUNT(*) FROM blobs"), std::vector<std::string>{"1"});
+  EXPECT_EQ(raw_sql(url(), "SELECT COUNT(*) FROM model_metrics"), std::vector<std::string>{"0"});
   EXPECT_THROW(models.remove("m", 1), store::NotFoundError);
   // Version numbers are never reused.
   models.remove("m", d.version);
   EXPECT_EQ(models.save("m", small_mlp(3)).version, 4);
-  EXPECT_EQ(blob_files(s.blob_dir()), 1u);
+  EXPECT_EQ(loom_test::stored_blob_count(s), 1u);
 }
 
-TEST(StoreModels, DamagedBlobsAreTypedErrorsNamingTheModel) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreModels, DamagedBlobsAreTypedErrorsNamingTheModel) {
+  store::Store s = store::Store::open(url());
   store::Models models = s.models();
   const store::ModelInfo a = models.save("a", small_mlp(1));
   const store::ModelInfo b = models.save("b", small_mlp(2));
-  auto path = [&](const store::ModelInfo& i) { return s.blob_dir() + "/" + i.weights_sha256.substr(0, 2) + "/" + i.weights_sha256.substr(2); };
   // Valid zstd holding other bytes (b's blob under a's name): the hash does not match.
-  const std::string a_bytes = [&] { std::ifstream f(path(a), std::ios::binary); return std::string(std::istreambuf_iterator<char>(f), {}); }();
-  fs::copy_file(path(b), path(a), fs::copy_options::overwrite_existing);
-  raw_sql(tmp / "s.db", "UPDATE blobs SET stored_size = " + std::to_string(fs::file_size(path(b))) + " WHERE sha256 = '" + a.weights_sha256 + "'");
+  const std::string a_bytes = loom_test::stored_blob(s, a.weights_sha256), b_bytes = loom_test::stored_blob(s, b.weights_sha256);
+  loom_test::set_stored_blob(s, a.weights_sha256, b_bytes);
+  raw_sql(url(), "UPDATE blobs SET stored_size = " + std::to_string(b_bytes.size()) + " WHERE sha256 = '" + a.weights_sha256 + "'");
   EXPECT_TRUE(contains_all(error_message<store::BlobError>([&] { models.load("a", 1); }), {"model 'a' version 1", a.weights_sha256, "hash to " + b.weights_sha256}));
   // Truncated: the size does not match the row.
-  { std::ofstream f(path(a), std::ios::binary | std::ios::trunc); f << a_bytes.substr(0, 10); }
+  loom_test::set_stored_blob(s, a.weights_sha256, a_bytes.substr(0, 10));
   EXPECT_TRUE(contains_all(error_message<store::BlobError>([&] { models.load("a", 1); }), {"model 'a' version 1", "holds 10 bytes"}));
   // Missing.
-  fs::remove(path(a));
+  loom_test::remove_stored_blob(s, a.weights_sha256);
   EXPECT_TRUE(contains_all(error_message<store::BlobError>([&] { models.load("a", 1); }), {"model 'a' version 1", "cannot be read"}));
   // The metadata stays readable, other models load, and saving the same weights again repairs the file.
   EXPECT_EQ(models.get("a", 1).weights_sha256, a.weights_sha256);
@@ -274,47 +262,52 @@ TEST(StoreModels, DamagedBlobsAreTypedErrorsNamingTheModel) {
   expect_same_model(small_mlp(1), models.load("a", 1), "repaired");
 }
 
-TEST(StoreModels, WeightsThatDoNotFitTheArchitectureAreRefused) {
-  TempDir tmp;
-  store::Models models = store::Store::open(tmp / "s.db").models();
+TEST_P(StoreModels, WeightsThatDoNotFitTheArchitectureAreRefused) {
+  store::Models models = store::Store::open(url()).models();
   models.save("wide", small_mlp(1, 16));
   models.save("narrow", small_mlp(1, 8));
   // A damaged row: the narrow architecture with the wide weights.
-  raw_sql(tmp / "s.db", "UPDATE models SET architecture = (SELECT architecture FROM models WHERE name = 'narrow') WHERE name = 'wide'");
+  raw_sql(url(), "UPDATE models SET architecture = (SELECT architecture FROM models WHERE name = 'narrow') WHERE name = 'wide'");
   const std::string msg = error_message<Error>([&] { models.load("wide", 1); });
   EXPECT_TRUE(contains_all(msg, {"model 'wide' version 1", "l1/"})) << msg;
   // An architecture that is not a graph.
-  raw_sql(tmp / "s.db", "UPDATE models SET architecture = '{\"layers\": 3}' WHERE name = 'narrow'");
+  raw_sql(url(), "UPDATE models SET architecture = '{\"layers\": 3}' WHERE name = 'narrow'");
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { models.load("narrow", 1); }), {"model 'narrow' version 1"}));
 }
 
-TEST(StoreModels, AFailedSaveLeavesNoRowAndNoReferencedBlob) {
-  TempDir tmp;
-  const std::string db = tmp / "s.db";
+TEST_P(StoreModels, AFailedSaveLeavesNoRowAndNoReferencedBlob) {
+  const std::string db = url();
   store::Store s = store::Store::open(db);
-  // Fail after the blob is written and its row inserted, before the commit.
-  raw_sql(db, "CREATE TRIGGER fail_tags BEFORE INSERT ON model_tags BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
+  // Fail after the blob is stored and its row inserted, before the commit.
+  if (pg())
+    raw_sql(db, "CREATE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;"
+                "CREATE TRIGGER fail_tags BEFORE INSERT ON model_tags FOR EACH ROW EXECUTE FUNCTION fail()");
+  else
+    raw_sql(db, "CREATE TRIGGER fail_tags BEFORE INSERT ON model_tags BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
   EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { s.models().save("m", small_mlp(1), {{"acc", 1}}, "{}", {"t"}); }),
                            {"injected failure"}));
-  for (const char* table : {"models", "model_names", "model_metrics", "model_tags", "blobs"})
+  for (const char* table : {"models", "model_names", "model_metrics", "model_tags", "blobs", "blob_data"})
     EXPECT_EQ(raw_sql(db, std::string("SELECT COUNT(*) FROM ") + table), std::vector<std::string>{"0"}) << table;
-  EXPECT_EQ(blob_files(s.blob_dir()), 1u);  // durable but unreferenced: gc's to remove
-  EXPECT_EQ(s.gc().files_removed, 1);
-  EXPECT_EQ(blob_files(s.blob_dir()), 0u);
-  raw_sql(db, "DROP TRIGGER fail_tags");
-  // Fail while writing the blob (a file where its directory should be).
-  const store::ModelInfo probe = store::Store::open(tmp / "probe.db").models().save("m", small_mlp(1));
-  fs::remove_all(s.blob_dir() + "/" + probe.weights_sha256.substr(0, 2));
-  { std::ofstream f(s.blob_dir() + "/" + probe.weights_sha256.substr(0, 2)); }
-  EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { s.models().save("m", small_mlp(1)); }), {"in the way"}));
-  EXPECT_EQ(raw_sql(db, "SELECT COUNT(*) FROM models"), std::vector<std::string>{"0"});
-  fs::remove(s.blob_dir() + "/" + probe.weights_sha256.substr(0, 2));
+  // SQLite: the file is durable but unreferenced, gc's to remove; PostgreSQL: rolled back with the row.
+  EXPECT_EQ(loom_test::stored_blob_count(s), pg() ? 0u : 1u);
+  EXPECT_EQ(s.gc().files_removed, pg() ? 0 : 1);
+  EXPECT_EQ(loom_test::stored_blob_count(s), 0u);
+  raw_sql(db, pg() ? "DROP TRIGGER fail_tags ON model_tags" : "DROP TRIGGER fail_tags");
+  if (!pg()) {
+    // Fail while writing the blob (a file where its directory should be).
+    const store::ModelInfo probe = store::Store::open(url("probe")).models().save("m", small_mlp(1));
+    fs::remove_all(s.blob_dir() + "/" + probe.weights_sha256.substr(0, 2));
+    { std::ofstream f(s.blob_dir() + "/" + probe.weights_sha256.substr(0, 2)); }
+    EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { s.models().save("m", small_mlp(1)); }), {"in the way"}));
+    EXPECT_EQ(raw_sql(db, "SELECT COUNT(*) FROM models"), std::vector<std::string>{"0"});
+    fs::remove(s.blob_dir() + "/" + probe.weights_sha256.substr(0, 2));
+  }
   EXPECT_EQ(s.models().save("m", small_mlp(1)).version, 1);  // no version number was used up
+  expect_same_model(small_mlp(1), s.models().load("m", 1), "after the failures");
 }
 
-TEST(StoreModels, ConcurrentWritersGetDistinctVersions) {
-  TempDir tmp;
-  store::Store::open(tmp / "s.db");
+TEST_P(StoreModels, ConcurrentWritersGetDistinctVersions) {
+  store::Store::open(url());
   constexpr int kThreads = 3, kEach = 6;
   std::vector<std::vector<int64_t>> got(kThreads);
   std::vector<std::thread> threads;
@@ -322,7 +315,7 @@ TEST(StoreModels, ConcurrentWritersGetDistinctVersions) {
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       try {
-        store::Store s = store::Store::open(tmp / "s.db");  // its own connection
+        store::Store s = store::Store::open(url());  // its own connection
         for (int i = 0; i < kEach; ++i) got[t].push_back(s.models().save("shared", small_mlp(t * 100 + i)).version);
       } catch (const std::exception& e) {
         errors[t] = e.what();
@@ -339,7 +332,7 @@ TEST(StoreModels, ConcurrentWritersGetDistinctVersions) {
   EXPECT_EQ(*all.begin(), 1);
   EXPECT_EQ(*all.rbegin(), kThreads * kEach);
   // One Store object shared by threads is serialised too.
-  store::Store shared = store::Store::open(tmp / "s.db");
+  store::Store shared = store::Store::open(url());
   std::vector<std::thread> more;
   for (int t = 0; t < 2; ++t) more.emplace_back([&] { for (int i = 0; i < 3; ++i) shared.models().save("one", small_mlp(i)); });
   for (auto& th : more) th.join();

@@ -1,6 +1,6 @@
 #pragma once
-// A store: a database of records (models now; datasets, runs and events later) and a directory
-// of content-addressed blobs beside it (docs/store.md).
+// A store: a database of records (models, datasets and runs) and its content-addressed blobs
+// (SQLite: a directory beside the file; PostgreSQL: in the database) (docs/store.md).
 //
 //   store::Store s = store::Store::open("runs.db");      // or "sqlite:///abs/path/runs.db"
 //   store::ModelInfo v = s.models().save("mnist-cnn", graph, {{"accuracy", 0.91}});
@@ -20,6 +20,8 @@ namespace detail {
 struct StoreImpl;
 }
 class Models;
+class Datasets;
+class Runs;
 
 struct GcReport {
   int64_t files_removed = 0;  // blob files no row references, and temporaries of killed writers
@@ -31,24 +33,29 @@ class Store {
   // Opens (creating when absent) the store at `url`:
   //   "path/to/file.db" or "sqlite:///abs/path/file.db"  an embedded SQLite database, blobs in
   //                                                       "<file>.blobs/" beside it
-  //   "postgresql://..."                                  not built yet: StoreError
+  //   "postgresql://user@host/db", "postgres://...",      a PostgreSQL database (libpq URL, e.g.
+  //   "postgresql://user@/db?host=/socket/dir"            a unix socket folder), blobs in the
+  //                                                       database itself (docs/store.md)
   // The schema is created or migrated on open, in one transaction. Throws NotAStoreError for a
   // file that is not a Loom store, SchemaVersionError for a schema newer than this library's,
-  // StoreError when the database cannot be opened.
+  // StoreError when the database cannot be opened or reached (naming it, never its password).
   static Store open(const std::string& url);
 
   Models models() const;
+  Datasets datasets() const;
+  Runs runs() const;
 
-  // Removes blob files that no row references (left by a writer killed between writing a blob
+  // SQLite: removes blob files that no row references (left by a writer killed between writing a blob
   // and committing its row, or by a deletion interrupted after its commit) and the
   // temporaries of killed writers. Runs under the database's write lock, so it never removes a
-  // blob that a concurrent save is about to reference.
+  // blob that a concurrent save is about to reference. PostgreSQL: blob bytes live and die with
+  // their rows in one transaction, so there is never anything to remove (a zero report).
   GcReport gc();
 
   int64_t schema_version() const;        // the database's (equal to the library's after open)
   static int64_t library_schema_version();
-  const std::string& path() const;       // the database file
-  const std::string& blob_dir() const;   // "<path>.blobs"
+  const std::string& path() const;       // the database file; PostgreSQL: the URL, password "***"
+  const std::string& blob_dir() const;   // "<path>.blobs"; PostgreSQL: "" (blobs in the database)
 
   const std::shared_ptr<detail::StoreImpl>& impl() const { return impl_; }
 

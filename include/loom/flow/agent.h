@@ -1,0 +1,104 @@
+#pragma once
+// An agent: claims tasks of the kinds it knows from a Tasks queue and runs them, heartbeating
+// each claim from a thread of its own (docs/workflow.md).
+//
+//   flow::Agent agent(flow::Tasks(store));
+//   agent.register_kind("train", [](const std::string& hyper, flow::TaskContext& ctx) {
+//     ... ctx.should_stop() between epochs ...
+//     return std::string(R"({"accuracy": 0.91})");
+//   });
+//   agent.register_command("eval", {.argv = {"/usr/bin/python3", "eval.py"}});
+//   agent.run({.stop_when_idle = true});
+//
+// A function kind runs in the agent's process: an exception is a failed attempt, but a crash
+// (a segmentation fault) ends the agent, whose lease then expires and the task is replayed.
+// A command kind runs as a child process: whatever it does, the agent survives it.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loom/flow/tasks.h"
+
+namespace loom::flow {
+
+enum class StopReason { None, Cancelled, Lost, TimedOut };
+// What became of a claimed task in an agent's hands.
+enum class Outcome { Finished, Failed, Cancelled, Lost };
+
+// What a running task may ask of its agent. Thread-safe.
+class TaskContext {
+ public:
+  TaskContext(Claim claim, Clock clock) : claim_(std::move(claim)), clock_(std::move(clock)) {}
+  const Claim& claim() const { return claim_; }
+  // True once the task was cancelled, its claim lost or its timeout passed: the task should
+  // return soon (its result would be refused).
+  bool should_stop() const { return stop_reason() != StopReason::None; }
+  StopReason stop_reason() const;
+  void stop(StopReason r);  // the agent's heartbeat thread calls this
+
+ private:
+  Claim claim_;
+  Clock clock_;
+  std::atomic<int> reason_{0};
+};
+
+// Takes the hyper-parameters (a JSON object) and returns the result (JSON text).
+using TaskFunction = std::function<std::string(const std::string& hyper_parameters, TaskContext& ctx)>;
+
+// A task run as a child process (posix_spawn, in a process group of its own): the
+// hyper-parameters are its stdin (and the file named by $LOOM_TASK_HYPER_PARAMETERS), the
+// result is the JSON it prints on stdout; LOOM_TASK_ID, LOOM_TASK_TOKEN and LOOM_TASK_ATTEMPT
+// are set. A non-zero exit, a signal, output that is not JSON or longer than max_output_bytes
+// fail the attempt with the tail of its stderr; a timeout, a cancellation or a lost claim kill
+// the whole group.
+struct Command {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
+  int64_t max_output_bytes = 64 << 20;
+};
+
+struct AgentOptions {
+  std::vector<std::string> kinds;  // empty: every registered kind
+  int64_t poll_ms = 500;           // sleep when no task is pending
+  bool stop_when_idle = false;     // return when no task is pending
+  int64_t max_tasks = 0;           // return after this many tasks (0: no limit)
+};
+
+class Agent {
+ public:
+  // `name` identifies the agent in the tasks it holds (default "<host>:<pid>").
+  explicit Agent(Tasks tasks, std::string name = "");
+
+  // ValueError for an invalid kind, an empty function or argv, or a kind already registered.
+  void register_kind(const std::string& kind, TaskFunction fn);
+  void register_command(const std::string& kind, Command command);
+
+  // Claims and runs tasks until stop(), idle (stop_when_idle) or max_tasks; returns how many
+  // tasks it ran. ValueError for a kind in options.kinds that is not registered, or no kinds.
+  int64_t run(const AgentOptions& options = {});
+  // Makes run() return after the current task (from another thread or a signal handler).
+  void stop() { stop_.store(true); }
+
+  // Runs one claimed task to its end: finish, fail, or nothing when the claim was lost or
+  // the task cancelled.
+  Outcome execute(const Claim& claim);
+
+  const std::string& name() const { return name_; }
+  Tasks& tasks() { return tasks_; }
+
+ private:
+  Tasks tasks_;
+  std::string name_;
+  std::map<std::string, TaskFunction> functions_;
+  std::map<std::string, Command> commands_;
+  std::atomic<bool> stop_{false};
+};
+
+// Runs `command` for `claim` (what Agent does for a command kind); returns the result JSON
+// text or throws TaskFailure with the reason. Exposed for tests and tools.
+class TaskFailure : public Error { using Error::Error; };
+std::string run_command(const Command& command, const Claim& claim, TaskContext& ctx);
+
+}  // namespace loom::flow

@@ -1,0 +1,140 @@
+#pragma once
+// The task queue of a Store (docs/workflow.md): tasks of a kind (their queue) with JSON
+// hyper-parameters, claimed atomically by agents under a lease renewed by heartbeat, each
+// claim carrying a fencing token so that only the current claim's result is recorded.
+//
+//   flow::Tasks tasks(store::Store::open("runs.db"));
+//   int64_t id = tasks.submit("train", R"({"lr": 0.01})", {.priority = 5, .max_attempts = 3});
+//   if (auto c = tasks.claim({"train"}, "agent-1")) {   // in an agent
+//     ... tasks.heartbeat(*c) every lease / 3 ...
+//     tasks.finish(*c, R"({"accuracy": 0.91})");      // ClaimLostError if no longer current
+//   }
+//   flow::TaskInfo t = tasks.get(id);                   // t.status, t.result, t.error, ...
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/store/store.h"
+
+namespace loom::flow {
+
+// The claim's token is no longer current (the task was reclaimed after its lease expired,
+// finished, failed or cancelled): the stale agent's result or error was not recorded.
+class ClaimLostError : public store::ConflictError { using store::ConflictError::ConflictError; };
+
+enum class Status { Pending, Running, Finished, Failed, Cancelled };
+const char* status_name(Status s);  // "pending", "running", "finished", "failed", "cancelled"
+// The status of a name; ValueError naming the valid ones otherwise.
+Status parse_status(const std::string& name);
+inline bool is_terminal(Status s) { return s == Status::Finished || s == Status::Failed || s == Status::Cancelled; }
+
+struct TaskOptions {
+  int64_t priority = 0;       // higher first; equal priorities in submission order
+  int64_t max_attempts = 3;   // claims allowed (1 to 1000); then the task fails with its last error
+  int64_t timeout_ms = 0;     // run time allowed to one attempt (0: none)
+  int64_t lease_ms = 30000;   // how long a claim lives without a heartbeat (10 ms to 1 day)
+};
+
+struct TaskInfo {
+  int64_t id = 0;
+  std::string kind;
+  std::string hyper_parameters;  // a JSON object (canonical text)
+  int64_t priority = 0;
+  Status status = Status::Pending;
+  int64_t attempts = 0;          // claims so far
+  int64_t max_attempts = 0;
+  int64_t timeout_ms = 0;
+  int64_t lease_ms = 0;
+  int64_t token = 0;             // the latest claim's fencing token (0: never claimed)
+  std::string agent;             // who holds (or last held) the claim; "" if never claimed
+  int64_t lease_expires_ms = 0;  // while running
+  std::string result;            // JSON, once finished; "" otherwise
+  std::string error;             // the last attempt's error; "" if none
+  int64_t created_ms = 0;        // Unix time in milliseconds; 0 for "not yet"
+  int64_t started_ms = 0;        // the first claim
+  int64_t finished_ms = 0;       // finished, failed or cancelled
+};
+
+// What an agent holds while it runs a task.
+struct Claim {
+  int64_t task_id = 0;
+  int64_t token = 0;             // the fencing token: 1 for the first claim of a task, then 2, ...
+  int64_t attempt = 0;           // equal to the token (each claim is an attempt)
+  int64_t max_attempts = 0;
+  std::string kind;
+  std::string hyper_parameters;
+  int64_t lease_ms = 0;
+  int64_t timeout_ms = 0;
+  int64_t deadline_ms = 0;       // the attempt's timeout as a time (0: none); leases never pass it
+  int64_t lease_expires_ms = 0;
+};
+
+struct TaskFilter {
+  std::optional<std::string> kind;
+  std::optional<Status> status;
+  int64_t limit = 0;  // 0: all; in submission order
+};
+
+enum class Heartbeat {
+  Renewed,    // keep working
+  Cancelled,  // the task was cancelled: stop, the result would be refused
+  Lost,       // the claim is no longer current (reclaimed after its lease expired): stop
+};
+
+// Milliseconds since the Unix epoch; injectable so that tests move time instead of sleeping.
+using Clock = std::function<int64_t()>;
+int64_t system_clock_ms();
+
+class Tasks {
+ public:
+  explicit Tasks(store::Store store, Clock clock = {});
+
+  // A new pending task; returns its id. ValueError (nothing written) for an invalid kind
+  // (1-128 characters of [A-Za-z0-9_.:/-]), hyper-parameters that are not a JSON object or an
+  // option out of range.
+  int64_t submit(const std::string& kind, const std::string& hyper_parameters = "{}", const TaskOptions& options = {});
+
+  TaskInfo get(int64_t id) const;  // NotFoundError for an unknown id
+  std::vector<TaskInfo> list(const TaskFilter& filter = {}) const;
+
+  // Cancels a pending or running task (the running one's agent sees it at its next heartbeat
+  // and its result is refused). Returns false if the task had already ended; NotFoundError for
+  // an unknown id.
+  bool cancel(int64_t id);
+
+  // In one write transaction: reclaims every expired lease (the task goes back to pending, or
+  // to failed after its last attempt), then claims the pending task of one of `kinds` with the
+  // highest priority, oldest first. nullopt if there is none. ValueError for no or invalid kinds.
+  std::optional<Claim> claim(const std::vector<std::string>& kinds, const std::string& agent);
+
+  // Renews the claim's lease (never past its deadline) if the claim is still current.
+  Heartbeat heartbeat(const Claim& claim);
+
+  // Records the result (a JSON value) of the current claim: the task is finished.
+  // ClaimLostError (nothing written) when the claim is not current or the task is not running;
+  // ValueError for malformed JSON.
+  void finish(const Claim& claim, const std::string& result);
+  // Records a failed attempt: back to pending, or failed after max_attempts, the error kept.
+  // Returns the task's new status; ClaimLostError as for finish.
+  Status fail(const Claim& claim, const std::string& error);
+
+  // Reclaims expired leases now (claim() does it too); returns how many.
+  int64_t reclaim_expired();
+
+  // Polls until every task in `ids` has ended or `timeout_ms` passes (real time); returns
+  // their states in the order given.
+  std::vector<TaskInfo> wait(const std::vector<int64_t>& ids, int64_t timeout_ms, int64_t poll_ms = 100) const;
+
+  int64_t now_ms() const { return clock_(); }
+  const store::Store& store() const { return store_; }
+
+ private:
+  int64_t reclaim_locked(int64_t now);
+  store::Store store_;
+  Clock clock_;
+};
+
+}  // namespace loom::flow

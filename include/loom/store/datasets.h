@@ -1,0 +1,223 @@
+#pragma once
+// The dataset store of a Store (docs/store.md, "Datasets"): named, versioned collections of
+// samples. A sample is named tensors (the fields, e.g. "x" and "y"; the same names, dtypes and
+// shapes in every sample of a version), a metadata JSON object and tags. Samples are stored
+// stacked in shards (safetensors blobs, content-addressed and deduplicated) with one index row
+// per sample (shard, position, metadata, tags), so that queries never read a shard.
+//
+//   store::DatasetWriter w = s.datasets().create("points", {.fields = {"x", "y"}});
+//   w.append({.tensors = {{"x", x}, {"y", y}}, .metadata = R"({"label": 3})"});
+//   store::DatasetInfo v = w.commit();                       // immutable from here
+//   auto view = s.datasets().query("points", v.version, {.where = {{"label", "==", 3}}});
+//   data::DataLoader loader(view, {.batch_size = 64, .n_jobs = 2});   // reads shards lazily
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/core/tensor.h"
+#include "loom/data/dataset.h"
+#include "loom/store/store.h"
+
+namespace loom::store {
+
+struct Sample {
+  std::map<std::string, Tensor> tensors;  // field name -> tensor (any layout; copied)
+  std::string metadata = "{}";            // a JSON object
+  std::vector<std::string> tags;
+};
+
+struct FieldInfo {
+  std::string name;
+  DType dtype = Float32;
+  Shape shape;  // of one sample
+};
+
+struct DatasetInfo {
+  std::string name;
+  int64_t version = 0;
+  int64_t created_ms = 0;          // Unix time in milliseconds
+  int64_t samples = 0;
+  int64_t shards = 0;
+  std::vector<FieldInfo> fields;   // in the dataset's field order (the order of an Example)
+  std::vector<std::string> tags;   // sorted
+};
+
+struct DatasetOptions {
+  // The field order of an Example (e.g. {"x", "y"}: the loader's inputs, then the target).
+  // Empty: the first sample's field names, sorted.
+  std::vector<std::string> fields;
+  std::vector<std::string> tags;    // the version's tags
+  int64_t shard_samples = 0;        // samples per shard; 0: as many as fit in about 4 MiB
+};
+
+// A metadata value compared with: a number or a string (implicit from either).
+class MetaValue {
+ public:
+  MetaValue(double v) : number_(v) {}
+  MetaValue(int v) : number_(v) {}
+  MetaValue(int64_t v) : number_(static_cast<double>(v)) {}
+  MetaValue(const char* s) : text_(s), is_text_(true) {}
+  MetaValue(std::string s) : text_(std::move(s)), is_text_(true) {}
+  bool is_text() const { return is_text_; }
+  double number() const { return number_; }
+  const std::string& text() const { return text_; }
+
+ private:
+  double number_ = 0;
+  std::string text_;
+  bool is_text_ = false;
+};
+
+// `key op value` on a top-level key of a sample's metadata. Numbers (and booleans, as 1 and 0)
+// compare with < <= == != >= >; strings with == and !=. A sample without the key, or whose
+// value is of the other kind (or an array, object or null), does not match.
+struct Predicate {
+  std::string key;
+  std::string op;
+  MetaValue value = 0;
+};
+
+struct SampleQuery {
+  std::vector<std::string> tags;        // a sample must carry all of them
+  std::vector<Predicate> where;         // and satisfy all of them
+  // A metadata key to order by (numbers ascending, then strings, then samples without it);
+  // empty: by sample index. Ties go by sample index.
+  std::string order_by;
+  bool descending = false;
+  int64_t offset = 0;
+  int64_t limit = -1;                   // -1: no limit
+  std::vector<std::string> fields;      // the Example's fields, in order; empty: all
+  int64_t cache_shards = 16;            // decoded shards a view keeps (least recently used go)
+};
+
+struct DatasetQuery {
+  std::optional<std::string> name;
+  std::vector<std::string> tags;        // a version must carry all of them
+};
+
+// A lazy, read-only view of the samples a query selected, in the query's order: a
+// data::Dataset for the DataLoader (get and get_batch may be called from its workers). A
+// shard is read (one blob read, zstd decode, SHA-256 check, safetensors parse) the first time
+// one of its samples is needed and kept in a small LRU cache; samples are then copied out.
+// The view keeps working after its Store handle is gone; a version removed meanwhile makes
+// reads of its shards fail with BlobError.
+class DatasetView : public data::Dataset {
+ public:
+  struct Entry {
+    int64_t index;     // the sample's index in the version
+    int64_t shard;
+    int64_t position;  // in the shard
+  };
+  struct Shared;      // the shards' blobs and the cache (src/store/datasets.cpp)
+  DatasetView(std::shared_ptr<Shared> shared, std::vector<Entry> entries, std::vector<std::string> metadata,
+              std::vector<std::vector<std::string>> tags);
+  ~DatasetView() override;
+
+  int64_t size() const override { return static_cast<int64_t>(entries_.size()); }
+  data::Example get(int64_t i) const override;
+  data::Batch get_batch(const std::vector<int64_t>& indices) const override;
+
+  const DatasetInfo& info() const;
+  const std::vector<FieldInfo>& fields() const;     // the fields an Example holds, in order
+  int64_t index(int64_t i) const;                   // the sample's index in the version
+  const std::string& metadata(int64_t i) const;     // its metadata (JSON object text)
+  const std::vector<std::string>& tags(int64_t i) const;
+  Sample sample(int64_t i) const;                   // every field, metadata and tags
+  // Shards read from blobs so far (cache misses): a query of one sample reads one shard.
+  int64_t shard_reads() const;
+
+ private:
+  void check(int64_t i) const;
+  std::shared_ptr<Shared> shared_;
+  std::vector<Entry> entries_;
+  std::vector<std::string> metadata_;
+  std::vector<std::vector<std::string>> tags_;
+};
+
+// Appends samples to a new, uncommitted version and commits it. Each full shard is written in
+// its own transaction (memory stays bounded by one shard); the version is invisible to
+// versions(), find() and query() until commit(). A writer destroyed uncommitted (an exception
+// during an import) removes its draft and releases its blobs; one killed with its process
+// leaves a draft that Datasets::remove_drafts() deletes.
+class DatasetWriter {
+ public:
+  DatasetWriter(DatasetWriter&&) noexcept;
+  DatasetWriter& operator=(DatasetWriter&&) = delete;
+  ~DatasetWriter();
+
+  // Checks the sample against the version's fields (the first sample fixes dtypes and shapes):
+  // ValueError for a missing or unknown field, ShapeError / DTypeError for a mismatch,
+  // ValueError for metadata that is not a JSON object or holds a non-finite number, or a bad
+  // tag. A rejected sample changes nothing; the writer stays usable.
+  void append(const Sample& sample);
+  int64_t size() const;
+  int64_t version() const;
+  // Writes the last shard and makes the version visible. ValueError for a version without
+  // samples (abort() it instead).
+  DatasetInfo commit();
+  void abort();  // removes the draft
+
+  struct State;
+
+ private:
+  friend class Datasets;
+  explicit DatasetWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+struct ImportOptions {
+  std::vector<std::string> tags;                 // the version's tags
+  int64_t shard_samples = 0;
+  // Scalar fields (one value per sample) also written into each sample's metadata: field -> key.
+  // import_idx adds {"y": "label"} itself.
+  std::map<std::string, std::string> metadata;
+};
+
+class Datasets {
+ public:
+  explicit Datasets(std::shared_ptr<detail::StoreImpl> impl);
+
+  // A new version of `name` (1, 2, ... per name, never reused). ValueError for an invalid name,
+  // tag, field name or shard size.
+  DatasetWriter create(const std::string& name, const DatasetOptions& options = {});
+
+  // Imports as one version (all or nothing): IDX images and labels (fields "x" and "y",
+  // metadata {"label": y}; labels_path may be empty); NPY arrays, one per field, sharing their
+  // first dimension; CSV columns (by header name) grouped into fields (one column: a scalar per
+  // sample; several: a vector), read as csv.dtype. Reader errors are IOError naming the file.
+  DatasetInfo import_idx(const std::string& name, const std::string& images_path, const std::string& labels_path,
+                         const ImportOptions& options = {});
+  DatasetInfo import_npy(const std::string& name, const std::map<std::string, std::string>& field_paths,
+                         const ImportOptions& options = {});
+  DatasetInfo import_csv(const std::string& name, const std::string& path,
+                         const std::map<std::string, std::vector<std::string>>& field_columns,
+                         const ImportOptions& options = {}, DType dtype = Float32, char delimiter = ',');
+
+  std::vector<std::string> names() const;                           // sorted, committed only
+  std::vector<DatasetInfo> versions(const std::string& name) const;  // committed, ascending
+  DatasetInfo get(const std::string& name, int64_t version) const;   // NotFoundError
+  DatasetInfo get(const std::string& name) const;                    // the latest
+  // Committed versions matching the query, by name then version; find_top: the k newest.
+  std::vector<DatasetInfo> find(const DatasetQuery& query = {}) const;
+  std::vector<DatasetInfo> find_top(const DatasetQuery& query = {}, int64_t k = 1) const;
+
+  // The samples of a committed version that match `query`, as a lazy view. ValueError for a bad
+  // predicate (operator, key, NaN value, a string with an ordering operator), an unknown field
+  // or a negative offset; NotFoundError for a missing version.
+  std::shared_ptr<DatasetView> query(const std::string& name, int64_t version, const SampleQuery& query = {}) const;
+
+  // Deletes a version (rows, sample index) and releases its shards: a shard blob that another
+  // version (or model) still uses stays. remove_drafts deletes uncommitted versions older than
+  // `older_than_ms` milliseconds (0: all, which must not race a live writer).
+  void remove(const std::string& name, int64_t version);
+  int64_t remove_drafts(int64_t older_than_ms = 0);
+
+ private:
+  std::shared_ptr<detail::StoreImpl> impl_;
+};
+
+}  // namespace loom::store

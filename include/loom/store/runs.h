@@ -1,0 +1,130 @@
+#pragma once
+// Training runs in a Store (docs/store.md, "Runs"): an experiment name, a run name,
+// hyper-parameters (a JSON object), tags, a status ("running", then "finished" or "failed"),
+// start and end times, per-epoch metric series (the learning curves) and the final checkpoint
+// (a blob). StoreLogger records all of it from Model::fit:
+//
+//   auto logger = std::make_shared<store::StoreLogger>(s, "fashion", R"({"lr": 0.001})");
+//   model.fit(train, {.epochs = 10, .validation = &test, .callbacks = {logger}});
+//   auto best = s.runs().find({.experiment = "fashion", .metrics = {{"val_accuracy", ">", 0.9, store::At::Max}}});
+//   auto curves = s.runs().compare({best[0].id, best[1].id}, {"val_loss"});
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/store/store.h"
+#include "loom/train/callbacks.h"
+
+namespace loom::store {
+
+// One metric over epochs (0-based, ascending; a NaN value is kept as NaN).
+struct Curve {
+  std::vector<int64_t> epochs;
+  std::vector<double> values;
+};
+using Curves = std::map<std::string, Curve>;
+
+struct RunInfo {
+  int64_t id = 0;
+  std::string experiment;
+  std::string name;
+  std::string status;               // "running", "finished", "failed"
+  std::string hyper_parameters;     // a JSON object, as text
+  std::vector<std::string> tags;    // sorted
+  int64_t started_ms = 0;           // Unix time in milliseconds
+  int64_t ended_ms = 0;             // 0 while running
+  std::string error;                // why a failed run failed
+  Curves metrics;
+  std::string checkpoint_sha256;    // empty: none
+};
+
+// Which value of a metric's series a filter compares: the last epoch's, or the highest or
+// lowest over all epochs (the best, for accuracy-like or loss-like metrics).
+enum class At { Final, Max, Min };
+
+// `metric op value` with op one of < <= == != >= >; a run without the metric does not match.
+struct RunMetricFilter {
+  std::string metric;
+  std::string op;
+  double value = 0;
+  At at = At::Final;
+};
+
+struct RunQuery {
+  std::optional<std::string> experiment;
+  std::optional<std::string> name;
+  std::optional<std::string> status;
+  std::vector<std::string> tags;             // a run must carry all of them
+  std::vector<RunMetricFilter> metrics;      // and satisfy all of them
+};
+
+class Runs {
+ public:
+  explicit Runs(std::shared_ptr<detail::StoreImpl> impl);
+
+  // A new run, "running". An empty name becomes "<experiment>-<id>". ValueError for an invalid
+  // experiment, name or tag, or hyper-parameters that are not a JSON object.
+  RunInfo start(const std::string& experiment, const std::string& name = "", const std::string& hyper_parameters = "{}",
+                const std::vector<std::string>& tags = {});
+  // Records the metrics of one epoch (a metric logged again for an epoch replaces its value).
+  // NotFoundError for a missing run, ConflictError for a run that has ended.
+  void log_epoch(int64_t run, int64_t epoch, const std::map<std::string, double>& metrics);
+  // Stores `bytes` (a Model::save_checkpoint file) as the run's checkpoint blob, replacing and
+  // releasing any previous one.
+  void set_checkpoint(int64_t run, const std::string& bytes);
+  // Ends a running run: status "finished" or "failed" (with `error`). ValueError for another
+  // status, ConflictError for a run that has already ended.
+  void finish(int64_t run, const std::string& status = "finished", const std::string& error = "");
+
+  RunInfo get(int64_t run) const;                                    // NotFoundError
+  std::vector<RunInfo> find(const RunQuery& query = {}) const;       // by id (start order)
+  // The k runs matching `query` with the best value of `metric` at `at` (Final: the last
+  // epoch's value, Max/Min: the best over epochs), highest first for Final and Max, lowest
+  // first for Min; ties go to the older run.
+  std::vector<RunInfo> find_top(const std::string& metric, At at, int64_t k = 1, const RunQuery& query = {}) const;
+  // The curves of several runs side by side, in the order of `runs`: only `metrics` when given
+  // (a run without one has an empty curve). NotFoundError naming a missing run.
+  std::vector<RunInfo> compare(const std::vector<int64_t>& runs, const std::vector<std::string>& metrics = {}) const;
+
+  // The checkpoint's bytes, verified (BlobError if missing or corrupt); NotFoundError for a run
+  // without one. save_checkpoint_file writes them to `path` for Model::load_checkpoint.
+  std::string checkpoint(int64_t run) const;
+  void save_checkpoint_file(int64_t run, const std::string& path) const;
+
+  // Deletes a run (metrics, tags) and releases its checkpoint blob.
+  void remove(int64_t run);
+
+ private:
+  std::shared_ptr<detail::StoreImpl> impl_;
+};
+
+// A Model::fit callback that records a run: it starts at on_train_begin (hyper-parameters,
+// tags), logs the logs of every on_epoch_end (train metrics, "val_" metrics, "lr"), and at
+// on_train_end stores the checkpoint (Model::save_checkpoint) and finishes the run. A fit that
+// throws leaves the run "running" until the logger is destroyed, which marks it "failed".
+// Each fit with the same logger records a new run.
+class StoreLogger : public train::Callback {
+ public:
+  StoreLogger(Store store, std::string experiment, std::string hyper_parameters = "{}", std::vector<std::string> tags = {},
+              std::string name = "", bool save_checkpoint = true);
+  ~StoreLogger() override;
+
+  void on_train_begin(train::Model& model) override;
+  void on_epoch_end(train::Model& model, int64_t epoch, const train::Logs& logs) override;
+  void on_train_end(train::Model& model, const train::History& history) override;
+
+  int64_t run_id() const { return run_; }  // 0 before the first fit
+
+ private:
+  Store store_;
+  std::string experiment_, hyper_, name_;
+  std::vector<std::string> tags_;
+  bool save_checkpoint_;
+  int64_t run_ = 0;
+  bool running_ = false;
+};
+
+}  // namespace loom::store

@@ -1,0 +1,196 @@
+// Command task kinds: a child process per attempt (posix_spawn: safe in a multi-threaded
+// agent, unlike fork), in a process group of its own so that a timeout, a cancellation or a lost
+// claim kills everything it started.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "core/json_util.h"
+#include "loom/flow/agent.h"
+
+extern char** environ;
+
+namespace loom::flow {
+
+namespace {
+
+constexpr size_t kStderrTail = 4096;  // what an error keeps of the child's stderr
+constexpr int kPollMs = 20;
+constexpr int kDrainMs = 1000;  // after the child exits, how long its descendants may keep the pipes open
+
+struct Fd {
+  int fd = -1;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+// The hyper-parameters file, removed when the attempt ends.
+struct TempFile {
+  std::string path;
+  ~TempFile() {
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+std::string sys_error(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+std::string tail(const std::string& s) {
+  if (s.empty()) return "";
+  std::string t = s.size() > kStderrTail ? "..." + s.substr(s.size() - kStderrTail) : s;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  return "; stderr: " + t;
+}
+
+void write_all(int fd, const std::string& data, const std::string& path) {
+  for (size_t at = 0; at < data.size();) {
+    const ssize_t n = ::write(fd, data.data() + at, data.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw TaskFailure(sys_error("cannot write the hyper-parameters to '" + path + "'"));
+    at += static_cast<size_t>(n);
+  }
+}
+
+// Reads what is available; returns false at end of file.
+bool drain(int fd, std::string& into) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      into.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;  // anything else ends the stream
+  }
+}
+
+}  // namespace
+
+std::string run_command(const Command& command, const Claim& claim, TaskContext& ctx) {
+  if (command.argv.empty() || command.argv[0].empty()) throw ValueError("run_command: the command has no program (argv[0])");
+  const std::string program = command.argv[0];
+
+  TempFile hyper;
+  {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "loom_task_XXXXXX").string();
+    Fd f;
+    f.fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+    if (f.fd < 0) throw TaskFailure(sys_error("cannot create a file for the hyper-parameters in " + tmpl));
+    hyper.path = tmpl;
+    write_all(f.fd, claim.hyper_parameters, tmpl);
+  }
+
+  // Everything the child gets is built before it starts.
+  std::vector<std::string> env{"LOOM_TASK_ID=" + std::to_string(claim.task_id), "LOOM_TASK_TOKEN=" + std::to_string(claim.token),
+                               "LOOM_TASK_ATTEMPT=" + std::to_string(claim.attempt), "LOOM_TASK_HYPER_PARAMETERS=" + hyper.path};
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "LOOM_TASK_", 10) != 0) env.emplace_back(*e);
+  std::vector<char*> envp, argv;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command.argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw TaskFailure(sys_error("cannot create a pipe for '" + program + "'"));
+  Fd out_r{out_pipe[0]}, out_w{out_pipe[1]};
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw TaskFailure(sys_error("cannot create a pipe for '" + program + "'"));
+  Fd err_r{err_pipe[0]}, err_w{err_pipe[1]};
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&actions, 0, hyper.path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_w.fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, err_w.fd, 2);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigemptyset(&defaults);
+  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  pid_t pid = -1;
+  const int rc = program.find('/') == std::string::npos ? posix_spawnp(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data())
+                                                         : posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw TaskFailure("cannot start command '" + program + "': " + std::strerror(rc));
+  out_w.reset();
+  err_w.reset();
+  ::fcntl(out_r.fd, F_SETFL, O_NONBLOCK);
+  ::fcntl(err_r.fd, F_SETFL, O_NONBLOCK);
+
+  std::string out, err;
+  std::string killed_for;  // why the agent killed the group, if it did
+  bool exited = false;
+  auto exited_at = std::chrono::steady_clock::now();
+  auto kill_group = [&](const std::string& why) {
+    if (killed_for.empty()) killed_for = why;
+    ::kill(-pid, SIGKILL);
+  };
+  while (out_r.fd >= 0 || err_r.fd >= 0) {
+    pollfd fds[2];
+    nfds_t n = 0;
+    for (Fd* f : {&out_r, &err_r})
+      if (f->fd >= 0) fds[n++] = {f->fd, POLLIN, 0};
+    ::poll(fds, n, kPollMs);
+    if (out_r.fd >= 0 && !drain(out_r.fd, out)) out_r.reset();
+    if (err_r.fd >= 0 && !drain(err_r.fd, err)) err_r.reset();
+    if (err.size() > 2 * kStderrTail) err.erase(0, err.size() - kStderrTail);
+    if (out.size() > static_cast<size_t>(command.max_output_bytes))
+      kill_group("printed more than " + std::to_string(command.max_output_bytes) + " bytes on stdout");
+    switch (ctx.stop_reason()) {
+      case StopReason::None: break;
+      case StopReason::Cancelled: kill_group("the task was cancelled"); break;
+      case StopReason::Lost: kill_group("the claim was lost"); break;
+      case StopReason::TimedOut: kill_group("timed out after " + std::to_string(claim.timeout_ms) + " ms"); break;
+    }
+    // The child's exit, seen without reaping it, so that its process group id stays reserved
+    // until the group is killed below.
+    siginfo_t info{};
+    if (!exited && ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+      exited = true;
+      exited_at = std::chrono::steady_clock::now();
+    }
+    if (exited && std::chrono::steady_clock::now() - exited_at > std::chrono::milliseconds(kDrainMs)) break;
+  }
+  ::kill(-pid, SIGKILL);  // descendants left behind
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+
+  const std::string who = "command '" + program + "'";
+  if (!killed_for.empty()) throw TaskFailure(who + " was killed: " + killed_for + tail(err));
+  if (WIFSIGNALED(status))
+    throw TaskFailure(who + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")" + tail(err));
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    throw TaskFailure(who + " exited with status " + std::to_string(WEXITSTATUS(status)) + tail(err));
+  std::string parse_error;
+  const std::optional<nlohmann::json> result = loom::detail::parse_json(out, &parse_error);
+  if (!result) {
+    const std::string shown = out.size() > 200 ? out.substr(0, 200) + "..." : out;
+    throw TaskFailure(who + " printed no JSON result on stdout (" + parse_error + "); it printed: '" + shown + "'" + tail(err));
+  }
+  return result->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace loom::flow

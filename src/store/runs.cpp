@@ -1,0 +1,319 @@
+#include "loom/store/runs.h"
+
+#include <nlohmann/json.hpp>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "core/json_util.h"
+#include "loom/core/file.h"
+#include "store/store_impl.h"
+
+namespace loom::store {
+
+using detail::Row;
+using detail::Transaction;
+using detail::TxMode;
+using detail::Value;
+
+namespace {
+
+void check_label(const char* op, const char* what, const std::string& s, size_t most = 256) {
+  bool ok = !s.empty() && s.size() <= most;
+  for (unsigned char c : s) ok = ok && c >= 0x20 && c != 0x7f;
+  if (!ok)
+    throw ValueError(std::string(op) + ": invalid " + what + " '" + s + "' (valid: 1 to " + std::to_string(most) +
+                     " bytes without control characters)");
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string what(int64_t run) { return "run " + std::to_string(run); }
+
+constexpr const char* kColumns =
+    "SELECT r.id, r.experiment, r.name, r.status, r.hyper_parameters, r.started_ms, r.ended_ms, r.error, r.checkpoint FROM runs r";
+
+RunInfo info_of(detail::Connection& conn, const Row& r, const std::vector<std::string>* only = nullptr) {
+  RunInfo info;
+  info.id = r.integer(0);
+  info.experiment = r.text(1);
+  info.name = r.text(2);
+  info.status = r.text(3);
+  info.hyper_parameters = r.text(4);
+  info.started_ms = r.integer(5);
+  info.ended_ms = r.is_null(6) ? 0 : r.integer(6);
+  info.error = r.is_null(7) ? "" : r.text(7);
+  info.checkpoint_sha256 = r.is_null(8) ? "" : r.text(8);
+  for (const Row& t : conn.query("SELECT tag FROM run_tags WHERE run_id = ? ORDER BY tag", {info.id})) info.tags.push_back(t.text(0));
+  if (only)
+    for (const std::string& m : *only) info.metrics[m];
+  for (const Row& m : conn.query("SELECT metric, epoch, value FROM run_metrics WHERE run_id = ? ORDER BY metric, epoch", {info.id})) {
+    if (only && std::find(only->begin(), only->end(), m.text(0)) == only->end()) continue;
+    Curve& c = info.metrics[m.text(0)];
+    c.epochs.push_back(m.integer(1));
+    c.values.push_back(m.is_null(2) ? std::numeric_limits<double>::quiet_NaN() : m.real(2));
+  }
+  return info;
+}
+
+Row run_row(detail::Connection& conn, int64_t run) {
+  std::vector<Row> rows = conn.query(std::string(kColumns) + " WHERE r.id = ?", {run});
+  if (rows.empty()) throw NotFoundError("store: no " + what(run));
+  return std::move(rows[0]);
+}
+
+// The value of a run's metric series that `at` selects, as an SQL expression (NULL when none).
+std::string metric_value(At at) {
+  switch (at) {
+    case At::Max: return "(SELECT MAX(x.value) FROM run_metrics x WHERE x.run_id = r.id AND x.metric = ?)";
+    case At::Min: return "(SELECT MIN(x.value) FROM run_metrics x WHERE x.run_id = r.id AND x.metric = ?)";
+    case At::Final: break;
+  }
+  return "(SELECT x.value FROM run_metrics x WHERE x.run_id = r.id AND x.metric = ? ORDER BY x.epoch DESC LIMIT 1)";
+}
+
+std::string where(const RunQuery& q, std::vector<Value>& params) {
+  std::string sql = " WHERE 1 = 1";
+  auto eq = [&](const char* column, const std::optional<std::string>& v) {
+    if (!v) return;
+    sql += std::string(" AND r.") + column + " = ?";
+    params.emplace_back(*v);
+  };
+  eq("experiment", q.experiment);
+  eq("name", q.name);
+  eq("status", q.status);
+  for (const std::string& tag : q.tags) {
+    check_label("find", "tag", tag);
+    sql += " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.tag = ?)";
+    params.emplace_back(tag);
+  }
+  for (const RunMetricFilter& f : q.metrics) {
+    check_label("find", "metric name", f.metric);
+    static const char* ops[] = {"<", "<=", "==", "!=", ">=", ">"};
+    static const char* sql_ops[] = {"<", "<=", "=", "<>", ">=", ">"};
+    const char* op = nullptr;
+    for (int i = 0; i < 6; ++i)
+      if (f.op == ops[i]) op = sql_ops[i];
+    if (!op) throw ValueError("find: invalid metric operator '" + f.op + "' for '" + f.metric + "' (valid: <, <=, ==, !=, >=, >)");
+    if (std::isnan(f.value)) throw ValueError("find: the value compared with metric '" + f.metric + "' is NaN");
+    sql += " AND " + metric_value(f.at) + " " + op + " ?";
+    params.emplace_back(f.metric);
+    params.emplace_back(f.value);
+  }
+  return sql;
+}
+
+}  // namespace
+
+Runs::Runs(std::shared_ptr<detail::StoreImpl> impl) : impl_(std::move(impl)) {}
+
+RunInfo Runs::start(const std::string& experiment, const std::string& name, const std::string& hyper_parameters,
+                    const std::vector<std::string>& tags) {
+  check_label("start", "experiment name", experiment);
+  if (!name.empty()) check_label("start", "run name", name);
+  std::vector<std::string> tag_set = tags;
+  std::sort(tag_set.begin(), tag_set.end());
+  tag_set.erase(std::unique(tag_set.begin(), tag_set.end()), tag_set.end());
+  for (const std::string& t : tag_set) check_label("start", "tag", t);
+  std::string parse_error;
+  const std::optional<nlohmann::json> hyper = loom::detail::parse_json(hyper_parameters, &parse_error);
+  if (!hyper || !hyper->is_object())
+    throw ValueError("start: the hyper-parameters of a run of '" + experiment + "' are not a JSON object" +
+                     (hyper ? "" : ": " + parse_error));
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  detail::Connection& conn = *impl_->conn;
+  Transaction tx(conn, TxMode::Write);
+  const int64_t id = conn.query("INSERT INTO runs (experiment, name, status, hyper_parameters, started_ms) "
+                                "VALUES (?, ?, 'running', ?, ?) RETURNING id",
+                                {experiment, name, hyper->dump(), now_ms()})[0]
+                         .integer(0);
+  if (name.empty()) conn.execute("UPDATE runs SET name = ? WHERE id = ?", {experiment + "-" + std::to_string(id), id});
+  for (const std::string& t : tag_set) conn.execute("INSERT INTO run_tags (run_id, tag) VALUES (?, ?)", {id, t});
+  RunInfo info = info_of(conn, run_row(conn, id));
+  tx.commit();
+  return info;
+}
+
+void Runs::log_epoch(int64_t run, int64_t epoch, const std::map<std::string, double>& metrics) {
+  if (epoch < 0) throw ValueError("log_epoch: epoch " + std::to_string(epoch) + " of " + what(run) + " (valid: >= 0)");
+  for (const auto& [k, v] : metrics) check_label("log_epoch", "metric name", k);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  detail::Connection& conn = *impl_->conn;
+  Transaction tx(conn, TxMode::Write);
+  const Row row = run_row(conn, run);
+  if (row.text(3) != "running") throw ConflictError("log_epoch: " + what(run) + " has ended (" + row.text(3) + ")");
+  for (const auto& [k, v] : metrics)
+    conn.execute("INSERT INTO run_metrics (run_id, metric, epoch, value) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, metric, epoch) "
+                 "DO UPDATE SET value = excluded.value",
+                 {run, k, epoch, std::isnan(v) ? Value() : Value(v)});
+  tx.commit();
+}
+
+void Runs::set_checkpoint(int64_t run, const std::string& bytes) {
+  const detail::PreparedBlob blob = detail::prepare_blob(bytes);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  detail::Connection& conn = *impl_->conn;
+  std::string old;
+  bool unreferenced = false;
+  {
+    Transaction tx(conn, TxMode::Write);
+    const Row row = run_row(conn, run);
+    impl_->blobs->add_ref(conn, blob);  // durable before the row commits
+    conn.execute("UPDATE runs SET checkpoint = ? WHERE id = ?", {blob.sha256, run});
+    if (!row.is_null(8)) {
+      old = row.text(8);
+      unreferenced = impl_->blobs->release(conn, old);
+    }
+    tx.commit();
+  }
+  if (unreferenced) impl_->blobs->remove_unreferenced(conn, {old});
+}
+
+void Runs::finish(int64_t run, const std::string& status, const std::string& error) {
+  if (status != "finished" && status != "failed")
+    throw ValueError("finish: status '" + status + "' for " + what(run) + " (valid: finished, failed)");
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  detail::Connection& conn = *impl_->conn;
+  Transaction tx(conn, TxMode::Write);
+  const Row row = run_row(conn, run);
+  if (row.text(3) != "running") throw ConflictError("finish: " + what(run) + " has already ended (" + row.text(3) + ")");
+  conn.execute("UPDATE runs SET status = ?, ended_ms = ?, error = ? WHERE id = ?",
+               {status, now_ms(), error.empty() ? Value() : Value(error), run});
+  tx.commit();
+}
+
+RunInfo Runs::get(int64_t run) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Transaction tx(*impl_->conn, TxMode::Read);
+  return info_of(*impl_->conn, run_row(*impl_->conn, run));
+}
+
+std::vector<RunInfo> Runs::find(const RunQuery& query) const {
+  std::vector<Value> params;
+  const std::string sql = std::string(kColumns) + where(query, params) + " ORDER BY r.id";
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Transaction tx(*impl_->conn, TxMode::Read);
+  std::vector<RunInfo> out;
+  for (const Row& r : impl_->conn->query(sql, params)) out.push_back(info_of(*impl_->conn, r));
+  return out;
+}
+
+std::vector<RunInfo> Runs::find_top(const std::string& metric, At at, int64_t k, const RunQuery& query) const {
+  check_label("find_top", "metric name", metric);
+  if (k < 1) throw ValueError("find_top: k is " + std::to_string(k) + " (valid: k >= 1)");
+  std::vector<Value> params{metric};
+  const std::string inner = "SELECT r.id AS id, " + metric_value(at) + " AS kv FROM runs r" + where(query, params);
+  const std::string sql = "SELECT q.id FROM (" + inner + ") q WHERE q.kv IS NOT NULL ORDER BY q.kv " +
+                          (at == At::Min ? "ASC" : "DESC") + ", q.id LIMIT ?";
+  params.emplace_back(k);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  detail::Connection& conn = *impl_->conn;
+  Transaction tx(conn, TxMode::Read);
+  std::vector<RunInfo> out;
+  for (const Row& r : conn.query(sql, params)) out.push_back(info_of(conn, run_row(conn, r.integer(0))));
+  return out;
+}
+
+std::vector<RunInfo> Runs::compare(const std::vector<int64_t>& runs, const std::vector<std::string>& metrics) const {
+  for (const std::string& m : metrics) check_label("compare", "metric name", m);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  detail::Connection& conn = *impl_->conn;
+  Transaction tx(conn, TxMode::Read);
+  std::vector<RunInfo> out;
+  for (int64_t run : runs) out.push_back(info_of(conn, run_row(conn, run), metrics.empty() ? nullptr : &metrics));
+  return out;
+}
+
+std::string Runs::checkpoint(int64_t run) const {
+  detail::BlobRef ref;
+  std::string stored;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    detail::Connection& conn = *impl_->conn;
+    Transaction tx(conn, TxMode::Read);
+    const Row row = run_row(conn, run);
+    if (row.is_null(8)) throw NotFoundError("store: " + what(run) + " has no checkpoint");
+    ref = impl_->blobs->ref(conn, row.text(8), what(run) + " checkpoint");
+    stored = impl_->blobs->stored(conn, ref, what(run) + " checkpoint");
+  }
+  return impl_->blobs->decode(ref, stored, what(run) + " checkpoint");  // verified outside the lock
+}
+
+void Runs::save_checkpoint_file(int64_t run, const std::string& path) const { write_file_atomic(path, checkpoint(run)); }
+
+void Runs::remove(int64_t run) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  detail::Connection& conn = *impl_->conn;
+  std::string blob;
+  bool unreferenced = false;
+  {
+    Transaction tx(conn, TxMode::Write);
+    const Row row = run_row(conn, run);
+    conn.execute("DELETE FROM runs WHERE id = ?", {run});  // metrics and tags cascade
+    if (!row.is_null(8)) {
+      blob = row.text(8);
+      unreferenced = impl_->blobs->release(conn, blob);
+    }
+    tx.commit();
+  }
+  if (unreferenced) impl_->blobs->remove_unreferenced(conn, {blob});
+}
+
+// ---------------------------------------------------------------- StoreLogger
+
+StoreLogger::StoreLogger(Store store, std::string experiment, std::string hyper_parameters, std::vector<std::string> tags,
+                         std::string name, bool save_checkpoint)
+    : store_(std::move(store)),
+      experiment_(std::move(experiment)),
+      hyper_(std::move(hyper_parameters)),
+      name_(std::move(name)),
+      tags_(std::move(tags)),
+      save_checkpoint_(save_checkpoint) {}
+
+StoreLogger::~StoreLogger() {
+  if (!running_) return;
+  try {
+    store_.runs().finish(run_, "failed", "training stopped before on_train_end (an exception in fit)");
+  } catch (...) {  // a destructor must not throw; the run stays "running"
+  }
+}
+
+void StoreLogger::on_train_begin(train::Model&) {
+  run_ = store_.runs().start(experiment_, name_, hyper_, tags_).id;
+  running_ = true;
+}
+
+void StoreLogger::on_epoch_end(train::Model&, int64_t epoch, const train::Logs& logs) {
+  if (running_) store_.runs().log_epoch(run_, epoch, logs);
+}
+
+void StoreLogger::on_train_end(train::Model& model, const train::History&) {
+  if (!running_) return;
+  if (save_checkpoint_) {
+    // Model::save_checkpoint writes a file: a private temporary directory, removed after.
+    std::string dir = (std::filesystem::temp_directory_path() / "loom-run-XXXXXX").string();
+    if (!::mkdtemp(dir.data())) throw StoreError("StoreLogger: cannot create a temporary directory for the checkpoint of " + what(run_));
+    std::string bytes;
+    try {
+      model.save_checkpoint(dir + "/checkpoint.safetensors");
+      bytes = read_file(dir + "/checkpoint.safetensors");
+    } catch (...) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      throw;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    store_.runs().set_checkpoint(run_, bytes);
+  }
+  store_.runs().finish(run_, "finished");
+  running_ = false;
+}
+
+}  // namespace loom::store
