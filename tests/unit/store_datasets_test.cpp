@@ -20,16 +20,11 @@
 using namespace loom;
 using loom_test::error_message;
 using loom_test::raw_sql;
+using loom_test::same_bytes;
 using loom_test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor ca = a.contiguous(), cb = b.contiguous();
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
-}
 
 int64_t count(const std::string& db, const std::string& table) { return std::stoll(raw_sql(db, "SELECT COUNT(*) FROM " + table)[0]); }
 
