@@ -46,7 +46,9 @@ case $cmd in
       exit 1
     fi
     # mmap dynamic shared memory: no dependence on /dev/shm (absent in a bare chroot).
-    opts="-c listen_addresses='' -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    # PG_SERVER_DURABLE=1 (the benchmarks) keeps PostgreSQL's durable defaults.
+    opts="-c listen_addresses='' -k $dir"
+    [[ ${PG_SERVER_DURABLE:-0} == 1 ]] || opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     opts+=" -c dynamic_shared_memory_type=mmap -c max_connections=200"
     if ! as_owner "$bindir/pg_ctl" start -w -t 60 -D "$dir/data" -l "$dir/server.log" -o "$opts" >"$dir/pg_ctl.log" 2>&1; then
       echo "pg_server: the server did not start:" >&2

@@ -1,0 +1,261 @@
+// The store and workflow benchmarks (bench/store_bench.sh runs them next to the MLflow peer,
+// bench/mlflow_peer.py, and prints the ratios). Each mode prints one JSON line.
+//
+//   store_bench registry --store URL [--runs 200] [--epochs 10]
+//       log `runs` training runs (hyper-parameters, per-epoch metrics, the model: a 784-256-10
+//       MLP, architecture and weights), then the top 5 runs by final accuracy, then load the
+//       best run's model into a runnable graph and run it once.
+//   store_bench tasks --store URL --agents N [--tasks 400]
+//       no-op tasks: submit them, then N agent processes (flow::Agent) claim and finish them all;
+//       tasks per second from the first claim to the last finish.
+//   store_bench claim --store URL [--tasks 300]
+//       the latency of one claim (and of one finish) with one agent and a full queue.
+//   store_bench dataset --store URL [--data DIR]
+//       one epoch of the Fashion-MNIST training set (batch 128, shuffled) through the loader,
+//       read from the IDX files and through a dataset-store query (imported once beforehand).
+#include <loom/loom.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "timing.h"
+
+using namespace loom;
+using nlohmann::json;
+
+namespace {
+
+struct Args {
+  std::string mode, store, data = "/usr/share/datasets/fashion-mnist";
+  int64_t runs = 200, epochs = 10, agents = 1, tasks = 400;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "store_bench: " << why
+            << "\nusage: store_bench registry|tasks|claim|dataset --store URL [--runs N] [--epochs N] [--agents N]"
+               " [--tasks N] [--data DIR]\n";
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  if (argc < 2) usage("no mode");
+  Args a;
+  a.mode = argv[1];
+  for (int i = 2; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) usage("no value for " + k);
+    const std::string v = argv[i + 1];
+    if (k == "--store") a.store = v;
+    else if (k == "--data") a.data = v;
+    else if (k == "--runs") a.runs = std::stoll(v);
+    else if (k == "--epochs") a.epochs = std::stoll(v);
+    else if (k == "--agents") a.agents = std::stoll(v);
+    else if (k == "--tasks") a.tasks = std::stoll(v);
+    else usage("unknown option " + k);
+  }
+  if (a.store.empty()) usage("--store is required");
+  return a;
+}
+
+std::string backend(const std::string& url) { return url.rfind("postgres", 0) == 0 ? "postgresql" : "sqlite"; }
+
+Graph mlp() {
+  nn::Input x(Shape{-1, 784}, Float32, "x");
+  nn::Linear hidden(x, 256, {}, "hidden");
+  nn::Activation relu(hidden, nn::relu, "relu");
+  nn::Linear logits(relu, 10, {}, "logits");
+  return Graph::build({logits}, {x});
+}
+
+// MLflow's workload, the same calls in the same order (bench/mlflow_peer.py).
+void registry(const Args& a) {
+  store::Store s = store::Store::open(a.store);
+  store::Runs runs = s.runs();
+  store::Models models = s.models();
+  std::mt19937_64 rng(0);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+
+  const double t0 = bench::now_s();
+  for (int64_t r = 0; r < a.runs; ++r) {
+    manual_seed(static_cast<uint64_t>(r));
+    const Graph g = mlp();
+    const json hyper = {{"lr", 1e-3 * (1 + r % 7)}, {"hidden", 256}, {"batch_size", 64 << (r % 3)}, {"seed", r}};
+    const store::RunInfo run = runs.start("bench", "", hyper.dump());
+    double acc = 0;
+    for (int64_t e = 0; e < a.epochs; ++e) {
+      acc = 0.5 + 0.45 * u(rng);
+      runs.log_epoch(run.id, e, {{"loss", 1.0 - acc + 0.1 * u(rng)}, {"accuracy", acc}});
+    }
+    models.save("bench-mlp", g, {{"accuracy", acc}}, hyper.dump(), {"run-" + std::to_string(run.id)});
+    runs.finish(run.id);
+  }
+  const double t_log = bench::now_s() - t0;
+
+  const double t1 = bench::now_s();
+  const std::vector<store::RunInfo> top = runs.find_top("accuracy", store::At::Final, 5, {.experiment = "bench"});
+  const double t_search = bench::now_s() - t1;
+
+  const double t2 = bench::now_s();
+  const std::vector<store::ModelInfo> best = models.find({.name = "bench-mlp", .tags = {"run-" + std::to_string(top.at(0).id)}});
+  Graph g = models.load(best.at(0));
+  Plan plan = g.compile();
+  const Tensor y = plan(zeros({1, 784}));
+  const double t_load = bench::now_s() - t2;
+  if (y.shape() != Shape{1, 10}) throw Error("store_bench: the loaded model gave the wrong shape");
+
+  std::cout << json{{"bench", "registry"}, {"impl", "loom"}, {"backend", backend(a.store)}, {"runs", a.runs},
+                    {"epochs", a.epochs}, {"log_s", t_log}, {"search_s", t_search}, {"load_s", t_load},
+                    {"total_s", t_log + t_search + t_load}}
+                   .dump()
+            << std::endl;
+}
+
+// Runs a no-op agent in a child process until the queue is empty.
+pid_t spawn_agent(const std::string& url, int i) {
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("store_bench: fork failed");
+  if (pid > 0) return pid;
+  int code = 0;
+  try {
+    flow::Agent agent(flow::Tasks(store::Store::open(url)), "bench-agent-" + std::to_string(i));
+    agent.register_kind("noop", [](const std::string&, flow::TaskContext&) { return std::string("{}"); });
+    agent.run({.poll_ms = 5, .stop_when_idle = true});
+  } catch (const std::exception& e) {
+    std::cerr << "agent " << i << ": " << e.what() << "\n";
+    code = 1;
+  }
+  std::_Exit(code);
+}
+
+void tasks(const Args& a) {
+  flow::Tasks q(store::Store::open(a.store));
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < a.tasks; ++i) ids.push_back(q.submit("noop", "{}", {.lease_ms = 60000}));
+
+  const double t0 = bench::now_s();
+  std::vector<pid_t> pids;
+  for (int i = 0; i < a.agents; ++i) pids.push_back(spawn_agent(a.store, i));
+  bool ok = true;
+  for (pid_t p : pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    ok = ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  const double wall = bench::now_s() - t0;
+  if (!ok) throw Error("store_bench: an agent failed");
+
+  // From the first claim to the last finish, as the tasks recorded them (excludes process start).
+  int64_t first = INT64_MAX, last = 0, finished = 0;
+  std::map<std::string, int64_t> per_agent;
+  for (const flow::TaskInfo& t : q.list({.kind = "noop"})) {
+    if (t.status != flow::Status::Finished) continue;
+    ++finished;
+    first = std::min(first, t.started_ms);
+    last = std::max(last, t.finished_ms);
+    ++per_agent[t.agent];
+  }
+  if (finished != a.tasks) throw Error("store_bench: only " + std::to_string(finished) + " tasks finished");
+  const double span = std::max<int64_t>(1, last - first) / 1000.0;
+  std::cout << json{{"bench", "tasks"},   {"impl", "loom"},         {"backend", backend(a.store)},
+                    {"agents", a.agents}, {"tasks", a.tasks},       {"span_s", span},
+                    {"wall_s", wall},     {"tasks_per_s", a.tasks / span}, {"agents_used", per_agent.size()}}
+                   .dump()
+            << std::endl;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+void claim_latency(const Args& a) {
+  flow::Tasks q(store::Store::open(a.store));
+  for (int64_t i = 0; i < a.tasks; ++i) q.submit("noop", "{}");
+  std::vector<double> claims, finishes;
+  for (int64_t i = 0; i < a.tasks; ++i) {
+    const double t0 = bench::now_s();
+    std::optional<flow::Claim> c = q.claim({"noop"}, "bench");
+    const double t1 = bench::now_s();
+    if (!c) throw Error("store_bench: the queue ran dry");
+    q.finish(*c, "{}");
+    finishes.push_back((bench::now_s() - t1) * 1e3);
+    claims.push_back((t1 - t0) * 1e3);
+  }
+  std::cout << json{{"bench", "claim"},
+                    {"impl", "loom"},
+                    {"backend", backend(a.store)},
+                    {"tasks", a.tasks},
+                    {"claim_ms_median", median(claims)},
+                    {"claim_ms_p99", percentile(claims, 0.99)},
+                    {"finish_ms_median", median(finishes)}}
+                   .dump()
+            << std::endl;
+}
+
+// Drains one epoch; returns the samples seen (and touches every batch's bytes).
+int64_t epoch(std::shared_ptr<const data::Dataset> ds) {
+  data::DataLoader loader(std::move(ds), {.batch_size = 128, .shuffle = true, .seed = 1});
+  int64_t n = 0;
+  for (const data::Batch& b : loader) n += b.at(0).dim(0);
+  return n;
+}
+
+void dataset(const Args& a) {
+  const std::string images = a.data + "/train-images-idx3-ubyte.gz", labels = a.data + "/train-labels-idx1-ubyte.gz";
+  store::Store s = store::Store::open(a.store);
+  store::Datasets ds = s.datasets();
+  const double ti = bench::now_s();
+  const store::DatasetInfo info = ds.import_idx("fashion-train", images, labels);
+  const double t_import = bench::now_s() - ti;
+
+  // Best of 3 epochs each, alternating, so that both see the same machine state.
+  double best_idx = 1e30, best_store = 1e30;
+  int64_t n_idx = 0, n_store = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    double t0 = bench::now_s();
+    auto idx = std::make_shared<data::TensorDataset>(std::vector<Tensor>{data::read_idx(images), data::read_idx(labels)});
+    n_idx = epoch(idx);
+    best_idx = std::min(best_idx, bench::now_s() - t0);
+
+    t0 = bench::now_s();
+    n_store = epoch(ds.query("fashion-train", info.version));
+    best_store = std::min(best_store, bench::now_s() - t0);
+  }
+  if (n_idx != 60000 || n_store != 60000) throw Error("store_bench: an epoch did not see 60000 samples");
+  std::cout << json{{"bench", "dataset"},        {"impl", "loom"},          {"backend", backend(a.store)},
+                    {"samples", n_store},        {"import_s", t_import},    {"idx_epoch_s", best_idx},
+                    {"store_epoch_s", best_store}, {"store_over_idx_speed", best_idx / best_store}}
+                   .dump()
+            << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  try {
+    if (a.mode == "registry") registry(a);
+    else if (a.mode == "tasks") tasks(a);
+    else if (a.mode == "claim") claim_latency(a);
+    else if (a.mode == "dataset") dataset(a);
+    else usage("unknown mode " + a.mode);
+  } catch (const std::exception& e) {
+    std::cerr << "store_bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
