@@ -44,6 +44,17 @@ inline int wait_for(pid_t pid) {
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127;
 }
 
+// True once a process started by spawn_self has ended (reaping it), with a note on stderr if it
+// failed; false while it runs.
+inline bool has_exited(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, WNOHANG) != pid) return false;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    std::fprintf(stderr, "process %d ended with %s %d\n", static_cast<int>(pid), WIFEXITED(status) ? "status" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  return true;
+}
+
 // The number stored under "key" in a flat JSON object such as the store's canonical
 // {"hidden":32,"lr":0.001}; `fallback` when the key is absent.
 inline double json_number(const std::string& json, const std::string& key, double fallback) {
