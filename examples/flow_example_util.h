@@ -89,4 +89,17 @@ inline std::string option(int argc, char** argv, const std::string& name, const 
   return fallback;
 }
 
+// The integer value of "--name value", or `fallback`; exits with a message when it is not one.
+inline long long int_option(int argc, char** argv, const std::string& name, long long fallback) {
+  const std::string text = option(argc, argv, name, std::to_string(fallback));
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0) {
+    std::fprintf(stderr, "%s: %s '%s' is not an integer\n", argv[0], name.c_str(), text.c_str());
+    std::exit(2);
+  }
+  return v;
+}
+
 }  // namespace flow_example

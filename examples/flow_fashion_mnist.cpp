@@ -31,6 +31,7 @@
 
 using namespace loom;
 using flow_example::json_number;
+using flow_example::int_option;
 using flow_example::option;
 
 namespace {
@@ -84,7 +85,8 @@ std::string train(const store::Store& s, const std::string& agent, const std::st
   const int epochs = static_cast<int>(json_number(hyper, "epochs", 1));
   const auto limit = static_cast<int64_t>(json_number(hyper, "limit", -1));
 
-  // The training samples, read lazily from the store's shards by the loader's workers.
+  // The training samples: a query of the dataset store, read lazily (shard by shard) by the
+  // loader's worker thread.
   auto train_set = s.datasets().query(kTrainSet, static_cast<int64_t>(json_number(hyper, "train_version", 1)),
                                       {.limit = limit > 0 ? limit : -1});
   auto test_set = s.datasets().query(kTestSet, static_cast<int64_t>(json_number(hyper, "test_version", 1)));
@@ -111,14 +113,16 @@ std::string train(const store::Store& s, const std::string& agent, const std::st
   train::History history = model.fit(loader, {.epochs = epochs, .callbacks = {logger, stop}, .progress = false});
   if (ctx.should_stop()) throw Error("task " + std::to_string(task) + " stopped before it finished training");
 
-  // The model goes to the store with its test accuracy: the dispatcher ranks by it. Tagged with
-  // the task, so that a replayed task's model is recognisable.
+  // The model goes to the store with its test accuracy, which the evaluator ranks by, tagged
+  // with its task and grid. (Should the task be replayed — its agent died after saving but
+  // before the result was recorded — the task's recorded result names the version that counts.)
   const double test_accuracy = accuracy(graph, test_set);
   const std::string grid_tag = "grid-" + std::to_string(static_cast<int64_t>(json_number(hyper, "grid", 0)));
   store::ModelInfo saved = s.models().save(kModel, graph, {{"test_accuracy", test_accuracy}}, hyper,
                                            {"task-" + std::to_string(task), grid_tag});
   std::printf("[%s] task %lld: lr %g hidden %lld, %zu epochs -> test accuracy %.4f, saved %s v%lld\n", agent.c_str(),
-              static_cast<long long>(task), lr, static_cast<long long>(hidden), history["loss"].size(), test_accuracy, kModel, static_cast<long long>(saved.version));
+              static_cast<long long>(task), lr, static_cast<long long>(hidden), history["loss"].size(), test_accuracy, kModel,
+              static_cast<long long>(saved.version));
   char result[256];
   std::snprintf(result, sizeof result, R"({"model": "%s", "version": %lld, "test_accuracy": %.17g, "run": %lld})", kModel,
                 static_cast<long long>(saved.version), test_accuracy, static_cast<long long>(logger->run_id()));
@@ -138,7 +142,7 @@ int agent(int argc, char** argv) {
   the_agent = &agent;
   std::signal(SIGTERM, stop_agent);
   // Runs tasks until it has run its share (--max-tasks; 0: no limit) or the dispatcher stops it.
-  const int64_t ran = agent.run({.kinds = {"train"}, .poll_ms = 200, .max_tasks = std::stoll(option(argc, argv, "--max-tasks", "0"))});
+  const int64_t ran = agent.run({.kinds = {"train"}, .poll_ms = 200, .max_tasks = int_option(argc, argv, "--max-tasks", 0)});
   std::printf("agent %s ran %lld tasks\n", agent.name().c_str(), static_cast<long long>(ran));
   return 0;
 }
@@ -183,11 +187,11 @@ int dispatch(int argc, char** argv) {
   flow_example::check_options(argc, argv, {"--store", "--epochs", "--limit-samples", "--agents", "--data"});
   const std::string store_path = option(argc, argv, "--store", "flow-example/flow.db");
   const std::string data = option(argc, argv, "--data", "/usr/share/datasets/fashion-mnist");
-  const int epochs = std::stoi(option(argc, argv, "--epochs", "2"));
-  const int64_t limit = std::stoll(option(argc, argv, "--limit-samples", "0"));
-  const int agents = std::stoi(option(argc, argv, "--agents", "2"));
-  if (epochs < 1 || agents < 1 || limit < 0) {
-    std::fprintf(stderr, "dispatch: --epochs and --agents must be >= 1, --limit-samples >= 0 (0: all)\n");
+  const int epochs = static_cast<int>(int_option(argc, argv, "--epochs", 2));
+  const int64_t limit = int_option(argc, argv, "--limit-samples", 0);
+  const int agents = static_cast<int>(int_option(argc, argv, "--agents", 2));
+  if (epochs < 1 || epochs > 1000 || agents < 1 || agents > 64 || limit < 0) {
+    std::fprintf(stderr, "dispatch: --epochs must be 1 to 1000, --agents 1 to 64, --limit-samples >= 0 (0: all)\n");
     return 2;
   }
 
@@ -280,7 +284,8 @@ int main(int argc, char** argv) {
     if (role == "dispatch") return dispatch(argc, argv);
     if (role == "agent") return agent(argc, argv);
     if (role == "evaluate") return evaluate(argc, argv);
-    std::fprintf(stderr, "usage: %s dispatch|agent|evaluate [--option value ...] (see the top of %s)\n", argv[0], __FILE__);
+    std::fprintf(stderr, "usage: %s dispatch|agent|evaluate [--option value ...] (see the top of examples/flow_fashion_mnist.cpp)\n",
+                 argv[0]);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s %s: %s\n", argv[0], role.c_str(), e.what());

@@ -31,6 +31,7 @@
 
 using namespace loom;
 using flow_example::json_number;
+using flow_example::int_option;
 using flow_example::option;
 
 namespace {
@@ -64,9 +65,9 @@ store::ModelInfo wait_for_parameters(const store::Store& s, int64_t seen) {
 int producer(int argc, char** argv) {
   flow_example::check_options(argc, argv, {"--store", "--id", "--rounds", "--records"});
   store::Store s = store::Store::open(option(argc, argv, "--store", ""));
-  const int id = std::stoi(option(argc, argv, "--id", "1"));
-  const int rounds = std::stoi(option(argc, argv, "--rounds", "4"));
-  const int64_t records = std::stoll(option(argc, argv, "--records", "64"));
+  const int id = static_cast<int>(int_option(argc, argv, "--id", 1));
+  const int rounds = static_cast<int>(int_option(argc, argv, "--rounds", 4));
+  const int64_t records = int_option(argc, argv, "--records", 64);
   const Tensor w = tensor({1.5f, -2.0f, 0.5f, 3.0f}).reshape({4, 1});
 
   int64_t seen = 0;
@@ -106,7 +107,7 @@ int producer(int argc, char** argv) {
 int consumer(int argc, char** argv) {
   flow_example::check_options(argc, argv, {"--store", "--expect"});
   store::Store s = store::Store::open(option(argc, argv, "--store", ""));
-  const int64_t expect = std::stoll(option(argc, argv, "--expect", "1"));
+  const int64_t expect = int_option(argc, argv, "--expect", 1);
 
   // The policy and its trainer live as long as the consumer; version 1 is the initial one.
   manual_seed(7);
@@ -152,11 +153,11 @@ int consumer(int argc, char** argv) {
 int run(int argc, char** argv) {
   flow_example::check_options(argc, argv, {"--store", "--producers", "--rounds", "--records"});
   const std::string store_path = option(argc, argv, "--store", "exchange-example/exchange.db");
-  const int producers = std::stoi(option(argc, argv, "--producers", "3"));
-  const int rounds = std::stoi(option(argc, argv, "--rounds", "4"));
-  const std::string records = option(argc, argv, "--records", "64");
-  if (producers < 1 || rounds < 1 || std::stoll(records) < 1) {
-    std::fprintf(stderr, "run: --producers, --rounds and --records must be >= 1\n");
+  const int producers = static_cast<int>(int_option(argc, argv, "--producers", 3));
+  const int rounds = static_cast<int>(int_option(argc, argv, "--rounds", 4));
+  const int64_t records = int_option(argc, argv, "--records", 64);
+  if (producers < 1 || producers > 64 || rounds < 1 || rounds > 10000 || records < 1 || records > 100000) {
+    std::fprintf(stderr, "run: --producers must be 1 to 64, --rounds 1 to 10000, --records 1 to 100000\n");
     return 2;
   }
   if (std::filesystem::path(store_path).has_parent_path())
@@ -172,7 +173,7 @@ int run(int argc, char** argv) {
       {"consumer", "--store", store_path, "--expect", std::to_string(static_cast<int64_t>(producers) * rounds)})};
   for (int k = 1; k <= producers; ++k)
     pids.push_back(flow_example::spawn_self({"producer", "--store", store_path, "--id", std::to_string(k), "--rounds",
-                                             std::to_string(rounds), "--records", records}));
+                                             std::to_string(rounds), "--records", std::to_string(records)}));
   int failed = 0;
   for (pid_t pid : pids) failed += flow_example::wait_for(pid) != 0;
 
@@ -191,7 +192,8 @@ int main(int argc, char** argv) {
     if (role == "run") return run(argc, argv);
     if (role == "producer") return producer(argc, argv);
     if (role == "consumer") return consumer(argc, argv);
-    std::fprintf(stderr, "usage: %s run|producer|consumer [--option value ...] (see the top of %s)\n", argv[0], __FILE__);
+    std::fprintf(stderr, "usage: %s run|producer|consumer [--option value ...] (see the top of examples/flow_producer_consumer.cpp)\n",
+                 argv[0]);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s %s: %s\n", argv[0], role.c_str(), e.what());
