@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs the README's two commands as a newcomer would, in a bare Debian 12 root file system
+# Runs the README's commands as a newcomer would, in a bare Debian 12 root file system
 # (debootstrap --variant=minbase bookworm) under chroot, so that a package missing from
 # scripts/setup.sh fails here instead of on a user's machine.
 #
-#   bash scripts/bare_debian_check.sh           # both README commands: main job, then tests
+#   bash scripts/bare_debian_check.sh           # the README commands: main job, workflow example, tests
 #   bash scripts/bare_debian_check.sh --quick   # setup, configure, build and the unit tests
 #
 # Needs root (debootstrap, chroot, mounts). The pristine base system, the downloaded .deb
@@ -67,7 +67,7 @@ git -C "$repo" ls-files -z --cached --others --exclude-standard |
 say "fresh root file system ready in $(( $(date +%s) - start )) s"
 
 if [ "$mode" = full ]; then
-  commands='bash scripts/main.sh && bash scripts/test.sh'
+  commands='bash scripts/main.sh && bash scripts/flow_example.sh && bash scripts/test.sh'
 else
   commands='bash scripts/build.sh && cd build && ctest --output-on-failure -j "$(nproc)" -E "pytorch|python|numpy|zoo|main_job"'
 fi
