@@ -83,7 +83,7 @@ int agent_main(const std::vector<std::string>& args) {
   Args a(args,
          {{"--command", "KIND=PROGRAM", true}, {"--kinds", "K1,K2"}, {"--name", "NAME"}, {"--poll-ms", "MS"},
           {"--stop-when-idle", ""}, {"--max-tasks", "N"}},
-         0, 0, "agent", kUsage);
+         0, 0, "agent", "", kUsage);
   const auto commands = a.values("--command");
   if (commands.empty()) a.fail("missing --command KIND=PROGRAM (what runs the tasks of a kind)");
   flow::AgentOptions options{.poll_ms = a.integer("--poll-ms", 500, 0),

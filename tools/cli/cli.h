@@ -49,10 +49,11 @@ struct Option {
 class Args {
  public:
   // Parses `args` (what follows the subcommand) against `options` and checks that there are min..max positional arguments
-  // (max < 0: any number). UsageError naming the valid options otherwise; HelpRequested for --help. `command` is what
+  // (max < 0: any number), `operands` naming them ("NAME ALIAS VERSION"). UsageError naming the
+  // valid options otherwise; HelpRequested for --help. `command` is what
   // messages call it ("models list"), `help` its group's usage text.
   Args(const std::vector<std::string>& args, const std::vector<Option>& options, int min_positional,
-       int max_positional, std::string command, std::string help_text);
+       int max_positional, std::string command, std::string operands, std::string help_text);
 
   bool flag(const std::string& name) const { return flags_.count(name) > 0; }
   std::optional<std::string> value(const std::string& name) const;
@@ -75,7 +76,7 @@ class Args {
   std::map<std::string, std::vector<std::string>> values_;
   std::set<std::string> flags_;
   std::vector<std::string> positional_;
-  std::string command_, help_;
+  std::string command_, operands_, help_;
 };
 
 // Parses an integer argument; UsageError naming `what` otherwise.

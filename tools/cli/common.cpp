@@ -42,8 +42,8 @@ std::string subcommand(const std::vector<std::string>& args, const std::vector<s
 }
 
 Args::Args(const std::vector<std::string>& command_args, const std::vector<Option>& options, int min_positional,
-           int max_positional, std::string command, std::string help_text)
-    : command_(std::move(command)), help_(std::move(help_text)) {
+           int max_positional, std::string command, std::string operands, std::string help_text)
+    : command_(std::move(command)), operands_(std::move(operands)), help_(std::move(help_text)) {
   auto find = [&](const std::string& name) -> const Option* {
     for (const auto* list : {&options, &global_options()})
       for (const Option& o : *list)
@@ -85,7 +85,7 @@ Args::Args(const std::vector<std::string>& command_args, const std::vector<Optio
   }
   if (help()) throw HelpRequested{help_};
   const int n = static_cast<int>(positional_.size());
-  if (n < min_positional) fail("missing argument (usage: see 'loom " + command_ + " --help')");
+  if (n < min_positional) fail("missing argument (loom " + command_ + " " + operands_ + ")");
   if (max_positional >= 0 && n > max_positional)
     fail("unexpected argument '" + positional_[max_positional] + "'");
 }
@@ -170,7 +170,10 @@ void print_fields(const std::vector<std::pair<std::string, std::string>>& fields
   for (const auto& [k, v] : fields) std::cout << k << ':' << std::string(w - k.size() + 1, ' ') << v << '\n';
 }
 
-void print_json(const nlohmann::ordered_json& j) { std::cout << j.dump(2) << '\n'; }
+// (names may hold bytes that are not UTF-8: replaced, where dump() would throw)
+void print_json(const nlohmann::ordered_json& j) {
+  std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+}
 
 std::string format_time(int64_t unix_ms) {
   if (unix_ms <= 0) return "-";

@@ -38,7 +38,7 @@ nlohmann::ordered_json to_json(const DatasetInfo& d) {
 }
 
 int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--name", "N"}, {"--tag", "T", true}}, 0, 0, "datasets list", kUsage);
+  Args a(args, {{"--name", "N"}, {"--tag", "T", true}}, 0, 0, "datasets list", "", kUsage);
   const auto found = a.open_store().datasets().find({.name = a.value("--name"), .tags = a.values("--tag")});
   if (a.json()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -58,7 +58,7 @@ int list(const std::vector<std::string>& args) {
 }
 
 int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "datasets show", kUsage);
+  Args a(args, {}, 1, 1, "datasets show", "NAME[:VERSION]", kUsage);
   const std::string& ref = a.positional()[0];
   const store::Datasets datasets = a.open_store().datasets();
   const auto [name, version] = split_version(a, ref);

@@ -94,14 +94,14 @@ store::MetricFilter parse_where(const Args& a, const std::string& text) {
 }
 
 int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--name", "N"}, {"--tag", "T", true}, {"--where", "'METRIC OP VALUE'", true}}, 0, 0, "models list", kUsage);
+  Args a(args, {{"--name", "N"}, {"--tag", "T", true}, {"--where", "'METRIC OP VALUE'", true}}, 0, 0, "models list", "", kUsage);
   store::ModelQuery q{.name = a.value("--name"), .tags = a.values("--tag")};
   for (const auto& w : a.values("--where")) q.metrics.push_back(parse_where(a, w));
   return print_versions(a, a.open_store().models().find(q));
 }
 
 int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "models show", kUsage);
+  Args a(args, {}, 1, 1, "models show", "NAME[:VERSION|@ALIAS]", kUsage);
   const ModelInfo v = get_model(a, a.open_store().models(), a.positional()[0]);
   if (a.json()) {
     print_json(to_json(v));
@@ -119,7 +119,7 @@ int show(const std::vector<std::string>& args) {
 }
 
 int top(const std::vector<std::string>& args) {
-  Args a(args, {{"--metric", "M"}, {"--min", ""}, {"-n", "K"}, {"--tag", "T", true}}, 0, 1, "models top", kUsage);
+  Args a(args, {{"--metric", "M"}, {"--min", ""}, {"-n", "K"}, {"--tag", "T", true}}, 0, 1, "models top", "[NAME]", kUsage);
   const auto metric = a.value("--metric");
   if (!metric) a.fail("missing --metric M (the metric to rank by)");
   store::ModelQuery q{.tags = a.values("--tag")};
@@ -132,15 +132,19 @@ int alias(const std::vector<std::string>& args) {
   const std::string sub = subcommand(args, {"set", "delete"}, "models alias", kUsage);
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "set") {
-    Args a(rest, {{"--replace", ""}}, 3, 3, "models alias set", kUsage);
+    Args a(rest, {{"--replace", ""}}, 3, 3, "models alias set", "NAME ALIAS VERSION", kUsage);
     const auto& p = a.positional();
     const int64_t version = parse_integer(a, p[2], "VERSION");
-    a.open_store().models().set_alias(p[0], p[1], version, a.flag("--replace"));
+    try {
+      a.open_store().models().set_alias(p[0], p[1], version, a.flag("--replace"));
+    } catch (const store::ConflictError& e) {
+      throw store::ConflictError(std::string(e.what()) + " (on the command line: --replace)");
+    }
     if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"version", version}});
     else std::cout << p[0] << "@" << p[1] << " -> version " << version << '\n';
     return kExitOk;
   }
-  Args a(rest, {}, 2, 2, "models alias delete", kUsage);
+  Args a(rest, {}, 2, 2, "models alias delete", "NAME ALIAS", kUsage);
   const auto& p = a.positional();
   a.open_store().models().remove_alias(p[0], p[1]);
   if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"deleted", true}});

@@ -100,13 +100,13 @@ store::RunQuery query_of(const Args& a) {
 }
 
 int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--experiment", "E"}, {"--name", "N"}, {"--status", "S"}, {"--tag", "T", true}}, 0, 0, "runs list", kUsage);
+  Args a(args, {{"--experiment", "E"}, {"--name", "N"}, {"--status", "S"}, {"--tag", "T", true}}, 0, 0, "runs list", "", kUsage);
   const store::RunQuery q = query_of(a);
   return print_runs(a, a.open_store().runs().find(q));
 }
 
 int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "runs show", kUsage);
+  Args a(args, {}, 1, 1, "runs show", "ID", kUsage);
   const RunInfo r = a.open_store().runs().get(parse_integer(a, a.positional()[0], "ID"));
   if (a.json()) {
     print_json(to_json(r));
@@ -135,7 +135,7 @@ int show(const std::vector<std::string>& args) {
 
 int top(const std::vector<std::string>& args) {
   Args a(args, {{"--metric", "M"}, {"--at", "final|max|min"}, {"-n", "K"}, {"--experiment", "E"}, {"--tag", "T", true}}, 0, 0,
-         "runs top", kUsage);
+         "runs top", "", kUsage);
   const auto metric = a.value("--metric");
   if (!metric) a.fail("missing --metric M (the metric to rank by)");
   const std::string at_name = a.value("--at").value_or("final");
@@ -147,7 +147,7 @@ int top(const std::vector<std::string>& args) {
 }
 
 int compare(const std::vector<std::string>& args) {
-  Args a(args, {{"--metric", "M", true}}, 2, -1, "runs compare", kUsage);
+  Args a(args, {{"--metric", "M", true}}, 2, -1, "runs compare", "ID ID...", kUsage);
   std::vector<int64_t> ids;
   for (const auto& p : a.positional()) ids.push_back(parse_integer(a, p, "ID"));
   const auto runs = a.open_store().runs().compare(ids, a.values("--metric"));

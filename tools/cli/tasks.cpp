@@ -48,7 +48,7 @@ nlohmann::ordered_json to_json(const TaskInfo& t) {
 int64_t task_id(const Args& a) { return parse_integer(a, a.positional()[0], "ID"); }
 
 int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--kind", "K"}, {"--status", "S"}, {"--limit", "N"}}, 0, 0, "tasks list", kUsage);
+  Args a(args, {{"--kind", "K"}, {"--status", "S"}, {"--limit", "N"}}, 0, 0, "tasks list", "", kUsage);
   flow::TaskFilter filter{.kind = a.value("--kind"), .limit = a.integer("--limit", 0, 0)};
   if (const auto s = a.value("--status")) {
     try {
@@ -74,7 +74,7 @@ int list(const std::vector<std::string>& args) {
 }
 
 int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "tasks show", kUsage);
+  Args a(args, {}, 1, 1, "tasks show", "ID", kUsage);
   const TaskInfo t = flow::Tasks(a.open_store()).get(task_id(a));
   if (a.json()) {
     print_json(to_json(t));
@@ -99,7 +99,7 @@ int show(const std::vector<std::string>& args) {
 
 int submit(const std::vector<std::string>& args) {
   Args a(args, {{"--hyper", "JSON"}, {"--priority", "P"}, {"--max-attempts", "N"}, {"--timeout-ms", "T"}, {"--lease-ms", "L"}},
-         1, 1, "tasks submit", kUsage);
+         1, 1, "tasks submit", "KIND", kUsage);
   const flow::TaskOptions defaults;
   const flow::TaskOptions options{.priority = a.integer("--priority", defaults.priority),
                                   .max_attempts = a.integer("--max-attempts", defaults.max_attempts),
@@ -112,7 +112,7 @@ int submit(const std::vector<std::string>& args) {
 }
 
 int cancel(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "tasks cancel", kUsage);
+  Args a(args, {}, 1, 1, "tasks cancel", "ID", kUsage);
   const int64_t id = task_id(a);
   flow::Tasks tasks(a.open_store());
   const bool cancelled = tasks.cancel(id);
