@@ -168,7 +168,7 @@ TEST_P(CliStore, ModelsListShowTopAndAliases) {
   EXPECT_EQ(j[0]["tags"], json({"a", "b"}));
   j = parse(loom({"models", "list", "--store", u, "--json", "--where", "accuracy >= 0.6"}));
   ASSERT_EQ(j.size(), 2u) << j;
-  j = parse(loom({"models", "list", "--store", u, "--json", "--name", "other-model"}));
+  j = parse(loom({"models", "--json", "list", "--store", u, "--name", "other-model"}));
   ASSERT_EQ(j.size(), 1u) << j;
   EXPECT_EQ(j[0]["name"], "other-model");
 
@@ -436,6 +436,9 @@ TEST(Cli, UsageAndStoreErrors) {
   r = loom({"tasks", "show", "1", "2"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "unexpected argument '2'")) << r.err;
+  r = loom({"tasks", "--bogus", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "tasks: unknown option '--bogus' (valid before a command: --store, --json, --help)")) << r.err;
   r = loom({"tasks", "list", "--store"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "--store needs a value")) << r.err;

@@ -28,14 +28,19 @@ struct HelpRequested {
   std::string text;
 };
 
-// Global options given before the command group ("loom --store x.db models list"): every
-// command parses them first, so that the same option given after the command wins.
+// Global options given before a command ("loom --store x.db models list", "loom models --json
+// list"): every command parses them first, so that the same option given after it wins.
 std::vector<std::string>& leading_global_args();
+// Moves the global options that start args[i...] into leading_global_args(); returns the index
+// of the first other argument. --help throws HelpRequested{help}; another option is a UsageError.
+size_t take_global_options(const std::vector<std::string>& args, size_t i, const std::string& where, const std::string& help);
 
-// The usage of a group when `args` (what follows the group's name) is empty or asks for help;
-// otherwise the subcommand, which must be one of `commands` (UsageError naming them).
-std::string subcommand(const std::vector<std::string>& args, const std::vector<std::string>& commands,
-                       const std::string& group, const std::string& help);
+// The subcommand that `args` (what follows `group`, global options allowed first) names, one of
+// `commands` (UsageError naming them otherwise), and the arguments after it. HelpRequested when
+// there is none or --help.
+std::pair<std::string, std::vector<std::string>> subcommand(const std::vector<std::string>& args,
+                                                            const std::vector<std::string>& commands,
+                                                            const std::string& group, const std::string& help);
 
 struct Option {
   std::string name;          // "--tag"

@@ -33,12 +33,32 @@ std::vector<std::string>& leading_global_args() {
   return args;
 }
 
-std::string subcommand(const std::vector<std::string>& args, const std::vector<std::string>& commands,
-                       const std::string& group, const std::string& help) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") throw HelpRequested{help};
-  if (std::find(commands.begin(), commands.end(), args[0]) == commands.end())
-    throw UsageError(group + ": unknown command '" + args[0] + "' (valid: " + join(commands, ", ") + ")");
-  return args[0];
+size_t take_global_options(const std::vector<std::string>& args, size_t i, const std::string& where, const std::string& help) {
+  auto& globals = leading_global_args();
+  for (; i < args.size() && args[i].size() > 1 && args[i][0] == '-'; ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") throw HelpRequested{help};
+    if (a == "--json" || a.rfind("--store=", 0) == 0) {
+      globals.push_back(a);
+    } else if (a == "--store") {
+      if (i + 1 >= args.size()) throw UsageError(where + "option --store needs a value (--store URL)");
+      globals.push_back(a);
+      globals.push_back(args[++i]);
+    } else {
+      throw UsageError(where + "unknown option '" + a + "' (valid before a command: --store, --json, --help)");
+    }
+  }
+  return i;
+}
+
+std::pair<std::string, std::vector<std::string>> subcommand(const std::vector<std::string>& args,
+                                                            const std::vector<std::string>& commands,
+                                                            const std::string& group, const std::string& help) {
+  const size_t i = take_global_options(args, 0, group + ": ", help);
+  if (i == args.size() || args[i] == "help") throw HelpRequested{help};
+  if (std::find(commands.begin(), commands.end(), args[i]) == commands.end())
+    throw UsageError(group + ": unknown command '" + args[i] + "' (valid: " + join(commands, ", ") + ")");
+  return {args[i], std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end())};
 }
 
 Args::Args(const std::vector<std::string>& command_args, const std::vector<Option>& options, int min_positional,

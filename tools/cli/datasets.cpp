@@ -83,8 +83,7 @@ int show(const std::vector<std::string>& args) {
 }  // namespace
 
 int datasets_main(const std::vector<std::string>& args) {
-  const std::string sub = subcommand(args, {"list", "show"}, "datasets", kUsage);
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const auto [sub, rest] = subcommand(args, {"list", "show"}, "datasets", kUsage);
   return sub == "list" ? list(rest) : show(rest);
 }
 

@@ -37,21 +37,7 @@ int main(int argc, char** argv) {
   std::string help_hint = "loom --help";
   try {
     // leading global options, then the command group
-    size_t i = 0;
-    auto& globals = leading_global_args();
-    for (; i < args.size() && args[i].rfind("-", 0) == 0; ++i) {
-      const std::string& a = args[i];
-      if (a == "--help" || a == "-h") throw HelpRequested{kUsage};
-      if (a == "--json" || a.rfind("--store=", 0) == 0) {
-        globals.push_back(a);
-      } else if (a == "--store") {
-        if (i + 1 >= args.size()) throw UsageError("option --store needs a value (--store URL)");
-        globals.push_back(a);
-        globals.push_back(args[++i]);
-      } else {
-        throw UsageError("unknown option '" + a + "' (valid before a command: --store, --json, --help)");
-      }
-    }
+    const size_t i = take_global_options(args, 0, "", kUsage);
     if (i == args.size()) throw UsageError("missing command (valid: models, datasets, runs, tasks, agent)");
     const std::string group = args[i];
     const std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());

@@ -129,8 +129,7 @@ int top(const std::vector<std::string>& args) {
 }
 
 int alias(const std::vector<std::string>& args) {
-  const std::string sub = subcommand(args, {"set", "delete"}, "models alias", kUsage);
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const auto [sub, rest] = subcommand(args, {"set", "delete"}, "models alias", kUsage);
   if (sub == "set") {
     Args a(rest, {{"--replace", ""}}, 3, 3, "models alias set", "NAME ALIAS VERSION", kUsage);
     const auto& p = a.positional();
@@ -155,8 +154,7 @@ int alias(const std::vector<std::string>& args) {
 }  // namespace
 
 int models_main(const std::vector<std::string>& args) {
-  const std::string sub = subcommand(args, {"list", "show", "top", "alias"}, "models", kUsage);
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "alias"}, "models", kUsage);
   if (sub == "list") return list(rest);
   if (sub == "show") return show(rest);
   if (sub == "top") return top(rest);

@@ -166,8 +166,7 @@ int compare(const std::vector<std::string>& args) {
 }  // namespace
 
 int runs_main(const std::vector<std::string>& args) {
-  const std::string sub = subcommand(args, {"list", "show", "top", "compare"}, "runs", kUsage);
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "compare"}, "runs", kUsage);
   if (sub == "list") return list(rest);
   if (sub == "show") return show(rest);
   if (sub == "top") return top(rest);

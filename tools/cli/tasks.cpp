@@ -126,8 +126,7 @@ int cancel(const std::vector<std::string>& args) {
 }  // namespace
 
 int tasks_main(const std::vector<std::string>& args) {
-  const std::string sub = subcommand(args, {"list", "show", "submit", "cancel"}, "tasks", kUsage);
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const auto [sub, rest] = subcommand(args, {"list", "show", "submit", "cancel"}, "tasks", kUsage);
   if (sub == "list") return list(rest);
   if (sub == "show") return show(rest);
   if (sub == "submit") return submit(rest);
