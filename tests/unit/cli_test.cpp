@@ -285,6 +285,15 @@ TEST_P(CliStore, DatasetsAndRuns) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(lines(r.out)[0], std::to_string(run1) + ":loss")) << r.out;
   EXPECT_EQ(lines(r.out).size(), 3u) << r.out;  // header, epochs 0 and 1
+
+  // a name that is not UTF-8 (Latin-1 "café"): SQLite stores it as given (PostgreSQL refuses
+  // it with a StoreError), and --json shows it with U+FFFD instead of failing
+  if (!pg()) {
+    store::Store::open(u).runs().start("caf\xe9");
+    j = parse(loom({"runs", "list", "--experiment", "caf\xe9", "--store", u, "--json"}));
+    ASSERT_EQ(j.size(), 1u) << j;
+    EXPECT_EQ(j[0]["experiment"], "caf\xef\xbf\xbd");
+  }
 }
 
 TEST_P(CliStore, TasksSubmitListCancel) {
