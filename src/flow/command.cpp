@@ -147,7 +147,10 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
     if (killed_for.empty()) killed_for = why;
     ::kill(-pid, SIGKILL);
   };
-  while (out_r.fd >= 0 || err_r.fd >= 0) {
+  // Until the child has exited, not only until its pipes close: a program may close its
+  // stdout and stderr before it exits (coreutils' cat does), and the kill below would make a
+  // child still on its way out "killed by signal 9".
+  while (!exited || out_r.fd >= 0 || err_r.fd >= 0) {
     pollfd fds[2];
     nfds_t n = 0;
     for (Fd* f : {&out_r, &err_r})
@@ -166,8 +169,10 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
     }
     // The child's exit, seen without reaping it, so that its process group id stays reserved
     // until the group is killed below.
+    // (ECHILD: already reaped, where the agent's process ignores SIGCHLD)
     siginfo_t info{};
-    if (!exited && ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+    const int waited = exited ? 0 : ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (!exited && ((waited == 0 && info.si_pid == pid) || (waited < 0 && errno == ECHILD))) {
       exited = true;
       exited_at = std::chrono::steady_clock::now();
     }

@@ -115,6 +115,19 @@ TEST(FlowAgent, CommandKindReadsHyperParametersAndPrintsTheResult) {
   for (int64_t id : {echo, env, file}) EXPECT_EQ(tasks.get(id).status, Status::Finished);
 }
 
+// A command that closes its stdout and stderr before it exits (coreutils' cat does, at exit)
+// has not ended yet: the agent waits for its exit instead of killing it at end of file.
+TEST(FlowAgent, CommandThatClosesItsOutputBeforeExitingIsWaitedFor) {
+  FreshStore fs;
+  flow::Tasks tasks(fs.store);
+  const int64_t id = tasks.submit("closes", "{}", {.max_attempts = 1});
+  flow::Agent agent(tasks);
+  agent.register_command("closes", sh(R"(echo '{"ok": 1}'; exec >&- 2>&-; sleep 0.3; exit 0)"));
+  EXPECT_EQ(agent.run({.stop_when_idle = true}), 1);
+  EXPECT_EQ(tasks.get(id).status, Status::Finished) << tasks.get(id).error;
+  EXPECT_EQ(tasks.get(id).result, R"({"ok":1})");
+}
+
 TEST(FlowAgent, CommandFailuresNeverTakeTheAgentDown) {
   FreshStore fs;
   flow::Tasks tasks(fs.store);

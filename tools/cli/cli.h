@@ -1,0 +1,115 @@
+#pragma once
+// The `loom` command line (docs/cli.md): shared pieces of its command groups — argument
+// parsing, the store a command runs on, and output as aligned tables or JSON.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loom/core/error.h"
+#include "loom/store/store.h"
+
+namespace loom::cli {
+
+// Exit codes (docs/cli.md, "Exit codes").
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;     // a loom::Error: the store or library refused the request
+constexpr int kExitUsage = 2;     // the command line itself: unknown command or option, bad value
+constexpr int kExitNotFound = 3;  // store::NotFoundError: no such model, version, run, task, ...
+
+// A command line that cannot be understood (exit code 2).
+class UsageError : public Error { using Error::Error; };
+
+// --help: main prints `text` on stdout and exits 0.
+struct HelpRequested {
+  std::string text;
+};
+
+// Global options given before a command ("loom --store x.db models list", "loom models --json
+// list"): every command parses them first, so that the same option given after it wins.
+std::vector<std::string>& leading_global_args();
+// Moves the global options that start args[i...] into leading_global_args(); returns the index
+// of the first other argument. --help throws HelpRequested{help}; another option is a UsageError.
+size_t take_global_options(const std::vector<std::string>& args, size_t i, const std::string& where, const std::string& help);
+
+// The subcommand that `args` (what follows `group`, global options allowed first) names, one of
+// `commands` (UsageError naming them otherwise), and the arguments after it. HelpRequested when
+// there is none or --help.
+std::pair<std::string, std::vector<std::string>> subcommand(const std::vector<std::string>& args,
+                                                            const std::vector<std::string>& commands,
+                                                            const std::string& group, const std::string& help);
+
+struct Option {
+  std::string name;          // "--tag"
+  std::string value;         // the value's placeholder ("T"); empty: a flag
+  bool repeated = false;
+  std::string short_name;    // "-n", or empty
+};
+
+// A command's arguments once parsed. The global options (--store URL, --json, --help) are
+// accepted by every command, anywhere on its command line.
+class Args {
+ public:
+  // Parses `args` (what follows the subcommand) against `options` and checks that there are min..max positional arguments
+  // (max < 0: any number), `operands` naming them ("NAME ALIAS VERSION"). UsageError naming the
+  // valid options otherwise; HelpRequested for --help. `command` is what
+  // messages call it ("models list"), `help` its group's usage text.
+  Args(const std::vector<std::string>& args, const std::vector<Option>& options, int min_positional,
+       int max_positional, std::string command, std::string operands, std::string help_text);
+
+  bool flag(const std::string& name) const { return flags_.count(name) > 0; }
+  std::optional<std::string> value(const std::string& name) const;
+  std::vector<std::string> values(const std::string& name) const;
+  // An integer option (default when absent); UsageError for a value that is not one or is
+  // below `min`.
+  int64_t integer(const std::string& name, int64_t def, int64_t min = INT64_MIN) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+  bool json() const { return flag("--json"); }
+  bool help() const { return flag("--help"); }
+  const std::string& command() const { return command_; }
+  const std::string& help_text() const { return help_; }
+  // UsageError "<command>: <what>".
+  [[noreturn]] void fail(const std::string& what) const;
+
+  // The store of --store or $LOOM_STORE, which must exist (the command line never creates one).
+  store::Store open_store() const;
+
+ private:
+  std::map<std::string, std::vector<std::string>> values_;
+  std::set<std::string> flags_;
+  std::vector<std::string> positional_;
+  std::string command_, operands_, help_;
+};
+
+// Parses an integer argument; UsageError naming `what` otherwise.
+int64_t parse_integer(const Args& args, const std::string& text, const std::string& what);
+
+// "NAME:VERSION" (the last ':' followed by digits only): the name and the version; otherwise
+// the whole reference as the name and no version.
+std::pair<std::string, std::optional<int64_t>> split_version(const Args& args, const std::string& ref);
+
+// An aligned table on stdout: a header row, then the rows; columns two spaces apart.
+void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+// "key: value" lines with the values aligned, for one record.
+void print_fields(const std::vector<std::pair<std::string, std::string>>& fields);
+void print_json(const nlohmann::ordered_json& j);
+
+std::string format_time(int64_t unix_ms);  // "2026-11-23 18:04:05" (UTC); "-" for 0
+std::string format_number(double v);        // shortest round-trip text; "nan"
+std::string join(const std::vector<std::string>& parts, const std::string& sep = ",");
+std::vector<std::string> split(const std::string& text, char sep);
+std::string shorten(const std::string& text, size_t width);  // "..." past `width` characters
+// A stored JSON text as a JSON value (null when empty).
+nlohmann::ordered_json json_value(const std::string& text);
+
+// The command groups: `args` is everything after the group's name.
+int models_main(const std::vector<std::string>& args);
+int datasets_main(const std::vector<std::string>& args);
+int runs_main(const std::vector<std::string>& args);
+int tasks_main(const std::vector<std::string>& args);
+int agent_main(const std::vector<std::string>& args);
+
+}  // namespace loom::cli

@@ -1,0 +1,90 @@
+// `loom datasets`: list and show dataset versions (docs/cli.md).
+#include <iostream>
+
+#include "cli.h"
+#include "loom/core/dtype.h"
+#include "loom/core/shape.h"
+#include "loom/store/datasets.h"
+
+namespace loom::cli {
+
+namespace {
+
+using store::DatasetInfo;
+
+const char* kUsage = R"(usage: loom datasets COMMAND [options]
+
+commands:
+  list [--name N] [--tag T]...   the committed versions of every dataset (or of N) carrying
+                                 every tag, by name then version
+  show NAME[:VERSION]            one version (default: the latest) with its fields
+
+options: --store URL, --json (see 'loom --help')
+)";
+
+std::string field_text(const store::FieldInfo& f) { return f.name + ":" + dtype_name(f.dtype) + shape_str(f.shape); }
+
+nlohmann::ordered_json to_json(const DatasetInfo& d) {
+  nlohmann::ordered_json j;
+  j["name"] = d.name;
+  j["version"] = d.version;
+  j["created_ms"] = d.created_ms;
+  j["samples"] = d.samples;
+  j["shards"] = d.shards;
+  j["fields"] = nlohmann::ordered_json::array();
+  for (const auto& f : d.fields) j["fields"].push_back({{"name", f.name}, {"dtype", dtype_name(f.dtype)}, {"shape", f.shape}});
+  j["tags"] = d.tags;
+  return j;
+}
+
+int list(const std::vector<std::string>& args) {
+  Args a(args, {{"--name", "N"}, {"--tag", "T", true}}, 0, 0, "datasets list", "", kUsage);
+  const auto found = a.open_store().datasets().find({.name = a.value("--name"), .tags = a.values("--tag")});
+  if (a.json()) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& d : found) j.push_back(to_json(d));
+    print_json(j);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& d : found) {
+    std::vector<std::string> fields;
+    for (const auto& f : d.fields) fields.push_back(field_text(f));
+    rows.push_back({d.name, std::to_string(d.version), format_time(d.created_ms), std::to_string(d.samples),
+                    std::to_string(d.shards), join(fields, " "), join(d.tags)});
+  }
+  print_table({"NAME", "VERSION", "CREATED", "SAMPLES", "SHARDS", "FIELDS", "TAGS"}, rows);
+  return kExitOk;
+}
+
+int show(const std::vector<std::string>& args) {
+  Args a(args, {}, 1, 1, "datasets show", "NAME[:VERSION]", kUsage);
+  const std::string& ref = a.positional()[0];
+  const store::Datasets datasets = a.open_store().datasets();
+  const auto [name, version] = split_version(a, ref);
+  const DatasetInfo d = version ? datasets.get(name, *version) : datasets.get(name);
+  if (a.json()) {
+    print_json(to_json(d));
+    return kExitOk;
+  }
+  print_fields({{"name", d.name},
+                {"version", std::to_string(d.version)},
+                {"created", format_time(d.created_ms)},
+                {"samples", std::to_string(d.samples)},
+                {"shards", std::to_string(d.shards)},
+                {"tags", join(d.tags)}});
+  std::cout << '\n';
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& f : d.fields) rows.push_back({f.name, dtype_name(f.dtype), shape_str(f.shape)});
+  print_table({"FIELD", "DTYPE", "SHAPE"}, rows);
+  return kExitOk;
+}
+
+}  // namespace
+
+int datasets_main(const std::vector<std::string>& args) {
+  const auto [sub, rest] = subcommand(args, {"list", "show"}, "datasets", kUsage);
+  return sub == "list" ? list(rest) : show(rest);
+}
+
+}  // namespace loom::cli

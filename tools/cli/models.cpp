@@ -1,0 +1,164 @@
+// `loom models`: list, show, top and alias model versions (docs/cli.md).
+#include <iostream>
+
+#include "cli.h"
+#include "loom/store/models.h"
+
+namespace loom::cli {
+
+namespace {
+
+using store::ModelInfo;
+
+const char* kUsage = R"(usage: loom models COMMAND [options]
+
+commands:
+  list [--name N] [--tag T]... [--where 'METRIC OP VALUE']...
+        the versions of every model (or of N) carrying every tag and satisfying every
+        condition (OP one of < <= == != >= >), by name then version
+  show NAME[:VERSION|@ALIAS]
+        one version (default: the latest) with its hyper-parameters
+  top [NAME] --metric M [--min] [-n K] [--tag T]...
+        the K (default 1) versions with the highest (--min: lowest) value of M
+  alias set NAME ALIAS VERSION [--replace]
+        name a version; --replace moves an alias that names another version
+  alias delete NAME ALIAS
+
+options: --store URL, --json (see 'loom --help')
+)";
+
+// "NAME", "NAME:3" or "NAME@production" (the last ':' or '@' with a version or alias after it).
+ModelInfo get_model(const Args& a, const store::Models& models, const std::string& ref) {
+  if (const auto [name, version] = split_version(a, ref); version) return models.get(name, *version);
+  const size_t at = ref.rfind('@');
+  if (at != std::string::npos && at > 0 && at + 1 < ref.size()) return models.get(ref.substr(0, at), ref.substr(at + 1));
+  return models.get(ref);
+}
+
+std::string metrics_text(const store::Metrics& m) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : m) parts.push_back(k + "=" + format_number(v));
+  return join(parts, " ");
+}
+
+nlohmann::ordered_json to_json(const ModelInfo& v) {
+  nlohmann::ordered_json j;
+  j["name"] = v.name;
+  j["version"] = v.version;
+  j["created_ms"] = v.created_ms;
+  j["metrics"] = nlohmann::ordered_json::object();
+  for (const auto& [k, x] : v.metrics) j["metrics"][k] = x;
+  j["hyper_parameters"] = json_value(v.hyper_parameters);
+  j["tags"] = v.tags;
+  j["aliases"] = v.aliases;
+  j["weights_sha256"] = v.weights_sha256;
+  j["weights_bytes"] = v.weights_bytes;
+  return j;
+}
+
+int print_versions(const Args& a, const std::vector<ModelInfo>& versions) {
+  if (a.json()) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& v : versions) j.push_back(to_json(v));
+    print_json(j);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& v : versions)
+    rows.push_back({v.name, std::to_string(v.version), format_time(v.created_ms), metrics_text(v.metrics), join(v.tags),
+                    join(v.aliases)});
+  print_table({"NAME", "VERSION", "CREATED", "METRICS", "TAGS", "ALIASES"}, rows);
+  return kExitOk;
+}
+
+// "accuracy>=0.9": the metric, the operator and a number.
+store::MetricFilter parse_where(const Args& a, const std::string& text) {
+  static const char* ops[] = {"<=", ">=", "==", "!=", "<", ">"};
+  for (const char* op : ops) {
+    const size_t at = text.find(op);
+    if (at == std::string::npos || at == 0) continue;
+    std::string metric = text.substr(0, at), value = text.substr(at + std::char_traits<char>::length(op));
+    while (!metric.empty() && metric.back() == ' ') metric.pop_back();
+    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size()) a.fail("--where '" + text + "': '" + value + "' is not a number");
+    return {metric, op, v};
+  }
+  a.fail("--where '" + text + "' is not 'METRIC OP VALUE' (OP one of < <= == != >= >)");
+}
+
+int list(const std::vector<std::string>& args) {
+  Args a(args, {{"--name", "N"}, {"--tag", "T", true}, {"--where", "'METRIC OP VALUE'", true}}, 0, 0, "models list", "", kUsage);
+  store::ModelQuery q{.name = a.value("--name"), .tags = a.values("--tag")};
+  for (const auto& w : a.values("--where")) q.metrics.push_back(parse_where(a, w));
+  return print_versions(a, a.open_store().models().find(q));
+}
+
+int show(const std::vector<std::string>& args) {
+  Args a(args, {}, 1, 1, "models show", "NAME[:VERSION|@ALIAS]", kUsage);
+  const ModelInfo v = get_model(a, a.open_store().models(), a.positional()[0]);
+  if (a.json()) {
+    print_json(to_json(v));
+    return kExitOk;
+  }
+  print_fields({{"name", v.name},
+                {"version", std::to_string(v.version)},
+                {"created", format_time(v.created_ms)},
+                {"metrics", metrics_text(v.metrics)},
+                {"hyper-parameters", v.hyper_parameters},
+                {"tags", join(v.tags)},
+                {"aliases", join(v.aliases)},
+                {"weights", v.weights_sha256 + " (" + std::to_string(v.weights_bytes) + " bytes)"}});
+  return kExitOk;
+}
+
+int top(const std::vector<std::string>& args) {
+  Args a(args, {{"--metric", "M"}, {"--min", ""}, {"-n", "K"}, {"--tag", "T", true}}, 0, 1, "models top", "[NAME]", kUsage);
+  const auto metric = a.value("--metric");
+  if (!metric) a.fail("missing --metric M (the metric to rank by)");
+  store::ModelQuery q{.tags = a.values("--tag")};
+  if (!a.positional().empty()) q.name = a.positional()[0];
+  const auto order = a.flag("--min") ? store::Order::Min : store::Order::Max;
+  return print_versions(a, a.open_store().models().find_top(*metric, order, a.integer("-n", 1, 1), q));
+}
+
+int alias(const std::vector<std::string>& args) {
+  const auto [sub, rest] = subcommand(args, {"set", "delete"}, "models alias", kUsage);
+  if (sub == "set") {
+    Args a(rest, {{"--replace", ""}}, 3, 3, "models alias set", "NAME ALIAS VERSION", kUsage);
+    const auto& p = a.positional();
+    const int64_t version = parse_integer(a, p[2], "VERSION");
+    try {
+      a.open_store().models().set_alias(p[0], p[1], version, a.flag("--replace"));
+    } catch (const store::ConflictError& e) {
+      throw store::ConflictError(std::string(e.what()) + " (on the command line: --replace)");
+    }
+    if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"version", version}});
+    else std::cout << p[0] << "@" << p[1] << " -> version " << version << '\n';
+    return kExitOk;
+  }
+  Args a(rest, {}, 2, 2, "models alias delete", "NAME ALIAS", kUsage);
+  const auto& p = a.positional();
+  a.open_store().models().remove_alias(p[0], p[1]);
+  if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"deleted", true}});
+  else std::cout << "deleted " << p[0] << "@" << p[1] << '\n';
+  return kExitOk;
+}
+
+}  // namespace
+
+int models_main(const std::vector<std::string>& args) {
+  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "alias"}, "models", kUsage);
+  if (sub == "list") return list(rest);
+  if (sub == "show") return show(rest);
+  if (sub == "top") return top(rest);
+  return alias(rest);
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,176 @@
+// `loom runs`: list, show, top and compare training runs (docs/cli.md).
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "cli.h"
+#include "loom/store/runs.h"
+
+namespace loom::cli {
+
+namespace {
+
+using store::RunInfo;
+
+const char* kUsage = R"(usage: loom runs COMMAND [options]
+
+commands:
+  list [--experiment E] [--name N] [--status S] [--tag T]...
+        runs (S one of running, finished, failed), in start order, with each metric's
+        last value
+  show ID
+        one run with its learning curves (one row per epoch)
+  top --metric M [--at final|max|min] [-n K] [--experiment E] [--tag T]...
+        the K (default 1) runs with the best value of M: its last epoch's (final, the
+        default; highest first), or its highest (max) or lowest (min) over all epochs
+  compare ID ID... [--metric M]...
+        the curves of several runs side by side (default: every metric)
+
+options: --store URL, --json (see 'loom --help')
+)";
+
+std::string final_metrics(const RunInfo& r) {
+  std::vector<std::string> parts;
+  for (const auto& [k, c] : r.metrics)
+    if (!c.values.empty()) parts.push_back(k + "=" + format_number(c.values.back()));
+  return join(parts, " ");
+}
+
+nlohmann::ordered_json to_json(const RunInfo& r) {
+  nlohmann::ordered_json j;
+  j["id"] = r.id;
+  j["experiment"] = r.experiment;
+  j["name"] = r.name;
+  j["status"] = r.status;
+  j["hyper_parameters"] = json_value(r.hyper_parameters);
+  j["tags"] = r.tags;
+  j["started_ms"] = r.started_ms;
+  j["ended_ms"] = r.ended_ms;
+  j["error"] = r.error;
+  j["metrics"] = nlohmann::ordered_json::object();
+  for (const auto& [k, c] : r.metrics) j["metrics"][k] = {{"epochs", c.epochs}, {"values", c.values}};  // NaN: null
+  j["checkpoint_sha256"] = r.checkpoint_sha256;
+  return j;
+}
+
+int print_runs(const Args& a, const std::vector<RunInfo>& runs) {
+  if (a.json()) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& r : runs) j.push_back(to_json(r));
+    print_json(j);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : runs)
+    rows.push_back({std::to_string(r.id), r.experiment, r.name, r.status, format_time(r.started_ms), format_time(r.ended_ms),
+                    final_metrics(r), join(r.tags)});
+  print_table({"ID", "EXPERIMENT", "NAME", "STATUS", "STARTED", "ENDED", "METRICS", "TAGS"}, rows);
+  return kExitOk;
+}
+
+// One row per epoch that any of `columns` has, one column per (run, metric).
+void print_curves(const std::vector<std::string>& names, const std::vector<const store::Curve*>& columns) {
+  std::set<int64_t> epochs;
+  std::vector<std::map<int64_t, double>> values(columns.size());
+  for (size_t i = 0; i < columns.size(); ++i)
+    for (size_t k = 0; k < columns[i]->epochs.size(); ++k) {
+      epochs.insert(columns[i]->epochs[k]);
+      values[i][columns[i]->epochs[k]] = columns[i]->values[k];
+    }
+  std::vector<std::string> header = {"EPOCH"};
+  header.insert(header.end(), names.begin(), names.end());
+  std::vector<std::vector<std::string>> rows;
+  for (int64_t e : epochs) {
+    std::vector<std::string> row = {std::to_string(e)};
+    for (const auto& v : values) {
+      auto it = v.find(e);
+      row.push_back(it == v.end() ? "-" : format_number(it->second));
+    }
+    rows.push_back(std::move(row));
+  }
+  print_table(header, rows);
+}
+
+store::RunQuery query_of(const Args& a) {
+  store::RunQuery q{.experiment = a.value("--experiment"), .name = a.value("--name"), .status = a.value("--status"),
+                    .tags = a.values("--tag")};
+  if (q.status && *q.status != "running" && *q.status != "finished" && *q.status != "failed")
+    a.fail("unknown status '" + *q.status + "' (valid: running, finished, failed)");
+  return q;
+}
+
+int list(const std::vector<std::string>& args) {
+  Args a(args, {{"--experiment", "E"}, {"--name", "N"}, {"--status", "S"}, {"--tag", "T", true}}, 0, 0, "runs list", "", kUsage);
+  const store::RunQuery q = query_of(a);
+  return print_runs(a, a.open_store().runs().find(q));
+}
+
+int show(const std::vector<std::string>& args) {
+  Args a(args, {}, 1, 1, "runs show", "ID", kUsage);
+  const RunInfo r = a.open_store().runs().get(parse_integer(a, a.positional()[0], "ID"));
+  if (a.json()) {
+    print_json(to_json(r));
+    return kExitOk;
+  }
+  print_fields({{"id", std::to_string(r.id)},
+                {"experiment", r.experiment},
+                {"name", r.name},
+                {"status", r.status + (r.error.empty() ? "" : " (" + r.error + ")")},
+                {"started", format_time(r.started_ms)},
+                {"ended", format_time(r.ended_ms)},
+                {"hyper-parameters", r.hyper_parameters},
+                {"tags", join(r.tags)},
+                {"checkpoint", r.checkpoint_sha256.empty() ? "-" : r.checkpoint_sha256}});
+  if (r.metrics.empty()) return kExitOk;
+  std::cout << '\n';
+  std::vector<std::string> names;
+  std::vector<const store::Curve*> columns;
+  for (const auto& [k, c] : r.metrics) {
+    names.push_back(k);
+    columns.push_back(&c);
+  }
+  print_curves(names, columns);
+  return kExitOk;
+}
+
+int top(const std::vector<std::string>& args) {
+  Args a(args, {{"--metric", "M"}, {"--at", "final|max|min"}, {"-n", "K"}, {"--experiment", "E"}, {"--tag", "T", true}}, 0, 0,
+         "runs top", "", kUsage);
+  const auto metric = a.value("--metric");
+  if (!metric) a.fail("missing --metric M (the metric to rank by)");
+  const std::string at_name = a.value("--at").value_or("final");
+  if (at_name != "final" && at_name != "max" && at_name != "min")
+    a.fail("unknown --at '" + at_name + "' (valid: final, max, min)");
+  const store::At at = at_name == "max" ? store::At::Max : at_name == "min" ? store::At::Min : store::At::Final;
+  const store::RunQuery q{.experiment = a.value("--experiment"), .tags = a.values("--tag")};
+  return print_runs(a, a.open_store().runs().find_top(*metric, at, a.integer("-n", 1, 1), q));
+}
+
+int compare(const std::vector<std::string>& args) {
+  Args a(args, {{"--metric", "M", true}}, 2, -1, "runs compare", "ID ID...", kUsage);
+  std::vector<int64_t> ids;
+  for (const auto& p : a.positional()) ids.push_back(parse_integer(a, p, "ID"));
+  const auto runs = a.open_store().runs().compare(ids, a.values("--metric"));
+  if (a.json()) return print_runs(a, runs);
+  std::vector<std::string> names;
+  std::vector<const store::Curve*> columns;
+  for (const auto& r : runs)
+    for (const auto& [k, c] : r.metrics) {
+      names.push_back(std::to_string(r.id) + ":" + k);
+      columns.push_back(&c);
+    }
+  print_curves(names, columns);
+  return kExitOk;
+}
+
+}  // namespace
+
+int runs_main(const std::vector<std::string>& args) {
+  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "compare"}, "runs", kUsage);
+  if (sub == "list") return list(rest);
+  if (sub == "show") return show(rest);
+  if (sub == "top") return top(rest);
+  return compare(rest);
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,136 @@
+// `loom tasks`: list, show, submit and cancel tasks (docs/cli.md).
+#include <iostream>
+
+#include "cli.h"
+#include "loom/flow/tasks.h"
+
+namespace loom::cli {
+
+namespace {
+
+using flow::TaskInfo;
+
+const char* kUsage = R"(usage: loom tasks COMMAND [options]
+
+commands:
+  list [--kind K] [--status S] [--limit N]
+        tasks in submission order (S one of pending, running, finished, failed, cancelled)
+  show ID
+        one task with its hyper-parameters, result and last error
+  submit KIND [--hyper JSON] [--priority P] [--max-attempts N] [--timeout-ms T] [--lease-ms L]
+        a new pending task (hyper-parameters: a JSON object, default {}); prints its id
+  cancel ID
+        cancels a pending or running task (a task that has ended stays as it is)
+
+options: --store URL, --json (see 'loom --help')
+)";
+
+nlohmann::ordered_json to_json(const TaskInfo& t) {
+  nlohmann::ordered_json j;
+  j["id"] = t.id;
+  j["kind"] = t.kind;
+  j["status"] = flow::status_name(t.status);
+  j["hyper_parameters"] = json_value(t.hyper_parameters);
+  j["priority"] = t.priority;
+  j["attempts"] = t.attempts;
+  j["max_attempts"] = t.max_attempts;
+  j["timeout_ms"] = t.timeout_ms;
+  j["lease_ms"] = t.lease_ms;
+  j["agent"] = t.agent;
+  j["result"] = json_value(t.result);
+  j["error"] = t.error;
+  j["created_ms"] = t.created_ms;
+  j["started_ms"] = t.started_ms;
+  j["finished_ms"] = t.finished_ms;
+  return j;
+}
+
+int64_t task_id(const Args& a) { return parse_integer(a, a.positional()[0], "ID"); }
+
+int list(const std::vector<std::string>& args) {
+  Args a(args, {{"--kind", "K"}, {"--status", "S"}, {"--limit", "N"}}, 0, 0, "tasks list", "", kUsage);
+  flow::TaskFilter filter{.kind = a.value("--kind"), .limit = a.integer("--limit", 0, 0)};
+  if (const auto s = a.value("--status")) {
+    try {
+      filter.status = flow::parse_status(*s);
+    } catch (const ValueError& e) {
+      a.fail(std::string("--status: ") + e.what());
+    }
+  }
+  const auto tasks = flow::Tasks(a.open_store()).list(filter);
+  if (a.json()) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& t : tasks) j.push_back(to_json(t));
+    print_json(j);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : tasks)
+    rows.push_back({std::to_string(t.id), t.kind, flow::status_name(t.status), std::to_string(t.priority),
+                    std::to_string(t.attempts) + "/" + std::to_string(t.max_attempts), t.agent.empty() ? "-" : t.agent,
+                    format_time(t.created_ms), shorten(t.hyper_parameters, 40)});
+  print_table({"ID", "KIND", "STATUS", "PRIORITY", "ATTEMPTS", "AGENT", "CREATED", "HYPER-PARAMETERS"}, rows);
+  return kExitOk;
+}
+
+int show(const std::vector<std::string>& args) {
+  Args a(args, {}, 1, 1, "tasks show", "ID", kUsage);
+  const TaskInfo t = flow::Tasks(a.open_store()).get(task_id(a));
+  if (a.json()) {
+    print_json(to_json(t));
+    return kExitOk;
+  }
+  print_fields({{"id", std::to_string(t.id)},
+                {"kind", t.kind},
+                {"status", flow::status_name(t.status)},
+                {"hyper-parameters", t.hyper_parameters},
+                {"priority", std::to_string(t.priority)},
+                {"attempts", std::to_string(t.attempts) + " of " + std::to_string(t.max_attempts)},
+                {"timeout", t.timeout_ms ? std::to_string(t.timeout_ms) + " ms" : "none"},
+                {"lease", std::to_string(t.lease_ms) + " ms"},
+                {"agent", t.agent.empty() ? "-" : t.agent},
+                {"created", format_time(t.created_ms)},
+                {"started", format_time(t.started_ms)},
+                {"finished", format_time(t.finished_ms)},
+                {"result", t.result.empty() ? "-" : t.result},
+                {"error", t.error.empty() ? "-" : t.error}});
+  return kExitOk;
+}
+
+int submit(const std::vector<std::string>& args) {
+  Args a(args, {{"--hyper", "JSON"}, {"--priority", "P"}, {"--max-attempts", "N"}, {"--timeout-ms", "T"}, {"--lease-ms", "L"}},
+         1, 1, "tasks submit", "KIND", kUsage);
+  const flow::TaskOptions defaults;
+  const flow::TaskOptions options{.priority = a.integer("--priority", defaults.priority),
+                                  .max_attempts = a.integer("--max-attempts", defaults.max_attempts),
+                                  .timeout_ms = a.integer("--timeout-ms", defaults.timeout_ms),
+                                  .lease_ms = a.integer("--lease-ms", defaults.lease_ms)};
+  const int64_t id = flow::Tasks(a.open_store()).submit(a.positional()[0], a.value("--hyper").value_or("{}"), options);
+  if (a.json()) print_json({{"id", id}});
+  else std::cout << id << '\n';
+  return kExitOk;
+}
+
+int cancel(const std::vector<std::string>& args) {
+  Args a(args, {}, 1, 1, "tasks cancel", "ID", kUsage);
+  const int64_t id = task_id(a);
+  flow::Tasks tasks(a.open_store());
+  const bool cancelled = tasks.cancel(id);
+  const std::string status = flow::status_name(tasks.get(id).status);
+  if (a.json()) print_json({{"id", id}, {"cancelled", cancelled}, {"status", status}});
+  else if (cancelled) std::cout << "cancelled task " << id << '\n';
+  else std::cout << "task " << id << " had already ended (" << status << ")\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int tasks_main(const std::vector<std::string>& args) {
+  const auto [sub, rest] = subcommand(args, {"list", "show", "submit", "cancel"}, "tasks", kUsage);
+  if (sub == "list") return list(rest);
+  if (sub == "show") return show(rest);
+  if (sub == "submit") return submit(rest);
+  return cancel(rest);
+}
+
+}  // namespace loom::cli
