@@ -185,13 +185,18 @@ TEST_P(StoreKill, KilledWritersLeaveAConsistentStore) {
     const auto n = fs::file_size(acks, ec);
     return ec ? 0 : n;
   };
+  // Three kills in four wait for the writer's first acknowledgement (start-up takes a varying
+  // few hundred ms on a loaded machine), so that they land among its operations; the fourth
+  // comes at a random moment from the start.
   int at_work = 0;  // kills of a writer that had done something, so was in its loop of operations
   const auto start = std::chrono::steady_clock::now();
   for (int k = 1; k <= kKills; ++k) {
     const auto size = log_size();
     const pid_t pid = start_writer(db, acks, "");
     ASSERT_GE(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 100));
+    if (k % 4 != 0)
+      for (int waited = 0; log_size() == size && waited < 10000; waited += 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(k % 4 != 0 ? rng() % 40 : rng() % 300));
     stop_writer(pid, 0);
     at_work += log_size() > size;
     if (k % 50 == 0) expect_consistent(db, acks, "after " + std::to_string(k) + " random kills");
