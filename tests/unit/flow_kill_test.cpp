@@ -4,10 +4,11 @@
 // "Guarantees").
 //
 // On both backends. Each agent is this test binary re-executed with FlowKill.AgentLoop selected
-// and LOOM_FLOW_SOAK_DB (the store's URL) and LOOM_FLOW_SOAK_EFFECTS (the log) set. A task's effect is a line "E <task> <token>" appended to a log before
-// its result is reported; an accepted result is acknowledged by "A <task> <token>" after
-// finish() returns. Effects of stale claims may exist (they are what fencing exists for); only
-// the one whose token the task ended with counts.
+// and LOOM_FLOW_SOAK_DB (the store's URL) and LOOM_FLOW_SOAK_EFFECTS (the log) set. A task's
+// effect is a line "E <task> <token>" appended to the log before its result is reported; an
+// accepted result is acknowledged by "A <task> <token>" after finish() returns. Effects of stale
+// claims may exist (they are what fencing exists for); only the one whose token the task ended
+// with counts.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <loom/loom.h>
