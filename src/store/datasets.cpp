@@ -17,10 +17,12 @@
 #include "loom/data/npy.h"
 #include "loom/io/safetensors.h"
 #include "loom/ops/creation.h"
+#include "store/query.h"
 #include "store/store_impl.h"
 
 namespace loom::store {
 
+using detail::check_label;
 using detail::Row;
 using detail::Transaction;
 using detail::TxMode;
@@ -31,14 +33,6 @@ namespace {
 
 constexpr int64_t kShardBytes = 4 << 20;   // the default shard's size: one read serves thousands of MNIST samples
 constexpr int64_t kMaxShardSamples = 1 << 20;
-
-void check_label(const char* op, const char* what, const std::string& s, size_t most = 256) {
-  bool ok = !s.empty() && s.size() <= most;
-  for (unsigned char c : s) ok = ok && c >= 0x20 && c != 0x7f;
-  if (!ok)
-    throw ValueError(std::string(op) + ": invalid " + what + " '" + s + "' (valid: 1 to " + std::to_string(most) +
-                     " bytes without control characters)");
-}
 
 std::vector<std::string> tag_set(const char* op, std::vector<std::string> tags) {
   std::sort(tags.begin(), tags.end());
@@ -736,12 +730,7 @@ std::shared_ptr<DatasetView> Datasets::query(const std::string& name, int64_t ve
   }
   for (const Predicate& p : q.where) {
     check_label("query", "metadata key", p.key);
-    static const char* ops[] = {"<", "<=", "==", "!=", ">=", ">"};
-    static const char* sql_ops[] = {"<", "<=", "=", "<>", ">=", ">"};
-    const char* op = nullptr;
-    for (int i = 0; i < 6; ++i)
-      if (p.op == ops[i]) op = sql_ops[i];
-    if (!op) throw ValueError("query: invalid operator '" + p.op + "' for metadata key '" + p.key + "' (valid: <, <=, ==, !=, >=, >)");
+    const char* op = detail::sql_comparison("query", "operator", p.op, "metadata key '" + p.key + "'");
     const std::string sub = " AND EXISTS (SELECT 1 FROM dataset_sample_meta p WHERE p.dataset_id = s.dataset_id AND p.idx = s.idx AND p.mkey = ? AND ";
     params.emplace_back(p.key);
     if (p.value.is_text()) {

@@ -12,25 +12,18 @@
 #include "loom/io/model.h"
 #include "loom/train/model.h"
 #include "store/crash_point.h"
+#include "store/query.h"
 #include "store/store_impl.h"
 
 namespace loom::store {
 
+using detail::check_label;
 using detail::Row;
 using detail::Transaction;
 using detail::TxMode;
 using detail::Value;
 
 namespace {
-
-// Names, tags and metric names: 1 to `most` bytes without control characters.
-void check_label(const char* op, const char* what, const std::string& s, size_t most = 256) {
-  bool ok = !s.empty() && s.size() <= most;
-  for (unsigned char c : s) ok = ok && c >= 0x20 && c != 0x7f;
-  if (!ok)
-    throw ValueError(std::string(op) + ": invalid " + what + " '" + s + "' (valid: 1 to " + std::to_string(most) +
-                     " bytes without control characters)");
-}
 
 void check_alias(const char* op, const std::string& alias) {
   bool ok = !alias.empty() && alias.size() <= 64 && alias != "latest" &&
@@ -121,12 +114,7 @@ std::string where(const ModelQuery& q, std::vector<Value>& params) {
   }
   for (const MetricFilter& f : q.metrics) {
     check_label("find", "metric name", f.metric);
-    static const char* ops[] = {"<", "<=", "==", "!=", ">=", ">"};
-    static const char* sql_ops[] = {"<", "<=", "=", "<>", ">=", ">"};
-    const char* op = nullptr;
-    for (int i = 0; i < 6; ++i)
-      if (f.op == ops[i]) op = sql_ops[i];
-    if (!op) throw ValueError("find: invalid metric operator '" + f.op + "' for '" + f.metric + "' (valid: <, <=, ==, !=, >=, >)");
+    const char* op = detail::sql_comparison("find", "metric operator", f.op, "'" + f.metric + "'");
     if (std::isnan(f.value)) throw ValueError("find: the value compared with metric '" + f.metric + "' is NaN");
     sql += std::string(" AND EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id AND x.metric = ? AND x.value ") + op + " ?)";
     params.emplace_back(f.metric);

@@ -11,24 +11,18 @@
 
 #include "core/json_util.h"
 #include "loom/core/file.h"
+#include "store/query.h"
 #include "store/store_impl.h"
 
 namespace loom::store {
 
+using detail::check_label;
 using detail::Row;
 using detail::Transaction;
 using detail::TxMode;
 using detail::Value;
 
 namespace {
-
-void check_label(const char* op, const char* what, const std::string& s, size_t most = 256) {
-  bool ok = !s.empty() && s.size() <= most;
-  for (unsigned char c : s) ok = ok && c >= 0x20 && c != 0x7f;
-  if (!ok)
-    throw ValueError(std::string(op) + ": invalid " + what + " '" + s + "' (valid: 1 to " + std::to_string(most) +
-                     " bytes without control characters)");
-}
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -95,12 +89,7 @@ std::string where(const RunQuery& q, std::vector<Value>& params) {
   }
   for (const RunMetricFilter& f : q.metrics) {
     check_label("find", "metric name", f.metric);
-    static const char* ops[] = {"<", "<=", "==", "!=", ">=", ">"};
-    static const char* sql_ops[] = {"<", "<=", "=", "<>", ">=", ">"};
-    const char* op = nullptr;
-    for (int i = 0; i < 6; ++i)
-      if (f.op == ops[i]) op = sql_ops[i];
-    if (!op) throw ValueError("find: invalid metric operator '" + f.op + "' for '" + f.metric + "' (valid: <, <=, ==, !=, >=, >)");
+    const char* op = detail::sql_comparison("find", "metric operator", f.op, "'" + f.metric + "'");
     if (std::isnan(f.value)) throw ValueError("find: the value compared with metric '" + f.metric + "' is NaN");
     sql += " AND " + metric_value(f.at) + " " + op + " ?";
     params.emplace_back(f.metric);

@@ -22,8 +22,11 @@ flow::Command sh(const std::string& script) { return {.argv = {"/bin/sh", "-c", 
 
 }  // namespace
 
-TEST(FlowAgent, RunsFunctionKindsUntilIdle) {
-  FreshStore fs;
+class FlowAgent : public loom_test::FlowBackendTest {};
+INSTANTIATE_STORE_BACKENDS(FlowAgent);
+
+TEST_P(FlowAgent, RunsFunctionKindsUntilIdle) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   std::vector<int64_t> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(tasks.submit("double", "{\"x\": " + std::to_string(i) + "}"));
@@ -47,8 +50,8 @@ TEST(FlowAgent, RunsFunctionKindsUntilIdle) {
   EXPECT_EQ(agent.run({.stop_when_idle = true, .max_tasks = 1}), 1);
 }
 
-TEST(FlowAgent, ExceptionsAndBadResultsAreFailedAttempts) {
-  FreshStore fs;
+TEST_P(FlowAgent, ExceptionsAndBadResultsAreFailedAttempts) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   const int64_t throws = tasks.submit("throws", "{}", {.max_attempts = 2});
   const int64_t bad = tasks.submit("bad", "{}", {.max_attempts = 1});
@@ -67,8 +70,8 @@ TEST(FlowAgent, ExceptionsAndBadResultsAreFailedAttempts) {
   EXPECT_TRUE(contains_all(tasks.get(bad).error, {"not JSON"}));
 }
 
-TEST(FlowAgent, TimeoutAndCancellationStopAFunction) {
-  FreshStore fs;
+TEST_P(FlowAgent, TimeoutAndCancellationStopAFunction) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   const int64_t slow = tasks.submit("wait", "{}", {.priority = 1, .max_attempts = 1, .timeout_ms = 150});
   const int64_t cancelled = tasks.submit("wait", "{}", {.lease_ms = 60});
@@ -98,8 +101,8 @@ TEST(FlowAgent, TimeoutAndCancellationStopAFunction) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
-TEST(FlowAgent, CommandKindReadsHyperParametersAndPrintsTheResult) {
-  FreshStore fs;
+TEST_P(FlowAgent, CommandKindReadsHyperParametersAndPrintsTheResult) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   const int64_t echo = tasks.submit("echo", R"({"lr": 0.25})");
   const int64_t env = tasks.submit("env", "{}");
@@ -117,8 +120,8 @@ TEST(FlowAgent, CommandKindReadsHyperParametersAndPrintsTheResult) {
 
 // A command that closes its stdout and stderr before it exits (coreutils' cat does, at exit)
 // has not ended yet: the agent waits for its exit instead of killing it at end of file.
-TEST(FlowAgent, CommandThatClosesItsOutputBeforeExitingIsWaitedFor) {
-  FreshStore fs;
+TEST_P(FlowAgent, CommandThatClosesItsOutputBeforeExitingIsWaitedFor) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   const int64_t id = tasks.submit("closes", "{}", {.max_attempts = 1});
   flow::Agent agent(tasks);
@@ -128,8 +131,8 @@ TEST(FlowAgent, CommandThatClosesItsOutputBeforeExitingIsWaitedFor) {
   EXPECT_EQ(tasks.get(id).result, R"({"ok":1})");
 }
 
-TEST(FlowAgent, CommandFailuresNeverTakeTheAgentDown) {
-  FreshStore fs;
+TEST_P(FlowAgent, CommandFailuresNeverTakeTheAgentDown) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   const flow::TaskOptions once{.max_attempts = 1};
   const int64_t crash = tasks.submit("crash", "{}", once);
@@ -162,10 +165,10 @@ TEST(FlowAgent, CommandFailuresNeverTakeTheAgentDown) {
   EXPECT_EQ(tasks.get(ok).result, "[1,2]");
 }
 
-TEST(FlowAgent, CommandTimeoutAndCancellationKillTheProcessGroup) {
-  FreshStore fs;
+TEST_P(FlowAgent, CommandTimeoutAndCancellationKillTheProcessGroup) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
-  const std::string marker = fs.dir / "survivor";
+  const std::string marker = tmp / "survivor";
   // a grandchild that would write the marker if it outlived the kill
   const std::string script = "(sleep 1; touch '" + marker + "') & sleep 30";
   const int64_t slow = tasks.submit("slow", "{}", {.max_attempts = 1, .timeout_ms = 200});
@@ -189,8 +192,8 @@ TEST(FlowAgent, CommandTimeoutAndCancellationKillTheProcessGroup) {
   EXPECT_FALSE(std::filesystem::exists(marker)) << "a grandchild outlived the kill";
 }
 
-TEST(FlowAgent, BadRegistrationsAndKinds) {
-  FreshStore fs;
+TEST_P(FlowAgent, BadRegistrationsAndKinds) {
+  FreshStore fs(url());
   flow::Agent agent(flow::Tasks(fs.store));
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { agent.run(); }), {"no task kinds"}));
   agent.register_kind("a", [](const std::string&, flow::TaskContext&) { return std::string("1"); });

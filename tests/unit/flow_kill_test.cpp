@@ -3,11 +3,12 @@
 // result, from the claim that was current, none lost, none stuck running (docs/workflow.md,
 // "Guarantees").
 //
-// Each agent is this test binary re-executed with FlowKill.AgentLoop selected and
-// LOOM_FLOW_SOAK_DB set. A task's effect is a line "E <task> <token>" appended to a log before
-// its result is reported; an accepted result is acknowledged by "A <task> <token>" after
-// finish() returns. Effects of stale claims may exist (they are what fencing exists for); only
-// the one whose token the task ended with counts.
+// On both backends. Each agent is this test binary re-executed with FlowKill.AgentLoop selected
+// and LOOM_FLOW_SOAK_DB (the store's URL) and LOOM_FLOW_SOAK_EFFECTS (the log) set. A task's
+// effect is a line "E <task> <token>" appended to the log before its result is reported; an
+// accepted result is acknowledged by "A <task> <token>" after finish() returns. Effects of stale
+// claims may exist (they are what fencing exists for); only the one whose token the task ended
+// with counts.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <loom/loom.h>
@@ -55,11 +56,10 @@ flow::TaskFunction soak_task(const std::string& log, std::mt19937& rng) {
 }
 
 // Claims and runs soak tasks; `until` says when to return (never, in a killed agent).
-void agent_loop(const std::string& db, const std::function<bool(bool idle)>& until) {
+void agent_loop(const std::string& db, const std::string& effects, const std::function<bool(bool idle)>& until) {
   flow::Tasks tasks(store::Store::open(db));
   flow::Agent agent(tasks, "soak-" + std::to_string(::getpid()));
   std::mt19937 rng(static_cast<unsigned>(::getpid()));
-  const std::string effects = db + ".effects";
   agent.register_kind("soak", soak_task(effects, rng));
   for (;;) {
     const std::optional<flow::Claim> c = tasks.claim({"soak"}, agent.name());
@@ -74,16 +74,17 @@ void agent_loop(const std::string& db, const std::function<bool(bool idle)>& unt
 
 TEST(FlowKill, AgentLoop) {
   const char* db = std::getenv("LOOM_FLOW_SOAK_DB");
-  if (!db) GTEST_SKIP() << "run by FlowKill.KilledAgentsFinishEveryTaskExactlyOnceInEffect";
-  agent_loop(db, [](bool) { return false; });
+  const char* effects = std::getenv("LOOM_FLOW_SOAK_EFFECTS");
+  if (!db || !effects) GTEST_SKIP() << "run by FlowKill.KilledAgentsFinishEveryTaskExactlyOnceInEffect";
+  agent_loop(db, effects, [](bool) { return false; });
 }
 
 namespace {
 
-pid_t start_agent(const std::string& db) {
-  std::vector<std::string> env{"LOOM_FLOW_SOAK_DB=" + db, "LOOM_NUM_THREADS=1"};
+pid_t start_agent(const std::string& db, const std::string& effects) {
+  std::vector<std::string> env{"LOOM_FLOW_SOAK_DB=" + db, "LOOM_FLOW_SOAK_EFFECTS=" + effects, "LOOM_NUM_THREADS=1"};
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "LOOM_FLOW_SOAK_DB=", 18) != 0 && std::strncmp(*e, "LOOM_NUM_THREADS=", 17) != 0) env.emplace_back(*e);
+    if (std::strncmp(*e, "LOOM_FLOW_SOAK_", 15) != 0 && std::strncmp(*e, "LOOM_NUM_THREADS=", 17) != 0) env.emplace_back(*e);
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -105,11 +106,14 @@ void kill_agent(pid_t pid) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "an agent exited by itself (status " << status << ")";
 }
 
+class FlowKill : public loom_test::FlowBackendTest {};
+
 }  // namespace
 
-TEST(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
-  TempDir tmp;
-  const std::string db = tmp / "soak.db";
+INSTANTIATE_STORE_BACKENDS(FlowKill);
+
+TEST_P(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
+  const std::string db = url(), effects_log = tmp / "effects";
   flow::Tasks tasks(store::Store::open(db));
   const flow::TaskOptions options{.max_attempts = 1000, .lease_ms = kLeaseMs};
   int64_t submitted = 0;
@@ -121,7 +125,7 @@ TEST(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
 
   constexpr int kAgents = 4, kKills = 200;
   std::vector<pid_t> agents;
-  for (int i = 0; i < kAgents; ++i) agents.push_back(start_agent(db));
+  for (int i = 0; i < kAgents; ++i) agents.push_back(start_agent(db, effects_log));
   std::mt19937 rng(20240917);
   const auto start = std::chrono::steady_clock::now();
   for (int k = 0; k < kKills; ++k) {
@@ -129,7 +133,7 @@ TEST(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
     const size_t i = rng() % kAgents;
     ASSERT_GT(agents[i], 0) << "cannot start an agent";
     kill_agent(agents[i]);
-    agents[i] = start_agent(db);
+    agents[i] = start_agent(db, effects_log);
     top_up();
   }
   for (pid_t pid : agents) kill_agent(pid);
@@ -138,14 +142,14 @@ TEST(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
 
   // The rest is drained by an agent in this process (expired leases are replayed).
   const auto drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  agent_loop(db, [&](bool idle) {
+  agent_loop(db, effects_log, [&](bool idle) {
     return (idle && tasks.list({.status = flow::Status::Running}).empty() && tasks.list({.status = flow::Status::Pending}).empty()) ||
            std::chrono::steady_clock::now() > drain_until;
   });
 
   std::map<int64_t, std::set<int64_t>> effects;  // task -> tokens whose effect happened
   std::map<int64_t, std::vector<int64_t>> acks;  // task -> tokens whose result was accepted
-  std::ifstream log(db + ".effects");
+  std::ifstream log(effects_log);
   std::string op;
   int64_t task = 0, token = 0;
   while (log >> op >> task >> token) {
@@ -167,8 +171,8 @@ TEST(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
     replayed += t.attempts > 1;
     stale_effects += static_cast<int64_t>(effects[t.id].size()) - 1;
   }
-  std::printf("flow soak: %d kills of %d agents in %.1f s; %lld tasks, %zu finished under kills, %lld replayed, %lld effects of interrupted attempts\n",
-              kKills + kAgents, kAgents, kill_s, static_cast<long long>(submitted), finished_under_kills, static_cast<long long>(replayed),
+  std::printf("flow soak (%s): %d kills of %d agents in %.1f s; %lld tasks, %zu finished under kills, %lld replayed, %lld effects of interrupted attempts\n",
+              GetParam().c_str(), kKills + kAgents, kAgents, kill_s, static_cast<long long>(submitted), finished_under_kills, static_cast<long long>(replayed),
               static_cast<long long>(stale_effects));
   EXPECT_GT(finished_under_kills, 0u) << "the agents never got to work: the soak proves little";
   EXPECT_GT(replayed, 0) << "no kill interrupted a task: the soak proves little";

@@ -18,14 +18,17 @@ using loom_test::ManualClock;
 using flow::Heartbeat;
 using flow::Status;
 
-TEST(FlowTasks, SchemaHasTheTaskTable) {
-  FreshStore fs;
+class FlowTasks : public loom_test::FlowBackendTest {};
+INSTANTIATE_STORE_BACKENDS(FlowTasks);
+
+TEST_P(FlowTasks, SchemaHasTheTaskTable) {
+  FreshStore fs(url());
   EXPECT_EQ(fs.store.schema_version(), store::Store::library_schema_version());
   EXPECT_EQ(loom_test::raw_sql(fs.url(), "SELECT COUNT(*) FROM tasks"), std::vector<std::string>{"0"});
 }
 
-TEST(FlowTasks, SubmitClaimFinish) {
-  FreshStore fs;
+TEST_P(FlowTasks, SubmitClaimFinish) {
+  FreshStore fs(url());
   ManualClock t;
   flow::Tasks tasks(fs.store, t.clock());
   const int64_t id = tasks.submit("train", R"({ "lr": 0.5, "layers": [1, 2] })", {.priority = 2, .max_attempts = 4});
@@ -70,8 +73,8 @@ TEST(FlowTasks, SubmitClaimFinish) {
   EXPECT_EQ(tasks.list({.limit = 1}).size(), 1u);
 }
 
-TEST(FlowTasks, HighestPriorityOldestFirstWithinTheAgentsKinds) {
-  FreshStore fs;
+TEST_P(FlowTasks, HighestPriorityOldestFirstWithinTheAgentsKinds) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   const int64_t low = tasks.submit("k", "{}", {.priority = -1});
   const int64_t high1 = tasks.submit("k", "{}", {.priority = 5});
@@ -85,8 +88,8 @@ TEST(FlowTasks, HighestPriorityOldestFirstWithinTheAgentsKinds) {
   EXPECT_EQ(tasks.claim({"x", "other"}, "a")->task_id, other);
 }
 
-TEST(FlowTasks, ExpiredLeaseIsReplayedAndTheStaleAgentIsFenced) {
-  FreshStore fs;
+TEST_P(FlowTasks, ExpiredLeaseIsReplayedAndTheStaleAgentIsFenced) {
+  FreshStore fs(url());
   ManualClock t;
   flow::Tasks tasks(fs.store, t.clock());
   const int64_t id = tasks.submit("k", R"({"n": 1})", {.lease_ms = 1000});
@@ -128,8 +131,8 @@ TEST(FlowTasks, ExpiredLeaseIsReplayedAndTheStaleAgentIsFenced) {
   EXPECT_EQ(info.result, R"({"from":"b"})");
 }
 
-TEST(FlowTasks, FailedAttemptsAreRetriedThenTheTaskFailsWithTheLastError) {
-  FreshStore fs;
+TEST_P(FlowTasks, FailedAttemptsAreRetriedThenTheTaskFailsWithTheLastError) {
+  FreshStore fs(url());
   ManualClock t;
   flow::Tasks tasks(fs.store, t.clock());
   const int64_t id = tasks.submit("k", "{}", {.max_attempts = 3, .lease_ms = 100});
@@ -169,8 +172,8 @@ TEST(FlowTasks, FailedAttemptsAreRetriedThenTheTaskFailsWithTheLastError) {
   EXPECT_EQ(info.agent, "agent??");
 }
 
-TEST(FlowTasks, TimeoutBoundsTheLeaseAndFailsTheAttempt) {
-  FreshStore fs;
+TEST_P(FlowTasks, TimeoutBoundsTheLeaseAndFailsTheAttempt) {
+  FreshStore fs(url());
   ManualClock t;
   flow::Tasks tasks(fs.store, t.clock());
   const int64_t id = tasks.submit("k", "{}", {.max_attempts = 2, .timeout_ms = 500, .lease_ms = 10000});
@@ -188,8 +191,8 @@ TEST(FlowTasks, TimeoutBoundsTheLeaseAndFailsTheAttempt) {
   EXPECT_THROW(tasks.finish(*c, "1"), flow::ClaimLostError);
 }
 
-TEST(FlowTasks, CancelPendingAndRunning) {
-  FreshStore fs;
+TEST_P(FlowTasks, CancelPendingAndRunning) {
+  FreshStore fs(url());
   ManualClock t;
   flow::Tasks tasks(fs.store, t.clock());
   const int64_t pending = tasks.submit("k", "{}", {.priority = 0});
@@ -220,8 +223,8 @@ TEST(FlowTasks, CancelPendingAndRunning) {
   EXPECT_THROW(tasks.cancel(12345), store::NotFoundError);
 }
 
-TEST(FlowTasks, BadInputIsATypedErrorAndWritesNothing) {
-  FreshStore fs;
+TEST_P(FlowTasks, BadInputIsATypedErrorAndWritesNothing) {
+  FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { tasks.submit("k", R"({"lr": 0.1)"); }), {"submit", "not valid JSON"}));
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { tasks.submit("k", "[1, 2]"); }), {"must be a JSON object", "array"}));
@@ -250,8 +253,8 @@ TEST(FlowTasks, BadInputIsATypedErrorAndWritesNothing) {
   EXPECT_THROW(tasks.finish(forged, "{}"), store::NotFoundError);
 }
 
-TEST(FlowTasks, ConcurrentClaimersTakeEachTaskOnce) {
-  FreshStore fs;
+TEST_P(FlowTasks, ConcurrentClaimersTakeEachTaskOnce) {
+  FreshStore fs(url());
   {
     flow::Tasks tasks(fs.store);
     for (int i = 0; i < 60; ++i) tasks.submit("k", "{\"i\": " + std::to_string(i) + "}");

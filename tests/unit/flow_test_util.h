@@ -1,6 +1,6 @@
 #pragma once
-// Helpers of the workflow tests: a fresh store per test (the one place that picks the backend,
-// so that the suite can later run on each) and a clock that tests move by hand.
+// Helpers of the workflow tests: a fresh store per test on the test's backend (they are TEST_Ps
+// instantiated with INSTANTIATE_STORE_BACKENDS, as the store's) and a clock that tests move by hand.
 #include <gtest/gtest.h>
 #include <loom/loom.h>
 
@@ -9,15 +9,23 @@
 #include <string>
 
 #include "unit/core_test_util.h"
+#include "unit/store_test_util.h"
 
 namespace loom_test {
 
-// A new, empty store in a temporary directory, removed with it.
+// The store of a workflow test: a new, empty one on the test's backend (a file in its temporary
+// folder, or a database on the test server dropped at its end). `url` is StoreBackendTest::url().
 struct FreshStore {
-  TempDir dir;
-  loom::store::Store store = loom::store::Store::open(dir / "flow.db");
-  std::string url() const { return store.path(); }
+  explicit FreshStore(const std::string& u) : store(loom::store::Store::open(u)), url_(u) {}
+  std::string url() const { return url_; }
+  loom::store::Store store;
+
+ private:
+  std::string url_;
 };
+
+// A workflow test run on each backend: TEST_P(FlowXxx, ...) with INSTANTIATE_STORE_BACKENDS(FlowXxx).
+using FlowBackendTest = StoreBackendTest;
 
 // A clock that only moves when told: lease and timeout tests advance it instead of sleeping.
 struct ManualClock {

@@ -28,13 +28,6 @@ namespace {
 
 int64_t count(const std::string& db, const std::string& table) { return std::stoll(raw_sql(db, "SELECT COUNT(*) FROM " + table)[0]); }
 
-int64_t blob_files(const std::string& dir) {
-  int64_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) ++n;
-  return n;
-}
-
 // Sample i of a synthetic dataset: x (3, 2) float32 with special values, y int64, metadata and tags.
 store::Sample synthetic(int64_t i) {
   Generator g(100 + i);
@@ -65,9 +58,11 @@ std::vector<int64_t> indices_of(const store::DatasetView& v) {
 
 }  // namespace
 
-TEST(StoreDatasets, RoundTripIsBitExactWithMetadataAndTags) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+class StoreDatasets : public loom_test::StoreBackendTest {};
+INSTANTIATE_STORE_BACKENDS(StoreDatasets);
+
+TEST_P(StoreDatasets, RoundTripIsBitExactWithMetadataAndTags) {
+  store::Store s = store::Store::open(url());
   const store::DatasetInfo info = write_synthetic(s, "syn", 10, 4);
   EXPECT_EQ(info.version, 1);
   EXPECT_EQ(info.samples, 10);
@@ -95,9 +90,8 @@ TEST(StoreDatasets, RoundTripIsBitExactWithMetadataAndTags) {
   EXPECT_THROW(view->get(10), IndexError);
 }
 
-TEST(StoreDatasets, CommittedVersionsAreImmutableAndDraftsInvisible) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreDatasets, CommittedVersionsAreImmutableAndDraftsInvisible) {
+  store::Store s = store::Store::open(url());
   store::DatasetWriter w1 = s.datasets().create("d", {.shard_samples = 2});
   for (int64_t i = 0; i < 5; ++i) w1.append(synthetic(i));
   w1.commit();
@@ -125,9 +119,8 @@ TEST(StoreDatasets, CommittedVersionsAreImmutableAndDraftsInvisible) {
   EXPECT_EQ(s.datasets().find_top({.name = "d"})[0].version, 2);
 }
 
-TEST(StoreDatasets, ImportsIdxNpyAndCsv) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreDatasets, ImportsIdxNpyAndCsv) {
+  store::Store s = store::Store::open(url());
   // IDX: 5 images of 2x3 uint8 and 5 labels, written byte by byte (big-endian dims).
   std::string images = std::string("\0\0\x08\x03", 4) + std::string("\0\0\0\x05\0\0\0\x02\0\0\0\x03", 12);
   std::string labels = std::string("\0\0\x08\x01", 4) + std::string("\0\0\0\x05", 4);
@@ -165,14 +158,13 @@ TEST(StoreDatasets, ImportsIdxNpyAndCsv) {
   EXPECT_TRUE(same_bytes(cv->get(0)[0], from_vector<float>({-3, 4.25f}, {2})));
   EXPECT_TRUE(same_bytes(cv->get(1)[1], full({}, 1, Float32, Device::cpu())));
   // A reader's error is its IOError; nothing is written.
-  const int64_t rows = count(s.path(), "datasets");
+  const int64_t rows = count(url(), "datasets");
   EXPECT_THROW(s.datasets().import_npy("bad", {{"a", tmp / "missing.npy"}}), IOError);
-  EXPECT_EQ(count(s.path(), "datasets"), rows);
+  EXPECT_EQ(count(url(), "datasets"), rows);
 }
 
-TEST(StoreDatasets, QueriesMatchAnInMemoryFilter) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreDatasets, QueriesMatchAnInMemoryFilter) {
+  store::Store s = store::Store::open(url());
   const int64_t n = 120;
   write_synthetic(s, "q", n, 16);
   std::vector<nlohmann::json> meta;
@@ -219,9 +211,8 @@ TEST(StoreDatasets, QueriesMatchAnInMemoryFilter) {
   }
 }
 
-TEST(StoreDatasets, LazyViewThroughTheLoaderWithTwoWorkersGivesExactlyTheQuery) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreDatasets, LazyViewThroughTheLoaderWithTwoWorkersGivesExactlyTheQuery) {
+  store::Store s = store::Store::open(url());
   write_synthetic(s, "l", 90, 8);
   auto view = s.datasets().query("l", 1, {.where = {{"label", "<", 7}}, .order_by = "score", .fields = {"y", "x"}, .cache_shards = 3});
   ASSERT_GT(view->size(), 40);
@@ -238,9 +229,8 @@ TEST(StoreDatasets, LazyViewThroughTheLoaderWithTwoWorkersGivesExactlyTheQuery) 
   EXPECT_EQ(seen, view->size());
 }
 
-TEST(StoreDatasets, ShardsAreReadLazilyAndCached) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreDatasets, ShardsAreReadLazilyAndCached) {
+  store::Store s = store::Store::open(url());
   write_synthetic(s, "z", 40, 10);  // 4 shards
   auto one = s.datasets().query("z", 1, {.offset = 25, .limit = 1});
   EXPECT_EQ(one->shard_reads(), 0);  // a query reads no shard
@@ -257,42 +247,38 @@ TEST(StoreDatasets, ShardsAreReadLazilyAndCached) {
   EXPECT_EQ(all->shard_reads(), 3);
 }
 
-TEST(StoreDatasets, RemovalKeepsBlobsInUseAndFreesTheRest) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreDatasets, RemovalKeepsBlobsInUseAndFreesTheRest) {
+  store::Store s = store::Store::open(url());
   write_synthetic(s, "r", 12, 4);                          // shards: [0,4) [4,8) [8,12)
   store::DatasetWriter w = s.datasets().create("r", {.fields = {"x", "y"}, .shard_samples = 4});
   for (int64_t i = 0; i < 8; ++i) w.append(synthetic(i));   // the same first two shards
   for (int64_t i = 50; i < 52; ++i) w.append(synthetic(i));
   w.commit();
-  EXPECT_EQ(count(s.path(), "blobs"), 4);                  // deduplicated: 3 + 1 new
-  EXPECT_EQ(blob_files(s.blob_dir()), 4);
+  EXPECT_EQ(count(url(), "blobs"), 4);                  // deduplicated: 3 + 1 new
+  EXPECT_EQ(loom_test::stored_blob_count(s), 4);
   s.datasets().remove("r", 1);
-  EXPECT_EQ(count(s.path(), "blobs"), 3);
-  EXPECT_EQ(blob_files(s.blob_dir()), 3);
+  EXPECT_EQ(count(url(), "blobs"), 3);
+  EXPECT_EQ(loom_test::stored_blob_count(s), 3);
   auto v2 = s.datasets().query("r", 2);
   for (int64_t i = 0; i < v2->size(); ++i) EXPECT_TRUE(same_bytes(v2->get(i)[0], synthetic(i < 8 ? i : 42 + i).tensors.at("x")));
   EXPECT_EQ(s.gc().files_removed, 0);
   s.datasets().remove("r", 2);
-  EXPECT_EQ(count(s.path(), "blobs"), 0);
-  EXPECT_EQ(count(s.path(), "dataset_samples"), 0);
-  EXPECT_EQ(count(s.path(), "dataset_sample_meta"), 0);
-  EXPECT_EQ(blob_files(s.blob_dir()), 0);
+  EXPECT_EQ(count(url(), "blobs"), 0);
+  EXPECT_EQ(count(url(), "dataset_samples"), 0);
+  EXPECT_EQ(count(url(), "dataset_sample_meta"), 0);
+  EXPECT_EQ(loom_test::stored_blob_count(s), 0);
   EXPECT_THROW(s.datasets().remove("r", 2), store::NotFoundError);
   // A version number is never reused.
   EXPECT_EQ(write_synthetic(s, "r", 1, 0).version, 3);
 }
 
-TEST(StoreDatasets, CorruptShardIsABlobError) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreDatasets, CorruptShardIsABlobError) {
+  store::Store s = store::Store::open(url());
   write_synthetic(s, "c", 8, 4);
   const std::string blob = raw_sql(s.path(), "SELECT blob FROM dataset_shards WHERE shard = 1")[0];
-  const std::string path = s.blob_dir() + "/" + blob.substr(0, 2) + "/" + blob.substr(2);
-  std::string bytes = read_file(path);
+  std::string bytes = loom_test::stored_blob(s, blob);
   bytes[bytes.size() / 2] ^= 0x5a;
-  fs::permissions(path, fs::perms::owner_write, fs::perm_options::add);
-  { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
+  loom_test::set_stored_blob(s, blob, bytes);
   auto view = s.datasets().query("c", 1);
   EXPECT_NO_THROW(view->get(0));  // shard 0 is intact
   const std::string msg = error_message<store::BlobError>([&] { view->get(5); });
@@ -302,9 +288,8 @@ TEST(StoreDatasets, CorruptShardIsABlobError) {
   EXPECT_THROW(loader.next(), store::BlobError);
 }
 
-TEST(StoreDatasets, BadInputIsATypedErrorAndWritesNothing) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreDatasets, BadInputIsATypedErrorAndWritesNothing) {
+  store::Store s = store::Store::open(url());
   write_synthetic(s, "b", 5, 0);
   auto q = [&](store::SampleQuery query) { s.datasets().query("b", 1, query); };
   EXPECT_NE(error_message<ValueError>([&] { q({.where = {{"label", "=~", 3}}}); }).find("=~"), std::string::npos);
@@ -314,7 +299,7 @@ TEST(StoreDatasets, BadInputIsATypedErrorAndWritesNothing) {
   EXPECT_THROW(q({.fields = {"nope"}}), ValueError);
   EXPECT_THROW(s.datasets().query("b", 9), store::NotFoundError);
 
-  const int64_t blobs = count(s.path(), "blobs"), samples = count(s.path(), "dataset_samples");
+  const int64_t blobs = count(url(), "blobs"), samples = count(url(), "dataset_samples");
   {
     store::DatasetWriter w = s.datasets().create("w", {.fields = {"x", "y"}, .shard_samples = 2});
     store::Sample missing = synthetic(0);
@@ -341,11 +326,11 @@ TEST(StoreDatasets, BadInputIsATypedErrorAndWritesNothing) {
     w.append(synthetic(1));  // a full shard: written as a draft
     w.append(synthetic(2));
     EXPECT_EQ(w.size(), 3);
-    EXPECT_GT(count(s.path(), "blobs"), blobs);
+    EXPECT_GT(count(url(), "blobs"), blobs);
   }  // destroyed uncommitted: the draft and its blobs go
-  EXPECT_EQ(count(s.path(), "blobs"), blobs);
-  EXPECT_EQ(count(s.path(), "dataset_samples"), samples);
-  EXPECT_EQ(blob_files(s.blob_dir()), blobs);
+  EXPECT_EQ(count(url(), "blobs"), blobs);
+  EXPECT_EQ(count(url(), "dataset_samples"), samples);
+  EXPECT_EQ(loom_test::stored_blob_count(s), blobs);
   EXPECT_TRUE(s.datasets().versions("w").empty());
 
   // An import that fails half way leaves nothing either.
@@ -357,8 +342,8 @@ TEST(StoreDatasets, BadInputIsATypedErrorAndWritesNothing) {
   write_file_atomic(tmp / "y.npy", data::npy_to_bytes(y));
   EXPECT_THROW(s.datasets().import_npy("i", {{"x", tmp / "x.npy"}, {"y", tmp / "y.npy"}}, {.shard_samples = 4, .metadata = {{"y", "v"}}}),
                ValueError);
-  EXPECT_EQ(count(s.path(), "blobs"), blobs);
-  EXPECT_EQ(count(s.path(), "datasets"), 1);
+  EXPECT_EQ(count(url(), "blobs"), blobs);
+  EXPECT_EQ(count(url(), "datasets"), 1);
   EXPECT_THROW(s.datasets().create("x", {.shard_samples = -1}), ValueError);
   EXPECT_THROW(s.datasets().create("bad\x01name"), ValueError);
 }

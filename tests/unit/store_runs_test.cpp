@@ -50,9 +50,11 @@ int64_t count(const std::string& db, const std::string& table) { return std::sto
 
 }  // namespace
 
-TEST(StoreRuns, StoreLoggerRecordsATinyFit) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+class StoreRuns : public loom_test::StoreBackendTest {};
+INSTANTIATE_STORE_BACKENDS(StoreRuns);
+
+TEST_P(StoreRuns, StoreLoggerRecordsATinyFit) {
+  store::Store s = store::Store::open(url());
   Graph net = loom_test::small_mlp(4);
   train::Model model = make_model(net);
   data::DataLoader train(blobs(96, 1), {.batch_size = 32});
@@ -87,9 +89,8 @@ TEST(StoreRuns, StoreLoggerRecordsATinyFit) {
   EXPECT_EQ(s.runs().get(logger->run_id()).metrics.at("loss").epochs, (std::vector<int64_t>{2}));
 }
 
-TEST(StoreRuns, AFitThatThrowsEndsFailedWhenTheLoggerGoes) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreRuns, AFitThatThrowsEndsFailedWhenTheLoggerGoes) {
+  store::Store s = store::Store::open(url());
   Graph net = loom_test::small_mlp(4);
   train::Model model = make_model(net);
   data::DataLoader train(blobs(32, 1), {.batch_size = 32});
@@ -111,9 +112,8 @@ TEST(StoreRuns, AFitThatThrowsEndsFailedWhenTheLoggerGoes) {
   EXPECT_TRUE(run.checkpoint_sha256.empty());
 }
 
-TEST(StoreRuns, QueriesByMetricsOnTheFinalOrBestEpochAndCompares) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreRuns, QueriesByMetricsOnTheFinalOrBestEpochAndCompares) {
+  store::Store s = store::Store::open(url());
   store::Runs runs = s.runs();
   // val_acc curves: a rises to 0.9; b peaks at 0.95 then falls to 0.7; c stays at 0.8.
   const std::vector<std::vector<double>> curves = {{0.5, 0.7, 0.9}, {0.6, 0.95, 0.7}, {0.8, 0.8}};
@@ -154,9 +154,8 @@ TEST(StoreRuns, QueriesByMetricsOnTheFinalOrBestEpochAndCompares) {
   EXPECT_THROW(runs.finish(ids[0], "done"), ValueError);
 }
 
-TEST(StoreRuns, NaNMetricsRoundTripAndCheckpointsAreReferenceCounted) {
-  TempDir tmp;
-  store::Store s = store::Store::open(tmp / "s.db");
+TEST_P(StoreRuns, NaNMetricsRoundTripAndCheckpointsAreReferenceCounted) {
+  store::Store s = store::Store::open(url());
   store::Runs runs = s.runs();
   const int64_t a = runs.start("e").id, b = runs.start("e").id;
   runs.log_epoch(a, 0, {{"loss", std::nan("")}});
@@ -164,16 +163,17 @@ TEST(StoreRuns, NaNMetricsRoundTripAndCheckpointsAreReferenceCounted) {
   EXPECT_TRUE(runs.find({.metrics = {{"loss", "<", 1e300}}}).empty());
   runs.set_checkpoint(a, "same bytes");
   runs.set_checkpoint(b, "same bytes");
-  EXPECT_EQ(count(s.path(), "blobs"), 1);
+  EXPECT_EQ(count(url(), "blobs"), 1);
   EXPECT_EQ(runs.checkpoint(b), "same bytes");
   runs.set_checkpoint(b, "other bytes");  // replaces and releases
-  EXPECT_EQ(count(s.path(), "blobs"), 2);
+  EXPECT_EQ(count(url(), "blobs"), 2);
   runs.remove(a);
-  EXPECT_EQ(count(s.path(), "blobs"), 1);
+  EXPECT_EQ(count(url(), "blobs"), 1);
   EXPECT_EQ(runs.checkpoint(b), "other bytes");
   EXPECT_THROW(runs.get(a), store::NotFoundError);
   runs.remove(b);
-  EXPECT_EQ(count(s.path(), "blobs"), 0);
-  EXPECT_EQ(count(s.path(), "run_metrics"), 0);
+  EXPECT_EQ(count(url(), "blobs"), 0);
+  EXPECT_EQ(loom_test::stored_blob_count(s), 0u);
+  EXPECT_EQ(count(url(), "run_metrics"), 0);
   EXPECT_EQ(s.gc().files_removed, 0);
 }

@@ -1,0 +1,23 @@
+#include "store/query.h"
+
+#include "loom/core/error.h"
+
+namespace loom::store::detail {
+
+void check_label(const char* op, const char* what, const std::string& s, size_t most) {
+  bool ok = !s.empty() && s.size() <= most;
+  for (unsigned char c : s) ok = ok && c >= 0x20 && c != 0x7f;
+  if (!ok)
+    throw ValueError(std::string(op) + ": invalid " + what + " '" + s + "' (valid: 1 to " + std::to_string(most) +
+                     " bytes without control characters)");
+}
+
+const char* sql_comparison(const char* op, const char* what, const std::string& cmp, const std::string& subject) {
+  static const char* const ops[] = {"<", "<=", "==", "!=", ">=", ">"};
+  static const char* const sql_ops[] = {"<", "<=", "=", "<>", ">=", ">"};
+  for (int i = 0; i < 6; ++i)
+    if (cmp == ops[i]) return sql_ops[i];
+  throw ValueError(std::string(op) + ": invalid " + what + " '" + cmp + "' for " + subject + " (valid: <, <=, ==, !=, >=, >)");
+}
+
+}  // namespace loom::store::detail
