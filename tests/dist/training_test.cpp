@@ -39,7 +39,7 @@ TEST(DistShard, IsThisRanksShare) {
 
 TEST(DistributedOptimizer, AveragesGradientsInBuckets) {
   const int size = dist::size(), rank = dist::rank();
-  // float32 (3, 4), float64 (5,), float32 (7,) with a transposed gradient, an empty one, one
+  // float32 (3, 4), float64 (5,), float32 (7,) with a strided gradient, an empty one, one
   // without a gradient anywhere, one with a gradient on rank 0 only
   std::vector<Tensor> params = {zeros({3, 4}), zeros({5}, Float64), zeros({7}), zeros({0}), zeros({2}), zeros({6})};
   for (Tensor& p : params) p.requires_grad_();
@@ -53,7 +53,11 @@ TEST(DistributedOptimizer, AveragesGradientsInBuckets) {
     dist::DistributedOptimizer opt(sgd, {.bucket_bytes = c.bucket_bytes});
     opt.zero_grad();
     for (int k : {0, 1, 3}) set_grad(params[static_cast<size_t>(k)], grad_of(params[static_cast<size_t>(k)], k, rank));
-    set_grad(params[2], grad_of(zeros({7, 1}), 2, rank).transpose().reshape({7}).transpose());
+    Tensor wide = zeros({14});  // a strided gradient: every other element of a wider tensor
+    Tensor strided = wide.index({Slice(None, None, 2)});
+    strided.copy_(grad_of(params[2], 2, rank));
+    ASSERT_FALSE(strided.is_contiguous());
+    set_grad(params[2], strided);
     if (rank == 0) set_grad(params[5], grad_of(params[5], 5, 0));
     opt.average_gradients();
     EXPECT_EQ(opt.last_bucket_count(), c.buckets);

@@ -39,8 +39,8 @@ class DistributedOptimizer {
   train::Optimizer& optimizer() { return *optimizer_; }
   const std::shared_ptr<train::Optimizer>& shared() const { return optimizer_; }
 
-  // The parameters and the optimizer state (buffers, step counters, lr and hyperparameters)
-  // of rank `root` on every rank.
+  // The parameters and the optimizer state (buffers, step counters and lr: what
+  // load_state_dict restores) of rank `root` on every rank.
   void broadcast_state(int root = 0);
   // Every gradient becomes its mean over ranks. A parameter with a gradient on some rank but
   // not on this one counts as a zero gradient here (an unused branch); one without a gradient
