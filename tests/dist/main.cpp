@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 
 #include "dist/comm.h"
 #include "loom/dist/dist.h"
@@ -21,8 +22,27 @@ class AbortOnFailure : public testing::EmptyTestEventListener {
 };
 }  // namespace
 
+// Before any Context: every call names the missing Context (checked here, once per run, since a
+// process can initialize MPI only once).
+bool refuses_without_context() {
+  if (loom::dist::is_initialized()) return false;
+  for (auto call : {+[] { loom::dist::rank(); }, +[] { loom::dist::barrier(); }}) {
+    try {
+      call();
+      return false;
+    } catch (const loom::dist::DistError& e) {
+      if (std::string(e.what()).find("no dist::Context is alive") == std::string::npos) return false;
+    }
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  if (!refuses_without_context()) {
+    std::fprintf(stderr, "dist: a call without a Context did not throw the expected DistError\n");
+    return 1;
+  }
   loom::dist::Context dist;
   auto& listeners = testing::UnitTest::GetInstance()->listeners();
   if (dist.rank() != 0) delete listeners.Release(listeners.default_result_printer());
