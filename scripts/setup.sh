@@ -16,6 +16,8 @@ PACKAGES=(
   python3 python3-torch python3-numpy
   # the model zoo's parameter-count and output reference (tests/zoo/check_params.py)
   python3-torchvision
+  # loom::dist: Open MPI's library and headers, and mpirun for the multi-process tests
+  libopenmpi-dev openmpi-bin
 )
 if [[ ${1:-} == --sanitizers ]]; then
   PACKAGES+=(clang libclang-rt-dev llvm)

@@ -97,6 +97,9 @@ class EpochRun {
   std::vector<std::thread> workers_;
 };
 
+// Examples per epoch of one shard of a dataset of n (LoaderOptions::shard).
+int64_t shard_size(int64_t n, const Shard& sh) { return sh.drop_tail ? n / sh.count : (n + sh.count - 1) / sh.count; }
+
 }  // namespace
 
 // Everything the workers read lives here, behind a stable address (the loader may move).
@@ -128,7 +131,11 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions opt
   if (options.batch_size < 1) throw ValueError("DataLoader: batch_size must be >= 1, got " + std::to_string(options.batch_size));
   if (options.n_jobs < 0) throw ValueError("DataLoader: n_jobs must be >= 0, got " + std::to_string(options.n_jobs));
   if (options.prefetch < 0) throw ValueError("DataLoader: prefetch must be >= 0, got " + std::to_string(options.prefetch));
-  const int64_t n = dataset->size();
+  const Shard& sh = options.shard;
+  if (sh.count < 1 || sh.index < 0 || sh.index >= sh.count)
+    throw ValueError("DataLoader: shard " + std::to_string(sh.index) + " of " + std::to_string(sh.count) +
+                     " is invalid (valid: count >= 1 and index in [0, count))");
+  const int64_t n = shard_size(dataset->size(), sh);
   impl_->n_batches = options.drop_last ? n / options.batch_size : (n + options.batch_size - 1) / options.batch_size;
   impl_->dataset = std::move(dataset);
   impl_->options = std::move(options);
@@ -153,13 +160,21 @@ void DataLoader::set_position(LoaderPosition pos) {
 
 std::vector<int64_t> DataLoader::Impl::epoch_order(int64_t epoch) const {
   const int64_t n = dataset->size();
+  std::vector<int64_t> v(static_cast<size_t>(n));
   if (!options.shuffle) {
-    std::vector<int64_t> v(static_cast<size_t>(n));
     std::iota(v.begin(), v.end(), 0);
-    return v;
+  } else {
+    Generator gen(Generator::mix(options.seed ^ kShuffleDomain, static_cast<uint64_t>(epoch)));
+    v = permutation(n, Device::cpu(), &gen).to_vector<int64_t>();
   }
-  Generator gen(Generator::mix(options.seed ^ kShuffleDomain, static_cast<uint64_t>(epoch)));
-  return permutation(n, Device::cpu(), &gen).to_vector<int64_t>();
+  const Shard& sh = options.shard;
+  if (sh.count == 1) return v;
+  // positions index, index + count, ... of the order padded (cyclically) or cut to a multiple
+  // of count
+  const int64_t len = shard_size(n, sh);
+  std::vector<int64_t> mine(static_cast<size_t>(len));
+  for (int64_t j = 0; j < len; ++j) mine[static_cast<size_t>(j)] = v[static_cast<size_t>((sh.index + j * sh.count) % n)];
+  return mine;
 }
 
 std::vector<int64_t> DataLoader::Impl::batch_indices(int64_t epoch, int64_t batch) const {
@@ -182,8 +197,10 @@ std::shared_ptr<const std::vector<int64_t>> DataLoader::Impl::cached_order(int64
 }
 
 uint64_t DataLoader::Impl::batch_seed(int64_t epoch, int64_t batch) const {
-  return Generator::mix(Generator::mix(options.seed ^ kTransformDomain, static_cast<uint64_t>(epoch)),
-                        static_cast<uint64_t>(batch));
+  const uint64_t seed = Generator::mix(Generator::mix(options.seed ^ kTransformDomain, static_cast<uint64_t>(epoch)),
+                                       static_cast<uint64_t>(batch));
+  // shards draw different transforms for their batch of the same index
+  return options.shard.count == 1 ? seed : Generator::mix(seed, static_cast<uint64_t>(options.shard.index));
 }
 
 Batch DataLoader::Impl::make_batch(int64_t epoch, int64_t batch) const {

@@ -286,3 +286,57 @@ TEST(DataLoader, FashionMnistThroughTheLoader) {
   }
   EXPECT_EQ(n, 10000);
 }
+
+// Shards split each epoch's order (the same shuffle on every shard): every example once per
+// epoch between them, equally many batches each, padded or cut when the count does not divide.
+TEST(DataLoader, ShardsSplitEachEpochBetweenThem) {
+  for (bool shuffle : {false, true})
+    for (int64_t n : {12, 10}) {
+      const auto ds = small(n);
+      DataLoader whole(ds, {.batch_size = 4, .shuffle = shuffle, .seed = 5});
+      for (int64_t epoch = 0; epoch < 2; ++epoch) {
+        const std::vector<int64_t> order = whole.epoch_order(epoch);
+        std::multiset<int64_t> seen;
+        for (int64_t k = 0; k < 3; ++k) {
+          DataLoader part(ds, {.batch_size = 2, .shuffle = shuffle, .seed = 5, .shard = {.index = k, .count = 3}});
+          part.set_epoch(epoch);
+          const std::vector<int64_t> mine = part.epoch_order(epoch);
+          ASSERT_EQ(static_cast<int64_t>(mine.size()), (n + 2) / 3);  // padded to ceil(n / 3)
+          EXPECT_EQ(part.size(), ((n + 2) / 3 + 1) / 2);
+          for (size_t j = 0; j < mine.size(); ++j) EXPECT_EQ(mine[j], order[(k + 3 * j) % n]);
+          for (const auto& b : drain(part)) seen.insert(b.begin(), b.end());
+        }
+        // every example at least once; the n % 3 padding repeats the order's first examples
+        EXPECT_EQ(seen.size(), static_cast<size_t>(3 * ((n + 2) / 3)));
+        for (int64_t i = 0; i < n; ++i) EXPECT_GE(seen.count(i), 1u) << "example " << i;
+        for (int64_t j = 0; j < 3 * ((n + 2) / 3) - n; ++j) EXPECT_EQ(seen.count(order[j]), 2u);
+        // drop_tail: floor(n / 3) each, no example twice
+        std::set<int64_t> cut;
+        for (int64_t k = 0; k < 3; ++k) {
+          DataLoader part(ds, {.shuffle = shuffle, .seed = 5, .shard = {.index = k, .count = 3, .drop_tail = true}});
+          const std::vector<int64_t> mine = part.epoch_order(epoch);
+          EXPECT_EQ(static_cast<int64_t>(mine.size()), n / 3);
+          cut.insert(mine.begin(), mine.end());
+        }
+        EXPECT_EQ(cut.size(), static_cast<size_t>(3 * (n / 3)));
+      }
+    }
+}
+
+// Shard 0 of 1 is the whole loader (same order, same transform seeds); shards of the same batch
+// index draw different transform seeds.
+TEST(DataLoader, ShardSeedsAndValidation) {
+  const auto ds = small(8);
+  DataLoader plain(ds, {.batch_size = 2, .shuffle = true, .seed = 3});
+  DataLoader one(ds, {.batch_size = 2, .shuffle = true, .seed = 3, .shard = {.index = 0, .count = 1}});
+  DataLoader a(ds, {.batch_size = 2, .shuffle = true, .seed = 3, .shard = {.index = 0, .count = 2}});
+  DataLoader b(ds, {.batch_size = 2, .shuffle = true, .seed = 3, .shard = {.index = 1, .count = 2}});
+  EXPECT_EQ(one.epoch_order(1), plain.epoch_order(1));
+  EXPECT_EQ(one.batch_seed(1, 2), plain.batch_seed(1, 2));
+  EXPECT_NE(a.batch_seed(1, 0), b.batch_seed(1, 0));
+  for (Shard bad : {Shard{.index = 2, .count = 2}, Shard{.index = -1, .count = 2}, Shard{.index = 0, .count = 0}}) {
+    const std::string m = error_message<ValueError>([&] { DataLoader l(ds, {.shard = bad}); });
+    EXPECT_TRUE(contains_all(m, {"shard " + std::to_string(bad.index) + " of " + std::to_string(bad.count),
+                                 "count >= 1 and index in [0, count)"})) << m;
+  }
+}

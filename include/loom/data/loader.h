@@ -31,6 +31,19 @@
 
 namespace loom::data {
 
+// One of `count` loaders that split every epoch between them (data-parallel training: one per
+// process, dist::shard()): loader `index` yields positions index, index + count, ... of the
+// epoch's order (the same order, shuffled or not, on every loader with the same seed), so
+// that the loaders see every example once per epoch between them. When count does not divide
+// the dataset's size, the order is padded by repeating its first examples (every loader gets
+// ceil(size / count) examples, as torch's DistributedSampler) or, with drop_tail, cut to a
+// multiple of count (floor(size / count) each): the loaders always yield equally many batches.
+struct Shard {
+  int64_t index = 0;
+  int64_t count = 1;
+  bool drop_tail = false;
+};
+
 struct LoaderOptions {
   int64_t batch_size = 1;
   bool shuffle = false;
@@ -39,6 +52,7 @@ struct LoaderOptions {
   int n_jobs = 0;          // worker threads; 0 builds each batch in the calling thread
   int64_t prefetch = 4;    // batches ready or in progress ahead of the consumer (>= n_jobs is used)
   Transform transform;     // applied to every collated batch
+  Shard shard;             // this loader's share of each epoch (the whole epoch by default)
 };
 
 // Where a loader stands: `batch` batches of epoch `epoch` have been delivered.
@@ -72,7 +86,8 @@ class DataLoader {
   void set_position(LoaderPosition pos);
   void set_epoch(int64_t epoch) { set_position({epoch, 0}); }
 
-  // The example order of an epoch (a permutation when shuffling) and the indices of one batch.
+  // The example order of an epoch (a permutation when shuffling; this loader's shard of it)
+  // and the indices of one batch.
   std::vector<int64_t> epoch_order(int64_t epoch) const;
   std::vector<int64_t> batch_indices(int64_t epoch, int64_t batch) const;
   // Builds batch `batch` of epoch `epoch` directly in the calling thread (what next() returns).

@@ -1,0 +1,61 @@
+#pragma once
+// Data-parallel training as Horovod and PyTorch DDP do it (docs/distributed.md): every rank
+// runs the same model on its shard of each batch (data::LoaderOptions::shard, dist::shard()),
+// the gradients are averaged over ranks before each step, and every rank applies the same
+// update, so the parameters stay identical everywhere.
+//
+//   dist::DistributedOptimizer opt(std::make_shared<train::Adam>(params));
+//   dist::broadcast_graph(graph);  // rank 0's initial weights and buffers everywhere
+//   opt.broadcast_state();         // and its optimizer state (e.g. after loading a checkpoint)
+//   for (...) { opt.zero_grad(); loss.backward(); opt.step(); }  // step averages, then updates
+#include <cstdint>
+#include <memory>
+
+#include "loom/data/loader.h"
+#include "loom/dist/dist.h"
+#include "loom/graph/graph.h"
+#include "loom/train/optimizers.h"
+
+namespace loom::dist {
+
+// This rank's share of each epoch, for data::LoaderOptions::shard: {rank(), size()}.
+data::Shard shard(bool drop_tail = false);
+
+// Every parameter and buffer of `graph` (io::graph_state, by name) becomes rank `root`'s.
+// ValueError when the ranks' graphs hold different tensor names; the broadcast's ShapeError or
+// DTypeError, naming the tensor, when a tensor differs.
+void broadcast_graph(const Graph& graph, int root = 0);
+
+struct DistributedOptions {
+  // Gradients are averaged in buckets of about this many bytes (consecutive parameters of one
+  // dtype; a larger gradient is a bucket of its own): one allreduce per bucket.
+  int64_t bucket_bytes = 25 << 20;
+};
+
+class DistributedOptimizer {
+ public:
+  explicit DistributedOptimizer(std::shared_ptr<train::Optimizer> optimizer, DistributedOptions options = {});
+
+  train::Optimizer& optimizer() { return *optimizer_; }
+  const std::shared_ptr<train::Optimizer>& shared() const { return optimizer_; }
+
+  // The parameters and the optimizer state (buffers, step counters and lr: what
+  // load_state_dict restores) of rank `root` on every rank.
+  void broadcast_state(int root = 0);
+  // Every gradient becomes its mean over ranks. A parameter with a gradient on some rank but
+  // not on this one counts as a zero gradient here (an unused branch); one without a gradient
+  // on every rank stays without.
+  void average_gradients();
+  // average_gradients(), then the optimizer's step().
+  void step();
+  void zero_grad() { optimizer_->zero_grad(); }
+  // Allreduce calls made for gradients by the last average_gradients() (diagnostics, tests).
+  int64_t last_bucket_count() const { return last_buckets_; }
+
+ private:
+  std::shared_ptr<train::Optimizer> optimizer_;
+  DistributedOptions options_;
+  int64_t last_buckets_ = 0;
+};
+
+}  // namespace loom::dist

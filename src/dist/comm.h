@@ -1,0 +1,21 @@
+#pragma once
+// What the collectives share with the Context: the communicator and MPI error checks.
+// MPI's C API only: Open MPI's mpi.h otherwise declares its deprecated C++ bindings, whose
+// library Loom does not link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <string>
+
+namespace loom::dist::detail {
+
+// The live Context's communicator (a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN);
+// DistError when no Context is alive.
+MPI_Comm comm();
+
+// Throws DistError "<what> failed in <call>: <MPI's error string>" unless rc is MPI_SUCCESS.
+// `what` names the collective and its tensor ("dist::allreduce(sum) of float32 (2, 3)").
+void check(int rc, const char* call, const std::string& what);
+
+}  // namespace loom::dist::detail
