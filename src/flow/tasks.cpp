@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/json_util.h"
+#include "core/utf8.h"
 #include "flow/kind.h"
 #include "store/store_impl.h"
 
@@ -41,21 +42,11 @@ void check_range(const char* option, int64_t v, int64_t lo, int64_t hi) {
 // Text any backend stores as written: valid UTF-8 without NUL (PostgreSQL refuses both; a
 // command's stderr may hold anything), each offending byte replaced by '?'.
 std::string clean_text(const std::string& s) {
-  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};  // shortest form per length
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool ok = c != 0 && n > 0 && i + n <= s.size();
-    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
-    for (size_t k = 1; ok && k < n; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      ok = (b & 0xc0) == 0x80;
-      cp = (cp << 6) | (b & 0x3f);
-    }
-    ok = ok && (n == 1 || (cp >= kMin[n] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff)));
-    if (ok) {
+    const size_t n = s[i] == '\0' ? 0 : loom::detail::utf8_sequence_length(s, i);
+    if (n > 0) {
       out.append(s, i, n);
       i += n;
     } else {

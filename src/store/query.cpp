@@ -1,15 +1,16 @@
 #include "store/query.h"
 
+#include "core/utf8.h"
 #include "loom/core/error.h"
 
 namespace loom::store::detail {
 
 void check_label(const char* op, const char* what, const std::string& s, size_t most) {
-  bool ok = !s.empty() && s.size() <= most;
+  bool ok = !s.empty() && s.size() <= most && loom::detail::is_utf8(s);
   for (unsigned char c : s) ok = ok && c >= 0x20 && c != 0x7f;
   if (!ok)
     throw ValueError(std::string(op) + ": invalid " + what + " '" + s + "' (valid: 1 to " + std::to_string(most) +
-                     " bytes without control characters)");
+                     " bytes of UTF-8 text without control characters)");
 }
 
 const char* sql_comparison(const char* op, const char* what, const std::string& cmp, const std::string& subject) {

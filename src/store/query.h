@@ -6,7 +6,8 @@
 
 namespace loom::store::detail {
 
-// Names, tags, metric names and metadata keys: 1 to `most` bytes without control characters.
+// Names, tags, metric names and metadata keys: 1 to `most` bytes of well-formed UTF-8 without
+// control characters.
 // Otherwise a ValueError "<op>: invalid <what> '<s>' (valid: ...)".
 void check_label(const char* op, const char* what, const std::string& s, size_t most = 256);
 

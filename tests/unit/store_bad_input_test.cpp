@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "unit/core_test_util.h"
 #include "unit/flow_test_util.h"
@@ -102,6 +103,25 @@ TEST_P(StoreBadInput, MalformedHyperParameterJson) {
   }
   EXPECT_EQ(snapshot(s, url()), before) << "nothing was written";
   EXPECT_EQ(s.models().versions("m").size(), 1u);
+}
+
+// Names, tags and keys that are not UTF-8 text are refused alike on both backends (PostgreSQL
+// cannot store them; SQLite would have) before anything is written; UTF-8 text is kept exactly.
+TEST_P(StoreBadInput, NamesThatAreNotUtf8) {
+  store::Store s = store::Store::open(url());
+  fill(s);
+  const auto before = snapshot(s, url());
+  for (const std::string& bad : {std::string("m\xff"), std::string("\xc3"), std::string("\xc0\xaf"), std::string("\xed\xa0\x80")}) {
+    SCOPED_TRACE(bad);
+    EXPECT_TRUE(contains_all(error_message<ValueError>([&] { s.models().save(bad, small_mlp(2)); }), {"invalid", "UTF-8"}));
+    EXPECT_THROW(s.models().save("m", small_mlp(2), {}, "{}", {bad}), ValueError);
+    EXPECT_THROW(s.runs().start("e", bad), ValueError);
+    EXPECT_THROW(s.datasets().create(bad, {.fields = {"x"}}), ValueError);
+  }
+  EXPECT_EQ(snapshot(s, url()), before) << "nothing was written";
+  const std::string text = "mod\xc3\xa8le-\xe2\x82\xac-\xf0\x9f\x99\x82";  // "modèle-€-🙂"
+  s.models().save(text, small_mlp(2), {}, "{}", {text});
+  EXPECT_EQ(s.models().get(text).tags, std::vector<std::string>{text});
 }
 
 TEST_P(StoreBadInput, CorruptOrMissingBlobs) {
