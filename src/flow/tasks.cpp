@@ -185,7 +185,7 @@ std::vector<TaskInfo> Tasks::list(const TaskFilter& f) const {
 bool Tasks::cancel(int64_t id) {
   auto& impl = *store_.impl();
   std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(*impl.conn, TxMode::Write);
+  Transaction tx(*impl.conn, TxMode::RowWrite);
   const int64_t changed = impl.conn->execute(
       "UPDATE tasks SET status = 'cancelled', finished_ms = ?, lease_expires_ms = NULL WHERE id = ? AND status IN ('pending', 'running')",
       {clock_(), id});
@@ -219,7 +219,7 @@ int64_t Tasks::reclaim_locked(int64_t now) {
 int64_t Tasks::reclaim_expired() {
   auto& impl = *store_.impl();
   std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(*impl.conn, TxMode::Write);
+  Transaction tx(*impl.conn, TxMode::RowWrite);
   const int64_t n = reclaim_locked(clock_());
   tx.commit();
   return n;
@@ -238,7 +238,7 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
   auto& impl = *store_.impl();
   auto& conn = *impl.conn;
   std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(conn, TxMode::Write);
+  Transaction tx(conn, TxMode::RowWrite);
   const int64_t now = clock_();
   reclaim_locked(now);
   const std::vector<Row> rows =
@@ -284,7 +284,7 @@ void Tasks::finish(const Claim& c, const std::string& result) {
   const std::string json = canonical_json("finish", "result", result, false);
   auto& impl = *store_.impl();
   std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(*impl.conn, TxMode::Write);
+  Transaction tx(*impl.conn, TxMode::RowWrite);
   if (impl.conn->execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
                          "deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
                          {json, clock_(), c.task_id, c.token}) == 0)
@@ -296,7 +296,7 @@ Status Tasks::fail(const Claim& c, const std::string& error) {
   auto& impl = *store_.impl();
   auto& conn = *impl.conn;
   std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(conn, TxMode::Write);
+  Transaction tx(conn, TxMode::RowWrite);
   const int64_t now = clock_();
   // The next status is decided here rather than in SQL, so that no parameter needs a type
   // the backend would have to infer (a CASE of parameters is text to PostgreSQL).

@@ -50,6 +50,9 @@ enum class TxMode {
   Write,  // takes the database's write lock at BEGIN (SQLite: BEGIN IMMEDIATE), so that a
           // read-then-write transaction cannot fail half way on a lock upgrade (PostgreSQL:
           // BEGIN + an advisory lock all writers take, src/store/postgresql.cpp)
+  RowWrite,  // writes that lock only the rows they touch (PostgreSQL: BEGIN, READ COMMITTED,
+             // no advisory lock: the task queue's claims, with FOR UPDATE SKIP LOCKED, run
+             // side by side); SQLite has no row locks and takes its write lock as for Write
 };
 
 class Connection {

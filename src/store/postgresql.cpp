@@ -15,6 +15,9 @@
 //                      conflict (no retry loop needed) and, READ COMMITTED, each statement sees
 //                      every commit made before the lock was granted. The lock is released by
 //                      COMMIT or ROLLBACK, also when the client dies (the server ends its session).
+//   TxMode::RowWrite   BEGIN, READ COMMITTED, no advisory lock: the task queue's statements
+//                      lock the rows they touch (FOR UPDATE SKIP LOCKED, conditional UPDATEs),
+//                      so agents claim side by side; they touch no blob or reference count.
 //   lock_timeout       10 s, as SQLite's busy timeout: a writer waits for another, then fails.
 //   notices            dropped (libpq would print them on stderr).
 #include <libpq-fe.h>
@@ -165,6 +168,7 @@ class PostgresConnection final : public Connection {
       return;
     }
     run_simple("BEGIN");
+    if (mode == TxMode::RowWrite) return;
     try {
       query("SELECT pg_advisory_xact_lock(?)", {kWriteLock});
     } catch (...) {

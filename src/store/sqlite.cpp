@@ -100,7 +100,7 @@ class SqliteConnection final : public Connection {
     return out;
   }
 
-  void begin(TxMode mode) override { execute(mode == TxMode::Write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED"); }
+  void begin(TxMode mode) override { execute(mode == TxMode::Read ? "BEGIN DEFERRED" : "BEGIN IMMEDIATE"); }
   void commit() override {
     try {
       execute("COMMIT");

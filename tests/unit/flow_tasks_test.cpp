@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 #include <loom/loom.h>
 
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -280,4 +284,40 @@ TEST_P(FlowTasks, ConcurrentClaimersTakeEachTaskOnce) {
   EXPECT_EQ(all.size(), 60u);
   flow::Tasks tasks(fs.store);
   EXPECT_EQ(tasks.list({.status = Status::Finished}).size(), 60u);
+}
+
+// PostgreSQL: the queue's statements lock only the rows they touch, so claims run side by side
+// and never queue behind the store's writers (a model or dataset save holds the advisory write
+// lock for as long as it runs). Here another session holds that lock throughout: every task
+// operation still completes at once, where waiting for it would fail after the 10 s
+// lock_timeout. (SQLite has one writer at a time by design.)
+class FlowTasksPostgreSQL : public loom_test::FlowBackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, FlowTasksPostgreSQL, ::testing::Values(std::string("postgresql")),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+TEST_P(FlowTasksPostgreSQL, TaskOperationsDoNotWaitForTheStoreWriteLock) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  const int64_t a = tasks.submit("train"), b = tasks.submit("train");
+  std::unique_ptr<PGconn, decltype(&PQfinish)> writer(PQconnectdb(url().c_str()), &PQfinish);
+  ASSERT_EQ(PQstatus(writer.get()), CONNECTION_OK) << PQerrorMessage(writer.get());
+  // src/store/postgresql.cpp's kWriteLock ("loomstor"), held by this session until it ends
+  std::unique_ptr<PGresult, decltype(&PQclear)> held(PQexec(writer.get(), "SELECT pg_advisory_lock(7813586394390228850)"), &PQclear);
+  ASSERT_EQ(PQresultStatus(held.get()), PGRES_TUPLES_OK) << PQerrorMessage(writer.get());
+
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t c = tasks.submit("train");
+  const auto first = tasks.claim({"train"}, "agent-1");
+  const auto second = tasks.claim({"train"}, "agent-2");
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->task_id, a);
+  EXPECT_EQ(second->task_id, b);
+  EXPECT_EQ(tasks.heartbeat(*first), Heartbeat::Renewed);
+  tasks.finish(*first, R"({"ok": 1})");
+  EXPECT_EQ(tasks.fail(*second, "boom"), Status::Pending);
+  EXPECT_TRUE(tasks.cancel(c));
+  EXPECT_EQ(tasks.reclaim_expired(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "a task operation waited for the write lock";
+  EXPECT_EQ(tasks.get(a).status, Status::Finished);
+  EXPECT_EQ(tasks.get(c).status, Status::Cancelled);
 }
