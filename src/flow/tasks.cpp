@@ -9,6 +9,7 @@
 #include "core/json_util.h"
 #include "core/utf8.h"
 #include "flow/kind.h"
+#include "store/query.h"
 #include "store/store_impl.h"
 
 namespace loom::flow {
@@ -128,9 +129,7 @@ Status parse_status(const std::string& name) {
   throw ValueError("unknown task status '" + name + "' (valid: pending, running, finished, failed, cancelled)");
 }
 
-int64_t system_clock_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+int64_t system_clock_ms() { return store::detail::now_ms(); }
 
 Tasks::Tasks(store::Store store, Clock clock) : store_(std::move(store)), clock_(clock ? std::move(clock) : Clock(system_clock_ms)) {}
 

@@ -8,13 +8,13 @@
 #include <zstd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <memory>
 
 #include "loom/core/file.h"
 #include "loom/store/error.h"
 #include "store/crash_point.h"
+#include "store/query.h"
 
 namespace loom::store::detail {
 
@@ -47,10 +47,6 @@ void make_dir(const std::string& dir) {
   if (err == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return;
   throw StoreError("store: cannot create the blob directory '" + dir + "': " +
                    (err == EEXIST ? std::string("a file of that name is in the way") : std::strerror(err)));
-}
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace

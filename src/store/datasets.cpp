@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <future>
@@ -27,6 +26,7 @@ using detail::Row;
 using detail::Transaction;
 using detail::TxMode;
 using detail::Value;
+using detail::now_ms;
 using nlohmann::json;
 
 namespace {
@@ -42,10 +42,6 @@ std::vector<std::string> tag_set(const char* op, std::vector<std::string> tags) 
 }
 
 std::string what(const std::string& name, int64_t version) { return "dataset '" + name + "' version " + std::to_string(version); }
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string shape_text(const Shape& s) {
   std::string out = "[";

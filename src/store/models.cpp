@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cmath>
 
 #include "core/json_util.h"
@@ -22,6 +21,7 @@ using detail::Row;
 using detail::Transaction;
 using detail::TxMode;
 using detail::Value;
+using detail::now_ms;
 
 namespace {
 
@@ -35,10 +35,6 @@ void check_alias(const char* op, const std::string& alias) {
 }
 
 std::string what(const std::string& name, int64_t version) { return "model '" + name + "' version " + std::to_string(version); }
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 constexpr const char* kInfoColumns =
     "SELECT m.id, m.name, m.version, m.created_ms, m.hyper_parameters, m.weights, b.size FROM models m "

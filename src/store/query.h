@@ -1,7 +1,8 @@
 #pragma once
-// Argument checks shared by the store's registries (models, datasets, runs): one rule for
-// names, tags and keys, and one table of the comparison operators of their query filters.
+// What the store's registries (models, datasets, runs, blobs) share: one rule for names, tags
+// and keys, one table of the comparison operators of their query filters, one clock.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace loom::store::detail {
@@ -14,5 +15,8 @@ void check_label(const char* op, const char* what, const std::string& s, size_t 
 // The SQL operator of a filter's comparison `cmp` (one of < <= == != >= >). Otherwise a
 // ValueError "<op>: invalid <what> '<cmp>' for <subject> (valid: <, <=, ==, !=, >=, >)".
 const char* sql_comparison(const char* op, const char* what, const std::string& cmp, const std::string& subject);
+
+// Unix time in milliseconds: the rows' created/started/ended times.
+int64_t now_ms();
 
 }  // namespace loom::store::detail

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -21,12 +20,9 @@ using detail::Row;
 using detail::Transaction;
 using detail::TxMode;
 using detail::Value;
+using detail::now_ms;
 
 namespace {
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string what(int64_t run) { return "run " + std::to_string(run); }
 
