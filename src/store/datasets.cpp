@@ -447,7 +447,7 @@ void DatasetWriter::append(const Sample& sample) {
   std::string names;
   for (const FieldInfo& f : fields) names += (names.empty() ? "" : ", ") + f.name;
   for (const auto& [k, t] : sample.tensors)
-    if (std::none_of(fields.begin(), fields.end(), [&](const FieldInfo& f) { return f.name == k; }))
+    if (std::none_of(fields.begin(), fields.end(), [&k = k](const FieldInfo& f) { return f.name == k; }))
       throw ValueError("append: the sample has a tensor '" + k + "' that is not a field of " + st.source() + " (fields: " + names + ")");
   std::vector<Tensor> values;
   for (const FieldInfo& f : fields) {
@@ -575,7 +575,7 @@ DatasetInfo import_arrays(Datasets& ds, const char* op, const std::string& name,
   std::vector<std::pair<std::string, Tensor>> meta;  // metadata key, 1-D values
   for (const auto& [field, key] : options.metadata) {
     check_label(op, "metadata key", key);
-    auto it = std::find_if(arrays.begin(), arrays.end(), [&](const auto& a) { return a.first == field; });
+    auto it = std::find_if(arrays.begin(), arrays.end(), [&field = field](const auto& a) { return a.first == field; });
     if (it == arrays.end()) throw ValueError(std::string(op) + ": metadata names field '" + field + "', which is not imported");
     if (it->second.ndim() != 1)
       throw ShapeError(std::string(op) + ": field '" + field + "' has shape " + shape_text(it->second.shape()) +
