@@ -21,15 +21,9 @@ using namespace loom;
 using loom_test::raw_sql;
 using loom_test::TempDir;
 
-namespace {
+using loom_test::blobs;
 
-std::shared_ptr<data::TensorDataset> blobs(int64_t n, uint64_t seed) {
-  Generator g(seed);
-  Tensor labels = randint(0, 3, {n}, Int64, default_device(), &g);
-  Tensor centers = from_vector<float>({2, 0, 0, 1, -2, 1, 0, 0, 0, -2, 2, -1}, {3, 4});
-  Tensor x = take(centers, labels, 0) + normal({n, 4}, 0, 0.6, Float32, default_device(), &g);
-  return std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, labels});
-}
+namespace {
 
 train::Model make_model(const Graph& graph) {
   std::vector<Tensor> params;
