@@ -2,8 +2,11 @@
 // MPI: fakes stand for the other ranks (loom::dist's MPI implementation: tests/dist/).
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "loom/loom.h"
@@ -25,42 +28,88 @@ struct InstallGroup {
   ~InstallGroup() { nn::set_replica_group(nullptr); }
 };
 
-// A synchronized BatchNorm on x, where the other replica holds the same x, is an ordinary one
-// on the batch [x; x]: output, running statistics and gradients (x's; weight's and bias's per
-// replica, half of the whole batch's).
-TEST(SyncBatchNorm, EqualsBatchNormOverAllReplicasRows) {
+// Two replicas as two threads of this process: sum() waits for both and gives each the total.
+struct ThreadPair : nn::ReplicaGroup {
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<double> acc, result;
+  int arrived = 0;
+  int64_t generation = 0;
+  int size() const override { return 2; }
+  void sum(Tensor& t) override {
+    const std::vector<double> v = t.astype(Float64).to_vector<double>();
+    std::vector<double> total;
+    {
+      std::unique_lock<std::mutex> lock(m);
+      const int64_t gen = generation;
+      if (arrived == 0) acc = v;
+      else
+        for (size_t i = 0; i < v.size(); ++i) acc[i] += v[i];
+      if (++arrived == 2) {
+        result = acc;
+        arrived = 0;
+        ++generation;
+        cv.notify_all();
+      } else {
+        cv.wait(lock, [&] { return generation != gen; });
+      }
+      total = result;
+    }
+    NoGrad off;
+    t.copy_(from_vector(total, t.shape()).astype(t.dtype()));
+  }
+};
+
+// A synchronized BatchNorm in two replicas (threads), each with half of the rows, is an
+// ordinary one on the whole batch: each replica's output and x gradient are its rows of the
+// whole batch's, the running statistics the same, the weight and bias gradients sum to the
+// whole batch's.
+TEST(SyncBatchNorm, TwoReplicasEqualOneLayerOnTheWholeBatch) {
   Generator gen(3);
-  const Tensor x = normal({3, 4, 2, 2}, 0, 1, Float32, default_device(), &gen) * 2.0 + 1.5;
-  const Tensor r = normal({3, 4, 2, 2}, 0, 1, Float32, default_device(), &gen);
+  const Tensor x = normal({6, 4, 2, 2}, 0, 1, Float32, default_device(), &gen) * 2.0 + 1.5;
+  const Tensor r = normal({6, 4, 2, 2}, 0, 1, Float32, default_device(), &gen);
+  // y, x grad, running_mean, running_var, weight grad, bias grad
   auto run = [](bool sync, const Tensor& xs, const Tensor& rs) {
     nn::Input in(Shape{-1, 4, 2, 2}, Float32, "x");
     nn::BatchNorm bn(in, {.sync = sync}, "bn");
     Graph g = Graph::build({bn}, {in});
+    const io::TensorMap s = io::graph_state(g);
+    {
+      NoGrad off;
+      Tensor w = s.at("bn/weight");
+      w.copy_(arange(0, 4, 1, Float32) * 0.5 + 0.25);
+    }
     Tensor xg = xs.copy().requires_grad_();
     nn::ModeScope mode(nn::Mode::Train);
     Tensor y = g.compile()(xg);
     sum(y * rs).backward();
     std::vector<Tensor> out{y.detach(), xg.grad()};
-    const io::TensorMap s = io::graph_state(g);
     for (const char* k : {"bn/running_mean", "bn/running_var"}) out.push_back(s.at(k).copy());
     for (const char* k : {"bn/weight", "bn/bias"}) out.push_back(s.at(k).grad());
     return out;
   };
-  const std::vector<Tensor> whole = run(false, concatenate({x, x}, 0), concatenate({r, r}, 0));
-  Mirror mirror;
-  std::vector<Tensor> mine;
+  const std::vector<Tensor> whole = run(false, x, r);
+  ThreadPair pair;
+  std::vector<Tensor> part[2];
   {
-    InstallGroup installed(&mirror);
-    mine = run(true, x, r);
+    InstallGroup installed(&pair);
+    std::thread other([&] { part[1] = run(true, slice(x, 0, 3, 6), slice(r, 0, 3, 6)); });
+    part[0] = run(true, slice(x, 0, 0, 3), slice(r, 0, 0, 3));
+    other.join();
   }
-  const std::vector<Tensor> want = {slice(whole[0], 0, 0, 3), slice(whole[1], 0, 0, 3), whole[2], whole[3], whole[4] / 2.0,
-                                    whole[5] / 2.0};
   const char* names[] = {"y", "x grad", "running_mean", "running_var", "weight grad", "bias grad"};
-  for (size_t k = 0; k < want.size(); ++k) {
-    const auto a = want[k].to_vector<float>(), b = mine[k].to_vector<float>();
-    ASSERT_EQ(a.size(), b.size()) << names[k];
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 + 1e-4 * std::abs(a[i])) << names[k] << " element " << i;
+  auto expect_near = [&](const Tensor& got, const Tensor& want, const std::string& what) {
+    const auto a = want.to_vector<float>(), b = got.to_vector<float>();
+    ASSERT_EQ(a.size(), b.size()) << what;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 + 1e-4 * std::abs(a[i])) << what << " element " << i;
+  };
+  for (int p = 0; p < 2; ++p) {
+    const std::string who = "replica " + std::to_string(p) + ": ";
+    ASSERT_EQ(part[p].size(), 6u);
+    for (size_t k = 0; k < 2; ++k) expect_near(part[p][k], slice(whole[k], 0, 3 * p, 3 * p + 3), who + names[k]);
+    for (size_t k = 2; k < 4; ++k) expect_near(part[p][k], whole[k], who + names[k]);
   }
+  for (size_t k = 4; k < 6; ++k) expect_near(part[0][k] + part[1][k], whole[k], names[k]);
   // without a group (or a group of one) the flag changes nothing
   const std::vector<Tensor> plain = run(false, x, r), alone = run(true, x, r);
   for (size_t k = 0; k < plain.size(); ++k) EXPECT_EQ(alone[k].to_vector<float>(), plain[k].to_vector<float>()) << names[k];
