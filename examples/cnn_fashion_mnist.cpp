@@ -6,6 +6,13 @@
 // that does not contain this model's code, reloads the file and measures it again.
 //
 //   ./build/examples/cnn_fashion_mnist [--epochs N] [--out DIR] [--data DIR] [--threads N]
+//                                      [--limit N] [--distributed]
+//
+// Data-parallel (docs/distributed.md): `mpirun -np 2 ./build/examples/cnn_fashion_mnist ...`
+// trains in 2 processes (automatic under Open MPI's mpirun, or with --distributed), each with
+// half of every batch of 128 and synchronized batch norm, as one process would; rank 0 prints,
+// saves and tests.
+#include <loom/dist/optimizer.h>
 #include <loom/loom.h>
 #include <loom/data/loader.h>
 #include <loom/io/model.h>
@@ -17,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
+#include <optional>
 #include <string>
 
 using namespace loom;
@@ -26,20 +35,34 @@ namespace {
 struct Args {
   int epochs = 12;
   int threads = 0;
+  int64_t limit = 0;  // train on the first N training images only (a quick check); 0: all
+  bool distributed = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;  // launched by mpirun
   std::string out = "main-job";
   std::string data = "/usr/share/datasets/fashion-mnist";
 };
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--distributed") {
+      a.distributed = true;
+      --i;  // a flag: no value
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "option %s needs a value\n", k.c_str());
+      std::exit(2);
+    }
+    const std::string v = argv[i + 1];
     if (k == "--epochs") a.epochs = std::atoi(v.c_str());
+    else if (k == "--limit") a.limit = std::atoll(v.c_str());
     else if (k == "--out") a.out = v;
     else if (k == "--data") a.data = v;
     else if (k == "--threads") a.threads = std::atoi(v.c_str());
     else {
-      std::fprintf(stderr, "unknown option %s (valid: --epochs N, --out DIR, --data DIR, --threads N)\n", k.c_str());
+      std::fprintf(stderr, "unknown option %s (valid: --epochs N, --out DIR, --data DIR, --threads N, --limit N, --distributed)\n",
+                   k.c_str());
       std::exit(2);
     }
   }
@@ -59,18 +82,36 @@ std::shared_ptr<data::TensorDataset> load(const std::string& dir, const std::str
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   if (args.threads > 0) set_num_threads(args.threads);
+  std::optional<dist::Context> context;  // MPI for the whole run when data-parallel
+  if (args.distributed) context.emplace();
+  const int ranks = context ? context->size() : 1;
+  const bool root = !context || context->rank() == 0;
+  if (128 % ranks != 0) {
+    std::fprintf(stderr, "--distributed: the batch of 128 must split evenly over the %d processes\n", ranks);
+    return 2;
+  }
   manual_seed(2026);
   std::filesystem::create_directories(args.out);
 
   const data::Transform normalize = data::Normalize({0.2860}, {0.3530});
   auto split = data::random_split(load(args.data, "train"), {55000, 5000}, 7);
-  data::DataLoader train(split[0], {.batch_size = 128, .shuffle = true, .seed = 1, .n_jobs = 1,
-                                    .transform = data::Compose({data::RandomHorizontalFlip(0.5), normalize})});
-  data::DataLoader validation(split[1], {.batch_size = 500, .transform = normalize});
+  std::shared_ptr<const data::Dataset> train_set = split[0];
+  if (args.limit > 0 && args.limit < train_set->size()) {
+    std::vector<int64_t> first(static_cast<size_t>(args.limit));
+    std::iota(first.begin(), first.end(), int64_t{0});
+    train_set = std::make_shared<data::Subset>(train_set, std::move(first));
+  }
+  // per process: its share of every batch of 128, and of the validation set (fit shards the
+  // training loader itself)
+  data::DataLoader train(train_set, {.batch_size = 128 / ranks, .shuffle = true, .seed = 1, .n_jobs = 1,
+                                     .transform = data::Compose({data::RandomHorizontalFlip(0.5), normalize})});
+  data::DataLoader validation(split[1], {.batch_size = 500, .transform = normalize,
+                                         .shard = context ? dist::shard() : data::Shard{}});
   data::DataLoader test(load(args.data, "t10k"), {.batch_size = 500, .transform = normalize});
-  std::printf("Fashion-MNIST: %lld training, %lld validation and %lld test images, %d threads\n",
-              static_cast<long long>(train.dataset()->size()), static_cast<long long>(validation.dataset()->size()),
-              static_cast<long long>(test.dataset()->size()), get_num_threads());
+  if (root)
+    std::printf("Fashion-MNIST: %lld training, %lld validation and %lld test images, %d threads\n",
+                static_cast<long long>(train.dataset()->size()), static_cast<long long>(validation.dataset()->size()),
+                static_cast<long long>(test.dataset()->size()), get_num_threads());
 
   // conv-bn-relu-pool twice, then a small classifier (loom::zoo::fashion_cnn)
   Graph cnn = zoo::fashion_cnn().graph;
@@ -79,11 +120,18 @@ int main(int argc, char** argv) {
     for (const Tensor& p : l.parameters()) params.push_back(p);
   int64_t count = 0;
   for (const Tensor& p : params) count += p.numel();
-  std::printf("CNN with %lld parameters\n", static_cast<long long>(count));
+  if (root) std::printf("CNN with %lld parameters\n", static_cast<long long>(count));
+  // data-parallel: batch norm over the whole batch of 128, not each process's part
+  if (context) {
+    nn::sync_batch_norm(cnn);
+    if (root) std::printf("data-parallel: %d processes x %d images per batch, synchronized batch norm\n", ranks, 128 / ranks);
+  }
 
   auto adam = std::make_shared<train::Adam>(params, train::AdamOptions{.lr = 2e-3});
   train::Model model(cnn, [](const Tensor& logits, const Tensor& labels) { return cross_entropy(logits, labels); }, adam,
                      {std::make_shared<train::Accuracy>()});
+  // the weights are rank 0's (fit broadcasts them); dropout draws differently on every rank
+  if (context) manual_seed(2026 + static_cast<uint64_t>(context->rank()));
   const std::string model_path = args.out + "/fashion_cnn.safetensors";
   auto schedule = std::make_shared<train::CosineAnnealingLR>(*adam, args.epochs, 1e-5);
   std::vector<std::shared_ptr<train::Callback>> callbacks{
@@ -93,8 +141,11 @@ int main(int argc, char** argv) {
       std::make_shared<train::TerminateOnNaN>()};
 
   const auto t0 = std::chrono::steady_clock::now();
-  train::History h = model.fit(train, {.epochs = args.epochs, .validation = &validation, .callbacks = callbacks});
+  train::FitOptions fit{.epochs = args.epochs, .validation = &validation, .callbacks = callbacks};
+  if (context) fit.distributed = dist::data_parallel();  // rank 0 shows progress and writes the files
+  train::History h = model.fit(train, fit);
   const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 60;
+  if (!root) return 0;  // every rank holds the same model: rank 0 saves and tests it
   train::save_learning_curves(h, args.out + "/learning_curves.svg", "Loom CNN on Fashion-MNIST");
 
   // the saved model is the best epoch by validation accuracy: put its weights back and test it

@@ -3,6 +3,7 @@
 
 #include "dist/comm.h"
 #include "loom/dist/dist.h"
+#include "loom/nn/replicas.h"
 
 namespace loom::dist {
 
@@ -12,6 +13,14 @@ namespace {
 std::atomic<const Context*> g_context{nullptr};
 MPI_Comm g_comm = MPI_COMM_NULL;
 MPI_Comm g_node = MPI_COMM_NULL;
+
+// The ranks as nn's replica group (synchronized batch norm) while a Context is alive.
+class Replicas final : public nn::ReplicaGroup {
+ public:
+  int size() const override { return dist::size(); }
+  void sum(Tensor& t) override { allreduce(t, ReduceOp::Sum); }
+};
+Replicas g_replicas;
 
 const Context& live(const char* what) {
   const Context* c = g_context.load();
@@ -74,9 +83,11 @@ Context::Context() {
     throw;
   }
   g_context.store(this);
+  nn::set_replica_group(&g_replicas);
 }
 
 Context::~Context() {
+  nn::set_replica_group(nullptr);
   g_context.store(nullptr);
   MPI_Comm_free(&g_node);
   MPI_Comm_free(&g_comm);

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "loom/io/model.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/manipulation.h"
+#include "loom/train/model.h"
 
 namespace loom::dist {
 
@@ -39,6 +41,93 @@ std::string broadcast_text(const std::string& text, int root) {
   broadcast(bytes, root);
   const auto* p = bytes.numel() ? reinterpret_cast<const char*>(bytes.data<uint8_t>()) : "";
   return std::string(p, static_cast<size_t>(bytes.numel()));
+}
+
+void broadcast_optimizer(train::Optimizer& optimizer, int root) {
+  NoGrad no_grad;
+  for (const Tensor& p : optimizer.params()) {
+    Tensor target = p;
+    broadcast(target, root);
+  }
+  // The state's layout as text ("t key dtype ndim dims..", "c key value", "s key hexfloat"),
+  // then its tensors in that order.
+  const train::OptimizerState mine = optimizer.state_dict();
+  std::ostringstream layout;
+  for (const auto& [key, t] : mine.tensors) {
+    layout << "t " << key << ' ' << static_cast<int>(t.dtype()) << ' ' << t.ndim();
+    for (int64_t d : t.shape()) layout << ' ' << d;
+    layout << '\n';
+  }
+  for (const auto& [key, v] : mine.counters) layout << "c " << key << ' ' << v << '\n';
+  for (const auto& [key, v] : mine.scalars) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", v);  // exact
+    layout << "s " << key << ' ' << buf << '\n';
+  }
+  std::istringstream in(broadcast_text(layout.str(), root));
+  train::OptimizerState state;
+  std::string kind, key;
+  while (in >> kind >> key) {
+    if (kind == "t") {
+      int dtype = 0;
+      int64_t ndim = 0;
+      in >> dtype >> ndim;
+      Shape shape(static_cast<size_t>(ndim));
+      for (int64_t& d : shape) in >> d;
+      Tensor t = rank() == root ? mine.tensors.at(key) : empty(shape, static_cast<DType>(dtype));
+      broadcast(t, root);
+      state.tensors[key] = t;
+    } else if (kind == "c") {
+      in >> state.counters[key];
+    } else {
+      std::string hex;
+      in >> hex;
+      state.scalars[key] = std::strtod(hex.c_str(), nullptr);
+    }
+  }
+  optimizer.load_state_dict(state);
+}
+
+int64_t average_in_buckets(const std::vector<Tensor>& params, int64_t bucket_bytes) {
+  NoGrad no_grad;
+  const int64_t n = static_cast<int64_t>(params.size());
+  // which parameters have a gradient on some rank
+  Tensor has = zeros({n}, Bool);
+  for (int64_t i = 0; i < n; ++i) has.data<bool>()[i] = params[static_cast<size_t>(i)].grad().defined();
+  allreduce(has, ReduceOp::Max);
+  std::vector<Tensor> grads;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!has.data<bool>()[i]) continue;
+    const Tensor& p = params[static_cast<size_t>(i)];
+    if (!p.grad().defined()) p.impl()->grad = zeros_like(p).impl();  // unused here: contributes zeros
+    grads.push_back(p.grad());
+  }
+  // Buckets: consecutive gradients of one dtype up to bucket_bytes (at least one gradient).
+  int64_t buckets = 0;
+  for (size_t b = 0; b < grads.size();) {
+    size_t e = b + 1;
+    int64_t bytes = static_cast<int64_t>(grads[b].nbytes());
+    while (e < grads.size() && grads[e].dtype() == grads[b].dtype() &&
+           bytes + static_cast<int64_t>(grads[e].nbytes()) <= bucket_bytes)
+      bytes += static_cast<int64_t>(grads[e++].nbytes());
+    ++buckets;
+    if (e == b + 1) {
+      allreduce(grads[b], ReduceOp::Mean);  // in place when contiguous
+    } else {
+      std::vector<Tensor> flat;
+      for (size_t i = b; i < e; ++i) flat.push_back(grads[i].reshape({-1}));
+      Tensor bucket = concatenate(flat, 0);
+      allreduce(bucket, ReduceOp::Mean);
+      int64_t off = 0;
+      for (size_t i = b; i < e; ++i) {
+        const int64_t k = grads[i].numel();
+        grads[i].copy_(bucket.index({Slice(off, off + k)}).reshape(grads[i].shape()));
+        off += k;
+      }
+    }
+    b = e;
+  }
+  return buckets;
 }
 
 }  // namespace
@@ -77,96 +166,125 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<train::Optimizer> opt
   size();  // DistError now, not at the first step, when no Context is alive
 }
 
-void DistributedOptimizer::broadcast_state(int root) {
-  NoGrad no_grad;
-  for (const Tensor& p : optimizer_->params()) {
-    Tensor target = p;
-    broadcast(target, root);
-  }
-  // The state's layout as text ("t key dtype ndim dims..", "c key value", "s key hexfloat"),
-  // then its tensors in that order.
-  const train::OptimizerState mine = optimizer_->state_dict();
-  std::ostringstream layout;
-  for (const auto& [key, t] : mine.tensors) {
-    layout << "t " << key << ' ' << static_cast<int>(t.dtype()) << ' ' << t.ndim();
-    for (int64_t d : t.shape()) layout << ' ' << d;
-    layout << '\n';
-  }
-  for (const auto& [key, v] : mine.counters) layout << "c " << key << ' ' << v << '\n';
-  for (const auto& [key, v] : mine.scalars) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%a", v);  // exact
-    layout << "s " << key << ' ' << buf << '\n';
-  }
-  std::istringstream in(broadcast_text(layout.str(), root));
-  train::OptimizerState state;
-  std::string kind, key;
-  while (in >> kind >> key) {
-    if (kind == "t") {
-      int dtype = 0;
-      int64_t ndim = 0;
-      in >> dtype >> ndim;
-      Shape shape(static_cast<size_t>(ndim));
-      for (int64_t& d : shape) in >> d;
-      Tensor t = rank() == root ? mine.tensors.at(key) : empty(shape, static_cast<DType>(dtype));
-      broadcast(t, root);
-      state.tensors[key] = t;
-    } else if (kind == "c") {
-      in >> state.counters[key];
-    } else {
-      std::string hex;
-      in >> hex;
-      state.scalars[key] = std::strtod(hex.c_str(), nullptr);
-    }
-  }
-  optimizer_->load_state_dict(state);
-}
+void DistributedOptimizer::broadcast_state(int root) { broadcast_optimizer(*optimizer_, root); }
 
-void DistributedOptimizer::average_gradients() {
-  NoGrad no_grad;
-  const std::vector<Tensor>& params = optimizer_->params();
-  const int64_t n = static_cast<int64_t>(params.size());
-  // which parameters have a gradient on some rank
-  Tensor has = zeros({n}, Bool);
-  for (int64_t i = 0; i < n; ++i) has.data<bool>()[i] = params[static_cast<size_t>(i)].grad().defined();
-  allreduce(has, ReduceOp::Max);
-  std::vector<Tensor> grads;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!has.data<bool>()[i]) continue;
-    const Tensor& p = params[static_cast<size_t>(i)];
-    if (!p.grad().defined()) p.impl()->grad = zeros_like(p).impl();  // unused here: contributes zeros
-    grads.push_back(p.grad());
-  }
-  // Buckets: consecutive gradients of one dtype up to bucket_bytes (at least one gradient).
-  last_buckets_ = 0;
-  for (size_t b = 0; b < grads.size();) {
-    size_t e = b + 1;
-    int64_t bytes = static_cast<int64_t>(grads[b].nbytes());
-    while (e < grads.size() && grads[e].dtype() == grads[b].dtype() &&
-           bytes + static_cast<int64_t>(grads[e].nbytes()) <= options_.bucket_bytes)
-      bytes += static_cast<int64_t>(grads[e++].nbytes());
-    ++last_buckets_;
-    if (e == b + 1) {
-      allreduce(grads[b], ReduceOp::Mean);  // in place when contiguous
-    } else {
-      std::vector<Tensor> flat;
-      for (size_t i = b; i < e; ++i) flat.push_back(grads[i].reshape({-1}));
-      Tensor bucket = concatenate(flat, 0);
-      allreduce(bucket, ReduceOp::Mean);
-      int64_t off = 0;
-      for (size_t i = b; i < e; ++i) {
-        const int64_t k = grads[i].numel();
-        grads[i].copy_(bucket.index({Slice(off, off + k)}).reshape(grads[i].shape()));
-        off += k;
-      }
-    }
-    b = e;
-  }
-}
+void DistributedOptimizer::average_gradients() { last_buckets_ = average_in_buckets(optimizer_->params(), options_.bucket_bytes); }
 
 void DistributedOptimizer::step() {
   average_gradients();
   optimizer_->step();
+}
+
+namespace {
+
+// Model::fit's data-parallel hooks over MPI (train::DataParallel).
+class MpiDataParallel final : public train::DataParallel {
+ public:
+  explicit MpiDataParallel(DistributedOptions options) : options_(options), rank_(dist::rank()), size_(dist::size()) {
+    if (options_.bucket_bytes < 1)
+      throw ValueError("dist::data_parallel: bucket_bytes must be >= 1, got " + std::to_string(options_.bucket_bytes));
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void begin(train::Model& model, data::DataLoader& train) override {
+    // An unsharded loader becomes this rank's shard (same options otherwise), at the start of
+    // its epoch; one that is mid-epoch cannot be (its position counts whole-epoch batches).
+    const data::Shard want = shard(train.options().shard.drop_tail);
+    const data::Shard have = train.options().shard;
+    const data::LoaderPosition pos = train.position();
+    const bool reshard = size_ > 1 && have.count == 1;
+    const bool can = !reshard || pos.batch == 0;
+    if (reshard && can) {
+      data::LoaderOptions o = train.options();
+      o.shard = want;
+      data::DataLoader sharded(train.dataset(), o);
+      sharded.set_position({pos.epoch, 0});
+      train = std::move(sharded);
+    }
+    // What every rank must agree on, gathered so that every rank throws the same error.
+    const data::Shard now = train.options().shard;
+    const std::vector<int64_t> mine{can ? 1 : 0, now.index, now.count, train.size(), model.epochs_done(),
+                                    train.position().epoch, train.position().batch};
+    const int64_t k = static_cast<int64_t>(mine.size());
+    const Tensor all = allgather(from_vector(mine, {1, k}));
+    const auto v = all.to_vector<int64_t>();
+    auto at = [&](int r, int64_t i) { return v[static_cast<size_t>(r * k + i)]; };
+    const std::string who = "Model::fit (data-parallel, " + std::to_string(size_) + " ranks): ";
+    for (int r = 0; r < size_; ++r) {
+      const std::string rank_r = "rank " + std::to_string(r);
+      if (!at(r, 0))
+        throw ValueError(who + rank_r + "'s training loader is not sharded and stands mid-epoch; shard it with "
+                               "LoaderOptions::shard = dist::shard() before restoring its position, or start at a whole epoch");
+      if (at(r, 1) != r || at(r, 2) != size_)
+        throw ValueError(who + rank_r + "'s training loader is shard " + std::to_string(at(r, 1)) + " of " +
+                         std::to_string(at(r, 2)) + "; valid: shard " + std::to_string(r) + " of " + std::to_string(size_) +
+                         " (dist::shard()) or an unsharded loader");
+    }
+    const char* names[] = {"", "", "", "batches per epoch", "epochs done", "loader epoch", "loader batch"};
+    for (int64_t i = 3; i < k; ++i)
+      for (int r = 1; r < size_; ++r)
+        if (at(r, i) != at(0, i))
+          throw ValueError(who + "the ranks disagree on the " + names[i] + ": rank 0 has " + std::to_string(at(0, i)) + ", rank " +
+                           std::to_string(r) + " has " + std::to_string(at(r, i)) +
+                           "; every rank must train the same model on the same data from the same checkpoint");
+    broadcast_graph(model.graph());
+    broadcast_optimizer(model.optimizer(), 0);
+  }
+
+  void average_gradients(train::Optimizer& optimizer) override { average_in_buckets(optimizer.params(), options_.bucket_bytes); }
+
+  void check_failures(std::exception_ptr failure) override {
+    std::string what;
+    if (failure) {
+      try {
+        std::rethrow_exception(failure);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+        what = "an exception not derived from std::exception";
+      }
+    }
+    // 0: fine; 1: failed; 2: failed only because a failed rank was not in the collective it
+    // was in (the dist disagreement error): the first failure is reported, not that one.
+    const int64_t mine = !failure ? 0 : what.find("dist: ranks disagree") != std::string::npos ? 2 : 1;
+    Tensor all;
+    for (;;) {
+      try {
+        all = allgather(from_vector(std::vector<int64_t>{mine}, {1}));
+        break;
+      } catch (const ValueError&) {
+        // This rank failed before a collective that another rank is in (a synchronized batch
+        // norm's): that rank got the disagreement error too and comes here next.
+      }
+    }
+    const auto status = all.to_vector<int64_t>();
+    int first = -1;
+    for (int64_t want : {1, 2})
+      for (int r = 0; r < size_ && first < 0; ++r)
+        if (status[static_cast<size_t>(r)] == want) first = r;
+    if (first < 0) return;
+    const std::string message = broadcast_text(what, first);
+    if (mine == 1) std::rethrow_exception(failure);
+    throw DistError("Model::fit (data-parallel): rank " + std::to_string(first) + " failed, so every rank stops: " + message);
+  }
+
+  void average(std::vector<double>& values) override {
+    if (values.empty()) return;
+    Tensor t = from_vector(values, {static_cast<int64_t>(values.size())});
+    allreduce(t, ReduceOp::Mean);
+    values = t.to_vector<double>();
+  }
+
+ private:
+  DistributedOptions options_;
+  int rank_, size_;
+};
+
+}  // namespace
+
+std::shared_ptr<train::DataParallel> data_parallel(DistributedOptions options) {
+  return std::make_shared<MpiDataParallel>(options);
 }
 
 }  // namespace loom::dist

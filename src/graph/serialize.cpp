@@ -382,7 +382,9 @@ Graph graph_from(const json& j, int depth) {
     } else if (kind == "AdaptiveAvgPool2D") {
       l = nn::AdaptiveAvgPool2D(one(ins, where), IntList(ints_field(opt, "output_size", where, 1, kMaxSize)), name);
     } else if (kind == "BatchNorm") {
-      l = nn::BatchNorm(one(ins, where), {float_field(opt, "momentum", where), float_field(opt, "eps", where), bool_field(opt, "affine", where)}, name);
+      // "sync" is optional: files written before synchronized batch norm lack it
+      const bool sync = opt.contains("sync") && bool_field(opt, "sync", where);
+      l = nn::BatchNorm(one(ins, where), {float_field(opt, "momentum", where), float_field(opt, "eps", where), bool_field(opt, "affine", where), sync}, name);
     } else if (kind == "LayerNorm") {
       l = nn::LayerNorm(one(ins, where), float_field(opt, "eps", where), name);
     } else if (kind == "MultiHeadAttention") {

@@ -1,6 +1,9 @@
 #include "loom/nn/conv_layers.h"
 
 #include "core/json_util.h"
+#include "loom/autograd/autograd.h"
+#include "loom/graph/graph.h"
+#include "loom/nn/replicas.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
@@ -221,17 +224,54 @@ struct GlobalPoolImpl final : LayerBase<GlobalPoolImpl> {
   std::string options_json() const override { return std::string("{\"mode\":\"") + (max ? "max" : "avg") + "\"}"; }
 };
 
+// Batch norm in Train mode with the statistics of the whole batch across the replicas: the
+// per-channel sums of x and x^2 and the count, summed over the replicas in one collective
+// (float64: E[x^2] - E[x]^2 loses too much in float32), then batch_norm's formula. Gradients
+// flow through replica_sum, so the replicas' backward passes reduce too, as PyTorch's SyncBatchNorm.
+Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& w, const Tensor& b,
+                       double momentum, double eps) {
+  const int64_t C = x.shape()[1];
+  Axes axes{0};
+  for (int64_t i = 2; i < x.ndim(); ++i) axes.push_back(i);
+  Shape bshape(static_cast<size_t>(x.ndim()), 1);
+  bshape[1] = C;
+  const Tensor x64 = astype(x, DType::Float64);
+  const Tensor local = concatenate({sum(x64, axes), sum(multiply(x64, x64), axes),
+                                    full({1}, static_cast<double>(C ? x.numel() / C : 0), DType::Float64, x.device())}, 0);
+  const Tensor total = replica_sum(local);
+  const double n = slice(total, 0, 2 * C, 2 * C + 1).item<double>();
+  if (n <= 1)
+    throw ValueError("BatchNorm (synchronized): expected more than 1 value per channel across the replicas when training, got " +
+                     std::to_string(static_cast<int64_t>(n)) + " for input " + shape_str(x.shape()));
+  const Tensor mean = slice(total, 0, 0, C) / n;
+  const Tensor var = maximum(slice(total, 0, C, 2 * C) / n - multiply(mean, mean), 0.0);
+  {
+    NoGrad off;
+    Tensor rm = running_mean, rv = running_var;
+    rm.copy_(running_mean * (1.0 - momentum) + astype(mean.detach(), rm.dtype()) * momentum);
+    rv.copy_(running_var * (1.0 - momentum) + astype(var.detach(), rv.dtype()) * (momentum * n / (n - 1)));
+  }
+  Tensor y = multiply(subtract(x, reshape(astype(mean, x.dtype()), bshape)), rsqrt(reshape(astype(var, x.dtype()), bshape) + eps));
+  if (w.defined()) y = multiply(y, reshape(w, bshape));
+  if (b.defined()) y = add(y, reshape(b, bshape));
+  return y;
+}
+
 struct BatchNormImpl final : LayerBase<BatchNormImpl> {
   BatchNormOptions opt;
   const char* kind() const override { return "BatchNorm"; }
   Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
     Tensor w = opt.affine ? state->param("weight") : Tensor(), b = opt.affine ? state->param("bias") : Tensor();
+    const ReplicaGroup* group = replica_group();
+    if (opt.sync && mode == Mode::Train && group && group->size() > 1)
+      return sync_batch_norm(in[0], state->buffer("running_mean"), state->buffer("running_var"), w, b, opt.momentum, opt.eps);
     return batch_norm(in[0], state->buffer("running_mean"), state->buffer("running_var"), w, b, mode == Mode::Train,
                       opt.momentum, opt.eps);
   }
   std::string options_json() const override {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "{\"momentum\":%s,\"eps\":%s,\"affine\":%s}", detail::json_float_text(opt.momentum).c_str(), detail::json_float_text(opt.eps).c_str(), opt.affine ? "true" : "false");
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "{\"momentum\":%s,\"eps\":%s,\"affine\":%s,\"sync\":%s}", detail::json_float_text(opt.momentum).c_str(),
+                  detail::json_float_text(opt.eps).c_str(), opt.affine ? "true" : "false", opt.sync ? "true" : "false");
     return buf;
   }
 };
@@ -329,6 +369,16 @@ BatchNorm::BatchNorm(const Layer& input, BatchNormOptions o, const std::string& 
   impl->state->add_buffer("running_mean", initialize(Init::zeros(), {c}, input.dtype()));
   impl->state->add_buffer("running_var", initialize(Init::ones(), {c}, input.dtype()));
   static_cast<Layer&>(*this) = Layer(impl);
+}
+
+int64_t sync_batch_norm(const Graph& graph, bool sync) {
+  int64_t n = 0;
+  for (const Layer& l : graph.nodes())
+    if (auto* bn = dynamic_cast<BatchNormImpl*>(l.impl().get())) {
+      bn->opt.sync = sync;
+      ++n;
+    }
+  return n;
 }
 
 LayerNorm::LayerNorm(const Layer& input, double eps, const std::string& name) {

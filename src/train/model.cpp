@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <exception>
 #include <optional>
 
 #include "core/json_util.h"
@@ -12,6 +13,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/random.h"
 #include "loom/train/callbacks.h"
+#include "loom/train/data_parallel.h"
 #include "loom/train/progress.h"
 
 namespace loom::train {
@@ -69,38 +71,81 @@ std::pair<Tensor, Tensor> Model::forward(const data::Batch& batch) {
   return {loss_(pred, batch[n_in]), pred};
 }
 
+namespace {
+
+// Every rank's logs become their mean over the ranks (keys in the same order everywhere).
+void average_logs(DataParallel* dp, Logs& logs) {
+  if (!dp) return;
+  std::vector<double> values;
+  for (const auto& [k, v] : logs) values.push_back(v);
+  dp->average(values);
+  size_t i = 0;
+  for (auto& [k, v] : logs) v = values[i++];
+}
+
+// Whether any rank asked to stop (a callback on one rank only must not leave the others
+// waiting in the next step's collectives).
+bool any_rank_stops(DataParallel* dp, bool stop) {
+  if (!dp) return stop;
+  std::vector<double> flag{stop ? 1.0 : 0.0};
+  dp->average(flag);
+  return flag[0] > 0;
+}
+
+}  // namespace
+
 History Model::fit(data::DataLoader& train, const FitOptions& o) {
   stop_ = false;
+  DataParallel* dp = o.distributed.get();
+  if (dp) dp->begin(*this, train);
+  const bool root = !dp || dp->rank() == 0;
+  const bool show = o.progress && root;
+  // callbacks that write files run on rank 0 only
+  std::vector<Callback*> cbs;
+  for (auto& cb : o.callbacks)
+    if (root || !cb->root_only()) cbs.push_back(cb.get());
   ProgressBar bar(stdout, o.progress_every);
   const size_t n_in = inference_.inputs().size();
-  for (auto& cb : o.callbacks) cb->on_train_begin(*this);
+  for (auto* cb : cbs) cb->on_train_begin(*this);
   const int64_t steps = train.size();
   if (train.position().epoch < epochs_done_) train.set_position({epochs_done_, 0});
   while (epochs_done_ < o.epochs && !stop_) {
     const int64_t epoch = epochs_done_;
-    for (auto& cb : o.callbacks) cb->on_epoch_begin(*this, epoch);
+    for (auto* cb : cbs) cb->on_epoch_begin(*this, epoch);
     for (auto& m : metrics_) m->reset();
     double loss_sum = 0;
     int64_t seen = 0;
-    if (o.progress) bar.start_epoch(static_cast<int>(epoch + 1), o.epochs, steps);
+    if (show) bar.start_epoch(static_cast<int>(epoch + 1), o.epochs, steps);
     int64_t step = train.position().batch;
     bool complete = false;
     Logs logs;
     for (;;) {
-      std::optional<data::Batch> batch = train.next();
+      std::optional<data::Batch> batch;
+      Tensor loss, pred;
+      std::exception_ptr failure;
+      try {
+        batch = train.next();
+        if (batch) {
+          ++step;
+          for (auto* cb : cbs) cb->on_batch_begin(*this, step);
+          {
+            nn::ModeScope mode(nn::Mode::Train);
+            std::tie(loss, pred) = forward(*batch);
+          }
+          optimizer_->zero_grad();
+          loss.backward();
+        }
+      } catch (...) {
+        if (!dp) throw;
+        failure = std::current_exception();
+      }
+      // data-parallel: a rank that failed stops every rank here, instead of leaving them waiting
+      if (dp) dp->check_failures(failure);
       if (!batch) {
         complete = true;
         break;
       }
-      ++step;
-      for (auto& cb : o.callbacks) cb->on_batch_begin(*this, step);
-      Tensor loss, pred;
-      {
-        nn::ModeScope mode(nn::Mode::Train);
-        std::tie(loss, pred) = forward(*batch);
-      }
-      optimizer_->zero_grad();
-      loss.backward();
+      if (dp) dp->average_gradients(*optimizer_);
       optimizer_->step();
       const int64_t n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
       loss_sum += loss.item<double>() * static_cast<double>(n);
@@ -111,26 +156,31 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
       }
       logs = {{"loss", loss_sum / static_cast<double>(seen)}};
       for (auto& m : metrics_) logs[m->name()] = m->result();
-      for (auto& cb : o.callbacks) cb->on_batch_end(*this, step, logs);
-      if (o.progress) bar.update(step, n, {logs.begin(), logs.end()});
+      average_logs(dp, logs);  // the ranks' shards are equally large: the mean is the whole batch's
+      for (auto* cb : cbs) cb->on_batch_end(*this, step, logs);
+      if (show) bar.update(step, dp ? n * dp->size() : n, {logs.begin(), logs.end()});  // the whole batch's samples
+      stop_ = any_rank_stops(dp, stop_);
       if (stop_) break;
     }
     if (!complete) break;  // stopped mid-epoch: the epoch is not done
     if (o.validation) {
-      for (const auto& [k, v] : evaluate(*o.validation)) logs["val_" + k] = v;
+      Logs val = evaluate(*o.validation);
+      average_logs(dp, val);
+      for (const auto& [k, v] : val) logs["val_" + k] = v;
     }
     logs["lr"] = optimizer_->lr();
     for (const auto& [k, v] : logs) history_.append(k, v);
     ++epochs_done_;
-    for (auto& cb : o.callbacks) cb->on_epoch_end(*this, epoch, logs);
-    if (o.progress) {
+    for (auto* cb : cbs) cb->on_epoch_end(*this, epoch, logs);
+    stop_ = any_rank_stops(dp, stop_);
+    if (show) {
       std::vector<std::pair<std::string, double>> shown;
       for (const auto& [k, v] : logs)
         if (k != "lr") shown.emplace_back(k, v);
       bar.end_epoch(shown);
     }
   }
-  for (auto& cb : o.callbacks) cb->on_train_end(*this, history_);
+  for (auto* cb : cbs) cb->on_train_end(*this, history_);
   return history_;
 }
 

@@ -14,6 +14,7 @@
 #include "loom/data/loader.h"
 #include "loom/dist/dist.h"
 #include "loom/graph/graph.h"
+#include "loom/train/data_parallel.h"
 #include "loom/train/optimizers.h"
 
 namespace loom::dist {
@@ -57,5 +58,12 @@ class DistributedOptimizer {
   DistributedOptions options_;
   int64_t last_buckets_ = 0;
 };
+
+// Model::fit data-parallel (FitOptions::distributed): at the start, the training loader becomes
+// this rank's shard (when it is not one yet) and every rank rank 0's parameters, buffers and
+// optimizer state, after checking that the ranks agree on the model, the batches per epoch,
+// the epochs done and the loader position (ValueError naming the ranks, on every rank);
+// gradients averaged in buckets before every step; logs averaged over the ranks.
+std::shared_ptr<train::DataParallel> data_parallel(DistributedOptions options = {});
 
 }  // namespace loom::dist

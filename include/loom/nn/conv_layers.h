@@ -4,6 +4,10 @@
 #include "loom/nn/layers.h"
 #include "loom/ops/conv.h"
 
+namespace loom {
+class Graph;
+}
+
 namespace loom::nn {
 
 struct ConvOptions {
@@ -72,6 +76,9 @@ struct BatchNormOptions {
   double momentum = 0.1;
   double eps = 1e-5;
   bool affine = true;  // learnable weight (ones) and bias (zeros)
+  // Synchronized: in Train mode the batch statistics are those of the whole batch across the
+  // data-parallel replicas (nn/replicas.h, installed by loom::dist), not of this process's part.
+  bool sync = false;
 };
 
 // Normalizes over axis 1 with batch statistics in Train mode (updating the running averages)
@@ -80,6 +87,9 @@ class BatchNorm : public Layer {
  public:
   BatchNorm(const Layer& input, BatchNormOptions options = {}, const std::string& name = "");
 };
+
+// Makes every BatchNorm layer of `graph` synchronized (or not): returns how many there are.
+int64_t sync_batch_norm(const Graph& graph, bool sync = true);
 
 // Normalizes over the last axis (n_units), with learnable weight and bias.
 class LayerNorm : public Layer {

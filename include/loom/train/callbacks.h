@@ -20,6 +20,10 @@ class Callback {
   virtual void on_epoch_end(Model&, int64_t /*epoch*/, const Logs&) {}
   virtual void on_batch_begin(Model&, int64_t /*step*/) {}
   virtual void on_batch_end(Model&, int64_t /*step*/, const Logs&) {}
+  // In data-parallel training (FitOptions::distributed), called on rank 0 only: callbacks that
+  // write files. Those that change training (stopping, schedules) run on every rank, which see
+  // the same averaged logs and so decide alike.
+  virtual bool root_only() const { return false; }
 };
 
 enum class MonitorMode : uint8_t { Auto, Min, Max };  // Auto: Max for accuracy-like names
@@ -51,6 +55,7 @@ class EarlyStopping : public Callback {
 // epoch; either path may be empty.
 class ModelCheckpoint : public Callback {
  public:
+  bool root_only() const override { return true; }
   ModelCheckpoint(std::string best_path, std::string last_path = "", std::string monitor = "val_loss",
                   MonitorMode mode = MonitorMode::Auto, const data::DataLoader* loader = nullptr);
   void on_epoch_end(Model& m, int64_t epoch, const Logs& logs) override;
@@ -67,6 +72,7 @@ class ModelCheckpoint : public Callback {
 // One CSV row per epoch (rewritten atomically each epoch: a crash never leaves half a file).
 class CSVLogger : public Callback {
  public:
+  bool root_only() const override { return true; }
   explicit CSVLogger(std::string path) : path_(std::move(path)) {}
   void on_epoch_end(Model&, int64_t epoch, const Logs& logs) override;
 
@@ -78,6 +84,7 @@ class CSVLogger : public Callback {
 // One JSON object per epoch and line.
 class JSONLinesLogger : public Callback {
  public:
+  bool root_only() const override { return true; }
   explicit JSONLinesLogger(std::string path) : path_(std::move(path)) {}
   void on_epoch_end(Model&, int64_t epoch, const Logs& logs) override;
 

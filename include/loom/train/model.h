@@ -24,6 +24,7 @@
 namespace loom::train {
 
 class Callback;
+class DataParallel;  // loom/train/data_parallel.h
 using Logs = std::map<std::string, double>;
 using LossFn = std::function<Tensor(const Tensor& prediction, const Tensor& target)>;
 
@@ -33,6 +34,10 @@ struct FitOptions {
   std::vector<std::shared_ptr<Callback>> callbacks;
   bool progress = true;     // a ProgressBar on stdout
   int progress_every = 100; // steps between plain progress lines when stdout is not a terminal
+  // Data-parallel training in several processes (dist::data_parallel() under mpirun): the
+  // loader is sharded, gradients averaged before each step, logs averaged over the ranks; the
+  // progress bar and root_only() callbacks (checkpoints, loggers) run on rank 0 only.
+  std::shared_ptr<DataParallel> distributed;
 };
 
 class Model {

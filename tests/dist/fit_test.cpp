@@ -1,0 +1,311 @@
+// Model::fit data-parallel (FitOptions::distributed = dist::data_parallel()) and synchronized
+// batch norm: N processes with batch B/N give the parameters of one process with batch B
+// (docs/distributed.md), identical on every rank; logs averaged; rank-0-only callbacks; bad
+// launches named. Run at 1, 2 and 3 processes by ctest.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "loom/dist/optimizer.h"
+#include "loom/loom.h"
+#include "loom/nn/replicas.h"
+
+namespace loom {
+namespace {
+
+// Every rank holds the same values as rank 0, bit for bit.
+void expect_same_everywhere(const Tensor& t, const std::string& what) {
+  const Tensor all = dist::allgather(t.detach().expand_dims(0)).astype(Float64);
+  for (int r = 1; r < dist::size(); ++r)
+    ASSERT_EQ(all[r].to_vector<double>(), all[0].to_vector<double>()) << what << ": rank " << r << " differs from rank 0";
+}
+
+// Worst |b - a| / (1e-3 + |a|) over the graphs' parameters and buffers, and each element within
+// `atol + rtol |a|`.
+double compare_state(const Graph& one, const Graph& many, double atol, double rtol) {
+  const io::TensorMap a = io::graph_state(one), b = io::graph_state(many);
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (const auto& [name, t] : a) {
+    expect_same_everywhere(b.at(name), name);
+    const auto x = t.astype(Float64).to_vector<double>(), y = b.at(name).astype(Float64).to_vector<double>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      worst = std::max(worst, std::abs(x[i] - y[i]) / (1e-3 + std::abs(x[i])));
+      EXPECT_NEAR(y[i], x[i], atol + rtol * std::abs(x[i])) << name << " element " << i;
+    }
+  }
+  return worst;
+}
+
+std::shared_ptr<data::TensorDataset> mlp_data() {
+  Generator g(42);
+  Tensor labels = randint(0, 3, {48}, Int64, default_device(), &g);
+  Tensor x = normal({48, 8}, 0, 1, Float32, default_device(), &g) + labels.astype(Float32).expand_dims(1) * 0.5;
+  return std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, labels});
+}
+
+Graph mlp_graph() {
+  nn::Input x(8, Float32, "x");
+  nn::Linear h(x, 16, {}, "h");
+  nn::Activation a(h, nn::relu, "a");
+  nn::Linear out(a, 3, {}, "out");
+  return Graph::build({out}, {x});
+}
+
+train::Model sgd_model(const Graph& g) {
+  auto sgd = std::make_shared<train::SGD>(train::parameters(g.outputs()), train::SGDOptions{.lr = 0.1, .momentum = 0.9});
+  return train::Model(g, [](const Tensor& y, const Tensor& t) { return train::cross_entropy(y, t); }, sgd,
+                      {std::make_shared<train::Accuracy>()});
+}
+
+// The MLP fitted for 5 epochs of 4 steps (global batch 12) by one process and by size()
+// processes with batch 12 / size() each, through fit's one option: the same parameters within
+// the documented tolerance, and the same logs on every rank.
+TEST(DistFit, MlpNProcessesEqualOneProcess) {
+  const int size = dist::size();
+  ASSERT_EQ(12 % size, 0) << "run with 1, 2, 3, 4, 6 or 12 processes";
+  auto ds = mlp_data();
+  manual_seed(7);
+  Graph g1 = mlp_graph();
+  train::Model one = sgd_model(g1);
+  data::DataLoader l1(ds, {.batch_size = 12, .shuffle = true, .seed = 3});
+  const train::History h1 = one.fit(l1, {.epochs = 5, .progress = false});
+
+  manual_seed(7 + static_cast<uint64_t>(dist::rank()));  // different weights: fit broadcasts rank 0's
+  if (dist::rank() == 0) manual_seed(7);
+  Graph gn = mlp_graph();
+  train::Model many = sgd_model(gn);
+  data::DataLoader ln(ds, {.batch_size = 12 / size, .shuffle = true, .seed = 3});  // fit shards it
+  const train::History hn = many.fit(ln, {.epochs = 5, .progress = false, .distributed = dist::data_parallel()});
+  EXPECT_EQ(ln.options().shard.index, dist::rank());
+  EXPECT_EQ(ln.options().shard.count, size);
+  EXPECT_EQ(many.optimizer().steps(), 20);
+  const double worst = compare_state(g1, gn, 1e-5, 1e-4);
+  for (const char* key : {"loss", "accuracy"}) {
+    ASSERT_EQ(hn.series.at(key).size(), 5u) << key;
+    expect_same_everywhere(from_vector(hn.series.at(key), {5}, default_device()), key);
+  }
+  for (size_t e = 0; e < 5; ++e)  // the epoch's mean loss over the whole batch, as one process's
+    EXPECT_NEAR(hn.series.at("loss")[e], h1.series.at("loss")[e], 1e-5) << "epoch " << e;
+  if (dist::rank() == 0) std::printf("MLP fit, %d processes vs 1 after 20 steps: worst relative difference %.3g\n", size, worst);
+}
+
+struct Counter : train::Callback {
+  bool root = false;
+  int batches = 0;
+  bool root_only() const override { return root; }
+  void on_batch_end(train::Model&, int64_t, const train::Logs&) override { ++batches; }
+};
+
+// Callbacks that write files run on rank 0 only; a stop asked by one rank stops every rank at
+// the same step.
+TEST(DistFit, RootOnlyCallbacksAndStopping) {
+  auto ds = mlp_data();
+  Graph g = mlp_graph();
+  train::Model model = sgd_model(g);
+  data::DataLoader loader(ds, {.batch_size = 4, .shuffle = true, .seed = 1});
+  auto root_cb = std::make_shared<Counter>(), all_cb = std::make_shared<Counter>();
+  root_cb->root = true;
+  auto stopper = std::make_shared<train::LambdaCallback>();
+  stopper->batch_end = [](train::Model& m, int64_t step, const train::Logs&) {
+    if (dist::rank() == dist::size() - 1 && step == 2) m.stop_training();
+  };
+  model.fit(loader, {.epochs = 3, .callbacks = {root_cb, all_cb, stopper}, .progress = false, .distributed = dist::data_parallel()});
+  EXPECT_EQ(model.optimizer().steps(), 2);
+  EXPECT_EQ(model.epochs_done(), 0);
+  EXPECT_EQ(all_cb->batches, 2);
+  EXPECT_EQ(root_cb->batches, dist::rank() == 0 ? 2 : 0);
+  EXPECT_TRUE(train::ModelCheckpoint("").root_only());
+  EXPECT_FALSE(train::EarlyStopping().root_only());
+}
+
+// Bad launches: every rank throws the same error instead of waiting.
+TEST(DistFit, RanksThatDisagreeAreNamed) {
+  if (dist::size() < 2) GTEST_SKIP() << "needs 2 processes";
+  auto ds = mlp_data();
+  auto expect_named = [&](data::LoaderOptions o, const std::string& part) {
+    Graph g = mlp_graph();
+    train::Model model = sgd_model(g);
+    data::DataLoader loader(ds, o);
+    try {
+      model.fit(loader, {.progress = false, .distributed = dist::data_parallel()});
+      ADD_FAILURE() << "no error for " << part;
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(model.optimizer().steps(), 0);
+  };
+  const bool last = dist::rank() == dist::size() - 1;
+  expect_named({.batch_size = last ? 3 : 4}, "the ranks disagree on the batches per epoch: rank 0 has");
+  expect_named({.batch_size = 4, .shard = {0, dist::size()}}, "rank 1's training loader is shard 0 of");
+  EXPECT_THROW(dist::data_parallel({.bucket_bytes = 0}), ValueError);
+}
+
+// A small CNN with batch norm: conv -> bn -> relu -> global pool -> linear.
+Graph cnn_graph(bool sync_first) {
+  nn::Input x(Shape{-1, 2, 6, 6}, Float32, "x");
+  nn::Conv2D c(x, 4, {3, 3}, {}, "c");
+  nn::BatchNorm bn(c, {.sync = sync_first}, "bn");
+  nn::Activation a(bn, nn::relu, "a");
+  nn::Conv2D c2(a, 4, {3, 3}, {}, "c2");
+  nn::BatchNorm bn2(c2, {}, "bn2");
+  nn::GlobalPool p(bn2, nn::GlobalPool::Mode::Avg, "p");
+  nn::Linear out(p, 3, {}, "out");
+  return Graph::build({out}, {x});
+}
+
+// A rank that throws in a step (here before its forward, while the others are in a
+// synchronized batch norm's collective) stops every rank at that step: it gets its own error,
+// the others a DistError naming it; the ranks stay in step for what follows.
+TEST(DistFit, ARankThatThrowsStopsEveryRank) {
+  if (dist::size() < 2) GTEST_SKIP() << "needs 2 processes";
+  Generator gen(5);
+  auto ds = std::make_shared<data::TensorDataset>(
+      std::vector<Tensor>{normal({24, 2, 6, 6}, 0, 1, Float32, default_device(), &gen), randint(0, 3, {24}, Int64, default_device(), &gen)});
+  const int failing = dist::size() - 1;
+  for (bool sync : {false, true}) {
+    Graph g = cnn_graph(sync);
+    train::Model model = sgd_model(g);
+    data::DataLoader loader(ds, {.batch_size = 4});
+    auto thrower = std::make_shared<train::LambdaCallback>();
+    thrower->batch_begin = [&](train::Model&, int64_t step) {
+      if (dist::rank() == failing && step == 2) throw IOError("a bad record in batch 2");
+    };
+    try {
+      model.fit(loader, {.epochs = 2, .callbacks = {thrower}, .progress = false, .distributed = dist::data_parallel()});
+      ADD_FAILURE() << "fit returned";
+    } catch (const dist::DistError& e) {
+      EXPECT_NE(dist::rank(), failing);
+      const std::string what = e.what();
+      EXPECT_NE(what.find("rank " + std::to_string(failing) + " failed"), std::string::npos) << what;
+      EXPECT_NE(what.find("a bad record in batch 2"), std::string::npos) << what;
+    } catch (const IOError& e) {
+      EXPECT_EQ(dist::rank(), failing) << e.what();
+    }
+    EXPECT_EQ(model.optimizer().steps(), 1) << "sync " << sync;
+    Tensor t = full({2}, 1.0);
+    dist::allreduce(t);  // still in step
+    EXPECT_EQ(t.to_vector<float>(), std::vector<float>(2, static_cast<float>(dist::size())));
+  }
+}
+
+// The CNN fitted 20 steps (5 epochs of 4 batches of 12) by one process and by size() processes
+// with batch 12 / size() and synchronized batch norm: the same parameters and running
+// statistics within the documented tolerance; without synchronization they differ.
+TEST(DistSyncBatchNorm, CnnNProcessesEqualOneProcess) {
+  const int size = dist::size();
+  ASSERT_EQ(12 % size, 0) << "run with 1, 2, 3, 4, 6 or 12 processes";
+  Generator gen(5);
+  Tensor labels = randint(0, 3, {48}, Int64, default_device(), &gen);
+  Tensor x = normal({48, 2, 6, 6}, 0, 1, Float32, default_device(), &gen) * 2.0 + 1.0 +
+             labels.astype(Float32).reshape({48, 1, 1, 1}) * 0.5;
+  auto ds = std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, labels});
+  auto run = [&](int64_t batch, bool distributed, bool sync) {
+    manual_seed(11);
+    Graph g = cnn_graph(sync);
+    if (sync) EXPECT_EQ(nn::sync_batch_norm(g), 2);  // the second layer by the graph-wide switch
+    train::Model m = sgd_model(g);
+    data::DataLoader loader(ds, {.batch_size = batch, .shuffle = true, .seed = 3});
+    train::FitOptions o{.epochs = 5, .progress = false};
+    if (distributed) o.distributed = dist::data_parallel();
+    m.fit(loader, o);
+    return g;
+  };
+  const Graph one = run(12, false, false);
+  const Graph many = run(12 / size, true, true);
+  const double worst = compare_state(one, many, 1e-5, 1e-4);
+  if (dist::rank() == 0) std::printf("CNN with synchronized batch norm, %d processes vs 1 after 20 steps: worst relative difference %.3g\n", size, worst);
+  if (size < 2) return;
+  // the test can fail: batch norm over each rank's part alone trains another model
+  const Graph unsynced = run(12 / size, true, false);
+  double far = 0;
+  for (const auto& [name, t] : io::graph_state(one)) {
+    const auto a = t.astype(Float64).to_vector<double>(), b = io::graph_state(unsynced).at(name).astype(Float64).to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i) far = std::max(far, std::abs(a[i] - b[i]) / (1e-3 + std::abs(a[i])));
+  }
+  EXPECT_GT(far, 100 * worst + 1e-3);
+  if (dist::rank() == 0) std::printf("  without synchronization: worst relative difference %.3g\n", far);
+}
+
+// One synchronized layer's output, running statistics and gradients (of x, weight and bias) on
+// this rank's part of a batch are those of an ordinary layer on the whole batch.
+TEST(DistSyncBatchNorm, ForwardAndBackwardAreTheWholeBatchs) {
+  const int size = dist::size(), rank = dist::rank();
+  const int64_t per = 3, n = per * size;
+  Generator gen(9);
+  const Tensor x_all = normal({n, 4, 3, 2}, 0, 1, Float32, default_device(), &gen) * 3.0 + 2.0;
+  const Tensor r_all = normal({n, 4, 3, 2}, 0, 1, Float32, default_device(), &gen);  // the loss: sum(y * r)
+  auto layer = [](bool sync) {
+    nn::Input in(Shape{-1, 4, 3, 2}, Float32, "x");
+    nn::BatchNorm bn(in, {.sync = sync}, "bn");
+    Graph g = Graph::build({bn}, {in});
+    // weight and bias away from 1 and 0
+    for (const auto& [name, t] : io::graph_state(g))
+      if (name == "bn/weight" || name == "bn/bias") {
+        NoGrad off;
+        Tensor w = t;
+        w.copy_(arange(0, 4, 1, Float32) * 0.5 + 0.25);
+      }
+    return g;
+  };
+  // y and x's gradient (this rank's rows), then by name: the running statistics, and the
+  // gradients of weight and bias (summed over the ranks: each holds its rows' share)
+  auto run = [&](const Graph& g, const Tensor& x, const Tensor& r, bool part) {
+    Tensor xg = x.detach().copy().requires_grad_();
+    nn::ModeScope mode(nn::Mode::Train);
+    Tensor y = g.compile()(xg);
+    sum(y * r).backward();
+    auto rows = [&](const Tensor& t) { return part ? t : slice(t, 0, rank * per, (rank + 1) * per); };
+    std::vector<std::pair<std::string, Tensor>> out{{"y", rows(y.detach())}, {"x grad", rows(xg.grad())}};
+    for (const auto& [name, t] : io::graph_state(g)) {
+      const bool learned = name == "bn/weight" || name == "bn/bias";
+      Tensor v = learned ? t.grad().copy() : t.copy();
+      if (learned && part) dist::allreduce(v, dist::ReduceOp::Sum);
+      out.emplace_back(name + (learned ? " grad" : ""), v);
+    }
+    return out;
+  };
+  const auto one = run(layer(false), x_all, r_all, false);
+  const auto mine = run(layer(true), slice(x_all, 0, rank * per, (rank + 1) * per), slice(r_all, 0, rank * per, (rank + 1) * per), true);
+  ASSERT_EQ(one.size(), 6u);
+  ASSERT_EQ(mine.size(), 6u);
+  for (size_t k = 0; k < one.size(); ++k) {
+    const auto& [name, want] = one[k];
+    const auto a = want.astype(Float64).to_vector<double>(), b = mine[k].second.astype(Float64).to_vector<double>();
+    ASSERT_EQ(a.size(), b.size()) << name;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 + 1e-4 * std::abs(a[i])) << name << " element " << i;
+  }
+}
+
+// The sync flag is saved with the graph (and files without it load as unsynchronized), and
+// replica_sum is the identity without replicas and a sum with them.
+TEST(DistSyncBatchNorm, FlagSavedAndReplicaSum) {
+  Graph g = cnn_graph(true);  // bn synchronized, bn2 not
+  auto synced = [](const std::string& text) {
+    int n = 0;
+    for (size_t at = text.find("\"sync\": true"); at != std::string::npos; at = text.find("\"sync\": true", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(synced(graph_to_json(g)), 1);
+  EXPECT_EQ(nn::sync_batch_norm(g), 2);
+  const std::string text = graph_to_json(g);
+  EXPECT_EQ(synced(text), 2);
+  EXPECT_EQ(synced(graph_to_json(graph_from_json(text))), 2);
+  std::string old = text;  // a file written before the flag existed
+  const std::string field = ",\n        \"sync\": true";
+  for (size_t at; (at = old.find(field)) != std::string::npos;) old.erase(at, field.size());
+  EXPECT_EQ(synced(old), 0);
+  EXPECT_EQ(old.find("sync"), std::string::npos);
+  EXPECT_EQ(synced(graph_to_json(graph_from_json(old))), 0);
+  Tensor v = full({3}, static_cast<double>(dist::rank() + 1)).requires_grad_();
+  Tensor s = nn::replica_sum(v);
+  const double total = dist::size() * (dist::size() + 1) / 2.0;
+  EXPECT_EQ(s.to_vector<float>(), std::vector<float>(3, static_cast<float>(total)));
+  (s * static_cast<double>(dist::rank() + 1)).sum().backward();  // each rank's gradient: the sum of all
+  EXPECT_EQ(v.grad().to_vector<float>(), std::vector<float>(3, static_cast<float>(total)));
+}
+
+}  // namespace
+}  // namespace loom
