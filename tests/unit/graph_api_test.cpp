@@ -95,3 +95,11 @@ TEST(GraphApi, LayerStreamOperator) {
   os << s.h2 << "; " << nn::Layer() << "; " << s.x;
   EXPECT_EQ(os.str(), "Linear 'h2' (-1, 8); Layer(undefined); Input 'x' (-1, 4)");
 }
+
+TEST(GraphApi, ModelSummaryAddsOptimizerAndMetrics) {
+  Small s;
+  train::Model m(s.g, [](const Tensor& y, const Tensor& t) { return train::mse(y, t); },
+                 std::make_shared<train::SGD>(s.g.parameters(), train::SGDOptions{.lr = 0.05}),
+                 {std::make_shared<train::Accuracy>()});
+  EXPECT_EQ(m.summary(), s.g.summary() + "Optimizer: SGD (lr 0.05) over 4 tensors, 112 values\nMetrics: accuracy\n");
+}
