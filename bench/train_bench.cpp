@@ -51,7 +51,7 @@ std::vector<int> parse_ints(const std::string& s) {
   return v;
 }
 
-std::vector<Tensor> graph_params(const Graph& g) { return zoo::graph_parameters(g); }
+std::vector<Tensor> graph_params(const Graph& g) { return g.parameters(); }
 
 // A training step returns the loss (before the update).
 using Step = std::function<float()>;

@@ -115,9 +115,7 @@ int main(int argc, char** argv) {
 
   // conv-bn-relu-pool twice, then a small classifier (loom::zoo::fashion_cnn)
   Graph cnn = zoo::fashion_cnn().graph;
-  std::vector<Tensor> params;
-  for (const auto& l : cnn.nodes())
-    for (const Tensor& p : l.parameters()) params.push_back(p);
+  const std::vector<Tensor> params = cnn.parameters();
   int64_t count = 0;
   for (const Tensor& p : params) count += p.numel();
   if (root) std::printf("CNN with %lld parameters\n", static_cast<long long>(count));

@@ -95,11 +95,8 @@ std::string train(const store::Store& s, const std::string& agent, const std::st
 
   manual_seed(static_cast<uint64_t>(task));  // the initial weights
   Graph graph = mlp(hidden);
-  std::vector<Tensor> params;
-  for (const nn::Layer& l : graph.nodes())
-    for (const Tensor& p : l.parameters()) params.push_back(p);
   train::Model model(graph, [](const Tensor& logits, const Tensor& labels) { return cross_entropy(logits, labels); },
-                     std::make_shared<train::Adam>(params, train::AdamOptions{.lr = lr}),
+                     std::make_shared<train::Adam>(graph.parameters(), train::AdamOptions{.lr = lr}),
                      {std::make_shared<train::Accuracy>()});
 
   // The run (hyper-parameters, per-epoch loss and accuracy, checkpoint) goes to the store; and

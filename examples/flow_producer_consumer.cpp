@@ -115,7 +115,7 @@ int consumer(int argc, char** argv) {
   nn::Linear out(in, 1);
   Graph graph = Graph::build({out}, {in});
   train::Model model(graph, [](const Tensor& p, const Tensor& t) { return train::mse(p, t); },
-                     std::make_shared<train::SGD>(train::parameters({out}), train::SGDOptions{.lr = 0.05}));
+                     std::make_shared<train::SGD>(graph.parameters(), train::SGDOptions{.lr = 0.05}));
   std::printf("published params=%lld\n", static_cast<long long>(s.models().save(kPolicy, graph).version));
 
   int64_t consumed = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <ostream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -57,6 +58,14 @@ Graph Graph::build(const std::vector<Layer>& outputs, const std::vector<Layer>& 
     g.nodes_.push_back(l);
   };
   for (const Layer& o : outputs) visit(visit, o);
+  // names identify layers in saved files, copy_state and layer(name)
+  std::unordered_map<std::string, const Layer*> by_name;
+  for (const Layer& l : g.nodes_) {
+    auto [it, fresh] = by_name.emplace(l.name(), &l);
+    if (!fresh)
+      throw ValueError("Graph::build: two layers are named '" + l.name() + "' (of kinds " + it->second->kind() + " and " + l.kind() +
+                       "); layer names must be unique in a graph: pass distinct names, or none for generated ones");
+  }
 
   if (inputs.empty()) {
     for (const Layer& l : g.nodes_)
@@ -95,6 +104,67 @@ std::vector<std::pair<size_t, size_t>> Graph::edges() const {
     for (size_t a : args_[k]) e.emplace_back(a, k);
   return e;
 }
+
+const Layer& Graph::layer(const std::string& name) const {
+  for (const Layer& l : nodes_)
+    if (l.name() == name) return l;
+  std::string names;
+  for (const Layer& l : nodes_) names += (names.empty() ? "'" : ", '") + l.name() + "'";
+  throw ValueError("Graph::layer: no layer is named '" + name + "' (the graph's layers: " + names + ")");
+}
+
+std::vector<Tensor> Graph::parameters() const {
+  std::vector<Tensor> out;
+  std::unordered_set<const TensorImpl*> seen;
+  for (const Layer& l : nodes_)
+    for (const Tensor& p : l.parameters())
+      if (seen.insert(p.impl().get()).second) out.push_back(p);
+  return out;
+}
+
+std::string Graph::summary() const {
+  std::vector<std::vector<std::string>> rows{{"Layer", "Kind", "Output shape", "Params", "Shares state with"}};
+  std::unordered_map<const nn::State*, std::string> owner;
+  std::unordered_set<const TensorImpl*> seen;
+  int64_t total = 0, trainable = 0;
+  for (const Layer& l : nodes_) {
+    int64_t n = 0;
+    for (const Tensor& p : l.parameters()) {
+      n += p.numel();
+      if (!seen.insert(p.impl().get()).second) continue;
+      total += p.numel();
+      if (p.requires_grad()) trainable += p.numel();
+    }
+    auto [it, first] = owner.emplace(l.shared_state().get(), l.name());
+    rows.push_back({l.name(), l.kind(), shape_str(l.shape()), std::to_string(n), first ? "" : it->second});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  size_t line = 0;
+  for (size_t w : width) line += w + 2;
+  line -= 2;
+  auto format = [&](const std::vector<std::string>& r) {
+    std::string out;
+    for (size_t c = 0; c < r.size(); ++c) {
+      const bool right = c == 3;  // counts align right
+      const std::string pad(width[c] - r[c].size(), ' ');
+      out += right ? pad + r[c] : r[c] + (c + 1 < r.size() ? pad : "");
+      if (c + 1 < r.size()) out += "  ";
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string text = format(rows[0]) + std::string(line, '=') + "\n";
+  for (size_t k = 1; k < rows.size(); ++k) text += format(rows[k]);
+  text += std::string(line, '=') + "\n";
+  text += "Total params: " + std::to_string(total) + "\n";
+  text += "Trainable params: " + std::to_string(trainable) + "\n";
+  text += "Non-trainable params: " + std::to_string(total - trainable) + "\n";
+  return text;
+}
+
+std::ostream& operator<<(std::ostream& os, const Graph& graph) { return os << graph.summary(); }
 
 std::function<std::vector<Tensor>(const std::vector<Tensor>&)> Graph::as_function() const {
   auto plan = std::make_shared<Plan>(*this);

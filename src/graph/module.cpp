@@ -2,6 +2,9 @@
 
 #include <unordered_set>
 
+#include "graph/serialize_internal.h"
+#include "nn/register_kinds.h"
+
 namespace loom::nn {
 
 namespace {
@@ -10,6 +13,7 @@ struct ModuleImpl final : LayerBase<ModuleImpl> {
   std::shared_ptr<const Plan> plan;
   const char* kind() const override { return "Module"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return plan->run(in)[0]; }
+  Options options() const override { return loom::detail::module_options(plan->graph()); }
 };
 
 }  // namespace
@@ -39,6 +43,16 @@ const Graph& Module::graph() const { return *module_graph(*this); }
 const Graph* module_graph(const Layer& layer) {
   auto* m = dynamic_cast<const ModuleImpl*>(layer.impl().get());
   return m ? &m->plan->graph() : nullptr;
+}
+
+void detail::register_module_layer(AddKind add) {
+  add("Module", [](const LayerSpec& s) -> Layer {
+    Graph inner = loom::detail::module_graph_from(s.options);
+    if (inner.outputs().size() != 1) s.options.fail("(Module) must have one output");
+    Layer l = Module(inner.inputs(), inner.outputs()[0], s.name);
+    if (!s.inputs.empty()) l = l.reuse_with(s.inputs, s.name);
+    return l;
+  });
 }
 
 }  // namespace loom::nn

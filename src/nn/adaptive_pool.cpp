@@ -8,6 +8,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/pooling.h"
 #include "loom/ops/reduction.h"
+#include "nn/register_kinds.h"
 
 namespace loom::nn {
 
@@ -29,9 +30,7 @@ struct AdaptiveAvgPoolImpl final : LayerBase<AdaptiveAvgPoolImpl> {
   int64_t oh = 1, ow = 1;
   const char* kind() const override { return "AdaptiveAvgPool2D"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return adaptive_avg_pool2d(in[0], {oh, ow}); }
-  std::string options_json() const override {
-    return "{\"output_size\":[" + std::to_string(oh) + "," + std::to_string(ow) + "]}";
-  }
+  Options options() const override { return Options().set_ints("output_size", {oh, ow}); }
 };
 
 }  // namespace
@@ -79,6 +78,12 @@ AdaptiveAvgPool2D::AdaptiveAvgPool2D(const Layer& input, IntList output_size, co
   impl->dtype = input.dtype();
   impl->name = unique_name("adaptive_avg_pool", name);
   static_cast<Layer&>(*this) = Layer(impl);
+}
+
+void detail::register_adaptive_pool_layers(AddKind add) {
+  add("AdaptiveAvgPool2D", [](const LayerSpec& s) -> Layer {
+    return AdaptiveAvgPool2D(s.input(), IntList(s.options.get_ints("output_size", 1, int64_t{1} << 40)), s.name);
+  });
 }
 
 }  // namespace loom::nn

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "core/json_util.h"
 #include "loom/ops/attention.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -10,6 +9,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/nn.h"
 #include "loom/ops/normalization.h"
+#include "nn/register_kinds.h"
 
 namespace loom::nn {
 
@@ -71,10 +71,7 @@ struct MHAImpl final : LayerBase<MHAImpl> {
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return attend(*state, in[0], in[1], in[2], heads, opt.causal, has_mask ? in[3] : Tensor());
   }
-  std::string options_json() const override {
-    return "{\"n_heads\":" + std::to_string(heads) + ",\"causal\":" + (opt.causal ? "true" : "false") + ",\"bias\":" +
-           (opt.bias ? "true" : "false") + "}";
-  }
+  Options options() const override { return Options().set_int("n_heads", heads).set_bool("causal", opt.causal).set_bool("bias", opt.bias); }
 };
 
 struct EncoderImpl final : LayerBase<EncoderImpl> {
@@ -110,12 +107,15 @@ struct EncoderImpl final : LayerBase<EncoderImpl> {
     x = norm(x + drop(attend(att, x, x, x, heads, opt.causal, keep), mode), "norm1");
     return norm(x + drop(feed_forward(x, mode), mode), "norm2");
   }
-  std::string options_json() const override {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "{\"n_heads\":%lld,\"ff_units\":%lld,\"dropout\":%s,\"activation\":\"%s\",\"norm_first\":%s,\"eps\":%s,\"causal\":%s}",
-                  static_cast<long long>(heads), static_cast<long long>(opt.ff_units), detail::json_float_text(opt.dropout).c_str(), opt.activation.name.c_str(),
-                  opt.norm_first ? "true" : "false", detail::json_float_text(opt.eps).c_str(), opt.causal ? "true" : "false");
-    return buf;
+  Options options() const override {
+    return Options()
+        .set_int("n_heads", heads)
+        .set_int("ff_units", opt.ff_units)
+        .set_float("dropout", opt.dropout)
+        .set_string("activation", opt.activation.name)
+        .set_bool("norm_first", opt.norm_first)
+        .set_float("eps", opt.eps)
+        .set_bool("causal", opt.causal);
   }
 };
 
@@ -176,6 +176,33 @@ TransformerEncoderLayer::TransformerEncoderLayer(const Layer& input, int64_t hea
     impl->state->add_child(n, s);
   }
   static_cast<Layer&>(*this) = Layer(impl);
+}
+
+namespace {
+constexpr int64_t kMaxUnits = int64_t{1} << 40;  // sizes read from a file
+}  // namespace
+
+void detail::register_attention_layers(AddKind add) {
+  add("MultiHeadAttention", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(3, 4);  // query, key, value (and a padding mask)
+    std::optional<Layer> mask;
+    if (s.inputs.size() == 4) mask = s.inputs[3];
+    return MultiHeadAttention(s.inputs[0], s.inputs[1], s.inputs[2], s.options.get_int("n_heads", 1, kMaxUnits),
+                              {s.options.get_bool("causal"), s.options.get_bool("bias")}, mask, s.name);
+  });
+  add("TransformerEncoderLayer", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(1, 2);  // the input (and a padding mask)
+    TransformerOptions o;
+    o.ff_units = s.options.get_int("ff_units", 1, kMaxUnits);
+    o.dropout = s.options.get_float("dropout");
+    o.activation = activation_by_name(s.options.get_string("activation"));
+    o.norm_first = s.options.get_bool("norm_first");
+    o.eps = s.options.get_float("eps");
+    o.causal = s.options.get_bool("causal");
+    std::optional<Layer> mask;
+    if (s.inputs.size() == 2) mask = s.inputs[1];
+    return TransformerEncoderLayer(s.inputs[0], s.options.get_int("n_heads", 1, kMaxUnits), o, mask, s.name);
+  });
 }
 
 }  // namespace loom::nn

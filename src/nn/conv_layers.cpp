@@ -1,9 +1,9 @@
 #include "loom/nn/conv_layers.h"
 
-#include "core/json_util.h"
 #include "loom/autograd/autograd.h"
 #include "loom/graph/graph.h"
 #include "loom/nn/replicas.h"
+#include "nn/register_kinds.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
@@ -105,11 +105,12 @@ struct ConvImpl final : LayerBase<ConvImpl> {
     if (dims == 1) return conv1d(in[0], state->param("weights"), b, stride, padding, dilation, groups);
     return conv2d(in[0], state->param("weights"), b, stride, padding, dilation, groups);
   }
-  std::string options_json() const override {
-    std::string pad = padding.mode().empty() ? ints(padding.values()) : "\"" + padding.mode() + "\"";
-    return "{\"filters\":" + std::to_string(filters) + ",\"kernel_size\":" + ints(kernel) + ",\"stride\":" + ints(stride) +
-           ",\"padding\":" + pad + ",\"dilation\":" + ints(dilation) + ",\"groups\":" + std::to_string(groups) +
-           ",\"bias\":" + (bias ? "true" : "false") + "}";
+  Options options() const override {
+    Options o;
+    o.set_int("filters", filters).set_ints("kernel_size", kernel).set_ints("stride", stride);
+    if (padding.mode().empty()) o.set_ints("padding", padding.values());
+    else o.set_string("padding", padding.mode());
+    return o.set_ints("dilation", dilation).set_int("groups", groups).set_bool("bias", bias);
   }
 };
 
@@ -159,10 +160,16 @@ struct ConvTImpl final : LayerBase<ConvTImpl> {
     return conv2d_transpose(in[0], state->param("weights"), bias ? state->param("bias") : Tensor(), stride, padding,
                             output_padding, groups, dilation);
   }
-  std::string options_json() const override {
-    return "{\"filters\":" + std::to_string(filters) + ",\"kernel_size\":" + ints(kernel) + ",\"stride\":" + ints(stride) +
-           ",\"padding\":" + ints(padding) + ",\"output_padding\":" + ints(output_padding) + ",\"dilation\":" + ints(dilation) +
-           ",\"groups\":" + std::to_string(groups) + ",\"bias\":" + (bias ? "true" : "false") + "}";
+  Options options() const override {
+    return Options()
+        .set_int("filters", filters)
+        .set_ints("kernel_size", kernel)
+        .set_ints("stride", stride)
+        .set_ints("padding", padding)
+        .set_ints("output_padding", output_padding)
+        .set_ints("dilation", dilation)
+        .set_int("groups", groups)
+        .set_bool("bias", bias);
   }
 };
 
@@ -174,9 +181,8 @@ struct PoolImpl final : LayerBase<PoolImpl> {
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return max ? max_pool2d(in[0], kernel, stride, padding, 1, ceil_mode) : avg_pool2d(in[0], kernel, stride, padding, ceil_mode);
   }
-  std::string options_json() const override {
-    return "{\"kernel_size\":" + ints(kernel) + ",\"stride\":" + ints(stride) + ",\"padding\":" + ints(padding) +
-           ",\"ceil_mode\":" + (ceil_mode ? "true" : "false") + "}";
+  Options options() const override {
+    return Options().set_ints("kernel_size", kernel).set_ints("stride", stride).set_ints("padding", padding).set_bool("ceil_mode", ceil_mode);
   }
 };
 
@@ -221,7 +227,7 @@ struct GlobalPoolImpl final : LayerBase<GlobalPoolImpl> {
     for (int64_t a = 2; a < in[0].ndim(); ++a) spatial.push_back(a);
     return max ? loom::max(in[0], spatial) : mean(in[0], spatial);
   }
-  std::string options_json() const override { return std::string("{\"mode\":\"") + (max ? "max" : "avg") + "\"}"; }
+  Options options() const override { return Options().set_string("mode", max ? "max" : "avg"); }
 };
 
 // Batch norm in Train mode with the statistics of the whole batch across the replicas: the
@@ -268,11 +274,8 @@ struct BatchNormImpl final : LayerBase<BatchNormImpl> {
     return batch_norm(in[0], state->buffer("running_mean"), state->buffer("running_var"), w, b, mode == Mode::Train,
                       opt.momentum, opt.eps);
   }
-  std::string options_json() const override {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "{\"momentum\":%s,\"eps\":%s,\"affine\":%s,\"sync\":%s}", detail::json_float_text(opt.momentum).c_str(),
-                  detail::json_float_text(opt.eps).c_str(), opt.affine ? "true" : "false", opt.sync ? "true" : "false");
-    return buf;
+  Options options() const override {
+    return Options().set_float("momentum", opt.momentum).set_float("eps", opt.eps).set_bool("affine", opt.affine).set_bool("sync", opt.sync);
   }
 };
 
@@ -282,11 +285,7 @@ struct LayerNormImpl final : LayerBase<LayerNormImpl> {
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return layer_norm(in[0], {in[0].shape().back()}, state->param("weight"), state->param("bias"), eps);
   }
-  std::string options_json() const override {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "{\"eps\":%s}", detail::json_float_text(eps).c_str());
-    return buf;
-  }
+  Options options() const override { return Options().set_float("eps", eps); }
 };
 
 }  // namespace
@@ -394,6 +393,67 @@ LayerNorm::LayerNorm(const Layer& input, double eps, const std::string& name) {
   impl->state->add_param("weight", initialize(Init::ones(), {n}, input.dtype()).requires_grad_());
   impl->state->add_param("bias", initialize(Init::zeros(), {n}, input.dtype()).requires_grad_());
   static_cast<Layer&>(*this) = Layer(impl);
+}
+
+namespace {
+constexpr int64_t kMaxSize = int64_t{1} << 40;  // sizes read from a file
+
+IntList ints_option(const Options& o, const char* key, int64_t lo) { return IntList(o.get_ints(key, lo, kMaxSize)); }
+
+Layer make_conv_layer(const LayerSpec& s, bool one_d) {
+  const Options& opt = s.options;
+  ConvOptions o;
+  o.stride = ints_option(opt, "stride", 1);
+  o.dilation = ints_option(opt, "dilation", 1);
+  if (opt.is_string("padding")) o.padding = ConvPadding(opt.get_string("padding"));
+  else o.padding = ConvPadding(opt.get_ints("padding", 0, kMaxSize));
+  o.groups = opt.get_int("groups", 1, kMaxSize);
+  o.bias = opt.get_bool("bias");
+  const auto k = opt.get_ints("kernel_size", 1, kMaxSize);
+  const int64_t filters = opt.get_int("filters", 1, kMaxSize);
+  if (!one_d) return Conv2D(s.input(), filters, IntList(k), o, s.name);
+  if (k.size() != 1) opt.fail("field 'kernel_size' has " + std::to_string(k.size()) + " values (valid: 1 for Conv1D)");
+  return Conv1D(s.input(), filters, k[0], o, s.name);
+}
+
+Layer make_pool_layer(const LayerSpec& s, bool max) {
+  PoolOptions o;
+  o.stride = ints_option(s.options, "stride", 1);
+  o.padding = ints_option(s.options, "padding", 0);
+  o.ceil_mode = s.options.get_bool("ceil_mode");
+  const IntList k = ints_option(s.options, "kernel_size", 1);
+  if (max) return MaxPool2D(s.input(), k, o, s.name);
+  return AvgPool2D(s.input(), k, o, s.name);
+}
+
+}  // namespace
+
+void detail::register_conv_layers(AddKind add) {
+  add("Conv1D", [](const LayerSpec& s) { return make_conv_layer(s, true); });
+  add("Conv2D", [](const LayerSpec& s) { return make_conv_layer(s, false); });
+  add("Conv2DTranspose", [](const LayerSpec& s) -> Layer {
+    ConvTransposeOptions o;
+    o.stride = ints_option(s.options, "stride", 1);
+    o.padding = ints_option(s.options, "padding", 0);
+    o.output_padding = ints_option(s.options, "output_padding", 0);
+    o.dilation = ints_option(s.options, "dilation", 1);
+    o.groups = s.options.get_int("groups", 1, kMaxSize);
+    o.bias = s.options.get_bool("bias");
+    return Conv2DTranspose(s.input(), s.options.get_int("filters", 1, kMaxSize), ints_option(s.options, "kernel_size", 1), o, s.name);
+  });
+  add("MaxPool2D", [](const LayerSpec& s) { return make_pool_layer(s, true); });
+  add("AvgPool2D", [](const LayerSpec& s) { return make_pool_layer(s, false); });
+  add("GlobalPool", [](const LayerSpec& s) -> Layer {
+    const std::string mode = s.options.get_string("mode");
+    if (mode != "max" && mode != "avg") s.options.fail("has the mode '" + mode + "' (valid: \"max\", \"avg\")");
+    return GlobalPool(s.input(), mode == "max" ? GlobalPool::Mode::Max : GlobalPool::Mode::Avg, s.name);
+  });
+  add("BatchNorm", [](const LayerSpec& s) -> Layer {
+    // "sync" is optional: files written before synchronized batch norm lack it
+    const bool sync = s.options.has("sync") && s.options.get_bool("sync");
+    return BatchNorm(s.input(), {s.options.get_float("momentum"), s.options.get_float("eps"), s.options.get_bool("affine"), sync}, s.name);
+  });
+  add("LayerNorm", [](const LayerSpec& s) -> Layer { return LayerNorm(s.input(), s.options.get_float("eps"), s.name); });
 }
 
 }  // namespace loom::nn

@@ -1,6 +1,7 @@
 #include "loom/nn/layer.h"
 
 #include <atomic>
+#include <ostream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -95,6 +96,11 @@ std::vector<Tensor> Layer::parameters() const {
   for (auto& [k, v] : state().all_params()) out.push_back(v);
   return out;
 }
-std::string Layer::options_json() const { return require(impl_, "options_json").options_json(); }
+Options Layer::options() const { return require(impl_, "options").options(); }
+
+std::ostream& operator<<(std::ostream& os, const Layer& l) {
+  if (!l.defined()) return os << "Layer(undefined)";
+  return os << l.kind() << " '" << l.name() << "' " << shape_str(l.shape());
+}
 
 }  // namespace loom::nn

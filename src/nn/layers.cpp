@@ -1,8 +1,14 @@
 #include "loom/nn/layers.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "core/json_util.h"
+#include "nn/init_options.h"
+#include "nn/options_json.h"
+#include "nn/register_kinds.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg.h"
@@ -19,12 +25,6 @@ std::string fmt_double(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.17g", v);
   return b;
-}
-
-std::string shape_json(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-  return out + "]";
 }
 
 // Output shape of a layer that maps the last axis of `in` to n units.
@@ -52,9 +52,7 @@ struct InputImpl final : LayerBase<InputImpl> {
     throw ValueError("Input '" + name + "' of shape " + shape_str(shape) + " has no value: call set_value() first, " +
                      "give it a default, or pass its tensor to the compiled graph function");
   }
-  std::string options_json() const override {
-    return "{\"shape\":" + shape_json(shape) + ",\"dtype\":\"" + dtype_name(dtype) + "\"}";
-  }
+  Options options() const override { return Options().set_ints("shape", shape).set_string("dtype", dtype_name(dtype)); }
   void check(const Tensor& v, const char* what) const {
     bool ok = v.defined() && v.ndim() == static_cast<int64_t>(shape.size());
     for (size_t i = 0; ok && i < shape.size(); ++i)
@@ -79,7 +77,18 @@ struct ConstantImpl final : LayerBase<ConstantImpl> {
   Tensor value;
   const char* kind() const override { return "Constant"; }
   Tensor compute(const std::vector<Tensor>&, Mode) override { return value; }
-  std::string options_json() const override { return "{\"shape\":" + shape_json(shape) + "}"; }
+  // integers exactly (int64 beyond 2^53 too), floats with NaN/inf spelled out
+  Options options() const override {
+    Options o;
+    o.set_ints("shape", value.shape()).set_string("dtype", dtype_name(value.dtype()));
+    nlohmann::json values = nlohmann::json::array();
+    if (is_floating(value.dtype()))
+      for (double x : value.to_vector<double>()) values.push_back(loom::detail::json_float(x));
+    else
+      for (int64_t x : value.to_vector<int64_t>()) values.push_back(x);
+    json_of(o)["values"] = std::move(values);
+    return o;
+  }
 };
 
 struct ParamData {
@@ -91,7 +100,7 @@ struct ParamImpl final : LayerBase<ParamImpl> {
   std::shared_ptr<ParamData> data;
   const char* kind() const override { return "Param"; }
   Tensor compute(const std::vector<Tensor>&, Mode) override { return scalar_tensor(data->value, DType::Float32); }
-  std::string options_json() const override { return "{\"value\":" + detail::json_float_text(data->value) + "}"; }
+  Options options() const override { return Options().set_float("value", data->value); }
 };
 
 ParamImpl& param_impl(const Layer& l) { return dynamic_cast<ParamImpl&>(*l.impl()); }
@@ -107,10 +116,13 @@ struct LinearImpl final : LayerBase<LinearImpl> {
     Tensor y = matmul(in[0], transpose_weights ? w.transpose() : w);
     return bias ? y + state->param("bias") : y;
   }
-  std::string options_json() const override {
-    return "{\"n_units\":" + std::to_string(n_units) + ",\"bias\":" + (bias ? "true" : "false") +
-           ",\"transpose_weights\":" + (transpose_weights ? "true" : "false") + ",\"weight_init\":" + weight_init.to_json() +
-           ",\"bias_init\":" + bias_init.to_json() + "}";
+  Options options() const override {
+    return Options()
+        .set_int("n_units", n_units)
+        .set_bool("bias", bias)
+        .set_bool("transpose_weights", transpose_weights)
+        .set_object("weight_init", detail::init_options(weight_init))
+        .set_object("bias_init", detail::init_options(bias_init));
   }
 };
 
@@ -119,7 +131,7 @@ struct ActivationImpl final : LayerBase<ActivationImpl> {
   ActivationFn fn;
   const char* kind() const override { return "Activation"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return fn(in[0]); }
-  std::string options_json() const override { return "{\"fn\":\"" + fn.name + "\"}"; }
+  Options options() const override { return Options().set_string("fn", fn.name); }
 };
 
 // ---------------------------------------------------------------- Dropout
@@ -141,9 +153,7 @@ struct DropoutImpl final : LayerBase<DropoutImpl> {
     s[1] = static_cast<int64_t>(g.counter());
     return y;
   }
-  std::string options_json() const override {
-    return "{\"probability\":" + detail::json_float_text(p()) + ",\"seed\":" + std::to_string(seed) + "}";
-  }
+  Options options() const override { return Options().set_float("probability", p()).set_uint("seed", seed); }
 };
 
 // ---------------------------------------------------------------- merges
@@ -172,7 +182,7 @@ struct MergeImpl final : LayerBase<MergeImpl> {
     if (op == MergeMode::Mean) acc = acc / static_cast<double>(in.size());
     return acc;
   }
-  std::string options_json() const override { return op == MergeMode::Concat ? "{\"axis\":" + std::to_string(axis) + "}" : "{}"; }
+  Options options() const override { return op == MergeMode::Concat ? Options().set_int("axis", axis) : Options(); }
 };
 
 Shape merge_shape(const std::vector<Layer>& inputs, MergeMode op, int64_t axis, const char* kind) {
@@ -230,6 +240,10 @@ struct LambdaImpl final : LayerBase<LambdaImpl> {
   std::function<Tensor(const std::vector<Tensor>&)> fn;
   const char* kind() const override { return "Lambda"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return fn(in); }
+  Options options() const override {
+    throw ValueError("layer '" + name + "' is a Lambda (an arbitrary C++ function), which cannot be saved: write it as a layer kind " +
+                     "(docs/layers.md, \"Writing a layer\")");
+  }
 };
 
 }  // namespace
@@ -395,6 +409,92 @@ Layer operator*(const Layer& a, double s) {
 Layer operator*(double s, const Layer& a) { return a * s; }
 Layer operator+(const Layer& a, double s) {
   return Lambda({a}, [s](const std::vector<Tensor>& t) { return t[0] + s; }, a.shape(), a.dtype(), unique_name("shift"));
+}
+
+// ---------------------------------------------------------------- registration
+namespace {
+
+constexpr int64_t kMaxSize = int64_t{1} << 40;  // sizes and units read from a file
+
+// A Constant's values: integer dtypes as exact integers (older files wrote them as floats,
+// accepted while integral and exact, |v| <= 2^53), floating dtypes as loom::detail::json_float.
+Tensor constant_from(const Options& opt) {
+  const Shape shape = opt.get_ints("shape", 0, kMaxSize);
+  const DType dtype = dtype_option(opt, "dtype");
+  if (!opt.has("values") || !json_of(opt).at("values").is_array()) opt.fail("field 'values' is missing or not a JSON array");
+  const nlohmann::json& values = json_of(opt).at("values");
+  uint64_t count = 1;  // saturates past values.size(): the shape is only compared with it
+  for (int64_t d : shape) {
+    const uint64_t u = static_cast<uint64_t>(d);
+    if (count <= values.size()) count = u != 0 && count > UINT64_MAX / u ? UINT64_MAX : count * u;
+  }
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) count = 0;
+  if (count != values.size())
+    opt.fail("has " + std::to_string(values.size()) + " values for shape " + shape_str(shape) + " (valid: exactly its element count)");
+  if (is_floating(dtype)) {
+    std::vector<double> v;
+    v.reserve(values.size());
+    for (const nlohmann::json& x : values) {
+      const auto f = loom::detail::json_to_float(x);
+      if (!f) opt.fail("holds the value " + json_brief(x) + " (valid: " + loom::detail::json_float_help() + ")");
+      v.push_back(*f);
+    }
+    return from_vector(v, shape).astype(dtype);
+  }
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  if (dtype == Bool) lo = 0, hi = 1;
+  else if (dtype == UInt8) lo = 0, hi = 255;
+  else if (dtype == Int32) lo = INT32_MIN, hi = INT32_MAX;
+  std::vector<int64_t> v;
+  v.reserve(values.size());
+  for (const nlohmann::json& x : values) {
+    std::optional<int64_t> i = loom::detail::json_to_int(x, lo, hi);
+    if (!i && x.is_number_float()) {
+      const double d = x.get<double>();
+      if (d == std::floor(d) && std::fabs(d) <= 9007199254740992.0 && d >= static_cast<double>(lo) && d <= static_cast<double>(hi))
+        i = static_cast<int64_t>(d);
+    }
+    if (!i)
+      opt.fail("holds the value " + json_brief(x) + " (valid for " + dtype_name(dtype) + ": an integer in [" + std::to_string(lo) +
+               ", " + std::to_string(hi) + "])");
+    v.push_back(*i);
+  }
+  return from_vector(v, shape).astype(dtype);
+}
+
+}  // namespace
+
+void detail::register_basic_layers(AddKind add) {
+  add("Input", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(0, 0);
+    return Input(s.options.get_ints("shape", -1, kMaxSize), dtype_option(s.options, "dtype"), s.name);
+  });
+  add("Constant", [](const LayerSpec& s) -> Layer { return Constant(constant_from(s.options), s.name); });
+  add("Param", [](const LayerSpec& s) -> Layer { return Param(s.options.get_float("value"), s.name); });
+  add("Linear", [](const LayerSpec& s) -> Layer {
+    LinearOptions o;
+    o.bias = s.options.get_bool("bias");
+    o.transpose_weights = s.options.get_bool("transpose_weights");
+    o.weight_init = init_from(s.options, "weight_init");
+    o.bias_init = init_from(s.options, "bias_init");
+    for (const auto& [param, t] : s.tied)
+      if (param == "weights") o.shared_weights = t;
+    return Linear(s.input(), s.options.get_int("n_units", 1, kMaxSize), o, s.name);
+  });
+  add("Activation", [](const LayerSpec& s) -> Layer {
+    return Activation(s.input(), activation_by_name(s.options.get_string("fn")), s.name);
+  });
+  add("Dropout", [](const LayerSpec& s) -> Layer {
+    return Dropout(s.input(), s.options.get_float("probability"), s.options.get_uint("seed"), s.name);
+  });
+  add("Add", [](const LayerSpec& s) -> Layer { return Add(s.inputs, s.name); });
+  add("Subtract", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(2, 2);
+    return Subtract(s.inputs[0], s.inputs[1], s.name);
+  });
+  add("Multiply", [](const LayerSpec& s) -> Layer { return Multiply(s.inputs, s.name); });
+  add("Mean", [](const LayerSpec& s) -> Layer { return Mean(s.inputs, s.name); });
+  add("Concat", [](const LayerSpec& s) -> Layer { return Concat(s.inputs, s.options.get_int("axis", -kMaxSize, kMaxSize), s.name); });
 }
 
 // ---------------------------------------------------------------- activation functions

@@ -4,6 +4,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg.h"
 #include "loom/ops/manipulation.h"
+#include "nn/register_kinds.h"
 
 namespace loom::nn {
 
@@ -58,9 +59,8 @@ struct CellImpl final : LayerBase<CellImpl> {
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return cell_step(cell, *state, act, input_projection(*state, in[0]), in[1], n_units);
   }
-  std::string options_json() const override {
-    return "{\"n_units\":" + std::to_string(n_units) + ",\"activation\":\"" + act.name + "\",\"bias\":" +
-           (state->has_param("b_ih") ? "true" : "false") + "}";
+  Options options() const override {
+    return Options().set_int("n_units", n_units).set_string("activation", act.name).set_bool("bias", state->has_param("b_ih"));
   }
 };
 
@@ -130,12 +130,16 @@ struct RNNImpl final : LayerBase<RNNImpl> {
     if (opt.stateful) data->kept = concatenate(finals, -1).detach();
     return results.size() == 1 ? results[0] : concatenate(results, -1);
   }
-  std::string options_json() const override {
-    auto b = [](bool v) { return v ? "true" : "false"; };
-    return "{\"cell\":\"" + std::string(cell_name(opt.cell)) + "\",\"n_units\":" + std::to_string(n_units) +
-           ",\"return_sequences\":" + b(opt.return_sequences) + ",\"reverse\":" + b(opt.reverse) +
-           ",\"bidirectional\":" + b(opt.bidirectional) + ",\"stateful\":" + b(opt.stateful) + ",\"activation\":\"" +
-           opt.cell_options.activation.name + "\",\"bias\":" + b(opt.cell_options.bias) + "}";
+  Options options() const override {
+    return Options()
+        .set_string("cell", cell_name(opt.cell))
+        .set_int("n_units", n_units)
+        .set_bool("return_sequences", opt.return_sequences)
+        .set_bool("reverse", opt.reverse)
+        .set_bool("bidirectional", opt.bidirectional)
+        .set_bool("stateful", opt.stateful)
+        .set_string("activation", opt.cell_options.activation.name)
+        .set_bool("bias", opt.cell_options.bias);
   }
 };
 
@@ -182,5 +186,45 @@ RNN::RNN(const Layer& sequence, int64_t n, RNNOptions o, const std::string& name
 }
 
 void RNN::reset_state() const { static_cast<RNNImpl&>(*impl()).data->kept = Tensor(); }
+
+namespace {
+constexpr int64_t kMaxUnits = int64_t{1} << 40;  // units read from a file
+
+CellOptions cell_options(const Options& o) {
+  CellOptions c;
+  c.activation = activation_by_name(o.get_string("activation"));
+  c.bias = o.get_bool("bias");
+  return c;
+}
+}  // namespace
+
+void detail::register_recurrent_layers(AddKind add) {
+  add("RNNCell", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(2, 2);
+    return RNNCell(s.inputs[0], s.inputs[1], s.options.get_int("n_units", 1, kMaxUnits), cell_options(s.options), s.name);
+  });
+  add("LSTMCell", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(2, 2);
+    return LSTMCell(s.inputs[0], s.inputs[1], s.options.get_int("n_units", 1, kMaxUnits), cell_options(s.options), s.name);
+  });
+  add("GRUCell", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(2, 2);
+    return GRUCell(s.inputs[0], s.inputs[1], s.options.get_int("n_units", 1, kMaxUnits), cell_options(s.options), s.name);
+  });
+  add("RNN", [](const LayerSpec& s) -> Layer {
+    RNNOptions o;
+    const std::string cell = s.options.get_string("cell");
+    if (cell == "RNN") o.cell = CellKind::RNN;
+    else if (cell == "LSTM") o.cell = CellKind::LSTM;
+    else if (cell == "GRU") o.cell = CellKind::GRU;
+    else s.options.fail("has unknown cell '" + cell + "' (valid: RNN, LSTM, GRU)");
+    o.return_sequences = s.options.get_bool("return_sequences");
+    o.reverse = s.options.get_bool("reverse");
+    o.bidirectional = s.options.get_bool("bidirectional");
+    o.stateful = s.options.get_bool("stateful");
+    o.cell_options = cell_options(s.options);
+    return RNN(s.input(), s.options.get_int("n_units", 1, kMaxUnits), o, s.name);
+  });
+}
 
 }  // namespace loom::nn

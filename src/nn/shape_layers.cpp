@@ -3,6 +3,9 @@
 #include <cstdio>
 
 #include "loom/ops/creation.h"
+#include "nn/init_options.h"
+#include "nn/options_json.h"
+#include "nn/register_kinds.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/indexing.h"
 #include "loom/ops/linalg.h"
@@ -12,12 +15,6 @@
 namespace loom::nn {
 
 namespace {
-
-std::string ints_json(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 void require(const Layer& l, const char* kind) {
   if (!l.defined()) throw ValueError(std::string(kind) + ": an input layer is undefined");
@@ -31,7 +28,7 @@ struct ReshapeImpl final : LayerBase<ReshapeImpl> {
     s.insert(s.end(), target.begin(), target.end());
     return reshape(in[0], s);
   }
-  std::string options_json() const override { return "{\"shape\":" + ints_json(target) + "}"; }
+  Options options() const override { return Options().set_ints("shape", target); }
 };
 
 struct TransposeImpl final : LayerBase<TransposeImpl> {
@@ -42,7 +39,7 @@ struct TransposeImpl final : LayerBase<TransposeImpl> {
     for (int64_t a : perm) p.push_back(a + 1);
     return permute(in[0], p);
   }
-  std::string options_json() const override { return "{\"perm\":" + ints_json(perm) + "}"; }
+  Options options() const override { return Options().set_ints("perm", perm); }
 };
 
 struct ResidualImpl final : LayerBase<ResidualImpl> {
@@ -67,9 +64,7 @@ struct OneHotImpl final : LayerBase<OneHotImpl> {
     Tensor classes = arange(n_classes, DType::Int64, in[0].device());
     return astype(equal(expand_dims(astype(in[0], DType::Int64), -1), classes), dtype);
   }
-  std::string options_json() const override {
-    return "{\"n_classes\":" + std::to_string(n_classes) + ",\"dtype\":\"" + dtype_name(dtype) + "\"}";
-  }
+  Options options() const override { return Options().set_int("n_classes", n_classes).set_string("dtype", dtype_name(dtype)); }
 };
 
 struct LookupImpl final : LayerBase<LookupImpl> {
@@ -79,9 +74,12 @@ struct LookupImpl final : LayerBase<LookupImpl> {
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return embedding(state->param("weights"), in[0], padding_id);
   }
-  std::string options_json() const override {
-    return "{\"vocab_size\":" + std::to_string(vocab) + ",\"n_units\":" + std::to_string(n_units) +
-           ",\"padding_id\":" + std::to_string(padding_id) + ",\"init\":" + init.to_json() + "}";
+  Options options() const override {
+    return Options()
+        .set_int("vocab_size", vocab)
+        .set_int("n_units", n_units)
+        .set_int("padding_id", padding_id)
+        .set_object("init", detail::init_options(init));
   }
 };
 
@@ -204,6 +202,33 @@ Lookup::Lookup(const Layer& ids, int64_t vocab_size, int64_t n_units, LookupOpti
   if (o.padding_id >= 0) table.index_put_({o.padding_id}, 0.0);
   impl->state->add_param("weights", table.requires_grad_());
   static_cast<Layer&>(*this) = Layer(impl);
+}
+
+namespace {
+constexpr int64_t kMaxSize = int64_t{1} << 40;  // sizes and units read from a file
+}  // namespace
+
+void detail::register_shape_layers(AddKind add) {
+  add("Reshape", [](const LayerSpec& s) -> Layer { return Reshape(s.input(), s.options.get_ints("shape", -1, kMaxSize), s.name); });
+  add("Transpose",
+      [](const LayerSpec& s) -> Layer { return Transpose(s.input(), s.options.get_ints("perm", -kMaxSize, kMaxSize), s.name); });
+  add("Residual", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(2, 2);
+    return Residual(s.inputs[0], s.inputs[1], s.name);
+  });
+  add("Gate", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(2, 2);
+    return Gate(s.inputs[0], s.inputs[1], s.name);
+  });
+  add("OneHot", [](const LayerSpec& s) -> Layer {
+    return OneHot(s.input(), s.options.get_int("n_classes", 1, kMaxSize), dtype_option(s.options, "dtype"), s.name);
+  });
+  add("Lookup", [](const LayerSpec& s) -> Layer {
+    LookupOptions o;
+    o.padding_id = s.options.get_int("padding_id", -1, kMaxSize);
+    o.init = init_from(s.options, "init");
+    return Lookup(s.input(), s.options.get_int("vocab_size", 1, kMaxSize), s.options.get_int("n_units", 1, kMaxSize), o, s.name);
+  });
 }
 
 }  // namespace loom::nn

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <optional>
 
@@ -216,6 +217,29 @@ Tensor Model::predict(const Tensor& x, int64_t batch_size) {
     outs.push_back(inference_plan_->run({slice(x, 0, b, std::min(x.dim(0), b + batch_size))})[0]);
   if (outs.empty()) throw ValueError("Model::predict: the input has no rows");
   return outs.size() == 1 ? outs[0] : concatenate(outs, 0);
+}
+
+Model Model::load(const std::string& path, LossFn loss,
+                  const std::function<std::shared_ptr<Optimizer>(const std::vector<Tensor>& params)>& make_optimizer,
+                  std::vector<std::shared_ptr<Metric>> metrics) {
+  if (!make_optimizer) throw ValueError("Model::load: no optimizer factory given");
+  Graph graph = io::load_model(path);
+  std::shared_ptr<Optimizer> optimizer = make_optimizer(graph.parameters());
+  return Model(std::move(graph), std::move(loss), std::move(optimizer), std::move(metrics));
+}
+
+void Model::save(const std::string& path) const { io::save_model(path, inference_); }
+
+std::string Model::summary() const {
+  int64_t values = 0;
+  for (const Tensor& p : optimizer_->params()) values += p.numel();
+  char lr[32];
+  std::snprintf(lr, sizeof lr, "%g", optimizer_->lr());
+  std::string s = inference_.summary() + "Optimizer: " + optimizer_->name() + " (lr " + lr + ") over " +
+                  std::to_string(optimizer_->params().size()) + " tensors, " + std::to_string(values) + " values\n";
+  std::string names;
+  for (const auto& m : metrics_) names += (names.empty() ? "" : ", ") + m->name();
+  return s + "Metrics: " + (names.empty() ? "(none)" : names) + "\n";
 }
 
 void Model::save_checkpoint(const std::string& path, const data::DataLoader* loader) const {

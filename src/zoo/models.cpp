@@ -14,18 +14,9 @@ namespace loom::zoo {
 
 using nn::Layer;
 
-std::vector<Tensor> graph_parameters(const Graph& graph) {
-  std::vector<Tensor> out;
-  std::unordered_set<const TensorImpl*> seen;
-  for (const Layer& l : graph.nodes())
-    for (const Tensor& p : l.parameters())
-      if (seen.insert(p.impl().get()).second) out.push_back(p);
-  return out;
-}
-
 int64_t parameter_count(const Graph& graph) {
   int64_t n = 0;
-  for (const Tensor& p : graph_parameters(graph)) n += p.numel();
+  for (const Tensor& p : graph.parameters()) n += p.numel();
   return n;
 }
 
@@ -34,7 +25,7 @@ Tensor Model::operator()(const Tensor& x) const {
   return graph.compile()(x);
 }
 
-std::vector<Tensor> Model::parameters() const { return graph_parameters(graph); }
+std::vector<Tensor> Model::parameters() const { return graph.parameters(); }
 int64_t Model::parameter_count() const { return zoo::parameter_count(graph); }
 
 namespace {

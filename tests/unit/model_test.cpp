@@ -32,11 +32,8 @@ struct Net {
 };
 
 train::Model make_model(const Net& net) {
-  std::vector<Tensor> params;
-  for (const auto& l : net.graph.nodes())
-    for (const Tensor& p : l.parameters()) params.push_back(p);
   return train::Model(net.graph, [](const Tensor& p, const Tensor& t) { return cross_entropy(p, t); },
-                      std::make_shared<train::Adam>(params, train::AdamOptions{.lr = 0.01}),
+                      std::make_shared<train::Adam>(net.graph.parameters(), train::AdamOptions{.lr = 0.01}),
                       {std::make_shared<train::Accuracy>()});
 }
 
@@ -329,4 +326,31 @@ TEST(ModelCheckpoint, NonFiniteLossesAndConstantsRoundTrip) {
   jsonl->on_epoch_end(model, 0, {{"loss", std::nan("")}, {"x", -INFINITY}});
   EXPECT_NE(loom::read_file(dir / "log.jsonl").find("\"loss\":\"NaN\""), std::string::npos);
   EXPECT_NE(loom::read_file(dir / "log.jsonl").find("\"x\":\"-Infinity\""), std::string::npos);
+}
+
+TEST(Model, SaveAndLoadInOneCallEach) {
+  manual_seed(4);
+  Net net;
+  train::Model model = make_model(net);
+  data::DataLoader train_loader(blobs(200, 1), {.batch_size = 32, .shuffle = true, .seed = 5});
+  model.fit(train_loader, {.epochs = 1, .progress = false});
+  loom_test::TempDir tmp;
+  const std::string path = (tmp.dir / "model.safetensors").string();
+  model.save(path);
+  auto loss = [](const Tensor& p, const Tensor& t) { return cross_entropy(p, t); };
+  train::Model back = train::Model::load(path, loss, [](const std::vector<Tensor>& params) {
+    return std::make_shared<train::SGD>(params, train::SGDOptions{.lr = 0.1});
+  });
+  // the same weights, so the same predictions; the new optimizer trains the loaded graph
+  const Tensor x = blobs(20, 3)->tensors()[0];
+  EXPECT_TRUE(loom_test::same_bytes(model.predict(x), back.predict(x)));
+  ASSERT_EQ(back.optimizer().params().size(), 4u);
+  EXPECT_EQ(back.optimizer().params()[0].impl(), back.graph().layer("h").state().param("weights").impl());
+  back.fit(train_loader, {.epochs = 1, .progress = false});
+  EXPECT_FALSE(loom_test::same_bytes(model.predict(x), back.predict(x)));
+  // a missing file and a missing optimizer factory are errors
+  auto sgd = [](const std::vector<Tensor>& params) { return std::make_shared<train::SGD>(params); };
+  EXPECT_THROW(train::Model::load((tmp.dir / "missing.safetensors").string(), loss, sgd), IOError);
+  EXPECT_TRUE(loom_test::contains_all(loom_test::error_message<ValueError>([&] { train::Model::load(path, loss, {}); }),
+                                      {"Model::load", "optimizer factory"}));
 }

@@ -205,7 +205,7 @@ TEST_P(StoreModels, SavesATrainModelsGraph) {
   store::Models models = store::Store::open(url()).models();
   const Graph g = small_mlp(4);
   train::Model model(g, [](const Tensor& y, const Tensor& t) { return mean(square(y - t)); },
-                     std::make_shared<train::Adam>(zoo::graph_parameters(g)));
+                     std::make_shared<train::Adam>(g.parameters()));
   models.save("trained", model, {{"loss", 0.1}});
   expect_same_model(g, models.load("trained", 1), "train::Model");
 }

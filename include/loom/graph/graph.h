@@ -2,6 +2,7 @@
 // Graph::build traces a layer graph back from its outputs, orders it by dependency and
 // validates it; as_function() and compile() turn it into a callable plan.
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,7 +19,8 @@ class Graph {
   // `inputs` (which need not be Input layers: that selects the path between chosen start and
   // end layers). With no `inputs`, every Input reached is an input. Throws ValueError naming the
   // layers for: a cycle; an output that depends on an Input neither given nor holding a value;
-  // a given input that reaches no output.
+  // a given input that reaches no output; two layers with one name (names identify layers in
+  // saved files and in layer(name)).
   static Graph build(const std::vector<nn::Layer>& outputs, const std::vector<nn::Layer>& inputs = {});
 
   const std::vector<nn::Layer>& nodes() const { return nodes_; }  // dependency order
@@ -26,6 +28,15 @@ class Graph {
   const std::vector<nn::Layer>& outputs() const { return outputs_; }
   // Edges as (from, to) node positions.
   std::vector<std::pair<size_t, size_t>> edges() const;
+  // The layer named `name`; ValueError listing the graph's layer names when there is none.
+  const nn::Layer& layer(const std::string& name) const;
+  // Every trainable tensor of the graph's layers (inner Module layers included), each once,
+  // in node order: what an optimizer trains.
+  std::vector<Tensor> parameters() const;
+  // A Keras-like table: one row per layer (name, kind, output shape, parameter count, the
+  // layer it shares state with), then the total and trainable parameter counts. Shared
+  // parameters count once.
+  std::string summary() const;
 
   // A function of the input tensors (positionally, as `inputs`) returning the outputs. It runs
   // the ordered plan without re-tracing and frees each intermediate after its last consumer.
@@ -43,6 +54,9 @@ class Graph {
   std::vector<std::vector<size_t>> args_;  // per node: positions of its inputs in nodes_
   friend class Plan;
 };
+
+// The summary() table.
+std::ostream& operator<<(std::ostream& os, const Graph& graph);
 
 class Plan {
  public:

@@ -4,12 +4,14 @@
 //   l()                runs the graph that ends in l, reading each Input's current value;
 //   l.compute(t...)    runs only l's own op on the given tensors;
 //   l.reuse_with(x...) makes a layer of the same kind on new inputs sharing l's State.
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "loom/core/tensor.h"
 #include "loom/nn/mode.h"
+#include "loom/nn/options.h"
 #include "loom/nn/state.h"
 
 namespace loom::nn {
@@ -44,8 +46,8 @@ class Layer {
   const std::shared_ptr<State>& shared_state() const;
   // Trainable tensors of this layer's state (and inner states), each once.
   std::vector<Tensor> parameters() const;
-  // The layer's options as JSON text (kind-specific).
-  std::string options_json() const;
+  // The layer's options (kind-specific; what its registered factory rebuilds it from).
+  Options options() const;
 
   bool operator==(const Layer& o) const { return impl_ == o.impl_; }
 
@@ -53,7 +55,12 @@ class Layer {
   std::shared_ptr<LayerImpl> impl_;
 };
 
+// "Linear 'dense_1' (-1, 8)": kind, name and output shape.
+std::ostream& operator<<(std::ostream& os, const Layer& layer);
+
 // Base of every layer kind. Kinds implement compute and clone; the base holds the graph links.
+// A kind that is saved and loaded also writes its options and registers a factory that
+// rebuilds it from them (nn/registry.h; docs/layers.md, "Writing a layer").
 class LayerImpl {
  public:
   virtual ~LayerImpl() = default;
@@ -61,7 +68,8 @@ class LayerImpl {
   // The layer's op on tensors, one per input (the mode selects train/eval behaviour).
   virtual Tensor compute(const std::vector<Tensor>& inputs, Mode mode) = 0;
   virtual std::shared_ptr<LayerImpl> clone() const = 0;
-  virtual std::string options_json() const { return "{}"; }
+  // Everything besides inputs, name and state that rebuilds this layer (sizes, flags).
+  virtual Options options() const { return {}; }
   // Called by reuse_with on the clone: checks the new inputs fit the shared state.
   virtual void check_inputs(const std::vector<Layer>& inputs) const;
 

@@ -48,6 +48,17 @@ class Model {
   static Model from_graphs(Graph inference, Graph training, std::optional<Graph> evaluation,
                            std::shared_ptr<Optimizer> optimizer, std::vector<std::shared_ptr<Metric>> metrics = {});
 
+  // A model from a file written by save() (or io::save_model): the graph with its weights,
+  // `loss`, the optimizer that `make_optimizer` builds over the loaded graph's parameters, and
+  // `metrics`. The loss and optimizer are code, so they are given again, as in Keras'
+  // load_model(compile=False) followed by compile().
+  static Model load(const std::string& path, LossFn loss,
+                    const std::function<std::shared_ptr<Optimizer>(const std::vector<Tensor>& params)>& make_optimizer,
+                    std::vector<std::shared_ptr<Metric>> metrics = {});
+  // The inference graph's architecture and weights in one model file (io::save_model, so
+  // io::load_model reads it too). The optimizer state, history and loader position are in
+  // save_checkpoint's files, not here.
+  void save(const std::string& path) const;
   // Trains from the loader's current position (so a restored checkpoint continues mid-epoch)
   // until `epochs` epochs are complete or a callback calls stop_training().
   History fit(data::DataLoader& train, const FitOptions& options = {});
@@ -61,6 +72,9 @@ class Model {
   Optimizer& optimizer() { return *optimizer_; }
   const Graph& graph() const { return inference_; }
   const History& history() const { return history_; }
+  // The inference graph's summary() table, then the optimizer (name, learning rate, how many
+  // tensors and values it trains) and the metrics.
+  std::string summary() const;
   int64_t epochs_done() const { return epochs_done_; }
 
   // Checkpoints hold the weights and buffers, the optimizer state, the default generator, the

@@ -32,8 +32,7 @@ struct Model {
   int64_t parameter_count() const;
 };
 
-// Trainable tensors of a graph's layers, each once; and the number of their elements.
-std::vector<Tensor> graph_parameters(const Graph& graph);
+// The number of elements of a graph's trainable tensors (Graph::parameters()), each once.
 int64_t parameter_count(const Graph& graph);
 
 // Input (batch, in_units) -> [Linear(h) -> activation -> Dropout(dropout)] per hidden width ->

@@ -1,0 +1,44 @@
+#pragma once
+// The layer-kind registry: kind name -> factory that rebuilds a layer from its inputs and
+// options (the inverse of LayerImpl::options). graph_from_json / load_model look kinds up here,
+// so a user-defined kind saves and loads as the built-in ones do once it is registered
+// (docs/layers.md, "Writing a layer"). The built-in kinds are registered by register_layers(),
+// called on the registry's first use; there is no static-initialisation registration.
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loom/nn/layer.h"
+#include "loom/nn/options.h"
+
+namespace loom::nn {
+
+// What a factory gets: the layer's saved name, its (already rebuilt) inputs, its options, and
+// the parameters it shares with a layer loaded before it (tied weights), by parameter name.
+struct LayerSpec {
+  std::string name;
+  std::vector<Layer> inputs;
+  Options options;
+  std::vector<std::pair<std::string, Tensor>> tied;
+  // The one input; ValueError naming the layer when there is not exactly one.
+  const Layer& input() const;
+  // Throws ValueError naming the layer unless it has between lo and hi inputs.
+  void expect_inputs(size_t lo, size_t hi) const;
+};
+
+using LayerFactory = std::function<Layer(const LayerSpec&)>;
+
+// Registers `kind` (the name LayerImpl::kind() returns). Throws ValueError for an empty name, an
+// empty factory, or a kind already registered (built-in kinds included). Thread-safe.
+void register_layer_kind(const std::string& kind, LayerFactory factory);
+bool is_layer_kind_registered(const std::string& kind);
+// Every registered kind, sorted.
+std::vector<std::string> registered_layer_kinds();
+// Builds a layer of a registered kind; ValueError naming the registered kinds otherwise.
+Layer make_layer(const std::string& kind, const LayerSpec& spec);
+
+// Registers the built-in kinds (once; later calls do nothing).
+void register_layers();
+
+}  // namespace loom::nn
