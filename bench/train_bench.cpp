@@ -80,7 +80,7 @@ Result time_steps(const Step& step, int steps) {
 // ------------------------------------------------------------------ models
 
 Step make_mlp() {
-  auto m = std::make_shared<zoo::Model>(zoo::mlp(784, {512, 512}, 10));
+  auto m = std::make_shared<zoo::Network>(zoo::mlp(784, {512, 512}, 10));
   auto plan = std::make_shared<Plan>(m->graph.compile());
   auto opt = std::make_shared<train::Adam>(m->parameters(), train::AdamOptions{.lr = 1e-3});
   Generator gen(1);
@@ -116,7 +116,7 @@ Step make_cnn() {
 
 Step make_lstm() {
   constexpr int64_t V = 10000, E = 200, H = 200, T = 20, B = 20;
-  auto m = std::make_shared<zoo::Model>(zoo::lstm_lm(V, E, H, 2));
+  auto m = std::make_shared<zoo::Network>(zoo::lstm_lm(V, E, H, 2));
   auto plan = std::make_shared<Plan>(m->graph.compile());
   auto opt = std::make_shared<train::SGD>(m->parameters(), train::SGDOptions{.lr = 1.0});
   Generator gen(3);

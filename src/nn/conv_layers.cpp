@@ -3,13 +3,13 @@
 #include "loom/autograd/autograd.h"
 #include "loom/graph/graph.h"
 #include "loom/nn/replicas.h"
-#include "nn/register_kinds.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/normalization.h"
 #include "loom/ops/pooling.h"
 #include "loom/ops/reduction.h"
+#include "nn/register_kinds.h"
 
 namespace loom::nn {
 
@@ -74,14 +74,10 @@ std::vector<std::pair<int64_t, int64_t>> pads(const ConvPadding& p, const std::v
   throw ValueError(std::string(kind) + ": padding " + ints(v) + " must give 1, " + std::to_string(n) + " or " + std::to_string(2 * n) + " values");
 }
 
-// Output extent, -1 for an unknown input extent; 0 or less when the window does not fit.
-// In 128 bits: each operand is at most 2^63, the products at most 2^94.
+// Output extent (the ops' rule, conv_output_size), -1 for an unknown input extent; 0 when the
+// window does not fit.
 int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t before, int64_t after) {
-  if (in < 0) return -1;
-  const __int128 span = static_cast<__int128>(in) + before + after - static_cast<__int128>(dil) * (k - 1) - 1;
-  if (span < 0) return 0;
-  const __int128 out = span / stride + 1;
-  return out > INT64_MAX ? INT64_MAX : static_cast<int64_t>(out);
+  return in < 0 ? -1 : conv_output_size(in, k, stride, before, after, dil);
 }
 
 void require_rank(const Layer& in, size_t rank, const char* kind, const char* layout) {
@@ -205,12 +201,10 @@ std::shared_ptr<PoolImpl> make_pool(bool max, const Layer& input, const IntList&
       out.push_back(-1);
       continue;
     }
-    const __int128 span = static_cast<__int128>(in) + 2 * impl->padding[i] - impl->kernel[i];  // no overflow (see conv_out)
-    if (span < 0) throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) + " is smaller than the window");
-    __int128 s = (o.ceil_mode ? (span + impl->stride[i] - 1) / impl->stride[i] : span / impl->stride[i]) + 1;
-    if (o.ceil_mode && (s - 1) * impl->stride[i] >= static_cast<__int128>(in) + impl->padding[i]) --s;
+    // the ops' rule (max_pool2d / avg_pool2d compute the same)
+    const int64_t s = pool_output_size(in, impl->kernel[i], impl->stride[i], impl->padding[i], 1, o.ceil_mode);
     if (s <= 0) throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) + " is smaller than the window");
-    out.push_back(static_cast<int64_t>(s));  // at most in + 1
+    out.push_back(s);
   }
   impl->inputs = {input};
   impl->shape = out;

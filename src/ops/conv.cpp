@@ -23,14 +23,9 @@ Tensor prepare(const Tensor& t, DType dt) { return detail::contiguous_raw(detail
 
 DType compute_dtype(DType d) { return detail::is_half_float(d) ? DType::Float32 : d; }
 
-int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t pl, int64_t pr, int64_t d) {
-  const int64_t span = in + pl + pr - d * (k - 1) - 1;
-  return span < 0 ? 0 : span / s + 1;
-}
-
 Shape forward_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
-  return {x[0], w[0], conv_out_size(x[2], w[2], p.stride[0], p.pad_l[0], p.pad_r[0], p.dilation[0]),
-          conv_out_size(x[3], w[3], p.stride[1], p.pad_l[1], p.pad_r[1], p.dilation[1])};
+  return {x[0], w[0], conv_output_size(x[2], w[2], p.stride[0], p.pad_l[0], p.pad_r[0], p.dilation[0]),
+          conv_output_size(x[3], w[3], p.stride[1], p.pad_l[1], p.pad_r[1], p.dilation[1])};
 }
 
 Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
@@ -191,7 +186,7 @@ Conv2dParams forward_params(const char* op, const Tensor& x, const Tensor& w, co
   // every output position needs a window inside the padded input
   for (size_t i = 0; i < nsp; ++i) {
     const int64_t in = x.shape()[2 + i], k = w.shape()[2 + i];
-    // checked: stride, padding and dilation are arbitrary user values (conv_out_size relies on it)
+    // checked: stride, padding and dilation are arbitrary user values (the error names them)
     if (checked_add(checked_add(in, pl[i], op), pr[i], op) < checked_add(checked_mul(d[i], k - 1, op), 1, op))
       throw ShapeError(std::string(op) + ": the kernel (size " + std::to_string(k) + ", dilation " +
                        std::to_string(d[i]) + " -> " + std::to_string(d[i] * (k - 1) + 1) +
@@ -203,6 +198,14 @@ Conv2dParams forward_params(const char* op, const Tensor& x, const Tensor& w, co
 }
 
 }  // namespace
+
+// In 128 bits: each operand is at most 2^63, the products at most 2^127.
+int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding_before, int64_t padding_after, int64_t dilation) {
+  const __int128 span = static_cast<__int128>(in) + padding_before + padding_after - static_cast<__int128>(dilation) * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  const __int128 out = span / stride + 1;
+  return out > INT64_MAX ? INT64_MAX : static_cast<int64_t>(out);
+}
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, ConvPadding padding,
               IntList dilation, int64_t groups) {

@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include "loom/autograd/autograd.h"
+#include "loom/core/grad_mode.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/indexing.h"

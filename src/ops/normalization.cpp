@@ -2,7 +2,7 @@
 // fused CPU kernels (src/ops/cpu/batch_norm.cpp, layer_norm.cpp) for float32 / float64.
 #include "loom/ops/normalization.h"
 
-#include "loom/autograd/autograd.h"
+#include "loom/core/grad_mode.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"

@@ -12,14 +12,17 @@ namespace loom {
 using detail::Pool2dParams;
 using Grads = std::vector<Tensor>;
 
-namespace {
-
-int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
-  const int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
-  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-  if (ceil_mode && (out - 1) * s >= in + pad) --out;
-  return out;
+// In 128 bits (the operands at most 2^63, products at most 2^127); floor division.
+int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation, bool ceil_mode) {
+  const __int128 s = stride;
+  const __int128 num = static_cast<__int128>(in) + 2 * static_cast<__int128>(padding) - static_cast<__int128>(dilation) * (kernel - 1) - 1 +
+                       (ceil_mode ? s - 1 : 0);
+  __int128 out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil_mode && (out - 1) * s >= static_cast<__int128>(in) + padding) --out;
+  return out > INT64_MAX ? INT64_MAX : static_cast<int64_t>(out);
 }
+
+namespace {
 
 struct PoolSetup {
   Tensor x4;  // (N, C, H, W)
@@ -54,7 +57,7 @@ PoolSetup setup(const char* op, const Tensor& x, const IntList& kernel, const In
     // pool_out_size's sums stay in range once these (of user values) do
     checked_add(checked_add(in, checked_mul(pad[i], 2, op), op), st[i], op);
     checked_add(checked_mul(d[i], k[i] - 1, op), 1, op);
-    s.out[2 + i] = pool_out_size(in, k[i], pad[i], st[i], d[i], ceil_mode);
+    s.out[2 + i] = pool_output_size(in, k[i], st[i], pad[i], d[i], ceil_mode);
     if (s.out[2 + i] < 1)
       throw ShapeError(std::string(op) + ": the output would be empty along spatial axis " + std::to_string(i) +
                        " (input x: " + detail::desc(x) + ", kernel_size " + detail::ints_str(k) + ", stride " +

@@ -64,14 +64,6 @@ Tensor huber(const Tensor& pred, const Tensor& target, double delta, Reduction r
   return reduce(0.5 * square(q) + delta * (a - q), reduction);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction, double label_smoothing) {
-  return loom::cross_entropy(logits, target, Tensor(), reduction, -100, label_smoothing);
-}
-
-Tensor nll(const Tensor& log_probs, const Tensor& target, Reduction reduction) {
-  return loom::nll_loss(log_probs, target, Tensor(), reduction);
-}
-
 Tensor binary_cross_entropy(const Tensor& pred, const Tensor& target, Reduction reduction, const Tensor& weight) {
   check_pair(pred, target, "binary_cross_entropy");
   Tensor y = float_target(pred, target);
@@ -93,12 +85,6 @@ Tensor binary_cross_entropy(const Tensor& pred, const Tensor& target, Reduction 
   Tensor loss = -(y * clamped_log(pred) + (1.0 - y) * clamped_log(1.0 - pred));
   if (weight.defined()) loss = loss * weight;
   return reduce(loss, reduction);
-}
-
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, Reduction reduction,
-                                        const Tensor& pos_weight) {
-  check_float(logits, "binary_cross_entropy_with_logits", "logits");
-  return loom::binary_cross_entropy_with_logits(logits, float_target(logits, target), Tensor(), pos_weight, reduction);
 }
 
 Tensor kl_divergence(const Tensor& input, const Tensor& target, KLReduction reduction, bool log_target) {

@@ -20,18 +20,18 @@ int64_t parameter_count(const Graph& graph) {
   return n;
 }
 
-Tensor Model::operator()(const Tensor& x) const {
-  if (inputs.size() != 1) throw ValueError("zoo::Model '" + name + "': operator() needs a single-input model");
+Tensor Network::operator()(const Tensor& x) const {
+  if (inputs.size() != 1) throw ValueError("zoo::Network '" + name + "': operator() needs a single-input model");
   return graph.compile()(x);
 }
 
-std::vector<Tensor> Model::parameters() const { return graph.parameters(); }
-int64_t Model::parameter_count() const { return zoo::parameter_count(graph); }
+std::vector<Tensor> Network::parameters() const { return graph.parameters(); }
+int64_t Network::parameter_count() const { return zoo::parameter_count(graph); }
 
 namespace {
 
-Model finish(std::string name, std::vector<Layer> inputs, Layer output) {
-  Model m;
+Network finish(std::string name, std::vector<Layer> inputs, Layer output) {
+  Network m;
   m.name = std::move(name);
   m.graph = Graph::build({output}, inputs);
   m.inputs = std::move(inputs);
@@ -54,7 +54,7 @@ Layer relu(const Layer& x, const std::string& name) { return nn::Activation(x, n
 
 }  // namespace
 
-Model mlp(int64_t in_units, const std::vector<int64_t>& hidden, int64_t out_units, const nn::ActivationFn& activation,
+Network mlp(int64_t in_units, const std::vector<int64_t>& hidden, int64_t out_units, const nn::ActivationFn& activation,
           double dropout) {
   require_positive(in_units, "in_units", "mlp");
   require_positive(out_units, "out_units", "mlp");
@@ -71,7 +71,7 @@ Model mlp(int64_t in_units, const std::vector<int64_t>& hidden, int64_t out_unit
   return finish("mlp", {x}, out);
 }
 
-Model lenet(int64_t num_classes) {
+Network lenet(int64_t num_classes) {
   require_positive(num_classes, "num_classes", "lenet");
   nn::Input x(Shape{-1, 1, 28, 28}, Float32, "input");
   Layer h = nn::Conv2D(x, 6, 5, {.padding = 2}, "conv1");
@@ -85,7 +85,7 @@ Model lenet(int64_t num_classes) {
   return finish("lenet", {x}, out);
 }
 
-Model fashion_cnn(int64_t num_classes) {
+Network fashion_cnn(int64_t num_classes) {
   nn::Input image(Shape{-1, 1, 28, 28}, Float32, "image");
   nn::Layer x = image;
   int64_t channels = 1;
@@ -101,13 +101,13 @@ Model fashion_cnn(int64_t num_classes) {
   x = nn::Activation(nn::Linear(x, 128, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
   x = nn::Dropout(x, 0.25, 2, "dropout2");
   nn::Linear logits(x, num_classes, {}, "logits");
-  return Model{"fashion_cnn", Graph::build({logits}, {image}), {image}, logits};
+  return Network{"fashion_cnn", Graph::build({logits}, {image}), {image}, logits};
 }
 
 const std::vector<int64_t> kVggA = {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};
 const std::vector<int64_t> kVggD = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
 
-Model vgg(const std::vector<int64_t>& config, int64_t num_classes, bool batch_norm, double dropout, int64_t in_channels,
+Network vgg(const std::vector<int64_t>& config, int64_t num_classes, bool batch_norm, double dropout, int64_t in_channels,
           int64_t classifier_units, const std::string& name) {
   require_positive(num_classes, "num_classes", name);
   require_positive(in_channels, "in_channels", name);
@@ -136,10 +136,10 @@ Model vgg(const std::vector<int64_t>& config, int64_t num_classes, bool batch_no
   return finish(name, {x}, out);
 }
 
-Model vgg11(int64_t num_classes, bool batch_norm) { return vgg(kVggA, num_classes, batch_norm, 0.5, 3, 4096, batch_norm ? "vgg11_bn" : "vgg11"); }
-Model vgg16(int64_t num_classes, bool batch_norm) { return vgg(kVggD, num_classes, batch_norm, 0.5, 3, 4096, batch_norm ? "vgg16_bn" : "vgg16"); }
+Network vgg11(int64_t num_classes, bool batch_norm) { return vgg(kVggA, num_classes, batch_norm, 0.5, 3, 4096, batch_norm ? "vgg11_bn" : "vgg11"); }
+Network vgg16(int64_t num_classes, bool batch_norm) { return vgg(kVggD, num_classes, batch_norm, 0.5, 3, 4096, batch_norm ? "vgg16_bn" : "vgg16"); }
 
-Model resnet(const std::vector<int64_t>& blocks_per_stage, int64_t num_classes, int64_t in_channels, const std::string& name) {
+Network resnet(const std::vector<int64_t>& blocks_per_stage, int64_t num_classes, int64_t in_channels, const std::string& name) {
   require_positive(num_classes, "num_classes", name);
   require_positive(in_channels, "in_channels", name);
   if (blocks_per_stage.size() != 4)
@@ -167,10 +167,10 @@ Model resnet(const std::vector<int64_t>& blocks_per_stage, int64_t num_classes, 
   return finish(name, {x}, out);
 }
 
-Model resnet18(int64_t num_classes) { return resnet({2, 2, 2, 2}, num_classes, 3, "resnet18"); }
-Model resnet34(int64_t num_classes) { return resnet({3, 4, 6, 3}, num_classes, 3, "resnet34"); }
+Network resnet18(int64_t num_classes) { return resnet({2, 2, 2, 2}, num_classes, 3, "resnet18"); }
+Network resnet34(int64_t num_classes) { return resnet({3, 4, 6, 3}, num_classes, 3, "resnet34"); }
 
-Model densenet(int64_t growth_rate, const std::vector<int64_t>& block_config, int64_t num_init_features, int64_t bn_size,
+Network densenet(int64_t growth_rate, const std::vector<int64_t>& block_config, int64_t num_init_features, int64_t bn_size,
                double compression, int64_t num_classes, int64_t in_channels, const std::string& name) {
   require_positive(growth_rate, "growth_rate", name);
   require_positive(num_init_features, "num_init_features", name);
@@ -208,9 +208,9 @@ Model densenet(int64_t growth_rate, const std::vector<int64_t>& block_config, in
   return finish(name, {x}, out);
 }
 
-Model densenet121(int64_t num_classes) { return densenet(32, {6, 12, 24, 16}, 64, 4, 0.5, num_classes, 3, "densenet121"); }
+Network densenet121(int64_t num_classes) { return densenet(32, {6, 12, 24, 16}, 64, 4, 0.5, num_classes, 3, "densenet121"); }
 
-Model unet(int64_t in_channels, int64_t num_classes, int64_t base_width, int64_t depth, bool batch_norm) {
+Network unet(int64_t in_channels, int64_t num_classes, int64_t base_width, int64_t depth, bool batch_norm) {
   require_positive(in_channels, "in_channels", "unet");
   require_positive(num_classes, "num_classes", "unet");
   require_positive(base_width, "base_width", "unet");
@@ -247,7 +247,7 @@ Model unet(int64_t in_channels, int64_t num_classes, int64_t base_width, int64_t
   return finish("unet", {x}, out);
 }
 
-Model lstm_lm(int64_t vocab_size, int64_t embedding, int64_t hidden, int64_t n_layers, double dropout) {
+Network lstm_lm(int64_t vocab_size, int64_t embedding, int64_t hidden, int64_t n_layers, double dropout) {
   require_positive(vocab_size, "vocab_size", "lstm_lm");
   require_positive(embedding, "embedding", "lstm_lm");
   require_positive(hidden, "hidden", "lstm_lm");
@@ -262,7 +262,7 @@ Model lstm_lm(int64_t vocab_size, int64_t embedding, int64_t hidden, int64_t n_l
   return finish("lstm_lm", {ids}, out);
 }
 
-Model transformer_classifier(int64_t vocab_size, int64_t seq_len, int64_t d_model, int64_t n_heads, int64_t ff_units,
+Network transformer_classifier(int64_t vocab_size, int64_t seq_len, int64_t d_model, int64_t n_heads, int64_t ff_units,
                              int64_t n_layers, int64_t num_classes, double dropout) {
   const std::string m = "transformer_classifier";
   require_positive(vocab_size, "vocab_size", m);

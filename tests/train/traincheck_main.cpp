@@ -294,13 +294,13 @@ void loss_cases() {
       Tensor ids = tensor<int64_t>({2, 0, 1, 2, 3});
       for (double ls : {0.0, 0.2}) {
         loss_case("cross_entropy", Obj(a).d("label_smoothing", ls), {rn({5, 4}), ids}, {0},
-                  [r, ls](auto& x) { return tr::cross_entropy(x[0], x[1], r, ls); });
+                  [r, ls](auto& x) { return tr::cross_entropy(x[0], x[1], Tensor(), r, -100, ls); });
         loss_case("cross_entropy", Obj(a).d("label_smoothing", ls), {rn({5, 4}), softmax(rn({5, 4}), 1)}, {0, 1},
-                  [r, ls](auto& x) { return tr::cross_entropy(x[0], x[1], r, ls); });
+                  [r, ls](auto& x) { return tr::cross_entropy(x[0], x[1], Tensor(), r, -100, ls); });
       }
       loss_case("cross_entropy", Obj(a), {rn({3, 4, 2}), tensor<int64_t>({0, 3, 1, 1, 2, 0}).reshape({3, 2})}, {0},
-                [r](auto& x) { return tr::cross_entropy(x[0], x[1], r); });
-      loss_case("nll", a, {log_softmax(rn({5, 4}), 1), ids}, {0}, [r](auto& x) { return tr::nll(x[0], x[1], r); });
+                [r](auto& x) { return tr::cross_entropy(x[0], x[1], Tensor(), r); });
+      loss_case("nll", a, {log_softmax(rn({5, 4}), 1), ids}, {0}, [r](auto& x) { return tr::nll_loss(x[0], x[1], Tensor(), r); });
       loss_case("binary_cross_entropy", a, {un({4, 3}, 0.02, 0.98), un({4, 3}, 0, 1)}, {0, 1},
                 [r](auto& x) { return tr::binary_cross_entropy(x[0], x[1], r); });
       loss_case("binary_cross_entropy", a, {un({4, 3}, 0.02, 0.98), un({4, 3}, 0, 1), un({3}, 0.5, 2)}, {0},
@@ -310,9 +310,9 @@ void loss_cases() {
                 {tensor<double>({0.0, 1.0, 0.0, 1.0, 0.5, 1e-30}).astype(dt), tensor<double>({0, 0, 1, 1, 1, 1}).astype(dt)}, {},
                 [r](auto& x) { return tr::binary_cross_entropy(x[0], x[1], r); });
       loss_case("binary_cross_entropy_with_logits", a, {rn({4, 3}, 2), un({4, 3}, 0, 1)}, {0, 1},
-                [r](auto& x) { return tr::binary_cross_entropy_with_logits(x[0], x[1], r); });
+                [r](auto& x) { return tr::binary_cross_entropy_with_logits(x[0], x[1], Tensor(), Tensor(), r); });
       loss_case("binary_cross_entropy_with_logits", a, {rn({4, 3}, 2), un({4, 3}, 0, 1), un({3}, 0.5, 3)}, {0, 1},
-                [r](auto& x) { return tr::binary_cross_entropy_with_logits(x[0], x[1], r, x[2]); });
+                [r](auto& x) { return tr::binary_cross_entropy_with_logits(x[0], x[1], Tensor(), x[2], r); });
       loss_case("cosine", a, {rn({4, 5}), rn({4, 5})}, {0, 1}, [r](auto& x) { return tr::cosine(x[0], x[1], r); });
       loss_case("cosine", a, {rn({2, 3, 5}), rn({2, 3, 5})}, {0, 1}, [r](auto& x) { return tr::cosine(x[0], x[1], r); });
       for (double margin : {0.0, 0.3})

@@ -89,3 +89,30 @@ TEST(ConvLayers, CnnSurvivesJson) {
   EXPECT_TRUE(allclose(x[0], y[0]));
   EXPECT_TRUE(allclose(x[1], y[1]));
 }
+
+// One shape rule for ops and layers: conv_output_size / pool_output_size agree with what the
+// ops compute and the layers declare over a grid of sizes, and stay exact at int64's edges.
+TEST(ConvLayers, ExportedShapeRulesAreTheOpsAndTheLayers) {
+  for (int64_t in : {3, 4, 5, 7, 8})
+    for (int64_t k : {1, 2, 3})
+      for (int64_t s : {1, 2, 3})
+        for (int64_t p = 0; p <= k / 2; ++p) {
+          const Tensor x = zeros({1, 1, in, in});
+          const int64_t c = conv_output_size(in, k, s, p, p);
+          nn::Input img(Shape{1, 1, in, in}, Float32);
+          nn::Conv2D conv(img, 1, k, {.stride = s, .padding = p});
+          EXPECT_EQ(conv.shape()[2], c);
+          EXPECT_EQ(conv2d(x, zeros({1, 1, k, k}), Tensor(), s, p).shape()[2], c);
+          for (bool ceil : {false, true}) {
+            const int64_t o = pool_output_size(in, k, s, p, 1, ceil);
+            ASSERT_GE(o, 1);
+            EXPECT_EQ(max_pool2d(x, k, s, p, 1, ceil).shape()[2], o) << in << " " << k << " " << s << " " << p << " " << ceil;
+            EXPECT_EQ(nn::MaxPool2D(img, k, {.stride = s, .padding = p, .ceil_mode = ceil}).shape()[2], o);
+          }
+        }
+  EXPECT_EQ(conv_output_size(2, 5), 0);                       // the kernel does not fit
+  EXPECT_EQ(conv_output_size(INT64_MAX, 1, 1, 10, 10), INT64_MAX);  // saturates, no overflow
+  EXPECT_EQ(conv_output_size(INT64_MAX, INT64_MAX, 1, 0, 0, INT64_MAX), 0);
+  EXPECT_EQ(pool_output_size(INT64_MAX, 2, 1, 1), INT64_MAX);
+  EXPECT_LE(pool_output_size(1, 3, 1), 0);
+}

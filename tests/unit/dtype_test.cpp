@@ -196,6 +196,19 @@ TEST(DType, AstypeConversions) {
   EXPECT_EQ(same.impl(), f.impl());  // no copy when the dtype matches
 }
 
+// tensor({...}) takes the C++ type's dtype; with a dtype argument it converts, as torch.tensor(dtype=).
+TEST(DType, TensorFactoryWithADType) {
+  EXPECT_EQ(tensor({1, 2}).dtype(), Int32);
+  EXPECT_EQ(tensor({1.5}).dtype(), Float64);
+  const Tensor f = tensor({1, 2}, Float32);
+  EXPECT_EQ(f.dtype(), Float32);
+  EXPECT_EQ(f.to_vector<float>(), (std::vector<float>{1, 2}));
+  const Tensor h = tensor({0.1, 65520.0}, Float16, Device::cpu());
+  EXPECT_EQ(h.dtype(), Float16);
+  EXPECT_EQ(h.to_vector<float>()[1], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(tensor<int64_t>({3, -1}, Bool).to_vector<bool>(), (std::vector<bool>{true, true}));
+}
+
 TEST(Half, KnownConversionsMatchNumpy) {
   // (float, float16 bits) from numpy: np.float32(v).astype(np.float16).view(np.uint16)
   const std::vector<std::pair<float, uint16_t>> cases = {

@@ -174,7 +174,7 @@ TEST_P(StoreModels, Aliases) {
 
 TEST_P(StoreModels, EveryZooModelRoundTripsExactly) {
   store::Store s = store::Store::open(url());
-  const std::vector<std::pair<zoo::Model, Tensor>> cases = {
+  const std::vector<std::pair<zoo::Network, Tensor>> cases = {
       {zoo::mlp(12, {8, 8}, 3, nn::gelu, 0.3), uniform({2, 12})},
       {zoo::lenet(), uniform({2, 1, 28, 28})},
       {zoo::fashion_cnn(), uniform({2, 1, 28, 28})},

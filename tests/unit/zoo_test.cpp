@@ -11,7 +11,7 @@ namespace {
 // No NaN or infinity (either makes the sum non-finite).
 bool finite(const Tensor& t) { return std::isfinite(sum(abs(astype(t, Float64))).item<double>()); }
 
-Tensor run(const zoo::Model& m, const Tensor& x) {
+Tensor run(const zoo::Network& m, const Tensor& x) {
   m.input().set_value(x);
   Tensor y = m.output();
   m.input().clear();
@@ -21,12 +21,12 @@ Tensor run(const zoo::Model& m, const Tensor& x) {
 }  // namespace
 
 TEST(Zoo, MlpAndLenet) {
-  zoo::Model m = zoo::mlp(20, {16, 8}, 3, nn::tanh, 0.1);
+  zoo::Network m = zoo::mlp(20, {16, 8}, 3, nn::tanh, 0.1);
   EXPECT_EQ(m.output.shape(), (Shape{-1, 3}));
   EXPECT_EQ(m.parameter_count(), 20 * 16 + 16 + 16 * 8 + 8 + 8 * 3 + 3);
   EXPECT_EQ(m(uniform({4, 20})).shape(), (Shape{4, 3}));
 
-  zoo::Model l = zoo::lenet();
+  zoo::Network l = zoo::lenet();
   EXPECT_EQ(l.parameter_count(), 61706);
   EXPECT_EQ(l.graph.inputs().size(), 1u);
   EXPECT_EQ(run(l, uniform({2, 1, 28, 28})).shape(), (Shape{2, 10}));
@@ -35,7 +35,7 @@ TEST(Zoo, MlpAndLenet) {
 
 TEST(Zoo, VggForward) {
   // 32x32 leaves 1x1 after five pools; the adaptive pool repeats it to 7x7 as torchvision does
-  zoo::Model v = zoo::vgg11(10);
+  zoo::Network v = zoo::vgg11(10);
   EXPECT_EQ(v.output.shape(), (Shape{-1, 10}));
   Tensor y = v(uniform({1, 3, 32, 32}));
   EXPECT_EQ(y.shape(), (Shape{1, 10}));
@@ -43,21 +43,21 @@ TEST(Zoo, VggForward) {
 }
 
 TEST(Zoo, Vgg16Builds) {
-  zoo::Model v = zoo::vgg16(10, /*batch_norm=*/true);
+  zoo::Network v = zoo::vgg16(10, /*batch_norm=*/true);
   EXPECT_EQ(v.name, "vgg16_bn");
   EXPECT_EQ(v(uniform({1, 3, 32, 32})).shape(), (Shape{1, 10}));
 }
 
 TEST(Zoo, ResNetForward) {
-  zoo::Model r18 = zoo::resnet18();
+  zoo::Network r18 = zoo::resnet18();
   EXPECT_EQ(r18.parameter_count(), 11689512);
   EXPECT_EQ(r18(uniform({1, 3, 64, 64})).shape(), (Shape{1, 1000}));
-  zoo::Model r34 = zoo::resnet34(7);
+  zoo::Network r34 = zoo::resnet34(7);
   EXPECT_EQ(r34(uniform({2, 3, 32, 32})).shape(), (Shape{2, 7}));
 }
 
 TEST(Zoo, DenseNetForward) {
-  zoo::Model d = zoo::densenet121();
+  zoo::Network d = zoo::densenet121();
   EXPECT_EQ(d.parameter_count(), 7978856);
   Tensor y = d(uniform({1, 3, 32, 32}));
   EXPECT_EQ(y.shape(), (Shape{1, 1000}));
@@ -65,20 +65,20 @@ TEST(Zoo, DenseNetForward) {
 }
 
 TEST(Zoo, UNetForward) {
-  zoo::Model u = zoo::unet(3, 4, 8, 3);
+  zoo::Network u = zoo::unet(3, 4, 8, 3);
   EXPECT_EQ(u.output.shape(), (Shape{-1, 4, -1, -1}));
   EXPECT_EQ(u(uniform({2, 3, 32, 24})).shape(), (Shape{2, 4, 32, 24}));
-  zoo::Model ub = zoo::unet(1, 2, 4, 2, /*batch_norm=*/true);
+  zoo::Network ub = zoo::unet(1, 2, 4, 2, /*batch_norm=*/true);
   EXPECT_EQ(ub(uniform({1, 1, 16, 16})).shape(), (Shape{1, 2, 16, 16}));
 }
 
 TEST(Zoo, SequenceModelsForward) {
-  zoo::Model lm = zoo::lstm_lm(50, 16, 24, 2, 0.1);
+  zoo::Network lm = zoo::lstm_lm(50, 16, 24, 2, 0.1);
   EXPECT_EQ(lm.parameter_count(), 50 * 16 + (4 * 24 * (16 + 24) + 8 * 24) + (4 * 24 * 48 + 8 * 24) + 24 * 50 + 50);
   Tensor ids = randint(0, 50, {3, 7});
   EXPECT_EQ(lm(ids).shape(), (Shape{3, 7, 50}));
 
-  zoo::Model tc = zoo::transformer_classifier(60, 10, 32, 4, 64, 2, 3, 0.1);
+  zoo::Network tc = zoo::transformer_classifier(60, 10, 32, 4, 64, 2, 3, 0.1);
   EXPECT_EQ(tc.output.shape(), (Shape{-1, 3}));
   EXPECT_EQ(tc(randint(0, 60, {2, 10})).shape(), (Shape{2, 3}));
   {
@@ -89,7 +89,7 @@ TEST(Zoo, SequenceModelsForward) {
 }
 
 TEST(Zoo, ResNet18BackwardReachesEveryParameter) {
-  zoo::Model r = zoo::resnet18(10);
+  zoo::Network r = zoo::resnet18(10);
   const auto params = r.parameters();
   EXPECT_EQ(params.size(), 62u);  // as torchvision's resnet18.parameters()
   nn::ModeScope train(nn::Mode::Train);
@@ -105,7 +105,7 @@ TEST(Zoo, ResNet18BackwardReachesEveryParameter) {
 }
 
 TEST(Zoo, JsonRoundTripKeepsOutputs) {
-  for (zoo::Model m : {zoo::lenet(), zoo::resnet18(10)}) {
+  for (zoo::Network m : {zoo::lenet(), zoo::resnet18(10)}) {
     Graph copy = graph_from_json(graph_to_json(m.graph));
     EXPECT_EQ(copy.nodes().size(), m.graph.nodes().size());
     EXPECT_EQ(zoo::parameter_count(copy), m.parameter_count());
@@ -119,7 +119,7 @@ TEST(Zoo, JsonRoundTripKeepsOutputs) {
 }
 
 TEST(Zoo, EveryBuilderSurvivesJson) {
-  const std::vector<std::pair<zoo::Model, Tensor>> cases = {
+  const std::vector<std::pair<zoo::Network, Tensor>> cases = {
       {zoo::mlp(12, {8, 8}, 3, nn::gelu, 0.3), uniform({2, 12})},
       {zoo::vgg({8, 0, 8, 0}, 5, true, 0.5, 3, 16, "vgg_tiny"), uniform({2, 3, 10, 10})},  // adaptive pool 2x2 -> 7x7
       {zoo::densenet(8, {2, 3}, 16, 2, 0.5, 4, 3, "densenet_tiny"), uniform({2, 3, 32, 32})},
@@ -136,7 +136,7 @@ TEST(Zoo, EveryBuilderSurvivesJson) {
 }
 
 TEST(Zoo, FashionCnnIsTheMainJobsModel) {
-  zoo::Model m = zoo::fashion_cnn();
+  zoo::Network m = zoo::fashion_cnn();
   EXPECT_EQ(m.parameter_count(), 421738);  // 288 + 64 + 18432 + 128 + 401408 + 128 + 1290
   EXPECT_EQ(m(zeros({2, 1, 28, 28})).shape(), (Shape{2, 10}));
 }

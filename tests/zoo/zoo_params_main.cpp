@@ -28,7 +28,7 @@ void write_npy(const std::filesystem::path& path, const Tensor& t) { data::save_
 
 // Gives BatchNorm layers non-trivial affine parameters and running statistics, so that an
 // Eval-mode comparison exercises them.
-void randomize_batch_norms(const zoo::Model& m) {
+void randomize_batch_norms(const zoo::Network& m) {
   GradModeScope off(false);
   for (const nn::Layer& l : m.graph.nodes()) {
     if (std::string(l.kind()) != "BatchNorm") continue;
@@ -43,7 +43,7 @@ void randomize_batch_norms(const zoo::Model& m) {
   }
 }
 
-json dump(const std::filesystem::path& dir, const std::string& key, const zoo::Model& m, const Tensor& x) {
+json dump(const std::filesystem::path& dir, const std::string& key, const zoo::Network& m, const Tensor& x) {
   randomize_batch_norms(m);
   json entry{{"params", json::array()}};
   int k = 0;
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     }
   }
   // Each model is built, counted and dropped before the next (vgg16 alone holds 138 M floats).
-  const std::vector<std::pair<std::string, std::function<zoo::Model()>>> models = {
+  const std::vector<std::pair<std::string, std::function<zoo::Network()>>> models = {
       {"mlp", [] { return zoo::mlp(784, {256, 128}, 10, nn::relu, 0.2); }},
       {"lenet", [] { return zoo::lenet(10); }},
       {"vgg11", [] { return zoo::vgg11(1000); }},

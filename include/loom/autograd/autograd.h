@@ -22,10 +22,4 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
 std::vector<Tensor> grad(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                          const std::vector<Tensor>& inputs);
 
-// Ops inside do not record gradients.
-class NoGrad : public GradModeScope {
- public:
-  NoGrad() : GradModeScope(false) {}
-};
-
 }  // namespace loom

@@ -18,4 +18,10 @@ class GradModeScope {
   bool previous_;
 };
 
+// Ops inside do not record gradients (inference, in-place updates of parameters).
+class NoGrad : public GradModeScope {
+ public:
+  NoGrad() : GradModeScope(false) {}
+};
+
 }  // namespace loom

@@ -54,6 +54,13 @@ class ConvPadding {
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
               ConvPadding padding = 0, IntList dilation = 1, int64_t groups = 1);
+
+// The output extent of a convolution along one axis, the rule conv1d/conv2d and the Conv layers
+// share: floor((in + padding_before + padding_after - dilation * (kernel - 1) - 1) / stride) + 1,
+// or 0 when the kernel does not fit the padded input. Exact for any int64 arguments (kernel,
+// stride, dilation >= 1), saturating at INT64_MAX.
+int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride = 1, int64_t padding_before = 0, int64_t padding_after = 0,
+                         int64_t dilation = 1);
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
               ConvPadding padding = 0, IntList dilation = 1, int64_t groups = 1);
 // The adjoint (gradient) of conv2d with respect to its input, plus bias. Output size per axis:

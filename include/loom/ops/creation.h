@@ -33,6 +33,11 @@ template <typename T>
 Tensor tensor(std::initializer_list<T> values, Device device = default_device()) {
   return from_vector(std::vector<T>(values), Shape{static_cast<int64_t>(values.size())}, device);
 }
+// The same values converted to `dtype` (torch.tensor([1, 2], dtype=...)): tensor({1, 2}, Float32).
+template <typename T>
+Tensor tensor(std::initializer_list<T> values, DType dtype, Device device = default_device()) {
+  return tensor(values, device).astype(dtype);
+}
 // Copies raw elements of `dtype` from host memory.
 Tensor from_data(const void* data, const Shape& shape, DType dtype, Device device = default_device());
 

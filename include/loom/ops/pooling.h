@@ -10,6 +10,12 @@
 
 namespace loom {
 
+// The output extent of pooling along one axis (the rule above), shared by the ops and the
+// pooling layers: 0 or less when no window fits. Exact for any int64 arguments (kernel, stride,
+// dilation >= 1; padding >= 0), saturating at INT64_MAX.
+int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding = 0, int64_t dilation = 1,
+                         bool ceil_mode = false);
+
 // stride defaults to kernel_size; padding must be at most half the kernel. The gradient goes
 // to the position of each window's maximum (the first one on ties, as PyTorch).
 Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0, IntList dilation = 1,

@@ -3,9 +3,10 @@
 // predictions, and to the targets where the formula depends on them), with torch.nn.functional
 // semantics. `reduction` is Mean (the default), Sum or None (the elementwise / per-sample loss).
 //
-// The classification losses of loom/ops (cross_entropy, nll_loss,
-// binary_cross_entropy_with_logits, with weight / ignore_index / pos_weight) are available here
-// under the same names; the overloads below take the reduction as the third argument.
+// The classification losses on logits and log-probabilities (cross_entropy, nll_loss,
+// binary_cross_entropy_with_logits) have one definition each, in loom/ops/losses.h with
+// torch.nn.functional's parameter order (weight before reduction); they are visible here under
+// the same names. The losses below exist only here.
 #include <cstdint>
 
 #include "loom/core/tensor.h"
@@ -25,23 +26,12 @@ Tensor mae(const Tensor& pred, const Tensor& target, Reduction reduction = Reduc
 // F.huber_loss: 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), d = pred - target.
 Tensor huber(const Tensor& pred, const Tensor& target, double delta = 1.0, Reduction reduction = Reduction::Mean);
 
-// Cross-entropy of logits (N, C, d1, ...) — class axis 1, or axis 0 of an unbatched (C,) —
-// against integer class ids (N, d1, ...) or floating class probabilities / one-hot rows of the
-// logits' shape, with PyTorch's label smoothing (F.cross_entropy; loom::cross_entropy has the
-// class weights and ignore_index).
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction, double label_smoothing = 0.0);
-// Negative log-likelihood of log-probabilities (N, C, ...) for class ids (F.nll_loss).
-Tensor nll(const Tensor& log_probs, const Tensor& target, Reduction reduction = Reduction::Mean);
-
 // Binary cross-entropy on probabilities in [0, 1] (F.binary_cross_entropy): each log term is
 // clamped to >= -100 as in PyTorch, so p = 0 or 1 gives a finite loss. At exactly p = 0 or 1 the
 // clamped term contributes no gradient (PyTorch's backward instead divides by max(p(1-p), 1e-12)).
 // weight (optional) broadcasts against pred.
 Tensor binary_cross_entropy(const Tensor& pred, const Tensor& target, Reduction reduction = Reduction::Mean,
                             const Tensor& weight = Tensor());
-// Numerically stable binary cross-entropy on logits (F.binary_cross_entropy_with_logits).
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, Reduction reduction,
-                                        const Tensor& pos_weight = Tensor());
 
 // KL divergence with F.kl_div semantics: `input` holds log-probabilities; `target` holds
 // probabilities (or log-probabilities with log_target). Pointwise

@@ -1,5 +1,5 @@
 #pragma once
-// The model zoo: builders for standard architectures as Loom layer graphs. Each returns a Model
+// The model zoo: builders for standard architectures as Loom layer graphs. Each returns a Network
 // holding the Graph (Graph::build(outputs, inputs)), its Input layer(s) and its output layer.
 // Layouts follow PyTorch / torchvision so parameter counts match one to one
 // (tests/zoo/check_params.py compares them); layers carry torchvision's module names
@@ -17,7 +17,7 @@
 
 namespace loom::zoo {
 
-struct Model {
+struct Network {
   std::string name;
   Graph graph;
   std::vector<nn::Layer> inputs;  // Input layers, in the order graph.inputs() takes them
@@ -37,65 +37,65 @@ int64_t parameter_count(const Graph& graph);
 
 // Input (batch, in_units) -> [Linear(h) -> activation -> Dropout(dropout)] per hidden width ->
 // Linear(out_units). Dropout layers are left out when dropout is 0.
-Model mlp(int64_t in_units, const std::vector<int64_t>& hidden, int64_t out_units,
+Network mlp(int64_t in_units, const std::vector<int64_t>& hidden, int64_t out_units,
           const nn::ActivationFn& activation = nn::relu, double dropout = 0.0);
 
 // LeNet-5 for (batch, 1, 28, 28): Conv(6, 5x5, pad 2) -> ReLU -> MaxPool 2 -> Conv(16, 5x5) ->
 // ReLU -> MaxPool 2 -> Flatten(400) -> Linear(120) -> ReLU -> Linear(84) -> ReLU ->
 // Linear(num_classes). 61,706 parameters for 10 classes.
-Model lenet(int64_t num_classes = 10);
+Network lenet(int64_t num_classes = 10);
 
 // The main job's Fashion-MNIST CNN for (N, 1, 28, 28): two blocks of 3x3 conv (32, then 64
 // filters, "same", no bias) -> BatchNorm -> ReLU -> 2x2 max pool, then Flatten -> Dropout(0.25)
 // -> Linear(128) -> ReLU -> Dropout(0.25) -> Linear(num_classes). 421,738 parameters.
-Model fashion_cnn(int64_t num_classes = 10);
+Network fashion_cnn(int64_t num_classes = 10);
 
 // VGG from a torchvision configuration: integers are 3x3 conv (padding 1) + ReLU widths, 0 is a
 // 2x2 max pool ("M"). Then AdaptiveAvgPool2D(7x7), Flatten, Linear(512*7*7, 4096) -> ReLU ->
 // Dropout -> Linear(4096, 4096) -> ReLU -> Dropout -> Linear(4096, num_classes).
 // batch_norm inserts BatchNorm after each conv (torchvision's vgg*_bn); classifier_units
 // replaces the 4096 (torchvision's value) for small variants.
-Model vgg(const std::vector<int64_t>& config, int64_t num_classes = 1000, bool batch_norm = false, double dropout = 0.5,
+Network vgg(const std::vector<int64_t>& config, int64_t num_classes = 1000, bool batch_norm = false, double dropout = 0.5,
           int64_t in_channels = 3, int64_t classifier_units = 4096, const std::string& name = "vgg");
-Model vgg11(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "A"
-Model vgg16(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "D"
+Network vgg11(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "A"
+Network vgg16(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "D"
 extern const std::vector<int64_t> kVggA, kVggD;
 
 // ResNet with torchvision's BasicBlock: conv1 7x7/2 pad 3 (no bias) -> bn1 -> ReLU ->
 // MaxPool 3/2 pad 1 -> layer1..layer4 (64, 128, 256, 512 channels; the first block of layers
 // 2-4 has stride 2 and a 1x1 conv + bn downsample) -> global average pool -> fc(num_classes).
-Model resnet(const std::vector<int64_t>& blocks_per_stage, int64_t num_classes = 1000, int64_t in_channels = 3,
+Network resnet(const std::vector<int64_t>& blocks_per_stage, int64_t num_classes = 1000, int64_t in_channels = 3,
              const std::string& name = "resnet");
-Model resnet18(int64_t num_classes = 1000);  // blocks (2, 2, 2, 2)
-Model resnet34(int64_t num_classes = 1000);  // blocks (3, 4, 6, 3)
+Network resnet18(int64_t num_classes = 1000);  // blocks (2, 2, 2, 2)
+Network resnet34(int64_t num_classes = 1000);  // blocks (3, 4, 6, 3)
 
 // DenseNet-BC as torchvision: conv0 7x7/2 -> norm0 -> relu0 -> pool0 (max 3/2 pad 1), dense
 // blocks of layers BN-ReLU-Conv1x1(bn_size*growth)-BN-ReLU-Conv3x3(growth) concatenated along
 // channels, transitions BN-ReLU-Conv1x1(features*compression)-AvgPool 2, norm5, ReLU, global
 // average pool, classifier Linear(num_classes). Convolutions have no bias.
-Model densenet(int64_t growth_rate, const std::vector<int64_t>& block_config, int64_t num_init_features,
+Network densenet(int64_t growth_rate, const std::vector<int64_t>& block_config, int64_t num_init_features,
                int64_t bn_size = 4, double compression = 0.5, int64_t num_classes = 1000, int64_t in_channels = 3,
                const std::string& name = "densenet");
-Model densenet121(int64_t num_classes = 1000);  // growth 32, blocks (6, 12, 24, 16), 64 initial features
+Network densenet121(int64_t num_classes = 1000);  // growth 32, blocks (6, 12, 24, 16), 64 initial features
 
 // U-Net (Ronneberger et al.) with same-padded convolutions: `depth` down steps of
 // [DoubleConv -> MaxPool 2], a DoubleConv bottleneck of base_width * 2^depth channels, `depth`
 // up steps of [Conv2DTranspose(c/2, 2x2, stride 2) -> Concat(skip, axis 1) -> DoubleConv(c/2)],
 // and a 1x1 conv to num_classes. DoubleConv is two [Conv 3x3 pad 1 -> (BatchNorm) -> ReLU];
 // with batch_norm the convs have no bias. Height and width must be multiples of 2^depth.
-Model unet(int64_t in_channels = 1, int64_t num_classes = 2, int64_t base_width = 64, int64_t depth = 4,
+Network unet(int64_t in_channels = 1, int64_t num_classes = 2, int64_t base_width = 64, int64_t depth = 4,
            bool batch_norm = false);
 
 // LSTM language model: ids (batch, time) int64 -> Lookup(vocab, embedding) -> n_layers LSTM
 // layers of `hidden` units (Dropout(dropout) between layers, as nn.LSTM's dropout) ->
 // Linear(vocab): logits (batch, time, vocab).
-Model lstm_lm(int64_t vocab_size, int64_t embedding, int64_t hidden, int64_t n_layers = 2, double dropout = 0.0);
+Network lstm_lm(int64_t vocab_size, int64_t embedding, int64_t hidden, int64_t n_layers = 2, double dropout = 0.0);
 
 // Transformer encoder classifier: ids (batch, seq_len) int64 -> Lookup(vocab, d_model) + a
 // learned positional embedding (seq_len, d_model) -> n_layers TransformerEncoderLayer (post-norm,
 // ReLU, as torch.nn.TransformerEncoderLayer(batch_first=True)) -> mean over time ->
 // Linear(num_classes).
-Model transformer_classifier(int64_t vocab_size, int64_t seq_len, int64_t d_model, int64_t n_heads, int64_t ff_units,
+Network transformer_classifier(int64_t vocab_size, int64_t seq_len, int64_t d_model, int64_t n_heads, int64_t ff_units,
                              int64_t n_layers, int64_t num_classes, double dropout = 0.1);
 
 }  // namespace loom::zoo

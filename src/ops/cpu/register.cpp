@@ -5,16 +5,40 @@ namespace loom::detail {
 
 void register_cpu_backend() {
   static const Backend table{
-      cpu::copy,     cpu::fill,      cpu::binary,     cpu::unary,      cpu::where,
-      cpu::reduce,   cpu::cumsum,    cpu::matmul,     cpu::take,       cpu::index_add,
-      cpu::take_along, cpu::scatter_add_along, cpu::put, cpu::nonzero, cpu::random,
-      // neural-network kernels (nn_kernels.h)
-      cpu::conv2d, cpu::conv2d_backward_data, cpu::conv2d_backward_weights,
-      cpu::max_pool2d, cpu::avg_pool2d, cpu::avg_pool2d_backward,
-      cpu::batch_norm_train, cpu::batch_norm_backward,
-      cpu::max_pool2d_backward, cpu::layer_norm, cpu::layer_norm_backward,
-      // dense linear algebra (linalg.cpp)
-      cpu::cholesky, cpu::lu_solve, cpu::slogdet, cpu::qr, cpu::svd, cpu::eigh, cpu::lstsq,
+      // by name (declaration order), so a kernel cannot land in another one's slot
+      .copy = cpu::copy,
+      .fill = cpu::fill,
+      .binary = cpu::binary,
+      .unary = cpu::unary,
+      .where = cpu::where,
+      .reduce = cpu::reduce,
+      .cumsum = cpu::cumsum,
+      .matmul = cpu::matmul,
+      .take = cpu::take,
+      .index_add = cpu::index_add,
+      .take_along = cpu::take_along,
+      .scatter_add_along = cpu::scatter_add_along,
+      .put = cpu::put,
+      .nonzero = cpu::nonzero,
+      .random = cpu::random,
+      .conv2d = cpu::conv2d,
+      .conv2d_backward_data = cpu::conv2d_backward_data,
+      .conv2d_backward_weights = cpu::conv2d_backward_weights,
+      .max_pool2d = cpu::max_pool2d,
+      .avg_pool2d = cpu::avg_pool2d,
+      .avg_pool2d_backward = cpu::avg_pool2d_backward,
+      .batch_norm_train = cpu::batch_norm_train,
+      .batch_norm_backward = cpu::batch_norm_backward,
+      .max_pool2d_backward = cpu::max_pool2d_backward,
+      .layer_norm = cpu::layer_norm,
+      .layer_norm_backward = cpu::layer_norm_backward,
+      .cholesky = cpu::cholesky,
+      .lu_solve = cpu::lu_solve,
+      .slogdet = cpu::slogdet,
+      .qr = cpu::qr,
+      .svd = cpu::svd,
+      .eigh = cpu::eigh,
+      .lstsq = cpu::lstsq,
   };
   register_backend(DeviceType::CPU, &table);
   cpu::init_blas_threads();
