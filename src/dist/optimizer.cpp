@@ -1,6 +1,7 @@
 // Gradient averaging in buckets, and rank 0's state on every rank.
 #include "loom/dist/optimizer.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/comm.h"
 #include "loom/autograd/autograd.h"
 #include "loom/io/model.h"
 #include "loom/ops/creation.h"
@@ -130,6 +132,13 @@ int64_t average_in_buckets(const std::vector<Tensor>& params, int64_t bucket_byt
   return buckets;
 }
 
+double checked_timeout(double seconds, const char* who) {
+  if (!(seconds >= 0) || !std::isfinite(seconds))
+    throw ValueError(std::string(who) + ": collective_timeout must be a finite number of seconds >= 0 (0: wait forever), got " +
+                     std::to_string(seconds));
+  return seconds;
+}
+
 }  // namespace
 
 data::Shard shard(bool drop_tail) { return {.index = rank(), .count = size(), .drop_tail = drop_tail}; }
@@ -164,6 +173,7 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<train::Optimizer> opt
   if (options_.bucket_bytes < 1)
     throw ValueError("dist::DistributedOptimizer: bucket_bytes must be >= 1, got " + std::to_string(options_.bucket_bytes));
   size();  // DistError now, not at the first step, when no Context is alive
+  detail::set_collective_timeout(checked_timeout(options_.collective_timeout, "dist::DistributedOptimizer"), rank());
 }
 
 void DistributedOptimizer::broadcast_state(int root) { broadcast_optimizer(*optimizer_, root); }
@@ -183,11 +193,13 @@ class MpiDataParallel final : public train::DataParallel {
   explicit MpiDataParallel(DistributedOptions options) : options_(options), rank_(dist::rank()), size_(dist::size()) {
     if (options_.bucket_bytes < 1)
       throw ValueError("dist::data_parallel: bucket_bytes must be >= 1, got " + std::to_string(options_.bucket_bytes));
+    checked_timeout(options_.collective_timeout, "dist::data_parallel");
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
   void begin(train::Model& model, data::DataLoader& train) override {
+    detail::set_collective_timeout(options_.collective_timeout, rank_);
     // An unsharded loader becomes this rank's shard (same options otherwise), at the start of
     // its epoch; one that is mid-epoch cannot be (its position counts whole-epoch batches).
     const data::Shard want = shard(train.options().shard.drop_tail);

@@ -104,6 +104,8 @@ TEST(DistFit, RanksThatDisagreeAreNamed) {
   expect_named({.batch_size = last ? 3 : 4}, "the ranks disagree on the batches per epoch: rank 0 has");
   expect_named({.batch_size = 4, .shard = {0, dist::size()}}, "rank 1's training loader is shard 0 of");
   EXPECT_THROW(dist::data_parallel({.bucket_bytes = 0}), ValueError);
+  EXPECT_THROW(dist::data_parallel({.collective_timeout = -1}), ValueError);
+  EXPECT_THROW(dist::data_parallel({.collective_timeout = std::nan("")}), ValueError);
 }
 
 // A rank that throws in a step (here before its forward, while the others are in a
