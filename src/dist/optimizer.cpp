@@ -1,10 +1,12 @@
 // Gradient averaging in buckets, and rank 0's state on every rank.
 #include "loom/dist/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -152,9 +154,27 @@ void broadcast_graph(const Graph& graph, int root) {
   Tensor hmax = tensor<int64_t>({h, ~h});
   allreduce(hmax, ReduceOp::Max);
   const bool same = hmax.to_vector<int64_t>()[0] == ~hmax.to_vector<int64_t>()[1];
-  if (!same)
-    throw ValueError("dist::broadcast_graph: the ranks' graphs hold different parameters and buffers (" +
-                     std::to_string(names.size()) + " here); every rank must build the same model");
+  if (!same) {
+    // Name a tensor that differs: each rank compares its names with root's, and the first rank
+    // that differs tells every rank what (so that every rank throws the same error).
+    std::string joined;
+    for (const std::string& n : names) joined += n + '\n';
+    std::vector<std::string> theirs;
+    std::istringstream in(broadcast_text(joined, root));
+    for (std::string n; std::getline(in, n);) theirs.push_back(n);
+    std::vector<std::string> extra, missing;  // names are sorted (io::TensorMap)
+    std::set_difference(names.begin(), names.end(), theirs.begin(), theirs.end(), std::back_inserter(extra));
+    std::set_difference(theirs.begin(), theirs.end(), names.begin(), names.end(), std::back_inserter(missing));
+    const std::string r = "rank " + std::to_string(rank()), r0 = "rank " + std::to_string(root);
+    const std::string diff = !extra.empty()   ? r + " has '" + extra[0] + "', which " + r0 + " has not"
+                             : !missing.empty() ? r + " has no '" + missing[0] + "', which " + r0 + " has"
+                                                : "";
+    const auto differs = allgather(from_vector(std::vector<int64_t>{diff.empty() ? 0 : 1}, {1})).to_vector<int64_t>();
+    int first = 0;
+    while (first + 1 < size() && !differs[static_cast<size_t>(first)]) ++first;
+    throw ValueError("dist::broadcast_graph: the ranks' models differ: " + broadcast_text(diff, first) +
+                     " (a parameter or buffer); every rank must build the same model");
+  }
   for (const auto& [name, t] : state) {
     Tensor target = t;
     try {

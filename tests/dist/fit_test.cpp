@@ -108,6 +108,48 @@ TEST(DistFit, RanksThatDisagreeAreNamed) {
   EXPECT_THROW(dist::data_parallel({.collective_timeout = std::nan("")}), ValueError);
 }
 
+// Models that differ between ranks (a layer more, a layer wider) are named by fit and by
+// broadcast_graph on every rank, before any step.
+TEST(DistFit, ModelsThatDifferAreNamed) {
+  if (dist::size() < 2) GTEST_SKIP() << "needs 2 processes";
+  const bool last = dist::rank() == dist::size() - 1;
+  const std::string who = "rank " + std::to_string(dist::size() - 1);
+  auto graph = [&](int64_t width, bool extra) {
+    nn::Input x(8, Float32, "x");
+    nn::Linear h(x, width, {}, "h");
+    nn::Activation a(h, nn::relu, "a");
+    if (!extra) return Graph::build({nn::Linear(a, 3, {}, "out")}, {x});
+    nn::Linear h2(a, 8, {}, "h2");
+    return Graph::build({nn::Linear(h2, 3, {}, "out")}, {x});
+  };
+  auto ds = mlp_data();
+  struct Case {
+    Graph g;
+    std::string part;
+  };
+  for (const Case& c : {Case{graph(16, last), who + " has 'h2/bias', which rank 0 has not"},
+                        Case{graph(16, !last), who + " has no 'h2/bias', which rank 0 has"},
+                        Case{graph(last ? 17 : 16, false), "tensor 'h/bias'"}}) {
+    for (bool through_fit : {false, true}) {
+      train::Model model = sgd_model(c.g);
+      data::DataLoader loader(ds, {.batch_size = 4});
+      try {
+        if (through_fit)
+          model.fit(loader, {.progress = false, .distributed = dist::data_parallel()});
+        else
+          dist::broadcast_graph(c.g);
+        ADD_FAILURE() << "no error for " << c.part;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(c.part), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(model.optimizer().steps(), 0);
+    }
+  }
+  Tensor t = full({2}, 1.0);
+  dist::allreduce(t);  // still in step
+  EXPECT_EQ(t.to_vector<float>(), std::vector<float>(2, static_cast<float>(dist::size())));
+}
+
 // A rank that throws in a step (here before its forward, while the others are in a
 // synchronized batch norm's collective) stops every rank at that step: it gets its own error,
 // the others a DistError naming it; the ranks stay in step for what follows.
