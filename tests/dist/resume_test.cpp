@@ -110,9 +110,9 @@ std::string checkpoint_dir() {
   return dir.string();
 }
 
-void check(const Graph& want, const Graph& got, const std::string& what) {
+void check(const Graph& want, const Graph& got, const std::string& what, double tolerance = 1) {
   SCOPED_TRACE(what);
-  const double worst = dist_test::compare_state(want, got, 1e-5, 1e-4);
+  const double worst = dist_test::compare_state(want, got, 1e-5 * tolerance, 1e-4 * tolerance);
   if (dist::rank() == 0) std::printf("  %s: worst relative difference %.3g\n", what.c_str(), worst);
 }
 
@@ -136,7 +136,8 @@ TEST(DistResume, CheckpointsResumeAtAnotherRankCount) {
       // 1 -> N and N -> N
       if (size > 1) {
         check(here, resume(k, solo + at, true), tag + ", 1 process -> " + std::to_string(size) + " ranks");
-        check(here, resume(k, np + at, true), tag + ", " + std::to_string(size) + " ranks -> " + std::to_string(size));
+        // the same count: the same arithmetic as without the interruption, bit for bit
+        check(here, resume(k, np + at, true), tag + ", " + std::to_string(size) + " ranks -> " + std::to_string(size), 0);
       }
       // another run's rank count -> this one
       if (from > 0 && from != size) {
