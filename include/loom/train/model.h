@@ -79,10 +79,7 @@ class Model {
 
   // Checkpoints hold the weights and buffers, the optimizer state, the default generator, the
   // epoch count and, when given, the loader position: load_checkpoint then fit continues
-  // exactly as if training had not stopped. The position is saved with the loader's layout
-  // (batch size, shards): a loader of another layout (data-parallel at another rank count)
-  // resumes at the same place of the epoch's order, or ValueError mid-epoch where it has no
-  // batch boundary there (docs/distributed.md, "Checkpoints across rank counts").
+  // exactly as if training had not stopped.
   void save_checkpoint(const std::string& path, const data::DataLoader* loader = nullptr) const;
   // All or nothing: the weights, the training state, the optimizer state and the loader
   // position are all checked before any of them changes; a bad file throws and leaves the
