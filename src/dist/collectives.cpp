@@ -68,6 +68,7 @@ std::vector<Signature> agree(const Signature& mine, const Shape& dims, MPI_Comm 
   int size = 0;
   detail::check(MPI_Comm_size(comm, &size), "MPI_Comm_size", what);
   std::vector<Signature> all(static_cast<size_t>(size));
+  detail::CollectiveWatch watch(what);  // where a rank waits for the others
   detail::check(MPI_Allgather(mine.v.data(), Signature::kCount, MPI_INT64_T, all.data(), Signature::kCount,
                               MPI_INT64_T, comm),
                 "MPI_Allgather", what + " (exchanging shapes)");

@@ -18,4 +18,20 @@ MPI_Comm comm();
 // `what` names the collective and its tensor ("dist::allreduce(sum) of float32 (2, 3)").
 void check(int rc, const char* call, const std::string& what);
 
+// While alive, `what` (a collective) waits for the other ranks: the watchdog ends the process
+// when that lasts longer than the collective timeout (src/dist/watchdog.cpp).
+class CollectiveWatch {
+ public:
+  explicit CollectiveWatch(const std::string& what);
+  ~CollectiveWatch();
+  CollectiveWatch(const CollectiveWatch&) = delete;
+  CollectiveWatch& operator=(const CollectiveWatch&) = delete;
+};
+// The exit status of a process the watchdog ends (as timeout(1)'s).
+constexpr int kTimeoutExitStatus = 124;
+// Seconds a collective may wait from now on (0: forever); starts the watchdog thread when > 0.
+void set_collective_timeout(double seconds, int rank);
+// Stops and joins the watchdog thread (the Context's end).
+void stop_watchdog();
+
 }  // namespace loom::dist::detail

@@ -87,6 +87,7 @@ Context::Context() {
 }
 
 Context::~Context() {
+  detail::stop_watchdog();
   nn::set_replica_group(nullptr);
   g_context.store(nullptr);
   MPI_Comm_free(&g_node);

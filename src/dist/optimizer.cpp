@@ -1,13 +1,17 @@
 // Gradient averaging in buckets, and rank 0's state on every rank.
 #include "loom/dist/optimizer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "dist/comm.h"
 #include "loom/autograd/autograd.h"
 #include "loom/io/model.h"
 #include "loom/ops/creation.h"
@@ -130,6 +134,13 @@ int64_t average_in_buckets(const std::vector<Tensor>& params, int64_t bucket_byt
   return buckets;
 }
 
+double checked_timeout(double seconds, const char* who) {
+  if (!(seconds >= 0) || !std::isfinite(seconds))
+    throw ValueError(std::string(who) + ": collective_timeout must be a finite number of seconds >= 0 (0: wait forever), got " +
+                     std::to_string(seconds));
+  return seconds;
+}
+
 }  // namespace
 
 data::Shard shard(bool drop_tail) { return {.index = rank(), .count = size(), .drop_tail = drop_tail}; }
@@ -143,9 +154,27 @@ void broadcast_graph(const Graph& graph, int root) {
   Tensor hmax = tensor<int64_t>({h, ~h});
   allreduce(hmax, ReduceOp::Max);
   const bool same = hmax.to_vector<int64_t>()[0] == ~hmax.to_vector<int64_t>()[1];
-  if (!same)
-    throw ValueError("dist::broadcast_graph: the ranks' graphs hold different parameters and buffers (" +
-                     std::to_string(names.size()) + " here); every rank must build the same model");
+  if (!same) {
+    // Name a tensor that differs: each rank compares its names with root's, and the first rank
+    // that differs tells every rank what (so that every rank throws the same error).
+    std::string joined;
+    for (const std::string& n : names) joined += n + '\n';
+    std::vector<std::string> theirs;
+    std::istringstream in(broadcast_text(joined, root));
+    for (std::string n; std::getline(in, n);) theirs.push_back(n);
+    std::vector<std::string> extra, missing;  // names are sorted (io::TensorMap)
+    std::set_difference(names.begin(), names.end(), theirs.begin(), theirs.end(), std::back_inserter(extra));
+    std::set_difference(theirs.begin(), theirs.end(), names.begin(), names.end(), std::back_inserter(missing));
+    const std::string r = "rank " + std::to_string(rank()), r0 = "rank " + std::to_string(root);
+    const std::string diff = !extra.empty()   ? r + " has '" + extra[0] + "', which " + r0 + " has not"
+                             : !missing.empty() ? r + " has no '" + missing[0] + "', which " + r0 + " has"
+                                                : "";
+    const auto differs = allgather(from_vector(std::vector<int64_t>{diff.empty() ? 0 : 1}, {1})).to_vector<int64_t>();
+    int first = 0;
+    while (first + 1 < size() && !differs[static_cast<size_t>(first)]) ++first;
+    throw ValueError("dist::broadcast_graph: the ranks' models differ: " + broadcast_text(diff, first) +
+                     " (a parameter or buffer); every rank must build the same model");
+  }
   for (const auto& [name, t] : state) {
     Tensor target = t;
     try {
@@ -164,6 +193,7 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<train::Optimizer> opt
   if (options_.bucket_bytes < 1)
     throw ValueError("dist::DistributedOptimizer: bucket_bytes must be >= 1, got " + std::to_string(options_.bucket_bytes));
   size();  // DistError now, not at the first step, when no Context is alive
+  detail::set_collective_timeout(checked_timeout(options_.collective_timeout, "dist::DistributedOptimizer"), rank());
 }
 
 void DistributedOptimizer::broadcast_state(int root) { broadcast_optimizer(*optimizer_, root); }
@@ -183,11 +213,13 @@ class MpiDataParallel final : public train::DataParallel {
   explicit MpiDataParallel(DistributedOptions options) : options_(options), rank_(dist::rank()), size_(dist::size()) {
     if (options_.bucket_bytes < 1)
       throw ValueError("dist::data_parallel: bucket_bytes must be >= 1, got " + std::to_string(options_.bucket_bytes));
+    checked_timeout(options_.collective_timeout, "dist::data_parallel");
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
   void begin(train::Model& model, data::DataLoader& train) override {
+    detail::set_collective_timeout(options_.collective_timeout, rank_);
     // An unsharded loader becomes this rank's shard (same options otherwise), at the start of
     // its epoch; one that is mid-epoch cannot be (its position counts whole-epoch batches).
     const data::Shard want = shard(train.options().shard.drop_tail);

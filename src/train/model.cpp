@@ -260,7 +260,13 @@ void Model::save_checkpoint(const std::string& path, const data::DataLoader* loa
             {"rng", {default_generator().seed(), default_generator().counter()}},
             {"epochs_done", epochs_done_},
             {"history", std::move(history)}};
-  if (loader) meta["loader"] = {loader->position().epoch, loader->position().batch};
+  if (loader) {
+    meta["loader"] = {loader->position().epoch, loader->position().batch};
+    // What a batch was, so that a loader of another layout (data-parallel at another number
+    // of ranks, another batch size) resumes at the same place in the epoch's order.
+    const data::LoaderOptions& lo = loader->options();
+    meta["loader_layout"] = {{"batch_size", lo.batch_size}, {"shards", lo.shard.count}, {"batches", loader->size()}};
+  }
   io::save_state(path, inference_, extra, {{"loom.train", meta.dump()}});
 }
 
@@ -320,13 +326,53 @@ void Model::load_checkpoint(const std::string& path, data::DataLoader* loader) {
   }
   std::optional<data::LoaderPosition> position;
   if (loader && meta.contains("loader")) {
+    // The layout the position counts in: the file's (written with one), else this loader's.
+    int64_t batch_size = loader->options().batch_size, shards = loader->options().shard.count, batches = loader->size();
+    if (meta.contains("loader_layout")) {
+      const json& lay = meta["loader_layout"];
+      auto get = [&](const char* key) {
+        const auto v = lay.is_object() && lay.contains(key) ? detail::json_to_int(lay[key], 1) : std::nullopt;
+        if (!v) throw bad(std::string("the loader layout's '") + key + "' is missing or not an integer >= 1");
+        return *v;
+      };
+      batch_size = get("batch_size");
+      shards = get("shards");
+      batches = lay.is_object() && lay.contains("batches") ? detail::json_to_int(lay["batches"], 0).value_or(-1) : -1;
+      if (batches < 0) throw bad("the loader layout's 'batches' is missing or not an integer >= 0");
+    }
     const json& l = meta["loader"];
     const auto epoch = l.is_array() && l.size() == 2 ? detail::json_to_int(l[0], 0) : std::nullopt;
-    const auto batch = l.is_array() && l.size() == 2 ? detail::json_to_int(l[1], 0, loader->size()) : std::nullopt;
+    const auto batch = l.is_array() && l.size() == 2 ? detail::json_to_int(l[1], 0, batches) : std::nullopt;
     if (!epoch || !batch)
       throw bad("the loader position " + (l.is_structured() ? std::string("") : l.dump()) +
-                " is not [epoch >= 0, batch in [0, " + std::to_string(loader->size()) + "]] for this loader");
+                " is not [epoch >= 0, batch in [0, " + std::to_string(batches) + "]]");
     position = data::LoaderPosition{*epoch, *batch};
+    const int64_t here = loader->options().batch_size * loader->options().shard.count;
+    int64_t global = 0, sample = 0;
+    if (__builtin_mul_overflow(batch_size, shards, &global) || __builtin_mul_overflow(*batch, global, &sample))
+      throw bad("the loader layout's global batch (batch_size * shards) or position overflows");
+    if (*batch == batches) {
+      position->batch = loader->size();  // the epoch's batches were all delivered
+    } else {
+      // Mid-epoch: the same place in the epoch's order, also in another layout (every shard's
+      // batch b covers the order's positions [b * global, (b + 1) * global)).
+      auto layout = [](int64_t n, int64_t b) {
+        return std::to_string(n) + (n == 1 ? " shard" : " shards") + " of batch " + std::to_string(b) + " (a global batch of " +
+               std::to_string(n * b) + ")";
+      };
+      if (sample / here > loader->size())
+        throw ValueError("Model::load_checkpoint: '" + path + "' stands at position " + std::to_string(sample) + " of epoch " +
+                         std::to_string(position->epoch) + "'s order, beyond this loader's " + std::to_string(loader->size()) + " batches of " +
+                         layout(loader->options().shard.count, loader->options().batch_size));
+      if (sample % here != 0)
+        throw ValueError("Model::load_checkpoint: '" + path + "' stands mid-epoch after batch " + std::to_string(*batch) + " of " +
+                         std::to_string(batches) + " of epoch " + std::to_string(position->epoch) + " of a loader of " + layout(shards, batch_size) +
+                         ", at position " + std::to_string(sample) + " of the epoch's order; this loader of " +
+                         layout(loader->options().shard.count, loader->options().batch_size) +
+                         " has no batch boundary there (valid: a global batch that divides " + std::to_string(sample) +
+                         ", or a checkpoint written at the end of an epoch)");
+      position->batch = sample / here;
+    }
   }
   // Commit. The optimizer checks its state against its parameters and changes nothing when it
   // throws; the weights were checked above, so copying them cannot fail.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/dist_test_util.h"
 #include "loom/dist/optimizer.h"
 #include "loom/loom.h"
 #include "loom/nn/replicas.h"
@@ -15,50 +16,12 @@
 namespace loom {
 namespace {
 
-// Every rank holds the same values as rank 0, bit for bit.
-void expect_same_everywhere(const Tensor& t, const std::string& what) {
-  const Tensor all = dist::allgather(t.detach().expand_dims(0)).astype(Float64);
-  for (int r = 1; r < dist::size(); ++r)
-    ASSERT_EQ(all[r].to_vector<double>(), all[0].to_vector<double>()) << what << ": rank " << r << " differs from rank 0";
-}
-
-// Worst |b - a| / (1e-3 + |a|) over the graphs' parameters and buffers, and each element within
-// `atol + rtol |a|`.
-double compare_state(const Graph& one, const Graph& many, double atol, double rtol) {
-  const io::TensorMap a = io::graph_state(one), b = io::graph_state(many);
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (const auto& [name, t] : a) {
-    expect_same_everywhere(b.at(name), name);
-    const auto x = t.astype(Float64).to_vector<double>(), y = b.at(name).astype(Float64).to_vector<double>();
-    for (size_t i = 0; i < x.size(); ++i) {
-      worst = std::max(worst, std::abs(x[i] - y[i]) / (1e-3 + std::abs(x[i])));
-      EXPECT_NEAR(y[i], x[i], atol + rtol * std::abs(x[i])) << name << " element " << i;
-    }
-  }
-  return worst;
-}
-
-std::shared_ptr<data::TensorDataset> mlp_data() {
-  Generator g(42);
-  Tensor labels = randint(0, 3, {48}, Int64, default_device(), &g);
-  Tensor x = normal({48, 8}, 0, 1, Float32, default_device(), &g) + labels.astype(Float32).expand_dims(1) * 0.5;
-  return std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, labels});
-}
-
-Graph mlp_graph() {
-  nn::Input x(8, Float32, "x");
-  nn::Linear h(x, 16, {}, "h");
-  nn::Activation a(h, nn::relu, "a");
-  nn::Linear out(a, 3, {}, "out");
-  return Graph::build({out}, {x});
-}
-
-train::Model sgd_model(const Graph& g) {
-  auto sgd = std::make_shared<train::SGD>(train::parameters(g.outputs()), train::SGDOptions{.lr = 0.1, .momentum = 0.9});
-  return train::Model(g, [](const Tensor& y, const Tensor& t) { return train::cross_entropy(y, t); }, sgd,
-                      {std::make_shared<train::Accuracy>()});
-}
+using dist_test::compare_state;
+using dist_test::expect_same_everywhere;
+using dist_test::mlp_data;
+using dist_test::mlp_graph;
+using dist_test::sgd_model;
+using dist_test::cnn_graph;
 
 // The MLP fitted for 5 epochs of 4 steps (global batch 12) by one process and by size()
 // processes with batch 12 / size() each, through fit's one option: the same parameters within
@@ -141,19 +104,50 @@ TEST(DistFit, RanksThatDisagreeAreNamed) {
   expect_named({.batch_size = last ? 3 : 4}, "the ranks disagree on the batches per epoch: rank 0 has");
   expect_named({.batch_size = 4, .shard = {0, dist::size()}}, "rank 1's training loader is shard 0 of");
   EXPECT_THROW(dist::data_parallel({.bucket_bytes = 0}), ValueError);
+  EXPECT_THROW(dist::data_parallel({.collective_timeout = -1}), ValueError);
+  EXPECT_THROW(dist::data_parallel({.collective_timeout = std::nan("")}), ValueError);
 }
 
-// A small CNN with batch norm: conv -> bn -> relu -> global pool -> linear.
-Graph cnn_graph(bool sync_first) {
-  nn::Input x(Shape{-1, 2, 6, 6}, Float32, "x");
-  nn::Conv2D c(x, 4, {3, 3}, {}, "c");
-  nn::BatchNorm bn(c, {.sync = sync_first}, "bn");
-  nn::Activation a(bn, nn::relu, "a");
-  nn::Conv2D c2(a, 4, {3, 3}, {}, "c2");
-  nn::BatchNorm bn2(c2, {}, "bn2");
-  nn::GlobalPool p(bn2, nn::GlobalPool::Mode::Avg, "p");
-  nn::Linear out(p, 3, {}, "out");
-  return Graph::build({out}, {x});
+// Models that differ between ranks (a layer more, a layer wider) are named by fit and by
+// broadcast_graph on every rank, before any step.
+TEST(DistFit, ModelsThatDifferAreNamed) {
+  if (dist::size() < 2) GTEST_SKIP() << "needs 2 processes";
+  const bool last = dist::rank() == dist::size() - 1;
+  const std::string who = "rank " + std::to_string(dist::size() - 1);
+  auto graph = [&](int64_t width, bool extra) {
+    nn::Input x(8, Float32, "x");
+    nn::Linear h(x, width, {}, "h");
+    nn::Activation a(h, nn::relu, "a");
+    if (!extra) return Graph::build({nn::Linear(a, 3, {}, "out")}, {x});
+    nn::Linear h2(a, 8, {}, "h2");
+    return Graph::build({nn::Linear(h2, 3, {}, "out")}, {x});
+  };
+  auto ds = mlp_data();
+  struct Case {
+    Graph g;
+    std::string part;
+  };
+  for (const Case& c : {Case{graph(16, last), who + " has 'h2/bias', which rank 0 has not"},
+                        Case{graph(16, !last), who + " has no 'h2/bias', which rank 0 has"},
+                        Case{graph(last ? 17 : 16, false), "tensor 'h/bias'"}}) {
+    for (bool through_fit : {false, true}) {
+      train::Model model = sgd_model(c.g);
+      data::DataLoader loader(ds, {.batch_size = 4});
+      try {
+        if (through_fit)
+          model.fit(loader, {.progress = false, .distributed = dist::data_parallel()});
+        else
+          dist::broadcast_graph(c.g);
+        ADD_FAILURE() << "no error for " << c.part;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(c.part), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(model.optimizer().steps(), 0);
+    }
+  }
+  Tensor t = full({2}, 1.0);
+  dist::allreduce(t);  // still in step
+  EXPECT_EQ(t.to_vector<float>(), std::vector<float>(2, static_cast<float>(dist::size())));
 }
 
 // A rank that throws in a step (here before its forward, while the others are in a
@@ -197,11 +191,7 @@ TEST(DistFit, ARankThatThrowsStopsEveryRank) {
 TEST(DistSyncBatchNorm, CnnNProcessesEqualOneProcess) {
   const int size = dist::size();
   ASSERT_EQ(12 % size, 0) << "run with 1, 2, 3, 4, 6 or 12 processes";
-  Generator gen(5);
-  Tensor labels = randint(0, 3, {48}, Int64, default_device(), &gen);
-  Tensor x = normal({48, 2, 6, 6}, 0, 1, Float32, default_device(), &gen) * 2.0 + 1.0 +
-             labels.astype(Float32).reshape({48, 1, 1, 1}) * 0.5;
-  auto ds = std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, labels});
+  auto ds = dist_test::cnn_data();
   auto run = [&](int64_t batch, bool distributed, bool sync) {
     manual_seed(11);
     Graph g = cnn_graph(sync);

@@ -240,6 +240,17 @@ TEST(ModelCheckpoint, AFailingLoadChangesNothing) {
       {"float epochs_done", [](io::TensorMap&, nlohmann::json& t) { t["epochs_done"] = 1e300; }},
       {"loader position past the end", [](io::TensorMap&, nlohmann::json& t) { t["loader"] = {0, 9999}; }},
       {"negative loader epoch", [](io::TensorMap&, nlohmann::json& t) { t["loader"] = {-1, 0}; }},
+      {"loader layout of 0 shards", [](io::TensorMap&, nlohmann::json& t) { t["loader_layout"]["shards"] = 0; }},
+      {"loader layout without batches", [](io::TensorMap&, nlohmann::json& t) { t["loader_layout"].erase("batches"); }},
+      {"loader layout not an object", [](io::TensorMap&, nlohmann::json& t) { t["loader_layout"] = 3; }},
+      {"loader layout whose global batch overflows",
+       [](io::TensorMap&, nlohmann::json& t) { t["loader_layout"] = {{"batch_size", INT64_MAX / 2}, {"shards", 4}, {"batches", 4}}; }},
+      {"loader position past the layout's batches", [](io::TensorMap&, nlohmann::json& t) { t["loader"] = {0, 5}; }},
+      {"mid-epoch position without a batch boundary here",
+       [](io::TensorMap&, nlohmann::json& t) {
+         t["loader"] = {1, 1};
+         t["loader_layout"]["batch_size"] = 20;
+       }},
       {"history of strings", [](io::TensorMap&, nlohmann::json& t) { t["history"]["loss"] = {"x"}; }},
       {"rng not integers", [](io::TensorMap&, nlohmann::json& t) { t["rng"] = {1.5, 2}; }},
       {"counter not an integer", [](io::TensorMap&, nlohmann::json& t) { t["counters"]["steps"] = "8"; }},
@@ -299,6 +310,36 @@ TEST(ModelCheckpoint, AFailingLoadChangesNothing) {
 }
 
 // A run that saw a NaN loss saved "null" into its history: the checkpoint could not be loaded.
+// The loader position is saved with its layout (batch size, shards) and resumes at the same
+// place of the epoch's order in another layout (docs/distributed.md): batch b of a global batch
+// G covers positions [b G, (b + 1) G).
+TEST(ModelCheckpoint, LoaderPositionInAnotherLayout) {
+  loom_test::TempDir dir;
+  const std::string ckpt = dir / "ckpt.safetensors";
+  Net net;
+  train::Model model = make_model(net);
+  auto ds = blobs(128, 4);
+  data::DataLoader two(ds, {.batch_size = 16, .shard = {.index = 1, .count = 2}});  // a global batch of 32
+  two.set_position({1, 1});                                                          // position 32 of epoch 1
+  model.save_checkpoint(ckpt, &two);
+  auto load = [&](data::LoaderOptions o) {
+    data::DataLoader l(ds, o);
+    model.load_checkpoint(ckpt, &l);
+    return l.position();
+  };
+  EXPECT_EQ(load({.batch_size = 8, .shard = {.index = 3, .count = 4}}), (data::LoaderPosition{1, 1}));
+  EXPECT_EQ(load({.batch_size = 16}), (data::LoaderPosition{1, 2}));
+  EXPECT_EQ(load({.batch_size = 4, .shard = {.index = 0, .count = 2}}), (data::LoaderPosition{1, 4}));
+  EXPECT_TRUE(loom_test::contains_all(
+      loom_test::error_message<ValueError>([&] { load({.batch_size = 5, .shard = {.index = 0, .count = 3}}); }),
+      {"2 shards of batch 16 (a global batch of 32)", "this loader of 3 shards of batch 5 (a global batch of 15)",
+       "position 32", "valid: a global batch that divides 32"}));
+  // the end of an epoch is the end in every layout
+  two.set_position({1, two.size()});
+  model.save_checkpoint(ckpt, &two);
+  EXPECT_EQ(load({.batch_size = 5, .shard = {.index = 0, .count = 3}}), (data::LoaderPosition{1, 9}));
+}
+
 TEST(ModelCheckpoint, NonFiniteLossesAndConstantsRoundTrip) {
   loom_test::TempDir dir;
   const std::string ckpt = dir / "nan.safetensors";

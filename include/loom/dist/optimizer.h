@@ -31,6 +31,11 @@ struct DistributedOptions {
   // Gradients are averaged in buckets of about this many bytes (consecutive parameters of one
   // dtype; a larger gradient is a bucket of its own): one allreduce per bucket.
   int64_t bucket_bytes = 25 << 20;
+  // Seconds one collective may wait for the other ranks before this process ends itself
+  // (printing the collective, exit status 124) so that mpirun ends the job: a bound on a hang
+  // (a rank stuck, or one that left fit by an exception and finalized). 0: wait forever. Set
+  // for the whole process when fit starts or the DistributedOptimizer is made (docs/distributed.md).
+  double collective_timeout = 0;
 };
 
 class DistributedOptimizer {
