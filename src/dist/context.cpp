@@ -64,7 +64,8 @@ Context::Context() {
   MPI_Initialized(&initialized);
   if (!initialized) {
     // Serialized: MPI may be called from any thread, one at a time (Loom's collectives are
-    // called from one thread at a time; gradient overlap will call them from a helper thread).
+    // called from one thread at a time; overlapped gradient buckets start theirs from the
+    // thread running backward).
     int provided = 0;
     detail::check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread",
                   "dist::Context");
