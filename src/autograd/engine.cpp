@@ -1,9 +1,12 @@
 // The backward pass: orders the recorded graph topologically from the output and runs each
 // node's rule once, after all gradients flowing into it have been summed.
+#include <atomic>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "loom/autograd/autograd.h"
+#include "loom/autograd/hooks.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 
@@ -25,6 +28,43 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& g) {
 }
 
 namespace {
+
+// The hooks by accumulator node: each registered node is kept alive by its handles, so its
+// address is not reused while it is a key here.
+using Hook = std::shared_ptr<const std::function<void(const Tensor&)>>;
+struct HookRegistry {
+  std::mutex mutex;
+  std::unordered_map<const Node*, std::vector<std::pair<uint64_t, Hook>>> hooks;
+  uint64_t next_id = 1;
+  std::atomic<size_t> count{0};  // lets backward skip the lock when no hook exists
+};
+HookRegistry& registry() {
+  static HookRegistry* r = new HookRegistry;  // never destroyed: handles may outlive statics
+  return *r;
+}
+
+void run_hooks(const Node* node, const Tensor& grad) {
+  HookRegistry& r = registry();
+  if (r.count.load(std::memory_order_acquire) == 0) return;
+  std::vector<Hook> todo;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.hooks.find(node);
+    if (it == r.hooks.end()) return;
+    for (const auto& [id, h] : it->second) todo.push_back(h);
+  }
+  for (const Hook& h : todo) {
+    try {
+      (*h)(grad);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw AutogradError(std::string("backward: a gradient hook (on_grad_accumulated) threw: ") + e.what());
+    } catch (...) {
+      throw AutogradError("backward: a gradient hook (on_grad_accumulated) threw an exception not derived from std::exception");
+    }
+  }
+}
 
 Tensor default_seed(const Tensor& out, const char* what) {
   if (out.numel() != 1)
@@ -71,7 +111,10 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
     }
     std::vector<Tensor> grads;
     if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) {
-      if (auto leaf = acc->leaf(); leaf && !capture && g.defined()) staged.emplace_back(leaf, acc->accumulated(g));
+      if (auto leaf = acc->leaf(); leaf && !capture && g.defined()) {
+        staged.emplace_back(leaf, acc->accumulated(g));
+        run_hooks(n, staged.back().second);  // every contribution is in: the gradient is final
+      }
     } else if (g.defined()) {
       grads = n->apply(g);
     }
@@ -89,6 +132,54 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
 }
 
 }  // namespace
+
+GradHookHandle& GradHookHandle::operator=(GradHookHandle&& o) noexcept {
+  if (this != &o) {
+    remove();
+    id_ = o.id_;
+    node_ = std::move(o.node_);
+    o.id_ = 0;
+  }
+  return *this;
+}
+
+void GradHookHandle::remove() noexcept {
+  if (id_ == 0) return;
+  HookRegistry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.hooks.find(node_.get());
+    if (it != r.hooks.end()) {
+      auto& v = it->second;
+      for (auto h = v.begin(); h != v.end(); ++h)
+        if (h->first == id_) {
+          v.erase(h);
+          r.count.fetch_sub(1, std::memory_order_release);
+          break;
+        }
+      if (v.empty()) r.hooks.erase(it);
+    }
+  }
+  id_ = 0;
+  node_.reset();
+}
+
+GradHookHandle on_grad_accumulated(const Tensor& leaf, std::function<void(const Tensor& grad)> hook) {
+  if (!leaf.defined()) throw AutogradError("on_grad_accumulated: the tensor is undefined");
+  if (!hook) throw AutogradError("on_grad_accumulated: the hook is empty");
+  if (!leaf.requires_grad() || leaf.impl()->grad_fn)
+    throw AutogradError("on_grad_accumulated: the tensor of shape " + shape_str(leaf.shape()) +
+                        " is not a leaf that requires grad; hooks go on tensors marked with requires_grad_()");
+  GradHookHandle handle;
+  handle.node_ = gradient_edge(leaf);
+  auto fn = std::make_shared<const std::function<void(const Tensor&)>>(std::move(hook));
+  HookRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  handle.id_ = r.next_id++;
+  r.hooks[handle.node_.get()].emplace_back(handle.id_, std::move(fn));
+  r.count.fetch_add(1, std::memory_order_release);
+  return handle;
+}
 
 void backward(const Tensor& output, const Tensor& seed) {
   if (!output.defined()) throw AutogradError("backward: the output tensor is undefined");

@@ -13,6 +13,9 @@ namespace loom::dist::detail {
 // The live Context's communicator (a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN);
 // DistError when no Context is alive.
 MPI_Comm comm();
+// Another duplicate, for gradient buckets only: their non-blocking allreduces may be in flight
+// while other collectives (a synchronized batch norm's) run on comm().
+MPI_Comm grad_comm();
 
 // Throws DistError "<what> failed in <call>: <MPI's error string>" unless rc is MPI_SUCCESS.
 // `what` names the collective and its tensor ("dist::allreduce(sum) of float32 (2, 3)").

@@ -13,6 +13,7 @@ namespace {
 std::atomic<const Context*> g_context{nullptr};
 MPI_Comm g_comm = MPI_COMM_NULL;
 MPI_Comm g_node = MPI_COMM_NULL;
+MPI_Comm g_grad = MPI_COMM_NULL;
 
 // The ranks as nn's replica group (synchronized batch norm) while a Context is alive.
 class Replicas final : public nn::ReplicaGroup {
@@ -37,6 +38,11 @@ MPI_Comm comm() {
   return g_comm;
 }
 
+MPI_Comm grad_comm() {
+  live("collective");
+  return g_grad;
+}
+
 void check(int rc, const char* call, const std::string& what) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
@@ -58,7 +64,8 @@ Context::Context() {
   MPI_Initialized(&initialized);
   if (!initialized) {
     // Serialized: MPI may be called from any thread, one at a time (Loom's collectives are
-    // called from one thread at a time; gradient overlap will call them from a helper thread).
+    // called from one thread at a time; overlapped gradient buckets start theirs from the
+    // thread running backward).
     int provided = 0;
     detail::check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread",
                   "dist::Context");
@@ -68,6 +75,8 @@ Context::Context() {
     const std::string what = "dist::Context";
     detail::check(MPI_Comm_dup(MPI_COMM_WORLD, &g_comm), "MPI_Comm_dup", what);
     detail::check(MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", what);
+    detail::check(MPI_Comm_dup(g_comm, &g_grad), "MPI_Comm_dup", what);
+    detail::check(MPI_Comm_set_errhandler(g_grad, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", what);
     detail::check(MPI_Comm_rank(g_comm, &rank_), "MPI_Comm_rank", what);
     detail::check(MPI_Comm_size(g_comm, &size_), "MPI_Comm_size", what);
     // The processes sharing this machine's memory: portable across launchers and hostfiles
@@ -78,6 +87,7 @@ Context::Context() {
     detail::check(MPI_Comm_size(g_node, &local_size_), "MPI_Comm_size", what);
   } catch (...) {
     if (g_node != MPI_COMM_NULL) MPI_Comm_free(&g_node);
+    if (g_grad != MPI_COMM_NULL) MPI_Comm_free(&g_grad);
     if (g_comm != MPI_COMM_NULL) MPI_Comm_free(&g_comm);
     if (owns_mpi_) MPI_Finalize();
     throw;
@@ -91,6 +101,7 @@ Context::~Context() {
   nn::set_replica_group(nullptr);
   g_context.store(nullptr);
   MPI_Comm_free(&g_node);
+  MPI_Comm_free(&g_grad);
   MPI_Comm_free(&g_comm);
   if (owns_mpi_) MPI_Finalize();
 }

@@ -1,6 +1,8 @@
 // Gradient averaging in buckets, and rank 0's state on every rank.
 #include "loom/dist/optimizer.h"
 
+#include "dist/buckets.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,7 +17,6 @@
 #include "loom/autograd/autograd.h"
 #include "loom/io/model.h"
 #include "loom/ops/creation.h"
-#include "loom/ops/manipulation.h"
 #include "loom/train/model.h"
 
 namespace loom::dist {
@@ -92,48 +93,6 @@ void broadcast_optimizer(train::Optimizer& optimizer, int root) {
   optimizer.load_state_dict(state);
 }
 
-int64_t average_in_buckets(const std::vector<Tensor>& params, int64_t bucket_bytes) {
-  NoGrad no_grad;
-  const int64_t n = static_cast<int64_t>(params.size());
-  // which parameters have a gradient on some rank
-  Tensor has = zeros({n}, Bool);
-  for (int64_t i = 0; i < n; ++i) has.data<bool>()[i] = params[static_cast<size_t>(i)].grad().defined();
-  allreduce(has, ReduceOp::Max);
-  std::vector<Tensor> grads;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!has.data<bool>()[i]) continue;
-    const Tensor& p = params[static_cast<size_t>(i)];
-    if (!p.grad().defined()) p.impl()->grad = zeros_like(p).impl();  // unused here: contributes zeros
-    grads.push_back(p.grad());
-  }
-  // Buckets: consecutive gradients of one dtype up to bucket_bytes (at least one gradient).
-  int64_t buckets = 0;
-  for (size_t b = 0; b < grads.size();) {
-    size_t e = b + 1;
-    int64_t bytes = static_cast<int64_t>(grads[b].nbytes());
-    while (e < grads.size() && grads[e].dtype() == grads[b].dtype() &&
-           bytes + static_cast<int64_t>(grads[e].nbytes()) <= bucket_bytes)
-      bytes += static_cast<int64_t>(grads[e++].nbytes());
-    ++buckets;
-    if (e == b + 1) {
-      allreduce(grads[b], ReduceOp::Mean);  // in place when contiguous
-    } else {
-      std::vector<Tensor> flat;
-      for (size_t i = b; i < e; ++i) flat.push_back(grads[i].reshape({-1}));
-      Tensor bucket = concatenate(flat, 0);
-      allreduce(bucket, ReduceOp::Mean);
-      int64_t off = 0;
-      for (size_t i = b; i < e; ++i) {
-        const int64_t k = grads[i].numel();
-        grads[i].copy_(bucket.index({Slice(off, off + k)}).reshape(grads[i].shape()));
-        off += k;
-      }
-    }
-    b = e;
-  }
-  return buckets;
-}
-
 double checked_timeout(double seconds, const char* who) {
   if (!(seconds >= 0) || !std::isfinite(seconds))
     throw ValueError(std::string(who) + ": collective_timeout must be a finite number of seconds >= 0 (0: wait forever), got " +
@@ -194,11 +153,22 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<train::Optimizer> opt
     throw ValueError("dist::DistributedOptimizer: bucket_bytes must be >= 1, got " + std::to_string(options_.bucket_bytes));
   size();  // DistError now, not at the first step, when no Context is alive
   detail::set_collective_timeout(checked_timeout(options_.collective_timeout, "dist::DistributedOptimizer"), rank());
+  buckets_ = std::make_unique<detail::GradientBuckets>(optimizer_->params(), options_.bucket_bytes, options_.overlap,
+                                                       "dist::DistributedOptimizer");
 }
+
+DistributedOptimizer::~DistributedOptimizer() = default;
+
+int64_t DistributedOptimizer::last_overlapped_count() const { return buckets_->started_in_backward(); }
 
 void DistributedOptimizer::broadcast_state(int root) { broadcast_optimizer(*optimizer_, root); }
 
-void DistributedOptimizer::average_gradients() { last_buckets_ = average_in_buckets(optimizer_->params(), options_.bucket_bytes); }
+void DistributedOptimizer::average_gradients() {
+  if (!buckets_->built_for(optimizer_->params()))  // parameters were added: rebuilt (collectively)
+    buckets_ = std::make_unique<detail::GradientBuckets>(optimizer_->params(), options_.bucket_bytes, options_.overlap,
+                                                         "dist::DistributedOptimizer");
+  last_buckets_ = buckets_->average();
+}
 
 void DistributedOptimizer::step() {
   average_gradients();
@@ -262,9 +232,19 @@ class MpiDataParallel final : public train::DataParallel {
                            "; every rank must train the same model on the same data from the same checkpoint");
     broadcast_graph(model.graph());
     broadcast_optimizer(model.optimizer(), 0);
+    buckets_.reset();
+    buckets_ = std::make_unique<detail::GradientBuckets>(model.optimizer().params(), options_.bucket_bytes, options_.overlap,
+                                                         "Model::fit (data-parallel)");
   }
 
-  void average_gradients(train::Optimizer& optimizer) override { average_in_buckets(optimizer.params(), options_.bucket_bytes); }
+  void average_gradients(train::Optimizer& optimizer) override {
+    if (!buckets_ || !buckets_->built_for(optimizer.params()))
+      buckets_ = std::make_unique<detail::GradientBuckets>(optimizer.params(), options_.bucket_bytes, options_.overlap,
+                                                           "Model::fit (data-parallel)");
+    buckets_->average();
+  }
+
+  void end() noexcept override { buckets_.reset(); }  // no hooks outside fit
 
   void check_failures(std::exception_ptr failure) override {
     std::string what;
@@ -296,6 +276,7 @@ class MpiDataParallel final : public train::DataParallel {
       for (int r = 0; r < size_ && first < 0; ++r)
         if (status[static_cast<size_t>(r)] == want) first = r;
     if (first < 0) return;
+    if (buckets_) buckets_->abandon();  // every rank: the allreduces of this step's buckets end together
     const std::string message = broadcast_text(what, first);
     if (mine == 1) std::rethrow_exception(failure);
     throw DistError("Model::fit (data-parallel): rank " + std::to_string(first) + " failed, so every rank stops: " + message);
@@ -311,6 +292,7 @@ class MpiDataParallel final : public train::DataParallel {
  private:
   DistributedOptions options_;
   int rank_, size_;
+  std::unique_ptr<detail::GradientBuckets> buckets_;
 };
 
 }  // namespace

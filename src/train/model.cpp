@@ -98,6 +98,12 @@ bool any_rank_stops(DataParallel* dp, bool stop) {
 History Model::fit(data::DataLoader& train, const FitOptions& o) {
   stop_ = false;
   DataParallel* dp = o.distributed.get();
+  struct EndGuard {  // releases begin()'s set-up however fit ends
+    DataParallel* dp;
+    ~EndGuard() {
+      if (dp) dp->end();
+    }
+  } end_guard{dp};
   if (dp) dp->begin(*this, train);
   const bool root = !dp || dp->rank() == 0;
   const bool show = o.progress && root;

@@ -29,18 +29,33 @@ void broadcast_graph(const Graph& graph, int root = 0);
 
 struct DistributedOptions {
   // Gradients are averaged in buckets of about this many bytes (consecutive parameters of one
-  // dtype; a larger gradient is a bucket of its own): one allreduce per bucket.
+  // dtype, from the last parameter to the first; a larger gradient is a bucket of its own):
+  // one allreduce per bucket.
   int64_t bucket_bytes = 25 << 20;
   // Seconds one collective may wait for the other ranks before this process ends itself
   // (printing the collective, exit status 124) so that mpirun ends the job: a bound on a hang
   // (a rank stuck, or one that left fit by an exception and finalized). 0: wait forever. Set
   // for the whole process when fit starts or the DistributedOptimizer is made (docs/distributed.md).
   double collective_timeout = 0;
+  // Start each bucket's allreduce during backward, as soon as its gradients are final, instead
+  // of after it (the same results, bit for bit).
+  bool overlap = true;
 };
+
+namespace detail {
+class GradientBuckets;
+}
 
 class DistributedOptimizer {
  public:
+  // Collective (every rank constructs it): checks that the ranks' parameters agree (ValueError
+  // on every rank otherwise). With options.overlap, a hook on every parameter starts the
+  // allreduces during backward; destroying the optimizer after a backward without a step
+  // completes them (collective then too).
   explicit DistributedOptimizer(std::shared_ptr<train::Optimizer> optimizer, DistributedOptions options = {});
+  ~DistributedOptimizer();
+  DistributedOptimizer(const DistributedOptimizer&) = delete;
+  DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
 
   train::Optimizer& optimizer() { return *optimizer_; }
   const std::shared_ptr<train::Optimizer>& shared() const { return optimizer_; }
@@ -55,12 +70,17 @@ class DistributedOptimizer {
   // average_gradients(), then the optimizer's step().
   void step();
   void zero_grad() { optimizer_->zero_grad(); }
-  // Allreduce calls made for gradients by the last average_gradients() (diagnostics, tests).
+  // Buckets averaged by the last average_gradients(): those holding a gradient on some rank
+  // (diagnostics, tests).
   int64_t last_bucket_count() const { return last_buckets_; }
+  // Of those, the buckets whose allreduce started during backward (0 without overlap, or when
+  // a gradient changed after its bucket started and the averaging was redone after backward).
+  int64_t last_overlapped_count() const;
 
  private:
   std::shared_ptr<train::Optimizer> optimizer_;
   DistributedOptions options_;
+  std::unique_ptr<detail::GradientBuckets> buckets_;
   int64_t last_buckets_ = 0;
 };
 

@@ -33,6 +33,8 @@ class DataParallel {
   // When any rank failed, every rank throws: the failed ones their own exception, the others
   // an error naming the first failed rank and its message, so that none waits for it.
   virtual void check_failures(std::exception_ptr failure) = 0;
+  // When fit returns or throws: releases what begin() set up for this fit (gradient hooks).
+  virtual void end() noexcept {}
 };
 
 }  // namespace loom::train
