@@ -3,9 +3,9 @@
 //   dist_bench allreduce [--min-kib 1] [--max-mib 64] [--budget 0.4]
 //     float32 sum allreduce of 1 KiB .. 64 MiB (powers of 4), loom::dist::allreduce against raw
 //     MPI_Allreduce(MPI_IN_PLACE, MPI_FLOAT, MPI_SUM) on the same buffer, alternating blocks of
-//     reps of each; rank 0 prints one JSON object per size with the median microseconds of one
-//     call (each rep timed alone; the slower rank's time, through an MPI_MAX of the per-rep
-//     times after the timed loop).
+//     reps of each (4 blocks each of about budget/4 seconds, 2 to 2000 reps); rank 0 prints one
+//     JSON object per size with the median microseconds of one call (each rep timed alone; the
+//     slower rank's time, through an MPI_MAX of the per-rep times after the timed loop).
 //
 //   dist_bench cnn [--steps 30] [--sync-bn] [--threads N]
 //     One training step of the main job's CNN (zoo::fashion_cnn: examples/cnn_fashion_mnist.cpp)
@@ -51,16 +51,22 @@ bool flag(int argc, char** argv, const std::string& key) {
   return false;
 }
 
-// Per-rep times of `fn`, each the slower rank's (MPI_MAX over ranks after the loop).
-std::vector<double> time_reps(int reps, const auto& fn) {
-  std::vector<double> t(static_cast<size_t>(reps));
+// Per-rep times of `fn`, each the slower rank's (MPI_MAX over ranks after the loop): `reps`
+// reps, or with `budget_s` > 0 reps until rank 0 has spent that long (at least `reps`, at most
+// `max_reps`; the decision goes out untimed after each rep, so the ranks make the same calls).
+std::vector<double> time_reps(int reps, const auto& fn, double budget_s = 0, int max_reps = 0) {
+  std::vector<double> t;
   MPI_Barrier(MPI_COMM_WORLD);
-  for (int i = 0; i < reps; ++i) {
+  const double start = MPI_Wtime();
+  for (int more = 1; more;) {
     const double a = MPI_Wtime();
     fn();
-    t[static_cast<size_t>(i)] = MPI_Wtime() - a;
+    t.push_back(MPI_Wtime() - a);
+    const int done = static_cast<int>(t.size());
+    more = done < reps || (budget_s > 0 && done < max_reps && MPI_Wtime() - start < budget_s);
+    if (budget_s > 0) MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
   }
-  MPI_Allreduce(MPI_IN_PLACE, t.data(), reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return t;
 }
 
@@ -75,16 +81,11 @@ int run_allreduce(int argc, char** argv, const dist::Context& ctx) {
     float* data = t.data<float>();
     auto raw = [&] { MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
     auto loom = [&] { dist::allreduce(t, dist::ReduceOp::Sum); };
-    // Warm-up, and the rep count from the raw call's time (the same count for both, agreed
-    // through rank 0's estimate).
-    for (int i = 0; i < 3; ++i) raw(), loom();
-    double per = median(time_reps(5, raw));
-    MPI_Bcast(&per, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    const int block = static_cast<int>(std::clamp(budget / 4 / std::max(per, 1e-7), 3.0, 2000.0));
+    for (int i = 0; i < 3; ++i) raw(), loom();  // warm-up
     std::vector<double> raw_t, loom_t;
     for (int round = 0; round < 4; ++round) {  // alternate, so that load changes hit both alike
-      auto a = time_reps(block, raw);
-      auto b = time_reps(block, loom);
+      auto a = time_reps(2, raw, budget / 4, 2000);
+      auto b = time_reps(2, loom, budget / 4, 2000);
       raw_t.insert(raw_t.end(), a.begin(), a.end());
       loom_t.insert(loom_t.end(), b.begin(), b.end());
     }
