@@ -15,7 +15,7 @@
 #
 # Environment: BUILD_DIR (default <repo>/build-bench), PYTHON (default python3; torch from
 # bench/requirements.txt is installed with pip when missing), REPEAT, STEPS (default 30),
-# ONLY (allreduce or cnn), NP (default 2).
+# ONLY (allreduce or cnn), NP (default 2), RUN_TIMEOUT (seconds per command, default 900).
 # Open MPI runs as in the tests (tests/CMakeLists.txt): shared memory (vader) without the
 # single-copy mechanism (containers deny CMA), no UCX; --allow-run-as-root when root.
 set -euo pipefail
@@ -28,6 +28,7 @@ repeat="${REPEAT:-3}"
 steps="${STEPS:-30}"
 only="${ONLY:-}"
 np="${NP:-2}"
+run_timeout="${RUN_TIMEOUT:-900}"  # seconds per command: a hung rank ends the run, not the script
 
 gen=()
 if command -v ninja >/dev/null 2>&1 && [ ! -f "$build/Makefile" ]; then gen=(-G Ninja); fi
@@ -57,7 +58,7 @@ run() {
   shift
   l=$(load)
   echo "+ [run $i, load $l] $*" >&2
-  "$@" | "$python" -c '
+  timeout "$run_timeout" "$@" | "$python" -c '
 import json, sys
 for line in sys.stdin:
     if line.startswith("{"):
