@@ -126,8 +126,8 @@ if cnn:
             print(f"- {what}: {best[a] / best[b]:.2f}  ({a} / {b})")
     print()
     loom2 = next((k for k in best if k.startswith("loom 2") and "sync" not in k), None)
-    for k in best:
-        if k.startswith("torch") and loom2:
+    for k in best:  # the peers with the same processes and threads as loom2
+        if k.startswith("torch") and loom2 and k.split(",")[0][6:] == loom2[5:]:
             ratio(k, loom2, "torch/loom")
     ratio("loom 1 proc x 2 thr", loom2, "loom 1x2 / loom 2x1") if loom2 else None
 EOF
