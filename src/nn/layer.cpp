@@ -35,6 +35,8 @@ struct TemplateImpl final : LayerImpl {
     return first;
   }
   Layer call(const std::vector<Layer>& in) {
+    for (const Layer& l : in)
+      if (l.impl().get() == this) throw ValueError(kind_name + " '" + name + "': called on itself (a layer cannot be its own input)");
     std::shared_ptr<LayerImpl> built;
     {
       std::lock_guard<std::mutex> lock(mutex);

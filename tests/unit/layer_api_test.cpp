@@ -110,6 +110,7 @@ TEST(UnboundLayers, UnboundUseIsAClearError) {
   // a wrong first call leaves the layer unbound, with the kind's own message naming it
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { dense(std::vector<nn::Layer>{x, x}); }), {"Linear 'dense'", "1 input"}));
   EXPECT_FALSE(dense.bound());
+  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { dense(dense); }), {"Linear 'dense'", "called on itself"}));
   EXPECT_TRUE(contains_all(error_message<ValueError>([] { nn::Linear(0); }), {"n_units must be positive"}));
   std::ostringstream os;
   os << dense;
