@@ -7,6 +7,7 @@
 #include "loom/core/machine.h"
 #include "loom/core/memory.h"
 #include "loom/core/parallel.h"
+#include "loom/core/shape_io.h"
 #include "loom/core/tensor.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"

@@ -1,6 +1,9 @@
 #include "loom/core/shape.h"
 
+#include <ostream>
+
 #include "loom/core/error.h"
+#include "loom/core/shape_io.h"
 
 namespace loom {
 
@@ -78,6 +81,8 @@ std::string shape_str(const Shape& shape) {
   if (shape.size() == 1) s += ",";
   return s + ")";
 }
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) { return os << shape_str(shape); }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   const size_t n = std::max(a.size(), b.size());

@@ -1,5 +1,6 @@
 #include "loom/graph/graph.h"
 
+#include "loom/graph/module.h"
 #include "loom/nn/layers.h"
 
 #include <algorithm>
@@ -17,12 +18,16 @@ namespace {
 bool is_input_kind(const Layer& l) { return std::string(l.kind()) == "Input"; }
 }  // namespace
 
-Graph Graph::build(const std::vector<Layer>& outputs, const std::vector<Layer>& inputs) {
-  if (outputs.empty()) throw ValueError("Graph::build: no output layers given");
-  for (const Layer& l : outputs)
+Graph Graph::build(const std::vector<Layer>& output_handles, const std::vector<Layer>& input_handles) {
+  if (output_handles.empty()) throw ValueError("Graph::build: no output layers given");
+  for (const Layer& l : output_handles)
     if (!l.defined()) throw ValueError("Graph::build: an output layer is undefined");
-  for (const Layer& l : inputs)
+  for (const Layer& l : input_handles)
     if (!l.defined()) throw ValueError("Graph::build: an input layer is undefined");
+  // a layer made without input stands for the layer its first call built (Layer::node)
+  std::vector<Layer> outputs, inputs;
+  for (const Layer& l : output_handles) outputs.push_back(l.node());
+  for (const Layer& l : input_handles) inputs.push_back(l.node());
   Graph g;
   g.outputs_ = outputs;
   std::unordered_set<const LayerImpl*> given;
@@ -34,7 +39,8 @@ Graph Graph::build(const std::vector<Layer>& outputs, const std::vector<Layer>& 
   std::unordered_set<const LayerImpl*> on_path;
   std::vector<Layer> path;
   std::vector<Layer> free_inputs;
-  auto visit = [&](auto&& self, const Layer& l) -> void {
+  auto visit = [&](auto&& self, const Layer& handle) -> void {
+    const Layer l = handle.node();
     const LayerImpl* key = l.impl().get();
     if (pos.count(key)) return;
     if (on_path.count(key)) {
@@ -93,7 +99,7 @@ Graph Graph::build(const std::vector<Layer>& outputs, const std::vector<Layer>& 
   g.args_.resize(g.nodes_.size());
   for (size_t k = 0; k < g.nodes_.size(); ++k) {
     if (given.count(g.nodes_[k].impl().get())) continue;
-    for (const Layer& i : g.nodes_[k].inputs()) g.args_[k].push_back(pos.at(i.impl().get()));
+    for (const Layer& i : g.nodes_[k].inputs()) g.args_[k].push_back(pos.at(i.node().impl().get()));
   }
   return g;
 }
@@ -127,16 +133,34 @@ std::string Graph::summary() const {
   std::unordered_map<const nn::State*, std::string> owner;
   std::unordered_set<const TensorImpl*> seen;
   int64_t total = 0, trainable = 0;
-  for (const Layer& l : nodes_) {
+  auto count = [](const Layer& l) {
     int64_t n = 0;
+    for (const Tensor& p : l.parameters()) n += p.numel();
+    return n;
+  };
+  // a module's layers follow its row, indented (once per module state; they count in its row)
+  auto inner_rows = [&](auto&& self, const Graph& inner, const std::string& indent) -> void {
+    for (const Layer& l : inner.nodes()) {
+      if (std::find(inner.inputs().begin(), inner.inputs().end(), l) != inner.inputs().end()) continue;
+      rows.push_back({indent + l.name(), l.kind(), shape_str(l.shape()), std::to_string(count(l)), ""});
+      if (const Graph* g = nn::module_graph(l)) self(self, *g, indent + "  ");
+    }
+  };
+  for (const Layer& l : nodes_) {
     for (const Tensor& p : l.parameters()) {
-      n += p.numel();
       if (!seen.insert(p.impl().get()).second) continue;
       total += p.numel();
       if (p.requires_grad()) trainable += p.numel();
     }
     auto [it, first] = owner.emplace(l.shared_state().get(), l.name());
-    rows.push_back({l.name(), l.kind(), shape_str(l.shape()), std::to_string(n), first ? "" : it->second});
+    std::string shape = shape_str(l.shape());
+    const Graph* inner = nn::module_graph(l);
+    if (inner && inner->outputs().size() > 1) {
+      shape.clear();
+      for (const Layer& o : inner->outputs()) shape += (shape.empty() ? "" : ", ") + shape_str(o.shape());
+    }
+    rows.push_back({l.name(), l.kind(), shape, std::to_string(count(l)), first ? "" : it->second});
+    if (inner && first) inner_rows(inner_rows, *inner, "  ");
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows)
@@ -245,13 +269,21 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const {
   }
   const nn::Mode mode = nn::current_mode();
   std::vector<Tensor> args;
+  std::vector<std::vector<Tensor>> multi(n);  // every output of a node with several
   for (size_t k = 0; k < n; ++k) {
     if (fed[k]) continue;
     args.clear();
-    for (size_t a : g.args_[k]) args.push_back(values[a]);
-    values[k] = g.nodes_[k].impl()->compute(args, mode);
+    LayerImpl& node = *g.nodes_[k].impl();
+    const size_t pick = node.reads_output();
+    for (size_t a : g.args_[k]) args.push_back(pick && !multi[a].empty() ? multi[a].at(pick) : values[a]);
+    if (node.n_outputs() > 1) {
+      multi[k] = node.compute_outputs(args, mode);
+      values[k] = multi[k].at(0);
+    } else {
+      values[k] = node.compute(args, mode);
+    }
     for (size_t a : g.args_[k])
-      if (last_use_[a] == k && !is_output_[a]) values[a] = Tensor();  // free after the last consumer
+      if (last_use_[a] == k && !is_output_[a]) values[a] = Tensor(), multi[a].clear();  // free after the last consumer
   }
   std::vector<Tensor> outs;
   for (size_t k : output_pos_) outs.push_back(values[k]);

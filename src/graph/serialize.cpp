@@ -44,7 +44,8 @@ json layer_options(const Layer& l) {
   nn::Options o = l.options();  // a Lambda refuses here, naming itself
   if (!nn::is_layer_kind_registered(l.kind()))
     throw ValueError("graph_to_json: layer '" + l.name() + "' has kind '" + l.kind() +
-                     "', which is not registered, so a saved graph could not be loaded (register it with nn::register_layer_kind; "
+                     "', which is not registered, so a saved graph could not be loaded (register it with nn::register_layer_kind, "
+                     "a Lambda's kind with nn::register_lambda_kind; "
                      "docs/layers.md, \"Writing a layer\")");
   return nn::json_of(o);
 }

@@ -331,6 +331,22 @@ Conv2DTranspose::Conv2DTranspose(const Layer& input, int64_t filters, IntList ks
 MaxPool2D::MaxPool2D(const Layer& input, IntList k, PoolOptions o, const std::string& name) : Layer(make_pool(true, input, k, o, name)) {}
 AvgPool2D::AvgPool2D(const Layer& input, IntList k, PoolOptions o, const std::string& name) : Layer(make_pool(false, input, k, o, name)) {}
 
+// the forms without input (bound by their first call; nn/registry.h unbound_layer)
+Conv1D::Conv1D(int64_t f, int64_t k, ConvOptions o, const std::string& name)
+    : Layer(unbound_layer("Conv1D", [f, k, o](const LayerSpec& s) -> Layer { return Conv1D(s.input(), f, k, o, s.name); }, name)) {}
+Conv2D::Conv2D(int64_t f, IntList k, ConvOptions o, const std::string& name)
+    : Layer(unbound_layer("Conv2D", [f, k, o](const LayerSpec& s) -> Layer { return Conv2D(s.input(), f, k, o, s.name); }, name)) {}
+MaxPool2D::MaxPool2D(IntList k, PoolOptions o, const std::string& name)
+    : Layer(unbound_layer("MaxPool2D", [k, o](const LayerSpec& s) -> Layer { return MaxPool2D(s.input(), k, o, s.name); }, name)) {}
+AvgPool2D::AvgPool2D(IntList k, PoolOptions o, const std::string& name)
+    : Layer(unbound_layer("AvgPool2D", [k, o](const LayerSpec& s) -> Layer { return AvgPool2D(s.input(), k, o, s.name); }, name)) {}
+GlobalPool::GlobalPool(Mode mode, const std::string& name)
+    : Layer(unbound_layer("GlobalPool", [mode](const LayerSpec& s) -> Layer { return GlobalPool(s.input(), mode, s.name); }, name)) {}
+BatchNorm::BatchNorm(BatchNormOptions o, const std::string& name)
+    : Layer(unbound_layer("BatchNorm", [o](const LayerSpec& s) -> Layer { return BatchNorm(s.input(), o, s.name); }, name)) {}
+LayerNorm::LayerNorm(double eps, const std::string& name)
+    : Layer(unbound_layer("LayerNorm", [eps](const LayerSpec& s) -> Layer { return LayerNorm(s.input(), eps, s.name); }, name)) {}
+
 GlobalPool::GlobalPool(const Layer& input, Mode mode, const std::string& name) {
   if (!input.defined()) throw ValueError("GlobalPool: the input layer is undefined");
   if (input.shape().size() < 3)

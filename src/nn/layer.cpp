@@ -1,6 +1,11 @@
 #include "loom/nn/layer.h"
 
+#include "loom/nn/registry.h"
+#include "nn/options_json.h"
+
 #include <atomic>
+#include <cctype>
+#include <mutex>
 #include <ostream>
 #include <unordered_map>
 #include <unordered_set>
@@ -8,11 +13,106 @@
 namespace loom::nn {
 
 namespace {
-LayerImpl& require(const std::shared_ptr<LayerImpl>& impl, const char* what) {
+
+// A layer made without input: `factory` builds the real layer on the first call's inputs; the
+// handle then stands for it. Binding is under a mutex (a template may be shared by threads).
+struct TemplateImpl final : LayerImpl {
+  std::string kind_name;
+  LayerFactory factory;
+  mutable std::mutex mutex;
+  std::shared_ptr<LayerImpl> first;  // the layer the first call built
+
+  const char* kind() const override { return kind_name.c_str(); }
+  bool is_template() const override { return true; }
+  std::shared_ptr<LayerImpl> clone() const override { return node("reuse_with")->clone(); }
+  Tensor compute(const std::vector<Tensor>& in, Mode mode) override { return node("compute")->compute(in, mode); }
+  std::shared_ptr<LayerImpl> node(const char* what) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!first)
+      throw ValueError(std::string("Layer::") + what + ": " + kind_name + " '" + name +
+                       "' was made without an input and has not been called yet, so it has no shape or state: call it on its "
+                       "input first (Layer h = " + name + "(x)), or construct it with its input");
+    return first;
+  }
+  Layer call(const std::vector<Layer>& in) {
+    for (const Layer& l : in)
+      if (l.impl().get() == this) throw ValueError(kind_name + " '" + name + "': called on itself (a layer cannot be its own input)");
+    std::shared_ptr<LayerImpl> built;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!first) {
+        for (const Layer& l : in)
+          if (!l.defined()) throw ValueError(kind_name + " '" + name + "': called on an undefined input layer");
+        Options options;
+        options.impl().where = kind_name + " '" + name + "'";
+        Layer l = factory(LayerSpec{name, in, options, {}});
+        if (!l.defined() || l.name() != name || l.kind() != kind_name)
+          throw ValueError(kind_name + " '" + name + "': its builder made " + (l.defined() ? std::string(l.kind()) + " '" + l.name() + "'" : "no layer") +
+                           " (it must build a " + kind_name + " named '" + name + "')");
+        first = l.impl();
+        return l;
+      }
+      built = first;
+    }
+    return Layer(built).reuse_with(in);
+  }
+};
+
+LayerImpl& require_defined(const std::shared_ptr<LayerImpl>& impl, const char* what) {
   if (!impl) throw ValueError(std::string("Layer::") + what + ": the layer is undefined (default-constructed)");
   return *impl;
 }
+
+// The node a handle stands for (a bound template's first layer).
+LayerImpl& require(const std::shared_ptr<LayerImpl>& impl, const char* what) {
+  if (!impl) throw ValueError(std::string("Layer::") + what + ": the layer is undefined (default-constructed)");
+  if (impl->is_template()) return *static_cast<const TemplateImpl&>(*impl).node(what);
+  return *impl;
+}
+
 }  // namespace
+
+Layer unbound_layer(const std::string& kind, LayerFactory factory, const std::string& name) {
+  if (kind.empty()) throw ValueError("unbound_layer: the kind name is empty");
+  if (!factory) throw ValueError("unbound_layer: kind '" + kind + "' has an empty builder");
+  auto impl = std::make_shared<TemplateImpl>();
+  impl->kind_name = kind;
+  impl->factory = std::move(factory);
+  std::string prefix;
+  for (char c : kind) prefix += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  impl->name = unique_name(prefix, name);
+  return Layer(impl);
+}
+
+Layer unbound_layer(const std::string& kind, const Options& options, const std::string& name) {
+  return unbound_layer(
+      kind,
+      [kind, options](const LayerSpec& s) {
+        LayerSpec spec = s;
+        spec.options = options;
+        spec.options.impl().where = s.options.where();
+        return make_layer(kind, spec);
+      },
+      name);
+}
+
+Layer Layer::operator()(const std::vector<Layer>& inputs) const {
+  if (!impl_) throw ValueError("Layer::operator(): the layer is undefined (default-constructed)");
+  if (impl_->is_template()) return static_cast<TemplateImpl&>(*impl_).call(inputs);
+  return reuse_with(inputs);
+}
+
+bool Layer::bound() const {
+  if (!impl_ || !impl_->is_template()) return defined();
+  const auto& t = static_cast<const TemplateImpl&>(*impl_);
+  std::lock_guard<std::mutex> lock(t.mutex);
+  return t.first != nullptr;
+}
+
+Layer Layer::node() const {
+  if (impl_ && impl_->is_template()) return Layer(static_cast<const TemplateImpl&>(*impl_).node("node"));
+  return *this;
+}
 
 std::string unique_name(const std::string& prefix, const std::string& name) {
   static std::atomic<uint64_t> counter{0};
@@ -41,21 +141,23 @@ void LayerImpl::check_inputs(const std::vector<Layer>& new_inputs) const {
 Tensor Layer::operator()() const {
   require(impl_, "operator()");
   const Mode mode = current_mode();
-  std::unordered_map<const LayerImpl*, Tensor> values;
+  std::unordered_map<const LayerImpl*, std::vector<Tensor>> values;  // every output of each node
   std::unordered_set<const LayerImpl*> active;
-  auto eval = [&](auto&& self, const Layer& l) -> Tensor {
+  auto eval = [&](auto&& self, const Layer& handle) -> const std::vector<Tensor>& {
+    const Layer l = handle.node();
     const LayerImpl* key = l.impl().get();
     if (auto it = values.find(key); it != values.end()) return it->second;
     if (!active.insert(key).second)
       throw ValueError("Layer::operator(): the graph has a cycle through '" + l.name() + "'");
     std::vector<Tensor> in;
-    for (const Layer& i : l.inputs()) in.push_back(self(self, i));
-    Tensor out = l.impl()->compute(in, mode);
+    const size_t pick = l.impl()->reads_output();
+    for (const Layer& i : l.inputs()) in.push_back(self(self, i).at(pick));
+    std::vector<Tensor> out = l.impl()->n_outputs() > 1 ? l.impl()->compute_outputs(in, mode)
+                                                         : std::vector<Tensor>{l.impl()->compute(in, mode)};
     active.erase(key);
-    values.emplace(key, out);
-    return out;
+    return values.emplace(key, std::move(out)).first->second;
   };
-  return eval(eval, *this);
+  return eval(eval, *this)[0];
 }
 
 Tensor Layer::compute(const std::vector<Tensor>& inputs) const {
@@ -80,8 +182,9 @@ Layer Layer::reuse_with(const std::vector<Layer>& inputs, const std::string& nam
   return Layer(copy);
 }
 
-const std::string& Layer::name() const { return require(impl_, "name").name; }
-const char* Layer::kind() const { return require(impl_, "kind").kind(); }
+// a template's own name and kind (those of the layer its first call builds)
+const std::string& Layer::name() const { return require_defined(impl_, "name").name; }
+const char* Layer::kind() const { return require_defined(impl_, "kind").kind(); }
 const std::vector<Layer>& Layer::inputs() const { return require(impl_, "inputs").inputs; }
 const Shape& Layer::shape() const { return require(impl_, "shape").shape; }
 int64_t Layer::n_units() const {
@@ -100,6 +203,7 @@ Options Layer::options() const { return require(impl_, "options").options(); }
 
 std::ostream& operator<<(std::ostream& os, const Layer& l) {
   if (!l.defined()) return os << "Layer(undefined)";
+  if (!l.bound()) return os << l.kind() << " '" << l.name() << "' (not called yet)";
   return os << l.kind() << " '" << l.name() << "' " << shape_str(l.shape());
 }
 

@@ -82,7 +82,8 @@ Layer make_layer(const std::string& kind, const LayerSpec& spec) {
     auto it = r.kinds.find(kind);
     if (it == r.kinds.end())
       throw ValueError(spec.options.where() + " has unknown kind '" + kind + "' (registered kinds: " + kind_list(r) +
-                       "; register a user-defined kind with nn::register_layer_kind before loading)");
+                       "; register a user-defined kind with nn::register_layer_kind, a Lambda's kind with nn::register_lambda_kind, "
+                       "before loading)");
     factory = it->second;
   }
   return factory(spec);

@@ -115,6 +115,11 @@ Reshape::Reshape(const Layer& input, const Shape& shape, const std::string& name
 
 Flatten::Flatten(const Layer& input, const std::string& name) : Layer(Reshape(input, {-1}, unique_name("flatten", name)).impl()) {}
 
+// the forms without input (bound by their first call; nn/registry.h unbound_layer)
+Reshape::Reshape(const Shape& shape, const std::string& name)
+    : Layer(unbound_layer("Reshape", [shape](const LayerSpec& s) -> Layer { return Reshape(s.input(), shape, s.name); }, name)) {}
+Flatten::Flatten() : Layer(unbound_layer("Reshape", [](const LayerSpec& s) -> Layer { return Reshape(s.input(), {-1}, s.name); }, unique_name("flatten"))) {}
+
 Transpose::Transpose(const Layer& input, const Axes& perm, const std::string& name) {
   require(input, "Transpose");
   const int64_t rank = static_cast<int64_t>(input.shape().size()) - 1;

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "unit/core_test_util.h"
+#include "unit/lambda_kind_util.h"
 
 using namespace loom;
 using loom_test::contains_all;
@@ -222,6 +223,25 @@ std::map<std::string, std::function<Case()>> cases() {
     Layer second = block.reuse_with(first, "second");  // the same weights twice
     return Case{Graph::build({second}, {x}), {data({2, 4})}};
   };
+  c["Sequential"] = [] {
+    Input x(4, Float32, "x");
+    Sequential body({Linear(4, {}, "fc"), Activation(nn::relu, "relu"), Dropout(0.2, 3, "drop")}, "body");
+    Layer once = body(x);
+    return Case{Graph::build({body(once)}, {x}), {data({2, 4})}};  // the same weights twice
+  };
+  c["ModuleOutput"] = [] {
+    Input in(4, Float32, "in");
+    Linear trunk(in, 5, {}, "trunk");
+    Module heads({in}, {Linear(trunk, 2, {}, "a"), Activation(trunk, nn::tanh, "b")}, "heads");
+    Input x(4, Float32, "x");
+    Layer m = heads.reuse_with(x, "m");
+    return Case{Graph::build({module_output(m, 1, "out1"), module_output(m, 0, "out0")}, {x}), {data({3, 4})}};
+  };
+  c["Affine"] = [] {
+    Input x(3, Float32, "x");
+    Lambda f({x}, loom_test::affine, x.shape(), {.params = {{"w", randn({3})}}, .buffers = {{"b", randn({3})}}}, "Affine", Float32, "f");
+    return Case{Graph::build({f}, {x}), {data({2, 3})}};
+  };
   c["Scale"] = [] {
     Input x(4, Float32, "x");
     return Case{Graph::build({Scale(x, 0.5, "scale")}, {x}), {data({2, 4})}};
@@ -246,6 +266,7 @@ std::vector<Tensor> buffers(const Graph& g) {
 
 TEST(LayerRegistry, RoundTripsEveryRegisteredKind) {
   register_scale();
+  loom_test::register_affine();
   const auto all = cases();
   const std::vector<std::string> kinds = nn::registered_layer_kinds();
   EXPECT_GE(kinds.size(), 34u);

@@ -24,12 +24,14 @@ struct ConvOptions {
 class Conv1D : public Layer {
  public:
   Conv1D(const Layer& input, int64_t filters, int64_t kernel_size, ConvOptions options = {}, const std::string& name = "");
+  Conv1D(int64_t filters, int64_t kernel_size, ConvOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
 // (N, C_in, H, W) -> (N, filters, H', W'); weight (filters, C_in / groups, kH, kW)
 class Conv2D : public Layer {
  public:
   Conv2D(const Layer& input, int64_t filters, IntList kernel_size, ConvOptions options = {}, const std::string& name = "");
+  Conv2D(int64_t filters, IntList kernel_size, ConvOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
 struct ConvTransposeOptions {
@@ -58,11 +60,13 @@ struct PoolOptions {
 class MaxPool2D : public Layer {
  public:
   MaxPool2D(const Layer& input, IntList kernel_size, PoolOptions options = {}, const std::string& name = "");
+  explicit MaxPool2D(IntList kernel_size, PoolOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
 class AvgPool2D : public Layer {
  public:
   AvgPool2D(const Layer& input, IntList kernel_size, PoolOptions options = {}, const std::string& name = "");
+  explicit AvgPool2D(IntList kernel_size, PoolOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
 // Averages (or takes the maximum) over all spatial positions: (N, C, ...) -> (N, C).
@@ -70,6 +74,7 @@ class GlobalPool : public Layer {
  public:
   enum class Mode : uint8_t { Avg, Max };
   explicit GlobalPool(const Layer& input, Mode mode = Mode::Avg, const std::string& name = "");
+  explicit GlobalPool(Mode mode = Mode::Avg, const std::string& name = "");  // bound by its first call
 };
 
 struct BatchNormOptions {
@@ -86,6 +91,7 @@ struct BatchNormOptions {
 class BatchNorm : public Layer {
  public:
   BatchNorm(const Layer& input, BatchNormOptions options = {}, const std::string& name = "");
+  explicit BatchNorm(BatchNormOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
 // Makes every BatchNorm layer of `graph` synchronized (or not): returns how many there are.
@@ -95,6 +101,7 @@ int64_t sync_batch_norm(const Graph& graph, bool sync = true);
 class LayerNorm : public Layer {
  public:
   LayerNorm(const Layer& input, double eps = 1e-5, const std::string& name = "");
+  explicit LayerNorm(double eps = 1e-5, const std::string& name = "");  // bound by its first call
 };
 
 }  // namespace loom::nn

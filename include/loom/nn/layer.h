@@ -3,7 +3,9 @@
 // layers that feeds it.
 //   l()                runs the graph that ends in l, reading each Input's current value;
 //   l.compute(t...)    runs only l's own op on the given tensors;
-//   l.reuse_with(x...) makes a layer of the same kind on new inputs sharing l's State.
+//   l.reuse_with(x...) makes a layer of the same kind on new inputs sharing l's State;
+//   l(x), l({x, y})    the Keras-style call: reuse_with, or for a layer made without input
+//                      (nn::Linear dense(128)) the first call builds it on x (see unbound_layer).
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -28,6 +30,18 @@ class Layer {
 
   // Evaluates the graph ending in this layer in the current mode (see ModeScope).
   Tensor operator()() const;
+  // Calls the layer on new inputs. A layer made without input (nn::Linear dense(128); kind
+  // templates, nn/registry.h unbound_layer) is bound by its first call, which builds the layer,
+  // its state shaped by the inputs, named name(); every later call, and a call of any other
+  // layer, is reuse_with(inputs): the new layer shares the state.
+  Layer operator()(const Layer& input) const { return (*this)(std::vector<Layer>{input}); }
+  Layer operator()(const std::vector<Layer>& inputs) const;
+  // False for a layer made without input that has not been called yet (its shape, state, ...
+  // throw ValueError until then); a bound one stands for the layer its first call built.
+  bool bound() const;
+  // The graph node this handle stands for: itself, or for a layer made without input the layer
+  // its first call built (ValueError naming the layer while unbound).
+  Layer node() const;
   Tensor compute(const std::vector<Tensor>& inputs) const;
   Tensor compute(const Tensor& x) const { return compute(std::vector<Tensor>{x}); }
   Layer reuse_with(const std::vector<Layer>& inputs, const std::string& name = "") const;
@@ -72,6 +86,13 @@ class LayerImpl {
   virtual Options options() const { return {}; }
   // Called by reuse_with on the clone: checks the new inputs fit the shared state.
   virtual void check_inputs(const std::vector<Layer>& inputs) const;
+  // Several outputs (a Module over a graph with several): compute_outputs returns them all and
+  // compute the first; a ModuleOutput layer reads output reads_output() of its one input.
+  virtual size_t n_outputs() const { return 1; }
+  virtual std::vector<Tensor> compute_outputs(const std::vector<Tensor>& inputs, Mode mode) { return {compute(inputs, mode)}; }
+  virtual size_t reads_output() const { return 0; }
+  // True for a layer made without input (unbound_layer, nn/registry.h).
+  virtual bool is_template() const { return false; }
 
   std::string name;
   std::vector<Layer> inputs;

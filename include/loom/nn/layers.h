@@ -1,6 +1,8 @@
 #pragma once
 // The basic layer catalogue. Each kind is a Layer handle with a constructor taking its input
 // layers and options; parameters are created in the constructor (the inputs' units are known).
+// The common kinds also have a constructor without the input (Keras style): the layer is built
+// by its first call, dense(x), and later calls share its state (Layer::operator(), unbound_layer).
 #include <functional>
 #include <optional>
 #include <string>
@@ -65,11 +67,13 @@ struct LinearOptions {
 class Linear : public Layer {
  public:
   Linear(const Layer& input, int64_t n_units, LinearOptions options = {}, const std::string& name = "");
+  explicit Linear(int64_t n_units, LinearOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
 class Activation : public Layer {
  public:
   Activation(const Layer& input, ActivationFn fn, const std::string& name = "");
+  explicit Activation(ActivationFn fn, const std::string& name = "");  // bound by its first call
 };
 
 class Dropout : public Layer {
@@ -77,6 +81,7 @@ class Dropout : public Layer {
   // Inverted dropout: in Train mode zeroes each element with `probability` and scales the rest
   // by 1 / (1 - probability); the identity in Eval mode. Seeded per layer.
   Dropout(const Layer& input, double probability, uint64_t seed = 0, const std::string& name = "");
+  explicit Dropout(double probability, uint64_t seed = 0, const std::string& name = "");  // bound by its first call
   // With a Param, the probability can change while training.
   Dropout(const Layer& input, const Param& probability, uint64_t seed = 0, const std::string& name = "");
 };
@@ -114,12 +119,35 @@ class Mean : public Layer {
   explicit Mean(const std::vector<Layer>& inputs, const std::string& name = "");
 };
 
+// A Lambda's tensors, declared by name: parameters (trained: requires_grad is set on them) and
+// buffers (saved, not trained). Each becomes part of the layer's State.
+struct LambdaState {
+  std::vector<std::pair<std::string, Tensor>> params, buffers;
+};
+// A Lambda's function of its input tensors and its state (read tensors with state.param(name) /
+// state.buffer(name): the values loaded or copied into the state are the ones used).
+using LambdaFn = std::function<Tensor(const std::vector<Tensor>& inputs, State& state)>;
+
 // Any tensor function as a layer; `shape` is its output shape (-1 for dynamic dims).
 class Lambda : public Layer {
  public:
+  // Tensors the function captures are invisible to the layer: not in Graph::parameters(), not
+  // saved. Such a Lambda cannot be saved (its kind is "Lambda").
   Lambda(const std::vector<Layer>& inputs, std::function<Tensor(const std::vector<Tensor>&)> fn, Shape shape,
          DType dtype = Float32, const std::string& name = "");
+  // With declared tensors, in the layer's state: Graph::parameters() collects the parameters,
+  // optimizers train them, reuse_with shares them. A function cannot be written to a file, so
+  // such a Lambda is saved under `kind` (its shape, dtype and the declared tensors' names, shapes
+  // and dtypes; save_model writes the values) once `kind` is registered with
+  // register_lambda_kind(kind, fn), which loading needs too. With kind "Lambda" it is not saved.
+  Lambda(const std::vector<Layer>& inputs, LambdaFn fn, Shape shape, LambdaState state, const std::string& kind = "Lambda",
+         DType dtype = Float32, const std::string& name = "");
 };
+
+// Registers `kind` (nn/registry.h) for Lambdas made with it: saving writes them, and loading
+// rebuilds each with `fn`, its saved shape, dtype and declared tensors (their values then come
+// from the file). Loading a file with an unregistered kind throws ValueError naming the layer.
+void register_lambda_kind(const std::string& kind, LambdaFn fn);
 
 // Arithmetic on layers makes merge / lambda layers.
 Layer operator+(const Layer& a, const Layer& b);

@@ -38,6 +38,15 @@ std::vector<std::string> registered_layer_kinds();
 // Builds a layer of a registered kind; ValueError naming the registered kinds otherwise.
 Layer make_layer(const std::string& kind, const LayerSpec& spec);
 
+// A layer made without input, Keras style (nn::Linear dense(128) is one): `factory` builds the
+// layer of kind `kind` named `name` (generated from the kind when empty) on the inputs of its
+// first call, dense(x); later calls are reuse_with, sharing that layer's state. Until the first
+// call its shape, state, parameters, ... throw ValueError naming the layer.
+Layer unbound_layer(const std::string& kind, LayerFactory factory, const std::string& name = "");
+// The same for any registered kind, built by its registered factory from `options` (what the
+// kind's LayerImpl::options() writes): a user-defined kind gets the call form with no code.
+Layer unbound_layer(const std::string& kind, const Options& options, const std::string& name = "");
+
 // Registers the built-in kinds (once; later calls do nothing).
 void register_layers();
 

@@ -9,12 +9,14 @@ namespace loom::nn {
 class Reshape : public Layer {
  public:
   Reshape(const Layer& input, const Shape& shape, const std::string& name = "");
+  explicit Reshape(const Shape& shape, const std::string& name = "");  // bound by its first call
 };
 
 // (batch, d1, d2, ...) -> (batch, d1*d2*...)
 class Flatten : public Layer {
  public:
   explicit Flatten(const Layer& input, const std::string& name = "");
+  Flatten();  // bound by its first call
 };
 
 // Permutes the axes after the batch axis (perm indexes them from 0).
