@@ -12,6 +12,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/indexing.h"
 #include "loom/ops/linalg.h"
+#include "loom/ops/sparse.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/random.h"
 #include "loom/ops/reduction.h"
