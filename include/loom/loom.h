@@ -36,6 +36,7 @@
 #include "loom/nn/registry.h"
 #include "loom/nn/replicas.h"
 #include "loom/nn/shape_layers.h"
+#include "loom/nn/sparse_layers.h"
 #include "loom/nn/state.h"
 #include "loom/graph/graph.h"
 #include "loom/graph/module.h"

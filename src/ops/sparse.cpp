@@ -110,6 +110,7 @@ void rows_cols(const Impl& s, std::vector<int64_t>& rows, std::vector<int64_t>& 
 template <typename T>
 void spmm_kernel(const std::vector<int64_t>& rows, const std::vector<int64_t>& cols, const T* vals, const T* b,
                  T* out, int64_t m, int64_t n) {
+  if (m == 0 || n == 0) return;  // nothing to write (and the buffers may be null)
   const int64_t nnz = static_cast<int64_t>(rows.size());
   std::vector<int64_t> start(static_cast<size_t>(m + 1), 0), order(static_cast<size_t>(nnz));
   for (int64_t r : rows) ++start[r + 1];
@@ -326,13 +327,16 @@ SparseTensor SparseTensor::to_csr() const {
   const Impl& s = *c.impl_;
   const int64_t nnz = s.values.shape()[0], rows = s.shape[0];
   const int64_t* idx = s.indices.data<int64_t>();
-  std::vector<int64_t> crow(static_cast<size_t>(rows + 1), 0);
+  // rows + 1 entries: through the allocator (its limit), not a std::vector, since a shape like
+  // (2^60, 0) is valid and has no entries
+  Tensor crow_t = zeros({rows + 1}, DType::Int64);
+  int64_t* crow = crow_t.data<int64_t>();
   for (int64_t e = 0; e < nnz; ++e) ++crow[idx[e] + 1];
-  std::partial_sum(crow.begin(), crow.end(), crow.begin());
+  std::partial_sum(crow, crow + rows + 1, crow);
   auto out = std::make_shared<Impl>();
   out->layout = SparseLayout::CSR;
   out->shape = s.shape;
-  out->crow = int64_tensor(std::move(crow), {rows + 1});
+  out->crow = crow_t;
   out->col = int64_tensor(std::vector<int64_t>(idx + nnz, idx + 2 * nnz), {nnz});
   out->values = s.values;
   out->coalesced = true;

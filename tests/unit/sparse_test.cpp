@@ -27,17 +27,17 @@ std::string message_of(F&& f) {
 
 TEST(Sparse, CooCreationAndDense) {
   // (2, 3): duplicates at (0, 2) add up
-  SparseTensor s = SparseTensor::coo(ids({0, 1, 0, 1, 2, 2}, {2, 3}), tensor<float>({1, 2, 3}), {2, 3});
+  SparseTensor s = SparseTensor::coo(ids({0, 1, 0, 2, 0, 2}, {2, 3}), tensor<float>({1, 2, 3}), {2, 3});
   EXPECT_EQ(s.layout(), SparseLayout::COO);
   EXPECT_EQ(s.shape(), (Shape{2, 3}));
   EXPECT_EQ(s.nnz(), 3);
   EXPECT_EQ(s.dtype(), Float32);
   EXPECT_FALSE(s.is_coalesced());
-  EXPECT_EQ(s.to_dense().to_vector<float>(), (std::vector<float>{0, 0, 4, 0, 0, 2}));
+  EXPECT_EQ(s.to_dense().to_vector<float>(), (std::vector<float>{0, 0, 4, 2, 0, 0}));
   SparseTensor c = s.coalesce();
   EXPECT_TRUE(c.is_coalesced());
   EXPECT_EQ(c.nnz(), 2);
-  EXPECT_EQ(c.indices().to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 2}));
+  EXPECT_EQ(c.indices().to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 0}));
   EXPECT_EQ(c.values().to_vector<float>(), (std::vector<float>{4, 2}));
   EXPECT_EQ(c.to_dense().to_vector<float>(), s.to_dense().to_vector<float>());
 }
@@ -129,7 +129,7 @@ TEST(Sparse, BadInputNamesWhatIsWrong) {
   const int64_t big = int64_t{1} << 40;
   EXPECT_THROW(SparseTensor::coo(ids({0, 0}, {2, 1}), tensor<float>({1}), {big, big}), ShapeError);
   // CSR
-  m = message_of<ValueError>([&] { SparseTensor::csr(ids({0, 2, 1}, {3}), ids({0}, {1}), tensor<float>({1}), {2, 2}); });
+  m = message_of<ValueError>([&] { SparseTensor::csr(ids({0, 1, 2}, {3}), ids({0}, {1}), tensor<float>({1}), {2, 2}); });
   EXPECT_NE(m.find("end at nnz = 1"), std::string::npos) << m;
   m = message_of<ValueError>(
       [&] { SparseTensor::csr(ids({0, 2, 1, 2}, {4}), ids({0, 1}, {2}), tensor<float>({1, 2}), {3, 2}); });
@@ -156,4 +156,16 @@ TEST(Sparse, IndicesAreCopiedAtCreation) {
   idx.fill_(100);
   EXPECT_EQ(s.indices().to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(s.to_dense().at({0, 1}), 1);
+}
+
+TEST(Sparse, ManyRowsWithoutColumnsAreBoundedByTheAllocator) {
+  // (2^60, 0) is a valid shape with no entries: what its CSR row pointers or a product would need
+  // goes through the allocator and its limit (OutOfMemoryError), never a raw std::vector
+  SparseTensor s = SparseTensor::coo(ids({}, {2, 0}), zeros({0}), {int64_t{1} << 60, 0});
+  struct Reset {
+    ~Reset() { set_memory_limit(-1); }
+  } reset;
+  set_memory_limit(int64_t{1} << 30);
+  EXPECT_THROW(s.to_csr(), OutOfMemoryError);
+  EXPECT_THROW(matmul(s, zeros({0, 1})), OutOfMemoryError);
 }
