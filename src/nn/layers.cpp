@@ -9,6 +9,7 @@
 #include "nn/init_options.h"
 #include "nn/options_json.h"
 #include "nn/register_kinds.h"
+#include "nn/sparse_layers_internal.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg.h"
@@ -113,7 +114,7 @@ struct LinearImpl final : LayerBase<LinearImpl> {
   const char* kind() const override { return "Linear"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     const Tensor& w = state->param("weights");
-    Tensor y = matmul(in[0], transpose_weights ? w.transpose() : w);
+    Tensor y = detail::input_matmul(inputs[0], in[0], transpose_weights ? w.transpose() : w);  // a SparseInput too
     return bias ? y + state->param("bias") : y;
   }
   Options options() const override {

@@ -13,6 +13,7 @@ void register_conv_layers(AddKind add);         // nn/conv_layers.cpp
 void register_adaptive_pool_layers(AddKind add);  // nn/adaptive_pool.cpp
 void register_recurrent_layers(AddKind add);    // nn/recurrent.cpp
 void register_attention_layers(AddKind add);    // nn/attention_layers.cpp
+void register_sparse_layers(AddKind add);       // nn/sparse_layers.cpp
 void register_module_layer(AddKind add);        // graph/module.cpp
 
 }  // namespace loom::nn::detail

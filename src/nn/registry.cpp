@@ -51,6 +51,7 @@ void register_layers() {
     detail::register_adaptive_pool_layers(add);
     detail::register_recurrent_layers(add);
     detail::register_attention_layers(add);
+    detail::register_sparse_layers(add);
     detail::register_module_layer(add);
   });
 }

@@ -33,7 +33,7 @@ const std::vector<OpInfo>& op_registry() {
       {"linalg.svd", "linalg", true}, {"linalg.svdvals", "linalg", true}, {"linalg.qr", "linalg", true},
       {"linalg.eigh", "linalg", true}, {"linalg.eigvalsh", "linalg", true}, {"linalg.cholesky", "linalg", true},
       {"linalg.solve", "linalg", true}, {"linalg.inv", "linalg", true}, {"linalg.det", "linalg", true},
-      {"linalg.slogdet", "linalg", true}, {"linalg.lstsq", "linalg", true},
+      {"linalg.slogdet", "linalg", true}, {"linalg.lstsq", "linalg", true}, {"sparse.mm", "linalg", true},
       // manipulation
       {"reshape", "manipulation", true}, {"transpose", "manipulation", true}, {"squeeze", "manipulation", true},
       {"expand_dims", "manipulation", true}, {"broadcast_to", "manipulation", true}, {"slice", "manipulation", true},

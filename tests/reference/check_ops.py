@@ -50,7 +50,7 @@ REDUCTION = {
     "sum", "mean", "prod", "var", "std", "logsumexp", "cumsum", "softmax", "log_softmax", "matmul", "dot",
     "outer", "tensordot", "conv1d", "conv2d", "conv2d_transpose", "avg_pool2d", "global_avg_pool2d",
     "batch_norm", "layer_norm", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits",
-    "scaled_dot_product_attention", "einsum", "kron",
+    "scaled_dot_product_attention", "einsum", "kron", "sparse.mm",
 }
 
 
@@ -309,6 +309,15 @@ def _matmul(xs, attrs, cot):
     if not a.is_floating_point():
         return NP(np.matmul(arr(a), arr(b)))
     return torch.matmul(a, b)
+
+
+@replay("sparse.mm")
+def _sparse_mm(xs, attrs, cot):
+    # torch.sparse.mm of the uncoalesced COO tensor: duplicates add up, and each stored value
+    # gets the gradient g[row] . dense[col]
+    v, d = promote(xs[2], xs[3])
+    s = torch.sparse_coo_tensor(torch.stack([xs[0].long(), xs[1].long()]), v, (attrs["m"], attrs["k"]))
+    return torch.sparse.mm(s, d)
 
 
 @replay("dot")

@@ -569,6 +569,26 @@ Tensor spd(const Tensor& x) {  // x x^T + n I: symmetric positive-definite
 }
 Tensor sym(const Tensor& x) { return loom::add(x, loom::swapaxes(x, -1, -2)); }
 
+// sparse x dense (docs/sparse.md): inputs rows, cols (COO indices), values, dense
+void sparse_cases(Table& t) {
+  auto sp = [&t](const std::string& label, std::vector<InputSpec> in, int64_t m, int64_t k, bool csr = false) {
+    t.add("sparse.mm", label, std::move(in), [=](const In& x) {
+      SparseTensor s = SparseTensor::coo(loom::stack({x[0], x[1]}), x[2], {m, k});
+      return loom::matmul(csr ? s.to_csr() : s, x[3]);
+    }, "{\"m\":" + std::to_string(m) + ",\"k\":" + std::to_string(k) + "}");
+  };
+  sp("f32 (4,5) nnz 7 @ (5,3)", {Idx({7}, 0, 4), Idx({7}, 0, 5), X({7}), X({5, 3})}, 4, 5);
+  sp("f64 duplicates (3,4) @ (4,2)", {IdxV({5}, {0, 2, 0, 2, 1}), IdxV({5}, {1, 3, 1, 3, 0}), X({5}, F64), X({4, 2}, F64)},
+     3, 4);
+  sp("f32 nnz 0 (3,4) @ (4,2)", {X({0}, I64), X({0}, I64), X({0}), X({4, 2})}, 3, 4);
+  sp("f64 (4,6) @ transposed (6,3)", {Idx({9}, 0, 4), Idx({9}, 0, 6), X({9}, F64), X({6, 3}, F64).lay(T_)}, 4, 6);
+  sp("f32 (3,5) @ strided (5,4)", {Idx({6}, 0, 3), Idx({6}, 0, 5), X({6}), X({5, 4}).lay(S_)}, 3, 5);
+  sp("f64 CSR with duplicates (4,5) @ (5,2)", {IdxV({6}, {3, 0, 3, 1, 0, 3}), IdxV({6}, {4, 2, 4, 0, 1, 0}), X({6}, F64),
+     X({5, 2}, F64)}, 4, 5, true);
+  sp("promotion f32 values @ f64 (4,3)", {Idx({5}, 0, 2), Idx({5}, 0, 4), X({5}), X({4, 3}, F64)}, 2, 4);
+  sp("f32 (3,4) @ empty columns (4,0)", {Idx({4}, 0, 3), Idx({4}, 0, 4), X({4}), X({4, 0})}, 3, 4);
+}
+
 void linalg_decomposition_cases(Table& t) {
   auto svd_fixed = [](const In& in) {
     auto r = linalg::svd(in[0], false);
@@ -1293,6 +1313,7 @@ const std::vector<OpCase>& op_cases() {
     elementwise_cases(t);
     reduction_cases(t);
     linalg_cases(t);
+    sparse_cases(t);
     linalg_decomposition_cases(t);
     manipulation_cases(t);
     indexing_cases(t);

@@ -61,6 +61,8 @@ struct UnregisteredImpl final : nn::LayerBase<UnregisteredImpl> {
 struct Case {
   Graph graph;
   std::vector<Tensor> inputs;
+  // Sets values that are not positional inputs (a SparseInput's) on a graph and its loaded copy.
+  std::function<void(const Graph&)> feed;
 };
 
 Tensor data(const Shape& s) { return randn(s); }
@@ -242,6 +244,17 @@ std::map<std::string, std::function<Case()>> cases() {
     Lambda f({x}, loom_test::affine, x.shape(), {.params = {{"w", randn({3})}}, .buffers = {{"b", randn({3})}}}, "Affine", Float32, "f");
     return Case{Graph::build({f}, {x}), {data({2, 3})}};
   };
+  c["SparseInput"] = [] {
+    nn::SparseInput x(5, Float64, "bow");
+    Graph g = Graph::build({Linear(x, 3, {}, "lin")});
+    const SparseTensor v = SparseTensor::from_dense(randn({2, 5}, Float64) * (randn({2, 5}, Float64) > 0.0));
+    return Case{g, {}, [v](const Graph& g) { nn::SparseInput(g.layer("bow").impl()).set_value(v); }};
+  };
+  c["DropConnect"] = [] {
+    Input x(4, Float32, "x");
+    DropConnectOptions o{.bias = false, .weight_init = Init::uniform(-1, 1), .seed = 17};
+    return Case{Graph::build({DropConnect(x, 3, 0.25, o, "dc")}, {x}), {data({2, 4})}};
+  };
   c["Scale"] = [] {
     Input x(4, Float32, "x");
     return Case{Graph::build({Scale(x, 0.5, "scale")}, {x}), {data({2, 4})}};
@@ -297,6 +310,10 @@ TEST(LayerRegistry, RoundTripsEveryRegisteredKind) {
     const auto b0 = buffers(c.graph), b1 = buffers(back);
     ASSERT_EQ(b0.size(), b1.size());
     for (size_t i = 0; i < b0.size(); ++i) EXPECT_TRUE(same_bytes(b0[i], b1[i])) << "buffer " << i;
+    if (c.feed) {
+      c.feed(c.graph);
+      c.feed(back);
+    }
     nn::ModeScope eval(nn::Mode::Eval);
     const auto y0 = c.graph.compile().run(c.inputs), y1 = back.compile().run(c.inputs);
     ASSERT_EQ(y0.size(), y1.size());

@@ -1,0 +1,50 @@
+#pragma once
+// Layers for sparse inputs and weight dropout (docs/sparse.md):
+//   SparseInput   a placeholder whose value is a SparseTensor (bag-of-words rows, as TensorX's
+//                 Input(sparse=True)); Linear and DropConnect over it compute sparse x dense
+//                 products, and the gradient reaches their weights;
+//   DropConnect   a Linear layer with dropout on its weights (Wan et al. 2013).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "loom/nn/init.h"
+#include "loom/nn/layer.h"
+#include "loom/ops/sparse.h"
+
+namespace loom::nn {
+
+// Shape (-1, n_units): a value has any number of rows and n_units columns, float32/float64 of the
+// input's dtype. The value is held by the layer (as Input::set_value) and read when the graph
+// runs (Layer::operator(), Plan::run): it is not one of the graph's positional inputs. Only
+// layers that take sparse inputs (Linear, DropConnect) may read it.
+class SparseInput : public Layer {
+ public:
+  explicit SparseInput(int64_t n_units, DType dtype = Float32, const std::string& name = "");
+  explicit SparseInput(std::shared_ptr<LayerImpl> impl);  // view a Layer of kind "SparseInput"
+  // ShapeError / DTypeError naming the input unless the value is 2-d with n_units columns and of
+  // the input's dtype.
+  void set_value(const SparseTensor& value) const;
+  bool has_value() const;
+  SparseTensor value() const;  // ValueError naming the input when it holds none
+  void clear() const;
+};
+
+struct DropConnectOptions {
+  bool bias = true;  // the bias is not dropped
+  Init weight_init = Init::glorot_uniform();
+  Init bias_init = Init::zeros();
+  uint64_t seed = 0;  // the masks' stream (kept in the state: checkpoints resume it)
+};
+
+// y = x @ (W * M / (1 - p)) + b in Train mode, with M a fresh Bernoulli(1 - p) mask of W's shape
+// per call (shared by the batch), and y = x @ W + b otherwise: Eval equals a Linear layer with the
+// same weights. Gradients reach only the kept weights. Parameters "weights" (in, n_units) and
+// "bias" as Linear's.
+class DropConnect : public Layer {
+ public:
+  DropConnect(const Layer& input, int64_t n_units, double probability, DropConnectOptions options = {},
+              const std::string& name = "");
+};
+
+}  // namespace loom::nn

@@ -1,0 +1,162 @@
+// SparseInput and DropConnect (docs/sparse.md).
+#include "loom/nn/sparse_layers.h"
+
+#include <cstdio>
+
+#include "loom/ops/linalg.h"
+#include "loom/ops/nn.h"
+#include "loom/ops/random.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "nn/init_options.h"
+#include "nn/options_json.h"
+#include "nn/register_kinds.h"
+#include "nn/sparse_layers_internal.h"
+
+namespace loom::nn {
+
+namespace {
+
+constexpr int64_t kMaxSize = int64_t{1} << 40;  // sizes and units read from a file
+
+// ---------------------------------------------------------------- SparseInput
+struct SparseInputImpl final : LayerBase<SparseInputImpl> {
+  std::shared_ptr<SparseTensor> value = std::make_shared<SparseTensor>();
+  const char* kind() const override { return "SparseInput"; }
+  // The value is not a dense tensor: the consumers (Linear, DropConnect) read it through
+  // detail::input_matmul; any other layer gets an undefined tensor and its op refuses it.
+  Tensor compute(const std::vector<Tensor>&, Mode) override {
+    get();  // no value: say so here, naming the input
+    return Tensor();
+  }
+  Options options() const override { return Options().set_int("n_units", shape[1]).set_string("dtype", dtype_name(dtype)); }
+  const SparseTensor& get() const {
+    if (!value->defined())
+      throw ValueError("SparseInput '" + name + "' of shape " + shape_str(shape) + " has no value: call set_value() first");
+    return *value;
+  }
+};
+
+SparseInputImpl& sparse_input_impl(const Layer& l) {
+  auto* p = dynamic_cast<SparseInputImpl*>(l.impl().get());
+  if (!p) throw ValueError("SparseInput: layer '" + l.name() + "' is a " + l.kind() + ", not a SparseInput");
+  return *p;
+}
+
+std::string fmt_double(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+// ---------------------------------------------------------------- DropConnect
+struct DropConnectImpl final : LayerBase<DropConnectImpl> {
+  int64_t n_units = 0;
+  double probability = 0.5;
+  DropConnectOptions opt;
+  const char* kind() const override { return "DropConnect"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
+    Tensor w = state->param("weights");
+    if (mode == Mode::Train) {
+      // the stream position lives in the state (buffer "rng": seed, draws), as Dropout's
+      Tensor& rng = state->buffer("rng");
+      int64_t* s = rng.data<int64_t>();
+      Generator g;
+      g.set_state(static_cast<uint64_t>(s[0]), static_cast<uint64_t>(s[1]));
+      w = dropout(w, probability, true, &g);  // W * M / (1 - p): gradients only through kept weights
+      s[1] = static_cast<int64_t>(g.counter());
+    }
+    Tensor y = detail::input_matmul(inputs[0], in[0], w);
+    return opt.bias ? y + state->param("bias") : y;
+  }
+  Options options() const override {
+    return Options()
+        .set_int("n_units", n_units)
+        .set_float("probability", probability)
+        .set_bool("bias", opt.bias)
+        .set_uint("seed", opt.seed)
+        .set_object("weight_init", detail::init_options(opt.weight_init))
+        .set_object("bias_init", detail::init_options(opt.bias_init));
+  }
+};
+
+}  // namespace
+
+Tensor detail::input_matmul(const Layer& input, const Tensor& x, const Tensor& w) {
+  if (!x.defined())
+    if (auto* s = dynamic_cast<const SparseInputImpl*>(input.impl().get())) return matmul(s->get(), w);
+  return matmul(x, w);
+}
+
+SparseInput::SparseInput(int64_t n_units, DType dtype, const std::string& name) {
+  if (n_units <= 0) throw ValueError("SparseInput: n_units must be positive, got " + std::to_string(n_units));
+  if (dtype != DType::Float32 && dtype != DType::Float64)
+    throw DTypeError("SparseInput: dtype " + std::string(dtype_name(dtype)) + " is not valid (valid: float32, float64)");
+  auto impl = std::make_shared<SparseInputImpl>();
+  impl->shape = {-1, n_units};
+  impl->dtype = dtype;
+  impl->name = unique_name("sparse_input", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+SparseInput::SparseInput(std::shared_ptr<LayerImpl> impl) : Layer(std::move(impl)) { sparse_input_impl(*this); }
+
+void SparseInput::set_value(const SparseTensor& v) const {
+  auto& in = sparse_input_impl(*this);
+  if (!v.defined() || v.ndim() != 2 || v.shape()[1] != in.shape[1])
+    throw ShapeError("SparseInput '" + in.name + "'.set_value: a sparse tensor of shape " +
+                     (v.defined() ? shape_str(v.shape()) : "undefined") + " does not fit the input's shape " +
+                     shape_str(in.shape) + " (-1 matches any number of rows)");
+  if (v.dtype() != in.dtype)
+    throw DTypeError("SparseInput '" + in.name + "'.set_value: a sparse tensor of dtype " + dtype_name(v.dtype()) +
+                     " does not fit the input's dtype " + dtype_name(in.dtype));
+  *in.value = v;
+}
+bool SparseInput::has_value() const { return sparse_input_impl(*this).value->defined(); }
+SparseTensor SparseInput::value() const { return sparse_input_impl(*this).get(); }
+void SparseInput::clear() const { *sparse_input_impl(*this).value = SparseTensor(); }
+
+DropConnect::DropConnect(const Layer& input, int64_t n_units, double probability, DropConnectOptions o,
+                         const std::string& name) {
+  if (!input.defined()) throw ValueError("DropConnect: the input layer is undefined");
+  if (n_units <= 0) throw ValueError("DropConnect: n_units must be positive, got " + std::to_string(n_units));
+  if (!(probability >= 0 && probability <= 1))
+    throw ValueError("DropConnect: probability must be in [0, 1], got " + fmt_double(probability));
+  const int64_t in = input.n_units();
+  if (in <= 0)
+    throw ShapeError("DropConnect: input '" + input.name() + "' has shape " + shape_str(input.shape()) +
+                     "; its last dimension (the units) must be known when the layer is created");
+  if (!is_floating(input.dtype()))
+    throw DTypeError("DropConnect: input '" + input.name() + "' has dtype " + dtype_name(input.dtype()) +
+                     " (valid: a floating dtype)");
+  auto impl = std::make_shared<DropConnectImpl>();
+  impl->n_units = n_units;
+  impl->probability = probability;
+  impl->opt = o;
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->shape.back() = n_units;
+  impl->dtype = input.dtype();
+  impl->name = unique_name("dropconnect", name);
+  impl->state->add_param("weights", initialize(o.weight_init, {in, n_units}, input.dtype()).requires_grad_());
+  if (o.bias) impl->state->add_param("bias", initialize(o.bias_init, {n_units}, input.dtype()).requires_grad_());
+  impl->state->add_buffer("rng", from_vector<int64_t>({static_cast<int64_t>(o.seed), 0}, {2}));
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+void detail::register_sparse_layers(AddKind add) {
+  add("SparseInput", [](const LayerSpec& s) -> Layer {
+    s.expect_inputs(0, 0);
+    return SparseInput(s.options.get_int("n_units", 1, kMaxSize), dtype_option(s.options, "dtype"), s.name);
+  });
+  add("DropConnect", [](const LayerSpec& s) -> Layer {
+    DropConnectOptions o;
+    o.bias = s.options.get_bool("bias");
+    o.seed = s.options.get_uint("seed");
+    o.weight_init = init_from(s.options, "weight_init");
+    o.bias_init = init_from(s.options, "bias_init");
+    return DropConnect(s.input(), s.options.get_int("n_units", 1, kMaxSize), s.options.get_float("probability"), o, s.name);
+  });
+}
+
+}  // namespace loom::nn
