@@ -54,7 +54,7 @@ PoolSetup setup(const char* op, const Tensor& x, const IntList& kernel, const In
     s.p.pad[i] = pad[i];
     s.p.dilation[i] = d[i];
     const int64_t in = s.x4.shape()[2 + i];
-    // pool_out_size's sums stay in range once these (of user values) do
+    // the kernels' window arithmetic stays in int64 once these sums (of user values) do
     checked_add(checked_add(in, checked_mul(pad[i], 2, op), op), st[i], op);
     checked_add(checked_mul(d[i], k[i] - 1, op), 1, op);
     s.out[2 + i] = pool_output_size(in, k[i], st[i], pad[i], d[i], ceil_mode);
