@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <utility>
 
 #include "core/json_util.h"
 #include "loom/autograd/autograd.h"
@@ -113,12 +114,42 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
     if (root || !cb->root_only()) cbs.push_back(cb.get());
   ProgressBar bar(stdout, o.progress_every);
   const size_t n_in = inference_.inputs().size();
-  for (auto* cb : cbs) cb->on_train_begin(*this);
+  // Data-parallel: whatever one rank throws in a phase of the loop (a callback on rank 0
+  // only, the optimizer's step, a metric, ...), every rank throws at the phase's end
+  // (check_failures) instead of the others waiting for it in their next collective. A failed
+  // rank skips the rest of the phase and still takes part in the collectives up to that point.
+  // One process: exceptions pass straight through.
+  std::exception_ptr failure;
+  auto attempt = [&](const auto& phase) {
+    if (failure) return;
+    if (!dp) return phase();
+    try {
+      phase();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  };
+  auto settle = [&] {
+    if (dp) dp->check_failures(std::exchange(failure, nullptr));
+  };
+  // What a failed rank contributes to the average of the logs: the same keys as the others'.
+  auto blank_logs = [&] {
+    Logs blank{{"loss", std::nan("")}};
+    for (auto& m : metrics_) blank[m->name()] = std::nan("");
+    return blank;
+  };
+  attempt([&] {
+    for (auto* cb : cbs) cb->on_train_begin(*this);
+  });
+  settle();
   const int64_t steps = train.size();
   if (train.position().epoch < epochs_done_) train.set_position({epochs_done_, 0});
   while (epochs_done_ < o.epochs && !stop_) {
     const int64_t epoch = epochs_done_;
-    for (auto* cb : cbs) cb->on_epoch_begin(*this, epoch);
+    attempt([&] {
+      for (auto* cb : cbs) cb->on_epoch_begin(*this, epoch);
+    });
+    settle();
     for (auto& m : metrics_) m->reset();
     double loss_sum = 0;
     int64_t seen = 0;
@@ -129,8 +160,7 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
     for (;;) {
       std::optional<data::Batch> batch;
       Tensor loss, pred;
-      std::exception_ptr failure;
-      try {
+      attempt([&] {
         batch = train.next();
         if (batch) {
           ++step;
@@ -142,43 +172,52 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
           optimizer_->zero_grad();
           loss.backward();
         }
-      } catch (...) {
-        if (!dp) throw;
-        failure = std::current_exception();
-      }
-      // data-parallel: a rank that failed stops every rank here, instead of leaving them waiting
-      if (dp) dp->check_failures(failure);
+      });
+      settle();  // before the gradient average, which a failed rank would not join
       if (!batch) {
         complete = true;
         break;
       }
       if (dp) dp->average_gradients(*optimizer_);
-      optimizer_->step();
-      const int64_t n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
-      loss_sum += loss.item<double>() * static_cast<double>(n);
-      seen += n;
-      if (pred.defined()) {
-        GradModeScope off(false);
-        for (auto& m : metrics_) m->update(pred.detach(), (*batch)[n_in]);
-      }
-      logs = {{"loss", loss_sum / static_cast<double>(seen)}};
-      for (auto& m : metrics_) logs[m->name()] = m->result();
+      int64_t n = 0;
+      attempt([&] {
+        optimizer_->step();
+        n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
+        loss_sum += loss.item<double>() * static_cast<double>(n);
+        seen += n;
+        if (pred.defined()) {
+          GradModeScope off(false);
+          for (auto& m : metrics_) m->update(pred.detach(), (*batch)[n_in]);
+        }
+        logs = {{"loss", loss_sum / static_cast<double>(seen)}};
+        for (auto& m : metrics_) logs[m->name()] = m->result();
+      });
+      if (failure) logs = blank_logs();
       average_logs(dp, logs);  // the ranks' shards are equally large: the mean is the whole batch's
-      for (auto* cb : cbs) cb->on_batch_end(*this, step, logs);
+      attempt([&] {
+        for (auto* cb : cbs) cb->on_batch_end(*this, step, logs);
+      });
+      settle();
       if (show) bar.update(step, dp ? n * dp->size() : n, {logs.begin(), logs.end()});  // the whole batch's samples
       stop_ = any_rank_stops(dp, stop_);
       if (stop_) break;
     }
     if (!complete) break;  // stopped mid-epoch: the epoch is not done
     if (o.validation) {
-      Logs val = evaluate(*o.validation);
+      Logs val;
+      attempt([&] { val = evaluate(*o.validation); });
+      if (failure) val = blank_logs();
       average_logs(dp, val);
+      settle();
       for (const auto& [k, v] : val) logs["val_" + k] = v;
     }
     logs["lr"] = optimizer_->lr();
     for (const auto& [k, v] : logs) history_.append(k, v);
     ++epochs_done_;
-    for (auto* cb : cbs) cb->on_epoch_end(*this, epoch, logs);
+    attempt([&] {
+      for (auto* cb : cbs) cb->on_epoch_end(*this, epoch, logs);
+    });
+    settle();
     stop_ = any_rank_stops(dp, stop_);
     if (show) {
       std::vector<std::pair<std::string, double>> shown;

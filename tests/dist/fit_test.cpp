@@ -185,6 +185,90 @@ TEST(DistFit, ARankThatThrowsStopsEveryRank) {
   }
 }
 
+// A callback that throws in one phase of fit on one rank.
+struct Thrower : train::Callback {
+  std::string phase;
+  int rank = 0;
+  bool root = false;
+  bool root_only() const override { return root; }
+  void fail(const std::string& where) const {
+    if (where == phase && dist::rank() == rank) throw IOError("disk full in " + where);
+  }
+  void on_train_begin(train::Model&) override { fail("train_begin"); }
+  void on_epoch_begin(train::Model&, int64_t epoch) override { if (epoch == 1) fail("epoch_begin"); }
+  void on_batch_end(train::Model&, int64_t step, const train::Logs&) override { if (step == 2) fail("batch_end"); }
+  void on_epoch_end(train::Model&, int64_t, const train::Logs&) override { fail("epoch_end"); }
+};
+
+// A metric that throws on one rank at its second update (in training or, as a clone, in the
+// validation pass).
+struct ThrowingMetric : train::Metric {
+  int rank = 0, updates = 0;
+  bool in_validation = false, is_clone = false;
+  std::string name() const override { return "throwing"; }
+  void reset() override {}
+  void update(const Tensor&, const Tensor&) override {
+    if (dist::rank() == rank && is_clone == in_validation && ++updates == 2) throw IOError("disk full in a metric");
+  }
+  double result() const override { return 0; }
+  std::unique_ptr<train::Metric> clone() const override {
+    auto m = std::make_unique<ThrowingMetric>(*this);
+    m->is_clone = true;
+    m->updates = 0;
+    return m;
+  }
+};
+
+// Whatever a rank throws anywhere in fit's loop (a callback on rank 0 only, the metrics, the
+// validation pass), every rank throws at the end of that phase: the failed rank its own
+// exception, the others a DistError naming it; afterwards the ranks are still in step.
+TEST(DistFit, AThrowAnywhereInTheLoopStopsEveryRank) {
+  if (dist::size() < 2) GTEST_SKIP() << "needs 2 processes";
+  auto ds = mlp_data();
+  const int last = dist::size() - 1;
+  struct Case {
+    std::string phase;
+    int rank;
+    bool root_only;
+    std::string message;
+  };
+  const std::vector<Case> cases{{"train_begin", 0, true, "disk full in train_begin"},
+                                {"epoch_begin", last, false, "disk full in epoch_begin"},
+                                {"batch_end", last, false, "disk full in batch_end"},
+                                {"epoch_end", 0, true, "disk full in epoch_end"},
+                                {"metric", last, false, "disk full in a metric"},
+                                {"validation", last, false, "disk full in a metric"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.phase);
+    Graph g = mlp_graph();
+    auto thrower = std::make_shared<Thrower>();
+    thrower->phase = c.phase;
+    thrower->rank = c.rank;
+    thrower->root = c.root_only;
+    auto metric = std::make_shared<ThrowingMetric>();
+    metric->rank = c.phase == "metric" || c.phase == "validation" ? c.rank : -1;
+    metric->in_validation = c.phase == "validation";
+    auto sgd = std::make_shared<train::SGD>(train::parameters(g.outputs()), train::SGDOptions{.lr = 0.1});
+    train::Model model(g, [](const Tensor& y, const Tensor& t) { return train::cross_entropy(y, t); }, sgd, {metric});
+    data::DataLoader loader(ds, {.batch_size = 4}), validation(ds, {.batch_size = 8});
+    try {
+      model.fit(loader, {.epochs = 3, .validation = &validation, .callbacks = {thrower}, .progress = false,
+                         .distributed = dist::data_parallel({.collective_timeout = 60})});
+      ADD_FAILURE() << "fit returned";
+    } catch (const dist::DistError& e) {
+      EXPECT_NE(dist::rank(), c.rank);
+      const std::string what = e.what();
+      EXPECT_NE(what.find("rank " + std::to_string(c.rank) + " failed"), std::string::npos) << what;
+      EXPECT_NE(what.find(c.message), std::string::npos) << what;
+    } catch (const IOError& e) {
+      EXPECT_EQ(dist::rank(), c.rank) << e.what();
+    }
+    Tensor t = full({2}, 1.0);
+    dist::allreduce(t);  // still in step
+    EXPECT_EQ(t.to_vector<float>(), std::vector<float>(2, static_cast<float>(dist::size())));
+  }
+}
+
 // The CNN fitted 20 steps (5 epochs of 4 batches of 12) by one process and by size() processes
 // with batch 12 / size() and synchronized batch norm: the same parameters and running
 // statistics within the documented tolerance; without synchronization they differ.

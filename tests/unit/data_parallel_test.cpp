@@ -175,7 +175,9 @@ TEST(FitDataParallel, CallsTheHooksAndSkipsRootOnlyCallbacksOffRank0) {
   EXPECT_EQ(testing::internal::GetCapturedStdout(), "");  // no progress bar off rank 0
   EXPECT_EQ(fake->begun, 1);
   EXPECT_EQ(fake->averaged_grads, 8);
-  EXPECT_EQ(fake->failures, std::vector<bool>(10, false));  // 4 steps and the end, per epoch
+  // on_train_begin, then per epoch: on_epoch_begin, 2 per step (after backward, after
+  // on_batch_end), the loader's end, on_epoch_end
+  EXPECT_EQ(fake->failures, std::vector<bool>(1 + 2 * (1 + 4 * 2 + 1 + 1), false));
   EXPECT_EQ(fake->averaged, 8 * 2 + 2);                      // logs and stop flag per step, stop flag per epoch
   EXPECT_EQ(all_cb->batches, 8);
   EXPECT_EQ(root_cb->batches, 0);
@@ -188,7 +190,7 @@ TEST(FitDataParallel, AFailureStopsTheStep) {
   train::Model model = small_model();
   data::DataLoader loader(small_data(), {.batch_size = 2});
   auto fake = std::make_shared<FakeRank>();
-  fake->fail_at = 2;  // another rank failed in the second step
+  fake->fail_at = 5;  // another rank failed in the second step's forward (checks: train, epoch, step 1 twice)
   EXPECT_THROW(model.fit(loader, {.progress = false, .distributed = fake}), std::runtime_error);
   EXPECT_EQ(model.optimizer().steps(), 1);
   // this rank fails: check_failures sees it before the gradients are averaged
@@ -200,7 +202,7 @@ TEST(FitDataParallel, AFailureStopsTheStep) {
     if (step == 2) throw IOError("bad batch");
   };
   EXPECT_THROW(model2.fit(loader2, {.epochs = 2, .callbacks = {thrower}, .progress = false, .distributed = fake2}), IOError);
-  EXPECT_EQ(fake2->failures, (std::vector<bool>{false, true}));
+  EXPECT_EQ(fake2->failures, (std::vector<bool>{false, false, false, false, true}));
   EXPECT_EQ(fake2->averaged_grads, 1);
 }
 

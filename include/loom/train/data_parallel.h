@@ -29,7 +29,9 @@ class DataParallel {
   virtual void average_gradients(Optimizer& optimizer) = 0;
   // Every value becomes its mean over ranks (the same on every rank).
   virtual void average(std::vector<double>& values) = 0;
-  // After each step's forward and backward, with what this rank threw there (null: nothing).
+  // At the end of each phase of fit's loop (a step's forward and backward; its optimizer step,
+  // metrics and on_batch_end; the validation pass; each callback hook), with what this rank
+  // threw there (null: nothing).
   // When any rank failed, every rank throws: the failed ones their own exception, the others
   // an error naming the first failed rank and its message, so that none waits for it.
   virtual void check_failures(std::exception_ptr failure) = 0;
