@@ -3,10 +3,13 @@
 // softmax, reductions, elementwise) against float64 composites.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "../../src/ops/cpu/simd/simd.h"
@@ -165,5 +168,416 @@ TEST(SimdKernels, ReductionsMatchFloat64) {
       EXPECT_TRUE(allclose(sum(x, {axis}).astype(Float64), sum(x64, {axis}), 1e-5, 1e-4))
           << shape_str(shape) << " axis " << axis;
     EXPECT_TRUE(allclose(max(x, {-1}).astype(Float64), max(x64, {-1})));
+  }
+}
+
+// ---------------------------------------------------------------- every kernel, every build
+// Each runnable table against scalar / float64 loops, at lengths around its vector width
+// (the body, the tails and the padded last blocks) and with NaN, +-inf and -0 in the inputs.
+
+namespace {
+
+std::vector<int64_t> lengths(int w) {
+  std::vector<int64_t> n = {0, 1, 2, w - 1, w, w + 1, 2 * w - 1, 2 * w + 1, 4 * w - 1, 4 * w + 1, 8 * w + 3, 37, 101, 1000};
+  std::sort(n.begin(), n.end());
+  n.erase(std::unique(n.begin(), n.end()), n.end());
+  return n;
+}
+
+std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -2, float hi = 2) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
+// Sprinkles special values over v: NaN, +-inf, +-0 at positions that differ with the seed
+// (the first and the last element included when v is long enough).
+void add_specials(std::vector<float>& v, uint32_t seed) {
+  const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f};
+  if (v.empty()) return;
+  std::mt19937 rng(seed);
+  for (size_t k = 0; k < 5 && k < v.size(); ++k) v[rng() % v.size()] = specials[(k + seed) % 5];
+  v.back() = specials[seed % 5];
+}
+
+// Equal bit for bit, or both NaN.
+bool same(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::memcmp(&a, &b, 4) == 0;
+}
+
+float max_nan(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+float min_nan(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+
+float scalar_binary(simd::Binary op, float a, float b) {
+  switch (op) {
+    case simd::kAdd: return a + b;
+    case simd::kSub: return a - b;
+    case simd::kMul: return a * b;
+    case simd::kDiv: return a / b;
+    case simd::kMax: return max_nan(a, b);
+    case simd::kMin: return min_nan(a, b);
+    default: return NAN;
+  }
+}
+
+}  // namespace
+
+TEST(SimdKernels, EveryBuildHasItsVectorWidth) {
+  for (const simd::Table* t : runnable_tables()) {
+    const std::string isa = t->isa;
+    EXPECT_EQ(t->lanes, isa == "avx512" ? 16 : isa == "avx2" ? 8 : 4) << isa;
+  }
+}
+
+TEST(SimdKernels, BinaryOpsEqualScalarArithmeticAtEveryLength) {
+  for (const simd::Table* t : runnable_tables()) {
+    for (int64_t n : lengths(t->lanes)) {
+      std::vector<float> x = random_floats(n, 1 + n), y = random_floats(n, 2 + n, 0.5f, 2);
+      add_specials(x, static_cast<uint32_t>(n));
+      add_specials(y, static_cast<uint32_t>(n + 3));
+      // a guard after the end: no kernel writes past n
+      std::vector<float> o(n + 1, 7.0f);
+      for (int op = 0; op < simd::kNumBinary; ++op) {
+        const auto b = static_cast<simd::Binary>(op);
+        t->binary_vv[op](o.data(), x.data(), y.data(), n);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_TRUE(same(o[i], scalar_binary(b, x[i], y[i]))) << t->isa << " op " << op << " n=" << n << " i=" << i;
+        for (float s : {1.5f, NAN}) {
+          t->binary_vs[op](o.data(), x.data(), s, n);
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_TRUE(same(o[i], scalar_binary(b, x[i], s))) << t->isa << " vs op " << op << " n=" << n << " i=" << i;
+          t->binary_sv[op](o.data(), s, y.data(), n);
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_TRUE(same(o[i], scalar_binary(b, s, y[i]))) << t->isa << " sv op " << op << " n=" << n << " i=" << i;
+        }
+        ASSERT_EQ(o[n], 7.0f) << t->isa << " wrote past the end, op " << op << " n=" << n;
+      }
+      // in place: o == x
+      std::vector<float> z = x;
+      t->binary_vv[simd::kMul](z.data(), z.data(), y.data(), n);
+      for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(same(z[i], x[i] * y[i])) << t->isa << " in place n=" << n;
+    }
+  }
+}
+
+TEST(SimdKernels, UnaryOpsAtEveryLength) {
+  struct Exact {
+    simd::Unary op;
+    float (*ref)(float);
+  };
+  const Exact exact[] = {
+      {simd::kNeg, [](float v) { return -v; }},
+      {simd::kAbs, [](float v) { return std::fabs(v); }},
+      {simd::kSquare, [](float v) { return v * v; }},
+      {simd::kRelu, [](float v) { return v > 0 || v != v ? v : 0.0f; }},  // NaN propagates, relu(-0) = +0
+      {simd::kSqrt, [](float v) { return std::sqrt(v); }},
+  };
+  struct Approx {
+    simd::Unary op;
+    float (*ref)(float);
+    int64_t max_ulp;
+  };
+  const Approx approx[] = {
+      {simd::kExp, [](float v) { return std::exp(v); }, 1},
+      {simd::kLog, [](float v) { return std::log(v); }, 1},
+      {simd::kTanh, [](float v) { return std::tanh(v); }, 2},
+      {simd::kSigmoid, ref_sigmoid, 2},
+  };
+  for (const simd::Table* t : runnable_tables()) {
+    for (int64_t n : lengths(t->lanes)) {
+      std::vector<float> x = random_floats(n, 10 + n, -20, 20);
+      add_specials(x, static_cast<uint32_t>(n));
+      std::vector<float> o(n + 1, 7.0f);
+      for (const Exact& c : exact) {
+        t->unary[c.op](o.data(), x.data(), n);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_TRUE(same(o[i], c.ref(x[i]))) << t->isa << " op " << c.op << " n=" << n << " x=" << x[i];
+        ASSERT_EQ(o[n], 7.0f) << t->isa << " op " << c.op << " wrote past the end, n=" << n;
+      }
+      for (const Approx& c : approx) {
+        t->unary[c.op](o.data(), x.data(), n);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_LE(ulp_distance(o[i], c.ref(x[i])), c.max_ulp) << t->isa << " op " << c.op << " n=" << n << " x=" << x[i];
+        ASSERT_EQ(o[n], 7.0f) << t->isa << " op " << c.op << " wrote past the end, n=" << n;
+      }
+    }
+  }
+}
+
+TEST(SimdKernels, SumMaxMinAtEveryLengthWithNaNAnywhere) {
+  for (const simd::Table* t : runnable_tables()) {
+    for (int64_t n : lengths(t->lanes)) {
+      const std::vector<float> x = random_floats(n, 20 + n);
+      double s = 0;
+      float mx = -INFINITY, mn = INFINITY;
+      for (float v : x) {
+        s += v;
+        mx = std::max(mx, v);
+        mn = std::min(mn, v);
+      }
+      EXPECT_NEAR(t->sum(x.data(), n), s, 1e-6 * std::max<double>(1, n)) << t->isa << " n=" << n;
+      if (n == 0) continue;
+      EXPECT_EQ(t->max(x.data(), n), mx) << t->isa << " n=" << n;
+      EXPECT_EQ(t->min(x.data(), n), mn) << t->isa << " n=" << n;
+      // a NaN at any position (body, tail) wins; an infinity is an ordinary extremum
+      for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+        std::vector<float> v = x;
+        v[at] = NAN;
+        EXPECT_TRUE(std::isnan(t->max(v.data(), n))) << t->isa << " n=" << n << " NaN at " << at;
+        EXPECT_TRUE(std::isnan(t->min(v.data(), n))) << t->isa << " n=" << n << " NaN at " << at;
+        EXPECT_TRUE(std::isnan(t->sum(v.data(), n))) << t->isa << " n=" << n << " NaN at " << at;
+        v[at] = INFINITY;
+        EXPECT_EQ(t->max(v.data(), n), INFINITY) << t->isa << " n=" << n;
+        v[at] = -INFINITY;
+        EXPECT_EQ(t->min(v.data(), n), -INFINITY) << t->isa << " n=" << n;
+      }
+      const std::vector<float> all_ninf(n, -INFINITY);
+      EXPECT_EQ(t->max(all_ninf.data(), n), -INFINITY) << t->isa << " n=" << n;
+    }
+  }
+}
+
+TEST(SimdKernels, SumRowsIntoAddsColumns) {
+  for (const simd::Table* t : runnable_tables()) {
+    for (int64_t n : lengths(t->lanes)) {
+      for (int64_t rows : {0, 1, 3, 4, 5, 8, 9, 13, 17}) {
+        const int64_t ld = n + 3;
+        const std::vector<float> x = random_floats(rows * ld, static_cast<uint32_t>(30 + n + rows));
+        std::vector<float> acc = random_floats(n + 1, 31);
+        const std::vector<float> acc0 = acc;
+        t->sum_rows_into(acc.data(), x.data(), rows, ld, n);
+        for (int64_t j = 0; j < n; ++j) {
+          double s = acc0[j];
+          for (int64_t r = 0; r < rows; ++r) s += x[r * ld + j];
+          ASSERT_NEAR(acc[j], s, 1e-5 * (rows + 1)) << t->isa << " n=" << n << " rows=" << rows << " j=" << j;
+        }
+        ASSERT_EQ(acc[n], acc0[n]) << t->isa << " wrote past the end";
+      }
+    }
+  }
+}
+
+TEST(SimdKernels, SoftmaxRowsAtEveryLength) {
+  for (const simd::Table* t : runnable_tables()) {
+    for (int64_t n : lengths(t->lanes)) {
+      if (n == 0) continue;
+      const int64_t rows = 3;
+      std::vector<float> x = random_floats(rows * n, static_cast<uint32_t>(40 + n), -10, 10);
+      if (n > 2) {
+        x[n + n / 2] = -INFINITY;  // row 1: a masked entry
+        x[2 * n + n - 1] = NAN;    // row 2: a NaN in the last (tail) position
+      }
+      for (bool log : {false, true}) {
+        std::vector<float> y(rows * n + 1, 7.0f);
+        t->softmax_rows(y.data(), x.data(), rows, n, log);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* xr = x.data() + r * n;
+          double m = -INFINITY, s = 0;
+          bool nan = false;
+          for (int64_t i = 0; i < n; ++i) {
+            nan |= std::isnan(xr[i]);
+            m = std::max<double>(m, xr[i]);
+          }
+          for (int64_t i = 0; i < n; ++i) s += std::exp(xr[i] - m);
+          for (int64_t i = 0; i < n; ++i) {
+            const float got = y[r * n + i];
+            if (nan) {
+              ASSERT_TRUE(std::isnan(got)) << t->isa << " n=" << n << " row " << r;
+              continue;
+            }
+            const double want = log ? (xr[i] - m) - std::log(s) : std::exp(xr[i] - m) / s;
+            if (std::isinf(want)) {
+              ASSERT_EQ(got, want) << t->isa << " n=" << n;
+              continue;
+            }
+            ASSERT_NEAR(got, want, 1e-6 + 1e-5 * std::fabs(want)) << t->isa << " n=" << n << (log ? " log" : "");
+          }
+        }
+        ASSERT_EQ(y[rows * n], 7.0f) << t->isa << " wrote past the end";
+      }
+    }
+  }
+}
+
+namespace {
+
+// The max-pooling rules, written out: windows in scan order (kernel row, then column); a
+// larger value or a NaN takes over; the index starts at the window's first in-plane
+// position (-1 when it has none) and the value at -inf.
+void ref_max_pool(std::vector<float>& y, std::vector<int64_t>& idx, const std::vector<float>& x,
+                  const simd::PoolGeometry& g) {
+  y.assign(g.ho * g.wo, 0);
+  idx.assign(g.ho * g.wo, 0);
+  for (int64_t oh = 0; oh < g.ho; ++oh)
+    for (int64_t ow = 0; ow < g.wo; ++ow) {
+      float best = -INFINITY;
+      int64_t arg = -1;
+      for (int64_t ki = 0; ki < g.kh; ++ki)
+        for (int64_t kj = 0; kj < g.kw; ++kj) {
+          const int64_t ih = oh * g.sh - g.ph + ki * g.dh, iw = ow * g.sw - g.pw + kj * g.dw;
+          if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+          const int64_t at = ih * g.w + iw;
+          const float v = x[at];
+          if (arg < 0) arg = at;
+          if (v > best || v != v) {
+            best = v;
+            arg = at;
+          }
+        }
+      y[oh * g.wo + ow] = best;
+      idx[oh * g.wo + ow] = arg;
+    }
+}
+
+std::vector<float> pool_input(int64_t n, uint32_t seed) {
+  // few distinct values: ties; and NaN / -inf here and there
+  std::mt19937 rng(seed);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& f : x) {
+    const uint32_t r = rng() % 40;
+    f = r == 0 ? NAN : r == 1 ? -INFINITY : static_cast<float>(static_cast<int>(r % 7) - 3);
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST(SimdKernels, MaxPoolKernelsFollowTheScanOrderRules) {
+  for (const simd::Table* t : runnable_tables()) {
+    const int64_t W = t->lanes;
+    // 2x2 / stride 2: output widths around the vector width (the kernel's blocks)
+    for (int64_t wo : {int64_t{1}, W - 1, W, W + 1, 2 * W + 3}) {
+      if (wo < 1) continue;
+      for (int64_t extra_w : {0, 1}) {
+        const int64_t ho = 3, h = 2 * ho + 1, w = 2 * wo + extra_w;
+        const std::vector<float> x = pool_input(h * w, static_cast<uint32_t>(wo * 7 + extra_w));
+        const simd::PoolGeometry g{h, w, ho, wo, 2, 2, 2, 2, 0, 0, 1, 1};
+        std::vector<float> want;
+        std::vector<int64_t> want_idx;
+        ref_max_pool(want, want_idx, x, g);
+        std::vector<float> y(ho * wo + 1, 7.0f);
+        std::vector<int64_t> i64(ho * wo + 1, 7);
+        std::vector<int32_t> i32(ho * wo + 1, 7);
+        t->max_pool_2x2(y.data(), {i64.data(), nullptr}, x.data(), ho, w, wo);
+        t->max_pool_2x2(y.data(), {nullptr, i32.data()}, x.data(), ho, w, wo);
+        for (int64_t k = 0; k < ho * wo; ++k) {
+          ASSERT_TRUE(same(y[k], want[k])) << t->isa << " 2x2 wo=" << wo << " k=" << k;
+          ASSERT_EQ(i64[k], want_idx[k]) << t->isa << " 2x2 wo=" << wo << " k=" << k;
+          ASSERT_EQ(i32[k], want_idx[k]) << t->isa << " 2x2 wo=" << wo << " k=" << k;
+        }
+        std::vector<float> y2(ho * wo + 1, 7.0f);
+        t->max_pool_2x2(y2.data(), {}, x.data(), ho, w, wo);
+        for (int64_t k = 0; k < ho * wo; ++k) ASSERT_TRUE(same(y2[k], want[k])) << t->isa << " 2x2 no index";
+        ASSERT_EQ(y[ho * wo], 7.0f);
+        ASSERT_EQ(y2[ho * wo], 7.0f);
+        ASSERT_EQ(i64[ho * wo], 7);
+        ASSERT_EQ(i32[ho * wo], 7);
+      }
+    }
+    // any geometry: strides 1, 2 (contiguous loads) and 3 (gathers), padding, dilation
+    struct G {
+      int64_t h, w, k, s, p, d;
+    };
+    for (const G& c : std::vector<G>{{5, 1, 1, 1, 0, 1}, {6, W - 1, 3, 1, 1, 1}, {7, W + 1, 2, 2, 1, 1},
+                                     {9, 2 * W + 5, 3, 2, 1, 2}, {8, 3 * W + 1, 3, 3, 1, 1}, {6, W + 3, 2, 1, 1, 3}}) {
+      if (c.w < 1) continue;
+      const int64_t ho = (c.h + 2 * c.p - c.d * (c.k - 1) - 1) / c.s + 1, wo = (c.w + 2 * c.p - c.d * (c.k - 1) - 1) / c.s + 1;
+      if (ho < 1 || wo < 1) continue;
+      const simd::PoolGeometry g{c.h, c.w, ho, wo, c.k, c.k, c.s, c.s, c.p, c.p, c.d, c.d};
+      const std::vector<float> x = pool_input(c.h * c.w, static_cast<uint32_t>(c.w * 13 + c.k));
+      std::vector<float> want;
+      std::vector<int64_t> want_idx;
+      ref_max_pool(want, want_idx, x, g);
+      std::vector<float> scratch(simd::pool_scratch_size(g));
+      std::vector<float> y(ho * wo + 1, 7.0f), y2(ho * wo + 1, 7.0f);
+      std::vector<int64_t> i64(ho * wo + 1, 7);
+      std::vector<int32_t> i32(ho * wo + 1, 7);
+      t->max_pool_any(y.data(), {i64.data(), nullptr}, x.data(), g, scratch.data());
+      t->max_pool_any(y.data(), {nullptr, i32.data()}, x.data(), g, scratch.data());
+      t->max_pool_any(y2.data(), {}, x.data(), g, scratch.data());
+      const std::string what = std::string(t->isa) + " h" + std::to_string(c.h) + " w" + std::to_string(c.w) + " k" +
+                               std::to_string(c.k) + " s" + std::to_string(c.s) + " p" + std::to_string(c.p) + " d" +
+                               std::to_string(c.d);
+      for (int64_t k = 0; k < ho * wo; ++k) {
+        ASSERT_TRUE(same(y[k], want[k])) << what << " k=" << k;
+        ASSERT_TRUE(same(y2[k], want[k])) << what << " (no index) k=" << k;
+        ASSERT_EQ(i64[k], want_idx[k]) << what << " k=" << k;
+        ASSERT_EQ(i32[k], want_idx[k]) << what << " k=" << k;
+      }
+      ASSERT_EQ(y[ho * wo], 7.0f) << what;
+      ASSERT_EQ(y2[ho * wo], 7.0f) << what;
+      ASSERT_EQ(i64[ho * wo], 7) << what;
+      ASSERT_EQ(i32[ho * wo], 7) << what;
+    }
+  }
+}
+
+TEST(SimdKernels, LayerNormAndBatchNormSumsMatchFloat64) {
+  for (const simd::Table* t : runnable_tables()) {
+    for (int64_t n : lengths(t->lanes)) {
+      if (n == 0) continue;
+      const int64_t rows = 3;
+      const std::vector<float> x = random_floats(rows * n, static_cast<uint32_t>(50 + n), 3, 5);  // an offset
+      const std::vector<float> w = random_floats(n, 51), b = random_floats(n, 52), g = random_floats(rows * n, 53);
+      std::vector<float> y(rows * n + 1, 7.0f), mean(rows), rstd(rows);
+      t->layer_norm_rows(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, n, 1e-5);
+      std::vector<float> gx(rows * n + 1, 7.0f), gw(n + 1, 0.0f), gb(n + 1, 0.0f);
+      t->layer_norm_backward_rows(gx.data(), gw.data(), gb.data(), g.data(), x.data(), mean.data(), rstd.data(), w.data(),
+                                  rows, n);
+      std::vector<double> gw_ref(n, 0.0), gb_ref(n, 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x.data() + r * n;
+        const float* gr = g.data() + r * n;
+        double m = 0, v = 0;
+        for (int64_t i = 0; i < n; ++i) m += xr[i];
+        m /= n;
+        for (int64_t i = 0; i < n; ++i) v += (xr[i] - m) * (xr[i] - m);
+        v /= n;
+        const double rs = 1 / std::sqrt(v + 1e-5);
+        EXPECT_NEAR(mean[r], m, 1e-5) << t->isa << " n=" << n;
+        EXPECT_NEAR(rstd[r], rs, 1e-4 * rs) << t->isa << " n=" << n;
+        double mgh = 0, mghx = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double xh = (xr[i] - m) * rs, gh = static_cast<double>(gr[i]) * w[i];
+          ASSERT_NEAR(y[r * n + i], xh * w[i] + b[i], 2e-4) << t->isa << " n=" << n << " i=" << i;
+          mgh += gh / n;
+          mghx += gh * xh / n;
+          gw_ref[i] += gr[i] * xh;
+          gb_ref[i] += gr[i];
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          const double xh = (xr[i] - m) * rs, gh = static_cast<double>(gr[i]) * w[i];
+          ASSERT_NEAR(gx[r * n + i], rs * (gh - mgh - xh * mghx), 2e-3) << t->isa << " n=" << n << " i=" << i;
+        }
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(gw[i], gw_ref[i], 1e-3) << t->isa << " n=" << n;
+        ASSERT_NEAR(gb[i], gb_ref[i], 1e-5) << t->isa << " n=" << n;
+      }
+      EXPECT_EQ(y[rows * n], 7.0f);
+      EXPECT_EQ(gx[rows * n], 7.0f);
+      EXPECT_EQ(gw[n], 0.0f);
+      EXPECT_EQ(gb[n], 0.0f);
+
+      // batch norm: sums of x - m, (x - m)^2, g and g (x - m), accumulated into s
+      const float m = 4.0f;
+      double s[2] = {1, 2}, sg[2] = {3, 4}, r1 = 1, r2 = 2, q1 = 3, q2 = 4;
+      t->centred_sums(x.data(), n, m, s);
+      t->grad_sums(x.data(), g.data(), n, m, sg);
+      for (int64_t i = 0; i < n; ++i) {
+        const double d = static_cast<double>(x[i]) - m;
+        r1 += d;
+        r2 += d * d;
+        q1 += g[i];
+        q2 += g[i] * d;
+      }
+      EXPECT_NEAR(s[0], r1, 1e-5 * n) << t->isa << " n=" << n;
+      EXPECT_NEAR(s[1], r2, 1e-5 * n) << t->isa << " n=" << n;
+      EXPECT_NEAR(sg[0], q1, 1e-5 * n) << t->isa << " n=" << n;
+      EXPECT_NEAR(sg[1], q2, 1e-5 * n) << t->isa << " n=" << n;
+    }
   }
 }

@@ -30,7 +30,7 @@ struct PoolGeometry {
   int64_t h, w, ho, wo, kh, kw, sh, sw, ph, pw, dh, dw;
 };
 // Row width and float count of max_pool_any's scratch plane (padded so that every vector
-// load stays inside it).
+// load stays inside it, for any vector width up to 16 floats).
 inline int64_t pool_scratch_width(const PoolGeometry& g) {
   const int64_t wo16 = (g.wo + 15) / 16 * 16;
   const int64_t need = wo16 * g.sw + (g.kw - 1) * g.dw + 32;
@@ -40,6 +40,7 @@ inline int64_t pool_scratch_size(const PoolGeometry& g) { return g.h * pool_scra
 
 struct Table {
   const char* isa;  // "avx512", "avx2" or "baseline"
+  int lanes;        // floats per vector: 16, 8 or 4 (one zmm, ymm or xmm register)
   // o[i] = x[i] op y[i]; vs: y is one value; sv: x is one value. o may equal x or y.
   void (*binary_vv[kNumBinary])(float* o, const float* x, const float* y, int64_t n);
   void (*binary_vs[kNumBinary])(float* o, const float* x, float y, int64_t n);
