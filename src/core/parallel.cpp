@@ -153,8 +153,20 @@ ThreadPool& pool() {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_count_chosen{false};  // set_num_threads was called
+}  // namespace
+
 void set_num_threads(int n) {
   if (n < 1) throw ValueError("set_num_threads: got " + std::to_string(n) + " (valid: 1 or more)");
+  g_count_chosen.store(true);
+  if (n != pool().size()) pool().resize(n);
+}
+
+void share_cores(int processes) {
+  if (processes < 1) throw ValueError("share_cores: got " + std::to_string(processes) + " processes (valid: 1 or more)");
+  if (g_count_chosen.load() || std::getenv("LOOM_NUM_THREADS")) return;
+  const int n = std::max(1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / processes);
   if (n != pool().size()) pool().resize(n);
 }
 

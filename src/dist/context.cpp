@@ -2,6 +2,7 @@
 #include <atomic>
 
 #include "dist/comm.h"
+#include "loom/core/parallel.h"
 #include "loom/dist/dist.h"
 #include "loom/nn/replicas.h"
 
@@ -92,6 +93,9 @@ Context::Context() {
     if (owns_mpi_) MPI_Finalize();
     throw;
   }
+  // processes on one machine split its cores (as torchrun's OMP_NUM_THREADS=1 does), unless
+  // the program or LOOM_NUM_THREADS chose a thread count
+  share_cores(local_size_);
   g_context.store(this);
   nn::set_replica_group(&g_replicas);
 }

@@ -4,6 +4,10 @@
 // (exact in every dtype and in any summation order), so results compare exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -83,6 +87,22 @@ TEST(DistContext, RankSizeAndLocalRank) {
   if (const char* env = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) EXPECT_EQ(dist::local_rank(), std::atoi(env));
   if (const char* env = std::getenv("OMPI_COMM_WORLD_SIZE")) EXPECT_EQ(dist::size(), std::atoi(env));
   else EXPECT_EQ(dist::size(), 1);  // run without mpirun: a job of one
+}
+
+// The processes of a machine split its cores, unless the thread count was chosen (ctest's
+// dist_threads_np2 runs this without LOOM_NUM_THREADS; the other dist ctests set it to 1).
+TEST(DistContext, ProcessesOfAMachineShareItsCores) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* env = std::getenv("LOOM_NUM_THREADS")) EXPECT_EQ(get_num_threads(), std::atoi(env));
+  else EXPECT_EQ(get_num_threads(), std::max(1, cores / dist::local_size()));
+  const int before = get_num_threads();
+  share_cores(1);  // the count is the Context's choice or the environment's: kept
+  if (std::getenv("LOOM_NUM_THREADS")) EXPECT_EQ(get_num_threads(), before);
+  EXPECT_THROW(share_cores(0), ValueError);
+  set_num_threads(1);
+  share_cores(1);  // chosen by the program: kept
+  EXPECT_EQ(get_num_threads(), 1);
+  set_num_threads(before);
 }
 
 TEST(DistContext, SecondContextIsAnError) {

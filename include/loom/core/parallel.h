@@ -8,6 +8,11 @@ namespace loom {
 
 void set_num_threads(int n);
 int get_num_threads();
+// For `processes` processes on one machine (dist::Context calls it with its local size): the
+// pool takes the machine's cores divided among them, at least one, so that they do not
+// oversubscribe the cores. No effect when the count was chosen (set_num_threads or
+// LOOM_NUM_THREADS).
+void share_cores(int processes);
 
 // Splits [begin, end) into at most get_num_threads() chunks of at least `grain` items and runs
 // fn(chunk_begin, chunk_end) on them; runs inline when the range is small or when called from
