@@ -244,7 +244,7 @@ TEST(ConvInference, ResNet18NoGradEqualsGradEnabled) {
           << "round " << round << " threads " << threads << ": max diff "
           << max(abs(fast - slow.detach())).item<double>();
     }
-    train::SGD opt(net.parameters(), {.lr = 0.1});
+    train::SGD opt(net.parameters(), {.lr = 0.01});
     Tensor loss = mean(square(net(x)));
     loss.backward();
     opt.step();
