@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch eager peer of bench/resnet_infer.cpp: ResNet-18 (torchvision's architecture, defined
 here so torchvision is not needed; 1000 classes, 224x224) in eval mode under torch.no_grad(),
-median milliseconds per batch at batch 1 and 32 and 1 and 2 threads.
+median wall-clock and process CPU milliseconds per batch at batch 1 and 32 and 1 and 2
+threads (as resnet_infer prints them).
 
 Usage: python3 bench/torch_resnet_infer_peer.py [reps_b1=20] [reps_b32=3]
 (the python3 first on PATH, with torch). Each thread count runs in its own process so that
@@ -25,6 +26,12 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def median(v: list[float]) -> float:
+    v = sorted(v)
+    m = len(v)
+    return v[m // 2] if m % 2 else 0.5 * (v[m // 2 - 1] + v[m // 2])
 
 
 def child(threads: int, reps1: int, reps32: int) -> None:
@@ -63,16 +70,14 @@ def child(threads: int, reps1: int, reps32: int) -> None:
         x = torch.rand(batch, 3, 224, 224)
         with torch.no_grad():
             net(x)
-            ms = []
+            ms, cpu = [], []
             for _ in range(reps):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 net(x)
                 ms.append((time.perf_counter() - t) * 1e3)
-        ms.sort()
-        m = len(ms)
-        med = ms[m // 2] if m % 2 else 0.5 * (ms[m // 2 - 1] + ms[m // 2])
+                cpu.append((time.process_time() - c) * 1e3)
         print(f"torch {torch.__version__} eager resnet18 eval no_grad batch {batch:2d} threads {threads}: "
-              f"{med:8.1f} ms (median of {reps})", flush=True)
+              f"{median(ms):8.1f} ms wall, {median(cpu):8.1f} ms cpu (medians of {reps})", flush=True)
 
 
 def main() -> None:
