@@ -240,11 +240,27 @@ struct WeightsIn {
   bool folded = false;
 };
 
+// What prepared weights depend on besides their sources: the layout they are reordered to (not
+// the batch size or thread count of the plan that asks, so batch slices and batch sizes share
+// them), whether batch norm is folded in, and `part` (0 for a whole call, 1 + the first output
+// channel for a part of run_by_channels). Layouts other than blocked fall back to the plan's key.
+std::string weights_tag(const mdesc& md, const std::string& plan_key, bool folded, int64_t part) {
+  const dnnl_memory_desc_t& m = md.data;
+  std::string k = std::string(folded ? "f" : "u") + std::to_string(part) + '|';
+  if (m.format_kind != dnnl_blocked || m.extra.flags != 0) return k + plan_key;
+  const dnnl_blocking_desc_t& b = m.format_desc.blocking;
+  for (int i = 0; i < m.ndims; ++i)
+    k += std::to_string(m.dims[i]) + ':' + std::to_string(m.padded_dims[i]) + ':' + std::to_string(b.strides[i]) + ',';
+  k += '/';
+  for (int i = 0; i < b.inner_nblks; ++i) k += std::to_string(b.inner_blks[i]) + 'x' + std::to_string(b.inner_idxs[i]) + ',';
+  return k;
+}
+
 // The weights (and, when folded, the bias) an inference plan runs with, in the primitive's
-// layout: prepared once per plan and sources (onednn::prepared_weights), not on every call.
-std::vector<Tensor> prepared(const Plan& plan, const std::string& key, const WeightsIn& wi) {
+// layout: prepared once per layout and sources (onednn::prepared_weights), not on every call.
+std::vector<Tensor> prepared(const Plan& plan, const std::string& plan_key, const WeightsIn& wi, int64_t part = 0) {
   if (!plan.in[1].reorder && !wi.folded) return wi.plain();  // nothing to prepare
-  return onednn::prepared_weights().get(key, wi.sources, [&] {
+  return onednn::prepared_weights().get(weights_tag(plan.in[1].prim, plan_key, wi.folded, part), wi.sources, [&] {
     std::vector<Tensor> v = wi.plain();
     if (!wi.folded) v.resize(1);  // the caller's bias is passed on every call, not kept here
     const Operand& o = plan.in[1];
@@ -341,8 +357,7 @@ bool run_by_channels(const ConvDims& d, bool bias, void* x, void* out, Epilogue 
                             },
                             true};
       try {
-        const std::vector<Tensor> ready =
-            prepared(*plan, (wi.folded ? "f" : "u") + key + '@' + std::to_string(c0), slice);
+        const std::vector<Tensor> ready = prepared(*plan, key, slice, 1 + c0);
         execute(*plan, x, ready[0].data_ptr(), static_cast<float*>(out) + c0 * plane,
                 ready[1].defined() ? ready[1].data_ptr() : nullptr, true);
       } catch (const dnnl::error&) {
@@ -391,7 +406,7 @@ bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* ou
       void* bb = b;
       std::vector<Tensor> ready;
       if (wi) {
-        ready = prepared(*plan, (wi->folded ? "f" : "u") + key, *wi);
+        ready = prepared(*plan, key, *wi);
         w = ready[0].data_ptr();
         if (wi->folded) bb = ready[1].defined() ? ready[1].data_ptr() : nullptr;
       }
