@@ -48,7 +48,7 @@ class PlanCache {
 
 // Tensors prepared from others once and reused while those stay unchanged: weights reordered to
 // a primitive's layout (and batch norm folded in, for the fused inference entry). An entry is
-// found by a tag (the plan and layout it was made for) and its sources' identity (storage,
+// found by a tag (the layout it was made for) and its sources' identity (storage,
 // offset) and storage versions; every in-place write bumps the version (detail::begin_write,
 // the optimizers), so a changed weight is prepared again, never served stale. Entries whose
 // source storage died or moved on are dropped when a new entry comes in; the cache holds at
