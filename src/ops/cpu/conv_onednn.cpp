@@ -91,16 +91,17 @@ struct Epilogue {
 // channels to multiples of 8 / 16: for inputs with few channels (a first layer on images) the
 // padded backward passes cost more than they gain, so training geometries stay plain there
 // (measured: N=128, C=1 -> 32, 28x28 forward+backward 3x faster plain). Inference has no
-// backward pass: only the input stays plain, and the weights and output may be blocked, which
-// lets oneDNN take its jit kernel for a plain few-channel input (jit:avx2 on the ResNet stem
-// instead of gemm:jit; see docs/kernels.md for the timings).
+// backward pass: from 3 input channels only the input stays plain, and the weights and output
+// may be blocked, which lets oneDNN take its jit kernel for a plain few-channel input (jit:avx2
+// on the ResNet stem instead of gemm:jit). With 1 input channel (measured; 2 untested) the output's reorder back from
+// blocked costs more than the kernel gains, so it stays plain (timings in docs/kernels.md).
 struct Layouts {
   bool src, rest;
 };
 Layouts layouts(const mdims& src, bool inference) {
   if (plain_layouts()) return {true, true};
   if (src[1] >= 8) return {false, false};
-  return {true, !inference};
+  return {true, !inference || src[1] < 3};
 }
 
 mdesc want_md(const mdims& d, bool plain) { return plain ? plain_md(d) : mdesc(d, f32, ftag::any); }
