@@ -93,8 +93,9 @@ struct Epilogue {
 // (measured: N=128, C=1 -> 32, 28x28 forward+backward 3x faster plain). Inference has no
 // backward pass: from 3 input channels only the input stays plain, and the weights and output
 // may be blocked, which lets oneDNN take its jit kernel for a plain few-channel input (jit:avx2
-// on the ResNet stem instead of gemm:jit). With 1 input channel (measured; 2 untested) the output's reorder back from
-// blocked costs more than the kernel gains, so it stays plain (timings in docs/kernels.md).
+// on the ResNet stem instead of gemm:jit). With 1 input channel (measured; 2 is untested) the
+// output's reorder back from blocked costs more than the kernel gains, so it stays plain
+// (timings in docs/kernels.md).
 struct Layouts {
   bool src, rest;
 };
