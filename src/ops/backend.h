@@ -24,6 +24,19 @@ struct Conv2dParams {
   int64_t pad_r[2];
   int64_t dilation[2];
   int64_t groups;
+  // forward only: no gradient will be taken of this call (grad mode off, or no operand
+  // requires grad), so the backend may use inference primitives and cached prepared weights
+  bool inference = false;
+};
+
+// The inference epilogue of a fused convolution, applied in this order to conv(x, w) + bias:
+// batch norm with running statistics (when bn_mean is defined; folded into the weights and
+// bias; bn_weight / bn_bias optional), + residual (when defined; out's shape), ReLU.
+struct FusedConv {
+  Tensor bn_weight, bn_bias, bn_mean, bn_var;
+  double bn_eps = 1e-5;
+  Tensor residual;
+  bool relu = false;
 };
 
 // Geometry of a 2-d pooling window over NCHW tensors.
@@ -78,6 +91,10 @@ struct Backend {
   void (*conv2d_backward_data)(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
   // gw = d conv / d w applied to gy, for input x.
   void (*conv2d_backward_weights)(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
+  // out = epilogue(conv(x, w) + bias) for inference (float32, no gradient); false when the
+  // backend has no fused kernel for it (the op then runs the unfused ops). Operands contiguous.
+  bool (*conv2d_fused)(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                       const FusedConv& e);
   // out = max over each window; indices (int64, or int32 for a gradient's own use) = flat
   // h * W + w of the first maximum, or undefined when only the values are wanted (inference).
   void (*max_pool2d)(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p);

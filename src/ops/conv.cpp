@@ -9,7 +9,9 @@
 
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
+#include "loom/ops/normalization.h"
 #include "loom/ops/reduction.h"
+#include "ops/conv_fused.h"
 #include "ops/nn_internal.h"
 
 namespace loom {
@@ -34,11 +36,14 @@ Tensor conv_bwd_weights(const Tensor& gy, const Tensor& x, const Shape& w_shape,
 
 Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
   const DType dt = x.dtype(), kd = compute_dtype(dt);
-  Tensor out = detail::alloc(forward_shape(x.shape(), w.shape(), p), kd, x.device());
-  detail::backend(x.device()).conv2d(out, prepare(x, kd), prepare(w, kd), b.defined() ? prepare(b, kd) : Tensor(), p);
-  Tensor y = detail::cast_raw(out, dt);
   const bool rb = b.defined() && b.requires_grad();
-  if (!detail::needs_grad({&x, &w}) && !(rb && grad_enabled())) return y;
+  const bool record = detail::needs_grad({&x, &w}) || (rb && grad_enabled());
+  Conv2dParams fp = p;
+  fp.inference = !record;  // no backward will read this call: the backend may use its inference path
+  Tensor out = detail::alloc(forward_shape(x.shape(), w.shape(), p), kd, x.device());
+  detail::backend(x.device()).conv2d(out, prepare(x, kd), prepare(w, kd), b.defined() ? prepare(b, kd) : Tensor(), fp);
+  Tensor y = detail::cast_raw(out, dt);
+  if (!record) return y;
   std::vector<Tensor> inputs{x, w};
   if (b.defined()) inputs.push_back(b);
   return detail::record("conv2d", inputs, y,
@@ -214,6 +219,57 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   const Conv2dParams p = forward_params(op, x, weight, stride, padding, dilation, groups, 2);
   return conv_fwd(x, weight, bias, p);
 }
+
+namespace detail {
+
+Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const FusedConv& e, IntList stride,
+                    ConvPadding padding, IntList dilation, int64_t groups) {
+  const char* op = "conv2d_fused";
+  check_operands(op, x, weight, bias, groups, false, 2);
+  const Conv2dParams p = forward_params(op, x, weight, stride, padding, dilation, groups, 2);
+  const Shape shape = forward_shape(x.shape(), weight.shape(), p);
+  const int64_t oc = shape[1];
+  const bool bn = e.bn_mean.defined() || e.bn_var.defined();
+  if (bn && !(e.bn_mean.defined() && e.bn_var.defined()))
+    throw ValueError(std::string(op) + ": batch norm needs both bn_mean and bn_var (running statistics), got only " +
+                     (e.bn_mean.defined() ? "bn_mean" : "bn_var"));
+  for (const auto& [t, name] : {std::pair{&e.bn_weight, "bn_weight"}, std::pair{&e.bn_bias, "bn_bias"},
+                                std::pair{&e.bn_mean, "bn_mean"}, std::pair{&e.bn_var, "bn_var"}}) {
+    if (!t->defined()) continue;
+    if (!bn)
+      throw ValueError(std::string(op) + ": " + name + " is given without the running statistics bn_mean and bn_var");
+    detail::check_same_dtype(x, *t, op, "input x", name);
+    detail::check_same_device(x, *t, op);
+    if (t->ndim() != 1 || t->shape()[0] != oc)
+      throw ShapeError(std::string(op) + ": " + name + " must have shape (" + std::to_string(oc) +
+                       ",) (one value per output channel), got " + detail::desc(*t));
+  }
+  if (e.residual.defined()) {
+    detail::check_same_dtype(x, e.residual, op, "input x", "residual");
+    detail::check_same_device(x, e.residual, op);
+    if (e.residual.shape() != shape)
+      throw ShapeError(std::string(op) + ": the residual must have the convolution's output shape " + shape_str(shape) +
+                       ", got " + detail::desc(e.residual));
+  }
+  const std::vector<const Tensor*> all{&x, &weight, &bias, &e.bn_weight, &e.bn_bias, &e.residual};
+  bool grad = false;
+  if (grad_enabled())
+    for (const Tensor* t : all) grad = grad || (t->defined() && t->requires_grad());
+  const auto& kernel = detail::backend(x.device()).conv2d_fused;
+  if (!grad && x.dtype() == DType::Float32 && kernel) {
+    auto in = [](const Tensor& t) { return t.defined() ? prepare(t, DType::Float32) : Tensor(); };
+    FusedConv k{in(e.bn_weight), in(e.bn_bias), in(e.bn_mean), in(e.bn_var), e.bn_eps, in(e.residual), e.relu};
+    Tensor out = detail::alloc(shape, DType::Float32, x.device());
+    if (kernel(out, prepare(x, DType::Float32), prepare(weight, DType::Float32), in(bias), p, k)) return out;
+  }
+  // unfused: the same ops a graph would run, differentiable
+  Tensor y = conv_fwd(x, weight, bias, p);
+  if (bn) y = batch_norm(y, e.bn_mean, e.bn_var, e.bn_weight, e.bn_bias, false, 0.1, e.bn_eps);
+  if (e.residual.defined()) y = add(y, e.residual);
+  return e.relu ? relu(y) : y;
+}
+
+}  // namespace detail
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, ConvPadding padding,
               IntList dilation, int64_t groups) {

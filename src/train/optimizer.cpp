@@ -75,7 +75,12 @@ void Optimizer::step() {
     if (g.dtype() != p.dtype()) g = g.astype(p.dtype());
     grads.emplace_back(i, g.contiguous());
   }
-  for (auto& [i, g] : grads) update(i, params_[i], g, state_[i]);
+  for (auto& [i, g] : grads) {
+    // the fused updates write through raw pointers: bump the version as every in-place op does,
+    // so autograd's saved-tensor checks and the prepared-weights caches see the change
+    params_[i].storage()->bump_version();
+    update(i, params_[i], g, state_[i]);
+  }
   ++steps_;
 }
 

@@ -1,6 +1,6 @@
 // float32 convolutions on oneDNN 2.x (Debian's libdnnl, OpenMP runtime).
 //
-// A Plan holds one primitive (forward, backward-data or backward-weights) for one geometry,
+// A Plan holds one primitive (forward, inference, backward-data or backward-weights) for one geometry,
 // built once and kept in a process-wide cache keyed by the geometry, the kind and the thread
 // count (oneDNN may tune a primitive for the thread count it was made with). The primitive
 // chooses its own memory layouts (format tag "any", usually blocked nChw16c / OIhw16i16o);
@@ -8,16 +8,27 @@
 // LOOM_DNNL_LAYOUT=plain asks oneDNN for plain layouts instead (no reorders; gemm-based
 // implementations), for comparison.
 //
+// Inference (Conv2dParams::inference, and the fused entry conv2d_fused_onednn): a
+// forward_inference primitive, optionally with post-ops (sum for a residual, ReLU), whose
+// weights are reordered (and batch norm folded in) once and kept in onednn::prepared_weights()
+// while the weight tensors' storage versions stay the same.
+//
 // Threads: the batch is split over Loom's pool and each slice runs on a one-thread OpenMP team
 // (onednn::for_each_batch_slice); a batch smaller than the thread count runs on an OpenMP team
-// of loom::get_num_threads() instead.
+// of loom::get_num_threads() instead, except inference on one sample, whose output channels
+// are split over Loom's pool (run_by_channels).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
 
+#include "loom/core/parallel.h"
 #include "ops/cpu/nn_kernels.h"
 #include "ops/cpu/onednn.h"
 #include "ops/internal.h"
@@ -41,8 +52,6 @@ bool plain_layouts() {
   }();
   return plain;
 }
-
-enum class Kind { Forward, BackwardData, BackwardWeights };
 
 struct ConvDims {
   mdims src, wei, dst, strides, dilates, pad_l, pad_r;
@@ -71,10 +80,30 @@ mdesc plain_md(const mdims& d) {
   }
 }
 
-// Blocked layouts pad channels to multiples of 8 / 16: for inputs with few channels (a first
-// layer on images) the padded backward passes cost more than they gain, so those geometries
-// stay plain (measured: N=128, C=1 -> 32, 28x28 forward+backward 3x faster plain).
-bool use_plain(const mdims& src) { return plain_layouts() || src[1] < 8; }
+enum class Kind { Forward, BackwardData, BackwardWeights, Inference };
+
+// The post-ops of an inference plan: dst = relu(conv + dst) with the residual already in dst.
+struct Epilogue {
+  bool sum = false, relu = false;
+};
+
+// Which operands ask oneDNN for plain layouts ({src, weights and dst}). Blocked layouts pad
+// channels to multiples of 8 / 16: for inputs with few channels (a first layer on images) the
+// padded backward passes cost more than they gain, so training geometries stay plain there
+// (measured: N=128, C=1 -> 32, 28x28 forward+backward 3x faster plain). Inference has no
+// backward pass: from 3 input channels only the input stays plain, and the weights and output
+// may be blocked, which lets oneDNN take its jit kernel for a plain few-channel input (jit:avx2
+// on the ResNet stem instead of gemm:jit). With 1 input channel (measured; 2 is untested) the
+// output's reorder back from blocked costs more than the kernel gains, so it stays plain
+// (timings in docs/kernels.md).
+struct Layouts {
+  bool src, rest;
+};
+Layouts layouts(const mdims& src, bool inference) {
+  if (plain_layouts()) return {true, true};
+  if (src[1] >= 8) return {false, false};
+  return {true, !inference || src[1] < 3};
+}
 
 mdesc want_md(const mdims& d, bool plain) { return plain ? plain_md(d) : mdesc(d, f32, ftag::any); }
 
@@ -93,6 +122,7 @@ struct Plan {
   dnnl::primitive prim;
   mdesc scratch;  // the primitive's scratchpad (user-managed: see onednn::user_scratchpad)
   Operand in[2], out;
+  Operand out_load;  // a sum post-op on a reordered output: the residual into the primitive's layout
   bool has_bias = false;
 };
 
@@ -111,33 +141,47 @@ Operand make_operand(int arg, const mdesc& user, const mdesc& prim, bool is_outp
   return o;
 }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bias) {
-  const bool plain = use_plain(d.src);
-  const mdesc src = want_md(d.src, plain), wei = want_md(d.wei, plain), dst = want_md(d.dst, plain);
+// forward_training for the training forward and as the backward passes' hint (a convolution
+// keeps no workspace, so the backward needs nothing from the forward primitive itself);
+// forward_inference, with the epilogue's post-ops, when no gradient will be taken.
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bias, bool inference, Epilogue epi) {
+  const Layouts l = layouts(d.src, inference);
+  const mdesc src = want_md(d.src, l.src), wei = want_md(d.wei, l.rest), dst = want_md(d.dst, l.rest);
   const auto alg = dnnl::algorithm::convolution_direct;
-  const auto prop = dnnl::prop_kind::forward_training;
+  const auto prop = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+  dnnl::primitive_attr attr;  // a new one: attributes are shared handles, user_scratchpad() stays as it is
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (epi.sum || epi.relu) {
+    dnnl::post_ops po;
+    if (epi.sum) po.append_sum(1.0f);
+    if (epi.relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(po);
+  }
   if (bias) {
     const mdesc b = plain_md({d.dst[1]});
-    return {dnnl::convolution_forward::desc(prop, alg, src, wei, b, dst, d.strides, d.dilates, d.pad_l, d.pad_r),
-            onednn::user_scratchpad(), engine()};
+    return {dnnl::convolution_forward::desc(prop, alg, src, wei, b, dst, d.strides, d.dilates, d.pad_l, d.pad_r), attr,
+            engine()};
   }
-  return {dnnl::convolution_forward::desc(prop, alg, src, wei, dst, d.strides, d.dilates, d.pad_l, d.pad_r),
-          onednn::user_scratchpad(), engine()};
+  return {dnnl::convolution_forward::desc(prop, alg, src, wei, dst, d.strides, d.dilates, d.pad_l, d.pad_r), attr,
+          engine()};
 }
 
-std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
+std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias, Epilogue epi) {
   auto plan = std::make_shared<Plan>();
-  const bool plain = use_plain(d.src);
+  const bool plain = layouts(d.src, false).src;
   try {
-    auto fwd = forward_pd(d, bias && kind == Kind::Forward);
+    const bool forward = kind == Kind::Forward || kind == Kind::Inference;
+    auto fwd = forward_pd(d, bias && forward, kind == Kind::Inference, kind == Kind::Inference ? epi : Epilogue{});
     const auto alg = dnnl::algorithm::convolution_direct;
     switch (kind) {
       case Kind::Forward:
+      case Kind::Inference:
         plan->prim = dnnl::convolution_forward(fwd);
         plan->scratch = fwd.scratchpad_desc();
         plan->in[0] = make_operand(DNNL_ARG_SRC, plain_md(d.src), fwd.src_desc(), false);
         plan->in[1] = make_operand(DNNL_ARG_WEIGHTS, plain_md(d.wei), fwd.weights_desc(), false);
         plan->out = make_operand(DNNL_ARG_DST, plain_md(d.dst), fwd.dst_desc(), true);
+        if (epi.sum && plan->out.reorder) plan->out_load = make_operand(DNNL_ARG_DST, plain_md(d.dst), fwd.dst_desc(), false);
         plan->has_bias = bias;
         break;
       case Kind::BackwardData: {
@@ -174,9 +218,9 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias) {
   return plan;
 }
 
-std::string key_of(Kind kind, const ConvDims& d, bool bias, int threads) {
-  std::string k = std::to_string(static_cast<int>(kind)) + (bias ? "b" : "n") + std::to_string(threads) +
-                  (plain_layouts() ? "p" : "a");
+std::string key_of(Kind kind, const ConvDims& d, bool bias, Epilogue epi, int threads) {
+  std::string k = std::to_string(static_cast<int>(kind)) + (bias ? "b" : "n") + (epi.sum ? "s" : "") +
+                  (epi.relu ? "r" : "") + std::to_string(threads) + (plain_layouts() ? "p" : "a");
   for (const mdims* v : {&d.src, &d.wei, &d.dst, &d.strides, &d.dilates, &d.pad_l, &d.pad_r}) {
     k += '|';
     for (auto x : *v) k += std::to_string(x) + ',';
@@ -184,31 +228,83 @@ std::string key_of(Kind kind, const ConvDims& d, bool bias, int threads) {
   return k;
 }
 
-std::shared_ptr<const Plan> plan_for(Kind kind, const ConvDims& d, bool bias, int omp_threads) {
+std::shared_ptr<const Plan> plan_for(const std::string& key, Kind kind, const ConvDims& d, bool bias, Epilogue epi) {
   static onednn::PlanCache<Plan> cache;
-  return cache.get(key_of(kind, d, bias, omp_threads), [&] { return build(kind, d, bias); });
+  return cache.get(key, [&] { return build(kind, d, bias, epi); });
 }
 
-// Runs a plan on plain user buffers: reorders inputs in, runs, reorders the output back.
-void execute(const Plan& plan, void* in0, void* in1, void* out, void* bias) {
+// Where an inference plan's weights come from: plain() makes them ({weights OIHW, bias}) from
+// `sources`; folded: plain() computes new tensors (batch norm folded in) rather than returning
+// the caller's weights and bias as they are.
+struct WeightsIn {
+  std::vector<Tensor> sources;
+  std::function<std::vector<Tensor>()> plain;
+  bool folded = false;
+};
+
+// What prepared weights depend on besides their sources: the layout they are reordered to (not
+// the batch size or thread count of the plan that asks, so batch slices and batch sizes share
+// them), whether batch norm is folded in, and `part` (0 for a whole call, 1 + the first output
+// channel for a part of run_by_channels). Layouts other than blocked fall back to the plan's key.
+std::string weights_tag(const mdesc& md, const std::string& plan_key, bool folded, int64_t part) {
+  const dnnl_memory_desc_t& m = md.data;
+  std::string k = std::string(folded ? "f" : "u") + std::to_string(part) + '|';
+  if (m.format_kind != dnnl_blocked || m.extra.flags != 0) return k + plan_key;
+  const dnnl_blocking_desc_t& b = m.format_desc.blocking;
+  for (int i = 0; i < m.ndims; ++i)
+    k += std::to_string(m.dims[i]) + ':' + std::to_string(m.padded_dims[i]) + ':' + std::to_string(b.strides[i]) + ',';
+  k += '/';
+  for (int i = 0; i < b.inner_nblks; ++i) k += std::to_string(b.inner_blks[i]) + 'x' + std::to_string(b.inner_idxs[i]) + ',';
+  return k;
+}
+
+// The weights (and, when folded, the bias) an inference plan runs with, in the primitive's
+// layout: prepared once per layout and sources (onednn::prepared_weights), not on every call.
+std::vector<Tensor> prepared(const Plan& plan, const std::string& plan_key, const WeightsIn& wi, int64_t part = 0) {
+  if (!plan.in[1].reorder && !wi.folded) return wi.plain();  // nothing to prepare
+  return onednn::prepared_weights().get(weights_tag(plan.in[1].prim, plan_key, wi.folded, part), wi.sources, [&] {
+    std::vector<Tensor> v = wi.plain();
+    if (!wi.folded) v.resize(1);  // the caller's bias is passed on every call, not kept here
+    const Operand& o = plan.in[1];
+    if (o.reorder) {
+      Tensor buf = detail::alloc({static_cast<int64_t>(o.prim.get_size())}, DType::UInt8, Device::cpu());
+      std::vector<Tensor> keep;
+      dnnl::stream& s = thread_stream();
+      o.convert.execute(s, {{DNNL_ARG_FROM, dnnl::memory(o.user, engine(), v[0].data_ptr())},
+                            {DNNL_ARG_TO, dnnl::memory(o.prim, engine(), buf.data_ptr())},
+                            {DNNL_ARG_SCRATCHPAD, staging(o.convert_scratch, keep)}});
+      s.wait();
+      v[0] = buf;
+    }
+    return v;
+  });
+}
+
+// Runs a plan on plain user buffers: reorders inputs in (in1 not when `in1_ready`: already in
+// the primitive's layout), runs, reorders the output back.
+void execute(const Plan& plan, void* in0, void* in1, void* out, void* bias, bool in1_ready) {
   dnnl::stream& s = thread_stream();
   std::unordered_map<int, dnnl::memory> args;
   std::vector<Tensor> keep;
   void* ins[2] = {in0, in1};
   for (int i = 0; i < 2; ++i) {
     const Operand& o = plan.in[i];
-    dnnl::memory user(o.user, engine(), ins[i]);
-    if (o.reorder) {
+    if (i == 1 && in1_ready) {
+      args.emplace(o.arg, dnnl::memory(o.prim, engine(), in1));
+    } else if (o.reorder) {
       dnnl::memory m = staging(o.prim, keep);
-      o.convert.execute(s, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m},
+      o.convert.execute(s, {{DNNL_ARG_FROM, dnnl::memory(o.user, engine(), ins[i])}, {DNNL_ARG_TO, m},
                             {DNNL_ARG_SCRATCHPAD, staging(o.convert_scratch, keep)}});
       args.emplace(o.arg, m);
     } else {
-      args.emplace(o.arg, user);
+      args.emplace(o.arg, dnnl::memory(o.user, engine(), ins[i]));
     }
   }
   dnnl::memory user_out(plan.out.user, engine(), out);
   dnnl::memory prim_out = plan.out.reorder ? staging(plan.out.prim, keep) : user_out;
+  if (plan.out_load.reorder)  // the sum post-op adds to what dst holds: the residual
+    plan.out_load.convert.execute(s, {{DNNL_ARG_FROM, user_out}, {DNNL_ARG_TO, prim_out},
+                                      {DNNL_ARG_SCRATCHPAD, staging(plan.out_load.convert_scratch, keep)}});
   args.emplace(plan.out.arg, prim_out);
   if (plan.has_bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(plain_md({plan.out.user.dims()[1]}), engine(), bias));
   args.emplace(DNNL_ARG_SCRATCHPAD, staging(plan.scratch, keep));
@@ -219,20 +315,79 @@ void execute(const Plan& plan, void* in0, void* in1, void* out, void* bias) {
   s.wait();
 }
 
+// A copy of rows [r0, r1) of a contiguous float32 tensor (its first axis).
+Tensor rows(const Tensor& t, int64_t r0, int64_t r1) {
+  const int64_t per = t.numel() / t.shape()[0];
+  Tensor out = detail::alloc({(r1 - r0) * per}, DType::Float32, Device::cpu());
+  std::memcpy(out.data_ptr(), t.data<float>() + r0 * per, static_cast<size_t>((r1 - r0) * per) * sizeof(float));
+  return out;
+}
+
+// Inference on a single sample with several threads. One call on an OpenMP team of
+// get_num_threads() would leave the team's workers spinning (libgomp's default wait policy)
+// while Loom's pool runs the next op on the same cores, and Loom's workers spinning while the
+// team runs: measured on 2 cores, ResNet-18 batch 1 runs alternated between ~40 and ~55 ms
+// (steady 40 with OMP_WAIT_POLICY=PASSIVE). Instead the output channels are split over Loom's
+// pool, each part (a multiple of 16 channels) its own convolution on a one-thread OpenMP team,
+// so Loom's pool is the one owner of the cores. Returns false when it does not apply (groups,
+// too few channels) or oneDNN has no implementation; the caller then runs the whole call.
+bool run_by_channels(const ConvDims& d, bool bias, void* x, void* out, Epilogue epi, const WeightsIn& wi) {
+  const int t = get_num_threads();
+  const int64_t oc = d.wei[0];
+  const int64_t parts = std::min<int64_t>(t, oc / 16);
+  if (d.src[0] != 1 || d.wei.size() != 4 || parts < 2) return false;
+  const int64_t plane = d.dst[2] * d.dst[3];
+  std::atomic<bool> ok{true};
+  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+    for (int64_t part = p0; part < p1 && ok; ++part) {
+      const int64_t c0 = oc * part / parts / 16 * 16, c1 = part + 1 == parts ? oc : oc * (part + 1) / parts / 16 * 16;
+      ConvDims dp = d;
+      dp.wei[0] = dp.dst[1] = c1 - c0;
+      const std::string key = key_of(Kind::Inference, dp, bias, epi, 1);
+      auto plan = plan_for(key, Kind::Inference, dp, bias, epi);
+      if (!plan->ok) {
+        ok = false;
+        return;
+      }
+      // the part's rows of the weights and bias, prepared (and cached) as a whole call's are
+      const WeightsIn slice{wi.sources,
+                            [&] {
+                              const std::vector<Tensor> v = wi.plain();
+                              return std::vector<Tensor>{rows(v[0], c0, c1),
+                                                         v.size() > 1 && v[1].defined() ? rows(v[1], c0, c1) : Tensor()};
+                            },
+                            true};
+      try {
+        const std::vector<Tensor> ready = prepared(*plan, key, slice, 1 + c0);
+        execute(*plan, x, ready[0].data_ptr(), static_cast<float*>(out) + c0 * plane,
+                ready[1].defined() ? ready[1].data_ptr() : nullptr, true);
+      } catch (const dnnl::error&) {
+        ok = false;
+      }
+    }
+  });
+  return ok;
+}
+
 int64_t per_sample(const mdims& d) { return d[1] * d[2] * d[3] * static_cast<int64_t>(sizeof(float)); }
 
 // Runs one kind over batch slices (onednn::for_each_batch_slice): the batch-major operands are
-// sliced; backward weights sums the slices' partial gradients in slice order.
-bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* out, void* b) {
+// sliced; backward weights sums the slices' partial gradients in slice order. Inference takes
+// its weights (and bias) from `wi`.
+bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* out, void* b, Epilogue epi = {},
+         const WeightsIn* wi = nullptr) {
   const int64_t n = d.src[0];
   const int64_t src_bytes = per_sample(d.src), dst_bytes = per_sample(d.dst);
   // bytes per sample of in0, in1 and out (0: not batch-major)
   int64_t step[3] = {0, 0, 0};
   switch (kind) {
-    case Kind::Forward: step[0] = src_bytes, step[2] = dst_bytes; break;
+    case Kind::Forward:
+    case Kind::Inference: step[0] = src_bytes, step[2] = dst_bytes; break;
     case Kind::BackwardData: step[0] = dst_bytes, step[2] = src_bytes; break;
     case Kind::BackwardWeights: step[0] = dst_bytes, step[1] = src_bytes; break;
   }
+  if (wi && onednn::batch_slices(n) == 1 && run_by_channels(d, bias, in0, out, epi, *wi)) return true;
   int64_t wei_numel = 1;
   for (auto v : d.wei) wei_numel *= v;
   std::vector<Tensor> partial;  // backward weights: one gradient per slice after the first
@@ -242,13 +397,22 @@ bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* ou
   const bool ok = onednn::for_each_batch_slice(n, [&](int slice, int64_t n0, int64_t n1, int omp_threads) {
     ConvDims ds = d;
     ds.src[0] = ds.dst[0] = n1 - n0;
-    auto plan = plan_for(kind, ds, bias, omp_threads);
+    const std::string key = key_of(kind, ds, bias, epi, omp_threads);
+    auto plan = plan_for(key, kind, ds, bias, epi);
     if (!plan->ok) return false;
     auto at = [n0](void* p, int64_t bytes) { return static_cast<void*>(static_cast<char*>(p) + n0 * bytes); };
     void* o = out;
     if (kind == Kind::BackwardWeights && slice > 0) o = partial[static_cast<size_t>(slice - 1)].data_ptr();
     try {
-      execute(*plan, at(in0, step[0]), at(in1, step[1]), step[2] ? at(out, step[2]) : o, b);
+      void* w = in1;
+      void* bb = b;
+      std::vector<Tensor> ready;
+      if (wi) {
+        ready = prepared(*plan, key, *wi);
+        w = ready[0].data_ptr();
+        if (wi->folded) bb = ready[1].defined() ? ready[1].data_ptr() : nullptr;
+      }
+      execute(*plan, at(in0, step[0]), step[1] ? at(w, step[1]) : w, step[2] ? at(out, step[2]) : o, bb, wi != nullptr);
     } catch (const dnnl::error&) {
       return false;
     }
@@ -263,13 +427,47 @@ bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* ou
   return true;
 }
 
+// Batch norm with running statistics folded into the weights and bias of a convolution with
+// `oc` output channels: w' = w * s, b' = (b - mean) * s + beta with s = gamma / sqrt(var + eps)
+// per output channel (in double, rounded once).
+std::vector<Tensor> fold_batch_norm(const Tensor& w, const Tensor& bias, const FusedConv& e) {
+  const int64_t oc = w.shape()[0], per = w.numel() / std::max<int64_t>(oc, 1);
+  Tensor wf = detail::alloc(w.shape(), DType::Float32, Device::cpu());
+  Tensor bf = detail::alloc({oc}, DType::Float32, Device::cpu());
+  const float* wp = w.data<float>();
+  float* wo = wf.data<float>();
+  float* bo = bf.data<float>();
+  auto at = [](const Tensor& t, int64_t c, double dflt) { return t.defined() ? static_cast<double>(t.data<float>()[c]) : dflt; };
+  for (int64_t c = 0; c < oc; ++c) {
+    const double s = at(e.bn_weight, c, 1.0) / std::sqrt(at(e.bn_var, c, 1.0) + e.bn_eps);
+    for (int64_t i = 0; i < per; ++i) wo[c * per + i] = static_cast<float>(wp[c * per + i] * s);
+    bo[c] = static_cast<float>((at(bias, c, 0.0) - at(e.bn_mean, c, 0.0)) * s + at(e.bn_bias, c, 0.0));
+  }
+  return {wf, bf};
+}
+
 }  // namespace
 
 bool conv2d_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
   if (x.numel() == 0 || w.numel() == 0) return false;
   const ConvDims d = conv_dims(x.shape(), w.shape(), out.shape(), p);
-  return run(Kind::Forward, d, bias.defined(), x.data_ptr(), w.data_ptr(), out.data_ptr(),
-             bias.defined() ? bias.data_ptr() : nullptr);
+  void* b = bias.defined() ? bias.data_ptr() : nullptr;
+  if (!p.inference) return run(Kind::Forward, d, bias.defined(), x.data_ptr(), w.data_ptr(), out.data_ptr(), b);
+  const WeightsIn wi{{w, bias}, [&] { return std::vector<Tensor>{w, bias}; }, false};
+  return run(Kind::Inference, d, bias.defined(), x.data_ptr(), w.data_ptr(), out.data_ptr(), b, {}, &wi);
+}
+
+bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                         const FusedConv& e) {
+  if (out.dtype() != DType::Float32 || x.numel() == 0 || w.numel() == 0 || out.numel() == 0) return false;
+  const ConvDims d = conv_dims(x.shape(), w.shape(), out.shape(), p);
+  const bool fold = e.bn_mean.defined();
+  const WeightsIn wi{{w, bias, e.bn_weight, e.bn_bias, e.bn_mean, e.bn_var},
+                     [&] { return fold ? fold_batch_norm(w, bias, e) : std::vector<Tensor>{w, bias}; }, fold};
+  if (e.residual.defined()) std::memcpy(out.data_ptr(), e.residual.data_ptr(), out.nbytes());
+  const Epilogue epi{e.residual.defined(), e.relu};
+  return run(Kind::Inference, d, fold || bias.defined(), x.data_ptr(), w.data_ptr(), out.data_ptr(),
+             bias.defined() ? bias.data_ptr() : nullptr, epi, &wi);
 }
 
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p) {

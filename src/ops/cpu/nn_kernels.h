@@ -6,6 +6,7 @@
 
 namespace loom::cpu {
 using detail::Conv2dParams;
+using detail::FusedConv;
 using detail::Pool2dParams;
 
 // Entry points of the backend table.
@@ -23,6 +24,8 @@ void conv2d_backward_weights_ref(const Tensor& gw, const Tensor& gy, const Tenso
 
 // oneDNN float32 paths; return false when oneDNN has no implementation for the geometry.
 bool conv2d_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
+bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                         const FusedConv& e);
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
 bool conv2d_backward_weights_onednn(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
 bool avg_pool2d_onednn(const Tensor& out, const Tensor& x, const Pool2dParams& p);

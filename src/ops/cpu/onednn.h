@@ -46,6 +46,44 @@ class PlanCache {
   std::unordered_map<std::string, std::shared_ptr<const Plan>> plans_;
 };
 
+// Tensors prepared from others once and reused while those stay unchanged: weights reordered to
+// a primitive's layout (and batch norm folded in, for the fused inference entry). An entry is
+// found by a tag (the layout it was made for) and its sources' identity (storage,
+// offset) and storage versions; every in-place write bumps the version (detail::begin_write,
+// the optimizers), so a changed weight is prepared again, never served stale. Entries whose
+// source storage died or moved on are dropped when a new entry comes in; the cache holds at
+// most kMaxBytes (a larger entry is used once and not kept). Thread-safe; two threads missing
+// the same entry may both build it.
+class PreparedCache {
+ public:
+  static constexpr size_t kMaxBytes = size_t{512} << 20;
+  using Build = std::function<std::vector<Tensor>()>;
+  std::vector<Tensor> get(const std::string& tag, const std::vector<Tensor>& sources, const Build& build);
+  size_t entries();
+  size_t bytes();
+  void clear();
+
+ private:
+  struct Source {
+    std::weak_ptr<Storage> storage;
+    int64_t offset = 0;
+    uint64_t version = 0;
+  };
+  struct Entry {
+    std::vector<Source> sources;
+    std::vector<Tensor> value;
+    size_t bytes = 0;
+  };
+  static bool current(const Entry& e);
+  void drop_stale();  // entries of dead or changed sources; mu_ held
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;
+  size_t bytes_ = 0;
+};
+
+// The process-wide cache of prepared convolution weights.
+PreparedCache& prepared_weights();
+
 // How many slices for_each_batch_slice cuts a batch of n into (1: one call on an OpenMP team).
 int batch_slices(int64_t n);
 

@@ -1,0 +1,254 @@
+// The convolution's inference path (src/ops/cpu/conv_onednn.cpp): forward_inference
+// primitives with weights prepared once (onednn::prepared_weights, keyed on the weight
+// storage's identity and version), the fused conv + batch norm + residual + ReLU entry
+// (src/ops/conv_fused.h), and a whole ResNet-18 under NoGrad against the same network with
+// gradients enabled (training primitives, no prepared weights).
+#include <gtest/gtest.h>
+#include <loom/loom.h>
+
+#include <string>
+
+#include "ops/conv_fused.h"
+#include "ops/cpu/onednn.h"
+
+using namespace loom;
+
+namespace {
+
+class ThreadsScope {
+ public:
+  explicit ThreadsScope(int n) : before_(get_num_threads()) { set_num_threads(n); }
+  ~ThreadsScope() { set_num_threads(before_); }
+
+ private:
+  int before_;
+};
+
+struct Geo {
+  int64_t n, c, h, w, oc, k, stride, pad, dilation, groups;
+  bool bias;
+};
+
+// stem-like (3 and 1 input channels: plain input), 3x3, 1x1 downsample, strided, dilated,
+// grouped and depthwise, batch 1 and batches that split over the threads unevenly
+const Geo kGeos[] = {
+    {1, 3, 32, 32, 16, 7, 2, 3, 1, 1, false}, {3, 3, 20, 18, 8, 7, 2, 3, 1, 1, true},
+    {2, 1, 12, 12, 8, 3, 1, 1, 1, 1, true},   {1, 16, 10, 10, 16, 3, 1, 1, 1, 1, false},
+    {3, 16, 9, 11, 32, 3, 2, 1, 1, 1, true},  {2, 16, 8, 8, 32, 1, 2, 0, 1, 1, false},
+    {1, 16, 12, 12, 16, 3, 1, 2, 2, 1, true}, {2, 16, 8, 8, 32, 3, 1, 1, 1, 4, true},
+    {1, 16, 8, 8, 16, 3, 1, 1, 1, 16, false},
+    // batch 1 with >= 32 output channels: split by output channels over the threads, unevenly
+    {1, 3, 30, 30, 64, 7, 2, 3, 1, 1, false}, {1, 16, 10, 10, 48, 3, 1, 1, 1, 1, true},
+};
+
+std::string name(const Geo& g) {
+  return "n" + std::to_string(g.n) + " c" + std::to_string(g.c) + " oc" + std::to_string(g.oc) + " k" +
+         std::to_string(g.k) + " s" + std::to_string(g.stride) + " p" + std::to_string(g.pad) + " d" +
+         std::to_string(g.dilation) + " g" + std::to_string(g.groups);
+}
+
+Tensor reference(const Tensor& x, const Tensor& w, const Tensor& b, const Geo& g) {
+  NoGrad off;
+  return conv2d(x.astype(Float64), w.astype(Float64), b.defined() ? b.astype(Float64) : Tensor(), g.stride, g.pad,
+                g.dilation, g.groups);
+}
+
+bool close(const Tensor& f32, const Tensor& f64) { return allclose(f32.astype(Float64), f64, 1e-4, 1e-4); }
+
+TEST(ConvInference, EqualsTrainingForwardAndReference) {
+  for (int threads : {1, 2}) {
+    ThreadsScope ts(threads);
+    for (const Geo& g : kGeos) {
+      const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
+      const Tensor w = uniform({g.oc, g.c / g.groups, g.k, g.k}, -0.5, 0.5);
+      const Tensor b = g.bias ? uniform({g.oc}) : Tensor();
+      Tensor inf;
+      {
+        NoGrad off;
+        inf = conv2d(x, w, b, g.stride, g.pad, g.dilation, g.groups);
+      }
+      Tensor wt = w.detach().requires_grad_(true);
+      Tensor train = conv2d(x, wt, b, g.stride, g.pad, g.dilation, g.groups);  // recorded: training primitive
+      const Tensor ref = reference(x, w, b, g);
+      EXPECT_TRUE(close(inf, ref)) << name(g) << " threads " << threads;
+      EXPECT_TRUE(allclose(inf, train.detach(), 1e-5, 1e-5)) << name(g) << " threads " << threads;
+    }
+  }
+}
+
+TEST(ConvInference, PreparedWeightsFollowInPlaceChanges) {
+  const Geo g{2, 16, 10, 10, 32, 3, 1, 1, 1, 1, false};
+  const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
+  // the weight is a view into a larger buffer: writes through another view of it count too
+  Tensor buffer = uniform({2 * g.oc, g.c, g.k, g.k}, -0.5, 0.5);
+  Tensor w = slice(buffer, 0, g.oc, 2 * g.oc).detach().requires_grad_(true);
+  auto infer = [&] {
+    NoGrad off;
+    return conv2d(x, w, Tensor(), g.stride, g.pad);
+  };
+  auto check = [&](const char* what) {
+    const Tensor y = infer();
+    EXPECT_TRUE(close(y, reference(x, w.detach(), Tensor(), g))) << what;
+    return y;
+  };
+  Tensor before = check("initial");
+  EXPECT_TRUE(array_equal(before, infer())) << "a second call with unchanged weights";
+  {
+    NoGrad off;
+    w *= 2.0;
+  }
+  Tensor after = check("after w *= 2");
+  EXPECT_TRUE(allclose(after, before * 2.0, 1e-5, 1e-5));
+  {
+    NoGrad off;
+    w.copy_(uniform(w.shape(), -0.5, 0.5));
+  }
+  check("after copy_");
+  {
+    NoGrad off;
+    slice(buffer, 0, g.oc, 2 * g.oc).fill_(0.25);  // another view of the same storage
+  }
+  check("after fill_ through another view");
+  // an optimizer step (its fused loop writes through raw pointers)
+  train::SGD opt({w}, {.lr = 0.5});
+  Tensor loss = sum(square(conv2d(x, w, Tensor(), g.stride, g.pad)));
+  loss.backward();
+  const Tensor stepped = infer();
+  opt.step();
+  const Tensor y = check("after an SGD step");
+  EXPECT_FALSE(allclose(y, stepped, 1e-3, 1e-3)) << "the step changed the weights";
+}
+
+TEST(ConvInference, PreparedWeightsOfDeadTensorsAreDropped) {
+  auto& cache = cpu::onednn::prepared_weights();
+  cache.clear();
+  const Tensor x = uniform({1, 16, 8, 8});
+  NoGrad off;
+  for (int i = 0; i < 20; ++i) {
+    Tensor w = uniform({16, 16, 3, 3});
+    conv2d(x, w, Tensor(), 1, 1);
+  }
+  EXPECT_LE(cache.entries(), 1u);  // the last one, dropped when the next entry comes in
+  EXPECT_LE(cache.bytes(), cpu::onednn::PreparedCache::kMaxBytes);
+  Tensor w = uniform({16, 16, 3, 3});
+  conv2d(x, w, Tensor(), 1, 1);
+  conv2d(x, w, Tensor(), 1, 1);
+  EXPECT_LE(cache.entries(), 1u);
+}
+
+struct BnParams {
+  Tensor gamma, beta, mean, var;
+};
+
+BnParams bn_params(int64_t oc, bool affine) {
+  BnParams p;
+  if (affine) {
+    p.gamma = uniform({oc}, 0.5, 1.5);
+    p.beta = uniform({oc}, -0.5, 0.5);
+  }
+  p.mean = uniform({oc}, -0.3, 0.3);
+  p.var = uniform({oc}, 0.2, 2.0);
+  return p;
+}
+
+// conv2d -> batch_norm (eval) -> + residual -> relu in float64, the unfused ops
+Tensor fused_reference(const Tensor& x, const Tensor& w, const Tensor& b, const Geo& g, const BnParams* bn,
+                       const Tensor& residual, bool relu_) {
+  NoGrad off;
+  auto d = [](const Tensor& t) { return t.defined() ? t.astype(Float64) : Tensor(); };
+  Tensor y = reference(x, w, b, g);
+  if (bn) y = batch_norm(y, d(bn->mean), d(bn->var), d(bn->gamma), d(bn->beta), false, 0.1, 1e-5);
+  if (residual.defined()) y = y + d(residual);
+  return relu_ ? relu(y) : y;
+}
+
+TEST(ConvFused, EqualsUnfusedOps) {
+  for (int threads : {1, 2}) {
+    ThreadsScope ts(threads);
+    for (const Geo& g : kGeos)
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool use_bn = variant != 3, affine = variant != 1, use_res = variant >= 1, relu_ = variant != 2;
+        const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
+        const Tensor w = uniform({g.oc, g.c / g.groups, g.k, g.k}, -0.5, 0.5);
+        const Tensor b = g.bias ? uniform({g.oc}) : Tensor();
+        const BnParams bn = bn_params(g.oc, affine);
+        const Shape out{g.n, g.oc, conv_output_size(g.h, g.k, g.stride, g.pad, g.pad, g.dilation),
+                        conv_output_size(g.w, g.k, g.stride, g.pad, g.pad, g.dilation)};
+        const Tensor residual = use_res ? uniform(out, -1, 1) : Tensor();
+        detail::FusedConv e;
+        if (use_bn) e = {bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, Tensor(), false};
+        e.residual = residual;
+        e.relu = relu_;
+        const Tensor ref = fused_reference(x, w, b, g, use_bn ? &bn : nullptr, residual, relu_);
+        const std::string what = name(g) + " variant " + std::to_string(variant) + " threads " + std::to_string(threads);
+        Tensor y;
+        {
+          NoGrad off;
+          y = detail::conv2d_fused(x, w, b, e, g.stride, g.pad, g.dilation, g.groups);
+        }
+        EXPECT_TRUE(close(y, ref)) << what;
+        // with gradients: the unfused, differentiable ops
+        Tensor wg = w.detach().requires_grad_(true);
+        Tensor yg = detail::conv2d_fused(x, wg, b, e, g.stride, g.pad, g.dilation, g.groups);
+        EXPECT_TRUE(yg.requires_grad()) << what;
+        EXPECT_TRUE(close(yg.detach(), ref)) << what;
+      }
+  }
+}
+
+TEST(ConvFused, FoldedBatchNormFollowsInPlaceChanges) {
+  const Geo g{1, 16, 8, 8, 16, 3, 1, 1, 1, 1, true};
+  const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
+  const Tensor w = uniform({g.oc, g.c, g.k, g.k}, -0.5, 0.5), b = uniform({g.oc});
+  BnParams bn = bn_params(g.oc, true);
+  const detail::FusedConv e{bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, Tensor(), true};
+  NoGrad off;
+  for (int step = 0; step < 3; ++step) {
+    const Tensor y = detail::conv2d_fused(x, w, b, e, g.stride, g.pad);
+    EXPECT_TRUE(close(y, fused_reference(x, w, b, g, &bn, Tensor(), true))) << "step " << step;
+    if (step == 0) bn.var *= 4.0;  // as batch norm's running statistics are updated in place
+    if (step == 1) bn.gamma.fill_(-1.0);
+  }
+}
+
+TEST(ConvFused, RejectsBadEpilogues) {
+  const Tensor x = uniform({1, 4, 6, 6}), w = uniform({8, 4, 3, 3});
+  detail::FusedConv e;
+  e.residual = uniform({1, 8, 5, 5});
+  EXPECT_THROW(detail::conv2d_fused(x, w, Tensor(), e, 1, 1), ShapeError);
+  detail::FusedConv m;
+  m.bn_mean = zeros({8});
+  EXPECT_THROW(detail::conv2d_fused(x, w, Tensor(), m, 1, 1), ValueError);
+  detail::FusedConv s{ones({8}), Tensor(), zeros({7}), ones({7}), 1e-5, Tensor(), false};
+  EXPECT_THROW(detail::conv2d_fused(x, w, Tensor(), s, 1, 1), ShapeError);
+}
+
+// The whole network in eval mode: under NoGrad (inference primitives, prepared weights) equal
+// to the same forward with gradients enabled (training primitives, weights reordered per call),
+// also after an optimizer step changed every weight in place.
+TEST(ConvInference, ResNet18NoGradEqualsGradEnabled) {
+  manual_seed(3);
+  zoo::Network net = zoo::resnet18(10);
+  const Tensor x = uniform({2, 3, 32, 32});
+  for (int round = 0; round < 2; ++round) {
+    for (int threads : {1, 2}) {
+      ThreadsScope ts(threads);
+      Tensor fast;
+      {
+        NoGrad off;
+        fast = net(x);
+      }
+      Tensor slow = net(x);
+      ASSERT_TRUE(slow.requires_grad());
+      EXPECT_TRUE(allclose(fast, slow.detach(), 1e-4, 1e-4))
+          << "round " << round << " threads " << threads << ": max diff "
+          << max(abs(fast - slow.detach())).item<double>();
+    }
+    train::SGD opt(net.parameters(), {.lr = 0.01});
+    Tensor loss = mean(square(net(x)));
+    loss.backward();
+    opt.step();
+  }
+}
+
+}  // namespace
