@@ -1,6 +1,7 @@
 #include "loom/graph/graph.h"
 
 #include "loom/graph/module.h"
+#include "graph/plan_internal.h"
 #include "loom/nn/layers.h"
 
 #include <algorithm>
@@ -19,6 +20,10 @@ bool is_input_kind(const Layer& l) { return std::string(l.kind()) == "Input"; }
 }  // namespace
 
 Graph Graph::build(const std::vector<Layer>& output_handles, const std::vector<Layer>& input_handles) {
+  return GraphAccess::build(output_handles, input_handles, true);
+}
+
+Graph GraphAccess::build(const std::vector<Layer>& output_handles, const std::vector<Layer>& input_handles, bool unique_names) {
   if (output_handles.empty()) throw ValueError("Graph::build: no output layers given");
   for (const Layer& l : output_handles)
     if (!l.defined()) throw ValueError("Graph::build: an output layer is undefined");
@@ -67,6 +72,7 @@ Graph Graph::build(const std::vector<Layer>& output_handles, const std::vector<L
   // names identify layers in saved files, copy_state and layer(name)
   std::unordered_map<std::string, const Layer*> by_name;
   for (const Layer& l : g.nodes_) {
+    if (!unique_names) break;
     auto [it, fresh] = by_name.emplace(l.name(), &l);
     if (!fresh)
       throw ValueError("Graph::build: two layers are named '" + l.name() + "' (of kinds " + it->second->kind() + " and " + l.kind() +
@@ -196,6 +202,8 @@ std::function<std::vector<Tensor>(const std::vector<Tensor>&)> Graph::as_functio
 }
 
 Plan Graph::compile() const { return Plan(*this); }
+Plan Graph::compile(const std::vector<Shape>& input_shapes) const { return Plan(*this, CompileOptions{input_shapes}); }
+Plan Graph::compile(const CompileOptions& options) const { return Plan(*this, options); }
 
 std::string Graph::to_dot() const {
   static const char* colours[] = {"lightblue", "lightpink", "palegreen", "khaki", "plum", "lightsalmon", "lightcyan"};
@@ -221,79 +229,6 @@ std::string Graph::to_dot() const {
   }
   for (auto [a, b] : edges()) dot += "  n" + std::to_string(a) + " -> n" + std::to_string(b) + ";\n";
   return dot + shared_edges + "}\n";
-}
-
-Plan::Plan(Graph graph) : graph_(std::make_shared<const Graph>(std::move(graph))) {
-  const size_t n = graph_->nodes_.size();
-  last_use_.assign(n, 0);
-  is_output_.assign(n, false);
-  for (size_t k = 0; k < n; ++k)
-    for (size_t a : graph_->args_[k]) last_use_[a] = std::max(last_use_[a], k);
-  std::unordered_map<const LayerImpl*, size_t> pos;
-  for (size_t k = 0; k < n; ++k) pos[graph_->nodes_[k].impl().get()] = k;
-  for (const Layer& o : graph_->outputs_) {
-    output_pos_.push_back(pos.at(o.impl().get()));
-    is_output_[output_pos_.back()] = true;
-  }
-  for (const Layer& i : graph_->inputs_) input_pos_.push_back(pos.at(i.impl().get()));
-}
-
-std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const {
-  const Graph& g = *graph_;
-  if (xs.size() != g.inputs_.size()) {
-    std::string names;
-    for (const Layer& i : g.inputs_) names += (names.empty() ? "" : ", ") + i.name();
-    throw ValueError("Plan: got " + std::to_string(xs.size()) + " input tensors for " + std::to_string(g.inputs_.size()) +
-                     " graph inputs (" + names + ")");
-  }
-  const size_t n = g.nodes_.size();
-  std::vector<Tensor> values(n);
-  std::vector<bool> fed(n, false);
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const size_t k = input_pos_[i];
-    {
-        const Layer& l = g.inputs_[i];
-        bool ok = xs[i].defined() && xs[i].ndim() == static_cast<int64_t>(l.shape().size());
-        for (size_t d = 0; ok && d < l.shape().size(); ++d)
-          if (l.shape()[d] >= 0 && l.shape()[d] != xs[i].shape()[d]) ok = false;
-        if (!ok)
-          throw ShapeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects shape " + shape_str(l.shape()) +
-                           " (-1: any size), got " + (xs[i].defined() ? shape_str(xs[i].shape()) : "an undefined tensor"));
-        // as Input::set_value: no silent promotion (int64 into a float32 graph would run in float64)
-        if (xs[i].dtype() != l.dtype())
-          throw DTypeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects dtype " +
-                           dtype_name(l.dtype()) + ", got " + dtype_name(xs[i].dtype()) + " (convert it with astype)");
-        values[k] = xs[i];
-        fed[k] = true;
-      }
-  }
-  const nn::Mode mode = nn::current_mode();
-  std::vector<Tensor> args;
-  std::vector<std::vector<Tensor>> multi(n);  // every output of a node with several
-  for (size_t k = 0; k < n; ++k) {
-    if (fed[k]) continue;
-    args.clear();
-    LayerImpl& node = *g.nodes_[k].impl();
-    const size_t pick = node.reads_output();
-    for (size_t a : g.args_[k]) args.push_back(pick && !multi[a].empty() ? multi[a].at(pick) : values[a]);
-    if (node.n_outputs() > 1) {
-      multi[k] = node.compute_outputs(args, mode);
-      values[k] = multi[k].at(0);
-    } else {
-      values[k] = node.compute(args, mode);
-    }
-    for (size_t a : g.args_[k])
-      if (last_use_[a] == k && !is_output_[a]) values[a] = Tensor(), multi[a].clear();  // free after the last consumer
-  }
-  std::vector<Tensor> outs;
-  for (size_t k : output_pos_) outs.push_back(values[k]);
-  return outs;
-}
-
-Tensor Plan::single(std::vector<Tensor> outs) {
-  if (outs.size() != 1)
-    throw ValueError("Plan: the graph has " + std::to_string(outs.size()) + " outputs; use run() to get all of them");
-  return outs[0];
 }
 
 }  // namespace loom

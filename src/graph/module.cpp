@@ -13,6 +13,8 @@ namespace {
 struct ModuleImpl final : LayerBase<ModuleImpl> {
   std::shared_ptr<const Plan> plan;
   const char* kind_name = "Module";  // or "Sequential"
+  bool pure_ = false;                 // every inner layer is pure
+  bool pure() const override { return pure_; }
   const char* kind() const override { return kind_name; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return plan->run(in)[0]; }
   size_t n_outputs() const override { return plan->graph().outputs().size(); }
@@ -22,6 +24,7 @@ struct ModuleImpl final : LayerBase<ModuleImpl> {
 
 // Output `index` of its one input, a module with several outputs (the Plan passes it that output).
 struct ModuleOutputImpl final : LayerBase<ModuleOutputImpl> {
+  bool pure() const override { return true; }
   size_t index = 0;
   const char* kind() const override { return "ModuleOutput"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return in[0]; }
@@ -42,9 +45,11 @@ Layer make_module(const std::vector<Layer>& inputs, const std::vector<Layer>& ou
   impl->name = unique_name(kind == std::string("Module") ? "module" : "sequential", name);
   // the module's state is the inner layers' states, each once
   std::unordered_set<const State*> seen;
+  impl->pure_ = true;
   for (const Layer& l : g.nodes()) {
     bool is_input = false;
     for (const Layer& i : g.inputs()) is_input = is_input || i == l;
+    if (!is_input) impl->pure_ = impl->pure_ && l.impl()->pure();
     if (is_input || !seen.insert(l.shared_state().get()).second) continue;
     if (l.state().params().empty() && l.state().buffers().empty() && l.state().children().empty()) continue;
     impl->state->add_child(l.name(), l.shared_state());

@@ -27,6 +27,7 @@ std::vector<int64_t> out_hw(const IntList& size, const char* where) {
 }
 
 struct AdaptiveAvgPoolImpl final : LayerBase<AdaptiveAvgPoolImpl> {
+  bool pure() const override { return true; }
   int64_t oh = 1, ow = 1;
   const char* kind() const override { return "AdaptiveAvgPool2D"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return adaptive_avg_pool2d(in[0], {oh, ow}); }

@@ -89,6 +89,7 @@ void require_rank(const Layer& in, size_t rank, const char* kind, const char* la
 }
 
 struct ConvImpl final : LayerBase<ConvImpl> {
+  bool pure() const override { return true; }
   size_t dims = 2;
   int64_t filters = 0;
   std::vector<int64_t> kernel, stride, dilation;
@@ -148,6 +149,7 @@ std::shared_ptr<ConvImpl> make_conv(size_t dims, const Layer& input, int64_t fil
 }
 
 struct ConvTImpl final : LayerBase<ConvTImpl> {
+  bool pure() const override { return true; }
   int64_t filters = 0, groups = 1;
   std::vector<int64_t> kernel, stride, padding, output_padding, dilation;
   bool bias = true;
@@ -170,6 +172,7 @@ struct ConvTImpl final : LayerBase<ConvTImpl> {
 };
 
 struct PoolImpl final : LayerBase<PoolImpl> {
+  bool pure() const override { return true; }
   bool max = true;
   std::vector<int64_t> kernel, stride, padding;
   bool ceil_mode = false;
@@ -214,6 +217,7 @@ std::shared_ptr<PoolImpl> make_pool(bool max, const Layer& input, const IntList&
 }
 
 struct GlobalPoolImpl final : LayerBase<GlobalPoolImpl> {
+  bool pure() const override { return true; }
   bool max = false;
   const char* kind() const override { return "GlobalPool"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
@@ -274,6 +278,7 @@ struct BatchNormImpl final : LayerBase<BatchNormImpl> {
 };
 
 struct LayerNormImpl final : LayerBase<LayerNormImpl> {
+  bool pure() const override { return true; }
   double eps = 1e-5;
   const char* kind() const override { return "LayerNorm"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {

@@ -138,27 +138,7 @@ void LayerImpl::check_inputs(const std::vector<Layer>& new_inputs) const {
   }
 }
 
-Tensor Layer::operator()() const {
-  require(impl_, "operator()");
-  const Mode mode = current_mode();
-  std::unordered_map<const LayerImpl*, std::vector<Tensor>> values;  // every output of each node
-  std::unordered_set<const LayerImpl*> active;
-  auto eval = [&](auto&& self, const Layer& handle) -> const std::vector<Tensor>& {
-    const Layer l = handle.node();
-    const LayerImpl* key = l.impl().get();
-    if (auto it = values.find(key); it != values.end()) return it->second;
-    if (!active.insert(key).second)
-      throw ValueError("Layer::operator(): the graph has a cycle through '" + l.name() + "'");
-    std::vector<Tensor> in;
-    const size_t pick = l.impl()->reads_output();
-    for (const Layer& i : l.inputs()) in.push_back(self(self, i).at(pick));
-    std::vector<Tensor> out = l.impl()->n_outputs() > 1 ? l.impl()->compute_outputs(in, mode)
-                                                         : std::vector<Tensor>{l.impl()->compute(in, mode)};
-    active.erase(key);
-    return values.emplace(key, std::move(out)).first->second;
-  };
-  return eval(eval, *this)[0];
-}
+// Layer::operator()() is defined in src/graph/eval.cpp: it runs a Plan, the one evaluator.
 
 Tensor Layer::compute(const std::vector<Tensor>& inputs) const {
   LayerImpl& l = require(impl_, "compute");

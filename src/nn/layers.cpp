@@ -75,6 +75,7 @@ InputImpl& input_impl(const Layer& l) {
 
 // ---------------------------------------------------------------- Constant, Param
 struct ConstantImpl final : LayerBase<ConstantImpl> {
+  bool pure() const override { return true; }
   Tensor value;
   const char* kind() const override { return "Constant"; }
   Tensor compute(const std::vector<Tensor>&, Mode) override { return value; }
@@ -108,6 +109,7 @@ ParamImpl& param_impl(const Layer& l) { return dynamic_cast<ParamImpl&>(*l.impl(
 
 // ---------------------------------------------------------------- Linear
 struct LinearImpl final : LayerBase<LinearImpl> {
+  bool pure() const override { return true; }
   int64_t n_units = 0;
   bool bias = true, transpose_weights = false;
   Init weight_init, bias_init;
@@ -129,6 +131,7 @@ struct LinearImpl final : LayerBase<LinearImpl> {
 
 // ---------------------------------------------------------------- Activation
 struct ActivationImpl final : LayerBase<ActivationImpl> {
+  bool pure() const override { return true; }
   ActivationFn fn;
   const char* kind() const override { return "Activation"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return fn(in[0]); }
@@ -160,6 +163,7 @@ struct DropoutImpl final : LayerBase<DropoutImpl> {
 // ---------------------------------------------------------------- merges
 
 struct MergeImpl final : LayerBase<MergeImpl> {
+  bool pure() const override { return true; }
   MergeMode op = MergeMode::Sum;
   int64_t axis = -1;
   const char* kind() const override {

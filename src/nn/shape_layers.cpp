@@ -21,6 +21,7 @@ void require(const Layer& l, const char* kind) {
 }
 
 struct ReshapeImpl final : LayerBase<ReshapeImpl> {
+  bool pure() const override { return true; }
   Shape target;  // without the batch axis
   const char* kind() const override { return "Reshape"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
@@ -32,6 +33,7 @@ struct ReshapeImpl final : LayerBase<ReshapeImpl> {
 };
 
 struct TransposeImpl final : LayerBase<TransposeImpl> {
+  bool pure() const override { return true; }
   Axes perm;
   const char* kind() const override { return "Transpose"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
@@ -43,6 +45,7 @@ struct TransposeImpl final : LayerBase<TransposeImpl> {
 };
 
 struct ResidualImpl final : LayerBase<ResidualImpl> {
+  bool pure() const override { return true; }
   bool project = false;
   const char* kind() const override { return "Residual"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
@@ -51,6 +54,7 @@ struct ResidualImpl final : LayerBase<ResidualImpl> {
 };
 
 struct GateImpl final : LayerBase<GateImpl> {
+  bool pure() const override { return true; }
   const char* kind() const override { return "Gate"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return in[0] * sigmoid(matmul(in[1], state->param("weights")) + state->param("bias"));
@@ -58,6 +62,7 @@ struct GateImpl final : LayerBase<GateImpl> {
 };
 
 struct OneHotImpl final : LayerBase<OneHotImpl> {
+  bool pure() const override { return true; }
   int64_t n_classes = 0;
   const char* kind() const override { return "OneHot"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
@@ -68,6 +73,7 @@ struct OneHotImpl final : LayerBase<OneHotImpl> {
 };
 
 struct LookupImpl final : LayerBase<LookupImpl> {
+  bool pure() const override { return true; }
   int64_t vocab = 0, n_units = 0, padding_id = -1;
   Init init;
   const char* kind() const override { return "Lookup"; }

@@ -12,6 +12,8 @@
 namespace loom {
 
 class Plan;
+struct CompileOptions;
+struct GraphAccess;  // src/graph: the evaluator's access to a graph's internals
 
 class Graph {
  public:
@@ -41,9 +43,13 @@ class Graph {
   // A function of the input tensors (positionally, as `inputs`) returning the outputs. It runs
   // the ordered plan without re-tracing and frees each intermediate after its last consumer.
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> as_function() const;
-  // The static plan (today the same ordered plan as as_function; the optimizing compiler will
-  // replace its internals without changing this interface).
+  // The optimized static plan (docs/compile.md): dead nodes removed, common subexpressions
+  // merged, constant subgraphs folded, intermediates freed after their last consumer. With
+  // input shapes (one per input, -1 keeps a dimension open) the plan is specialized to them:
+  // shapes are checked per node at compile time and peak_bytes() is known.
   Plan compile() const;
+  Plan compile(const std::vector<Shape>& input_shapes) const;
+  Plan compile(const CompileOptions& options) const;
 
   // Graphviz DOT text: one node per layer with kind, name and shape; layers that share state
   // are drawn in the same colour and joined by a dashed "shared" edge.
@@ -53,28 +59,59 @@ class Graph {
   std::vector<nn::Layer> nodes_, inputs_, outputs_;
   std::vector<std::vector<size_t>> args_;  // per node: positions of its inputs in nodes_
   friend class Plan;
+  friend struct GraphAccess;
 };
 
 // The summary() table.
 std::ostream& operator<<(std::ostream& os, const Graph& graph);
 
+struct CompileOptions {
+  // One shape per graph input (empty: the inputs' declared shapes, -1 dims open at run time).
+  std::vector<Shape> input_shapes;
+  // The passes (docs/compile.md); each can be turned off to compare or debug.
+  bool remove_dead_nodes = true;
+  bool eliminate_common_subexpressions = true;
+  bool fold_constants = true;
+};
+
+// The one evaluator of layer graphs: Layer::operator()(), Module, as_function and train::Model
+// all run Plans. run() is const and keeps activations in the call, so one plan may run on
+// several threads at once.
 class Plan {
  public:
-  explicit Plan(Graph graph);
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
-  // Single-output convenience: fn(x), fn(x1, x2).
+  explicit Plan(Graph graph, const CompileOptions& options = {});
+  // The outputs for `inputs` given positionally (as graph().inputs()); with no tensors, each
+  // graph input that is an Input layer is read for its current value (Input::set_value or its
+  // default; ValueError naming the Input when it holds none). A tensor of the wrong shape or
+  // dtype throws ShapeError/DTypeError naming the input.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs = {}) const;
+  // Single-output convenience: fn(), fn(x), fn(x1, x2).
   template <typename... Ts>
   Tensor operator()(const Ts&... xs) const {
     return single(run(std::vector<Tensor>{xs...}));
   }
-  const Graph& graph() const { return *graph_; }
+  const Graph& graph() const;
+  // The shapes the plan was compiled for, one per input (-1: open at run time).
+  const std::vector<Shape>& input_shapes() const;
+  // True when some input dimension is open (-1): the plan runs any size there (any batch).
+  bool shape_polymorphic() const;
+  // Bytes of activations live at once at the plan's peak (graph inputs, every node's outputs
+  // until their last consumer, the outputs), from liveness and the compiled shapes; -1 when
+  // some shape is open. Op-internal temporaries and folded constants are not counted.
+  int64_t peak_bytes() const;
+  // The optimized plan as text: each step with kind, name and shape and what it frees, what each
+  // pass removed, merged or folded, and the peak bytes.
+  std::string dump() const;
 
  private:
+  struct Impl;
   static Tensor single(std::vector<Tensor> outs);
-  std::shared_ptr<const Graph> graph_;
-  std::vector<size_t> last_use_;  // per node: the last node position that reads it
-  std::vector<bool> is_output_;
-  std::vector<size_t> input_pos_, output_pos_;  // node positions of the inputs and outputs
+  // run(); with `shapes`, records every step's output shapes (compile-time shape inference)
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<std::vector<Shape>>* shapes) const;
+  std::shared_ptr<const Impl> impl_;
 };
+
+// The dump() text.
+std::ostream& operator<<(std::ostream& os, const Plan& plan);
 
 }  // namespace loom

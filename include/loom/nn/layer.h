@@ -8,6 +8,7 @@
 //                      (nn::Linear dense(128)) the first call builds it on x (see unbound_layer).
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,23 @@ class LayerImpl {
   virtual size_t reads_output() const { return 0; }
   // True for a layer made without input (unbound_layer, nn/registry.h).
   virtual bool is_template() const { return false; }
+  // True when compute is a function of the input tensors, options and State alone, the same in
+  // every mode: no randomness, no writes to State, no outside reads. Only pure layers are merged
+  // (common subexpressions) or folded (constants) by the graph compiler (docs/compile.md), so a
+  // kind says so explicitly; the default is the safe false.
+  virtual bool pure() const { return false; }
+
+  // The plan Layer::operator()() runs, compiled on its first call and kept (the graph that ends
+  // in a layer does not change). Evaluation belongs to graph, above nn, so nn holds it opaquely;
+  // a copy (clone, reuse_with) starts empty.
+  struct EvalCache {
+    EvalCache() = default;
+    EvalCache(const EvalCache&) {}
+    EvalCache& operator=(const EvalCache&) { return *this; }
+    std::mutex mutex;
+    std::shared_ptr<const void> plan;
+  };
+  EvalCache eval_cache;
 
   std::string name;
   std::vector<Layer> inputs;

@@ -1,0 +1,466 @@
+// The graph compiler and the one evaluator of layer graphs (docs/compile.md). Plan's
+// constructor runs the passes over a built Graph (shape specialization, constant folding,
+// common-subexpression elimination, dead-node removal), then orders the surviving nodes into
+// steps, each with the values it frees after it; run() replays the steps.
+#include "loom/graph/graph.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <ostream>
+#include <tuple>
+#include <unordered_map>
+
+#include "graph/plan_internal.h"
+#include "loom/core/grad_mode.h"
+#include "loom/graph/module.h"
+#include "loom/ops/creation.h"
+
+namespace loom {
+
+using nn::Layer;
+using nn::LayerImpl;
+
+struct Plan::Impl {
+  struct Step {
+    size_t node = 0;
+    std::vector<size_t> args;   // value slots (node positions) it reads
+    std::vector<size_t> frees;  // slots released after it
+  };
+  std::shared_ptr<const Graph> graph;
+  std::vector<Shape> input_shapes;               // compiled, one per graph input
+  std::vector<std::vector<Shape>> shapes;        // compiled output shape(s) per node; -1 open
+  std::vector<size_t> input_pos, output_pos;     // slots of the inputs and outputs
+  std::vector<Step> steps;
+  std::vector<std::pair<size_t, std::vector<Tensor>>> constants;  // folded nodes: slot, outputs
+  std::vector<std::string> notes;                // what the passes did, for dump()
+  bool specialized = false;                      // compiled for given input shapes
+  bool has_multi = false;                        // some node has several outputs
+  int64_t peak = -1;
+  std::string peak_at;
+};
+
+namespace {
+
+bool is_kind(const Layer& l, const char* kind) { return std::string(l.kind()) == kind; }
+std::string label(const Layer& l) { return std::string(l.kind()) + " '" + l.name() + "'"; }
+
+bool fits(const Shape& declared, const Shape& s) {
+  if (declared.size() != s.size()) return false;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] < -1 || (declared[d] >= 0 && s[d] >= 0 && declared[d] != s[d]) || (declared[d] >= 0 && s[d] < 0)) return false;
+  return true;
+}
+
+// bytes of a tensor of this shape, -1 when a dimension is open
+int64_t bytes_of(const Shape& s, DType dtype) {
+  int64_t n = static_cast<int64_t>(itemsize(dtype));
+  for (int64_t d : s) {
+    if (d < 0) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+// declared output shapes and dtypes of a node (several for a Module with several outputs)
+std::vector<Shape> declared_shapes(const Layer& l) {
+  const Graph* inner = nn::module_graph(l);
+  if (!inner || inner->outputs().size() < 2) return {l.shape()};
+  std::vector<Shape> out;
+  for (const Layer& o : inner->outputs()) {
+    Shape s = o.shape();
+    if (!s.empty() && !l.shape().empty()) s[0] = l.shape()[0];  // the batch follows reuse_with
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<DType> dtypes_of(const Layer& l) {
+  const Graph* inner = nn::module_graph(l);
+  if (!inner || inner->outputs().size() < 2) return {l.dtype()};
+  std::vector<DType> out;
+  for (const Layer& o : inner->outputs()) out.push_back(o.dtype());
+  return out;
+}
+
+bool state_free(const Layer& l) {
+  const nn::State& s = l.state();
+  return s.params().empty() && s.buffers().empty() && s.children().empty();
+}
+
+std::string names_of(const std::vector<Layer>& ls) {
+  std::string names;
+  for (const Layer& i : ls) names += (names.empty() ? "'" : ", '") + i.name() + "'";
+  return names;
+}
+
+}  // namespace
+
+Plan::Plan(Graph graph, const CompileOptions& opt) {
+  auto p = std::make_shared<Impl>();
+  p->graph = std::make_shared<const Graph>(std::move(graph));
+  const Graph& g = *p->graph;
+  const std::vector<Layer>& nodes = g.nodes();
+  const auto& args = GraphAccess::args(g);
+  const size_t n = nodes.size();
+  std::unordered_map<const LayerImpl*, size_t> pos;
+  for (size_t k = 0; k < n; ++k) pos[nodes[k].impl().get()] = k;
+  std::vector<bool> is_input(n, false);
+  for (const Layer& i : g.inputs()) {
+    p->input_pos.push_back(pos.at(i.impl().get()));
+    is_input[p->input_pos.back()] = true;
+  }
+  // the output of `a` that node k reads (a Module with several outputs feeds ModuleOutputs)
+  auto pick = [&](size_t k) { return nodes[k].impl()->reads_output(); };
+
+  // ---- shapes: declared, or specialized to the given input shapes. The leading dimension is
+  // the batch: a layer declared with a leading -1 takes it from its inputs (as reuse_with does).
+  std::vector<std::vector<Shape>> declared(n);
+  for (size_t k = 0; k < n; ++k) declared[k] = declared_shapes(nodes[k]);
+  p->shapes = declared;
+  for (size_t i = 0; i < p->input_pos.size(); ++i) p->input_shapes.push_back(declared[p->input_pos[i]][0]);
+  if (!opt.input_shapes.empty()) {
+    if (opt.input_shapes.size() != g.inputs().size())
+      throw ValueError("compile: got " + std::to_string(opt.input_shapes.size()) + " input shapes for " +
+                       std::to_string(g.inputs().size()) + " graph inputs (" + names_of(g.inputs()) + ")");
+    for (size_t i = 0; i < opt.input_shapes.size(); ++i) {
+      const Layer& l = g.inputs()[i];
+      const Shape& given = opt.input_shapes[i];
+      if (!fits(l.shape(), given))
+        throw ShapeError("compile: input " + std::to_string(i) + " (" + label(l) + ", declared " + shape_str(l.shape()) +
+                         ") cannot take the shape " + shape_str(given) +
+                         " (same rank; a declared size must match; -1 keeps a declared -1 open)");
+      p->input_shapes[i] = given;
+      p->shapes[p->input_pos[i]] = {given};
+      for (int64_t d : given) p->specialized = p->specialized || d >= 0;
+    }
+    for (size_t k = 0; k < n; ++k) {
+      if (is_input[k] || args[k].empty()) continue;
+      int64_t batch = -1;
+      size_t from = 0;
+      for (size_t a : args[k]) {
+        const size_t o = std::min(pick(k), p->shapes[a].size() - 1);
+        const Shape& s = p->shapes[a][o];
+        if (s.empty() || declared[a][o].empty() || declared[a][o][0] != -1 || s[0] < 0) continue;
+        if (batch >= 0 && s[0] != batch && s[0] != 1 && batch != 1)
+          throw ShapeError("compile: " + label(nodes[k]) + " combines a batch of " + std::to_string(batch) + " (from '" +
+                           nodes[from].name() + "') with a batch of " + std::to_string(s[0]) + " (from '" + nodes[a].name() +
+                           "') for the given input shapes");
+        if (batch < 0 || batch == 1) batch = s[0], from = a;
+      }
+      if (batch < 0) continue;
+      for (Shape& s : p->shapes[k])
+        if (!s.empty() && s[0] == -1) s[0] = batch;
+    }
+  }
+
+  // ---- constant folding: a pure, stateless node computed only from constants (Constant layers
+  // whose value needs no gradient, or other such nodes) is evaluated here, once.
+  std::vector<bool> constant(n, false), folded(n, false);
+  std::vector<std::vector<Tensor>> const_value(n);
+  if (opt.fold_constants) {
+    for (size_t k = 0; k < n; ++k) {
+      if (is_input[k]) continue;
+      const Layer& l = nodes[k];
+      if (args[k].empty()) {
+        if (is_kind(l, "Constant") && state_free(l)) {
+          Tensor v = l.impl()->compute({}, nn::Mode::Eval);
+          if (!v.requires_grad()) constant[k] = true, const_value[k] = {v};
+        }
+        continue;
+      }
+      bool c = l.impl()->pure() && state_free(l);
+      for (size_t a : args[k]) c = c && constant[a];
+      if (!c) continue;
+      std::vector<Tensor> in;
+      for (size_t a : args[k]) in.push_back(const_value[a].at(std::min(pick(k), const_value[a].size() - 1)));
+      const_value[k] = l.impl()->n_outputs() > 1 ? l.impl()->compute_outputs(in, nn::Mode::Eval)
+                                                 : std::vector<Tensor>{l.impl()->compute(in, nn::Mode::Eval)};
+      constant[k] = true;
+      folded[k] = true;
+    }
+  }
+
+  // ---- common subexpressions: the same pure kind with the same State, options and inputs
+  // computes the same value; later copies read the first.
+  std::vector<size_t> alias(n);
+  std::iota(alias.begin(), alias.end(), size_t{0});
+  if (opt.eliminate_common_subexpressions) {
+    using Key = std::tuple<std::string, const nn::State*, size_t, std::vector<size_t>>;
+    std::map<Key, std::vector<size_t>> seen;
+    std::unordered_map<size_t, std::string> options_json;
+    auto options_of = [&](size_t k) -> const std::string& {
+      auto it = options_json.find(k);
+      if (it == options_json.end()) it = options_json.emplace(k, nodes[k].options().to_json()).first;
+      return it->second;
+    };
+    for (size_t k = 0; k < n; ++k) {
+      if (is_input[k] || folded[k] || args[k].empty() || !nodes[k].impl()->pure()) continue;
+      std::vector<size_t> in;
+      for (size_t a : args[k]) in.push_back(alias[a]);
+      auto& candidates = seen[Key{nodes[k].kind(), nodes[k].shared_state().get(), pick(k), in}];
+      for (size_t j : candidates) {
+        if (declared[j] != declared[k] || dtypes_of(nodes[j]) != dtypes_of(nodes[k]) || options_of(j) != options_of(k)) continue;
+        alias[k] = j;
+        p->notes.push_back("merge  " + label(nodes[k]) + " -> " + label(nodes[j]) + " (same kind, options, state and inputs)");
+        break;
+      }
+      if (alias[k] == k) candidates.push_back(k);
+    }
+  }
+
+  // ---- dead nodes: what no output reaches once folded nodes stop at their value and merged
+  // nodes read their first copy. Graph inputs stay (they are the positional interface).
+  for (const Layer& o : g.outputs()) p->output_pos.push_back(alias[pos.at(o.impl().get())]);
+  std::vector<bool> live(n, !opt.remove_dead_nodes);
+  for (size_t k : p->output_pos) live[k] = true;
+  for (size_t k = n; k-- > 0;) {
+    if (!live[k] || alias[k] != k || folded[k]) continue;
+    for (size_t a : args[k]) live[alias[a]] = true;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (is_input[k] || alias[k] != k) continue;
+    if (!live[k]) {
+      p->notes.push_back("dead   " + label(nodes[k]) + " (no output reads it after the other passes)");
+    } else if (folded[k]) {
+      p->constants.emplace_back(k, const_value[k]);
+      p->notes.push_back("fold   " + label(nodes[k]) + " " + shape_str(const_value[k][0].shape()) +
+                         " computed once at compile time (it depends only on constants)");
+    }
+  }
+
+  // ---- steps and liveness: each slot is released after its last reader (outputs and folded
+  // constants are kept)
+  std::vector<size_t> last(n, SIZE_MAX);
+  for (size_t k = 0; k < n; ++k) {
+    if (is_input[k] || alias[k] != k || !live[k] || folded[k]) continue;
+    Impl::Step s;
+    s.node = k;
+    for (size_t a : args[k]) s.args.push_back(alias[a]);
+    for (size_t a : s.args) last[a] = p->steps.size();
+    p->has_multi = p->has_multi || nodes[k].impl()->n_outputs() > 1;
+    p->steps.push_back(std::move(s));
+  }
+  std::vector<bool> kept(n, false);
+  for (size_t k : p->output_pos) kept[k] = true;
+  for (const auto& c : p->constants) kept[c.first] = true;
+  for (size_t k = 0; k < n; ++k)
+    if (last[k] != SIZE_MAX && !kept[k]) p->steps[last[k]].frees.push_back(k);
+
+  // ---- shapes the batch rule leaves open (spatial sizes, sequence lengths): with every input
+  // size given, the plan runs once here on zeros of those shapes, in Eval mode without
+  // gradients (no layer writes its State then), and records what each step produces.
+  bool open = false, all_given = p->specialized;
+  for (const Shape& s : p->input_shapes)
+    for (int64_t d : s) all_given = all_given && d >= 0;
+  for (const Impl::Step& s : p->steps)
+    for (const Shape& sh : p->shapes[s.node])
+      for (int64_t d : sh) open = open || d < 0;
+  if (open && all_given) {
+    impl_ = p;
+    std::vector<Tensor> zero_inputs;
+    for (size_t i = 0; i < p->input_shapes.size(); ++i) zero_inputs.push_back(zeros(p->input_shapes[i], g.inputs()[i].dtype()));
+    std::vector<std::vector<Shape>> found = p->shapes;
+    {
+      NoGrad no_grad;
+      nn::ModeScope eval(nn::Mode::Eval);
+      execute(zero_inputs, &found);
+    }
+    p->shapes = std::move(found);
+  }
+
+  // ---- peak bytes of live activations: inputs (their owners keep them during the run), then
+  // per step what is live while it runs (a Module's inner peak counts in its step)
+  int64_t live_bytes = 0;
+  bool known = true;
+  auto bytes = [&](size_t k) {
+    int64_t b = 0;
+    const std::vector<DType> dt = dtypes_of(nodes[k]);
+    for (size_t o = 0; o < p->shapes[k].size(); ++o) {
+      const int64_t x = bytes_of(p->shapes[k][o], dt[std::min(o, dt.size() - 1)]);
+      if (x < 0) known = false;
+      b += std::max<int64_t>(x, 0);
+    }
+    return b;
+  };
+  for (size_t k : p->input_pos) live_bytes += bytes(k);
+  int64_t peak = live_bytes;
+  p->peak_at = "the inputs";
+  std::vector<bool> is_input_slot = is_input;
+  for (const Impl::Step& s : p->steps) {
+    // a Constant or a free Input hands out the tensor it holds: nothing new is allocated
+    const bool holds = is_kind(nodes[s.node], "Constant") || is_kind(nodes[s.node], "Input");
+    const int64_t out = holds ? 0 : bytes(s.node);
+    int64_t during = out;
+    if (const Graph* inner = nn::module_graph(nodes[s.node]); inner && known) {
+      std::vector<Shape> in_shapes;
+      int64_t in_bytes = 0;
+      for (size_t a : s.args) {
+        in_shapes.push_back(p->shapes[a][std::min(pick(s.node), p->shapes[a].size() - 1)]);
+        in_bytes += bytes_of(in_shapes.back(), nodes[a].dtype());
+      }
+      const Plan inner_plan(*inner, CompileOptions{in_shapes});
+      if (inner_plan.peak_bytes() >= 0) during = std::max(during, inner_plan.peak_bytes() - in_bytes);
+    }
+    if (live_bytes + during > peak) peak = live_bytes + during, p->peak_at = "step " + label(nodes[s.node]);
+    live_bytes += out;
+    for (size_t f : s.frees)
+      if (!is_input_slot[f] && !is_kind(nodes[f], "Constant") && !is_kind(nodes[f], "Input")) live_bytes -= bytes(f);
+  }
+  p->peak = known ? peak : -1;
+  impl_ = std::move(p);
+}
+
+const Graph& Plan::graph() const { return *impl_->graph; }
+const std::vector<Shape>& Plan::input_shapes() const { return impl_->input_shapes; }
+bool Plan::shape_polymorphic() const {
+  for (const Shape& s : impl_->input_shapes)
+    for (int64_t d : s)
+      if (d < 0) return true;
+  return false;
+}
+int64_t Plan::peak_bytes() const { return impl_->peak; }
+
+std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const { return execute(xs, nullptr); }
+
+std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std::vector<Shape>>* record) const {
+  const Impl& p = *impl_;
+  const Graph& g = *p.graph;
+  const std::vector<Layer>& nodes = g.nodes();
+  const std::vector<Layer>& ins = g.inputs();
+  if (!xs.empty() && xs.size() != ins.size()) {
+    std::string names;
+    for (const Layer& i : ins) names += (names.empty() ? "" : ", ") + i.name();
+    throw ValueError("Plan: got " + std::to_string(xs.size()) + " input tensors for " + std::to_string(ins.size()) +
+                     " graph inputs (" + names + "); pass all of them, or none to read the Input layers' values");
+  }
+  const nn::Mode mode = nn::current_mode();
+  const size_t n = nodes.size();
+  std::vector<Tensor> values(n);
+  std::vector<std::vector<Tensor>> multi(p.has_multi ? n : 0);  // every output of a node with several
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const Layer& l = ins[i];
+    Tensor x;
+    if (!xs.empty()) {
+      x = xs[i];
+    } else if (is_kind(l, "Input")) {
+      x = l.impl()->compute({}, mode);  // its value or default; ValueError naming it otherwise
+    } else {
+      throw ValueError("Plan: graph input " + std::to_string(i) + " (" + label(l) +
+                       ") is not an Input layer, so it holds no value to read: pass the input tensors (" + names_of(ins) + ")");
+    }
+    const Shape& want = p.input_shapes[i];
+    bool ok = x.defined() && x.ndim() == static_cast<int64_t>(want.size());
+    for (size_t d = 0; ok && d < want.size(); ++d)
+      if (want[d] >= 0 && want[d] != x.shape()[d]) ok = false;
+    if (!ok)
+      throw ShapeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects shape " + shape_str(want) +
+                       (p.specialized ? " (compiled for it; -1: any size)" : " (-1: any size)") + ", got " +
+                       (x.defined() ? shape_str(x.shape()) : "an undefined tensor"));
+    // as Input::set_value: no silent promotion (int64 into a float32 graph would run in float64)
+    if (x.dtype() != l.dtype())
+      throw DTypeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects dtype " + dtype_name(l.dtype()) +
+                       ", got " + dtype_name(x.dtype()) + " (convert it with astype)");
+    values[p.input_pos[i]] = std::move(x);
+  }
+  for (const auto& [k, outs] : p.constants) {
+    values[k] = outs[0];
+    if (p.has_multi && outs.size() > 1) multi[k] = outs;
+  }
+  std::vector<Tensor> args;
+  for (const Impl::Step& s : p.steps) {
+    args.clear();
+    LayerImpl& node = *nodes[s.node].impl();
+    const size_t pick = node.reads_output();
+    for (size_t a : s.args) args.push_back(pick && p.has_multi && !multi[a].empty() ? multi[a].at(pick) : values[a]);
+    if (record) {
+      // compile-time shape inference: an op's error names the node it came from
+      try {
+        if (node.n_outputs() > 1) multi[s.node] = node.compute_outputs(args, mode);
+        else values[s.node] = node.compute(args, mode);
+      } catch (const ShapeError& e) {
+        throw ShapeError("compile: " + label(nodes[s.node]) + " fails for the given input shapes: " + e.what());
+      } catch (const ValueError& e) {
+        throw ValueError("compile: " + label(nodes[s.node]) + " fails for the given input shapes: " + e.what());
+      }
+      auto& shapes = (*record)[s.node];
+      shapes.clear();
+      if (node.n_outputs() > 1) {
+        values[s.node] = multi[s.node].at(0);
+        for (const Tensor& t : multi[s.node]) shapes.push_back(t.shape());
+      } else {
+        shapes.push_back(values[s.node].shape());
+      }
+    } else if (node.n_outputs() > 1) {
+      multi[s.node] = node.compute_outputs(args, mode);
+      values[s.node] = multi[s.node].at(0);
+    } else {
+      values[s.node] = node.compute(args, mode);
+    }
+    if (p.specialized) {
+      const Shape& want = p.shapes[s.node][0];
+      const Shape& got = values[s.node].shape();
+      bool ok = want.size() == got.size();
+      for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || want[d] == got[d];
+      if (!ok)
+        throw ShapeError("Plan: " + label(nodes[s.node]) + " produced shape " + shape_str(got) + " but the plan was compiled for " +
+                         shape_str(want) + " (compile without input shapes for a graph whose sizes vary otherwise)");
+    }
+    for (size_t f : s.frees) {
+      values[f] = Tensor();
+      if (p.has_multi) multi[f].clear();
+    }
+  }
+  std::vector<Tensor> outs;
+  outs.reserve(p.output_pos.size());
+  for (size_t k : p.output_pos) outs.push_back(values[k]);
+  return outs;
+}
+
+Tensor Plan::single(std::vector<Tensor> outs) {
+  if (outs.size() != 1)
+    throw ValueError("Plan: the graph has " + std::to_string(outs.size()) + " outputs; use run() to get all of them");
+  return outs[0];
+}
+
+std::string Plan::dump() const {
+  const Impl& p = *impl_;
+  const Graph& g = *p.graph;
+  const std::vector<Layer>& nodes = g.nodes();
+  std::string t = "Plan: " + std::to_string(nodes.size()) + " graph nodes; " + std::to_string(p.input_pos.size()) + " input(s), " +
+                  std::to_string(p.constants.size()) + " folded constant(s), " + std::to_string(p.steps.size()) + " step(s)\n";
+  t += shape_polymorphic() ? "shapes: polymorphic (-1 dimensions are sized at run time)\n"
+                           : "shapes: specialized to the compiled input shapes (checked per step)\n";
+  t += "passes:\n";
+  if (p.notes.empty()) t += "  (nothing removed, merged or folded)\n";
+  for (const std::string& s : p.notes) t += "  " + s + "\n";
+  auto shapes_of = [&](size_t k) {
+    std::string s;
+    for (const Shape& sh : p.shapes[k]) s += (s.empty() ? "" : ", ") + shape_str(sh);
+    return s;
+  };
+  t += "steps:\n";
+  for (size_t i = 0; i < p.input_pos.size(); ++i)
+    t += "  input " + std::to_string(i) + "  " + label(nodes[p.input_pos[i]]) + " " + shapes_of(p.input_pos[i]) + "\n";
+  for (const auto& c : p.constants) t += "  const    " + label(nodes[c.first]) + " " + shapes_of(c.first) + "\n";
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Impl::Step& s = p.steps[i];
+    t += "  " + std::to_string(i) + ": " + label(nodes[s.node]) + " " + shapes_of(s.node);
+    std::string in, fr;
+    for (size_t a : s.args) in += (in.empty() ? "" : ", ") + nodes[a].name();
+    for (size_t f : s.frees) fr += (fr.empty() ? "" : ", ") + nodes[f].name();
+    if (!in.empty()) t += " <- " + in;
+    if (!fr.empty()) t += "; frees " + fr;
+    t += "\n";
+  }
+  std::string outs;
+  for (size_t k : p.output_pos) outs += (outs.empty() ? "" : ", ") + nodes[k].name();
+  t += "outputs: " + outs + "\n";
+  t += p.peak >= 0 ? "peak: " + std::to_string(p.peak) + " bytes of live activations (at " + p.peak_at + ")\n"
+                   : "peak: unknown (some shape is open; compile with input shapes)\n";
+  return t;
+}
+
+std::ostream& operator<<(std::ostream& os, const Plan& plan) { return os << plan.dump(); }
+
+}  // namespace loom
