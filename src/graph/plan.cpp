@@ -15,6 +15,7 @@
 #include "loom/core/grad_mode.h"
 #include "loom/graph/module.h"
 #include "loom/ops/creation.h"
+#include "ops/conv_fused.h"
 
 namespace loom {
 
@@ -26,6 +27,10 @@ struct Plan::Impl {
     size_t node = 0;
     std::vector<size_t> args;   // value slots (node positions) it reads
     std::vector<size_t> frees;  // slots released after it
+    // Eval mode: this Conv2D step computes the fused group ending in slot `fused_out`
+    // (SIZE_MAX: none); a step with `fused_away` set is done by such a step and only frees
+    size_t fused_out = SIZE_MAX, bn = SIZE_MAX, residual = SIZE_MAX;
+    bool relu = false, fused_away = false;
   };
   std::shared_ptr<const Graph> graph;
   std::vector<Shape> input_shapes;               // compiled, one per graph input
@@ -86,6 +91,30 @@ std::vector<DType> dtypes_of(const Layer& l) {
 bool state_free(const Layer& l) {
   const nn::State& s = l.state();
   return s.params().empty() && s.buffers().empty() && s.children().empty();
+}
+
+// A Conv2D step and its fused epilogue (Impl::Step::fused_out) as one convolution.
+template <typename Step>
+Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x, const std::vector<Tensor>& values) {
+  const Layer& c = nodes[s.node];
+  const nn::Options o = c.options();
+  nn::State& cs = c.state();
+  detail::FusedConv e;
+  if (s.bn != SIZE_MAX) {
+    const Layer& b = nodes[s.bn];
+    nn::State& bs = b.state();
+    const nn::Options bo = b.options();
+    if (bo.get_bool("affine")) e.bn_weight = bs.param("weight"), e.bn_bias = bs.param("bias");
+    e.bn_mean = bs.buffer("running_mean");
+    e.bn_var = bs.buffer("running_var");
+    e.bn_eps = bo.get_float("eps");
+  }
+  if (s.residual != SIZE_MAX) e.residual = values[s.residual];
+  e.relu = s.relu;
+  const Tensor bias = o.get_bool("bias") ? cs.param("bias") : Tensor();
+  const ConvPadding padding = o.is_string("padding") ? ConvPadding(o.get_string("padding")) : ConvPadding(o.get_ints("padding"));
+  return detail::conv2d_fused(x, cs.param("weights"), bias, e, o.get_ints("stride"), padding, o.get_ints("dilation"),
+                              o.get_int("groups"));
 }
 
 std::string names_of(const std::vector<Layer>& ls) {
@@ -247,6 +276,68 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
   for (size_t k = 0; k < n; ++k)
     if (last[k] != SIZE_MAX && !kept[k]) p->steps[last[k]].frees.push_back(k);
 
+  // ---- inference epilogues (Eval mode): Conv2D -> [BatchNorm] -> [Add residual] -> [ReLU], each
+  // link read by nothing but the next one, runs as one convolution (ops/conv_fused.h). The
+  // residual must be computed before the convolution's step, and of its output's shape.
+  if (opt.fuse_conv_epilogues) {
+    std::vector<size_t> readers(n, 0), step_of(n, SIZE_MAX);
+    std::vector<bool> is_out(n, false);
+    for (size_t k : p->output_pos) is_out[k] = true;
+    for (size_t i = 0; i < p->steps.size(); ++i) {
+      step_of[p->steps[i].node] = i;
+      for (size_t a : p->steps[i].args) ++readers[a];
+    }
+    // the one step reading slot k, when k is read once and is no output
+    auto sole_reader = [&](size_t k) -> const Impl::Step* {
+      if (readers[k] != 1 || is_out[k]) return nullptr;
+      for (const Impl::Step& s : p->steps)
+        if (std::find(s.args.begin(), s.args.end(), k) != s.args.end()) return &s;
+      return nullptr;
+    };
+    for (size_t i = 0; i < p->steps.size(); ++i) {
+      Impl::Step& conv = p->steps[i];
+      const Layer& c = nodes[conv.node];
+      if (conv.fused_away || !is_kind(c, "Conv2D") || conv.args.size() != 1 || c.dtype() != DType::Float32 ||
+          pick(conv.node) != 0)
+        continue;
+      size_t end = conv.node, bn = SIZE_MAX, residual = SIZE_MAX;
+      bool relu = false;
+      std::vector<size_t> members;
+      std::string text = label(c);
+      const Impl::Step* next = sole_reader(end);
+      if (next && is_kind(nodes[next->node], "BatchNorm") && next->args.size() == 1) {
+        bn = end = next->node;
+        members.push_back(bn);
+        text += " + " + label(nodes[bn]);
+        next = sole_reader(end);
+      }
+      if (next && is_kind(nodes[next->node], "Add") && next->args.size() == 2) {
+        const size_t other = next->args[0] == end ? next->args[1] : next->args[0];
+        const bool before = step_of[other] == SIZE_MAX || step_of[other] < i;
+        if (other != end && before && p->shapes[other] == p->shapes[end] && nodes[other].dtype() == DType::Float32) {
+          residual = other;
+          end = next->node;
+          members.push_back(end);
+          text += " + " + label(nodes[end]) + " (residual '" + nodes[other].name() + "')";
+          next = sole_reader(end);
+        }
+      }
+      if (next && is_kind(nodes[next->node], "Activation") && nodes[next->node].options().get_string("fn") == "relu") {
+        relu = true;
+        end = next->node;
+        members.push_back(end);
+        text += " + " + label(nodes[end]);
+      }
+      if (members.empty()) continue;
+      conv.fused_out = end;
+      conv.bn = bn;
+      conv.residual = residual;
+      conv.relu = relu;
+      for (size_t m : members) p->steps[step_of[m]].fused_away = true;
+      p->notes.push_back("fuse   " + text + " (Eval mode: one convolution, batch norm folded, post-ops)");
+    }
+  }
+
   // ---- shapes the batch rule leaves open (spatial sizes, sequence lengths): with every input
   // size given, the plan runs once here on zeros of those shapes, in Eval mode without
   // gradients (no layer writes its State then), and records what each step produces.
@@ -367,6 +458,9 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
     values[k] = outs[0];
     if (p.has_multi && outs.size() > 1) multi[k] = outs;
   }
+  // fused groups run in Eval mode only (Train-mode batch norm uses the batch's statistics), and
+  // not in the compile-time shape run, which records every node's shape
+  const bool fuse = mode == nn::Mode::Eval && !record;
   std::vector<Tensor> args;
   for (const Impl::Step& s : p.steps) {
     args.clear();
@@ -391,19 +485,24 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
       } else {
         shapes.push_back(values[s.node].shape());
       }
+    } else if (fuse && s.fused_away) {
+      // done by its group's convolution step
+    } else if (fuse && s.fused_out != SIZE_MAX) {
+      values[s.fused_out] = run_fused(nodes, s, args[0], values);
     } else if (node.n_outputs() > 1) {
       multi[s.node] = node.compute_outputs(args, mode);
       values[s.node] = multi[s.node].at(0);
     } else {
       values[s.node] = node.compute(args, mode);
     }
-    if (p.specialized) {
-      const Shape& want = p.shapes[s.node][0];
-      const Shape& got = values[s.node].shape();
+    const size_t produced = fuse && s.fused_out != SIZE_MAX ? s.fused_out : s.node;
+    if (p.specialized && !(fuse && s.fused_away)) {
+      const Shape& want = p.shapes[produced][0];
+      const Shape& got = values[produced].shape();
       bool ok = want.size() == got.size();
       for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || want[d] == got[d];
       if (!ok)
-        throw ShapeError("Plan: " + label(nodes[s.node]) + " produced shape " + shape_str(got) + " but the plan was compiled for " +
+        throw ShapeError("Plan: " + label(nodes[produced]) + " produced shape " + shape_str(got) + " but the plan was compiled for " +
                          shape_str(want) + " (compile without input shapes for a graph whose sizes vary otherwise)");
     }
     for (size_t f : s.frees) {

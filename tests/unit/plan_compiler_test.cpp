@@ -331,3 +331,54 @@ TEST(PlanCompiler, PeakBytesAgreeWithMemoryStats) {
   // which counts activations only, does not see.
   EXPECT_EQ(after.peak_bytes - before.current_bytes + f * 32 * 64, plan.peak_bytes());
 }
+
+// Inference epilogues: in Eval mode without gradients, Conv2D -> BatchNorm -> [Add] -> ReLU runs
+// as one convolution (batch norm folded, post-ops); the dump names each group; results stay
+// within float32 rounding of the unfused plan; Train mode and gradient-enabled runs are unchanged.
+TEST(PlanCompiler, ConvEpiloguesAreFusedInEvalMode) {
+  manual_seed(5);
+  zoo::Network net = zoo::resnet({1, 1, 1, 1}, 5, 3, "resnet_fuse");
+  const Graph& g = net.graph;
+  // running statistics that are not the defaults, so that folding them matters
+  {
+    nn::ModeScope train(nn::Mode::Train);
+    NoGrad no_grad;
+    for (int i = 0; i < 3; ++i) g.compile()(uniform({4, 3, 32, 32}) * 2.0 + 0.5);
+  }
+  const Plan fused = g.compile();
+  const Plan plain = g.compile(CompileOptions{.fuse_conv_epilogues = false});
+  const std::string dump = fused.dump();
+  EXPECT_GE(count(dump, "fuse   Conv2D"), 8u) << dump;  // stem, and two per basic block at least
+  EXPECT_TRUE(has(dump, "(residual '")) << dump;
+  EXPECT_FALSE(has(plain.dump(), "fuse   ")) << plain.dump();
+  const Tensor x = uniform({2, 3, 32, 32});
+  nn::ModeScope eval(nn::Mode::Eval);
+  {
+    NoGrad no_grad;
+    const Tensor a = fused(x), b = plain(x);
+    const double scale = max(abs(b)).item<double>();
+    EXPECT_LE(max(abs(a - b)).item<double>(), 1e-4 * (1.0 + scale));
+    EXPECT_FALSE(array_equal(a, b)) << "the fused path did not run (bitwise the unfused result)";
+  }
+  // with gradients the group runs the unfused ops: bitwise the plain plan's
+  EXPECT_TRUE(array_equal(fused(x), plain(x)));
+  nn::ModeScope train(nn::Mode::Train);
+  NoGrad no_grad;
+  EXPECT_TRUE(array_equal(fused(x), plain(x)));
+}
+
+// A conv whose output is also read elsewhere, or is a graph output, is not fused.
+TEST(PlanCompiler, ConvEpilogueNeedsSoleReaders) {
+  nn::Input x(Shape{-1, 3, 8, 8}, Float32, "x");
+  nn::Conv2D c(x, 4, 3, {.padding = 1}, "c");
+  nn::BatchNorm bn(c, {}, "bn");
+  nn::Activation r(bn, nn::relu, "r");
+  nn::Add both({r, c}, "both");  // c is read twice
+  const std::string dump = Graph::build({both}, {x}).compile().dump();
+  EXPECT_FALSE(has(dump, "fuse   Conv2D 'c'")) << dump;
+  const std::string dump2 = Graph::build({c, r}, {x}).compile().dump();  // c is an output
+  EXPECT_FALSE(has(dump2, "fuse   ")) << dump2;
+  // bn an output: the group ends there (its value is the fused convolution's), ReLU runs alone
+  const std::string dump3 = Graph::build({bn, r}, {x}).compile().dump();
+  EXPECT_TRUE(has(dump3, "fuse   Conv2D 'c' + BatchNorm 'bn' (Eval")) << dump3;
+}

@@ -72,6 +72,11 @@ struct CompileOptions {
   bool remove_dead_nodes = true;
   bool eliminate_common_subexpressions = true;
   bool fold_constants = true;
+  // In Eval mode: a Conv2D with the BatchNorm, residual Add and ReLU that follow it (each
+  // optional, each read by nothing else) runs as one convolution with batch norm folded into its
+  // weights and the rest as oneDNN post-ops. Results differ from the unfused ops by float32
+  // rounding (docs/compile.md).
+  bool fuse_conv_epilogues = true;
 };
 
 // The one evaluator of layer graphs: Layer::operator()(), Module, as_function and train::Model
