@@ -11,18 +11,13 @@
 #include "ops/conv_fused.h"
 #include "ops/cpu/onednn.h"
 
+#include "core_test_util.h"
+
 using namespace loom;
 
 namespace {
 
-class ThreadsScope {
- public:
-  explicit ThreadsScope(int n) : before_(get_num_threads()) { set_num_threads(n); }
-  ~ThreadsScope() { set_num_threads(before_); }
-
- private:
-  int before_;
-};
+using loom_test::ThreadsScope;
 
 struct Geo {
   int64_t n, c, h, w, oc, k, stride, pad, dilation, groups;

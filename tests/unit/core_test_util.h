@@ -12,6 +12,18 @@
 
 namespace loom_test {
 
+// Sets the thread pool's size for a scope, and restores it after.
+class ThreadsScope {
+ public:
+  explicit ThreadsScope(int n) : before_(loom::get_num_threads()) { loom::set_num_threads(n); }
+  ~ThreadsScope() { loom::set_num_threads(before_); }
+  ThreadsScope(const ThreadsScope&) = delete;
+  ThreadsScope& operator=(const ThreadsScope&) = delete;
+
+ private:
+  int before_;
+};
+
 // A fresh directory named after the running test, removed at the end.
 struct TempDir {
   std::filesystem::path dir;

@@ -7,18 +7,13 @@
 
 #include <string>
 
+#include "core_test_util.h"
+
 using namespace loom;
 
 namespace {
 
-class ThreadsScope {
- public:
-  explicit ThreadsScope(int n) : before_(get_num_threads()) { set_num_threads(n); }
-  ~ThreadsScope() { set_num_threads(before_); }
-
- private:
-  int before_;
-};
+using loom_test::ThreadsScope;
 
 struct Grads {
   Tensor y, gx, gw, gb;
