@@ -22,6 +22,15 @@ namespace loom {
 using nn::Layer;
 using nn::LayerImpl;
 
+// The options of a fused group's layers, read at compile time (not per run).
+struct FusedGeometry {
+  std::vector<int64_t> stride, dilation;
+  ConvPadding padding = 0;
+  int64_t groups = 1;
+  bool conv_bias = false, bn_affine = false;
+  double bn_eps = 1e-5;
+};
+
 struct Plan::Impl {
   struct Step {
     size_t node = 0;
@@ -31,6 +40,7 @@ struct Plan::Impl {
     // (SIZE_MAX: none); a step with `fused_away` set is done by such a step and only frees
     size_t fused_out = SIZE_MAX, bn = SIZE_MAX, residual = SIZE_MAX;
     bool relu = false, fused_away = false;
+    std::shared_ptr<const FusedGeometry> geometry;  // read from the layers' options once
   };
   std::shared_ptr<const Graph> graph;
   std::vector<Shape> input_shapes;               // compiled, one per graph input
@@ -93,28 +103,40 @@ bool state_free(const Layer& l) {
   return s.params().empty() && s.buffers().empty() && s.children().empty();
 }
 
+// What run_fused needs from the group's layers' options.
+std::shared_ptr<const FusedGeometry> fused_geometry(const Layer& conv, const Layer* bn) {
+  const nn::Options o = conv.options();
+  auto g = std::make_shared<FusedGeometry>();
+  g->stride = o.get_ints("stride");
+  g->dilation = o.get_ints("dilation");
+  g->padding = o.is_string("padding") ? ConvPadding(o.get_string("padding")) : ConvPadding(o.get_ints("padding"));
+  g->groups = o.get_int("groups");
+  g->conv_bias = o.get_bool("bias");
+  if (bn) {
+    const nn::Options bo = bn->options();
+    g->bn_affine = bo.get_bool("affine");
+    g->bn_eps = bo.get_float("eps");
+  }
+  return g;
+}
+
 // A Conv2D step and its fused epilogue (Impl::Step::fused_out) as one convolution.
 template <typename Step>
 Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x, const std::vector<Tensor>& values) {
-  const Layer& c = nodes[s.node];
-  const nn::Options o = c.options();
-  nn::State& cs = c.state();
+  const FusedGeometry& geo = *s.geometry;
+  nn::State& cs = nodes[s.node].state();
   detail::FusedConv e;
   if (s.bn != SIZE_MAX) {
-    const Layer& b = nodes[s.bn];
-    nn::State& bs = b.state();
-    const nn::Options bo = b.options();
-    if (bo.get_bool("affine")) e.bn_weight = bs.param("weight"), e.bn_bias = bs.param("bias");
+    nn::State& bs = nodes[s.bn].state();
+    if (geo.bn_affine) e.bn_weight = bs.param("weight"), e.bn_bias = bs.param("bias");
     e.bn_mean = bs.buffer("running_mean");
     e.bn_var = bs.buffer("running_var");
-    e.bn_eps = bo.get_float("eps");
+    e.bn_eps = geo.bn_eps;
   }
   if (s.residual != SIZE_MAX) e.residual = values[s.residual];
   e.relu = s.relu;
-  const Tensor bias = o.get_bool("bias") ? cs.param("bias") : Tensor();
-  const ConvPadding padding = o.is_string("padding") ? ConvPadding(o.get_string("padding")) : ConvPadding(o.get_ints("padding"));
-  return detail::conv2d_fused(x, cs.param("weights"), bias, e, o.get_ints("stride"), padding, o.get_ints("dilation"),
-                              o.get_int("groups"));
+  const Tensor bias = geo.conv_bias ? cs.param("bias") : Tensor();
+  return detail::conv2d_fused(x, cs.param("weights"), bias, e, geo.stride, geo.padding, geo.dilation, geo.groups);
 }
 
 std::string names_of(const std::vector<Layer>& ls) {
@@ -333,6 +355,7 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
       conv.bn = bn;
       conv.residual = residual;
       conv.relu = relu;
+      conv.geometry = fused_geometry(c, bn == SIZE_MAX ? nullptr : &nodes[bn]);
       for (size_t m : members) p->steps[step_of[m]].fused_away = true;
       p->notes.push_back("fuse   " + text + " (Eval mode: one convolution, batch norm folded, post-ops)");
     }
