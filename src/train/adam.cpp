@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "loom/core/parallel.h"
 #include "loom/ops/elementwise.h"
 #include "loom/train/optimizers.h"
+#include "ops/cpu/simd/simd.h"
 #include "train/fused.h"
 
 namespace loom::train {
@@ -47,6 +49,25 @@ void adam_fused(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
   });
 }
 
+// float32: the vector kernel of the CPU's instruction set, over blocks of the pool.
+void adam_fused_f32(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                    const Tensor& max_sq, const AdamOptions& o, const AdamStep& s) {
+  float* p = detail::ptr<float>(param);
+  const float* g = detail::ptr<float>(grad);
+  float* m = detail::ptr<float>(exp_avg);
+  float* v = detail::ptr<float>(exp_avg_sq);
+  float* vmax = detail::ptr<float>(max_sq);
+  const cpu::simd::AdamArgs a{static_cast<float>(s.decay_factor), static_cast<float>(s.l2),
+                              static_cast<float>(o.beta1),        static_cast<float>(1.0 - o.beta1),
+                              static_cast<float>(o.beta2),        static_cast<float>(1.0 - o.beta2),
+                              static_cast<float>(-s.step_size),   static_cast<float>(s.bc2_sqrt),
+                              static_cast<float>(o.eps)};
+  const auto kernel = cpu::simd::table().adam;
+  parallel_for(0, param.numel(), detail::kFusedGrain, [&](int64_t b, int64_t e) {
+    kernel(p + b, g + b, m + b, v + b, vmax ? vmax + b : nullptr, e - b, a);
+  });
+}
+
 }  // namespace
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, false) {}
@@ -80,7 +101,7 @@ void Adam::update(size_t, Tensor& param, const Tensor& grad, ParamState& state) 
   s.step_size = lr() / (1.0 - std::pow(opt_.beta1, static_cast<double>(t)));
   s.bc2_sqrt = std::sqrt(1.0 - std::pow(opt_.beta2, static_cast<double>(t)));
   if (can_fuse({&param, &grad, &m, &v, &vmax})) {
-    if (param.dtype() == DType::Float32) adam_fused<float>(param, grad, m, v, vmax, opt_, s);
+    if (param.dtype() == DType::Float32) adam_fused_f32(param, grad, m, v, vmax, opt_, s);
     else adam_fused<double>(param, grad, m, v, vmax, opt_, s);
     return;
   }

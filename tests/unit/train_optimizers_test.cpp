@@ -40,15 +40,25 @@ std::vector<std::pair<std::string, Factory>> factories() {
 }
 
 struct Model {
-  Tensor X, Y;
+  Tensor X, Y, Z;
   std::vector<Tensor> params;
-  explicit Model(DType dt = Float32) {
+  // `wide` adds a third parameter of 83 values, fitted to Z: long enough for the vector
+  // kernels' full blocks (up to 2 x 16 floats) and a tail.
+  explicit Model(DType dt = Float32, bool wide = false) {
     Generator g(42);
     X = normal({8, 3}, 0, 1, dt, Device::cpu(), &g);
     Y = normal({8, 2}, 0, 1, dt, Device::cpu(), &g);
     params = {normal({3, 2}, 0, 1, dt, Device::cpu(), &g).requires_grad_(), zeros({2}, dt).requires_grad_()};
+    if (wide) {
+      Z = normal({83}, 0, 1, dt, Device::cpu(), &g);
+      params.push_back(normal({83}, 0, 1, dt, Device::cpu(), &g).requires_grad_());
+    }
   }
-  void backward() const { tr::mse(matmul(X, params[0]) + params[1], Y).backward(); }
+  void backward() const {
+    Tensor loss = tr::mse(matmul(X, params[0]) + params[1], Y);
+    if (params.size() > 2) loss = loss + tr::mse(params[2] * params[2], Z);
+    loss.backward();
+  }
 };
 
 void run_steps(tr::Optimizer& opt, const Model& m, int n) {
@@ -125,7 +135,7 @@ TEST(TrainOptimizers, FusedAndTensorOpPathsAgree) {
   for (DType dt : {Float32, Float64})
     for (auto& [name, make] : factories()) {
       SCOPED_TRACE(name + " " + dtype_name(dt));
-      Model a(dt), b(dt);
+      Model a(dt, true), b(dt, true);
       auto oa = make(a.params);
       auto ob = make(b.params);
       ob->set_fused(false);

@@ -232,6 +232,16 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
         }
         return;
       }
+      if (s[0] == sizeof(T) && s[1] == 1 && s[2] == 0 && s[3] == sizeof(T)) {  // a scalar x: relu's backward
+        T* o = reinterpret_cast<T*>(p[0]);
+        const bool* c = reinterpret_cast<const bool*>(p[1]);
+        const T xv = *reinterpret_cast<const T*>(p[2]);
+        const T* y = reinterpret_cast<const T*>(p[3]);
+        for (int64_t k = 0; k < n; ++k) {
+          o[k] = select_bits(c[k], xv, y[k]);
+        }
+        return;
+      }
       for (int64_t k = 0; k < n; ++k)
         *reinterpret_cast<T*>(p[0] + k * s[0]) = *reinterpret_cast<const bool*>(p[1] + k * s[1])
                                                       ? *reinterpret_cast<const T*>(p[2] + k * s[2])

@@ -38,6 +38,17 @@ inline int64_t pool_scratch_width(const PoolGeometry& g) {
 }
 inline int64_t pool_scratch_size(const PoolGeometry& g) { return g.h * pool_scratch_width(g); }
 
+// One Adam / AdamW step's constants (torch.optim.Adam's arithmetic; see train/adam.cpp).
+struct AdamArgs {
+  float decay;     // AdamW: 1 - lr * weight_decay (1: none)
+  float l2;        // Adam: weight_decay added to the gradient (0: none)
+  float b1, omb1;  // beta1, 1 - beta1
+  float b2, omb2;  // beta2, 1 - beta2
+  float neg_step;  // -lr / (1 - beta1^t)
+  float bc2;       // sqrt(1 - beta2^t)
+  float eps;
+};
+
 struct Table {
   const char* isa;  // "avx512", "avx2" or "baseline"
   int lanes;        // floats per vector: 16, 8 or 4 (one zmm, ymm or xmm register)
@@ -73,6 +84,9 @@ struct Table {
   // s[0] += sum g, s[1] += sum g (x - m).
   void (*centred_sums)(const float* x, int64_t n, float m, double* s);
   void (*grad_sums)(const float* x, const float* g, int64_t n, float m, double* s);
+  // One Adam step over n contiguous parameters p with gradient g and moments m, v (vmax: the
+  // AMSGrad maximum, or null), updated in place.
+  void (*adam)(float* p, const float* g, float* m, float* v, float* vmax, int64_t n, const AdamArgs& a);
 };
 
 const Table& table();
