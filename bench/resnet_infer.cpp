@@ -1,6 +1,7 @@
 // ResNet-18 (zoo::resnet18, 1000 classes, 224x224) eval-mode inference under NoGrad: median
 // milliseconds per batch at batch 1 and 32 and 1 and 2 threads, with the CPU and ISA it ran on.
-// Peer: bench/torch_resnet_infer_peer.py (torch eager, same settings).
+// Peers: bench/torch_resnet_infer_peer.py (torch eager) and bench/onnx_resnet_infer_peer.py (ONNX
+// Runtime), same settings.
 //   resnet_infer [reps_b1=20] [reps_b32=3]   (0 reps: skip that batch size)
 #include <algorithm>
 #include <chrono>

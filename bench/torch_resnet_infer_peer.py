@@ -34,11 +34,11 @@ def median(v: list[float]) -> float:
     return v[m // 2] if m % 2 else 0.5 * (v[m // 2 - 1] + v[m // 2])
 
 
-def child(threads: int, reps1: int, reps32: int) -> None:
+def resnet18():
+    """The peers' ResNet-18 in eval mode (also used by bench/onnx_resnet_infer_peer.py): torch's
+    default initialisation after torch.manual_seed(0), so every peer run has the same weights."""
     import torch
     from torch import nn
-
-    torch.set_num_threads(threads)
 
     class Block(nn.Module):
         def __init__(self, cin: int, cout: int, stride: int):
@@ -56,13 +56,21 @@ def child(threads: int, reps1: int, reps32: int) -> None:
             y = self.bn2(self.conv2(y))
             return torch.relu(y + (self.down(x) if self.down is not None else x))
 
+    torch.manual_seed(0)
     layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
     cin = 64
     for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
         layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
         cin = cout
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000)]
-    net = nn.Sequential(*layers).eval()
+    return nn.Sequential(*layers).eval()
+
+
+def child(threads: int, reps1: int, reps32: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    net = resnet18()
     torch.manual_seed(0)
     for batch, reps in ((1, reps1), (32, reps32)):
         if reps < 1:
