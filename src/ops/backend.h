@@ -9,7 +9,9 @@
 
 namespace loom::detail {
 
-enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min, Mod, FloorDiv, Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor };
+// ReluGrad (floating point only): a where b > 0 or b is NaN, else 0 -- relu's backward (a: the
+// output gradient, b: relu's output) in one pass, as PyTorch's threshold_backward.
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min, Mod, FloorDiv, Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor, ReluGrad };
 enum class UnaryOp : uint8_t {
   Neg, Abs, Sign, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Square, Sin, Cos, Tanh, Sigmoid, Erf, Relu, Floor, Ceil, Round, Not
 };

@@ -307,7 +307,7 @@ Tensor relu(const Tensor& x) {
   if (!detail::needs_grad({&x})) return y;
   return detail::record("relu", {x}, y, [yd = detail::save(y)](const Tensor& g) {
     // 0 where y <= 0, so relu'(0) = 0 and relu'(NaN) = 1 (PyTorch's threshold_backward)
-    return Grads{where(less_equal(yd, zeros({}, yd.dtype(), yd.device())), zeros({}, g.dtype(), g.device()), g)};
+    return Grads{binary_kernel(BinaryOp::ReluGrad, "relu", g, yd, yd.dtype(), yd.dtype())};
   });
 }
 

@@ -3,19 +3,11 @@
 #include <numeric>
 
 #include "ops/internal.h"
+#include "ops/random_mix.h"
 
 namespace loom {
 
-uint64_t Generator::mix(uint64_t a, uint64_t b) {
-  // splitmix64 finaliser over a combination of the two words
-  uint64_t z = a + 0x9e3779b97f4a7c15ull * (b + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  z += a * 0xd6e8feb86659fd93ull;
-  z = (z ^ (z >> 32)) * 0xd6e8feb86659fd93ull;
-  return z ^ (z >> 32);
-}
+uint64_t Generator::mix(uint64_t a, uint64_t b) { return detail::random_mix(a, b); }
 
 Generator& default_generator() {
   static Generator g(0);

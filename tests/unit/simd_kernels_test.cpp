@@ -219,6 +219,7 @@ float scalar_binary(simd::Binary op, float a, float b) {
     case simd::kDiv: return a / b;
     case simd::kMax: return max_nan(a, b);
     case simd::kMin: return min_nan(a, b);
+    case simd::kReluGrad: return b <= 0 ? 0.0f : a;
     default: return NAN;
   }
 }
@@ -245,7 +246,7 @@ TEST(SimdKernels, BinaryOpsEqualScalarArithmeticAtEveryLength) {
         t->binary_vv[op](o.data(), x.data(), y.data(), n);
         for (int64_t i = 0; i < n; ++i)
           ASSERT_TRUE(same(o[i], scalar_binary(b, x[i], y[i]))) << t->isa << " op " << op << " n=" << n << " i=" << i;
-        for (float s : {1.5f, NAN}) {
+        for (float s : {1.5f, NAN, -1.0f}) {
           t->binary_vs[op](o.data(), x.data(), s, n);
           for (int64_t i = 0; i < n; ++i)
             ASSERT_TRUE(same(o[i], scalar_binary(b, x[i], s))) << t->isa << " vs op " << op << " n=" << n << " i=" << i;
@@ -255,6 +256,10 @@ TEST(SimdKernels, BinaryOpsEqualScalarArithmeticAtEveryLength) {
         }
         ASSERT_EQ(o[n], 7.0f) << t->isa << " wrote past the end, op " << op << " n=" << n;
       }
+      // relu's backward where the second operand has negative values too (x has)
+      t->binary_vv[simd::kReluGrad](o.data(), y.data(), x.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_TRUE(same(o[i], x[i] <= 0 ? 0.0f : y[i])) << t->isa << " relu grad n=" << n << " i=" << i;
       // in place: o == x
       std::vector<float> z = x;
       t->binary_vv[simd::kMul](z.data(), z.data(), y.data(), n);

@@ -193,6 +193,10 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
     case BinaryOp::And: return run<bool, T>(out, a, b, [](T x, T y) { return x && y; });
     case BinaryOp::Or: return run<bool, T>(out, a, b, [](T x, T y) { return x || y; });
     case BinaryOp::Xor: return run<bool, T>(out, a, b, [](T x, T y) { return bool(x) != bool(y); });
+    case BinaryOp::ReluGrad:
+      if constexpr (std::is_floating_point_v<T>)
+        return run<T, T>(out, a, b, [](T g, T y) { return y <= T(0) ? T(0) : g; }, simd::kReluGrad);
+      break;
   }
   detail::unsupported_dtype("binary op", a.dtype(), "see the op's documentation");
 }

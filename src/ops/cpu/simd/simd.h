@@ -8,7 +8,8 @@
 namespace loom::cpu::simd {
 
 // Binary ops with a vector form; the index into Table's arrays.
-enum Binary : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kNumBinary };
+// kReluGrad: x where y > 0 or y is NaN, else 0 (relu's backward; x the gradient, y relu's output).
+enum Binary : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kReluGrad, kNumBinary };
 // Unary ops with a vector form.
 enum Unary : int { kNeg, kAbs, kSquare, kRelu, kSqrt, kExp, kLog, kTanh, kSigmoid, kNumUnary };
 
