@@ -1,7 +1,7 @@
 // Data-parallel benchmarks (docs/benchmarks.md "Data-parallel"; run by bench/dist_bench.sh).
 //
-//   dist_bench allreduce [--min-kib 1] [--max-mib 64] [--budget 0.4]
-//     float32 sum allreduce of 1 KiB .. 64 MiB (powers of 4), loom::dist::allreduce against raw
+//   dist_bench allreduce [--min-kib 1] [--max-mib 64 | --max-kib K] [--budget 0.4]
+//     float32 sum allreduce of 1 KiB .. 64 MiB (powers of 4; --max-kib stops below 1 MiB), loom::dist::allreduce against raw
 //     MPI_Allreduce(MPI_IN_PLACE, MPI_FLOAT, MPI_SUM) on the same buffer, alternating blocks of
 //     reps of each (4 blocks each of about budget/4 seconds, 2 to 2000 reps); rank 0 prints one
 //     JSON object per size with the median microseconds of one call (each rep timed alone; the
@@ -73,7 +73,9 @@ std::vector<double> time_reps(int reps, const auto& fn, double budget_s = 0, int
 
 int run_allreduce(int argc, char** argv, const dist::Context& ctx) {
   const int64_t min_bytes = std::atoll(arg(argc, argv, "--min-kib", "1").c_str()) << 10;
-  const int64_t max_bytes = std::atoll(arg(argc, argv, "--max-mib", "64").c_str()) << 20;
+  const std::string max_kib = arg(argc, argv, "--max-kib", "");
+  const int64_t max_bytes = max_kib.empty() ? std::atoll(arg(argc, argv, "--max-mib", "64").c_str()) << 20
+                                            : std::atoll(max_kib.c_str()) << 10;
   const double budget = std::atof(arg(argc, argv, "--budget", "0.4").c_str());  // seconds per size and peer
   const int p = ctx.size();
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
