@@ -61,8 +61,9 @@ void clear_data(Block& block, int64_t from) {
 // float16 and bfloat16 have no MPI type: reduced in float32 and rounded once.
 DType work_dtype(DType dtype) { return dtype == Float16 || dtype == BFloat16 ? Float32 : dtype; }
 
-// The elements of an allreduce that travel inside the block (0: none): float32 work, sum or
-// mean. A function of the signature alone, so that ranks that agree decide alike.
+// The elements of an allreduce that travel inside the block (0: none): the first kInlineFloats
+// of a float32 (work) sum or mean; the rest, if any, follows in a second call. A function of
+// the signature alone, so that ranks that agree decide alike.
 int64_t inline_elems(const Signature& s, int size) {
   const auto& f = s.v;
   if (f[Signature::kKind] != kAllreduce || f[Signature::kArg] == static_cast<int64_t>(ReduceOp::Max) ||
@@ -70,7 +71,7 @@ int64_t inline_elems(const Signature& s, int size) {
     return 0;
   if (work_dtype(static_cast<DType>(f[Signature::kDType])) != Float32) return 0;
   const int64_t n = f[Signature::kNumel];
-  return n > 0 && n <= kInlineFloats ? n : 0;
+  return std::clamp<int64_t>(n, 0, kInlineFloats);
 }
 
 uint64_t hash_signature(const Signature& s) {  // FNV-1a over the fields, then splitmix64's finalizer
@@ -176,8 +177,8 @@ void name_disagreement(const Signature& mine, const Shape& dims, MPI_Comm comm, 
 }
 
 // Sums this call's signature block over the ranks (with `block`'s data, which the caller filled
-// when inline_elems() says so, and zeros otherwise); returns when every rank made the same call, and throws the same
-// error on every rank otherwise.
+// as inline_elems() says, and zeros after it); returns when every rank made the same call, and
+// throws the same error on every rank otherwise.
 void agree(const Signature& mine, const Shape& dims, MPI_Comm comm, std::string_view what, Block& block) {
   const uint64_t h = hash_signature(mine);
   for (int i = 0; i < kDigits; ++i) {
@@ -284,13 +285,13 @@ Tensor& allreduce(Tensor& t, ReduceOp op) {
   Block block;
   const int64_t inlined = inline_elems(sig, dist::size());
   clear_data(block, inlined);
-  const DType work = t.defined() ? work_dtype(t.dtype()) : Float32;
-  const size_t inline_bytes = static_cast<size_t>(inlined) * itemsize(work);
-  // a contiguous tensor of the work dtype is copied straight from and into its own memory
-  const bool direct = inlined > 0 && work == t.dtype() && t.is_contiguous();
+  float* const head = block.data() + kHeaderFloats;
+  // The float32 data whose head rides in the block: the tensor itself when it is contiguous
+  // float32 (reduced in its own memory), else a contiguous float32 copy written back at the end.
+  Tensor flat;
   if (inlined > 0) {
-    Tensor packed = direct ? t : t.astype(work).contiguous();
-    std::memcpy(block.data() + kHeaderFloats, packed.data_ptr(), inline_bytes);
+    flat = t.dtype() == Float32 && t.is_contiguous() ? t : t.astype(Float32).contiguous();
+    std::copy_n(static_cast<const float*>(flat.data_ptr()), inlined, head);
   }
   agree(sig, dims, comm, call, block);
   check_agreed(t, call);
@@ -303,22 +304,20 @@ Tensor& allreduce(Tensor& t, ReduceOp op) {
   if (t.numel() == 0) return t;
   const int size = dist::size();
 
-  if (inlined > 0) {  // reduced already, in the block
-    void* result = block.data() + kHeaderFloats;
-    if (op == ReduceOp::Mean) divide(result, work, inlined, size);
-    if (direct) {
-      std::memcpy(t.data_ptr(), result, inline_bytes);
-      t.storage()->bump_version();  // written in place
-    } else {
-      Tensor r = empty({inlined}, work);
-      std::memcpy(r.data_ptr(), result, inline_bytes);
-      t.copy_(r.reshape(t.shape()));
-    }
+  if (inlined > 0) {  // the head is reduced already, in the block
+    auto* data = static_cast<float*>(flat.data_ptr());
+    if (const int64_t rest = t.numel() - inlined; rest > 0)
+      check_lazy(MPI_Allreduce(MPI_IN_PLACE, data + inlined, static_cast<int>(rest), MPI_FLOAT, MPI_SUM, comm),
+                 "MPI_Allreduce", [&] { return describe(call, t); });
+    std::copy_n(head, inlined, data);
+    if (op == ReduceOp::Mean) divide(data, Float32, t.numel(), size);
+    if (flat.shares_storage_with(t)) t.storage()->bump_version();  // written in place
+    else t.copy_(flat.reshape(t.shape()));
     return t;
   }
 
   Contiguous c(t);
-  const bool widen = work != dtype;
+  const bool widen = work_dtype(dtype) != dtype;
   Tensor w = widen ? c.buf.astype(Float32) : c.buf;
   MPI_Datatype type = MPI_FLOAT;
   switch (w.dtype()) {
