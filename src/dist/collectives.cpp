@@ -1,14 +1,13 @@
 // The collectives on Tensors. Every call begins with the same MPI call, whatever the collective:
-// one MPI_Allreduce of a fixed-size block (the "signature block") with Loom's own reduction.
-// Its header carries the call's signature (which collective, dtype, shape, ...), reduced to the
-// elementwise max and min over ranks, so that every rank sees the same disagreement and throws
-// the same error instead of hanging or mixing up buffers. A small allreduce travels inside the
-// same block (one MPI call in all); larger data then moves with one more MPI call on a
-// contiguous buffer (the tensor itself when contiguous).
+// one MPI_Allreduce (float32 sum) of a fixed-size "signature block" whose header carries a hash
+// of the call's signature (which collective, dtype, shape, ...), so that every rank sees the
+// same disagreement and throws the same error instead of hanging or mixing up buffers. The
+// first 1 KiB of a float32 sum or mean travels in the same block (one MPI call in all when that
+// is everything); other data then moves with one more MPI call on a contiguous buffer (the
+// tensor itself when contiguous). docs/distributed.md, "Ranks that disagree", has the figures.
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,7 +66,8 @@ DType work_dtype(DType dtype) { return dtype == Float16 || dtype == BFloat16 ? F
 int64_t inline_elems(const Signature& s, int size) {
   const auto& f = s.v;
   if (f[Signature::kKind] != kAllreduce || f[Signature::kArg] == static_cast<int64_t>(ReduceOp::Max) ||
-      f[Signature::kDType] < 0 || f[Signature::kDevice] != static_cast<int64_t>(DeviceType::CPU) || size > g_max_summed_ranks)
+      f[Signature::kDType] < 0 || f[Signature::kDevice] != static_cast<int64_t>(DeviceType::CPU) ||
+      size > g_max_summed_ranks)
     return 0;
   if (work_dtype(static_cast<DType>(f[Signature::kDType])) != Float32) return 0;
   const int64_t n = f[Signature::kNumel];
