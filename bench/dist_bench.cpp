@@ -1,8 +1,9 @@
 // Data-parallel benchmarks (docs/benchmarks.md "Data-parallel"; run by bench/dist_bench.sh).
 //
-//   dist_bench allreduce [--min-kib 1] [--max-mib 64] [--budget 0.4]
-//     float32 sum allreduce of 1 KiB .. 64 MiB (powers of 4), loom::dist::allreduce against raw
-//     MPI_Allreduce(MPI_IN_PLACE, MPI_FLOAT, MPI_SUM) on the same buffer, alternating blocks of
+//   dist_bench allreduce [--min-kib 1] [--max-mib 64 | --max-kib K] [--budget 0.4] [--op sum|max]
+//     float32 sum (or max) allreduce of 1 KiB .. 64 MiB (powers of 4; --max-kib stops below
+//     1 MiB), loom::dist::allreduce against raw MPI_Allreduce(MPI_IN_PLACE, MPI_FLOAT, MPI_SUM
+//     or MPI_MAX) on the same buffer, alternating blocks of
 //     reps of each (4 blocks each of about budget/4 seconds, 2 to 2000 reps); rank 0 prints one
 //     JSON object per size with the median microseconds of one call (each rep timed alone; the
 //     slower rank's time, through an MPI_MAX of the per-rep times after the timed loop) and the
@@ -73,15 +74,20 @@ std::vector<double> time_reps(int reps, const auto& fn, double budget_s = 0, int
 
 int run_allreduce(int argc, char** argv, const dist::Context& ctx) {
   const int64_t min_bytes = std::atoll(arg(argc, argv, "--min-kib", "1").c_str()) << 10;
-  const int64_t max_bytes = std::atoll(arg(argc, argv, "--max-mib", "64").c_str()) << 20;
+  const std::string max_kib = arg(argc, argv, "--max-kib", "");
+  const int64_t max_bytes = max_kib.empty() ? std::atoll(arg(argc, argv, "--max-mib", "64").c_str()) << 20
+                                            : std::atoll(max_kib.c_str()) << 10;
   const double budget = std::atof(arg(argc, argv, "--budget", "0.4").c_str());  // seconds per size and peer
+  const bool max = arg(argc, argv, "--op", "sum") == "max";  // loom sends small sums in one call, max in two
   const int p = ctx.size();
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     const int64_t n = bytes / 4;
     Tensor t = zeros({n}, Float32);  // sums of zeros stay zeros (no overflow over the reps)
     float* data = t.data<float>();
-    auto raw = [&] { MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
-    auto loom = [&] { dist::allreduce(t, dist::ReduceOp::Sum); };
+    auto raw = [&] {
+      MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+    };
+    auto loom = [&] { dist::allreduce(t, max ? dist::ReduceOp::Max : dist::ReduceOp::Sum); };
     for (int i = 0; i < 3; ++i) raw(), loom();  // warm-up
     std::vector<double> raw_t, loom_t;
     for (int round = 0; round < 4; ++round) {  // alternate, so that load changes hit both alike
@@ -94,10 +100,10 @@ int run_allreduce(int argc, char** argv, const dist::Context& ctx) {
     if (ctx.rank() == 0) {
       const double busbw = static_cast<double>(bytes) / l * 2.0 * (p - 1) / p / 1e9;
       std::printf(
-          "{\"bench\": \"allreduce\", \"ranks\": %d, \"bytes\": %lld, \"reps\": %zu, \"raw_us\": %.2f, "
+          "{\"bench\": \"allreduce\", \"op\": \"%s\", \"ranks\": %d, \"bytes\": %lld, \"reps\": %zu, \"raw_us\": %.2f, "
           "\"loom_us\": %.2f, \"raw_over_loom\": %.3f, \"loom_busbw_GBps\": %.3f, \"raw_busbw_GBps\": %.3f, "
           "\"raw_min_us\": %.2f, \"loom_min_us\": %.2f}\n",
-          p, static_cast<long long>(bytes), raw_t.size(), r * 1e6, l * 1e6, r / l, busbw,
+          max ? "max" : "sum", p, static_cast<long long>(bytes), raw_t.size(), r * 1e6, l * 1e6, r / l, busbw,
           static_cast<double>(bytes) / r * 2.0 * (p - 1) / p / 1e9, *std::min_element(raw_t.begin(), raw_t.end()) * 1e6,
           *std::min_element(loom_t.begin(), loom_t.end()) * 1e6);
       std::fflush(stdout);

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <string_view>
 
 namespace loom::dist::detail {
 
@@ -25,7 +26,7 @@ void check(int rc, const char* call, const std::string& what);
 // when that lasts longer than the collective timeout (src/dist/watchdog.cpp).
 class CollectiveWatch {
  public:
-  explicit CollectiveWatch(const std::string& what);
+  explicit CollectiveWatch(std::string_view what);
   ~CollectiveWatch();
   CollectiveWatch(const CollectiveWatch&) = delete;
   CollectiveWatch& operator=(const CollectiveWatch&) = delete;
@@ -36,5 +37,10 @@ constexpr int kTimeoutExitStatus = 124;
 void set_collective_timeout(double seconds, int rank);
 // Stops and joins the watchdog thread (the Context's end).
 void stop_watchdog();
+
+// Jobs of more ranks than this (65536; the float32 sums of the collectives' signature block are
+// exact up to it) check signatures with an MPI_Allgather instead (src/dist/collectives.cpp).
+// For tests: every rank must set the same value, between collectives.
+void set_max_summed_ranks(int ranks);
 
 }  // namespace loom::dist::detail

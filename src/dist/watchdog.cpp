@@ -1,6 +1,7 @@
 // The collective timeout (DistributedOptions::collective_timeout): a thread that ends this
 // process when one collective has waited too long for the other ranks, so that the launcher
 // ends the job instead of leaving it hung (a rank that hangs, or left the job without dying).
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -24,6 +25,10 @@ double g_timeout = 0;  // seconds; 0: wait forever
 int g_rank = 0;
 std::string g_what;  // the collective waiting now; empty: none
 Clock::time_point g_since;
+// g_timeout > 0, readable without the lock. Set between collectives by the thread that makes
+// them (DistributedOptimizer's constructor, fit's begin): no watch starts on one side of a
+// change and ends on the other.
+std::atomic<bool> g_on{false};
 
 void watch() {
   std::unique_lock lock(g_mu);
@@ -42,13 +47,15 @@ void watch() {
 }
 }  // namespace
 
-CollectiveWatch::CollectiveWatch(const std::string& what) {
+CollectiveWatch::CollectiveWatch(std::string_view what) {
+  if (!g_on.load(std::memory_order_relaxed)) return;  // no timeout: nothing to watch (the hot path)
   std::lock_guard lock(g_mu);
-  g_what = what;
+  g_what.assign(what);  // into the capacity of the last one: no allocation on the hot path
   g_since = Clock::now();
 }
 
 CollectiveWatch::~CollectiveWatch() {
+  if (!g_on.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(g_mu);
   g_what.clear();
 }
@@ -56,6 +63,8 @@ CollectiveWatch::~CollectiveWatch() {
 void set_collective_timeout(double seconds, int rank) {
   std::lock_guard lock(g_mu);
   g_timeout = seconds;
+  g_on.store(seconds > 0);
+  g_what.clear();
   g_rank = rank;
   if (seconds > 0 && !g_thread.joinable()) {
     g_stop = false;
@@ -68,6 +77,7 @@ void stop_watchdog() {
     std::lock_guard lock(g_mu);
     g_stop = true;
     g_timeout = 0;
+    g_on.store(false);
   }
   g_cv.notify_all();
   if (g_thread.joinable()) g_thread.join();

@@ -164,6 +164,34 @@ TEST(DistAllreduce, NonContiguousViews) {
   }
 }
 
+// Float32 sums and means of up to 256 elements (float16/bfloat16 too: reduced in float32)
+// travel inside the signature block, larger ones and the other ops after it
+// (docs/distributed.md, "Ranks that disagree"): both sides of the limit, contiguous and
+// strided, give the same results, in the tensor's own memory, counted as an in-place write.
+TEST(DistAllreduce, BothSidesOfTheInlineLimit) {
+  for (DType dtype : {Float32, Float16, BFloat16, Float64, Int32})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max}) {
+      if (op == ReduceOp::Mean && !is_floating(dtype)) continue;
+      for (int64_t n : {255, 256, 257}) {
+        Tensor t = make(dtype, {n}, dist::rank());
+        void* before = t.data_ptr();
+        const uint64_t version = t.storage()->version();
+        dist::allreduce(t, op);
+        EXPECT_EQ(t.data_ptr(), before);
+        EXPECT_GT(t.storage()->version(), version) << "an in-place write";
+        expect_equal(t, expected_reduce(dtype, {n}, op), label(dtype, op, n));
+
+        Tensor wide = make(dtype, {2 * n}, dist::rank());
+        Tensor strided = wide.index({Slice(None, None, 2)});
+        const Tensor untouched = wide.index({Slice(1, None, 2)}).copy();
+        dist::allreduce(strided, op);
+        expect_equal(strided, expected_reduce(dtype, {2 * n}, op).index({Slice(None, None, 2)}),
+                     label(dtype, op, n) + " strided");
+        expect_equal(wide.index({Slice(1, None, 2)}), untouched, label(dtype, op, n) + " between the strides");
+      }
+    }
+}
+
 TEST(DistAllreduce, MeanOfIntegersIsADTypeError) {
   for (DType dtype : {Int32, Int64, UInt8, Bool}) {
     Tensor t = make(dtype, {4}, dist::rank());
@@ -318,6 +346,91 @@ TEST(DistMismatch, ShapesDTypesAndCallsAreNamed) {
   Tensor t = ones({4}, Int64);
   dist::allreduce(t);
   expect_equal(t, full({4}, dist::size(), Int64), "after the errors");
+}
+
+// Disagreements where one rank's data rides in the signature block and another's does not, or
+// both ride in it: still named, with the typed error, on every rank.
+void expect_small_mismatches_named() {
+  const int r = dist::rank();
+  const int last = dist::size() - 1;
+  {
+    Tensor t = zeros({r == last ? 257 : 256});  // inlined here, not there
+    try {
+      dist::allreduce(t);
+      ADD_FAILURE() << "no error";
+    } catch (const ShapeError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("rank 0 called dist::allreduce(sum) of float32 (256,)"), std::string::npos) << m;
+      EXPECT_NE(m.find("rank " + std::to_string(last) + " called dist::allreduce(sum) of float32 (257,)"),
+                std::string::npos) << m;
+    }
+  }
+  {
+    Tensor t = r == last ? zeros({3, 2}) : zeros({2, 3});  // the same count of elements
+    try {
+      dist::allreduce(t, ReduceOp::Mean);
+      ADD_FAILURE() << "no error";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find("float32 (3, 2)"), std::string::npos) << e.what();
+    }
+  }
+  {
+    Tensor t = zeros({4});
+    try {
+      dist::allreduce(t, r == last ? ReduceOp::Mean : ReduceOp::Sum);
+      ADD_FAILURE() << "no error";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 0 called dist::allreduce(sum)"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("called dist::allreduce(mean)"), std::string::npos) << e.what();
+    }
+  }
+  {
+    Tensor t = zeros({4}, r == last ? Float16 : Float32);  // both reduced in float32
+    try {
+      dist::allreduce(t);
+      ADD_FAILURE() << "no error";
+    } catch (const DTypeError& e) {
+      EXPECT_NE(std::string(e.what()).find("float16 (4,)"), std::string::npos) << e.what();
+    }
+  }
+  {
+    Tensor t = zeros({4}, r == last ? Int32 : Float32);
+    EXPECT_THROW(dist::allreduce(t), DTypeError);
+  }
+  {
+    Tensor t = zeros({4});
+    try {
+      if (r == last) dist::allgather(t);
+      else dist::allreduce(t);
+      ADD_FAILURE() << "no error";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("called dist::allgather of float32 (4,)"), std::string::npos) << e.what();
+    }
+  }
+  Tensor t = ones({4});
+  dist::allreduce(t);
+  expect_equal(t, full({4}, static_cast<double>(dist::size()), Float32), "after the errors");
+}
+
+TEST(DistMismatch, SmallAllreducesAreNamed) {
+  if (dist::size() < 2) GTEST_SKIP() << "needs 2 ranks (run under mpirun by ctest)";
+  expect_small_mismatches_named();
+}
+
+// Jobs too large for the block's float32 sums (more than 65536 ranks) exchange the signatures
+// with an MPI_Allgather: the same results and errors, here forced at this job's size.
+TEST(DistMismatch, LargeJobsCheckByGatheringSignatures) {
+  struct Restore {
+    ~Restore() { dist::detail::set_max_summed_ranks(65536); }
+  } restore;
+  dist::detail::set_max_summed_ranks(dist::size() - 1);
+  for (int64_t n : {1, 256, 100003}) {
+    Tensor t = make(Float32, {n}, dist::rank());
+    dist::allreduce(t, ReduceOp::Mean);
+    expect_equal(t, expected_reduce(Float32, {n}, ReduceOp::Mean), label(Float32, ReduceOp::Mean, n) + " gathered");
+  }
+  dist::barrier();
+  if (dist::size() >= 2) expect_small_mismatches_named();
 }
 
 TEST(DistErrors, UndefinedTensorOnEveryRank) {
