@@ -78,7 +78,14 @@ void loom_workloads() {
   Tensor a = randn({N}, Float32, Device::cpu(), &gen), b = randn({N}, Float32, Device::cpu(), &gen),
          c = randn({N}, Float32, Device::cpu(), &gen);
   emit("add_1e6", [&] { g_sink = add(a, b).data<float>()[0]; });
-  emit("fused_relu_mul_add_1e6", [&] { g_sink = relu(a * b + c).data<float>()[0]; });
+  // Loom's fused form is the compiled layer graph (one elementwise pass, docs/compile.md);
+  // eager_ is the same expression as three eager ops
+  {
+    nn::Input ia(Shape{N}, Float32, "a"), ib(Shape{N}, Float32, "b"), ic(Shape{N}, Float32, "c");
+    const Plan fused = Graph::build({nn::Activation(nn::Add(nn::Multiply(ia, ib), ic), nn::relu)}, {ia, ib, ic}).compile();
+    emit("fused_relu_mul_add_1e6", [&] { g_sink = fused(a, b, c).data<float>()[0]; });
+  }
+  emit("eager_relu_mul_add_1e6", [&] { g_sink = relu(a * b + c).data<float>()[0]; });
   Tensor x = randn({1024, 1024}, Float32, Device::cpu(), &gen);
   emit("sum_axis1_1024", [&] { g_sink = sum(x, {1}).data<float>()[0]; });
   emit("sum_axis0_1024", [&] { g_sink = sum(x, {0}).data<float>()[0]; });

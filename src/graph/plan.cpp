@@ -16,6 +16,7 @@
 #include "loom/graph/module.h"
 #include "loom/ops/creation.h"
 #include "ops/conv_fused.h"
+#include "ops/fused_elementwise.h"
 
 namespace loom {
 
@@ -41,6 +42,12 @@ struct Plan::Impl {
     size_t fused_out = SIZE_MAX, bn = SIZE_MAX, residual = SIZE_MAX;
     bool relu = false, fused_away = false;
     std::shared_ptr<const FusedGeometry> geometry;  // read from the layers' options once
+    // Any mode: this step ends an elementwise chain of the steps `chain_steps` (this one last),
+    // run in one pass (ops/fused_elementwise.h) over the slots `chain_inputs`; the chain's other
+    // steps have `chained_away` set and are done here.
+    std::shared_ptr<const detail::ElementwiseChain> chain;
+    std::vector<size_t> chain_inputs, chain_steps;
+    bool chained_away = false;
   };
   std::shared_ptr<const Graph> graph;
   std::vector<Shape> input_shapes;               // compiled, one per graph input
@@ -361,6 +368,96 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
     }
   }
 
+  // ---- elementwise chains (any mode): Add / Subtract / Multiply of two operands and relu /
+  // sigmoid / tanh Activations in float32, each link read by nothing but the next, run as one
+  // pass over the operands when no gradient is needed (ops/fused_elementwise.h), and one op at
+  // a time otherwise. The chain runs at its last step, so the frees of the others move there.
+  if (opt.fuse_elementwise) {
+    std::vector<size_t> readers(n, 0), step_of(n, SIZE_MAX);
+    std::vector<bool> is_out(n, false);
+    for (size_t k : p->output_pos) is_out[k] = true;
+    for (size_t i = 0; i < p->steps.size(); ++i) {
+      step_of[p->steps[i].node] = i;
+      for (size_t a : p->steps[i].args) ++readers[a];
+    }
+    using Op = detail::ElementwiseChain::Op;
+    auto op_of = [&](size_t i, Op& op) {
+      const Impl::Step& s = p->steps[i];
+      const Layer& l = nodes[s.node];
+      if (s.fused_away || s.fused_out != SIZE_MAX || s.chain || s.chained_away || l.dtype() != DType::Float32 ||
+          pick(s.node) != 0 || l.impl()->n_outputs() != 1)
+        return false;
+      // operands of another shape (a broadcast) would make every run take the op-by-op path
+      const Shape& shape = p->shapes[s.node][0];
+      for (size_t a : s.args) {
+        const Shape& sa = p->shapes[a][0];
+        if (sa.size() != shape.size()) return false;
+        for (size_t d = 0; d < sa.size(); ++d)
+          if (sa[d] >= 0 && shape[d] >= 0 && sa[d] != shape[d]) return false;
+      }
+      if (s.args.size() == 2 && is_kind(l, "Add")) return op = Op::Add, true;
+      if (s.args.size() == 2 && is_kind(l, "Subtract")) return op = Op::Sub, true;
+      if (s.args.size() == 2 && is_kind(l, "Multiply")) return op = Op::Mul, true;
+      if (s.args.size() != 1 || !is_kind(l, "Activation")) return false;
+      const std::string fn = l.options().get_string("fn");
+      if (fn == "relu") return op = Op::Relu, true;
+      if (fn == "sigmoid") return op = Op::Sigmoid, true;
+      if (fn == "tanh") return op = Op::Tanh, true;
+      return false;
+    };
+    // the step reading slot k when it is read once, is no output, and that step can join a chain
+    auto next_link = [&](size_t k, Op& op) -> size_t {
+      if (readers[k] != 1 || is_out[k]) return SIZE_MAX;
+      for (size_t i = step_of[k] + 1; i < p->steps.size(); ++i)
+        if (std::find(p->steps[i].args.begin(), p->steps[i].args.end(), k) != p->steps[i].args.end())
+          return op_of(i, op) ? i : SIZE_MAX;
+      return SIZE_MAX;
+    };
+    for (size_t i = 0; i < p->steps.size(); ++i) {
+      Op op;
+      if (!op_of(i, op)) continue;
+      std::vector<std::pair<size_t, Op>> links{{i, op}};
+      for (size_t j; (j = next_link(p->steps[links.back().first].node, op)) != SIZE_MAX;) links.push_back({j, op});
+      if (links.size() < 2) continue;
+      auto chain = std::make_shared<detail::ElementwiseChain>();
+      std::vector<size_t> inputs;
+      auto input = [&](size_t slot) {
+        const auto it = std::find(inputs.begin(), inputs.end(), slot);
+        if (it != inputs.end()) return static_cast<int>(it - inputs.begin());
+        inputs.push_back(slot);
+        return static_cast<int>(inputs.size() - 1);
+      };
+      std::string text;
+      size_t acc = SIZE_MAX;  // the slot the chain's value stands for
+      for (const auto& [k, o] : links) {
+        const Impl::Step& s = p->steps[k];
+        detail::ElementwiseChain::Step st{o};
+        if (acc == SIZE_MAX) {
+          chain->start = input(s.args[0]);
+          if (s.args.size() == 2) st.operand = input(s.args[1]);
+        } else if (s.args.size() == 2) {
+          st.acc_first = s.args[0] == acc;
+          st.operand = input(st.acc_first ? s.args[1] : s.args[0]);
+        }
+        chain->steps.push_back(st);
+        acc = s.node;
+        text += (text.empty() ? "" : " -> ") + label(nodes[s.node]);
+      }
+      Impl::Step& last = p->steps[links.back().first];
+      for (size_t l = 0; l + 1 < links.size(); ++l) {
+        Impl::Step& s = p->steps[links[l].first];
+        s.chained_away = true;
+        last.frees.insert(last.frees.end(), s.frees.begin(), s.frees.end());
+        s.frees.clear();
+        last.chain_steps.push_back(links[l].first);
+      }
+      last.chain_steps.push_back(links.back().first);
+      last.chain = std::move(chain);
+      last.chain_inputs = std::move(inputs);
+      p->notes.push_back("fuse   " + text + " (one elementwise pass when no gradient is needed)");
+    }
+  }
+
   // ---- shapes the batch rule leaves open (spatial sizes, sequence lengths): with every input
   // size given, the plan runs once here on zeros of those shapes, in Eval mode without
   // gradients (no layer writes its State then), and records what each step produces.
@@ -403,7 +500,8 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
   std::vector<bool> is_input_slot = is_input;
   for (const Impl::Step& s : p->steps) {
     // a Constant or a free Input hands out the tensor it holds: nothing new is allocated
-    const bool holds = is_kind(nodes[s.node], "Constant") || is_kind(nodes[s.node], "Input");
+    // (nor does a step done by its elementwise chain, which writes only the chain's output)
+    const bool holds = is_kind(nodes[s.node], "Constant") || is_kind(nodes[s.node], "Input") || s.chained_away;
     const int64_t out = holds ? 0 : bytes(s.node);
     int64_t during = out;
     if (const Graph* inner = nn::module_graph(nodes[s.node]); inner && known) {
@@ -508,8 +606,21 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
       } else {
         shapes.push_back(values[s.node].shape());
       }
-    } else if (fuse && s.fused_away) {
-      // done by its group's convolution step
+    } else if (s.chained_away || (fuse && s.fused_away)) {
+      // done by its chain's last step, or by its group's convolution step
+    } else if (s.chain) {
+      std::vector<Tensor> operands;
+      for (size_t a : s.chain_inputs) operands.push_back(values[a]);
+      values[s.node] = detail::elementwise_chain(*s.chain, operands);
+      if (!values[s.node].defined()) {
+        // gradients needed, or operands the pass cannot take (broadcast, strided, ...): op by op
+        for (size_t k : s.chain_steps) {
+          const Impl::Step& m = p.steps[k];
+          std::vector<Tensor> margs;
+          for (size_t a : m.args) margs.push_back(values[a]);
+          values[m.node] = nodes[m.node].impl()->compute(margs, mode);
+        }
+      }
     } else if (fuse && s.fused_out != SIZE_MAX) {
       values[s.fused_out] = run_fused(nodes, s, args[0], values);
     } else if (node.n_outputs() > 1) {
@@ -519,7 +630,7 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
       values[s.node] = node.compute(args, mode);
     }
     const size_t produced = fuse && s.fused_out != SIZE_MAX ? s.fused_out : s.node;
-    if (p.specialized && !(fuse && s.fused_away)) {
+    if (p.specialized && !s.chained_away && !(fuse && s.fused_away)) {
       const Shape& want = p.shapes[produced][0];
       const Shape& got = values[produced].shape();
       bool ok = want.size() == got.size();
@@ -573,6 +684,8 @@ std::string Plan::dump() const {
     for (size_t f : s.frees) fr += (fr.empty() ? "" : ", ") + nodes[f].name();
     if (!in.empty()) t += " <- " + in;
     if (!fr.empty()) t += "; frees " + fr;
+    if (s.chained_away) t += " (done by its elementwise chain)";
+    if (s.chain) t += " (runs the elementwise chain of " + std::to_string(s.chain_steps.size()) + " steps)";
     t += "\n";
   }
   std::string outs;

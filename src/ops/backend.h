@@ -41,6 +41,20 @@ struct FusedConv {
   bool relu = false;
 };
 
+// A chain of float32 elementwise ops over operands of one shape (ops/fused_elementwise.h): acc =
+// inputs[start], then each step in order: acc = acc op inputs[operand] (or inputs[operand] op
+// acc when !acc_first) for Add/Sub/Mul, acc = f(acc) for the activations.
+struct ElementwiseChain {
+  enum class Op : uint8_t { Add, Sub, Mul, Relu, Sigmoid, Tanh };
+  struct Step {
+    Op op;
+    int operand = -1;  // binary steps: the other operand's index in the inputs
+    bool acc_first = true;
+  };
+  int start = 0;
+  std::vector<Step> steps;
+};
+
 // Geometry of a 2-d pooling window over NCHW tensors.
 struct Pool2dParams {
   int64_t kernel[2];
@@ -97,6 +111,9 @@ struct Backend {
   // backend has no fused kernel for it (the op then runs the unfused ops). Operands contiguous.
   bool (*conv2d_fused)(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                        const FusedConv& e);
+  // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
+  // block of elements goes through every step while it is in cache. Null: no fused kernel.
+  void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
   // out = max over each window; indices (int64, or int32 for a gradient's own use) = flat
   // h * W + w of the first maximum, or undefined when only the values are wanted (inference).
   void (*max_pool2d)(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p);

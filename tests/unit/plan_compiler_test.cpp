@@ -346,7 +346,7 @@ TEST(PlanCompiler, ConvEpiloguesAreFusedInEvalMode) {
     for (int i = 0; i < 3; ++i) g.compile()(uniform({4, 3, 32, 32}) * 2.0 + 0.5);
   }
   const Plan fused = g.compile();
-  const Plan plain = g.compile(CompileOptions{.fuse_conv_epilogues = false});
+  const Plan plain = g.compile(CompileOptions{.fuse_conv_epilogues = false, .fuse_elementwise = false});
   const std::string dump = fused.dump();
   EXPECT_GE(count(dump, "fuse   Conv2D"), 8u) << dump;  // stem, and two per basic block at least
   EXPECT_TRUE(has(dump, "(residual '")) << dump;
@@ -381,4 +381,82 @@ TEST(PlanCompiler, ConvEpilogueNeedsSoleReaders) {
   // bn an output: the group ends there (its value is the fused convolution's), ReLU runs alone
   const std::string dump3 = Graph::build({bn, r}, {x}).compile().dump();
   EXPECT_TRUE(has(dump3, "fuse   Conv2D 'c' + BatchNorm 'bn' (Eval")) << dump3;
+}
+
+// Elementwise chains run as one pass when no gradient is needed: bit for bit the ops one by one
+// (the same vector kernels), with gradients and for operands the pass cannot take (broadcast,
+// strided) the ops run one by one; the dump names each chain.
+TEST(PlanCompiler, ElementwiseChainsRunAsOnePass) {
+  nn::Input a(Shape{-1, 300}, Float32, "a"), b(Shape{-1, 300}, Float32, "b"), c(Shape{-1, 300}, Float32, "c");
+  nn::Multiply ab(a, b, "ab");
+  nn::Add abc(ab, c, "abc");
+  nn::Activation r(abc, nn::relu, "r");
+  nn::Subtract d(c, r, "d");               // the chain's value as the second operand
+  nn::Activation s(d, nn::sigmoid, "s");
+  nn::Multiply sq(s, s, "sq");             // s read twice: the chain ends at s
+  const Graph g = Graph::build({sq}, {a, b, c});
+  const Plan fused = g.compile();
+  const Plan plain = g.compile(CompileOptions{.fuse_elementwise = false});
+  const std::string dump = fused.dump();
+  EXPECT_TRUE(has(dump, "fuse   Multiply 'ab' -> Add 'abc' -> Activation 'r' -> Subtract 'd' -> Activation 's'")) << dump;
+  EXPECT_FALSE(has(plain.dump(), "fuse   ")) << plain.dump();
+  // 7 x 300 = 2100 elements: more than one block of the kernel, and a partial one
+  manual_seed(3);
+  const Tensor x = normal({7, 300}), y = normal({7, 300}), z = normal({7, 300});
+  Tensor expected;
+  {
+    NoGrad no_grad;
+    const Tensor want = sigmoid(z - relu(x * y + z));
+    expected = want * want;
+    EXPECT_TRUE(array_equal(fused(x, y, z), expected));
+    EXPECT_TRUE(array_equal(plain(x, y, z), expected));
+    // the chain allocates its output only: 2 allocations (s, sq) against 6 op by op
+    const int64_t before = memory_stats().allocations;
+    (void)fused(x, y, z);
+    const int64_t fused_allocs = memory_stats().allocations - before;
+    (void)plain(x, y, z);
+    EXPECT_EQ(fused_allocs, 2);
+    EXPECT_EQ(memory_stats().allocations - before - fused_allocs, 6);
+    // a broadcast operand and a strided one: the ops one by one, same values
+    const Tensor row = normal({1, 300});
+    const Tensor want_row = sigmoid(row - relu(x * y + row));
+    EXPECT_TRUE(array_equal(fused(x, y, row), want_row * want_row));
+    const Tensor strided = normal({300, 7}).T();
+    ASSERT_FALSE(strided.is_contiguous());
+    const Tensor want_t = sigmoid(z - relu(strided * y + z));
+    EXPECT_TRUE(array_equal(fused(strided, y, z), want_t * want_t));
+  }
+  // with gradients: the ops one by one, so autograd sees them; gradients equal the plain plan's
+  const Tensor xg = x.copy().requires_grad_(), xp = x.copy().requires_grad_();
+  Tensor out = fused(xg, y, z);
+  EXPECT_TRUE(array_equal(out, expected));
+  sum(out).backward();
+  sum(plain(xp, y, z)).backward();
+  ASSERT_TRUE(xg.grad().defined());
+  EXPECT_TRUE(array_equal(xg.grad(), xp.grad()));
+}
+
+// A link that is a graph output, or read by two layers, ends the chain; a lone op is no chain.
+TEST(PlanCompiler, ElementwiseChainsNeedSoleReaders) {
+  nn::Input a(Shape{-1, 8}, Float32, "a"), b(Shape{-1, 8}, Float32, "b");
+  nn::Add s(a, b, "s");
+  nn::Activation t(s, nn::tanh, "t");
+  const std::string out_dump = Graph::build({s, t}, {a, b}).compile().dump();  // s is an output
+  EXPECT_FALSE(has(out_dump, "fuse   ")) << out_dump;
+  nn::Multiply m(s, t, "m");  // s read by t and m
+  const std::string two = Graph::build({m}, {a, b}).compile().dump();
+  EXPECT_TRUE(has(two, "fuse   Activation 't' -> Multiply 'm'")) << two;
+  EXPECT_FALSE(has(two, "Add 's' ->")) << two;
+  const Plan p = Graph::build({m}, {a, b}).compile();
+  const Tensor x = uniform({3, 8}), y = uniform({3, 8});
+  NoGrad no_grad;
+  EXPECT_TRUE(array_equal(p(x, y), (x + y) * tanh(x + y)));
+  nn::Input e(Shape{-1, 8}, Float32, "e");
+  nn::Activation lone(e, nn::relu, "lone");
+  EXPECT_FALSE(has(Graph::build({lone}, {e}).compile().dump(), "fuse   "));
+  // an operand whose compiled shape differs (a broadcast row) keeps its op out of a chain
+  nn::Input row(Shape{1, 8}, Float32, "row");
+  nn::Activation rr(nn::Add(a, row, "plus_row"), nn::relu, "rr");
+  const std::string bdump = Graph::build({rr}, {a, row}).compile({{5, 8}, {1, 8}}).dump();
+  EXPECT_FALSE(has(bdump, "fuse   Add 'plus_row'")) << bdump;
 }

@@ -77,6 +77,12 @@ struct CompileOptions {
   // weights and the rest as oneDNN post-ops. Results differ from the unfused ops by float32
   // rounding (docs/compile.md).
   bool fuse_conv_epilogues = true;
+  // Any mode: a chain of Add / Subtract / Multiply (two operands) and relu / sigmoid / tanh
+  // Activation layers, each read by nothing but the next, runs as one pass over its operands
+  // (relu(a * b + c): one read of a, b, c and one write) when no gradient is needed and the
+  // operands are float32, contiguous and of one shape; op by op otherwise. Bit for bit the
+  // unfused result (the same vector kernels, block by block).
+  bool fuse_elementwise = true;
 };
 
 // The one evaluator of layer graphs: Layer::operator()(), Module, as_function and train::Model

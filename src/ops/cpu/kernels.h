@@ -23,6 +23,7 @@ void scatter_add_along(const Tensor& dst, int64_t axis, const Tensor& index, con
 void put(const Tensor& dst_flat, const Tensor& index, const Tensor& src);
 Tensor nonzero(const Tensor& x);
 void random(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
+void elementwise_chain(const Tensor& out, const detail::ElementwiseChain& chain, const std::vector<Tensor>& inputs);
 void init_blas_threads();
 // dense linear algebra on LAPACK (linalg.cpp): see Backend
 detail::LinalgStatus cholesky(const Tensor& a);
