@@ -68,6 +68,25 @@ void forward_typed(const Tensor& out, const Tensor& ws, const Tensor& gates, con
   });
 }
 
+// One row: a = [i, f, g, o, tanh(c2)] (5n), grad = [dh2, dc2] (2n), cp = c (n) -> dgates (4n)
+// and, when WantDc, dc (n). A function of its own (restrict parameters, no `if (dc)` in the
+// loop) so that GCC vectorises it.
+template <typename T, bool WantDc>
+void backward_row(T* __restrict dgates, T* __restrict dc, const T* __restrict grad, const T* __restrict a,
+                  const T* __restrict cp, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T i = a[k], f = a[n + k], g = a[2 * n + k], o = a[3 * n + k], tc = a[4 * n + k];
+    const T dh = grad[k];
+    // gradient reaching c2: directly, and through h2 = o tanh(c2)
+    const T dct = grad[n + k] + dh * o * (T(1) - tc * tc);
+    dgates[k] = dct * g * (i * (T(1) - i));
+    dgates[n + k] = dct * cp[k] * (f * (T(1) - f));
+    dgates[2 * n + k] = dct * i * (T(1) - g * g);
+    dgates[3 * n + k] = dh * tc * (o * (T(1) - o));
+    if constexpr (WantDc) dc[k] = dct * f;
+  }
+}
+
 template <typename T>
 void backward_typed(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws, const Tensor& c) {
   const int64_t rows = c.shape()[0], n = c.shape()[1];
@@ -78,29 +97,10 @@ void backward_typed(const Tensor& dgates, const Tensor& dc, const Tensor& grad, 
   const T* pc = static_cast<const T*>(c.data_ptr());
   parallel_range(0, rows, row_grain(n), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const T* a = pw + r * 5 * n;
-      const T* __restrict i = a;
-      const T* __restrict f = a + n;
-      const T* __restrict g = a + 2 * n;
-      const T* __restrict o = a + 3 * n;
-      const T* __restrict tc = a + 4 * n;
-      const T* __restrict dh = pgr + r * 2 * n;
-      const T* __restrict dc2 = dh + n;
-      const T* __restrict cp = pc + r * n;
-      T* __restrict di = pdg + r * 4 * n;
-      T* __restrict df = di + n;
-      T* __restrict dg = di + 2 * n;
-      T* __restrict dout = di + 3 * n;
-      T* __restrict dcp = pdc ? pdc + r * n : nullptr;
-      for (int64_t k = 0; k < n; ++k) {
-        // gradient reaching c2: directly, and through h2 = o tanh(c2)
-        const T dct = dc2[k] + dh[k] * o[k] * (T(1) - tc[k] * tc[k]);
-        di[k] = dct * g[k] * (i[k] * (T(1) - i[k]));
-        df[k] = dct * cp[k] * (f[k] * (T(1) - f[k]));
-        dg[k] = dct * i[k] * (T(1) - g[k] * g[k]);
-        dout[k] = dh[k] * tc[k] * (o[k] * (T(1) - o[k]));
-        if (dcp) dcp[k] = dct * f[k];
-      }
+      if (pdc)
+        backward_row<T, true>(pdg + r * 4 * n, pdc + r * n, pgr + r * 2 * n, pw + r * 5 * n, pc + r * n, n);
+      else
+        backward_row<T, false>(pdg + r * 4 * n, nullptr, pgr + r * 2 * n, pw + r * 5 * n, pc + r * n, n);
     }
   });
 }
