@@ -4,6 +4,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg.h"
 #include "loom/ops/manipulation.h"
+#include "loom/ops/recurrent.h"
 #include "nn/register_kinds.h"
 
 namespace loom::nn {
@@ -23,20 +24,16 @@ void add_cell_params(State& s, CellKind kind, int64_t in, int64_t n, const CellO
   }
 }
 
-// One step given the input projection xw = x w_ih + b_ih; `state` is h, or [h, c] for LSTM.
+// One step given the input projection xw (input_projection); `state` is h, or [h, c] for LSTM.
 Tensor cell_step(CellKind kind, const State& s, const ActivationFn& act, const Tensor& xw, const Tensor& state, int64_t n) {
-  const bool bias = s.has_param("b_hh");
   if (kind == CellKind::LSTM) {
+    // both biases are already in xw; the gate activations and the state update are one fused
+    // op (docs/nn_ops.md "Recurrent cells")
     Tensor h = slice(state, -1, 0, n), c = slice(state, -1, n, 2 * n);
-    Tensor gates = xw + matmul(h, s.param("w_hh"));
-    if (bias) gates = gates + s.param("b_hh");
-    Tensor i = sigmoid(slice(gates, -1, 0, n)), f = sigmoid(slice(gates, -1, n, 2 * n));
-    Tensor g = loom::tanh(slice(gates, -1, 2 * n, 3 * n)), o = sigmoid(slice(gates, -1, 3 * n, 4 * n));
-    Tensor c2 = f * c + i * g;
-    return concatenate({o * loom::tanh(c2), c2}, -1);
+    return lstm_cell(xw + matmul(h, s.param("w_hh")), c);
   }
   Tensor hw = matmul(state, s.param("w_hh"));
-  if (bias) hw = hw + s.param("b_hh");
+  if (s.has_param("b_hh")) hw = hw + s.param("b_hh");
   if (kind == CellKind::RNN) return act(xw + hw);
   Tensor r = sigmoid(slice(xw, -1, 0, n) + slice(hw, -1, 0, n));
   Tensor z = sigmoid(slice(xw, -1, n, 2 * n) + slice(hw, -1, n, 2 * n));
@@ -44,9 +41,12 @@ Tensor cell_step(CellKind kind, const State& s, const ActivationFn& act, const T
   return (1.0 - z) * cand + z * state;
 }
 
-Tensor input_projection(const State& s, const Tensor& x) {
+// x w_ih + b_ih, for all steps of a sequence at once. An LSTM adds b_hh here too (once per
+// sequence instead of once per step); GRU cannot: its b_hh sits inside r * (h w_hh + b_hh).
+Tensor input_projection(CellKind kind, const State& s, const Tensor& x) {
   Tensor xw = matmul(x, s.param("w_ih"));
-  return s.has_param("b_ih") ? xw + s.param("b_ih") : xw;
+  if (!s.has_param("b_ih")) return xw;
+  return xw + (kind == CellKind::LSTM ? s.param("b_ih") + s.param("b_hh") : s.param("b_ih"));
 }
 
 struct CellImpl final : LayerBase<CellImpl> {
@@ -57,7 +57,7 @@ struct CellImpl final : LayerBase<CellImpl> {
     return cell == CellKind::LSTM ? "LSTMCell" : cell == CellKind::GRU ? "GRUCell" : "RNNCell";
   }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    return cell_step(cell, *state, act, input_projection(*state, in[0]), in[1], n_units);
+    return cell_step(cell, *state, act, input_projection(cell, *state, in[0]), in[1], n_units);
   }
   Options options() const override {
     return Options().set_int("n_units", n_units).set_string("activation", act.name).set_bool("bias", state->has_param("b_ih"));
@@ -99,7 +99,7 @@ struct RNNImpl final : LayerBase<RNNImpl> {
   // Runs one direction; returns the outputs per step (h) and leaves the final state in `last`.
   std::vector<Tensor> run(const State& s, const Tensor& x, bool backwards, Tensor init, Tensor& last) const {
     const int64_t B = x.dim(0), T = x.dim(1), n = n_units;
-    Tensor xw = input_projection(s, x);  // one GEMM for all steps
+    Tensor xw = input_projection(opt.cell, s, x);  // one GEMM for all steps
     Tensor st = init.defined() ? init : zeros({B, opt.cell == CellKind::LSTM ? 2 * n : n}, x.dtype(), x.device());
     std::vector<Tensor> outs(static_cast<size_t>(T));
     for (int64_t k = 0; k < T; ++k) {

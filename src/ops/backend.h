@@ -140,6 +140,13 @@ struct Backend {
   // undefined (not wanted).
   void (*layer_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g,
                               const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight, int64_t cols);
+  // LSTM cell (contiguous operands; gates (B, 4n) pre-activations in order i, f, g, o, c (B, n)):
+  // out (B, 2n) <- [h2, c2] with c2 = f c + i g, h2 = o tanh(c2); ws (B, 5n) <- the activated
+  // gates and tanh(c2).
+  void (*lstm_cell)(const Tensor& out, const Tensor& ws, const Tensor& gates, const Tensor& c);
+  // Its gradients for grad (B, 2n) = [d h2, d c2]: dgates (B, 4n, pre-activation) and dc (B, n;
+  // undefined: not wanted), from the forward's ws and c.
+  void (*lstm_cell_backward)(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws, const Tensor& c);
 
   // --- dense linear algebra (float32/float64). Every matrix operand is a contiguous batch in
   // LAPACK's column-major order: an r x c matrix is stored as a (batch, c, r) tensor. Inputs

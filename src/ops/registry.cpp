@@ -49,7 +49,7 @@ const std::vector<OpInfo>& op_registry() {
       {"global_max_pool2d", "nn", true}, {"batch_norm", "nn", true}, {"layer_norm", "nn", true},
       {"dropout", "nn", true}, {"embedding", "nn", true}, {"cross_entropy", "nn", true},
       {"nll_loss", "nn", true}, {"binary_cross_entropy_with_logits", "nn", true},
-      {"scaled_dot_product_attention", "nn", true},
+      {"scaled_dot_product_attention", "nn", true}, {"lstm_cell", "nn", true},
   };
   return ops;
 }

@@ -44,7 +44,7 @@ DECOMPOSITION = {
 }
 TRANSCENDENTAL = {
     "divide", "power", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-    "erf", "elu", "gelu", "softplus",
+    "erf", "elu", "gelu", "softplus", "lstm_cell",
 }
 REDUCTION = {
     "sum", "mean", "prod", "var", "std", "logsumexp", "cumsum", "softmax", "log_softmax", "matmul", "dot",
@@ -648,6 +648,17 @@ def _layer_norm(xs, a, cot):
     w = xs[1] if a["weight"] else None
     b = xs[2 if a["weight"] else 1] if a["bias"] else None
     return F.layer_norm(xs[0], a["normalized_shape"], w, b, a["eps"])
+
+
+@replay("lstm_cell")
+def _lstm_cell(xs, a, cot):
+    # torch's own cell, its input weights the identity and its recurrent weights zero: the
+    # gates it computes are exactly Loom's pre-activations
+    gates, c = xs
+    B, n = c.shape
+    eye = torch.eye(4 * n, dtype=gates.dtype)
+    h2, c2 = torch.lstm_cell(gates, [torch.zeros(B, n, dtype=c.dtype), c], eye, torch.zeros(4 * n, n, dtype=c.dtype))
+    return torch.cat([h2, c2], -1)
 
 
 @replay("dropout")

@@ -1176,6 +1176,22 @@ void nn_cases(Table& t) {
   ln("f32 (5,33) reversed view, no affine", {X({5, 33}).lay(R_)}, {33}, false, false);
   ln("f32 empty batch (0,8) affine", {X({0, 8}), X({8}), X({8})}, {8}, true, true);
 
+  // lstm_cell(gates (B, 4n), c (B, n)) -> [h2, c2]: batch 1, one unit, widths around the
+  // vector lengths (tails), saturating gates, strided / transposed / reversed views, empty batch
+  auto lc = [&t](const std::string& label, std::vector<InputSpec> in) {
+    t.add("lstm_cell", label, in, [](const In& x) { return loom::lstm_cell(x[0], x[1]); });
+  };
+  lc("f32 (3,20) n=5", {X({3, 20}), X({3, 5})});
+  lc("f64 (2,12) n=3", {X({2, 12}, F64), X({2, 3}, F64)});
+  lc("f32 batch 1, one unit", {X({1, 4}), X({1, 1})});
+  lc("f32 (5,148) n=37", {X({5, 148}), X({5, 37})});
+  lc("f64 (3,68) n=17", {X({3, 68}, F64), X({3, 17}, F64)});
+  lc("f32 wide gates (saturating)", {X({4, 36}).dom(Domain::Wide), X({4, 9})});
+  lc("f32 transposed gates, strided c", {X({3, 8}).lay(T_), X({3, 2}).lay(S_)});
+  lc("f64 reversed gates and c", {X({2, 12}, F64).lay(R_), X({2, 3}, F64).lay(R_)});
+  lc("f32 gates only differentiable", {X({2, 8}), X({2, 2}).nodiff()});
+  lc("f32 empty batch (0,8)", {X({0, 8}), X({0, 2})});
+
   auto dp = [&t](const std::string& label, InputSpec x, double p, bool training) {
     t.add("dropout", label, {x}, [=](const In& in) {
       Generator g(1234);  // the same mask on every call (finite differences need it)

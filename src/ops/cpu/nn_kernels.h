@@ -40,5 +40,7 @@ void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const T
                 const Tensor& bias, int64_t cols, double eps);
 void layer_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
                          const Tensor& mean, const Tensor& rstd, const Tensor& weight, int64_t cols);
+void lstm_cell(const Tensor& out, const Tensor& ws, const Tensor& gates, const Tensor& c);
+void lstm_cell_backward(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws, const Tensor& c);
 
 }  // namespace loom::cpu

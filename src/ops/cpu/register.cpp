@@ -34,6 +34,8 @@ void register_cpu_backend() {
       .max_pool2d_backward = cpu::max_pool2d_backward,
       .layer_norm = cpu::layer_norm,
       .layer_norm_backward = cpu::layer_norm_backward,
+      .lstm_cell = cpu::lstm_cell,
+      .lstm_cell_backward = cpu::lstm_cell_backward,
       .cholesky = cpu::cholesky,
       .lu_solve = cpu::lu_solve,
       .slogdet = cpu::slogdet,
