@@ -18,9 +18,23 @@ Thread settings are the best ones found for this machine by bench/torch_peer.py
 libgomp's default wait policy. The environment is set and the script re-execs itself before
 `import torch`; a comma-separated --threads list runs each count in a fresh process.
 
+With --memory, memory is measured instead of time (eager only), each model in a fresh process,
+on the step after the same 3 warm-up steps; one line per model, like train_bench --memory 1:
+
+    {"name": "train_cnn", "threads": 1, "peak_bytes": ..., "state_bytes": ..., "rss_growth_bytes": ...}
+
+peak_bytes is the highest count of live bytes in PyTorch's CPU allocator during the step and
+state_bytes the count when it starts (parameters, gradients, Adam state, the batch). PyTorch
+keeps no CPU peak counter, so the count is read from the profiler's memory events
+(torch.profiler.profile(profile_memory=True): every allocation and free of the CPU allocator,
+with the running "Total Allocated"), on a second copy of the model built after the profiler
+started so that every live block is counted. rss_growth_bytes is measured without the profiler:
+the process's peak RSS during the step (VmHWM, reset by writing 5 to /proc/self/clear_refs just
+before it) minus its RSS once the model and batch exist, before the first step.
+
 Usage:
     python3 bench/torch_train_peer.py [--threads 1,2] [--only train_mlp,...] [--steps 15]
-                                      [--no-compile] [--adam default|foreach|fused]
+                                      [--no-compile] [--adam default|foreach|fused] [--memory]
 """
 from __future__ import annotations
 
@@ -116,6 +130,103 @@ def time_steps(step, steps):
     return statistics.median(times), losses[0], losses[-1]
 
 
+def proc_status_bytes(field):
+    """A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 when unavailable."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return -1
+
+
+def reset_peak_rss():
+    """Resets VmHWM to the current RSS (Linux: writing 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def memory_one(name, threads, adam_impl):
+    """Prints the memory record of one model (see the module docstring)."""
+    import gc
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    torch.set_num_threads(threads)
+
+    def make_step(model, loss_fn, opt, clip):  # as run()'s
+        params = list(model.parameters())
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model)
+            loss.backward()
+            if clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, clip)
+            opt.step()
+            return loss.item()
+        return step
+
+    # process RSS, without the profiler
+    torch.manual_seed(0)
+    model, loss_fn, opt, clip = build(name, torch, adam_impl)
+    model.train()
+    step = make_step(model, loss_fn, opt, clip)
+    rss0 = proc_status_bytes("VmRSS")
+    for _ in range(3):
+        step()
+    rss_ok = rss0 >= 0 and reset_peak_rss()
+    step()
+    hwm = proc_status_bytes("VmHWM")
+    rss_growth = hwm - rss0 if rss_ok and hwm >= 0 else -1
+    del model, loss_fn, opt, step
+    gc.collect()
+
+    # live tensor bytes, from the profiler's allocator events
+    torch.manual_seed(0)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        model, loss_fn, opt, clip = build(name, torch, adam_impl)
+        model.train()
+        step = make_step(model, loss_fn, opt, clip)
+        for _ in range(3):
+            step()
+        with record_function("loom_measured_step"):
+            step()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    span = next(e for e in events if e.get("name") == "loom_measured_step" and e.get("ph") == "X")
+    t0, t1 = span["ts"], span["ts"] + span["dur"]
+    mem = sorted((e for e in events if e.get("name") == "[memory]"), key=lambda e: e["ts"])
+    before = [e["args"]["Total Allocated"] for e in mem if e["ts"] < t0]
+    during = [e["args"]["Total Allocated"] for e in mem if t0 <= e["ts"] <= t1]
+    state = before[-1] if before else 0
+    peak = max([state, *during])
+    print(json.dumps({"name": name, "threads": threads, "peak_bytes": peak, "state_bytes": state,
+                      "rss_growth_bytes": rss_growth}), flush=True)
+
+
+def run_memory(threads, only, adam_impl, child):
+    for name in NAMES:
+        if only and name not in only:
+            continue
+        if child:
+            memory_one(name, threads, adam_impl)
+        else:  # a fresh process per model: no model's cached memory counts in another's RSS
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--threads", str(threads), "--only", name,
+                            "--adam", adam_impl, "--memory", "--memory-child"], check=True)
+
+
 def run(threads, only, steps, compile_too, adam_impl):
     import torch
 
@@ -167,6 +278,9 @@ def main():
     ap.add_argument("--adam", choices=["default", "foreach", "fused"], default="fused",
                     help="torch.optim.Adam implementation (fused: one kernel over each tensor, "
                          "the fastest on CPU here)")
+    ap.add_argument("--memory", action="store_true",
+                    help="print peak memory of one training step instead of times (see above)")
+    ap.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     counts = [int(x) for x in args.threads.split(",") if x.strip()]
     only = {x for x in args.only.split(",") if x}
@@ -190,7 +304,10 @@ def main():
         env = thread_env(threads, "default")
         env[MARKER] = str(threads)
         os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
-    run(threads, only, args.steps, not args.no_compile, args.adam)
+    if args.memory:
+        run_memory(threads, only, args.adam, args.memory_child)
+    else:
+        run(threads, only, args.steps, not args.no_compile, args.adam)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,31 @@
 // The same batch is used at every step, so the loss must fall over the timed steps: the first
 // and last loss go to stderr, and the program fails (exit 1) when a loss did not decrease.
 //
-// Usage: train_bench [--threads 1,2] [--only train_mlp,train_cnn] [--steps 15]
+// --memory 1 measures memory instead of time (one step after the same 3 warm-up steps, each
+// model in a fresh process: the program re-runs itself once per model with --child 1, which
+// measures in that process) and prints
+//   {"name": "train_cnn", "threads": 1, "peak_bytes": ..., "state_bytes": ..., "rss_growth_bytes": ...}
+//   peak_bytes        highest live tensor bytes during the step (memory_stats after
+//                     reset_peak_memory; every tensor, oneDNN scratchpads and cached
+//                     reordered weights included, sizes as the allocator rounds them)
+//   state_bytes       live tensor bytes when the step starts: parameters, gradients, optimizer
+//                     state, the batch (what outlives a step); peak_bytes - state_bytes is
+//                     what the step itself adds (activations saved for backward, temporaries)
+//   rss_growth_bytes  process peak RSS during the step (VmHWM, reset through
+//                     /proc/self/clear_refs just before it) minus the RSS once the model and
+//                     batch exist, before the first step; -1 where /proc cannot tell
+// docs/benchmarks.md (issue 11's section) describes the method and bench/torch_train_peer.py's
+// twin of it.
+//
+// Usage: train_bench [--threads 1,2] [--only train_mlp,train_cnn] [--steps 15] [--memory 1]
+#include <unistd.h>
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -75,6 +95,58 @@ Result time_steps(const Step& step, int steps) {
   std::sort(t.begin(), t.end());
   r.median = t[t.size() / 2];
   return r;
+}
+
+// ------------------------------------------------------------------ memory
+
+// A field of /proc/self/status in bytes ("VmRSS", "VmHWM"), -1 when unavailable.
+int64_t proc_status_bytes(const std::string& field) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1) * 1024;  // kB
+  return -1;
+}
+
+// Resets VmHWM to the current RSS (Linux: writing 5 to clear_refs).
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+
+struct MemoryResult {
+  int64_t peak = 0, state = 0, rss_growth = -1;
+};
+
+MemoryResult measure_memory(const std::function<Step()>& make) {
+  const Step step = make();
+  const int64_t rss0 = proc_status_bytes("VmRSS");
+  for (int i = 0; i < 3; ++i) step();  // as time_steps: optimizer state exists, caches are warm
+  MemoryResult r;
+  r.state = memory_stats().current_bytes;
+  reset_peak_memory();
+  const bool rss_ok = rss0 >= 0 && reset_peak_rss();
+  step();
+  r.peak = memory_stats().peak_bytes;
+  const int64_t hwm = proc_status_bytes("VmHWM");
+  if (rss_ok && hwm >= 0) r.rss_growth = hwm - rss0;
+  return r;
+}
+
+// Runs this program again for one model and thread count and waits for it: each memory figure
+// comes from a fresh process, so no model's cached blocks or RSS count in another's.
+bool run_child(const char* self, const std::string& name, int threads) {
+  const std::string t = std::to_string(threads);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl(self, self, "--memory", "1", "--only", name.c_str(), "--threads", t.c_str(), "--child", "1",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 // ------------------------------------------------------------------ models
@@ -164,13 +236,17 @@ int main(int argc, char** argv) {
   std::vector<int> threads{1, get_num_threads()};
   std::string only;
   int steps = 15;
+  bool memory = false, child = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k == "--threads") threads = parse_ints(argv[i + 1]);
     else if (k == "--only") only = argv[i + 1];
     else if (k == "--steps") steps = std::max(1, std::atoi(argv[i + 1]));
+    else if (k == "--memory") memory = std::atoi(argv[i + 1]) != 0;
+    else if (k == "--child") child = std::atoi(argv[i + 1]) != 0;
     else {
-      std::fprintf(stderr, "unknown option %s (valid: --threads N[,M], --only a,b, --steps N)\n", k.c_str());
+      std::fprintf(stderr, "unknown option %s (valid: --threads N[,M], --only a,b, --steps N, --memory 0|1)\n",
+                   k.c_str());
       return 2;
     }
   }
@@ -184,6 +260,26 @@ int main(int argc, char** argv) {
       {"train_word2vec", make_word2vec},
   };
   bool ok = true;
+  if (memory) {
+    for (int t : threads) {
+      set_num_threads(t);
+      for (const auto& [name, make] : cases) {
+        if (!only.empty() && only.find(name) == std::string::npos) continue;
+        if (!child) {
+          ok = run_child("/proc/self/exe", name, t) && ok;
+          continue;
+        }
+        manual_seed(0);
+        const MemoryResult r = measure_memory(make);
+        std::printf("{\"name\": \"%s\", \"threads\": %d, \"peak_bytes\": %lld, \"state_bytes\": %lld, "
+                    "\"rss_growth_bytes\": %lld}\n",
+                    name.c_str(), t, static_cast<long long>(r.peak), static_cast<long long>(r.state),
+                    static_cast<long long>(r.rss_growth));
+        std::fflush(stdout);
+      }
+    }
+    return ok ? 0 : 1;
+  }
   for (int t : threads) {
     set_num_threads(t);
     for (const auto& [name, make] : cases) {

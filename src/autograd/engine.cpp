@@ -75,7 +75,8 @@ Tensor default_seed(const Tensor& out, const char* what) {
 
 // Runs the graph below `root`. With `capture`, gradients reaching the captured nodes are
 // stored there instead of running those nodes.
-void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Node*, Tensor>* capture) {
+// Without `retain`, each node's saved tensors are freed once it has run.
+void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Node*, Tensor>* capture, bool retain) {
   GradModeScope no_grad(false);
   std::shared_ptr<Node> start = gradient_edge(root);
   if (!start) return;
@@ -117,6 +118,7 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
       }
     } else if (g.defined()) {
       grads = n->apply(g);
+      if (!retain) n->release();
     }
     for (size_t i = 0; i < n->next.size(); ++i) {
       Node* nx = n->next[i].get();
@@ -181,7 +183,7 @@ GradHookHandle on_grad_accumulated(const Tensor& leaf, std::function<void(const 
   return handle;
 }
 
-void backward(const Tensor& output, const Tensor& seed) {
+void backward(const Tensor& output, const Tensor& seed, bool retain_graph) {
   if (!output.defined()) throw AutogradError("backward: the output tensor is undefined");
   if (!output.requires_grad())
     throw AutogradError("backward: the output does not require grad (no input was marked with requires_grad_(), "
@@ -190,7 +192,7 @@ void backward(const Tensor& output, const Tensor& seed) {
   if (s.shape() != output.shape())
     throw ShapeError("backward: the seed gradient has shape " + shape_str(s.shape()) + " but the output has " +
                      shape_str(output.shape()));
-  run_backward(output, s.astype(output.dtype()), nullptr);
+  run_backward(output, s.astype(output.dtype()), nullptr, retain_graph);
 }
 
 void Tensor::backward(const Tensor& seed) const { loom::backward(*this, seed); }
@@ -207,7 +209,7 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
   }
   if (output.requires_grad()) {
     Tensor s = seed.defined() ? seed : default_seed(output, "grad");
-    run_backward(output, s.astype(output.dtype()), &capture);
+    run_backward(output, s.astype(output.dtype()), &capture, true);
   }
   std::vector<Tensor> out;
   for (size_t i = 0; i < inputs.size(); ++i) {

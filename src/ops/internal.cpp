@@ -120,6 +120,10 @@ class FunctionNode final : public Node {
       explicit Running(const char* op) : prev(backward_op) { backward_op = op; }
       ~Running() { backward_op = prev; }
     } running(op_);
+    if (!fn_)
+      throw AutogradError(std::string("backward of ") + op_ +
+                          ": the graph has been run backward already and the tensors saved for it were freed; "
+                          "pass retain_graph = true to the first backward() to run it again");
     std::vector<Tensor> gs = fn_(grad);
     if (gs.size() != next.size())
       throw AutogradError(std::string("backward of ") + op_ + " returned " + std::to_string(gs.size()) +
@@ -132,6 +136,7 @@ class FunctionNode final : public Node {
     return gs;
   }
   const char* name() const override { return op_; }
+  void release() override { fn_ = nullptr; }  // the rule's captures hold the saved tensors
 
  private:
   const char* op_;

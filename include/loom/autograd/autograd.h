@@ -10,11 +10,15 @@
 namespace loom {
 
 // Accumulates d(output)/d(leaf) into every leaf's .grad(). A non-scalar output needs a seed
-// gradient of its shape.
-void backward(const Tensor& output, const Tensor& seed = Tensor());
+// gradient of its shape. As in PyTorch, each node frees the tensors saved for its rule as soon
+// as the pass has run it (activations do not outlive their use), so a second backward through
+// the same nodes throws AutogradError; retain_graph keeps them for another pass. A pass that
+// fails part-way leaves every .grad() unchanged, but the nodes it ran are freed.
+void backward(const Tensor& output, const Tensor& seed = Tensor(), bool retain_graph = false);
 
 // Gradients of `output` with respect to `inputs`, returned instead of accumulated; an input
-// the output does not depend on gets zeros. Leaves' .grad() are untouched.
+// the output does not depend on gets zeros. Leaves' .grad() are untouched and the graph is
+// kept (grad may be called on it again).
 std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed = Tensor());
 
 // Functional form: calls f on fresh differentiable copies of `inputs` and returns the

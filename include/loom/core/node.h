@@ -15,6 +15,9 @@ class Node {
   // Gradients of the inputs given the gradient of the output; an undefined Tensor means zero.
   virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
   virtual const char* name() const = 0;
+  // Drops what apply() needs (the tensors saved for the rule) once a backward pass that does
+  // not retain the graph has run it; apply() afterwards throws AutogradError.
+  virtual void release() {}
   std::vector<std::shared_ptr<Node>> next;
 };
 
