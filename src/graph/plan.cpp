@@ -305,17 +305,19 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
   for (size_t k = 0; k < n; ++k)
     if (last[k] != SIZE_MAX && !kept[k]) p->steps[last[k]].frees.push_back(k);
 
+  // who reads each slot, and each node's step, for the two fusion passes (which change neither)
+  std::vector<size_t> readers(n, 0), step_of(n, SIZE_MAX);
+  std::vector<bool> is_out(n, false);
+  for (size_t k : p->output_pos) is_out[k] = true;
+  for (size_t i = 0; i < p->steps.size(); ++i) {
+    step_of[p->steps[i].node] = i;
+    for (size_t a : p->steps[i].args) ++readers[a];
+  }
+
   // ---- inference epilogues (Eval mode): Conv2D -> [BatchNorm] -> [Add residual] -> [ReLU], each
   // link read by nothing but the next one, runs as one convolution (ops/conv_fused.h). The
   // residual must be computed before the convolution's step, and of its output's shape.
   if (opt.fuse_conv_epilogues) {
-    std::vector<size_t> readers(n, 0), step_of(n, SIZE_MAX);
-    std::vector<bool> is_out(n, false);
-    for (size_t k : p->output_pos) is_out[k] = true;
-    for (size_t i = 0; i < p->steps.size(); ++i) {
-      step_of[p->steps[i].node] = i;
-      for (size_t a : p->steps[i].args) ++readers[a];
-    }
     // the one step reading slot k, when k is read once and is no output
     auto sole_reader = [&](size_t k) -> const Impl::Step* {
       if (readers[k] != 1 || is_out[k]) return nullptr;
@@ -373,13 +375,6 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
   // pass over the operands when no gradient is needed (ops/fused_elementwise.h), and one op at
   // a time otherwise. The chain runs at its last step, so the frees of the others move there.
   if (opt.fuse_elementwise) {
-    std::vector<size_t> readers(n, 0), step_of(n, SIZE_MAX);
-    std::vector<bool> is_out(n, false);
-    for (size_t k : p->output_pos) is_out[k] = true;
-    for (size_t i = 0; i < p->steps.size(); ++i) {
-      step_of[p->steps[i].node] = i;
-      for (size_t a : p->steps[i].args) ++readers[a];
-    }
     using Op = detail::ElementwiseChain::Op;
     auto op_of = [&](size_t i, Op& op) {
       const Impl::Step& s = p->steps[i];
