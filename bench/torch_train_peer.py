@@ -119,6 +119,21 @@ def build(name, torch, adam_impl):
     raise ValueError(name)
 
 
+def make_step(torch, model, loss_fn, opt, clip):
+    """One training step (the timed and the measured one): zero_grad, loss, backward, [clip,] update."""
+    params = list(model.parameters())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model)
+        loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+        return loss.item()
+    return step
+
+
 def time_steps(step, steps):
     for _ in range(3):
         step()
@@ -162,24 +177,11 @@ def memory_one(name, threads, adam_impl):
 
     torch.set_num_threads(threads)
 
-    def make_step(model, loss_fn, opt, clip):  # as run()'s
-        params = list(model.parameters())
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model)
-            loss.backward()
-            if clip is not None:
-                torch.nn.utils.clip_grad_norm_(params, clip)
-            opt.step()
-            return loss.item()
-        return step
-
     # process RSS, without the profiler
     torch.manual_seed(0)
     model, loss_fn, opt, clip = build(name, torch, adam_impl)
     model.train()
-    step = make_step(model, loss_fn, opt, clip)
+    step = make_step(torch, model, loss_fn, opt, clip)
     rss0 = proc_status_bytes("VmRSS")
     for _ in range(3):
         step()
@@ -195,7 +197,7 @@ def memory_one(name, threads, adam_impl):
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         model, loss_fn, opt, clip = build(name, torch, adam_impl)
         model.train()
-        step = make_step(model, loss_fn, opt, clip)
+        step = make_step(torch, model, loss_fn, opt, clip)
         for _ in range(3):
             step()
         with record_function("loom_measured_step"):
@@ -242,16 +244,7 @@ def run(threads, only, steps, compile_too, adam_impl):
             fwd = loss_fn
             if use_compile:
                 fwd = torch.compile(loss_fn)
-            params = list(model.parameters())
-
-            def step():
-                opt.zero_grad(set_to_none=True)
-                loss = fwd(model)
-                loss.backward()
-                if clip is not None:
-                    torch.nn.utils.clip_grad_norm_(params, clip)
-                opt.step()
-                return loss.item()
+            step = make_step(torch, model, fwd, opt, clip)
 
             label = name + ("_compiled" if use_compile else "")
             t0 = time.perf_counter()
