@@ -1,5 +1,6 @@
 #include "loom/zoo/models.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "loom/graph/graph.h"
@@ -22,6 +23,13 @@ int64_t parameter_count(const Graph& graph) {
 
 Tensor Network::operator()(const Tensor& x) const {
   if (inputs.size() != 1) throw ValueError("zoo::Network '" + name + "': operator() needs a single-input model");
+  // the cached plan only while it is still this graph's (same outputs and inputs)
+  const auto same = [](const std::vector<nn::Layer>& a, const std::vector<nn::Layer>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const nn::Layer& l, const nn::Layer& r) { return l.impl() == r.impl(); });
+  };
+  if (plan && same(plan->graph().outputs(), graph.outputs()) && same(plan->graph().inputs(), graph.inputs()))
+    return (*plan)(x);
   return graph.compile()(x);
 }
 
@@ -36,6 +44,7 @@ Network finish(std::string name, std::vector<Layer> inputs, Layer output) {
   m.graph = Graph::build({output}, inputs);
   m.inputs = std::move(inputs);
   m.output = std::move(output);
+  m.plan = std::make_shared<const Plan>(m.graph.compile());
   return m;
 }
 
@@ -101,7 +110,7 @@ Network fashion_cnn(int64_t num_classes) {
   x = nn::Activation(nn::Linear(x, 128, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
   x = nn::Dropout(x, 0.25, 2, "dropout2");
   nn::Linear logits(x, num_classes, {}, "logits");
-  return Network{"fashion_cnn", Graph::build({logits}, {image}), {image}, logits};
+  return finish("fashion_cnn", {image}, logits);
 }
 
 const std::vector<int64_t> kVggA = {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};

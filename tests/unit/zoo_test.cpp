@@ -140,3 +140,18 @@ TEST(Zoo, FashionCnnIsTheMainJobsModel) {
   EXPECT_EQ(m.parameter_count(), 421738);  // 288 + 64 + 18432 + 128 + 401408 + 128 + 1290
   EXPECT_EQ(m(zeros({2, 1, 28, 28})).shape(), (Shape{2, 10}));
 }
+
+TEST(Zoo, CallRunsThePlanOfTheCurrentGraph) {
+  zoo::Network m = zoo::mlp(6, {5}, 3);
+  ASSERT_TRUE(m.plan);  // compiled once by the builder
+  const Tensor x = uniform({4, 6});
+  const Tensor y = m(x);
+  EXPECT_TRUE(array_equal(y, m.plan->run({x})[0]));
+  // a Network whose graph was replaced follows its new graph, not the stale plan
+  zoo::Network other = zoo::mlp(6, {5}, 3);
+  m.graph = other.graph;
+  m.inputs = other.inputs;
+  m.output = other.output;
+  EXPECT_TRUE(array_equal(m(x), other(x)));
+  EXPECT_FALSE(array_equal(m(x), y));  // the two networks' weights differ
+}

@@ -9,6 +9,7 @@
 //
 // Image models take channels-first float inputs (batch, channels, height, width) with dynamic
 // height and width unless stated; the output is the logits (no softmax).
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,14 @@ struct Network {
   Graph graph;
   std::vector<nn::Layer> inputs;  // Input layers, in the order graph.inputs() takes them
   nn::Layer output;
+  // `graph` compiled once (shape-polymorphic: any batch and image size), what operator() runs.
+  // The zoo's builders set it; a Network assembled by hand without it (or whose graph was
+  // replaced since) compiles its graph on each call.
+  std::shared_ptr<const Plan> plan;
 
   // The i-th Input layer (to set_value it before output()).
   nn::Input input(size_t i = 0) const { return nn::Input(inputs.at(i).impl()); }
-  // Runs the graph on `x` (single-input models) in the current mode.
+  // Runs the graph on `x` (single-input models) in the current mode, through `plan`.
   Tensor operator()(const Tensor& x) const;
   // Trainable tensors of every layer of the graph, each once (shared weights counted once).
   std::vector<Tensor> parameters() const;
