@@ -520,7 +520,7 @@ TEST(SimdKernels, MaxPoolKernelsFollowTheScanOrderRules) {
   }
 }
 
-TEST(SimdKernels, LayerNormAndBatchNormSumsMatchFloat64) {
+TEST(SimdKernels, LayerNormAndBatchNormKernelsMatchFloat64) {
   for (const simd::Table* t : runnable_tables()) {
     for (int64_t n : lengths(t->lanes)) {
       if (n == 0) continue;
@@ -583,6 +583,20 @@ TEST(SimdKernels, LayerNormAndBatchNormSumsMatchFloat64) {
       EXPECT_NEAR(s[1], r2, 1e-5 * n) << t->isa << " n=" << n;
       EXPECT_NEAR(sg[0], q1, 1e-5 * n) << t->isa << " n=" << n;
       EXPECT_NEAR(sg[1], q2, 1e-5 * n) << t->isa << " n=" << n;
+
+      // batch norm's output and input-gradient passes, against float64 (a sentinel past the end)
+      std::vector<float> bn_y(n + 1, 7.0f), bn_gx(n + 1, 7.0f);
+      const float a = 1.7f, shift = -0.3f, k1 = 0.9f, k2 = 0.05f, k3 = 0.02f;
+      t->scale_shift(bn_y.data(), x.data(), n, a, shift);
+      t->batch_norm_input_grad(bn_gx.data(), g.data(), x.data(), n, k1, k2, m, k3);
+      for (int64_t i = 0; i < n; ++i) {
+        const double xi = x[i], gi = g[i];
+        ASSERT_NEAR(bn_y[i], xi * a + shift, 1e-6 * (std::fabs(xi * a) + 1)) << t->isa << " n=" << n << " i=" << i;
+        ASSERT_NEAR(bn_gx[i], gi * k1 - k2 - (xi - m) * k3, 1e-6 * (std::fabs(gi) + std::fabs(xi) + 1))
+            << t->isa << " n=" << n << " i=" << i;
+      }
+      EXPECT_EQ(bn_y[n], 7.0f);
+      EXPECT_EQ(bn_gx[n], 7.0f);
     }
   }
 }

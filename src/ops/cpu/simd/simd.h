@@ -85,6 +85,11 @@ struct Table {
   // s[0] += sum g, s[1] += sum g (x - m).
   void (*centred_sums)(const float* x, int64_t n, float m, double* s);
   void (*grad_sums)(const float* x, const float* g, int64_t n, float m, double* s);
+  // Batch norm's per-channel passes over n floats: the output y = x * a + b (the statistics and
+  // the affine folded into a and b), and the input gradient gx = g * k1 - k2 - (x - m) * k3.
+  void (*scale_shift)(float* y, const float* x, int64_t n, float a, float b);
+  void (*batch_norm_input_grad)(float* gx, const float* g, const float* x, int64_t n, float k1, float k2, float m,
+                                float k3);
   // One Adam step over n contiguous parameters p with gradient g and moments m, v (vmax: the
   // AMSGrad maximum, or null), updated in place.
   void (*adam)(float* p, const float* g, float* m, float* v, float* vmax, int64_t n, const AdamArgs& a);
