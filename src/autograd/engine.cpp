@@ -73,6 +73,16 @@ Tensor default_seed(const Tensor& out, const char* what) {
   return ones(out.shape(), out.dtype(), out.device());
 }
 
+// Whether `sum`, a gradient being summed, may take `g` in place (bitwise add(sum, g)): the
+// engine's handle is the only one to it and to its memory, so it is no user's tensor, no
+// saved tensor, no other gradient nor a view of one (a rule may return its incoming gradient
+// or a saved tensor, to several inputs too), and nothing else can see the write; a
+// broadcast view (sum()'s gradient) cannot take a write.
+bool sole_holder(const Tensor& sum, const Tensor& g) {
+  return sum.impl().use_count() == 1 && sum.storage().use_count() == 1 && sum.shape() == g.shape() &&
+         sum.dtype() == g.dtype() && !sum.requires_grad() && !has_internal_overlap(sum.shape(), sum.strides());
+}
+
 // Runs the graph below `root`. With `capture`, gradients reaching the captured nodes are
 // stored there instead of running those nodes.
 // Without `retain`, each node's saved tensors are freed once it has run.
@@ -125,7 +135,9 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
       if (!nx) continue;
       if (i < grads.size() && grads[i].defined()) {
         auto& slot = pending[nx];
-        slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+        if (!slot.defined()) slot = std::move(grads[i]);
+        else if (sole_holder(slot, grads[i])) slot += grads[i];
+        else slot = add(slot, grads[i]);
       }
       if (--deps[nx] == 0) ready.push_back(nx);
     }
