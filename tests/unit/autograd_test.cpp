@@ -327,3 +327,22 @@ TEST(GradientSum, EmbeddingUsedTwiceOnOneTable) {
   EXPECT_TRUE(same_bits(kept, kept_copy));
   EXPECT_TRUE(same_bits(first.grad(), kept_copy + full({3}, 3.0f)));
 }
+
+TEST(GradientSum, AnUnsharedLeafGradTakesTheNextPassInPlace) {
+  manual_seed(23);
+  Tensor w = leaf(randn({1000, 64}));
+  const Tensor c1 = randn({1000, 64}), c2 = randn({1000, 64});
+  sum(w * c1).backward();
+  const void* storage = w.grad().data_ptr();
+  const Tensor g1 = w.grad().copy();
+  Tensor loss = sum(w * c2);
+  const int64_t table = 1000 * 64 * 4;
+  const int64_t before = memory_stats().current_bytes;
+  reset_peak_memory();
+  loss.backward();
+  // the pass's gradient only (out of place: it and the sum)
+  EXPECT_LT(memory_stats().peak_bytes - before, table + table / 2);
+  EXPECT_EQ(w.grad().data_ptr(), storage);
+  NoGrad off;
+  EXPECT_TRUE(same_bits(w.grad(), g1 + c2));
+}
