@@ -66,12 +66,48 @@ void run_hooks(const Node* node, const Tensor& grad) {
   }
 }
 
+bool has_hooks(const Node* node) {
+  HookRegistry& r = registry();
+  if (r.count.load(std::memory_order_acquire) == 0) return false;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.hooks.count(node) > 0;
+}
+
 Tensor default_seed(const Tensor& out, const char* what) {
   if (out.numel() != 1)
     throw AutogradError(std::string(what) + ": the output has shape " + shape_str(out.shape()) +
                         "; a seed gradient of that shape is needed for non-scalar outputs");
   return ones(out.shape(), out.dtype(), out.device());
 }
+
+// Whether `sum`, a gradient being summed, may take `g` in place (bitwise add(sum, g)): the
+// engine's handle is the only one to it and to its memory, so it is no user's tensor, no
+// saved tensor, no other gradient nor a view of one (a rule may return its incoming gradient
+// or a saved tensor, to several inputs too), and nothing else can see the write; a
+// broadcast view (sum()'s gradient) cannot take a write.
+bool sole_holder(const Tensor& sum, const Tensor& g) {
+  return sum.impl().use_count() == 1 && sum.storage().use_count() == 1 && sum.shape() == g.shape() &&
+         sum.dtype() == g.dtype() && !sum.requires_grad() && !has_internal_overlap(sum.shape(), sum.strides());
+}
+
+// Whether a leaf's existing .grad() may take the pass's gradient g in place at the end of the
+// pass, as PyTorch's AccumulateGrad does when nothing else holds it: no handle to it or its
+// memory but the leaf's (a user's x.grad() keeps its values), and a += that allocates nothing
+// (so that assigning the pass's gradients cannot fail half-way).
+bool grad_takes_in_place(const std::shared_ptr<TensorImpl>& grad, const Tensor& g) {
+  if (!grad || grad.use_count() != 1 || grad->storage.use_count() != 1) return false;
+  const DType d = grad->dtype;
+  return g.dtype() == d && g.shape() == grad->shape && g.device() == grad->storage->device() && d != DType::Float16 &&
+         d != DType::BFloat16 && d != DType::Bool && !has_internal_overlap(grad->shape, grad->strides);
+}
+
+// A leaf's new gradient, assigned once the pass has succeeded: `grad` replaces .grad(), or is
+// added into it (in_place).
+struct Staged {
+  std::shared_ptr<TensorImpl> leaf;
+  Tensor grad;
+  bool in_place = false;
+};
 
 // Runs the graph below `root`. With `capture`, gradients reaching the captured nodes are
 // stored there instead of running those nodes.
@@ -96,7 +132,7 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
   std::unordered_map<Node*, Tensor> pending;
   pending[start.get()] = seed;
   // the leaves' new gradients, assigned only after the whole pass succeeded (all or nothing)
-  std::vector<std::pair<std::shared_ptr<TensorImpl>, Tensor>> staged;
+  std::vector<Staged> staged;
   std::vector<Node*> ready{start.get()};
   while (!ready.empty()) {
     Node* n = ready.back();
@@ -113,8 +149,12 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
     std::vector<Tensor> grads;
     if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) {
       if (auto leaf = acc->leaf(); leaf && !capture && g.defined()) {
-        staged.emplace_back(leaf, acc->accumulated(g));
-        run_hooks(n, staged.back().second);  // every contribution is in: the gradient is final
+        if (grad_takes_in_place(leaf->grad, g) && !has_hooks(n)) {
+          staged.push_back({leaf, g, true});
+        } else {
+          staged.push_back({leaf, acc->accumulated(g), false});
+          run_hooks(n, staged.back().grad);  // every contribution is in: the gradient is final
+        }
       }
     } else if (g.defined()) {
       grads = n->apply(g);
@@ -125,12 +165,25 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
       if (!nx) continue;
       if (i < grads.size() && grads[i].defined()) {
         auto& slot = pending[nx];
-        slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+        if (!slot.defined()) slot = std::move(grads[i]);
+        else if (sole_holder(slot, grads[i])) slot += grads[i];
+        else slot = add(slot, grads[i]);
       }
       if (--deps[nx] == 0) ready.push_back(nx);
     }
   }
-  for (auto& [leaf, ng] : staged) leaf->grad = ng.impl();  // no allocation: cannot fail half-way
+  // a hook may have taken a handle to a .grad() meanwhile: sum those out of place first
+  for (Staged& st : staged)
+    if (st.in_place && !grad_takes_in_place(st.leaf->grad, st.grad)) st = {st.leaf, add(Tensor(st.leaf->grad), st.grad)};
+  // no allocation: cannot fail half-way
+  for (Staged& st : staged) {
+    if (!st.in_place) {
+      st.leaf->grad = st.grad.impl();
+      continue;
+    }
+    Tensor target(st.leaf->grad);
+    target += st.grad;
+  }
 }
 
 }  // namespace

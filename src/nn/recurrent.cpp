@@ -99,12 +99,13 @@ struct RNNImpl final : LayerBase<RNNImpl> {
   // Runs one direction; returns the outputs per step (h) and leaves the final state in `last`.
   std::vector<Tensor> run(const State& s, const Tensor& x, bool backwards, Tensor init, Tensor& last) const {
     const int64_t B = x.dim(0), T = x.dim(1), n = n_units;
-    Tensor xw = input_projection(opt.cell, s, x);  // one GEMM for all steps
+    // one GEMM for all steps; unbind: backward gathers the steps' gradients into one tensor
+    const std::vector<Tensor> xw = unbind(input_projection(opt.cell, s, x), 1);
     Tensor st = init.defined() ? init : zeros({B, opt.cell == CellKind::LSTM ? 2 * n : n}, x.dtype(), x.device());
     std::vector<Tensor> outs(static_cast<size_t>(T));
     for (int64_t k = 0; k < T; ++k) {
       const int64_t t = backwards ? T - 1 - k : k;
-      st = cell_step(opt.cell, s, opt.cell_options.activation, squeeze(slice(xw, 1, t, t + 1), {1}), st, n);
+      st = cell_step(opt.cell, s, opt.cell_options.activation, xw[t], st, n);
       outs[t] = opt.cell == CellKind::LSTM ? slice(st, -1, 0, n) : st;
     }
     last = st;

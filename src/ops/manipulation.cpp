@@ -310,6 +310,47 @@ std::vector<Tensor> split(const Tensor& x, int64_t sections, int64_t axis) {
   return split(x, idx, a);
 }
 
+std::vector<Tensor> unbind(const Tensor& x, int64_t axis) {
+  detail::check_defined(x, "unbind");
+  const int64_t a = normalize_axis(axis, x.ndim(), "unbind");
+  const int64_t n = x.shape()[a], stride = x.strides()[a];
+  Shape s = x.shape();
+  Strides st = x.strides();
+  s.erase(s.begin() + a);
+  st.erase(st.begin() + a);
+  std::vector<Tensor> parts;
+  parts.reserve(static_cast<size_t>(n));
+  if (!detail::needs_grad({&x})) {
+    for (int64_t i = 0; i < n; ++i) parts.push_back(view_of(x, s, st, x.offset() + i * stride));
+    return parts;
+  }
+  // The parts hang off `whole`, a view of x. The first part whose rule runs in a pass makes the
+  // gradient of x's shape and returns it to `whole` (the engine's reference is the only strong
+  // one); the others write their slice into it and return none. The engine runs `whole` after
+  // every part, so it passes the complete gradient on to x and forgets it. A pass that fails
+  // in between drops the engine's reference, so the next pass starts afresh.
+  auto gathered = std::make_shared<std::weak_ptr<TensorImpl>>();
+  Tensor whole = detail::record("unbind", {x}, view_of(x, x.shape(), x.strides(), x.offset()),
+                                [gathered](const Tensor& g) {
+                                  gathered->reset();
+                                  return Grads{g};
+                                });
+  for (int64_t i = 0; i < n; ++i) {
+    parts.push_back(detail::record("unbind", {whole}, view_of(x, s, st, x.offset() + i * stride),
+                                   [gathered, a, i, shape = x.shape(), dtype = x.dtype()](const Tensor& g) {
+                                     Tensor total(gathered->lock());
+                                     const bool first = !total.defined();
+                                     if (first) {
+                                       total = zeros(shape, dtype, g.device());
+                                       *gathered = total.impl();
+                                     }
+                                     detail::backend(g.device()).copy(squeeze(slice(total, a, i, i + 1), {a}), g);
+                                     return Grads{first ? total : Tensor()};
+                                   }));
+  }
+  return parts;
+}
+
 Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pw, Scalar value) {
   detail::check_defined(x, "pad");
   if (static_cast<int64_t>(pw.size()) != x.ndim())

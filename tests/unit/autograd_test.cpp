@@ -249,3 +249,100 @@ TEST(Autograd, ViewsPassGradientsThrough) {
   sum(y * y).backward();
   EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 4, 6, 0, 0, 0}));
 }
+
+// ---------------------------------------------------------------- summing contributions
+// The engine sums a node's gradient contributions in place when it alone holds the first one;
+// the sums are bitwise the out-of-place ones, also where a rule's gradient aliases another.
+namespace {
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor ac = a.copy(), bc = b.copy();
+  return std::memcmp(ac.data_ptr(), bc.data_ptr(), ac.nbytes()) == 0;
+}
+Tensor leaf(const Tensor& t) { return t.detach().copy().requires_grad_(); }
+}  // namespace
+
+TEST(GradientSum, SeveralConsumersAreBitwiseTheSeparateSums) {
+  manual_seed(21);
+  const Tensor xv = randn({6, 5}), c = randn({6, 5});
+  {  // add passes one gradient to both inputs; u also reaches s through v
+    Tensor x = leaf(xv);
+    Tensor u = exp(x);
+    Tensor s = u + u * 3.0;
+    sum(s * c).backward();
+    NoGrad off;
+    const Tensor g = c;  // d loss / d s
+    EXPECT_TRUE(same_bits(x.grad(), (g + g * 3.0) * exp(xv)));
+  }
+  {  // a tensor used twice in one op
+    Tensor x = leaf(xv);
+    Tensor u = x * 1.0;
+    sum((u * u) * c).backward();
+    NoGrad off;
+    const Tensor uv = xv * 1.0;
+    EXPECT_TRUE(same_bits(x.grad(), c * uv + c * uv));
+  }
+  {  // three contributions to one node (small integers: exact in any order)
+    const Tensor xi = randint(-4, 5, {6, 5}).astype(Float32), ci = randint(-4, 5, {6, 5}).astype(Float32);
+    Tensor x = leaf(xi);
+    Tensor u = x * 1.0;
+    sum((u * u) * ci + u * 3.0).backward();
+    NoGrad off;
+    EXPECT_TRUE(same_bits(x.grad(), ci * xi * 2.0 + 3.0));
+  }
+  {  // an input of add() that is also the other input's source: a + exp(a)
+    Tensor x = leaf(xv);
+    Tensor a = x * 2.0;
+    sum((a + exp(a)) * c).backward();
+    NoGrad off;
+    const Tensor av = xv * 2.0;
+    EXPECT_TRUE(same_bits(x.grad(), (c + c * exp(av)) * 2.0));
+  }
+}
+
+TEST(GradientSum, EmbeddingUsedTwiceOnOneTable) {
+  manual_seed(22);
+  Tensor w = leaf(randn({1000, 64}));
+  const Tensor ids1 = randint(0, 1000, {8}), ids2 = randint(0, 1000, {8});
+  const Tensor c1 = randn({8, 64}), c2 = randn({8, 64});
+  const std::vector<Tensor> g1 = grad(sum(embedding(w, ids1) * c1), {w});
+  const std::vector<Tensor> g2 = grad(sum(embedding(w, ids2) * c2), {w});
+  Tensor loss = sum(embedding(w, ids1) * c1) + sum(embedding(w, ids2) * c2);
+  const int64_t table = 1000 * 64 * 4;
+  const int64_t before = memory_stats().current_bytes;
+  reset_peak_memory();
+  loss.backward();
+  // the two lookups' tables, the second added into the first (out of place: a third table)
+  EXPECT_LT(memory_stats().peak_bytes - before, 2 * table + table / 2);
+  {
+    NoGrad off;
+    EXPECT_TRUE(same_bits(w.grad(), g1[0] + g2[0]));
+  }
+  // a second backward into an existing .grad stays out of place: the first is unchanged
+  Tensor first = leaf(randn({3}));
+  sum(first * 2.0).backward();
+  const Tensor kept = first.grad();
+  const Tensor kept_copy = kept.copy();
+  sum(first * 3.0).backward();
+  EXPECT_TRUE(same_bits(kept, kept_copy));
+  EXPECT_TRUE(same_bits(first.grad(), kept_copy + full({3}, 3.0f)));
+}
+
+TEST(GradientSum, AnUnsharedLeafGradTakesTheNextPassInPlace) {
+  manual_seed(23);
+  Tensor w = leaf(randn({1000, 64}));
+  const Tensor c1 = randn({1000, 64}), c2 = randn({1000, 64});
+  sum(w * c1).backward();
+  const void* storage = w.grad().data_ptr();
+  const Tensor g1 = w.grad().copy();
+  Tensor loss = sum(w * c2);
+  const int64_t table = 1000 * 64 * 4;
+  const int64_t before = memory_stats().current_bytes;
+  reset_peak_memory();
+  loss.backward();
+  // the pass's gradient only (out of place: it and the sum)
+  EXPECT_LT(memory_stats().peak_bytes - before, table + table / 2);
+  EXPECT_EQ(w.grad().data_ptr(), storage);
+  NoGrad off;
+  EXPECT_TRUE(same_bits(w.grad(), g1 + c2));
+}

@@ -43,8 +43,9 @@ TEST(BackwardAllOrNothing, OutOfMemoryMidBackwardLeavesEveryGradUnchanged) {
       ASSERT_EQ(values(c.grad()), gc) << "after running out of memory with " << extra << " bytes to spare";
     }
     ASSERT_TRUE(succeeded);
-    // the limit was hit at many points of the pass, the leaves' sums included
-    EXPECT_GE(failures, retain ? 6 : 3);
+    // the limit was hit at many points of the pass, the leaves' sums included (a's two
+    // contributions from a * a are summed in place, without an allocation)
+    EXPECT_GE(failures, retain ? 5 : 3);
     // the successful pass accumulated exactly once
     for (size_t i = 0; i < ga.size(); ++i) {
       EXPECT_EQ(values(a.grad())[i], 2 * ga[i]);

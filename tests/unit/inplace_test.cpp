@@ -164,3 +164,86 @@ TEST(InPlace, RefusedOnTensorsThatRequireGrad) {
   d.fill_(9.0);
   EXPECT_EQ(values(w), (std::vector<double>{9, 9, 9}));
 }
+
+namespace {
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor ac = a.copy(), bc = b.copy();  // contiguous
+  return std::memcmp(ac.data_ptr(), bc.data_ptr(), ac.nbytes()) == 0;
+}
+// Runs op(target, operand) and checks it against the copy path: the out-of-place result
+// converted to the target's dtype (what the copy path stored).
+template <typename Op, typename Ref, typename B>
+void expect_as_copy_path(Tensor target, const B& operand, Op op, Ref ref) {
+  const Tensor expected = astype(ref(target.copy(), operand), target.dtype());
+  op(target, operand);
+  EXPECT_TRUE(same_bits(target, expected)) << target.str() << "\nexpected\n" << expected.str();
+}
+}  // namespace
+
+TEST(InPlace, CompoundAssignmentIsBitwiseTheCopyPath) {
+  manual_seed(11);
+  const Tensor x = randn({37, 19}), row = randn({19}), col = randn({37, 1}), one = randn({37, 19}, Float64);
+  const Tensor positive = uniform({37, 19}, 0.5, 2.0);
+  auto add_ = [](Tensor& a, const auto& b) { a += b; };
+  auto sub_ = [](Tensor& a, const auto& b) { a -= b; };
+  auto mul_ = [](Tensor& a, const auto& b) { a *= b; };
+  auto div_ = [](Tensor& a, const auto& b) { a /= b; };
+  auto add = [](const Tensor& a, const auto& b) { return a + b; };
+  auto sub = [](const Tensor& a, const auto& b) { return a - b; };
+  auto mul = [](const Tensor& a, const auto& b) { return a * b; };
+  auto div = [](const Tensor& a, const auto& b) { return a / b; };
+  for (const Tensor& b : {x, row, col, positive, one, x.astype(Int32)}) {  // same shape, broadcast, other dtypes
+    expect_as_copy_path(randn({37, 19}), b, add_, add);
+    expect_as_copy_path(randn({37, 19}), b, sub_, sub);
+    expect_as_copy_path(randn({37, 19}), b, mul_, mul);
+    expect_as_copy_path(randn({37, 19}), b, div_, div);
+    expect_as_copy_path(randn({37, 19}, Float64), b, add_, add);
+  }
+  for (double s : {0.3, -2.0}) {
+    expect_as_copy_path(randn({37, 19}), s, add_, add);
+    expect_as_copy_path(randn({37, 19}), s, sub_, sub);
+    expect_as_copy_path(randn({37, 19}), s, mul_, mul);
+    expect_as_copy_path(randn({37, 19}), s, div_, div);
+  }
+  expect_as_copy_path(randint(-50, 50, {7, 5}, Int32), randint(-50, 50, {5}, Int32), mul_, mul);
+  expect_as_copy_path(randint(-50, 50, {7, 5}, Int32), 3, sub_, sub);
+  expect_as_copy_path(randn({9}, Float16), randn({9}, Float16), add_, add);  // rounds from float32: copy path
+  // a strided target (a transposed and a stepped view)
+  for (const Tensor& base : {randn({19, 37}), randn({37, 38})}) {
+    Tensor target = base.shape()[0] == 19 ? base.T() : base.index({Slice(), Slice(None, None, 2)});
+    const Tensor expected = target + row;
+    target += row;
+    EXPECT_TRUE(same_bits(target, expected));
+  }
+  // a += a, elementwise, and a partly overlapping operand (the copy path)
+  Tensor a = randn({37, 19});
+  Tensor twice = a + a;
+  a += a;
+  EXPECT_TRUE(same_bits(a, twice));
+  Tensor square = a * a;
+  a *= a;
+  EXPECT_TRUE(same_bits(a, square));
+  Tensor b = randn({40});
+  Tensor shifted = b.index({Slice(1, None)}) - b.index({Slice(None, -1)});
+  Tensor tail = b.index({Slice(1, None)});
+  tail -= b.index({Slice(None, -1)});
+  EXPECT_TRUE(same_bits(tail, shifted));
+}
+
+TEST(InPlace, CompoundAssignmentWritesIntoItsTarget) {
+  Tensor a = randn({256, 64});
+  const Tensor b = randn({256, 64}), row = randn({64});
+  const uint64_t version = a.storage()->version();
+  const int64_t before = memory_stats().allocations;
+  a += b;
+  a -= row;
+  a *= b;
+  a /= row;
+  a += a;
+  EXPECT_EQ(memory_stats().allocations - before, 0);  // no result tensor (the copy path: one each)
+  EXPECT_EQ(a.storage()->version(), version + 5);
+  const int64_t scalar_before = memory_stats().allocations;
+  a *= 0.5;
+  EXPECT_EQ(memory_stats().allocations - scalar_before, 1);  // the 0-d scalar only
+}

@@ -114,3 +114,37 @@ TEST(Recurrent, JsonRoundTrip) {
   Tensor x = uniform({2, 5, 3});
   EXPECT_TRUE(allclose(g.compile()(x), r.compile()(x)));
 }
+
+// The layer's steps come from unbind(): its gradients are those of the per-step slices the
+// layer took before (values equal; the same ops in the same order otherwise).
+TEST(Recurrent, LstmGradientsAreThoseOfPerStepSlices) {
+  const int64_t B = 3, T = 17, F = 5, n = 4;
+  nn::Input seq(Shape{-1, T, F}, Float64, "seq");
+  nn::RNN rnn(seq, n, {.cell = nn::CellKind::LSTM});
+  nn::State& s = rnn.state();
+  set_direction(s, 4, F, n, 0);
+  const Tensor x = sin(arange(0, double(B * T * F), 1, Float64)).reshape({B, T, F});
+  const Tensor c = cos(arange(0, double(B * T * n), 1, Float64)).reshape({B, T, n});
+  seq.set_value(x);
+  Tensor loss = sum(rnn() * c);
+  const int64_t before = memory_stats().allocations;
+  loss.backward();
+  const int64_t layer_allocations = memory_stats().allocations - before;
+
+  const std::vector<Tensor> params{s.param("w_ih"), s.param("w_hh"), s.param("b_ih"), s.param("b_hh")};
+  Tensor xw = matmul(x, params[0]) + (params[2] + params[3]);
+  Tensor st = zeros({B, 2 * n}, Float64);
+  std::vector<Tensor> outs;
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor h = slice(st, -1, 0, n), cs = slice(st, -1, n, 2 * n);
+    st = lstm_cell(squeeze(slice(xw, 1, t, t + 1), {1}) + matmul(h, params[1]), cs);
+    outs.push_back(slice(st, -1, 0, n));
+  }
+  Tensor sliced_loss = sum(stack(outs, 1) * c);
+  const int64_t sliced_before = memory_stats().allocations;
+  const std::vector<Tensor> expected = grad(sliced_loss, params);
+  const int64_t sliced_allocations = memory_stats().allocations - sliced_before;
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(array_equal(params[i].grad(), expected[i])) << i;
+  // the slices' backward makes a zero tensor of the whole sequence's shape per step
+  EXPECT_LE(layer_allocations + T - 1, sliced_allocations) << layer_allocations << " vs " << sliced_allocations;
+}

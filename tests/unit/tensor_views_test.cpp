@@ -269,3 +269,60 @@ TEST(TensorViews, ViewsOfAnEmptyTensorHaveNoBuffer) {
   EXPECT_EQ(cumsum(zeros({3, 0}), 0).shape(), (Shape{3, 0}));
   EXPECT_EQ(cumsum(zeros({0, 3}), 1).shape(), (Shape{0, 3}));
 }
+
+TEST(Unbind, PartsAreViewsAndTheirGradientsMeetInOneTensor) {
+  const Tensor base = iota({3, 4, 2});
+  const std::vector<Tensor> parts = unbind(base, 1);
+  ASSERT_EQ(parts.size(), 4u);
+  EXPECT_EQ(parts[2].shape(), (Shape{3, 2}));
+  EXPECT_TRUE(parts[2].shares_storage_with(base));
+  EXPECT_TRUE(array_equal(parts[2], squeeze(slice(base, 1, 2, 3), {1})));
+  EXPECT_TRUE(unbind(zeros({0, 3}), 0).empty());
+  EXPECT_THROW(unbind(base, 3), IndexError);
+
+  // gradients: as slices taken one by one, a part without a gradient included
+  manual_seed(31);
+  const int64_t T = 50;
+  Tensor x = randn({4, T, 8}).requires_grad_();
+  const Tensor c = randn({4, T, 8});
+  const std::vector<Tensor> steps = unbind(x, 1);
+  Tensor loss = sum(steps[0] * steps[0]);
+  for (int64_t t = 2; t < T; ++t) loss = loss + sum(steps[t] * squeeze(slice(c, 1, t, t + 1), {1}));
+  Tensor sliced = sum(square(squeeze(slice(x, 1, 0, 1), {1})));
+  for (int64_t t = 2; t < T; ++t) sliced = sliced + sum(squeeze(slice(x, 1, t, t + 1), {1}) * squeeze(slice(c, 1, t, t + 1), {1}));
+  const Tensor expected = grad(sliced, {x})[0];
+  loss.backward();
+  EXPECT_TRUE(array_equal(x.grad(), expected));
+
+  // backward makes one tensor of x's shape, not one per part: with sum() (a broadcast
+  // gradient) per part and add() passing gradients through, that is its only allocation
+  x.zero_grad();
+  const std::vector<Tensor> again = unbind(x, 1);  // the pass above freed the parts' nodes
+  Tensor total = sum(again[0]);
+  for (int64_t t = 1; t < T; ++t) total = total + sum(again[t]);
+  const int64_t before = memory_stats().allocations;
+  total.backward();
+  EXPECT_LE(memory_stats().allocations - before, 2);  // the seed and the gradient (per slice: T = 50 more)
+  EXPECT_TRUE(array_equal(x.grad(), ones_like(x)));
+}
+
+TEST(Unbind, RetainedGraphRunsTwiceAndAFailedPassLeavesNoStaleGradient) {
+  Tensor x = iota({3, 2}).requires_grad_();
+  const std::vector<Tensor> rows = unbind(x, 0);
+  Tensor y = sum(rows[0]) + sum(rows[2] * 2.0);
+  backward(y, Tensor(), /*retain_graph=*/true);
+  backward(y, Tensor(), true);
+  EXPECT_EQ(values(x.grad()), seq({2, 2, 0, 0, 4, 4}));
+  // a pass that fails after some parts ran (a saved tensor modified), then one that succeeds
+  x.zero_grad();
+  Tensor w = iota({2});
+  Tensor z = sum(rows[0] * w) + sum(rows[1] * 3.0);
+  {
+    NoGrad off;
+    w += 1.0;
+  }
+  EXPECT_THROW(backward(z, Tensor(), true), AutogradError);
+  Tensor ok = sum(rows[1] * 3.0);
+  ok.backward();
+  EXPECT_EQ(values(x.grad()), seq({0, 0, 3, 3, 0, 0}));
+}

@@ -25,6 +25,10 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0);
 // numpy.split: `sections` equal parts, or split before the given indices.
 std::vector<Tensor> split(const Tensor& x, int64_t sections, int64_t axis = 0);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& indices, int64_t axis = 0);
+// torch.unbind: the x.dim(axis) slices of x along axis, without that axis, as views. In backward
+// their gradients are written into one tensor of x's shape (slices taken one by one would each
+// make a zero tensor of x's shape: quadratic for a recurrent layer's time steps).
+std::vector<Tensor> unbind(const Tensor& x, int64_t axis = 0);
 // Constant padding: pad_width holds (before, after) per axis.
 Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, Scalar value = 0.0);
 Tensor tile(const Tensor& x, const std::vector<int64_t>& reps);

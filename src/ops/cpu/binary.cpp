@@ -137,9 +137,10 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, F f, int vec = -1)
   std::array<char*, 3> base{static_cast<char*>(out.data_ptr()), static_cast<char*>(a.data_ptr()),
                             static_cast<char*>(b.data_ptr())};
   for_each_row<3>(L, base, [f, vec](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
-    R* __restrict o = reinterpret_cast<R*>(p[0]);
-    const T* __restrict x = reinterpret_cast<const T*>(p[1]);
-    const T* __restrict y = reinterpret_cast<const T*>(p[2]);
+    // Not __restrict: in-place ops (a += b) pass out and a as the same elements.
+    R* o = reinterpret_cast<R*>(p[0]);
+    const T* x = reinterpret_cast<const T*>(p[1]);
+    const T* y = reinterpret_cast<const T*>(p[2]);
     constexpr int64_t sr = sizeof(R), st = sizeof(T);
     if constexpr (std::is_same_v<T, float> && std::is_same_v<R, float>) {
       if (vec >= 0 && s[0] == sr) {
