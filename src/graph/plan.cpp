@@ -148,18 +148,22 @@ Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x
   }
   e.relu = s.relu;
   const Tensor& w = cs.param("weights");
+  // a blocked residual for an NCHW output: computed blocked and converted once, after (rather
+  // than the residual converted here, into the primitive's layout and the output back)
+  const bool res_blocked = !blocked.empty() && s.residual != SIZE_MAX && blocked[s.residual];
   if (!blocked.empty()) {
     e.x_blocked = blocked[s.args[0]];
-    e.out_blocked = s.keep_blocked && detail::conv2d_fused_blocked(x, w, geo.stride, geo.padding, geo.dilation, geo.groups);
-    blocked[s.fused_out] = e.out_blocked;
+    if (s.keep_blocked || res_blocked)
+      e.out_blocked = detail::conv2d_fused_blocked(x, w, geo.stride, geo.padding, geo.dilation, geo.groups) > 0;
+    blocked[s.fused_out] = e.out_blocked && s.keep_blocked;
   }
   if (s.residual != SIZE_MAX) {
     e.residual = values[s.residual];
-    const bool have = !blocked.empty() && blocked[s.residual];
-    if (have != e.out_blocked) e.residual = detail::reorder_blocked(e.residual, have);
+    if (res_blocked != e.out_blocked) e.residual = detail::reorder_blocked(e.residual, res_blocked);
   }
   const Tensor bias = geo.conv_bias ? cs.param("bias") : Tensor();
-  return detail::conv2d_fused(x, w, bias, e, geo.stride, geo.padding, geo.dilation, geo.groups);
+  const Tensor y = detail::conv2d_fused(x, w, bias, e, geo.stride, geo.padding, geo.dilation, geo.groups);
+  return e.out_blocked && !s.keep_blocked ? detail::reorder_blocked(y, true) : y;
 }
 
 std::string names_of(const std::vector<Layer>& ls) {
