@@ -41,6 +41,9 @@ struct Plan::Impl {
     // (SIZE_MAX: none); a step with `fused_away` set is done by such a step and only frees
     size_t fused_out = SIZE_MAX, bn = SIZE_MAX, residual = SIZE_MAX;
     bool relu = false, fused_away = false;
+    // the fused group's output may stay in the backend's blocked layout (every reader is a
+    // fused convolution; conv_fused.h): decided per run from the shapes, when no gradient is on
+    bool keep_blocked = false;
     std::shared_ptr<const FusedGeometry> geometry;  // read from the layers' options once
     // Any mode: this step ends an elementwise chain of the steps `chain_steps` (this one last),
     // run in one pass (ops/fused_elementwise.h) over the slots `chain_inputs`; the chain's other
@@ -127,9 +130,12 @@ std::shared_ptr<const FusedGeometry> fused_geometry(const Layer& conv, const Lay
   return g;
 }
 
-// A Conv2D step and its fused epilogue (Impl::Step::fused_out) as one convolution.
+// A Conv2D step and its fused epilogue (Impl::Step::fused_out) as one convolution. `blocked`
+// (empty: blocked layouts off for this run) says which slots hold the blocked layout; x is
+// read in its layout, the residual converted to the output's, and the output's is recorded.
 template <typename Step>
-Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x, const std::vector<Tensor>& values) {
+Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x, const std::vector<Tensor>& values,
+                 std::vector<char>& blocked) {
   const FusedGeometry& geo = *s.geometry;
   nn::State& cs = nodes[s.node].state();
   detail::FusedConv e;
@@ -140,10 +146,24 @@ Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x
     e.bn_var = bs.buffer("running_var");
     e.bn_eps = geo.bn_eps;
   }
-  if (s.residual != SIZE_MAX) e.residual = values[s.residual];
   e.relu = s.relu;
+  const Tensor& w = cs.param("weights");
+  // a blocked residual for an NCHW output: computed blocked and converted once, after (rather
+  // than the residual converted here, into the primitive's layout and the output back)
+  const bool res_blocked = !blocked.empty() && s.residual != SIZE_MAX && blocked[s.residual];
+  if (!blocked.empty()) {
+    e.x_blocked = blocked[s.args[0]];
+    if (s.keep_blocked || res_blocked)
+      e.out_blocked = detail::conv2d_fused_blocked(x, w, geo.stride, geo.padding, geo.dilation, geo.groups) > 0;
+    blocked[s.fused_out] = e.out_blocked && s.keep_blocked;
+  }
+  if (s.residual != SIZE_MAX) {
+    e.residual = values[s.residual];
+    if (res_blocked != e.out_blocked) e.residual = detail::reorder_blocked(e.residual, res_blocked);
+  }
   const Tensor bias = geo.conv_bias ? cs.param("bias") : Tensor();
-  return detail::conv2d_fused(x, cs.param("weights"), bias, e, geo.stride, geo.padding, geo.dilation, geo.groups);
+  const Tensor y = detail::conv2d_fused(x, w, bias, e, geo.stride, geo.padding, geo.dilation, geo.groups);
+  return e.out_blocked && !s.keep_blocked ? detail::reorder_blocked(y, true) : y;
 }
 
 std::string names_of(const std::vector<Layer>& ls) {
@@ -370,6 +390,31 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
     }
   }
 
+  // ---- blocked layouts (Eval mode, no gradients): a fused group's output whose every reader is
+  // a fused convolution (as its input or its residual; groups 1) and that is no graph output
+  // stays in the layout the convolutions compute in (oneDNN's nChw8c / nChw16c) rather than
+  // being converted to NCHW after one and back before the next. Whether it does is decided per
+  // run from the shapes (channels a multiple of the block; conv_fused.h).
+  if (opt.fuse_conv_epilogues && opt.blocked_layouts) {
+    std::vector<size_t> capable(n, 0);  // the reads of each slot that a fused convolution makes
+    std::vector<std::string> by(n);
+    for (const Impl::Step& s : p->steps) {
+      if (s.fused_out == SIZE_MAX || s.geometry->groups != 1) continue;
+      for (size_t a : {s.args[0], s.residual}) {
+        if (a == SIZE_MAX) continue;
+        ++capable[a];
+        by[a] += (by[a].empty() ? "" : ", ") + label(nodes[s.node]);
+      }
+    }
+    for (Impl::Step& s : p->steps) {
+      const size_t k = s.fused_out;
+      if (k == SIZE_MAX || s.geometry->groups != 1 || is_out[k] || readers[k] == 0 || capable[k] != readers[k]) continue;
+      s.keep_blocked = true;
+      p->notes.push_back("block  " + label(nodes[k]) + " stays in the convolutions' blocked layout (read only by fused " +
+                         by[k] + ")");
+    }
+  }
+
   // ---- elementwise chains (any mode): Add / Subtract / Multiply of two operands and relu /
   // sigmoid / tanh Activations in float32, each link read by nothing but the next, run as one
   // pass over the operands when no gradient is needed (ops/fused_elementwise.h), and one op at
@@ -577,6 +622,7 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
   // fused groups run in Eval mode only (Train-mode batch norm uses the batch's statistics), and
   // not in the compile-time shape run, which records every node's shape
   const bool fuse = mode == nn::Mode::Eval && !record;
+  std::vector<char> blocked(fuse && !grad_enabled() ? n : 0, 0);  // slots in the blocked layout
   std::vector<Tensor> args;
   for (const Impl::Step& s : p.steps) {
     args.clear();
@@ -617,7 +663,7 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
         }
       }
     } else if (fuse && s.fused_out != SIZE_MAX) {
-      values[s.fused_out] = run_fused(nodes, s, args[0], values);
+      values[s.fused_out] = run_fused(nodes, s, args[0], values, blocked);
     } else if (node.n_outputs() > 1) {
       multi[s.node] = node.compute_outputs(args, mode);
       values[s.node] = multi[s.node].at(0);
@@ -681,6 +727,7 @@ std::string Plan::dump() const {
     if (!fr.empty()) t += "; frees " + fr;
     if (s.chained_away) t += " (done by its elementwise chain)";
     if (s.chain) t += " (runs the elementwise chain of " + std::to_string(s.chain_steps.size()) + " steps)";
+    if (s.keep_blocked) t += " (Eval, no gradients: '" + nodes[s.fused_out].name() + "' stays blocked)";
     t += "\n";
   }
   std::string outs;

@@ -39,6 +39,9 @@ struct FusedConv {
   double bn_eps = 1e-5;
   Tensor residual;
   bool relu = false;
+  // Plan-internal blocked layouts (graph compiler only; docs/compile.md): x, and out with the
+  // residual, hold the backend's blocked activation layout (conv2d_blocked) instead of NCHW.
+  bool x_blocked = false, out_blocked = false;
 };
 
 // A chain of float32 elementwise ops over operands of one shape (ops/fused_elementwise.h): acc =
@@ -111,6 +114,14 @@ struct Backend {
   // backend has no fused kernel for it (the op then runs the unfused ops). Operands contiguous.
   bool (*conv2d_fused)(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                        const FusedConv& e);
+  // Blocked activation layouts for conv2d_fused (the graph compiler keeps them between fused
+  // convolutions): a float32 tensor of the logical NCHW shape whose memory is (N, C/B, H, W, B),
+  // B channels innermost. conv2d_blocked: B when conv2d_fused can write its output of shape
+  // `out` (from x of shape `x`, `groups` groups) in that layout, else 0; it can then also read
+  // such an output as x or residual. reorder_blocked: out = x (one shape) converted from NCHW to
+  // the blocked layout, or back when `to_plain`. Null: no blocked layouts.
+  int64_t (*conv2d_blocked)(const Shape& x, const Shape& out, int64_t groups);
+  void (*reorder_blocked)(const Tensor& out, const Tensor& x, bool to_plain);
   // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
   // block of elements goes through every step while it is in cache. Null: no fused kernel.
   void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);

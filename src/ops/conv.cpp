@@ -7,6 +7,8 @@
 // with dF = D(g, w), Wg(g, x);  dD = F(G, w), Wg(gy, G);  dWg = F(x, G), D(gy, G).
 #include "loom/ops/conv.h"
 
+#include <atomic>
+
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/normalization.h"
@@ -222,6 +224,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
 
 namespace detail {
 
+namespace {
+std::atomic<int64_t> blocked_calls{0}, blocked_reorders{0};  // blocked_stats()
+}  // namespace
+
 Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const FusedConv& e, IntList stride,
                     ConvPadding padding, IntList dilation, int64_t groups) {
   const char* op = "conv2d_fused";
@@ -256,11 +262,25 @@ Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   if (grad_enabled())
     for (const Tensor* t : all) grad = grad || (t->defined() && t->requires_grad());
   const auto& kernel = detail::backend(x.device()).conv2d_fused;
+  const bool blocked = e.x_blocked || e.out_blocked;
   if (!grad && x.dtype() == DType::Float32 && kernel) {
     auto in = [](const Tensor& t) { return t.defined() ? prepare(t, DType::Float32) : Tensor(); };
-    FusedConv k{in(e.bn_weight), in(e.bn_bias), in(e.bn_mean), in(e.bn_var), e.bn_eps, in(e.residual), e.relu};
+    FusedConv k{in(e.bn_weight), in(e.bn_bias), in(e.bn_mean), in(e.bn_var), e.bn_eps, in(e.residual), e.relu,
+                e.x_blocked, e.out_blocked};
     Tensor out = detail::alloc(shape, DType::Float32, x.device());
-    if (kernel(out, prepare(x, DType::Float32), prepare(weight, DType::Float32), in(bias), p, k)) return out;
+    if (kernel(out, prepare(x, DType::Float32), prepare(weight, DType::Float32), in(bias), p, k)) {
+      if (blocked) blocked_calls.fetch_add(1, std::memory_order_relaxed);
+      return out;
+    }
+  }
+  if (blocked) {
+    // the ops below read and write NCHW: convert the blocked operands around them
+    FusedConv plain = e;
+    plain.x_blocked = plain.out_blocked = false;
+    if (e.out_blocked && e.residual.defined()) plain.residual = reorder_blocked(e.residual, true);
+    const Tensor y = conv2d_fused(e.x_blocked ? reorder_blocked(x, true) : x, weight, bias, plain, stride, padding,
+                                  dilation, groups);
+    return e.out_blocked ? reorder_blocked(y, false) : y;
   }
   // unfused: the same ops a graph would run, differentiable
   Tensor y = conv_fwd(x, weight, bias, p);
@@ -268,6 +288,28 @@ Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   if (e.residual.defined()) y = add(y, e.residual);
   return e.relu ? relu(y) : y;
 }
+
+int64_t conv2d_fused_blocked(const Tensor& x, const Tensor& weight, IntList stride, ConvPadding padding, IntList dilation,
+                             int64_t groups) {
+  const auto& b = detail::backend(x.device());
+  if (!b.conv2d_blocked || !b.reorder_blocked || x.dtype() != DType::Float32 || x.ndim() != 4 || weight.ndim() != 4)
+    return 0;
+  const Conv2dParams p = forward_params("conv2d_fused", x, weight, stride, padding, dilation, groups, 2);
+  return b.conv2d_blocked(x.shape(), forward_shape(x.shape(), weight.shape(), p), groups);
+}
+
+Tensor reorder_blocked(const Tensor& x, bool to_plain) {
+  const auto& b = detail::backend(x.device());
+  if (!b.reorder_blocked || x.dtype() != DType::Float32 || x.ndim() != 4 || !x.is_contiguous())
+    throw ValueError(std::string("reorder_blocked: needs a contiguous 4-d float32 tensor on a backend with blocked "
+                                    "layouts, got ") + detail::desc(x));
+  Tensor out = detail::alloc(x.shape(), DType::Float32, x.device());
+  if (out.numel() > 0) b.reorder_blocked(out, x, to_plain);
+  blocked_reorders.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+
+BlockedStats blocked_stats() { return {blocked_calls.load(), blocked_reorders.load()}; }
 
 }  // namespace detail
 

@@ -14,4 +14,23 @@ namespace loom::detail {
 Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const FusedConv& epilogue,
                     IntList stride = 1, ConvPadding padding = 0, IntList dilation = 1, int64_t groups = 1);
 
+// Blocked activation layouts, kept by the graph compiler between fused convolutions
+// (docs/compile.md): with FusedConv::x_blocked, x holds the backend's blocked layout (a float32
+// tensor of the logical NCHW shape whose memory is N, C/B, H, W, B); with out_blocked, the
+// residual does and the result will. A call the fused kernel cannot run converts around the
+// unfused ops. Only without gradients: nothing records how to differentiate a reorder.
+//
+// conv2d_fused_blocked: the channel block B when conv2d_fused can write this call's output
+// blocked (float32, groups 1, channels a multiple of B, a backend that has such layouts), else 0.
+int64_t conv2d_fused_blocked(const Tensor& x, const Tensor& weight, IntList stride, ConvPadding padding,
+                             IntList dilation, int64_t groups);
+// x (contiguous 4-d float32) converted from NCHW to the blocked layout, or back when to_plain.
+Tensor reorder_blocked(const Tensor& x, bool to_plain);
+// Counts since the process started (for tests): conv2d_fused calls that ran on blocked
+// operands, and reorder_blocked calls (the fallback's included).
+struct BlockedStats {
+  int64_t fused_calls = 0, reorders = 0;
+};
+BlockedStats blocked_stats();
+
 }  // namespace loom::detail

@@ -218,6 +218,58 @@ TEST(ConvFused, RejectsBadEpilogues) {
   EXPECT_THROW(detail::conv2d_fused(x, w, Tensor(), s, 1, 1), ShapeError);
 }
 
+// Blocked activations (the graph compiler's, conv_fused.h): the layout is N, C/B, H, W, B; the
+// fused entry reading x and writing out (with the residual) blocked gives the plain call's values
+// once converted back, on batch slices (batch 3, 2 threads) and channel parts (batch 1, 64
+// channels); a call the kernel cannot run blocked (groups) converts around the unfused ops.
+TEST(ConvFused, BlockedOperandsEqualPlain) {
+  const Tensor probe = zeros({1, 16, 4, 4}), probe_w = zeros({16, 16, 1, 1});
+  const int64_t block = detail::conv2d_fused_blocked(probe, probe_w, 1, 0, 1, 1);
+  if (block == 0) GTEST_SKIP() << "no blocked layout on this backend";
+  // the layout itself: element (n, c, h, w) at ((n * C / B + c / B) * H * W + h * W + w) * B + c % B
+  const Tensor x0 = uniform({2, 2 * block, 3, 5});
+  const Tensor xb = detail::reorder_blocked(x0, false);
+  const float* pb = xb.data<float>();
+  const float* p0 = x0.data<float>();
+  const int64_t C = 2 * block, H = 3, W = 5;
+  bool laid_out = true;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < H * W; ++i)
+        laid_out = laid_out && pb[((n * C / block + c / block) * H * W + i) * block + c % block] == p0[(n * C + c) * H * W + i];
+  EXPECT_TRUE(laid_out);
+  EXPECT_TRUE(array_equal(detail::reorder_blocked(xb, true), x0));
+  NoGrad off;
+  struct Case {
+    int64_t n, c, oc, stride, groups;
+    int threads;
+  };
+  for (const Case& k : {Case{1, 2 * block, 64, 1, 1, 2}, Case{3, 2 * block, 2 * block, 2, 1, 2}, Case{3, 2 * block, 2 * block, 1, 1, 1},
+                        Case{2, 2 * block, 2 * block, 1, 2, 2}}) {
+    ThreadsScope ts(k.threads);
+    const Tensor x = uniform({k.n, k.c, 9, 9}, -1, 1);
+    const Tensor w = uniform({k.oc, k.c / k.groups, 3, 3}, -0.5, 0.5), b = uniform({k.oc});
+    const BnParams bn = bn_params(k.oc, true);
+    const Shape out{k.n, k.oc, (9 + 2 - 3) / k.stride + 1, (9 + 2 - 3) / k.stride + 1};
+    detail::FusedConv e{bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, uniform(out, -1, 1), true};
+    const Tensor plain = detail::conv2d_fused(x, w, b, e, k.stride, 1, 1, k.groups);
+    const int64_t can = detail::conv2d_fused_blocked(x, w, k.stride, 1, 1, k.groups);
+    EXPECT_EQ(can, k.groups == 1 ? block : 0);
+    const detail::BlockedStats before = detail::blocked_stats();
+    detail::FusedConv eb = e;
+    eb.x_blocked = eb.out_blocked = true;
+    eb.residual = detail::reorder_blocked(e.residual, false);
+    const Tensor yb = detail::conv2d_fused(detail::reorder_blocked(x, false), w, b, eb, k.stride, 1, 1, k.groups);
+    const Tensor y = detail::reorder_blocked(yb, true);
+    const std::string what = "n" + std::to_string(k.n) + " oc" + std::to_string(k.oc) + " groups " + std::to_string(k.groups);
+    EXPECT_LE(max(abs(y - plain)).item<double>(), 1e-5 * (1.0 + max(abs(plain)).item<double>())) << what;
+    const detail::BlockedStats after = detail::blocked_stats();
+    // 3 reorders here; the grouped call is not run blocked: 3 more in its fallback (x, residual, out)
+    EXPECT_EQ(after.fused_calls - before.fused_calls, k.groups == 1 ? 1 : 0) << what;
+    EXPECT_EQ(after.reorders - before.reorders, k.groups == 1 ? 3 : 6) << what;
+  }
+}
+
 // The whole network in eval mode: under NoGrad (inference primitives, prepared weights) equal
 // to the same forward with gradients enabled (training primitives, weights reordered per call),
 // also after an optimizer step changed every weight in place.

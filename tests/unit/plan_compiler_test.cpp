@@ -8,6 +8,9 @@
 #include <memory>
 #include <unordered_map>
 
+#include "core_test_util.h"
+#include "ops/conv_fused.h"
+
 using namespace loom;
 
 namespace {
@@ -365,6 +368,91 @@ TEST(PlanCompiler, ConvEpiloguesAreFusedInEvalMode) {
   nn::ModeScope train(nn::Mode::Train);
   NoGrad no_grad;
   EXPECT_TRUE(array_equal(fused(x), plain(x)));
+}
+
+// Blocked layouts: in Eval mode without gradients a fused convolution's output read only by
+// fused convolutions stays in oneDNN's blocked layout. A small ResNet-like graph: stem, a basic
+// block with an identity residual, a strided block with a 1x1 downsample residual, then a
+// block output that is a graph output and one that a non-convolution step also reads (both
+// plain). The dump names the blocked values; counts show that the blocked path ran (and the one
+// reorder, of the residual 'f_bn' for the plain output 'f'); values within the fused tolerance of
+// the unfused plan, at batch 1 and 3 and 1 and 2 threads; gradients and Train mode unchanged.
+TEST(PlanCompiler, BlockedLayoutsBetweenFusedConvs) {
+  manual_seed(11);
+  nn::Input x(Shape{-1, 3, 12, 12}, Float32, "x");
+  auto unit = [](const nn::Layer& in, int64_t filters, int64_t k, int64_t stride, const std::string& name,
+                 const nn::Layer* residual, bool relu) {
+    nn::Conv2D c(in, filters, k, {.stride = stride, .padding = k / 2, .bias = false}, name + "_conv");
+    nn::Layer y = nn::BatchNorm(c, {}, name + "_bn");
+    if (residual) y = nn::Add(y, *residual, name + "_add");
+    return relu ? nn::Layer(nn::Activation(y, nn::relu, name)) : y;
+  };
+  const nn::Layer a = unit(x, 16, 3, 1, "a", nullptr, true);   // stem
+  const nn::Layer b = unit(a, 16, 3, 1, "b", nullptr, true);
+  const nn::Layer c = unit(b, 16, 3, 1, "c", &a, true);       // identity residual a
+  const nn::Layer d = unit(c, 32, 3, 2, "d", nullptr, true);
+  const nn::Layer e = unit(c, 32, 1, 2, "e", nullptr, false);  // downsample
+  const nn::Layer f = unit(d, 32, 3, 1, "f", &e, true);       // a graph output
+  const nn::Layer h = unit(f, 32, 3, 1, "h", nullptr, true);   // also read by a sigmoid
+  const nn::Layer i = unit(h, 32, 3, 1, "i", nullptr, true);
+  nn::Activation s(h, nn::sigmoid, "s");
+  const Graph g = Graph::build({f, i, s}, {x});
+  {
+    nn::ModeScope train(nn::Mode::Train);
+    NoGrad no_grad;
+    for (int k = 0; k < 3; ++k) g.compile().run({uniform({4, 3, 12, 12}) * 2.0 + 0.5});
+  }
+  const Plan blocked = g.compile();
+  const Plan fused = g.compile(CompileOptions{.blocked_layouts = false});
+  const Plan plain = g.compile(CompileOptions{.fuse_conv_epilogues = false});
+  const std::string dump = blocked.dump();
+  // the Add of f fuses into e's convolution (computed after f_bn): f_bn is e's residual
+  for (const char* v : {"Activation 'a'", "Activation 'b'", "Activation 'c'", "Activation 'd'", "BatchNorm 'f_bn'"})
+    EXPECT_TRUE(has(dump, std::string("block  ") + v + " stays in the convolutions' blocked layout")) << v << "\n" << dump;
+  EXPECT_EQ(count(dump, "block  "), 5u) << dump;  // not f (an output), h (read by s), i (an output)
+  EXPECT_TRUE(has(dump, "block  Activation 'a' stays in the convolutions' blocked layout (read only by fused Conv2D 'b_conv', "
+                        "Conv2D 'c_conv')"))
+      << dump;
+  EXPECT_TRUE(has(dump, "'c' stays blocked)")) << dump;
+  EXPECT_FALSE(has(fused.dump(), "block  ")) << fused.dump();
+  const int64_t block = detail::conv2d_fused_blocked(zeros({1, 16, 4, 4}), zeros({16, 16, 1, 1}), 1, 0, 1, 1);
+  nn::ModeScope eval(nn::Mode::Eval);
+  for (int64_t batch : {1, 3})
+    for (int threads : {1, 2}) {
+      loom_test::ThreadsScope ts(threads);
+      const std::string what = "batch " + std::to_string(batch) + " threads " + std::to_string(threads);
+      const Tensor in = uniform({batch, 3, 12, 12}, -1, 1);
+      NoGrad no_grad;
+      const detail::BlockedStats before = detail::blocked_stats();
+      const std::vector<Tensor> got = blocked.run({in});
+      const detail::BlockedStats after = detail::blocked_stats();
+      const std::vector<Tensor> want = plain.run({in}), unblocked = fused.run({in});
+      EXPECT_EQ(detail::blocked_stats().fused_calls, after.fused_calls) << what;  // the other plans: none blocked
+      if (block > 0) {
+        // the convolutions of a, b, c, d, f_bn and f read or write blocked; h reads f (an output)
+        EXPECT_EQ(after.fused_calls - before.fused_calls, 6) << what;
+        EXPECT_EQ(after.reorders - before.reorders, 1) << what;
+      }
+      for (size_t k = 0; k < want.size(); ++k) {
+        const double scale = max(abs(want[k])).item<double>();
+        EXPECT_LE(max(abs(got[k] - want[k])).item<double>(), 1e-4 * (1.0 + scale)) << what << " output " << k;
+        EXPECT_LE(max(abs(got[k] - unblocked[k])).item<double>(), 1e-5 * (1.0 + scale)) << what << " output " << k;
+      }
+      EXPECT_TRUE(array_equal(blocked.run({in})[1], got[1])) << what << ": not deterministic";
+    }
+  loom_test::ThreadsScope ts(1);
+  const Tensor in = uniform({2, 3, 12, 12}, -1, 1);
+  const detail::BlockedStats before = detail::blocked_stats();
+  // with gradients the groups run the unfused ops (bitwise the plain plan), and in Train mode
+  const std::vector<Tensor> with_grad = blocked.run({in}), plain_grad = plain.run({in});
+  for (size_t k = 0; k < with_grad.size(); ++k) EXPECT_TRUE(array_equal(with_grad[k], plain_grad[k])) << k;
+  {
+    nn::ModeScope train(nn::Mode::Train);
+    NoGrad no_grad;
+    EXPECT_TRUE(array_equal(blocked.run({in})[1], plain.run({in})[1]));
+  }
+  EXPECT_EQ(detail::blocked_stats().fused_calls, before.fused_calls);
+  EXPECT_EQ(detail::blocked_stats().reorders, before.reorders);
 }
 
 // A conv whose output is also read elsewhere, or is a graph output, is not fused.

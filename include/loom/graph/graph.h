@@ -77,6 +77,10 @@ struct CompileOptions {
   // weights and the rest as oneDNN post-ops. Results differ from the unfused ops by float32
   // rounding (docs/compile.md).
   bool fuse_conv_epilogues = true;
+  // With fuse_conv_epilogues, in Eval mode without gradients: a fused convolution's output read
+  // only by other fused convolutions stays in oneDNN's blocked layout (nChw8c on AVX2) between
+  // them, converted to NCHW only where a plain reader or an output needs it (docs/compile.md).
+  bool blocked_layouts = true;
   // Any mode: a chain of Add / Subtract / Multiply (two operands) and relu / sigmoid / tanh
   // Activation layers, each read by nothing but the next, runs as one pass over its operands
   // (relu(a * b + c): one read of a, b, c and one write) when no gradient is needed and the

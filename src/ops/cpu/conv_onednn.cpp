@@ -8,6 +8,13 @@
 // LOOM_DNNL_LAYOUT=plain asks oneDNN for plain layouts instead (no reorders; gemm-based
 // implementations), for comparison.
 //
+// Blocked activations (FusedConv::x_blocked / out_blocked, for the graph compiler): the fused
+// entry may read x and write out (with the residual) in the blocked layout the primitive picks
+// for activations (nChw8c on AVX2, nChw16c on AVX-512; blocked_channels()), held in a float32
+// tensor of the logical NCHW shape. Only for channel counts that are multiples of the block, so
+// the buffer has no padding and batch slices and run_by_channels' channel parts (multiples of
+// 16 channels) sit at the same offsets as in NCHW.
+//
 // Inference (Conv2dParams::inference, and the fused entry conv2d_fused_onednn): a
 // forward_inference primitive, optionally with post-ops (sum for a residual, ReLU), whose
 // weights are reordered (and batch norm folded in) once and kept in onednn::prepared_weights()
@@ -82,10 +89,33 @@ mdesc plain_md(const mdims& d) {
 
 enum class Kind { Forward, BackwardData, BackwardWeights, Inference };
 
-// The post-ops of an inference plan: dst = relu(conv + dst) with the residual already in dst.
+// The post-ops of an inference plan: dst = relu(conv + dst) with the residual already in dst;
+// and whether src / dst (with the residual) are in the blocked activation layout.
 struct Epilogue {
-  bool sum = false, relu = false;
+  bool sum = false, relu = false, src_blocked = false, dst_blocked = false;
 };
+
+// The channel block of the activation layout the primitives pick (format "any") on this CPU:
+// 8 or 16 when it is nChw8c / nChw16c, 0 when it is something else, none, or layouts are plain.
+int64_t blocked_channels() {
+  static const int64_t block = []() -> int64_t {
+    if (plain_layouts()) return 0;
+    try {
+      const mdesc src({1, 64, 14, 14}, f32, ftag::any), wei({64, 64, 3, 3}, f32, ftag::any), dst = src;
+      const dnnl::convolution_forward::primitive_desc pd(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+                                          wei, dst, {1, 1}, {0, 0}, {1, 1}, {1, 1}),
+          engine());
+      for (int64_t b : {8, 16})
+        if (pd.dst_desc() == mdesc({1, 64, 14, 14}, f32, b == 8 ? ftag::nChw8c : ftag::nChw16c)) return b;
+    } catch (const dnnl::error&) {
+    }
+    return 0;
+  }();
+  return block;
+}
+
+mdesc blocked_md(const mdims& d) { return mdesc(d, f32, blocked_channels() == 16 ? ftag::nChw16c : ftag::nChw8c); }
 
 // Which operands ask oneDNN for plain layouts ({src, weights and dst}). Blocked layouts pad
 // channels to multiples of 8 / 16: for inputs with few channels (a first layer on images) the
@@ -146,7 +176,8 @@ Operand make_operand(int arg, const mdesc& user, const mdesc& prim, bool is_outp
 // forward_inference, with the epilogue's post-ops, when no gradient will be taken.
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bias, bool inference, Epilogue epi) {
   const Layouts l = layouts(d.src, inference);
-  const mdesc src = want_md(d.src, l.src), wei = want_md(d.wei, l.rest), dst = want_md(d.dst, l.rest);
+  const mdesc src = epi.src_blocked ? blocked_md(d.src) : want_md(d.src, l.src), wei = want_md(d.wei, l.rest),
+              dst = epi.dst_blocked ? blocked_md(d.dst) : want_md(d.dst, l.rest);
   const auto alg = dnnl::algorithm::convolution_direct;
   const auto prop = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
   dnnl::primitive_attr attr;  // a new one: attributes are shared handles, user_scratchpad() stays as it is
@@ -178,12 +209,16 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias, Epilogue ep
       case Kind::Inference:
         plan->prim = dnnl::convolution_forward(fwd);
         plan->scratch = fwd.scratchpad_desc();
-        plan->in[0] = make_operand(DNNL_ARG_SRC, plain_md(d.src), fwd.src_desc(), false);
+      {
+        const mdesc src = epi.src_blocked ? blocked_md(d.src) : plain_md(d.src);
+        const mdesc dst = epi.dst_blocked ? blocked_md(d.dst) : plain_md(d.dst);
+        plan->in[0] = make_operand(DNNL_ARG_SRC, src, fwd.src_desc(), false);
         plan->in[1] = make_operand(DNNL_ARG_WEIGHTS, plain_md(d.wei), fwd.weights_desc(), false);
-        plan->out = make_operand(DNNL_ARG_DST, plain_md(d.dst), fwd.dst_desc(), true);
-        if (epi.sum && plan->out.reorder) plan->out_load = make_operand(DNNL_ARG_DST, plain_md(d.dst), fwd.dst_desc(), false);
+        plan->out = make_operand(DNNL_ARG_DST, dst, fwd.dst_desc(), true);
+        if (epi.sum && plan->out.reorder) plan->out_load = make_operand(DNNL_ARG_DST, dst, fwd.dst_desc(), false);
         plan->has_bias = bias;
         break;
+      }
       case Kind::BackwardData: {
         dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(alg, want_md(d.src, plain), want_md(d.wei, plain),
@@ -220,7 +255,7 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias, Epilogue ep
 
 std::string key_of(Kind kind, const ConvDims& d, bool bias, Epilogue epi, int threads) {
   std::string k = std::to_string(static_cast<int>(kind)) + (bias ? "b" : "n") + (epi.sum ? "s" : "") +
-                  (epi.relu ? "r" : "") + std::to_string(threads) + (plain_layouts() ? "p" : "a");
+                  (epi.relu ? "r" : "") + (epi.src_blocked ? "B" : "") + (epi.dst_blocked ? "D" : "") + std::to_string(threads) + (plain_layouts() ? "p" : "a");
   for (const mdims* v : {&d.src, &d.wei, &d.dst, &d.strides, &d.dilates, &d.pad_l, &d.pad_r}) {
     k += '|';
     for (auto x : *v) k += std::to_string(x) + ',';
@@ -464,10 +499,50 @@ bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, co
   const bool fold = e.bn_mean.defined();
   const WeightsIn wi{{w, bias, e.bn_weight, e.bn_bias, e.bn_mean, e.bn_var},
                      [&] { return fold ? fold_batch_norm(w, bias, e) : std::vector<Tensor>{w, bias}; }, fold};
+  if ((e.x_blocked || e.out_blocked) && (p.groups != 1 || !blocked_channels())) return false;
   if (e.residual.defined()) std::memcpy(out.data_ptr(), e.residual.data_ptr(), out.nbytes());
-  const Epilogue epi{e.residual.defined(), e.relu};
+  const Epilogue epi{e.residual.defined(), e.relu, e.x_blocked, e.out_blocked};
   return run(Kind::Inference, d, fold || bias.defined(), x.data_ptr(), w.data_ptr(), out.data_ptr(),
              bias.defined() ? bias.data_ptr() : nullptr, epi, &wi);
+}
+
+int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups) {
+  const int64_t b = blocked_channels();
+  if (!b || groups != 1 || x.size() != 4 || out.size() != 4 || out[1] % b != 0) return 0;
+  // an output the primitive would not block on its own (layouts(): few input channels) stays plain
+  return layouts({x[0], x[1], x[2], x[3]}, true).rest ? 0 : b;
+}
+
+// Over batch slices in Loom's pool, each on a one-thread OpenMP team, as the convolutions; a
+// batch smaller than the thread count on one thread (a team of two would spin beside Loom's
+// pool, as run_by_channels explains: ResNet-18 batch 1 at 2 threads took 68 ms of CPU, not 48.5).
+void reorder_blocked_onednn(const Tensor& out, const Tensor& x, bool to_plain) {
+  const Shape& s = x.shape();
+  const int64_t bytes = s[1] * s[2] * s[3] * static_cast<int64_t>(sizeof(float));
+  static onednn::PlanCache<Operand> cache;
+  auto run = [&](int64_t n0, int64_t n1) {
+    const mdims d{n1 - n0, s[1], s[2], s[3]};
+    std::string key = to_plain ? "p" : "b";
+    for (auto v : d) key += ',' + std::to_string(v);
+    const auto r = cache.get(key, [&] {
+      return std::make_shared<const Operand>(make_operand(DNNL_ARG_DST, plain_md(d), blocked_md(d), to_plain));
+    });
+    std::vector<Tensor> keep;
+    dnnl::stream& st = thread_stream();
+    void* from = static_cast<char*>(x.data_ptr()) + n0 * bytes;
+    void* to = static_cast<char*>(out.data_ptr()) + n0 * bytes;
+    r->convert.execute(st, {{DNNL_ARG_FROM, dnnl::memory(to_plain ? r->prim : r->user, engine(), from)},
+                            {DNNL_ARG_TO, dnnl::memory(to_plain ? r->user : r->prim, engine(), to)},
+                            {DNNL_ARG_SCRATCHPAD, staging(r->convert_scratch, keep)}});
+    st.wait();
+    return true;
+  };
+  if (onednn::batch_slices(s[0]) > 1) {
+    onednn::for_each_batch_slice(s[0], [&](int, int64_t n0, int64_t n1, int) { return run(n0, n1); });
+    return;
+  }
+  if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+  run(0, s[0]);
 }
 
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p) {

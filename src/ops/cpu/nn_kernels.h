@@ -26,6 +26,8 @@ void conv2d_backward_weights_ref(const Tensor& gw, const Tensor& gy, const Tenso
 bool conv2d_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
 bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                          const FusedConv& e);
+int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups);
+void reorder_blocked_onednn(const Tensor& out, const Tensor& x, bool to_plain);
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
 bool conv2d_backward_weights_onednn(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
 bool avg_pool2d_onednn(const Tensor& out, const Tensor& x, const Pool2dParams& p);
