@@ -10,7 +10,7 @@
 //     fastest rep (robust where other processes load the machine: a descheduled rank stalls both).
 //
 //   dist_bench cnn [--steps 30] [--sync-bn] [--threads N]
-//     One training step of the main job's CNN (zoo::fashion_cnn: examples/cnn_fashion_mnist.cpp)
+//     One training step of train_bench's CNN (zoo::fashion_cnn with widths {32, 64}, hidden 128)
 //     on a global batch of 128 synthetic 1x28x28 images (128 / ranks per rank), cross-entropy,
 //     Adam(2e-3), Train mode: a hand-written loop with dist::DistributedOptimizer (zero_grad,
 //     forward, loss, backward, bucketed gradient average, Adam step, loss.item()). With one
@@ -123,7 +123,7 @@ int run_cnn(int argc, char** argv, const dist::Context& ctx) {
     return 2;
   }
   const int64_t batch = 128 / p;
-  Graph g = zoo::fashion_cnn().graph;
+  Graph g = zoo::fashion_cnn(10, {.widths = {32, 64}, .hidden = 128}).graph;
   if (sync_bn) nn::sync_batch_norm(g);
   dist::broadcast_graph(g);
   Plan plan = g.compile();

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch DDP (gloo, CPU) peer of `dist_bench cnn` (bench/dist_bench.cpp).
 
-One training step of the main job's CNN (zoo::fashion_cnn, the same module as train_cnn in
+One training step of train_bench's CNN (zoo::fashion_cnn with widths {32, 64}, hidden 128; the same module as train_cnn in
 bench/torch_train_peer.py: conv32-bn-relu-pool, conv64-bn-relu-pool, flatten, dropout .25,
 fc128, relu, dropout .25, fc10) on a global batch of 128 synthetic 1x28x28 images (128 / N per
 process), cross-entropy, Adam(2e-3), train mode: zero_grad, forward, loss, backward (DDP's

@@ -33,7 +33,7 @@ using namespace loom;
 namespace {
 
 struct Args {
-  int epochs = 12;
+  int epochs = 18;
   int threads = 0;
   int64_t limit = 0;  // train on the first N training images only (a quick check); 0: all
   bool distributed = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;  // launched by mpirun
@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(train.dataset()->size()), static_cast<long long>(validation.dataset()->size()),
                 static_cast<long long>(test.dataset()->size()), get_num_threads());
 
-  // conv-bn-relu-pool twice, then a small classifier (loom::zoo::fashion_cnn)
+  // conv-bn-relu-pool three times (32, 64, 128 filters), then a small classifier
+  // (loom::zoo::fashion_cnn)
   Graph cnn = zoo::fashion_cnn().graph;
   const std::vector<Tensor> params = cnn.parameters();
   int64_t count = 0;

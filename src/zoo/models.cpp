@@ -94,20 +94,30 @@ Network lenet(int64_t num_classes) {
   return finish("lenet", {x}, out);
 }
 
-Network fashion_cnn(int64_t num_classes) {
+Network fashion_cnn(int64_t num_classes, const FashionCnnOptions& options) {
+  const std::string name = "fashion_cnn";
+  require_positive(num_classes, "num_classes", name);
+  require_positive(options.convs_per_block, "convs_per_block", name);
+  require_positive(options.hidden, "hidden", name);
+  if (options.widths.empty() || options.widths.size() > 4)
+    throw ValueError("zoo::fashion_cnn: widths must give 1 to 4 blocks (each halves the 28x28 image), got " +
+                     std::to_string(options.widths.size()));
   nn::Input image(Shape{-1, 1, 28, 28}, Float32, "image");
   nn::Layer x = image;
-  int64_t channels = 1;
-  for (int64_t filters : {32, 64}) {
-    x = nn::Conv2D(x, filters, 3, {.padding = "same", .bias = false}, "conv" + std::to_string(channels));
-    x = nn::BatchNorm(x, {}, "bn" + std::to_string(channels));
-    x = nn::Activation(x, nn::relu);
+  int layer = 0;
+  for (int64_t filters : options.widths) {
+    require_positive(filters, "a block's width", name);
+    for (int64_t c = 0; c < options.convs_per_block; ++c) {
+      const std::string k = std::to_string(++layer);
+      x = nn::Conv2D(x, filters, 3, {.padding = "same", .bias = false}, "conv" + k);
+      x = nn::BatchNorm(x, {}, "bn" + k);
+      x = nn::Activation(x, nn::relu);
+    }
     x = nn::MaxPool2D(x, 2);
-    channels = filters;
   }
   x = nn::Flatten(x);
   x = nn::Dropout(x, 0.25, 1, "dropout1");
-  x = nn::Activation(nn::Linear(x, 128, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
+  x = nn::Activation(nn::Linear(x, options.hidden, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
   x = nn::Dropout(x, 0.25, 2, "dropout2");
   nn::Linear logits(x, num_classes, {}, "logits");
   return finish("fashion_cnn", {image}, logits);

@@ -137,8 +137,20 @@ TEST(Zoo, EveryBuilderSurvivesJson) {
 
 TEST(Zoo, FashionCnnIsTheMainJobsModel) {
   zoo::Network m = zoo::fashion_cnn();
-  EXPECT_EQ(m.parameter_count(), 421738);  // 288 + 64 + 18432 + 128 + 401408 + 128 + 1290
+  // 288 + 64 + 18432 + 128 + 73728 + 256 + 294912 + 256 + 2570 (bn: weight, bias per channel)
+  EXPECT_EQ(m.parameter_count(), 390634);
   EXPECT_EQ(m(zeros({2, 1, 28, 28})).shape(), (Shape{2, 10}));
+  // the training-step benchmarks' CNN: two blocks, hidden 128
+  zoo::Network b = zoo::fashion_cnn(10, {.widths = {32, 64}, .hidden = 128});
+  EXPECT_EQ(b.parameter_count(), 421738);  // 288 + 64 + 18432 + 128 + 401408 + 128 + 1290
+  // two convolutions per block: conv1..conv4, each with its batch norm
+  zoo::Network d = zoo::fashion_cnn(10, {.widths = {8, 16}, .convs_per_block = 2, .hidden = 32});
+  EXPECT_EQ(d.graph.layer("conv4").shape(), (Shape{-1, 16, 14, 14}));
+  EXPECT_EQ(d(zeros({1, 1, 28, 28})).shape(), (Shape{1, 10}));
+  EXPECT_THROW(zoo::fashion_cnn(10, {.widths = {}}), ValueError);
+  EXPECT_THROW(zoo::fashion_cnn(10, {.widths = {8, 8, 8, 8, 8}}), ValueError);
+  EXPECT_THROW(zoo::fashion_cnn(10, {.widths = {8, 0}}), ValueError);
+  EXPECT_THROW(zoo::fashion_cnn(10, {.convs_per_block = 0}), ValueError);
 }
 
 TEST(Zoo, CallRunsThePlanOfTheCurrentGraph) {
