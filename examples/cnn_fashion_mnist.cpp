@@ -1,5 +1,5 @@
 // The main job: a small CNN trained on Fashion-MNIST (from the Debian package
-// dataset-fashion-mnist) with Loom's layer graph, Model::fit, a progress bar, a cosine
+// dataset-fashion-mnist) with Loom's layer graph, Model::fit, AdamW, a progress bar, a cosine
 // learning-rate schedule and random horizontal flips. 5000 training images are held out for
 // validation; the epoch with the best validation accuracy is saved to one file (architecture and
 // weights), whose test accuracy is then measured once. evaluate_saved_model, a separate program
@@ -126,7 +126,9 @@ int main(int argc, char** argv) {
     if (root) std::printf("data-parallel: %d processes x %d images per batch, synchronized batch norm\n", ranks, 128 / ranks);
   }
 
-  auto adam = std::make_shared<train::Adam>(params, train::AdamOptions{.lr = 2e-3});
+  // AdamW's decoupled weight decay: without it this model overfits (Adam: 93.19 % test, AdamW
+  // 93.50 %; docs/benchmarks.md, "The main job's model")
+  auto adam = std::make_shared<train::AdamW>(params, train::AdamWOptions{.lr = 2e-3, .weight_decay = 0.05});
   train::Model model(cnn, [](const Tensor& logits, const Tensor& labels) { return cross_entropy(logits, labels); }, adam,
                      {std::make_shared<train::Accuracy>()});
   // the weights are rank 0's (fit broadcasts them); dropout draws differently on every rank
