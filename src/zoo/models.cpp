@@ -120,7 +120,7 @@ Network fashion_cnn(int64_t num_classes, const FashionCnnOptions& options) {
   x = nn::Activation(nn::Linear(x, options.hidden, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
   x = nn::Dropout(x, 0.25, 2, "dropout2");
   nn::Linear logits(x, num_classes, {}, "logits");
-  return finish("fashion_cnn", {image}, logits);
+  return finish(name, {image}, logits);
 }
 
 const std::vector<int64_t> kVggA = {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};
