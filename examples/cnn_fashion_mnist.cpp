@@ -2,8 +2,10 @@
 // dataset-fashion-mnist) with Loom's layer graph, Model::fit, AdamW, a progress bar, a cosine
 // learning-rate schedule and random horizontal flips. 5000 training images are held out for
 // validation; the epoch with the best validation accuracy is saved to one file (architecture and
-// weights), whose test accuracy is then measured once. evaluate_saved_model, a separate program
-// that does not contain this model's code, reloads the file and measures it again.
+// weights), whose test accuracy is then measured once; so is a second file, the same network
+// averaging its logits over each image and its mirror image (test-time augmentation: one graph
+// that applies the trained network twice, sharing its weights). evaluate_saved_model, a separate
+// program that does not contain this model's code, reloads the files and measures them again.
 //
 //   ./build/examples/cnn_fashion_mnist [--epochs N] [--out DIR] [--data DIR] [--threads N]
 //                                      [--limit N] [--distributed]
@@ -157,6 +159,21 @@ int main(int argc, char** argv) {
   std::printf("\ntrained %d epochs in %.1f min; best validation accuracy %.2f%% at epoch %d, saved to %s\n",
               static_cast<int>(val.size()), minutes, 100 * *best, static_cast<int>(best - val.begin()) + 1, model_path.c_str());
   std::printf("test accuracy of the saved model: %.2f%%\n", 100 * test_acc);
+
+  // Test-time augmentation: the trained network as one layer (nn::Module, sharing its weights),
+  // applied to each image and to its mirror image (nn::Flip along the width), logits averaged.
+  // Training flipped images at random, so both views are ones the network knows.
+  nn::Module network(cnn.inputs(), cnn.outputs()[0], "fashion_cnn");
+  nn::Input image(Shape{-1, 1, 28, 28}, Float32, "image");
+  nn::Mean averaged({network.reuse_with(image, "as_seen"), network.reuse_with(nn::Flip(image, {2}, "mirror"), "mirrored")},
+                    "flip_averaged");
+  Graph flips = Graph::build({averaged}, {image});
+  train::Model flips_model(flips, [](const Tensor& logits, const Tensor& labels) { return cross_entropy(logits, labels); },
+                           adam, {std::make_shared<train::Accuracy>()});
+  const std::string flips_path = args.out + "/fashion_cnn_flips.safetensors";
+  flips_model.save(flips_path);
+  std::printf("test accuracy averaged over each image and its mirror image: %.2f%% (saved to %s)\n",
+              100 * flips_model.evaluate(test)["accuracy"], flips_path.c_str());
   std::printf("learning curves: %s/learning_curves.svg, log: %s/history.csv\n", args.out.c_str(), args.out.c_str());
   // training time depends on the machine: name it next to the time
   std::printf("machine: %s; training time %.1f min\n", machine_summary().c_str(), minutes);

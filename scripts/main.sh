@@ -7,3 +7,4 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 ./build/examples/cnn_fashion_mnist --out main-job "$@"
 ./build/examples/evaluate_saved_model main-job/fashion_cnn.safetensors
+./build/examples/evaluate_saved_model main-job/fashion_cnn_flips.safetensors

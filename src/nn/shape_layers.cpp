@@ -44,6 +44,18 @@ struct TransposeImpl final : LayerBase<TransposeImpl> {
   Options options() const override { return Options().set_ints("perm", perm); }
 };
 
+struct FlipImpl final : LayerBase<FlipImpl> {
+  bool pure() const override { return true; }
+  Axes axes;  // after the batch axis
+  const char* kind() const override { return "Flip"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    Axes a;
+    for (int64_t x : axes) a.push_back(x + 1);
+    return flip(in[0], a);
+  }
+  Options options() const override { return Options().set_ints("axes", axes); }
+};
+
 struct ResidualImpl final : LayerBase<ResidualImpl> {
   bool pure() const override { return true; }
   bool project = false;
@@ -148,6 +160,28 @@ Transpose::Transpose(const Layer& input, const Axes& perm, const std::string& na
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
+Flip::Flip(const Layer& input, const Axes& axes, const std::string& name) {
+  require(input, "Flip");
+  const int64_t rank = static_cast<int64_t>(input.shape().size()) - 1;
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
+  if (axes.empty())
+    throw ValueError("Flip: no axes given for '" + input.name() + "' " + shape_str(input.shape()) +
+                     " (valid: axes after the batch axis, 0.." + std::to_string(rank - 1) + ")");
+  for (int64_t a : axes) {
+    if (a < 0 || a >= rank || seen[a])
+      throw ValueError("Flip: axes " + shape_str(axes) + " must be distinct axes after the batch axis of '" + input.name() +
+                       "' " + shape_str(input.shape()) + " (valid: 0.." + std::to_string(rank - 1) + ")");
+    seen[a] = true;
+  }
+  auto impl = std::make_shared<FlipImpl>();
+  impl->axes = axes;
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->dtype = input.dtype();
+  impl->name = unique_name("flip", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
 Residual::Residual(const Layer& input, const Layer& block, const std::string& name) {
   require(input, "Residual");
   require(block, "Residual");
@@ -223,6 +257,7 @@ void detail::register_shape_layers(AddKind add) {
   add("Reshape", [](const LayerSpec& s) -> Layer { return Reshape(s.input(), s.options.get_ints("shape", -1, kMaxSize), s.name); });
   add("Transpose",
       [](const LayerSpec& s) -> Layer { return Transpose(s.input(), s.options.get_ints("perm", -kMaxSize, kMaxSize), s.name); });
+  add("Flip", [](const LayerSpec& s) -> Layer { return Flip(s.input(), s.options.get_ints("axes", -kMaxSize, kMaxSize), s.name); });
   add("Residual", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
     return Residual(s.inputs[0], s.inputs[1], s.name);

@@ -10,6 +10,12 @@ trained=$(grep -o 'test accuracy of the saved model: [0-9.]*' "$out/train.log" |
 "$build/examples/evaluate_saved_model" "$out/fashion_cnn.safetensors" > "$out/eval.log"
 reloaded=$(grep -o 'test accuracy [0-9.]*' "$out/eval.log" | head -1 | awk '{print $3}')
 echo "trained: $trained%  reloaded: $reloaded%"
+# the flip-averaged graph (the same weights applied to each image and its mirror image)
+flips=$(grep -o 'its mirror image: [0-9.]*' "$out/train.log" | awk '{print $4}')
+"$build/examples/evaluate_saved_model" "$out/fashion_cnn_flips.safetensors" > "$out/eval_flips.log"
+flips_reloaded=$(grep -o 'test accuracy [0-9.]*' "$out/eval_flips.log" | head -1 | awk '{print $3}')
+echo "flip-averaged: $flips%  reloaded: $flips_reloaded%"
+if [ -z "$flips" ] || [ "$flips" != "$flips_reloaded" ]; then echo "the reloaded flip-averaged model disagrees"; exit 1; fi
 test -s "$out/learning_curves.svg"
 test -s "$out/history.csv"
 if [ "$trained" != "$reloaded" ]; then echo "the reloaded model disagrees"; exit 1; fi

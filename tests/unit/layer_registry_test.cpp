@@ -126,6 +126,10 @@ std::map<std::string, std::function<Case()>> cases() {
     Input x(Shape{-1, 2, 5}, Float32, "x");
     return Case{Graph::build({Transpose(x, {1, 0}, "t")}, {x}), {data({2, 2, 5})}};
   };
+  c["Flip"] = [] {
+    Input x(Shape{-1, 2, 3, 5}, Float32, "x");
+    return Case{Graph::build({Flip(x, {2, 0}, "f")}, {x}), {data({2, 2, 3, 5})}};
+  };
   c["Residual"] = [] {
     Input x(4, Float32, "x");
     return Case{Graph::build({Residual(x, Linear(x, 6, {}, "block"), "res")}, {x}), {data({2, 4})}};

@@ -294,3 +294,44 @@ TEST(Layers, DotHighlightsSharedState) {
   EXPECT_NE(dot.find("Linear"), std::string::npos);
   EXPECT_NE(dot.find("fillcolor=lightblue"), std::string::npos);
 }
+
+// Flip reverses the given axes after the batch axis: values as flip(), gradients through it, the
+// shape kept, bad axes named; a network applied to an image and its mirror image through one
+// Module (test-time augmentation, as the main job) gives the mean of the two direct calls.
+TEST(Layers, FlipMirrorsAndAveragesThroughAModule) {
+  nn::Input img(Shape{-1, 2, 3, 4}, Float32, "img");
+  nn::Flip mirror(img, {2}, "mirror");
+  nn::Flip both(img, {0, 2});
+  EXPECT_EQ(mirror.shape(), img.shape());
+  const Tensor v = arange(0, 48, 1).astype(Float32).reshape({2, 2, 3, 4});
+  img.set_value(v);
+  EXPECT_TRUE(array_equal(mirror(), flip(v, {3})));
+  EXPECT_TRUE(array_equal(both(), flip(v, {1, 3})));
+  EXPECT_EQ(mirror().at({0, 0, 0, 0}), 3.0);
+  EXPECT_THROW(nn::Flip(img, {}), ValueError);
+  EXPECT_THROW(nn::Flip(img, {3}), ValueError);     // only 3 axes after the batch axis
+  EXPECT_THROW(nn::Flip(img, {1, 1}), ValueError);  // repeated
+  EXPECT_THROW(nn::Flip(img, {-1}), ValueError);
+
+  // gradient: flipping twice is the identity, so d sum(w * flip(x)) / dx = flip(w)
+  Tensor x = uniform({2, 2, 3, 4}).requires_grad_(true);
+  const Tensor w = uniform({2, 2, 3, 4});
+  nn::Input xi(Shape{-1, 2, 3, 4}, Float32, "xi");
+  const Plan p = Graph::build({nn::Flip(xi, {2}, "f")}, {xi}).compile();
+  sum(p(x) * w).backward();
+  EXPECT_TRUE(array_equal(x.grad(), flip(w, {3})));
+
+  manual_seed(4);
+  nn::Input in(Shape{-1, 1, 4, 4}, Float32, "in");
+  nn::Linear head(nn::Flatten(nn::Conv2D(in, 2, 3, {.padding = 1}, "conv")), 3, {}, "head");
+  nn::Module net({in}, head, "net");
+  nn::Input image(Shape{-1, 1, 4, 4}, Float32, "image");
+  nn::Mean averaged({net.reuse_with(image, "seen"), net.reuse_with(nn::Flip(image, {2}, "flipped"), "mirrored")}, "avg");
+  const Graph tta = Graph::build({averaged}, {image});
+  EXPECT_EQ(tta.parameters().size(), 4u);  // the conv's and the head's, once
+  const Tensor batch = uniform({5, 1, 4, 4});
+  const Plan direct = Graph::build({head}, {in}).compile();
+  NoGrad no_grad;
+  const Tensor expected = (direct(batch) + direct(flip(batch, {3}))) / 2.0;
+  EXPECT_TRUE(allclose(tta.compile()(batch), expected, 1e-6, 1e-6));
+}

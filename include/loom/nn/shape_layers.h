@@ -1,6 +1,6 @@
 #pragma once
 // Layers that rearrange, combine or encode without learning much: Reshape, Flatten, Transpose,
-// Residual, Gate, OneHot, Lookup (embeddings).
+// Flip, Residual, Gate, OneHot, Lookup (embeddings).
 #include "loom/nn/layers.h"
 
 namespace loom::nn {
@@ -23,6 +23,14 @@ class Flatten : public Layer {
 class Transpose : public Layer {
  public:
   Transpose(const Layer& input, const Axes& perm, const std::string& name = "");
+};
+
+// Reverses the order along the given axes after the batch axis (indexed from 0, as Transpose's
+// perm): Flip(images, {2}) mirrors (batch, channels, height, width) images left to right, for
+// test-time augmentation (docs/layers.md). Differentiable; in every mode.
+class Flip : public Layer {
+ public:
+  Flip(const Layer& input, const Axes& axes, const std::string& name = "");
 };
 
 // x + block; when their units differ, x goes through a learned linear projection first.
