@@ -415,7 +415,11 @@ TEST(PlanCompiler, BlockedLayoutsBetweenFusedConvs) {
       << dump;
   EXPECT_TRUE(has(dump, "'c' stays blocked)")) << dump;
   EXPECT_FALSE(has(fused.dump(), "block  ")) << fused.dump();
-  const int64_t block = detail::conv2d_fused_blocked(zeros({1, 16, 4, 4}), zeros({16, 16, 1, 1}), 1, 0, 1, 1);
+  int64_t block = 0;
+  {
+    loom_test::ThreadsScope one(1);  // NHWC (block 1) is not offered for fewer samples than threads
+    block = detail::conv2d_fused_blocked(zeros({1, 16, 4, 4}), zeros({16, 16, 1, 1}), 1, 0, 1, 1);
+  }
   nn::ModeScope eval(nn::Mode::Eval);
   for (int64_t batch : {1, 3})
     for (int threads : {1, 2}) {
@@ -428,10 +432,13 @@ TEST(PlanCompiler, BlockedLayoutsBetweenFusedConvs) {
       const detail::BlockedStats after = detail::blocked_stats();
       const std::vector<Tensor> want = plain.run({in}), unblocked = fused.run({in});
       EXPECT_EQ(detail::blocked_stats().fused_calls, after.fused_calls) << what;  // the other plans: none blocked
-      if (block > 0) {
+      if (block > 0 && !(block == 1 && batch < threads)) {
         // the convolutions of a, b, c, d, f_bn and f read or write blocked; h reads f (an output)
         EXPECT_EQ(after.fused_calls - before.fused_calls, 6) << what;
         EXPECT_EQ(after.reorders - before.reorders, 1) << what;
+      } else {
+        EXPECT_EQ(after.fused_calls - before.fused_calls, 0) << what;  // every value NCHW
+        EXPECT_EQ(after.reorders - before.reorders, 0) << what;
       }
       for (size_t k = 0; k < want.size(); ++k) {
         const double scale = max(abs(want[k])).item<double>();

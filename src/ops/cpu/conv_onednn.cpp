@@ -10,10 +10,11 @@
 //
 // Blocked activations (FusedConv::x_blocked / out_blocked, for the graph compiler): the fused
 // entry may read x and write out (with the residual) in the blocked layout the primitive picks
-// for activations (nChw8c on AVX2, nChw16c on AVX-512; blocked_channels()), held in a float32
-// tensor of the logical NCHW shape. Only for channel counts that are multiples of the block, so
-// the buffer has no padding and batch slices and run_by_channels' channel parts (multiples of
-// 16 channels) sit at the same offsets as in NCHW.
+// for activations (nChw8c on AVX2, nChw16c or NHWC on AVX-512; blocked_channels()), held in a
+// float32 tensor of the logical NCHW shape. Only for channel counts that are multiples of the
+// block, so the buffer has no padding and batch slices and, for nChw8c / nChw16c,
+// run_by_channels' channel parts (multiples of 16 channels) sit at the same offsets as in NCHW;
+// NHWC is offered only where run_by_channels does not apply (conv2d_blocked_onednn).
 //
 // Inference (Conv2dParams::inference, and the fused entry conv2d_fused_onednn): a
 // forward_inference primitive, optionally with post-ops (sum for a residual, ReLU), whose
@@ -96,7 +97,8 @@ struct Epilogue {
 };
 
 // The channel block of the activation layout the primitives pick (format "any") on this CPU:
-// 8 or 16 when it is nChw8c / nChw16c, 0 when it is something else, none, or layouts are plain.
+// 8 or 16 when it is nChw8c / nChw16c, 1 when it is NHWC (oneDNN 2.6's brgconv kernels on
+// AVX-512 pick it), 0 when it is something else, none, or layouts are plain.
 int64_t blocked_channels() {
   static const int64_t block = []() -> int64_t {
     if (plain_layouts()) return 0;
@@ -108,6 +110,7 @@ int64_t blocked_channels() {
           engine());
       for (int64_t b : {8, 16})
         if (pd.dst_desc() == mdesc({1, 64, 14, 14}, f32, b == 8 ? ftag::nChw8c : ftag::nChw16c)) return b;
+      if (pd.dst_desc() == mdesc({1, 64, 14, 14}, f32, ftag::nhwc)) return 1;
     } catch (const dnnl::error&) {
     }
     return 0;
@@ -115,7 +118,10 @@ int64_t blocked_channels() {
   return block;
 }
 
-mdesc blocked_md(const mdims& d) { return mdesc(d, f32, blocked_channels() == 16 ? ftag::nChw16c : ftag::nChw8c); }
+mdesc blocked_md(const mdims& d) {
+  const int64_t b = blocked_channels();
+  return mdesc(d, f32, b == 16 ? ftag::nChw16c : b == 8 ? ftag::nChw8c : ftag::nhwc);
+}
 
 // Which operands ask oneDNN for plain layouts ({src, weights and dst}). Blocked layouts pad
 // channels to multiples of 8 / 16: for inputs with few channels (a first layer on images) the
@@ -371,6 +377,8 @@ bool run_by_channels(const ConvDims& d, bool bias, void* x, void* out, Epilogue 
   const int64_t oc = d.wei[0];
   const int64_t parts = std::min<int64_t>(t, oc / 16);
   if (d.src[0] != 1 || d.wei.size() != 4 || parts < 2) return false;
+  // an NHWC output's channel parts are not contiguous: the whole call instead
+  if (epi.dst_blocked && blocked_channels() == 1) return false;
   const int64_t plane = d.dst[2] * d.dst[3];
   std::atomic<bool> ok{true};
   parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
@@ -509,6 +517,9 @@ bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, co
 int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups) {
   const int64_t b = blocked_channels();
   if (!b || groups != 1 || x.size() != 4 || out.size() != 4 || out[1] % b != 0) return 0;
+  // NHWC with fewer samples than threads: run_by_channels splits the output channels, whose
+  // parts are contiguous only in NCHW and the channel-blocked layouts
+  if (b == 1 && x[0] < get_num_threads()) return 0;
   // an output the primitive would not block on its own (layouts(): few input channels) stays plain
   return layouts({x[0], x[1], x[2], x[3]}, true).rest ? 0 : b;
 }
@@ -531,6 +542,10 @@ void reorder_blocked_onednn(const Tensor& out, const Tensor& x, bool to_plain) {
     dnnl::stream& st = thread_stream();
     void* from = static_cast<char*>(x.data_ptr()) + n0 * bytes;
     void* to = static_cast<char*>(out.data_ptr()) + n0 * bytes;
+    if (!r->reorder) {  // the same memory either way (NHWC of a 1x1 image is NCHW)
+      std::memcpy(to, from, static_cast<size_t>((n1 - n0) * bytes));
+      return true;
+    }
     r->convert.execute(st, {{DNNL_ARG_FROM, dnnl::memory(to_plain ? r->prim : r->user, engine(), from)},
                             {DNNL_ARG_TO, dnnl::memory(to_plain ? r->user : r->prim, engine(), to)},
                             {DNNL_ARG_SCRATCHPAD, staging(r->convert_scratch, keep)}});
