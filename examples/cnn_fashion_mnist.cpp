@@ -168,6 +168,8 @@ int main(int argc, char** argv) {
   nn::Mean averaged({network.reuse_with(image, "as_seen"), network.reuse_with(nn::Flip(image, {2}, "mirror"), "mirrored")},
                     "flip_averaged");
   Graph flips = Graph::build({averaged}, {image});
+  // a Model to evaluate and save it; the optimizer is the training's, over the same weights,
+  // and is not stepped again
   train::Model flips_model(flips, [](const Tensor& logits, const Tensor& labels) { return cross_entropy(logits, labels); },
                            adam, {std::make_shared<train::Accuracy>()});
   const std::string flips_path = args.out + "/fashion_cnn_flips.safetensors";
