@@ -59,7 +59,10 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double
     // torch.norm(stack([norm(g) for g in grads]), p): per-gradient norms, then their norm
     for (const Tensor& g : grads) {
       if (g.numel() == 0) continue;
-      const Tensor a = g.astype(DType::Float64);
+      // float32 2-norms in float32, as torch.nn.utils.clip_grad_norm_: one float32 square per
+      // element instead of two float64 copies of the gradient (8 % of the PTB LSTM step);
+      // other norms and dtypes in float64
+      const Tensor a = norm_type == 2.0 && g.dtype() == DType::Float32 ? g : g.astype(DType::Float64);
       double n;
       if (norm_type == 2.0) n = std::sqrt(sum(square(a)).item<double>());  // squares need no abs pass
       else if (norm_type == 1.0) n = sum(abs(a)).item<double>();
