@@ -9,6 +9,7 @@
 #include "loom/ops/indexing.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
+#include "ops/cpu/fused.h"
 #include "ops/nn_internal.h"
 
 namespace loom {
@@ -120,6 +121,32 @@ Tensor reduce(const Tensor& loss, Reduction reduction, const Tensor& denom) {
   return loss;
 }
 
+// The fused cross-entropy covers float32 (N, C) logits on the CPU with class-index targets,
+// no class weights and no label smoothing (the main case); its loss and gradient are those
+// of the composite (log_softmax, pick, log_softmax's backward) bit for bit.
+bool cross_entropy_fast_path(const Tensor& x, const Tensor& weight, double label_smoothing) {
+  return x.dtype() == DType::Float32 && x.device().type == DeviceType::CPU && x.ndim() == 2 && x.numel() > 0 &&
+         !weight.defined() && label_smoothing == 0.0;
+}
+
+// Per-row losses -log_softmax(x)[t] (0 where t is ignore_index), one recorded op.
+Tensor cross_entropy_rows(const Tensor& x, const Tensor& t, int64_t ignore_index) {
+  const Tensor xc = detail::contiguous_raw(x), tc = detail::contiguous_raw(t);
+  const int64_t rows = xc.shape()[0];
+  Tensor loss = detail::alloc({rows}, DType::Float32, x.device());
+  Tensor m = detail::alloc({rows}, DType::Float32, x.device());
+  Tensor ls = detail::alloc({rows}, DType::Float32, x.device());
+  cpu::cross_entropy_rows_f32(loss, m, ls, xc, tc, ignore_index);
+  if (!detail::needs_grad({&x})) return loss;
+  return detail::record("cross_entropy", {x}, loss, [xd = detail::save(xc), m, ls, tc, ignore_index](const Tensor& g) {
+    const Tensor& xs = xd.get();
+    Tensor gx = detail::alloc(xs.shape(), DType::Float32, xs.device());
+    cpu::cross_entropy_rows_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs, m, ls, tc,
+                                         ignore_index);
+    return Grads{gx};
+  });
+}
+
 // Unbatched (C,) inputs with a 0-d target run as a batch of one.
 bool unbatched(const Tensor& input) { return input.ndim() == 1; }
 
@@ -176,6 +203,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   Tensor t = check_class_target(logits, target, ignore_index, op);
   Tensor x = single ? expand_dims(logits, 0) : logits;
   if (single) t = reshape(t, {1});
+  if (cross_entropy_fast_path(x, weight, label_smoothing)) {
+    Tensor denom;
+    {
+      GradModeScope off(false);
+      denom = sum(astype(not_equal(t, scalar_tensor(ignore_index, DType::Int64, t.device())), DType::Float32));
+    }
+    Tensor out = reduce(cross_entropy_rows(x, t, ignore_index), reduction, denom);
+    return single && reduction == Reduction::None ? reshape(out, {}) : out;
+  }
   Tensor lp = log_softmax(x, 1);
   NllParts parts = nll_parts(lp, t, weight, ignore_index);
   Tensor out = reduce(parts.loss, reduction, parts.denom);

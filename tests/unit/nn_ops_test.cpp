@@ -368,6 +368,61 @@ TEST(NNForward, CrossEntropyMatchesTorch) {
   EXPECT_TRUE(std::isnan(cross_entropy(logits, full({4}, 7, Int64), Tensor(), Reduction::Mean, 7).item<double>()));
 }
 
+// float32 (N, C) logits without class weights or label smoothing take the fused kernel
+// (one read of the logits forward, one backward); class weights of 1 take the composite
+// (log_softmax, pick, log_softmax's backward), which multiplies by exactly 1: the losses and
+// gradients must agree bit for bit, at every reduction, with ignored targets, odd class
+// counts (vector tails), a non-contiguous input and 1 or 2 threads.
+TEST(NNForward, FusedCrossEntropyIsTheCompositeBitForBit) {
+  const int saved = get_num_threads();
+  Generator gen(11);
+  for (const auto& [n, c] : std::vector<std::pair<int64_t, int64_t>>{{4, 5}, {37, 1003}, {130, 10}, {3, 17}}) {
+    Tensor base = randn({n, c}, Float32, default_device(), &gen) * 4.0;
+    Tensor tgt = randint(0, c, {n}, Int64, default_device(), &gen);
+    tgt = where(mod(arange(n, Int64), scalar_tensor(3, Int64)) == 1, scalar_tensor(-100, Int64), tgt);  // every third row ignored
+    Tensor seed = randn({n}, Float32, default_device(), &gen);
+    for (bool strided : {false, true}) {
+      // the same values, contiguous or as the transpose of a (C, N) tensor
+      Tensor source = strided ? base.transpose().copy() : base;
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
+          Tensor xf = (strided ? source.transpose() : source).detach().requires_grad_();
+          Tensor xc = (strided ? source.transpose() : source).detach().requires_grad_();
+          EXPECT_EQ(xf.is_contiguous(), !strided);
+          Tensor lf = cross_entropy(xf, tgt, Tensor(), r, -100);
+          Tensor lc = cross_entropy(xc, tgt, ones({c}, Float32), r, -100);
+          const std::string what = std::to_string(n) + "x" + std::to_string(c) + (strided ? " strided" : "") + ", " +
+                                   std::to_string(threads) + " threads, reduction " + std::to_string(int(r));
+          EXPECT_TRUE(array_equal(lf, lc)) << what;
+          if (r == Reduction::None) {  // the fused op is the per-row loss itself; the composite ends in a negation
+            EXPECT_STREQ(lf.impl()->grad_fn->name(), "cross_entropy");
+            EXPECT_STRNE(lc.impl()->grad_fn->name(), "cross_entropy");
+            lf.backward(seed);
+            lc.backward(seed);
+          } else {
+            lf.backward();
+            lc.backward();
+          }
+          EXPECT_TRUE(array_equal(xf.grad(), xc.grad())) << what;
+          EXPECT_TRUE(array_equal(xf.grad()[1], zeros({c}, Float32))) << what;  // an ignored row
+        }
+      }
+    }
+  }
+  set_num_threads(saved);
+  // against the float64 composite (PyTorch's definition, checked above against its values)
+  Tensor x64 = randn({50, 300}, Float64, default_device(), &gen) * 3.0;
+  Tensor t = randint(0, 300, {50}, Int64, default_device(), &gen);
+  Tensor x32 = x64.astype(Float32).requires_grad_();
+  Tensor x64g = x64.detach().requires_grad_();
+  cross_entropy(x32, t).backward();
+  Tensor want = cross_entropy(x64g, t);
+  want.backward();
+  expect_near_rel(cross_entropy(x32.detach(), t).item<double>(), want.item<double>(), 1e-6);
+  EXPECT_TRUE(allclose(x32.grad().astype(Float64), x64g.grad(), 1e-5, 1e-8));
+}
+
 TEST(NNForward, NllLossMatchesTorch) {
   Tensor lp = log_softmax(wave({4, 5}, 0.37, 0.1) * 3.0, 1);
   Tensor tgt = from_vector<int64_t>({1, 2, 4, 0}, {4});

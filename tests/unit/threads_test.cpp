@@ -19,6 +19,7 @@ struct ThreadCountGuard {
 
 struct Results {
   std::vector<float> sum_all, sum_rows, sum_cols, mean_cols, max_cols, matmul, batched, elementwise, exp_t, cumsum;
+  std::vector<float> rows20, rows20_ta;  // 17 to 31 rows are split in halves (an LSTM step's products)
   std::vector<int64_t> argmax_rows;
   bool operator==(const Results&) const = default;
 };
@@ -37,6 +38,10 @@ Results compute() {
   r.max_cols = max(a, {0}).to_vector<float>();
   r.matmul = matmul(a, b).to_vector<float>();
   r.batched = matmul(c, d).to_vector<float>();
+  Tensor h = uniform({20, 200}, -1, 1, Float32, Device::cpu(), &g);
+  Tensor w = uniform({200, 800}, -1, 1, Float32, Device::cpu(), &g);
+  r.rows20 = matmul(h, w).to_vector<float>();
+  r.rows20_ta = matmul(h.T().copy().T(), w).to_vector<float>();
   r.elementwise = (a * 2.0f + a.T().T() * a - 0.5f).to_vector<float>();
   r.exp_t = exp(a.T()).to_vector<float>();
   r.cumsum = cumsum(a, 1).to_vector<float>();
@@ -72,6 +77,8 @@ TEST(Threads, ResultsIdenticalForOneAndTwoThreads) {
   EXPECT_EQ(one.max_cols, two.max_cols);
   EXPECT_EQ(one.matmul, two.matmul);
   EXPECT_EQ(one.batched, two.batched);
+  EXPECT_EQ(one.rows20, two.rows20);
+  EXPECT_EQ(one.rows20_ta, two.rows20_ta);
   EXPECT_EQ(one.elementwise, two.elementwise);
   EXPECT_EQ(one.exp_t, two.exp_t);
   EXPECT_EQ(one.cumsum, two.cumsum);

@@ -54,8 +54,10 @@ constexpr int64_t kTile = 256;  // output tile edge; fixed, never derived from t
 // started next to the pool. oneDNN computes each row the same way whatever block of rows it is
 // given (checked for M, N, K from 1 to 2048), so results do not depend on the thread count.
 void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const Tensor& b, const BlasView& vb) {
-  constexpr int64_t kRows = 16;
   const int64_t batch = out.shape()[0], M = out.shape()[1], N = out.shape()[2], K = a.shape()[2];
+  // blocks of 16 rows; a product of 17 to 31 rows (an LSTM's per-time-step products: 20)
+  // in two halves, not 16 and the rest
+  const int64_t kRows = M > 16 && M < 32 ? (M + 1) / 2 : 16;
   const int64_t sa = a.strides()[0], sb = b.strides()[0];
   const int64_t blocks = (M + kRows - 1) / kRows;
   const float* A = a.data<float>();

@@ -60,12 +60,19 @@ struct Table {
   void (*unary[kNumUnary])(float* o, const float* x, int64_t n);
   // Sum and NaN-propagating max/min of n contiguous values (n >= 1 for max/min).
   float (*sum)(const float* x, int64_t n);
+  // Sum of the squares of n contiguous values.
+  float (*sum_squares)(const float* x, int64_t n);
   float (*max)(const float* x, int64_t n);
   float (*min)(const float* x, int64_t n);
   // acc[j] += sum over r < rows of x[r * ld + j], for j < n.
   void (*sum_rows_into)(float* acc, const float* x, int64_t rows, int64_t ld, int64_t n);
   // Softmax (or log-softmax) of each of `rows` contiguous rows of length n.
   void (*softmax_rows)(float* out, const float* x, int64_t rows, int64_t n, bool log);
+  // Cross-entropy over rows of length n: each row's max m and ls = log(sum exp(x - m)) (so that
+  // log-softmax is (x - m) - ls, as softmax_rows computes it); and the backward of one row,
+  // o = exp((x - m) - ls) * g.
+  void (*max_log_sum_exp_rows)(float* m, float* ls, const float* x, int64_t rows, int64_t n);
+  void (*exp_shift_scale)(float* o, const float* x, int64_t n, float m, float ls, float g);
   // 2x2 / stride 2 max pooling of one h x w plane into ho x wo (2 * ho <= h, 2 * wo <= w):
   // values, and (idx set) the flat in-plane index of each window's first maximum; a NaN
   // wins its window (the last NaN when several), as PyTorch.
