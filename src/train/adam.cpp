@@ -20,9 +20,10 @@ struct AdamStep {
   double bc2_sqrt;      // sqrt(1 - beta2^t)
 };
 
+// Elements [b0, e0) of the update (elementwise: any split gives the same result).
 template <typename T>
-void adam_fused(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                const Tensor& max_sq, const AdamOptions& o, const AdamStep& s) {
+void adam_range(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const Tensor& max_sq, const AdamOptions& o, const AdamStep& s, int64_t b0, int64_t e0) {
   T* p = detail::ptr<T>(param);
   const T* g = detail::ptr<T>(grad);
   T* m = detail::ptr<T>(exp_avg);
@@ -33,7 +34,7 @@ void adam_fused(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
   const T l2 = static_cast<T>(s.l2), decay = static_cast<T>(s.decay_factor);
   const T neg_step = static_cast<T>(-s.step_size), bc2 = static_cast<T>(s.bc2_sqrt), eps = static_cast<T>(o.eps);
   const bool use_l2 = s.l2 != 0, use_decay = s.decay_factor != 1.0, ams = vmax != nullptr;
-  detail::fused_for(param.numel(), [&](int64_t i) {
+  for (int64_t i = b0; i < e0; ++i) {
     T pi = p[i];
     if (use_decay) pi = pi * decay;
     T gi = g[i];
@@ -46,26 +47,15 @@ void adam_fused(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
     if (ams) vmax[i] = vv = std::max(vmax[i], vi);
     const T denom = std::sqrt(vv) / bc2 + eps;
     p[i] = pi + (neg_step * mi) / denom;
-  });
+  }
 }
 
-// float32: the vector kernel of the CPU's instruction set, over blocks of the pool.
-void adam_fused_f32(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                    const Tensor& max_sq, const AdamOptions& o, const AdamStep& s) {
-  float* p = detail::ptr<float>(param);
-  const float* g = detail::ptr<float>(grad);
-  float* m = detail::ptr<float>(exp_avg);
-  float* v = detail::ptr<float>(exp_avg_sq);
+// float32: the vector kernel of the CPU's instruction set.
+void adam_range_f32(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                    const Tensor& max_sq, const cpu::simd::AdamArgs& a, int64_t b, int64_t e) {
   float* vmax = detail::ptr<float>(max_sq);
-  const cpu::simd::AdamArgs a{static_cast<float>(s.decay_factor), static_cast<float>(s.l2),
-                              static_cast<float>(o.beta1),        static_cast<float>(1.0 - o.beta1),
-                              static_cast<float>(o.beta2),        static_cast<float>(1.0 - o.beta2),
-                              static_cast<float>(-s.step_size),   static_cast<float>(s.bc2_sqrt),
-                              static_cast<float>(o.eps)};
-  const auto kernel = cpu::simd::table().adam;
-  parallel_for(0, param.numel(), detail::kFusedGrain, [&](int64_t b, int64_t e) {
-    kernel(p + b, g + b, m + b, v + b, vmax ? vmax + b : nullptr, e - b, a);
-  });
+  cpu::simd::table().adam(detail::ptr<float>(param) + b, detail::ptr<float>(grad) + b, detail::ptr<float>(exp_avg) + b,
+                          detail::ptr<float>(exp_avg_sq) + b, vmax ? vmax + b : nullptr, e - b, a);
 }
 
 }  // namespace
@@ -89,22 +79,50 @@ std::map<std::string, double> Adam::hyperparameters() const {
           {"amsgrad", opt_.amsgrad ? 1.0 : 0.0}};
 }
 
-void Adam::update(size_t, Tensor& param, const Tensor& grad, ParamState& state) {
+namespace {
+AdamStep adam_step(const AdamOptions& o, bool decoupled, double lr, int64_t t) {
+  AdamStep s;
+  s.decay_factor = decoupled ? 1.0 - lr * o.weight_decay : 1.0;
+  s.l2 = decoupled ? 0.0 : o.weight_decay;
+  s.step_size = lr / (1.0 - std::pow(o.beta1, static_cast<double>(t)));
+  s.bc2_sqrt = std::sqrt(1.0 - std::pow(o.beta2, static_cast<double>(t)));
+  return s;
+}
+}  // namespace
+
+Optimizer::RangeUpdate Adam::fused_update(size_t, Tensor& param, const Tensor& grad, ParamState& state) {
+  auto existing = [&](const char* name) {  // a new buffer is the parameter's kind
+    const auto it = state.buffers.find(name);
+    return it == state.buffers.end() ? Tensor() : it->second;
+  };
+  const Tensor m0 = existing("exp_avg"), v0 = existing("exp_avg_sq"), x0 = existing("max_exp_avg_sq");
+  if (!can_fuse({&param, &grad, &m0, &v0, &x0})) return {};
+  const Tensor m = buffer(state, "exp_avg", param), v = buffer(state, "exp_avg_sq", param);
+  const Tensor vmax = opt_.amsgrad ? buffer(state, "max_exp_avg_sq", param) : Tensor();
+  const AdamStep s = adam_step(opt_, decoupled_, lr(), ++state.step);
+  if (param.dtype() == DType::Float32) {
+    const cpu::simd::AdamArgs a{static_cast<float>(s.decay_factor), static_cast<float>(s.l2),
+                                static_cast<float>(opt_.beta1),     static_cast<float>(1.0 - opt_.beta1),
+                                static_cast<float>(opt_.beta2),     static_cast<float>(1.0 - opt_.beta2),
+                                static_cast<float>(-s.step_size),   static_cast<float>(s.bc2_sqrt),
+                                static_cast<float>(opt_.eps)};
+    return [param, grad, m, v, vmax, a](int64_t b, int64_t e) { adam_range_f32(param, grad, m, v, vmax, a, b, e); };
+  }
+  return [param, grad, m, v, vmax, o = opt_, s](int64_t b, int64_t e) {
+    adam_range<double>(param, grad, m, v, vmax, o, s, b, e);
+  };
+}
+
+void Adam::update(size_t i, Tensor& param, const Tensor& grad, ParamState& state) {
+  if (RangeUpdate f = fused_update(i, param, grad, state)) {
+    detail::fused_blocks(param.numel(), f);
+    return;
+  }
   Tensor& m = buffer(state, "exp_avg", param);
   Tensor& v = buffer(state, "exp_avg_sq", param);
   Tensor vmax;
   if (opt_.amsgrad) vmax = buffer(state, "max_exp_avg_sq", param);
-  const int64_t t = ++state.step;
-  AdamStep s;
-  s.decay_factor = decoupled_ ? 1.0 - lr() * opt_.weight_decay : 1.0;
-  s.l2 = decoupled_ ? 0.0 : opt_.weight_decay;
-  s.step_size = lr() / (1.0 - std::pow(opt_.beta1, static_cast<double>(t)));
-  s.bc2_sqrt = std::sqrt(1.0 - std::pow(opt_.beta2, static_cast<double>(t)));
-  if (can_fuse({&param, &grad, &m, &v, &vmax})) {
-    if (param.dtype() == DType::Float32) adam_fused_f32(param, grad, m, v, vmax, opt_, s);
-    else adam_fused<double>(param, grad, m, v, vmax, opt_, s);
-    return;
-  }
+  const AdamStep s = adam_step(opt_, decoupled_, lr(), ++state.step);
   if (s.decay_factor != 1.0) param *= s.decay_factor;
   Tensor g = s.l2 != 0 ? grad + param * s.l2 : grad;
   m *= opt_.beta1;

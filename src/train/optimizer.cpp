@@ -1,12 +1,15 @@
 // The Optimizer base: parameter checks, the step loop, per-parameter state and its export.
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "loom/autograd/autograd.h"
+#include "loom/core/parallel.h"
 #include "loom/ops/creation.h"
 #include "loom/train/optimizers.h"
+#include "train/fused.h"
 
 namespace loom::train {
 
@@ -75,14 +78,45 @@ void Optimizer::step() {
     if (g.dtype() != p.dtype()) g = g.astype(p.dtype());
     grads.emplace_back(i, g.contiguous());
   }
+  // The fused updates of all parameters run as one pass over the pool: the parameters laid
+  // end to end, each from a multiple of kFusedGrain, split into blocks of that many values
+  // (as fused_blocks splits one parameter: the same elements share a block either way).
+  std::vector<RangeUpdate> work;
+  std::vector<int64_t> numel, start{0};
+  std::set<const Storage*> storages;
+  bool shared = false;  // parameters that are views of one storage: update them one at a time
   for (auto& [i, g] : grads) {
     // the fused updates write through raw pointers: bump the version as every in-place op does,
     // so autograd's saved-tensor checks and the prepared-weights caches see the change
     params_[i].storage()->bump_version();
-    update(i, params_[i], g, state_[i]);
+    if (RangeUpdate f = fused_update(i, params_[i], g, state_[i])) {
+      work.push_back(std::move(f));
+      numel.push_back(params_[i].numel());
+      const int64_t blocks = (numel.back() + detail::kFusedGrain - 1) / detail::kFusedGrain;
+      start.push_back(start.back() + blocks);
+      shared = !storages.insert(params_[i].storage().get()).second || shared;
+    } else {
+      update(i, params_[i], g, state_[i]);
+    }
+  }
+  if (shared) {
+    for (size_t k = 0; k < work.size(); ++k) detail::fused_blocks(numel[k], work[k]);
+  } else {
+    // `start` counts blocks: parameter k holds blocks [start[k], start[k + 1])
+    parallel_for(0, start.back(), 1, [&](int64_t b0, int64_t b1) {
+      size_t k = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b0) - start.begin()) - 1;
+      for (int64_t b = b0; b < b1; ++k) {
+        const int64_t stop = std::min(b1, start[k + 1]);
+        if (stop > b)
+          work[k]((b - start[k]) * detail::kFusedGrain, std::min(numel[k], (stop - start[k]) * detail::kFusedGrain));
+        b = stop;
+      }
+    });
   }
   ++steps_;
 }
+
+Optimizer::RangeUpdate Optimizer::fused_update(size_t, Tensor&, const Tensor&, ParamState&) { return {}; }
 
 void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.zero_grad();

@@ -1,4 +1,5 @@
 // SGD with momentum, dampening, Nesterov momentum and L2 weight decay (torch.optim.SGD).
+#include "loom/core/parallel.h"
 #include "loom/ops/elementwise.h"
 #include "loom/train/optimizers.h"
 #include "train/fused.h"
@@ -7,15 +8,17 @@ namespace loom::train {
 
 namespace {
 
+// Elements [b, e) of the update (elementwise: any split gives the same result).
 template <typename T>
-void sgd_fused(const Tensor& param, const Tensor& grad, const Tensor& buf, bool first, const SGDOptions& o, double lr) {
+void sgd_range(const Tensor& param, const Tensor& grad, const Tensor& buf, bool first, const SGDOptions& o, double lr,
+               int64_t b0, int64_t e0) {
   T* p = detail::ptr<T>(param);
   const T* g = detail::ptr<T>(grad);
   T* b = detail::ptr<T>(buf);
   const T wd = static_cast<T>(o.weight_decay), mom = static_cast<T>(o.momentum);
   const T damp = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-lr);
   const bool decay = o.weight_decay != 0, use_mom = o.momentum != 0, nesterov = o.nesterov;
-  detail::fused_for(param.numel(), [&](int64_t i) {
+  for (int64_t i = b0; i < e0; ++i) {
     T d = g[i];
     if (decay) d = d + wd * p[i];
     if (use_mom) {
@@ -24,7 +27,7 @@ void sgd_fused(const Tensor& param, const Tensor& grad, const Tensor& buf, bool 
       d = nesterov ? d + mom * bi : bi;
     }
     p[i] = p[i] + neg_lr * d;
-  });
+  }
 }
 
 }  // namespace
@@ -42,16 +45,33 @@ std::map<std::string, double> SGD::hyperparameters() const {
           {"nesterov", opt_.nesterov ? 1.0 : 0.0}};
 }
 
-void SGD::update(size_t, Tensor& param, const Tensor& grad, ParamState& state) {
+Optimizer::RangeUpdate SGD::fused_update(size_t, Tensor& param, const Tensor& grad, ParamState& state) {
+  const auto it = state.buffers.find("momentum_buffer");
+  const bool first = it == state.buffers.end();
+  const Tensor existing = first ? Tensor() : it->second;  // a new buffer is the parameter's kind
+  if (!can_fuse({&param, &grad, &existing})) return {};
+  Tensor buf;
+  if (opt_.momentum != 0) buf = buffer(state, "momentum_buffer", param);
+  ++state.step;
+  const double lr_now = lr();
+  if (param.dtype() == DType::Float32)
+    return [param, grad, buf, first, o = opt_, lr_now](int64_t b, int64_t e) {
+      sgd_range<float>(param, grad, buf, first, o, lr_now, b, e);
+    };
+  return [param, grad, buf, first, o = opt_, lr_now](int64_t b, int64_t e) {
+    sgd_range<double>(param, grad, buf, first, o, lr_now, b, e);
+  };
+}
+
+void SGD::update(size_t i, Tensor& param, const Tensor& grad, ParamState& state) {
+  if (RangeUpdate f = fused_update(i, param, grad, state)) {
+    detail::fused_blocks(param.numel(), f);
+    return;
+  }
   const bool first = state.buffers.count("momentum_buffer") == 0;
   Tensor buf;
   if (opt_.momentum != 0) buf = buffer(state, "momentum_buffer", param);
   ++state.step;
-  if (can_fuse({&param, &grad, &buf})) {
-    if (param.dtype() == DType::Float32) sgd_fused<float>(param, grad, buf, first, opt_, lr());
-    else sgd_fused<double>(param, grad, buf, first, opt_, lr());
-    return;
-  }
   Tensor d = grad;
   if (opt_.weight_decay != 0) d = d + param * opt_.weight_decay;
   if (opt_.momentum != 0) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 
 #include "unit/core_test_util.h"
@@ -144,6 +145,60 @@ TEST(TrainOptimizers, FusedAndTensorOpPathsAgree) {
       const double tol = dt == Float32 ? 1e-6 : 1e-14;
       for (size_t i = 0; i < a.params.size(); ++i) EXPECT_TRUE(allclose(a.params[i], b.params[i], tol, tol));
     }
+}
+
+// step() runs the fused updates of all parameters as one pass over the pool, in chunks that
+// span parameters: every parameter must end exactly as an optimizer over it alone leaves it
+// (its own pass), at 1 and 2 threads, with sizes around the chunk grain (16 Ki values), and
+// with two parameters that are views of one storage (updated one at a time).
+TEST(TrainOptimizers, OnePassOverAllParametersEqualsOnePassPerParameter) {
+  const int saved = get_num_threads();
+  const std::vector<Shape> shapes{{5}, {16385}, {3, 7}, {40000}, {1}, {128, 130}};
+  std::map<std::string, std::vector<Tensor>> one_thread;  // and the same values at 2 threads
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (auto& [name, make] : factories()) {
+      SCOPED_TRACE(name + ", " + std::to_string(threads) + " threads");
+      Generator g(7);
+      std::vector<Tensor> all, alone;
+      for (const Shape& s : shapes) {
+        Tensor v = normal(s, 0, 1, Float32, Device::cpu(), &g);
+        all.push_back(v.copy().requires_grad_());
+        alone.push_back(v.copy().requires_grad_());
+      }
+      auto together = make(all);
+      std::vector<std::unique_ptr<tr::Optimizer>> separate;
+      for (const Tensor& p : alone) separate.push_back(make({p}));
+      for (int step = 0; step < 3; ++step) {
+        for (size_t i = 0; i < shapes.size(); ++i) {
+          Tensor grad = normal(shapes[i], 0, 1, Float32, Device::cpu(), &g);
+          for (Tensor* p : {&all[i], &alone[i]}) {
+            p->zero_grad();
+            sum(*p * grad).backward();
+          }
+        }
+        together->step();
+        for (auto& o : separate) o->step();
+      }
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        EXPECT_TRUE(array_equal(all[i], alone[i])) << shape_str(shapes[i]);
+        if (threads == 2) EXPECT_TRUE(array_equal(all[i], one_thread[name][i])) << shape_str(shapes[i]) << " vs 1 thread";
+      }
+      if (threads == 1) one_thread[name] = all;
+    }
+  }
+  set_num_threads(saved);
+  // two parameters that are the halves of one storage
+  Tensor base = arange(0, 40000, 1, Float32);
+  Tensor lo = slice(base, 0, 0, 20000).requires_grad_(), hi = slice(base, 0, 20000, 40000).requires_grad_();
+  ASSERT_TRUE(lo.shares_storage_with(hi));
+  tr::Adam opt({lo, hi}, {.lr = 0.5});
+  sum(lo * 2.0).backward();
+  sum(hi * -1.0).backward();
+  opt.step();
+  Tensor want_lo = arange(0, 20000, 1, Float32) - 0.5, want_hi = arange(20000, 40000, 1, Float32) + 0.5;
+  EXPECT_TRUE(allclose(lo, want_lo, 1e-6, 1e-3));
+  EXPECT_TRUE(allclose(hi, want_hi, 1e-6, 1e-3));
 }
 
 TEST(TrainOptimizers, NonContiguousParameterUsesTheTensorOpPath) {

@@ -13,6 +13,7 @@
 // same operation order); elsewhere it runs as a sequence of in-place tensor ops
 // (`set_fused(false)` forces that path, which computes the same formulas).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -65,6 +66,15 @@ class Optimizer {
   };
   // The update of parameter `i` (called under NoGrad with a defined gradient of its shape).
   virtual void update(size_t i, Tensor& param, const Tensor& grad, ParamState& state) = 0;
+  // An elementwise update of elements [begin, end) of a parameter, its scalars and state
+  // already prepared. step() runs those of all parameters as one pass over the pool (one
+  // parallel_for for the whole model instead of one per parameter); the result is the same
+  // element for element.
+  using RangeUpdate = std::function<void(int64_t begin, int64_t end)>;
+  // The fused update of parameter `i` as a RangeUpdate, with its state advanced as update()
+  // would; empty (and nothing changed) when the fused loop does not apply, and step() calls
+  // update() instead. The default is always empty.
+  virtual RangeUpdate fused_update(size_t i, Tensor& param, const Tensor& grad, ParamState& state);
   // Hyperparameters exported with the state (besides lr).
   virtual std::map<std::string, double> hyperparameters() const { return {}; }
   // A zero-filled buffer of the parameter's shape, dtype and device (created on first use).
@@ -100,6 +110,7 @@ class SGD : public Optimizer {
 
  protected:
   void update(size_t i, Tensor& param, const Tensor& grad, ParamState& state) override;
+  RangeUpdate fused_update(size_t i, Tensor& param, const Tensor& grad, ParamState& state) override;
   std::map<std::string, double> hyperparameters() const override;
 
  private:
@@ -128,6 +139,7 @@ class Adam : public Optimizer {
  protected:
   Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled);
   void update(size_t i, Tensor& param, const Tensor& grad, ParamState& state) override;
+  RangeUpdate fused_update(size_t i, Tensor& param, const Tensor& grad, ParamState& state) override;
   std::map<std::string, double> hyperparameters() const override;
 
  private:
