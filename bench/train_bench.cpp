@@ -152,59 +152,42 @@ bool run_child(const char* self, const std::string& name, int threads) {
 
 // ------------------------------------------------------------------ models
 
+// The three graph models run their steps as Model::fit does: one train::TrainStep call.
 Step make_mlp() {
   auto m = std::make_shared<zoo::Network>(zoo::mlp(784, {512, 512}, 10));
-  auto plan = std::make_shared<Plan>(m->graph.compile());
   auto opt = std::make_shared<train::Adam>(m->parameters(), train::AdamOptions{.lr = 1e-3});
+  auto step = std::make_shared<train::TrainStep>(
+      m->graph, [](const Tensor& y, const Tensor& t) { return cross_entropy(y, t); }, opt);
   Generator gen(1);
   Tensor x = randn({128, 784}, Float32, default_device(), &gen);
   Tensor y = randint(0, 10, {128}, Int64, default_device(), &gen);
-  return [m, plan, opt, x, y] {
-    nn::ModeScope train(nn::Mode::Train);
-    opt->zero_grad();
-    Tensor loss = cross_entropy((*plan)(x), y);
-    loss.backward();
-    opt->step();
-    return loss.item<float>();
-  };
+  return [m, step, x, y] { return (*step)({x, y}).loss.item<float>(); };
 }
 
 
 Step make_cnn() {
   Graph g = zoo::fashion_cnn(10, {.widths = {32, 64}, .hidden = 128}).graph;  // the benchmarks' CNN
-  auto plan = std::make_shared<Plan>(g.compile());
   auto opt = std::make_shared<train::Adam>(graph_params(g), train::AdamOptions{.lr = 2e-3});
+  auto step = std::make_shared<train::TrainStep>(
+      g, [](const Tensor& y, const Tensor& t) { return cross_entropy(y, t); }, opt);
   Generator gen(2);
   Tensor x = randn({128, 1, 28, 28}, Float32, default_device(), &gen);
   Tensor y = randint(0, 10, {128}, Int64, default_device(), &gen);
-  return [plan, opt, x, y] {
-    nn::ModeScope train(nn::Mode::Train);
-    opt->zero_grad();
-    Tensor loss = cross_entropy((*plan)(x), y);
-    loss.backward();
-    opt->step();
-    return loss.item<float>();
-  };
+  return [step, x, y] { return (*step)({x, y}).loss.item<float>(); };
 }
 
 Step make_lstm() {
-  constexpr int64_t V = 10000, E = 200, H = 200, T = 20, B = 20;
+  constexpr int64_t V = 10000, E = 200, H = 200, B = 20, T = 20;
   auto m = std::make_shared<zoo::Network>(zoo::lstm_lm(V, E, H, 2));
-  auto plan = std::make_shared<Plan>(m->graph.compile());
   auto opt = std::make_shared<train::SGD>(m->parameters(), train::SGDOptions{.lr = 1.0});
+  // logits (B, T, V) against (B * T) targets; gradients clipped to norm 5 before the update
+  auto step = std::make_shared<train::TrainStep>(
+      m->graph, [](const Tensor& logits, const Tensor& t) { return cross_entropy(logits.reshape({-1, V}), t); }, opt,
+      train::TrainStepOptions{.clip_grad_norm = 5.0});
   Generator gen(3);
   Tensor ids = randint(0, V, {B, T}, Int64, default_device(), &gen);
   Tensor target = randint(0, V, {B * T}, Int64, default_device(), &gen);
-  return [m, plan, opt, ids, target] {
-    nn::ModeScope train(nn::Mode::Train);
-    opt->zero_grad();
-    Tensor logits = (*plan)(ids);  // (B, T, V)
-    Tensor loss = cross_entropy(logits.reshape({B * T, V}), target);
-    loss.backward();
-    train::clip_grad_norm(opt->params(), 5.0);
-    opt->step();
-    return loss.item<float>();
-  };
+  return [m, step, ids, target] { return (*step)({ids, target}).loss.item<float>(); };
 }
 
 Step make_word2vec() {

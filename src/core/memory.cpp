@@ -45,6 +45,7 @@ class CpuAllocator final : public Allocator {
       if (!p)
         throw OutOfMemoryError("allocate on cpu: the system refused " + std::to_string(size) + " bytes (" +
                                std::to_string(stats_.current_bytes) + " bytes in use)");
+      ++stats_.system_allocations;
     }
     stats_.current_bytes += static_cast<int64_t>(size);
     if (stats_.current_bytes > stats_.peak_bytes) stats_.peak_bytes = stats_.current_bytes;

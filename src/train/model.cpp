@@ -29,6 +29,7 @@ Model::Model(Graph graph, LossFn loss, std::shared_ptr<Optimizer> optimizer, std
   if (inference_.outputs().size() != 1)
     throw ValueError("Model: the graph must have one output, it has " + std::to_string(inference_.outputs().size()));
   inference_plan_ = std::make_shared<Plan>(inference_);
+  step_ = std::make_shared<TrainStep>(inference_plan_, inference_.inputs().size(), loss_, optimizer_);
 }
 
 Model Model::from_graphs(Graph inference, Graph training, std::optional<Graph> evaluation, std::shared_ptr<Optimizer> optimizer,
@@ -49,6 +50,7 @@ Model Model::from_graphs(Graph inference, Graph training, std::optional<Graph> e
   m.inference_plan_ = std::make_shared<Plan>(m.inference_);
   m.training_plan_ = std::make_shared<Plan>(*m.training_);
   if (m.evaluation_) m.evaluation_plan_ = std::make_shared<Plan>(*m.evaluation_);
+  m.step_ = std::make_shared<TrainStep>(m.training_plan_, m.training_->inputs().size(), nullptr, m.optimizer_);
   return m;
 }
 
@@ -165,12 +167,15 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
         if (batch) {
           ++step;
           for (auto* cb : cbs) cb->on_batch_begin(*this, step);
-          {
+          // zero_grad, forward, loss and backward (Train mode)
+          TrainStep::Result r = step_->forward_backward(*batch);
+          loss = r.loss;
+          pred = r.prediction;
+          if (training_ && !metrics_.empty()) {  // the inference graph's prediction, for the metrics
             nn::ModeScope mode(nn::Mode::Train);
-            std::tie(loss, pred) = forward(*batch);
+            GradModeScope off(false);
+            pred = inference_plan_->run(std::vector<Tensor>(batch->begin(), batch->begin() + static_cast<std::ptrdiff_t>(n_in)))[0];
           }
-          optimizer_->zero_grad();
-          loss.backward();
         }
       });
       settle();  // before the gradient average, which a failed rank would not join
@@ -181,7 +186,7 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
       if (dp) dp->average_gradients(*optimizer_);
       int64_t n = 0;
       attempt([&] {
-        optimizer_->step();
+        step_->update();
         n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
         loss_sum += loss.item<double>() * static_cast<double>(n);
         seen += n;

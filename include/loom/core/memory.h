@@ -14,6 +14,7 @@ struct MemoryStats {
   int64_t cached_bytes = 0;    // freed blocks kept for reuse (not counted in current)
   int64_t limit_bytes = -1;    // -1: no limit
   int64_t allocations = 0;     // number of allocate calls served
+  int64_t system_allocations = 0;  // of them, served by the system (not from the cache)
 };
 
 MemoryStats memory_stats(Device device = default_device());

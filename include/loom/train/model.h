@@ -20,13 +20,13 @@
 #include "loom/train/history.h"
 #include "loom/train/metrics.h"
 #include "loom/train/optimizers.h"
+#include "loom/train/train_step.h"
 
 namespace loom::train {
 
 class Callback;
 class DataParallel;  // loom/train/data_parallel.h
 using Logs = std::map<std::string, double>;
-using LossFn = std::function<Tensor(const Tensor& prediction, const Tensor& target)>;
 
 struct FitOptions {
   int epochs = 1;
@@ -70,6 +70,8 @@ class Model {
   void stop_training() { stop_ = true; }
   bool stop_requested() const { return stop_; }
   Optimizer& optimizer() { return *optimizer_; }
+  // The compiled training step fit() runs (its dump() and per-step memory figures).
+  const TrainStep& train_step() const { return *step_; }
   const Graph& graph() const { return inference_; }
   const History& history() const { return history_; }
   // The inference graph's summary() table, then the optimizer (name, learning rate, how many
@@ -94,6 +96,7 @@ class Model {
   Graph inference_;
   std::optional<Graph> training_, evaluation_;
   std::shared_ptr<Plan> inference_plan_, training_plan_, evaluation_plan_;
+  std::shared_ptr<TrainStep> step_;  // on inference_plan_ and loss_, or on training_plan_
   LossFn loss_;
   std::shared_ptr<Optimizer> optimizer_;
   std::vector<std::shared_ptr<Metric>> metrics_;

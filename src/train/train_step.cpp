@@ -1,0 +1,118 @@
+// TrainStep: a whole training step as one call on a compiled plan (docs/compile.md).
+#include "loom/train/train_step.h"
+
+#include <iomanip>
+#include <sstream>
+#include <utility>
+
+#include "loom/autograd/autograd.h"
+#include "loom/core/memory.h"
+#include "loom/nn/mode.h"
+#include "loom/train/clip.h"
+
+namespace loom::train {
+
+namespace {
+
+std::string mb(int64_t bytes) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << static_cast<double>(bytes) / 1e6 << " MB";
+  return s.str();
+}
+
+}  // namespace
+
+TrainStep::TrainStep(std::shared_ptr<Plan> plan, size_t n_inputs, LossFn loss, std::shared_ptr<Optimizer> optimizer,
+                     TrainStepOptions options)
+    : plan_(std::move(plan)), n_inputs_(n_inputs), loss_(std::move(loss)), optimizer_(std::move(optimizer)),
+      options_(std::move(options)) {
+  if (!plan_) throw ValueError("TrainStep: no plan given");
+  if (!optimizer_) throw ValueError("TrainStep: no optimizer given");
+  if (!(options_.clip_grad_norm >= 0))
+    throw ValueError("TrainStep: clip_grad_norm must be >= 0 (0: no clipping), got " +
+                     std::to_string(options_.clip_grad_norm));
+}
+
+TrainStep::TrainStep(const Graph& graph, LossFn loss, std::shared_ptr<Optimizer> optimizer, TrainStepOptions options)
+    : TrainStep(std::make_shared<Plan>(graph.compile()), graph.inputs().size(), std::move(loss), std::move(optimizer),
+                std::move(options)) {
+  if (!loss_) throw ValueError("TrainStep: no loss function given (for a graph that ends in its loss: from_loss_graph)");
+  if (graph.outputs().size() != 1)
+    throw ValueError("TrainStep: the graph must have one output, it has " + std::to_string(graph.outputs().size()));
+}
+
+TrainStep TrainStep::from_loss_graph(const Graph& training, std::shared_ptr<Optimizer> optimizer, TrainStepOptions options) {
+  if (training.outputs().size() != 1)
+    throw ValueError("TrainStep::from_loss_graph: the graph's single output must be the loss; it has " +
+                     std::to_string(training.outputs().size()) + " outputs");
+  return TrainStep(std::make_shared<Plan>(training.compile()), training.inputs().size(), nullptr, std::move(optimizer),
+                   std::move(options));
+}
+
+TrainStep::Result TrainStep::forward_backward(const std::vector<Tensor>& batch) {
+  const size_t need = loss_ ? n_inputs_ + 1 : n_inputs_;
+  if (batch.size() < need)
+    throw ValueError("TrainStep: a batch has " + std::to_string(batch.size()) + " fields; the step needs " +
+                     std::to_string(n_inputs_) + (loss_ ? " input(s) and then the target" : " (the loss graph's inputs)"));
+  const MemoryStats before = memory_stats();
+  reset_peak_memory();
+  live_before_ = before.current_bytes;
+  allocations_before_ = before.allocations;
+  system_before_ = before.system_allocations;
+  Result r;
+  {
+    nn::ModeScope mode(nn::Mode::Train);
+    optimizer_->zero_grad();
+    if (loss_) {
+      r.prediction = plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_inputs_)))[0];
+      r.loss = loss_(r.prediction, batch[n_inputs_]);
+    } else {
+      r.loss = plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_inputs_)))[0];
+    }
+  }
+  if (r.loss.numel() != 1)
+    throw ShapeError("TrainStep: the loss must be a single value, got shape " + shape_str(r.loss.shape()));
+  r.loss.backward();
+  return r;
+}
+
+void TrainStep::update() {
+  if (options_.before_update) options_.before_update(*optimizer_);
+  if (options_.clip_grad_norm > 0) clip_grad_norm(optimizer_->params(), options_.clip_grad_norm);
+  optimizer_->step();
+  const MemoryStats after = memory_stats();
+  stats_.peak_bytes = after.peak_bytes - live_before_;
+  stats_.allocations = after.allocations - allocations_before_;
+  stats_.system_allocations = after.system_allocations - system_before_;
+  ++stats_.steps;
+}
+
+TrainStep::Result TrainStep::operator()(const std::vector<Tensor>& batch) {
+  Result r = forward_backward(batch);
+  update();
+  return r;
+}
+
+std::string TrainStep::dump() const {
+  std::ostringstream s;
+  s << "TrainStep: forward, loss, backward and update in one call\n";
+  s << "forward " << plan_->dump();
+  s << "loss: " << (loss_ ? "the loss function, on the plan's output and the batch's target" : "the plan's output")
+    << "\n";
+  s << "backward: autograd's per-op rules, recorded by the forward; each node's saved tensors freed once it has run\n";
+  int64_t values = 0;
+  for (const Tensor& p : optimizer_->params()) values += p.numel();
+  s << "update: " << optimizer_->name() << " over " << optimizer_->params().size() << " parameter tensors (" << values
+    << " values)" << (optimizer_->fused() ? ", the fused updates of all of them in one pass" : ", tensor ops") << "\n";
+  if (options_.clip_grad_norm > 0) s << "        after clip_grad_norm(" << options_.clip_grad_norm << ")\n";
+  if (stats_.steps == 0) {
+    s << "memory: no step run yet\n";
+  } else {
+    s << "memory (last of " << stats_.steps << " steps): peak " << mb(stats_.peak_bytes) << " above the "
+      << mb(live_before_) << " live before it; " << stats_.allocations << " allocations, "
+      << stats_.system_allocations << " of them from the system\n";
+  }
+  return s.str();
+}
+
+}  // namespace loom::train
