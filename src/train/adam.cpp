@@ -23,7 +23,8 @@ struct AdamStep {
 // Elements [b0, e0) of the update (elementwise: any split gives the same result).
 template <typename T>
 void adam_range(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                const Tensor& max_sq, const AdamOptions& o, const AdamStep& s, int64_t b0, int64_t e0) {
+                const Tensor& max_sq, const AdamOptions& o, const AdamStep& s, double grad_scale, int64_t b0,
+                int64_t e0) {
   T* p = detail::ptr<T>(param);
   const T* g = detail::ptr<T>(grad);
   T* m = detail::ptr<T>(exp_avg);
@@ -34,10 +35,12 @@ void adam_range(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
   const T l2 = static_cast<T>(s.l2), decay = static_cast<T>(s.decay_factor);
   const T neg_step = static_cast<T>(-s.step_size), bc2 = static_cast<T>(s.bc2_sqrt), eps = static_cast<T>(o.eps);
   const bool use_l2 = s.l2 != 0, use_decay = s.decay_factor != 1.0, ams = vmax != nullptr;
+  const bool scaled = grad_scale != 1.0;
+  const T gs = static_cast<T>(grad_scale);
   for (int64_t i = b0; i < e0; ++i) {
     T pi = p[i];
     if (use_decay) pi = pi * decay;
-    T gi = g[i];
+    T gi = scaled ? g[i] * gs : g[i];
     if (use_l2) gi = gi + l2 * pi;
     const T mi = m[i] * b1 + omb1 * gi;
     const T vi = v[i] * b2 + (omb2 * gi) * gi;
@@ -105,11 +108,11 @@ Optimizer::RangeUpdate Adam::fused_update(size_t, Tensor& param, const Tensor& g
                                 static_cast<float>(opt_.beta1),     static_cast<float>(1.0 - opt_.beta1),
                                 static_cast<float>(opt_.beta2),     static_cast<float>(1.0 - opt_.beta2),
                                 static_cast<float>(-s.step_size),   static_cast<float>(s.bc2_sqrt),
-                                static_cast<float>(opt_.eps)};
+                                static_cast<float>(opt_.eps),       static_cast<float>(grad_scale())};
     return [param, grad, m, v, vmax, a](int64_t b, int64_t e) { adam_range_f32(param, grad, m, v, vmax, a, b, e); };
   }
-  return [param, grad, m, v, vmax, o = opt_, s](int64_t b, int64_t e) {
-    adam_range<double>(param, grad, m, v, vmax, o, s, b, e);
+  return [param, grad, m, v, vmax, o = opt_, s, gs = grad_scale()](int64_t b, int64_t e) {
+    adam_range<double>(param, grad, m, v, vmax, o, s, gs, b, e);
   };
 }
 

@@ -69,6 +69,14 @@ std::vector<Tensor> all_grads(const std::vector<Tensor>& params) {
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
   NoGrad off;
+  const double total = total_grad_norm(params, norm_type, error_if_nonfinite);
+  const double coef = std::min(max_norm / (total + 1e-6), 1.0);
+  for (Tensor& g : unique_grads(params)) g *= coef;
+  return total;
+}
+
+double total_grad_norm(const std::vector<Tensor>& params, double norm_type, bool error_if_nonfinite) {
+  NoGrad off;
   std::vector<Tensor> grads = all_grads(params);
   if (grads.empty()) return 0.0;
   double total = 0.0;
@@ -100,8 +108,6 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double
   if (error_if_nonfinite && !std::isfinite(total))
     throw ValueError("clip_grad_norm: the total norm of order " + std::to_string(norm_type) +
                      " of the gradients is non-finite, so it cannot be clipped (error_if_nonfinite = true)");
-  const double coef = std::min(max_norm / (total + 1e-6), 1.0);
-  for (Tensor& g : unique_grads(params)) g *= coef;
   return total;
 }
 

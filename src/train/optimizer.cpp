@@ -8,6 +8,7 @@
 #include "loom/autograd/autograd.h"
 #include "loom/core/parallel.h"
 #include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
 #include "loom/train/optimizers.h"
 #include "train/fused.h"
 
@@ -57,8 +58,9 @@ void Optimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
-void Optimizer::step() {
+void Optimizer::step(double grad_scale) {
   NoGrad off;
+  grad_scale_ = grad_scale;
   // Every gradient is checked (and converted) before any parameter changes: a bad gradient
   // on the last parameter must not leave the first ones updated.
   std::vector<std::pair<size_t, Tensor>> grads;
@@ -96,7 +98,7 @@ void Optimizer::step() {
       start.push_back(start.back() + blocks);
       shared = !storages.insert(params_[i].storage().get()).second || shared;
     } else {
-      update(i, params_[i], g, state_[i]);
+      update(i, params_[i], grad_scale == 1.0 ? g : g * grad_scale, state_[i]);
     }
   }
   if (shared) {

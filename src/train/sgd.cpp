@@ -11,15 +11,17 @@ namespace {
 // Elements [b, e) of the update (elementwise: any split gives the same result).
 template <typename T>
 void sgd_range(const Tensor& param, const Tensor& grad, const Tensor& buf, bool first, const SGDOptions& o, double lr,
-               int64_t b0, int64_t e0) {
+               double grad_scale, int64_t b0, int64_t e0) {
   T* p = detail::ptr<T>(param);
   const T* g = detail::ptr<T>(grad);
   T* b = detail::ptr<T>(buf);
   const T wd = static_cast<T>(o.weight_decay), mom = static_cast<T>(o.momentum);
   const T damp = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-lr);
   const bool decay = o.weight_decay != 0, use_mom = o.momentum != 0, nesterov = o.nesterov;
+  const bool scaled = grad_scale != 1.0;
+  const T gs = static_cast<T>(grad_scale);
   for (int64_t i = b0; i < e0; ++i) {
-    T d = g[i];
+    T d = scaled ? g[i] * gs : g[i];
     if (decay) d = d + wd * p[i];
     if (use_mom) {
       const T bi = first ? d : b[i] * mom + damp * d;
@@ -53,13 +55,13 @@ Optimizer::RangeUpdate SGD::fused_update(size_t, Tensor& param, const Tensor& gr
   Tensor buf;
   if (opt_.momentum != 0) buf = buffer(state, "momentum_buffer", param);
   ++state.step;
-  const double lr_now = lr();
+  const double lr_now = lr(), gs = grad_scale();
   if (param.dtype() == DType::Float32)
-    return [param, grad, buf, first, o = opt_, lr_now](int64_t b, int64_t e) {
-      sgd_range<float>(param, grad, buf, first, o, lr_now, b, e);
+    return [param, grad, buf, first, o = opt_, lr_now, gs](int64_t b, int64_t e) {
+      sgd_range<float>(param, grad, buf, first, o, lr_now, gs, b, e);
     };
-  return [param, grad, buf, first, o = opt_, lr_now](int64_t b, int64_t e) {
-    sgd_range<double>(param, grad, buf, first, o, lr_now, b, e);
+  return [param, grad, buf, first, o = opt_, lr_now, gs](int64_t b, int64_t e) {
+    sgd_range<double>(param, grad, buf, first, o, lr_now, gs, b, e);
   };
 }
 

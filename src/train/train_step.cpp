@@ -1,6 +1,7 @@
 // TrainStep: a whole training step as one call on a compiled plan (docs/compile.md).
 #include "loom/train/train_step.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <utility>
@@ -78,8 +79,12 @@ TrainStep::Result TrainStep::forward_backward(const std::vector<Tensor>& batch) 
 
 void TrainStep::update() {
   if (options_.before_update) options_.before_update(*optimizer_);
-  if (options_.clip_grad_norm > 0) clip_grad_norm(optimizer_->params(), options_.clip_grad_norm);
-  optimizer_->step();
+  // clipping as clip_grad_norm, its scaling done inside the update (one pass fewer over the
+  // gradients); .grad() keeps the unclipped values
+  double scale = 1.0;
+  if (options_.clip_grad_norm > 0)
+    scale = std::min(options_.clip_grad_norm / (total_grad_norm(optimizer_->params()) + 1e-6), 1.0);
+  optimizer_->step(scale);
   const MemoryStats after = memory_stats();
   stats_.peak_bytes = after.peak_bytes - live_before_;
   stats_.allocations = after.allocations - allocations_before_;
@@ -104,7 +109,9 @@ std::string TrainStep::dump() const {
   for (const Tensor& p : optimizer_->params()) values += p.numel();
   s << "update: " << optimizer_->name() << " over " << optimizer_->params().size() << " parameter tensors (" << values
     << " values)" << (optimizer_->fused() ? ", the fused updates of all of them in one pass" : ", tensor ops") << "\n";
-  if (options_.clip_grad_norm > 0) s << "        after clip_grad_norm(" << options_.clip_grad_norm << ")\n";
+  if (options_.clip_grad_norm > 0)
+    s << "        of the gradients clipped to norm " << options_.clip_grad_norm
+      << " (clip_grad_norm's coefficient applied inside the update)\n";
   if (stats_.steps == 0) {
     s << "memory: no step run yet\n";
   } else {

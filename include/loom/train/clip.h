@@ -15,6 +15,10 @@ namespace loom::train {
 // within the norm). error_if_nonfinite: throw ValueError when the total norm is NaN or infinite.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
                       bool error_if_nonfinite = false);
+// The total norm clip_grad_norm computes, without scaling anything; the coefficient it would
+// scale by is min(1, max_norm / (norm + 1e-6)). TrainStep passes that to Optimizer::step, which
+// scales each gradient inside its update instead of in a pass of its own.
+double total_grad_norm(const std::vector<Tensor>& params, double norm_type = 2.0, bool error_if_nonfinite = false);
 // Clamps every gradient element to [-value, value].
 void clip_grad_value(const std::vector<Tensor>& params, double value);
 

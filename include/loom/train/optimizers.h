@@ -41,8 +41,11 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   virtual std::string name() const = 0;
-  // One update of every parameter that has a gradient.
-  void step();
+  // One update of every parameter that has a gradient. With grad_scale, the update is the one
+  // of gradients multiplied by grad_scale first (clip_grad_norm's coefficient: TrainStep clips
+  // this way), bit for bit, but the gradients are not written: the fused updates scale each
+  // value as they read it, the others get a scaled copy.
+  void step(double grad_scale = 1.0);
   // Drops every parameter's gradient (PyTorch's zero_grad(set_to_none=True)).
   void zero_grad();
 
@@ -75,6 +78,9 @@ class Optimizer {
   // would; empty (and nothing changed) when the fused loop does not apply, and step() calls
   // update() instead. The default is always empty.
   virtual RangeUpdate fused_update(size_t i, Tensor& param, const Tensor& grad, ParamState& state);
+  // The step's grad_scale, which a fused update multiplies each gradient value by (in the
+  // gradient's dtype, as `grad *= scale` would).
+  double grad_scale() const { return grad_scale_; }
   // Hyperparameters exported with the state (besides lr).
   virtual std::map<std::string, double> hyperparameters() const { return {}; }
   // A zero-filled buffer of the parameter's shape, dtype and device (created on first use).
@@ -89,6 +95,7 @@ class Optimizer {
   double lr_;
   int64_t steps_ = 0;
   bool fused_ = true;
+  double grad_scale_ = 1.0;
 };
 
 // ---------------------------------------------------------------- SGD

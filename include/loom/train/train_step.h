@@ -27,7 +27,9 @@ namespace loom::train {
 using LossFn = std::function<Tensor(const Tensor& prediction, const Tensor& target)>;
 
 struct TrainStepOptions {
-  double clip_grad_norm = 0;  // > 0: clip_grad_norm(params, this) before the update
+  // > 0: the update is that of clip_grad_norm(params, this) followed by step(), bit for bit,
+  // with the scaling done inside the update; .grad() keeps the unclipped gradients
+  double clip_grad_norm = 0;
   // Called with the optimizer between backward and the update (data-parallel gradient
   // averaging, logging gradients).
   std::function<void(Optimizer&)> before_update;

@@ -48,6 +48,7 @@ struct AdamArgs {
   float neg_step;  // -lr / (1 - beta1^t)
   float bc2;       // sqrt(1 - beta2^t)
   float eps;
+  float grad_scale = 1.0f;  // each gradient value is multiplied by it first (1: as it is)
 };
 
 struct Table {
