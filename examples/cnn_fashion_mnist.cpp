@@ -159,6 +159,12 @@ int main(int argc, char** argv) {
   std::printf("\ntrained %d epochs in %.1f min; best validation accuracy %.2f%% at epoch %d, saved to %s\n",
               static_cast<int>(val.size()), minutes, 100 * *best, static_cast<int>(best - val.begin()) + 1, model_path.c_str());
   std::printf("test accuracy of the saved model: %.2f%%\n", 100 * test_acc);
+  // fit() ran each batch as one compiled train::TrainStep call: what they did with memory
+  const train::StepStats& step = model.train_step().stats();
+  std::printf("training steps: one train::TrainStep call per batch (compiled plan, backward, %s over all parameters "
+              "in one pass); %lld of %lld took every block from the allocator's cache; the last: peak %.1f MB\n",
+              model.optimizer().name().c_str(), static_cast<long long>(step.cached_steps),
+              static_cast<long long>(step.steps), static_cast<double>(step.peak_bytes) / 1e6);
 
   // Test-time augmentation: the trained network as one layer (nn::Module, sharing its weights),
   // applied to each image and to its mirror image (nn::Flip along the width), logits averaged.

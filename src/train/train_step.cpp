@@ -89,6 +89,7 @@ void TrainStep::update() {
   stats_.peak_bytes = after.peak_bytes - live_before_;
   stats_.allocations = after.allocations - allocations_before_;
   stats_.system_allocations = after.system_allocations - system_before_;
+  if (stats_.system_allocations == 0) ++stats_.cached_steps;
   ++stats_.steps;
 }
 
@@ -117,7 +118,8 @@ std::string TrainStep::dump() const {
   } else {
     s << "memory (last of " << stats_.steps << " steps): peak " << mb(stats_.peak_bytes) << " above the "
       << mb(live_before_) << " live before it; " << stats_.allocations << " allocations, "
-      << stats_.system_allocations << " of them from the system\n";
+      << stats_.system_allocations << " of them from the system; " << stats_.cached_steps << " of the "
+      << stats_.steps << " steps took every block from the allocator's cache\n";
   }
   return s.str();
 }

@@ -40,6 +40,7 @@ struct StepStats {
   int64_t peak_bytes = 0;          // the last step's highest live bytes above those live before it
   int64_t allocations = 0;         // allocator calls in the last step
   int64_t system_allocations = 0;  // of them, served by the system rather than the allocator's cache
+  int64_t cached_steps = 0;        // steps so far whose every allocation came from the cache
 };
 
 class TrainStep {
