@@ -116,7 +116,9 @@ struct LinearImpl final : LayerBase<LinearImpl> {
   const char* kind() const override { return "Linear"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     const Tensor& w = state->param("weights");
-    Tensor y = detail::input_matmul(inputs[0], in[0], transpose_weights ? w.transpose() : w);  // a SparseInput too
+    const Tensor wt = transpose_weights ? w.transpose() : w;
+    if (bias && in[0].defined()) return linear(in[0], wt, state->param("bias"));  // the bias added inside the product
+    Tensor y = detail::input_matmul(inputs[0], in[0], wt);  // a SparseInput too
     return bias ? y + state->param("bias") : y;
   }
   Options options() const override {

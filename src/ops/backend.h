@@ -89,6 +89,9 @@ struct Backend {
   void (*cumsum)(const Tensor& out, const Tensor& x, int64_t axis);
   // out[b] = a[b] @ b[b] for 3-d operands of equal batch size.
   void (*matmul)(const Tensor& out, const Tensor& a, const Tensor& b);
+  // The same plus bias (out's last axis) on every row, bit for bit matmul then add; false (and
+  // nothing written) where the backend has no such path for these operands. May be null.
+  bool (*matmul_bias)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
   // out = x.take(index, axis) with out.shape = x.shape[:axis] + index.shape + x.shape[axis+1:].
   void (*take)(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
   // dst[..., index[i], ...] += src[..., i, ...] along axis (index has any shape; src matches take's output).

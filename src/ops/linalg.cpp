@@ -81,6 +81,45 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return y;
 }
 
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  detail::check_defined(x, "linear");
+  detail::check_defined(w, "linear");
+  detail::check_defined(bias, "linear");
+  const auto& fused = detail::backend(x.device()).matmul_bias;
+  const bool fast = fused && x.ndim() >= 2 && w.ndim() == 2 && bias.ndim() == 1 && x.dtype() == DType::Float32 &&
+                    w.dtype() == DType::Float32 && bias.dtype() == DType::Float32 && x.device() == w.device() &&
+                    x.device() == bias.device() && x.shape().back() == w.shape()[0] && bias.shape()[0] == w.shape()[1] &&
+                    x.numel() > 0 && w.numel() > 0;
+  if (!fast) return add(matmul(x, w), bias);
+  const int64_t K = w.shape()[0], N = w.shape()[1], rows = x.numel() / K;
+  Tensor x2, w3, b;
+  {
+    GradModeScope off(false);
+    x2 = reshape(x, {rows, K});
+    w3 = reshape(w, {1, K, N});
+    b = detail::contiguous_raw(bias);
+  }
+  Tensor out = detail::alloc({1, rows, N}, DType::Float32, x.device());
+  Tensor x3;
+  {
+    GradModeScope off(false);
+    x3 = reshape(x2, {1, rows, K});
+  }
+  if (!fused(out, x3, w3, b)) return add(matmul(x, w), bias);
+  Shape os(x.shape().begin(), x.shape().end() - 1);
+  os.push_back(N);
+  Tensor y(out.storage(), os, contiguous_strides(os), 0, DType::Float32);
+  if (!detail::needs_grad({&x, &w, &bias})) return y;
+  // the rules of reshape, matmul and add, as the composite records them
+  return detail::record("linear", {x, w, bias}, y,
+                        [xd = detail::save(x2), wd = detail::save(w), xs = x.shape(), rows, N, rx = x.requires_grad(),
+                         rw = w.requires_grad(), rb = bias.requires_grad()](const Tensor& g) {
+                          const Tensor g2 = reshape(g, {rows, N});
+                          return Grads{rx ? reshape(matmul(g2, swapaxes(wd.get(), -1, -2)), xs) : Tensor(),
+                                       rw ? matmul(swapaxes(xd.get(), -1, -2), g2) : Tensor(), rb ? g : Tensor()};
+                        });
+}
+
 Tensor dot(const Tensor& a, const Tensor& b) {
   detail::check_defined(a, "dot");
   detail::check_defined(b, "dot");

@@ -28,7 +28,7 @@ const std::vector<OpInfo>& op_registry() {
       {"all", "reduction", false}, {"any", "reduction", false}, {"cumsum", "reduction", true},
       {"softmax", "reduction", true}, {"log_softmax", "reduction", true},
       // linear algebra
-      {"matmul", "linalg", true}, {"dot", "linalg", true}, {"outer", "linalg", true}, {"tensordot", "linalg", true},
+      {"matmul", "linalg", true}, {"linear", "linalg", true}, {"dot", "linalg", true}, {"outer", "linalg", true}, {"tensordot", "linalg", true},
       {"kron", "linalg", true}, {"einsum", "linalg", true}, {"linalg.norm", "linalg", true},
       {"linalg.svd", "linalg", true}, {"linalg.svdvals", "linalg", true}, {"linalg.qr", "linalg", true},
       {"linalg.eigh", "linalg", true}, {"linalg.eigvalsh", "linalg", true}, {"linalg.cholesky", "linalg", true},

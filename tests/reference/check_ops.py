@@ -47,7 +47,7 @@ TRANSCENDENTAL = {
     "erf", "elu", "gelu", "softplus", "lstm_cell",
 }
 REDUCTION = {
-    "sum", "mean", "prod", "var", "std", "logsumexp", "cumsum", "softmax", "log_softmax", "matmul", "dot",
+    "sum", "mean", "prod", "var", "std", "logsumexp", "cumsum", "softmax", "log_softmax", "matmul", "linear", "dot",
     "outer", "tensordot", "conv1d", "conv2d", "conv2d_transpose", "avg_pool2d", "global_avg_pool2d",
     "batch_norm", "layer_norm", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits",
     "scaled_dot_product_attention", "einsum", "kron", "sparse.mm",
@@ -309,6 +309,11 @@ def _matmul(xs, attrs, cot):
     if not a.is_floating_point():
         return NP(np.matmul(arr(a), arr(b)))
     return torch.matmul(a, b)
+
+
+@replay("linear")
+def _linear(xs, attrs, cot):
+    return torch.matmul(xs[0], xs[1]) + xs[2]
 
 
 @replay("sparse.mm")

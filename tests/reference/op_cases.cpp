@@ -498,6 +498,10 @@ void reduction_cases(Table& t) {
 void linalg_cases(Table& t) {
   auto mm = [](const In& in) { return loom::matmul(in[0], in[1]); };
   t.add("matmul", "f32 (3,4) @ (4,5)", {X({3, 4}), X({4, 5})}, mm);
+  auto lin = [](const In& in) { return loom::linear(in[0], in[1], in[2]); };
+  t.add("linear", "f32 (3,4) @ (4,5) + (5,)", {X({3, 4}), X({4, 5}), X({5})}, lin);
+  t.add("linear", "f32 batched (2,3,4) @ (4,5) + (5,), transposed weight", {X({2, 3, 4}), X({4, 5}).lay(T_), X({5})}, lin);
+  t.add("linear", "f64 (3,4) @ (4,2) + (2,) (the composite)", {X({3, 4}, F64), X({4, 2}, F64), X({2}, F64)}, lin);
   t.add("matmul", "f64 (4,) @ (4,3)", {X({4}, F64), X({4, 3}, F64)}, mm);
   t.add("matmul", "f32 (3,4) @ (4,)", {X({3, 4}), X({4})}, mm);
   t.add("matmul", "f64 (5,) @ (5,) -> 0-d", {X({5}, F64), X({5}, F64)}, mm);

@@ -10,6 +10,11 @@ namespace loom {
 
 // numpy.matmul: 1-d operands are promoted and squeezed back, batch axes broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// matmul(x, w) + bias for x (..., K), w (K, N) and bias (N,) (a Linear layer; PyTorch's addmm
+// with the operands in this order): bit for bit the two ops, values and gradients, with the
+// bias added inside the product for float32 on the CPU (each block of rows while it is in
+// cache, instead of another pass over the output).
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
 Tensor dot(const Tensor& a, const Tensor& b);    // numpy.dot for 1-d and 2-d operands
 Tensor outer(const Tensor& a, const Tensor& b);  // of the flattened operands
 Tensor tensordot(const Tensor& a, const Tensor& b, int64_t axes = 2);

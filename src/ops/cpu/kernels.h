@@ -16,6 +16,7 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<bool>& reduced);
 void cumsum(const Tensor& out, const Tensor& x, int64_t axis);
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b);
+bool matmul_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
 void take(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
 void index_add(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src);
 void take_along(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);

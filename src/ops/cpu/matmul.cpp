@@ -10,6 +10,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/simd/simd.h"
 #include "ops/cpu/wrapping.h"
 #include "ops/dispatch.h"
 
@@ -53,7 +54,10 @@ constexpr int64_t kTile = 256;  // output tile edge; fixed, never derived from t
 // single-threaded (the OpenMP thread count is set to 1 around it), so no OpenMP team is ever
 // started next to the pool. oneDNN computes each row the same way whatever block of rows it is
 // given (checked for M, N, K from 1 to 2048), so results do not depend on the thread count.
-void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const Tensor& b, const BlasView& vb) {
+// With `bias`, each call adds it to every row it wrote while they are still in cache (a
+// Linear's bias: the same adds as a separate broadcast add, without another pass over out).
+void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const Tensor& b, const BlasView& vb,
+                  const float* bias = nullptr) {
   const int64_t batch = out.shape()[0], M = out.shape()[1], N = out.shape()[2], K = a.shape()[2];
   // blocks of 16 rows; a product of 17 to 31 rows (an LSTM's per-time-step products: 20)
   // in two halves, not 16 and the rest
@@ -75,7 +79,12 @@ void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const 
       const int64_t last = std::min(blocks, first + (r1 - r));
       const int64_t m0 = first * kRows, mc = std::min(M, last * kRows) - m0;
       const int64_t ao = i * sa + (ta == 'N' ? m0 * va.ld : m0);
-      dnnl_sgemm(ta, tb, mc, N, K, 1.0f, A + ao, va.ld, B + i * sb, vb.ld, 0.0f, O + i * M * N + m0 * N, N);
+      float* o = O + i * M * N + m0 * N;
+      dnnl_sgemm(ta, tb, mc, N, K, 1.0f, A + ao, va.ld, B + i * sb, vb.ld, 0.0f, o, N);
+      if (bias) {
+        const auto add = simd::table().binary_vv[simd::kAdd];
+        for (int64_t row = 0; row < mc; ++row) add(o + row * N, o + row * N, bias, N);
+      }
       r += last - first;
     }
     if (previous != 1) omp_set_num_threads(previous);
@@ -91,6 +100,20 @@ void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const 
 void init_blas_threads() {
   openblas_set_num_threads(1);
   if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
+bool matmul_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in, const Tensor& bias) {
+  const int64_t M = out.shape()[1], N = out.shape()[2], K = a_in.shape()[2];
+  if (out.dtype() != DType::Float32 || a_in.dtype() != DType::Float32 || b_in.dtype() != DType::Float32 ||
+      bias.dtype() != DType::Float32 || !bias.is_contiguous() || bias.numel() != N || M == 0 || N == 0 || K == 0 ||
+      out.shape()[0] == 0)
+    return false;
+  BlasView va, vb;
+  Tensor a = a_in, b = b_in;
+  if (!blas_view(a, va)) { a = Tensor(std::make_shared<Storage>(a_in.nbytes(), a_in.device()), a_in.shape(), contiguous_strides(a_in.shape()), 0, DType::Float32); copy(a, a_in); blas_view(a, va); }
+  if (!blas_view(b, vb)) { b = Tensor(std::make_shared<Storage>(b_in.nbytes(), b_in.device()), b_in.shape(), contiguous_strides(b_in.shape()), 0, DType::Float32); copy(b, b_in); blas_view(b, vb); }
+  sgemm_onednn(out, a, va, b, vb, bias.data<float>());
+  return true;
 }
 
 void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {

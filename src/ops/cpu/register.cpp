@@ -14,6 +14,7 @@ void register_cpu_backend() {
       .reduce = cpu::reduce,
       .cumsum = cpu::cumsum,
       .matmul = cpu::matmul,
+      .matmul_bias = cpu::matmul_bias,
       .take = cpu::take,
       .index_add = cpu::index_add,
       .take_along = cpu::take_along,
