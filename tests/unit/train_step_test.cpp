@@ -96,8 +96,9 @@ TEST(TrainStep, EqualsTheHandWrittenLoopBitForBit) {
 
 // At one thread: with several, two threads that need a block of the same size at the same
 // moment for the first time (oneDNN's staging buffers) take a second one from the system, on
-// whichever step the timing first allows it (a sanitized build, slower, saw it in step 3); the
-// main job reports how many of its steps were served from the cache.
+// whichever step the timing first allows it (seen once in step 3 of a CI run, ctest -j2 with
+// other tests competing for the cores); the main job reports how many of its steps were served
+// from the cache.
 TEST(TrainStep, NoAllocationFromTheSystemOnceWarmAndMemoryAsMemoryStatsSays) {
   const int saved = get_num_threads();
   set_num_threads(1);
