@@ -46,6 +46,15 @@ bool blas_view(const Tensor& t, BlasView& v) {
 }
 
 
+// `t` itself when BLAS can read it (v says how), else a contiguous copy of it.
+Tensor blas_operand(const Tensor& t, BlasView& v) {
+  if (blas_view(t, v)) return t;
+  Tensor c(std::make_shared<Storage>(t.nbytes(), t.device()), t.shape(), contiguous_strides(t.shape()), 0, t.dtype());
+  copy(c, t);
+  blas_view(c, v);
+  return c;
+}
+
 constexpr int64_t kTile = 256;  // output tile edge; fixed, never derived from the thread count
 
 // float32: oneDNN's sgemm (AVX-512 kernels; the Debian OpenBLAS 0.3.21 runs its Haswell
@@ -109,9 +118,7 @@ bool matmul_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in, cons
       out.shape()[0] == 0)
     return false;
   BlasView va, vb;
-  Tensor a = a_in, b = b_in;
-  if (!blas_view(a, va)) { a = Tensor(std::make_shared<Storage>(a_in.nbytes(), a_in.device()), a_in.shape(), contiguous_strides(a_in.shape()), 0, DType::Float32); copy(a, a_in); blas_view(a, va); }
-  if (!blas_view(b, vb)) { b = Tensor(std::make_shared<Storage>(b_in.nbytes(), b_in.device()), b_in.shape(), contiguous_strides(b_in.shape()), 0, DType::Float32); copy(b, b_in); blas_view(b, vb); }
+  const Tensor a = blas_operand(a_in, va), b = blas_operand(b_in, vb);
   sgemm_onednn(out, a, va, b, vb, bias.data<float>());
   return true;
 }
@@ -126,9 +133,7 @@ void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
   const DType dt = out.dtype();
   if (dt == DType::Float32 || dt == DType::Float64) {
     BlasView va, vb;
-    Tensor a = a_in, b = b_in;
-    if (!blas_view(a, va)) { a = Tensor(std::make_shared<Storage>(a_in.nbytes(), a_in.device()), a_in.shape(), contiguous_strides(a_in.shape()), 0, dt); copy(a, a_in); blas_view(a, va); }
-    if (!blas_view(b, vb)) { b = Tensor(std::make_shared<Storage>(b_in.nbytes(), b_in.device()), b_in.shape(), contiguous_strides(b_in.shape()), 0, dt); copy(b, b_in); blas_view(b, vb); }
+    const Tensor a = blas_operand(a_in, va), b = blas_operand(b_in, vb);
     const int64_t sa = a.strides()[0], sb = b.strides()[0];
     if (dt == DType::Float32) return sgemm_onednn(out, a, va, b, vb);
     const int64_t tm = (M + kTile - 1) / kTile, tn = (N + kTile - 1) / kTile;
