@@ -92,20 +92,15 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
                     x.numel() > 0 && w.numel() > 0;
   if (!fast) return add(matmul(x, w), bias);
   const int64_t K = w.shape()[0], N = w.shape()[1], rows = x.numel() / K;
-  Tensor x2, w3, b;
+  Tensor x2, x3, w3;
   {
     GradModeScope off(false);
     x2 = reshape(x, {rows, K});
+    x3 = reshape(x2, {1, rows, K});
     w3 = reshape(w, {1, K, N});
-    b = detail::contiguous_raw(bias);
   }
   Tensor out = detail::alloc({1, rows, N}, DType::Float32, x.device());
-  Tensor x3;
-  {
-    GradModeScope off(false);
-    x3 = reshape(x2, {1, rows, K});
-  }
-  if (!fused(out, x3, w3, b)) return add(matmul(x, w), bias);
+  if (!fused(out, x3, w3, detail::contiguous_raw(bias))) return add(matmul(x, w), bias);
   Shape os(x.shape().begin(), x.shape().end() - 1);
   os.push_back(N);
   Tensor y(out.storage(), os, contiguous_strides(os), 0, DType::Float32);

@@ -1,5 +1,4 @@
 // SGD with momentum, dampening, Nesterov momentum and L2 weight decay (torch.optim.SGD).
-#include "loom/core/parallel.h"
 #include "loom/ops/elementwise.h"
 #include "loom/train/optimizers.h"
 #include "train/fused.h"

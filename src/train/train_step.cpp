@@ -64,11 +64,13 @@ TrainStep::Result TrainStep::forward_backward(const std::vector<Tensor>& batch) 
   {
     nn::ModeScope mode(nn::Mode::Train);
     optimizer_->zero_grad();
+    const Tensor out =
+        plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_inputs_)))[0];
     if (loss_) {
-      r.prediction = plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_inputs_)))[0];
-      r.loss = loss_(r.prediction, batch[n_inputs_]);
+      r.prediction = out;
+      r.loss = loss_(out, batch[n_inputs_]);
     } else {
-      r.loss = plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_inputs_)))[0];
+      r.loss = out;
     }
   }
   if (r.loss.numel() != 1)

@@ -11,8 +11,9 @@ namespace loom::train {
 // Scales every gradient by min(1, max_norm / (total_norm + 1e-6)), where total_norm is the
 // norm_type-norm of all gradients together (norm_type = infinity: the largest |g|), and returns
 // total_norm (per-gradient norms combined in double; a float32 gradient's 2-norm is computed in
-// float32, as PyTorch, other norms and dtypes in double). Like PyTorch, the gradients are always multiplied (by 1 when
-// within the norm). error_if_nonfinite: throw ValueError when the total norm is NaN or infinite.
+// float32, as PyTorch, other norms and dtypes in double). Like PyTorch, the gradients are always
+// multiplied (by 1 when within the norm). error_if_nonfinite: throw ValueError when the total
+// norm is NaN or infinite.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
                       bool error_if_nonfinite = false);
 // The total norm clip_grad_norm computes, without scaling anything; the coefficient it would

@@ -11,8 +11,9 @@
 //
 // Each call also measures what the step did with memory (stats()): the peak bytes it held
 // above those live before it, and how many allocations it made and how many of them the
-// system had to serve (0 once the allocator's cache holds every size the step uses, from the
-// second step on for a fixed batch shape).
+// system had to serve (0 once the allocator's cache holds every block the step uses: at one
+// thread from the third step of a fixed batch shape; with several threads a step may still
+// take a block when two threads first need one size at once, see docs/compile.md).
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -61,8 +61,9 @@ constexpr int64_t kTile = 256;  // output tile edge; fixed, never derived from t
 // kernels on this machine's Zen 5 and is about half as fast, see docs/kernels.md). The rows
 // of each product are split over Loom's pool in blocks of 16 and every call runs
 // single-threaded (the OpenMP thread count is set to 1 around it), so no OpenMP team is ever
-// started next to the pool. oneDNN computes each row the same way whatever block of rows it is
-// given (checked for M, N, K from 1 to 2048), so results do not depend on the thread count.
+// started next to the pool. For untransposed operands oneDNN computes each row the same way
+// whatever block of rows it is given (checked for M, N, K from 1 to 2048), so those results do
+// not depend on the thread count; with a transposed second operand they can (docs/kernels.md).
 // With `bias`, each call adds it to every row it wrote while they are still in cache (a
 // Linear's bias: the same adds as a separate broadcast add, without another pass over out).
 void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const Tensor& b, const BlasView& vb,
