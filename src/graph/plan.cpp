@@ -44,6 +44,8 @@ struct Plan::Impl {
     // the fused group's output may stay in the backend's blocked layout (every reader is a
     // fused convolution; conv_fused.h): decided per run from the shapes, when no gradient is on
     bool keep_blocked = false;
+    // the residual is read by nothing after this step: its buffer may take the output
+    bool residual_dies = false;
     std::shared_ptr<const FusedGeometry> geometry;  // read from the layers' options once
     // Any mode: this step ends an elementwise chain of the steps `chain_steps` (this one last),
     // run in one pass (ops/fused_elementwise.h) over the slots `chain_inputs`; the chain's other
@@ -134,7 +136,7 @@ std::shared_ptr<const FusedGeometry> fused_geometry(const Layer& conv, const Lay
 // (empty: blocked layouts off for this run) says which slots hold the blocked layout; x is
 // read in its layout, the residual converted to the output's, and the output's is recorded.
 template <typename Step>
-Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x, const std::vector<Tensor>& values,
+Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x, std::vector<Tensor>& values,
                  std::vector<char>& blocked) {
   const FusedGeometry& geo = *s.geometry;
   nn::State& cs = nodes[s.node].state();
@@ -158,8 +160,9 @@ Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x
     blocked[s.fused_out] = e.out_blocked && s.keep_blocked;
   }
   if (s.residual != SIZE_MAX) {
-    e.residual = values[s.residual];
+    e.residual = s.residual_dies ? std::move(values[s.residual]) : values[s.residual];
     if (res_blocked != e.out_blocked) e.residual = detail::reorder_blocked(e.residual, res_blocked);
+    e.write_into_residual = s.residual_dies;
   }
   const Tensor bias = geo.conv_bias ? cs.param("bias") : Tensor();
   const Tensor y = detail::conv2d_fused(x, w, bias, e, geo.stride, geo.padding, geo.dilation, geo.groups);
@@ -492,10 +495,45 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
         last.chain_steps.push_back(links[l].first);
       }
       last.chain_steps.push_back(links.back().first);
+      // the chain reads its inputs at its last step: a step in between that was an input's last
+      // reader (by position) must not free it before then
+      for (size_t k = links.front().first + 1; k < links.back().first; ++k) {
+        std::vector<size_t>& fr = p->steps[k].frees;
+        for (auto it = fr.begin(); it != fr.end();)
+          if (std::find(inputs.begin(), inputs.end(), *it) != inputs.end()) {
+            last.frees.push_back(*it);
+            it = fr.erase(it);
+          } else {
+            ++it;
+          }
+      }
       last.chain = std::move(chain);
       last.chain_inputs = std::move(inputs);
       p->notes.push_back("fuse   " + text + " (one elementwise pass when no gradient is needed)");
     }
+  }
+
+  // ---- in place: a fused convolution's residual that no later step reads (its last reader is
+  // the group's Add, done by the convolution) is handed to it, which then writes its output into
+  // the residual's buffer when nothing else holds it (conv_fused.h): no copy, no new block
+  for (size_t i = 0; i < p->steps.size(); ++i) {
+    Impl::Step& conv = p->steps[i];
+    if (conv.residual == SIZE_MAX) continue;
+    size_t freed_at = SIZE_MAX;
+    for (size_t k = i; k < p->steps.size() && freed_at == SIZE_MAX; ++k)
+      if (std::find(p->steps[k].frees.begin(), p->steps[k].frees.end(), conv.residual) != p->steps[k].frees.end())
+        freed_at = k;
+    bool read_between = false;
+    for (size_t k = i + 1; k < freed_at && k < p->steps.size(); ++k) {
+      const Impl::Step& o = p->steps[k];
+      auto reads = [&](const std::vector<size_t>& v) { return std::find(v.begin(), v.end(), conv.residual) != v.end(); };
+      read_between = read_between || reads(o.args) || reads(o.chain_inputs);
+    }
+    // the freeing step, the one reader after this step, is then the group's own Add (it comes
+    // after the convolution and reads the residual), which runs as part of this step
+    conv.residual_dies = freed_at != SIZE_MAX && !read_between && p->steps[freed_at].fused_away &&
+                         std::find(p->steps[freed_at].args.begin(), p->steps[freed_at].args.end(), conv.residual) !=
+                             p->steps[freed_at].args.end();
   }
 
   // ---- shapes the batch rule leaves open (spatial sizes, sequence lengths): with every input
@@ -728,6 +766,7 @@ std::string Plan::dump() const {
     if (s.chained_away) t += " (done by its elementwise chain)";
     if (s.chain) t += " (runs the elementwise chain of " + std::to_string(s.chain_steps.size()) + " steps)";
     if (s.keep_blocked) t += " (Eval, no gradients: '" + nodes[s.fused_out].name() + "' stays blocked)";
+    if (s.residual_dies) t += " (Eval: may write into the buffer of its residual '" + nodes[s.residual].name() + "')";
     t += "\n";
   }
   std::string outs;

@@ -42,6 +42,9 @@ struct FusedConv {
   // Plan-internal blocked layouts (graph compiler only; docs/compile.md): x, and out with the
   // residual, hold the backend's blocked activation layout (conv2d_blocked) instead of NCHW.
   bool x_blocked = false, out_blocked = false;
+  // The caller gives the residual up (the graph plan, when no later step reads it): where
+  // nothing else holds its storage, the output is written into its buffer.
+  bool write_into_residual = false;
 };
 
 // A chain of float32 elementwise ops over operands of one shape (ops/fused_elementwise.h): acc =

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <loom/loom.h>
 
+#include <filesystem>
 #include <string>
 
 #include "ops/conv_fused.h"
+#include "ops/cpu/nn_kernels.h"
 #include "ops/cpu/onednn.h"
 
 #include "core_test_util.h"
@@ -221,14 +223,14 @@ TEST(ConvFused, RejectsBadEpilogues) {
 // Blocked activations (the graph compiler's, conv_fused.h): the layout is N, C/B, H, W, B (B 8 or
 // 16), or NHWC where the primitives pick it (B reported as 1); the fused entry reading x and
 // writing out (with the residual) blocked gives the plain call's values once converted back, on
-// batch slices (batch 3, 2 threads) and channel parts (batch 1, 64 channels; NHWC runs that call
-// whole, and conv2d_fused_blocked does not offer it); a call the kernel cannot run blocked
-// (groups) converts around the unfused ops.
+// batch slices (batch 3, 2 threads) and one sample on 2 threads (batch 1, 64 channels: channel
+// parts, or row parts where the layout is NHWC); a call the kernel cannot run blocked (groups)
+// converts around the unfused ops.
 TEST(ConvFused, BlockedOperandsEqualPlain) {
   const Tensor probe = zeros({1, 16, 4, 4}), probe_w = zeros({16, 16, 1, 1});
   int64_t block = 0;
   {
-    ThreadsScope one(1);  // NHWC is not offered for fewer samples than threads
+    ThreadsScope one(1);  // at one thread any batch may be blocked, NHWC (block 1) included
     block = detail::conv2d_fused_blocked(probe, probe_w, 1, 0, 1, 1);
   }
   if (block == 0) GTEST_SKIP() << "no blocked layout on this backend";
@@ -262,7 +264,8 @@ TEST(ConvFused, BlockedOperandsEqualPlain) {
     detail::FusedConv e{bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, uniform(out, -1, 1), true};
     const Tensor plain = detail::conv2d_fused(x, w, b, e, k.stride, 1, 1, k.groups);
     const int64_t can = detail::conv2d_fused_blocked(x, w, k.stride, 1, 1, k.groups);
-    EXPECT_EQ(can, k.groups == 1 && !(block == 1 && k.n < k.threads) ? block : 0);
+    // NHWC with fewer samples than threads: offered for one sample (its rows split over the threads)
+    EXPECT_EQ(can, k.groups == 1 && !(block == 1 && k.n < k.threads && k.n != 1) ? block : 0);
     const detail::BlockedStats before = detail::blocked_stats();
     detail::FusedConv eb = e;
     eb.x_blocked = eb.out_blocked = true;
@@ -278,15 +281,123 @@ TEST(ConvFused, BlockedOperandsEqualPlain) {
   }
 }
 
+// One sample on two threads where the activations are NHWC: the output rows split over the
+// threads (each part reads its rows' input with the kernel's halo, padded only at the image's
+// edges) give the whole call's values, for plain and NHWC operands, with a residual and ReLU, and
+// for geometries whose parts are 1 row, strided, dilated or of another kernel size.
+TEST(ConvFused, OneSampleRowPartsEqualTheWholeCall) {
+  int64_t block = 0;
+  {
+    ThreadsScope one(1);
+    block = detail::conv2d_fused_blocked(zeros({1, 16, 4, 4}), zeros({16, 16, 1, 1}), 1, 0, 1, 1);
+  }
+  if (block != 1) GTEST_SKIP() << "the activations are not NHWC on this CPU (block " << block << ")";
+  const Geo geos[] = {
+      {1, 16, 9, 9, 32, 3, 1, 1, 1, 1, true},  {1, 16, 9, 9, 32, 3, 2, 1, 1, 1, false},
+      {1, 16, 3, 4, 16, 3, 2, 1, 1, 1, true},  // 2 output rows: one per part
+      {1, 16, 5, 7, 16, 5, 3, 2, 1, 1, false}, {1, 16, 8, 8, 32, 1, 2, 0, 1, 1, false},
+      {1, 16, 12, 10, 16, 3, 1, 2, 2, 1, true}, {1, 16, 7, 7, 16, 3, 1, 0, 1, 1, false},
+      {1, 3, 23, 21, 16, 7, 2, 3, 1, 1, false},  // stem-like: a plain image in
+  };
+  for (const Geo& g : geos)
+    for (int variant = 0; variant < 3; ++variant) {  // plain; NHWC out (and in, from 16 channels); NHWC, BN folded
+      const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
+      const Tensor w = uniform({g.oc, g.c, g.k, g.k}, -0.5, 0.5);
+      const Tensor b = g.bias ? uniform({g.oc}) : Tensor();
+      const BnParams bn = bn_params(g.oc, true);
+      const Shape out{g.n, g.oc, conv_output_size(g.h, g.k, g.stride, g.pad, g.pad, g.dilation),
+                      conv_output_size(g.w, g.k, g.stride, g.pad, g.pad, g.dilation)};
+      detail::FusedConv e;
+      if (variant == 2) e = {bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, Tensor(), false};
+      e.residual = uniform(out, -1, 1);
+      e.relu = true;
+      const std::string what = name(g) + " variant " + std::to_string(variant);
+      NoGrad off;
+      detail::FusedConv eb = e;
+      const bool blocked = variant > 0 && detail::conv2d_fused_blocked(x, w, g.stride, g.pad, g.dilation, 1) == 1;
+      eb.x_blocked = blocked && g.c >= 16;
+      eb.out_blocked = blocked;
+      if (blocked) eb.residual = detail::reorder_blocked(e.residual, false);
+      auto run = [&](int threads) {
+        ThreadsScope ts(threads);
+        const Tensor xin = eb.x_blocked ? detail::reorder_blocked(x, false) : x;
+        const Tensor y = detail::conv2d_fused(xin, w, b, eb, g.stride, g.pad, g.dilation, 1);
+        return blocked ? detail::reorder_blocked(y, true) : y;
+      };
+      const Tensor whole = run(1);
+      const int64_t splits = cpu::conv2d_row_split_calls();
+      const Tensor parts = run(2);
+      EXPECT_EQ(cpu::conv2d_row_split_calls(), splits + 1) << what;
+      EXPECT_LE(max(abs(parts - whole)).item<double>(), 1e-5 * (1.0 + max(abs(whole)).item<double>())) << what;
+      EXPECT_TRUE(close(parts, fused_reference(x, w, b, g, variant == 2 ? &bn : nullptr, e.residual, true))) << what;
+    }
+}
+
+// Inference on one sample starts no OpenMP team beside Loom's pool (a team's workers would spin
+// on the cores the pool needs): ResNet-18 at 1 and 2 threads, whole calls and split ones, leaves
+// the process with as many threads as before (plans are built for the team size they run with,
+// whichever thread builds them).
+TEST(ConvInference, OneSampleStartsNoOpenMPTeam) {
+  auto threads_now = [] {
+    int n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+    return n;
+  };
+  manual_seed(5);
+  zoo::Network net = zoo::resnet18(10);  // weights large enough for oneDNN to reorder them in parallel
+  const Tensor x = uniform({1, 3, 32, 32});
+  nn::ModeScope eval(nn::Mode::Eval);
+  NoGrad off;
+  for (int threads : {1, 2}) {
+    ThreadsScope t(threads);
+    parallel_for(0, threads, 1, [](int64_t, int64_t) {});  // Loom's pool has its workers
+    const int before = threads_now();
+    net(x);
+    EXPECT_EQ(threads_now(), before) << "threads " << threads;
+  }
+}
+
+// A residual the caller gives up (FusedConv::write_into_residual, the graph plan's in-place step)
+// becomes the output when nothing else holds it, with the values of a call that copies it; one
+// still held elsewhere is left as it was.
+TEST(ConvFused, WritesIntoAResidualGivenUp) {
+  for (int threads : {1, 2})
+    for (int64_t n : {1, 3}) {
+      ThreadsScope ts(threads);
+      NoGrad off;
+      const Tensor x = uniform({n, 16, 8, 8}, -1, 1), w = uniform({16, 16, 3, 3}, -0.5, 0.5);
+      const Tensor r = uniform({n, 16, 8, 8}, -1, 1);
+      detail::FusedConv keep;
+      keep.residual = r;
+      keep.relu = true;
+      const Tensor want = detail::conv2d_fused(x, w, Tensor(), keep, 1, 1);
+      keep.write_into_residual = true;  // r is still held here: not written
+      const Tensor r_before = r.copy();
+      const Tensor held = detail::conv2d_fused(x, w, Tensor(), keep, 1, 1);
+      EXPECT_NE(held.data_ptr(), r.data_ptr());
+      EXPECT_TRUE(array_equal(r, r_before));
+      EXPECT_TRUE(array_equal(held, want));
+      detail::FusedConv give = keep;
+      give.residual = r.copy();
+      keep.residual = Tensor();
+      const void* buffer = give.residual.data_ptr();
+      const Tensor y = detail::conv2d_fused(x, w, Tensor(), give, 1, 1);
+      EXPECT_EQ(y.data_ptr(), buffer) << "n " << n << " threads " << threads;
+      EXPECT_TRUE(array_equal(y, want)) << "n " << n << " threads " << threads;
+    }
+}
+
 // The whole network in eval mode: under NoGrad (inference primitives, prepared weights) equal
 // to the same forward with gradients enabled (training primitives, weights reordered per call),
 // also after an optimizer step changed every weight in place.
 TEST(ConvInference, ResNet18NoGradEqualsGradEnabled) {
   manual_seed(3);
   zoo::Network net = zoo::resnet18(10);
-  const Tensor x = uniform({2, 3, 32, 32});
+  const Tensor x2 = uniform({2, 3, 32, 32});
+  const Tensor x1 = slice(x2, 0, 0, 1).copy();  // one sample: split over the threads' rows or channels
   for (int round = 0; round < 2; ++round) {
-    for (int threads : {1, 2}) {
+    for (int threads : {1, 2})
+      for (const Tensor& x : {x2, x1}) {
       ThreadsScope ts(threads);
       Tensor fast;
       {
@@ -296,11 +407,11 @@ TEST(ConvInference, ResNet18NoGradEqualsGradEnabled) {
       Tensor slow = net(x);
       ASSERT_TRUE(slow.requires_grad());
       EXPECT_TRUE(allclose(fast, slow.detach(), 1e-4, 1e-4))
-          << "round " << round << " threads " << threads << ": max diff "
+          << "round " << round << " threads " << threads << " batch " << x.shape()[0] << ": max diff "
           << max(abs(fast - slow.detach())).item<double>();
     }
     train::SGD opt(net.parameters(), {.lr = 0.01});
-    Tensor loss = mean(square(net(x)));
+    Tensor loss = mean(square(net(x2)));
     loss.backward();
     opt.step();
   }

@@ -34,7 +34,6 @@
 #include <string>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <omp.h>
 
 #include "loom/core/parallel.h"
 #include "ops/cpu/nn_kernels.h"
@@ -63,6 +62,9 @@ bool plain_layouts() {
 
 struct ConvDims {
   mdims src, wei, dst, strides, dilates, pad_l, pad_r;
+  // an inference call's plain (NCHW) src / dst that is a row range of a larger tensor
+  // (run_by_rows): its memory strides; empty for a whole, dense tensor
+  mdims src_user_strides, dst_user_strides;
 };
 
 ConvDims conv_dims(const Shape& x, const Shape& w, const Shape& y, const Conv2dParams& p) {
@@ -87,6 +89,9 @@ mdesc plain_md(const mdims& d) {
     default: return mdesc(d, f32, ftag::abcde);
   }
 }
+
+// A plain operand as the caller holds it: dense, or strided (a row range of NCHW memory).
+mdesc user_md(const mdims& d, const mdims& strides) { return strides.empty() ? plain_md(d) : mdesc(d, f32, strides); }
 
 enum class Kind { Forward, BackwardData, BackwardWeights, Inference };
 
@@ -216,8 +221,8 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias, Epilogue ep
         plan->prim = dnnl::convolution_forward(fwd);
         plan->scratch = fwd.scratchpad_desc();
       {
-        const mdesc src = epi.src_blocked ? blocked_md(d.src) : plain_md(d.src);
-        const mdesc dst = epi.dst_blocked ? blocked_md(d.dst) : plain_md(d.dst);
+        const mdesc src = epi.src_blocked ? blocked_md(d.src) : user_md(d.src, d.src_user_strides);
+        const mdesc dst = epi.dst_blocked ? blocked_md(d.dst) : user_md(d.dst, d.dst_user_strides);
         plan->in[0] = make_operand(DNNL_ARG_SRC, src, fwd.src_desc(), false);
         plan->in[1] = make_operand(DNNL_ARG_WEIGHTS, plain_md(d.wei), fwd.weights_desc(), false);
         plan->out = make_operand(DNNL_ARG_DST, dst, fwd.dst_desc(), true);
@@ -262,7 +267,8 @@ std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias, Epilogue ep
 std::string key_of(Kind kind, const ConvDims& d, bool bias, Epilogue epi, int threads) {
   std::string k = std::to_string(static_cast<int>(kind)) + (bias ? "b" : "n") + (epi.sum ? "s" : "") +
                   (epi.relu ? "r" : "") + (epi.src_blocked ? "B" : "") + (epi.dst_blocked ? "D" : "") + std::to_string(threads) + (plain_layouts() ? "p" : "a");
-  for (const mdims* v : {&d.src, &d.wei, &d.dst, &d.strides, &d.dilates, &d.pad_l, &d.pad_r}) {
+  for (const mdims* v : {&d.src, &d.wei, &d.dst, &d.strides, &d.dilates, &d.pad_l, &d.pad_r, &d.src_user_strides,
+                         &d.dst_user_strides}) {
     k += '|';
     for (auto x : *v) k += std::to_string(x) + ',';
   }
@@ -373,44 +379,120 @@ Tensor rows(const Tensor& t, int64_t r0, int64_t r1) {
 // so Loom's pool is the one owner of the cores. Returns false when it does not apply (groups,
 // too few channels) or oneDNN has no implementation; the caller then runs the whole call.
 bool run_by_channels(const ConvDims& d, bool bias, void* x, void* out, Epilogue epi, const WeightsIn& wi) {
-  const int t = get_num_threads();
   const int64_t oc = d.wei[0];
-  const int64_t parts = std::min<int64_t>(t, oc / 16);
+  const int64_t parts = std::min<int64_t>(get_num_threads(), oc / 16);
   if (d.src[0] != 1 || d.wei.size() != 4 || parts < 2) return false;
-  // an NHWC output's channel parts are not contiguous: the whole call instead
+  // an NHWC output's channel parts are not contiguous (run_by_rows splits those)
   if (epi.dst_blocked && blocked_channels() == 1) return false;
+  struct Part {
+    ConvDims d;
+    std::string key;
+    std::shared_ptr<const Plan> plan;
+    int64_t c0, c1;
+  };
+  std::vector<Part> ps(static_cast<size_t>(parts));
+  onednn::use_omp_threads(1);  // the parts' plans run on one-thread teams
+  for (int64_t i = 0; i < parts; ++i) {
+    Part& p = ps[static_cast<size_t>(i)];
+    p.c0 = oc * i / parts / 16 * 16;
+    p.c1 = i + 1 == parts ? oc : oc * (i + 1) / parts / 16 * 16;
+    p.d = d;
+    p.d.wei[0] = p.d.dst[1] = p.c1 - p.c0;
+    p.key = key_of(Kind::Inference, p.d, bias, epi, 1);
+    p.plan = plan_for(p.key, Kind::Inference, p.d, bias, epi);
+    if (!p.plan->ok) return false;
+  }
   const int64_t plane = d.dst[2] * d.dst[3];
   std::atomic<bool> ok{true};
   parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
-    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
-    for (int64_t part = p0; part < p1 && ok; ++part) {
-      const int64_t c0 = oc * part / parts / 16 * 16, c1 = part + 1 == parts ? oc : oc * (part + 1) / parts / 16 * 16;
-      ConvDims dp = d;
-      dp.wei[0] = dp.dst[1] = c1 - c0;
-      const std::string key = key_of(Kind::Inference, dp, bias, epi, 1);
-      auto plan = plan_for(key, Kind::Inference, dp, bias, epi);
-      if (!plan->ok) {
-        ok = false;
-        return;
-      }
+    onednn::use_omp_threads(1);
+    for (int64_t i = p0; i < p1; ++i) {
+      const Part& p = ps[static_cast<size_t>(i)];
       // the part's rows of the weights and bias, prepared (and cached) as a whole call's are
       const WeightsIn slice{wi.sources,
                             [&] {
                               const std::vector<Tensor> v = wi.plain();
-                              return std::vector<Tensor>{rows(v[0], c0, c1),
-                                                         v.size() > 1 && v[1].defined() ? rows(v[1], c0, c1) : Tensor()};
+                              return std::vector<Tensor>{rows(v[0], p.c0, p.c1), v.size() > 1 && v[1].defined()
+                                                                                     ? rows(v[1], p.c0, p.c1)
+                                                                                     : Tensor()};
                             },
                             true};
       try {
-        const std::vector<Tensor> ready = prepared(*plan, key, slice, 1 + c0);
-        execute(*plan, x, ready[0].data_ptr(), static_cast<float*>(out) + c0 * plane,
+        const std::vector<Tensor> ready = prepared(*p.plan, p.key, slice, 1 + p.c0);
+        execute(*p.plan, x, ready[0].data_ptr(), static_cast<float*>(out) + p.c0 * plane,
                 ready[1].defined() ? ready[1].data_ptr() : nullptr, true);
       } catch (const dnnl::error&) {
         ok = false;
       }
     }
   });
-  return ok;
+  if (!ok) throw Error("conv2d: oneDNN failed to run a convolution on part of its output channels (one sample, split over the threads)");
+  return true;
+}
+
+// Inference on a single sample with several threads where the activations are NHWC (oneDNN
+// 2.6's brgconv kernels on AVX-512): the output rows are split over Loom's pool, each part its
+// own convolution on a one-thread OpenMP team, for the reason run_by_channels gives (whose
+// channel parts are not contiguous in NHWC). A part reads the input rows its output rows need,
+// the kernel's halo included, and is padded only where the image is. In NHWC a row range of one
+// sample is contiguous; a plain NCHW src or dst (the stem's image) is passed with the whole
+// tensor's strides. The parts run with the whole call's prepared weights (one layout, one tag).
+// Returns false, having written nothing, when it does not apply or oneDNN has no implementation.
+std::atomic<int64_t> row_split_calls{0};
+
+bool run_by_rows(const ConvDims& d, bool bias, void* x, void* out, void* b, Epilogue epi, const WeightsIn& wi) {
+  const int64_t oh = d.dst[2];
+  const int64_t parts = std::min<int64_t>(get_num_threads(), oh);
+  if (d.src[0] != 1 || d.wei.size() != 4 || parts < 2 || blocked_channels() != 1) return false;
+  const int64_t ext = (d.wei[2] - 1) * (d.dilates[0] + 1) + 1;  // input rows one output row reads
+  struct Part {
+    ConvDims d;
+    std::string key;
+    std::shared_ptr<const Plan> plan;
+    int64_t src_at, dst_at;  // offsets in floats
+  };
+  std::vector<Part> ps(static_cast<size_t>(parts));
+  onednn::use_omp_threads(1);  // the parts' plans run on one-thread teams
+  for (int64_t i = 0; i < parts; ++i) {
+    const int64_t o0 = oh * i / parts, o1 = oh * (i + 1) / parts;
+    const int64_t first = o0 * d.strides[0] - d.pad_l[0], end = (o1 - 1) * d.strides[0] - d.pad_l[0] + ext;
+    const int64_t i0 = std::clamp<int64_t>(first, 0, d.src[2]), i1 = std::clamp<int64_t>(end, 0, d.src[2]);
+    if (i1 <= i0) return false;  // rows of padding only
+    Part& p = ps[static_cast<size_t>(i)];
+    p.d = d;
+    p.d.src[2] = i1 - i0;
+    p.d.dst[2] = o1 - o0;
+    p.d.pad_l[0] = i0 - first;
+    p.d.pad_r[0] = end - i1;
+    // NHWC (blocked) parts are dense; NCHW parts keep the whole tensor's strides
+    const int64_t src_row = epi.src_blocked ? d.src[1] * d.src[3] : d.src[3];
+    const int64_t dst_row = epi.dst_blocked ? d.dst[1] * d.dst[3] : d.dst[3];
+    if (!epi.src_blocked) p.d.src_user_strides = {d.src[1] * d.src[2] * d.src[3], d.src[2] * d.src[3], d.src[3], 1};
+    if (!epi.dst_blocked) p.d.dst_user_strides = {d.dst[1] * d.dst[2] * d.dst[3], d.dst[2] * d.dst[3], d.dst[3], 1};
+    p.src_at = i0 * src_row;
+    p.dst_at = o0 * dst_row;
+    p.key = key_of(Kind::Inference, p.d, bias, epi, 1);
+    p.plan = plan_for(p.key, Kind::Inference, p.d, bias, epi);
+    if (!p.plan->ok) return false;
+  }
+  std::atomic<bool> ok{true};
+  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+    onednn::use_omp_threads(1);
+    for (int64_t i = p0; i < p1; ++i) {
+      const Part& p = ps[static_cast<size_t>(i)];
+      try {
+        const std::vector<Tensor> ready = prepared(*p.plan, p.key, wi);
+        void* bb = wi.folded ? (ready[1].defined() ? ready[1].data_ptr() : nullptr) : b;
+        execute(*p.plan, static_cast<float*>(x) + p.src_at, ready[0].data_ptr(), static_cast<float*>(out) + p.dst_at,
+                bb, true);
+      } catch (const dnnl::error&) {
+        ok = false;
+      }
+    }
+  });
+  if (!ok) throw Error("conv2d: oneDNN failed to run a convolution on part of its output rows (one sample, split over the threads)");
+  row_split_calls.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 int64_t per_sample(const mdims& d) { return d[1] * d[2] * d[3] * static_cast<int64_t>(sizeof(float)); }
@@ -430,19 +512,30 @@ bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* ou
     case Kind::BackwardData: step[0] = dst_bytes, step[2] = src_bytes; break;
     case Kind::BackwardWeights: step[0] = dst_bytes, step[1] = src_bytes; break;
   }
-  if (wi && onednn::batch_slices(n) == 1 && run_by_channels(d, bias, in0, out, epi, *wi)) return true;
+  if (wi && onednn::batch_slices(n) == 1 &&
+      (run_by_rows(d, bias, in0, out, b, epi, *wi) || run_by_channels(d, bias, in0, out, epi, *wi)))
+    return true;
   int64_t wei_numel = 1;
   for (auto v : d.wei) wei_numel *= v;
   std::vector<Tensor> partial;  // backward weights: one gradient per slice after the first
   const int slices = onednn::batch_slices(n);
   if (kind == Kind::BackwardWeights)
     for (int s = 1; s < slices; ++s) partial.push_back(detail::alloc({wei_numel}, DType::Float32, Device::cpu()));
-  const bool ok = onednn::for_each_batch_slice(n, [&](int slice, int64_t n0, int64_t n1, int omp_threads) {
+  // every slice's plan first, so that a geometry oneDNN cannot run returns false having written
+  // nothing (the fused entry may write into its residual's buffer)
+  std::vector<std::pair<std::string, std::shared_ptr<const Plan>>> plans(static_cast<size_t>(slices));
+  const int omp_threads = slices > 1 ? 1 : get_num_threads();
+  onednn::use_omp_threads(omp_threads);  // as for_each_batch_slice will run them
+  for (int s = 0; s < slices; ++s) {
     ConvDims ds = d;
-    ds.src[0] = ds.dst[0] = n1 - n0;
+    ds.src[0] = ds.dst[0] = n * (s + 1) / slices - n * s / slices;
     const std::string key = key_of(kind, ds, bias, epi, omp_threads);
     auto plan = plan_for(key, kind, ds, bias, epi);
     if (!plan->ok) return false;
+    plans[static_cast<size_t>(s)] = {key, plan};
+  }
+  const bool ok = onednn::for_each_batch_slice(n, [&](int slice, int64_t n0, int64_t, int) {
+    const auto& [key, plan] = plans[static_cast<size_t>(slice)];
     auto at = [n0](void* p, int64_t bytes) { return static_cast<void*>(static_cast<char*>(p) + n0 * bytes); };
     void* o = out;
     if (kind == Kind::BackwardWeights && slice > 0) o = partial[static_cast<size_t>(slice - 1)].data_ptr();
@@ -461,7 +554,7 @@ bool run(Kind kind, const ConvDims& d, bool bias, void* in0, void* in1, void* ou
     }
     return true;
   });
-  if (!ok) return false;
+  if (!ok) throw Error("conv2d: oneDNN failed to run a convolution it had accepted (" + plans[0].first + ")");
   float* w = static_cast<float*>(out);
   for (const Tensor& t : partial) {
     const float* p = t.data<float>();
@@ -508,18 +601,22 @@ bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, co
   const WeightsIn wi{{w, bias, e.bn_weight, e.bn_bias, e.bn_mean, e.bn_var},
                      [&] { return fold ? fold_batch_norm(w, bias, e) : std::vector<Tensor>{w, bias}; }, fold};
   if ((e.x_blocked || e.out_blocked) && (p.groups != 1 || !blocked_channels())) return false;
-  if (e.residual.defined()) std::memcpy(out.data_ptr(), e.residual.data_ptr(), out.nbytes());
+  // the sum post-op adds to what out holds: the residual (already there when out is its buffer)
+  if (e.residual.defined() && e.residual.data_ptr() != out.data_ptr())
+    std::memcpy(out.data_ptr(), e.residual.data_ptr(), out.nbytes());
   const Epilogue epi{e.residual.defined(), e.relu, e.x_blocked, e.out_blocked};
   return run(Kind::Inference, d, fold || bias.defined(), x.data_ptr(), w.data_ptr(), out.data_ptr(),
              bias.defined() ? bias.data_ptr() : nullptr, epi, &wi);
 }
 
+int64_t conv2d_row_split_calls() { return row_split_calls.load(std::memory_order_relaxed); }
+
 int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups) {
   const int64_t b = blocked_channels();
   if (!b || groups != 1 || x.size() != 4 || out.size() != 4 || out[1] % b != 0) return 0;
-  // NHWC with fewer samples than threads: run_by_channels splits the output channels, whose
-  // parts are contiguous only in NCHW and the channel-blocked layouts
-  if (b == 1 && x[0] < get_num_threads()) return 0;
+  // NHWC with fewer samples than threads: one sample's output rows are split over the threads
+  // (run_by_rows); any other such batch would run on an OpenMP team beside Loom's pool
+  if (b == 1 && x[0] < get_num_threads() && (x[0] != 1 || out[2] < 2)) return 0;
   // an output the primitive would not block on its own (layouts(): few input channels) stays plain
   return layouts({x[0], x[1], x[2], x[3]}, true).rest ? 0 : b;
 }
@@ -556,7 +653,7 @@ void reorder_blocked_onednn(const Tensor& out, const Tensor& x, bool to_plain) {
     onednn::for_each_batch_slice(s[0], [&](int, int64_t n0, int64_t n1, int) { return run(n0, n1); });
     return;
   }
-  if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+  onednn::use_omp_threads(1);
   run(0, s[0]);
 }
 

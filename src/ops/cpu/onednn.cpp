@@ -20,10 +20,11 @@ dnnl::stream& thread_stream() {
   return s;
 }
 
-void follow_loom_threads() {
-  const int n = get_num_threads();
+void use_omp_threads(int n) {
   if (omp_get_max_threads() != n) omp_set_num_threads(n);
 }
+
+void follow_loom_threads() { use_omp_threads(get_num_threads()); }
 
 const dnnl::primitive_attr& user_scratchpad() {
   static const dnnl::primitive_attr attr = [] {
@@ -47,7 +48,7 @@ bool for_each_batch_slice(int64_t n, const std::function<bool(int, int64_t, int6
   }
   std::atomic<bool> ok{true};
   parallel_for(0, t, 1, [&](int64_t b, int64_t e) {
-    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+    use_omp_threads(1);
     for (int64_t s = b; s < e; ++s)
       if (!f(static_cast<int>(s), n * s / t, n * (s + 1) / t, 1)) ok = false;
   });

@@ -18,8 +18,10 @@ namespace loom::cpu::onednn {
 dnnl::engine& engine();
 dnnl::stream& thread_stream();
 
-// Sets the calling thread's OpenMP thread count (oneDNN's team) to loom::get_num_threads();
-// oneDNN may tune a primitive for that count, so plan caches key on it too.
+// Sets the calling thread's OpenMP thread count (oneDNN's team) to n, or to
+// loom::get_num_threads(). A primitive takes the count of the thread that creates it and runs
+// with it wherever it runs, so plan caches key on it and plans are built after setting it.
+void use_omp_threads(int n);
 void follow_loom_threads();
 
 // A process-wide cache of built plans (primitives and what goes with them) by key; bounded,
