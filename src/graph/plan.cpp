@@ -46,6 +46,11 @@ struct Plan::Impl {
     bool keep_blocked = false;
     // the residual is read by nothing after this step: its buffer may take the output
     bool residual_dies = false;
+    // Eval, no gradients: this MaxPool2D (read only by fused convolutions) runs in the blocked
+    // layout when its input holds it, and its output then stays blocked
+    bool pool_blocked = false;
+    std::vector<int64_t> pool_kernel, pool_stride, pool_padding;
+    bool pool_ceil = false;
     std::shared_ptr<const FusedGeometry> geometry;  // read from the layers' options once
     // Any mode: this step ends an elementwise chain of the steps `chain_steps` (this one last),
     // run in one pass (ops/fused_elementwise.h) over the slots `chain_inputs`; the chain's other
@@ -409,6 +414,24 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
         by[a] += (by[a].empty() ? "" : ", ") + label(nodes[s.node]);
       }
     }
+    // a MaxPool2D whose output only fused convolutions read can read and write blocked: it is
+    // then a capable reader of its input
+    for (Impl::Step& s : p->steps) {
+      const Layer& l = nodes[s.node];
+      const size_t k = s.node;
+      if (!is_kind(l, "MaxPool2D") || l.dtype() != DType::Float32 || s.args.size() != 1 || is_out[k] || readers[k] == 0 ||
+          capable[k] != readers[k])
+        continue;
+      const nn::Options o = l.options();
+      s.pool_blocked = true;
+      s.pool_kernel = o.get_ints("kernel_size");
+      s.pool_stride = o.get_ints("stride");
+      s.pool_padding = o.get_ints("padding");
+      s.pool_ceil = o.get_bool("ceil_mode");
+      ++capable[s.args[0]];
+      by[s.args[0]] += (by[s.args[0]].empty() ? "" : ", ") + label(l);
+      p->notes.push_back("block  " + label(l) + " pools in the convolutions' blocked layout (read only by fused " + by[k] + ")");
+    }
     for (Impl::Step& s : p->steps) {
       const size_t k = s.fused_out;
       if (k == SIZE_MAX || s.geometry->groups != 1 || is_out[k] || readers[k] == 0 || capable[k] != readers[k]) continue;
@@ -702,6 +725,9 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
       }
     } else if (fuse && s.fused_out != SIZE_MAX) {
       values[s.fused_out] = run_fused(nodes, s, args[0], values, blocked);
+    } else if (s.pool_blocked && !blocked.empty() && blocked[s.args[0]]) {
+      values[s.node] = detail::max_pool2d_blocked(args[0], s.pool_kernel, s.pool_stride, s.pool_padding, s.pool_ceil);
+      blocked[s.node] = 1;
     } else if (node.n_outputs() > 1) {
       multi[s.node] = node.compute_outputs(args, mode);
       values[s.node] = multi[s.node].at(0);
@@ -766,6 +792,7 @@ std::string Plan::dump() const {
     if (s.chained_away) t += " (done by its elementwise chain)";
     if (s.chain) t += " (runs the elementwise chain of " + std::to_string(s.chain_steps.size()) + " steps)";
     if (s.keep_blocked) t += " (Eval, no gradients: '" + nodes[s.fused_out].name() + "' stays blocked)";
+    if (s.pool_blocked) t += " (Eval, no gradients: pools blocked when its input is)";
     if (s.residual_dies) t += " (Eval: may write into the buffer of its residual '" + nodes[s.residual].name() + "')";
     t += "\n";
   }

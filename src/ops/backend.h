@@ -128,6 +128,8 @@ struct Backend {
   // the blocked layout, or back when `to_plain`. Null: no blocked layouts.
   int64_t (*conv2d_blocked)(const Shape& x, const Shape& out, int64_t groups);
   void (*reorder_blocked)(const Tensor& out, const Tensor& x, bool to_plain);
+  // out = max pooling (dilation 1) of x, both in that blocked layout; NaN propagates.
+  void (*max_pool2d_blocked)(const Tensor& out, const Tensor& x, const Pool2dParams& p);
   // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
   // block of elements goes through every step while it is in cache. Null: no fused kernel.
   void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);

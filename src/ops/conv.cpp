@@ -12,6 +12,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/normalization.h"
+#include "loom/ops/pooling.h"
 #include "loom/ops/reduction.h"
 #include "ops/conv_fused.h"
 #include "ops/nn_internal.h"
@@ -225,7 +226,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
 namespace detail {
 
 namespace {
-std::atomic<int64_t> blocked_calls{0}, blocked_reorders{0};  // blocked_stats()
+std::atomic<int64_t> blocked_calls{0}, blocked_reorders{0}, blocked_pools{0};  // blocked_stats()
 }  // namespace
 
 Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const FusedConv& e, IntList stride,
@@ -314,7 +315,31 @@ Tensor reorder_blocked(const Tensor& x, bool to_plain) {
   return out;
 }
 
-BlockedStats blocked_stats() { return {blocked_calls.load(), blocked_reorders.load()}; }
+Tensor max_pool2d_blocked(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode) {
+  const char* op = "max_pool2d_blocked";
+  const auto& b = detail::backend(x.device());
+  if (!b.max_pool2d_blocked || x.dtype() != DType::Float32 || x.ndim() != 4 || !x.is_contiguous())
+    throw ValueError(std::string(op) + ": needs a contiguous 4-d float32 tensor in the blocked layout on a backend with "
+                     "blocked layouts, got " + detail::desc(x));
+  const auto k = detail::per_axis(kernel_size.values(), 2, op, "kernel_size", 1);
+  const auto st = stride.values().empty() ? k : detail::per_axis(stride.values(), 2, op, "stride", 1);
+  const auto pad = detail::per_axis(padding.values(), 2, op, "padding", 0);
+  Shape out{x.shape()[0], x.shape()[1], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    out[2 + i] = pool_output_size(x.shape()[2 + i], k[i], st[i], pad[i], 1, ceil_mode);
+    if (pad[i] > k[i] / 2 || out[2 + i] < 1)
+      throw ShapeError(std::string(op) + ": kernel_size " + detail::ints_str(k) + ", stride " + detail::ints_str(st) +
+                       ", padding " + detail::ints_str(pad) + " do not fit " + detail::desc(x) +
+                       " (padding at most half the kernel, a non-empty output)");
+  }
+  Pool2dParams p{{k[0], k[1]}, {st[0], st[1]}, {pad[0], pad[1]}, {1, 1}, true, 0};
+  Tensor y = detail::alloc(out, DType::Float32, x.device());
+  if (y.numel() > 0) b.max_pool2d_blocked(y, x, p);
+  blocked_pools.fetch_add(1, std::memory_order_relaxed);
+  return y;
+}
+
+BlockedStats blocked_stats() { return {blocked_calls.load(), blocked_reorders.load(), blocked_pools.load()}; }
 
 }  // namespace detail
 

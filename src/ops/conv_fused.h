@@ -26,10 +26,13 @@ int64_t conv2d_fused_blocked(const Tensor& x, const Tensor& weight, IntList stri
                              IntList dilation, int64_t groups);
 // x (contiguous 4-d float32) converted from NCHW to the blocked layout, or back when to_plain.
 Tensor reorder_blocked(const Tensor& x, bool to_plain);
+// max_pool2d (dilation 1) of x in the blocked layout, the result in it too; the values of
+// max_pool2d on the NCHW tensor, NaN propagated. Only without gradients.
+Tensor max_pool2d_blocked(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode);
 // Counts since the process started (for tests): conv2d_fused calls that ran on blocked
-// operands, and reorder_blocked calls (the fallback's included).
+// operands, reorder_blocked calls (the fallback's included) and max_pool2d_blocked calls.
 struct BlockedStats {
-  int64_t fused_calls = 0, reorders = 0;
+  int64_t fused_calls = 0, reorders = 0, pools = 0;
 };
 BlockedStats blocked_stats();
 

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <loom/loom.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "ops/conv_fused.h"
@@ -355,6 +358,45 @@ TEST(ConvInference, OneSampleStartsNoOpenMPTeam) {
     net(x);
     EXPECT_EQ(threads_now(), before) << "threads " << threads;
   }
+}
+
+// Max pooling in the blocked layout (the graph compiler's, between a convolution and the ones
+// reading the pool): bitwise max_pool2d's values once converted back, NaN and -inf included, over
+// kernels, strides, paddings and ceil_mode, one and several samples, 1 and 2 threads.
+TEST(ConvFused, BlockedMaxPoolEqualsMaxPool) {
+  int64_t block = 0;
+  {
+    ThreadsScope one(1);
+    block = detail::conv2d_fused_blocked(zeros({1, 16, 4, 4}), zeros({16, 16, 1, 1}), 1, 0, 1, 1);
+  }
+  if (block == 0) GTEST_SKIP() << "no blocked layout on this backend";
+  const int64_t C = block == 1 ? 24 : 2 * block;
+  struct Case {
+    int64_t n, h, w, k, stride, pad;
+    bool ceil;
+  };
+  for (int threads : {1, 2})
+    for (const Case& k : {Case{1, 12, 12, 3, 2, 1, false}, Case{3, 9, 7, 3, 2, 1, true}, Case{2, 8, 8, 2, 2, 0, false},
+                          Case{1, 5, 6, 3, 1, 1, false}, Case{2, 7, 9, 1, 3, 0, true}}) {
+      ThreadsScope ts(threads);
+      NoGrad off;
+      Tensor x = uniform({k.n, C, k.h, k.w}, -1, 1);
+      float* xp = x.data<float>();
+      xp[3] = std::numeric_limits<float>::quiet_NaN();  // row 0, column 3: in a window of every case
+      xp[x.numel() - 3] = -std::numeric_limits<float>::infinity();
+      const Tensor want = max_pool2d(x, k.k, k.stride, k.pad, 1, k.ceil);
+      const detail::BlockedStats before = detail::blocked_stats();
+      const Tensor got = detail::reorder_blocked(
+          detail::max_pool2d_blocked(detail::reorder_blocked(x, false), k.k, k.stride, k.pad, k.ceil), true);
+      const std::string what = "n" + std::to_string(k.n) + " k" + std::to_string(k.k) + " s" + std::to_string(k.stride) +
+                               " p" + std::to_string(k.pad) + " threads " + std::to_string(threads);
+      EXPECT_EQ(detail::blocked_stats().pools, before.pools + 1) << what;
+      ASSERT_EQ(got.shape(), want.shape()) << what;
+      EXPECT_TRUE(allclose(got, want, 0.0, 0.0, /*equal_nan=*/true)) << what;  // bitwise, NaN where max_pool2d has it
+      const float* w = want.data<float>();
+      EXPECT_TRUE(std::any_of(w, w + want.numel(), [](float v) { return std::isnan(v); })) << what;
+    }
+  EXPECT_THROW(detail::max_pool2d_blocked(zeros({1, C, 4, 4}), 3, 1, 2, false), ShapeError);
 }
 
 // A residual the caller gives up (FusedConv::write_into_residual, the graph plan's in-place step)

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -617,8 +618,11 @@ int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups) 
   // NHWC with fewer samples than threads: one sample's output rows are split over the threads
   // (run_by_rows); any other such batch would run on an OpenMP team beside Loom's pool
   if (b == 1 && x[0] < get_num_threads() && (x[0] != 1 || out[2] < 2)) return 0;
-  // an output the primitive would not block on its own (layouts(): few input channels) stays plain
-  return layouts({x[0], x[1], x[2], x[3]}, true).rest ? 0 : b;
+  // an output the primitive would not block on its own (layouts(): few input channels) stays
+  // plain, and so does an NHWC one from a plain input (the stem's image): oneDNN 2.6 has only its
+  // reference kernel for that pair (measured: ResNet-18 at batch 1 took 2 s instead of 16 ms)
+  const Layouts l = layouts({x[0], x[1], x[2], x[3]}, true);
+  return l.rest || (b == 1 && l.src) ? 0 : b;
 }
 
 // Over batch slices in Loom's pool, each on a one-thread OpenMP team, as the convolutions; a
@@ -655,6 +659,35 @@ void reorder_blocked_onednn(const Tensor& out, const Tensor& x, bool to_plain) {
   }
   onednn::use_omp_threads(1);
   run(0, s[0]);
+}
+
+// Max pooling in the blocked layout, where every (sample, channel group) is an H x W image of
+// vectors of `b` channels (b = C for NHWC): each output vector is the elementwise max of the
+// window's input vectors, read contiguously. Rows of output split over the pool. As
+// max_pool2d: the first maximum in window order is kept, and a NaN, once taken, stays.
+void max_pool2d_blocked(const Tensor& out, const Tensor& x, const Pool2dParams& p) {
+  const Shape& s = x.shape();
+  const int64_t c = s[1], h = s[2], w = s[3], oh = out.shape()[2], ow = out.shape()[3];
+  const int64_t b = blocked_channels() == 1 ? c : blocked_channels();
+  const int64_t groups = s[0] * (c / b);
+  const float* xp = x.data<float>();
+  float* yp = out.data<float>();
+  parallel_for(0, groups * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(ow * b, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t g = r / oh, y = r % oh;
+      const int64_t h0 = y * p.stride[0] - p.pad[0];
+      for (int64_t xo = 0; xo < ow; ++xo) {
+        float* o = yp + ((g * oh + y) * ow + xo) * b;
+        for (int64_t i = 0; i < b; ++i) o[i] = -std::numeric_limits<float>::infinity();
+        const int64_t w0 = xo * p.stride[1] - p.pad[1];
+        for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + p.kernel[0], h); ++ih)
+          for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + p.kernel[1], w); ++iw) {
+            const float* v = xp + ((g * h + ih) * w + iw) * b;
+            for (int64_t i = 0; i < b; ++i) o[i] = (v[i] > o[i] || v[i] != v[i]) ? v[i] : o[i];
+          }
+      }
+    }
+  });
 }
 
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p) {

@@ -28,6 +28,7 @@ bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, co
                          const FusedConv& e);
 int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups);
 void reorder_blocked_onednn(const Tensor& out, const Tensor& x, bool to_plain);
+void max_pool2d_blocked(const Tensor& out, const Tensor& x, const Pool2dParams& p);
 // Inference calls on one sample whose output rows were split over the threads (for tests).
 int64_t conv2d_row_split_calls();
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);

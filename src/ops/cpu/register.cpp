@@ -28,6 +28,7 @@ void register_cpu_backend() {
       .conv2d_fused = cpu::conv2d_fused_onednn,
       .conv2d_blocked = cpu::conv2d_blocked_onednn,
       .reorder_blocked = cpu::reorder_blocked_onednn,
+      .max_pool2d_blocked = cpu::max_pool2d_blocked,
       .elementwise_chain = cpu::elementwise_chain,
       .max_pool2d = cpu::max_pool2d,
       .avg_pool2d = cpu::avg_pool2d,
