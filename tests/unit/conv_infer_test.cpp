@@ -282,6 +282,24 @@ TEST(ConvFused, BlockedOperandsEqualPlain) {
     EXPECT_EQ(after.fused_calls - before.fused_calls, k.groups == 1 ? 1 : 0) << what;
     EXPECT_EQ(after.reorders - before.reorders, k.groups == 1 ? 3 : 6) << what;
   }
+  // an image (3 channels, plain) into a blocked output, as ResNet's stem: one sample on 1 and 2
+  // threads (rows split where NHWC) and a batch
+  for (const Case& k : {Case{1, 3, C, 2, 1, 1}, Case{1, 3, C, 2, 1, 2}, Case{3, 3, C, 1, 1, 1}}) {
+    ThreadsScope ts(k.threads);
+    const Tensor x = uniform({k.n, 3, 13, 13}, -1, 1);
+    const Tensor w = uniform({k.oc, 3, 7, 7}, -0.5, 0.5), b = uniform({k.oc});
+    const BnParams bn = bn_params(k.oc, true);
+    const int64_t side = (13 + 6 - 7) / k.stride + 1;
+    detail::FusedConv e{bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, Tensor(), true};
+    const Tensor plain = detail::conv2d_fused(x, w, b, e, k.stride, 3, 1, 1);
+    ASSERT_EQ(detail::conv2d_fused_blocked(x, w, k.stride, 3, 1, 1), block);
+    detail::FusedConv eb = e;
+    eb.out_blocked = true;
+    const Tensor y = detail::reorder_blocked(detail::conv2d_fused(x, w, b, eb, k.stride, 3, 1, 1), true);
+    ASSERT_EQ(y.shape(), (Shape{k.n, k.oc, side, side}));
+    EXPECT_LE(max(abs(y - plain)).item<double>(), 1e-5 * (1.0 + max(abs(plain)).item<double>()))
+        << "image, n" << k.n << " threads " << k.threads;
+  }
 }
 
 // One sample on two threads where the activations are NHWC: the output rows split over the

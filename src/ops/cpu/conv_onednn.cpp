@@ -188,7 +188,11 @@ Operand make_operand(int arg, const mdesc& user, const mdesc& prim, bool is_outp
 // forward_inference, with the epilogue's post-ops, when no gradient will be taken.
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bias, bool inference, Epilogue epi) {
   const Layouts l = layouts(d.src, inference);
-  const mdesc src = epi.src_blocked ? blocked_md(d.src) : want_md(d.src, l.src), wei = want_md(d.wei, l.rest),
+  // a few-channel image into an NHWC output is read as NHWC too: oneDNN 2.6 has only its
+  // reference kernel for NCHW -> NHWC, while NHWC -> NHWC takes brgconv (as fast as the jit
+  // kernel into nChw16c), and converting the image costs less than converting the output
+  const bool nhwc_image = inference && l.src && !l.rest && epi.dst_blocked && blocked_channels() == 1;
+  const mdesc src = epi.src_blocked || nhwc_image ? blocked_md(d.src) : want_md(d.src, l.src), wei = want_md(d.wei, l.rest),
               dst = epi.dst_blocked ? blocked_md(d.dst) : want_md(d.dst, l.rest);
   const auto alg = dnnl::algorithm::convolution_direct;
   const auto prop = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
@@ -619,10 +623,8 @@ int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups) 
   // (run_by_rows); any other such batch would run on an OpenMP team beside Loom's pool
   if (b == 1 && x[0] < get_num_threads() && (x[0] != 1 || out[2] < 2)) return 0;
   // an output the primitive would not block on its own (layouts(): few input channels) stays
-  // plain, and so does an NHWC one from a plain input (the stem's image): oneDNN 2.6 has only its
-  // reference kernel for that pair (measured: ResNet-18 at batch 1 took 2 s instead of 16 ms)
-  const Layouts l = layouts({x[0], x[1], x[2], x[3]}, true);
-  return l.rest || (b == 1 && l.src) ? 0 : b;
+  // plain; an NHWC one from a plain image reads the image as NHWC (forward_pd)
+  return layouts({x[0], x[1], x[2], x[3]}, true).rest ? 0 : b;
 }
 
 // Over batch slices in Loom's pool, each on a one-thread OpenMP team, as the convolutions; a
