@@ -365,6 +365,39 @@ TEST(SimdKernels, SumRowsIntoAddsColumns) {
   }
 }
 
+// The blocked max pooling's kernel: the running max of rows (a NaN wins and stays; of equal
+// values, +0 and -0 included, the first is kept), bitwise the scalar rule, body and tail.
+TEST(SimdKernels, MaxRowsIntoKeepsTheFirstMaxAndNaN) {
+  auto take = [](float a, float v) { return (v > a || v != v) ? v : a; };
+  for (const simd::Table* t : runnable_tables()) {
+    for (int64_t n : lengths(t->lanes)) {
+      for (int64_t rows : {0, 1, 3, 7}) {
+        const int64_t ld = n + 2;
+        std::vector<float> x = random_floats(rows * ld, static_cast<uint32_t>(50 + n + rows), -2, 2);
+        std::vector<float> acc = random_floats(n + 1, 51, -2, 2);
+        for (int64_t j = 0; j < n; ++j) {
+          if (rows > 1 && j % 5 == 1) x[(rows - 1) * ld + j] = NAN;  // a NaN in the last row
+          if (rows > 1 && j % 5 == 2) x[j] = NAN, x[ld + j] = 3.0f;  // a NaN, then a larger value
+          if (rows > 0 && j % 5 == 3) acc[j] = 0.0f, x[j] = -0.0f;   // equal: acc's +0 stays
+          if (rows > 1 && j % 5 == 4) acc[j] = -5.0f, x[j] = -0.0f, x[ld + j] = 0.0f;  // first of equals
+        }
+        std::vector<float> want = acc;
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t r = 0; r < rows; ++r) want[j] = take(want[j], x[r * ld + j]);
+        t->max_rows_into(acc.data(), x.data(), rows, ld, n);
+        for (int64_t j = 0; j <= n; ++j) {
+          if (std::isnan(want[j])) {
+            ASSERT_TRUE(std::isnan(acc[j])) << t->isa << " n=" << n << " rows=" << rows << " j=" << j;
+          } else {
+            ASSERT_EQ(acc[j], want[j]) << t->isa << " n=" << n << " rows=" << rows << " j=" << j;
+            ASSERT_EQ(std::signbit(acc[j]), std::signbit(want[j])) << t->isa << " n=" << n << " j=" << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(SimdKernels, SoftmaxRowsAtEveryLength) {
   for (const simd::Table* t : runnable_tables()) {
     for (int64_t n : lengths(t->lanes)) {

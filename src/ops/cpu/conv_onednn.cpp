@@ -23,8 +23,9 @@
 //
 // Threads: the batch is split over Loom's pool and each slice runs on a one-thread OpenMP team
 // (onednn::for_each_batch_slice); a batch smaller than the thread count runs on an OpenMP team
-// of loom::get_num_threads() instead, except inference on one sample, whose output channels
-// are split over Loom's pool (run_by_channels).
+// of loom::get_num_threads() instead, except inference on one sample, whose output is split
+// over Loom's pool: by channels (run_by_channels), or by rows where the layout is NHWC
+// (run_by_rows).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -39,6 +40,7 @@
 #include "loom/core/parallel.h"
 #include "ops/cpu/nn_kernels.h"
 #include "ops/cpu/onednn.h"
+#include "ops/cpu/simd/simd.h"
 #include "ops/internal.h"
 
 namespace loom::cpu {
@@ -665,8 +667,9 @@ void reorder_blocked_onednn(const Tensor& out, const Tensor& x, bool to_plain) {
 
 // Max pooling in the blocked layout, where every (sample, channel group) is an H x W image of
 // vectors of `b` channels (b = C for NHWC): each output vector is the elementwise max of the
-// window's input vectors, read contiguously. Rows of output split over the pool. As
-// max_pool2d: the first maximum in window order is kept, and a NaN, once taken, stays.
+// window's input vectors; a window row is kw consecutive vectors, one max_rows_into call. Rows
+// of output split over the pool. As max_pool2d: the first maximum in window order is kept, and
+// a NaN, once taken, stays.
 void max_pool2d_blocked(const Tensor& out, const Tensor& x, const Pool2dParams& p) {
   const Shape& s = x.shape();
   const int64_t c = s[1], h = s[2], w = s[3], oh = out.shape()[2], ow = out.shape()[3];
@@ -674,19 +677,18 @@ void max_pool2d_blocked(const Tensor& out, const Tensor& x, const Pool2dParams& 
   const int64_t groups = s[0] * (c / b);
   const float* xp = x.data<float>();
   float* yp = out.data<float>();
+  const auto max_rows_into = simd::table().max_rows_into;
   parallel_for(0, groups * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(ow * b, 1)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t g = r / oh, y = r % oh;
       const int64_t h0 = y * p.stride[0] - p.pad[0];
       for (int64_t xo = 0; xo < ow; ++xo) {
         float* o = yp + ((g * oh + y) * ow + xo) * b;
-        for (int64_t i = 0; i < b; ++i) o[i] = -std::numeric_limits<float>::infinity();
-        const int64_t w0 = xo * p.stride[1] - p.pad[1];
+        std::fill(o, o + b, -std::numeric_limits<float>::infinity());
+        const int64_t w0 = std::max<int64_t>(xo * p.stride[1] - p.pad[1], 0);
+        const int64_t w1 = std::min(xo * p.stride[1] - p.pad[1] + p.kernel[1], w);
         for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h0 + p.kernel[0], h); ++ih)
-          for (int64_t iw = std::max<int64_t>(w0, 0); iw < std::min(w0 + p.kernel[1], w); ++iw) {
-            const float* v = xp + ((g * h + ih) * w + iw) * b;
-            for (int64_t i = 0; i < b; ++i) o[i] = (v[i] > o[i] || v[i] != v[i]) ? v[i] : o[i];
-          }
+          max_rows_into(o, xp + ((g * h + ih) * w + w0) * b, w1 - w0, b, b);
       }
     }
   });

@@ -67,6 +67,9 @@ struct Table {
   float (*min)(const float* x, int64_t n);
   // acc[j] += sum over r < rows of x[r * ld + j], for j < n.
   void (*sum_rows_into)(float* acc, const float* x, int64_t rows, int64_t ld, int64_t n);
+  // acc[j] = max(acc[j], x[r * ld + j]) for r < rows in order, for j < n: a NaN wins and stays,
+  // and of equal values the first one (in acc, then in row order) is kept (a blocked max pooling).
+  void (*max_rows_into)(float* acc, const float* x, int64_t rows, int64_t ld, int64_t n);
   // Softmax (or log-softmax) of each of `rows` contiguous rows of length n.
   void (*softmax_rows)(float* out, const float* x, int64_t rows, int64_t n, bool log);
   // Cross-entropy over rows of length n: each row's max m and ls = log(sum exp(x - m)) (so that
