@@ -26,7 +26,7 @@ std::string mb(int64_t bytes) {
 TrainStep::TrainStep(std::shared_ptr<Plan> plan, size_t n_inputs, LossFn loss, std::shared_ptr<Optimizer> optimizer,
                      TrainStepOptions options)
     : plan_(std::move(plan)), n_inputs_(n_inputs), loss_(std::move(loss)), optimizer_(std::move(optimizer)),
-      options_(std::move(options)) {
+      options_(std::move(options)), arena_(std::make_unique<StepArena>()) {
   if (!plan_) throw ValueError("TrainStep: no plan given");
   if (!optimizer_) throw ValueError("TrainStep: no optimizer given");
   if (!(options_.clip_grad_norm >= 0))
@@ -60,6 +60,8 @@ TrainStep::Result TrainStep::forward_backward(const std::vector<Tensor>& batch) 
   live_before_ = before.current_bytes;
   allocations_before_ = before.allocations;
   system_before_ = before.system_allocations;
+  // the memory plan: nearly every block of a step is allocated (and most are freed) here
+  StepArena::Scope planned(*arena_);
   Result r;
   {
     nn::ModeScope mode(nn::Mode::Train);
@@ -87,6 +89,11 @@ void TrainStep::update() {
   if (options_.clip_grad_norm > 0)
     scale = std::min(options_.clip_grad_norm / (total_grad_norm(optimizer_->params()) + 1e-6), 1.0);
   optimizer_->step(scale);
+  const StepArena::Stats arena = arena_->stats();
+  stats_.arena_served = arena.served;
+  stats_.arena_missed = arena.missed;
+  stats_.arena_bytes = arena.reserved_bytes;
+  stats_.arena_planned_peak = arena.recorded_peak_bytes;
   const MemoryStats after = memory_stats();
   stats_.peak_bytes = after.peak_bytes - live_before_;
   stats_.allocations = after.allocations - allocations_before_;
@@ -121,7 +128,13 @@ std::string TrainStep::dump() const {
     s << "memory (last of " << stats_.steps << " steps): peak " << mb(stats_.peak_bytes) << " above the "
       << mb(live_before_) << " live before it; " << stats_.allocations << " allocations, "
       << stats_.system_allocations << " of them from the system; " << stats_.cached_steps << " of the "
-      << stats_.steps << " steps took every block from the allocator's cache\n";
+      << stats_.steps << " steps took every block from the allocator's cache or the memory plan\n";
+    if (stats_.arena_bytes > 0)
+      s << "memory plan: " << mb(stats_.arena_bytes) << " buffer for blocks that held at most "
+        << mb(stats_.arena_planned_peak) << " at once when recorded; the last step took " << stats_.arena_served
+        << " blocks from it, " << stats_.arena_missed << " planned ones elsewhere\n";
+    else
+      s << "memory plan: none yet (recorded by the second step, used from the third)\n";
   }
   return s.str();
 }

@@ -173,3 +173,148 @@ TEST(Memory, CudaStatsAreADeviceError) {
   EXPECT_THROW(memory_stats(Device::cuda()), DeviceError);
   EXPECT_THROW(set_memory_limit(1, Device::cuda()), DeviceError);
 }
+
+// StepArena (the memory plan of a repeated step): the first scope runs as usual, the second
+// records, later ones serve the recorded blocks from one buffer laid out by their lifetimes.
+namespace {
+
+// One "step": blocks of a few sizes with known lifetimes. `kept`, when given, holds the first
+// temporary past the point where the recording freed it. Returns a result that outlives the
+// scope (as a loss does) and, in `where`, the addresses of t1 and t2 (same size, disjoint lives).
+Tensor arena_step(std::vector<const void*>& where, std::vector<Tensor>* kept = nullptr, int64_t n = 1000) {
+  Tensor a = empty({n});  // empty and fill_: one allocation each, nothing else
+  Tensor b = empty({5 * n});
+  Tensor t1 = empty({20 * n});
+  t1.fill_(3.0f);
+  where.push_back(t1.data_ptr());
+  if (kept) kept->push_back(t1);
+  t1 = Tensor();
+  Tensor t2 = empty({20 * n});  // t1's place when t1 is gone
+  t2.fill_(4.0f);
+  where.push_back(t2.data_ptr());
+  Tensor result = empty({});
+  result.fill_(static_cast<float>(a.numel() + b.numel()));
+  return result;
+}
+
+// One scope of `arena` around arena_step; the result outlives the scope.
+Tensor in_scope(StepArena& arena, std::vector<const void*>& where, std::vector<Tensor>* kept = nullptr,
+                int64_t n = 1000) {
+  where.clear();
+  Tensor result;
+  {
+    StepArena::Scope scope(arena);
+    result = arena_step(where, kept, n);
+  }
+  return result;
+}
+
+}  // namespace
+
+TEST(StepArena, ServesTheRecordedBlocksFromOneBufferLaidOutByLifetime) {
+  empty_cache();
+  const int64_t arena_before = memory_stats().arena_bytes;
+  StepArena arena;
+  std::vector<const void*> where;
+  for (int s = 0; s < 2; ++s) in_scope(arena, where);
+  StepArena::Stats st = arena.stats();
+  EXPECT_EQ(st.scopes, 2);
+  EXPECT_EQ(st.recordings, 1);  // the second scope
+  EXPECT_EQ(st.planned_blocks, 4);  // a, b, t1, t2; not the result, which outlived the scope
+  // a (4000 -> 4032 bytes), b (20000 -> 20032) and one of t1 / t2 (80000 -> 81920) live at once
+  EXPECT_EQ(st.recorded_peak_bytes, 4032 + 20032 + 81920);
+  EXPECT_GE(st.reserved_bytes, st.recorded_peak_bytes);
+  EXPECT_LT(st.reserved_bytes, st.recorded_peak_bytes + 81920);  // t1 and t2 share their place
+  EXPECT_EQ(memory_stats().arena_bytes - arena_before, st.reserved_bytes);
+  // the recorded blocks left the allocator's cache, where nothing would ask for them again;
+  // the last result (64 bytes) is cached
+  EXPECT_EQ(memory_stats().cached_bytes, 64);
+  for (int s = 0; s < 3; ++s) {
+    const MemoryStats before = memory_stats();
+    const Tensor result = in_scope(arena, where);
+    const MemoryStats after = memory_stats();
+    st = arena.stats();
+    EXPECT_EQ(st.served, 4) << "scope " << s;
+    EXPECT_EQ(st.missed, 0) << "scope " << s;
+    EXPECT_EQ(after.system_allocations, before.system_allocations) << "scope " << s;  // the result: from the cache
+    EXPECT_EQ(after.allocations - before.allocations, 5);
+    EXPECT_EQ(where[0], where[1]) << "t1 and t2 never live together: one place";
+    EXPECT_EQ(result.item<float>(), 6000.0f);
+  }
+  EXPECT_EQ(arena.stats().recordings, 1);
+}
+
+TEST(StepArena, ABlockHeldLongerIsNeverOverwritten) {
+  StepArena arena;
+  std::vector<const void*> where;
+  for (int s = 0; s < 3; ++s) in_scope(arena, where);
+  std::vector<Tensor> kept;
+  in_scope(arena, where, &kept);  // t1 held: t2 cannot take its place
+  EXPECT_EQ(arena.stats().missed, 1);
+  EXPECT_EQ(arena.stats().served, 3);
+  EXPECT_NE(where[0], where[1]);
+  in_scope(arena, where);  // the kept block still holds t1's (and t2's) place
+  EXPECT_EQ(arena.stats().missed, 2);
+  EXPECT_EQ(arena.stats().served, 2);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_TRUE(all(kept[0] == 3.0f).item<bool>()) << "a block in use was handed out again";
+  kept.clear();
+  in_scope(arena, where);
+  EXPECT_EQ(arena.stats().served, 4);
+  EXPECT_EQ(arena.stats().missed, 0);
+}
+
+TEST(StepArena, AnotherShapeMissesAndIsRecordedAfterTwoScopes) {
+  StepArena arena;
+  std::vector<const void*> where;
+  for (int s = 0; s < 3; ++s) in_scope(arena, where);
+  // one scope of another shape (an epoch's last, smaller batch): missed, no new recording
+  EXPECT_EQ(in_scope(arena, where, nullptr, 300).item<float>(), 1800.0f);
+  EXPECT_EQ(arena.stats().missed, 4);
+  EXPECT_EQ(arena.stats().served, 0);
+  in_scope(arena, where);
+  EXPECT_EQ(arena.stats().served, 4);
+  // the shape changes for good: two scopes that miss, then one that records, then served again
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(in_scope(arena, where, nullptr, 300).item<float>(), 1800.0f);
+  const StepArena::Stats st = arena.stats();
+  EXPECT_EQ(st.recordings, 2);
+  EXPECT_EQ(st.served, 4);
+  EXPECT_EQ(st.missed, 0);
+  EXPECT_EQ(st.recorded_peak_bytes, 1216 + 6016 + 24000);  // 1200, 6000 and 24000 bytes in 64-byte units
+}
+
+TEST(StepArena, ItsBufferLivesAsLongAsABlockServedFromIt) {
+  const int64_t arena_before = memory_stats().arena_bytes;
+  Tensor survivor;
+  {
+    StepArena arena;
+    std::vector<Tensor> kept;
+    std::vector<const void*> where;
+    for (int s = 0; s < 2; ++s) in_scope(arena, where);
+    in_scope(arena, where, &kept);
+    EXPECT_EQ(arena.stats().served, 3);
+    survivor = kept.at(0);  // t1, served from the buffer in the third scope
+    EXPECT_GT(memory_stats().arena_bytes, arena_before);
+  }
+  // the arena is gone; its buffer stays while `survivor` lives
+  EXPECT_GT(memory_stats().arena_bytes, arena_before);
+  EXPECT_TRUE(all(survivor == 3.0f).item<bool>());
+  survivor = Tensor();
+  EXPECT_EQ(memory_stats().arena_bytes, arena_before);
+}
+
+TEST(StepArena, OneScopeAtATimeAndNoneUnderAMemoryLimit) {
+  StepArena arena, other;
+  {
+    StepArena::Scope scope(arena);
+    const std::string msg = error_message<ValueError>([&] { StepArena::Scope again(other); });
+    EXPECT_TRUE(contains_all(msg, {"StepArena::Scope", "open already", "one at a time"})) << msg;
+  }
+  LimitGuard guard;
+  set_memory_limit(memory_stats().current_bytes + 64 * kMiB);
+  std::vector<const void*> where;
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(in_scope(other, where).item<float>(), 6000.0f);
+  EXPECT_EQ(other.stats().recordings, 1);
+  EXPECT_EQ(other.stats().reserved_bytes, 0);  // recorded, but nothing reserved beside the limit
+  EXPECT_EQ(other.stats().served, 0);
+}

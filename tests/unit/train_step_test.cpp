@@ -91,6 +91,7 @@ TEST(TrainStep, EqualsTheHandWrittenLoopBitForBit) {
     ASSERT_EQ(pa.size(), pb.size());
     for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(array_equal(pa[i], pb[i])) << "parameter " << i;
     EXPECT_EQ(step.stats().steps, 4);
+    EXPECT_GT(step.stats().arena_served, 0) << "steps 3 and 4 ran on the memory plan";
   }
 }
 
@@ -121,10 +122,16 @@ TEST(TrainStep, NoAllocationFromTheSystemOnceWarmAndMemoryAsMemoryStatsSays) {
     EXPECT_EQ(step.stats().peak_bytes, after.peak_bytes - before.current_bytes);
     // at least the activations the forward plan holds at its peak (its estimate counts no saved tensors)
     EXPECT_GT(step.stats().peak_bytes, 16 * 8 * 28 * 28 * 4);
+    // the memory plan (recorded by step 2) serves the blocks that live and die inside a step
+    EXPECT_GT(step.stats().arena_served, step.stats().allocations / 2) << "step " << i;
+    EXPECT_EQ(step.stats().arena_missed, 0) << "step " << i;
+    EXPECT_GE(step.stats().arena_bytes, step.stats().arena_planned_peak);
+    EXPECT_GT(step.stats().arena_planned_peak, 16 * 8 * 28 * 28 * 4);
   }
   const std::string text = step.dump();
   for (const char* part : {"TrainStep", "forward Plan", "backward: autograd", "update: SGD over", "one pass",
-                           "memory (last of 5 steps)", "0 of them from the system", "3 of the 5 steps took every block"})
+                           "memory (last of 5 steps)", "0 of them from the system", "3 of the 5 steps took every block",
+                           "memory plan:", "blocks from it, 0 planned ones elsewhere"})
     EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
   set_num_threads(saved);
 }

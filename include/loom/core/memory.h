@@ -3,6 +3,7 @@
 // the allocator's cache for reuse. A limit, when set, bounds live + requested bytes.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "loom/core/device.h"
 
@@ -15,6 +16,7 @@ struct MemoryStats {
   int64_t limit_bytes = -1;    // -1: no limit
   int64_t allocations = 0;     // number of allocate calls served
   int64_t system_allocations = 0;  // of them, served by the system (not from the cache)
+  int64_t arena_bytes = 0;     // reserved by step arenas (their blocks in use count in current_bytes)
 };
 
 MemoryStats memory_stats(Device device = default_device());
@@ -24,6 +26,54 @@ void reset_peak_memory(Device device = default_device());
 void set_memory_limit(int64_t bytes, Device device = default_device());
 // Returns cached blocks to the system.
 void empty_cache(Device device = default_device());
+
+// A memory plan for a computation that repeats with the same allocations, as a training step
+// does. The first scopes record the sizes and lifetimes of the blocks that the calling thread
+// allocates and frees within them; the arena then reserves one buffer in which blocks never
+// live at the same time share bytes (placed largest first, each at the lowest offset free
+// for its whole lifetime), and later scopes serve the same allocations from it: the k-th
+// allocation of a size gets the place of the recording's k-th of that size. Blocks that
+// outlived their recorded scope (gradients, results) are not planned and come from the
+// allocator as usual; so does an allocation that matches nothing recorded or whose place is
+// still held by a block in use, so results never depend on the plan. Scopes that mostly miss
+// twice in a row (the shapes changed for good) record again. Not with a memory limit set, whose
+// accounting the reservation would escape. CPU only.
+class StepArena {
+ public:
+  StepArena();
+  ~StepArena();  // the buffer is freed once the last block served from it dies
+  StepArena(const StepArena&) = delete;
+  StepArena& operator=(const StepArena&) = delete;
+
+  // While alive, the calling thread's CPU allocations go through the arena. One at a time per
+  // arena and per thread.
+  class Scope {
+   public:
+    explicit Scope(StepArena& arena);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    StepArena& arena_;
+  };
+
+  struct Stats {
+    int64_t scopes = 0;            // scopes run
+    int64_t recordings = 0;        // of them, recording (the first two, and after a change of shapes)
+    int64_t reserved_bytes = 0;    // the buffer (0: nothing planned yet)
+    int64_t planned_blocks = 0;    // blocks placed in it
+    int64_t recorded_peak_bytes = 0;  // the most bytes of planned blocks live at once when recorded
+    int64_t served = 0;            // the last scope's allocations served from the buffer
+    int64_t missed = 0;            // the last scope's allocations that went to the allocator
+  };
+  Stats stats() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
 
 class Allocator {
  public:

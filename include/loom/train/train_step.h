@@ -9,17 +9,19 @@
 //                         std::make_shared<train::Adam>(graph.parameters()));
 //   for (auto& batch : batches) float loss = step(batch).loss.item<float>();
 //
-// Each call also measures what the step did with memory (stats()): the peak bytes it held
-// above those live before it, and how many allocations it made and how many of them the
-// system had to serve (0 once the allocator's cache holds every block the step uses: at one
-// thread from the third step of a fixed batch shape; with several threads a step may still
-// take a block when two threads first need one size at once, see docs/compile.md).
+// The step's memory is planned (StepArena, loom/core/memory.h): the second step's forward and
+// backward record the sizes and lifetimes of the blocks they allocate, and from the third step
+// on those blocks have their places in one buffer laid out by their lifetimes. Each call also measures what the step did
+// with memory (stats()): the peak bytes it held above those live before it, how many
+// allocations it made, how many of them the plan served and how many the system had to serve
+// (see docs/compile.md).
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "loom/core/memory.h"
 #include "loom/graph/graph.h"
 #include "loom/train/optimizers.h"
 
@@ -42,6 +44,10 @@ struct StepStats {
   int64_t allocations = 0;         // allocator calls in the last step
   int64_t system_allocations = 0;  // of them, served by the system rather than the allocator's cache
   int64_t cached_steps = 0;        // steps so far whose every allocation came from the cache
+  int64_t arena_served = 0;        // of the last step's allocations, served by the memory plan
+  int64_t arena_missed = 0;        // of them, planned but not served (another shape, a place still held)
+  int64_t arena_bytes = 0;         // the memory plan's buffer (0 until the second step has run)
+  int64_t arena_planned_peak = 0;  // the most bytes its planned blocks held at once when recorded
 };
 
 class TrainStep {
@@ -65,7 +71,7 @@ class TrainStep {
   // backward, [before_update,] [clipping,] update.
   Result operator()(const std::vector<Tensor>& batch);
   // The same in two halves, for callers that act in between (Model::fit: the data-parallel
-  // failure checks): zero_grad, forward, loss and backward; then the update.
+  // failure checks): zero_grad, forward, loss and backward (on the memory plan); then the update.
   Result forward_backward(const std::vector<Tensor>& batch);
   void update();
 
@@ -77,6 +83,7 @@ class TrainStep {
   std::string dump() const;
 
  private:
+
   std::shared_ptr<Plan> plan_;
   size_t n_inputs_;
   LossFn loss_;
@@ -84,6 +91,7 @@ class TrainStep {
   TrainStepOptions options_;
   StepStats stats_;
   int64_t live_before_ = 0, allocations_before_ = 0, system_before_ = 0;
+  std::unique_ptr<StepArena> arena_;  // forward_backward's memory plan (on the heap: the step stays movable)
 };
 
 }  // namespace loom::train
