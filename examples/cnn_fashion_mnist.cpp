@@ -162,9 +162,11 @@ int main(int argc, char** argv) {
   // fit() ran each batch as one compiled train::TrainStep call: what they did with memory
   const train::StepStats& step = model.train_step().stats();
   std::printf("training steps: one train::TrainStep call per batch (compiled plan, backward, %s over all parameters "
-              "in one pass); %lld of %lld took every block from the allocator's cache; the last: peak %.1f MB\n",
+              "in one pass); %lld of %lld took every block from the allocator's cache or the memory plan, %lld ran "
+              "on the plan (a %.1f MB buffer laid out by the blocks' lifetimes); the last: peak %.1f MB\n",
               model.optimizer().name().c_str(), static_cast<long long>(step.cached_steps),
-              static_cast<long long>(step.steps), static_cast<double>(step.peak_bytes) / 1e6);
+              static_cast<long long>(step.steps), static_cast<long long>(step.arena_steps),
+              static_cast<double>(step.arena_bytes) / 1e6, static_cast<double>(step.peak_bytes) / 1e6);
 
   // Test-time augmentation: the trained network as one layer (nn::Module, sharing its weights),
   // applied to each image and to its mirror image (nn::Flip along the width), logits averaged.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/core/parallel.h"
 
 namespace loom {
 
@@ -107,7 +108,9 @@ class CpuAllocator final : public Allocator {
                              std::to_string(stats_.limit_bytes) +
                              " bytes; free tensors or raise the limit with set_memory_limit");
     }
-    StepArena::Impl* arena = t_arena;
+    // not inside a split parallel_for: which chunks this thread takes, and so what it
+    // allocates, varies from run to run
+    StepArena::Impl* arena = t_arena && !in_parallel_region() ? t_arena : nullptr;
     void* p = arena ? from_arena_locked(*arena, size) : nullptr;
     if (p) {
       account_locked(size);

@@ -172,6 +172,8 @@ void share_cores(int processes) {
 
 int get_num_threads() { return pool().size(); }
 
+bool in_parallel_region() { return tls_in_parallel; }
+
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t n = end - begin;
   if (n <= 0) return;

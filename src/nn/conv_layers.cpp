@@ -10,6 +10,7 @@
 #include "loom/ops/pooling.h"
 #include "loom/ops/reduction.h"
 #include "nn/register_kinds.h"
+#include "ops/batch_norm_reduced.h"
 
 namespace loom::nn {
 
@@ -230,10 +231,19 @@ struct GlobalPoolImpl final : LayerBase<GlobalPoolImpl> {
 
 // Batch norm in Train mode with the statistics of the whole batch across the replicas: the
 // per-channel sums of x and x^2 and the count, summed over the replicas in one collective
-// (float64: E[x^2] - E[x]^2 loses too much in float32), then batch_norm's formula. Gradients
-// flow through replica_sum, so the replicas' backward passes reduce too, as PyTorch's SyncBatchNorm.
+// (float64: E[x^2] - E[x]^2 loses too much in float32), then batch_norm's formula; the backward
+// sums the gradient's per-channel sums in one more, as PyTorch's SyncBatchNorm. Fused kernels
+// where they apply; otherwise composed of differentiable ops, gradients flowing through
+// replica_sum.
 Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& w, const Tensor& b,
                        double momentum, double eps) {
+  if (loom::detail::batch_norm_reduced_fused(x, w, b)) {
+    // the fused kernels: one pass for the local sums, one collective, one pass for the output;
+    // backward likewise
+    ReplicaGroup* group = replica_group();
+    return loom::detail::batch_norm_reduced(x, running_mean, running_var, w, b, momentum, eps,
+                                      [group](Tensor& t) { group->sum(t); });
+  }
   const int64_t C = x.shape()[1];
   Axes axes{0};
   for (int64_t i = 2; i < x.ndim(); ++i) axes.push_back(i);

@@ -147,6 +147,17 @@ struct Backend {
   // Its gradients for output gradient g: gx (like x), gweight and gbias (C; either may be undefined).
   void (*batch_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
                               const Tensor& mean, const Tensor& var, const Tensor& weight, double eps);
+  // The same in parts, for statistics reduced across replicas between them (synchronized batch
+  // norm; all float64 (C) except x, y, g, gx, weight, bias). sums (2C + 1) = per channel the sum
+  // of x, the sum of x^2 (as M2 + n mean^2 about this x's own mean, so no float32 cancellation),
+  // then the count per channel. apply: y from a given mean and biased var. grad_sums (2C) = per
+  // channel sum g and sum g (x - mean). input_grad: gx from given sums over `count` values.
+  void (*batch_norm_sums)(const Tensor& sums, const Tensor& x);
+  void (*batch_norm_apply)(const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight,
+                           const Tensor& bias, double eps);
+  void (*batch_norm_grad_sums)(const Tensor& sums, const Tensor& g, const Tensor& x, const Tensor& mean);
+  void (*batch_norm_input_grad)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& var,
+                                const Tensor& weight, const Tensor& sums, double count, double eps);
   // gx (N, C, H, W; zeroed by the kernel) receives gy (N, C, Ho, Wo) at the flat in-plane
   // positions max_pool2d wrote to indices (int64 or int32), summed where windows overlap.
   void (*max_pool2d_backward)(const Tensor& gx, const Tensor& gy, const Tensor& indices);

@@ -2,11 +2,15 @@
 // fused CPU kernels (src/ops/cpu/batch_norm.cpp, layer_norm.cpp) for float32 / float64.
 #include "loom/ops/normalization.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "loom/core/grad_mode.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
+#include "ops/batch_norm_reduced.h"
 #include "ops/nn_internal.h"
 
 namespace loom {
@@ -183,5 +187,84 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   if (bias.defined()) y = add(y, bias);
   return y;
 }
+
+namespace detail {
+
+bool batch_norm_reduced_fused(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return x.defined() && x.ndim() >= 2 && x.device().type == DeviceType::CPU && x.shape()[1] > 0 &&
+         (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) &&
+         (!weight.defined() || weight.dtype() == x.dtype()) && (!bias.defined() || bias.dtype() == x.dtype());
+}
+
+Tensor batch_norm_reduced(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                          const Tensor& bias, double momentum, double eps, ReplicaReduce reduce) {
+  const char* op = "BatchNorm (synchronized)";
+  if (!batch_norm_reduced_fused(x, weight, bias))
+    throw ValueError(std::string(op) + ": the fused kernels need a float32 or float64 CPU input with C > 0 and weight "
+                     "and bias of its dtype, got input x " + desc(x));
+  const int64_t C = x.shape()[1];
+  const auto& be = backend(x.device());
+  const Tensor xc = contiguous_raw(x.detach());
+  const Tensor wc = weight.defined() ? contiguous_raw(weight.detach()) : Tensor();
+  const Tensor bc = bias.defined() ? contiguous_raw(bias.detach()) : Tensor();
+  Tensor sums = alloc({2 * C + 1}, DType::Float64, x.device());
+  be.batch_norm_sums(sums, xc);
+  reduce(sums);
+  const double n = sums.data<double>()[2 * C];
+  if (n <= 1)
+    throw ValueError(std::string(op) + ": expected more than 1 value per channel across the replicas when training, got " +
+                     std::to_string(static_cast<int64_t>(n)) + " for input " + shape_str(x.shape()));
+  Tensor mean = alloc({C}, DType::Float64, x.device()), var = alloc({C}, DType::Float64, x.device());
+  {
+    const double* s = sums.data<double>();
+    double* m = mean.data<double>();
+    double* v = var.data<double>();
+    for (int64_t c = 0; c < C; ++c) {
+      m[c] = s[c] / n;
+      v[c] = std::max(0.0, s[C + c] / n - m[c] * m[c]);
+    }
+  }
+  Tensor y = alloc(x.shape(), x.dtype(), x.device());
+  be.batch_norm_apply(y, xc, mean, var, wc, bc, eps);
+  if (running_mean.defined()) {
+    NoGrad off;
+    Tensor rm = running_mean, rv = running_var;
+    rm.copy_(running_mean * (1.0 - momentum) + astype(mean, running_mean.dtype()) * momentum);
+    rv.copy_(running_var * (1.0 - momentum) + astype(var, running_var.dtype()) * (momentum * n / (n - 1)));
+  }
+  std::vector<Tensor> inputs{x};
+  if (weight.defined()) inputs.push_back(weight);
+  if (bias.defined()) inputs.push_back(bias);
+  if (!needs_grad(inputs)) return y;
+  return record("batch_norm_reduced", inputs, y,
+                [xc = save(xc), wc = save(wc), mean, var, n, eps, reduce, has_w = weight.defined(),
+                 has_b = bias.defined()](const Tensor& g) {
+                  const Tensor gc = contiguous_raw(g);
+                  const int64_t C = xc.shape()[1];
+                  const auto& be = backend(xc.device());
+                  Tensor gsums = alloc({2 * C}, DType::Float64, xc.device());
+                  be.batch_norm_grad_sums(gsums, gc, xc, mean);
+                  // this replica's weight and bias gradients: sum g * xhat and sum g
+                  std::vector<Tensor> grads(1);
+                  if (has_w) {
+                    Tensor gw = alloc({C}, xc.dtype(), xc.device());
+                    NoGrad off;
+                    gw.copy_(astype(slice(gsums, 0, C, 2 * C) * rsqrt(var + eps), xc.dtype()));
+                    grads.push_back(gw);
+                  }
+                  if (has_b) {  // a copy: the reduction below changes gsums in place
+                    Tensor gb = alloc({C}, xc.dtype(), xc.device());
+                    NoGrad off;
+                    gb.copy_(slice(gsums, 0, 0, C));
+                    grads.push_back(gb);
+                  }
+                  reduce(gsums);
+                  grads[0] = alloc(xc.shape(), xc.dtype(), xc.device());
+                  be.batch_norm_input_grad(grads[0], gc, xc, mean, var, wc, gsums, n, eps);
+                  return grads;
+                });
+}
+
+}  // namespace detail
 
 }  // namespace loom

@@ -94,6 +94,7 @@ void TrainStep::update() {
   stats_.arena_missed = arena.missed;
   stats_.arena_bytes = arena.reserved_bytes;
   stats_.arena_planned_peak = arena.recorded_peak_bytes;
+  if (arena.served > 0 && arena.missed == 0) ++stats_.arena_steps;
   const MemoryStats after = memory_stats();
   stats_.peak_bytes = after.peak_bytes - live_before_;
   stats_.allocations = after.allocations - allocations_before_;
@@ -132,7 +133,8 @@ std::string TrainStep::dump() const {
     if (stats_.arena_bytes > 0)
       s << "memory plan: " << mb(stats_.arena_bytes) << " buffer for blocks that held at most "
         << mb(stats_.arena_planned_peak) << " at once when recorded; the last step took " << stats_.arena_served
-        << " blocks from it, " << stats_.arena_missed << " planned ones elsewhere\n";
+        << " blocks from it, " << stats_.arena_missed << " planned ones elsewhere; " << stats_.arena_steps << " of the "
+        << stats_.steps << " steps ran on it\n";
     else
       s << "memory plan: none yet (recorded by the second step, used from the third)\n";
   }

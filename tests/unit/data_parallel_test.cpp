@@ -65,54 +65,61 @@ struct ThreadPair : nn::ReplicaGroup {
 // whole batch's, the running statistics the same, the weight and bias gradients sum to the
 // whole batch's.
 TEST(SyncBatchNorm, TwoReplicasEqualOneLayerOnTheWholeBatch) {
-  Generator gen(3);
-  const Tensor x = normal({6, 4, 2, 2}, 0, 1, Float32, default_device(), &gen) * 2.0 + 1.5;
-  const Tensor r = normal({6, 4, 2, 2}, 0, 1, Float32, default_device(), &gen);
-  // y, x grad, running_mean, running_var, weight grad, bias grad
-  auto run = [](bool sync, const Tensor& xs, const Tensor& rs) {
-    nn::Input in(Shape{-1, 4, 2, 2}, Float32, "x");
-    nn::BatchNorm bn(in, {.sync = sync}, "bn");
-    Graph g = Graph::build({bn}, {in});
-    const io::TensorMap s = io::graph_state(g);
+  // float32 and float64 run the fused kernels (float64 to rounding: the formulas are exact)
+  for (DType dt : {Float32, Float64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Generator gen(3);
+    const Tensor x = (normal({6, 4, 2, 2}, 0, 1, Float32, default_device(), &gen) * 2.0 + 1.5).astype(dt);
+    const Tensor r = normal({6, 4, 2, 2}, 0, 1, Float32, default_device(), &gen).astype(dt);
+    // y, x grad, running_mean, running_var, weight grad, bias grad
+    auto run = [dt](bool sync, const Tensor& xs, const Tensor& rs) {
+      nn::Input in(Shape{-1, 4, 2, 2}, dt, "x");
+      nn::BatchNorm bn(in, {.sync = sync}, "bn");
+      Graph g = Graph::build({bn}, {in});
+      const io::TensorMap s = io::graph_state(g);
+      {
+        NoGrad off;
+        Tensor w = s.at("bn/weight");
+        w.copy_(arange(0, 4, 1, Float32) * 0.5 + 0.25);
+      }
+      Tensor xg = xs.copy().requires_grad_();
+      nn::ModeScope mode(nn::Mode::Train);
+      Tensor y = g.compile()(xg);
+      sum(y * rs).backward();
+      std::vector<Tensor> out{y.detach(), xg.grad()};
+      for (const char* k : {"bn/running_mean", "bn/running_var"}) out.push_back(s.at(k).copy());
+      for (const char* k : {"bn/weight", "bn/bias"}) out.push_back(s.at(k).grad());
+      return out;
+    };
+    const std::vector<Tensor> whole = run(false, x, r);
+    ThreadPair pair;
+    std::vector<Tensor> part[2];
     {
-      NoGrad off;
-      Tensor w = s.at("bn/weight");
-      w.copy_(arange(0, 4, 1, Float32) * 0.5 + 0.25);
+      InstallGroup installed(&pair);
+      std::thread other([&] { part[1] = run(true, slice(x, 0, 3, 6), slice(r, 0, 3, 6)); });
+      part[0] = run(true, slice(x, 0, 0, 3), slice(r, 0, 0, 3));
+      other.join();
     }
-    Tensor xg = xs.copy().requires_grad_();
-    nn::ModeScope mode(nn::Mode::Train);
-    Tensor y = g.compile()(xg);
-    sum(y * rs).backward();
-    std::vector<Tensor> out{y.detach(), xg.grad()};
-    for (const char* k : {"bn/running_mean", "bn/running_var"}) out.push_back(s.at(k).copy());
-    for (const char* k : {"bn/weight", "bn/bias"}) out.push_back(s.at(k).grad());
-    return out;
-  };
-  const std::vector<Tensor> whole = run(false, x, r);
-  ThreadPair pair;
-  std::vector<Tensor> part[2];
-  {
-    InstallGroup installed(&pair);
-    std::thread other([&] { part[1] = run(true, slice(x, 0, 3, 6), slice(r, 0, 3, 6)); });
-    part[0] = run(true, slice(x, 0, 0, 3), slice(r, 0, 0, 3));
-    other.join();
+    const char* names[] = {"y", "x grad", "running_mean", "running_var", "weight grad", "bias grad"};
+    const double abs_tol = dt == Float64 ? 1e-12 : 1e-5, rel_tol = dt == Float64 ? 1e-12 : 1e-4;
+    auto expect_near = [&](const Tensor& got, const Tensor& want, const std::string& what) {
+      ASSERT_EQ(got.dtype(), dt) << what;
+      const auto a = want.astype(Float64).to_vector<double>(), b = got.astype(Float64).to_vector<double>();
+      ASSERT_EQ(a.size(), b.size()) << what;
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_NEAR(b[i], a[i], abs_tol + rel_tol * std::abs(a[i])) << what << " element " << i;
+    };
+    for (int p = 0; p < 2; ++p) {
+      const std::string who = "replica " + std::to_string(p) + ": ";
+      ASSERT_EQ(part[p].size(), 6u);
+      for (size_t k = 0; k < 2; ++k) expect_near(part[p][k], slice(whole[k], 0, 3 * p, 3 * p + 3), who + names[k]);
+      for (size_t k = 2; k < 4; ++k) expect_near(part[p][k], whole[k], who + names[k]);
+    }
+    for (size_t k = 4; k < 6; ++k) expect_near(part[0][k] + part[1][k], whole[k], names[k]);
+    // without a group (or a group of one) the flag changes nothing
+    const std::vector<Tensor> plain = run(false, x, r), alone = run(true, x, r);
+    for (size_t k = 0; k < plain.size(); ++k) EXPECT_TRUE(array_equal(alone[k], plain[k])) << names[k];
   }
-  const char* names[] = {"y", "x grad", "running_mean", "running_var", "weight grad", "bias grad"};
-  auto expect_near = [&](const Tensor& got, const Tensor& want, const std::string& what) {
-    const auto a = want.to_vector<float>(), b = got.to_vector<float>();
-    ASSERT_EQ(a.size(), b.size()) << what;
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 + 1e-4 * std::abs(a[i])) << what << " element " << i;
-  };
-  for (int p = 0; p < 2; ++p) {
-    const std::string who = "replica " + std::to_string(p) + ": ";
-    ASSERT_EQ(part[p].size(), 6u);
-    for (size_t k = 0; k < 2; ++k) expect_near(part[p][k], slice(whole[k], 0, 3 * p, 3 * p + 3), who + names[k]);
-    for (size_t k = 2; k < 4; ++k) expect_near(part[p][k], whole[k], who + names[k]);
-  }
-  for (size_t k = 4; k < 6; ++k) expect_near(part[0][k] + part[1][k], whole[k], names[k]);
-  // without a group (or a group of one) the flag changes nothing
-  const std::vector<Tensor> plain = run(false, x, r), alone = run(true, x, r);
-  for (size_t k = 0; k < plain.size(); ++k) EXPECT_EQ(alone[k].to_vector<float>(), plain[k].to_vector<float>()) << names[k];
 }
 
 TEST(SyncBatchNorm, ReplicaSumIsTheIdentityAlone) {

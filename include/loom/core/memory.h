@@ -29,7 +29,7 @@ void empty_cache(Device device = default_device());
 
 // A memory plan for a computation that repeats with the same allocations, as a training step
 // does. The first scopes record the sizes and lifetimes of the blocks that the calling thread
-// allocates and frees within them; the arena then reserves one buffer in which blocks never
+// allocates and frees within them (outside the chunks of a parallel_for it takes); the arena then reserves one buffer in which blocks never
 // live at the same time share bytes (placed largest first, each at the lowest offset free
 // for its whole lifetime), and later scopes serve the same allocations from it: the k-th
 // allocation of a size gets the place of the recording's k-th of that size. Blocks that

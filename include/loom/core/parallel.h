@@ -19,5 +19,8 @@ void share_cores(int processes);
 // inside a parallel region.
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn);
+// Whether this thread is running chunks of a parallel_for split over the pool (the calling
+// thread while it takes its share included).
+bool in_parallel_region();
 
 }  // namespace loom

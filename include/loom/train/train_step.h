@@ -48,6 +48,7 @@ struct StepStats {
   int64_t arena_missed = 0;        // of them, planned but not served (another shape, a place still held)
   int64_t arena_bytes = 0;         // the memory plan's buffer (0 until the second step has run)
   int64_t arena_planned_peak = 0;  // the most bytes its planned blocks held at once when recorded
+  int64_t arena_steps = 0;         // steps so far with allocations served by the plan and none missed
 };
 
 class TrainStep {

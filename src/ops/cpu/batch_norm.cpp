@@ -145,4 +145,112 @@ void batch_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& 
   });
 }
 
+// ---- the same in parts, for statistics reduced across replicas in between
+
+void batch_norm_sums(const Tensor& sums, const Tensor& x) {
+  const Geometry g = geometry(x);
+  double* out = sums.data<double>();
+  const double count = static_cast<double>(g.n * g.s);
+  out[2 * g.c] = count;
+  detail::dispatch_float(x.dtype(), "batch_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    parallel_for(0, g.c, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double s[2] = {0, 0};  // as batch_norm_train: the mean, then the squares about it
+        for (int64_t n = 0; n < g.n; ++n) centred_sums<T>(xp + (n * g.c + c) * g.s, g.s, T(0), s);
+        const double mu = s[0] / count;
+        double d[2] = {0, 0};
+        for (int64_t n = 0; n < g.n; ++n) centred_sums<T>(xp + (n * g.c + c) * g.s, g.s, static_cast<T>(mu), d);
+        const double m2 = std::max(0.0, d[1] - d[0] * d[0] / count);
+        out[c] = s[0];
+        out[g.c + c] = m2 + count * mu * mu;
+      }
+    });
+  });
+}
+
+void batch_norm_apply(const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight,
+                      const Tensor& bias, double eps) {
+  const Geometry g = geometry(x);
+  const double* mp = mean.data<double>();
+  const double* vp = var.data<double>();
+  detail::dispatch_float(x.dtype(), "batch_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    T* yp = y.data<T>();
+    const T* wp = opt<T>(weight);
+    const T* bp = opt<T>(bias);
+    parallel_for(0, g.c, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const double inv = 1.0 / std::sqrt(vp[c] + eps);
+        const T scale = static_cast<T>(inv * (wp ? static_cast<double>(wp[c]) : 1.0));
+        const T shift = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mp[c] * static_cast<double>(scale));
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* row = xp + (n * g.c + c) * g.s;
+          T* out = yp + (n * g.c + c) * g.s;
+          if constexpr (std::is_same_v<T, float>)
+            simd::table().scale_shift(out, row, g.s, scale, shift);
+          else
+            for (int64_t k = 0; k < g.s; ++k) out[k] = row[k] * scale + shift;
+        }
+      }
+    });
+  });
+}
+
+void batch_norm_grad_sums(const Tensor& sums, const Tensor& gy, const Tensor& x, const Tensor& mean) {
+  const Geometry g = geometry(x);
+  const double* mp = mean.data<double>();
+  double* out = sums.data<double>();
+  detail::dispatch_float(x.dtype(), "batch_norm backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    const T* gp = gy.data<T>();
+    parallel_for(0, g.c, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double s[2] = {0, 0};
+        for (int64_t n = 0; n < g.n; ++n)
+          grad_sums<T>(xp + (n * g.c + c) * g.s, gp + (n * g.c + c) * g.s, g.s, static_cast<T>(mp[c]), s);
+        out[c] = s[0];
+        out[g.c + c] = s[1];
+      }
+    });
+  });
+}
+
+void batch_norm_input_grad(const Tensor& gx, const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& var,
+                           const Tensor& weight, const Tensor& sums, double count, double eps) {
+  const Geometry g = geometry(x);
+  const double* mp = mean.data<double>();
+  const double* vp = var.data<double>();
+  const double* sp = sums.data<double>();
+  detail::dispatch_float(x.dtype(), "batch_norm backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    const T* gp = gy.data<T>();
+    const T* wp = opt<T>(weight);
+    T* gxp = gx.data<T>();
+    parallel_for(0, g.c, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        // as batch_norm_backward, over the sums of every replica
+        const double inv = 1.0 / std::sqrt(vp[c] + eps), w = wp ? static_cast<double>(wp[c]) : 1.0;
+        const T k1 = static_cast<T>(w * inv);
+        const T k2 = static_cast<T>(w * inv * sp[c] / count);
+        const T k3 = static_cast<T>(w * inv * inv * inv * sp[g.c + c] / count);
+        const T mu = static_cast<T>(mp[c]);
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* row = xp + (n * g.c + c) * g.s;
+          const T* grow = gp + (n * g.c + c) * g.s;
+          T* out = gxp + (n * g.c + c) * g.s;
+          if constexpr (std::is_same_v<T, float>)
+            simd::table().batch_norm_input_grad(out, grow, row, g.s, k1, k2, mu, k3);
+          else
+            for (int64_t k = 0; k < g.s; ++k) out[k] = grow[k] * k1 - k2 - (row[k] - mu) * k3;
+        }
+      }
+    });
+  });
+}
+
 }  // namespace loom::cpu

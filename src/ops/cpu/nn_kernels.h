@@ -40,6 +40,12 @@ void batch_norm_train(const Tensor& y, const Tensor& mean, const Tensor& var, co
                       const Tensor& bias, double eps);
 void batch_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
                          const Tensor& mean, const Tensor& var, const Tensor& weight, double eps);
+void batch_norm_sums(const Tensor& sums, const Tensor& x);
+void batch_norm_apply(const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight,
+                      const Tensor& bias, double eps);
+void batch_norm_grad_sums(const Tensor& sums, const Tensor& g, const Tensor& x, const Tensor& mean);
+void batch_norm_input_grad(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& var,
+                           const Tensor& weight, const Tensor& sums, double count, double eps);
 void max_pool2d_backward(const Tensor& gx, const Tensor& gy, const Tensor& indices);
 void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
                 const Tensor& bias, int64_t cols, double eps);
