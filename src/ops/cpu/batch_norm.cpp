@@ -58,6 +58,33 @@ void grad_sums(const T* x, const T* g, int64_t n, T m, double* s) {
   }
 }
 
+// y = x * scale + shift over channel c's runs.
+template <typename T>
+void scale_shift_channel(const Geometry& g, int64_t c, const T* xp, T* yp, T scale, T shift) {
+  for (int64_t n = 0; n < g.n; ++n) {
+    const T* row = xp + (n * g.c + c) * g.s;
+    T* out = yp + (n * g.c + c) * g.s;
+    if constexpr (std::is_same_v<T, float>)
+      simd::table().scale_shift(out, row, g.s, scale, shift);
+    else
+      for (int64_t k = 0; k < g.s; ++k) out[k] = row[k] * scale + shift;
+  }
+}
+
+// gx = g * k1 - k2 - (x - m) * k3 over channel c's runs.
+template <typename T>
+void input_grad_channel(const Geometry& g, int64_t c, const T* xp, const T* gp, T* gxp, T k1, T k2, T m, T k3) {
+  for (int64_t n = 0; n < g.n; ++n) {
+    const T* row = xp + (n * g.c + c) * g.s;
+    const T* grow = gp + (n * g.c + c) * g.s;
+    T* out = gxp + (n * g.c + c) * g.s;
+    if constexpr (std::is_same_v<T, float>)
+      simd::table().batch_norm_input_grad(out, grow, row, g.s, k1, k2, m, k3);
+    else
+      for (int64_t k = 0; k < g.s; ++k) out[k] = grow[k] * k1 - k2 - (row[k] - m) * k3;
+  }
+}
+
 }  // namespace
 
 void batch_norm_train(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x, const Tensor& weight,
@@ -88,14 +115,7 @@ void batch_norm_train(const Tensor& y, const Tensor& mean, const Tensor& var, co
         // y = x * scale + shift with the affine folded in
         const T scale = static_cast<T>(inv * (wp ? static_cast<double>(wp[c]) : 1.0));
         const T shift = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mu * static_cast<double>(scale));
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* row = xp + (n * g.c + c) * g.s;
-          T* out = yp + (n * g.c + c) * g.s;
-          if constexpr (std::is_same_v<T, float>)
-            simd::table().scale_shift(out, row, g.s, scale, shift);
-          else
-            for (int64_t k = 0; k < g.s; ++k) out[k] = row[k] * scale + shift;
-        }
+        scale_shift_channel<T>(g, c, xp, yp, scale, shift);
       }
     });
   });
@@ -131,15 +151,7 @@ void batch_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& 
         const T k1 = static_cast<T>(w * inv);
         const T k2 = static_cast<T>(w * inv * sum_g / count);
         const T k3 = static_cast<T>(w * inv * inv * inv * sum_gx / count);  // times (x - mean)
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* row = xp + (n * g.c + c) * g.s;
-          const T* grow = gp + (n * g.c + c) * g.s;
-          T* out = gxp + (n * g.c + c) * g.s;
-          if constexpr (std::is_same_v<T, float>)
-            simd::table().batch_norm_input_grad(out, grow, row, g.s, k1, k2, static_cast<T>(mu), k3);
-          else
-            for (int64_t k = 0; k < g.s; ++k) out[k] = grow[k] * k1 - k2 - (row[k] - static_cast<T>(mu)) * k3;
-        }
+        input_grad_channel<T>(g, c, xp, gp, gxp, k1, k2, static_cast<T>(mu), k3);
       }
     });
   });
@@ -186,14 +198,7 @@ void batch_norm_apply(const Tensor& y, const Tensor& x, const Tensor& mean, cons
         const double inv = 1.0 / std::sqrt(vp[c] + eps);
         const T scale = static_cast<T>(inv * (wp ? static_cast<double>(wp[c]) : 1.0));
         const T shift = static_cast<T>((bp ? static_cast<double>(bp[c]) : 0.0) - mp[c] * static_cast<double>(scale));
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* row = xp + (n * g.c + c) * g.s;
-          T* out = yp + (n * g.c + c) * g.s;
-          if constexpr (std::is_same_v<T, float>)
-            simd::table().scale_shift(out, row, g.s, scale, shift);
-          else
-            for (int64_t k = 0; k < g.s; ++k) out[k] = row[k] * scale + shift;
-        }
+        scale_shift_channel<T>(g, c, xp, yp, scale, shift);
       }
     });
   });
@@ -239,15 +244,7 @@ void batch_norm_input_grad(const Tensor& gx, const Tensor& gy, const Tensor& x, 
         const T k2 = static_cast<T>(w * inv * sp[c] / count);
         const T k3 = static_cast<T>(w * inv * inv * inv * sp[g.c + c] / count);
         const T mu = static_cast<T>(mp[c]);
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* row = xp + (n * g.c + c) * g.s;
-          const T* grow = gp + (n * g.c + c) * g.s;
-          T* out = gxp + (n * g.c + c) * g.s;
-          if constexpr (std::is_same_v<T, float>)
-            simd::table().batch_norm_input_grad(out, grow, row, g.s, k1, k2, mu, k3);
-          else
-            for (int64_t k = 0; k < g.s; ++k) out[k] = grow[k] * k1 - k2 - (row[k] - mu) * k3;
-        }
+        input_grad_channel<T>(g, c, xp, gp, gxp, k1, k2, mu, k3);
       }
     });
   });
