@@ -13,6 +13,24 @@
 #include "loom/core/error.h"
 #include "loom/core/parallel.h"
 
+// Under AddressSanitizer the parts of a step arena's buffer that no block holds are poisoned,
+// so that a read or write there is reported as it would be for a freed block of its own.
+#if defined(__SANITIZE_ADDRESS__)
+#define LOOM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LOOM_ASAN 1
+#endif
+#endif
+#ifdef LOOM_ASAN
+#include <sanitizer/asan_interface.h>
+#define LOOM_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define LOOM_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define LOOM_POISON(p, n) ((void)(p), (void)(n))
+#define LOOM_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace loom {
 
 // One reserved buffer of a StepArena: the blocks in use in it, by offset. Freed when retired (its
@@ -149,6 +167,7 @@ class CpuAllocator final : public Allocator {
       ArenaBuffer& b = *buffers_[i];
       if (static_cast<char*>(ptr) >= b.base && static_cast<char*>(ptr) < b.base + b.size) {
         b.live.erase(static_cast<size_t>(static_cast<char*>(ptr) - b.base));
+        LOOM_POISON(ptr, size);
         if (b.retired && b.live.empty()) drop_buffer_locked(i);
         return;
       }
@@ -242,6 +261,7 @@ class CpuAllocator final : public Allocator {
     buffer->base = static_cast<char*>(std::aligned_alloc(4096, total));
     if (!buffer->base) return;  // no plan: every allocation goes to the allocator
     buffer->size = total;
+    LOOM_POISON(buffer->base, total);
     buffers_.push_back(buffer);
     stats_.arena_bytes += static_cast<int64_t>(total);
     a.buffer = buffer;
@@ -300,6 +320,7 @@ class CpuAllocator final : public Allocator {
     }
     live.emplace(at, size);
     ++a.stats.served;
+    LOOM_UNPOISON(a.buffer->base + at, size);
     return a.buffer->base + at;
   }
 
@@ -313,6 +334,7 @@ class CpuAllocator final : public Allocator {
   }
 
   void drop_buffer_locked(size_t i) {
+    LOOM_UNPOISON(buffers_[i]->base, buffers_[i]->size);
     std::free(buffers_[i]->base);
     stats_.arena_bytes -= static_cast<int64_t>(buffers_[i]->size);
     buffers_.erase(buffers_.begin() + static_cast<std::ptrdiff_t>(i));

@@ -2,6 +2,17 @@
 // when the last view of it dies.
 #include "core_test_util.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define LOOM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LOOM_TEST_ASAN 1
+#endif
+#endif
+#ifdef LOOM_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 using namespace loom;
 using loom_test::contains_all;
 using loom_test::error_message;
@@ -317,4 +328,22 @@ TEST(StepArena, OneScopeAtATimeAndNoneUnderAMemoryLimit) {
   EXPECT_EQ(other.stats().recordings, 1);
   EXPECT_EQ(other.stats().reserved_bytes, 0);  // recorded, but nothing reserved beside the limit
   EXPECT_EQ(other.stats().served, 0);
+}
+
+// Under AddressSanitizer the buffer's free parts are poisoned: a block freed in the plan reads
+// as freed memory, a block in use does not.
+TEST(StepArena, FreePartsArePoisonedUnderAddressSanitizer) {
+#ifndef LOOM_TEST_ASAN
+  GTEST_SKIP() << "not an AddressSanitizer build";
+#else
+  StepArena arena;
+  std::vector<const void*> where;
+  for (int s = 0; s < 3; ++s) in_scope(arena, where);
+  ASSERT_EQ(arena.stats().served, 4);
+  EXPECT_TRUE(__asan_address_is_poisoned(where[1])) << "t2's place, freed at the end of the step";
+  std::vector<Tensor> kept;
+  in_scope(arena, where, &kept);
+  EXPECT_FALSE(__asan_address_is_poisoned(kept.at(0).data_ptr())) << "t1, still in use";
+  EXPECT_TRUE(all(kept[0] == 3.0f).item<bool>());
+#endif
 }
