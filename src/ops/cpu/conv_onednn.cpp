@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -377,6 +378,45 @@ Tensor rows(const Tensor& t, int64_t r0, int64_t r1) {
   return out;
 }
 
+// One part of a single sample's inference call split over Loom's pool: its geometry, plan and
+// key, where it reads and writes (offsets in floats) and, for a channel split, its output
+// channels.
+struct SplitPart {
+  ConvDims d;
+  std::string key;
+  std::shared_ptr<const Plan> plan;
+  int64_t src_at = 0, dst_at = 0, c0 = 0, c1 = 0;
+};
+
+// Builds every part's plan (for the one-thread OpenMP teams they run on) before any part runs,
+// so that a geometry oneDNN cannot run is found having written nothing; false then.
+bool plan_parts(std::vector<SplitPart>& ps, bool bias, Epilogue epi) {
+  onednn::use_omp_threads(1);
+  for (SplitPart& p : ps) {
+    p.key = key_of(Kind::Inference, p.d, bias, epi, 1);
+    p.plan = plan_for(p.key, Kind::Inference, p.d, bias, epi);
+    if (!p.plan->ok) return false;
+  }
+  return true;
+}
+
+// Runs exec(part) for every part over Loom's pool, each on a one-thread OpenMP team; a oneDNN
+// failure throws, naming how the call was split.
+void run_parts(const std::vector<SplitPart>& ps, const char* split, const std::function<void(const SplitPart&)>& exec) {
+  std::atomic<bool> ok{true};
+  parallel_for(0, static_cast<int64_t>(ps.size()), 1, [&](int64_t p0, int64_t p1) {
+    onednn::use_omp_threads(1);
+    for (int64_t i = p0; i < p1; ++i) try {
+        exec(ps[static_cast<size_t>(i)]);
+      } catch (const dnnl::error&) {
+        ok = false;
+      }
+  });
+  if (!ok)
+    throw Error(std::string("conv2d: oneDNN failed to run a convolution on part of its ") + split +
+                " (one sample, split over the threads)");
+}
+
 // Inference on a single sample with several threads. One call on an OpenMP team of
 // get_num_threads() would leave the team's workers spinning (libgomp's default wait policy)
 // while Loom's pool runs the next op on the same cores, and Loom's workers spinning while the
@@ -391,49 +431,30 @@ bool run_by_channels(const ConvDims& d, bool bias, void* x, void* out, Epilogue 
   if (d.src[0] != 1 || d.wei.size() != 4 || parts < 2) return false;
   // an NHWC output's channel parts are not contiguous (run_by_rows splits those)
   if (epi.dst_blocked && blocked_channels() == 1) return false;
-  struct Part {
-    ConvDims d;
-    std::string key;
-    std::shared_ptr<const Plan> plan;
-    int64_t c0, c1;
-  };
-  std::vector<Part> ps(static_cast<size_t>(parts));
-  onednn::use_omp_threads(1);  // the parts' plans run on one-thread teams
+  const int64_t plane = d.dst[2] * d.dst[3];
+  std::vector<SplitPart> ps(static_cast<size_t>(parts));
   for (int64_t i = 0; i < parts; ++i) {
-    Part& p = ps[static_cast<size_t>(i)];
+    SplitPart& p = ps[static_cast<size_t>(i)];
     p.c0 = oc * i / parts / 16 * 16;
     p.c1 = i + 1 == parts ? oc : oc * (i + 1) / parts / 16 * 16;
     p.d = d;
     p.d.wei[0] = p.d.dst[1] = p.c1 - p.c0;
-    p.key = key_of(Kind::Inference, p.d, bias, epi, 1);
-    p.plan = plan_for(p.key, Kind::Inference, p.d, bias, epi);
-    if (!p.plan->ok) return false;
+    p.dst_at = p.c0 * plane;
   }
-  const int64_t plane = d.dst[2] * d.dst[3];
-  std::atomic<bool> ok{true};
-  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
-    onednn::use_omp_threads(1);
-    for (int64_t i = p0; i < p1; ++i) {
-      const Part& p = ps[static_cast<size_t>(i)];
-      // the part's rows of the weights and bias, prepared (and cached) as a whole call's are
-      const WeightsIn slice{wi.sources,
-                            [&] {
-                              const std::vector<Tensor> v = wi.plain();
-                              return std::vector<Tensor>{rows(v[0], p.c0, p.c1), v.size() > 1 && v[1].defined()
-                                                                                     ? rows(v[1], p.c0, p.c1)
-                                                                                     : Tensor()};
-                            },
-                            true};
-      try {
-        const std::vector<Tensor> ready = prepared(*p.plan, p.key, slice, 1 + p.c0);
-        execute(*p.plan, x, ready[0].data_ptr(), static_cast<float*>(out) + p.c0 * plane,
-                ready[1].defined() ? ready[1].data_ptr() : nullptr, true);
-      } catch (const dnnl::error&) {
-        ok = false;
-      }
-    }
+  if (!plan_parts(ps, bias, epi)) return false;
+  run_parts(ps, "output channels", [&](const SplitPart& p) {
+    // the part's rows of the weights and bias, prepared (and cached) as a whole call's are
+    const WeightsIn slice{wi.sources,
+                          [&] {
+                            const std::vector<Tensor> v = wi.plain();
+                            return std::vector<Tensor>{rows(v[0], p.c0, p.c1),
+                                                       v.size() > 1 && v[1].defined() ? rows(v[1], p.c0, p.c1) : Tensor()};
+                          },
+                          true};
+    const std::vector<Tensor> ready = prepared(*p.plan, p.key, slice, 1 + p.c0);
+    execute(*p.plan, x, ready[0].data_ptr(), static_cast<float*>(out) + p.dst_at,
+            ready[1].defined() ? ready[1].data_ptr() : nullptr, true);
   });
-  if (!ok) throw Error("conv2d: oneDNN failed to run a convolution on part of its output channels (one sample, split over the threads)");
   return true;
 }
 
@@ -452,52 +473,33 @@ bool run_by_rows(const ConvDims& d, bool bias, void* x, void* out, void* b, Epil
   const int64_t parts = std::min<int64_t>(get_num_threads(), oh);
   if (d.src[0] != 1 || d.wei.size() != 4 || parts < 2 || blocked_channels() != 1) return false;
   const int64_t ext = (d.wei[2] - 1) * (d.dilates[0] + 1) + 1;  // input rows one output row reads
-  struct Part {
-    ConvDims d;
-    std::string key;
-    std::shared_ptr<const Plan> plan;
-    int64_t src_at, dst_at;  // offsets in floats
-  };
-  std::vector<Part> ps(static_cast<size_t>(parts));
-  onednn::use_omp_threads(1);  // the parts' plans run on one-thread teams
+  // NHWC (blocked) parts are dense; NCHW parts keep the whole tensor's strides
+  const int64_t src_row = epi.src_blocked ? d.src[1] * d.src[3] : d.src[3];
+  const int64_t dst_row = epi.dst_blocked ? d.dst[1] * d.dst[3] : d.dst[3];
+  std::vector<SplitPart> ps(static_cast<size_t>(parts));
   for (int64_t i = 0; i < parts; ++i) {
     const int64_t o0 = oh * i / parts, o1 = oh * (i + 1) / parts;
     const int64_t first = o0 * d.strides[0] - d.pad_l[0], end = (o1 - 1) * d.strides[0] - d.pad_l[0] + ext;
     const int64_t i0 = std::clamp<int64_t>(first, 0, d.src[2]), i1 = std::clamp<int64_t>(end, 0, d.src[2]);
     if (i1 <= i0) return false;  // rows of padding only
-    Part& p = ps[static_cast<size_t>(i)];
+    SplitPart& p = ps[static_cast<size_t>(i)];
     p.d = d;
     p.d.src[2] = i1 - i0;
     p.d.dst[2] = o1 - o0;
     p.d.pad_l[0] = i0 - first;
     p.d.pad_r[0] = end - i1;
-    // NHWC (blocked) parts are dense; NCHW parts keep the whole tensor's strides
-    const int64_t src_row = epi.src_blocked ? d.src[1] * d.src[3] : d.src[3];
-    const int64_t dst_row = epi.dst_blocked ? d.dst[1] * d.dst[3] : d.dst[3];
     if (!epi.src_blocked) p.d.src_user_strides = {d.src[1] * d.src[2] * d.src[3], d.src[2] * d.src[3], d.src[3], 1};
     if (!epi.dst_blocked) p.d.dst_user_strides = {d.dst[1] * d.dst[2] * d.dst[3], d.dst[2] * d.dst[3], d.dst[3], 1};
     p.src_at = i0 * src_row;
     p.dst_at = o0 * dst_row;
-    p.key = key_of(Kind::Inference, p.d, bias, epi, 1);
-    p.plan = plan_for(p.key, Kind::Inference, p.d, bias, epi);
-    if (!p.plan->ok) return false;
   }
-  std::atomic<bool> ok{true};
-  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
-    onednn::use_omp_threads(1);
-    for (int64_t i = p0; i < p1; ++i) {
-      const Part& p = ps[static_cast<size_t>(i)];
-      try {
-        const std::vector<Tensor> ready = prepared(*p.plan, p.key, wi);
-        void* bb = wi.folded ? (ready[1].defined() ? ready[1].data_ptr() : nullptr) : b;
-        execute(*p.plan, static_cast<float*>(x) + p.src_at, ready[0].data_ptr(), static_cast<float*>(out) + p.dst_at,
-                bb, true);
-      } catch (const dnnl::error&) {
-        ok = false;
-      }
-    }
+  if (!plan_parts(ps, bias, epi)) return false;
+  run_parts(ps, "output rows", [&](const SplitPart& p) {
+    const std::vector<Tensor> ready = prepared(*p.plan, p.key, wi);
+    void* bb = wi.folded ? (ready[1].defined() ? ready[1].data_ptr() : nullptr) : b;
+    execute(*p.plan, static_cast<float*>(x) + p.src_at, ready[0].data_ptr(), static_cast<float*>(out) + p.dst_at, bb,
+            true);
   });
-  if (!ok) throw Error("conv2d: oneDNN failed to run a convolution on part of its output rows (one sample, split over the threads)");
   row_split_calls.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
