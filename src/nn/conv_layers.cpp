@@ -259,12 +259,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
                      std::to_string(static_cast<int64_t>(n)) + " for input " + shape_str(x.shape()));
   const Tensor mean = slice(total, 0, 0, C) / n;
   const Tensor var = maximum(slice(total, 0, C, 2 * C) / n - multiply(mean, mean), 0.0);
-  {
-    NoGrad off;
-    Tensor rm = running_mean, rv = running_var;
-    rm.copy_(running_mean * (1.0 - momentum) + astype(mean.detach(), rm.dtype()) * momentum);
-    rv.copy_(running_var * (1.0 - momentum) + astype(var.detach(), rv.dtype()) * (momentum * n / (n - 1)));
-  }
+  loom::detail::update_running_stats(running_mean, running_var, mean.detach(), var.detach(), momentum, n);
   Tensor y = multiply(subtract(x, reshape(astype(mean, x.dtype()), bshape)), rsqrt(reshape(astype(var, x.dtype()), bshape) + eps));
   if (w.defined()) y = multiply(y, reshape(w, bshape));
   if (b.defined()) y = add(y, reshape(b, bshape));

@@ -1,6 +1,7 @@
 #pragma once
-// Training-mode batch norm whose statistics are reduced across replicas (synchronized batch
-// norm, loom::nn::BatchNorm with sync): internal to the library.
+// Training-mode batch norm's internals shared with loom::nn: the running-statistics update,
+// and batch norm whose statistics are reduced across replicas (synchronized batch norm,
+// loom::nn::BatchNorm with sync).
 #include <functional>
 
 #include "loom/core/tensor.h"
@@ -10,6 +11,11 @@ namespace loom::detail {
 // Sums a contiguous float64 tensor over every replica, in place; each replica calls it in the
 // same order.
 using ReplicaReduce = std::function<void(Tensor&)>;
+
+// The running statistics moved towards a batch's mean and biased var over `count` values
+// (the var unbiased by count / (count - 1)), as batch_norm does; not recorded for gradients.
+void update_running_stats(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean, const Tensor& var,
+                          double momentum, double count);
 
 // Whether batch_norm_reduced runs fused here (float32 / float64 on the CPU, weight and bias of
 // x's dtype); otherwise the caller composes it from differentiable ops.

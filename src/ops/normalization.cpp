@@ -73,13 +73,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
     Tensor m = detail::alloc(cshape, x.dtype(), x.device()), v = detail::alloc(cshape, x.dtype(), x.device());
     detail::backend(x.device()).batch_norm_train(y, m, v, xc, wc, bc, eps);
-    if (running_mean.defined()) {
-      NoGrad off;
-      const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
-      Tensor rm = running_mean, rv = running_var;
-      rm.copy_(running_mean * (1.0 - momentum) + astype(m, running_mean.dtype()) * momentum);
-      rv.copy_(running_var * (1.0 - momentum) + astype(v, running_var.dtype()) * (momentum * unbias));
-    }
+    if (running_mean.defined())
+      detail::update_running_stats(running_mean, running_var, m, v, momentum, static_cast<double>(n));
     std::vector<Tensor> inputs{x};
     if (weight.defined()) inputs.push_back(weight);
     if (bias.defined()) inputs.push_back(bias);
@@ -105,16 +100,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                        detail::desc(x));
     mean_b = mean(x, axes, true);
     var_b = var(x, axes, 0, true);
-    if (running_mean.defined()) {
-      NoGrad off;
-      const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
-      Tensor m = reshape(mean_b.detach(), cshape), v = reshape(var_b.detach(), cshape);
-      Tensor new_mean = running_mean * (1.0 - momentum) + astype(m, running_mean.dtype()) * momentum;
-      Tensor new_var = running_var * (1.0 - momentum) + astype(v, running_var.dtype()) * (momentum * unbias);
-      Tensor rm = running_mean, rv = running_var;
-      rm.copy_(new_mean);
-      rv.copy_(new_var);
-    }
+    if (running_mean.defined())
+      detail::update_running_stats(running_mean, running_var, reshape(mean_b.detach(), cshape),
+                                   reshape(var_b.detach(), cshape), momentum, static_cast<double>(n));
   } else {
     if (!running_mean.defined())
       throw ValueError(std::string(op) + ": evaluation (training=false) needs running_mean and running_var");
@@ -190,6 +178,18 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 namespace detail {
 
+void update_running_stats(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean, const Tensor& var,
+                          double momentum, double count) {
+  NoGrad off;
+  const double unbias = count / (count - 1);
+  // both computed before either is written
+  const Tensor new_mean = running_mean * (1.0 - momentum) + astype(mean, running_mean.dtype()) * momentum;
+  const Tensor new_var = running_var * (1.0 - momentum) + astype(var, running_var.dtype()) * (momentum * unbias);
+  Tensor rm = running_mean, rv = running_var;
+  rm.copy_(new_mean);
+  rv.copy_(new_var);
+}
+
 bool batch_norm_reduced_fused(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return x.defined() && x.ndim() >= 2 && x.device().type == DeviceType::CPU && x.shape()[1] > 0 &&
          (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) &&
@@ -226,12 +226,7 @@ Tensor batch_norm_reduced(const Tensor& x, const Tensor& running_mean, const Ten
   }
   Tensor y = alloc(x.shape(), x.dtype(), x.device());
   be.batch_norm_apply(y, xc, mean, var, wc, bc, eps);
-  if (running_mean.defined()) {
-    NoGrad off;
-    Tensor rm = running_mean, rv = running_var;
-    rm.copy_(running_mean * (1.0 - momentum) + astype(mean, running_mean.dtype()) * momentum);
-    rv.copy_(running_var * (1.0 - momentum) + astype(var, running_var.dtype()) * (momentum * n / (n - 1)));
-  }
+  if (running_mean.defined()) update_running_stats(running_mean, running_var, mean, var, momentum, n);
   std::vector<Tensor> inputs{x};
   if (weight.defined()) inputs.push_back(weight);
   if (bias.defined()) inputs.push_back(bias);
