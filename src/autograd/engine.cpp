@@ -85,9 +85,20 @@ Tensor default_seed(const Tensor& out, const char* what) {
 // saved tensor, no other gradient nor a view of one (a rule may return its incoming gradient
 // or a saved tensor, to several inputs too), and nothing else can see the write; a
 // broadcast view (sum()'s gradient) cannot take a write.
+bool engine_owns(const Tensor& sum) {
+  return sum.impl().use_count() == 1 && sum.storage().use_count() == 1 && !sum.requires_grad() &&
+         !has_internal_overlap(sum.shape(), sum.strides());
+}
 bool sole_holder(const Tensor& sum, const Tensor& g) {
-  return sum.impl().use_count() == 1 && sum.storage().use_count() == 1 && sum.shape() == g.shape() &&
-         sum.dtype() == g.dtype() && !sum.requires_grad() && !has_internal_overlap(sum.shape(), sum.strides());
+  return engine_owns(sum) && sum.shape() == g.shape() && sum.dtype() == g.dtype();
+}
+
+// Lets a one-input rule add its gradient into the sum already pending for its input
+// (Node::add_into) instead of returning a whole gradient to be added there.
+bool added_into_pending(Node* n, const Tensor& g, std::unordered_map<Node*, Tensor>& pending) {
+  if (n->next.size() != 1 || !n->next[0]) return false;
+  auto it = pending.find(n->next[0].get());
+  return it != pending.end() && it->second.defined() && engine_owns(it->second) && n->add_into(g, it->second);
 }
 
 // Whether a leaf's existing .grad() may take the pass's gradient g in place at the end of the
@@ -157,7 +168,7 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
         }
       }
     } else if (g.defined()) {
-      grads = n->apply(g);
+      if (!added_into_pending(n, g, pending)) grads = n->apply(g);
       if (!retain) n->release();
     }
     for (size_t i = 0; i < n->next.size(); ++i) {

@@ -105,9 +105,18 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 
 namespace {
 
+struct Running {  // names the node whose rule runs in a SavedTensor's error
+  const char* prev;
+  explicit Running(const char* op) : prev(backward_op) { backward_op = op; }
+  ~Running() { backward_op = prev; }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+};
+
 class FunctionNode final : public Node {
  public:
-  FunctionNode(const char* op, const std::vector<Tensor>& inputs, BackwardFn fn) : op_(op), fn_(std::move(fn)) {
+  FunctionNode(const char* op, const std::vector<Tensor>& inputs, BackwardFn fn, AddIntoFn add_into = nullptr)
+      : op_(op), fn_(std::move(fn)), add_into_(std::move(add_into)) {
     for (const Tensor& t : inputs) {
       next.push_back(gradient_edge(t));
       shapes_.push_back(t.shape());
@@ -115,11 +124,7 @@ class FunctionNode final : public Node {
     }
   }
   std::vector<Tensor> apply(const Tensor& grad) override {
-    struct Running {  // names this node in a SavedTensor's error
-      const char* prev;
-      explicit Running(const char* op) : prev(backward_op) { backward_op = op; }
-      ~Running() { backward_op = prev; }
-    } running(op_);
+    const Running running(op_);
     if (!fn_)
       throw AutogradError(std::string("backward of ") + op_ +
                           ": the graph has been run backward already and the tensors saved for it were freed; "
@@ -135,25 +140,47 @@ class FunctionNode final : public Node {
     }
     return gs;
   }
+  bool add_into(const Tensor& grad, Tensor& sum) override {
+    if (!add_into_ || !fn_ || next.size() != 1 || sum.shape() != shapes_[0] || sum.dtype() != dtypes_[0] ||
+        !sum.is_contiguous())
+      return false;
+    const Running running(op_);
+    return add_into_(grad, sum);
+  }
   const char* name() const override { return op_; }
-  void release() override { fn_ = nullptr; }  // the rule's captures hold the saved tensors
+  void release() override {  // the rule's captures hold the saved tensors
+    fn_ = nullptr;
+    add_into_ = nullptr;
+  }
 
  private:
   const char* op_;
   BackwardFn fn_;
+  AddIntoFn add_into_;
   std::vector<Shape> shapes_;
   std::vector<DType> dtypes_;
 };
 
 }  // namespace
 
-Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, BackwardFn fn) {
+namespace {
+Tensor attach(const std::vector<Tensor>& inputs, Tensor out, std::shared_ptr<Node> node) {
   for (const Tensor& t : inputs)
     if (t.impl() == out.impl()) out = out.detach();  // never overwrite an input's history
-  auto node = std::make_shared<FunctionNode>(op, inputs, std::move(fn));
   out.impl()->requires_grad = true;
   out.impl()->grad_fn = std::move(node);
   return out;
+}
+}  // namespace
+
+Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, BackwardFn fn) {
+  return attach(inputs, std::move(out), std::make_shared<FunctionNode>(op, inputs, std::move(fn)));
+}
+
+Tensor record(const char* op, const Tensor& input, Tensor out, BackwardFn fn, AddIntoFn add_into) {
+  std::vector<Tensor> inputs{input};
+  auto node = std::make_shared<FunctionNode>(op, inputs, std::move(fn), std::move(add_into));
+  return attach(inputs, std::move(out), std::move(node));
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {

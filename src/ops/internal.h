@@ -65,12 +65,17 @@ inline SavedTensor save(const Tensor& t) { return SavedTensor(t); }
 // Backward rule: gradients of the inputs from the output's gradient; undefined = zero.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad)>;
 
+// Adds the gradient of a one-input rule into `sum` (Node::add_into); false when it cannot.
+using AddIntoFn = std::function<bool(const Tensor& grad, Tensor& sum)>;
+
 // True when recording is on and some input requires grad.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 bool needs_grad(const std::vector<Tensor>& inputs);
 // Attaches `fn` as the grad_fn of `out`. Input gradients are summed back to each input's
 // shape (undoing broadcasting) and converted to its dtype by the node itself.
 Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, BackwardFn fn);
+// The same for a one-input op whose rule can also add its gradient into a sum in place.
+Tensor record(const char* op, const Tensor& input, Tensor out, BackwardFn fn, AddIntoFn add_into);
 
 // Sums g over broadcast axes so that it has `shape`.
 Tensor sum_to(const Tensor& g, const Shape& shape);

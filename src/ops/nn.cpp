@@ -58,27 +58,43 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
     out = take(weight, idx, 0);
   }
   if (!detail::needs_grad({&weight})) return out;
-  return detail::record(op, {weight}, out, [idx = detail::save(idx), padding_idx, wshape = weight.shape()](const Tensor& g) {
-    Tensor gm = g;
-    if (padding_idx >= 0)
-      gm = where(expand_dims(not_equal(idx, scalar_tensor(padding_idx, DType::Int64, idx.device())), -1), g,
+  const detail::SavedTensor saved = detail::save(idx);
+  // g's rows with the padding id's rows zeroed (they add nothing to the table)
+  auto masked = [saved, padding_idx](const Tensor& g) {
+    if (padding_idx < 0) return g;
+    const Tensor& i = saved.get();
+    return where(expand_dims(not_equal(i, scalar_tensor(padding_idx, DType::Int64, i.device())), -1), g,
                  zeros({}, g.dtype(), g.device()));
+  };
+  // Adds the rows of gm into `table` with one row-wise index_add; repeated ids add up.
+  auto add_rows = [saved](const Tensor& gm, const Tensor& table) {
+    const int64_t m = saved.get().numel();
+    if (m == 0) return;
+    Tensor rows = detail::contiguous_raw(gm.astype(table.dtype())).reshape({m, table.shape()[1]});
+    detail::backend(table.device()).index_add(table, 0, saved.get().reshape({m}), rows);
+  };
+  auto rule = [saved, masked, add_rows, wshape = weight.shape()](const Tensor& g) {
+    Tensor gm = masked(g);
     if (!detail::needs_grad({&gm})) {
-      // Fast path (backward runs without recording, docs/autograd.md): add the rows of g into
-      // a zero table with one row-wise index_add; repeated ids add up. index_put below builds
-      // an int64 position for every element of the table (arange over num_embeddings * dim),
-      // which made this 60x slower for a 50000 x 128 table (docs/benchmarks.md, word2vec).
+      // Fast path (backward runs without recording, docs/autograd.md): the rows into a zero
+      // table. index_put below builds an int64 position for every element of the table
+      // (arange over num_embeddings * dim), which made this 60x slower for a 50000 x 128 table
+      // (docs/benchmarks.md, word2vec).
       Tensor z = zeros(wshape, g.dtype(), g.device());
-      const int64_t m = idx.numel();
-      if (m > 0) {
-        Tensor rows = detail::contiguous_raw(gm.astype(g.dtype())).reshape({m, wshape[1]});
-        detail::backend(g.device()).index_add(z, 0, idx.get().reshape({m}), rows);
-      }
+      add_rows(gm, z);
       return Grads{z};
     }
     // index_put with accumulate: repeated ids add up, and the rule stays differentiable in g
-    return Grads{index_put(zeros(wshape, g.dtype(), g.device()), {TensorIndex(idx)}, gm, true)};
-  });
+    return Grads{index_put(zeros(wshape, g.dtype(), g.device()), {TensorIndex(saved.get())}, gm, true)};
+  };
+  // A table that another lookup's gradient already reached takes these rows in place.
+  auto into = [masked, add_rows](const Tensor& g, Tensor& sum) {
+    Tensor gm = masked(g);
+    if (detail::needs_grad({&gm}) || gm.dtype() != sum.dtype()) return false;
+    add_rows(gm, sum);
+    return true;
+  };
+  return detail::record(op, weight, out, rule, into);
 }
 
 }  // namespace loom

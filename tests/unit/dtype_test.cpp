@@ -1,5 +1,6 @@
 // Dtype promotion (NumPy's table), the weak-scalar rule, result dtypes of ops, and the 16-bit
 // float conversions.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -313,4 +314,27 @@ TEST(Half, TensorsStoreHalfBits) {
   Tensor b = tensor<float>({1.0f + std::ldexp(3.0f, -8)}).astype(BFloat16);
   EXPECT_EQ(b.data<bfloat16>()[0].bits, 0x3f82);
   EXPECT_THROW(t.data<float>(), DTypeError);
+}
+
+// fill takes memset for all-zero bits; a negative zero, a non-zero value and strided
+// destinations keep the element loop. Every dtype, contiguous and strided, over garbage.
+TEST(DType, FillWritesZeroAndNegativeZeroBitsInEveryDType) {
+  for (DType dt : {Bool, UInt8, Int32, Int64, Float16, BFloat16, Float32, Float64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor t = full({3, 40}, 1.0, dt);
+    const std::vector<unsigned char> ones_bits(static_cast<const unsigned char*>(t.data_ptr()),
+                                               static_cast<const unsigned char*>(t.data_ptr()) + t.nbytes());
+    t.fill_(0.0);
+    const auto* b = static_cast<const unsigned char*>(t.data_ptr());
+    EXPECT_TRUE(std::all_of(b, b + t.nbytes(), [](unsigned char c) { return c == 0; }));
+    Tensor s = full({3, 40}, 1.0, dt);
+    s.index({Slice(), Slice(0, 40, 2)}).fill_(0.0);  // every other column: zero there, one between
+    EXPECT_EQ(sum(s.astype(Float64)).item<double>(), 60.0);
+    EXPECT_EQ(std::memcmp(s.index({Slice(), Slice(1, 40, 2)}).copy().data_ptr(), ones_bits.data(), s.nbytes() / 2), 0);
+    if (is_floating(dt)) {
+      Tensor n = zeros({7}, dt);
+      n.fill_(-0.0);
+      for (int64_t i = 0; i < 7; ++i) EXPECT_TRUE(std::signbit(n.index({i}).item<double>()));
+    }
+  }
 }

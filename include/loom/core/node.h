@@ -15,6 +15,16 @@ class Node {
   // Gradients of the inputs given the gradient of the output; an undefined Tensor means zero.
   virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
   virtual const char* name() const = 0;
+  // Adds the gradient of the node's only input into `sum`, a contiguous gradient of that
+  // input's shape and dtype which the engine alone holds (the other contributions to it, summed
+  // so far), instead of returning it; false when the rule cannot, and apply() runs. A scatter's
+  // rule (embedding) adds a few rows here where apply() builds a whole zero-filled table that
+  // the engine then adds: a table shared by two lookups is written once, not three times.
+  virtual bool add_into(const Tensor& grad_output, Tensor& sum) {
+    (void)grad_output;
+    (void)sum;
+    return false;
+  }
   // Drops what apply() needs (the tensors saved for the rule) once a backward pass that does
   // not retain the graph has run it; apply() afterwards throws AutogradError.
   virtual void release() {}

@@ -67,11 +67,16 @@ void fill(const Tensor& dst, Scalar value) {
       v = static_cast<T>(value.to_int());
     else
       v = static_cast<T>(value.to_double());
+    // All-zero bits (zeros(), gradients' tables) go through memset, whose large fills skip
+    // reading the lines they overwrite (non-temporal stores).
+    T zero{};
+    const bool zero_bits = std::memcmp(&v, &zero, sizeof(T)) == 0;
     for_each_row<1>(L, {static_cast<char*>(dst.data_ptr())},
-                    [v](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
+                    [v, zero_bits](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
                       if (s[0] == sizeof(T)) {
                         T* o = reinterpret_cast<T*>(p[0]);
-                        for (int64_t k = 0; k < n; ++k) o[k] = v;
+                        if (zero_bits) std::memset(static_cast<void*>(o), 0, static_cast<size_t>(n) * sizeof(T));
+                        else for (int64_t k = 0; k < n; ++k) o[k] = v;
                       } else {
                         for (int64_t k = 0; k < n; ++k) *reinterpret_cast<T*>(p[0] + k * s[0]) = v;
                       }
