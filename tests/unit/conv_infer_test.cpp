@@ -354,6 +354,50 @@ TEST(ConvFused, OneSampleRowPartsEqualTheWholeCall) {
     }
 }
 
+// On AVX-512, inference plans on blocked (nChw16c) activations run 3x3 stride-1 convolutions
+// on oneDNN's Winograd kernels: the results equal the float64 reference as the direct kernels'
+// do, with a residual, ReLU and batch norm folded in, for a batch and for one sample split over
+// two threads (channel parts).
+TEST(ConvFused, WinogradThreeByThreeEqualsTheReference) {
+  if (!cpu::conv2d_winograd()) GTEST_SKIP() << "no Winograd kernels on this CPU (or LOOM_CONV_WINOGRAD=0)";
+  const Geo geos[] = {
+      {2, 64, 14, 14, 64, 3, 1, 1, 1, 1, true}, {1, 32, 9, 11, 48, 3, 1, 1, 1, 1, false},
+      {1, 128, 7, 7, 128, 3, 1, 1, 1, 1, false}, {3, 16, 28, 28, 32, 3, 1, 1, 1, 1, true},
+  };
+  for (const Geo& g : geos)
+    for (int threads : {1, 2})
+      for (bool fold : {false, true}) {
+        const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
+        const Tensor w = uniform({g.oc, g.c, g.k, g.k}, -0.5, 0.5);
+        const Tensor b = g.bias ? uniform({g.oc}) : Tensor();
+        const BnParams bn = bn_params(g.oc, true);
+        const Shape out{g.n, g.oc, g.h, g.w};
+        detail::FusedConv e;
+        if (fold) e = {bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, Tensor(), false};
+        e.residual = uniform(out, -1, 1);
+        e.relu = true;
+        const std::string what = name(g) + " threads " + std::to_string(threads) + (fold ? " folded" : "");
+        NoGrad off;
+        ThreadsScope ts(threads);
+        ASSERT_EQ(detail::conv2d_fused_blocked(x, w, 1, 1, 1, 1), 16) << what;
+        detail::FusedConv eb = e;
+        eb.x_blocked = eb.out_blocked = true;
+        eb.residual = detail::reorder_blocked(e.residual, false);
+        const Tensor y = detail::reorder_blocked(
+            detail::conv2d_fused(detail::reorder_blocked(x, false), w, b, eb, g.stride, g.pad, g.dilation, 1), true);
+        EXPECT_TRUE(close(y, fused_reference(x, w, b, g, fold ? &bn : nullptr, e.residual, true))) << what;
+      }
+  // a new geometry builds a new plan on the Winograd kernels (plans are cached by geometry)
+  NoGrad off;
+  ThreadsScope one(1);  // one part: one plan
+  const int64_t before = cpu::conv2d_winograd_plans();
+  const Tensor x = uniform({1, 80, 6, 6}, -1, 1), w = uniform({80, 80, 3, 3}, -0.5, 0.5);
+  detail::FusedConv eb;
+  eb.x_blocked = eb.out_blocked = true;
+  detail::conv2d_fused(detail::reorder_blocked(x, false), w, Tensor(), eb, 1, 1, 1, 1);
+  EXPECT_EQ(cpu::conv2d_winograd_plans(), before + 1);
+}
+
 // Inference on one sample starts no OpenMP team beside Loom's pool (a team's workers would spin
 // on the cores the pool needs): ResNet-18 at 1 and 2 threads, whole calls and split ones, leaves
 // the process with as many threads as before (plans are built for the team size they run with,

@@ -105,12 +105,38 @@ struct Epilogue {
   bool sum = false, relu = false, src_blocked = false, dst_blocked = false;
 };
 
+// Whether inference plans run 3x3, stride-1 convolutions on blocked activations with oneDNN's
+// Winograd kernels (F(2x2, 3x3) and F(4x4, 3x3), AVX-512 only in oneDNN 2.6): about twice as
+// fast as the direct kernels on ResNet's 3x3 layers, outputs within ~1e-6 of the largest
+// (docs/kernels.md). Those kernels take nChw16c, so the activation layout becomes nChw16c where
+// they exist. LOOM_CONV_WINOGRAD=0 turns them off.
+std::atomic<int64_t> winograd_plans{0};
+bool winograd() {
+  static const bool on = [] {
+    if (plain_layouts()) return false;
+    if (const char* e = std::getenv("LOOM_CONV_WINOGRAD"); e && std::string(e) == "0") return false;
+    try {
+      const mdims a{1, 64, 14, 14};
+      const mdesc src(a, f32, ftag::any), wei({64, 64, 3, 3}, f32, ftag::any), dst = src;
+      const dnnl::convolution_forward::primitive_desc pd(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd, src,
+                                          wei, dst, {1, 1}, {1, 1}, {1, 1}),
+          engine());
+      return pd.dst_desc() == mdesc(a, f32, ftag::nChw16c);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return on;
+}
+
 // The channel block of the activation layout the primitives pick (format "any") on this CPU:
 // 8 or 16 when it is nChw8c / nChw16c, 1 when it is NHWC (oneDNN 2.6's brgconv kernels on
 // AVX-512 pick it), 0 when it is something else, none, or layouts are plain.
 int64_t blocked_channels() {
   static const int64_t block = []() -> int64_t {
     if (plain_layouts()) return 0;
+    if (winograd()) return 16;
     try {
       const mdesc src({1, 64, 14, 14}, f32, ftag::any), wei({64, 64, 3, 3}, f32, ftag::any), dst = src;
       const dnnl::convolution_forward::primitive_desc pd(
@@ -197,7 +223,8 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bia
   const bool nhwc_image = inference && l.src && !l.rest && epi.dst_blocked && blocked_channels() == 1;
   const mdesc src = epi.src_blocked || nhwc_image ? blocked_md(d.src) : want_md(d.src, l.src), wei = want_md(d.wei, l.rest),
               dst = epi.dst_blocked ? blocked_md(d.dst) : want_md(d.dst, l.rest);
-  const auto alg = dnnl::algorithm::convolution_direct;
+  const bool wino = inference && epi.src_blocked && epi.dst_blocked && winograd() && d.wei.size() == 4 &&
+                    d.wei[2] == 3 && d.wei[3] == 3 && d.strides == mdims{1, 1} && d.dilates == mdims{0, 0};
   const auto prop = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
   dnnl::primitive_attr attr;  // a new one: attributes are shared handles, user_scratchpad() stays as it is
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -207,13 +234,22 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bia
     if (epi.relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(po);
   }
-  if (bias) {
-    const mdesc b = plain_md({d.dst[1]});
-    return {dnnl::convolution_forward::desc(prop, alg, src, wei, b, dst, d.strides, d.dilates, d.pad_l, d.pad_r), attr,
+  auto make = [&](dnnl::algorithm alg) -> dnnl::convolution_forward::primitive_desc {
+    if (bias) {
+      const mdesc b = plain_md({d.dst[1]});
+      return {dnnl::convolution_forward::desc(prop, alg, src, wei, b, dst, d.strides, d.dilates, d.pad_l, d.pad_r),
+              attr, engine()};
+    }
+    return {dnnl::convolution_forward::desc(prop, alg, src, wei, dst, d.strides, d.dilates, d.pad_l, d.pad_r), attr,
             engine()};
-  }
-  return {dnnl::convolution_forward::desc(prop, alg, src, wei, dst, d.strides, d.dilates, d.pad_l, d.pad_r), attr,
-          engine()};
+  };
+  if (wino) try {
+      auto pd = make(dnnl::algorithm::convolution_winograd);
+      winograd_plans.fetch_add(1, std::memory_order_relaxed);
+      return pd;
+    } catch (const dnnl::error&) {  // not for this geometry or epilogue: the direct kernels
+    }
+  return make(dnnl::algorithm::convolution_direct);
 }
 
 std::shared_ptr<Plan> build(Kind kind, const ConvDims& d, bool bias, Epilogue epi) {
@@ -619,6 +655,8 @@ bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, co
 }
 
 int64_t conv2d_row_split_calls() { return row_split_calls.load(std::memory_order_relaxed); }
+bool conv2d_winograd() { return winograd(); }
+int64_t conv2d_winograd_plans() { return winograd_plans.load(std::memory_order_relaxed); }
 
 int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups) {
   const int64_t b = blocked_channels();
