@@ -64,15 +64,16 @@ std::pair<Tensor, Tensor> Model::forward(const data::Batch& batch) {
     const bool eval = nn::current_mode() == nn::Mode::Eval;
     Plan& p = eval && evaluation_plan_ ? *evaluation_plan_ : *training_plan_;
     Tensor loss = p.run(batch)[0];
-    Tensor pred;
-    if (!metrics_.empty()) {
-      GradModeScope off(false);
-      pred = inference_plan_->run(xs)[0];
-    }
-    return {loss, pred};
+    return {loss, metrics_.empty() ? Tensor() : metric_prediction(batch)};
   }
   Tensor pred = inference_plan_->run(xs)[0];
   return {loss_(pred, batch[n_in]), pred};
+}
+
+Tensor Model::metric_prediction(const data::Batch& batch) {
+  const auto n_in = static_cast<std::ptrdiff_t>(inference_.inputs().size());
+  GradModeScope off(false);
+  return inference_plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + n_in))[0];
 }
 
 namespace {
@@ -173,8 +174,7 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
           pred = r.prediction;
           if (training_ && !metrics_.empty()) {  // the inference graph's prediction, for the metrics
             nn::ModeScope mode(nn::Mode::Train);
-            GradModeScope off(false);
-            pred = inference_plan_->run(std::vector<Tensor>(batch->begin(), batch->begin() + static_cast<std::ptrdiff_t>(n_in)))[0];
+            pred = metric_prediction(*batch);
           }
         }
       });

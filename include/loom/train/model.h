@@ -92,6 +92,9 @@ class Model {
   Model() = default;
   // Loss and predictions for one batch in the current mode.
   std::pair<Tensor, Tensor> forward(const data::Batch& batch);
+  // The inference graph's prediction for a batch's inputs, without gradients: what the metrics
+  // see when a training graph computes the loss.
+  Tensor metric_prediction(const data::Batch& batch);
 
   Graph inference_;
   std::optional<Graph> training_, evaluation_;
