@@ -39,6 +39,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "loom/core/parallel.h"
+#include "ops/cpu/conv_winograd.h"
 #include "ops/cpu/nn_kernels.h"
 #include "ops/cpu/onednn.h"
 #include "ops/cpu/simd/simd.h"
@@ -111,10 +112,16 @@ struct Epilogue {
 // (docs/kernels.md). Those kernels take nChw16c, so the activation layout becomes nChw16c where
 // they exist. LOOM_CONV_WINOGRAD=0 turns them off.
 std::atomic<int64_t> winograd_plans{0};
+bool winograd_allowed() {
+  static const bool on = [] {
+    const char* e = std::getenv("LOOM_CONV_WINOGRAD");
+    return !plain_layouts() && !(e && std::string(e) == "0");
+  }();
+  return on;
+}
 bool winograd() {
   static const bool on = [] {
-    if (plain_layouts()) return false;
-    if (const char* e = std::getenv("LOOM_CONV_WINOGRAD"); e && std::string(e) == "0") return false;
+    if (!winograd_allowed()) return false;
     try {
       const mdims a{1, 64, 14, 14};
       const mdesc src(a, f32, ftag::any), wei({64, 64, 3, 3}, f32, ftag::any), dst = src;
@@ -156,6 +163,14 @@ int64_t blocked_channels() {
 mdesc blocked_md(const mdims& d) {
   const int64_t b = blocked_channels();
   return mdesc(d, f32, b == 16 ? ftag::nChw16c : b == 8 ? ftag::nChw8c : ftag::nhwc);
+}
+
+// Loom's own Winograd kernels (conv_winograd.cpp) for a fused inference convolution between
+// blocked activations where oneDNN has none (nChw8c, AVX2): 3x3, stride 1, undilated, one group.
+bool own_winograd(const ConvDims& d, const Epilogue& epi) {
+  return epi.src_blocked && epi.dst_blocked && winograd_allowed() && !winograd() && blocked_channels() == 8 &&
+         d.wei.size() == 4 && d.wei[2] == 3 && d.wei[3] == 3 && d.strides == mdims{1, 1} &&
+         d.dilates == mdims{0, 0} && d.src[1] % 8 == 0 && d.dst[1] % 8 == 0;
 }
 
 // Which operands ask oneDNN for plain layouts ({src, weights and dst}). Blocked layouts pad
@@ -650,12 +665,25 @@ bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, co
   if (e.residual.defined() && e.residual.data_ptr() != out.data_ptr())
     std::memcpy(out.data_ptr(), e.residual.data_ptr(), out.nbytes());
   const Epilogue epi{e.residual.defined(), e.relu, e.x_blocked, e.out_blocked};
+  if (own_winograd(d, epi)) {
+    // the transformed weights (and a folded bias), prepared once per weights' version
+    const std::vector<Tensor> prep = onednn::prepared_weights().get(std::string("wino-f2") + (fold ? "f" : "u"), wi.sources, [&] {
+      std::vector<Tensor> v = wi.plain();
+      winograd_plans.fetch_add(1, std::memory_order_relaxed);
+      if (fold) return std::vector<Tensor>{winograd_f2_weights(v[0]), v[1].contiguous()};
+      return std::vector<Tensor>{winograd_f2_weights(v[0])};
+    });
+    const Tensor keep_bias = fold ? prep[1] : bias.defined() ? bias.contiguous() : Tensor();
+    conv2d_winograd_f2(out, x, prep[0], keep_bias.defined() ? keep_bias.data<float>() : nullptr, 8, d.pad_l[0],
+                       d.pad_l[1], epi.sum, epi.relu);
+    return true;
+  }
   return run(Kind::Inference, d, fold || bias.defined(), x.data_ptr(), w.data_ptr(), out.data_ptr(),
              bias.defined() ? bias.data_ptr() : nullptr, epi, &wi);
 }
 
 int64_t conv2d_row_split_calls() { return row_split_calls.load(std::memory_order_relaxed); }
-bool conv2d_winograd() { return winograd(); }
+bool conv2d_winograd() { return winograd() || (winograd_allowed() && blocked_channels() == 8); }
 int64_t conv2d_winograd_plans() { return winograd_plans.load(std::memory_order_relaxed); }
 
 int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups) {

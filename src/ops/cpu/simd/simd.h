@@ -104,6 +104,14 @@ struct Table {
   // One Adam step over n contiguous parameters p with gradient g and moments m, v (vmax: the
   // AMSGrad maximum, or null), updated in place.
   void (*adam)(float* p, const float* g, float* m, float* v, float* vmax, int64_t n, const AdamArgs& a);
+  // Winograd F(2x2, 3x3) over vectors of b channels (a blocked layout's channel block).
+  // Input: the 4x4 patch of vectors d[16] (row-major; null: padding, zeros) into
+  // v[e * e_stride + lane] = (B^T d B)[e] for the 16 positions e. Output: the 16 products
+  // m[e * e_stride + lane] into the 2x2 tile y = A^T m A, plus bias (null: none), plus what out
+  // holds when `sum` (a residual), ReLU'd when `relu`, stored at out[i] (null: outside the image).
+  void (*winograd_f2_input)(float* v, int64_t e_stride, const float* const* d, int64_t b);
+  void (*winograd_f2_output)(float* const* out, const float* m, int64_t e_stride, const float* bias, bool sum, bool relu,
+                             int64_t b);
 };
 
 const Table& table();

@@ -1,0 +1,125 @@
+// Winograd F(2x2, 3x3) convolutions for inference on blocked activations, where oneDNN 2.6 has
+// no Winograd kernel (it has them for AVX-512 only): 3x3, stride 1, undilated, one group.
+// Per 2x2 output tile the 4x4 input patch is transformed (B^T d B), the 16 transformed
+// positions are multiplied with the transformed weights (G g G^T) as 16 GEMMs over the
+// channels, and the products transformed back (A^T m A): 16 multiply-adds per input channel
+// and output pair for 4 outputs instead of 36. Tiles are processed in chunks small enough for
+// the transformed data to stay in cache, one chunk per task of Loom's pool, each GEMM on a
+// one-thread OpenMP team; with fewer tiles than a chunk per thread, the phases run in turn. docs/kernels.md, "Winograd for 3x3 convolutions".
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "loom/core/parallel.h"
+#include "ops/cpu/conv_winograd.h"
+#include "ops/cpu/onednn.h"
+#include "ops/cpu/simd/simd.h"
+#include "ops/internal.h"
+
+namespace loom::cpu {
+
+Tensor winograd_f2_weights(const Tensor& w) {
+  const int64_t k = w.shape()[0], c = w.shape()[1];
+  Tensor wc = w.is_contiguous() ? w : w.copy();
+  Tensor u = detail::alloc({16, c, k}, DType::Float32, Device::cpu());
+  const float* g = wc.data<float>();
+  float* up = u.data<float>();
+  // G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; U = G g G^T, in double, rounded once
+  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  parallel_for(0, k, 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t o = k0; o < k1; ++o)
+      for (int64_t i = 0; i < c; ++i) {
+        const float* f = g + (o * c + i) * 9;
+        double t[4][3];  // G g
+        for (int r = 0; r < 4; ++r)
+          for (int q = 0; q < 3; ++q) t[r][q] = G[r][0] * f[q] + G[r][1] * f[3 + q] + G[r][2] * f[6 + q];
+        for (int r = 0; r < 4; ++r)
+          for (int q = 0; q < 4; ++q)
+            up[((r * 4 + q) * c + i) * k + o] = static_cast<float>(t[r][0] * G[q][0] + t[r][1] * G[q][1] + t[r][2] * G[q][2]);
+      }
+  });
+  return u;
+}
+
+void conv2d_winograd_f2(const Tensor& out, const Tensor& x, const Tensor& u, const float* bias, int64_t block,
+                        int64_t pad_top, int64_t pad_left, bool sum, bool relu) {
+  const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const int64_t k = out.shape()[1], oh = out.shape()[2], ow = out.shape()[3];
+  const int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2, tiles = n * th * tw;
+  const int64_t cb = c / block, kb = k / block;
+  const float* xp = x.data<float>();
+  float* yp = out.data<float>();
+  const float* up = u.data<float>();
+  const simd::Table& t = simd::table();
+  std::atomic<bool> ok{true};
+  // tiles [t0, t0 + nt) into v (16 x nt x c), and m (16 x nt x k) back into out
+  auto transform_in = [&](float* v, int64_t t0, int64_t nt, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t tile = t0 + i, s = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
+      const int64_t y0 = 2 * ty - pad_top, x0 = 2 * tx - pad_left;
+      for (int64_t g = 0; g < cb; ++g) {
+        const float* plane = xp + (s * cb + g) * h * w * block;
+        const float* d[16];
+        for (int r = 0; r < 4; ++r)
+          for (int q = 0; q < 4; ++q) {
+            const int64_t yy = y0 + r, xx = x0 + q;
+            d[r * 4 + q] = yy >= 0 && yy < h && xx >= 0 && xx < w ? plane + (yy * w + xx) * block : nullptr;
+          }
+        t.winograd_f2_input(v + i * c + g * block, nt * c, d, block);
+      }
+    }
+  };
+  auto multiply = [&](const float* v, float* m, int64_t nt, int e0, int e1) {
+    for (int e = e0; e < e1; ++e)
+      if (dnnl_sgemm('N', 'N', nt, k, c, 1.0f, v + e * nt * c, c, up + e * c * k, k, 0.0f, m + e * nt * k, k) !=
+          dnnl_success)
+        ok = false;
+  };
+  auto transform_out = [&](const float* m, int64_t t0, int64_t nt, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t tile = t0 + i, s = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
+      for (int64_t g = 0; g < kb; ++g) {
+        float* plane = yp + (s * kb + g) * oh * ow * block;
+        float* o[4];
+        for (int r = 0; r < 2; ++r)
+          for (int q = 0; q < 2; ++q) {
+            const int64_t yy = 2 * ty + r, xx = 2 * tx + q;
+            o[r * 2 + q] = yy < oh && xx < ow ? plane + (yy * ow + xx) * block : nullptr;
+          }
+        t.winograd_f2_output(o, m + i * k + g * block, nt * k, bias ? bias + g * block : nullptr, sum, relu, block);
+      }
+    }
+  };
+  const int64_t threads = get_num_threads();
+  // tiles per chunk: the transformed inputs and products (16 x chunk x (c + k) floats) within
+  // ~1 MiB (an L2)
+  const int64_t chunk = std::max<int64_t>(16, (1 << 20) / (16 * 4 * (c + k)));
+  if (threads > 1 && tiles < threads * chunk) {
+    // too few tiles for a chunk per thread (one sample, deep layers): the three phases in turn,
+    // each over the pool; the 16 GEMMs split between the threads keep all their rows
+    std::vector<float> v(static_cast<size_t>(16 * tiles * c)), m(static_cast<size_t>(16 * tiles * k));
+    parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_in(v.data(), 0, tiles, i0, i1); });
+    parallel_for(0, 16, 1, [&](int64_t e0, int64_t e1) {
+      onednn::use_omp_threads(1);
+      multiply(v.data(), m.data(), tiles, static_cast<int>(e0), static_cast<int>(e1));
+    });
+    parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_out(m.data(), 0, tiles, i0, i1); });
+  } else {
+    const int64_t chunks = (tiles + chunk - 1) / chunk;
+    parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+      onednn::use_omp_threads(1);
+      std::vector<float> v(static_cast<size_t>(16 * chunk * c)), m(static_cast<size_t>(16 * chunk * k));
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        const int64_t t0 = ch * chunk, nt = std::min(chunk, tiles - t0);
+        transform_in(v.data(), t0, nt, 0, nt);
+        multiply(v.data(), m.data(), nt, 0, 16);
+        transform_out(m.data(), t0, nt, 0, nt);
+      }
+    });
+  }
+  if (!ok) throw Error("conv2d: oneDNN's sgemm failed in a Winograd convolution");
+}
+
+}  // namespace loom::cpu
