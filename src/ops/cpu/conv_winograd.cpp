@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <vector>
 
 #include "loom/core/parallel.h"
 #include "ops/cpu/conv_winograd.h"
@@ -42,6 +41,12 @@ Tensor winograd_f2_weights(const Tensor& w) {
   });
   return u;
 }
+
+namespace {
+// Uninitialised float32 scratch from the allocator's cache (every element is written before
+// it is read): no zero fill, no fresh pages per call.
+Tensor scratch(int64_t n) { return detail::alloc({n}, DType::Float32, Device::cpu()); }
+}  // namespace
 
 void conv2d_winograd_f2(const Tensor& out, const Tensor& x, const Tensor& u, const float* bias, int64_t block,
                         int64_t pad_top, int64_t pad_left, bool sum, bool relu) {
@@ -99,23 +104,25 @@ void conv2d_winograd_f2(const Tensor& out, const Tensor& x, const Tensor& u, con
   if (threads > 1 && tiles < threads * chunk) {
     // too few tiles for a chunk per thread (one sample, deep layers): the three phases in turn,
     // each over the pool; the 16 GEMMs split between the threads keep all their rows
-    std::vector<float> v(static_cast<size_t>(16 * tiles * c)), m(static_cast<size_t>(16 * tiles * k));
-    parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_in(v.data(), 0, tiles, i0, i1); });
+    const Tensor vt = scratch(16 * tiles * c), mt = scratch(16 * tiles * k);
+    float* v = vt.data<float>();
+    float* m = mt.data<float>();
+    parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_in(v, 0, tiles, i0, i1); });
     parallel_for(0, 16, 1, [&](int64_t e0, int64_t e1) {
       onednn::use_omp_threads(1);
-      multiply(v.data(), m.data(), tiles, static_cast<int>(e0), static_cast<int>(e1));
+      multiply(v, m, tiles, static_cast<int>(e0), static_cast<int>(e1));
     });
-    parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_out(m.data(), 0, tiles, i0, i1); });
+    parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_out(m, 0, tiles, i0, i1); });
   } else {
     const int64_t chunks = (tiles + chunk - 1) / chunk;
     parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
       onednn::use_omp_threads(1);
-      std::vector<float> v(static_cast<size_t>(16 * chunk * c)), m(static_cast<size_t>(16 * chunk * k));
+      const Tensor vt = scratch(16 * chunk * c), mt = scratch(16 * chunk * k);
       for (int64_t ch = c0; ch < c1; ++ch) {
         const int64_t t0 = ch * chunk, nt = std::min(chunk, tiles - t0);
-        transform_in(v.data(), t0, nt, 0, nt);
-        multiply(v.data(), m.data(), nt, 0, 16);
-        transform_out(m.data(), t0, nt, 0, nt);
+        transform_in(vt.data<float>(), t0, nt, 0, nt);
+        multiply(vt.data<float>(), mt.data<float>(), nt, 0, 16);
+        transform_out(mt.data<float>(), t0, nt, 0, nt);
       }
     });
   }
