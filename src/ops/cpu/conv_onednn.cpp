@@ -19,7 +19,9 @@
 // Inference (Conv2dParams::inference, and the fused entry conv2d_fused_onednn): a
 // forward_inference primitive, optionally with post-ops (sum for a residual, ReLU), whose
 // weights are reordered (and batch norm folded in) once and kept in onednn::prepared_weights()
-// while the weight tensors' storage versions stay the same.
+// while the weight tensors' storage versions stay the same. Between blocked activations a 3x3
+// stride-1 convolution runs on Winograd kernels: oneDNN's on AVX-512 (which then make the
+// layout nChw16c), Loom's own (conv_winograd.cpp) on nChw8c.
 //
 // Threads: the batch is split over Loom's pool and each slice runs on a one-thread OpenMP team
 // (onednn::for_each_batch_slice); a batch smaller than the thread count runs on an OpenMP team
@@ -106,12 +108,10 @@ struct Epilogue {
   bool sum = false, relu = false, src_blocked = false, dst_blocked = false;
 };
 
-// Whether inference plans run 3x3, stride-1 convolutions on blocked activations with oneDNN's
-// Winograd kernels (F(2x2, 3x3) and F(4x4, 3x3), AVX-512 only in oneDNN 2.6): about twice as
-// fast as the direct kernels on ResNet's 3x3 layers, outputs within ~1e-6 of the largest
-// (docs/kernels.md). Those kernels take nChw16c, so the activation layout becomes nChw16c where
-// they exist. LOOM_CONV_WINOGRAD=0 turns them off.
+// Inference plans built on Winograd kernels, oneDNN's or Loom's (for tests).
 std::atomic<int64_t> winograd_plans{0};
+
+// Whether Winograd kernels may be used at all (LOOM_CONV_WINOGRAD=0 turns them off).
 bool winograd_allowed() {
   static const bool on = [] {
     const char* e = std::getenv("LOOM_CONV_WINOGRAD");
@@ -119,6 +119,11 @@ bool winograd_allowed() {
   }();
   return on;
 }
+// Whether inference plans run 3x3, stride-1 convolutions on blocked activations with oneDNN's
+// Winograd kernels (F(2x2, 3x3) and F(4x4, 3x3), AVX-512 only in oneDNN 2.6): about twice as
+// fast as the direct kernels on ResNet's 3x3 layers, outputs within ~1e-6 of the largest
+// (docs/kernels.md). Those kernels take nChw16c, so the activation layout becomes nChw16c where
+// they exist.
 bool winograd() {
   static const bool on = [] {
     if (!winograd_allowed()) return false;
@@ -165,12 +170,17 @@ mdesc blocked_md(const mdims& d) {
   return mdesc(d, f32, b == 16 ? ftag::nChw16c : b == 8 ? ftag::nChw8c : ftag::nhwc);
 }
 
-// Loom's own Winograd kernels (conv_winograd.cpp) for a fused inference convolution between
-// blocked activations where oneDNN has none (nChw8c, AVX2): 3x3, stride 1, undilated, one group.
+// An inference convolution a Winograd kernel can take: between blocked activations, 3x3,
+// stride 1, undilated, one group.
+bool winograd_geometry(const ConvDims& d, const Epilogue& epi) {
+  return epi.src_blocked && epi.dst_blocked && d.wei.size() == 4 && d.wei[2] == 3 && d.wei[3] == 3 &&
+         d.strides == mdims{1, 1} && d.dilates == mdims{0, 0};
+}
+
+// Loom's own Winograd kernels (conv_winograd.cpp) where oneDNN has none (nChw8c, AVX2).
 bool own_winograd(const ConvDims& d, const Epilogue& epi) {
-  return epi.src_blocked && epi.dst_blocked && winograd_allowed() && !winograd() && blocked_channels() == 8 &&
-         d.wei.size() == 4 && d.wei[2] == 3 && d.wei[3] == 3 && d.strides == mdims{1, 1} &&
-         d.dilates == mdims{0, 0} && d.src[1] % 8 == 0 && d.dst[1] % 8 == 0;
+  return winograd_geometry(d, epi) && winograd_allowed() && !winograd() && blocked_channels() == 8 &&
+         d.src[1] % 8 == 0 && d.dst[1] % 8 == 0;
 }
 
 // Which operands ask oneDNN for plain layouts ({src, weights and dst}). Blocked layouts pad
@@ -238,8 +248,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, bool bia
   const bool nhwc_image = inference && l.src && !l.rest && epi.dst_blocked && blocked_channels() == 1;
   const mdesc src = epi.src_blocked || nhwc_image ? blocked_md(d.src) : want_md(d.src, l.src), wei = want_md(d.wei, l.rest),
               dst = epi.dst_blocked ? blocked_md(d.dst) : want_md(d.dst, l.rest);
-  const bool wino = inference && epi.src_blocked && epi.dst_blocked && winograd() && d.wei.size() == 4 &&
-                    d.wei[2] == 3 && d.wei[3] == 3 && d.strides == mdims{1, 1} && d.dilates == mdims{0, 0};
+  const bool wino = inference && winograd() && winograd_geometry(d, epi);
   const auto prop = inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
   dnnl::primitive_attr attr;  // a new one: attributes are shared handles, user_scratchpad() stays as it is
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
