@@ -89,9 +89,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
   };
   // A table that another lookup's gradient already reached takes these rows in place.
   auto into = [masked, add_rows](const Tensor& g, Tensor& sum) {
-    Tensor gm = masked(g);
-    if (detail::needs_grad({&gm}) || gm.dtype() != sum.dtype()) return false;
-    add_rows(gm, sum);
+    if (detail::needs_grad({&g}) || g.dtype() != sum.dtype()) return false;  // before masking: no work wasted
+    add_rows(masked(g), sum);
     return true;
   };
   return detail::record(op, weight, out, rule, into);
