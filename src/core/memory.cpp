@@ -210,10 +210,13 @@ class CpuAllocator final : public Allocator {
 
   // StepArena's scopes: the first runs as usual, the second records (and so does any after two
   // that mostly missed), the others replay the plan.
-  void begin_scope(StepArena::Impl& a) {
+  // Returns false (and opens nothing) when one is open already and `if_free`.
+  bool begin_scope(StepArena::Impl& a, bool if_free) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (a.in_scope || t_arena)
+    if (a.in_scope || t_arena) {
+      if (if_free) return false;
       throw ValueError("StepArena::Scope: a scope is open already (on this arena or this thread); one at a time");
+    }
     a.in_scope = true;
     a.recording = a.stats.scopes == 1 || a.record_next;
     a.record_next = false;
@@ -225,6 +228,7 @@ class CpuAllocator final : public Allocator {
       a.clock = 0;
       recording_.push_back(&a);
     }
+    return true;
   }
 
   void end_scope(StepArena::Impl& a) {
@@ -382,12 +386,16 @@ StepArena::StepArena() : impl_(std::make_shared<Impl>()) {}
 StepArena::~StepArena() { cpu_allocator().release(*impl_); }
 StepArena::Stats StepArena::stats() const { return cpu_allocator().arena_stats(*impl_); }
 
-StepArena::Scope::Scope(StepArena& arena) : arena_(arena) {
-  cpu_allocator().begin_scope(*arena.impl_);
+StepArena::Scope::Scope(StepArena& arena) : arena_(arena), owns_(cpu_allocator().begin_scope(*arena.impl_, false)) {
   t_arena = arena.impl_.get();
 }
 
+StepArena::Scope::Scope(StepArena& arena, IfFree) : arena_(arena), owns_(cpu_allocator().begin_scope(*arena.impl_, true)) {
+  if (owns_) t_arena = arena.impl_.get();
+}
+
 StepArena::Scope::~Scope() {
+  if (!owns_) return;
   t_arena = nullptr;
   cpu_allocator().end_scope(*arena_.impl_);
 }

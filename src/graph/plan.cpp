@@ -70,6 +70,7 @@ struct Plan::Impl {
   bool has_multi = false;                        // some node has several outputs
   int64_t peak = -1;
   std::string peak_at;
+  std::unique_ptr<StepArena> arena = std::make_unique<StepArena>();  // inference runs' memory plan
 };
 
 namespace {
@@ -634,7 +635,15 @@ bool Plan::shape_polymorphic() const {
 }
 int64_t Plan::peak_bytes() const { return impl_->peak; }
 
-std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const { return execute(xs, nullptr); }
+StepArena::Stats Plan::memory_plan() const { return impl_->arena->stats(); }
+
+std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const {
+  // With gradients recorded most blocks outlive the run (autograd keeps them for backward), and
+  // a training step plans the forward and backward together in its own arena.
+  if (grad_enabled()) return execute(xs, nullptr);
+  StepArena::Scope planned(*impl_->arena, StepArena::if_free);
+  return execute(xs, nullptr);
+}
 
 std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std::vector<Shape>>* record) const {
   const Impl& p = *impl_;
@@ -801,6 +810,15 @@ std::string Plan::dump() const {
   t += "outputs: " + outs + "\n";
   t += p.peak >= 0 ? "peak: " + std::to_string(p.peak) + " bytes of live activations (at " + p.peak_at + ")\n"
                    : "peak: unknown (some shape is open; compile with input shapes)\n";
+  const StepArena::Stats m = p.arena->stats();
+  if (m.reserved_bytes > 0)
+    t += "memory plan (inference runs): " + std::to_string(m.planned_blocks) + " blocks in one buffer of " +
+         std::to_string(m.reserved_bytes) + " bytes; the last run took " + std::to_string(m.served) +
+         " from it and " + std::to_string(m.missed) + " elsewhere\n";
+  else
+    t += "memory plan (inference runs): " +
+         std::string(m.recordings == 0 ? "recorded by the second run"
+                                        : "none (no block made and freed within the recorded run, or a memory limit set)") + "\n";
   return t;
 }
 

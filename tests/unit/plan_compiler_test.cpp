@@ -6,6 +6,7 @@
 #include <loom/loom.h>
 
 #include <memory>
+#include <thread>
 #include <unordered_map>
 
 #include "core_test_util.h"
@@ -333,6 +334,123 @@ TEST(PlanCompiler, PeakBytesAgreeWithMemoryStats) {
   // bias would add one temporary of its output's size (matmul, then + bias) that the plan,
   // which counts activations only, does not see.
   EXPECT_EQ(after.peak_bytes - before.current_bytes + f * 32 * 64, plan.peak_bytes());
+}
+
+// Inference runs plan their memory: the first runs as usual, the second records its blocks,
+// later ones take every block made and freed within the run from one buffer. Outputs are not
+// planned (they outlive the run), so a result held across later runs keeps its values.
+TEST(PlanCompiler, InferenceRunsTakeTheirBlocksFromTheMemoryPlan) {
+  manual_seed(12);
+  loom_test::ThreadsScope threads(2);
+  nn::Input x(64, Float32, "x");
+  nn::Linear l1(x, 256);
+  nn::Activation a1(l1, nn::relu);
+  nn::Linear l2(a1, 128);
+  nn::Activation a2(l2, nn::tanh);
+  nn::Linear l3(a2, 16);
+  const Plan plan = Graph::build({l3}, {x}).compile({{32, 64}});
+  const Tensor x1 = uniform({32, 64}), x2 = uniform({32, 64}) * 3.0;
+  NoGrad no_grad;
+  const Tensor want1 = plan(x1), want2 = plan(x2).copy();  // runs 1 and 2: as usual, then recorded
+  StepArena::Stats st = plan.memory_plan();
+  EXPECT_EQ(st.scopes, 2);
+  EXPECT_EQ(st.recordings, 1);
+  EXPECT_GT(st.planned_blocks, 0);
+  EXPECT_GE(st.reserved_bytes, st.recorded_peak_bytes);
+  EXPECT_GT(st.recorded_peak_bytes, 0);
+  EXPECT_TRUE(has(plan.dump(), "memory plan (inference runs): " + std::to_string(st.planned_blocks) + " blocks")) << plan.dump();
+  const Tensor y1 = plan(x1);
+  st = plan.memory_plan();
+  EXPECT_GT(st.served, 0);
+  EXPECT_EQ(st.missed, 0);
+  EXPECT_TRUE(array_equal(y1, want1));
+  EXPECT_TRUE(array_equal(plan(x2), want2));  // warms the cache for the output and the comparison
+  const MemoryStats before = memory_stats();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(array_equal(plan(x2), want2));
+  EXPECT_EQ(memory_stats().system_allocations, before.system_allocations);  // nothing new after the first runs
+  EXPECT_TRUE(array_equal(y1, want1));  // held across four runs that reused the buffer
+  EXPECT_GT(memory_stats().arena_bytes, 0);
+
+  // another batch size misses the plan (and is still right), twice in a row re-records it
+  const Tensor x3 = uniform({5, 64});
+  const Plan eager_shape = Graph::build({l3}, {x}).compile();  // a fresh plan: no arena yet
+  const Tensor want3 = eager_shape(x3);
+  const Plan open = Graph::build({l3}, {x}).compile();
+  for (int i = 0; i < 3; ++i) (void)open(x1);
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(array_equal(open(x3), want3));
+  EXPECT_GT(open.memory_plan().missed, 0);
+  EXPECT_EQ(open.memory_plan().recordings, 1);
+  EXPECT_TRUE(array_equal(open(x3), want3));  // recorded again for the new shape
+  EXPECT_EQ(open.memory_plan().recordings, 2);
+  EXPECT_TRUE(array_equal(open(x3), want3));
+  EXPECT_EQ(open.memory_plan().missed, 0);
+}
+
+// With gradients recorded, or inside another scope (a training step plans its own), a plan's
+// runs leave its arena alone; two threads running one plan at once both get right results.
+TEST(PlanCompiler, MemoryPlanStaysOutOfTrainingAndConcurrentRuns) {
+  manual_seed(13);
+  nn::Input x(8, Float32, "x");
+  nn::Linear l1(x, 32);
+  nn::Activation a1(l1, nn::relu);
+  nn::Linear l2(a1, 4);
+  const Plan plan = Graph::build({l2}, {x}).compile();
+  const Tensor xv = uniform({16, 8});
+  for (int i = 0; i < 3; ++i) (void)plan(xv).sum().item<float>();
+  EXPECT_EQ(plan.memory_plan().scopes, 0);  // gradients on
+  Tensor want;
+  {
+    NoGrad no_grad;
+    want = plan(xv);
+    StepArena outer;
+    StepArena::Scope scope(outer);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(array_equal(plan(xv), want));
+  }
+  EXPECT_EQ(plan.memory_plan().scopes, 1);  // only the run before the outer scope opened
+  EXPECT_THROW(
+      {
+        StepArena a;
+        StepArena::Scope first(a);
+        StepArena::Scope second(a);
+      },
+      ValueError);
+  StepArena a;
+  {
+    StepArena::Scope first(a);
+    StepArena::Scope second(a, StepArena::if_free);
+    EXPECT_TRUE(first.owns());
+    EXPECT_FALSE(second.owns());
+  }
+  EXPECT_EQ(a.stats().scopes, 1);
+
+  loom_test::ThreadsScope threads(1);
+  std::vector<int> wrong(2, 0);
+  std::vector<std::thread> runners;
+  for (int t = 0; t < 2; ++t)
+    runners.emplace_back([&, t] {
+      NoGrad no_grad;
+      for (int i = 0; i < 200; ++i) wrong[static_cast<size_t>(t)] += !array_equal(plan(xv), want);
+    });
+  for (auto& r : runners) r.join();
+  EXPECT_EQ(wrong, std::vector<int>({0, 0}));
+  EXPECT_GT(plan.memory_plan().scopes, 100);
+}
+
+// The ResNet path (fused convolutions, blocked layouts, Winograd scratch, pooling) runs on the
+// memory plan with the same bits as before it.
+TEST(PlanCompiler, ResNetInferenceRunsOnTheMemoryPlanWithTheSameBits) {
+  manual_seed(14);
+  zoo::Network net = zoo::resnet({1, 1, 1, 1}, 5, 3, "resnet_arena");
+  nn::ModeScope eval(nn::Mode::Eval);
+  NoGrad no_grad;
+  const Tensor x = uniform({2, 3, 32, 32});
+  const Plan plan = net.graph.compile({x.shape()});
+  const Tensor first = plan(x);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(array_equal(plan(x), first));
+  const StepArena::Stats st = plan.memory_plan();
+  EXPECT_GT(st.planned_blocks, 10) << plan.dump();
+  EXPECT_GT(st.served, 10);
+  EXPECT_EQ(st.missed, 0);
 }
 
 // Inference epilogues: in Eval mode without gradients, Conv2D -> BatchNorm -> [Add] -> ReLU runs

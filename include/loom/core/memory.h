@@ -46,16 +46,22 @@ class StepArena {
   StepArena& operator=(const StepArena&) = delete;
 
   // While alive, the calling thread's CPU allocations go through the arena. One at a time per
-  // arena and per thread.
+  // arena and per thread: a second throws ValueError, or with `if_free` opens nothing (a plan
+  // run on two threads at once, or inside a training step's scope), which owns() tells.
+  struct IfFree {};
+  static constexpr IfFree if_free{};
   class Scope {
    public:
     explicit Scope(StepArena& arena);
+    Scope(StepArena& arena, IfFree);
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
+    bool owns() const { return owns_; }
 
    private:
     StepArena& arena_;
+    bool owns_ = false;
   };
 
   struct Stats {

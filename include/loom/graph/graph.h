@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/memory.h"
 #include "loom/nn/layer.h"
 
 namespace loom {
@@ -114,6 +115,11 @@ class Plan {
   // until their last consumer, the outputs), from liveness and the compiled shapes; -1 when
   // some shape is open. Op-internal temporaries and folded constants are not counted.
   int64_t peak_bytes() const;
+  // The memory plan of its inference runs (no gradient recorded): the first runs as usual, the
+  // second records its blocks, later runs take them from one buffer laid out by their lifetimes
+  // (StepArena, loom/core/memory.h). Shared by copies of the plan; a run on another thread
+  // while one holds it, or inside a training step (which plans its own), goes without.
+  StepArena::Stats memory_plan() const;
   // The optimized plan as text: each step with kind, name and shape and what it frees, what each
   // pass removed, merged or folded, and the peak bytes.
   std::string dump() const;
