@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <tuple>
 #include <unordered_map>
@@ -571,15 +572,73 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
       for (int64_t d : sh) open = open || d < 0;
   if (open && all_given) {
     impl_ = p;
-    std::vector<Tensor> zero_inputs;
-    for (size_t i = 0; i < p->input_shapes.size(); ++i) zero_inputs.push_back(zeros(p->input_shapes[i], g.inputs()[i].dtype()));
-    std::vector<std::vector<Shape>> found = p->shapes;
-    {
-      NoGrad no_grad;
-      nn::ModeScope eval(nn::Mode::Eval);
-      execute(zero_inputs, &found);
+    // every node's shapes from one run on zeros of `in_shapes` (checked against those shapes only)
+    auto run_on_zeros = [&](const std::vector<Shape>& in_shapes) {
+      const std::vector<Shape> given = p->input_shapes;
+      const bool specialized = p->specialized;
+      p->input_shapes = in_shapes;
+      p->specialized = false;
+      std::vector<Tensor> zero_inputs;
+      for (size_t i = 0; i < in_shapes.size(); ++i) zero_inputs.push_back(zeros(in_shapes[i], g.inputs()[i].dtype()));
+      std::vector<std::vector<Shape>> found = p->shapes;
+      try {
+        NoGrad no_grad;
+        nn::ModeScope eval(nn::Mode::Eval);
+        detail::PreparedWeightsNotKept once;  // unfused, maybe at a probe's batch: not the runs' layouts
+        execute(zero_inputs, &found);
+      } catch (...) {
+        p->input_shapes = given, p->specialized = specialized;
+        throw;
+      }
+      p->input_shapes = given, p->specialized = specialized;
+      return found;
+    };
+    // A batch of B > 2 is probed at batches 1 and 2 instead (a whole forward at B is what a
+    // specialized compile of a large batch used to cost): a size equal in both probes is taken
+    // as it is, a leading size that follows the probes (1, then 2) where the batch rule gave B
+    // is B, and anything else (a size that grows with the batch elsewhere, a probe that throws)
+    // falls back to the run at the given shapes, which also names the node of a real error.
+    int64_t batch = -1;
+    bool probe = true;
+    for (size_t i = 0; i < p->input_shapes.size(); ++i) {
+      const Shape& s = p->input_shapes[i];
+      if (s.empty() || g.inputs()[i].shape().empty() || g.inputs()[i].shape()[0] != -1 || s[0] == 1) continue;
+      if (batch >= 0 && s[0] != batch) probe = false;
+      batch = s[0];
     }
-    p->shapes = std::move(found);
+    std::optional<std::vector<std::vector<Shape>>> merged;
+    if (probe && batch > 2) {
+      try {
+        std::vector<std::vector<Shape>> runs[2];
+        for (int64_t b = 1; b <= 2; ++b) {
+          std::vector<Shape> small = p->input_shapes;
+          for (size_t i = 0; i < small.size(); ++i)
+            if (!small[i].empty() && !g.inputs()[i].shape().empty() && g.inputs()[i].shape()[0] == -1 && small[i][0] == batch)
+              small[i][0] = b;
+          runs[b - 1] = run_on_zeros(small);
+        }
+        merged.emplace(n);
+        for (size_t k = 0; k < n && merged; ++k) {
+          const auto &one = runs[0][k], &two = runs[1][k];
+          bool same = one.size() == two.size();
+          for (size_t o = 0; same && o < one.size(); ++o) {
+            same = one[o].size() == two[o].size();
+            const Shape& rule = p->shapes[k][std::min(o, p->shapes[k].size() - 1)];
+            Shape out = one[o];
+            for (size_t d = 0; same && d < out.size(); ++d) {
+              if (one[o][d] == two[o][d]) continue;
+              same = d == 0 && one[o][0] == 1 && two[o][0] == 2 && !rule.empty() && rule[0] == batch;
+              out[0] = batch;
+            }
+            (*merged)[k].push_back(std::move(out));
+          }
+          if (!same) merged.reset();
+        }
+      } catch (const std::exception&) {
+        merged.reset();
+      }
+    }
+    p->shapes = merged ? std::move(*merged) : run_on_zeros(p->input_shapes);
   }
 
   // ---- peak bytes of live activations: inputs (their owners keep them during the run), then

@@ -36,4 +36,16 @@ struct BlockedStats {
 };
 BlockedStats blocked_stats();
 
+// While alive, ops prepare weights (reordered, batch norm folded) for the call only and keep
+// none in the backend's cache: for runs whose layouts nothing asks for again, as the graph
+// compiler's shape runs (unfused, at probe batch sizes). Process-wide (a convolution prepares
+// on the pool's threads), so other threads' calls meanwhile prepare per call too. Nests.
+class PreparedWeightsNotKept {
+ public:
+  PreparedWeightsNotKept();
+  ~PreparedWeightsNotKept();
+  PreparedWeightsNotKept(const PreparedWeightsNotKept&) = delete;
+  PreparedWeightsNotKept& operator=(const PreparedWeightsNotKept&) = delete;
+};
+
 }  // namespace loom::detail

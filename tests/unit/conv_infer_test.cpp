@@ -136,6 +136,35 @@ TEST(ConvInference, PreparedWeightsOfDeadTensorsAreDropped) {
   EXPECT_LE(cache.entries(), 1u);
 }
 
+// Under detail::PreparedWeightsNotKept the same results, and nothing kept: what the graph
+// compiler's shape runs use, so a specialized compile leaves no weights prepared for layouts
+// the plan's runs never ask for.
+TEST(ConvInference, PreparedWeightsNotKeptComputesTheSameAndKeepsNothing) {
+  auto& cache = cpu::onednn::prepared_weights();
+  cache.clear();
+  const Tensor x = uniform({2, 16, 8, 8}), w = uniform({16, 16, 3, 3});
+  NoGrad off;
+  Tensor once;
+  {
+    detail::PreparedWeightsNotKept scope;
+    {
+      detail::PreparedWeightsNotKept nested;
+    }
+    once = conv2d(x, w, Tensor(), 1, 1);  // still not kept after the nested scope ended
+  }
+  EXPECT_EQ(cache.entries(), 0u);
+  EXPECT_TRUE(array_equal(conv2d(x, w, Tensor(), 1, 1), once));
+  EXPECT_EQ(cache.entries(), 1u);
+
+  cache.clear();
+  manual_seed(3);
+  zoo::Network net = zoo::resnet({1, 1, 1, 1}, 5, 3, "resnet_compile_cache");
+  EXPECT_EQ(cache.entries(), 0u);
+  const Plan plan = net.graph.compile({{8, 3, 32, 32}});  // probes at batches 1 and 2
+  EXPECT_TRUE(plan.dump().find("(8, 512, 1, 1)") != std::string::npos) << plan.dump();
+  EXPECT_EQ(cache.entries(), 0u);
+}
+
 struct BnParams {
   Tensor gamma, beta, mean, var;
 };

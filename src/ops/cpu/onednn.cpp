@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "loom/core/parallel.h"
+#include "ops/conv_fused.h"
 #include "ops/internal.h"
 
 namespace loom::cpu::onednn {
@@ -80,7 +81,14 @@ void PreparedCache::drop_stale() {
   }
 }
 
+namespace {
+// detail::PreparedWeightsNotKept scopes alive. Process-wide, not per thread: a convolution's
+// batch slices prepare their weights on the pool's threads.
+std::atomic<int> g_not_kept{0};
+}  // namespace
+
 std::vector<Tensor> PreparedCache::get(const std::string& tag, const std::vector<Tensor>& sources, const Build& build) {
+  if (g_not_kept.load(std::memory_order_relaxed) > 0) return build();
   // the key names each source's storage, offset and version: a new version is a new key
   std::string key = tag;
   std::vector<Source> srcs;
@@ -144,3 +152,8 @@ PreparedCache& prepared_weights() {
 }
 
 }  // namespace loom::cpu::onednn
+
+namespace loom::detail {
+PreparedWeightsNotKept::PreparedWeightsNotKept() { ++cpu::onednn::g_not_kept; }
+PreparedWeightsNotKept::~PreparedWeightsNotKept() { --cpu::onednn::g_not_kept; }
+}  // namespace loom::detail
