@@ -672,54 +672,61 @@ TEST(SimdKernels, AdamStepMatchesFloat64AtEveryLevelAndLength) {
   }
 }
 
-// Winograd F(2x2, 3x3) through both transforms at every ISA level equals a direct 3x3
-// correlation of the 4x4 patch (one input and one output channel per lane: the products are
-// lane-wise, U = G g G^T of one filter), with padding positions, bias, residual and ReLU, and
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) through both transforms at every ISA level equal a
+// direct 3x3 correlation of the patch (one input and one output channel per lane: the products
+// are lane-wise, U = G g G^T of one filter), with padding positions, bias, residual and ReLU, and
 // partial tiles (positions outside the image untouched), for block widths around the lane count.
 TEST(SimdKernels, WinogradTransformsComputeA3x3Correlation) {
-  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  for (const simd::Table* t : runnable_tables())
-    for (int64_t b : {int64_t{1}, int64_t{t->lanes}, int64_t{t->lanes + 3}}) {
-      std::vector<float> patch = random_floats(16 * b, static_cast<uint32_t>(70 + b), -1, 1);
-      std::vector<float> filt = random_floats(9 * b, static_cast<uint32_t>(71 + b), -1, 1);
-      std::vector<float> bias = random_floats(b, 72, -1, 1);
-      const float* d[16];
-      for (int p = 0; p < 16; ++p) d[p] = p == 5 || p == 12 ? nullptr : patch.data() + p * b;  // two padded
-      std::vector<float> v(16 * b), m(16 * b);
-      t->winograd_f2_input(v.data(), b, d, b);
-      for (int64_t l = 0; l < b; ++l) {  // U = G g G^T per lane, then the lane-wise product
-        double gg[4][3];
-        for (int r = 0; r < 4; ++r)
-          for (int q = 0; q < 3; ++q)
-            gg[r][q] = G[r][0] * filt[(0 * 3 + q) * b + l] + G[r][1] * filt[(1 * 3 + q) * b + l] +
-                       G[r][2] * filt[(2 * 3 + q) * b + l];
-        for (int r = 0; r < 4; ++r)
-          for (int q = 0; q < 4; ++q)
-            m[(r * 4 + q) * b + l] =
-                static_cast<float>(v[(r * 4 + q) * b + l] * (gg[r][0] * G[q][0] + gg[r][1] * G[q][1] + gg[r][2] * G[q][2]));
-      }
-      for (bool sum : {false, true}) {
-        std::vector<float> out = random_floats(4 * b, 73, -1, 1), before = out;
-        float* o[4] = {out.data(), out.data() + b, out.data() + 2 * b, nullptr};  // the 4th outside
-        t->winograd_f2_output(o, m.data(), b, bias.data(), sum, true, b);
-        for (int64_t l = 0; l < b; ++l) {
-          for (int r = 0; r < 2; ++r)
-            for (int q = 0; q < 2; ++q) {
-              double y = bias[l] + (sum ? before[(r * 2 + q) * b + l] : 0.0);
-              for (int i = 0; i < 3; ++i)
-                for (int j = 0; j < 3; ++j) {
-                  const int p = (r + i) * 4 + (q + j);
-                  y += (d[p] ? patch[p * b + l] : 0.0) * filt[(i * 3 + j) * b + l];
+  const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const double G4[6][3] = {{1, 0, 0},          {-1.0 / 3, 1.0 / 3, -1.0 / 3}, {1.0 / 3, 1.0 / 3, 1.0 / 3},
+                           {-16.0 / 15, -8.0 / 15, -4.0 / 15}, {1.0 / 15, -2.0 / 15, 4.0 / 15}, {0, 0, 1}};
+  for (int tile : {2, 4}) {
+    const int a = tile + 2, np = a * a, no = tile * tile;
+    const double(*G)[3] = tile == 2 ? G2 : G4;
+    for (const simd::Table* t : runnable_tables())
+      for (int64_t b : {int64_t{1}, int64_t{t->lanes}, int64_t{t->lanes + 3}}) {
+        const std::string what = std::string(t->isa) + " F(" + std::to_string(tile) + "x" + std::to_string(tile) + ") b=" + std::to_string(b);
+        std::vector<float> patch = random_floats(np * b, static_cast<uint32_t>(70 + b), -1, 1);
+        std::vector<float> filt = random_floats(9 * b, static_cast<uint32_t>(71 + b), -1, 1);
+        std::vector<float> bias = random_floats(b, 72, -1, 1);
+        std::vector<const float*> d(static_cast<size_t>(np));
+        for (int p = 0; p < np; ++p) d[p] = p == 5 || p == 12 || p == np - 2 ? nullptr : patch.data() + p * b;  // padded
+        std::vector<float> v(np * b), m(np * b);
+        (tile == 2 ? t->winograd_f2_input : t->winograd_f4_input)(v.data(), b, d.data(), b);
+        for (int64_t l = 0; l < b; ++l) {  // U = G g G^T per lane, then the lane-wise product
+          double gg[6][3];
+          for (int r = 0; r < a; ++r)
+            for (int q = 0; q < 3; ++q)
+              gg[r][q] = G[r][0] * filt[(0 * 3 + q) * b + l] + G[r][1] * filt[(1 * 3 + q) * b + l] +
+                         G[r][2] * filt[(2 * 3 + q) * b + l];
+          for (int r = 0; r < a; ++r)
+            for (int q = 0; q < a; ++q)
+              m[(r * a + q) * b + l] =
+                  static_cast<float>(v[(r * a + q) * b + l] * (gg[r][0] * G[q][0] + gg[r][1] * G[q][1] + gg[r][2] * G[q][2]));
+        }
+        for (bool sum : {false, true}) {
+          std::vector<float> out = random_floats(no * b, 73, -1, 1), before = out;
+          std::vector<float*> o(static_cast<size_t>(no));
+          for (int i = 0; i < no; ++i) o[i] = i == no - 1 ? nullptr : out.data() + i * b;  // the last outside
+          (tile == 2 ? t->winograd_f2_output : t->winograd_f4_output)(o.data(), m.data(), b, bias.data(), sum, true, b);
+          for (int64_t l = 0; l < b; ++l)
+            for (int r = 0; r < tile; ++r)
+              for (int q = 0; q < tile; ++q) {
+                double y = bias[l] + (sum ? before[(r * tile + q) * b + l] : 0.0);
+                for (int i = 0; i < 3; ++i)
+                  for (int j = 0; j < 3; ++j) {
+                    const int p = (r + i) * a + (q + j);
+                    y += (d[p] ? patch[p * b + l] : 0.0) * filt[(i * 3 + j) * b + l];
+                  }
+                y = y > 0 ? y : 0;
+                const float got = out[(r * tile + q) * b + l];
+                if (r * tile + q == no - 1) {
+                  ASSERT_EQ(got, before[(no - 1) * b + l]) << what;  // outside: unchanged
+                } else {
+                  ASSERT_NEAR(got, y, 1e-5 * (1 + std::abs(y))) << what << " lane " << l << " at " << r << "," << q;
                 }
-              y = y > 0 ? y : 0;
-              const float got = out[(r * 2 + q) * b + l];
-              if (r == 1 && q == 1) {
-                ASSERT_EQ(got, before[3 * b + l]) << t->isa;  // outside: unchanged
-              } else {
-                ASSERT_NEAR(got, y, 1e-5 * (1 + std::abs(y))) << t->isa << " b=" << b << " lane " << l;
               }
-            }
         }
       }
-    }
+  }
 }

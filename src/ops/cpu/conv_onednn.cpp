@@ -177,6 +177,22 @@ bool winograd_geometry(const ConvDims& d, const Epilogue& epi) {
          d.strides == mdims{1, 1} && d.dilates == mdims{0, 0};
 }
 
+// The output tile of Loom's own Winograd kernels for this convolution: F(4x4, 3x3) where it
+// has enough 4x4 tiles to fill its 36 GEMMs' rows, else F(2x2, 3x3); LOOM_CONV_WINOGRAD_TILE=2
+// or 4 forces one (to compare; docs/kernels.md).
+int own_winograd_tile(const ConvDims& d) {
+  static const int forced = [] {
+    const char* e = std::getenv("LOOM_CONV_WINOGRAD_TILE");
+    return e && std::string(e) == "2" ? 2 : e && std::string(e) == "4" ? 4 : 0;
+  }();
+  if (forced) return forced;
+  // ResNet-18 capped to AVX2 (docs/kernels.md): from 49 tiles (one sample's 28x28 layers) F(4x4)
+  // is faster; below (14x14 and 7x7 at batch 1) its GEMMs of 4 to 16 rows are not
+  constexpr int64_t kMinTiles = 49;
+  const int64_t tiles4 = d.src[0] * ((d.dst[2] + 3) / 4) * ((d.dst[3] + 3) / 4);
+  return tiles4 >= kMinTiles ? 4 : 2;
+}
+
 // Loom's own Winograd kernels (conv_winograd.cpp) where oneDNN has none (nChw8c, AVX2).
 bool own_winograd(const ConvDims& d, const Epilogue& epi) {
   return winograd_geometry(d, epi) && winograd_allowed() && !winograd() && blocked_channels() == 8 &&
@@ -676,15 +692,17 @@ bool conv2d_fused_onednn(const Tensor& out, const Tensor& x, const Tensor& w, co
   const Epilogue epi{e.residual.defined(), e.relu, e.x_blocked, e.out_blocked};
   if (own_winograd(d, epi)) {
     // the transformed weights (and a folded bias), prepared once per weights' version
-    const std::vector<Tensor> prep = onednn::prepared_weights().get(std::string("wino-f2") + (fold ? "f" : "u"), wi.sources, [&] {
+    const int m = own_winograd_tile(d);
+    const std::string tag = "wino-f" + std::to_string(m) + (fold ? "f" : "u");
+    const std::vector<Tensor> prep = onednn::prepared_weights().get(tag, wi.sources, [&] {
       std::vector<Tensor> v = wi.plain();
       winograd_plans.fetch_add(1, std::memory_order_relaxed);
-      if (fold) return std::vector<Tensor>{winograd_f2_weights(v[0]), v[1].contiguous()};
-      return std::vector<Tensor>{winograd_f2_weights(v[0])};
+      if (fold) return std::vector<Tensor>{winograd_weights(v[0], m), v[1].contiguous()};
+      return std::vector<Tensor>{winograd_weights(v[0], m)};
     });
     const Tensor keep_bias = fold ? prep[1] : bias.defined() ? bias.contiguous() : Tensor();
-    conv2d_winograd_f2(out, x, prep[0], keep_bias.defined() ? keep_bias.data<float>() : nullptr, 8, d.pad_l[0],
-                       d.pad_l[1], epi.sum, epi.relu);
+    conv2d_winograd(out, x, prep[0], keep_bias.defined() ? keep_bias.data<float>() : nullptr, 8, m, d.pad_l[0],
+                    d.pad_l[1], epi.sum, epi.relu);
     return true;
   }
   return run(Kind::Inference, d, fold || bias.defined(), x.data_ptr(), w.data_ptr(), out.data_ptr(),

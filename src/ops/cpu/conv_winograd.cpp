@@ -1,11 +1,13 @@
-// Winograd F(2x2, 3x3) convolutions for inference on blocked activations, where oneDNN 2.6 has
-// no Winograd kernel (it has them for AVX-512 only): 3x3, stride 1, undilated, one group.
-// Per 2x2 output tile the 4x4 input patch is transformed (B^T d B), the 16 transformed
-// positions are multiplied with the transformed weights (G g G^T) as 16 GEMMs over the
-// channels, and the products transformed back (A^T m A): 16 multiply-adds per input channel
-// and output pair for 4 outputs instead of 36. Tiles are processed in chunks small enough for
-// the transformed data to stay in cache, one chunk per task of Loom's pool, each GEMM on a
-// one-thread OpenMP team; with fewer tiles than a chunk per thread, the phases run in turn. docs/kernels.md, "Winograd for 3x3 convolutions".
+// Winograd convolutions for inference on blocked activations, where oneDNN 2.6 has no Winograd
+// kernel (it has them for AVX-512 only): 3x3, stride 1, undilated, one group. F(m x m, 3x3)
+// for m = 2 or 4: per m x m output tile the (m+2)² input patch is transformed (B^T d B), the
+// (m+2)² transformed positions are multiplied with the transformed weights (G g G^T) as that
+// many GEMMs over the channels, and the products transformed back (A^T m A): per input channel
+// and output pair, 16 multiply-adds for 4 outputs (F(2x2)) or 36 for 16 (F(4x4)) instead of 9
+// per output. Tiles are processed in chunks small enough for the transformed data to stay in
+// cache, one chunk per task of Loom's pool, each GEMM on a one-thread OpenMP team; with fewer
+// tiles than a chunk per thread, the phases run in turn. docs/kernels.md, "Winograd for 3x3
+// convolutions".
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -19,24 +21,33 @@
 
 namespace loom::cpu {
 
-Tensor winograd_f2_weights(const Tensor& w) {
+Tensor winograd_weights(const Tensor& w, int m) {
   const int64_t k = w.shape()[0], c = w.shape()[1];
+  const int a = m + 2;
   Tensor wc = w.is_contiguous() ? w : w.copy();
-  Tensor u = detail::alloc({16, c, k}, DType::Float32, Device::cpu());
+  Tensor u = detail::alloc({a * a, c, k}, DType::Float32, Device::cpu());
   const float* g = wc.data<float>();
   float* up = u.data<float>();
-  // G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; U = G g G^T, in double, rounded once
-  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  // G (a x 3) of F(2x2) on the points 0, 1, -1, inf, or of F(4x4) on 0, -1, 1, 1/2, -2, inf
+  // (kernels.inc); U = G g G^T in double, rounded once
+  static constexpr double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  static constexpr double G4[6][3] = {{1, 0, 0},
+                                      {-1.0 / 3, 1.0 / 3, -1.0 / 3},
+                                      {1.0 / 3, 1.0 / 3, 1.0 / 3},
+                                      {-16.0 / 15, -8.0 / 15, -4.0 / 15},
+                                      {1.0 / 15, -2.0 / 15, 4.0 / 15},
+                                      {0, 0, 1}};
+  const double(*G)[3] = m == 2 ? G2 : G4;
   parallel_for(0, k, 1, [&](int64_t k0, int64_t k1) {
     for (int64_t o = k0; o < k1; ++o)
       for (int64_t i = 0; i < c; ++i) {
         const float* f = g + (o * c + i) * 9;
-        double t[4][3];  // G g
-        for (int r = 0; r < 4; ++r)
+        double t[6][3];  // G g
+        for (int r = 0; r < a; ++r)
           for (int q = 0; q < 3; ++q) t[r][q] = G[r][0] * f[q] + G[r][1] * f[3 + q] + G[r][2] * f[6 + q];
-        for (int r = 0; r < 4; ++r)
-          for (int q = 0; q < 4; ++q)
-            up[((r * 4 + q) * c + i) * k + o] = static_cast<float>(t[r][0] * G[q][0] + t[r][1] * G[q][1] + t[r][2] * G[q][2]);
+        for (int r = 0; r < a; ++r)
+          for (int q = 0; q < a; ++q)
+            up[((r * a + q) * c + i) * k + o] = static_cast<float>(t[r][0] * G[q][0] + t[r][1] * G[q][1] + t[r][2] * G[q][2]);
       }
   });
   return u;
@@ -48,80 +59,83 @@ namespace {
 Tensor scratch(int64_t n) { return detail::alloc({n}, DType::Float32, Device::cpu()); }
 }  // namespace
 
-void conv2d_winograd_f2(const Tensor& out, const Tensor& x, const Tensor& u, const float* bias, int64_t block,
-                        int64_t pad_top, int64_t pad_left, bool sum, bool relu) {
+void conv2d_winograd(const Tensor& out, const Tensor& x, const Tensor& u, const float* bias, int64_t block, int m,
+                     int64_t pad_top, int64_t pad_left, bool sum, bool relu) {
   const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   const int64_t k = out.shape()[1], oh = out.shape()[2], ow = out.shape()[3];
-  const int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2, tiles = n * th * tw;
+  const int64_t th = (oh + m - 1) / m, tw = (ow + m - 1) / m, tiles = n * th * tw;
+  const int a = m + 2, e_count = a * a;  // the patch's side, the transformed positions
   const int64_t cb = c / block, kb = k / block;
   const float* xp = x.data<float>();
   float* yp = out.data<float>();
   const float* up = u.data<float>();
   const simd::Table& t = simd::table();
+  const auto input = m == 2 ? t.winograd_f2_input : t.winograd_f4_input;
+  const auto output = m == 2 ? t.winograd_f2_output : t.winograd_f4_output;
   std::atomic<bool> ok{true};
-  // tiles [t0, t0 + nt) into v (16 x nt x c), and m (16 x nt x k) back into out
+  // tiles [t0, t0 + nt) into v (a² x nt x c), and the products (a² x nt x k) back into out
   auto transform_in = [&](float* v, int64_t t0, int64_t nt, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t tile = t0 + i, s = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
-      const int64_t y0 = 2 * ty - pad_top, x0 = 2 * tx - pad_left;
+      const int64_t y0 = m * ty - pad_top, x0 = m * tx - pad_left;
       for (int64_t g = 0; g < cb; ++g) {
         const float* plane = xp + (s * cb + g) * h * w * block;
-        const float* d[16];
-        for (int r = 0; r < 4; ++r)
-          for (int q = 0; q < 4; ++q) {
+        const float* d[36];
+        for (int r = 0; r < a; ++r)
+          for (int q = 0; q < a; ++q) {
             const int64_t yy = y0 + r, xx = x0 + q;
-            d[r * 4 + q] = yy >= 0 && yy < h && xx >= 0 && xx < w ? plane + (yy * w + xx) * block : nullptr;
+            d[r * a + q] = yy >= 0 && yy < h && xx >= 0 && xx < w ? plane + (yy * w + xx) * block : nullptr;
           }
-        t.winograd_f2_input(v + i * c + g * block, nt * c, d, block);
+        input(v + i * c + g * block, nt * c, d, block);
       }
     }
   };
-  auto multiply = [&](const float* v, float* m, int64_t nt, int e0, int e1) {
+  auto multiply = [&](const float* v, float* prod, int64_t nt, int e0, int e1) {
     for (int e = e0; e < e1; ++e)
-      if (dnnl_sgemm('N', 'N', nt, k, c, 1.0f, v + e * nt * c, c, up + e * c * k, k, 0.0f, m + e * nt * k, k) !=
+      if (dnnl_sgemm('N', 'N', nt, k, c, 1.0f, v + e * nt * c, c, up + e * c * k, k, 0.0f, prod + e * nt * k, k) !=
           dnnl_success)
         ok = false;
   };
-  auto transform_out = [&](const float* m, int64_t t0, int64_t nt, int64_t i0, int64_t i1) {
+  auto transform_out = [&](const float* prod, int64_t t0, int64_t nt, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t tile = t0 + i, s = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
       for (int64_t g = 0; g < kb; ++g) {
         float* plane = yp + (s * kb + g) * oh * ow * block;
-        float* o[4];
-        for (int r = 0; r < 2; ++r)
-          for (int q = 0; q < 2; ++q) {
-            const int64_t yy = 2 * ty + r, xx = 2 * tx + q;
-            o[r * 2 + q] = yy < oh && xx < ow ? plane + (yy * ow + xx) * block : nullptr;
+        float* o[16];
+        for (int r = 0; r < m; ++r)
+          for (int q = 0; q < m; ++q) {
+            const int64_t yy = m * ty + r, xx = m * tx + q;
+            o[r * m + q] = yy < oh && xx < ow ? plane + (yy * ow + xx) * block : nullptr;
           }
-        t.winograd_f2_output(o, m + i * k + g * block, nt * k, bias ? bias + g * block : nullptr, sum, relu, block);
+        output(o, prod + i * k + g * block, nt * k, bias ? bias + g * block : nullptr, sum, relu, block);
       }
     }
   };
   const int64_t threads = get_num_threads();
-  // tiles per chunk: the transformed inputs and products (16 x chunk x (c + k) floats) within
+  // tiles per chunk: the transformed inputs and products (a² x chunk x (c + k) floats) within
   // ~1 MiB (an L2)
-  const int64_t chunk = std::max<int64_t>(16, (1 << 20) / (16 * 4 * (c + k)));
+  const int64_t chunk = std::max<int64_t>(16, (1 << 20) / (e_count * 4 * (c + k)));
   if (threads > 1 && tiles < threads * chunk) {
     // too few tiles for a chunk per thread (one sample, deep layers): the three phases in turn,
-    // each over the pool; the 16 GEMMs split between the threads keep all their rows
-    const Tensor vt = scratch(16 * tiles * c), mt = scratch(16 * tiles * k);
+    // each over the pool; the a² GEMMs split between the threads keep all their rows
+    const Tensor vt = scratch(e_count * tiles * c), mt = scratch(e_count * tiles * k);
     float* v = vt.data<float>();
-    float* m = mt.data<float>();
+    float* prod = mt.data<float>();
     parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_in(v, 0, tiles, i0, i1); });
-    parallel_for(0, 16, 1, [&](int64_t e0, int64_t e1) {
+    parallel_for(0, e_count, 1, [&](int64_t e0, int64_t e1) {
       onednn::use_omp_threads(1);
-      multiply(v, m, tiles, static_cast<int>(e0), static_cast<int>(e1));
+      multiply(v, prod, tiles, static_cast<int>(e0), static_cast<int>(e1));
     });
-    parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_out(m, 0, tiles, i0, i1); });
+    parallel_for(0, tiles, 1, [&](int64_t i0, int64_t i1) { transform_out(prod, 0, tiles, i0, i1); });
   } else {
     const int64_t chunks = (tiles + chunk - 1) / chunk;
     parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
       onednn::use_omp_threads(1);
-      const Tensor vt = scratch(16 * chunk * c), mt = scratch(16 * chunk * k);
+      const Tensor vt = scratch(e_count * chunk * c), mt = scratch(e_count * chunk * k);
       for (int64_t ch = c0; ch < c1; ++ch) {
         const int64_t t0 = ch * chunk, nt = std::min(chunk, tiles - t0);
         transform_in(vt.data<float>(), t0, nt, 0, nt);
-        multiply(vt.data<float>(), mt.data<float>(), nt, 0, 16);
+        multiply(vt.data<float>(), mt.data<float>(), nt, 0, e_count);
         transform_out(mt.data<float>(), t0, nt, 0, nt);
       }
     });

@@ -112,6 +112,11 @@ struct Table {
   void (*winograd_f2_input)(float* v, int64_t e_stride, const float* const* d, int64_t b);
   void (*winograd_f2_output)(float* const* out, const float* m, int64_t e_stride, const float* bias, bool sum, bool relu,
                              int64_t b);
+  // F(4x4, 3x3), the same way: the 6x6 patch d[36] into 36 positions, and 36 products into the
+  // 4x4 tile out[16].
+  void (*winograd_f4_input)(float* v, int64_t e_stride, const float* const* d, int64_t b);
+  void (*winograd_f4_output)(float* const* out, const float* m, int64_t e_stride, const float* bias, bool sum, bool relu,
+                             int64_t b);
 };
 
 const Table& table();
