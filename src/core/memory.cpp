@@ -206,6 +206,14 @@ class CpuAllocator final : public Allocator {
   void empty() {
     std::lock_guard<std::mutex> lock(mu_);
     release_cache_locked();
+    // the memory plans' buffers that no block uses now: their arenas keep the plan and reserve
+    // the buffer again on their next scope (a retired one is never used again)
+    for (size_t i = buffers_.size(); i-- > 0;)
+      if (buffers_[i]->live.empty()) {
+        const std::shared_ptr<ArenaBuffer> b = buffers_[i];
+        drop_buffer_locked(i);
+        b->base = nullptr;
+      }
   }
 
   // StepArena's scopes: the first runs as usual, the second records (and so does any after two
@@ -218,6 +226,7 @@ class CpuAllocator final : public Allocator {
       throw ValueError("StepArena::Scope: a scope is open already (on this arena or this thread); one at a time");
     }
     a.in_scope = true;
+    if (a.buffer && !a.buffer->base && stats_.limit_bytes < 0) reserve_locked(a.buffer);  // released by empty_cache()
     a.recording = a.stats.scopes == 1 || a.record_next;
     a.record_next = false;
     a.stats.served = a.stats.missed = 0;
@@ -262,12 +271,8 @@ class CpuAllocator final : public Allocator {
     total = (total + 4095) / 4096 * 4096;
     if (total == 0 || stats_.limit_bytes >= 0) return;
     auto buffer = std::make_shared<ArenaBuffer>();
-    buffer->base = static_cast<char*>(std::aligned_alloc(4096, total));
-    if (!buffer->base) return;  // no plan: every allocation goes to the allocator
     buffer->size = total;
-    LOOM_POISON(buffer->base, total);
-    buffers_.push_back(buffer);
-    stats_.arena_bytes += static_cast<int64_t>(total);
+    if (!reserve_locked(buffer)) return;  // no plan: every allocation goes to the allocator
     a.buffer = buffer;
     for (size_t i = 0; i < blocks.size(); ++i) {
       a.places[blocks[i].size].push_back(offsets[i]);
@@ -305,7 +310,7 @@ class CpuAllocator final : public Allocator {
 
   // The recorded place of this scope's next allocation of `size`, if it is planned and free.
   void* from_arena_locked(StepArena::Impl& a, size_t size) {
-    if (!a.buffer || a.recording) return nullptr;
+    if (!a.buffer || !a.buffer->base || a.recording) return nullptr;
     auto it = a.places.find(size);
     const size_t k = a.next[size]++;
     if (it == a.places.end() || k >= it->second.size()) {
@@ -335,6 +340,16 @@ class CpuAllocator final : public Allocator {
       for (size_t i = 0; i < buffers_.size(); ++i)
         if (buffers_[i] == a.buffer) drop_buffer_locked(i);
     a.buffer.reset();
+  }
+
+  // Allocates b's bytes (poisoned) and lists it; false when the system refuses.
+  bool reserve_locked(const std::shared_ptr<ArenaBuffer>& b) {
+    b->base = static_cast<char*>(std::aligned_alloc(4096, b->size));
+    if (!b->base) return false;
+    LOOM_POISON(b->base, b->size);
+    buffers_.push_back(b);
+    stats_.arena_bytes += static_cast<int64_t>(b->size);
+    return true;
   }
 
   void drop_buffer_locked(size_t i) {

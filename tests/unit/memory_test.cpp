@@ -255,6 +255,38 @@ TEST(StepArena, ServesTheRecordedBlocksFromOneBufferLaidOutByLifetime) {
   EXPECT_EQ(arena.stats().recordings, 1);
 }
 
+// empty_cache() returns a plan's buffer when no block is in it, keeping the plan: the next scope
+// reserves the buffer again and is served from it at once; a buffer with a block in use stays.
+TEST(StepArena, EmptyCacheReleasesIdleBuffersAndTheNextScopeReservesThemAgain) {
+  empty_cache();
+  const int64_t arena_before = memory_stats().arena_bytes;
+  StepArena arena;
+  std::vector<const void*> where;
+  for (int s = 0; s < 3; ++s) in_scope(arena, where);
+  const int64_t reserved = arena.stats().reserved_bytes;
+  ASSERT_GT(reserved, 0);
+  EXPECT_EQ(memory_stats().arena_bytes - arena_before, reserved);
+  empty_cache();
+  EXPECT_EQ(memory_stats().arena_bytes, arena_before);
+  EXPECT_EQ(memory_stats().cached_bytes, 0);
+  const Tensor result = in_scope(arena, where);  // reserves again, served as before
+  EXPECT_EQ(arena.stats().served, 4);
+  EXPECT_EQ(arena.stats().missed, 0);
+  EXPECT_EQ(arena.stats().recordings, 1);
+  EXPECT_EQ(where[0], where[1]);
+  EXPECT_EQ(result.item<float>(), 6000.0f);
+  EXPECT_EQ(memory_stats().arena_bytes - arena_before, reserved);
+  // a block still in use keeps its buffer through empty_cache()
+  std::vector<Tensor> kept;
+  in_scope(arena, where, &kept);
+  empty_cache();
+  EXPECT_EQ(memory_stats().arena_bytes - arena_before, reserved);
+  EXPECT_EQ(kept[0].max().item<float>(), 3.0f);
+  kept.clear();
+  empty_cache();
+  EXPECT_EQ(memory_stats().arena_bytes, arena_before);
+}
+
 TEST(StepArena, ABlockHeldLongerIsNeverOverwritten) {
   StepArena arena;
   std::vector<const void*> where;

@@ -24,7 +24,9 @@ void reset_peak_memory(Device device = default_device());
 // Limits live bytes on the device; -1 removes the limit. Allocations beyond it throw
 // OutOfMemoryError naming requested, current and limit bytes.
 void set_memory_limit(int64_t bytes, Device device = default_device());
-// Returns cached blocks to the system.
+// Returns cached blocks to the system, and the buffers of memory plans (StepArena: training
+// steps, inference plans) that no block uses at the moment; each plan reserves its buffer again
+// on its next scope.
 void empty_cache(Device device = default_device());
 
 // A memory plan for a computation that repeats with the same allocations, as a training step
