@@ -11,6 +11,7 @@
 #include <ostream>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "graph/plan_internal.h"
 #include "loom/core/grad_mode.h"
@@ -573,24 +574,22 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
   if (open && all_given) {
     impl_ = p;
     // every node's shapes from one run on zeros of `in_shapes` (checked against those shapes only)
-    auto run_on_zeros = [&](const std::vector<Shape>& in_shapes) {
-      const std::vector<Shape> given = p->input_shapes;
-      const bool specialized = p->specialized;
-      p->input_shapes = in_shapes;
-      p->specialized = false;
+    auto run_on_zeros = [&](std::vector<Shape> in_shapes) {  // a copy: it may be the plan's own
+      // the run checks its inputs against in_shapes and nothing against the compiled shapes;
+      // the plan's own are back when it ends, thrown or not
+      struct Restore {
+        Impl& p;
+        std::vector<Shape> input_shapes;
+        bool specialized;
+        ~Restore() { p.input_shapes = std::move(input_shapes), p.specialized = specialized; }
+      } restore{*p, std::exchange(p->input_shapes, in_shapes), std::exchange(p->specialized, false)};
       std::vector<Tensor> zero_inputs;
       for (size_t i = 0; i < in_shapes.size(); ++i) zero_inputs.push_back(zeros(in_shapes[i], g.inputs()[i].dtype()));
       std::vector<std::vector<Shape>> found = p->shapes;
-      try {
-        NoGrad no_grad;
-        nn::ModeScope eval(nn::Mode::Eval);
-        detail::PreparedWeightsNotKept once;  // unfused, maybe at a probe's batch: not the runs' layouts
-        execute(zero_inputs, &found);
-      } catch (...) {
-        p->input_shapes = given, p->specialized = specialized;
-        throw;
-      }
-      p->input_shapes = given, p->specialized = specialized;
+      NoGrad no_grad;
+      nn::ModeScope eval(nn::Mode::Eval);
+      detail::PreparedWeightsNotKept once;  // unfused, maybe at a probe's batch: not the runs' layouts
+      execute(zero_inputs, &found);
       return found;
     };
     // A batch of B > 2 is probed at batches 1 and 2 instead (a whole forward at B is what a
