@@ -4,8 +4,13 @@
 Runtime InferenceSession on the CPU: median wall-clock and process CPU milliseconds per batch at
 batch 1 and 32 and 1 and 2 threads, printed as the torch peer prints them.
 
-Usage: python3 bench/onnx_resnet_infer_peer.py [reps_b1=20] [reps_b32=3]
+Usage: python3 bench/onnx_resnet_infer_peer.py [--cpuid-avx2] [reps_b1=20] [reps_b32=3]
 (the python3 first on PATH, with bench/requirements.txt and bench/requirements-onnx.txt).
+
+--cpuid-avx2 runs ORT as on a CPU without AVX-512: MLAS has no switch to cap its kernels, so a
+patched copy of the package is imported whose CPUID answers come without the AVX-512 bits
+(bench/cpuid_avx2.py); the timing lines then say "cpuid avx2", and the run fails if ORT never
+asked.
 
 The parent exports one static-shape model per batch size into a temporary folder (removed at
 the end) and saves an input and torch's logits for it; each thread count then runs in its own
@@ -54,9 +59,20 @@ def export(folder: str, batches: list[int]) -> None:
         np.save(os.path.join(folder, f"logits_b{batch}.npy"), logits.numpy())
 
 
-def child(folder: str, threads: int, reps1: int, reps32: int) -> None:
+def child(folder: str, threads: int, reps1: int, reps32: int, masked_root: str | None) -> None:
     import numpy as np
+
+    trap = None
+    if masked_root:
+        from cpuid_avx2 import install_trap
+        trap = install_trap(masked_root, folder)
     import onnxruntime as ort
+
+    isa = ""
+    if trap is not None:
+        if not ort.__file__.startswith(masked_root):
+            sys.exit(f"onnx_resnet_infer_peer: imported {ort.__file__}, not the patched copy")
+        isa = " cpuid avx2"
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
@@ -72,6 +88,8 @@ def child(folder: str, threads: int, reps1: int, reps32: int) -> None:
         want = np.load(os.path.join(folder, f"logits_b{batch}.npy"))
         feed = {"x": x}
         (got,) = sess.run(None, feed)  # also the warm-up
+        if trap is not None and trap.trapped_count() == 0:
+            sys.exit("onnx_resnet_infer_peer: ORT never executed a patched CPUID; not an AVX2 run")
         diff = float(np.max(np.abs(got - want)))
         print(f"onnxruntime {ort.__version__} batch {batch:2d} threads {threads}: "
               f"max |logits - torch logits| = {diff:.3g} (limit {TOLERANCE:g}; "
@@ -85,24 +103,31 @@ def child(folder: str, threads: int, reps1: int, reps32: int) -> None:
             sess.run(None, feed)
             ms.append((time.perf_counter() - t) * 1e3)
             cpu.append((time.process_time() - c) * 1e3)
-        print(f"onnxruntime {ort.__version__} resnet18 opset {OPSET} ORT_ENABLE_ALL batch {batch:2d} "
+        print(f"onnxruntime {ort.__version__}{isa} resnet18 opset {OPSET} ORT_ENABLE_ALL batch {batch:2d} "
               f"threads {threads}: {median(ms):8.1f} ms wall, {median(cpu):8.1f} ms cpu (medians of {reps})",
               flush=True)
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
+        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6] or None)
         return
-    reps1 = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    reps32 = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    print(f"machine: {cpu_model()}", flush=True)
+    args = sys.argv[1:]
+    masked = "--cpuid-avx2" in args
+    args = [a for a in args if a != "--cpuid-avx2"]
+    reps1 = int(args[0]) if len(args) > 0 else 20
+    reps32 = int(args[1]) if len(args) > 1 else 3
+    print(f"machine: {cpu_model()}" + (" (ORT shown a CPUID without AVX-512)" if masked else ""), flush=True)
     with tempfile.TemporaryDirectory(prefix="loom-onnx-resnet-") as folder:
         export(folder, [b for b, r in ((1, reps1), (32, reps32)) if r >= 1])
+        masked_root = ""
+        if masked:
+            from cpuid_avx2 import patch_package
+            masked_root = patch_package("onnxruntime", folder)
         for threads in (1, 2):
             env = dict(os.environ, OMP_NUM_THREADS=str(threads))
             rc = subprocess.run([sys.executable, __file__, "--child", folder, str(threads), str(reps1),
-                                 str(reps32)], env=env).returncode
+                                 str(reps32), masked_root], env=env).returncode
             if rc != 0:
                 sys.exit(rc)
 
