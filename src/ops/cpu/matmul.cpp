@@ -78,9 +78,15 @@ void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const 
   const float* B = b.data<float>();
   float* O = out.data<float>();
   const char ta = va.trans == CblasNoTrans ? 'N' : 'T', tb = vb.trans == CblasNoTrans ? 'N' : 'T';
-  // ~1 MFLOP per task at least: small products run inline.
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, 2 * kRows * N * K));
-  parallel_range(0, batch * blocks, grain, [&](int64_t r0, int64_t r1) {
+  // ~1 MFLOP per task at least: small products run inline. Otherwise one run of blocks per
+  // thread: every call packs its own copy of the second operand (all of it, transposed when
+  // `tb` is 'T'), so the pool's usual four tasks per thread would pack it four times as often
+  // (a 128 x 512 by (512 x 512)^T product on 2 threads: 8 calls of 16 rows took as long as one
+  // call of 128 rows on 1 thread).
+  const int64_t total = batch * blocks, threads = get_num_threads();
+  const int64_t grain = std::max({int64_t(1), (int64_t(1) << 20) / std::max<int64_t>(1, 2 * kRows * N * K),
+                                  (total + threads - 1) / threads});
+  parallel_range(0, total, grain, [&](int64_t r0, int64_t r1) {
     const int previous = omp_get_max_threads();
     if (previous != 1) omp_set_num_threads(1);
     for (int64_t r = r0; r < r1;) {
