@@ -30,10 +30,8 @@ only="${ONLY:-}"
 np="${NP:-2}"
 run_timeout="${RUN_TIMEOUT:-900}"  # seconds per command: a hung rank ends the run, not the script
 
-gen=()
-if command -v ninja >/dev/null 2>&1 && [ ! -f "$build/Makefile" ]; then gen=(-G Ninja); fi
-cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target dist_bench -j"${JOBS:-2}" >/dev/null
+source "$here/build_targets.sh"
+bench_build dist_bench
 bin="$build/bench/dist_bench"
 
 if [ "$only" != allreduce ] && ! "$python" -c "import torch" >/dev/null 2>&1; then

@@ -31,11 +31,8 @@ levels="${LEVELS:-native avx2}"
 repeat="${REPEAT:-2}"
 parts=" ${PARTS:-train resnet relu} "
 
-gen=()
-if command -v ninja >/dev/null 2>&1 && [ ! -f "$build/Makefile" ]; then gen=(-G Ninja); fi
-cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DLOOM_BUILD_TESTS=OFF -DLOOM_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$build" --target train_bench resnet_infer loom_bench -j"${JOBS:-2}" >/dev/null
+source "$here/build_targets.sh"
+bench_build train_bench resnet_infer loom_bench
 if ! "$python" -c "import torch" >/dev/null 2>&1; then
   echo "torch not found for $python: install bench/requirements.txt" >&2
   exit 1

@@ -22,11 +22,8 @@ threads="${THREADS:-1 2}"
 repeat="${REPEAT:-1}"
 libtorch_bin="${LIBTORCH_BIN:-$repo/build-libtorch/libtorch_overhead}"
 
-gen=()
-if command -v ninja >/dev/null 2>&1 && [ ! -f "$build/Makefile" ]; then gen=(-G Ninja); fi
-cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DLOOM_BUILD_TESTS=OFF -DLOOM_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$build" --target loom_bench conv_bench graph_overhead -j"${JOBS:-2}" >/dev/null
+source "$here/build_targets.sh"
+bench_build loom_bench conv_bench graph_overhead
 
 if ! "$python" -c "import torch" >/dev/null 2>&1; then
   echo "torch not found for $python: installing bench/requirements.txt" >&2
@@ -68,7 +65,7 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/run-info.txt"
 # TORCH_COMPILE=0 skips the torch.compile variants (their first step compiles for ~1 minute).
 : > "$out/keras.jsonl"
 if [ "${TRAIN:-1}" = 1 ]; then
-  cmake --build "$build" --target train_bench -j"${JOBS:-2}" >/dev/null
+  bench_build train_bench
   compile_flag=()
   if [ "${TORCH_COMPILE:-1}" = 0 ]; then compile_flag=(--no-compile); fi
   have_keras=0

@@ -23,10 +23,8 @@ epochs="${EPOCHS:-10}"
 tasks="${TASKS:-400}"
 backends="${BACKENDS:-sqlite postgresql}"
 
-gen=()
-if command -v ninja >/dev/null 2>&1 && [ ! -f "$build/Makefile" ]; then gen=(-G Ninja); fi
-cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DLOOM_BUILD_TESTS=OFF -DLOOM_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$build" --target store_bench -j"${JOBS:-2}" >/dev/null
+source "$here/build_targets.sh"
+bench_build store_bench
 bin="$build/bench/store_bench"
 
 if ! "$python" -c "import mlflow" >/dev/null 2>&1; then
