@@ -1,10 +1,12 @@
 #include "loom/core/memory.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -108,6 +110,28 @@ int64_t recorded_peak(const std::vector<StepArena::Impl::Block>& blocks) {
   return peak;
 }
 
+// The allocator's lock. Its critical sections are a few map and counter updates, and every
+// tensor takes it twice (allocate, deallocate): std::mutex's unlock is an atomic
+// read-modify-write, this one's a plain store. A waiter spins briefly, then yields, so that a
+// holder that was preempted or is inside the system allocator gets its core back.
+class SpinLock {
+ public:
+  void lock() {
+    int spins = 0;
+    while (held_.exchange(true, std::memory_order_acquire))
+      while (held_.load(std::memory_order_relaxed)) {
+        if (++spins > 64) std::this_thread::yield();
+#if defined(__x86_64__) || defined(__i386__)
+        else __builtin_ia32_pause();
+#endif
+      }
+  }
+  void unlock() { held_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> held_{false};
+};
+
 // CPU allocator with a cache of freed blocks keyed by rounded size: steady-state training
 // reallocates the same sizes every step, and reuse avoids page faults on large blocks.
 class CpuAllocator final : public Allocator {
@@ -118,7 +142,7 @@ class CpuAllocator final : public Allocator {
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
     const size_t size = round_size(nbytes);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     if (stats_.limit_bytes >= 0 && stats_.current_bytes + static_cast<int64_t>(size) > stats_.limit_bytes) {
       release_cache_locked();
       throw OutOfMemoryError("allocate on cpu: requested " + std::to_string(size) + " bytes with " +
@@ -161,7 +185,7 @@ class CpuAllocator final : public Allocator {
   void deallocate(void* ptr, size_t nbytes) override {
     if (!ptr) return;
     const size_t size = round_size(nbytes);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     stats_.current_bytes -= static_cast<int64_t>(size);
     for (size_t i = 0; i < buffers_.size(); ++i) {
       ArenaBuffer& b = *buffers_[i];
@@ -191,20 +215,20 @@ class CpuAllocator final : public Allocator {
   }
 
   MemoryStats stats() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     return stats_;
   }
   void reset_peak() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     stats_.peak_bytes = stats_.current_bytes;
   }
   void set_limit(int64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     stats_.limit_bytes = bytes < 0 ? -1 : bytes;
     if (stats_.limit_bytes >= 0) release_cache_locked();
   }
   void empty() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     release_cache_locked();
     // the memory plans' buffers that no block uses now: their arenas keep the plan and reserve
     // the buffer again on their next scope (a retired one is never used again)
@@ -220,7 +244,7 @@ class CpuAllocator final : public Allocator {
   // that mostly missed), the others replay the plan.
   // Returns false (and opens nothing) when one is open already and `if_free`.
   bool begin_scope(StepArena::Impl& a, bool if_free) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     if (a.in_scope || t_arena) {
       if (if_free) return false;
       throw ValueError("StepArena::Scope: a scope is open already (on this arena or this thread); one at a time");
@@ -243,7 +267,7 @@ class CpuAllocator final : public Allocator {
   void end_scope(StepArena::Impl& a) {
     std::vector<StepArena::Impl::Block> blocks;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<SpinLock> lock(mu_);
       a.in_scope = false;
       ++a.stats.scopes;
       if (!a.recording) {
@@ -263,7 +287,7 @@ class CpuAllocator final : public Allocator {
     size_t total = 0;
     if (blocks.size() <= kMaxBlocks) std::tie(offsets, total) = place_blocks(blocks);
     const int64_t peak = recorded_peak(blocks);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     retire_locked(a);
     a.places.clear();
     a.stats.reserved_bytes = a.stats.planned_blocks = 0;
@@ -290,14 +314,14 @@ class CpuAllocator final : public Allocator {
   }
 
   void release(StepArena::Impl& a) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     auto it = std::find(recording_.begin(), recording_.end(), &a);
     if (it != recording_.end()) recording_.erase(it);
     retire_locked(a);
   }
 
   StepArena::Stats arena_stats(const StepArena::Impl& a) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     return a.stats;
   }
 
@@ -370,7 +394,7 @@ class CpuAllocator final : public Allocator {
     stats_.cached_bytes = 0;
   }
 
-  std::mutex mu_;
+  SpinLock mu_;
   std::map<size_t, std::vector<void*>> cache_;
   std::vector<std::shared_ptr<ArenaBuffer>> buffers_;  // every step arena's buffer not yet freed
   std::vector<StepArena::Impl*> recording_;            // arenas in a recording scope
