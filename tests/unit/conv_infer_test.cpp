@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -448,6 +449,22 @@ TEST(ConvFused, WinogradThreeByThreeEqualsTheReference) {
   eb.x_blocked = eb.out_blocked = true;
   detail::conv2d_fused(detail::reorder_blocked(x, false), w, Tensor(), eb, 1, 1, 1, 1);
   EXPECT_EQ(cpu::conv2d_winograd_plans(), before + 1);
+  // Loom's own kernels (nChw8c) decline a layer whose transformed weights would be streamed for
+  // too few tiles: one sample's 7x7 512-channel layer (16.8 MB of F(2x2) weights for 16 tiles)
+  // runs the direct kernel, the same layer at batch 8 (128 tiles) Winograd; a forced tile
+  // (LOOM_CONV_WINOGRAD_TILE, the ctest entries conv_winograd_f2 / _f4) takes every geometry.
+  if (detail::conv2d_fused_blocked(x, w, 1, 1, 1, 1) == 8 && !std::getenv("LOOM_CONV_WINOGRAD_TILE")) {
+    const Tensor w512 = uniform({512, 512, 3, 3}, -0.5, 0.5);
+    for (int64_t n : {1, 8}) {
+      const Tensor xn = uniform({n, 512, 7, 7}, -1, 1);
+      const int64_t plans = cpu::conv2d_winograd_plans();
+      const Tensor y = detail::reorder_blocked(
+          detail::conv2d_fused(detail::reorder_blocked(xn, false), w512, Tensor(), eb, 1, 1, 1, 1), true);
+      EXPECT_EQ(cpu::conv2d_winograd_plans(), plans + (n == 1 ? 0 : 1)) << "batch " << n;
+      const Tensor ref = conv2d(xn, w512, Tensor(), 1, 1);
+      EXPECT_LE(abs(y - ref).max().item<double>(), 1e-5 * abs(ref).max().item<double>()) << "batch " << n;
+    }
+  }
 }
 
 // Inference on one sample starts no OpenMP team beside Loom's pool (a team's workers would spin

@@ -177,9 +177,13 @@ bool winograd_geometry(const ConvDims& d, const Epilogue& epi) {
          d.strides == mdims{1, 1} && d.dilates == mdims{0, 0};
 }
 
-// The output tile of Loom's own Winograd kernels for this convolution: F(4x4, 3x3) where it
-// has enough 4x4 tiles to fill its 36 GEMMs' rows, else F(2x2, 3x3); LOOM_CONV_WINOGRAD_TILE=2
-// or 4 forces one (to compare; docs/kernels.md).
+// The output tile of Loom's own Winograd kernels for this convolution, or 0 where the direct
+// kernel is faster: F(4x4, 3x3) where it has enough 4x4 tiles to fill its 36 GEMMs' rows, else
+// F(2x2, 3x3); neither where its transformed weights ((m+2)² x C x K floats, read from memory on
+// every call) come to more than kMaxWeightBytesPerTile per output tile, since then the GEMMs
+// stream weights for too few rows (one sample's 7x7 512-channel layers: 16.8 MB for 16 tiles,
+// 4.5 ms against the direct kernel's 2.6 ms capped to AVX2 on a Xeon). LOOM_CONV_WINOGRAD_TILE=2
+// or 4 forces one (to compare, and to test the kernels on any geometry; docs/kernels.md).
 int own_winograd_tile(const ConvDims& d) {
   static const int forced = [] {
     const char* e = std::getenv("LOOM_CONV_WINOGRAD_TILE");
@@ -189,14 +193,19 @@ int own_winograd_tile(const ConvDims& d) {
   // ResNet-18 capped to AVX2 (docs/kernels.md): from 49 tiles (one sample's 28x28 layers) F(4x4)
   // is faster; below (14x14 and 7x7 at batch 1) its GEMMs of 4 to 16 rows are not
   constexpr int64_t kMinTiles = 49;
-  const int64_t tiles4 = d.src[0] * ((d.dst[2] + 3) / 4) * ((d.dst[3] + 3) / 4);
-  return tiles4 >= kMinTiles ? 4 : 2;
+  constexpr int64_t kMaxWeightBytesPerTile = 512 << 10;  // the break-even measured at 7x7, 512 channels
+  auto tiles = [&](int64_t m) { return d.src[0] * ((d.dst[2] + m - 1) / m) * ((d.dst[3] + m - 1) / m); };
+  auto weights_fit = [&](int64_t m) {
+    return (m + 2) * (m + 2) * d.src[1] * d.dst[1] * 4 < kMaxWeightBytesPerTile * tiles(m);
+  };
+  if (tiles(4) >= kMinTiles && weights_fit(4)) return 4;
+  return weights_fit(2) ? 2 : 0;
 }
 
 // Loom's own Winograd kernels (conv_winograd.cpp) where oneDNN has none (nChw8c, AVX2).
 bool own_winograd(const ConvDims& d, const Epilogue& epi) {
   return winograd_geometry(d, epi) && winograd_allowed() && !winograd() && blocked_channels() == 8 &&
-         d.src[1] % 8 == 0 && d.dst[1] % 8 == 0;
+         d.src[1] % 8 == 0 && d.dst[1] % 8 == 0 && own_winograd_tile(d) != 0;
 }
 
 // Which operands ask oneDNN for plain layouts ({src, weights and dst}). Blocked layouts pad

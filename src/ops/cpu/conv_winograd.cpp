@@ -113,8 +113,11 @@ void conv2d_winograd(const Tensor& out, const Tensor& x, const Tensor& u, const 
   };
   const int64_t threads = get_num_threads();
   // tiles per chunk: the transformed inputs and products (a² x chunk x (c + k) floats) within
-  // ~1 MiB (an L2)
-  const int64_t chunk = std::max<int64_t>(16, (1 << 20) / (e_count * 4 * (c + k)));
+  // ~1 MiB (an L2), but at least 64: every chunk reads all a² x c x k transformed weights again,
+  // which for wide layers (37.7 MB for F(4x4) at 512 channels) costs more than the spill
+  // (ResNet-18 at batch 32 capped to AVX2 on a 2 MiB-L2 Xeon: 892 -> 755 ms at 1 thread with a
+  // floor of 64 instead of 16; docs/kernels.md)
+  const int64_t chunk = std::max<int64_t>(64, (1 << 20) / (e_count * 4 * (c + k)));
   if (threads > 1 && tiles < threads * chunk) {
     // too few tiles for a chunk per thread (one sample, deep layers): the three phases in turn,
     // each over the pool; the a² GEMMs split between the threads keep all their rows
