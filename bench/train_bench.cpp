@@ -221,6 +221,10 @@ int main(int argc, char** argv) {
   std::string only;
   int steps = 15;
   bool memory = false, child = false;
+  if (argc % 2 == 0) {  // options come in pairs: a lone one (--help) would otherwise run everything
+    std::fprintf(stderr, "usage: train_bench [--threads N[,M]] [--only a,b] [--steps N] [--memory 0|1]\n");
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k == "--threads") threads = parse_ints(argv[i + 1]);
