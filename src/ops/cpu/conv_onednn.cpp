@@ -182,8 +182,9 @@ bool winograd_geometry(const ConvDims& d, const Epilogue& epi) {
 // F(2x2, 3x3); neither where its transformed weights ((m+2)² x C x K floats, read from memory on
 // every call) come to more than kMaxWeightBytesPerTile per output tile, since then the GEMMs
 // stream weights for too few rows (one sample's 7x7 512-channel layers: 16.8 MB for 16 tiles,
-// 4.5 ms against the direct kernel's 2.6 ms capped to AVX2 on a Xeon). LOOM_CONV_WINOGRAD_TILE=2
-// or 4 forces one (to compare, and to test the kernels on any geometry; docs/kernels.md).
+// 4.6 ms against the direct kernel's 2.6 ms on a 2-core Intel Xeon capped to AVX2, 1 thread).
+// LOOM_CONV_WINOGRAD_TILE=2 or 4 forces one (to compare, and to test the kernels on any
+// geometry; docs/kernels.md).
 int own_winograd_tile(const ConvDims& d) {
   static const int forced = [] {
     const char* e = std::getenv("LOOM_CONV_WINOGRAD_TILE");
