@@ -1,6 +1,7 @@
 #include "loom/core/memory.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -158,10 +159,10 @@ class CpuAllocator final : public Allocator {
       account_locked(size);
       return p;
     }
-    auto it = cache_.find(size);
-    if (it != cache_.end() && !it->second.empty()) {
-      p = it->second.back();
-      it->second.pop_back();
+    std::vector<void*>* cached = cached_blocks(size);
+    if (cached && !cached->empty()) {
+      p = cached->back();
+      cached->pop_back();
       stats_.cached_bytes -= static_cast<int64_t>(size);
     } else {
       p = std::aligned_alloc(kAlignment, size);
@@ -210,7 +211,7 @@ class CpuAllocator final : public Allocator {
       std::free(ptr);
       return;
     }
-    cache_[size].push_back(ptr);
+    blocks_for(size).push_back(ptr);
     stats_.cached_bytes += static_cast<int64_t>(size);
   }
 
@@ -303,10 +304,10 @@ class CpuAllocator final : public Allocator {
       if (offsets[i] < 0) continue;
       ++a.stats.planned_blocks;
       // the recorded block went back to the cache, where nothing will ask for it again
-      auto cached = cache_.find(blocks[i].size);
-      if (cached != cache_.end() && !cached->second.empty()) {
-        std::free(cached->second.back());
-        cached->second.pop_back();
+      std::vector<void*>* cached = cached_blocks(blocks[i].size);
+      if (cached && !cached->empty()) {
+        std::free(cached->back());
+        cached->pop_back();
         stats_.cached_bytes -= static_cast<int64_t>(blocks[i].size);
       }
     }
@@ -387,15 +388,30 @@ class CpuAllocator final : public Allocator {
     const size_t unit = n < 65536 ? kAlignment : 4096;
     return (n + unit - 1) / unit * unit;
   }
+  // Small sizes (every multiple of kAlignment below kSmallBytes) have a bin each, found by
+  // index: most tensors of a tiny model are small, and a map lookup was a tenth of a
+  // one-element add.
+  static constexpr size_t kSmallBytes = 4096;
+  std::vector<void*>* cached_blocks(size_t size) {
+    if (size < kSmallBytes) return &small_[size / kAlignment];
+    auto it = cache_.find(size);
+    return it == cache_.end() ? nullptr : &it->second;
+  }
+  std::vector<void*>& blocks_for(size_t size) { return size < kSmallBytes ? small_[size / kAlignment] : cache_[size]; }
   void release_cache_locked() {
     for (auto& [size, blocks] : cache_)
       for (void* p : blocks) std::free(p);
     cache_.clear();
+    for (auto& blocks : small_) {
+      for (void* p : blocks) std::free(p);
+      blocks.clear();
+    }
     stats_.cached_bytes = 0;
   }
 
   SpinLock mu_;
-  std::map<size_t, std::vector<void*>> cache_;
+  std::map<size_t, std::vector<void*>> cache_;                // sizes from kSmallBytes
+  std::array<std::vector<void*>, kSmallBytes / kAlignment> small_;  // sizes below, by size / kAlignment
   std::vector<std::shared_ptr<ArenaBuffer>> buffers_;  // every step arena's buffer not yet freed
   std::vector<StepArena::Impl*> recording_;            // arenas in a recording scope
   MemoryStats stats_;

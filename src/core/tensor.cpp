@@ -88,16 +88,19 @@ const std::shared_ptr<Storage>& Tensor::storage() const { LOOM_REQUIRE_DEFINED("
 bool Tensor::shares_storage_with(const Tensor& o) const { return defined() && o.defined() && storage() == o.storage(); }
 
 bool Tensor::is_contiguous() const {
-  if (numel() == 0) return true;  // no element to misplace (NumPy agrees)
   const Shape& s = shape();
   const Strides& st = strides();
+  // one pass: an empty tensor (a 0 anywhere) has no element to misplace (NumPy agrees); the
+  // product cannot overflow, a valid shape's nonzero dims fit in int64
   int64_t expected = 1;
+  bool packed = true;
   for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == 0) return true;
     if (s[i] == 1) continue;
-    if (st[i] != expected) return false;
+    if (st[i] != expected) packed = false;
     expected *= s[i];
   }
-  return true;
+  return packed;
 }
 
 

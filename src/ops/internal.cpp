@@ -8,8 +8,14 @@ namespace loom::detail {
 
 Tensor alloc(const Shape& shape, DType dtype, Device device, const char* op) {
   const int64_t nbytes = shape_nbytes(shape, itemsize(dtype), op);
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), device);
-  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+  // built directly, not through Tensor's view constructor: a contiguous tensor over a storage
+  // of exactly its size needs none of that constructor's checks (shape_nbytes did them)
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), device);
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
 }
 
 Tensor cast_raw(const Tensor& t, DType dtype) {

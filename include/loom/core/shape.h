@@ -4,10 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/dim_vector.h"
+
 namespace loom {
 
-using Shape = std::vector<int64_t>;
-using Strides = std::vector<int64_t>;  // in elements, not bytes
+// small vectors (inline up to six axes, see dim_vector.h), with std::vector's interface
+using Shape = DimVector;
+using Strides = DimVector;  // in elements, not bytes
 
 // The one checked size arithmetic of Loom. A shape is valid when no dim is negative and the
 // product of its nonzero dims, times the item size, fits in int64 (zero dims are skipped so
