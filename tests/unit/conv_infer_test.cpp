@@ -384,6 +384,56 @@ TEST(ConvFused, OneSampleRowPartsEqualTheWholeCall) {
     }
 }
 
+// Where the activations are nChw16c and oneDNN runs Winograd (AVX-512), one sample's 3x3
+// stride-1 convolutions from 32 output rows split by rows over 2 threads, each part copied into
+// and out of dense buffers: the parts give the whole call's values (their tiles are the whole
+// call's), with a residual and ReLU, batch norm folded, and output heights that do not split
+// into equal multiples of 4.
+TEST(ConvFused, OneSampleWinogradRowPartsEqualTheWholeCall) {
+  int64_t block = 0;
+  {
+    ThreadsScope one(1);
+    block = detail::conv2d_fused_blocked(zeros({1, 16, 4, 4}), zeros({16, 16, 1, 1}), 1, 0, 1, 1);
+  }
+  if (block != 16 || !cpu::conv2d_winograd())
+    GTEST_SKIP() << "no oneDNN Winograd on nChw16c on this CPU (block " << block << ")";
+  const Geo geos[] = {
+      {1, 64, 56, 56, 64, 3, 1, 1, 1, 1, false},
+      {1, 16, 33, 35, 32, 3, 1, 1, 1, 1, true},  // parts of 16 and 17 rows
+      {1, 32, 41, 20, 16, 3, 1, 1, 1, 1, true},  // 20 and 21 rows (40 / 2 on a multiple of 4)
+  };
+  for (const Geo& g : geos)
+    for (bool fold : {false, true}) {
+      const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
+      const Tensor w = uniform({g.oc, g.c, g.k, g.k}, -0.5, 0.5);
+      const Tensor b = g.bias ? uniform({g.oc}) : Tensor();
+      const BnParams bn = bn_params(g.oc, true);
+      const Shape out{g.n, g.oc, conv_output_size(g.h, g.k, g.stride, g.pad, g.pad, g.dilation),
+                      conv_output_size(g.w, g.k, g.stride, g.pad, g.pad, g.dilation)};
+      detail::FusedConv e;
+      if (fold) e = {bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, Tensor(), false};
+      e.residual = uniform(out, -1, 1);
+      e.relu = true;
+      const std::string what = name(g) + (fold ? " folded" : "");
+      NoGrad off;
+      detail::FusedConv eb = e;
+      eb.x_blocked = eb.out_blocked = true;
+      eb.residual = detail::reorder_blocked(e.residual, false);
+      auto run = [&](int threads) {
+        ThreadsScope ts(threads);
+        return detail::reorder_blocked(detail::conv2d_fused(detail::reorder_blocked(x, false), w, b, eb, g.stride, g.pad,
+                                                            g.dilation, 1),
+                                       true);
+      };
+      const Tensor whole = run(1);
+      const int64_t splits = cpu::conv2d_row_split_calls();
+      const Tensor parts = run(2);
+      EXPECT_EQ(cpu::conv2d_row_split_calls(), splits + 1) << what;
+      EXPECT_LE(max(abs(parts - whole)).item<double>(), 1e-5 * (1.0 + max(abs(whole)).item<double>())) << what;
+      EXPECT_TRUE(close(parts, fused_reference(x, w, b, g, fold ? &bn : nullptr, e.residual, true))) << what;
+    }
+}
+
 // Inference plans on blocked activations run 3x3 stride-1 convolutions on Winograd kernels
 // (oneDNN's on AVX-512, nChw16c; Loom's F(2x2, 3x3) on nChw8c, where oneDNN has none): the
 // results equal the float64 reference as the direct kernels' do, with a residual, ReLU and

@@ -472,6 +472,7 @@ struct SplitPart {
   std::string key;
   std::shared_ptr<const Plan> plan;
   int64_t src_at = 0, dst_at = 0, c0 = 0, c1 = 0;
+  int64_t in_row = 0, out_row = 0;  // the part's first input and output rows (copied parts)
 };
 
 // Builds every part's plan (for the one-thread OpenMP teams they run on) before any part runs,
@@ -552,19 +553,33 @@ bool run_by_channels(const ConvDims& d, bool bias, void* x, void* out, Epilogue 
 // sample is contiguous; a plain NCHW src or dst (the stem's image) is passed with the whole
 // tensor's strides. The parts run with the whole call's prepared weights (one layout, one tag).
 // Returns false, having written nothing, when it does not apply or oneDNN has no implementation.
+//
+// In nChw16c a row range is one run per block of 16 channels, which oneDNN 2.6 does not take
+// as a sub-memory for its Winograd kernels (it falls back to a reference kernel): there the
+// parts are copied, their input rows (with the halo) into a dense buffer and their output rows
+// (the residual first, for the sum post-op) back. That pays only where the channel split
+// repeats Winograd's input transform on a large plane: the 56x56 64-channel layers of one
+// ResNet-18 sample scaled 1.1x on 2 threads by channels (docs/benchmarks.md, the Xeon), so
+// copied parts are used for oneDNN's Winograd geometries from 32 output rows, with part
+// boundaries on multiples of 4 rows (F(4x4, 3x3)'s tile: the parts' tiles are the whole call's).
 std::atomic<int64_t> row_split_calls{0};
 
 bool run_by_rows(const ConvDims& d, bool bias, void* x, void* out, void* b, Epilogue epi, const WeightsIn& wi) {
   const int64_t oh = d.dst[2];
   const int64_t parts = std::min<int64_t>(get_num_threads(), oh);
-  if (d.src[0] != 1 || d.wei.size() != 4 || parts < 2 || blocked_channels() != 1) return false;
+  const int64_t block = blocked_channels();
+  const bool copied = block == 16 && winograd() && winograd_geometry(d, epi) && oh >= 32 && d.src[1] % 16 == 0 &&
+                      d.dst[1] % 16 == 0;
+  if (d.src[0] != 1 || d.wei.size() != 4 || parts < 2 || (block != 1 && !copied)) return false;
   const int64_t ext = (d.wei[2] - 1) * (d.dilates[0] + 1) + 1;  // input rows one output row reads
   // NHWC (blocked) parts are dense; NCHW parts keep the whole tensor's strides
   const int64_t src_row = epi.src_blocked ? d.src[1] * d.src[3] : d.src[3];
   const int64_t dst_row = epi.dst_blocked ? d.dst[1] * d.dst[3] : d.dst[3];
   std::vector<SplitPart> ps(static_cast<size_t>(parts));
+  auto boundary = [&](int64_t i) { return i == parts ? oh : copied ? oh * i / parts / 4 * 4 : oh * i / parts; };
   for (int64_t i = 0; i < parts; ++i) {
-    const int64_t o0 = oh * i / parts, o1 = oh * (i + 1) / parts;
+    const int64_t o0 = boundary(i), o1 = boundary(i + 1);
+    if (o1 <= o0) return false;
     const int64_t first = o0 * d.strides[0] - d.pad_l[0], end = (o1 - 1) * d.strides[0] - d.pad_l[0] + ext;
     const int64_t i0 = std::clamp<int64_t>(first, 0, d.src[2]), i1 = std::clamp<int64_t>(end, 0, d.src[2]);
     if (i1 <= i0) return false;  // rows of padding only
@@ -578,13 +593,37 @@ bool run_by_rows(const ConvDims& d, bool bias, void* x, void* out, void* b, Epil
     if (!epi.dst_blocked) p.d.dst_user_strides = {d.dst[1] * d.dst[2] * d.dst[3], d.dst[2] * d.dst[3], d.dst[3], 1};
     p.src_at = i0 * src_row;
     p.dst_at = o0 * dst_row;
+    p.in_row = i0;
+    p.out_row = o0;
   }
   if (!plan_parts(ps, bias, epi)) return false;
   run_parts(ps, "output rows", [&](const SplitPart& p) {
     const std::vector<Tensor> ready = prepared(*p.plan, p.key, wi);
     void* bb = wi.folded ? (ready[1].defined() ? ready[1].data_ptr() : nullptr) : b;
-    execute(*p.plan, static_cast<float*>(x) + p.src_at, ready[0].data_ptr(), static_cast<float*>(out) + p.dst_at, bb,
-            true);
+    if (!copied) {
+      execute(*p.plan, static_cast<float*>(x) + p.src_at, ready[0].data_ptr(), static_cast<float*>(out) + p.dst_at, bb,
+              true);
+      return;
+    }
+    // rows [row, row + rows) of every 16-channel block of a (blocks, height, width, 16) tensor
+    // to or from a dense (blocks, rows, width, 16) one
+    auto copy_rows = [](float* whole, float* part, int64_t blocks, int64_t height, int64_t width, int64_t row,
+                        int64_t rows, bool into_part) {
+      const int64_t run = rows * width * 16;
+      for (int64_t cb = 0; cb < blocks; ++cb) {
+        float* w = whole + (cb * height + row) * width * 16;
+        float* q = part + cb * run;
+        std::memcpy(into_part ? q : w, into_part ? w : q, static_cast<size_t>(run) * sizeof(float));
+      }
+    };
+    const int64_t in_blocks = d.src[1] / 16, out_blocks = d.dst[1] / 16;
+    Tensor src = detail::alloc({in_blocks * p.d.src[2] * d.src[3] * 16}, DType::Float32, Device::cpu());
+    Tensor dst = detail::alloc({out_blocks * p.d.dst[2] * d.dst[3] * 16}, DType::Float32, Device::cpu());
+    copy_rows(static_cast<float*>(x), src.data<float>(), in_blocks, d.src[2], d.src[3], p.in_row, p.d.src[2], true);
+    if (epi.sum)
+      copy_rows(static_cast<float*>(out), dst.data<float>(), out_blocks, d.dst[2], d.dst[3], p.out_row, p.d.dst[2], true);
+    execute(*p.plan, src.data_ptr(), ready[0].data_ptr(), dst.data_ptr(), bb, true);
+    copy_rows(static_cast<float*>(out), dst.data<float>(), out_blocks, d.dst[2], d.dst[3], p.out_row, p.d.dst[2], false);
   });
   row_split_calls.fetch_add(1, std::memory_order_relaxed);
   return true;
