@@ -389,8 +389,7 @@ class CpuAllocator final : public Allocator {
     return (n + unit - 1) / unit * unit;
   }
   // Small sizes (every multiple of kAlignment below kSmallBytes) have a bin each, found by
-  // index: most tensors of a tiny model are small, and a map lookup was a tenth of a
-  // one-element add.
+  // index instead of a map lookup: most tensors of a tiny model are small.
   static constexpr size_t kSmallBytes = 4096;
   std::vector<void*>* cached_blocks(size_t size) {
     if (size < kSmallBytes) return &small_[size / kAlignment];

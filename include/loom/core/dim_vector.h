@@ -1,8 +1,8 @@
 #pragma once
 // DimVector: the vector of int64_t behind Shape and Strides. It keeps up to kInline values in
 // the object itself and goes to the heap only beyond that, so a tensor of up to six axes costs
-// no allocation for its geometry: measured, the two heap vectors of every new tensor were a
-// sixth of a one-element add (docs/kernels.md, "Per-op overhead"). It has std::vector's
+// no allocation for its geometry (the two heap vectors of every new tensor, measured on a
+// one-element add: docs/kernels.md, "Per-op overhead"). It has std::vector's
 // interface as far as Loom and its users need it, and converts to and from
 // std::vector<int64_t> implicitly.
 #include <compare>
@@ -130,7 +130,8 @@ class DimVector {
   void assign(It first, It last) {
     // a range of the vector itself stays readable: copy it first
     if constexpr (std::is_pointer_v<It>) {
-      if (first >= data_ && first < data_ + capacity_) {
+      const auto at = reinterpret_cast<std::uintptr_t>(first);  // addresses: first may point anywhere
+      if (at >= reinterpret_cast<std::uintptr_t>(data_) && at < reinterpret_cast<std::uintptr_t>(data_ + capacity_)) {
         *this = DimVector(first, last);
         return;
       }

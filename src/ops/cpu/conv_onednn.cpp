@@ -597,6 +597,12 @@ bool run_by_rows(const ConvDims& d, bool bias, void* x, void* out, void* b, Epil
     p.out_row = o0;
   }
   if (!plan_parts(ps, bias, epi)) return false;
+  // copied parts' dense buffers, allocated before any part runs (a failure writes nothing)
+  std::vector<std::pair<Tensor, Tensor>> dense;
+  if (copied)
+    for (const SplitPart& p : ps)
+      dense.emplace_back(detail::alloc({d.src[1] * p.d.src[2] * d.src[3]}, DType::Float32, Device::cpu()),
+                         detail::alloc({d.dst[1] * p.d.dst[2] * d.dst[3]}, DType::Float32, Device::cpu()));
   run_parts(ps, "output rows", [&](const SplitPart& p) {
     const std::vector<Tensor> ready = prepared(*p.plan, p.key, wi);
     void* bb = wi.folded ? (ready[1].defined() ? ready[1].data_ptr() : nullptr) : b;
@@ -617,8 +623,7 @@ bool run_by_rows(const ConvDims& d, bool bias, void* x, void* out, void* b, Epil
       }
     };
     const int64_t in_blocks = d.src[1] / 16, out_blocks = d.dst[1] / 16;
-    Tensor src = detail::alloc({in_blocks * p.d.src[2] * d.src[3] * 16}, DType::Float32, Device::cpu());
-    Tensor dst = detail::alloc({out_blocks * p.d.dst[2] * d.dst[3] * 16}, DType::Float32, Device::cpu());
+    const auto& [src, dst] = dense[static_cast<size_t>(&p - ps.data())];
     copy_rows(static_cast<float*>(x), src.data<float>(), in_blocks, d.src[2], d.src[3], p.in_row, p.d.src[2], true);
     if (epi.sum)
       copy_rows(static_cast<float*>(out), dst.data<float>(), out_blocks, d.dst[2], d.dst[3], p.out_row, p.d.dst[2], true);
