@@ -332,6 +332,26 @@ TEST(ConvFused, BlockedOperandsEqualPlain) {
   }
 }
 
+// The operands of one sample's fused convolution split into parts: input, weights, bias, batch
+// norm (folded with `fold`), and the epilogue (a residual and ReLU).
+namespace {
+struct RowPartsCase {
+  Tensor x, w, b;
+  BnParams bn;
+  detail::FusedConv e;
+};
+RowPartsCase row_parts_case(const Geo& g, bool fold) {
+  RowPartsCase c{uniform({g.n, g.c, g.h, g.w}, -1, 1), uniform({g.oc, g.c, g.k, g.k}, -0.5, 0.5),
+                 g.bias ? uniform({g.oc}) : Tensor(), bn_params(g.oc, true), {}};
+  const Shape out{g.n, g.oc, conv_output_size(g.h, g.k, g.stride, g.pad, g.pad, g.dilation),
+                  conv_output_size(g.w, g.k, g.stride, g.pad, g.pad, g.dilation)};
+  if (fold) c.e = {c.bn.gamma, c.bn.beta, c.bn.mean, c.bn.var, 1e-5, Tensor(), false};
+  c.e.residual = uniform(out, -1, 1);
+  c.e.relu = true;
+  return c;
+}
+}  // namespace
+
 // One sample on two threads where the activations are NHWC: the output rows split over the
 // threads (each part reads its rows' input with the kernel's halo, padded only at the image's
 // edges) give the whole call's values, for plain and NHWC operands, with a residual and ReLU, and
@@ -352,16 +372,10 @@ TEST(ConvFused, OneSampleRowPartsEqualTheWholeCall) {
   };
   for (const Geo& g : geos)
     for (int variant = 0; variant < 3; ++variant) {  // plain; NHWC out (and in, from 16 channels); NHWC, BN folded
-      const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
-      const Tensor w = uniform({g.oc, g.c, g.k, g.k}, -0.5, 0.5);
-      const Tensor b = g.bias ? uniform({g.oc}) : Tensor();
-      const BnParams bn = bn_params(g.oc, true);
-      const Shape out{g.n, g.oc, conv_output_size(g.h, g.k, g.stride, g.pad, g.pad, g.dilation),
-                      conv_output_size(g.w, g.k, g.stride, g.pad, g.pad, g.dilation)};
-      detail::FusedConv e;
-      if (variant == 2) e = {bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, Tensor(), false};
-      e.residual = uniform(out, -1, 1);
-      e.relu = true;
+      const RowPartsCase c = row_parts_case(g, variant == 2);
+      const Tensor &x = c.x, &w = c.w, &b = c.b;
+      const BnParams& bn = c.bn;
+      const detail::FusedConv& e = c.e;
       const std::string what = name(g) + " variant " + std::to_string(variant);
       NoGrad off;
       detail::FusedConv eb = e;
@@ -404,16 +418,10 @@ TEST(ConvFused, OneSampleWinogradRowPartsEqualTheWholeCall) {
   };
   for (const Geo& g : geos)
     for (bool fold : {false, true}) {
-      const Tensor x = uniform({g.n, g.c, g.h, g.w}, -1, 1);
-      const Tensor w = uniform({g.oc, g.c, g.k, g.k}, -0.5, 0.5);
-      const Tensor b = g.bias ? uniform({g.oc}) : Tensor();
-      const BnParams bn = bn_params(g.oc, true);
-      const Shape out{g.n, g.oc, conv_output_size(g.h, g.k, g.stride, g.pad, g.pad, g.dilation),
-                      conv_output_size(g.w, g.k, g.stride, g.pad, g.pad, g.dilation)};
-      detail::FusedConv e;
-      if (fold) e = {bn.gamma, bn.beta, bn.mean, bn.var, 1e-5, Tensor(), false};
-      e.residual = uniform(out, -1, 1);
-      e.relu = true;
+      const RowPartsCase c = row_parts_case(g, fold);
+      const Tensor &x = c.x, &w = c.w, &b = c.b;
+      const BnParams& bn = c.bn;
+      const detail::FusedConv& e = c.e;
       const std::string what = name(g) + (fold ? " folded" : "");
       NoGrad off;
       detail::FusedConv eb = e;
