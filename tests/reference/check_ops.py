@@ -266,11 +266,11 @@ def _make_var(take_sqrt):
     def g(xs, attrs, cot):
         x = xs[0] if xs[0].is_floating_point() else xs[0].double()
         ddof = attrs["ddof"]
-        if x.ndim == 0:
-            v = (x - x) ** 2 / max(1 - ddof, 0)
-            return torch.sqrt(v) if take_sqrt else v
-        # torch.std, not sqrt(var): its gradient is 0 at zero variance (sqrt's would be NaN)
+        # torch.std, not sqrt(var): its gradient is 0 at zero variance (sqrt's would be NaN);
+        # a 0-d input as the one-element vector (torch's 0-d std would take sqrt's NaN there)
         f = torch.std if take_sqrt else torch.var
+        if x.ndim == 0:
+            return f(x.reshape(1), dim=0, unbiased=bool(ddof), keepdim=False)
         return f(x, dim=dims(attrs, x.ndim), unbiased=bool(ddof), keepdim=attrs["keepdims"])
     return g
 

@@ -392,6 +392,9 @@ void reduction_cases(Table& t) {
         [](const In& in) { return loom::std(in[0], {1}); }, red_attrs({1}, false, ",\"ddof\":0"));
   t.add("std", "f32 size-1 axis ddof=0", {X({4, 1})}, [](const In& in) { return loom::std(in[0], {1}, 0, true); },
         red_attrs({1}, true, ",\"ddof\":0"));
+  // found by random differential testing: a 0-d input is one value of zero deviation, gradient 0
+  t.add("std", "f32 0-d ddof=0", {X({})}, [](const In& in) { return loom::std(in[0], {}, 0, false); },
+        red_attrs({}, false, ",\"ddof\":0"));
   for (const char* op : {"sum", "max", "min", "prod", "mean"}) {
     const std::string o = op;
     t.add(op, "f32 special values, nan propagates", {X({2, 4}).vals({1, kNaN, 2, 3, kInf, 1, -2, 0.5}).nodiff()},
@@ -411,6 +414,8 @@ void reduction_cases(Table& t) {
         [](const In& in) { return loom::logsumexp(in[0], {}, true); }, red_attrs({}, true));
   t.add("logsumexp", "f64 rows of -inf and +inf", {X({3, 2}, F64).vals({-kInf, -kInf, kInf, 1, -kInf, 0}).nodiff()},
         [](const In& in) { return loom::logsumexp(in[0], {1}); }, red_attrs({1}, false));
+  // found by random differential testing: a 0-d input's gradient was NaN (PyTorch: the upstream one)
+  t.add("logsumexp", "f32 0-d input", {X({})}, [](const In& in) { return loom::logsumexp(in[0]); }, red_attrs({}, false));
   t.add("logsumexp", "f32 large values stay finite", {X({2, 3}).vals({100, 101, 99, -100, -101, -99})},
         [](const In& in) { return loom::logsumexp(in[0], {1}); }, red_attrs({1}, false));
 

@@ -213,3 +213,30 @@ TEST(HalfRoundTrip, NaNWithPayloadOnlyInDroppedBitsStaysNaN) {
     EXPECT_EQ(half(f).bits & 0x8000u, (u >> 16) & 0x8000u);  // the sign is kept
   }
 }
+
+// ---------------------------------------------------------------- layer_norm over one value
+// Found by random differential testing: over a single normalized value the output is the bias
+// whatever x, so d y / d x is exactly 0. PyTorch 1.13 answers rounding noise scaled by
+// rstd^3 = eps^-1.5 (-1.2e-4 on the case found), Loom's formula gave -4.3e-6; Loom now gives 0
+// in both dtypes, fused or not, for contiguous and strided inputs, with and without an affine.
+TEST(LayerNormOneValue, InputGradientIsExactlyZero) {
+  Generator gen(11);
+  for (DType dt : {Float32, Float64})
+    for (bool strided : {false, true})
+      for (bool affine : {false, true}) {
+        Tensor base = uniform({4, strided ? 2 : 1}, -3, 3, dt, Device::cpu(), &gen);
+        Tensor x = (strided ? base.index({Slice(), Slice(1, 2)}) : base).detach().requires_grad_();
+        Tensor w = affine ? uniform({1}, 0.5, 2, dt, Device::cpu(), &gen).requires_grad_() : Tensor();
+        Tensor b = affine ? uniform({1}, -1, 1, dt, Device::cpu(), &gen).requires_grad_() : Tensor();
+        Tensor y = layer_norm(x, {1}, w, b, 1e-5);
+        Tensor g = uniform({4, 1}, -1, 1, dt, Device::cpu(), &gen);
+        y.backward(g);
+        const std::string what = std::string(dtype_name(dt)) + (strided ? " strided" : "") + (affine ? " affine" : "");
+        for (double v : astype(x.grad(), Float64).to_vector<double>()) EXPECT_EQ(v, 0.0) << what;
+        EXPECT_TRUE(array_equal(y.detach(), affine ? broadcast_to(b.detach(), {4, 1}) : zeros({4, 1}, dt))) << what;
+        if (affine) {
+          EXPECT_EQ(astype(w.grad(), Float64).item<double>(), 0.0) << what;                 // x - mean = 0
+          EXPECT_NEAR(astype(b.grad(), Float64).item<double>(), astype(sum(g), Float64).item<double>(), 1e-6) << what;
+        }
+      }
+}

@@ -88,6 +88,56 @@ TEST(Threads, ResultsIdenticalForOneAndTwoThreads) {
   EXPECT_EQ(one.argmax_rows, two.argmax_rows);
 }
 
+// Every float32 product's bits, over sizes that cross oneDNN's kernel choices (1 row, blocks of
+// 8/16, remainders, 17-31 rows, wide and narrow N, K from 1), both operands as stored or
+// transposed, a batch, and linear's fused bias: the same for 1, 2 and 3 threads. Run by ctest
+// natively and capped to AVX2 (determinism_avx2), where oneDNN's row blocks round differently.
+TEST(Threads, MatmulBitsDoNotDependOnTheThreadCount) {
+  ThreadCountGuard guard;
+  Generator g(7);
+  struct Case {
+    Tensor a, b, bias;
+    std::string what;
+  };
+  std::vector<Case> cases;
+  for (int64_t M : {1, 2, 7, 16, 17, 20, 31, 33, 64, 100, 130})
+    for (int64_t N : {1, 10, 64, 129, 300, 800})
+      for (int64_t K : {1, 16, 200, 784}) {
+        const int which = static_cast<int>((M + N + K) % 4);  // each layout on a quarter of the sizes
+        Tensor a = uniform({M, K}, -1, 1, Float32, Device::cpu(), &g);
+        Tensor b = uniform({K, N}, -1, 1, Float32, Device::cpu(), &g);
+        if (which & 1) a = a.T().copy().T();
+        if (which & 2) b = b.T().copy().T();
+        cases.push_back({a, b, uniform({N}, -1, 1, Float32, Device::cpu(), &g),
+                         std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " layout " +
+                             std::to_string(which)});
+      }
+  cases.push_back({uniform({3, 40, 96}, -1, 1, Float32, Device::cpu(), &g),
+                   uniform({3, 96, 520}, -1, 1, Float32, Device::cpu(), &g), Tensor(), "batch of 3"});
+  const auto run = [&](int threads) {
+    set_num_threads(threads);
+    std::vector<std::vector<float>> r;
+    for (const Case& c : cases) {
+      r.push_back(matmul(c.a, c.b).to_vector<float>());
+      if (c.bias.defined()) r.push_back(linear(c.a, c.b, c.bias).to_vector<float>());
+    }
+    return r;
+  };
+  const auto one = run(1);
+  for (int threads : {2, 3}) {
+    const auto many = run(threads);
+    ASSERT_EQ(one.size(), many.size());
+    for (size_t i = 0, c = 0; i < one.size(); ++c) {
+      EXPECT_EQ(one[i], many[i]) << cases[c].what << ", matmul, " << threads << " threads";
+      ++i;
+      if (cases[c].bias.defined()) {
+        EXPECT_EQ(one[i], many[i]) << cases[c].what << ", linear, " << threads << " threads";
+        ++i;
+      }
+    }
+  }
+}
+
 TEST(Threads, ParallelForCoversTheRangeOnce) {
   ThreadCountGuard guard;
   set_num_threads(2);

@@ -58,50 +58,90 @@ Tensor blas_operand(const Tensor& t, BlasView& v) {
 constexpr int64_t kTile = 256;  // output tile edge; fixed, never derived from the thread count
 
 // float32: oneDNN's sgemm (AVX-512 kernels; the Debian OpenBLAS 0.3.21 runs its Haswell
-// kernels on this machine's Zen 5 and is about half as fast, see docs/kernels.md). The rows
-// of each product are split over Loom's pool in blocks of 16 and every call runs
-// single-threaded (the OpenMP thread count is set to 1 around it), so no OpenMP team is ever
-// started next to the pool. For untransposed operands oneDNN computes each row the same way
-// whatever block of rows it is given (checked for M, N, K from 1 to 2048), so those results do
-// not depend on the thread count; with a transposed second operand they can (docs/kernels.md).
+// kernels on this machine's Zen 5 and is about half as fast, see docs/kernels.md). Every call
+// runs single-threaded (the OpenMP thread count is set to 1 around it), so no OpenMP team is
+// ever started next to Loom's pool.
+//
+// Determinism: oneDNN computes a row differently depending on the block of rows (and columns)
+// a call is given: its kernels and their remainder paths are chosen by the call's sizes (on
+// AVX2 even blocks of 8, 10 and 16 rows of the same product differ in their last bits). So a
+// product is cut into a fixed grid of output tiles decided by M, N, K and the operands'
+// layout alone, never by the thread count, and each tile is one call; threads only share out
+// whole tiles. Every element then goes through the same call whatever the thread count.
+struct GemmGrid {
+  int64_t rows, cols;  // tile edges (the last tile of a row or column may be smaller)
+  int64_t m_tiles, n_tiles;
+};
+
+// Tiles of at least ~1M multiply-adds (a smaller product is one call), at most 4 per matrix,
+// fewer when the batch already gives the threads work. Every call packs its own copy of its
+// part of both operands, which prices the tiles (measured single-threaded, docs/kernels.md,
+// "How Loom calls oneDNN"): rows split cheaply when B is read as it is (down to 32 rows), but
+// each row tile repacks a transposed B in full (the PTB LSTM's 400 x 200 by (10000 x 200)^T in
+// two row tiles: 1.10x, its 8 MB come from memory each time), so there columns split first,
+// down to 64, and rows only down to 128. Below 64 rows the row halves come first, B
+// transposed or not (the LSTM's 20-row products: 20 x 200 by (800 x 200)^T in column halves
+// took 1.33x on AVX-512, in row halves 1.01x). Otherwise the longer tile edge splits first,
+// columns down to 128 (64-wide ones cost up to 1.48x) or to 64 for a second tile when nothing
+// else splits. Up to 8 tiles instead of 4 took the MLP step at 1 thread 3-4 % longer.
+GemmGrid gemm_grid(int64_t batch, int64_t M, int64_t N, int64_t K, bool b_transposed) {
+  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  int64_t parts = 1;
+  while (parts < 4 && work >= static_cast<double>(2 * parts) * (1 << 20)) parts *= 2;
+  parts = std::max<int64_t>(1, parts / std::min<int64_t>(batch, 4));
+  const int64_t min_rows = M < 64 ? 8 : b_transposed ? 128 : 32;
+  // (round: rows to 8, oneDNN's row unroll, below 64 rows to 2 for even halves; columns to 16,
+  // 64-byte aligned rows in out)
+  const auto edge = [](int64_t n, int64_t p, int64_t round) { return p == 1 ? n : ((n + p - 1) / p + round - 1) / round * round; };
+  const auto row_edge = [&](int64_t p) { return edge(M, p, M < 64 ? 2 : 8); };
+  const auto col_edge = [&](int64_t p) { return edge(N, p, 16); };
+  int64_t pm = 1, pn = 1;
+  while (pm * pn < parts) {
+    const int64_t rows = row_edge(pm * 2), cols = col_edge(pn * 2);
+    const bool rows_ok = rows >= min_rows && rows < M;
+    const bool cols_ok = cols < N && (cols >= 128 || (cols >= 64 && (b_transposed || (pm * pn == 1 && !rows_ok))));
+    if (!rows_ok && !cols_ok) break;
+    const bool split_cols = cols_ok && (!rows_ok || (b_transposed ? M >= 64 : col_edge(pn) >= row_edge(pm)));
+    (split_cols ? pn : pm) *= 2;
+  }
+  GemmGrid g;
+  g.rows = row_edge(pm);
+  g.cols = col_edge(pn);
+  g.m_tiles = (M + g.rows - 1) / g.rows;
+  g.n_tiles = (N + g.cols - 1) / g.cols;
+  return g;
+}
+
 // With `bias`, each call adds it to every row it wrote while they are still in cache (a
 // Linear's bias: the same adds as a separate broadcast add, without another pass over out).
 void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const Tensor& b, const BlasView& vb,
                   const float* bias = nullptr) {
   const int64_t batch = out.shape()[0], M = out.shape()[1], N = out.shape()[2], K = a.shape()[2];
-  // blocks of 16 rows; a product of 17 to 31 rows (an LSTM's per-time-step products: 20)
-  // in two halves, not 16 and the rest
-  const int64_t kRows = M > 16 && M < 32 ? (M + 1) / 2 : 16;
   const int64_t sa = a.strides()[0], sb = b.strides()[0];
-  const int64_t blocks = (M + kRows - 1) / kRows;
   const float* A = a.data<float>();
   const float* B = b.data<float>();
   float* O = out.data<float>();
   const char ta = va.trans == CblasNoTrans ? 'N' : 'T', tb = vb.trans == CblasNoTrans ? 'N' : 'T';
-  // ~1 MFLOP per task at least: small products run inline. Otherwise one run of blocks per
-  // thread: every call packs its own copy of the second operand (all of it, transposed when
-  // `tb` is 'T'), so the pool's usual four tasks per thread would pack it four times as often
-  // (a 128 x 512 by (512 x 512)^T product on 2 threads: 8 calls of 16 rows took as long as one
-  // call of 128 rows on 1 thread).
-  const int64_t total = batch * blocks, threads = get_num_threads();
-  const int64_t grain = std::max({int64_t(1), (int64_t(1) << 20) / std::max<int64_t>(1, 2 * kRows * N * K),
-                                  (total + threads - 1) / threads});
-  parallel_range(0, total, grain, [&](int64_t r0, int64_t r1) {
+  const GemmGrid g = gemm_grid(batch, M, N, K, tb == 'T');
+  const int64_t per_matrix = g.m_tiles * g.n_tiles, total = batch * per_matrix;
+  // one run of tiles per thread (the tiles are the same whatever the runs)
+  const int64_t threads = get_num_threads();
+  parallel_range(0, total, (total + threads - 1) / threads, [&](int64_t t0, int64_t t1) {
     const int previous = omp_get_max_threads();
     if (previous != 1) omp_set_num_threads(1);
-    for (int64_t r = r0; r < r1;) {
-      // one call per run of blocks of the same matrix
-      const int64_t i = r / blocks, first = r % blocks;
-      const int64_t last = std::min(blocks, first + (r1 - r));
-      const int64_t m0 = first * kRows, mc = std::min(M, last * kRows) - m0;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i = t / per_matrix, mi = (t % per_matrix) / g.n_tiles, ni = t % g.n_tiles;
+      const int64_t m0 = mi * g.rows, n0 = ni * g.cols;
+      const int64_t mc = std::min(g.rows, M - m0), nc = std::min(g.cols, N - n0);
+      // first element of the tile's rows of a and columns of b
       const int64_t ao = i * sa + (ta == 'N' ? m0 * va.ld : m0);
-      float* o = O + i * M * N + m0 * N;
-      dnnl_sgemm(ta, tb, mc, N, K, 1.0f, A + ao, va.ld, B + i * sb, vb.ld, 0.0f, o, N);
+      const int64_t bo = i * sb + (tb == 'N' ? n0 : n0 * vb.ld);
+      float* o = O + i * M * N + m0 * N + n0;
+      dnnl_sgemm(ta, tb, mc, nc, K, 1.0f, A + ao, va.ld, B + bo, vb.ld, 0.0f, o, N);
       if (bias) {
         const auto add = simd::table().binary_vv[simd::kAdd];
-        for (int64_t row = 0; row < mc; ++row) add(o + row * N, o + row * N, bias, N);
+        for (int64_t row = 0; row < mc; ++row) add(o + row * N, o + row * N, bias + n0, nc);
       }
-      r += last - first;
     }
     if (previous != 1) omp_set_num_threads(previous);
   });
