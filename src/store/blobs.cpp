@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/utf8.h"
 #include "loom/core/file.h"
 #include "loom/store/error.h"
 #include "store/crash_point.h"
@@ -67,6 +68,12 @@ std::string sha256_hex(std::string_view bytes) {
   return out;
 }
 
+void check_blob_ref(const std::string& sha256, const std::string& what) {
+  if (!is_hex_digest(sha256))
+    throw BlobError("store: " + what + ": invalid blob reference " + loom::detail::quote_text(sha256) +
+                    " in the database (valid: a SHA-256 as 64 lowercase hex digits); the row is damaged and nothing was read");
+}
+
 PreparedBlob prepare_blob(std::string_view bytes) {
   PreparedBlob b;
   b.sha256 = sha256_hex(bytes);
@@ -80,7 +87,10 @@ PreparedBlob prepare_blob(std::string_view bytes) {
 
 FileBlobStore::FileBlobStore(std::string root) : root_(std::move(root)) { make_dir(root_); }
 
-std::string FileBlobStore::path_of(const std::string& sha256) const { return root_ + "/" + sha256.substr(0, 2) + "/" + sha256.substr(2); }
+std::string FileBlobStore::path_of(const std::string& sha256) const {
+  if (!is_hex_digest(sha256)) check_blob_ref(sha256, "a file name in the blob directory '" + root_ + "'");
+  return root_ + "/" + sha256.substr(0, 2) + "/" + sha256.substr(2);
+}
 
 void FileBlobStore::write_file(const PreparedBlob& blob) const {
   make_dir(root_ + "/" + blob.sha256.substr(0, 2));
@@ -125,6 +135,7 @@ void FileBlobStore::remove_unreferenced(Connection& conn, const std::vector<std:
 }
 
 BlobRef BlobStore::ref(Connection& conn, const std::string& sha256, const std::string& what) const {
+  check_blob_ref(sha256, what);
   const std::vector<Row> rows = conn.query("SELECT size, stored_size FROM blobs WHERE sha256 = ?", {sha256});
   if (rows.empty()) throw BlobError("store: " + what + ": blob " + sha256 + " has no row in the blobs table");
   const int64_t size = rows[0].integer(0), stored = rows[0].integer(1);

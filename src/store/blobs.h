@@ -23,6 +23,12 @@ namespace loom::store::detail {
 
 std::string sha256_hex(std::string_view bytes);
 
+// A blob reference read from the database is used as a file name (SQLite) and a key: anything
+// but a SHA-256 in hex (64 of [0-9a-f]) is a damaged row, never a path. Throws BlobError
+// "store: <what>: invalid blob reference '<ref, escaped>' ..." otherwise. BlobStore::ref and
+// FileBlobStore::path_of check every reference they are given, so no reader can bypass it.
+void check_blob_ref(const std::string& sha256, const std::string& what);
+
 // Bytes hashed and compressed, ready to be stored (no I/O yet: done before taking a lock).
 struct PreparedBlob {
   std::string sha256;
@@ -52,7 +58,8 @@ class BlobStore {
   bool release(Connection& conn, const std::string& sha256) const;
   // In its own write transaction: removes the stored bytes of `hashes` that no row references.
   virtual void remove_unreferenced(Connection& conn, const std::vector<std::string>& hashes) const = 0;
-  // The row of a blob; throws BlobError naming `what` when absent.
+  // The row of a blob; throws BlobError naming `what` when absent or when `sha256` is not a
+  // reference (check_blob_ref), before anything is read.
   BlobRef ref(Connection& conn, const std::string& sha256, const std::string& what) const;
   // Inside the caller's transaction: the blob's stored (compressed) bytes, unchecked. Throws
   // BlobError naming `what` and the blob when they cannot be read.
@@ -83,6 +90,7 @@ class FileBlobStore final : public BlobStore {
  public:
   explicit FileBlobStore(std::string root);  // creates the directory (durably) when absent
   const std::string& root() const override { return root_; }
+  // "<root>/<sha[0:2]>/<sha[2:]>"; BlobError unless `sha256` is a reference (check_blob_ref).
   std::string path_of(const std::string& sha256) const;
   void add_ref(Connection& conn, const PreparedBlob& blob) const override;
   void remove_unreferenced(Connection& conn, const std::vector<std::string>& hashes) const override;

@@ -1,11 +1,17 @@
 // Bad input on both backends (issue 9): an unknown task kind, malformed hyper-parameter JSON, a
 // corrupted or missing blob (model weights, dataset shard, run checkpoint), weights that do not
-// fit their architecture and a schema from a newer version. Each is a typed loom::Error whose
+// fit their architecture and a schema from a newer version; and (issue 31) blob references that
+// are not SHA-256s, and text PostgreSQL cannot hold. Each is a typed loom::Error whose
 // message names what was wrong, and nothing is half-written: every table's row count, the
 // blobs' reference counts and the stored blob bytes are what they were before.
 #include <gtest/gtest.h>
 #include <loom/loom.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -192,4 +198,87 @@ TEST_P(StoreBadInput, SchemaFromANewerVersion) {
   EXPECT_TRUE(contains_all(msg, {newer, "newer than this library's " + std::to_string(store::Store::library_schema_version())})) << msg;
   EXPECT_EQ(raw_sql(url(), "SELECT version FROM loom_schema"), std::vector<std::string>{newer}) << "the schema is untouched";
   EXPECT_EQ(counts(), before);
+}
+
+// A blob reference read from the database is the SHA-256 of the blob; anything else (a tampered
+// or damaged row) is a BlobError naming the reference, escaped and bounded, and no file is
+// opened. On SQLite a reference is a file name under "<db>.blobs/": the store is in "sub/", so
+// "..//../outside" leads to "<tmp>/outside", where a copy of the real weights waits — reading
+// it would get as far as the hash check, so the error must be the reference's and inotify must
+// see no open of that file. PostgreSQL's blob_data gets the same copy under each bad reference.
+TEST_P(StoreBadInput, BlobReferencesAreNeverPaths) {
+  std::filesystem::create_directories(tmp / "sub");
+  const std::string u = url("sub/s");
+  store::Store s = store::Store::open(u);
+  const Filled f = fill(s);
+  const std::string sha = f.model.weights_sha256;
+  const std::string shard = raw_sql(u, "SELECT blob FROM dataset_shards WHERE shard = 1").at(0);
+  const std::string checkpoint = s.runs().get(f.run).checkpoint_sha256;
+  const std::string outside = tmp / "outside";
+  {
+    std::ofstream o(outside, std::ios::binary);
+    o << loom_test::stored_blob(s, sha);
+  }
+  const auto before = snapshot(s, u);
+
+  std::string upper = sha;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::string long_ref;
+  for (int i = 0; i < 300; ++i) long_ref += "../";
+  struct Bad {
+    std::string sql;    // the reference as an SQL expression
+    std::string shown;  // what the message shows of it
+  };
+  std::vector<Bad> bad = {{"'..//../outside'", "'..//../outside'"},
+                          {"'" + outside + "'", "'" + outside + "'"},
+                          {"'" + sha.substr(0, 63) + "'", "'" + sha.substr(0, 63) + "'"},
+                          {"'" + sha + "0'", "'" + sha + "0'"},
+                          {"'" + upper + "'", "'" + upper + "'"},
+                          {"'\x1b[2J" + sha.substr(4) + "'", "'\\x1b[2J" + sha.substr(4) + "'"},
+                          {"'" + long_ref + "'", "... (900 bytes)"}};
+  if (!pg()) {  // PostgreSQL text cannot hold a NUL; SQLite's can
+    std::string hex;
+    for (char c : sha.substr(0, 32)) hex += loom_test::hex_byte(static_cast<unsigned char>(c));
+    hex += "00";
+    for (char c : sha.substr(32)) hex += loom_test::hex_byte(static_cast<unsigned char>(c));
+    bad.push_back({"CAST(X'" + hex + "' AS TEXT)", "'" + sha.substr(0, 32) + "\\x00" + sha.substr(32) + "'"});
+  }
+
+  const int watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(inotify_add_watch(watch, outside.c_str(), IN_OPEN | IN_ACCESS), 0);
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.sql);
+    // a row for the bad reference with the weights' sizes (and, on PostgreSQL, their bytes),
+    // and the model's weights, the dataset's shard 1 and the run's checkpoint pointing at it
+    raw_sql(u, "INSERT INTO blobs (sha256, size, stored_size, refcount, created_ms) SELECT " + b.sql +
+                   ", size, stored_size, 3, created_ms FROM blobs WHERE sha256 = '" + sha + "'");
+    raw_sql(u, "INSERT INTO blob_data (sha256, data) SELECT " + b.sql + ", data FROM blob_data WHERE sha256 = '" + sha + "'");
+    raw_sql(u, "UPDATE models SET weights = " + b.sql + " WHERE name = 'm'");
+    raw_sql(u, "UPDATE dataset_shards SET blob = " + b.sql + " WHERE shard = 1");
+    raw_sql(u, "UPDATE runs SET checkpoint = " + b.sql + " WHERE id = " + std::to_string(f.run));
+    const std::vector<std::pair<std::string, std::string>> reads = {
+        {"model 'm' version 1 weights", error_message<store::BlobError>([&] { s.models().load("m", 1); })},
+        {"dataset 'd' version 1 shard 1", error_message<store::BlobError>([&] { s.datasets().query("d", 1)->get(2); })},
+        {"run " + std::to_string(f.run) + " checkpoint", error_message<store::BlobError>([&] { s.runs().checkpoint(f.run); })}};
+    for (const auto& [what, msg] : reads) {
+      EXPECT_TRUE(contains_all(msg, {what, "invalid blob reference", b.shown, "64 lowercase hex digits"})) << msg;
+      EXPECT_EQ(msg.find("hash"), std::string::npos) << "read as a blob: " << msg;
+      EXPECT_LT(msg.size(), 600u) << msg;
+      EXPECT_TRUE(std::none_of(msg.begin(), msg.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) << msg;
+    }
+    char events[4096];
+    EXPECT_LT(::read(watch, events, sizeof events), 0) << "the store opened " << outside;
+    // the rows put back as they were
+    raw_sql(u, "UPDATE models SET weights = '" + sha + "' WHERE name = 'm'");
+    raw_sql(u, "UPDATE dataset_shards SET blob = '" + shard + "' WHERE shard = 1");
+    raw_sql(u, "UPDATE runs SET checkpoint = '" + checkpoint + "' WHERE id = " + std::to_string(f.run));
+    raw_sql(u, "DELETE FROM blob_data WHERE sha256 = " + b.sql);
+    raw_sql(u, "DELETE FROM blobs WHERE sha256 = " + b.sql);
+    EXPECT_EQ(snapshot(s, u), before) << "a failed read wrote nothing";
+  }
+  ::close(watch);
+  EXPECT_NO_THROW(s.models().load("m", 1));
+  EXPECT_NO_THROW(s.datasets().query("d", 1)->get(2));
+  EXPECT_EQ(s.runs().checkpoint(f.run), "checkpoint bytes");
 }

@@ -19,6 +19,12 @@ namespace loom_test {
 
 inline bool is_pg_url(const std::string& url) { return url.rfind("postgresql://", 0) == 0; }
 
+// Two lowercase hex digits, for X'...' literals.
+inline std::string hex_byte(unsigned char c) {
+  static const char* digits = "0123456789abcdef";
+  return {digits[c >> 4], digits[c & 15]};
+}
+
 // Runs `sql` on the store database at `url` (an SQLite file path or a PostgreSQL URL) and
 // returns the first column of each row as text.
 inline std::vector<std::string> raw_sql(const std::string& path, const std::string& sql) {
