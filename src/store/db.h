@@ -69,6 +69,11 @@ class Connection {
   // The names of the user tables (not the backend's own catalogue).
   virtual std::vector<std::string> tables() = 0;
 
+  // Settings that change the database itself (SQLite: journal_mode=WAL, which rewrites the
+  // file's header), made once the database is known to be a store or a new one: until then a
+  // connection only reads (Store::open checks with check_store first).
+  virtual void prepare_for_writing() {}
+
   virtual void begin(TxMode mode) = 0;
   virtual void commit() = 0;
   virtual void rollback() noexcept = 0;
@@ -93,8 +98,9 @@ class Transaction {
   bool done_ = false;
 };
 
-// Opens an SQLite database file (created when absent) in WAL mode with a busy timeout, foreign
-// keys on and synchronous=FULL (src/store/sqlite.cpp says why).
+// Opens an SQLite database file (created when absent) with a busy timeout, foreign keys on and
+// synchronous=FULL, writing nothing to it; prepare_for_writing() then switches it to WAL mode
+// (src/store/sqlite.cpp says why).
 std::unique_ptr<Connection> open_sqlite(const std::string& path);
 
 // Connects to a PostgreSQL database by a libpq connection string or URL

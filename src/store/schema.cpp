@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/utf8.h"
 #include "loom/store/error.h"
 
 namespace loom::store::detail {
@@ -102,32 +103,36 @@ constexpr const char* kSchemaTable = "loom_schema";
 
 int64_t library_schema_version() { return migrations().back().version; }
 
+int64_t check_store(Connection& conn) {
+  const std::vector<std::string> tables = conn.tables();
+  if (std::find(tables.begin(), tables.end(), kSchemaTable) == tables.end()) {
+    if (tables.empty()) return -1;
+    std::string list;
+    for (size_t i = 0; i < tables.size() && i < 5; ++i) list += (i ? ", " : "") + loom::detail::escape_text(tables[i], false, 64);  // another program's names
+    throw NotAStoreError("store: " + conn.describe() + " is not a Loom store: it has tables (" + list + ") but no '" + kSchemaTable +
+                         "' table (valid: a Loom store, or a new or empty database); nothing was changed");
+  }
+  const std::vector<Row> rows = conn.query("SELECT application, version FROM loom_schema");
+  if (rows.size() != 1 || rows[0].is_null(0) || rows[0].text(0) != "loom.store")
+    throw NotAStoreError("store: " + conn.describe() + " is not a Loom store: its '" + kSchemaTable +
+                         "' table does not hold exactly one row of application 'loom.store'; nothing was changed");
+  const int64_t current = rows[0].integer(1);
+  if (current > library_schema_version())
+    throw SchemaVersionError("store: " + conn.describe() + " has schema version " + std::to_string(current) +
+                             ", newer than this library's " + std::to_string(library_schema_version()) +
+                             ": open it with a newer Loom (nothing was changed)");
+  if (current < 0) throw NotAStoreError("store: " + conn.describe() + " has an invalid schema version " + std::to_string(current));
+  return current;
+}
+
 int64_t migrate(Connection& conn) {
   Transaction tx(conn, TxMode::Write);
-  const std::vector<std::string> tables = conn.tables();
-  int64_t current = 0;
-  if (std::find(tables.begin(), tables.end(), kSchemaTable) == tables.end()) {
-    if (!tables.empty()) {
-      std::string list;
-      for (size_t i = 0; i < tables.size() && i < 5; ++i) list += (i ? ", " : "") + tables[i];
-      throw NotAStoreError("store: " + conn.describe() + " is not a Loom store: it has tables (" + list + ") but no '" +
-                           kSchemaTable + "' table (valid: a Loom store, or a new or empty database)");
-    }
+  int64_t current = check_store(conn);
+  if (current < 0) {
     // The application name tells a Loom store from another program's database of the same shape.
     conn.execute(conn.dialect().render("CREATE TABLE loom_schema (application {text} NOT NULL, version {int} NOT NULL)"));
     conn.execute("INSERT INTO loom_schema (application, version) VALUES ('loom.store', 0)");
-  } else {
-    const std::vector<Row> rows = conn.query("SELECT application, version FROM loom_schema");
-    if (rows.size() != 1 || rows[0].is_null(0) || rows[0].text(0) != "loom.store")
-      throw NotAStoreError("store: " + conn.describe() + " is not a Loom store: its '" + kSchemaTable +
-                           "' table does not hold exactly one row of application 'loom.store'");
-    current = rows[0].integer(1);
-    if (current > library_schema_version())
-      throw SchemaVersionError("store: " + conn.describe() + " has schema version " + std::to_string(current) +
-                               ", newer than this library's " + std::to_string(library_schema_version()) +
-                               ": open it with a newer Loom (nothing was changed)");
-    if (current < 0)
-      throw NotAStoreError("store: " + conn.describe() + " has an invalid schema version " + std::to_string(current));
+    current = 0;
   }
   for (const Migration& m : migrations()) {
     if (m.version <= current) continue;

@@ -2,7 +2,9 @@
 //
 // Settings, each for a reason:
 //   journal_mode=WAL    readers do not block the writer nor it them; a killed writer's
-//                       uncommitted frames are ignored on the next open.
+//                       uncommitted frames are ignored on the next open. Set by
+//                       prepare_for_writing, once Store::open has found the file to be a store
+//                       or new: the setting is written into the file's header.
 //   synchronous=FULL    a commit is on disk when COMMIT returns (WAL's NORMAL may lose the last
 //                       commits on power loss; a save that reported success must survive, and
 //                       the blob fsyncs dominate a save's cost anyway).
@@ -36,17 +38,23 @@ class SqliteConnection final : public Connection {
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, kBusyTimeoutMs);
     try {
-      // The first statements read the file header: a file that is not SQLite fails here.
+      // Settings of this connection only: nothing is written to the file (another program's
+      // database must be left as it is when it turns out not to be a store).
       query("PRAGMA foreign_keys = ON");
-      const std::vector<Row> mode = query("PRAGMA journal_mode = WAL");
-      if (mode.empty() || mode[0].text(0) != "wal")
-        throw StoreError("store: " + describe_ + " cannot use write-ahead logging (journal_mode is '" +
-                         (mode.empty() ? std::string("?") : mode[0].text(0)) + "')");
       query("PRAGMA synchronous = FULL");
     } catch (...) {
       close();
       throw;
     }
+  }
+
+  void prepare_for_writing() override {
+    // Rewrites the file's header (its journal mode) unless it is in WAL mode already. A file
+    // that is not SQLite has failed before: Store::open reads the schema first.
+    const std::vector<Row> mode = query("PRAGMA journal_mode = WAL");
+    if (mode.empty() || mode[0].text(0) != "wal")
+      throw StoreError("store: " + describe_ + " cannot use write-ahead logging (journal_mode is '" +
+                       (mode.empty() ? std::string("?") : mode[0].text(0)) + "')");
   }
 
   ~SqliteConnection() override { close(); }

@@ -38,6 +38,13 @@ Store Store::open(const std::string& url) {
       throw ValueError("Store::open: '" + path + "' is not a file path (a store keeps its blobs in a directory beside its file)");
     impl->conn = detail::open_sqlite(path);
   }
+  {
+    // Read only: another program's database (or a newer store) is refused before anything,
+    // even SQLite's journal mode, is written to it.
+    detail::Transaction check(*impl->conn, detail::TxMode::Read);
+    detail::check_store(*impl->conn);
+  }
+  impl->conn->prepare_for_writing();
   impl->schema_version = detail::migrate(*impl->conn);
   impl->blobs = detail::make_blob_store(*impl->conn, impl->path);
   return Store(std::move(impl));

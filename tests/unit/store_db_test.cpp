@@ -41,7 +41,11 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 
 class StoreDb : public StoreBackendTest {
  protected:
-  std::unique_ptr<sd::Connection> connect() { return pg() ? sd::open_postgresql(url()) : sd::open_sqlite(url()); }
+  std::unique_ptr<sd::Connection> connect() {
+    auto conn = pg() ? sd::open_postgresql(url()) : sd::open_sqlite(url());
+    conn->prepare_for_writing();  // as Store::open does once the database is known to be a store or new
+    return conn;
+  }
 };
 class StoreOpen : public StoreBackendTest {};
 class StoreBlobs : public StoreBackendTest {};
@@ -254,6 +258,53 @@ TEST_P(StoreOpen, NotAStoreIsATypedError) {
   EXPECT_EQ(raw_sql(url("other"), "SELECT COUNT(*) FROM customers"), std::vector<std::string>{"0"});  // untouched
   raw_sql(url("fake"), "CREATE TABLE loom_schema (application TEXT, version INTEGER); INSERT INTO loom_schema VALUES ('other', 1)");
   EXPECT_TRUE(contains_all(error_message<store::NotAStoreError>([&] { store::Store::open(url("fake")); }), {"loom.store"}));
+}
+
+// Another program's database is refused without a byte of it changed: the schema is read
+// before anything is written (SQLite's journal_mode=WAL would rewrite the file's header and
+// leave -wal/-shm files). On PostgreSQL: no table is created in it.
+TEST_P(StoreOpen, AnotherProgramsDatabaseIsLeftAsItWas) {
+  if (!pg()) {
+    const std::string path = tmp / "foreign.db";
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA journal_mode = DELETE; CREATE TABLE customers (id INTEGER, name TEXT);"
+                               "INSERT INTO customers VALUES (1, 'ada')", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    const std::string bytes = file_bytes(path);
+    ASSERT_EQ(bytes.substr(0, 16), std::string("SQLite format 3\0", 16));
+    ASSERT_EQ(bytes[18], 1) << "a rollback-journal database (file format 1)";
+    struct stat before {};
+    ASSERT_EQ(::stat(path.c_str(), &before), 0);
+    EXPECT_TRUE(contains_all(error_message<store::NotAStoreError>([&] { store::Store::open(path); }), {"customers", "not a Loom store"}));
+    EXPECT_TRUE(file_bytes(path) == bytes) << "the file changed (file format byte 18: " << int(file_bytes(path)[18]) << ")";
+    struct stat after {};
+    ASSERT_EQ(::stat(path.c_str(), &after), 0);
+    EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+    EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+    for (const char* suffix : {"-wal", "-shm", "-journal", ".blobs"}) EXPECT_FALSE(fs::exists(path + suffix)) << suffix;
+
+    // a file that is not SQLite at all (random bytes) is not changed either
+    const std::string junk_path = tmp / "junk.db";
+    std::string junk(8192, '\0');
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (char& c : junk) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      c = static_cast<char>(x);
+    }
+    write_bytes(junk_path, junk);
+    EXPECT_THROW(store::Store::open(junk_path), store::NotAStoreError);
+    EXPECT_TRUE(file_bytes(junk_path) == junk) << "the file changed";
+    for (const char* suffix : {"-wal", "-shm", "-journal", ".blobs"}) EXPECT_FALSE(fs::exists(junk_path + suffix)) << suffix;
+  }
+  const std::string other = url("other");
+  raw_sql(other, "CREATE TABLE customers (id INTEGER, name TEXT); INSERT INTO customers VALUES (1, 'ada')");
+  const std::string tables = pg() ? "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+                                  : "SELECT name FROM sqlite_master ORDER BY 1";
+  const auto before = raw_sql(other, tables);
+  EXPECT_THROW(store::Store::open(other), store::NotAStoreError);
+  EXPECT_EQ(raw_sql(other, tables), before);
+  EXPECT_EQ(raw_sql(other, "SELECT name FROM customers"), std::vector<std::string>{"ada"});
 }
 
 TEST(StoreBlobs, HashesAreSha256) {
