@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "core/json_util.h"
-#include "core/utf8.h"
 #include "flow/kind.h"
 #include "store/query.h"
 #include "store/store_impl.h"
@@ -19,6 +18,7 @@ using store::detail::Transaction;
 using store::detail::TxMode;
 using store::detail::Value;
 using detail::check_kind;
+using store::detail::storable_text;
 
 namespace {
 
@@ -40,26 +40,9 @@ void check_range(const char* option, int64_t v, int64_t lo, int64_t hi) {
                      " to " + std::to_string(hi) + ")");
 }
 
-// Text any backend stores as written: valid UTF-8 without NUL (PostgreSQL refuses both; a
-// command's stderr may hold anything), each offending byte replaced by '?'.
-std::string clean_text(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = s[i] == '\0' ? 0 : loom::detail::utf8_sequence_length(s, i);
-    if (n > 0) {
-      out.append(s, i, n);
-      i += n;
-    } else {
-      out += '?';
-      ++i;
-    }
-  }
-  return out;
-}
-
+// (a command's stderr may hold anything: store::detail::storable_text keeps what any backend can)
 std::string clip_error(const std::string& e) {
-  return clean_text(e.size() <= kMaxErrorBytes ? e : "..." + e.substr(e.size() - kMaxErrorBytes));
+  return storable_text(e.size() <= kMaxErrorBytes ? e : "..." + e.substr(e.size() - kMaxErrorBytes));
 }
 
 constexpr const char* kColumns =
@@ -233,7 +216,7 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
     in += in.empty() ? "?" : ", ?";
     params.emplace_back(k);
   }
-  const std::string holder = clean_text(agent);
+  const std::string holder = storable_text(agent);
   auto& impl = *store_.impl();
   auto& conn = *impl.conn;
   std::lock_guard<std::mutex> lock(impl.mutex);

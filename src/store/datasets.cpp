@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/json_util.h"
+#include "core/utf8.h"
 #include "loom/data/csv.h"
 #include "loom/data/idx.h"
 #include "loom/data/npy.h"
@@ -168,7 +169,14 @@ std::string check_metadata(const std::string& text, std::vector<MetaScalar>& sca
     check_label("append", "metadata key", k);
     if (v.is_number()) scalars.push_back({k, v.get<double>(), std::nullopt});
     else if (v.is_boolean()) scalars.push_back({k, v.get<bool>() ? 1.0 : 0.0, std::nullopt});
-    else if (v.is_string()) scalars.push_back({k, std::nullopt, v.get<std::string>()});
+    else if (v.is_string()) {
+      // Indexed as text, which PostgreSQL cannot hold with a NUL: refused on every backend
+      // alike (nested strings stay in the metadata's JSON text, where it is "\u0000").
+      if (v.get_ref<const std::string&>().find('\0') != std::string::npos)
+        throw ValueError("append: the sample's metadata value of key " + loom::detail::quote_text(k) +
+                         " is a string holding U+0000 (valid: top-level strings without NUL characters; nested values may hold them)");
+      scalars.push_back({k, std::nullopt, v.get<std::string>()});
+    }
   }
   return j->dump();
 }
@@ -731,8 +739,11 @@ std::shared_ptr<DatasetView> Datasets::query(const std::string& name, int64_t ve
     params.emplace_back(p.key);
     if (p.value.is_text()) {
       if (p.op != "==" && p.op != "!=")
-        throw ValueError("query: operator '" + p.op + "' compares metadata key '" + p.key + "' with the string '" + p.value.text() +
-                         "' (valid for strings: == and !=)");
+        throw ValueError("query: operator '" + p.op + "' compares metadata key '" + p.key + "' with the string " +
+                         loom::detail::quote_text(p.value.text()) + " (valid for strings: == and !=)");
+      if (p.value.text().find('\0') != std::string::npos)
+        throw ValueError("query: the string compared with metadata key '" + p.key +
+                         "' holds U+0000 (valid: strings without NUL characters, as append stores them)");
       sql += sub + "p.str " + op + " ?)";
       params.emplace_back(p.value.text());
     } else {

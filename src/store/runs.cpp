@@ -169,7 +169,7 @@ void Runs::finish(int64_t run, const std::string& status, const std::string& err
   const Row row = run_row(conn, run);
   if (row.text(3) != "running") throw ConflictError("finish: " + what(run) + " has already ended (" + row.text(3) + ")");
   conn.execute("UPDATE runs SET status = ?, ended_ms = ?, error = ? WHERE id = ?",
-               {status, now_ms(), error.empty() ? Value() : Value(error), run});
+               {status, now_ms(), error.empty() ? Value() : Value(detail::storable_text(error)), run});
   tx.commit();
 }
 

@@ -282,3 +282,84 @@ TEST_P(StoreBadInput, BlobReferencesAreNeverPaths) {
   EXPECT_NO_THROW(s.datasets().query("d", 1)->get(2));
   EXPECT_EQ(s.runs().checkpoint(f.run), "checkpoint bytes");
 }
+
+// What one backend stores the other must too, or both refuse it alike (ValueError, nothing
+// written): PostgreSQL's text holds no NUL and no byte that is not UTF-8, SQLite's would. A
+// sample's top-level string metadata is indexed as text, so "a\u0000b" there is refused; nested
+// in the metadata, in hyper-parameters, task arguments and results it stays JSON's "\u0000" and
+// comes back exactly; free texts (a run's or a task's error, an agent's name) keep every
+// character either can store and have the others replaced by '?'; names are labels (no
+// control characters at all).
+TEST_P(StoreBadInput, TextWithNulIsAlikeOnBothBackends) {
+  store::Store s = store::Store::open(url());
+  fill(s);
+  const std::string nul_json = R"({"v": "a\u0000b"})";
+  const auto before = snapshot(s, url());
+  {
+    store::DatasetWriter w = s.datasets().create("nul", {.fields = {"x"}});
+    const std::string msg = error_message<ValueError>(
+        [&] { w.append({.tensors = {{"x", zeros({2}, Float32)}}, .metadata = nul_json}); });
+    EXPECT_TRUE(contains_all(msg, {"'v'", "U+0000", "sample 0"})) << msg;
+    EXPECT_EQ(w.size(), 0);
+    w.append({.tensors = {{"x", zeros({2}, Float32)}}, .metadata = R"({"v": "ab", "n": {"deep": "a\u0000b"}})"});
+    w.commit();
+  }
+  const auto view = s.datasets().query("nul", 1, {.where = {{"v", "==", "ab"}}});
+  ASSERT_EQ(view->size(), 1);
+  EXPECT_EQ(view->metadata(0), R"({"n":{"deep":"a\u0000b"},"v":"ab"})");
+  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { s.datasets().query("nul", 1, {.where = {{"v", "==", std::string("a\0b", 3)}}}); }),
+                           {"U+0000"}));
+  s.datasets().remove("nul", 1);
+  EXPECT_EQ(snapshot(s, url()).at("dataset_samples"), before.at("dataset_samples"));
+
+  // hyper-parameters, task arguments and results: JSON text, "\u0000" kept as written
+  s.models().save("nul", small_mlp(4), {}, nul_json);
+  EXPECT_EQ(s.models().get("nul").hyper_parameters, R"({"v":"a\u0000b"})");
+  const int64_t run = s.runs().start("nul", "", nul_json).id;
+  EXPECT_EQ(s.runs().get(run).hyper_parameters, R"({"v":"a\u0000b"})");
+  flow::Tasks tasks(s);
+  const int64_t task = tasks.submit("nul", nul_json, {.max_attempts = 1});
+  EXPECT_EQ(tasks.get(task).hyper_parameters, R"({"v":"a\u0000b"})");
+  const int64_t done = tasks.submit("done");
+  const auto finishing = tasks.claim({"done"}, "a");
+  ASSERT_TRUE(finishing);
+  tasks.finish(*finishing, nul_json);
+  EXPECT_EQ(tasks.get(done).result, R"({"v":"a\u0000b"})");
+  // JSON text that is not UTF-8 is no JSON: refused alike
+  const std::string latin1 = "{\"v\": \"caf\xe9\"}";
+  EXPECT_THROW(s.models().save("nul", small_mlp(4), {}, latin1), ValueError);
+  EXPECT_THROW(s.runs().start("nul", "", latin1), ValueError);
+  EXPECT_THROW(tasks.submit("nul", latin1), ValueError);
+
+  // free texts: what neither backend can hold becomes '?', the rest is kept
+  const std::string hostile = std::string("err\0or \xff\x1b[2J \xc2\x9b", 15);
+  s.runs().finish(run, "failed", hostile);
+  EXPECT_EQ(s.runs().get(run).error, "err?or ?\x1b[2J \xc2\x9b");
+  const auto claim = tasks.claim({"nul"}, std::string("agent\0\xfe", 7));
+  ASSERT_TRUE(claim);
+  EXPECT_EQ(tasks.get(task).agent, "agent??");
+  tasks.fail(*claim, hostile);
+  EXPECT_EQ(tasks.get(task).error, "err?or ?\x1b[2J \xc2\x9b");
+
+  // names, tags, keys: labels, refused alike with any control character
+  for (const std::string& bad : {std::string("m\0x", 3), std::string("m\x1b[2J"), std::string("m\x7f")}) {
+    SCOPED_TRACE(loom_test::hex_byte(static_cast<unsigned char>(bad[1])));
+    const auto now = snapshot(s, url());
+    EXPECT_THROW(s.models().save(bad, small_mlp(2)), ValueError);
+    EXPECT_THROW(s.models().save("m", small_mlp(2), {{bad, 1.0}}), ValueError);
+    EXPECT_THROW(s.runs().start(bad), ValueError);
+    EXPECT_THROW(s.runs().start("e", bad), ValueError);
+    EXPECT_THROW(s.datasets().create(bad, {.fields = {"x"}}), ValueError);
+    EXPECT_THROW(s.datasets().create("d2", {.fields = {"x"}, .tags = {bad}}), ValueError);
+    EXPECT_THROW(s.models().set_alias("m", bad, 1), ValueError);
+    EXPECT_THROW(tasks.submit(bad), ValueError);
+    store::DatasetWriter w = s.datasets().create("d3", {.fields = {"x"}});
+    EXPECT_THROW(w.append({.tensors = {{"x", zeros({2}, Float32)}}, .tags = {bad}}), ValueError);
+    w.abort();
+    auto after = snapshot(s, url());
+    after.erase("dataset_names");  // "d3" keeps its name (version numbers are never reused)
+    auto expected = now;
+    expected.erase("dataset_names");
+    EXPECT_EQ(after, expected) << "nothing was written";
+  }
+}

@@ -75,8 +75,9 @@ class Runs {
   // Stores `bytes` (a Model::save_checkpoint file) as the run's checkpoint blob, replacing and
   // releasing any previous one.
   void set_checkpoint(int64_t run, const std::string& bytes);
-  // Ends a running run: status "finished" or "failed" (with `error`). ValueError for another
-  // status, ConflictError for a run that has already ended.
+  // Ends a running run: status "finished" or "failed" (with `error`, stored as every backend
+  // can: a NUL or a byte that is not UTF-8 becomes '?', as in a task's error). ValueError for
+  // another status, ConflictError for a run that has already ended.
   void finish(int64_t run, const std::string& status = "finished", const std::string& error = "");
 
   RunInfo get(int64_t run) const;                                    // NotFoundError
