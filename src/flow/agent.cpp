@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/utf8.h"
 #include "flow/kind.h"
 
 namespace loom::flow {
@@ -165,7 +166,9 @@ int64_t Agent::run(const AgentOptions& options) {
       }
     } catch (const store::StoreError& e) {
       // the database was busy or failed: what was not committed is replayed when the lease ends
-      std::fprintf(stderr, "loom agent %s: %s\n", name_.c_str(), e.what());
+      // (escaped: the message may quote text from the database, shown on a terminal)
+      std::fprintf(stderr, "loom agent %s: %s\n", loom::detail::escape_text(name_).c_str(),
+                   loom::detail::escape_text(e.what(), true).c_str());
     }
     if (!claim && options.stop_when_idle) break;
     for (int64_t slept = 0; slept < options.poll_ms && !stop_.load(); slept += 10)

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/utf8.h"
 #include "unit/store_test_util.h"
 
 extern char** environ;
@@ -121,6 +122,25 @@ void expect_aligned(const std::string& table, const std::string& column) {
     EXPECT_NE(ls[i][at], ' ') << "column " << column << " not aligned in:\n" << table;
     EXPECT_EQ(ls[i][at - 1], ' ') << "column " << column << " not aligned in:\n" << table;
   }
+}
+
+// Nothing in `text` acts on a terminal: every byte is printable ASCII, a newline or a tab, or
+// part of a well-formed UTF-8 character from U+00A0 up (no C0, DEL, C1, stray bytes).
+::testing::AssertionResult terminal_safe(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t n = loom::detail::utf8_sequence_length(text, i);
+    const bool ok = c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f) ||
+                    (n >= 2 && !(c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0));
+    if (!ok) {
+      std::string around;  // printable ASCII as is, other bytes as \xNN
+      for (char b : text.substr(i < 40 ? 0 : i - 40, 80))
+        around += b >= 0x20 && b < 0x7f ? std::string(1, b) : "\\x" + loom_test::hex_byte(static_cast<unsigned char>(b));
+      return ::testing::AssertionFailure() << "byte 0x" << loom_test::hex_byte(c) << " at " << i << " of: " << around;
+    }
+    i += n >= 2 ? n : 1;
+  }
+  return ::testing::AssertionSuccess();
 }
 
 json parse(const CliResult& r) {
@@ -411,7 +431,135 @@ TEST_P(CliStore, AgentStopsOnSigterm) {
   EXPECT_TRUE(contains(r.out, ": ran 1 task\n")) << r.out << r.err << tasks.get(id).attempts << " " << tasks.list().size();
 }
 
+// Text from the store is shown escaped wherever it goes to a terminal: an ESC ] 0 ; ... BEL
+// would retitle the operator's terminal and ESC [ 2 J clear it; a C1 CSI (U+009B, or a raw 0x9B
+// byte, which only a tampered SQLite row can hold) is ESC [ to many terminals. Every listing,
+// show and message stays terminal-safe and shows the text escaped; --json gives it back exactly.
+TEST_P(CliStore, StoredControlCharactersAreEscaped) {
+  const std::string u = url();
+  const std::string title = "\x1b]0;pwned\x07", clear = "\x1b[2J", csi = "\xc2\x9b" "31m";
+  const std::string hostile = "a" + title + "b" + clear + "c" + csi + "d\x7f" "e";
+  const std::string hostile_json = "a\\u001b]0;pwned\\u0007b\\u001b[2Jc\xc2\x9b" "31md\x7f" "e";  // the same, as JSON text
+  const std::string hyper = R"({"note": ")" + hostile_json + R"("})";
+  const std::vector<std::string> escaped = {"\\x1b]0;pwned\\x07", "\\x1b[2J", "\\u{9b}31m", "\\x7f"};
+  int64_t run = 0, task = 0;
+  {
+    store::Store s = store::Store::open(u);
+    s.models().save("m", loom_test::small_mlp(1), {{"acc", 0.5}}, hyper, {"t"});
+    store::DatasetWriter w = s.datasets().create("d", {.fields = {"x"}, .tags = {"t"}});
+    w.append({.tensors = {{"x", zeros({2}, Float32)}}});
+    w.commit();
+    run = s.runs().start("exp", "r", hyper, {"t"}).id;
+    s.runs().log_epoch(run, 0, {{"loss", 1.0}, {"other", 2.0}});
+    s.runs().finish(run, "failed", hostile);
+    flow::Tasks tasks(s);
+    task = tasks.submit("train", hyper, {.max_attempts = 1});
+    const auto claim = tasks.claim({"train"}, "agent" + title);
+    ASSERT_TRUE(claim);
+    tasks.fail(*claim, hostile);
+  }
+  // names and tags are labels without control characters; a store written otherwise (by hand,
+  // by an older version) may hold them anyway
+  loom_test::raw_sql(u, "UPDATE model_tags SET tag = '" + hostile + "'");
+  loom_test::raw_sql(u, "INSERT INTO model_aliases (name, alias, model_id) SELECT name, '" + hostile + "', id FROM models");
+  loom_test::raw_sql(u, "UPDATE dataset_tags SET tag = '" + hostile + "'");
+  loom_test::raw_sql(u, "UPDATE run_tags SET tag = '" + hostile + "'");
+  loom_test::raw_sql(u, "UPDATE run_metrics SET metric = '" + hostile + "' WHERE metric = 'other'");
+  std::string task_error = hostile;
+  if (!pg()) {  // a raw 0x9B byte: SQLite keeps what it is given, PostgreSQL's text cannot hold it
+    loom_test::raw_sql(u, "UPDATE tasks SET error = error || CAST(X'9b' AS TEXT)");
+    task_error += "\xef\xbf\xbd";  // --json shows a byte that is not UTF-8 as U+FFFD (docs/cli.md)
+  }
+  Cli loom(tmp.dir.string(), u);
+
+  const std::string id = std::to_string(run), tid = std::to_string(task);
+  const std::vector<std::vector<std::string>> commands = {
+      {"models", "list"}, {"models", "show", "m"}, {"models", "top", "--metric", "acc"}, {"datasets", "list"},
+      {"datasets", "show", "d"}, {"runs", "list"}, {"runs", "show", id}, {"runs", "top", "--metric", "loss"},
+      {"runs", "compare", id, id}, {"tasks", "list"}, {"tasks", "show", tid}};
+  for (const auto& args : commands) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    const CliResult r = loom(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(terminal_safe(r.out));
+    EXPECT_TRUE(terminal_safe(r.err));
+    EXPECT_TRUE(contains(r.out, "\\x1b]0;pwned\\x07") || contains(r.out, "\\u001b]0;pwned\\u0007")) << r.out;
+    auto with_json = args;
+    with_json.push_back("--json");
+    const CliResult j = loom(with_json);
+    EXPECT_TRUE(terminal_safe(j.out));
+    EXPECT_FALSE(parse(j).is_null());
+  }
+  // the escaped text is there to read, every kind of it
+  const CliResult shown = loom({"runs", "show", id});
+  for (const std::string& e : escaped) EXPECT_TRUE(contains(shown.out, e)) << e << " in:\n" << shown.out;
+  const CliResult task_shown = loom({"tasks", "show", tid});
+  for (const std::string& e : escaped) EXPECT_TRUE(contains(task_shown.out, e)) << e << " in:\n" << task_shown.out;
+  if (!pg()) EXPECT_TRUE(contains(task_shown.out, "e\\x9b\n")) << task_shown.out;
+  EXPECT_TRUE(contains(loom({"models", "show", "m"}).out, "\\u{9b}31md\\x7fe")) << "the hyper-parameters' C1 and DEL";
+
+  // --json: the exact text back
+  json j = parse(loom({"tasks", "show", tid, "--json"}));
+  EXPECT_EQ(j["error"], task_error);
+  EXPECT_EQ(j["agent"], "agent" + title);
+  EXPECT_EQ(j["hyper_parameters"]["note"], hostile);
+  j = parse(loom({"runs", "show", id, "--json"}));
+  EXPECT_EQ(j["error"], hostile);
+  EXPECT_EQ(j["tags"], json({hostile}));
+  EXPECT_TRUE(j["metrics"].contains(hostile)) << j;
+  EXPECT_EQ(j["hyper_parameters"]["note"], hostile);
+  j = parse(loom({"models", "show", "m", "--json"}));
+  EXPECT_EQ(j["tags"], json({hostile}));
+  EXPECT_EQ(j["aliases"], json({hostile}));
+  EXPECT_EQ(j["hyper_parameters"]["note"], hostile);
+  EXPECT_EQ(parse(loom({"datasets", "show", "d", "--json"}))["tags"], json({hostile}));
+
+  // messages that quote stored text: the aliases a missing one is told apart from
+  CliResult r = loom({"models", "show", "m@nope"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(terminal_safe(r.err));
+  EXPECT_TRUE(contains(r.err, "\\x1b]0;pwned\\x07")) << r.err;
+  // and arguments: an unknown option
+  r = loom({"tasks", "list", "--x" + clear});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(terminal_safe(r.err));
+  EXPECT_TRUE(contains(r.err, "--x\\x1b[2J")) << r.err;
+
+  // a command's stderr, through `loom agent`, and the agent's name
+  const int64_t hostile_task = flow::Tasks(store::Store::open(u)).submit("hostile", "{}", {.max_attempts = 1});
+  r = loom({"agent", "--command", R"(hostile=/bin/sh -c 'printf "\033]0;pwned\007\033[2J\302\233" >&2; exit 3')", "--name",
+            "ag" + clear, "--stop-when-idle"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(terminal_safe(r.out));
+  EXPECT_TRUE(terminal_safe(r.err));
+  EXPECT_EQ(r.out, "loom agent ag\\x1b[2J: ran 1 task\n");
+  r = loom({"tasks", "show", std::to_string(hostile_task)});
+  EXPECT_TRUE(terminal_safe(r.out));
+  EXPECT_TRUE(contains(r.out, "stderr: \\x1b]0;pwned\\x07\\x1b[2J\\u{9b}")) << r.out;
+  EXPECT_TRUE(contains(parse(loom({"tasks", "show", std::to_string(hostile_task), "--json"}))["error"].get<std::string>(),
+                       "stderr: " + title + clear + "\xc2\x9b"));
+}
+
 INSTANTIATE_STORE_BACKENDS(CliStore);
+
+// The one escaping of text for a terminal (loom::detail::escape_text, behind the command line's
+// terminal_text and the store's quoted values).
+TEST(Cli, TerminalTextEscapesControlsAndStrayBytes) {
+  using loom::detail::escape_text;
+  EXPECT_EQ(escape_text("a\x1b]0;t\x07" "b"), "a\\x1b]0;t\\x07b");
+  EXPECT_EQ(escape_text(std::string("\0\x1f\x7f", 3)), "\\x00\\x1f\\x7f");
+  EXPECT_EQ(escape_text("\xc2\x9b" "1m \xc2\x80 \xc2\xa0"), "\\u{9b}1m \\u{80} \xc2\xa0");  // C1 escaped, NBSP kept
+  EXPECT_EQ(escape_text("\x9b \xc3 \xed\xa0\x80 \xff"), "\\x9b \\xc3 \\xed\\xa0\\x80 \\xff");  // not UTF-8
+  EXPECT_EQ(escape_text("mod\xc3\xa8le \xe2\x82\xac \xf0\x9f\x99\x82 C:\\x"), "mod\xc3\xa8le \xe2\x82\xac \xf0\x9f\x99\x82 C:\\x");
+  EXPECT_EQ(escape_text("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(escape_text("a\nb\tc\rd", true), "a\nb\tc\\rd");
+  EXPECT_EQ(escape_text(std::string(300, 'a'), false, 10), "aaaaaaaaaa... (300 bytes)");
+  EXPECT_EQ(escape_text("\xc3\xa9\xc3\xa9\xc3\xa9", false, 3), "\xc3\xa9... (6 bytes)");  // cut at a character
+  const std::string wild = "x\x1b[2J\xc2\x9b\x9b\x7f\n\xe2\x82";
+  EXPECT_EQ(escape_text(escape_text(wild)), escape_text(wild));
+  EXPECT_TRUE(terminal_safe(escape_text(wild)));
+  EXPECT_EQ(loom::detail::quote_text("it's\x1b"), "'it's\\x1b'");
+}
 
 TEST(Cli, UsageAndStoreErrors) {
   loom_test::TempDir tmp;

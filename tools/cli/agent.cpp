@@ -121,7 +121,7 @@ int agent_main(const std::vector<std::string>& args) {
   } stop_on_signal(agent);
   const int64_t ran = agent.run(options);
   if (a.json()) print_json({{"tasks", ran}});
-  else std::cout << "loom agent " << agent.name() << ": ran " << ran << " task" << (ran == 1 ? "" : "s") << '\n';
+  else std::cout << "loom agent " << terminal_text(agent.name()) << ": ran " << ran << " task" << (ran == 1 ? "" : "s") << '\n';
   return kExitOk;
 }
 

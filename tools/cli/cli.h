@@ -91,17 +91,27 @@ int64_t parse_integer(const Args& args, const std::string& text, const std::stri
 // the whole reference as the name and no version.
 std::pair<std::string, std::optional<int64_t>> split_version(const Args& args, const std::string& ref);
 
-// An aligned table on stdout: a header row, then the rows; columns two spaces apart.
+// Text from a store, a program or the command line as it may be shown on a terminal: control
+// characters (C0 but newline and tab when `keep_lines`, DEL, C1) and bytes that are not UTF-8
+// escaped (\x1b, \u{9b}; loom::detail::escape_text). Everything the command line prints goes
+// through it (print_table, print_fields, messages) or through print_json.
+std::string terminal_text(const std::string& text, bool keep_lines = false);
+
+// An aligned table on stdout: a header row, then the rows; columns two spaces apart; every cell
+// through terminal_text (on one line).
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
-// "key: value" lines with the values aligned, for one record.
+// "key: value" lines with the values aligned, for one record; values through terminal_text
+// (their newlines kept).
 void print_fields(const std::vector<std::pair<std::string, std::string>>& fields);
+// JSON on stdout: strings keep their exact text as JSON escapes (control characters, DEL and C1
+// as \u00XX), so nothing in it acts on a terminal; bytes that are not UTF-8 become U+FFFD.
 void print_json(const nlohmann::ordered_json& j);
 
 std::string format_time(int64_t unix_ms);  // "2026-11-23 18:04:05" (UTC); "-" for 0
 std::string format_number(double v);        // shortest round-trip text; "nan"
 std::string join(const std::vector<std::string>& parts, const std::string& sep = ",");
 std::vector<std::string> split(const std::string& text, char sep);
-std::string shorten(const std::string& text, size_t width);  // "..." past `width` characters
+std::string shorten(const std::string& text, size_t width);  // "..." past `width` bytes (cut at a character)
 // A stored JSON text as a JSON value (null when empty).
 nlohmann::ordered_json json_value(const std::string& text);
 

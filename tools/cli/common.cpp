@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "core/utf8.h"
 
 namespace loom::cli {
 
@@ -166,33 +167,56 @@ std::pair<std::string, std::optional<int64_t>> split_version(const Args& args, c
   return {ref.substr(0, colon), parse_integer(args, ref.substr(colon + 1), "the version in '" + ref + "'")};
 }
 
-void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+std::string terminal_text(const std::string& text, bool keep_lines) { return loom::detail::escape_text(text, keep_lines); }
+
+void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& cells) {
+  // escaped first (a cell may hold anything a store holds), then aligned
+  std::vector<std::vector<std::string>> rows(cells.size() + 1);
+  for (const auto& h : header) rows[0].push_back(terminal_text(h));  // (a run's metric names come from the store)
+  for (size_t r = 0; r < cells.size(); ++r)
+    for (const auto& cell : cells[r]) rows[r + 1].push_back(terminal_text(cell));
   std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
   for (const auto& r : rows)
     for (size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  auto line = [&](const std::vector<std::string>& cells) {
+  for (const auto& r : rows) {
     std::string s;
-    for (size_t c = 0; c < cells.size() && c < width.size(); ++c) {
-      s += cells[c];
-      if (c + 1 < cells.size()) s += std::string(width[c] - cells[c].size() + 2, ' ');
+    for (size_t c = 0; c < r.size() && c < width.size(); ++c) {
+      s += r[c];
+      if (c + 1 < r.size()) s += std::string(width[c] - r[c].size() + 2, ' ');
     }
     while (!s.empty() && s.back() == ' ') s.pop_back();
     std::cout << s << '\n';
-  };
-  line(header);
-  for (const auto& r : rows) line(r);
+  }
 }
 
 void print_fields(const std::vector<std::pair<std::string, std::string>>& fields) {
   size_t w = 0;
   for (const auto& [k, v] : fields) w = std::max(w, k.size());
-  for (const auto& [k, v] : fields) std::cout << k << ':' << std::string(w - k.size() + 1, ' ') << v << '\n';
+  for (const auto& [k, v] : fields)
+    std::cout << terminal_text(k) << ':' << std::string(w - k.size() + 1, ' ') << terminal_text(v, true) << '\n';
 }
 
-// (names may hold bytes that are not UTF-8: replaced, where dump() would throw)
+// (names may hold bytes that are not UTF-8: replaced, where dump() would throw). nlohmann
+// escapes C0 controls; DEL and the C1 controls, which it writes as they are, are escaped here:
+// the text is valid UTF-8 by then, and they can only be inside strings.
 void print_json(const nlohmann::ordered_json& j) {
-  std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  static const char* hex = "0123456789abcdef";
+  const std::string text = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c == 0x7f) {
+      out += "\\u007f";
+    } else if (c == 0xc2 && next >= 0x80 && next < 0xa0) {
+      out += {'\\', 'u', '0', '0', hex[next >> 4], hex[next & 15]};
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  std::cout << out << '\n';
 }
 
 std::string format_time(int64_t unix_ms) {
@@ -230,7 +254,10 @@ std::vector<std::string> split(const std::string& text, char sep) {
 }
 
 std::string shorten(const std::string& text, size_t width) {
-  return text.size() <= width ? text : text.substr(0, width - 3) + "...";
+  if (text.size() <= width) return text;
+  size_t cut = width - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
+  return text.substr(0, cut) + "...";
 }
 
 nlohmann::ordered_json json_value(const std::string& text) {

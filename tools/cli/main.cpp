@@ -1,5 +1,6 @@
 // `loom`: inspect a store's models, datasets, runs and tasks, submit and cancel tasks, run an
 // agent (docs/cli.md). Exit codes: 0 success, 1 a loom::Error, 2 a bad command line, 3 not found.
+// Messages quote stored text and arguments: printed through terminal_text.
 #include <iostream>
 #include <map>
 
@@ -53,17 +54,17 @@ int main(int argc, char** argv) {
     std::cout << h.text;
     return kExitOk;
   } catch (const UsageError& e) {
-    std::cerr << "loom: " << e.what() << "\n(usage: " << help_hint << ")\n";
+    std::cerr << "loom: " << terminal_text(e.what(), true) << "\n(usage: " << terminal_text(help_hint) << ")\n";
     return kExitUsage;
   } catch (const loom::store::NotFoundError& e) {
-    std::cerr << "loom: error: " << e.what() << '\n';
+    std::cerr << "loom: error: " << terminal_text(e.what(), true) << '\n';
     return kExitNotFound;
   } catch (const loom::Error& e) {
-    std::cerr << "loom: error: " << e.what() << '\n';
+    std::cerr << "loom: error: " << terminal_text(e.what(), true) << '\n';
     return kExitError;
   } catch (const std::exception& e) {
     // not a loom::Error: a bug in the command line or the library, reported as such
-    std::cerr << "loom: internal error: " << e.what() << '\n';
+    std::cerr << "loom: internal error: " << terminal_text(e.what(), true) << '\n';
     return kExitError;
   }
 }

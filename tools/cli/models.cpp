@@ -140,14 +140,14 @@ int alias(const std::vector<std::string>& args) {
       throw store::ConflictError(std::string(e.what()) + " (on the command line: --replace)");
     }
     if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"version", version}});
-    else std::cout << p[0] << "@" << p[1] << " -> version " << version << '\n';
+    else std::cout << terminal_text(p[0] + "@" + p[1]) << " -> version " << version << '\n';
     return kExitOk;
   }
   Args a(rest, {}, 2, 2, "models alias delete", "NAME ALIAS", kUsage);
   const auto& p = a.positional();
   a.open_store().models().remove_alias(p[0], p[1]);
   if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"deleted", true}});
-  else std::cout << "deleted " << p[0] << "@" << p[1] << '\n';
+  else std::cout << "deleted " << terminal_text(p[0] + "@" + p[1]) << '\n';
   return kExitOk;
 }
 

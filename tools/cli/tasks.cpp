@@ -68,7 +68,7 @@ int list(const std::vector<std::string>& args) {
   for (const auto& t : tasks)
     rows.push_back({std::to_string(t.id), t.kind, flow::status_name(t.status), std::to_string(t.priority),
                     std::to_string(t.attempts) + "/" + std::to_string(t.max_attempts), t.agent.empty() ? "-" : t.agent,
-                    format_time(t.created_ms), shorten(t.hyper_parameters, 40)});
+                    format_time(t.created_ms), shorten(terminal_text(t.hyper_parameters), 40)});
   print_table({"ID", "KIND", "STATUS", "PRIORITY", "ATTEMPTS", "AGENT", "CREATED", "HYPER-PARAMETERS"}, rows);
   return kExitOk;
 }
