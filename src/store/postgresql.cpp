@@ -22,12 +22,14 @@
 //   notices            dropped (libpq would print them on stderr).
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
 
+#include "core/utf8.h"
 #include "loom/store/error.h"
 #include "store/db.h"
 
@@ -83,6 +85,136 @@ std::string double_text(double d) {
   return std::string(buf, r.ptr);
 }
 
+// ---- URLs and their passwords. libpq quotes what it cannot parse (a token with a bad
+// percent-encoding, the whole URL for some errors), and a password that is not percent-encoded
+// where it must be is split by libpq's parser into a host, a port or a database name that its
+// messages then show. So a URL is checked here first (check_url, quoting nothing of it), and
+// every message of a connection is scrubbed of the password in all the forms it may take
+// (url_secrets, scrubbed; PostgresConnection::fail) before it leaves this file.
+
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+int hex_value(char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; }
+
+// libpq's rules for a percent-encoded value: each '%' followed by two hex digits, never %00.
+bool percent_encoding_ok(std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') continue;
+    if (i + 2 >= s.size() || !is_hex(s[i + 1]) || !is_hex(s[i + 2]) || (s[i + 1] == '0' && s[i + 2] == '0')) return false;
+    i += 2;
+  }
+  return true;
+}
+
+// %XX decoded where it is valid, anything else kept.
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && is_hex(s[i + 1]) && is_hex(s[i + 2])) {
+      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The parts of "scheme://[user[:password]@]host[:port][/db][?k=v&...]" as libpq's URI parser
+// finds them: the user name and password end at the first '@' that comes before any '/'.
+struct UrlParts {
+  size_t start = std::string::npos;         // after "://"; npos: not a URL
+  size_t userinfo_end = std::string::npos;  // the '@' that ends "user:password", or npos
+  size_t query = std::string::npos;         // the '?' that starts the parameters, or npos
+};
+
+UrlParts url_parts(const std::string& url) {
+  UrlParts p;
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return p;
+  p.start = scheme + 3;
+  const size_t i = url.find_first_of("@/", p.start);
+  if (i != std::string::npos && url[i] == '@') p.userinfo_end = i;
+  p.query = url.find('?', p.userinfo_end == std::string::npos ? p.start : p.userinfo_end + 1);
+  return p;
+}
+
+// The query parameters "k=v" of a URL, undecoded (a parameter without '=' has an empty value).
+std::vector<std::pair<std::string, std::string>> url_parameters(const std::string& url, const UrlParts& p) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (p.query == std::string::npos) return out;
+  size_t at = p.query + 1;
+  while (at <= url.size()) {
+    const size_t end = std::min(url.find('&', at), url.size());
+    const std::string param = url.substr(at, end - at);
+    const size_t eq = param.find('=');
+    out.emplace_back(param.substr(0, eq), eq == std::string::npos ? "" : param.substr(eq + 1));
+    at = end + 1;
+  }
+  return out;
+}
+
+bool is_password_key(const std::string& key) {
+  const std::string k = percent_decoded(key);
+  return k == "password" || k == "sslpassword";
+}
+
+// Refuses (ValueError) a URL that libpq would read in a way that puts a part of a password
+// where its messages show it, or whose password libpq would quote in its error: a '@' after
+// the user name and password (a password holding a raw '@' or '/'), a '@' in a query
+// parameter's name, a bad percent-encoding in the user name, password or a password parameter.
+void check_url(const std::string& url) {
+  const UrlParts p = url_parts(url);
+  if (p.start == std::string::npos) return;
+  auto refuse = [](const std::string& why) {
+    throw ValueError("Store::open: the PostgreSQL URL " + why +
+                     " (valid: postgresql://user:password@host:port/database?name=value, with '%', '@', '/' and '?' in a "
+                     "user name, password or database name percent-encoded as %25, %40, %2F and %3F; the URL is not shown "
+                     "since it may hold a password)");
+  };
+  const size_t host = p.userinfo_end == std::string::npos ? p.start : p.userinfo_end + 1;
+  const size_t head_end = p.query == std::string::npos ? url.size() : p.query;
+  if (url.find('@', host) < head_end)
+    refuse("has a '@' after its user name and password, where its host, port and database name are");
+  if (p.userinfo_end != std::string::npos && !percent_encoding_ok(std::string_view(url).substr(p.start, p.userinfo_end - p.start)))
+    refuse("has a user name or password with a '%' that is not followed by two hex digits, or with %00");
+  for (const auto& [key, value] : url_parameters(url, p)) {
+    if (key.find('@') != std::string::npos) refuse("has a '@' in the name of a query parameter");
+    if (is_password_key(key) && !percent_encoding_ok(value))
+      refuse("has a password parameter with a '%' that is not followed by two hex digits, or with %00");
+  }
+}
+
+// The forms a URL's password may take in a message: as written and percent-decoded, from the
+// user information and from password parameters; longest first, so that a shorter one never
+// leaves a longer one's rest.
+std::vector<std::string> url_secrets(const std::string& url) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& raw) {
+    for (const std::string& s : {raw, percent_decoded(raw)})
+      if (!s.empty() && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  const UrlParts p = url_parts(url);
+  if (p.start == std::string::npos) return out;
+  if (p.userinfo_end != std::string::npos) {
+    const size_t colon = url.find(':', p.start);
+    if (colon < p.userinfo_end) add(url.substr(colon + 1, p.userinfo_end - colon - 1));
+  }
+  for (const auto& [key, value] : url_parameters(url, p))
+    if (is_password_key(key)) add(value);
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return out;
+}
+
+// `msg` with every occurrence of each secret replaced by "***".
+std::string scrubbed(std::string msg, const std::vector<std::string>& secrets) {
+  std::string mask = "***";
+  for (const std::string& s : secrets)
+    if (mask.find(s) != std::string::npos) mask = "<password>";  // a password of asterisks
+  for (const std::string& s : secrets)
+    for (size_t at = msg.find(s); at != std::string::npos; at = msg.find(s, at + mask.size())) msg.replace(at, s.size(), mask);
+  return msg;
+}
+
 // Where the database is, for messages: never the password.
 std::string describe_conn(const PGconn* c, const std::string& url) {
   const char* db = c ? PQdb(c) : nullptr;
@@ -108,13 +240,20 @@ class PostgresConnection final : public Connection {
  public:
   explicit PostgresConnection(const std::string& url) {
     dialect_ = {"postgresql", "BIGSERIAL PRIMARY KEY", "BIGINT", "DOUBLE PRECISION", "TEXT", "BYTEA"};
+    check_url(url);  // before libpq parses it
+    secrets_ = url_secrets(url);
     conn_ = PQconnectdb(url.c_str());
-    describe_ = describe_conn(conn_, url);
+    if (conn_ && PQpass(conn_) && *PQpass(conn_) &&
+        std::find(secrets_.begin(), secrets_.end(), std::string(PQpass(conn_))) == secrets_.end()) {
+      secrets_.push_back(PQpass(conn_));  // also one of ~/.pgpass or $PGPASSWORD
+      std::sort(secrets_.begin(), secrets_.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    }
+    describe_ = scrubbed(describe_conn(conn_, url), secrets_);
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
       const std::string msg = conn_ ? trimmed(PQerrorMessage(conn_)) : "out of memory";
       PQfinish(conn_);
       conn_ = nullptr;
-      throw StoreError("store: cannot connect to " + describe_ + ": " + msg);
+      fail("store: cannot connect to " + describe_ + ": " + msg);
     }
     PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
     try {
@@ -162,7 +301,7 @@ class PostgresConnection final : public Connection {
   void begin(TxMode mode) override {
     // PostgreSQL only warns about a nested BEGIN; SQLite refuses it, and so do we.
     if (PQtransactionStatus(conn_) != PQTRANS_IDLE)
-      throw StoreError("store: " + describe_ + ": cannot begin a transaction inside another");
+      fail("store: " + describe_ + ": cannot begin a transaction inside another");
     if (mode == TxMode::Read) {
       run_simple("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
       return;
@@ -189,7 +328,7 @@ class PostgresConnection final : public Connection {
     }
     if (failed || status != "COMMIT") {
       rollback();
-      throw StoreError("store: " + describe_ + ": the transaction was rolled back (a statement in it failed)");
+      fail("store: " + describe_ + ": the transaction was rolled back (a statement in it failed)");
     }
   }
 
@@ -211,9 +350,8 @@ class PostgresConnection final : public Connection {
     const std::string msg = trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     if (state && std::string(state) == "55P03")  // lock_not_available: lock_timeout expired
-      throw StoreError("store: " + describe_ + " stayed locked by another writer for " + std::to_string(kLockTimeoutS) + " s (" +
-                       msg + ") in: " + sql);
-    throw StoreError("store: " + describe_ + ": " + msg + " in: " + sql);
+      fail("store: " + describe_ + " stayed locked by another writer for " + std::to_string(kLockTimeoutS) + " s (" + msg + ") in: " + sql);
+    fail("store: " + describe_ + ": " + msg + " in: " + sql);
   }
 
   Result run(const std::string& sql, const std::vector<Value>& params) {
@@ -291,15 +429,19 @@ class PostgresConnection final : public Connection {
       case kBytea: {
         size_t n = 0;
         std::unique_ptr<unsigned char, void (*)(void*)> raw(PQunescapeBytea(reinterpret_cast<const unsigned char*>(s), &n), PQfreemem);
-        if (!raw) throw StoreError("store: " + describe_ + ": cannot decode a bytea value (out of memory) in: " + sql);
+        if (!raw) fail("store: " + describe_ + ": cannot decode a bytea value (out of memory) in: " + sql);
         return Bytes{std::string(reinterpret_cast<const char*>(raw.get()), n)};
       }
       default: return std::string(s, len);
     }
-    throw StoreError("store: " + describe_ + ": result column " + std::to_string(c) + " holds '" + std::string(s, len) +
-                     "', not a number of its type, in: " + sql);
+    fail("store: " + describe_ + ": result column " + std::to_string(c) + " holds " + loom::detail::quote_text(std::string_view(s, len)) +
+         ", not a number of its type, in: " + sql);
   }
 
+  // Every error of this connection: its message without the password.
+  [[noreturn]] void fail(const std::string& msg) const { throw StoreError(scrubbed(msg, secrets_)); }
+
+  std::vector<std::string> secrets_;  // the password's forms (url_secrets), scrubbed from messages
   std::string describe_;
   Dialect dialect_;
   PGconn* conn_ = nullptr;
@@ -311,22 +453,30 @@ class PostgresConnection final : public Connection {
 std::unique_ptr<Connection> open_postgresql(const std::string& url) { return std::make_unique<PostgresConnection>(url); }
 
 std::string redact_password(const std::string& url) {
-  // scheme://user:password@host... -> scheme://user:***@host...; password=... in the query too.
-  std::string out = url;
-  const size_t scheme = out.find("://");
-  if (scheme != std::string::npos) {
-    const size_t start = scheme + 3;
-    const size_t end = out.find_first_of("/?", start);
-    const size_t at = out.rfind('@', end == std::string::npos ? out.size() : end);
-    if (at != std::string::npos && at > start) {
-      const size_t colon = out.find(':', start);
-      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+  // scheme://user:password@host... -> scheme://user:***@host... (the user information as libpq
+  // reads it; open_postgresql refuses a URL that could be read otherwise); the values of
+  // password=... and sslpassword=... among the parameters too.
+  const UrlParts p = url_parts(url);
+  if (p.start == std::string::npos) return url;
+  std::string out;
+  size_t at = 0;  // url[at...] is still to copy
+  if (p.userinfo_end != std::string::npos) {
+    const size_t colon = url.find(':', p.start);
+    if (colon < p.userinfo_end) {
+      out = url.substr(0, colon + 1) + "***";
+      at = p.userinfo_end;
     }
   }
-  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p + 1)) {
-    const size_t v = p + 9;
-    const size_t e = out.find_first_of("& ", v);
-    out.replace(v, (e == std::string::npos ? out.size() : e) - v, "***");
+  if (p.query == std::string::npos) return out + url.substr(at);
+  out += url.substr(at, p.query + 1 - at);
+  for (size_t i = p.query + 1;;) {
+    const size_t end = std::min(url.find('&', i), url.size());
+    const std::string param = url.substr(i, end - i);
+    const size_t eq = param.find('=');
+    out += eq != std::string::npos && is_password_key(param.substr(0, eq)) ? param.substr(0, eq + 1) + "***" : param;
+    if (end == url.size()) break;
+    out += '&';
+    i = end + 1;
   }
   return out;
 }

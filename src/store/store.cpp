@@ -1,5 +1,6 @@
 #include "loom/store/store.h"
 
+#include "core/utf8.h"
 #include "loom/store/datasets.h"
 #include "loom/store/models.h"
 #include "loom/store/runs.h"
@@ -19,8 +20,9 @@ std::string sqlite_path(const std::string& url) {
   if (at == std::string::npos) return url;
   const std::string scheme = url.substr(0, at);
   if (scheme == "sqlite") return url.substr(at + scheme_end.size());
-  throw ValueError("Store::open: unknown URL scheme '" + scheme + "' in '" + url +
-                   "' (valid: a file path, sqlite:///path, postgresql://...)");
+  // (the URL is not quoted: it may be a mistyped postgresql:// URL holding a password)
+  throw ValueError("Store::open: unknown URL scheme " + loom::detail::quote_text(scheme, 32) +
+                   " (valid: a file path, sqlite:///path, postgresql://...)");
 }
 
 }  // namespace

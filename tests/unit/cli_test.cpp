@@ -612,3 +612,34 @@ TEST(Cli, UsageAndStoreErrors) {
   }
   EXPECT_TRUE(contains(loom({"agent", "--help"}).out, "--stop-when-idle"));
 }
+
+// A password in --store never reaches the output, whatever the URL holds (store_db_test's
+// StoreUrl.PasswordsNeverInMessages has the library's side).
+TEST(Cli, PasswordsNeverInMessages) {
+  loom_test::TempDir tmp;
+  Cli loom(tmp.dir.string());
+  const std::string q = "/db1?host=" + (tmp / "no-server");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"postgresql://alice:50%off-Secret@" + q, {"50%off", "off-Secret", "Secret"}},
+      {"postgresql://alice:ab%00cdSecret@" + q, {"%00cd", "cdSecret", "Secret"}},
+      {"postgresql://alice:pw%zzSecret@" + q, {"%zz", "zzSecret", "Secret"}},
+      {"postgresql://alice:p@ssSecret@" + q, {"ssSecret", "Secret"}},
+      {"postgresql://alice:pa:ssSecret@" + q, {"pa:ss", "ssSecret", "Secret"}},
+      {"postgresql://alice:" + std::string(3000, 'S') + "ecret@" + q, {"SSSSSSecret"}},
+      {"postgresql://alice:connection@" + q, {"connection"}},
+      {"postgresql://alice:Secret42@[::1/db1", {"Secret42"}},
+      {"postgresql://alice@" + q + "&password=50%offSecret", {"offSecret", "Secret"}},
+      {"postgresq://alice:Secret9@host/db1", {"Secret9"}}};
+  for (const auto& [url, secret] : cases) {
+    SCOPED_TRACE(url.substr(0, 120));
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"models", "list", "--store", url},
+                                                 {"tasks", "list", "--json", "--store", url}}) {
+      const CliResult r = loom(args);
+      EXPECT_EQ(r.code, 1) << r.err;
+      EXPECT_EQ(r.err.rfind("loom: error: ", 0), 0u) << r.err;
+      EXPECT_TRUE(r.out.empty()) << r.out;
+      EXPECT_TRUE(terminal_safe(r.err));
+      for (const std::string& part : secret) EXPECT_FALSE(contains(r.err, part)) << "'" << part << "' in: " << r.err;
+    }
+  }
+}

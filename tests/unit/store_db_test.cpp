@@ -225,6 +225,60 @@ TEST(StoreUrl, UrlForms) {
   EXPECT_EQ(sd::redact_password("postgresql://u@/db?host=/tmp"), "postgresql://u@/db?host=/tmp");
 }
 
+// A password never reaches a message, whatever the URL holds: libpq quotes what it cannot parse
+// (a bad percent-encoding, the whole URL for some errors), and a raw '@' or '/' in a password
+// makes it read a part of it as a host, port or database name. Each URL's password holds a
+// marker; neither it nor any other part of the password (the part after a '%', after a raw '@')
+// may appear. Servers are absent (a socket folder that does not exist), so connecting fails.
+TEST(StoreUrl, PasswordsNeverInMessages) {
+  TempDir tmp;
+  const std::string nowhere = tmp / "no-server";
+  struct Case {
+    std::string url;
+    std::vector<std::string> secret;  // the password and its recognisable parts
+    bool refused;                     // a ValueError before libpq sees it (else libpq's StoreError)
+  };
+  const std::string q = "/db1?host=" + nowhere;
+  const std::vector<Case> cases = {
+      {"postgresql://alice:50%off-Secret@" + q, {"50%off-Secret", "off-Secret", "Secret"}, true},
+      {"postgresql://alice:ab%00cdSecret@" + q, {"ab%00cd", "cdSecret", "Secret"}, true},
+      {"postgresql://alice:pw%zzSecret@" + q, {"pw%zz", "zzSecret", "Secret"}, true},
+      {"postgresql://alice:pw%4Secret@" + q, {"pw%4", "Secret"}, true},
+      {"postgresql://alice:p@ssSecret@" + q, {"p@ss", "ssSecret", "Secret"}, true},
+      {"postgresql://alice:pa/ssSecret@localhost:1/db1", {"pa/ss", "ssSecret", "Secret"}, true},
+      {"postgresql://alice:a/b?c@Secret/db1", {"a/b?c", "Secret"}, true},
+      {"postgresql://alice@" + q + "&password=50%offSecret", {"50%off", "offSecret", "Secret"}, true},
+      {"postgresql://alice@" + q + "&sslpassword=k%0Secret", {"k%0", "Secret"}, true},
+      {"postgresql://alice:pa:ssSecret@" + q, {"pa:ss", "ssSecret", "Secret"}, false},
+      {"postgresql://alice:pa?ssSecret@" + q, {"pa?ss", "ssSecret", "Secret"}, false},
+      {"postgresql://alice:pa#ssSecret@" + q, {"pa#ss", "ssSecret", "Secret"}, false},
+      {"postgresql://alice:%41Secret%42@" + q, {"%41Secret", "ASecretB", "Secret"}, false},
+      {"postgresql://alice:" + std::string(3000, 'S') + "ecret@" + q, {"SSSSSSecret"}, false},
+      {"postgresql://alice:connection@" + q, {"connection"}, false},  // words of libpq's own messages
+      {"postgresql://alice:socket@" + q, {"socket"}, false},
+      {"postgresql://alice:db1@" + q, {"db1"}, false},
+      {"postgresql://alice:Secret42@[::1/db1", {"Secret42"}, false},  // libpq quotes the whole URL
+      {"postgresql://alice@" + q + "&password=Secret7&sslmode=bogus", {"Secret7"}, false},
+      {"postgresq://alice:Secret9@host/db1", {"Secret9"}, true},  // a mistyped scheme
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.url.substr(0, 120));
+    const std::string msg = error_message<Error>([&] { store::Store::open(c.url); });
+    EXPECT_FALSE(msg.empty());
+    for (const std::string& part : c.secret) EXPECT_EQ(msg.find(part), std::string::npos) << "'" << part << "' in: " << msg;
+    if (c.refused) {
+      EXPECT_THROW(store::Store::open(c.url), ValueError);
+      if (c.url.rfind("postgresql://", 0) == 0) EXPECT_TRUE(contains_all(msg, {"PostgreSQL URL", "percent-encoded", "not shown"})) << msg;
+    } else {
+      EXPECT_THROW(store::Store::open(c.url), store::StoreError);
+    }
+  }
+  // what libpq reads as the password, libpq's way: up to the first '@' before any '/'
+  EXPECT_EQ(sd::redact_password("postgresql://alice:pa?ss@/db?host=/x"), "postgresql://alice:***@/db?host=/x");
+  EXPECT_EQ(sd::redact_password("postgresql://u@/db?host=/x&sslpassword=k&password=p"), "postgresql://u@/db?host=/x&sslpassword=***&password=***");
+  EXPECT_EQ(sd::redact_password("postgresql://u:p@h/db?user=a@b"), "postgresql://u:***@h/db?user=a@b");
+}
+
 TEST_P(StoreOpen, NewerSchemaIsRefusedNamingBothVersions) {
   const std::string path = url();
   store::Store::open(path);
