@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/json_util.h"
+#include "core/utf8.h"
 #include "flow/kind.h"
 #include "store/query.h"
 #include "store/store_impl.h"
@@ -101,7 +102,8 @@ void detail::check_kind(const char* op, const std::string& kind) {
   bool ok = !kind.empty() && kind.size() <= 128;
   for (char c : kind) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-');
   if (!ok)
-    throw ValueError(std::string(op) + ": invalid task kind '" + kind + "' (valid: 1 to 128 characters of [A-Za-z0-9_.:/-])");
+    throw ValueError(std::string(op) + ": invalid task kind " + loom::detail::quote_text(kind) +
+                     " (valid: 1 to 128 characters of [A-Za-z0-9_.:/-])");
 }
 
 const char* status_name(Status s) { return kStatusNames[static_cast<int>(s)]; }

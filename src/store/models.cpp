@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/json_util.h"
+#include "core/utf8.h"
 #include "loom/graph/serialize.h"
 #include "loom/io/model.h"
 #include "loom/train/model.h"
@@ -30,8 +31,8 @@ void check_alias(const char* op, const std::string& alias) {
             alias.find_first_not_of("0123456789") != std::string::npos;
   for (char c : alias) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
   if (!ok)
-    throw ValueError(std::string(op) + ": invalid alias '" + alias +
-                     "' (valid: 1 to 64 characters of [A-Za-z0-9_.-], not all digits, not 'latest')");
+    throw ValueError(std::string(op) + ": invalid alias " + loom::detail::quote_text(alias) +
+                     " (valid: 1 to 64 characters of [A-Za-z0-9_.-], not all digits, not 'latest')");
 }
 
 std::string what(const std::string& name, int64_t version) { return "model '" + name + "' version " + std::to_string(version); }

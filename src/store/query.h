@@ -8,8 +8,8 @@
 namespace loom::store::detail {
 
 // Names, tags, metric names and metadata keys: 1 to `most` bytes of well-formed UTF-8 without
-// control characters.
-// Otherwise a ValueError "<op>: invalid <what> '<s>' (valid: ...)".
+// control characters (C0, DEL, C1).
+// Otherwise a ValueError "<op>: invalid <what> '<s>' (valid: ...)", `s` escaped (quote_text).
 void check_label(const char* op, const char* what, const std::string& s, size_t most = 256);
 
 // Free text from a user or a program (an error text, an agent's name) as every backend stores it

@@ -341,11 +341,11 @@ TEST_P(StoreBadInput, TextWithNulIsAlikeOnBothBackends) {
   tasks.fail(*claim, hostile);
   EXPECT_EQ(tasks.get(task).error, "err?or ?\x1b[2J \xc2\x9b");
 
-  // names, tags, keys: labels, refused alike with any control character
-  for (const std::string& bad : {std::string("m\0x", 3), std::string("m\x1b[2J"), std::string("m\x7f")}) {
+  // names, tags, keys: labels, refused alike with any control character, NUL and C1 included
+  for (const std::string& bad : {std::string("m\0x", 3), std::string("m\x1b[2J"), std::string("m\x7f"), std::string("m\xc2\x9b")}) {
     SCOPED_TRACE(loom_test::hex_byte(static_cast<unsigned char>(bad[1])));
     const auto now = snapshot(s, url());
-    EXPECT_THROW(s.models().save(bad, small_mlp(2)), ValueError);
+    EXPECT_TRUE(contains_all(error_message<ValueError>([&] { s.models().save(bad, small_mlp(2)); }), {"invalid model name", "control"}));
     EXPECT_THROW(s.models().save("m", small_mlp(2), {{bad, 1.0}}), ValueError);
     EXPECT_THROW(s.runs().start(bad), ValueError);
     EXPECT_THROW(s.runs().start("e", bad), ValueError);
@@ -356,6 +356,9 @@ TEST_P(StoreBadInput, TextWithNulIsAlikeOnBothBackends) {
     store::DatasetWriter w = s.datasets().create("d3", {.fields = {"x"}});
     EXPECT_THROW(w.append({.tensors = {{"x", zeros({2}, Float32)}}, .tags = {bad}}), ValueError);
     w.abort();
+    const std::string msg = error_message<ValueError>([&] { s.models().save(bad, small_mlp(2)); });
+    EXPECT_TRUE(std::none_of(msg.begin(), msg.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) << msg;
+    EXPECT_EQ(msg.find("\xc2\x9b"), std::string::npos) << msg;
     auto after = snapshot(s, url());
     after.erase("dataset_names");  // "d3" keeps its name (version numbers are never reused)
     auto expected = now;
