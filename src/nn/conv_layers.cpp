@@ -1,7 +1,6 @@
 #include "loom/nn/conv_layers.h"
 
 #include "loom/autograd/autograd.h"
-#include "loom/graph/graph.h"
 #include "loom/nn/replicas.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -390,9 +389,9 @@ BatchNorm::BatchNorm(const Layer& input, BatchNormOptions o, const std::string& 
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
-int64_t sync_batch_norm(const Graph& graph, bool sync) {
+int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync) {
   int64_t n = 0;
-  for (const Layer& l : graph.nodes())
+  for (const Layer& l : layers)
     if (auto* bn = dynamic_cast<BatchNormImpl*>(l.impl().get())) {
       bn->opt.sync = sync;
       ++n;

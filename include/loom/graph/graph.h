@@ -132,6 +132,12 @@ class Plan {
   std::shared_ptr<const Impl> impl_;
 };
 
+namespace nn {
+int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync);  // loom/nn/conv_layers.h
+// Makes every BatchNorm layer of `graph` synchronized (or not): returns how many there are.
+inline int64_t sync_batch_norm(const Graph& graph, bool sync = true) { return sync_batch_norm(graph.nodes(), sync); }
+}  // namespace nn
+
 // The dump() text.
 std::ostream& operator<<(std::ostream& os, const Plan& plan);
 

@@ -4,10 +4,6 @@
 #include "loom/nn/layers.h"
 #include "loom/ops/conv.h"
 
-namespace loom {
-class Graph;
-}
-
 namespace loom::nn {
 
 struct ConvOptions {
@@ -94,8 +90,9 @@ class BatchNorm : public Layer {
   explicit BatchNorm(BatchNormOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
-// Makes every BatchNorm layer of `graph` synchronized (or not): returns how many there are.
-int64_t sync_batch_norm(const Graph& graph, bool sync = true);
+// Makes every BatchNorm layer among `layers` synchronized (or not): returns how many there
+// are. loom/graph/graph.h adds the form that takes a whole graph.
+int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync = true);
 
 // Normalizes over the last axis (n_units), with learnable weight and bias.
 class LayerNorm : public Layer {
