@@ -78,6 +78,32 @@ struct LinalgStatus {
   int64_t info = 0;
 };
 
+// One optimizer step's scalars for the backend's fused updates (torch.optim's rules, written out
+// in include/loom/train/optimizers.h). The kernels round each to the parameter's dtype, as the
+// tensor-op path does; grad_scale multiplies each gradient value as it is read (1: as it is).
+struct SGDStep {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov;
+  bool first;  // the momentum buffer's first step: buf = g
+  double grad_scale;
+};
+struct AdamStep {
+  double decay;      // AdamW: 1 - lr * weight_decay (1: none)
+  double l2;         // Adam: weight_decay added to the gradient (0: none)
+  double beta1, beta2;
+  double step_size;  // lr / (1 - beta1^t)
+  double bc2_sqrt;   // sqrt(1 - beta2^t)
+  double eps;
+  double grad_scale;
+};
+struct RMSPropStep {
+  double lr, alpha, eps, weight_decay, momentum;
+};
+struct AdagradStep {
+  double lr;  // already decayed: lr / (1 + (t - 1) lr_decay)
+  double weight_decay, eps;
+};
+
 struct Backend {
   // dst and src have the same shape (src may be a broadcast view); converts dtypes.
   void (*copy)(const Tensor& dst, const Tensor& src);
@@ -177,6 +203,29 @@ struct Backend {
   // Its gradients for grad (B, 2n) = [d h2, d c2]: dgates (B, 4n, pre-activation) and dc (B, n;
   // undefined: not wanted), from the forward's ws and c.
   void (*lstm_cell_backward)(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws, const Tensor& c);
+
+  // --- optimizer updates (the fused path of train's optimizers): elements [begin, end) of
+  // contiguous tensors of one dtype, float32 or float64, updated in place; an undefined state
+  // tensor is an option that is off. Scalars and operations in the tensor-op path's order, so
+  // the two agree bit for bit (float32 Adam may contract into FMAs where the ISA has them). A
+  // vector loop may round its tail differently from its body, so callers split a tensor only
+  // at fixed offsets to get the same bits at any thread count. Null: the optimizer runs tensor ops.
+  // SGD: d = g + weight_decay p; with a momentum buffer, buf = first ? d : momentum buf +
+  // (1 - dampening) d and d = nesterov ? d + momentum buf : buf; p += -lr d.
+  void (*sgd_update)(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SGDStep& s,
+                     int64_t begin, int64_t end);
+  // Adam / AdamW: p *= decay; g += l2 p; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g g;
+  // with max_exp_avg_sq (AMSGrad) vmax = max(vmax, v), used for v; p += (-step_size m) / (sqrt(v) / bc2_sqrt + eps).
+  void (*adam_update)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const Tensor& max_exp_avg_sq, const AdamStep& s, int64_t begin, int64_t end);
+  // RMSprop: g += weight_decay p; sq = alpha sq + (1 - alpha) g g; avg = sqrt(sq) + eps, or with
+  // grad_avg (centered) ga = alpha ga + (1 - alpha) g and avg = sqrt(sq - ga ga) + eps; with a
+  // momentum buffer buf = momentum buf + g / avg and p += -lr buf, else p += (-lr g) / avg.
+  void (*rmsprop_update)(const Tensor& param, const Tensor& grad, const Tensor& square_avg, const Tensor& grad_avg,
+                         const Tensor& momentum_buffer, const RMSPropStep& s, int64_t begin, int64_t end);
+  // Adagrad: g += weight_decay p; sum += g g; p += (-lr g) / (sqrt(sum) + eps).
+  void (*adagrad_update)(const Tensor& param, const Tensor& grad, const Tensor& sum, const AdagradStep& s, int64_t begin,
+                         int64_t end);
 
   // --- dense linear algebra (float32/float64). Every matrix operand is a contiguous batch in
   // LAPACK's column-major order: an r x c matrix is stored as a (batch, c, r) tensor. Inputs

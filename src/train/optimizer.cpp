@@ -133,9 +133,10 @@ Tensor& Optimizer::buffer(ParamState& state, const std::string& name, const Tens
 bool Optimizer::can_fuse(const std::vector<const Tensor*>& tensors) const {
   if (!fused_ || tensors.empty()) return false;
   const DType dt = tensors.front()->dtype();
+  const Device device = tensors.front()->device();
   if (dt != DType::Float32 && dt != DType::Float64) return false;
   for (const Tensor* t : tensors)
-    if (t->defined() && (t->dtype() != dt || t->device().type != DeviceType::CPU || !t->is_contiguous())) return false;
+    if (t->defined() && (t->dtype() != dt || t->device() != device || !t->is_contiguous())) return false;
   return true;
 }
 

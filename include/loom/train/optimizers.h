@@ -7,9 +7,9 @@
 //   for (...) { opt.zero_grad(); Tensor loss = ...; loss.backward(); opt.step(); }
 //
 // step() updates, in place and without recording gradients, every parameter whose grad() is
-// defined; parameters without a gradient are skipped (and get no state), as in PyTorch. On CPU
-// float32/float64 contiguous parameters the update of each element runs as one fused loop
-// with no allocation (scalars rounded to the parameter's dtype as PyTorch's kernels do, and the
+// defined; parameters without a gradient are skipped (and get no state), as in PyTorch. On
+// float32/float64 contiguous parameters the update of each element runs as one fused loop (the
+// device backend's optimizer kernel; the CPU has them all) with no allocation (scalars rounded to the parameter's dtype as PyTorch's kernels do, and the
 // same operation order); elsewhere it runs as a sequence of in-place tensor ops
 // (`set_fused(false)` forces that path, which computes the same formulas).
 #include <cstdint>
@@ -85,8 +85,9 @@ class Optimizer {
   virtual std::map<std::string, double> hyperparameters() const { return {}; }
   // A zero-filled buffer of the parameter's shape, dtype and device (created on first use).
   static Tensor& buffer(ParamState& state, const std::string& name, const Tensor& param, double fill = 0.0);
-  // Whether the fused CPU loop applies to these tensors (same float32/float64 dtype, CPU,
-  // contiguous, and fused() on).
+  // Whether the fused update (the device backend's optimizer kernel) may run on these tensors:
+  // one float32/float64 dtype, one device, contiguous, and fused() on. The caller also checks
+  // that the device's backend has the kernel.
   bool can_fuse(const std::vector<const Tensor*>& tensors) const;
 
  private:

@@ -26,6 +26,15 @@ Tensor nonzero(const Tensor& x);
 void random(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
 void elementwise_chain(const Tensor& out, const detail::ElementwiseChain& chain, const std::vector<Tensor>& inputs);
 void init_blas_threads();
+// the optimizers' fused updates (optimizers.cpp): see Backend
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const detail::SGDStep& s,
+                int64_t begin, int64_t end);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const Tensor& max_exp_avg_sq, const detail::AdamStep& s, int64_t begin, int64_t end);
+void rmsprop_update(const Tensor& param, const Tensor& grad, const Tensor& square_avg, const Tensor& grad_avg,
+                    const Tensor& momentum_buffer, const detail::RMSPropStep& s, int64_t begin, int64_t end);
+void adagrad_update(const Tensor& param, const Tensor& grad, const Tensor& sum, const detail::AdagradStep& s,
+                    int64_t begin, int64_t end);
 // dense linear algebra on LAPACK (linalg.cpp): see Backend
 detail::LinalgStatus cholesky(const Tensor& a);
 detail::LinalgStatus lu_solve(const Tensor& a, const Tensor& b);
