@@ -204,6 +204,20 @@ struct Backend {
   // undefined: not wanted), from the forward's ws and c.
   void (*lstm_cell_backward)(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws, const Tensor& c);
 
+  // --- fused fast paths of composite ops, on contiguous float32 operands. Null: the op runs
+  // its composite (the definition), which these match.
+  // out = softmax (log = false) or log_softmax of x along its last axis (same shape).
+  void (*softmax_lastdim_f32)(const Tensor& out, const Tensor& x, bool log);
+  // Cross-entropy of x (N, C) with int64 class ids t (N,) (valid ids or ignore_index): per row
+  // m = max, ls = log(sum exp(x - m)) and loss = -((x[t] - m) - ls), 0 where t is ignore_index
+  // (loss, m, ls: (N,)), bit for bit log_softmax then picking t.
+  void (*cross_entropy_rows_f32)(const Tensor& loss, const Tensor& m, const Tensor& ls, const Tensor& x, const Tensor& t,
+                                 int64_t ignore_index);
+  // Its backward for the per-row gradient g (N,): gx (N, C) = exp((x - m) - ls) * g minus g at
+  // the target, 0 in ignored rows: the composite's bits.
+  void (*cross_entropy_rows_backward_f32)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& m,
+                                          const Tensor& ls, const Tensor& t, int64_t ignore_index);
+
   // --- optimizer updates (the fused path of train's optimizers): elements [begin, end) of
   // contiguous tensors of one dtype, float32 or float64, updated in place; an undefined state
   // tensor is an option that is off. Scalars and operations in the tensor-op path's order, so

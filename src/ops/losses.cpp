@@ -9,7 +9,6 @@
 #include "loom/ops/indexing.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
-#include "ops/cpu/fused.h"
 #include "ops/nn_internal.h"
 
 namespace loom {
@@ -121,12 +120,13 @@ Tensor reduce(const Tensor& loss, Reduction reduction, const Tensor& denom) {
   return loss;
 }
 
-// The fused cross-entropy covers float32 (N, C) logits on the CPU with class-index targets,
-// no class weights and no label smoothing (the main case); its loss and gradient are those
-// of the composite (log_softmax, pick, log_softmax's backward) bit for bit.
+// The fused cross-entropy covers float32 (N, C) logits with class-index targets, no class
+// weights and no label smoothing (the main case), where the device's backend has it; its loss
+// and gradient are those of the composite (log_softmax, pick, log_softmax's backward) bit for bit.
 bool cross_entropy_fast_path(const Tensor& x, const Tensor& weight, double label_smoothing) {
-  return x.dtype() == DType::Float32 && x.device().type == DeviceType::CPU && x.ndim() == 2 && x.numel() > 0 &&
-         !weight.defined() && label_smoothing == 0.0;
+  const detail::Backend& b = detail::backend(x.device());
+  return x.dtype() == DType::Float32 && x.ndim() == 2 && x.numel() > 0 && !weight.defined() && label_smoothing == 0.0 &&
+         b.cross_entropy_rows_f32 && b.cross_entropy_rows_backward_f32;
 }
 
 // Per-row losses -log_softmax(x)[t] (0 where t is ignore_index), one recorded op.
@@ -136,12 +136,13 @@ Tensor cross_entropy_rows(const Tensor& x, const Tensor& t, int64_t ignore_index
   Tensor loss = detail::alloc({rows}, DType::Float32, x.device());
   Tensor m = detail::alloc({rows}, DType::Float32, x.device());
   Tensor ls = detail::alloc({rows}, DType::Float32, x.device());
-  cpu::cross_entropy_rows_f32(loss, m, ls, xc, tc, ignore_index);
+  detail::backend(x.device()).cross_entropy_rows_f32(loss, m, ls, xc, tc, ignore_index);
   if (!detail::needs_grad({&x})) return loss;
   return detail::record("cross_entropy", {x}, loss, [xd = detail::save(xc), m, ls, tc, ignore_index](const Tensor& g) {
     const Tensor& xs = xd.get();
     Tensor gx = detail::alloc(xs.shape(), DType::Float32, xs.device());
-    cpu::cross_entropy_rows_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs, m, ls, tc,
+    detail::backend(xs.device())
+        .cross_entropy_rows_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs, m, ls, tc,
                                          ignore_index);
     return Grads{gx};
   });

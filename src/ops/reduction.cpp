@@ -6,7 +6,6 @@
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
-#include "ops/cpu/fused.h"
 #include "ops/internal.h"
 
 namespace loom {
@@ -228,18 +227,18 @@ Tensor cumsum(const Tensor& x, int64_t axis) {
 Tensor count_nonzero(const Tensor& x) { return sum(astype(x, DType::Bool)); }
 
 namespace {
-// The fused kernel covers float32 on the CPU along the last axis; the composites below are
-// the definition for everything else. Gradients: softmax y * (g - sum(g y)), log-softmax
-// g - softmax(x) sum(g), both along the axis.
+// The fused kernel covers float32 along the last axis where the device's backend has it; the
+// composites below are the definition for everything else. Gradients: softmax
+// y * (g - sum(g y)), log-softmax g - softmax(x) sum(g), both along the axis.
 bool softmax_fast_path(const Tensor& x, int64_t axis) {
-  return x.dtype() == DType::Float32 && x.device().type == DeviceType::CPU && x.ndim() >= 1 &&
-         axis == x.ndim() - 1 && x.numel() > 0;
+  return x.dtype() == DType::Float32 && x.ndim() >= 1 && axis == x.ndim() - 1 && x.numel() > 0 &&
+         detail::backend(x.device()).softmax_lastdim_f32;
 }
 
 Tensor softmax_fused(const Tensor& x, int64_t axis, bool log) {
   const Tensor xc = detail::contiguous_raw(x);
   Tensor y = detail::alloc(x.shape(), DType::Float32, x.device());
-  cpu::softmax_lastdim_f32(y, xc, log);
+  detail::backend(x.device()).softmax_lastdim_f32(y, xc, log);
   if (!detail::needs_grad({&x})) return y;
   if (log)
     return detail::record("log_softmax", {x}, y, [yd = detail::save(y), axis](const Tensor& g) {

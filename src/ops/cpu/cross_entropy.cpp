@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "loom/core/parallel.h"
-#include "ops/cpu/fused.h"
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/simd/simd.h"
 

@@ -1,4 +1,7 @@
-#include "ops/cpu/fused.h"
+// Softmax and log-softmax of float32 rows along the last axis (Backend::softmax_lastdim_f32):
+// per row one pass for the max, one for exp and the sum, one to scale, while the row is in
+// L1/L2, rows split over the pool.
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/simd/simd.h"
 
