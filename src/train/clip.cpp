@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "loom/autograd/autograd.h"
-#include "loom/core/parallel.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/reduction.h"
-#include "ops/cpu/simd/simd.h"
+#include "ops/backend.h"
 
 namespace loom::train {
 
@@ -38,23 +37,6 @@ std::vector<Tensor> unique_grads(const std::vector<Tensor>& params) {
     out.push_back(g);
   }
   return out;
-}
-
-// The sum of squares of a contiguous float32 gradient in one read: float32 vector sums over
-// fixed blocks of 64 Ki values, split over the pool and added in double in block order, so
-// the result does not depend on the thread count.
-double sum_squares_f32(const Tensor& g) {
-  constexpr int64_t kBlock = int64_t(1) << 16;
-  const int64_t n = g.numel(), blocks = (n + kBlock - 1) / kBlock;
-  const float* p = g.data<float>();
-  const auto kernel = cpu::simd::table().sum_squares;
-  std::vector<double> part(static_cast<size_t>(blocks));
-  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) part[static_cast<size_t>(b)] = kernel(p + b * kBlock, std::min(kBlock, n - b * kBlock));
-  });
-  double s = 0.0;
-  for (double v : part) s += v;
-  return s;
 }
 
 // All gradients in order, duplicates included (for the norm).
@@ -90,8 +72,9 @@ double total_grad_norm(const std::vector<Tensor>& params, double norm_type, bool
       if (g.numel() == 0) continue;
       // float32 2-norms in float32, as torch.nn.utils.clip_grad_norm_ (two float64 copies of
       // every gradient were 8 % of the PTB LSTM step), in one read where the gradient is
-      // contiguous; other norms and dtypes in float64
-      if (norm_type == 2.0 && g.dtype() == DType::Float32 && g.is_contiguous() && g.device().type == DeviceType::CPU) {
+      // contiguous and its device's backend has the kernel; other norms and dtypes in float64
+      const auto sum_squares_f32 = loom::detail::backend(g.device()).sum_squares_f32;
+      if (norm_type == 2.0 && g.dtype() == DType::Float32 && g.is_contiguous() && sum_squares_f32) {
         total += sum_squares_f32(g);
         continue;
       }

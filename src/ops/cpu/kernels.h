@@ -14,6 +14,7 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
 void unary(UnaryOp op, const Tensor& out, const Tensor& x);
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<bool>& reduced);
+double sum_squares_f32(const Tensor& x);
 void cumsum(const Tensor& out, const Tensor& x, int64_t axis);
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b);
 bool matmul_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);

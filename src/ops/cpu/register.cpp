@@ -12,6 +12,7 @@ void register_cpu_backend() {
       .unary = cpu::unary,
       .where = cpu::where,
       .reduce = cpu::reduce,
+      .sum_squares_f32 = cpu::sum_squares_f32,
       .cumsum = cpu::cumsum,
       .matmul = cpu::matmul,
       .matmul_bias = cpu::matmul_bias,
