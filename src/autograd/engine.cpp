@@ -124,7 +124,7 @@ struct Staged {
 // stored there instead of running those nodes.
 // Without `retain`, each node's saved tensors are freed once it has run.
 void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Node*, Tensor>* capture, bool retain) {
-  GradModeScope no_grad(false);
+  NoGrad no_grad;
   std::shared_ptr<Node> start = gradient_edge(root);
   if (!start) return;
   // dependency counts

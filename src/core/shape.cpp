@@ -72,6 +72,13 @@ bool has_internal_overlap(const Shape& s, const Strides& st) {
   return false;
 }
 
+bool shape_matches(const Shape& pattern, const Shape& shape) {
+  if (pattern.size() != shape.size()) return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < -1 || (pattern[d] >= 0 && shape[d] != pattern[d])) return false;
+  return true;
+}
+
 std::string shape_str(const Shape& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {

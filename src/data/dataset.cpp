@@ -85,7 +85,7 @@ Example TensorDataset::get(int64_t i) const {
 
 Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
   for (int64_t i : indices) check_index(i, size_, "TensorDataset::get_batch");
-  GradModeScope no_grad(false);
+  NoGrad no_grad;
   const Tensor idx = index_tensor(indices);
   Batch out;
   out.reserve(tensors_.size());
@@ -192,7 +192,7 @@ std::optional<Batch> StreamBatcher::next() {
     examples.push_back(std::move(*ex));
   }
   if (examples.empty() || (drop_last_ && static_cast<int64_t>(examples.size()) < batch_size_)) return std::nullopt;
-  GradModeScope no_grad(false);
+  NoGrad no_grad;
   return collate(examples);
 }
 

@@ -64,7 +64,7 @@ class EpochRun {
   };
 
   void work() {
-    GradModeScope no_grad(false);
+    NoGrad no_grad;
     for (;;) {
       int64_t b;
       {
@@ -204,7 +204,7 @@ uint64_t DataLoader::Impl::batch_seed(int64_t epoch, int64_t batch) const {
 }
 
 Batch DataLoader::Impl::make_batch(int64_t epoch, int64_t batch) const {
-  GradModeScope no_grad(false);
+  NoGrad no_grad;
   Batch b = dataset->get_batch(batch_indices(epoch, batch));
   if (!options.transform.is_identity()) {
     Generator gen(batch_seed(epoch, batch));

@@ -80,13 +80,6 @@ namespace {
 bool is_kind(const Layer& l, const char* kind) { return std::string(l.kind()) == kind; }
 std::string label(const Layer& l) { return std::string(l.kind()) + " '" + l.name() + "'"; }
 
-bool fits(const Shape& declared, const Shape& s) {
-  if (declared.size() != s.size()) return false;
-  for (size_t d = 0; d < s.size(); ++d)
-    if (s[d] < -1 || (declared[d] >= 0 && s[d] >= 0 && declared[d] != s[d]) || (declared[d] >= 0 && s[d] < 0)) return false;
-  return true;
-}
-
 // bytes of a tensor of this shape, -1 when a dimension is open
 int64_t bytes_of(const Shape& s, DType dtype) {
   int64_t n = static_cast<int64_t>(itemsize(dtype));
@@ -215,7 +208,7 @@ Plan::Plan(Graph graph, const CompileOptions& opt) {
     for (size_t i = 0; i < opt.input_shapes.size(); ++i) {
       const Layer& l = g.inputs()[i];
       const Shape& given = opt.input_shapes[i];
-      if (!fits(l.shape(), given))
+      if (!shape_matches(l.shape(), given))
         throw ShapeError("compile: input " + std::to_string(i) + " (" + label(l) + ", declared " + shape_str(l.shape()) +
                          ") cannot take the shape " + shape_str(given) +
                          " (same rank; a declared size must match; -1 keeps a declared -1 open)");
@@ -730,10 +723,7 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
                        ") is not an Input layer, so it holds no value to read: pass the input tensors (" + names_of(ins) + ")");
     }
     const Shape& want = p.input_shapes[i];
-    bool ok = x.defined() && x.ndim() == static_cast<int64_t>(want.size());
-    for (size_t d = 0; ok && d < want.size(); ++d)
-      if (want[d] >= 0 && want[d] != x.shape()[d]) ok = false;
-    if (!ok)
+    if (!x.defined() || !shape_matches(want, x.shape()))
       throw ShapeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects shape " + shape_str(want) +
                        (p.specialized ? " (compiled for it; -1: any size)" : " (-1: any size)") + ", got " +
                        (x.defined() ? shape_str(x.shape()) : "an undefined tensor"));
@@ -805,9 +795,7 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs, std::vector<std
     if (p.specialized && !s.chained_away && !(fuse && s.fused_away)) {
       const Shape& want = p.shapes[produced][0];
       const Shape& got = values[produced].shape();
-      bool ok = want.size() == got.size();
-      for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || want[d] == got[d];
-      if (!ok)
+      if (!shape_matches(want, got))
         throw ShapeError("Plan: " + label(nodes[produced]) + " produced shape " + shape_str(got) + " but the plan was compiled for " +
                          shape_str(want) + " (compile without input shapes for a graph whose sizes vary otherwise)");
     }

@@ -216,7 +216,7 @@ Graph graph_from_json(const std::string& text) {
 void copy_state(const Graph& from, const Graph& to) {
   std::map<std::string, Layer> target;
   for (const Layer& l : to.nodes()) target[l.name()] = l;
-  GradModeScope off(false);
+  NoGrad off;
   for (const Layer& l : from.nodes()) {
     auto it = target.find(l.name());
     if (it == target.end()) continue;

@@ -164,7 +164,7 @@ void check_graph_state(const Graph& graph, const TensorMap& tensors, const std::
 
 void load_graph_state(const Graph& graph, const TensorMap& tensors, const std::string& source) {
   auto pairs = match(graph, tensors, source);
-  GradModeScope off(false);
+  NoGrad off;
   for (auto& [dst, src] : pairs) dst.copy_(*src);
 }
 

@@ -55,10 +55,7 @@ struct InputImpl final : LayerBase<InputImpl> {
   }
   Options options() const override { return Options().set_ints("shape", shape).set_string("dtype", dtype_name(dtype)); }
   void check(const Tensor& v, const char* what) const {
-    bool ok = v.defined() && v.ndim() == static_cast<int64_t>(shape.size());
-    for (size_t i = 0; ok && i < shape.size(); ++i)
-      if (shape[i] >= 0 && shape[i] != v.shape()[i]) ok = false;
-    if (!ok)
+    if (!v.defined() || !shape_matches(shape, v.shape()))
       throw ShapeError("Input '" + name + "'." + what + ": a tensor of shape " + (v.defined() ? shape_str(v.shape()) : "undefined") +
                        " does not fit the input's shape " + shape_str(shape) + " (-1 matches any size)");
     if (v.dtype() != dtype)

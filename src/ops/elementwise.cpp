@@ -251,7 +251,7 @@ Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi)
   // min(max(x, lo), hi) also when lo > hi (every element becomes hi), as NumPy and PyTorch
   Tensor y = x;
   {
-    GradModeScope off(false);
+    NoGrad off;
     if (lo) y = maximum(y, scalar_tensor(*lo, lo->result_dtype_with(x.dtype()), x.device()));
     if (hi) y = minimum(y, scalar_tensor(*hi, hi->result_dtype_with(y.dtype()), x.device()));
     if (y.impl() == x.impl()) y = x.copy();
@@ -562,7 +562,7 @@ Tensor& operator/=(Tensor& a, Scalar b) {
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-  GradModeScope off(false);
+  NoGrad off;
   if (broadcast_shapes(a.shape(), b.shape(), "allclose").empty() && (a.numel() == 0 || b.numel() == 0)) return true;
   Tensor a64 = astype(a, DType::Float64), b64 = astype(b, DType::Float64);
   // numpy.isclose: the tolerance applies where both are finite; otherwise only equal values
@@ -576,7 +576,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
 
 bool array_equal(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape()) return false;
-  GradModeScope off(false);
+  NoGrad off;
   return all(equal(a, b)).item<bool>();
 }
 

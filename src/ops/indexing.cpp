@@ -19,7 +19,7 @@ namespace {
 Tensor checked_indices(const Tensor& idx, int64_t n, const char* op, int64_t axis) {
   if (!is_integral(idx.dtype()))
     throw DTypeError(std::string(op) + ": indices must be integers or a boolean mask, got " + dtype_name(idx.dtype()));
-  GradModeScope off(false);
+  NoGrad off;
   Tensor i = detail::contiguous_raw(detail::cast_raw(idx, DType::Int64));
   Tensor bad = logical_or(less(i, scalar_tensor(-n, DType::Int64, i.device())), greater_equal(i, scalar_tensor(n, DType::Int64, i.device())));
   if (i.numel() > 0 && any(bad).item<bool>()) {
@@ -142,7 +142,7 @@ std::vector<Tensor> nonzero(const Tensor& x) {
   detail::check_defined(x, "nonzero");
   Tensor pos = detail::backend(x.device()).nonzero(x);  // (count, ndim)
   std::vector<Tensor> out;
-  GradModeScope off(false);
+  NoGrad off;
   for (int64_t d = 0; d < x.ndim(); ++d) out.push_back(detail::contiguous_raw(slice(pos, 1, d, d + 1).reshape({pos.shape()[0]})));
   return out;
 }
@@ -256,7 +256,7 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices) {
   Tensor lin;
   int64_t merged = 1;
   {
-    GradModeScope off(false);
+    NoGrad off;
     for (size_t k = adv.size(); k-- > 0;) {
       Tensor term = multiply(adv[k].index, scalar_tensor(merged, DType::Int64, x.device()));
       lin = lin.defined() ? add(lin, term) : term;
@@ -286,7 +286,7 @@ Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& indices, const
   // positions of the indexed elements in x's row-major order
   Tensor pos;
   {
-    GradModeScope off(false);
+    NoGrad off;
     pos = detail::contiguous_raw(index(reshape(arange(x.numel(), DType::Int64, x.device()), x.shape()), indices));
   }
   if (broadcast_shapes(values.shape(), pos.shape(), "index_put") != pos.shape())

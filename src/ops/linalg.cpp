@@ -35,7 +35,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
     Shape s3{nb, r, c};
     Tensor flat;
     {
-      GradModeScope off(false);
+      NoGrad off;
       flat = reshape(v, s3);
     }
     return flat;
@@ -94,7 +94,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const int64_t K = w.shape()[0], N = w.shape()[1], rows = x.numel() / K;
   Tensor x2, x3, w3;
   {
-    GradModeScope off(false);
+    NoGrad off;
     x2 = reshape(x, {rows, K});
     x3 = reshape(x2, {1, rows, K});
     w3 = reshape(w, {1, K, N});

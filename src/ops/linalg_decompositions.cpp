@@ -52,7 +52,7 @@ std::vector<Tensor> record_outputs(const char* op, const std::vector<Tensor>& in
   std::vector<Shape> shapes;
   Tensor flat;
   {
-    GradModeScope off(false);
+    NoGrad off;
     std::vector<Tensor> parts;
     for (const Tensor& o : outs) {
       shapes.push_back(o.shape());
@@ -192,7 +192,7 @@ Tensor det(const Tensor& a) {
   slogdet_raw(a, sign, logabs);
   Tensor d;
   {
-    GradModeScope off(false);
+    NoGrad off;
     d = multiply(sign, exp(logabs));
   }
   if (!detail::needs_grad({&a})) return d;

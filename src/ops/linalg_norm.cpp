@@ -30,7 +30,7 @@ std::string ord_str(double p) {
 Tensor p_norm(const Tensor& x, double p, const Axes& axes, bool keepdims) {
   Tensor nk;  // keepdims
   {
-    GradModeScope off(false);
+    NoGrad off;
     if (p == 1) nk = sum(abs(x), axes, true);
     else if (p == 2) nk = sqrt(sum(square(x), axes, true));
     else nk = power(sum(power(abs(x), p), axes, true), 1.0 / p);

@@ -52,7 +52,7 @@ Tensor check_class_target(const Tensor& input, const Tensor& target, int64_t ign
     throw ShapeError(std::string(op) + ": target " + detail::desc(target) + " does not match input " +
                      detail::desc(input) + " (expected target shape " + shape_str(target_shape_for(input)) + ")");
   const int64_t C = input.shape()[input.ndim() == 1 ? 0 : 1];
-  GradModeScope off(false);
+  NoGrad off;
   Tensor t = detail::cast_raw(target, DType::Int64);
   if (t.numel() > 0) {
     Tensor ig = scalar_tensor(ignore_index, DType::Int64, t.device());
@@ -80,14 +80,14 @@ struct NllParts {
 NllParts nll_parts(const Tensor& lp, const Tensor& t, const Tensor& weight, int64_t ignore_index) {
   NllParts r;
   {
-    GradModeScope off(false);
+    NoGrad off;
     r.valid = not_equal(t, scalar_tensor(ignore_index, DType::Int64, t.device()));
     r.t_safe = where(r.valid, t, zeros({}, DType::Int64, t.device()));
   }
   Tensor picked = squeeze(take_along_axis(lp, expand_dims(r.t_safe, 1), 1), {1});
   Tensor w_t;
   {
-    GradModeScope off(false);
+    NoGrad off;
     Tensor validf = astype(r.valid, lp.dtype());
     w_t = weight.defined() ? multiply(astype(take(weight.detach(), r.t_safe, 0), lp.dtype()), validf) : validf;
     r.denom = sum(w_t);
@@ -109,7 +109,7 @@ Tensor reduce(const Tensor& loss, Reduction reduction, const Tensor& denom) {
       // would send inf * 0 = NaN back, so divide by 1 there and add the NaN as a constant.
       Tensor empty, nan_term;
       {
-        GradModeScope off(false);
+        NoGrad off;
         empty = equal(denom, zeros({}, denom.dtype(), denom.device()));
         nan_term = where(empty, std::numeric_limits<double>::quiet_NaN(), zeros({}, denom.dtype(), denom.device()));
       }
@@ -207,7 +207,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   if (cross_entropy_fast_path(x, weight, label_smoothing)) {
     Tensor denom;
     {
-      GradModeScope off(false);
+      NoGrad off;
       denom = sum(astype(not_equal(t, scalar_tensor(ignore_index, DType::Int64, t.device())), DType::Float32));
     }
     Tensor out = reduce(cross_entropy_rows(x, t, ignore_index), reduction, denom);
@@ -238,7 +238,7 @@ namespace {
 Tensor bce_logits_core(const Tensor& x, const Tensor& y, const Tensor& pw) {
   Tensor loss, sp, lw;
   {
-    GradModeScope off(false);
+    NoGrad off;
     sp = add(log1p(exp(negative(abs(x)))), relu(negative(x)));  // softplus(-x), stable
     lw = pw.defined() ? multiply(pw - 1.0, y) + 1.0 : Tensor();
     Tensor one_minus_y = 1.0 - y;

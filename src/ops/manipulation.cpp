@@ -254,7 +254,7 @@ Tensor concatenate(const std::vector<Tensor>& xs, int64_t axis) {
   int64_t pos = 0;
   for (const Tensor& t : xs) {
     const int64_t k = t.shape()[a];
-    GradModeScope off(false);
+    NoGrad off;
     detail::backend(f.device()).copy(slice(out, a, pos, pos + k), t);
     sizes.push_back(k);
     pos += k;
@@ -365,7 +365,7 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pw, 
   Tensor out = full(s, value, x.dtype(), x.device());
   Tensor inner = out;
   {
-    GradModeScope off(false);
+    NoGrad off;
     for (size_t i = 0; i < pw.size(); ++i) inner = slice(inner, static_cast<int64_t>(i), pw[i].first, pw[i].first + x.shape()[i]);
     detail::backend(x.device()).copy(inner, x);
   }

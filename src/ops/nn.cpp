@@ -22,7 +22,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   // keep with probability 1 - p, scaled so that the expectation is x
   Tensor mask = bernoulli(x.shape(), 1.0 - p, x.dtype(), x.device(), gen);
   {
-    GradModeScope off(false);
+    NoGrad off;
     mask = multiply(mask, scalar_tensor(1.0 / (1.0 - p), x.dtype(), x.device()));
   }
   return multiply(x, mask);
@@ -42,7 +42,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
                      detail::desc(weight) + " (valid: 0 to " + std::to_string(n - 1) + ", or negative for none)");
   Tensor idx;
   {
-    GradModeScope off(false);
+    NoGrad off;
     idx = detail::contiguous_raw(detail::cast_raw(ids, DType::Int64));
     if (idx.numel() > 0) {
       const int64_t lo = min(idx).item<int64_t>(), hi = max(idx).item<int64_t>();
@@ -54,7 +54,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
   }
   Tensor out;
   {
-    GradModeScope off(false);
+    NoGrad off;
     out = take(weight, idx, 0);
   }
   if (!detail::needs_grad({&weight})) return out;

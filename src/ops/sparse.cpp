@@ -54,7 +54,7 @@ Tensor own_index(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) throw ValueError(std::string(op) + ": " + what + " is an undefined tensor");
   if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)
     throw DTypeError(std::string(op) + ": " + what + " has dtype " + dtype_name(t.dtype()) + " (valid: int32, int64)");
-  GradModeScope off(false);
+  NoGrad off;
   return t.astype(DType::Int64).copy();
 }
 
@@ -228,7 +228,7 @@ SparseTensor SparseTensor::from_dense(const Tensor& dense, SparseLayout layout) 
   const int64_t nd = dense.ndim(), numel = dense.numel();
   std::vector<int64_t> lin;
   {
-    GradModeScope off(false);
+    NoGrad off;
     const std::vector<double> v = dense.to_vector<double>();
     for (int64_t i = 0; i < numel; ++i)
       if (v[i] != 0.0) lin.push_back(i);  // NaN is stored (it is not zero)
@@ -367,7 +367,7 @@ Tensor matmul(const SparseTensor& a, const Tensor& b) {
   rows_cols(s, rows, cols);
   Tensor out;
   {
-    GradModeScope off(false);
+    NoGrad off;
     out = spmm_raw(rows, cols, vals, bd, m);
   }
   if (!detail::needs_grad({&vals, &bd})) return out;
@@ -381,7 +381,7 @@ Tensor matmul(const SparseTensor& a, const Tensor& b) {
                           if (rv) gv = sum(multiply(take(g, rows_t, 0), take(bs.get(), cols_t, 0)), {1});
                           // b's gradient is a^T g: the same product with rows and columns swapped
                           if (rb) {
-                            GradModeScope off(false);
+                            NoGrad off;
                             gb = spmm_raw(cols, rows, vs.get(), detail::cast_raw(g, vs.dtype()), k);
                           }
                           return std::vector<Tensor>{gv, gb};

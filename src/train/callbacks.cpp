@@ -66,7 +66,7 @@ void EarlyStopping::on_epoch_end(Model& m, int64_t epoch, const Logs& logs) {
 
 void EarlyStopping::on_train_end(Model& m, const History&) {
   if (!restore_ || best_weights_.empty() || stopped_epoch_ < 0) return;
-  GradModeScope off(false);
+  NoGrad off;
   size_t i = 0;
   for (auto& [k, t] : io::graph_state(m.graph())) {
     Tensor dst = t;

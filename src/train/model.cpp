@@ -72,7 +72,7 @@ std::pair<Tensor, Tensor> Model::forward(const data::Batch& batch) {
 
 Tensor Model::metric_prediction(const data::Batch& batch) {
   const auto n_in = static_cast<std::ptrdiff_t>(inference_.inputs().size());
-  GradModeScope off(false);
+  NoGrad off;
   return inference_plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + n_in))[0];
 }
 
@@ -191,7 +191,7 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
         loss_sum += loss.item<double>() * static_cast<double>(n);
         seen += n;
         if (pred.defined()) {
-          GradModeScope off(false);
+          NoGrad off;
           for (auto& m : metrics_) m->update(pred.detach(), (*batch)[n_in]);
         }
         logs = {{"loss", loss_sum / static_cast<double>(seen)}};
@@ -237,7 +237,7 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
 
 Logs Model::evaluate(data::DataLoader& loader) {
   nn::ModeScope mode(nn::Mode::Eval);
-  GradModeScope off(false);
+  NoGrad off;
   const size_t n_in = inference_.inputs().size();
   std::vector<std::unique_ptr<Metric>> ms;
   for (auto& m : metrics_) ms.push_back(m->clone());
@@ -261,7 +261,7 @@ Tensor Model::predict(const Tensor& x, int64_t batch_size) {
   if (inference_.inputs().size() != 1)
     throw ValueError("Model::predict: the graph has " + std::to_string(inference_.inputs().size()) + " inputs; predict takes one");
   nn::ModeScope mode(nn::Mode::Eval);
-  GradModeScope off(false);
+  NoGrad off;
   std::vector<Tensor> outs;
   for (int64_t b = 0; b < x.dim(0); b += batch_size)
     outs.push_back(inference_plan_->run({slice(x, 0, b, std::min(x.dim(0), b + batch_size))})[0]);

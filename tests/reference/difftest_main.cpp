@@ -101,7 +101,7 @@ class Chain {
     }, false, true);
   }
   int leaf_values(Shape s, DType d, const std::function<std::vector<double>(int64_t)>& draw, bool diff, bool any_layout) {
-    GradModeScope no_grad(false);
+    NoGrad no_grad;
     const int64_t nd = static_cast<int64_t>(s.size());
     std::string layout = "contiguous";
     if (any_layout && nd > 0) {
@@ -160,7 +160,7 @@ class Chain {
   }
 
   std::vector<double> values(int v) const {
-    GradModeScope off(false);
+    NoGrad off;
     return astype(t(v), F64).to_vector<double>();
   }
 };
@@ -195,7 +195,7 @@ bool no_near_ties(std::vector<double> v) {
 }
 // Elementwise a - b (broadcast) away from 0 or exactly 0.
 bool no_near_ties(const Chain& c, int a, int b) {
-  GradModeScope off(false);
+  NoGrad off;
   return away_from(astype(subtract(c.t(a), c.t(b)), F64).to_vector<double>(), 0, true);
 }
 bool frac_away(const std::vector<double>& v, double shift) {  // x + shift away from the integers
@@ -375,7 +375,7 @@ std::vector<GenOp> elementwise_ops() {
                    int y = c.leaf(broadcast_partner(c, c.sh(x)), c.opdt(), x_divisor ? Domain::Normal : Domain::AwayFromZero);
                    std::vector<int> args = x_divisor ? std::vector<int>{y, x} : std::vector<int>{x, y};
                    if (op != "divide") {  // mod / floor_divide: a / b away from the integers
-                     GradModeScope off(false);
+                     NoGrad off;
                      const auto q = astype(divide(c.t(args[0]), c.t(args[1])), F64).to_vector<double>();
                      if (!frac_away(q, 0)) return kNotApplicable;
                    }
@@ -882,7 +882,7 @@ std::vector<GenOp> indexing_ops() {
                  }
                  int idx;
                  {
-                   GradModeScope off(false);
+                   NoGrad off;
                    std::vector<double> pv(pos.begin(), pos.end());
                    Tensor it = astype(from_vector<double>(pv, {static_cast<int64_t>(pv.size())}), Int64);
                    c.vals.push_back({it, -1, "contiguous"});
@@ -1137,7 +1137,7 @@ std::vector<GenOp> nn_ops() {
                      // a bool mask keeping column 0 (no fully masked row)
                      std::vector<double> m(static_cast<size_t>(L * S));
                      for (int64_t i = 0; i < L * S; ++i) m[i] = (i % S == 0 || c.P(0.6)) ? 1 : 0;
-                     GradModeScope off(false);
+                     NoGrad off;
                      c.vals.push_back({astype(from_vector<double>(m, {L, S}), Bool), -1, "contiguous"});
                      args.push_back(static_cast<int>(c.vals.size()) - 1);
                    } else {
@@ -1284,7 +1284,7 @@ std::string run_and_dump(uint64_t seed, int max_steps, const std::filesystem::pa
         const Tensor out = st.fn(in);
         const Tensor& chain_out = c.t(st.out);
         {
-          GradModeScope off(false);
+          NoGrad off;
           iso_same = out.dtype() == chain_out.dtype() && out.shape() == chain_out.shape() &&
                      (out.numel() == 0 || allclose(out, chain_out, 0, 0, true));
         }

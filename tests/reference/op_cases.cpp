@@ -1349,7 +1349,7 @@ const std::vector<OpCase>& op_cases() {
 }
 
 std::vector<Tensor> make_inputs(const OpCase& c, uint64_t seed, bool to_float64) {
-  GradModeScope off(false);
+  NoGrad off;
   std::vector<Tensor> out;
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     const InputSpec& s = c.inputs[k];
@@ -1378,7 +1378,7 @@ std::vector<Tensor> make_inputs(const OpCase& c, uint64_t seed, bool to_float64)
 }
 
 Tensor random_cotangent(const Shape& shape, DType dtype, uint64_t seed) {
-  GradModeScope off(false);
+  NoGrad off;
   std::mt19937_64 rng(splitmix(seed ^ 0xc0ffeeULL));
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<double> v(static_cast<size_t>(shape_numel(shape)));

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
         loom::backward(out, cot);
         for (size_t k = 0; k < diff.size(); ++k) {
           const Tensor acc = diff[k].grad();
-          GradModeScope off(false);
+          NoGrad off;
           if (!acc.defined() ? !array_equal(g[k], zeros_like(g[k]))
                              : !(acc.shape() == g[k].shape() && allclose(acc, g[k], 1e-6, 1e-12, true)))
             throw Error("backward() and grad() disagree on the gradient of differentiable input " + std::to_string(k));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loom/core/dim_vector.h"
+#include "loom/core/shape.h"
 #include "loom/core/tensor.h"
 #include "loom/ops/creation.h"
 
@@ -124,4 +125,19 @@ TEST(DimVector, TensorsOfManyAxesKeepTheirGeometry) {
   EXPECT_EQ(p.shape(), (loom::Shape{2, 1, 3, 1, 2, 1, 2, 1}));
   EXPECT_FALSE(p.is_contiguous());
   EXPECT_EQ(p.contiguous().sum().item<double>(), 276.0);
+}
+
+// The one "-1 matches any size" rule (include/loom/core/shape.h), used by Input values, compile's
+// input shapes and a plan's inputs and step outputs.
+TEST(ShapeMatches, MinusOneMatchesAnySizeAndNothingElseDoes) {
+  EXPECT_TRUE(loom::shape_matches({-1, 3}, {5, 3}));
+  EXPECT_TRUE(loom::shape_matches({-1, 3}, {-1, 3}));   // an open size fits an open pattern
+  EXPECT_TRUE(loom::shape_matches({}, {}));
+  EXPECT_TRUE(loom::shape_matches({2, 3}, {2, 3}));
+  EXPECT_FALSE(loom::shape_matches({2, 3}, {-1, 3}));   // an open size does not fit a given one
+  EXPECT_FALSE(loom::shape_matches({-1, 3}, {5, 4}));
+  EXPECT_FALSE(loom::shape_matches({-1, 3}, {5, 3, 1}));  // rank
+  EXPECT_FALSE(loom::shape_matches({-1}, {-2}));          // not a size
+  EXPECT_FALSE(loom::shape_matches({0}, {-1}));
+  EXPECT_TRUE(loom::shape_matches({0, -1}, {0, 0}));
 }

@@ -29,7 +29,7 @@ void write_npy(const std::filesystem::path& path, const Tensor& t) { data::save_
 // Gives BatchNorm layers non-trivial affine parameters and running statistics, so that an
 // Eval-mode comparison exercises them.
 void randomize_batch_norms(const zoo::Network& m) {
-  GradModeScope off(false);
+  NoGrad off;
   for (const nn::Layer& l : m.graph.nodes()) {
     if (std::string(l.kind()) != "BatchNorm") continue;
     auto& s = l.state();

@@ -6,7 +6,8 @@ namespace loom {
 bool grad_enabled();
 void set_grad_enabled(bool enabled);
 
-// Turns recording off (or on) for the current thread while alive.
+// Sets recording for the current thread while alive: GradModeScope(true) turns it back on
+// inside a NoGrad region (a backward pass with create_graph); turning it off is NoGrad.
 class GradModeScope {
  public:
   explicit GradModeScope(bool enabled);

@@ -46,6 +46,9 @@ Strides contiguous_strides(const Shape& shape);
 // writes refuse such targets (as NumPy and PyTorch do).
 bool has_internal_overlap(const Shape& shape, const Strides& strides);
 std::string shape_str(const Shape& shape);  // "(2, 3)", "()" for 0-d
+// Whether `shape` fits `pattern`, a shape whose -1 entries match any size: the same rank, and
+// the pattern's size wherever it gives one. A -1 in `shape` (a size still open) fits only a -1.
+bool shape_matches(const Shape& pattern, const Shape& shape);
 // NumPy broadcasting of two shapes; throws ShapeError naming `op` when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
 // Wraps a possibly negative axis into [0, ndim); throws IndexError naming `op` otherwise.
