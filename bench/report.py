@@ -28,7 +28,7 @@ WORKLOADS = [
 ]
 GEMM = {"sgemm_256": (256, 256, 256), "sgemm_1024": (1024, 1024, 1024),
         "sgemm_2048": (2048, 2048, 2048), "sgemm_128x784x512": (128, 784, 512)}
-# Targets (docs/benchmarks.md): at least as fast as PyTorch.
+# Targets (docs/benchmarks-history.md, "Targets"): at least as fast as PyTorch.
 TRAIN = ["train_mlp", "train_cnn", "train_ptb_lstm", "train_word2vec"]
 AT_LEAST_TORCH = ["add_1e6", "fused_relu_mul_add_1e6", "sum_axis1_1024", "sum_axis0_1024",
                   "softmax_128x1000"]

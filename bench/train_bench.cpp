@@ -36,7 +36,7 @@
 //   rss_growth_bytes  process peak RSS during the step (VmHWM, reset through
 //                     /proc/self/clear_refs just before it) minus the RSS once the model and
 //                     batch exist, before the first step; -1 where /proc cannot tell
-// docs/benchmarks.md (issue 11's section) describes the method and bench/torch_train_peer.py's
+// docs/benchmarks.md ("Peak training memory") describes the method and bench/torch_train_peer.py's
 // twin of it.
 //
 // Usage: train_bench [--threads 1,2] [--only train_mlp,train_cnn] [--steps 15] [--memory 1]

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   }
 
   // AdamW's decoupled weight decay: without it this model overfits (Adam: 93.19 % test, AdamW
-  // 93.50 %; docs/benchmarks.md, "The main job's model")
+  // 93.50 %; docs/benchmarks-history.md, "The main job's model")
   auto adam = std::make_shared<train::AdamW>(params, train::AdamWOptions{.lr = 2e-3, .weight_decay = 0.05});
   train::Model model(cnn, [](const Tensor& logits, const Tensor& labels) { return cross_entropy(logits, labels); }, adam,
                      {std::make_shared<train::Accuracy>()});

@@ -559,7 +559,7 @@ bool run_by_channels(const ConvDims& d, bool bias, void* x, void* out, Epilogue 
 // parts are copied, their input rows (with the halo) into a dense buffer and their output rows
 // (the residual first, for the sum post-op) back. That pays only where the channel split
 // repeats Winograd's input transform on a large plane: the 56x56 64-channel layers of one
-// ResNet-18 sample scaled 1.1x on 2 threads by channels (docs/benchmarks.md, the Xeon), so
+// ResNet-18 sample scaled 1.1x on 2 threads by channels (docs/benchmarks-history.md, the Xeon), so
 // copied parts are used for oneDNN's Winograd geometries from 32 output rows, with part
 // boundaries on multiples of 4 rows (F(4x4, 3x3)'s tile: the parts' tiles are the whole call's).
 std::atomic<int64_t> row_split_calls{0};
