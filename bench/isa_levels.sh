@@ -19,7 +19,9 @@
 #
 # Environment: BUILD_DIR (default <repo>/build-bench, Release), OUT (default
 # $BUILD_DIR/isa-results), PYTHON (default python3, with torch from bench/requirements.txt and
-# onnxruntime from bench/requirements-onnx.txt; the ORT peer is skipped when it does not import).
+# onnxruntime from bench/requirements-onnx.txt; the ORT peer is skipped when it does not import),
+# LOOM_BENCH_RESULTS (a file: the report also appends its figures there as result records for
+# docs/benchmarks.md's tables, e.g. bench/results/$(date +%F)-xeon.jsonl; bench/results_table.py).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -62,6 +64,7 @@ for level in $levels; do
   {
     echo "level: $level (${caps:-nothing capped})"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "command: LEVELS=\"$levels\" REPEAT=$repeat PARTS=\"$(echo $parts)\" bench/isa_levels.sh"
     echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
     echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   } > "$dir/run-info.txt"

@@ -8,6 +8,11 @@ torch_peer.py), loom_resnet.txt, torch_resnet.txt, ort_resnet.txt and run-info.t
 (name, threads) pair may appear once per round; a cell prints the rounds' medians (min-max) and
 the ratio divides the peer's fastest median by Loom's fastest: on a shared machine noise only
 adds time. Ratio = peer time / Loom time (> 1: Loom faster).
+
+With LOOM_BENCH_RESULTS=FILE it also appends the figures of docs/benchmarks.md's "Current
+results" (training steps, relu(a*b+c), ResNet-18) to FILE as result records, one per (row,
+level, threads) (bench/bench_results.py; bench/results_table.py renders them). The printed
+report stays the same.
 """
 from __future__ import annotations
 
@@ -15,6 +20,9 @@ import json
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_results  # noqa: E402
 
 TRAIN = [("train_mlp", "MLP 784-512-512-10 step, Adam"), ("train_cnn", "Fashion-MNIST CNN step"),
          ("train_ptb_lstm", "PTB-small LSTM step"), ("train_word2vec", "word2vec SGNS step")]
@@ -105,10 +113,82 @@ def level_table(folder: str) -> str:
     return "\n".join(line for line in out if line != "")
 
 
+# docs/benchmarks.md's rows: (table, bench, row label) as in bench/results/
+TABLE_ROWS = {"train_mlp": ("train_steps", "MLP 784-512-512-10, Adam"),
+              "train_cnn": ("train_steps", "Fashion-MNIST CNN"),
+              "train_ptb_lstm": ("train_steps", "PTB-small LSTM"),
+              "train_word2vec": ("train_steps", "word2vec SGNS"),
+              "fused_relu_mul_add_1e6": ("ops", "relu(a*b+c), 1e6 floats, compiled plan vs `addcmul(out=)`+`relu_`")}
+
+
+def figure(values: list[float], scale: float, digits: int):
+    lo, hi = (bench_results.number(x * scale, digits) for x in (min(values), max(values)))
+    return lo if lo == hi else [lo, hi]
+
+
+def level_records(folder: str) -> list[dict]:
+    """Result records of one level's folder (the figures of the report's rows that ran)."""
+    info_path = os.path.join(folder, "run-info.txt")
+    info = dict(line.split(": ", 1) for line in open(info_path).read().splitlines() if ": " in line) \
+        if os.path.exists(info_path) else {}
+    caps = bench_results.caps_from_text(info.get("level", ""))
+    date = info.get("date", "")[:10] or None
+    command = info.get("command", "bench/isa_levels.sh")
+    loom, torch = jsonl(os.path.join(folder, "loom.jsonl")), jsonl(os.path.join(folder, "torch.jsonl"))
+    lr, tr, orr = (resnet(os.path.join(folder, f)) for f in ("loom_resnet.txt", "torch_resnet.txt", "ort_resnet.txt"))
+    out = []
+
+    def base(bench: str, table: str, row_label: str, t: int) -> dict:
+        r = bench_results.base_record(table, bench, row_label, t, caps=caps, date=date, command=command)
+        if info.get("load before"):
+            r["load"] = "load " + info["load before"].split()[0]
+        return r
+
+    for name, (table, label) in TABLE_ROWS.items():
+        for t in (1, 2):
+            lo = loom.get((name, t))
+            eager, comp = torch.get((name, t)), torch.get((name + "_compiled", t))
+            best, which = eager, "PyTorch eager"
+            if comp and (not eager or min(comp) < min(eager)):
+                best, which = comp, "PyTorch torch.compile"
+            if not lo or not best:
+                continue
+            d = digits_for(min(lo) * 1e3)
+            r = base(name, table, label, t)
+            r.update(units="ms", loom=figure(lo, 1e3, d),
+                     peers=[{"name": which if table == "train_steps" else "PyTorch addcmul(out=)+relu_",
+                             "value": figure(best, 1e3, d), "ratio": bench_results.number(min(best) / min(lo), 2),
+                             "goal": bench_results.number(1.5 if table == "train_steps" else 1, 1)}])
+            if table == "ops":
+                r["goal_text"] = "1.0"
+            out.append(r)
+    ort_path = os.path.join(folder, "ort_resnet.txt")
+    masked = os.path.exists(ort_path) and "cpuid avx2" in open(ort_path).read()
+    for b in (1, 32):
+        for t in (1, 2):
+            lo = lr.get((b, t))
+            if not lo:
+                continue
+            d = digits_for(min(lo))
+            r = base(f"resnet18_b{b}", "resnet", str(b), t)
+            peers = []
+            for name, runs, goal in (("PyTorch eager", tr.get((b, t)), 1.5),
+                                     ("ONNX Runtime" + (" (MLAS shown a CPUID without AVX-512)" if masked else ""),
+                                      orr.get((b, t)), 1.0)):
+                peers.append({"name": name, "value": figure(runs, 1.0, d) if runs else "not run",
+                              **({"ratio": bench_results.number(min(runs) / min(lo), 2)} if runs else {}),
+                              "goal": bench_results.number(goal, 1)})
+            r.update(units="ms", loom=figure(lo, 1.0, d), peers=peers)
+            out.append(r)
+    return out
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     print("\n\n".join(level_table(f) for f in sys.argv[1:]))
+    if os.environ.get("LOOM_BENCH_RESULTS"):
+        bench_results.append(os.environ["LOOM_BENCH_RESULTS"], [r for f in sys.argv[1:] for r in level_records(f)])
 
 
 if __name__ == "__main__":

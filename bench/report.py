@@ -14,12 +14,23 @@ once (REPEAT > 1 in run.sh), the smallest median is kept: on a shared machine no
 adds time.
 
 Ratios are PyTorch time / Loom time: above 1 means Loom is faster.
+
+With LOOM_BENCH_RESULTS=FILE (bench/run.sh passes it on) it also appends the figures of
+docs/benchmarks.md's "Current results" ops table (the elementwise ops and reductions, per-op
+overhead, sgemm, conv2d, layer-graph overhead) to FILE as result records, one per (row,
+threads) (bench/bench_results.py; bench/results_table.py renders them). The printed report stays
+the same.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_results  # noqa: E402
 
 WORKLOADS = [
     "sgemm_256", "sgemm_1024", "sgemm_2048", "sgemm_128x784x512",
@@ -82,6 +93,92 @@ def fmt_time(s):
 
 def ratio(num, den):
     return f"{num / den:.2f}" if num and den else "-"
+
+
+# docs/benchmarks.md's ops rows fed by this report: bench name -> row label (as in bench/results/)
+OPS_ROWS = {"eager_relu_mul_add_1e6": "relu(a*b+c), three eager ops", "add_1e6": "add, 1e6 floats",
+            "sum_axis1_1024": "sum over axis 1, 1024×1024", "sum_axis0_1024": "sum over axis 0, 1024×1024",
+            "softmax_128x1000": "softmax 128×1000"}
+CONV_ROWS = {"conv2d_fwd_n32_c64_56x56_k3": "conv2d forward, 32×64×56×56, 3×3",
+             "conv2d_fwdbwd_n32_c64_56x56_k3": "conv2d forward + backward, 32×64×56×56, 3×3"}
+
+
+def time_units(s):
+    """(scale, units, digits) as fmt_time prints s."""
+    return (1e9, "ns", 0) if s < 1e-6 else (1e6, "µs", 1) if s < 1e-3 else (1e3, "ms", 2)
+
+
+def result_records(loom, torch, libtorch, threads):
+    """Result records of the ops table's rows that this run measured."""
+    out, n = [], bench_results.number
+
+    def over_shapes(peer_time):
+        """peer / Loom time of each GEMM shape and thread count measured, for the notes."""
+        return [peer_time(g, t) / loom[(g, t)] for g in GEMM for t in threads if loom.get((g, t)) and peer_time(g, t)]
+
+    direct_shapes = over_shapes(lambda g, t: min([s for s in (loom.get(("openblas_" + g, t)),
+                                                               loom.get(("onednn_" + g, t))) if s], default=None))
+    torch_shapes = over_shapes(lambda g, t: torch.get((g, t)))
+    command = os.environ.get("LOOM_BENCH_COMMAND", "bench/run.sh")
+
+    def base(bench, row, t, **kw):
+        r = bench_results.base_record("ops", bench, row, t, command=command)
+        r.update(kw)
+        out.append(r)
+
+    def timed(bench, row, t, lo, peers, **kw):
+        scale, units, d = time_units(lo)
+        base(bench, row, t, units=units, loom=n(lo * scale, d),
+             peers=[{"name": name, "value": n(s * scale, d), **extra} for name, s, extra in peers if s], **kw)
+
+    for t in threads:
+        for name, row in OPS_ROWS.items():
+            lo = loom.get((name, t))
+            py = torch.get(("fused_relu_mul_add_1e6" if name.startswith("eager_") else name, t))
+            if lo and py:
+                timed(name, row, t, lo, [("PyTorch", py, {"ratio": n(py / lo, 2), "goal": 1})], goal_text="1.0")
+        lo = loom.get(("overhead_add_1elem", t))
+        alloc, out_form = libtorch.get(("libtorch_overhead_add_1elem_alloc", t)), libtorch.get(("libtorch_overhead_add_1elem", t))
+        if lo and (alloc or out_form):
+            peers = []
+            if alloc:
+                peers.append(("LibTorch at::add", alloc, {"label": "`at::add`", "ratio": n(lo / alloc, 2),
+                                                          "goal": n(0.33, 2), "goal_op": "<="}))
+            if out_form:
+                peers.append(("LibTorch at::add_out", out_form, {"label": "`at::add_out`", "ratio": n(lo / out_form, 2),
+                                                                  "ratio_note": "(Loom / LibTorch)"}))
+            timed("overhead_add_1elem", "per-op overhead, 1-element `add`", t, lo, peers, ratio_unit="×",
+                  goal_text="≤ 0.33×")
+        lo = loom.get(("sgemm_1024", t))
+        if lo:
+            flops = 2.0 * 1024 ** 3
+            direct = [(k, loom.get((k.lower() + "_sgemm_1024", t))) for k in ("oneDNN", "OpenBLAS")]
+            direct = [(k, s) for k, s in direct if s]
+            if direct:
+                k, s = min(direct, key=lambda x: x[1])
+                base("sgemm_1024", "sgemm 1024 (GFLOP/s; peer: the faster of oneDNN and OpenBLAS called directly)", t,
+                     units="GFLOP/s", loom=n(flops / lo / 1e9, 0),
+                     peers=[{"name": f"{k} sgemm", "label": k, "value": n(flops / s / 1e9, 0), "ratio": n(s / lo, 2),
+                             "goal": n(0.95, 2),
+                             "ratio_note": f"({min(direct_shapes):.2f}–{max(direct_shapes):.2f} over the shapes and threads)"}],
+                     goal_text="within 5 %")
+            py = torch.get(("sgemm_1024", t))
+            if py:
+                base("sgemm_1024_vs_torch_mm", "sgemm against `torch.mm` (MKL)", t, units="GFLOP/s",
+                     loom=n(flops / lo / 1e9, 0),
+                     peers=[{"name": "torch.mm", "value": n(flops / py / 1e9, 0), "ratio": n(py / lo, 2),
+                             "ratio_note": f"(time ratio; {min(torch_shapes):.1f}–{max(torch_shapes):.1f} over the shapes and threads)"}],
+                     goal_text="—")
+        for name, row in CONV_ROWS.items():
+            lo, py = loom.get((name, t)), torch.get((name, t))
+            if lo and py:
+                timed(name, row, t, lo, [("PyTorch", py, {"ratio": n(py / lo, 2)})], goal_text="—")
+        g, o = loom.get(("mlp_graph_fwd_bwd", t)), loom.get(("mlp_ops_fwd_bwd", t))
+        if g and o:
+            timed("mlp_graph_fwd_bwd", "layer graph vs hand-written ops, MLP step", t, g,
+                  [("hand-written ops", o, {"ratio": n(g / o, 3), "goal": n(1.02, 2), "goal_op": "<=",
+                                            "ratio_note": "(graph / ops)"})], goal_text="within 2 %")
+    return out
 
 
 def main():
@@ -200,6 +297,9 @@ def main():
                 r = min(direct) / lo
                 p(f"| {name} within 5% of the faster direct call | {t} | {r:.2f} | "
                   f"{'yes' if r >= 0.95 else 'no'} |")
+
+    if os.environ.get("LOOM_BENCH_RESULTS"):
+        bench_results.append(os.environ["LOOM_BENCH_RESULTS"], result_records(loom, torch, libtorch, threads))
 
 
 if __name__ == "__main__":

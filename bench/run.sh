@@ -10,7 +10,9 @@
 # $BUILD_DIR/bench-results), LIBTORCH_BIN (the LibTorch peer binary; default
 # <repo>/build-libtorch/libtorch_overhead, run only when present; BUILD_LIBTORCH=1 builds it
 # with bench/build_libtorch.sh first), PYTHON (default python3, needs torch from
-# bench/requirements.txt; installed with pip when missing).
+# bench/requirements.txt; installed with pip when missing), LOOM_BENCH_RESULTS (a file: the report
+# also appends the figures of docs/benchmarks.md's ops table there as result records, e.g.
+# bench/results/$(date +%F)-zen5.jsonl; bench/results_table.py renders them).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -85,5 +87,6 @@ if [ "${TRAIN:-1}" = 1 ]; then
   echo "load after training: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/run-info.txt"
 fi
 
+LOOM_BENCH_COMMAND="REPEAT=$repeat THREADS=\"$threads\" bench/run.sh" \
 "$python" "$here/report.py" --loom "$out/loom.jsonl" --torch "$out/torch.jsonl" \
   --libtorch "$out/libtorch.jsonl" --keras "$out/keras.jsonl" | tee "$out/report.md"
