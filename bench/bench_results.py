@@ -127,14 +127,18 @@ def loads(line: str):
 
 def base_record(table: str, bench: str, row: str, threads: int, caps: dict | None = None,
                 date: str | None = None, command: str | None = None, info: dict | None = None) -> dict:
-    """The fields every record carries; the caller adds units, loom, peers (and ratios)."""
+    """The fields every record carries; the caller adds units, loom, peers (and ratios).
+
+    command: the command that measured (default: LOOM_BENCH_COMMAND, else this process's
+    command line)."""
     info = cpuinfo() if info is None else info
     caps = caps_from_env() if caps is None else caps
     isa, level = isa_of(info, caps)
     rec = {"table": table, "bench": bench, "row": row, "machine": machine_name(info),
            "cpu": cpu_description(info), "isa": isa, "isa_level": level,
            "caps": " ".join(f"{k}={v}" for k, v in caps.items()), "threads": threads,
-           "date": date or today(), "command": command or command_line(), "source": "measured"}
+           "date": date or today(), "command": command or os.environ.get("LOOM_BENCH_COMMAND") or command_line(),
+           "source": "measured"}
     load = load_average()
     if load:
         rec["load"] = load
