@@ -13,7 +13,8 @@
 #   bench/dist_bench.sh                 # everything
 #   REPEAT=5 ONLY=allreduce bench/dist_bench.sh
 #
-# Environment: BUILD_DIR (default <repo>/build-bench), PYTHON (default python3; torch from
+# Environment: LOOM_BENCH_RESULTS (a file for result records; bench/suite_records.py),
+# BUILD_DIR (default <repo>/build-bench), PYTHON (default python3; torch from
 # bench/requirements.txt is installed with pip when missing), REPEAT, STEPS (default 30),
 # ONLY (allreduce or cnn), NP (default 2), RUN_TIMEOUT (seconds per command, default 900).
 # Open MPI runs as in the tests (tests/CMakeLists.txt): shared memory (vader) without the
@@ -130,3 +131,9 @@ if cnn:
             ratio(k, loom2, "torch/loom")
     ratio("loom 1 proc x 2 thr", loom2, "loom 1x2 / loom 2x1") if loom2 else None
 EOF
+
+# LOOM_BENCH_RESULTS=FILE: the figures of docs/benchmarks.md's rows also go to FILE as result
+# records (bench/suite_records.py; bench/results_table.py renders them)
+if [ -n "${LOOM_BENCH_RESULTS:-}" ]; then
+  LOOM_BENCH_COMMAND="${LOOM_BENCH_COMMAND:-REPEAT=$repeat STEPS=$steps ONLY=$only NP=$np bench/dist_bench.sh}" "$python" "$here/suite_records.py" dist "$results"
+fi

@@ -10,7 +10,8 @@
 #   bench/store_bench.sh            # everything
 #   RUNS=50 BACKENDS=sqlite bench/store_bench.sh
 #
-# Environment: BUILD_DIR (default <repo>/build-bench), PYTHON (default python3; MLflow from
+# Environment: LOOM_BENCH_RESULTS (a file for result records; bench/suite_records.py),
+# BUILD_DIR (default <repo>/build-bench), PYTHON (default python3; MLflow from
 # bench/requirements-mlflow.txt is installed with pip when missing), RUNS, EPOCHS, TASKS, BACKENDS.
 set -euo pipefail
 
@@ -105,3 +106,9 @@ for r in rows:
         print("|---|---:|---:|---:|")
         print("| %s | %.3f | %.3f | %.2f |" % (r["backend"], r["idx_epoch_s"], r["store_epoch_s"], r["store_over_idx_speed"]))
 EOF
+
+# LOOM_BENCH_RESULTS=FILE: the figures of docs/benchmarks.md's rows also go to FILE as result
+# records (bench/suite_records.py; bench/results_table.py renders them)
+if [ -n "${LOOM_BENCH_RESULTS:-}" ]; then
+  LOOM_BENCH_COMMAND="${LOOM_BENCH_COMMAND:-RUNS=$runs EPOCHS=$epochs TASKS=$tasks BACKENDS=\"$backends\" bench/store_bench.sh}" "$python" "$here/suite_records.py" store "$results"
+fi
