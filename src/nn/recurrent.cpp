@@ -1,5 +1,6 @@
 #include "loom/nn/recurrent.h"
 
+#include "loom/nn/lambda.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg.h"

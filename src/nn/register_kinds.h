@@ -7,13 +7,19 @@ namespace loom::nn::detail {
 
 using AddKind = void (*)(const std::string& kind, LayerFactory factory);
 
-void register_basic_layers(AddKind add);        // nn/layers.cpp
-void register_shape_layers(AddKind add);        // nn/shape_layers.cpp
-void register_conv_layers(AddKind add);         // nn/conv_layers.cpp
-void register_adaptive_pool_layers(AddKind add);  // nn/adaptive_pool.cpp
-void register_recurrent_layers(AddKind add);    // nn/recurrent.cpp
-void register_attention_layers(AddKind add);    // nn/attention_layers.cpp
-void register_sparse_layers(AddKind add);       // nn/sparse_layers.cpp
-void register_module_layer(AddKind add);        // graph/module.cpp
+void register_input_layers(AddKind add);          // nn/input.cpp
+void register_linear_layers(AddKind add);         // nn/linear.cpp
+void register_activation_layers(AddKind add);     // nn/activation.cpp
+void register_dropout_layers(AddKind add);        // nn/dropout.cpp
+void register_merge_layers(AddKind add);          // nn/merge.cpp
+void register_shape_layers(AddKind add);          // nn/shape.cpp
+void register_embedding_layers(AddKind add);      // nn/embedding.cpp
+void register_conv_layers(AddKind add);           // nn/conv.cpp
+void register_pooling_layers(AddKind add);        // nn/pooling.cpp
+void register_normalization_layers(AddKind add);  // nn/normalization.cpp
+void register_recurrent_layers(AddKind add);      // nn/recurrent.cpp
+void register_attention_layers(AddKind add);      // nn/attention.cpp
+void register_sparse_layers(AddKind add);         // nn/sparse.cpp
+void register_module_layer(AddKind add);          // graph/module.cpp
 
 }  // namespace loom::nn::detail

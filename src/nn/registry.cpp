@@ -45,10 +45,16 @@ std::string kind_list(const Registry& r) {
 void register_layers() {
   static std::once_flag once;
   std::call_once(once, [] {
-    detail::register_basic_layers(add);
+    detail::register_input_layers(add);
+    detail::register_linear_layers(add);
+    detail::register_activation_layers(add);
+    detail::register_dropout_layers(add);
+    detail::register_merge_layers(add);
     detail::register_shape_layers(add);
+    detail::register_embedding_layers(add);
     detail::register_conv_layers(add);
-    detail::register_adaptive_pool_layers(add);
+    detail::register_pooling_layers(add);
+    detail::register_normalization_layers(add);
     detail::register_recurrent_layers(add);
     detail::register_attention_layers(add);
     detail::register_sparse_layers(add);

@@ -4,11 +4,14 @@
 #include <unordered_set>
 
 #include "loom/graph/graph.h"
-#include "loom/nn/adaptive_pool.h"
-#include "loom/nn/attention_layers.h"
-#include "loom/nn/conv_layers.h"
+#include "loom/nn/attention.h"
+#include "loom/nn/conv.h"
+#include "loom/nn/embedding.h"
+#include "loom/nn/merge.h"
+#include "loom/nn/normalization.h"
+#include "loom/nn/pooling.h"
 #include "loom/nn/recurrent.h"
-#include "loom/nn/shape_layers.h"
+#include "loom/nn/shape.h"
 #include "loom/ops/creation.h"
 
 namespace loom::zoo {

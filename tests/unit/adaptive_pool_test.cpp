@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 #include <loom/loom.h>
-#include <loom/nn/adaptive_pool.h>
+#include <loom/nn/pooling.h>
 
 #include <cmath>
 

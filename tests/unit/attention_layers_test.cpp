@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 #include <loom/loom.h>
-#include <loom/nn/attention_layers.h>
+#include <loom/nn/attention.h>
 
 using namespace loom;
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <loom/loom.h>
-#include <loom/nn/conv_layers.h>
+#include <loom/nn/conv.h>
+#include <loom/nn/normalization.h>
+#include <loom/nn/pooling.h>
 
 using namespace loom;
 

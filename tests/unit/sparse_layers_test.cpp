@@ -1,5 +1,5 @@
 // SparseInput (a bag-of-words model with sparse rows into Linear) and DropConnect
-// (nn/sparse_layers.h, docs/sparse.md).
+// (nn/sparse.h, docs/sparse.md).
 #include <gtest/gtest.h>
 
 #include <loom/loom.h>

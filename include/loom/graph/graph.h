@@ -133,7 +133,7 @@ class Plan {
 };
 
 namespace nn {
-int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync);  // loom/nn/conv_layers.h
+int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync);  // loom/nn/normalization.h
 // Makes every BatchNorm layer of `graph` synchronized (or not): returns how many there are.
 inline int64_t sync_batch_norm(const Graph& graph, bool sync = true) { return sync_batch_norm(graph.nodes(), sync); }
 }  // namespace nn

@@ -5,7 +5,9 @@
 //
 // A layer has one output, so an LSTM cell's state travels packed: its `state` input and its
 // output are [h, c] concatenated on the last axis (2 * n_units); LSTMCell::hidden(cell) picks h.
-#include "loom/nn/layers.h"
+#include "loom/nn/activation.h"
+#include "loom/nn/init.h"
+#include "loom/nn/layer.h"
 
 namespace loom::nn {
 

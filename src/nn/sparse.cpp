@@ -1,5 +1,5 @@
 // SparseInput and DropConnect (docs/sparse.md).
-#include "loom/nn/sparse_layers.h"
+#include "loom/nn/sparse.h"
 
 #include <cstdio>
 
@@ -9,15 +9,17 @@
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "nn/init_options.h"
+#include "nn/kind_util.h"
 #include "nn/options_json.h"
 #include "nn/register_kinds.h"
-#include "nn/sparse_layers_internal.h"
+#include "nn/sparse_internal.h"
 
 namespace loom::nn {
 
-namespace {
+using detail::fmt_double;
+using detail::kMaxSize;
 
-constexpr int64_t kMaxSize = int64_t{1} << 40;  // sizes and units read from a file
+namespace {
 
 // ---------------------------------------------------------------- SparseInput
 struct SparseInputImpl final : LayerBase<SparseInputImpl> {
@@ -41,12 +43,6 @@ SparseInputImpl& sparse_input_impl(const Layer& l) {
   auto* p = dynamic_cast<SparseInputImpl*>(l.impl().get());
   if (!p) throw ValueError("SparseInput: layer '" + l.name() + "' is a " + l.kind() + ", not a SparseInput");
   return *p;
-}
-
-std::string fmt_double(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.17g", v);
-  return b;
 }
 
 // ---------------------------------------------------------------- DropConnect

@@ -1,7 +1,8 @@
-#include "loom/nn/attention_layers.h"
+#include "loom/nn/attention.h"
 
 #include <cstdio>
 
+#include "loom/nn/init.h"
 #include "loom/ops/attention.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"

@@ -2,7 +2,8 @@
 // Multi-head attention and the Transformer encoder layer, batch first: (N, L, E).
 #include <optional>
 
-#include "loom/nn/layers.h"
+#include "loom/nn/activation.h"
+#include "loom/nn/layer.h"
 
 namespace loom::nn {
 

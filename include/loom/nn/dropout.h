@@ -1,0 +1,21 @@
+#pragma once
+// The Dropout layer (inverted dropout; its probability may be a Param).
+#include <cstdint>
+#include <string>
+
+#include "loom/nn/input.h"
+#include "loom/nn/layer.h"
+
+namespace loom::nn {
+
+class Dropout : public Layer {
+ public:
+  // Inverted dropout: in Train mode zeroes each element with `probability` and scales the rest
+  // by 1 / (1 - probability); the identity in Eval mode. Seeded per layer.
+  Dropout(const Layer& input, double probability, uint64_t seed = 0, const std::string& name = "");
+  explicit Dropout(double probability, uint64_t seed = 0, const std::string& name = "");  // bound by its first call
+  // With a Param, the probability can change while training.
+  Dropout(const Layer& input, const Param& probability, uint64_t seed = 0, const std::string& name = "");
+};
+
+}  // namespace loom::nn

@@ -1,0 +1,29 @@
+#pragma once
+// Layers that encode integer ids: OneHot and Lookup (Embedding) with its options.
+#include <string>
+
+#include "loom/nn/init.h"
+#include "loom/nn/layer.h"
+
+namespace loom::nn {
+
+// Integer ids (any shape) -> one-hot float vectors with n_classes units.
+class OneHot : public Layer {
+ public:
+  OneHot(const Layer& ids, int64_t n_classes, DType dtype = Float32, const std::string& name = "");
+};
+
+struct LookupOptions {
+  int64_t padding_id = -1;  // this id maps to zeros and its row gets no gradient; -1 for none
+  Init init = Init::normal(0, 0.05);
+};
+
+// Embedding lookup: integer ids of any shape -> (..., n_units) rows of a (vocab_size, n_units)
+// table. Repeated ids accumulate gradient.
+class Lookup : public Layer {
+ public:
+  Lookup(const Layer& ids, int64_t vocab_size, int64_t n_units, LookupOptions options = {}, const std::string& name = "");
+};
+using Embedding = Lookup;
+
+}  // namespace loom::nn

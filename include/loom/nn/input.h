@@ -1,0 +1,43 @@
+#pragma once
+// Input (a stateful placeholder), Constant (a fixed tensor) and Param (a scalar hyperparameter) layers.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "loom/nn/layer.h"
+
+namespace loom::nn {
+
+// A stateful placeholder. shape may hold -1 for dimensions fixed only at run time; an Input of
+// n_units has shape (-1, n_units).
+class Input : public Layer {
+ public:
+  explicit Input(int64_t n_units, DType dtype = Float32, const std::string& name = "");
+  Input(const Shape& shape, DType dtype, const std::string& name = "");
+  // Checks the value's shape (dynamic dims match anything) and dtype.
+  void set_value(const Tensor& value) const;
+  // Value used when none was set.
+  void set_default(const Tensor& value) const;
+  bool has_value() const;
+  Tensor value() const;  // throws ValueError naming the input when it holds none
+  void clear() const;
+  explicit Input(std::shared_ptr<LayerImpl> impl);  // view a Layer of kind "Input" as Input
+};
+
+// A fixed tensor as a layer.
+class Constant : public Layer {
+ public:
+  explicit Constant(const Tensor& value, const std::string& name = "");
+};
+
+// A scalar hyperparameter (learning rate, dropout probability) that can change while training;
+// observers are called with the new value.
+class Param : public Layer {
+ public:
+  explicit Param(double value, const std::string& name = "");
+  double value() const;
+  void set_value(double value) const;
+  void observe(std::function<void(double)> observer) const;
+};
+
+}  // namespace loom::nn

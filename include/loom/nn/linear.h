@@ -1,0 +1,27 @@
+#pragma once
+// The Linear (dense, fully connected) layer and its options.
+#include <optional>
+#include <string>
+
+#include "loom/nn/init.h"
+#include "loom/nn/layer.h"
+
+namespace loom::nn {
+
+struct LinearOptions {
+  bool bias = true;
+  Init weight_init = Init::glorot_uniform();
+  Init bias_init = Init::zeros();
+  // Use another layer's weights (tied embeddings); with transpose_weights the shared matrix is
+  // read as (n_units, in) and transposed.
+  std::optional<Tensor> shared_weights;
+  bool transpose_weights = false;
+};
+
+class Linear : public Layer {
+ public:
+  Linear(const Layer& input, int64_t n_units, LinearOptions options = {}, const std::string& name = "");
+  explicit Linear(int64_t n_units, LinearOptions options = {}, const std::string& name = "");  // bound by its first call
+};
+
+}  // namespace loom::nn

@@ -1,0 +1,65 @@
+#pragma once
+// Layers that combine two or more inputs: Merge, Add, Subtract, Multiply, Concat, Mean, the
+// operators + - * on layers, Residual and Gate.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/nn/layer.h"
+
+namespace loom::nn {
+
+// How Merge combines its inputs (TensorGraph's merge modes).
+enum class MergeMode : uint8_t { Sum, Subtract, Multiply, Mean, Concat };
+
+// Combines several layers with a merge mode; Concat joins them along `axis`.
+class Merge : public Layer {
+ public:
+  Merge(const std::vector<Layer>& inputs, MergeMode mode, int64_t axis = -1, const std::string& name = "");
+};
+
+// Merges of several layers of one shape (Mean/Add/... with broadcasting), as in TensorGraph.
+class Add : public Layer {
+ public:
+  explicit Add(const std::vector<Layer>& inputs, const std::string& name = "");
+  Add(const Layer& a, const Layer& b, const std::string& name = "") : Add(std::vector<Layer>{a, b}, name) {}
+};
+class Subtract : public Layer {
+ public:
+  Subtract(const Layer& a, const Layer& b, const std::string& name = "");
+};
+class Multiply : public Layer {
+ public:
+  explicit Multiply(const std::vector<Layer>& inputs, const std::string& name = "");
+  Multiply(const Layer& a, const Layer& b, const std::string& name = "") : Multiply(std::vector<Layer>{a, b}, name) {}
+};
+class Concat : public Layer {
+ public:
+  explicit Concat(const std::vector<Layer>& inputs, int64_t axis = -1, const std::string& name = "");
+};
+class Mean : public Layer {
+ public:
+  explicit Mean(const std::vector<Layer>& inputs, const std::string& name = "");
+};
+
+// Arithmetic on layers makes merge / lambda layers.
+Layer operator+(const Layer& a, const Layer& b);
+Layer operator-(const Layer& a, const Layer& b);
+Layer operator*(const Layer& a, const Layer& b);
+Layer operator*(const Layer& a, double s);
+Layer operator*(double s, const Layer& a);
+Layer operator+(const Layer& a, double s);
+
+// x + block; when their units differ, x goes through a learned linear projection first.
+class Residual : public Layer {
+ public:
+  Residual(const Layer& input, const Layer& block, const std::string& name = "");
+};
+
+// input * sigmoid(Linear(gate_input)) with as many gate units as the input has.
+class Gate : public Layer {
+ public:
+  Gate(const Layer& input, const Layer& gate_input, const std::string& name = "");
+};
+
+}  // namespace loom::nn

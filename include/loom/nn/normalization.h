@@ -1,0 +1,39 @@
+#pragma once
+// Normalization layers: BatchNorm (over channels, axis 1; synchronizable across replicas) and
+// LayerNorm (over the last axis).
+#include <string>
+#include <vector>
+
+#include "loom/nn/layer.h"
+
+namespace loom::nn {
+
+struct BatchNormOptions {
+  double momentum = 0.1;
+  double eps = 1e-5;
+  bool affine = true;  // learnable weight (ones) and bias (zeros)
+  // Synchronized: in Train mode the batch statistics are those of the whole batch across the
+  // data-parallel replicas (nn/replicas.h, installed by loom::dist), not of this process's part.
+  bool sync = false;
+};
+
+// Normalizes over axis 1 with batch statistics in Train mode (updating the running averages)
+// and the running averages in Eval mode; buffers "running_mean" and "running_var".
+class BatchNorm : public Layer {
+ public:
+  BatchNorm(const Layer& input, BatchNormOptions options = {}, const std::string& name = "");
+  explicit BatchNorm(BatchNormOptions options = {}, const std::string& name = "");  // bound by its first call
+};
+
+// Makes every BatchNorm layer among `layers` synchronized (or not): returns how many there
+// are. loom/graph/graph.h adds the form that takes a whole graph.
+int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync = true);
+
+// Normalizes over the last axis (n_units), with learnable weight and bias.
+class LayerNorm : public Layer {
+ public:
+  LayerNorm(const Layer& input, double eps = 1e-5, const std::string& name = "");
+  explicit LayerNorm(double eps = 1e-5, const std::string& name = "");  // bound by its first call
+};
+
+}  // namespace loom::nn

@@ -1,0 +1,55 @@
+#pragma once
+// Pooling layers over channels-first inputs (N, C, H, W): MaxPool2D, AvgPool2D, GlobalPool and adaptive
+// average pooling (AdaptiveAvgPool2D, adaptive_avg_pool2d, adaptive_avg_pool_matrix).
+#include <string>
+
+#include "loom/nn/layer.h"
+#include "loom/ops/conv.h"  // IntList
+
+namespace loom::nn {
+
+struct PoolOptions {
+  IntList stride = {};  // default: the kernel size
+  IntList padding = 0;
+  bool ceil_mode = false;
+};
+
+class MaxPool2D : public Layer {
+ public:
+  MaxPool2D(const Layer& input, IntList kernel_size, PoolOptions options = {}, const std::string& name = "");
+  explicit MaxPool2D(IntList kernel_size, PoolOptions options = {}, const std::string& name = "");  // bound by its first call
+};
+
+class AvgPool2D : public Layer {
+ public:
+  AvgPool2D(const Layer& input, IntList kernel_size, PoolOptions options = {}, const std::string& name = "");
+  explicit AvgPool2D(IntList kernel_size, PoolOptions options = {}, const std::string& name = "");  // bound by its first call
+};
+
+// Averages (or takes the maximum) over all spatial positions: (N, C, ...) -> (N, C).
+class GlobalPool : public Layer {
+ public:
+  enum class Mode : uint8_t { Avg, Max };
+  explicit GlobalPool(const Layer& input, Mode mode = Mode::Avg, const std::string& name = "");
+  explicit GlobalPool(Mode mode = Mode::Avg, const std::string& name = "");  // bound by its first call
+};
+
+// Adaptive average pooling (torch.nn.AdaptiveAvgPool2d): (N, C, H, W) -> (N, C, oh, ow) for any
+// H, W. Output cell (i, j) averages rows [floor(i*H/oh), ceil((i+1)*H/oh)) and columns
+// [floor(j*W/ow), ceil((j+1)*W/ow)) -- PyTorch's start/end index formula, so bins may overlap
+// (when the output is larger than the input, cells repeat input values).
+
+// The (out, in) matrix whose row i averages the input positions of output bin i.
+Tensor adaptive_avg_pool_matrix(int64_t in_size, int64_t out_size, DType dtype = Float32, Device device = default_device());
+
+// Adaptive average pooling of a (N, C, H, W) or (C, H, W) tensor to `output_size` (one value
+// for a square output, or {oh, ow}); differentiable. Uses avg_pool2d when the sizes divide
+// evenly and two small matrix products (rows, then columns) otherwise.
+Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
+
+class AdaptiveAvgPool2D : public Layer {
+ public:
+  AdaptiveAvgPool2D(const Layer& input, IntList output_size, const std::string& name = "");
+};
+
+}  // namespace loom::nn

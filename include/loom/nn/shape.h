@@ -1,0 +1,37 @@
+#pragma once
+// Layers that rearrange their input: Reshape, Flatten, Transpose, Flip.
+#include <string>
+
+#include "loom/nn/layer.h"
+
+namespace loom::nn {
+
+// Reshapes each sample: `shape` excludes the batch axis (one -1 allowed).
+class Reshape : public Layer {
+ public:
+  Reshape(const Layer& input, const Shape& shape, const std::string& name = "");
+  explicit Reshape(const Shape& shape, const std::string& name = "");  // bound by its first call
+};
+
+// (batch, d1, d2, ...) -> (batch, d1*d2*...)
+class Flatten : public Layer {
+ public:
+  explicit Flatten(const Layer& input, const std::string& name = "");
+  Flatten();  // bound by its first call
+};
+
+// Permutes the axes after the batch axis (perm indexes them from 0).
+class Transpose : public Layer {
+ public:
+  Transpose(const Layer& input, const Axes& perm, const std::string& name = "");
+};
+
+// Reverses the order along the given axes after the batch axis (indexed from 0, as Transpose's
+// perm): Flip(images, {2}) mirrors (batch, channels, height, width) images left to right, for
+// test-time augmentation (docs/layers.md). Differentiable; in every mode.
+class Flip : public Layer {
+ public:
+  Flip(const Layer& input, const Axes& axes, const std::string& name = "");
+};
+
+}  // namespace loom::nn

@@ -1,0 +1,68 @@
+#include "loom/nn/activation.h"
+
+#include "nn/kind_util.h"
+#include "nn/register_kinds.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/nn.h"
+#include "loom/ops/reduction.h"
+
+namespace loom::nn {
+
+using detail::require_input;
+
+namespace {
+
+// ---------------------------------------------------------------- Activation
+struct ActivationImpl final : LayerBase<ActivationImpl> {
+  bool pure() const override { return true; }
+  ActivationFn fn;
+  const char* kind() const override { return "Activation"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override { return fn(in[0]); }
+  Options options() const override { return Options().set_string("fn", fn.name); }
+};
+
+}  // namespace
+
+Activation::Activation(ActivationFn fn, const std::string& name)
+    : Layer(unbound_layer("Activation", [fn](const LayerSpec& s) -> Layer { return Activation(s.input(), fn, s.name); }, name)) {}
+
+Activation::Activation(const Layer& input, ActivationFn fn, const std::string& name) {
+  require_input(input, "Activation");
+  auto impl = std::make_shared<ActivationImpl>();
+  impl->fn = std::move(fn);
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->dtype = is_floating(input.dtype()) ? input.dtype() : DType::Float32;
+  impl->name = unique_name("activation", name);
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+void detail::register_activation_layers(AddKind add) {
+  add("Activation", [](const LayerSpec& s) -> Layer {
+    return Activation(s.input(), activation_by_name(s.options.get_string("fn")), s.name);
+  });
+}
+
+// ---------------------------------------------------------------- activation functions
+const ActivationFn identity{"identity", [](const Tensor& x) { return x; }};
+const ActivationFn relu{"relu", [](const Tensor& x) { return loom::relu(x); }};
+const ActivationFn tanh{"tanh", [](const Tensor& x) { return loom::tanh(x); }};
+const ActivationFn sigmoid{"sigmoid", [](const Tensor& x) { return loom::sigmoid(x); }};
+const ActivationFn gelu{"gelu", [](const Tensor& x) { return loom::gelu(x); }};
+const ActivationFn elu{"elu", [](const Tensor& x) { return loom::elu(x); }};
+const ActivationFn leaky_relu{"leaky_relu", [](const Tensor& x) { return loom::leaky_relu(x); }};
+const ActivationFn softplus{"softplus", [](const Tensor& x) { return loom::softplus(x); }};
+const ActivationFn softmax{"softmax", [](const Tensor& x) { return loom::softmax(x, -1); }};
+const ActivationFn log_softmax{"log_softmax", [](const Tensor& x) { return loom::log_softmax(x, -1); }};
+
+const ActivationFn& activation_by_name(const std::string& name) {
+  static const ActivationFn* all[] = {&identity, &relu, &tanh, &sigmoid, &gelu, &elu, &leaky_relu, &softplus, &softmax, &log_softmax};
+  std::string known;
+  for (const ActivationFn* f : all) {
+    if (f->name == name) return *f;
+    known += (known.empty() ? "" : ", ") + f->name;
+  }
+  throw ValueError("activation_by_name: unknown activation '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace loom::nn

@@ -1,0 +1,143 @@
+#include "loom/nn/normalization.h"
+
+#include "loom/autograd/autograd.h"
+#include "loom/nn/init.h"
+#include "loom/nn/replicas.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/normalization.h"
+#include "loom/ops/reduction.h"
+#include "nn/register_kinds.h"
+#include "ops/batch_norm_reduced.h"
+
+namespace loom::nn {
+
+namespace {
+
+// Batch norm in Train mode with the statistics of the whole batch across the replicas: the
+// per-channel sums of x and x^2 and the count, summed over the replicas in one collective
+// (float64: E[x^2] - E[x]^2 loses too much in float32), then batch_norm's formula; the backward
+// sums the gradient's per-channel sums in one more, as PyTorch's SyncBatchNorm. Fused kernels
+// where they apply; otherwise composed of differentiable ops, gradients flowing through
+// replica_sum.
+Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& w, const Tensor& b,
+                       double momentum, double eps) {
+  if (loom::detail::batch_norm_reduced_fused(x, w, b)) {
+    // the fused kernels: one pass for the local sums, one collective, one pass for the output;
+    // backward likewise
+    ReplicaGroup* group = replica_group();
+    return loom::detail::batch_norm_reduced(x, running_mean, running_var, w, b, momentum, eps,
+                                      [group](Tensor& t) { group->sum(t); });
+  }
+  const int64_t C = x.shape()[1];
+  Axes axes{0};
+  for (int64_t i = 2; i < x.ndim(); ++i) axes.push_back(i);
+  Shape bshape(static_cast<size_t>(x.ndim()), 1);
+  bshape[1] = C;
+  const Tensor x64 = astype(x, DType::Float64);
+  const Tensor local = concatenate({sum(x64, axes), sum(multiply(x64, x64), axes),
+                                    full({1}, static_cast<double>(C ? x.numel() / C : 0), DType::Float64, x.device())}, 0);
+  const Tensor total = replica_sum(local);
+  const double n = slice(total, 0, 2 * C, 2 * C + 1).item<double>();
+  if (n <= 1)
+    throw ValueError("BatchNorm (synchronized): expected more than 1 value per channel across the replicas when training, got " +
+                     std::to_string(static_cast<int64_t>(n)) + " for input " + shape_str(x.shape()));
+  const Tensor mean = slice(total, 0, 0, C) / n;
+  const Tensor var = maximum(slice(total, 0, C, 2 * C) / n - multiply(mean, mean), 0.0);
+  loom::detail::update_running_stats(running_mean, running_var, mean.detach(), var.detach(), momentum, n);
+  Tensor y = multiply(subtract(x, reshape(astype(mean, x.dtype()), bshape)), rsqrt(reshape(astype(var, x.dtype()), bshape) + eps));
+  if (w.defined()) y = multiply(y, reshape(w, bshape));
+  if (b.defined()) y = add(y, reshape(b, bshape));
+  return y;
+}
+
+struct BatchNormImpl final : LayerBase<BatchNormImpl> {
+  BatchNormOptions opt;
+  const char* kind() const override { return "BatchNorm"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
+    Tensor w = opt.affine ? state->param("weight") : Tensor(), b = opt.affine ? state->param("bias") : Tensor();
+    const ReplicaGroup* group = replica_group();
+    if (opt.sync && mode == Mode::Train && group && group->size() > 1)
+      return sync_batch_norm(in[0], state->buffer("running_mean"), state->buffer("running_var"), w, b, opt.momentum, opt.eps);
+    return batch_norm(in[0], state->buffer("running_mean"), state->buffer("running_var"), w, b, mode == Mode::Train,
+                      opt.momentum, opt.eps);
+  }
+  Options options() const override {
+    return Options().set_float("momentum", opt.momentum).set_float("eps", opt.eps).set_bool("affine", opt.affine).set_bool("sync", opt.sync);
+  }
+};
+
+struct LayerNormImpl final : LayerBase<LayerNormImpl> {
+  bool pure() const override { return true; }
+  double eps = 1e-5;
+  const char* kind() const override { return "LayerNorm"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    return layer_norm(in[0], {in[0].shape().back()}, state->param("weight"), state->param("bias"), eps);
+  }
+  Options options() const override { return Options().set_float("eps", eps); }
+};
+
+}  // namespace
+
+// the forms without input (bound by their first call; nn/registry.h unbound_layer)
+BatchNorm::BatchNorm(BatchNormOptions o, const std::string& name)
+    : Layer(unbound_layer("BatchNorm", [o](const LayerSpec& s) -> Layer { return BatchNorm(s.input(), o, s.name); }, name)) {}
+LayerNorm::LayerNorm(double eps, const std::string& name)
+    : Layer(unbound_layer("LayerNorm", [eps](const LayerSpec& s) -> Layer { return LayerNorm(s.input(), eps, s.name); }, name)) {}
+
+BatchNorm::BatchNorm(const Layer& input, BatchNormOptions o, const std::string& name) {
+  if (!input.defined()) throw ValueError("BatchNorm: the input layer is undefined");
+  if (input.shape().size() < 2 || input.shape()[1] <= 0)
+    throw ShapeError("BatchNorm: input '" + input.name() + "' has shape " + shape_str(input.shape()) + " (valid: (batch, channels, ...))");
+  const int64_t c = input.shape()[1];
+  auto impl = std::make_shared<BatchNormImpl>();
+  impl->opt = o;
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->dtype = input.dtype();
+  impl->name = unique_name("batch_norm", name);
+  if (o.affine) {
+    impl->state->add_param("weight", initialize(Init::ones(), {c}, input.dtype()).requires_grad_());
+    impl->state->add_param("bias", initialize(Init::zeros(), {c}, input.dtype()).requires_grad_());
+  }
+  impl->state->add_buffer("running_mean", initialize(Init::zeros(), {c}, input.dtype()));
+  impl->state->add_buffer("running_var", initialize(Init::ones(), {c}, input.dtype()));
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync) {
+  int64_t n = 0;
+  for (const Layer& l : layers)
+    if (auto* bn = dynamic_cast<BatchNormImpl*>(l.impl().get())) {
+      bn->opt.sync = sync;
+      ++n;
+    }
+  return n;
+}
+
+LayerNorm::LayerNorm(const Layer& input, double eps, const std::string& name) {
+  if (!input.defined()) throw ValueError("LayerNorm: the input layer is undefined");
+  const int64_t n = input.n_units();
+  if (n <= 0) throw ShapeError("LayerNorm: input '" + input.name() + "' must have a known last axis, got " + shape_str(input.shape()));
+  auto impl = std::make_shared<LayerNormImpl>();
+  impl->eps = eps;
+  impl->inputs = {input};
+  impl->shape = input.shape();
+  impl->dtype = input.dtype();
+  impl->name = unique_name("layer_norm", name);
+  impl->state->add_param("weight", initialize(Init::ones(), {n}, input.dtype()).requires_grad_());
+  impl->state->add_param("bias", initialize(Init::zeros(), {n}, input.dtype()).requires_grad_());
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
+void detail::register_normalization_layers(AddKind add) {
+  add("BatchNorm", [](const LayerSpec& s) -> Layer {
+    // "sync" is optional: files written before synchronized batch norm lack it
+    const bool sync = s.options.has("sync") && s.options.get_bool("sync");
+    return BatchNorm(s.input(), {s.options.get_float("momentum"), s.options.get_float("eps"), s.options.get_bool("affine"), sync}, s.name);
+  });
+  add("LayerNorm", [](const LayerSpec& s) -> Layer { return LayerNorm(s.input(), s.options.get_float("eps"), s.name); });
+}
+
+}  // namespace loom::nn
