@@ -20,6 +20,13 @@ struct ModuleImpl final : LayerBase<ModuleImpl> {
   size_t n_outputs() const override { return plan->graph().outputs().size(); }
   std::vector<Tensor> compute_outputs(const std::vector<Tensor>& in, Mode) override { return plan->run(in); }
   Options options() const override { return loom::detail::module_options(plan->graph()); }
+  // the inner graph compiled for these input shapes (its kinds' rules; nothing runs)
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    if (in == plan->input_shapes()) return plan->output_shapes();
+    CompileOptions shapes_only{in};
+    shapes_only.fold_constants = shapes_only.fuse_conv_epilogues = shapes_only.fuse_elementwise = false;
+    return Plan(plan->graph(), shapes_only).output_shapes();
+  }
 };
 
 // Output `index` of its one input, a module with several outputs (the Plan passes it that output).
@@ -29,6 +36,7 @@ struct ModuleOutputImpl final : LayerBase<ModuleOutputImpl> {
   const char* kind() const override { return "ModuleOutput"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return in[0]; }
   size_t reads_output() const override { return index; }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(0)}; }
   Options options() const override { return Options().set_int("index", static_cast<int64_t>(index)); }
 };
 

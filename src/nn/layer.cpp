@@ -138,6 +138,27 @@ void LayerImpl::check_inputs(const std::vector<Layer>& new_inputs) const {
   }
 }
 
+std::vector<Shape> LayerImpl::output_shapes(const std::vector<Shape>& given) const {
+  Shape out = shape;
+  if (out.empty() || out[0] != -1) return {out};
+  int64_t batch = -1;
+  size_t from = 0;
+  for (size_t i = 0; i < given.size() && i < inputs.size(); ++i) {
+    const Shape& declared = inputs[i].shape();
+    if (given[i].empty() || declared.empty() || declared[0] != -1 || given[i][0] < 0) continue;
+    if (batch >= 0 && given[i][0] != batch && given[i][0] != 1 && batch != 1)
+      throw ShapeError(std::string(kind()) + " '" + name + "' combines a batch of " + std::to_string(batch) + " (from '" +
+                       inputs[from].name() + "') with a batch of " + std::to_string(given[i][0]) + " (from '" + inputs[i].name() + "')");
+    if (batch < 0 || batch == 1) batch = given[i][0], from = i;
+  }
+  if (batch >= 0) out[0] = batch;
+  return {out};
+}
+
+bool LayerImpl::same_options(const LayerImpl& other) const {
+  return std::string(kind()) == other.kind() && options().to_json() == other.options().to_json();
+}
+
 // Layer::operator()() is defined in src/graph/eval.cpp: it runs a Plan, the one evaluator.
 
 Tensor Layer::compute(const std::vector<Tensor>& inputs) const {
@@ -154,11 +175,21 @@ Layer Layer::reuse_with(const std::vector<Layer>& inputs, const std::string& nam
   std::shared_ptr<LayerImpl> copy = l.clone();
   copy->inputs = inputs;
   copy->name = unique_name(l.name + "_reuse", name);
-  // state is the same shared object: training either layer updates both
-  if (!inputs.empty() && !l.shape.empty()) {
-    // dynamic leading dims follow the new inputs
-    copy->shape[0] = inputs[0].shape().empty() ? copy->shape[0] : inputs[0].shape()[0];
+  // state is the same shared object: training either layer updates both. The shape follows the
+  // new inputs by the kind's rule (their batch, and spatial sizes or lengths where they differ).
+  std::vector<Shape> in_shapes;
+  for (const Layer& i : inputs) {
+    // a layer reading output k > 0 of a node with several (a Module's) reads that output's shape
+    const size_t k = l.reads_output();
+    if (k == 0 || i.impl()->n_outputs() < 2) {
+      in_shapes.push_back(i.shape());
+      continue;
+    }
+    std::vector<Shape> outer;
+    for (const Layer& j : i.inputs()) outer.push_back(j.shape());
+    in_shapes.push_back(i.node().impl()->output_shapes(outer).at(k));
   }
+  copy->shape = l.output_shapes(in_shapes).at(0);
   return Layer(copy);
 }
 

@@ -15,6 +15,7 @@ namespace loom {
 class Plan;
 struct CompileOptions;
 struct GraphAccess;  // src/graph: the evaluator's access to a graph's internals
+struct Compilation;  // src/graph: the compiler's passes over a plan being built
 
 class Graph {
  public:
@@ -109,6 +110,9 @@ class Plan {
   const Graph& graph() const;
   // The shapes the plan was compiled for, one per input (-1: open at run time).
   const std::vector<Shape>& input_shapes() const;
+  // The compiled shape of each output, from the input shapes by the layer kinds' shape rules
+  // (-1: sized at run time).
+  std::vector<Shape> output_shapes() const;
   // True when some input dimension is open (-1): the plan runs any size there (any batch).
   bool shape_polymorphic() const;
   // Bytes of activations live at once at the plan's peak (graph inputs, every node's outputs
@@ -125,10 +129,10 @@ class Plan {
   std::string dump() const;
 
  private:
+  friend struct Compilation;
   struct Impl;
   static Tensor single(std::vector<Tensor> outs);
-  // run(); with `shapes`, records every step's output shapes (compile-time shape inference)
-  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<std::vector<Shape>>* shapes) const;
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs) const;
   std::shared_ptr<const Impl> impl_;
 };
 

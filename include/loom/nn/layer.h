@@ -10,9 +10,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "loom/core/tensor.h"
+#include "loom/nn/attributes.h"
 #include "loom/nn/mode.h"
 #include "loom/nn/options.h"
 #include "loom/nn/state.h"
@@ -85,6 +87,18 @@ class LayerImpl {
   virtual std::shared_ptr<LayerImpl> clone() const = 0;
   // Everything besides inputs, name and state that rebuilds this layer (sizes, flags).
   virtual Options options() const { return {}; }
+  // The kind's shape rule: its output shape(s) for inputs of these shapes (-1: a size known only
+  // at run time, the batch usually). A layer's shape comes from it when the layer is built, on
+  // reuse_with, and in compile() for given input shapes (nothing is run to learn a shape).
+  // ShapeError when inputs of these shapes cannot be taken. The default, for kinds that declare
+  // no rule (Lambda, a user's kind): the layer's own shape, its leading -1 taking the batch of
+  // the inputs whose leading size is a batch.
+  virtual std::vector<Shape> output_shapes(const std::vector<Shape>& inputs) const;
+  // The kind's attributes struct when it is of type `type` (nn/attributes.h), else nullptr.
+  virtual const void* attributes(const std::type_info& type) const { return nullptr; }
+  // True when `other` is a layer of the same kind with the same options (the compiler merges
+  // such layers on the same inputs and state). The default compares the options' JSON.
+  virtual bool same_options(const LayerImpl& other) const;
   // Called by reuse_with on the clone: checks the new inputs fit the shared state.
   virtual void check_inputs(const std::vector<Layer>& inputs) const;
   // Several outputs (a Module over a graph with several): compute_outputs returns them all and
@@ -127,6 +141,29 @@ class LayerBase : public LayerImpl {
     return std::make_shared<Derived>(static_cast<const Derived&>(*this));
   }
 };
+
+// A kind whose attributes are the struct A (nn/attributes.h): its options(), its factory's
+// reads (read_attributes) and the compiler's equality come from A's one field list, and
+// attributes_of<A>(layer) reads them by type.
+template <typename Derived, typename A>
+class KindBase : public LayerBase<Derived> {
+ public:
+  A attrs;
+  Options options() const override { return write_attributes(attrs); }
+  const void* attributes(const std::type_info& type) const override { return type == typeid(A) ? &attrs : nullptr; }
+  bool same_options(const LayerImpl& other) const override {
+    const void* theirs = other.attributes(typeid(A));
+    return theirs && std::string(this->kind()) == other.kind() && same_attributes(attrs, *static_cast<const A*>(theirs));
+  }
+};
+
+// The attributes of type A of the layer (the layer its first call built, for a layer made
+// without input), or nullptr when it is of another kind or not bound yet.
+template <typename A>
+const A* attributes_of(const Layer& layer) {
+  if (!layer.defined() || !layer.bound()) return nullptr;
+  return static_cast<const A*>(layer.node().impl()->attributes(typeid(A)));
+}
 
 // A unique name "<prefix>_<n>" unless `name` is given.
 std::string unique_name(const std::string& prefix, const std::string& name = "");
