@@ -19,7 +19,24 @@ using nn::Layer;
 using nn::LayerImpl;
 
 std::string label(const Layer& l) { return std::string(l.kind()) + " '" + l.name() + "'"; }
-bool is_kind(const Layer& l, const char* kind) { return std::string(l.kind()) == kind; }
+
+const nn::ConvAttributes* conv2d_of(const Layer& l) {
+  const auto* a = nn::attributes_of<nn::ConvAttributes>(l);
+  return a && a->kernel_size.size() == 2 ? a : nullptr;
+}
+const nn::BatchNormOptions* batch_norm_of(const Layer& l) { return nn::attributes_of<nn::BatchNormOptions>(l); }
+const nn::PoolAttributes* max_pool2d_of(const Layer& l) {
+  const auto* a = nn::attributes_of<nn::PoolAttributes>(l);
+  return a && a->max ? a : nullptr;
+}
+bool is_merge(const Layer& l, nn::MergeMode mode) {
+  const auto* a = nn::attributes_of<nn::MergeAttributes>(l);
+  return a && a->mode == mode;
+}
+bool is_activation(const Layer& l, const nn::ActivationFn& fn) {
+  const auto* a = nn::attributes_of<nn::ActivationAttributes>(l);
+  return a && a->fn.is(fn);
+}
 
 std::string names_of(const std::vector<Layer>& ls) {
   std::string names;
@@ -191,11 +208,11 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs) const {
     Tensor x;
     if (!xs.empty()) {
       x = xs[i];
-    } else if (is_kind(l, "Input")) {
-      x = l.impl()->compute({}, mode);  // its value or default; ValueError naming it otherwise
+    } else if (is_source(l)) {
+      x = l.impl()->compute({}, mode);  // an Input's value or default; ValueError naming it otherwise
     } else {
       throw ValueError("Plan: graph input " + std::to_string(i) + " (" + label(l) +
-                       ") is not an Input layer, so it holds no value to read: pass the input tensors (" + names_of(ins) + ")");
+                       ") is not an Input layer (it has inputs of its own), so it holds no value to read: pass the input tensors (" + names_of(ins) + ")");
     }
     const Shape& want = p.input_shapes[i];
     if (!x.defined() || !shape_matches(want, x.shape()))

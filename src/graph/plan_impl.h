@@ -8,6 +8,11 @@
 
 #include "graph/plan_internal.h"
 #include "loom/graph/graph.h"
+#include "loom/nn/activation.h"
+#include "loom/nn/conv.h"
+#include "loom/nn/merge.h"
+#include "loom/nn/normalization.h"
+#include "loom/nn/pooling.h"
 #include "loom/ops/conv.h"
 #include "ops/fused_elementwise.h"
 
@@ -106,7 +111,18 @@ struct Compilation {
 // "Kind 'name'", as the dump and error messages name a node; "'a', 'b'" for several.
 std::string label(const nn::Layer& l);
 std::string names_of(const std::vector<nn::Layer>& layers);
-bool is_kind(const nn::Layer& l, const char* kind);
+
+// The kinds the passes recognise, by their attribute types (nn/attributes.h), never by a kind's
+// name or an option's key: each gives the layer's attributes, or nullptr for another kind.
+const nn::ConvAttributes* conv2d_of(const nn::Layer& l);
+const nn::BatchNormOptions* batch_norm_of(const nn::Layer& l);
+const nn::PoolAttributes* max_pool2d_of(const nn::Layer& l);
+// True for a merge layer of this mode (Add: MergeMode::Sum).
+bool is_merge(const nn::Layer& l, nn::MergeMode mode);
+// True for an Activation layer computing `fn` (ActivationFn::is: the function, not its name).
+bool is_activation(const nn::Layer& l, const nn::ActivationFn& fn);
+// A layer without inputs of its own (Input, Constant, Param): it hands out a tensor it holds.
+inline bool is_source(const nn::Layer& l) { return l.inputs().empty(); }
 // Bytes of a tensor of this shape, -1 when a dimension is open.
 int64_t bytes_of(const Shape& s, DType dtype);
 // A node's declared output dtypes (several for a Module with several outputs).

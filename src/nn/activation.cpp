@@ -13,12 +13,11 @@ using detail::require_input;
 namespace {
 
 // ---------------------------------------------------------------- Activation
-struct ActivationImpl final : LayerBase<ActivationImpl> {
+struct ActivationImpl final : KindBase<ActivationImpl, ActivationAttributes> {
   bool pure() const override { return true; }
-  ActivationFn fn;
   const char* kind() const override { return "Activation"; }
-  Tensor compute(const std::vector<Tensor>& in, Mode) override { return fn(in[0]); }
-  Options options() const override { return Options().set_string("fn", fn.name); }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override { return attrs.fn(in[0]); }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(0)}; }
 };
 
 }  // namespace
@@ -29,7 +28,7 @@ Activation::Activation(ActivationFn fn, const std::string& name)
 Activation::Activation(const Layer& input, ActivationFn fn, const std::string& name) {
   require_input(input, "Activation");
   auto impl = std::make_shared<ActivationImpl>();
-  impl->fn = std::move(fn);
+  impl->attrs.fn = std::move(fn);
   impl->inputs = {input};
   impl->shape = input.shape();
   impl->dtype = is_floating(input.dtype()) ? input.dtype() : DType::Float32;
@@ -39,7 +38,7 @@ Activation::Activation(const Layer& input, ActivationFn fn, const std::string& n
 
 void detail::register_activation_layers(AddKind add) {
   add("Activation", [](const LayerSpec& s) -> Layer {
-    return Activation(s.input(), activation_by_name(s.options.get_string("fn")), s.name);
+    return Activation(s.input(), read_attributes<ActivationAttributes>(s.options).fn, s.name);
   });
 }
 

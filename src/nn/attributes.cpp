@@ -46,6 +46,6 @@ bool same_field(const std::vector<int64_t>& a, const std::vector<int64_t>& b) { 
 bool same_field(DType a, DType b) { return a == b; }
 bool same_field(const ConvPadding& a, const ConvPadding& b) { return a.mode() == b.mode() && a.values() == b.values(); }
 bool same_field(const Init& a, const Init& b) { return a.kind == b.kind && same_field(a.a, b.a) && same_field(a.b, b.b); }
-bool same_field(const ActivationFn& a, const ActivationFn& b) { return a.name == b.name; }
+bool same_field(const ActivationFn& a, const ActivationFn& b) { return a.is(b); }
 
 }  // namespace loom::nn::detail

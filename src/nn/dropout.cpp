@@ -16,12 +16,10 @@ using detail::require_input;
 namespace {
 
 // ---------------------------------------------------------------- Dropout
-struct DropoutImpl final : LayerBase<DropoutImpl> {
-  double probability = 0.5;
+struct DropoutImpl final : KindBase<DropoutImpl, DropoutAttributes> {
   std::shared_ptr<ParamData> param;  // when the probability is a Param
-  uint64_t seed = 0;
   const char* kind() const override { return "Dropout"; }
-  double p() const { return param ? param->value : probability; }
+  double p() const { return param ? param->value : attrs.probability; }
   Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
     if (mode != Mode::Train) return in[0];
     // the stream position lives in the state (buffer "rng": seed, draws) so that checkpoints
@@ -34,7 +32,13 @@ struct DropoutImpl final : LayerBase<DropoutImpl> {
     s[1] = static_cast<int64_t>(g.counter());
     return y;
   }
-  Options options() const override { return Options().set_float("probability", p()).set_uint("seed", seed); }
+  // saved with the probability of the moment (a Param's current value)
+  Options options() const override {
+    DropoutAttributes now = attrs;
+    now.probability = p();
+    return write_attributes(now);
+  }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(0)}; }
 };
 
 }  // namespace
@@ -49,8 +53,7 @@ Dropout::Dropout(const Layer& input, double probability, uint64_t seed, const st
   if (!(probability >= 0 && probability <= 1))
     throw ValueError("Dropout: probability must be in [0, 1], got " + fmt_double(probability));
   auto impl = std::make_shared<DropoutImpl>();
-  impl->probability = probability;
-  impl->seed = seed;
+  impl->attrs = {probability, seed};
   impl->state->add_buffer("rng", from_vector<int64_t>({static_cast<int64_t>(seed), 0}, {2}));
   impl->inputs = {input};
   impl->shape = input.shape();
@@ -66,7 +69,8 @@ Dropout::Dropout(const Layer& input, const Param& probability, uint64_t seed, co
 
 void detail::register_dropout_layers(AddKind add) {
   add("Dropout", [](const LayerSpec& s) -> Layer {
-    return Dropout(s.input(), s.options.get_float("probability"), s.options.get_uint("seed"), s.name);
+    const auto a = read_attributes<DropoutAttributes>(s.options);
+    return Dropout(s.input(), a.probability, a.seed, s.name);
   });
 }
 

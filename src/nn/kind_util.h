@@ -30,6 +30,22 @@ inline Shape with_units(const Shape& in, int64_t n) {
   return s;
 }
 
+// "Kind 'name'": how a kind's shape rule names its layer in errors.
+inline std::string who(const LayerImpl& l) { return std::string(l.kind()) + " '" + l.name + "'"; }
+
+// The layer's shape by its kind's rule for these inputs; a ShapeError names the inputs too.
+inline Shape shape_by_rule(const LayerImpl& l, const std::vector<Layer>& inputs) {
+  std::vector<Shape> shapes;
+  for (const Layer& i : inputs) shapes.push_back(i.shape());
+  try {
+    return l.output_shapes(shapes).at(0);
+  } catch (const ShapeError& e) {
+    std::string names;
+    for (const Layer& i : inputs) names += (names.empty() ? "'" : ", '") + i.name() + "' " + shape_str(i.shape());
+    throw ShapeError(std::string(e.what()) + " (inputs: " + names + ")");
+  }
+}
+
 inline void require_input(const Layer& l, const char* kind) {
   if (!l.defined()) throw ValueError(std::string(kind) + ": an input layer is undefined");
 }

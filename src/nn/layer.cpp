@@ -128,10 +128,6 @@ void LayerImpl::check_inputs(const std::vector<Layer>& new_inputs) const {
     const Layer& a = inputs[i];
     const Layer& b = new_inputs[i];
     if (!b.defined()) throw ValueError(std::string(kind()) + " '" + name + "': reuse_with got an undefined input");
-    if (a.n_units() != b.n_units() && a.n_units() >= 0 && b.n_units() >= 0)
-      throw ShapeError(std::string(kind()) + " '" + name + "': reuse_with input " + std::to_string(i) + " ('" + b.name() +
-                       "') has " + std::to_string(b.n_units()) + " units but the shared state expects " +
-                       std::to_string(a.n_units()) + " (from '" + a.name() + "')");
     if (a.dtype() != b.dtype())
       throw DTypeError(std::string(kind()) + " '" + name + "': reuse_with input '" + b.name() + "' has dtype " +
                        dtype_name(b.dtype()) + " but '" + a.name() + "' has " + dtype_name(a.dtype()));
@@ -139,6 +135,15 @@ void LayerImpl::check_inputs(const std::vector<Layer>& new_inputs) const {
 }
 
 std::vector<Shape> LayerImpl::output_shapes(const std::vector<Shape>& given) const {
+  // the units (last size) the state was made for, where both are known
+  for (size_t i = 0; i < given.size() && i < inputs.size(); ++i) {
+    const Shape& declared = inputs[i].shape();
+    const int64_t want = declared.empty() ? 1 : declared.back(), got = given[i].empty() ? 1 : given[i].back();
+    if (want >= 0 && got >= 0 && want != got)
+      throw ShapeError(std::string(kind()) + " '" + name + "': input " + std::to_string(i) + " has shape " + shape_str(given[i]) + ", " +
+                       std::to_string(got) + " units, but the layer's state expects " + std::to_string(want) + " (from '" +
+                       inputs[i].name() + "')");
+  }
   Shape out = shape;
   if (out.empty() || out[0] != -1) return {out};
   int64_t batch = -1;
@@ -189,7 +194,13 @@ Layer Layer::reuse_with(const std::vector<Layer>& inputs, const std::string& nam
     for (const Layer& j : i.inputs()) outer.push_back(j.shape());
     in_shapes.push_back(i.node().impl()->output_shapes(outer).at(k));
   }
-  copy->shape = l.output_shapes(in_shapes).at(0);
+  try {
+    copy->shape = l.output_shapes(in_shapes).at(0);
+  } catch (const ShapeError& e) {
+    std::string names;
+    for (const Layer& i : inputs) names += (names.empty() ? "'" : ", '") + i.name() + "' " + shape_str(i.shape());
+    throw ShapeError(std::string(e.what()) + " (reuse_with on " + names + ")");
+  }
   return Layer(copy);
 }
 

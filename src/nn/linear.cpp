@@ -1,6 +1,5 @@
 #include "loom/nn/linear.h"
 
-#include "nn/init_options.h"
 #include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 #include "nn/sparse_internal.h"
@@ -11,33 +10,32 @@
 
 namespace loom::nn {
 
-using detail::kMaxSize;
 using detail::require_input;
 using detail::with_units;
 
 namespace {
 
 // ---------------------------------------------------------------- Linear
-struct LinearImpl final : LayerBase<LinearImpl> {
+struct LinearImpl final : KindBase<LinearImpl, LinearAttributes> {
   bool pure() const override { return true; }
-  int64_t n_units = 0;
-  bool bias = true, transpose_weights = false;
-  Init weight_init, bias_init;
   const char* kind() const override { return "Linear"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     const Tensor& w = state->param("weights");
-    const Tensor wt = transpose_weights ? w.transpose() : w;
-    if (bias && in[0].defined()) return linear(in[0], wt, state->param("bias"));  // the bias added inside the product
+    const Tensor wt = attrs.transpose_weights ? w.transpose() : w;
+    if (attrs.bias && in[0].defined()) return linear(in[0], wt, state->param("bias"));  // the bias added inside the product
     Tensor y = detail::input_matmul(inputs[0], in[0], wt);  // a SparseInput too
-    return bias ? y + state->param("bias") : y;
+    return attrs.bias ? y + state->param("bias") : y;
   }
-  Options options() const override {
-    return Options()
-        .set_int("n_units", n_units)
-        .set_bool("bias", bias)
-        .set_bool("transpose_weights", transpose_weights)
-        .set_object("weight_init", detail::init_options(weight_init))
-        .set_object("bias_init", detail::init_options(bias_init));
+  // (..., in) -> (..., n_units); `in` must be what the weights take
+  std::vector<Shape> output_shapes(const std::vector<Shape>& x) const override {
+    const Tensor& w = state->param("weights");
+    const int64_t in = attrs.transpose_weights ? w.shape()[1] : w.shape()[0];
+    const Shape& s = x.at(0);
+    const int64_t units = s.empty() ? 1 : s.back();
+    if (units >= 0 && units != in)
+      throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(s) + " has " + std::to_string(units) +
+                       " units; its weights take " + std::to_string(in));
+    return {with_units(s, attrs.n_units)};
   }
 };
 
@@ -53,13 +51,8 @@ Linear::Linear(const Layer& input, int64_t n_units, LinearOptions o, const std::
   if (!is_floating(input.dtype()))
     throw DTypeError("Linear: input '" + input.name() + "' has dtype " + dtype_name(input.dtype()) + " (valid: a floating dtype)");
   auto impl = std::make_shared<LinearImpl>();
-  impl->n_units = n_units;
-  impl->bias = o.bias;
-  impl->transpose_weights = o.transpose_weights;
-  impl->weight_init = o.weight_init;
-  impl->bias_init = o.bias_init;
+  impl->attrs = {n_units, o.bias, o.transpose_weights, o.weight_init, o.bias_init};
   impl->inputs = {input};
-  impl->shape = with_units(input.shape(), n_units);
   impl->dtype = input.dtype();
   impl->name = unique_name("linear", name);
   const Shape ws = o.transpose_weights ? Shape{n_units, in} : Shape{in, n_units};
@@ -74,6 +67,7 @@ Linear::Linear(const Layer& input, int64_t n_units, LinearOptions o, const std::
   }
   impl->state->add_param("weights", w);
   if (o.bias) impl->state->add_param("bias", initialize(o.bias_init, {n_units}, input.dtype()).requires_grad_());
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -84,14 +78,13 @@ Linear::Linear(int64_t n_units, LinearOptions o, const std::string& name)
 
 void detail::register_linear_layers(AddKind add) {
   add("Linear", [](const LayerSpec& s) -> Layer {
-    LinearOptions o;
-    o.bias = s.options.get_bool("bias");
-    o.transpose_weights = s.options.get_bool("transpose_weights");
-    o.weight_init = init_from(s.options, "weight_init");
-    o.bias_init = init_from(s.options, "bias_init");
+    const auto a = read_attributes<LinearAttributes>(s.options);
+    std::optional<Tensor> tied;
     for (const auto& [param, t] : s.tied)
-      if (param == "weights") o.shared_weights = t;
-    return Linear(s.input(), s.options.get_int("n_units", 1, kMaxSize), o, s.name);
+      if (param == "weights") tied = t;
+    const LinearOptions o{
+        .bias = a.bias, .weight_init = a.weight_init, .bias_init = a.bias_init, .shared_weights = tied, .transpose_weights = a.transpose_weights};
+    return Linear(s.input(), a.n_units, o, s.name);
   });
 }
 

@@ -21,12 +21,46 @@ namespace {
 
 // ---------------------------------------------------------------- merges
 
-struct MergeImpl final : LayerBase<MergeImpl> {
+// Concat: the inputs' shapes joined along `axis`; otherwise broadcast together (-1, a size known
+// only at run time, matches anything)
+Shape merge_shape(const LayerImpl& l, const std::vector<Shape>& in, MergeMode op, int64_t axis) {
+  if (in.empty()) throw ValueError(detail::who(l) + ": needs at least one input");
+  Shape s = in[0];
+  if (op == MergeMode::Concat) {
+    const int64_t a = normalize_axis(axis, static_cast<int64_t>(s.size()), l.kind());
+    for (size_t i = 1; i < in.size(); ++i) {
+      const Shape& t = in[i];
+      bool ok = t.size() == s.size();
+      for (size_t d = 0; ok && d < s.size(); ++d)
+        if (static_cast<int64_t>(d) != a && t[d] != s[d] && t[d] >= 0 && s[d] >= 0) ok = false;
+      if (!ok)
+        throw ShapeError(detail::who(l) + ": input " + std::to_string(i) + " has shape " + shape_str(t) + " but input 0 has " + shape_str(s) +
+                         " (all axes but " + std::to_string(axis) + " must match)");
+      s[a] = (s[a] < 0 || t[a] < 0) ? -1 : s[a] + t[a];
+    }
+    return s;
+  }
+  for (size_t i = 1; i < in.size(); ++i) {
+    const Shape& t = in[i];
+    const size_t n = std::max(s.size(), t.size());
+    Shape r(n);
+    for (size_t d = 0; d < n; ++d) {
+      const int64_t x = d < n - s.size() ? 1 : s[d - (n - s.size())];
+      const int64_t y = d < n - t.size() ? 1 : t[d - (n - t.size())];
+      if (x != y && x != 1 && y != 1 && x >= 0 && y >= 0)
+        throw ShapeError(detail::who(l) + ": input " + std::to_string(i) + " has shape " + shape_str(t) + " which does not broadcast with " +
+                         shape_str(s) + " (the inputs before it)");
+      r[d] = (x < 0 || y < 0) ? -1 : std::max(x, y);
+    }
+    s = r;
+  }
+  return s;
+}
+
+struct MergeImpl final : KindBase<MergeImpl, MergeAttributes> {
   bool pure() const override { return true; }
-  MergeMode op = MergeMode::Sum;
-  int64_t axis = -1;
   const char* kind() const override {
-    switch (op) {
+    switch (attrs.mode) {
       case MergeMode::Sum: return "Add";
       case MergeMode::Subtract: return "Subtract";
       case MergeMode::Multiply: return "Multiply";
@@ -36,7 +70,8 @@ struct MergeImpl final : LayerBase<MergeImpl> {
     return "?";
   }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    if (op == MergeMode::Concat) return concatenate(in, axis);
+    const MergeMode op = attrs.mode;
+    if (op == MergeMode::Concat) return concatenate(in, attrs.axis);
     Tensor acc = in[0];
     for (size_t i = 1; i < in.size(); ++i) {
       if (op == MergeMode::Subtract) acc = acc - in[i];
@@ -46,56 +81,23 @@ struct MergeImpl final : LayerBase<MergeImpl> {
     if (op == MergeMode::Mean) acc = acc / static_cast<double>(in.size());
     return acc;
   }
-  Options options() const override { return op == MergeMode::Concat ? Options().set_int("axis", axis) : Options(); }
+  // only Concat has an axis to save (the other kinds' files have no options)
+  Options options() const override { return attrs.mode == MergeMode::Concat ? write_attributes(attrs) : Options(); }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {merge_shape(*this, in, attrs.mode, attrs.axis)}; }
 };
-
-Shape merge_shape(const std::vector<Layer>& inputs, MergeMode op, int64_t axis, const char* kind) {
-  if (inputs.empty()) throw ValueError(std::string(kind) + ": needs at least one input layer");
-  for (const Layer& l : inputs) require_input(l, kind);
-  Shape s = inputs[0].shape();
-  if (op == MergeMode::Concat) {
-    const int64_t a = normalize_axis(axis, static_cast<int64_t>(s.size()), kind);
-    for (size_t i = 1; i < inputs.size(); ++i) {
-      const Shape& t = inputs[i].shape();
-      bool ok = t.size() == s.size();
-      for (size_t d = 0; ok && d < s.size(); ++d)
-        if (static_cast<int64_t>(d) != a && t[d] != s[d] && t[d] >= 0 && s[d] >= 0) ok = false;
-      if (!ok)
-        throw ShapeError(std::string(kind) + ": layer '" + inputs[i].name() + "' has shape " + shape_str(t) + " but '" +
-                         inputs[0].name() + "' has " + shape_str(s) + " (all axes but " + std::to_string(axis) + " must match)");
-      s[a] = (s[a] < 0 || t[a] < 0) ? -1 : s[a] + t[a];
-    }
-    return s;
-  }
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    const Shape& t = inputs[i].shape();
-    // broadcast with -1 (dynamic) treated as matching anything
-    const size_t n = std::max(s.size(), t.size());
-    Shape r(n);
-    for (size_t d = 0; d < n; ++d) {
-      const int64_t x = d < n - s.size() ? 1 : s[d - (n - s.size())];
-      const int64_t y = d < n - t.size() ? 1 : t[d - (n - t.size())];
-      if (x != y && x != 1 && y != 1 && x >= 0 && y >= 0)
-        throw ShapeError(std::string(kind) + ": layer '" + inputs[i].name() + "' has shape " + shape_str(t) +
-                         " which does not broadcast with " + shape_str(s) + " (from '" + inputs[0].name() + "')");
-      r[d] = (x < 0 || y < 0) ? -1 : std::max(x, y);
-    }
-    s = r;
-  }
-  return s;
-}
 
 template <typename Handle>
 std::shared_ptr<MergeImpl> make_merge(const std::vector<Layer>& inputs, MergeMode op, int64_t axis, const std::string& name,
                                       const char* kind) {
+  if (inputs.empty()) throw ValueError(std::string(kind) + ": needs at least one input layer");
+  for (const Layer& l : inputs) require_input(l, kind);
   auto impl = std::make_shared<MergeImpl>();
-  impl->op = op;
-  impl->axis = axis;
-  impl->shape = merge_shape(inputs, op, axis, kind);
+  impl->attrs = {op, axis};
   impl->dtype = inputs[0].dtype();
   for (const Layer& l : inputs) impl->dtype = promote_types(impl->dtype, l.dtype());
   impl->inputs = inputs;
   impl->name = unique_name(std::string(kind) == "Add" ? "add" : std::string(kind), name);
+  impl->shape = detail::shape_by_rule(*impl, inputs);
   return impl;
 }
 
@@ -106,6 +108,7 @@ struct ResidualImpl final : LayerBase<ResidualImpl> {
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return (project ? matmul(in[0], state->param("projection")) : in[0]) + in[1];
   }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(1)}; }  // the block's
 };
 
 struct GateImpl final : LayerBase<GateImpl> {
@@ -114,6 +117,7 @@ struct GateImpl final : LayerBase<GateImpl> {
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return in[0] * sigmoid(matmul(in[1], state->param("weights")) + state->param("bias"));
   }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(0)}; }  // the gated input's
 };
 
 }  // namespace
@@ -184,7 +188,7 @@ void detail::register_merge_layers(AddKind add) {
   });
   add("Multiply", [](const LayerSpec& s) -> Layer { return Multiply(s.inputs, s.name); });
   add("Mean", [](const LayerSpec& s) -> Layer { return Mean(s.inputs, s.name); });
-  add("Concat", [](const LayerSpec& s) -> Layer { return Concat(s.inputs, s.options.get_int("axis", -kMaxSize, kMaxSize), s.name); });
+  add("Concat", [](const LayerSpec& s) -> Layer { return Concat(s.inputs, read_attributes<MergeAttributes>(s.options).axis, s.name); });
   add("Residual", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
     return Residual(s.inputs[0], s.inputs[1], s.name);

@@ -8,6 +8,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/normalization.h"
 #include "loom/ops/reduction.h"
+#include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 #include "ops/batch_norm_reduced.h"
 
@@ -52,10 +53,22 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
   return y;
 }
 
-struct BatchNormImpl final : LayerBase<BatchNormImpl> {
-  BatchNormOptions opt;
+// The rule of both: the input's shape, whose channels (batch norm: axis 1; layer norm, `last`:
+// the last axis) must be those the state holds.
+std::vector<Shape> normalized_shape(const LayerImpl& l, const Shape& x, bool last, int64_t channels) {
+  if (x.size() < (last ? 1u : 2u))
+    throw ShapeError(detail::who(l) + ": an input of shape " + shape_str(x) + (last ? " (valid: (..., units))" : " (valid: (batch, channels, ...))"));
+  const int64_t c = last ? x.back() : x[1];
+  if (c >= 0 && c != channels)
+    throw ShapeError(detail::who(l) + ": an input of shape " + shape_str(x) + " has " + std::to_string(c) + (last ? " units" : " channels") +
+                     "; its state holds " + std::to_string(channels));
+  return {x};
+}
+
+struct BatchNormImpl final : KindBase<BatchNormImpl, BatchNormOptions> {
   const char* kind() const override { return "BatchNorm"; }
   Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
+    const BatchNormOptions& opt = attrs;
     Tensor w = opt.affine ? state->param("weight") : Tensor(), b = opt.affine ? state->param("bias") : Tensor();
     const ReplicaGroup* group = replica_group();
     if (opt.sync && mode == Mode::Train && group && group->size() > 1)
@@ -63,19 +76,20 @@ struct BatchNormImpl final : LayerBase<BatchNormImpl> {
     return batch_norm(in[0], state->buffer("running_mean"), state->buffer("running_var"), w, b, mode == Mode::Train,
                       opt.momentum, opt.eps);
   }
-  Options options() const override {
-    return Options().set_float("momentum", opt.momentum).set_float("eps", opt.eps).set_bool("affine", opt.affine).set_bool("sync", opt.sync);
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    return normalized_shape(*this, in.at(0), false, state->buffer("running_mean").shape()[0]);
   }
 };
 
-struct LayerNormImpl final : LayerBase<LayerNormImpl> {
+struct LayerNormImpl final : KindBase<LayerNormImpl, LayerNormAttributes> {
   bool pure() const override { return true; }
-  double eps = 1e-5;
   const char* kind() const override { return "LayerNorm"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    return layer_norm(in[0], {in[0].shape().back()}, state->param("weight"), state->param("bias"), eps);
+    return layer_norm(in[0], {in[0].shape().back()}, state->param("weight"), state->param("bias"), attrs.eps);
   }
-  Options options() const override { return Options().set_float("eps", eps); }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    return normalized_shape(*this, in.at(0), true, state->param("weight").shape()[0]);
+  }
 };
 
 }  // namespace
@@ -92,9 +106,8 @@ BatchNorm::BatchNorm(const Layer& input, BatchNormOptions o, const std::string& 
     throw ShapeError("BatchNorm: input '" + input.name() + "' has shape " + shape_str(input.shape()) + " (valid: (batch, channels, ...))");
   const int64_t c = input.shape()[1];
   auto impl = std::make_shared<BatchNormImpl>();
-  impl->opt = o;
+  impl->attrs = o;
   impl->inputs = {input};
-  impl->shape = input.shape();
   impl->dtype = input.dtype();
   impl->name = unique_name("batch_norm", name);
   if (o.affine) {
@@ -103,6 +116,7 @@ BatchNorm::BatchNorm(const Layer& input, BatchNormOptions o, const std::string& 
   }
   impl->state->add_buffer("running_mean", initialize(Init::zeros(), {c}, input.dtype()));
   impl->state->add_buffer("running_var", initialize(Init::ones(), {c}, input.dtype()));
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -110,7 +124,7 @@ int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync) {
   int64_t n = 0;
   for (const Layer& l : layers)
     if (auto* bn = dynamic_cast<BatchNormImpl*>(l.impl().get())) {
-      bn->opt.sync = sync;
+      bn->attrs.sync = sync;
       ++n;
     }
   return n;
@@ -121,23 +135,21 @@ LayerNorm::LayerNorm(const Layer& input, double eps, const std::string& name) {
   const int64_t n = input.n_units();
   if (n <= 0) throw ShapeError("LayerNorm: input '" + input.name() + "' must have a known last axis, got " + shape_str(input.shape()));
   auto impl = std::make_shared<LayerNormImpl>();
-  impl->eps = eps;
+  impl->attrs.eps = eps;
   impl->inputs = {input};
-  impl->shape = input.shape();
   impl->dtype = input.dtype();
   impl->name = unique_name("layer_norm", name);
   impl->state->add_param("weight", initialize(Init::ones(), {n}, input.dtype()).requires_grad_());
   impl->state->add_param("bias", initialize(Init::zeros(), {n}, input.dtype()).requires_grad_());
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
 void detail::register_normalization_layers(AddKind add) {
-  add("BatchNorm", [](const LayerSpec& s) -> Layer {
-    // "sync" is optional: files written before synchronized batch norm lack it
-    const bool sync = s.options.has("sync") && s.options.get_bool("sync");
-    return BatchNorm(s.input(), {s.options.get_float("momentum"), s.options.get_float("eps"), s.options.get_bool("affine"), sync}, s.name);
+  add("BatchNorm", [](const LayerSpec& s) -> Layer { return BatchNorm(s.input(), read_attributes<BatchNormOptions>(s.options), s.name); });
+  add("LayerNorm", [](const LayerSpec& s) -> Layer {
+    return LayerNorm(s.input(), read_attributes<LayerNormAttributes>(s.options).eps, s.name);
   });
-  add("LayerNorm", [](const LayerSpec& s) -> Layer { return LayerNorm(s.input(), s.options.get_float("eps"), s.name); });
 }
 
 }  // namespace loom::nn

@@ -14,23 +14,35 @@
 namespace loom::nn {
 
 using detail::ints;
-using detail::ints_option;
 using detail::per_axis;
 using detail::require_rank;
 
 namespace {
 
-struct PoolImpl final : LayerBase<PoolImpl> {
+struct PoolImpl final : KindBase<PoolImpl, PoolAttributes> {
   bool pure() const override { return true; }
-  bool max = true;
-  std::vector<int64_t> kernel, stride, padding;
-  bool ceil_mode = false;
-  const char* kind() const override { return max ? "MaxPool2D" : "AvgPool2D"; }
+  const char* kind() const override { return attrs.max ? "MaxPool2D" : "AvgPool2D"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    return max ? max_pool2d(in[0], kernel, stride, padding, 1, ceil_mode) : avg_pool2d(in[0], kernel, stride, padding, ceil_mode);
+    const PoolAttributes& a = attrs;
+    return a.max ? max_pool2d(in[0], a.kernel_size, a.stride, a.padding, 1, a.ceil_mode)
+                 : avg_pool2d(in[0], a.kernel_size, a.stride, a.padding, a.ceil_mode);
   }
-  Options options() const override {
-    return Options().set_ints("kernel_size", kernel).set_ints("stride", stride).set_ints("padding", padding).set_bool("ceil_mode", ceil_mode);
+  // (N, C, H, W) -> (N, C, H', W') by pool_output_size (max_pool2d / avg_pool2d compute the same)
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const PoolAttributes& a = attrs;
+    const Shape& x = in.at(0);
+    if (x.size() != 4) throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " (valid: (batch, channels, height, width))");
+    Shape out{x[0], x[1]};
+    for (size_t i = 0; i < 2; ++i) {
+      if (x[2 + i] < 0) {
+        out.push_back(-1);
+        continue;
+      }
+      const int64_t s = pool_output_size(x[2 + i], a.kernel_size[i], a.stride[i], a.padding[i], 1, a.ceil_mode);
+      if (s <= 0) throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " is smaller than the window");
+      out.push_back(s);
+    }
+    return {out};
   }
 };
 
@@ -38,30 +50,19 @@ std::shared_ptr<PoolImpl> make_pool(bool max, const Layer& input, const IntList&
   const char* kind = max ? "MaxPool2D" : "AvgPool2D";
   require_rank(input, 4, kind, "(batch, channels, height, width)");
   auto impl = std::make_shared<PoolImpl>();
-  impl->max = max;
-  impl->kernel = per_axis(ks, 2, {}, "kernel_size", kind, 1);
-  impl->stride = per_axis(o.stride, 2, impl->kernel, "stride", kind, 1);
-  impl->padding = per_axis(o.padding, 2, {0, 0}, "padding", kind, 0);
+  PoolAttributes& a = impl->attrs;
+  a.max = max;
+  a.kernel_size = per_axis(ks, 2, {}, "kernel_size", kind, 1);
+  a.stride = per_axis(o.stride, 2, a.kernel_size, "stride", kind, 1);
+  a.padding = per_axis(o.padding, 2, {0, 0}, "padding", kind, 0);
   for (size_t i = 0; i < 2; ++i)
-    if (impl->padding[i] > impl->kernel[i] / 2)
-      throw ValueError(std::string(kind) + ": padding " + ints(impl->padding) + " must be at most half of kernel_size " + ints(impl->kernel));
-  impl->ceil_mode = o.ceil_mode;
-  Shape out{input.shape()[0], input.shape()[1]};
-  for (size_t i = 0; i < 2; ++i) {
-    const int64_t in = input.shape()[2 + i];
-    if (in < 0) {
-      out.push_back(-1);
-      continue;
-    }
-    // the ops' rule (max_pool2d / avg_pool2d compute the same)
-    const int64_t s = pool_output_size(in, impl->kernel[i], impl->stride[i], impl->padding[i], 1, o.ceil_mode);
-    if (s <= 0) throw ShapeError(std::string(kind) + ": input '" + input.name() + "' of shape " + shape_str(input.shape()) + " is smaller than the window");
-    out.push_back(s);
-  }
+    if (a.padding[i] > a.kernel_size[i] / 2)
+      throw ValueError(std::string(kind) + ": padding " + ints(a.padding) + " must be at most half of kernel_size " + ints(a.kernel_size));
+  a.ceil_mode = o.ceil_mode;
   impl->inputs = {input};
-  impl->shape = out;
   impl->dtype = input.dtype();
   impl->name = unique_name(max ? "max_pool" : "avg_pool", name);
+  impl->shape = detail::shape_by_rule(*impl, {input});
   return impl;
 }
 
@@ -74,7 +75,14 @@ struct GlobalPoolImpl final : LayerBase<GlobalPoolImpl> {
     for (int64_t a = 2; a < in[0].ndim(); ++a) spatial.push_back(a);
     return max ? loom::max(in[0], spatial) : mean(in[0], spatial);
   }
+  // its attribute is an enum the field list has no type for: written as "max" / "avg" here
   Options options() const override { return Options().set_string("mode", max ? "max" : "avg"); }
+  // (N, C, spatial...) -> (N, C)
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    if (x.size() < 3) throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " (valid: (batch, channels, spatial...))");
+    return {{x[0], x[1]}};
+  }
 };
 
 // ---------------------------------------------------------------- adaptive average pooling
@@ -118,9 +126,9 @@ GlobalPool::GlobalPool(const Layer& input, Mode mode, const std::string& name) {
   auto impl = std::make_shared<GlobalPoolImpl>();
   impl->max = mode == Mode::Max;
   impl->inputs = {input};
-  impl->shape = {input.shape()[0], input.shape()[1]};
   impl->dtype = input.dtype();
   impl->name = unique_name("global_pool", name);
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -172,13 +180,13 @@ AdaptiveAvgPool2D::AdaptiveAvgPool2D(const Layer& input, IntList output_size, co
 namespace {
 
 Layer make_pool_layer(const LayerSpec& s, bool max) {
+  const auto a = read_attributes<PoolAttributes>(s.options);
   PoolOptions o;
-  o.stride = ints_option(s.options, "stride", 1);
-  o.padding = ints_option(s.options, "padding", 0);
-  o.ceil_mode = s.options.get_bool("ceil_mode");
-  const IntList k = ints_option(s.options, "kernel_size", 1);
-  if (max) return MaxPool2D(s.input(), k, o, s.name);
-  return AvgPool2D(s.input(), k, o, s.name);
+  o.stride = a.stride;
+  o.padding = a.padding;
+  o.ceil_mode = a.ceil_mode;
+  if (max) return MaxPool2D(s.input(), a.kernel_size, o, s.name);
+  return AvgPool2D(s.input(), a.kernel_size, o, s.name);
 }
 
 }  // namespace

@@ -6,45 +6,76 @@
 
 namespace loom::nn {
 
-using detail::kMaxSize;
 using detail::require_input;
 
 namespace {
 
-struct ReshapeImpl final : LayerBase<ReshapeImpl> {
+struct ReshapeImpl final : KindBase<ReshapeImpl, ReshapeAttributes> {
   bool pure() const override { return true; }
-  Shape target;  // without the batch axis
   const char* kind() const override { return "Reshape"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     Shape s{in[0].ndim() ? in[0].shape()[0] : 1};
-    s.insert(s.end(), target.begin(), target.end());
+    s.insert(s.end(), attrs.shape.begin(), attrs.shape.end());
     return reshape(in[0], s);
   }
-  Options options() const override { return Options().set_ints("shape", target); }
+  // (batch, sample...) -> (batch, target...); a -1 in the target takes what is left when the
+  // sample's sizes are known, and the element count must match then
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    const std::vector<int64_t>& target = attrs.shape;
+    int64_t known = 1, infer = 0;
+    for (int64_t d : target) {
+      if (d == -1) ++infer;
+      else known = checked_mul(known, d, "Reshape");
+    }
+    int64_t have = 1;
+    bool dynamic = false;
+    for (size_t i = 1; i < x.size(); ++i) {
+      if (x[i] < 0) dynamic = true;
+      else have = checked_mul(have, x[i], "Reshape");
+    }
+    Shape out{x.empty() ? -1 : x[0]};
+    for (int64_t d : target) out.push_back(d == -1 && !dynamic && known > 0 ? have / known : d);
+    if (infer > 1 || (!dynamic && (infer ? have % known != 0 : have != known)))
+      throw ShapeError(detail::who(*this) + ": samples of shape " + shape_str(Shape(x.begin() + std::min<size_t>(1, x.size()), x.end())) +
+                       " cannot be reshaped to " + shape_str(target));
+    return {out};
+  }
 };
 
-struct TransposeImpl final : LayerBase<TransposeImpl> {
+struct TransposeImpl final : KindBase<TransposeImpl, TransposeAttributes> {
   bool pure() const override { return true; }
-  Axes perm;
   const char* kind() const override { return "Transpose"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     Axes p{0};
-    for (int64_t a : perm) p.push_back(a + 1);
+    for (int64_t a : attrs.perm) p.push_back(a + 1);
     return permute(in[0], p);
   }
-  Options options() const override { return Options().set_ints("perm", perm); }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    if (x.size() != attrs.perm.size() + 1)
+      throw ShapeError(detail::who(*this) + ": perm " + shape_str(attrs.perm) + " cannot permute the non-batch axes of an input of shape " + shape_str(x));
+    Shape out{x[0]};
+    for (int64_t a : attrs.perm) out.push_back(x[a + 1]);
+    return {out};
+  }
 };
 
-struct FlipImpl final : LayerBase<FlipImpl> {
+struct FlipImpl final : KindBase<FlipImpl, FlipAttributes> {
   bool pure() const override { return true; }
-  Axes axes;  // after the batch axis
   const char* kind() const override { return "Flip"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     Axes a;
-    for (int64_t x : axes) a.push_back(x + 1);
+    for (int64_t x : attrs.axes) a.push_back(x + 1);
     return flip(in[0], a);
   }
-  Options options() const override { return Options().set_ints("axes", axes); }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    for (int64_t a : attrs.axes)
+      if (a + 1 >= static_cast<int64_t>(x.size()))
+        throw ShapeError(detail::who(*this) + ": axes " + shape_str(attrs.axes) + " reach past an input of shape " + shape_str(x));
+    return {x};
+  }
 };
 
 }  // namespace
@@ -52,28 +83,11 @@ struct FlipImpl final : LayerBase<FlipImpl> {
 Reshape::Reshape(const Layer& input, const Shape& shape, const std::string& name) {
   require_input(input, "Reshape");
   auto impl = std::make_shared<ReshapeImpl>();
-  impl->target = shape;
-  // the per-sample element count must match when known
-  int64_t known = 1, infer = 0;
-  for (int64_t d : shape) {
-    if (d == -1) ++infer;
-    else known = checked_mul(known, d, "Reshape");
-  }
-  int64_t have = 1;
-  bool dynamic = false;
-  for (size_t i = 1; i < input.shape().size(); ++i) {
-    if (input.shape()[i] < 0) dynamic = true;
-    else have = checked_mul(have, input.shape()[i], "Reshape");
-  }
-  Shape out{input.shape().empty() ? -1 : input.shape()[0]};
-  for (int64_t d : shape) out.push_back(d == -1 && !dynamic && known > 0 ? have / known : d);
-  if (infer > 1 || (!dynamic && (infer ? have % known != 0 : have != known)))
-    throw ShapeError("Reshape: samples of shape " + shape_str(Shape(input.shape().begin() + std::min<size_t>(1, input.shape().size()), input.shape().end())) +
-                     " from '" + input.name() + "' cannot be reshaped to " + shape_str(shape));
+  impl->attrs.shape = shape;
   impl->inputs = {input};
-  impl->shape = out;
   impl->dtype = input.dtype();
   impl->name = unique_name("reshape", name);
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -92,17 +106,15 @@ Transpose::Transpose(const Layer& input, const Axes& perm, const std::string& na
     throw ValueError("Transpose: perm " + shape_str(perm) + " must permute the " + std::to_string(rank) + " non-batch axes of '" +
                      input.name() + "' " + shape_str(input.shape()));
   auto impl = std::make_shared<TransposeImpl>();
-  Shape out{input.shape()[0]};
   for (int64_t a : perm) {
     if (a < 0 || a >= rank || seen[a]) throw ValueError("Transpose: perm " + shape_str(perm) + " is not a permutation of 0.." + std::to_string(rank - 1));
     seen[a] = true;
-    out.push_back(input.shape()[a + 1]);
   }
-  impl->perm = perm;
+  impl->attrs.perm = perm;
   impl->inputs = {input};
-  impl->shape = out;
   impl->dtype = input.dtype();
   impl->name = unique_name("transpose", name);
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -120,19 +132,18 @@ Flip::Flip(const Layer& input, const Axes& axes, const std::string& name) {
     seen[a] = true;
   }
   auto impl = std::make_shared<FlipImpl>();
-  impl->axes = axes;
+  impl->attrs.axes = axes;
   impl->inputs = {input};
-  impl->shape = input.shape();
   impl->dtype = input.dtype();
   impl->name = unique_name("flip", name);
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
 void detail::register_shape_layers(AddKind add) {
-  add("Reshape", [](const LayerSpec& s) -> Layer { return Reshape(s.input(), s.options.get_ints("shape", -1, kMaxSize), s.name); });
-  add("Transpose",
-      [](const LayerSpec& s) -> Layer { return Transpose(s.input(), s.options.get_ints("perm", -kMaxSize, kMaxSize), s.name); });
-  add("Flip", [](const LayerSpec& s) -> Layer { return Flip(s.input(), s.options.get_ints("axes", -kMaxSize, kMaxSize), s.name); });
+  add("Reshape", [](const LayerSpec& s) -> Layer { return Reshape(s.input(), read_attributes<ReshapeAttributes>(s.options).shape, s.name); });
+  add("Transpose", [](const LayerSpec& s) -> Layer { return Transpose(s.input(), read_attributes<TransposeAttributes>(s.options).perm, s.name); });
+  add("Flip", [](const LayerSpec& s) -> Layer { return Flip(s.input(), read_attributes<FlipAttributes>(s.options).axes, s.name); });
 }
 
 }  // namespace loom::nn

@@ -52,9 +52,15 @@ TEST(LayerContracts, ReuseWithTakesTheNewInputsSpatialSizes) {
   // what the rule says is what running gives
   large.set_value(uniform({2, 3, 40, 24}));
   EXPECT_EQ(up2().shape(), (Shape{2, 2, 18, 10}));
-  // a Module reused on another size: its inner graph by the inner kinds' rules
-  nn::Module block({small}, up, "block");
+  // a Module reused on another size: its inner graph by the inner kinds' rules (its input
+  // declares open sizes; one declared 16 x 16 would refuse 40 x 24, naming itself)
+  nn::Input any(Shape{-1, 3, -1, -1}, Float32, "any");
+  const nn::Layer inner = up.reuse_with(pool.reuse_with(conv.reuse_with(any)));
+  EXPECT_EQ(inner.shape(), (Shape{-1, 2, -1, -1}));
+  nn::Module block({any}, inner, "block");
   EXPECT_EQ(block.reuse_with(large).shape(), (Shape{-1, 2, 18, 10}));
+  nn::Module fixed({small}, up, "fixed");
+  EXPECT_THROW(fixed.reuse_with(large), ShapeError);
   // inputs its state cannot take are refused by the rule, naming the layer
   nn::Input tiny(Shape{-1, 3, 2, 2}, Float32, "tiny");
   try {

@@ -3,6 +3,7 @@
 #include <functional>
 #include <string>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
@@ -11,10 +12,22 @@ struct ActivationFn {
   std::string name;
   std::function<Tensor(const Tensor&)> fn;
   Tensor operator()(const Tensor& x) const { return fn(x); }
+  // The same function as `other` (a copy of it): the same name and the same callable's type, so
+  // an activation named "relu" that computes something else is not relu.
+  bool is(const ActivationFn& other) const { return name == other.name && fn.target_type() == other.fn.target_type(); }
 };
 extern const ActivationFn identity, relu, tanh, sigmoid, gelu, elu, leaky_relu, softplus, softmax, log_softmax;
 // The named activation; throws ValueError listing the known names.
 const ActivationFn& activation_by_name(const std::string& name);
+
+// What an Activation layer is besides its input (nn/attributes.h).
+struct ActivationAttributes {
+  ActivationFn fn;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("fn", fn);
+  }
+};
 
 class Activation : public Layer {
  public:

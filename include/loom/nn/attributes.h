@@ -80,7 +80,7 @@ bool same_field(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 bool same_field(DType a, DType b);
 bool same_field(const ConvPadding& a, const ConvPadding& b);
 bool same_field(const Init& a, const Init& b);
-bool same_field(const ActivationFn& a, const ActivationFn& b);  // by name
+bool same_field(const ActivationFn& a, const ActivationFn& b);  // the same function (ActivationFn::is)
 
 // Visits a const struct's fields: `fields` is one member template for reading and writing, and
 // the visitors given here only read.

@@ -3,6 +3,7 @@
 // PyTorch's weight layouts so parameter counts and results compare one to one.
 #include <string>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
 #include "loom/ops/conv.h"
@@ -17,6 +18,26 @@ struct ConvOptions {
   bool bias = true;
   Init weight_init = Init::he_uniform();
   Init bias_init = Init::zeros();
+};
+
+// What a Conv1D or Conv2D layer is besides its inputs and state (nn/attributes.h): one kernel
+// size per spatial axis (1 for Conv1D, 2 for Conv2D), per-axis stride and dilation.
+struct ConvAttributes {
+  int64_t filters = 0;
+  std::vector<int64_t> kernel_size, stride, dilation;
+  ConvPadding padding = 0;
+  int64_t groups = 1;
+  bool bias = true;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("filters", filters, Field::sizes(1));
+    visit("kernel_size", kernel_size, Field::sizes(1));
+    visit("stride", stride, Field::sizes(1));
+    visit("padding", padding, Field::sizes(0));
+    visit("dilation", dilation, Field::sizes(1));
+    visit("groups", groups, Field::sizes(1));
+    visit("bias", bias);
+  }
 };
 
 // (N, C_in, L) -> (N, filters, L'); weight (filters, C_in / groups, k)
@@ -41,6 +62,24 @@ struct ConvTransposeOptions {
   int64_t groups = 1;
   bool bias = true;
   Init weight_init = Init::he_uniform();
+};
+
+// What a Conv2DTranspose layer is besides its inputs and state.
+struct ConvTransposeAttributes {
+  int64_t filters = 0, groups = 1;
+  std::vector<int64_t> kernel_size, stride, padding, output_padding, dilation;
+  bool bias = true;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("filters", filters, Field::sizes(1));
+    visit("kernel_size", kernel_size, Field::sizes(1));
+    visit("stride", stride, Field::sizes(1));
+    visit("padding", padding, Field::sizes(0));
+    visit("output_padding", output_padding, Field::sizes(0));
+    visit("dilation", dilation, Field::sizes(1));
+    visit("groups", groups, Field::sizes(1));
+    visit("bias", bias);
+  }
 };
 
 // weight (C_in, filters / groups, kH, kW), as torch.nn.ConvTranspose2d

@@ -4,9 +4,22 @@
 #include <string>
 
 #include "loom/nn/input.h"
+#include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
+
+// What a Dropout layer is besides its input (nn/attributes.h). With a Param as the probability,
+// `probability` is its value when the layer was made; the layer saves the current one.
+struct DropoutAttributes {
+  double probability = 0.5;
+  uint64_t seed = 0;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("probability", probability);
+    visit("seed", seed);
+  }
+};
 
 class Dropout : public Layer {
  public:

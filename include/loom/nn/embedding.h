@@ -2,10 +2,22 @@
 // Layers that encode integer ids: OneHot and Lookup (Embedding) with its options.
 #include <string>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
+
+// What a OneHot layer is besides its input (nn/attributes.h).
+struct OneHotAttributes {
+  int64_t n_classes = 0;
+  DType dtype = Float32;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("n_classes", n_classes, Field::sizes(1));
+    visit("dtype", dtype);
+  }
+};
 
 // Integer ids (any shape) -> one-hot float vectors with n_classes units.
 class OneHot : public Layer {
@@ -16,6 +28,19 @@ class OneHot : public Layer {
 struct LookupOptions {
   int64_t padding_id = -1;  // this id maps to zeros and its row gets no gradient; -1 for none
   Init init = Init::normal(0, 0.05);
+};
+
+// What a Lookup layer is besides its input and state (nn/attributes.h).
+struct LookupAttributes {
+  int64_t vocab_size = 0, n_units = 0, padding_id = -1;
+  Init init = Init::normal(0, 0.05);
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("vocab_size", vocab_size, Field::sizes(1));
+    visit("n_units", n_units, Field::sizes(1));
+    visit("padding_id", padding_id, Field::range(-1, Field::kMaxSize));
+    visit("init", init);
+  }
 };
 
 // Embedding lookup: integer ids of any shape -> (..., n_units) rows of a (vocab_size, n_units)

@@ -99,7 +99,8 @@ class LayerImpl {
   // True when `other` is a layer of the same kind with the same options (the compiler merges
   // such layers on the same inputs and state). The default compares the options' JSON.
   virtual bool same_options(const LayerImpl& other) const;
-  // Called by reuse_with on the clone: checks the new inputs fit the shared state.
+  // Called by reuse_with: checks the count, definedness and dtypes of the new inputs (their
+  // shapes are the shape rule's to check).
   virtual void check_inputs(const std::vector<Layer>& inputs) const;
   // Several outputs (a Module over a graph with several): compute_outputs returns them all and
   // compute the first; a ModuleOutput layer reads output reads_output() of its one input.

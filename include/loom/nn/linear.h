@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
 
@@ -16,6 +17,22 @@ struct LinearOptions {
   // read as (n_units, in) and transposed.
   std::optional<Tensor> shared_weights;
   bool transpose_weights = false;
+};
+
+// What a Linear layer is besides its input and state (nn/attributes.h).
+struct LinearAttributes {
+  int64_t n_units = 0;
+  bool bias = true, transpose_weights = false;
+  Init weight_init = Init::glorot_uniform();
+  Init bias_init = Init::zeros();
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("n_units", n_units, Field::sizes(1));
+    visit("bias", bias);
+    visit("transpose_weights", transpose_weights);
+    visit("weight_init", weight_init);
+    visit("bias_init", bias_init);
+  }
 };
 
 class Linear : public Layer {

@@ -5,12 +5,24 @@
 #include <string>
 #include <vector>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
 
 // How Merge combines its inputs (TensorGraph's merge modes).
 enum class MergeMode : uint8_t { Sum, Subtract, Multiply, Mean, Concat };
+
+// What a merge layer (Add, Subtract, Multiply, Mean, Concat) is besides its inputs
+// (nn/attributes.h): the mode is the kind, so only Concat's axis is a saved field.
+struct MergeAttributes {
+  MergeMode mode = MergeMode::Sum;
+  int64_t axis = -1;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("axis", axis, Field::range(-Field::kMaxSize, Field::kMaxSize));
+  }
+};
 
 // Combines several layers with a merge mode; Concat joins them along `axis`.
 class Merge : public Layer {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
@@ -15,6 +16,23 @@ struct BatchNormOptions {
   // Synchronized: in Train mode the batch statistics are those of the whole batch across the
   // data-parallel replicas (nn/replicas.h, installed by loom::dist), not of this process's part.
   bool sync = false;
+  // the layer's attributes (nn/attributes.h)
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("momentum", momentum);
+    visit("eps", eps);
+    visit("affine", affine);
+    visit("sync", sync, Field::may_be_absent());  // files written before synchronized batch norm lack it
+  }
+};
+
+// What a LayerNorm layer is besides its input and state.
+struct LayerNormAttributes {
+  double eps = 1e-5;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("eps", eps);
+  }
 };
 
 // Normalizes over axis 1 with batch statistics in Train mode (updating the running averages)

@@ -3,6 +3,7 @@
 // average pooling (AdaptiveAvgPool2D, adaptive_avg_pool2d, adaptive_avg_pool_matrix).
 #include <string>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 #include "loom/ops/conv.h"  // IntList
 
@@ -12,6 +13,20 @@ struct PoolOptions {
   IntList stride = {};  // default: the kernel size
   IntList padding = 0;
   bool ceil_mode = false;
+};
+
+// What a MaxPool2D or AvgPool2D layer is besides its input (nn/attributes.h): per-axis sizes.
+struct PoolAttributes {
+  bool max = true;  // MaxPool2D or AvgPool2D: the kind says which, so it is not a saved field
+  std::vector<int64_t> kernel_size, stride, padding;
+  bool ceil_mode = false;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("kernel_size", kernel_size, Field::sizes(1));
+    visit("stride", stride, Field::sizes(1));
+    visit("padding", padding, Field::sizes(0));
+    visit("ceil_mode", ceil_mode);
+  }
 };
 
 class MaxPool2D : public Layer {

@@ -1,10 +1,37 @@
 #pragma once
 // Layers that rearrange their input: Reshape, Flatten, Transpose, Flip.
 #include <string>
+#include <vector>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
+
+// The attributes of Reshape (the target shape without the batch axis, one -1 allowed),
+// Transpose (a permutation of the axes after the batch axis, from 0) and Flip (axes after the
+// batch axis, from 0) (nn/attributes.h).
+struct ReshapeAttributes {
+  std::vector<int64_t> shape;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("shape", shape, Field::range(-1, Field::kMaxSize));
+  }
+};
+struct TransposeAttributes {
+  std::vector<int64_t> perm;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("perm", perm, Field::range(-Field::kMaxSize, Field::kMaxSize));
+  }
+};
+struct FlipAttributes {
+  std::vector<int64_t> axes;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("axes", axes, Field::range(-Field::kMaxSize, Field::kMaxSize));
+  }
+};
 
 // Reshapes each sample: `shape` excludes the batch axis (one -1 allowed).
 class Reshape : public Layer {

@@ -33,15 +33,13 @@ void keep_blocked_layouts(Compilation& c) {
   for (Compilation::Step& s : p->steps) {
     const Layer& l = nodes[s.node];
     const size_t k = s.node;
-    if (!is_kind(l, "MaxPool2D") || l.dtype() != DType::Float32 || s.args.size() != 1 || is_out[k] || readers[k] == 0 ||
-        capable[k] != readers[k])
-      continue;
-    const nn::Options o = l.options();
+    const nn::PoolAttributes* pool = max_pool2d_of(l);
+    if (!pool || l.dtype() != DType::Float32 || s.args.size() != 1 || is_out[k] || readers[k] == 0 || capable[k] != readers[k]) continue;
     s.pool_blocked = true;
-    s.pool_kernel = o.get_ints("kernel_size");
-    s.pool_stride = o.get_ints("stride");
-    s.pool_padding = o.get_ints("padding");
-    s.pool_ceil = o.get_bool("ceil_mode");
+    s.pool_kernel = pool->kernel_size;
+    s.pool_stride = pool->stride;
+    s.pool_padding = pool->padding;
+    s.pool_ceil = pool->ceil_mode;
     ++capable[s.args[0]];
     by[s.args[0]] += (by[s.args[0]].empty() ? "" : ", ") + label(l);
     c.note("block  " + label(l) + " pools in the convolutions' blocked layout (read only by fused " + by[k] + ")");

@@ -9,19 +9,17 @@ using nn::Layer;
 
 namespace {
 
-// What the fused convolution needs from the group's layers' options, read once here.
-std::shared_ptr<const FusedGeometry> fused_geometry(const Layer& conv, const Layer* bn) {
-  const nn::Options o = conv.options();
+// What the fused convolution needs from the group's layers' attributes, read once here.
+std::shared_ptr<const FusedGeometry> fused_geometry(const nn::ConvAttributes& conv, const nn::BatchNormOptions* bn) {
   auto g = std::make_shared<FusedGeometry>();
-  g->stride = o.get_ints("stride");
-  g->dilation = o.get_ints("dilation");
-  g->padding = o.is_string("padding") ? ConvPadding(o.get_string("padding")) : ConvPadding(o.get_ints("padding"));
-  g->groups = o.get_int("groups");
-  g->conv_bias = o.get_bool("bias");
+  g->stride = conv.stride;
+  g->dilation = conv.dilation;
+  g->padding = conv.padding;
+  g->groups = conv.groups;
+  g->conv_bias = conv.bias;
   if (bn) {
-    const nn::Options bo = bn->options();
-    g->bn_affine = bo.get_bool("affine");
-    g->bn_eps = bo.get_float("eps");
+    g->bn_affine = bn->affine;
+    g->bn_eps = bn->eps;
   }
   return g;
 }
@@ -47,21 +45,20 @@ void fuse_conv_epilogues(Compilation& c) {
   for (size_t i = 0; i < p->steps.size(); ++i) {
     Compilation::Step& conv = p->steps[i];
     const Layer& cl = nodes[conv.node];
-    if (conv.fused_away || !is_kind(cl, "Conv2D") || conv.args.size() != 1 || cl.dtype() != DType::Float32 ||
-        c.pick(conv.node) != 0)
-      continue;
+    const nn::ConvAttributes* conv_attrs = conv2d_of(cl);
+    if (conv.fused_away || !conv_attrs || conv.args.size() != 1 || cl.dtype() != DType::Float32 || c.pick(conv.node) != 0) continue;
     size_t end = conv.node, bn = SIZE_MAX, residual = SIZE_MAX;
     bool relu = false;
     std::vector<size_t> members;
     std::string text = label(cl);
     const Compilation::Step* next = sole_reader(end);
-    if (next && is_kind(nodes[next->node], "BatchNorm") && next->args.size() == 1) {
+    if (next && batch_norm_of(nodes[next->node]) && next->args.size() == 1) {
       bn = end = next->node;
       members.push_back(bn);
       text += " + " + label(nodes[bn]);
       next = sole_reader(end);
     }
-    if (next && is_kind(nodes[next->node], "Add") && next->args.size() == 2) {
+    if (next && is_merge(nodes[next->node], nn::MergeMode::Sum) && next->args.size() == 2) {
       const size_t other = next->args[0] == end ? next->args[1] : next->args[0];
       const bool before = step_of[other] == SIZE_MAX || step_of[other] < i;
       if (other != end && before && p->shapes[other] == p->shapes[end] && nodes[other].dtype() == DType::Float32) {
@@ -72,7 +69,7 @@ void fuse_conv_epilogues(Compilation& c) {
         next = sole_reader(end);
       }
     }
-    if (next && is_kind(nodes[next->node], "Activation") && nodes[next->node].options().get_string("fn") == "relu") {
+    if (next && is_activation(nodes[next->node], nn::relu)) {
       relu = true;
       end = next->node;
       members.push_back(end);
@@ -83,7 +80,7 @@ void fuse_conv_epilogues(Compilation& c) {
     conv.bn = bn;
     conv.residual = residual;
     conv.relu = relu;
-    conv.geometry = fused_geometry(cl, bn == SIZE_MAX ? nullptr : &nodes[bn]);
+    conv.geometry = fused_geometry(*conv_attrs, bn == SIZE_MAX ? nullptr : batch_norm_of(nodes[bn]));
     for (size_t m : members) p->steps[step_of[m]].fused_away = true;
     c.note("fuse   " + text + " (Eval mode: one convolution, batch norm folded, post-ops)");
   }

@@ -32,14 +32,13 @@ void fuse_elementwise_chains(Compilation& c) {
       for (size_t d = 0; d < sa.size(); ++d)
         if (sa[d] >= 0 && shape[d] >= 0 && sa[d] != shape[d]) return false;
     }
-    if (s.args.size() == 2 && is_kind(l, "Add")) return op = Op::Add, true;
-    if (s.args.size() == 2 && is_kind(l, "Subtract")) return op = Op::Sub, true;
-    if (s.args.size() == 2 && is_kind(l, "Multiply")) return op = Op::Mul, true;
-    if (s.args.size() != 1 || !is_kind(l, "Activation")) return false;
-    const std::string fn = l.options().get_string("fn");
-    if (fn == "relu") return op = Op::Relu, true;
-    if (fn == "sigmoid") return op = Op::Sigmoid, true;
-    if (fn == "tanh") return op = Op::Tanh, true;
+    if (s.args.size() == 2 && is_merge(l, nn::MergeMode::Sum)) return op = Op::Add, true;
+    if (s.args.size() == 2 && is_merge(l, nn::MergeMode::Subtract)) return op = Op::Sub, true;
+    if (s.args.size() == 2 && is_merge(l, nn::MergeMode::Multiply)) return op = Op::Mul, true;
+    if (s.args.size() != 1) return false;
+    if (is_activation(l, nn::relu)) return op = Op::Relu, true;
+    if (is_activation(l, nn::sigmoid)) return op = Op::Sigmoid, true;
+    if (is_activation(l, nn::tanh)) return op = Op::Tanh, true;
     return false;
   };
   // the step reading slot k when it is read once, is no output, and that step can join a chain

@@ -21,7 +21,8 @@ void fold_constants(Compilation& c) {
     if (is_input[k]) continue;
     const Layer& l = nodes[k];
     if (args[k].empty()) {
-      if (is_kind(l, "Constant") && state_free(l)) {
+      // a Constant: a pure source (an Input or a Param changes between runs)
+      if (is_source(l) && l.impl()->pure() && state_free(l)) {
         Tensor v = l.impl()->compute({}, nn::Mode::Eval);
         if (!v.requires_grad()) constant[k] = true, const_value[k] = {v};
       }

@@ -33,7 +33,7 @@ void measure_peak_memory(Compilation& c) {
   for (const Compilation::Step& s : p->steps) {
     // a Constant or a free Input hands out the tensor it holds: nothing new is allocated
     // (nor does a step done by its elementwise chain, which writes only the chain's output)
-    const bool holds = is_kind(nodes[s.node], "Constant") || is_kind(nodes[s.node], "Input") || s.chained_away;
+    const bool holds = is_source(nodes[s.node]) || s.chained_away;
     const int64_t out = holds ? 0 : bytes(s.node);
     int64_t during = out;
     if (const Graph* inner = nn::module_graph(nodes[s.node]); inner && known) {
@@ -49,7 +49,7 @@ void measure_peak_memory(Compilation& c) {
     if (live_bytes + during > peak) peak = live_bytes + during, p->peak_at = "step " + label(nodes[s.node]);
     live_bytes += out;
     for (size_t f : s.frees)
-      if (!is_input_slot[f] && !is_kind(nodes[f], "Constant") && !is_kind(nodes[f], "Input")) live_bytes -= bytes(f);
+      if (!is_input_slot[f] && !is_source(nodes[f])) live_bytes -= bytes(f);
   }
   p->peak = known ? peak : -1;
 }
