@@ -299,8 +299,7 @@ std::string Plan::dump() const {
                            : "shapes: specialized to the compiled input shapes (checked per step)\n";
   t += "passes:\n";
   for (const Impl::PassRecord& r : p.passes) {
-    const size_t k = r.changes.size();
-    t += "  pass " + r.name + ": " + (!r.ran ? std::string("off") : k == 0 ? std::string("no change") : std::to_string(k) + (k == 1 ? " change" : " changes")) + "\n";
+    t += "  pass " + r.name + ":" + (!r.ran ? " off" : r.changes.empty() ? " nothing changed" : "") + "\n";
     for (const std::string& s : r.changes) t += "    " + s + "\n";
   }
   auto shapes_of = [&](size_t k) {

@@ -78,6 +78,7 @@ TEST(PlanCompiler, EveryZooModelMatchesTheReferenceBitwise) {
     EXPECT_TRUE(array_equal(m.output(), want)) << m.name << ": Layer::operator()()";
     EXPECT_TRUE(array_equal(m.output(), want)) << m.name << ": the cached plan, again";
     EXPECT_GT(fixed.peak_bytes(), 0) << m.name;
+    EXPECT_EQ(fixed.output_shapes().at(0), want.shape()) << m.name << ": the shape rules agree with the run";
     EXPECT_TRUE(plan.shape_polymorphic()) << m.name;
     EXPECT_FALSE(fixed.shape_polymorphic()) << m.name;
     m.input(0).clear();

@@ -52,6 +52,8 @@ void measure_peak_memory(Compilation& c) {
       if (!is_input_slot[f] && !is_source(nodes[f])) live_bytes -= bytes(f);
   }
   p->peak = known ? peak : -1;
+  c.note(known ? "peak   " + std::to_string(peak) + " bytes of live activations, at " + p->peak_at
+               : std::string("peak   unknown: some shape is open"));
 }
 
 }  // namespace loom

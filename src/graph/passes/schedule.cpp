@@ -43,6 +43,7 @@ void schedule_steps(Compilation& c) {
     c.step_of[p->steps[i].node] = i;
     for (size_t a : p->steps[i].args) ++c.readers[a];
   }
+  c.note("schedule " + std::to_string(p->steps.size()) + " step(s) in graph order, each value freed after its last reader");
 }
 
 }  // namespace loom
