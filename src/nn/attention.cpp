@@ -64,27 +64,58 @@ void check_units(const Layer& l, int64_t e, int64_t heads, const char* kind) {
     throw ValueError(std::string(kind) + ": " + std::to_string(e) + " units do not split into " + std::to_string(heads) + " heads");
 }
 
-struct MHAImpl final : LayerBase<MHAImpl> {
-  int64_t heads = 1;
-  AttentionOptions opt;
+// "Kind 'name'": how a shape rule names its layer in errors.
+std::string who(const LayerImpl& l) { return std::string(l.kind()) + " '" + l.name + "'"; }
+
+// One size two inputs must share (a batch, a key length): the known one, -1 when neither knows it.
+int64_t same_size(int64_t a, int64_t b, const char* what, const LayerImpl& l, const Shape& sa, const Shape& sb) {
+  if (a >= 0 && b >= 0 && a != b)
+    throw ShapeError(who(l) + ": inputs of shapes " + shape_str(sa) + " and " + shape_str(sb) + " have different " + what);
+  return a >= 0 ? a : b;
+}
+
+// An attention input: (batch, length, e).
+void check_sequence(const Shape& x, int64_t e, const LayerImpl& l) {
+  if (x.size() != 3) throw ShapeError(who(l) + ": an input of shape " + shape_str(x) + " (valid: (batch, length, units))");
+  if (x[2] >= 0 && x[2] != e)
+    throw ShapeError(who(l) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x[2]) + " units; its weights take " +
+                     std::to_string(e));
+}
+
+// A padding mask (batch, key length) against the batch and key length; returns the batch.
+int64_t check_mask(const Shape& mask, int64_t batch, int64_t length, const Shape& key, const LayerImpl& l) {
+  if (mask.size() != 2)
+    throw ShapeError(who(l) + ": a padding mask of shape " + shape_str(mask) + " (valid: (batch, key length))");
+  same_size(mask[1], length, "key lengths", l, mask, key);
+  return same_size(mask[0], batch, "batch sizes", l, mask, key);
+}
+
+struct MHAImpl final : KindBase<MHAImpl, AttentionAttributes> {
   bool has_mask = false;
   const char* kind() const override { return "MultiHeadAttention"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    return attend(*state, in[0], in[1], in[2], heads, opt.causal, has_mask ? in[3] : Tensor());
+    return attend(*state, in[0], in[1], in[2], attrs.n_heads, attrs.causal, has_mask ? in[3] : Tensor());
   }
-  Options options() const override { return Options().set_int("n_heads", heads).set_bool("causal", opt.causal).set_bool("bias", opt.bias); }
+  // query (N, L, E), key and value (N, S, E) [, mask (N, S)] -> (N, L, E)
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const int64_t e = state->param("q_weight").shape()[0];
+    const Shape &q = in.at(0), &k = in.at(1), &v = in.at(2);
+    for (const Shape* x : {&q, &k, &v}) check_sequence(*x, e, *this);
+    int64_t batch = same_size(same_size(q[0], k[0], "batch sizes", *this, q, k), v[0], "batch sizes", *this, k, v);
+    const int64_t length = same_size(k[1], v[1], "key lengths", *this, k, v);
+    if (has_mask) batch = check_mask(in.at(3), batch, length, k, *this);
+    return {Shape{batch, q[1], e}};
+  }
 };
 
-struct EncoderImpl final : LayerBase<EncoderImpl> {
-  int64_t heads = 1;
-  TransformerOptions opt;
+struct EncoderImpl final : KindBase<EncoderImpl, TransformerEncoderAttributes> {
   bool has_mask = false;
   std::shared_ptr<Generator> gen = std::make_shared<Generator>(0);
   const char* kind() const override { return "TransformerEncoderLayer"; }
-  Tensor drop(const Tensor& x, Mode mode) const { return dropout(x, opt.dropout, mode == Mode::Train, gen.get()); }
+  Tensor drop(const Tensor& x, Mode mode) const { return dropout(x, attrs.dropout, mode == Mode::Train, gen.get()); }
   Tensor norm(const Tensor& x, const char* which) const {
     const State& n = *child(which);
-    return layer_norm(x, {x.shape().back()}, n.param("weight"), n.param("bias"), opt.eps);
+    return layer_norm(x, {x.shape().back()}, n.param("weight"), n.param("bias"), attrs.eps);
   }
   const State* child(const std::string& name) const {
     for (const auto& [k, c] : state->children())
@@ -93,30 +124,29 @@ struct EncoderImpl final : LayerBase<EncoderImpl> {
   }
   Tensor feed_forward(const Tensor& x, Mode mode) const {
     const State& f = *child("ff");
-    Tensor h = opt.activation(matmul(x, f.param("w1")) + f.param("b1"));
+    Tensor h = attrs.activation(matmul(x, f.param("w1")) + f.param("b1"));
     return matmul(drop(h, mode), f.param("w2")) + f.param("b2");
   }
   Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
     const Tensor keep = has_mask ? in[1] : Tensor();
     const State& att = *child("self_attention");
+    const int64_t heads = attrs.n_heads;
     Tensor x = in[0];
-    if (opt.norm_first) {
+    if (attrs.norm_first) {
       Tensor n1 = norm(x, "norm1");
-      x = x + drop(attend(att, n1, n1, n1, heads, opt.causal, keep), mode);
+      x = x + drop(attend(att, n1, n1, n1, heads, attrs.causal, keep), mode);
       return x + drop(feed_forward(norm(x, "norm2"), mode), mode);
     }
-    x = norm(x + drop(attend(att, x, x, x, heads, opt.causal, keep), mode), "norm1");
+    x = norm(x + drop(attend(att, x, x, x, heads, attrs.causal, keep), mode), "norm1");
     return norm(x + drop(feed_forward(x, mode), mode), "norm2");
   }
-  Options options() const override {
-    return Options()
-        .set_int("n_heads", heads)
-        .set_int("ff_units", opt.ff_units)
-        .set_float("dropout", opt.dropout)
-        .set_string("activation", opt.activation.name)
-        .set_bool("norm_first", opt.norm_first)
-        .set_float("eps", opt.eps)
-        .set_bool("causal", opt.causal);
+  // (N, L, E) [, mask (N, L)] -> (N, L, E)
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const int64_t e = child("self_attention")->param("q_weight").shape()[0];
+    const Shape& x = in.at(0);
+    check_sequence(x, e, *this);
+    const int64_t batch = has_mask ? check_mask(in.at(1), x[0], x[1], x, *this) : x[0];
+    return {Shape{batch, x[1], e}};
   }
 };
 
@@ -129,17 +159,18 @@ MultiHeadAttention::MultiHeadAttention(const Layer& q, const Layer& k, const Lay
   const int64_t e = q.n_units();
   for (const Layer* l : {&q, &k, &v}) check_units(*l, e, heads, kind);
   auto impl = std::make_shared<MHAImpl>();
-  impl->heads = heads;
-  impl->opt = o;
+  impl->attrs = {.n_heads = heads, .causal = o.causal, .bias = o.bias};
   impl->inputs = {q, k, v};
   if (padding_mask) {
     impl->has_mask = true;
     impl->inputs.push_back(*padding_mask);
   }
-  impl->shape = q.shape();
   impl->dtype = q.dtype();
   impl->name = unique_name("attention", name);
   add_attention_params(*impl->state, e, o.bias, q.dtype());
+  std::vector<Shape> shapes;
+  for (const Layer& l : impl->inputs) shapes.push_back(l.shape());
+  impl->shape = impl->output_shapes(shapes).at(0);
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -151,14 +182,18 @@ TransformerEncoderLayer::TransformerEncoderLayer(const Layer& input, int64_t hea
   check_units(input, e, heads, kind);
   if (!(o.dropout >= 0 && o.dropout < 1)) throw ValueError("TransformerEncoderLayer: dropout must be in [0, 1)");
   auto impl = std::make_shared<EncoderImpl>();
-  impl->heads = heads;
-  impl->opt = o;
+  impl->attrs = {.n_heads = heads,
+                 .ff_units = o.ff_units,
+                 .dropout = o.dropout,
+                 .activation = o.activation,
+                 .norm_first = o.norm_first,
+                 .eps = o.eps,
+                 .causal = o.causal};
   impl->inputs = {input};
   if (padding_mask) {
     impl->has_mask = true;
     impl->inputs.push_back(*padding_mask);
   }
-  impl->shape = input.shape();
   impl->dtype = input.dtype();
   impl->name = unique_name("transformer_encoder", name);
   auto att = std::make_shared<State>();
@@ -176,33 +211,33 @@ TransformerEncoderLayer::TransformerEncoderLayer(const Layer& input, int64_t hea
     s->add_param("bias", initialize(Init::zeros(), {e}, input.dtype()).requires_grad_());
     impl->state->add_child(n, s);
   }
+  std::vector<Shape> shapes;
+  for (const Layer& l : impl->inputs) shapes.push_back(l.shape());
+  impl->shape = impl->output_shapes(shapes).at(0);
   static_cast<Layer&>(*this) = Layer(impl);
 }
-
-namespace {
-constexpr int64_t kMaxUnits = int64_t{1} << 40;  // sizes read from a file
-}  // namespace
 
 void detail::register_attention_layers(AddKind add) {
   add("MultiHeadAttention", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(3, 4);  // query, key, value (and a padding mask)
     std::optional<Layer> mask;
     if (s.inputs.size() == 4) mask = s.inputs[3];
-    return MultiHeadAttention(s.inputs[0], s.inputs[1], s.inputs[2], s.options.get_int("n_heads", 1, kMaxUnits),
-                              {s.options.get_bool("causal"), s.options.get_bool("bias")}, mask, s.name);
+    const auto a = read_attributes<AttentionAttributes>(s.options);
+    return MultiHeadAttention(s.inputs[0], s.inputs[1], s.inputs[2], a.n_heads, {.causal = a.causal, .bias = a.bias}, mask, s.name);
   });
   add("TransformerEncoderLayer", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(1, 2);  // the input (and a padding mask)
+    const auto a = read_attributes<TransformerEncoderAttributes>(s.options);
     TransformerOptions o;
-    o.ff_units = s.options.get_int("ff_units", 1, kMaxUnits);
-    o.dropout = s.options.get_float("dropout");
-    o.activation = activation_by_name(s.options.get_string("activation"));
-    o.norm_first = s.options.get_bool("norm_first");
-    o.eps = s.options.get_float("eps");
-    o.causal = s.options.get_bool("causal");
+    o.ff_units = a.ff_units;
+    o.dropout = a.dropout;
+    o.activation = a.activation;
+    o.norm_first = a.norm_first;
+    o.eps = a.eps;
+    o.causal = a.causal;
     std::optional<Layer> mask;
     if (s.inputs.size() == 2) mask = s.inputs[1];
-    return TransformerEncoderLayer(s.inputs[0], s.options.get_int("n_heads", 1, kMaxUnits), o, mask, s.name);
+    return TransformerEncoderLayer(s.inputs[0], a.n_heads, o, mask, s.name);
   });
 }
 

@@ -24,7 +24,7 @@ struct InputData {
   Tensor value, fallback;
 };
 
-struct InputImpl final : LayerBase<InputImpl> {
+struct InputImpl final : KindBase<InputImpl, InputAttributes> {
   std::shared_ptr<InputData> data = std::make_shared<InputData>();
   const char* kind() const override { return "Input"; }
   Tensor compute(const std::vector<Tensor>&, Mode) override {
@@ -33,7 +33,6 @@ struct InputImpl final : LayerBase<InputImpl> {
     throw ValueError("Input '" + name + "' of shape " + shape_str(shape) + " has no value: call set_value() first, " +
                      "give it a default, or pass its tensor to the compiled graph function");
   }
-  Options options() const override { return Options().set_ints("shape", shape).set_string("dtype", dtype_name(dtype)); }
   void check(const Tensor& v, const char* what) const {
     if (!v.defined() || !shape_matches(shape, v.shape()))
       throw ShapeError("Input '" + name + "'." + what + ": a tensor of shape " + (v.defined() ? shape_str(v.shape()) : "undefined") +
@@ -56,7 +55,9 @@ struct ConstantImpl final : LayerBase<ConstantImpl> {
   Tensor value;
   const char* kind() const override { return "Constant"; }
   Tensor compute(const std::vector<Tensor>&, Mode) override { return value; }
-  // integers exactly (int64 beyond 2^53 too), floats with NaN/inf spelled out
+  // Its own options(), no attributes struct: the values are a JSON array (nn/attributes.h has no
+  // field type for a tensor's values), read back by constant_from below. Integers exactly (int64
+  // beyond 2^53 too), floats with NaN/inf spelled out
   Options options() const override {
     Options o;
     o.set_ints("shape", value.shape()).set_string("dtype", dtype_name(value.dtype()));
@@ -78,6 +79,7 @@ Input::Input(const Shape& shape, DType dtype, const std::string& name) {
   auto impl = std::make_shared<InputImpl>();
   for (int64_t d : shape)
     if (d < -1) throw ShapeError("Input: invalid dimension " + std::to_string(d) + " in " + shape_str(shape) + " (sizes >= 0, or -1 for dynamic)");
+  impl->attrs = {.shape = std::vector<int64_t>(shape.begin(), shape.end()), .dtype = dtype};
   impl->shape = shape;
   impl->dtype = dtype;
   impl->name = unique_name("input", name);
@@ -181,9 +183,12 @@ Tensor constant_from(const Options& opt) {
 void detail::register_input_layers(AddKind add) {
   add("Input", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(0, 0);
-    return Input(s.options.get_ints("shape", -1, kMaxSize), dtype_option(s.options, "dtype"), s.name);
+    const auto a = read_attributes<InputAttributes>(s.options);
+    return Input(a.shape, a.dtype, s.name);
   });
   add("Constant", [](const LayerSpec& s) -> Layer { return Constant(constant_from(s.options), s.name); });
+  // A Param keeps its own options() (detail::ParamImpl): its "value" is the current one, which
+  // changes while training, not a fixed attribute.
   add("Param", [](const LayerSpec& s) -> Layer { return Param(s.options.get_float("value"), s.name); });
 }
 

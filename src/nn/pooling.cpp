@@ -98,12 +98,18 @@ std::vector<int64_t> out_hw(const IntList& size, const char* where) {
   return hw;
 }
 
-struct AdaptiveAvgPoolImpl final : LayerBase<AdaptiveAvgPoolImpl> {
+struct AdaptiveAvgPoolImpl final : KindBase<AdaptiveAvgPoolImpl, AdaptiveAvgPoolAttributes> {
   bool pure() const override { return true; }
-  int64_t oh = 1, ow = 1;
   const char* kind() const override { return "AdaptiveAvgPool2D"; }
-  Tensor compute(const std::vector<Tensor>& in, Mode) override { return adaptive_avg_pool2d(in[0], {oh, ow}); }
-  Options options() const override { return Options().set_ints("output_size", {oh, ow}); }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override { return adaptive_avg_pool2d(in[0], IntList(attrs.output_size)); }
+  // (N, C, H, W) -> (N, C, oh, ow); a known H or W must not be empty
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    const std::string who = std::string(kind()) + " '" + name + "'";
+    if (x.size() != 4) throw ShapeError(who + ": an input of shape " + shape_str(x) + " (valid: (batch, channels, height, width))");
+    if (x[2] == 0 || x[3] == 0) throw ShapeError(who + ": an input of shape " + shape_str(x) + " has an empty plane");
+    return {Shape{x[0], x[1], attrs.output_size[0], attrs.output_size[1]}};
+  }
 };
 
 }  // namespace
@@ -168,12 +174,11 @@ AdaptiveAvgPool2D::AdaptiveAvgPool2D(const Layer& input, IntList output_size, co
                      " (valid: (batch, channels, height, width))");
   const auto hw = out_hw(output_size, kind);
   auto impl = std::make_shared<AdaptiveAvgPoolImpl>();
-  impl->oh = hw[0];
-  impl->ow = hw[1];
+  impl->attrs.output_size = hw;
   impl->inputs = {input};
-  impl->shape = {input.shape()[0], input.shape()[1], hw[0], hw[1]};
   impl->dtype = input.dtype();
   impl->name = unique_name("adaptive_avg_pool", name);
+  impl->shape = impl->output_shapes({input.shape()}).at(0);
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -200,7 +205,7 @@ void detail::register_pooling_layers(AddKind add) {
     return GlobalPool(s.input(), mode == "max" ? GlobalPool::Mode::Max : GlobalPool::Mode::Avg, s.name);
   });
   add("AdaptiveAvgPool2D", [](const LayerSpec& s) -> Layer {
-    return AdaptiveAvgPool2D(s.input(), IntList(s.options.get_ints("output_size", 1, int64_t{1} << 40)), s.name);
+    return AdaptiveAvgPool2D(s.input(), IntList(read_attributes<AdaptiveAvgPoolAttributes>(s.options).output_size), s.name);
   });
 }
 

@@ -1,5 +1,8 @@
 #include "loom/nn/recurrent.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "loom/nn/lambda.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -50,18 +53,51 @@ Tensor input_projection(CellKind kind, const State& s, const Tensor& x) {
   return xw + (kind == CellKind::LSTM ? s.param("b_ih") + s.param("b_hh") : s.param("b_ih"));
 }
 
-struct CellImpl final : LayerBase<CellImpl> {
+// "Kind 'name'": how a shape rule names its layer in errors.
+std::string who(const LayerImpl& l) { return std::string(l.kind()) + " '" + l.name + "'"; }
+
+// One leading size of two inputs that broadcast together: equal, or 1 against any; -1 (known at
+// run time) against a known size other than 1 is that size.
+int64_t broadcast_size(int64_t a, int64_t b, const LayerImpl& l, const Shape& x, const Shape& h) {
+  if (a == b || b == 1) return a;
+  if (a == 1) return b;
+  if (a < 0) return b;
+  if (b < 0) return a;
+  throw ShapeError(who(l) + ": inputs of shapes " + shape_str(x) + " and " + shape_str(h) + " have leading sizes that do not broadcast");
+}
+
+struct CellImpl final : KindBase<CellImpl, CellAttributes> {
   CellKind cell = CellKind::RNN;
-  int64_t n_units = 0;
-  ActivationFn act = tanh;
   const char* kind() const override {
     return cell == CellKind::LSTM ? "LSTMCell" : cell == CellKind::GRU ? "GRUCell" : "RNNCell";
   }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    return cell_step(cell, *state, act, input_projection(cell, *state, in[0]), in[1], n_units);
+    return cell_step(cell, *state, attrs.activation, input_projection(cell, *state, in[0]), in[1], attrs.n_units);
   }
-  Options options() const override {
-    return Options().set_int("n_units", n_units).set_string("activation", act.name).set_bool("bias", state->has_param("b_ih"));
+  // (x (..., features), state (..., n or 2n)) -> (..., n or 2n): the state's units, the leading
+  // sizes of x and the state broadcast
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    const Shape& h = in.at(1);
+    const int64_t n = attrs.n_units, units = cell == CellKind::LSTM ? 2 * n : n;
+    const int64_t features = state->param("w_ih").shape()[0];
+    if (x.empty() || h.empty())
+      throw ShapeError(who(*this) + ": inputs of shapes " + shape_str(x) + " and " + shape_str(h) +
+                       " (valid: (..., features) and a state (..., units))");
+    if (x.back() >= 0 && x.back() != features)
+      throw ShapeError(who(*this) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x.back()) +
+                       " features; its weights take " + std::to_string(features));
+    if (h.back() >= 0 && h.back() != units)
+      throw ShapeError(who(*this) + ": a state of shape " + shape_str(h) + " has " + std::to_string(h.back()) + " units; a cell of " +
+                       std::to_string(n) + " units needs " + std::to_string(units) + (cell == CellKind::LSTM ? " ([h, c] packed)" : ""));
+    const size_t rank = std::max(x.size(), h.size());
+    Shape out(rank, 1);
+    out.back() = units;
+    for (size_t i = 1; i < rank; ++i) {
+      const int64_t a = i < x.size() ? x[x.size() - 1 - i] : 1, b = i < h.size() ? h[h.size() - 1 - i] : 1;
+      out[rank - 1 - i] = broadcast_size(a, b, *this, x, h);
+    }
+    return {out};
   }
 };
 
@@ -77,13 +113,12 @@ std::shared_ptr<CellImpl> make_cell(CellKind kind, const Layer& input, const Lay
                      (kind == CellKind::LSTM ? " ([h, c] packed)" : ""));
   auto impl = std::make_shared<CellImpl>();
   impl->cell = kind;
-  impl->n_units = n;
-  impl->act = o.activation;
+  impl->attrs = {.n_units = n, .activation = o.activation, .bias = o.bias};
   impl->inputs = {input, st};
-  impl->shape = st.shape();
   impl->dtype = input.dtype();
   impl->name = unique_name(std::string(what) + "_cell", name);
   add_cell_params(*impl->state, kind, input.n_units(), n, o, input.dtype());
+  impl->shape = impl->output_shapes({input.shape(), st.shape()}).at(0);
   return impl;
 }
 
@@ -91,57 +126,65 @@ struct RNNData {
   Tensor kept;  // final state of the previous call (stateful)
 };
 
-struct RNNImpl final : LayerBase<RNNImpl> {
-  RNNOptions opt;
-  int64_t n_units = 0;
+std::optional<CellKind> cell_by_name(const std::string& name) {
+  for (CellKind k : {CellKind::RNN, CellKind::LSTM, CellKind::GRU})
+    if (name == cell_name(k)) return k;
+  return std::nullopt;
+}
+
+struct RNNImpl final : KindBase<RNNImpl, RNNAttributes> {
+  CellKind cell = CellKind::LSTM;  // attrs.cell by its name
   std::shared_ptr<RNNData> data = std::make_shared<RNNData>();
   const char* kind() const override { return "RNN"; }
 
   // Runs one direction; returns the outputs per step (h) and leaves the final state in `last`.
   std::vector<Tensor> run(const State& s, const Tensor& x, bool backwards, Tensor init, Tensor& last) const {
-    const int64_t B = x.dim(0), T = x.dim(1), n = n_units;
+    const int64_t B = x.dim(0), T = x.dim(1), n = attrs.n_units;
     // one GEMM for all steps; unbind: backward gathers the steps' gradients into one tensor
-    const std::vector<Tensor> xw = unbind(input_projection(opt.cell, s, x), 1);
-    Tensor st = init.defined() ? init : zeros({B, opt.cell == CellKind::LSTM ? 2 * n : n}, x.dtype(), x.device());
+    const std::vector<Tensor> xw = unbind(input_projection(cell, s, x), 1);
+    Tensor st = init.defined() ? init : zeros({B, cell == CellKind::LSTM ? 2 * n : n}, x.dtype(), x.device());
     std::vector<Tensor> outs(static_cast<size_t>(T));
     for (int64_t k = 0; k < T; ++k) {
       const int64_t t = backwards ? T - 1 - k : k;
-      st = cell_step(opt.cell, s, opt.cell_options.activation, xw[t], st, n);
-      outs[t] = opt.cell == CellKind::LSTM ? slice(st, -1, 0, n) : st;
+      st = cell_step(cell, s, attrs.activation, xw[t], st, n);
+      outs[t] = cell == CellKind::LSTM ? slice(st, -1, 0, n) : st;
     }
     last = st;
     return outs;
   }
 
+  const State& direction(size_t d) const { return attrs.bidirectional ? *state->children()[d].second : *state; }
+
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     const Tensor& x = in[0];
     if (x.ndim() != 3)
       throw ShapeError("RNN '" + name + "': expects (batch, time, features), got " + shape_str(x.shape()));
-    std::vector<const State*> dirs{opt.bidirectional ? state->children()[0].second.get() : state.get()};
-    if (opt.bidirectional) dirs.push_back(state->children()[1].second.get());
+    const size_t n_dirs = attrs.bidirectional ? 2 : 1;
     std::vector<Tensor> results, finals;
-    for (size_t d = 0; d < dirs.size(); ++d) {
+    for (size_t d = 0; d < n_dirs; ++d) {
       Tensor init;
-      if (opt.stateful && data->kept.defined()) init = split(data->kept, static_cast<int64_t>(dirs.size()), -1)[d];
+      if (attrs.stateful && data->kept.defined()) init = split(data->kept, static_cast<int64_t>(n_dirs), -1)[d];
       if (init.defined() && init.dim(0) != x.dim(0)) init = Tensor();  // batch size changed: start afresh
       Tensor last;
-      std::vector<Tensor> outs = run(*dirs[d], x, opt.reverse != (d == 1), init, last);
+      std::vector<Tensor> outs = run(direction(d), x, attrs.reverse != (d == 1), init, last);
       finals.push_back(last);
-      results.push_back(opt.return_sequences ? stack(outs, 1) : outs[opt.reverse != (d == 1) ? 0 : outs.size() - 1]);
+      results.push_back(attrs.return_sequences ? stack(outs, 1) : outs[attrs.reverse != (d == 1) ? 0 : outs.size() - 1]);
     }
-    if (opt.stateful) data->kept = concatenate(finals, -1).detach();
+    if (attrs.stateful) data->kept = concatenate(finals, -1).detach();
     return results.size() == 1 ? results[0] : concatenate(results, -1);
   }
-  Options options() const override {
-    return Options()
-        .set_string("cell", cell_name(opt.cell))
-        .set_int("n_units", n_units)
-        .set_bool("return_sequences", opt.return_sequences)
-        .set_bool("reverse", opt.reverse)
-        .set_bool("bidirectional", opt.bidirectional)
-        .set_bool("stateful", opt.stateful)
-        .set_string("activation", opt.cell_options.activation.name)
-        .set_bool("bias", opt.cell_options.bias);
+
+  // (batch, time, features) -> (batch, time, units) with return_sequences, else (batch, units);
+  // units: n_units, twice that bidirectional
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    if (x.size() != 3) throw ShapeError(who(*this) + ": an input of shape " + shape_str(x) + " (valid: (batch, time, features))");
+    const int64_t features = direction(0).param("w_ih").shape()[0];
+    if (x[2] >= 0 && x[2] != features)
+      throw ShapeError(who(*this) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x[2]) +
+                       " features; its weights take " + std::to_string(features));
+    const int64_t units = attrs.bidirectional ? 2 * attrs.n_units : attrs.n_units;
+    return {attrs.return_sequences ? Shape{x[0], x[1], units} : Shape{x[0], units}};
   }
 };
 
@@ -168,13 +211,18 @@ RNN::RNN(const Layer& sequence, int64_t n, RNNOptions o, const std::string& name
     throw ShapeError("RNN: input '" + sequence.name() + "' has shape " + shape_str(sequence.shape()) + " (valid: (batch, time, features))");
   if (n <= 0) throw ValueError("RNN: n_units must be positive, got " + std::to_string(n));
   auto impl = std::make_shared<RNNImpl>();
-  impl->opt = o;
-  impl->n_units = n;
+  impl->cell = o.cell;
+  impl->attrs = {.cell = cell_name(o.cell),
+                 .n_units = n,
+                 .return_sequences = o.return_sequences,
+                 .reverse = o.reverse,
+                 .bidirectional = o.bidirectional,
+                 .stateful = o.stateful,
+                 .activation = o.cell_options.activation,
+                 .bias = o.cell_options.bias};
   impl->inputs = {sequence};
   impl->dtype = sequence.dtype();
   impl->name = unique_name("rnn", name);
-  const int64_t units = o.bidirectional ? 2 * n : n;
-  impl->shape = o.return_sequences ? Shape{sequence.shape()[0], sequence.shape()[1], units} : Shape{sequence.shape()[0], units};
   if (o.bidirectional) {
     for (const char* d : {"forward", "backward"}) {
       auto child = std::make_shared<State>();
@@ -184,48 +232,46 @@ RNN::RNN(const Layer& sequence, int64_t n, RNNOptions o, const std::string& name
   } else {
     add_cell_params(*impl->state, o.cell, sequence.n_units(), n, o.cell_options, sequence.dtype());
   }
+  impl->shape = impl->output_shapes({sequence.shape()}).at(0);
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
 void RNN::reset_state() const { static_cast<RNNImpl&>(*impl()).data->kept = Tensor(); }
 
 namespace {
-constexpr int64_t kMaxUnits = int64_t{1} << 40;  // units read from a file
 
-CellOptions cell_options(const Options& o) {
-  CellOptions c;
-  c.activation = activation_by_name(o.get_string("activation"));
-  c.bias = o.get_bool("bias");
-  return c;
-}
+CellOptions cell_options(const CellAttributes& a) { return {.activation = a.activation, .bias = a.bias}; }
+
 }  // namespace
 
 void detail::register_recurrent_layers(AddKind add) {
   add("RNNCell", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
-    return RNNCell(s.inputs[0], s.inputs[1], s.options.get_int("n_units", 1, kMaxUnits), cell_options(s.options), s.name);
+    const auto a = read_attributes<CellAttributes>(s.options);
+    return RNNCell(s.inputs[0], s.inputs[1], a.n_units, cell_options(a), s.name);
   });
   add("LSTMCell", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
-    return LSTMCell(s.inputs[0], s.inputs[1], s.options.get_int("n_units", 1, kMaxUnits), cell_options(s.options), s.name);
+    const auto a = read_attributes<CellAttributes>(s.options);
+    return LSTMCell(s.inputs[0], s.inputs[1], a.n_units, cell_options(a), s.name);
   });
   add("GRUCell", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
-    return GRUCell(s.inputs[0], s.inputs[1], s.options.get_int("n_units", 1, kMaxUnits), cell_options(s.options), s.name);
+    const auto a = read_attributes<CellAttributes>(s.options);
+    return GRUCell(s.inputs[0], s.inputs[1], a.n_units, cell_options(a), s.name);
   });
   add("RNN", [](const LayerSpec& s) -> Layer {
+    const auto a = read_attributes<RNNAttributes>(s.options);
+    const std::optional<CellKind> cell = cell_by_name(a.cell);
+    if (!cell) s.options.fail("has unknown cell '" + a.cell + "' (valid: RNN, LSTM, GRU)");
     RNNOptions o;
-    const std::string cell = s.options.get_string("cell");
-    if (cell == "RNN") o.cell = CellKind::RNN;
-    else if (cell == "LSTM") o.cell = CellKind::LSTM;
-    else if (cell == "GRU") o.cell = CellKind::GRU;
-    else s.options.fail("has unknown cell '" + cell + "' (valid: RNN, LSTM, GRU)");
-    o.return_sequences = s.options.get_bool("return_sequences");
-    o.reverse = s.options.get_bool("reverse");
-    o.bidirectional = s.options.get_bool("bidirectional");
-    o.stateful = s.options.get_bool("stateful");
-    o.cell_options = cell_options(s.options);
-    return RNN(s.input(), s.options.get_int("n_units", 1, kMaxUnits), o, s.name);
+    o.cell = *cell;
+    o.return_sequences = a.return_sequences;
+    o.reverse = a.reverse;
+    o.bidirectional = a.bidirectional;
+    o.stateful = a.stateful;
+    o.cell_options = {.activation = a.activation, .bias = a.bias};
+    return RNN(s.input(), a.n_units, o, s.name);
   });
 }
 

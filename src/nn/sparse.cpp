@@ -8,21 +8,19 @@
 #include "loom/ops/random.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
-#include "nn/init_options.h"
 #include "nn/kind_util.h"
-#include "nn/options_json.h"
 #include "nn/register_kinds.h"
 #include "nn/sparse_internal.h"
 
 namespace loom::nn {
 
 using detail::fmt_double;
-using detail::kMaxSize;
 
 namespace {
 
 // ---------------------------------------------------------------- SparseInput
-struct SparseInputImpl final : LayerBase<SparseInputImpl> {
+// A source: its shape rule is the default, its declared (-1, n_units) (no inputs to follow).
+struct SparseInputImpl final : KindBase<SparseInputImpl, SparseInputAttributes> {
   std::shared_ptr<SparseTensor> value = std::make_shared<SparseTensor>();
   const char* kind() const override { return "SparseInput"; }
   // The value is not a dense tensor: the consumers (Linear, DropConnect) read it through
@@ -31,7 +29,6 @@ struct SparseInputImpl final : LayerBase<SparseInputImpl> {
     get();  // no value: say so here, naming the input
     return Tensor();
   }
-  Options options() const override { return Options().set_int("n_units", shape[1]).set_string("dtype", dtype_name(dtype)); }
   const SparseTensor& get() const {
     if (!value->defined())
       throw ValueError("SparseInput '" + name + "' of shape " + shape_str(shape) + " has no value: call set_value() first");
@@ -46,10 +43,7 @@ SparseInputImpl& sparse_input_impl(const Layer& l) {
 }
 
 // ---------------------------------------------------------------- DropConnect
-struct DropConnectImpl final : LayerBase<DropConnectImpl> {
-  int64_t n_units = 0;
-  double probability = 0.5;
-  DropConnectOptions opt;
+struct DropConnectImpl final : KindBase<DropConnectImpl, DropConnectAttributes> {
   const char* kind() const override { return "DropConnect"; }
   Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
     Tensor w = state->param("weights");
@@ -59,20 +53,24 @@ struct DropConnectImpl final : LayerBase<DropConnectImpl> {
       int64_t* s = rng.data<int64_t>();
       Generator g;
       g.set_state(static_cast<uint64_t>(s[0]), static_cast<uint64_t>(s[1]));
-      w = dropout(w, probability, true, &g);  // W * M / (1 - p): gradients only through kept weights
+      w = dropout(w, attrs.probability, true, &g);  // W * M / (1 - p): gradients only through kept weights
       s[1] = static_cast<int64_t>(g.counter());
     }
     Tensor y = detail::input_matmul(inputs[0], in[0], w);
-    return opt.bias ? y + state->param("bias") : y;
+    return attrs.bias ? y + state->param("bias") : y;
   }
-  Options options() const override {
-    return Options()
-        .set_int("n_units", n_units)
-        .set_float("probability", probability)
-        .set_bool("bias", opt.bias)
-        .set_uint("seed", opt.seed)
-        .set_object("weight_init", detail::init_options(opt.weight_init))
-        .set_object("bias_init", detail::init_options(opt.bias_init));
+  // (..., in) -> (..., n_units); `in` is what the weights take
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    const int64_t in_units = state->param("weights").shape()[0];
+    const std::string who = std::string(kind()) + " '" + name + "'";
+    if (x.empty()) throw ShapeError(who + ": an input of shape () (valid: (..., units))");
+    if (x.back() >= 0 && x.back() != in_units)
+      throw ShapeError(who + ": an input of shape " + shape_str(x) + " has " + std::to_string(x.back()) + " units; its weights take " +
+                       std::to_string(in_units));
+    Shape out = x;
+    out.back() = attrs.n_units;
+    return {out};
   }
 };
 
@@ -89,6 +87,7 @@ SparseInput::SparseInput(int64_t n_units, DType dtype, const std::string& name) 
   if (dtype != DType::Float32 && dtype != DType::Float64)
     throw DTypeError("SparseInput: dtype " + std::string(dtype_name(dtype)) + " is not valid (valid: float32, float64)");
   auto impl = std::make_shared<SparseInputImpl>();
+  impl->attrs = {.n_units = n_units, .dtype = dtype};
   impl->shape = {-1, n_units};
   impl->dtype = dtype;
   impl->name = unique_name("sparse_input", name);
@@ -126,32 +125,27 @@ DropConnect::DropConnect(const Layer& input, int64_t n_units, double probability
     throw DTypeError("DropConnect: input '" + input.name() + "' has dtype " + dtype_name(input.dtype()) +
                      " (valid: a floating dtype)");
   auto impl = std::make_shared<DropConnectImpl>();
-  impl->n_units = n_units;
-  impl->probability = probability;
-  impl->opt = o;
+  impl->attrs = {.n_units = n_units, .probability = probability, .bias = o.bias, .seed = o.seed, .weight_init = o.weight_init, .bias_init = o.bias_init};
   impl->inputs = {input};
-  impl->shape = input.shape();
-  impl->shape.back() = n_units;
   impl->dtype = input.dtype();
   impl->name = unique_name("dropconnect", name);
   impl->state->add_param("weights", initialize(o.weight_init, {in, n_units}, input.dtype()).requires_grad_());
   if (o.bias) impl->state->add_param("bias", initialize(o.bias_init, {n_units}, input.dtype()).requires_grad_());
   impl->state->add_buffer("rng", from_vector<int64_t>({static_cast<int64_t>(o.seed), 0}, {2}));
+  impl->shape = impl->output_shapes({input.shape()}).at(0);
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
 void detail::register_sparse_layers(AddKind add) {
   add("SparseInput", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(0, 0);
-    return SparseInput(s.options.get_int("n_units", 1, kMaxSize), dtype_option(s.options, "dtype"), s.name);
+    const auto a = read_attributes<SparseInputAttributes>(s.options);
+    return SparseInput(a.n_units, a.dtype, s.name);
   });
   add("DropConnect", [](const LayerSpec& s) -> Layer {
-    DropConnectOptions o;
-    o.bias = s.options.get_bool("bias");
-    o.seed = s.options.get_uint("seed");
-    o.weight_init = init_from(s.options, "weight_init");
-    o.bias_init = init_from(s.options, "bias_init");
-    return DropConnect(s.input(), s.options.get_int("n_units", 1, kMaxSize), s.options.get_float("probability"), o, s.name);
+    const auto a = read_attributes<DropConnectAttributes>(s.options);
+    const DropConnectOptions o{.bias = a.bias, .weight_init = a.weight_init, .bias_init = a.bias_init, .seed = a.seed};
+    return DropConnect(s.input(), a.n_units, a.probability, o, s.name);
   });
 }
 

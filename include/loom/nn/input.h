@@ -4,10 +4,26 @@
 #include <memory>
 #include <string>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
 
+// What an Input is (nn/attributes.h): its declared shape (-1 for a size known at run time) and
+// dtype, saved as its options.
+struct InputAttributes {
+  std::vector<int64_t> shape;
+  DType dtype = Float32;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("shape", shape, Field::range(-1, Field::kMaxSize));
+    visit("dtype", dtype);
+  }
+};
+
+// Sources (Input, Constant, Param) take no inputs: their shape rule is the default, the declared
+// shape (compile() gives a graph input the shape it is given instead).
+//
 // A stateful placeholder. shape may hold -1 for dimensions fixed only at run time; an Input of
 // n_units has shape (-1, n_units).
 class Input : public Layer {

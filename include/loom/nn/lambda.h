@@ -20,7 +20,11 @@ struct LambdaState {
 // state.buffer(name): the values loaded or copied into the state are the ones used).
 using LambdaFn = std::function<Tensor(const std::vector<Tensor>& inputs, State& state)>;
 
-// Any tensor function as a layer; `shape` is its output shape (-1 for dynamic dims).
+// Any tensor function as a layer; `shape` is its output shape (-1 for dynamic dims). A Lambda has
+// no shape rule of its own (the function is opaque): it keeps the default (LayerImpl::
+// output_shapes), its declared shape with a leading -1 taking the batch of its inputs. Its other
+// -1 sizes stay open at compile time, and on reuse_with, even where the inputs' sizes are known;
+// running the plan gives them.
 class Lambda : public Layer {
  public:
   // Tensors the function captures are invisible to the layer: not in Graph::parameters(), not

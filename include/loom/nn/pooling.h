@@ -62,6 +62,16 @@ Tensor adaptive_avg_pool_matrix(int64_t in_size, int64_t out_size, DType dtype =
 // evenly and two small matrix products (rows, then columns) otherwise.
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
 
+// What an AdaptiveAvgPool2D layer is besides its input (nn/attributes.h): {oh, ow}.
+struct AdaptiveAvgPoolAttributes {
+  std::vector<int64_t> output_size{1, 1};
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("output_size", output_size, Field::sizes(1));
+  }
+};
+
+// Shape rule: (N, C, H, W) -> (N, C, oh, ow) for any N, C, H and W.
 class AdaptiveAvgPool2D : public Layer {
  public:
   AdaptiveAvgPool2D(const Layer& input, IntList output_size, const std::string& name = "");

@@ -6,6 +6,7 @@
 // A layer has one output, so an LSTM cell's state travels packed: its `state` input and its
 // output are [h, c] concatenated on the last axis (2 * n_units); LSTMCell::hidden(cell) picks h.
 #include "loom/nn/activation.h"
+#include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
 
@@ -20,6 +21,23 @@ struct CellOptions {
   bool bias = true;
 };
 
+// What an RNNCell, LSTMCell or GRUCell is besides its inputs and state (nn/attributes.h); the
+// cell's kind is the layer's kind, and the initializers only shape the first weights.
+struct CellAttributes {
+  int64_t n_units = 0;
+  ActivationFn activation = tanh;  // used by RNN cells only, saved by all
+  bool bias = true;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("n_units", n_units, Field::sizes(1));
+    visit("activation", activation);
+    visit("bias", bias);
+  }
+};
+
+// The cells' shape rule: inputs x (..., features) and state (..., state units), state units n
+// (2 * n packed [h, c] for LSTM); the output has the state's units and the leading sizes of x
+// and the state broadcast (a batch known in either, -1 where neither knows it).
 // h' = activation(x w_ih + b_ih + h w_hh + b_hh)
 class RNNCell : public Layer {
  public:
@@ -48,7 +66,30 @@ struct RNNOptions {
   bool stateful = false;         // the final state of a call is the initial state of the next
 };
 
-// Unrolls a cell over (batch, time, features); the same weights at every step.
+// What an RNN layer is besides its input and state: `cell` is "RNN", "LSTM" or "GRU" (CellKind
+// by its name, as saved), `activation` and `bias` are the cell's.
+struct RNNAttributes {
+  std::string cell = "LSTM";
+  int64_t n_units = 0;
+  bool return_sequences = true, reverse = false, bidirectional = false, stateful = false;
+  ActivationFn activation = tanh;
+  bool bias = true;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("cell", cell);
+    visit("n_units", n_units, Field::sizes(1));
+    visit("return_sequences", return_sequences);
+    visit("reverse", reverse);
+    visit("bidirectional", bidirectional);
+    visit("stateful", stateful);
+    visit("activation", activation);
+    visit("bias", bias);
+  }
+};
+
+// Unrolls a cell over (batch, time, features); the same weights at every step. Shape rule:
+// (batch, time, features) -> (batch, time, units) with return_sequences, else (batch, units), for
+// any batch and time; units is n_units (2 * n_units bidirectional), features what w_ih takes.
 class RNN : public Layer {
  public:
   RNN(const Layer& sequence, int64_t n_units, RNNOptions options = {}, const std::string& name = "");

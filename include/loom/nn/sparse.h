@@ -8,11 +8,23 @@
 #include <memory>
 #include <string>
 
+#include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
 #include "loom/ops/sparse.h"
 
 namespace loom::nn {
+
+// What a SparseInput is (nn/attributes.h): its columns and dtype (float32 or float64).
+struct SparseInputAttributes {
+  int64_t n_units = 0;
+  DType dtype = Float32;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("n_units", n_units, Field::sizes(1));
+    visit("dtype", dtype);
+  }
+};
 
 // Shape (-1, n_units): a value has any number of rows and n_units columns, float32/float64 of the
 // input's dtype. The value is held by the layer (as Input::set_value) and read when the graph
@@ -37,10 +49,30 @@ struct DropConnectOptions {
   uint64_t seed = 0;  // the masks' stream (kept in the state: checkpoints resume it)
 };
 
+// What a DropConnect layer is besides its input and state. The initializers and the seed only
+// shape the first weights and masks (the state holds them after), and are saved all the same.
+struct DropConnectAttributes {
+  int64_t n_units = 0;
+  double probability = 0.5;
+  bool bias = true;
+  uint64_t seed = 0;
+  Init weight_init = Init::glorot_uniform();
+  Init bias_init = Init::zeros();
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("n_units", n_units, Field::sizes(1));
+    visit("probability", probability);
+    visit("bias", bias);
+    visit("seed", seed);
+    visit("weight_init", weight_init);
+    visit("bias_init", bias_init);
+  }
+};
+
 // y = x @ (W * M / (1 - p)) + b in Train mode, with M a fresh Bernoulli(1 - p) mask of W's shape
 // per call (shared by the batch), and y = x @ W + b otherwise: Eval equals a Linear layer with the
 // same weights. Gradients reach only the kept weights. Parameters "weights" (in, n_units) and
-// "bias" as Linear's.
+// "bias" as Linear's. Shape rule: (..., in) -> (..., n_units), the leading sizes the input's.
 class DropConnect : public Layer {
  public:
   DropConnect(const Layer& input, int64_t n_units, double probability, DropConnectOptions options = {},
