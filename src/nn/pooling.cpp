@@ -110,6 +110,12 @@ struct AdaptiveAvgPoolImpl final : KindBase<AdaptiveAvgPoolImpl, AdaptiveAvgPool
     if (x[2] == 0 || x[3] == 0) throw ShapeError(who + ": an input of shape " + shape_str(x) + " has an empty plane");
     return {Shape{x[0], x[1], attrs.output_size[0], attrs.output_size[1]}};
   }
+  // reuse_with may take another width (the base's check of the last axis is for kinds whose
+  // weights meet it): the rule checks the shape; the base still refuses another count or dtype
+  void check_inputs(const std::vector<Layer>& in) const override {
+    if (in.size() == 1 && in[0].defined() && in[0].dtype() == inputs[0].dtype()) return;
+    LayerImpl::check_inputs(in);
+  }
 };
 
 }  // namespace
