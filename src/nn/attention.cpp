@@ -10,6 +10,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/nn.h"
 #include "loom/ops/normalization.h"
+#include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 
 namespace loom::nn {
@@ -64,28 +65,26 @@ void check_units(const Layer& l, int64_t e, int64_t heads, const char* kind) {
     throw ValueError(std::string(kind) + ": " + std::to_string(e) + " units do not split into " + std::to_string(heads) + " heads");
 }
 
-// "Kind 'name'": how a shape rule names its layer in errors.
-std::string who(const LayerImpl& l) { return std::string(l.kind()) + " '" + l.name + "'"; }
 
 // One size two inputs must share (a batch, a key length): the known one, -1 when neither knows it.
 int64_t same_size(int64_t a, int64_t b, const char* what, const LayerImpl& l, const Shape& sa, const Shape& sb) {
   if (a >= 0 && b >= 0 && a != b)
-    throw ShapeError(who(l) + ": inputs of shapes " + shape_str(sa) + " and " + shape_str(sb) + " have different " + what);
+    throw ShapeError(detail::who(l) + ": inputs of shapes " + shape_str(sa) + " and " + shape_str(sb) + " have different " + what);
   return a >= 0 ? a : b;
 }
 
 // An attention input: (batch, length, e).
 void check_sequence(const Shape& x, int64_t e, const LayerImpl& l) {
-  if (x.size() != 3) throw ShapeError(who(l) + ": an input of shape " + shape_str(x) + " (valid: (batch, length, units))");
+  if (x.size() != 3) throw ShapeError(detail::who(l) + ": an input of shape " + shape_str(x) + " (valid: (batch, length, units))");
   if (x[2] >= 0 && x[2] != e)
-    throw ShapeError(who(l) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x[2]) + " units; its weights take " +
+    throw ShapeError(detail::who(l) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x[2]) + " units; its weights take " +
                      std::to_string(e));
 }
 
 // A padding mask (batch, key length) against the batch and key length; returns the batch.
 int64_t check_mask(const Shape& mask, int64_t batch, int64_t length, const Shape& key, const LayerImpl& l) {
   if (mask.size() != 2)
-    throw ShapeError(who(l) + ": a padding mask of shape " + shape_str(mask) + " (valid: (batch, key length))");
+    throw ShapeError(detail::who(l) + ": a padding mask of shape " + shape_str(mask) + " (valid: (batch, key length))");
   same_size(mask[1], length, "key lengths", l, mask, key);
   return same_size(mask[0], batch, "batch sizes", l, mask, key);
 }
@@ -168,9 +167,7 @@ MultiHeadAttention::MultiHeadAttention(const Layer& q, const Layer& k, const Lay
   impl->dtype = q.dtype();
   impl->name = unique_name("attention", name);
   add_attention_params(*impl->state, e, o.bias, q.dtype());
-  std::vector<Shape> shapes;
-  for (const Layer& l : impl->inputs) shapes.push_back(l.shape());
-  impl->shape = impl->output_shapes(shapes).at(0);
+  impl->shape = detail::shape_by_rule(*impl, impl->inputs);
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
@@ -211,9 +208,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(const Layer& input, int64_t hea
     s->add_param("bias", initialize(Init::zeros(), {e}, input.dtype()).requires_grad_());
     impl->state->add_child(n, s);
   }
-  std::vector<Shape> shapes;
-  for (const Layer& l : impl->inputs) shapes.push_back(l.shape());
-  impl->shape = impl->output_shapes(shapes).at(0);
+  impl->shape = detail::shape_by_rule(*impl, impl->inputs);
   static_cast<Layer&>(*this) = Layer(impl);
 }
 

@@ -105,16 +105,9 @@ struct AdaptiveAvgPoolImpl final : KindBase<AdaptiveAvgPoolImpl, AdaptiveAvgPool
   // (N, C, H, W) -> (N, C, oh, ow); a known H or W must not be empty
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
     const Shape& x = in.at(0);
-    const std::string who = std::string(kind()) + " '" + name + "'";
-    if (x.size() != 4) throw ShapeError(who + ": an input of shape " + shape_str(x) + " (valid: (batch, channels, height, width))");
-    if (x[2] == 0 || x[3] == 0) throw ShapeError(who + ": an input of shape " + shape_str(x) + " has an empty plane");
+    if (x.size() != 4) throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " (valid: (batch, channels, height, width))");
+    if (x[2] == 0 || x[3] == 0) throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " has an empty plane");
     return {Shape{x[0], x[1], attrs.output_size[0], attrs.output_size[1]}};
-  }
-  // reuse_with may take another width (the base's check of the last axis is for kinds whose
-  // weights meet it): the rule checks the shape; the base still refuses another count or dtype
-  void check_inputs(const std::vector<Layer>& in) const override {
-    if (in.size() == 1 && in[0].defined() && in[0].dtype() == inputs[0].dtype()) return;
-    LayerImpl::check_inputs(in);
   }
 };
 
@@ -184,7 +177,7 @@ AdaptiveAvgPool2D::AdaptiveAvgPool2D(const Layer& input, IntList output_size, co
   impl->inputs = {input};
   impl->dtype = input.dtype();
   impl->name = unique_name("adaptive_avg_pool", name);
-  impl->shape = impl->output_shapes({input.shape()}).at(0);
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 

@@ -9,6 +9,7 @@
 #include "loom/ops/linalg.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/recurrent.h"
+#include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 
 namespace loom::nn {
@@ -53,8 +54,6 @@ Tensor input_projection(CellKind kind, const State& s, const Tensor& x) {
   return xw + (kind == CellKind::LSTM ? s.param("b_ih") + s.param("b_hh") : s.param("b_ih"));
 }
 
-// "Kind 'name'": how a shape rule names its layer in errors.
-std::string who(const LayerImpl& l) { return std::string(l.kind()) + " '" + l.name + "'"; }
 
 // One leading size of two inputs that broadcast together: equal, or 1 against any; -1 (known at
 // run time) against a known size other than 1 is that size.
@@ -63,7 +62,7 @@ int64_t broadcast_size(int64_t a, int64_t b, const LayerImpl& l, const Shape& x,
   if (a == 1) return b;
   if (a < 0) return b;
   if (b < 0) return a;
-  throw ShapeError(who(l) + ": inputs of shapes " + shape_str(x) + " and " + shape_str(h) + " have leading sizes that do not broadcast");
+  throw ShapeError(detail::who(l) + ": inputs of shapes " + shape_str(x) + " and " + shape_str(h) + " have leading sizes that do not broadcast");
 }
 
 struct CellImpl final : KindBase<CellImpl, CellAttributes> {
@@ -82,13 +81,13 @@ struct CellImpl final : KindBase<CellImpl, CellAttributes> {
     const int64_t n = attrs.n_units, units = cell == CellKind::LSTM ? 2 * n : n;
     const int64_t features = state->param("w_ih").shape()[0];
     if (x.empty() || h.empty())
-      throw ShapeError(who(*this) + ": inputs of shapes " + shape_str(x) + " and " + shape_str(h) +
+      throw ShapeError(detail::who(*this) + ": inputs of shapes " + shape_str(x) + " and " + shape_str(h) +
                        " (valid: (..., features) and a state (..., units))");
     if (x.back() >= 0 && x.back() != features)
-      throw ShapeError(who(*this) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x.back()) +
+      throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x.back()) +
                        " features; its weights take " + std::to_string(features));
     if (h.back() >= 0 && h.back() != units)
-      throw ShapeError(who(*this) + ": a state of shape " + shape_str(h) + " has " + std::to_string(h.back()) + " units; a cell of " +
+      throw ShapeError(detail::who(*this) + ": a state of shape " + shape_str(h) + " has " + std::to_string(h.back()) + " units; a cell of " +
                        std::to_string(n) + " units needs " + std::to_string(units) + (cell == CellKind::LSTM ? " ([h, c] packed)" : ""));
     const size_t rank = std::max(x.size(), h.size());
     Shape out(rank, 1);
@@ -118,7 +117,7 @@ std::shared_ptr<CellImpl> make_cell(CellKind kind, const Layer& input, const Lay
   impl->dtype = input.dtype();
   impl->name = unique_name(std::string(what) + "_cell", name);
   add_cell_params(*impl->state, kind, input.n_units(), n, o, input.dtype());
-  impl->shape = impl->output_shapes({input.shape(), st.shape()}).at(0);
+  impl->shape = detail::shape_by_rule(*impl, {input, st});
   return impl;
 }
 
@@ -178,10 +177,10 @@ struct RNNImpl final : KindBase<RNNImpl, RNNAttributes> {
   // units: n_units, twice that bidirectional
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
     const Shape& x = in.at(0);
-    if (x.size() != 3) throw ShapeError(who(*this) + ": an input of shape " + shape_str(x) + " (valid: (batch, time, features))");
+    if (x.size() != 3) throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " (valid: (batch, time, features))");
     const int64_t features = direction(0).param("w_ih").shape()[0];
     if (x[2] >= 0 && x[2] != features)
-      throw ShapeError(who(*this) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x[2]) +
+      throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x[2]) +
                        " features; its weights take " + std::to_string(features));
     const int64_t units = attrs.bidirectional ? 2 * attrs.n_units : attrs.n_units;
     return {attrs.return_sequences ? Shape{x[0], x[1], units} : Shape{x[0], units}};
@@ -232,7 +231,7 @@ RNN::RNN(const Layer& sequence, int64_t n, RNNOptions o, const std::string& name
   } else {
     add_cell_params(*impl->state, o.cell, sequence.n_units(), n, o.cell_options, sequence.dtype());
   }
-  impl->shape = impl->output_shapes({sequence.shape()}).at(0);
+  impl->shape = detail::shape_by_rule(*impl, {sequence});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 

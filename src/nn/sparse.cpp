@@ -63,10 +63,9 @@ struct DropConnectImpl final : KindBase<DropConnectImpl, DropConnectAttributes> 
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
     const Shape& x = in.at(0);
     const int64_t in_units = state->param("weights").shape()[0];
-    const std::string who = std::string(kind()) + " '" + name + "'";
-    if (x.empty()) throw ShapeError(who + ": an input of shape () (valid: (..., units))");
+    if (x.empty()) throw ShapeError(detail::who(*this) + ": an input of shape () (valid: (..., units))");
     if (x.back() >= 0 && x.back() != in_units)
-      throw ShapeError(who + ": an input of shape " + shape_str(x) + " has " + std::to_string(x.back()) + " units; its weights take " +
+      throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x.back()) + " units; its weights take " +
                        std::to_string(in_units));
     Shape out = x;
     out.back() = attrs.n_units;
@@ -132,7 +131,7 @@ DropConnect::DropConnect(const Layer& input, int64_t n_units, double probability
   impl->state->add_param("weights", initialize(o.weight_init, {in, n_units}, input.dtype()).requires_grad_());
   if (o.bias) impl->state->add_param("bias", initialize(o.bias_init, {n_units}, input.dtype()).requires_grad_());
   impl->state->add_buffer("rng", from_vector<int64_t>({static_cast<int64_t>(o.seed), 0}, {2}));
-  impl->shape = impl->output_shapes({input.shape()}).at(0);
+  impl->shape = detail::shape_by_rule(*impl, {input});
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
