@@ -202,14 +202,14 @@ void check_parts(const char* op, const Tensor& x, const Tensor& weight = Tensor(
   if (!batch_norm_parts_supported(x, weight, bias))
     throw ValueError(std::string(op) + ": the fused kernels need a float32 or float64 CPU input x (N, C, ...) with C > 0 " +
                      "and weight and bias (C,) of its dtype or undefined, got input x " +
-                     (x.defined() ? describe(x) : std::string("undefined")) +
+                     describe(x) +
                      (weight.defined() ? ", weight " + describe(weight) : std::string()) +
                      (bias.defined() ? ", bias " + describe(bias) : std::string()));
 }
 void check_f64(const char* op, const char* what, const Tensor& t, int64_t length) {
   if (!t.defined() || t.dtype() != DType::Float64 || t.shape() != Shape{length} || t.device().type != DeviceType::CPU)
     throw ValueError(std::string(op) + ": " + what + " must be a float64 CPU tensor of shape " + shape_str(Shape{length}) +
-                     ", got " + (t.defined() ? describe(t) : std::string("undefined")));
+                     ", got " + describe(t));
 }
 
 }  // namespace
@@ -227,7 +227,7 @@ BatchNormStats batch_norm_stats(const Tensor& sums) {
   if (!sums.defined() || sums.dtype() != DType::Float64 || sums.ndim() != 1 || sums.numel() % 2 != 1 ||
       sums.device().type != DeviceType::CPU)
     throw ValueError("batch_norm_stats: sums must be a float64 CPU tensor of shape (2C + 1,) as batch_norm_sums "
-                     "returns, got " + (sums.defined() ? describe(sums) : std::string("undefined")));
+                     "returns, got " + describe(sums));
   const int64_t C = sums.numel() / 2;
   const Tensor sc = detail::contiguous_raw(sums);
   BatchNormStats st;
@@ -267,7 +267,7 @@ Tensor batch_norm_grad_sums(const Tensor& g, const Tensor& x, const Tensor& mean
   check_f64(op, "mean", mean, C);
   if (!g.defined() || g.shape() != x.shape() || g.dtype() != x.dtype())
     throw ValueError(std::string(op) + ": the gradient g must have input x's shape and dtype " + describe(x) +
-                     ", got " + (g.defined() ? describe(g) : std::string("undefined")));
+                     ", got " + describe(g));
   Tensor gsums = detail::alloc({2 * C}, DType::Float64, x.device());
   detail::backend(x.device()).batch_norm_grad_sums(gsums, detail::contiguous_raw(g.detach()),
                                                    detail::contiguous_raw(x.detach()), detail::contiguous_raw(mean));
@@ -284,7 +284,7 @@ Tensor batch_norm_input_grad(const Tensor& g, const Tensor& x, const Tensor& mea
   check_f64(op, "grad_sums", grad_sums, 2 * C);
   if (!g.defined() || g.shape() != x.shape() || g.dtype() != x.dtype())
     throw ValueError(std::string(op) + ": the gradient g must have input x's shape and dtype " + describe(x) +
-                     ", got " + (g.defined() ? describe(g) : std::string("undefined")));
+                     ", got " + describe(g));
   Tensor gx = detail::alloc(x.shape(), x.dtype(), x.device());
   detail::backend(x.device()).batch_norm_input_grad(gx, detail::contiguous_raw(g.detach()), detail::contiguous_raw(x.detach()),
                                                     detail::contiguous_raw(mean), detail::contiguous_raw(var),
