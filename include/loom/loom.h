@@ -26,6 +26,7 @@
 #include "loom/ops/recurrent.h"
 #include "loom/ops/registry.h"
 #include "loom/autograd/autograd.h"
+#include "loom/autograd/custom_op.h"
 #include "loom/nn/activation.h"
 #include "loom/nn/attention.h"
 #include "loom/nn/conv.h"

@@ -14,6 +14,7 @@
 
 #include "dist/comm.h"
 #include "loom/autograd/autograd.h"
+#include "loom/core/describe.h"
 #include "loom/dist/dist.h"
 #include "loom/ops/creation.h"
 
@@ -258,9 +259,8 @@ struct Contiguous {
   }
 };
 
-std::string describe(std::string_view call, const Tensor& t) {
-  return std::string(call) + " of " + dtype_name(t.dtype()) + " " + shape_str(t.shape());
-}
+// "allreduce of float32 (2, 3)": a collective call and its tensor, for error messages.
+std::string describe_call(std::string_view call, const Tensor& t) { return std::string(call) + " of " + describe(t); }
 
 void divide(void* data, DType work, int64_t n, int size) {  // the mean from the sum
   if (work == Float64) {
@@ -297,10 +297,10 @@ Tensor& allreduce(Tensor& t, ReduceOp op) {
   check_agreed(t, call);
   const DType dtype = t.dtype();
   if (op == ReduceOp::Mean && !is_floating(dtype))
-    throw DTypeError(describe(call, t) +
+    throw DTypeError(describe_call(call, t) +
                      ": mean needs a floating dtype (float16, bfloat16, float32, float64); reduce integers "
                      "with sum and divide as they should round");
-  if (t.numel() > INT_MAX) check_count(t.numel(), describe(call, t));
+  if (t.numel() > INT_MAX) check_count(t.numel(), describe_call(call, t));
   if (t.numel() == 0) return t;
   const int size = dist::size();
 
@@ -308,7 +308,7 @@ Tensor& allreduce(Tensor& t, ReduceOp op) {
     auto* data = static_cast<float*>(flat.data_ptr());
     if (const int64_t rest = t.numel() - inlined; rest > 0)
       check_lazy(MPI_Allreduce(MPI_IN_PLACE, data + inlined, static_cast<int>(rest), MPI_FLOAT, MPI_SUM, comm),
-                 "MPI_Allreduce", [&] { return describe(call, t); });
+                 "MPI_Allreduce", [&] { return describe_call(call, t); });
     std::copy_n(head, inlined, data);
     if (op == ReduceOp::Mean) divide(data, Float32, t.numel(), size);
     if (flat.shares_storage_with(t)) t.storage()->bump_version();  // written in place
@@ -330,7 +330,7 @@ Tensor& allreduce(Tensor& t, ReduceOp op) {
   // bool holds 0 or 1: or is max, for sum and max alike
   MPI_Op mpi_op = op == ReduceOp::Max || w.dtype() == Bool ? MPI_MAX : MPI_SUM;
   check_lazy(MPI_Allreduce(MPI_IN_PLACE, w.data_ptr(), static_cast<int>(w.numel()), type, mpi_op, comm),
-             "MPI_Allreduce", [&] { return describe(call, t); });
+             "MPI_Allreduce", [&] { return describe_call(call, t); });
   if (op == ReduceOp::Mean) divide(w.data_ptr(), w.dtype(), w.numel(), size);
   if (widen) c.buf.copy_(w);
   c.write_back();
@@ -346,7 +346,7 @@ Tensor& broadcast(Tensor& t, int root) {
   clear_data(block, 0);
   agree(sign(kBroadcast, root, t, dims, 0), dims, comm, call, block);
   check_agreed(t, call);
-  const std::string what = describe(call, t);
+  const std::string what = describe_call(call, t);
   const int size = dist::size();
   if (root < 0 || root >= size)
     throw ValueError(what + ": root " + std::to_string(root) + " is not a rank; valid: 0 to " + std::to_string(size - 1));
@@ -370,7 +370,7 @@ Tensor allgather(const Tensor& t) {
   clear_data(block, 0);
   agree(sig, dims, comm, call, block);
   check_agreed(t, call);
-  const std::string what = describe(call, t);
+  const std::string what = describe_call(call, t);
   // the ranks agree on everything but axis 0: each rank's now
   std::vector<int64_t> firsts(static_cast<size_t>(dist::size()));
   detail::check(MPI_Allgather(&dims[0], 1, MPI_INT64_T, firsts.data(), 1, MPI_INT64_T, comm), "MPI_Allgather",

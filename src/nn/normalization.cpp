@@ -1,6 +1,7 @@
 #include "loom/nn/normalization.h"
 
 #include "loom/autograd/autograd.h"
+#include "loom/autograd/custom_op.h"
 #include "loom/nn/init.h"
 #include "loom/nn/replicas.h"
 #include "loom/ops/creation.h"
@@ -10,7 +11,6 @@
 #include "loom/ops/reduction.h"
 #include "nn/kind_util.h"
 #include "nn/register_kinds.h"
-#include "ops/batch_norm_reduced.h"
 
 namespace loom::nn {
 
@@ -20,16 +20,47 @@ namespace {
 // per-channel sums of x and x^2 and the count, summed over the replicas in one collective
 // (float64: E[x^2] - E[x]^2 loses too much in float32), then batch_norm's formula; the backward
 // sums the gradient's per-channel sums in one more, as PyTorch's SyncBatchNorm. Fused kernels
-// where they apply; otherwise composed of differentiable ops, gradients flowing through
-// replica_sum.
+// where they apply (ops' batch-norm parts, one custom op); otherwise composed of differentiable
+// ops, gradients flowing through replica_sum.
 Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& w, const Tensor& b,
                        double momentum, double eps) {
-  if (loom::detail::batch_norm_reduced_fused(x, w, b)) {
+  if (batch_norm_parts_supported(x, w, b)) {
     // the fused kernels: one pass for the local sums, one collective, one pass for the output;
-    // backward likewise
+    // backward likewise. The weight and bias gradients are this replica's (the optimizer's
+    // gradient averaging sums them).
     ReplicaGroup* group = replica_group();
-    return loom::detail::batch_norm_reduced(x, running_mean, running_var, w, b, momentum, eps,
-                                      [group](Tensor& t) { group->sum(t); });
+    const CustomOp op{
+        "BatchNorm (synchronized)",
+        [&running_mean, &running_var, group, momentum, eps](const std::vector<Tensor>& in, std::vector<Tensor>& saved) {
+          const Tensor &x = in[0], &w = in[1], &b = in[2];
+          Tensor sums = batch_norm_sums(x);
+          group->sum(sums);
+          const BatchNormStats st = batch_norm_stats(sums);
+          if (st.count <= 1)
+            throw ValueError("BatchNorm (synchronized): expected more than 1 value per channel across the replicas when "
+                             "training, got " + std::to_string(static_cast<int64_t>(st.count)) + " for input " +
+                             shape_str(x.shape()));
+          Tensor y = batch_norm_apply(x, st.mean, st.var, w, b, eps);
+          if (running_mean.defined()) batch_norm_update_running(running_mean, running_var, st.mean, st.var, momentum, st.count);
+          saved = {x, w, st.mean, st.var, full({1}, st.count, DType::Float64, x.device())};
+          return std::vector<Tensor>{y};
+        },
+        [group, eps](const CustomGrad& g) {
+          const Tensor &x = g.saved[0], &w = g.saved[1], &mean = g.saved[2], &var = g.saved[3];
+          const double n = g.saved[4].item<double>();
+          const Tensor& gy = g.output_grads[0];
+          const int64_t C = x.shape()[1];
+          Tensor gsums = batch_norm_grad_sums(gy, x, mean);
+          // this replica's weight and bias gradients: sum g * xhat and sum g (copies: the
+          // reduction below changes gsums in place)
+          std::vector<Tensor> grads(3);
+          if (w.defined()) grads[1] = astype(slice(gsums, 0, C, 2 * C) * rsqrt(var + eps), x.dtype()).copy();
+          if (g.needs_input_grad[2]) grads[2] = astype(slice(gsums, 0, 0, C).copy(), x.dtype());
+          group->sum(gsums);
+          grads[0] = batch_norm_input_grad(gy, x, mean, var, w, gsums, n, eps);
+          return grads;
+        }};
+    return op({x, w, b})[0];
   }
   const int64_t C = x.shape()[1];
   Axes axes{0};
@@ -46,7 +77,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
                      std::to_string(static_cast<int64_t>(n)) + " for input " + shape_str(x.shape()));
   const Tensor mean = slice(total, 0, 0, C) / n;
   const Tensor var = maximum(slice(total, 0, C, 2 * C) / n - multiply(mean, mean), 0.0);
-  loom::detail::update_running_stats(running_mean, running_var, mean.detach(), var.detach(), momentum, n);
+  batch_norm_update_running(running_mean, running_var, mean.detach(), var.detach(), momentum, n);
   Tensor y = multiply(subtract(x, reshape(astype(mean, x.dtype()), bshape)), rsqrt(reshape(astype(var, x.dtype()), bshape) + eps));
   if (w.defined()) y = multiply(y, reshape(w, bshape));
   if (b.defined()) y = add(y, reshape(b, bshape));

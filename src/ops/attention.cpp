@@ -18,7 +18,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const char* op = "scaled_dot_product_attention";
   for (const Tensor* t : {&q, &k, &v}) detail::check_defined(*t, op);
   const std::string shapes =
-      " (q: " + detail::desc(q) + ", k: " + detail::desc(k) + ", v: " + detail::desc(v) + ")";
+      " (q: " + describe(q) + ", k: " + describe(k) + ", v: " + describe(v) + ")";
   if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
     throw ShapeError(std::string(op) + ": q, k and v must have at least 2 axes (..., L, E), (..., S, E), (..., S, Ev)" +
                      shapes);
@@ -50,7 +50,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     detail::check_same_device(q, mask, op);
     if (mask.dtype() != DType::Bool && !is_floating(mask.dtype()))
       throw DTypeError(std::string(op) + ": mask must be bool (true = attend) or floating (added to the scores), got " +
-                       detail::desc(mask));
+                       describe(mask));
     bool ok = true;
     try {
       ok = broadcast_shapes(mask.shape(), score_shape, op) == score_shape;
@@ -58,7 +58,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       ok = false;
     }
     if (!ok)
-      throw ShapeError(std::string(op) + ": mask " + detail::desc(mask) + " does not broadcast to the scores' shape " +
+      throw ShapeError(std::string(op) + ": mask " + describe(mask) + " does not broadcast to the scores' shape " +
                        shape_str(score_shape) + shapes);
   }
   // With E = 0 every score is an empty sum, 0 (PyTorch scales q and k before their product, so

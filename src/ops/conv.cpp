@@ -26,7 +26,6 @@ namespace {
 
 Tensor prepare(const Tensor& t, DType dt) { return detail::contiguous_raw(detail::cast_raw(t, dt)); }
 
-DType compute_dtype(DType d) { return detail::is_half_float(d) ? DType::Float32 : d; }
 
 Shape forward_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
   return {x[0], w[0], conv_output_size(x[2], w[2], p.stride[0], p.pad_l[0], p.pad_r[0], p.dilation[0]),
@@ -38,7 +37,7 @@ Tensor conv_bwd_data(const Tensor& gy, const Tensor& w, const Shape& x_shape, co
 Tensor conv_bwd_weights(const Tensor& gy, const Tensor& x, const Shape& w_shape, const Conv2dParams& p);
 
 Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
-  const DType dt = x.dtype(), kd = compute_dtype(dt);
+  const DType dt = x.dtype(), kd = detail::kernel_dtype(dt);
   const bool rb = b.defined() && b.requires_grad();
   const bool record = detail::needs_grad({&x, &w}) || (rb && grad_enabled());
   Conv2dParams fp = p;
@@ -60,7 +59,7 @@ Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dP
 }
 
 Tensor conv_bwd_data(const Tensor& gy, const Tensor& w, const Shape& x_shape, const Conv2dParams& p) {
-  const DType dt = gy.dtype(), kd = compute_dtype(dt);
+  const DType dt = gy.dtype(), kd = detail::kernel_dtype(dt);
   Tensor gx = detail::alloc(x_shape, kd, gy.device());
   detail::backend(gy.device()).conv2d_backward_data(gx, prepare(gy, kd), prepare(w, kd), p);
   Tensor r = detail::cast_raw(gx, dt);
@@ -74,7 +73,7 @@ Tensor conv_bwd_data(const Tensor& gy, const Tensor& w, const Shape& x_shape, co
 }
 
 Tensor conv_bwd_weights(const Tensor& gy, const Tensor& x, const Shape& w_shape, const Conv2dParams& p) {
-  const DType dt = gy.dtype(), kd = compute_dtype(dt);
+  const DType dt = gy.dtype(), kd = detail::kernel_dtype(dt);
   Tensor gw = detail::alloc(w_shape, kd, gy.device());
   detail::backend(gy.device()).conv2d_backward_weights(gw, prepare(gy, kd), prepare(x, kd), p);
   Tensor r = detail::cast_raw(gw, dt);
@@ -102,7 +101,7 @@ void check_operands(const char* op, const Tensor& x, const Tensor& w, const Tens
   detail::check_same_device(x, w, op);
   if (groups < 1) throw ValueError(std::string(op) + ": groups must be >= 1, got " + std::to_string(groups));
   const int64_t C = x.shape()[1];
-  const std::string shapes = " (x: " + detail::desc(x) + ", weight: " + detail::desc(w) + ")";
+  const std::string shapes = " (x: " + describe(x) + ", weight: " + describe(w) + ")";
   int64_t c_out;
   if (!transposed) {
     if (C % groups != 0)
@@ -134,7 +133,7 @@ void check_operands(const char* op, const Tensor& x, const Tensor& w, const Tens
     detail::check_same_device(x, b, op);
     if (b.ndim() != 1 || b.shape()[0] != c_out)
       throw ShapeError(std::string(op) + ": bias must have shape (" + std::to_string(c_out) +
-                       ",) (one value per output channel), got " + detail::desc(b) + shapes);
+                       ",) (one value per output channel), got " + describe(b) + shapes);
   }
 }
 
@@ -200,7 +199,7 @@ Conv2dParams forward_params(const char* op, const Tensor& x, const Tensor& w, co
                        std::to_string(d[i]) + " -> " + std::to_string(d[i] * (k - 1) + 1) +
                        ") is larger than the padded input (size " + std::to_string(in) + " + padding " +
                        std::to_string(pl[i] + pr[i]) + ") along spatial axis " + std::to_string(i) + " (x: " +
-                       detail::desc(x) + ", weight: " + detail::desc(w) + ")");
+                       describe(x) + ", weight: " + describe(w) + ")");
   }
   return p;
 }
@@ -249,14 +248,14 @@ Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, c
     detail::check_same_device(x, *t, op);
     if (t->ndim() != 1 || t->shape()[0] != oc)
       throw ShapeError(std::string(op) + ": " + name + " must have shape (" + std::to_string(oc) +
-                       ",) (one value per output channel), got " + detail::desc(*t));
+                       ",) (one value per output channel), got " + describe(*t));
   }
   if (e.residual.defined()) {
     detail::check_same_dtype(x, e.residual, op, "input x", "residual");
     detail::check_same_device(x, e.residual, op);
     if (e.residual.shape() != shape)
       throw ShapeError(std::string(op) + ": the residual must have the convolution's output shape " + shape_str(shape) +
-                       ", got " + detail::desc(e.residual));
+                       ", got " + describe(e.residual));
   }
   const std::vector<const Tensor*> all{&x, &weight, &bias, &e.bn_weight, &e.bn_bias, &e.residual};
   bool grad = false;
@@ -308,7 +307,7 @@ Tensor reorder_blocked(const Tensor& x, bool to_plain) {
   const auto& b = detail::backend(x.device());
   if (!b.reorder_blocked || x.dtype() != DType::Float32 || x.ndim() != 4 || !x.is_contiguous())
     throw ValueError(std::string("reorder_blocked: needs a contiguous 4-d float32 tensor on a backend with blocked "
-                                    "layouts, got ") + detail::desc(x));
+                                    "layouts, got ") + describe(x));
   Tensor out = detail::alloc(x.shape(), DType::Float32, x.device());
   if (out.numel() > 0) b.reorder_blocked(out, x, to_plain);
   blocked_reorders.fetch_add(1, std::memory_order_relaxed);
@@ -320,7 +319,7 @@ Tensor max_pool2d_blocked(const Tensor& x, IntList kernel_size, IntList stride, 
   const auto& b = detail::backend(x.device());
   if (!b.max_pool2d_blocked || x.dtype() != DType::Float32 || x.ndim() != 4 || !x.is_contiguous())
     throw ValueError(std::string(op) + ": needs a contiguous 4-d float32 tensor in the blocked layout on a backend with "
-                     "blocked layouts, got " + detail::desc(x));
+                     "blocked layouts, got " + describe(x));
   const auto k = detail::per_axis(kernel_size.values(), 2, op, "kernel_size", 1);
   const auto st = stride.values().empty() ? k : detail::per_axis(stride.values(), 2, op, "stride", 1);
   const auto pad = detail::per_axis(padding.values(), 2, op, "padding", 0);
@@ -329,7 +328,7 @@ Tensor max_pool2d_blocked(const Tensor& x, IntList kernel_size, IntList stride, 
     out[2 + i] = pool_output_size(x.shape()[2 + i], k[i], st[i], pad[i], 1, ceil_mode);
     if (pad[i] > k[i] / 2 || out[2 + i] < 1)
       throw ShapeError(std::string(op) + ": kernel_size " + detail::ints_str(k) + ", stride " + detail::ints_str(st) +
-                       ", padding " + detail::ints_str(pad) + " do not fit " + detail::desc(x) +
+                       ", padding " + detail::ints_str(pad) + " do not fit " + describe(x) +
                        " (padding at most half the kernel, a non-empty output)");
   }
   Pool2dParams p{{k[0], k[1]}, {st[0], st[1]}, {pad[0], pad[1]}, {1, 1}, true, 0};
@@ -378,7 +377,7 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& weight, const Tensor& bia
     if (grow < 1 + shrink)
       throw ShapeError(std::string(op) + ": the output size along spatial axis " + std::to_string(i) +
                        " would be below 1 (padding " + detail::ints_str(pad) + " is too large for x: " +
-                       detail::desc(x) + ", weight: " + detail::desc(weight) + ")");
+                       describe(x) + ", weight: " + describe(weight) + ")");
     out[2 + i] = grow - shrink;
     p.stride[i] = s[i];
     p.dilation[i] = d[i];

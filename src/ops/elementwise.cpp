@@ -16,15 +16,14 @@ using detail::UnaryOp;
 
 namespace {
 
-bool is_half(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
 
 // Runs a binary kernel: broadcasts, converts both operands to `compute`, writes `result`.
 Tensor binary_kernel(BinaryOp op, const char* name, const Tensor& a, const Tensor& b, DType compute, DType result) {
   detail::check_defined(a, name);
   detail::check_defined(b, name);
   detail::check_same_device(a, b, name);
-  const DType kernel_dtype = is_half(compute) ? DType::Float32 : compute;
-  const DType kernel_result = is_half(result) ? DType::Float32 : result;
+  const DType kernel_dtype = detail::kernel_dtype(compute);
+  const DType kernel_result = detail::kernel_dtype(result);
   // Same shape and dtype (the common case, and all of a tiny op's cost): no shape vector,
   // no operand handle copies (each is an atomic reference count pair).
   if (a.shape() == b.shape() && a.dtype() == kernel_dtype && b.dtype() == kernel_dtype) {
@@ -43,7 +42,7 @@ Tensor binary_kernel(BinaryOp op, const char* name, const Tensor& a, const Tenso
 }
 
 Tensor unary_kernel(UnaryOp op, const Tensor& x, DType dtype) {
-  const DType kd = is_half(dtype) ? DType::Float32 : dtype;
+  const DType kd = detail::kernel_dtype(dtype);
   Tensor xin = detail::cast_raw(x, kd);
   Tensor out = detail::alloc(x.shape(), kd, x.device());
   detail::backend(x.device()).unary(op, out, xin);
@@ -69,7 +68,7 @@ Tensor arithmetic(BinaryOp op, const char* name, const Tensor& a, const Tensor& 
   const DType dt = promote_types(a.dtype(), b.dtype());
   if (dt == DType::Bool && op == BinaryOp::Sub)
     throw DTypeError(std::string(name) + ": subtracting bool tensors is not supported (" +
-                     detail::describe({&a, &b}) + "); use logical_xor, or convert with astype");
+                     detail::describe_operands({&a, &b}) + "); use logical_xor, or convert with astype");
   return binary_kernel(op, name, a, b, dt, dt);
 }
 
@@ -144,7 +143,7 @@ Tensor power(const Tensor& a, const Tensor& b) {
     // NumPy raises rather than give the truncated 1 / a^n (0 for |a| > 1)
     const int64_t lowest = min(astype(b, DType::Int64)).item<int64_t>();
     if (lowest < 0)
-      throw ValueError("power: integers to negative integer powers are not allowed (" + detail::describe({&a, &b}) +
+      throw ValueError("power: integers to negative integer powers are not allowed (" + detail::describe_operands({&a, &b}) +
                        ", the exponent holds " + std::to_string(lowest) +
                        "); convert the base to a floating dtype with astype for a fractional result");
   }
@@ -233,7 +232,7 @@ Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
   detail::check_same_device(a, b, name);
   const Shape shape = broadcast_shapes(c.shape(), broadcast_shapes(a.shape(), b.shape(), name), name);
   const DType dt = promote_types(a.dtype(), b.dtype());
-  const DType kd = is_half(dt) ? DType::Float32 : dt;
+  const DType kd = detail::kernel_dtype(dt);
   Tensor out = detail::alloc(shape, kd, a.device());
   detail::backend(a.device()).where(out, detail::broadcast_view(detail::cast_raw(c, DType::Bool), shape),
                                     detail::broadcast_view(detail::cast_raw(a, kd), shape),
@@ -452,7 +451,7 @@ void check_in_place(const Tensor& a, const Tensor& b, const char* name) {
   // operand's gradient would silently be lost.
   if (grad_enabled() && (a.requires_grad() || b.requires_grad()))
     throw AutogradError(std::string(name) + ": in-place update with a tensor that takes part in autograd (" +
-                        detail::describe({&a, &b}) + (a.requires_grad() ? ", a requires grad" : ", b requires grad") +
+                        detail::describe_operands({&a, &b}) + (a.requires_grad() ? ", a requires grad" : ", b requires grad") +
                         "); use the out-of-place form (a = a + b) or run it under NoGrad");
 }
 
@@ -498,7 +497,7 @@ bool reads_before_writes(const Tensor& a, const Tensor& b) {
 // in float32 and round) nor bool, b broadcasts to a's shape and does not partly overlap a.
 // False: the caller takes the copy path (which also raises every error).
 bool write_into(BinaryOp op, Tensor& a, const Tensor& b, DType dt, const char* name) {
-  if (dt != a.dtype() || is_half(dt) || dt == DType::Bool || a.device() != b.device() || b.ndim() > a.ndim()) return false;
+  if (dt != a.dtype() || detail::is_half_float(dt) || dt == DType::Bool || a.device() != b.device() || b.ndim() > a.ndim()) return false;
   const size_t lead = a.shape().size() - b.shape().size();
   for (size_t i = 0; i < b.shape().size(); ++i)
     if (b.shape()[i] != 1 && b.shape()[i] != a.shape()[lead + i]) return false;

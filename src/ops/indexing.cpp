@@ -117,7 +117,7 @@ Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& indices, const T
   detail::check_defined(src, "scatter_add");
   const int64_t a = normalize_axis(axis, x.ndim(), "scatter_add");
   if (indices.ndim() != x.ndim() || src.ndim() != x.ndim())
-    throw ShapeError("scatter_add: x, indices and src must have one rank, got " + detail::describe({&x, &indices, &src}));
+    throw ShapeError("scatter_add: x, indices and src must have one rank, got " + detail::describe_operands({&x, &indices, &src}));
   Tensor s = src;
   for (int64_t d = 0; d < x.ndim(); ++d) {
     if (indices.shape()[d] > src.shape()[d] || (d != a && indices.shape()[d] > x.shape()[d]))

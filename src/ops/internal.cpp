@@ -1,5 +1,6 @@
 #include "ops/internal.h"
 
+#include "loom/core/describe.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
@@ -43,13 +44,13 @@ Tensor broadcast_view(const Tensor& t, const Shape& shape) {
   return Tensor(t.storage(), shape, st, t.offset(), t.dtype());
 }
 
-std::string describe(std::initializer_list<const Tensor*> ts) {
+std::string describe_operands(std::initializer_list<const Tensor*> ts) {
   std::string s;
   const char* names[] = {"a", "b", "c", "d"};
   size_t i = 0;
   for (const Tensor* t : ts) {
     if (!s.empty()) s += ", ";
-    s += std::string(i < 4 ? names[i] : "x") + ": " + dtype_name(t->dtype()) + " " + shape_str(t->shape());
+    s += std::string(i < 4 ? names[i] : "x") + ": " + describe(*t);
     ++i;
   }
   return s;

@@ -13,6 +13,12 @@
 
 namespace loom::detail {
 
+// The 16-bit floats (float16, bfloat16) have no kernels of their own: they are computed in
+// float32 and rounded once to the result's dtype. is_half_float says which dtypes those are,
+// kernel_dtype the dtype a kernel computes values of dtype d in (float32 for them, d otherwise).
+inline bool is_half_float(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
+inline DType kernel_dtype(DType d) { return is_half_float(d) ? DType::Float32 : d; }
+
 // A new contiguous tensor (uninitialised); an invalid shape throws ShapeError naming `op`.
 Tensor alloc(const Shape& shape, DType dtype, Device device, const char* op = "alloc");
 // Raw conversions: no autograd recording.
@@ -20,7 +26,7 @@ Tensor cast_raw(const Tensor& t, DType dtype);        // itself when the dtype m
 Tensor contiguous_raw(const Tensor& t);               // itself when contiguous
 Tensor broadcast_view(const Tensor& t, const Shape& shape);  // zero strides, no checks
 // "op: ..." description of operands for error messages: "a: float32 (2, 3), b: int64 (3,)".
-std::string describe(std::initializer_list<const Tensor*> ts);
+std::string describe_operands(std::initializer_list<const Tensor*> ts);
 void check_defined(const Tensor& t, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 // Throws a DeviceError naming `op` when this build cannot make tensors on `device`.

@@ -18,13 +18,13 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   const int64_t M = a.shape()[a.ndim() - 2], K = a.shape()[a.ndim() - 1];
   const int64_t K2 = b.shape()[b.ndim() - 2], N = b.shape()[b.ndim() - 1];
   if (K != K2)
-    throw ShapeError("matmul: inner dimensions differ: " + detail::describe({&a, &b}) + " (a's last axis, " +
+    throw ShapeError("matmul: inner dimensions differ: " + detail::describe_operands({&a, &b}) + " (a's last axis, " +
                      std::to_string(K) + ", must equal b's second-to-last axis, " + std::to_string(K2) + ")");
   const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   const Shape batch = broadcast_shapes(ba, bb, "matmul (batch axes)");
   const int64_t nb = shape_numel(batch);
   DType dt = promote_types(a.dtype(), b.dtype());
-  const DType kd = (dt == DType::Float16 || dt == DType::BFloat16) ? DType::Float32 : dt;
+  const DType kd = detail::kernel_dtype(dt);
   shape_nbytes({nb, M, N}, itemsize(kd), "matmul");  // two valid operands can make an overflowing result
   auto as3 = [&](const Tensor& t, int64_t r, int64_t c) {
     Shape full = batch;
@@ -61,7 +61,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_defined(b, "matmul");
   detail::check_same_device(a, b, "matmul");
   if (a.ndim() == 0 || b.ndim() == 0)
-    throw ShapeError("matmul: operands must have at least one axis (" + detail::describe({&a, &b}) +
+    throw ShapeError("matmul: operands must have at least one axis (" + detail::describe_operands({&a, &b}) +
                      "); use multiply for scalars");
   const bool va = a.ndim() == 1, vb = b.ndim() == 1;
   Tensor a2 = va ? expand_dims(a, 0) : a;

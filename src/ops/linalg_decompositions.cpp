@@ -90,8 +90,8 @@ struct Rhs {
 };
 Rhs matrix_rhs(const Tensor& a, const Tensor& b, const char* op) {
   detail::check_defined(b, op);
-  if (!is_floating(b.dtype()) || b.dtype() == Float16 || b.dtype() == BFloat16)
-    throw DTypeError(std::string(op) + ": expected a float32 or float64 right-hand side, got " + detail::describe({&b}));
+  if (!is_floating(b.dtype()) || detail::is_half_float(b.dtype()))
+    throw DTypeError(std::string(op) + ": expected a float32 or float64 right-hand side, got " + detail::describe_operands({&b}));
   if (b.ndim() == 0) throw ShapeError(std::string(op) + ": the right-hand side must have at least 1 dimension, got a 0-d tensor");
   const Shape a_rows(a.shape().begin(), a.shape().end() - 1);
   if (b.ndim() == 1 || b.shape() == a_rows) return {expand_dims(b, -1), true};
@@ -109,7 +109,7 @@ Tensor solve_matrix(const Tensor& a, const Tensor& b, const char* op) {
   const int64_t n = rows_of(a), k = cols_of(b);
   if (rows_of(b) != n)
     throw ShapeError(std::string(op) + ": a has " + std::to_string(n) + " rows but b has " + std::to_string(rows_of(b)) +
-                     " (" + detail::describe({&a, &b}) + ")");
+                     " (" + detail::describe_operands({&a, &b}) + ")");
   const Shape batch = broadcast_batch(a, b, op);
   const DType dt = promote_types(a.dtype(), b.dtype());
   Tensor ab = detail::lapack_copy(detail::broadcast_view(a, with(batch, {n, n})), dt);
@@ -118,7 +118,7 @@ Tensor solve_matrix(const Tensor& a, const Tensor& b, const char* op) {
   if (st.item >= 0)
     throw LinAlgError(std::string(op) + ": the matrix" + batch_index(batch, st.item) +
                       " is singular (U[" + std::to_string(st.info - 1) + ", " + std::to_string(st.info - 1) +
-                      "] of its LU factorization is exactly zero), " + detail::describe({&a}));
+                      "] of its LU factorization is exactly zero), " + detail::describe_operands({&a}));
   Tensor x = detail::lapack_view(bb, batch, n, k, n, n * k);
   if (!detail::needs_grad({&a, &b})) return x;
   return detail::record(op, {a, b}, x, [ad = detail::save(a), xd = detail::save(x), op](const Tensor& g) {
@@ -141,7 +141,7 @@ Tensor cholesky(const Tensor& a, bool upper) {
   if (st.item >= 0)
     throw LinAlgError("linalg.cholesky: the matrix" + batch_index(batch, st.item) +
                       " is not positive-definite (its leading minor of order " + std::to_string(st.info) +
-                      " is not positive), " + detail::describe({&a}));
+                      " is not positive), " + detail::describe_operands({&a}));
   Tensor L = detail::lapack_view(buf, batch, n, n, n, n * n);
   if (!detail::needs_grad({&a})) return L;
   return detail::record("linalg.cholesky", {a}, L, [ld = detail::save(L)](const Tensor& g) {
@@ -159,7 +159,7 @@ Tensor solve(const Tensor& a, const Tensor& b) {
   detail::check_matrix(a, "linalg.solve", true);
   Rhs r = matrix_rhs(a, b, "linalg.solve");
   if (r.b.ndim() < 2)
-    throw ShapeError("linalg.solve: b must be (..., n) or (..., n, k), got " + detail::describe({&a, &b}));
+    throw ShapeError("linalg.solve: b must be (..., n) or (..., n, k), got " + detail::describe_operands({&a, &b}));
   Tensor x = solve_matrix(a, r.b, "linalg.solve");
   return r.vector ? squeeze(x, {-1}) : x;
 }
@@ -263,7 +263,7 @@ SvdRaw svd_raw(const Tensor& a, bool vectors, bool full, const char* op) {
   if (st.item >= 0)
     throw LinAlgError(std::string(op) + ": the SVD of the matrix" + batch_index(batch, st.item) +
                       " did not converge (LAPACK gesdd info " + std::to_string(st.info) + "; are there NaN or inf values?), " +
-                      detail::describe({&a}));
+                      detail::describe_operands({&a}));
   SvdRaw r;
   r.S = reshape(s, with(batch, {k}));
   if (vectors) {
@@ -306,7 +306,7 @@ SVD svd(const Tensor& a, bool full_matrices) {
   const int64_t m = rows_of(a), n = cols_of(a);
   if (full_matrices && m != n && detail::needs_grad({&a}))
     throw ValueError("linalg.svd: gradients need full_matrices=false for a non-square matrix (the extra columns of U "
-                     "or rows of Vh are not unique), got " + detail::describe({&a}));
+                     "or rows of Vh are not unique), got " + detail::describe_operands({&a}));
   SvdRaw r = svd_raw(a, true, full_matrices && m != n, "linalg.svd");
   auto outs = record_outputs("linalg.svd", {a}, {r.U, r.S, r.Vh},
                              [ud = detail::save(r.U), sd = detail::save(r.S), vd = detail::save(r.Vh)](const Grads& g) {
@@ -339,7 +339,7 @@ Eigh eigh_impl(const Tensor& a, const std::string& uplo, bool vectors_wanted, co
   if (st.item >= 0)
     throw LinAlgError(std::string(op) + ": the eigenvalue algorithm did not converge for the matrix" +
                       batch_index(batch, st.item) + " (LAPACK syevd info " + std::to_string(st.info) +
-                      "; are there NaN or inf values?), " + detail::describe({&a}));
+                      "; are there NaN or inf values?), " + detail::describe_operands({&a}));
   Tensor W = reshape(w, with(batch, {n}));
   Tensor V = detail::lapack_view(buf, batch, n, n, n, n * n);
   if (!vectors_wanted) {
@@ -376,11 +376,11 @@ Tensor lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond) {
   Rhs r = matrix_rhs(a, b, "linalg.lstsq");
   const Tensor& B = r.b;
   if (B.ndim() < 2)
-    throw ShapeError("linalg.lstsq: b must be (..., m) or (..., m, k), got " + detail::describe({&a, &b}));
+    throw ShapeError("linalg.lstsq: b must be (..., m) or (..., m, k), got " + detail::describe_operands({&a, &b}));
   const int64_t m = rows_of(a), n = cols_of(a), k = cols_of(B);
   if (rows_of(B) != m)
     throw ShapeError("linalg.lstsq: a has " + std::to_string(m) + " rows but b has " + std::to_string(rows_of(B)) + " (" +
-                     detail::describe({&a, &b}) + ")");
+                     detail::describe_operands({&a, &b}) + ")");
   const Shape batch = broadcast_batch(a, B, "linalg.lstsq");
   const DType dt = promote_types(a.dtype(), B.dtype());
   const int64_t ldb = std::max<int64_t>(1, std::max(m, n)), nb = shape_numel(batch);
@@ -396,7 +396,7 @@ Tensor lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond) {
       detail::backend(a.device()).lstsq(ab, bb, rcond ? *rcond : eps * static_cast<double>(std::max(m, n)));
   if (st.item >= 0)
     throw LinAlgError("linalg.lstsq: the SVD of the matrix" + batch_index(batch, st.item) +
-                      " did not converge (LAPACK gelsd info " + std::to_string(st.info) + "), " + detail::describe({&a}));
+                      " did not converge (LAPACK gelsd info " + std::to_string(st.info) + "), " + detail::describe_operands({&a}));
   Tensor x = detail::lapack_view(bb, batch, n, k, ldb, k * ldb);
   if (detail::needs_grad({&a, &B})) {
     // Full-rank a (PyTorch's rule through pinv). Tall: x = (a^T a)^-1 a^T b, z = (a^T a)^-1 gx:

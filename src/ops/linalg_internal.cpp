@@ -42,19 +42,19 @@ Tensor triu(const Tensor& x, int64_t k) {
 void check_matrix(const Tensor& a, const char* op, bool square) {
   check_defined(a, op);
   if (a.dtype() != Float32 && a.dtype() != Float64)
-    throw DTypeError(std::string(op) + ": expected a float32 or float64 tensor, got " + describe({&a}) +
+    throw DTypeError(std::string(op) + ": expected a float32 or float64 tensor, got " + describe_operands({&a}) +
                      " (convert it with astype)");
   if (a.ndim() < 2)
     throw ShapeError(std::string(op) + ": expected a tensor of at least 2 dimensions (matrices in the last two), got " +
-                     describe({&a}));
+                     describe_operands({&a}));
   const int64_t m = a.shape()[a.ndim() - 2], n = a.shape().back();
   if (square && m != n)
-    throw ShapeError(std::string(op) + ": expected square matrices in the last two dimensions, got " + describe({&a}));
+    throw ShapeError(std::string(op) + ": expected square matrices in the last two dimensions, got " + describe_operands({&a}));
   if (m > INT_MAX || n > INT_MAX || (m > 0 && n > INT_MAX / m))
     throw ValueError(std::string(op) + ": matrices of " + std::to_string(m) + " x " + std::to_string(n) +
-                     " are too large for LAPACK's 32-bit indices (" + describe({&a}) + ")");
+                     " are too large for LAPACK's 32-bit indices (" + describe_operands({&a}) + ")");
   if (a.device().type != DeviceType::CPU)
-    throw DeviceError(std::string(op) + ": runs on the CPU only (LAPACK), got " + describe({&a}));
+    throw DeviceError(std::string(op) + ": runs on the CPU only (LAPACK), got " + describe_operands({&a}));
 }
 
 Tensor lapack_copy(const Tensor& x, DType dt) {

@@ -100,7 +100,7 @@ Tensor norm_impl(const Tensor& x, std::optional<double> ord, const std::string& 
                  bool keepdims) {
   detail::check_defined(x, "linalg.norm");
   if (x.dtype() != Float32 && x.dtype() != Float64)
-    throw DTypeError("linalg.norm: expected a float32 or float64 tensor, got " + detail::describe({&x}) +
+    throw DTypeError("linalg.norm: expected a float32 or float64 tensor, got " + detail::describe_operands({&x}) +
                      " (convert it with astype)");
   const bool has_ord = ord.has_value() || !name.empty();
   Axes ax;
@@ -116,13 +116,13 @@ Tensor norm_impl(const Tensor& x, std::optional<double> ord, const std::string& 
   } else if (x.ndim() == 1 || x.ndim() == 2) {
     for (int64_t i = 0; i < x.ndim(); ++i) ax.push_back(i);
   } else {
-    throw ShapeError("linalg.norm: an ord without axes needs a 1-d or 2-d input, got " + detail::describe({&x}) +
+    throw ShapeError("linalg.norm: an ord without axes needs a 1-d or 2-d input, got " + detail::describe_operands({&x}) +
                      " (give the axes)");
   }
   if (ax.size() == 1) {
     if (!name.empty())
       throw ValueError("linalg.norm: ord \"" + name + "\" is a matrix norm; it needs 2 axes or a 2-d input, got " +
-                       detail::describe({&x}));
+                       detail::describe_operands({&x}));
     return vector_norm(x, ord.value_or(2.0), ax, keepdims);
   }
   return matrix_norm(x, ord.value_or(0.0), name.empty() && !ord ? "fro" : name, ax[0], ax[1], keepdims);

@@ -31,7 +31,7 @@ void check_class_weight(const Tensor& weight, const Tensor& input, int64_t C, co
     throw DTypeError(std::string(op) + ": weight has dtype " + dtype_name(weight.dtype()) + " (valid: a floating dtype)");
   if (weight.shape() != Shape{C})
     throw ShapeError(std::string(op) + ": weight must have shape (" + std::to_string(C) +
-                     ",) (one value per class), got " + detail::desc(weight));
+                     ",) (one value per class), got " + describe(weight));
 }
 
 // Validates (input, target) for class-index losses and returns the int64 target.
@@ -40,17 +40,17 @@ Tensor check_class_target(const Tensor& input, const Tensor& target, int64_t ign
   detail::check_defined(target, op);
   detail::check_same_device(input, target, op);
   if (input.ndim() < 1)
-    throw ShapeError(std::string(op) + ": input must be (C,), (N, C) or (N, C, d1, ...), got " + detail::desc(input));
+    throw ShapeError(std::string(op) + ": input must be (C,), (N, C) or (N, C, d1, ...), got " + describe(input));
   detail::check_float(input, op, "input");
   if (!is_integral(target.dtype()))
-    throw DTypeError(std::string(op) + ": target must hold integer class ids, got " + detail::desc(target) +
+    throw DTypeError(std::string(op) + ": target must hold integer class ids, got " + describe(target) +
                      (is_floating(target.dtype()) && std::string(op) == "cross_entropy"
                           ? " (floating targets must have the input's shape " + shape_str(input.shape()) +
                                 " to be read as class probabilities)"
                           : ""));
   if (target.shape() != target_shape_for(input))
-    throw ShapeError(std::string(op) + ": target " + detail::desc(target) + " does not match input " +
-                     detail::desc(input) + " (expected target shape " + shape_str(target_shape_for(input)) + ")");
+    throw ShapeError(std::string(op) + ": target " + describe(target) + " does not match input " +
+                     describe(input) + " (expected target shape " + shape_str(target_shape_for(input)) + ")");
   const int64_t C = input.shape()[input.ndim() == 1 ? 0 : 1];
   NoGrad off;
   Tensor t = detail::cast_raw(target, DType::Int64);
@@ -175,7 +175,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
     throw ValueError(std::string(op) + ": label_smoothing must be in [0, 1], got " + std::to_string(label_smoothing));
   if (logits.ndim() < 1)
-    throw ShapeError(std::string(op) + ": input must be (C,), (N, C) or (N, C, d1, ...), got " + detail::desc(logits));
+    throw ShapeError(std::string(op) + ": input must be (C,), (N, C) or (N, C, d1, ...), got " + describe(logits));
   const bool single = unbatched(logits);
   const int64_t class_axis = single ? 0 : 1;
   const int64_t C = logits.shape()[class_axis];
@@ -280,20 +280,20 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   detail::check_float(logits, op, "logits");
   detail::check_float(targets, op, "targets");
   if (targets.shape() != logits.shape())
-    throw ShapeError(std::string(op) + ": targets " + detail::desc(targets) + " must have the shape of logits " +
-                     detail::desc(logits));
+    throw ShapeError(std::string(op) + ": targets " + describe(targets) + " must have the shape of logits " +
+                     describe(logits));
   if (pos_weight.defined()) {
     detail::check_float(pos_weight, op, "pos_weight");
     detail::check_same_device(logits, pos_weight, op);
     if (broadcast_shapes(pos_weight.shape(), logits.shape(), op) != logits.shape())
-      throw ShapeError(std::string(op) + ": pos_weight " + detail::desc(pos_weight) +
+      throw ShapeError(std::string(op) + ": pos_weight " + describe(pos_weight) +
                        " must broadcast to the logits' shape " + shape_str(logits.shape()));
   }
   if (weight.defined()) {
     detail::check_float(weight, op, "weight");
     detail::check_same_device(logits, weight, op);
     if (broadcast_shapes(weight.shape(), logits.shape(), op) != logits.shape())
-      throw ShapeError(std::string(op) + ": weight " + detail::desc(weight) + " must broadcast to the logits' shape " +
+      throw ShapeError(std::string(op) + ": weight " + describe(weight) + " must broadcast to the logits' shape " +
                        shape_str(logits.shape()));
   }
   Tensor loss = bce_logits_core(logits, targets, pos_weight);

@@ -34,12 +34,12 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
   detail::check_defined(ids, op);
   detail::check_same_device(weight, ids, op);
   if (!is_integral(ids.dtype()))
-    throw DTypeError(std::string(op) + ": ids must be integers, got " + detail::desc(ids) +
+    throw DTypeError(std::string(op) + ": ids must be integers, got " + describe(ids) +
                      " (valid: uint8, int32, int64)");
   const int64_t n = weight.shape()[0];
   if (padding_idx >= n)
     throw ValueError(std::string(op) + ": padding_idx " + std::to_string(padding_idx) + " is out of range for weight " +
-                     detail::desc(weight) + " (valid: 0 to " + std::to_string(n - 1) + ", or negative for none)");
+                     describe(weight) + " (valid: 0 to " + std::to_string(n - 1) + ", or negative for none)");
   Tensor idx;
   {
     NoGrad off;
@@ -48,7 +48,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
       const int64_t lo = min(idx).item<int64_t>(), hi = max(idx).item<int64_t>();
       if (lo < 0 || hi >= n)
         throw IndexError(std::string(op) + ": id " + std::to_string(lo < 0 ? lo : hi) +
-                         " is out of range for weight " + detail::desc(weight) + " (valid ids: 0 to " +
+                         " is out of range for weight " + describe(weight) + " (valid ids: 0 to " +
                          std::to_string(n - 1) + ")");
     }
   }

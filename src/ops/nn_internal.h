@@ -3,15 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/describe.h"
 #include "loom/core/tensor.h"
 #include "ops/internal.h"
 
 namespace loom::detail {
-
-inline bool is_half_float(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
-
-// "float32 (2, 3)"
-inline std::string desc(const Tensor& t) { return std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape()); }
 
 inline std::string ints_str(const std::vector<int64_t>& v) {
   std::string s = "(";
@@ -24,7 +20,7 @@ inline void check_rank(const Tensor& t, int64_t rank, const char* op, const char
   if (!t.defined()) throw ValueError(std::string(op) + ": " + what + " is an undefined tensor");
   if (t.ndim() != rank)
     throw ShapeError(std::string(op) + ": " + what + " must be " + std::to_string(rank) + "-d " + layout + ", got " +
-                     desc(t));
+                     describe(t));
 }
 
 // Floating operands only; returns the dtype the kernels compute in (halves compute in float32).
@@ -32,13 +28,13 @@ inline DType check_float(const Tensor& t, const char* op, const char* what) {
   if (!is_floating(t.dtype()))
     throw DTypeError(std::string(op) + ": " + what + " has dtype " + dtype_name(t.dtype()) +
                      " (valid: float16, bfloat16, float32, float64)");
-  return is_half_float(t.dtype()) ? DType::Float32 : t.dtype();
+  return kernel_dtype(t.dtype());
 }
 
 // Operands that must share a dtype (as PyTorch requires for inputs and weights).
 inline void check_same_dtype(const Tensor& a, const Tensor& b, const char* op, const char* an, const char* bn) {
   if (a.dtype() != b.dtype())
-    throw DTypeError(std::string(op) + ": " + an + " (" + desc(a) + ") and " + bn + " (" + desc(b) +
+    throw DTypeError(std::string(op) + ": " + an + " (" + describe(a) + ") and " + bn + " (" + describe(b) +
                      ") must have the same dtype; convert one with astype");
 }
 

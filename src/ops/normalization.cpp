@@ -10,7 +10,6 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
-#include "ops/batch_norm_reduced.h"
 #include "ops/nn_internal.h"
 
 namespace loom {
@@ -25,7 +24,7 @@ void check_param(const Tensor& t, const Tensor& x, const Shape& want, const char
                      " (valid: a floating dtype)");
   if (t.shape() != want)
     throw ShapeError(std::string(op) + ": " + what + " must have shape " + shape_str(want) + " for input x " +
-                     detail::desc(x) + ", got " + detail::desc(t));
+                     describe(x) + ", got " + describe(t));
 }
 
 }  // namespace
@@ -35,7 +34,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   const char* op = "batch_norm";
   detail::check_defined(x, op);
   if (x.ndim() < 2)
-    throw ShapeError(std::string(op) + ": input x must have at least 2 axes (N, C, ...), got " + detail::desc(x));
+    throw ShapeError(std::string(op) + ": input x must have at least 2 axes (N, C, ...), got " + describe(x));
   detail::check_float(x, op, "input x");
   const int64_t C = x.shape()[1];
   const Shape cshape{C};
@@ -66,7 +65,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     const int64_t n = x.numel() / C;
     if (n <= 1)
       throw ValueError(std::string(op) + ": expected more than 1 value per channel when training, got input x " +
-                       detail::desc(x));
+                       describe(x));
     Tensor xc = detail::contiguous_raw(x.detach());
     Tensor wc = weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor();
     Tensor bc = bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor();
@@ -74,7 +73,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     Tensor m = detail::alloc(cshape, x.dtype(), x.device()), v = detail::alloc(cshape, x.dtype(), x.device());
     detail::backend(x.device()).batch_norm_train(y, m, v, xc, wc, bc, eps);
     if (running_mean.defined())
-      detail::update_running_stats(running_mean, running_var, m, v, momentum, static_cast<double>(n));
+      batch_norm_update_running(running_mean, running_var, m, v, momentum, static_cast<double>(n));
     std::vector<Tensor> inputs{x};
     if (weight.defined()) inputs.push_back(weight);
     if (bias.defined()) inputs.push_back(bias);
@@ -97,11 +96,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     const int64_t n = C > 0 ? x.numel() / C : 0;
     if (n <= 1)
       throw ValueError(std::string(op) + ": expected more than 1 value per channel when training, got input x " +
-                       detail::desc(x));
+                       describe(x));
     mean_b = mean(x, axes, true);
     var_b = var(x, axes, 0, true);
     if (running_mean.defined())
-      detail::update_running_stats(running_mean, running_var, reshape(mean_b.detach(), cshape),
+      batch_norm_update_running(running_mean, running_var, reshape(mean_b.detach(), cshape),
                                    reshape(var_b.detach(), cshape), momentum, static_cast<double>(n));
   } else {
     if (!running_mean.defined())
@@ -125,7 +124,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   for (int64_t i = 0; ok && i < k; ++i) ok = x.shape()[x.ndim() - k + i] == normalized_shape[i];
   if (!ok)
     throw ShapeError(std::string(op) + ": normalized_shape " + shape_str(normalized_shape) +
-                     " must be non-empty and match the trailing axes of input x " + detail::desc(x));
+                     " must be non-empty and match the trailing axes of input x " + describe(x));
   check_param(weight, x, normalized_shape, op, "weight");
   check_param(bias, x, normalized_shape, op, "bias");
   if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
@@ -176,10 +175,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   return y;
 }
 
-namespace detail {
-
-void update_running_stats(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean, const Tensor& var,
-                          double momentum, double count) {
+void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
+                               const Tensor& var, double momentum, double count) {
   NoGrad off;
   const double unbias = count / (count - 1);
   // both computed before either is written
@@ -190,76 +187,110 @@ void update_running_stats(const Tensor& running_mean, const Tensor& running_var,
   rv.copy_(new_var);
 }
 
-bool batch_norm_reduced_fused(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+bool batch_norm_parts_supported(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return x.defined() && x.ndim() >= 2 && x.device().type == DeviceType::CPU && x.shape()[1] > 0 &&
          (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) &&
-         (!weight.defined() || weight.dtype() == x.dtype()) && (!bias.defined() || bias.dtype() == x.dtype());
+         (!weight.defined() || (weight.dtype() == x.dtype() && weight.shape() == Shape{x.shape()[1]})) &&
+         (!bias.defined() || (bias.dtype() == x.dtype() && bias.shape() == Shape{x.shape()[1]}));
 }
 
-Tensor batch_norm_reduced(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                          const Tensor& bias, double momentum, double eps, ReplicaReduce reduce) {
-  const char* op = "BatchNorm (synchronized)";
-  if (!batch_norm_reduced_fused(x, weight, bias))
-    throw ValueError(std::string(op) + ": the fused kernels need a float32 or float64 CPU input with C > 0 and weight "
-                     "and bias of its dtype, got input x " + desc(x));
+namespace {
+
+// The checks of the batch-norm parts: x, weight and bias as batch_norm_parts_supported wants
+// them; a float64 operand (mean, var, sums) of `length` values.
+void check_parts(const char* op, const Tensor& x, const Tensor& weight = Tensor(), const Tensor& bias = Tensor()) {
+  if (!batch_norm_parts_supported(x, weight, bias))
+    throw ValueError(std::string(op) + ": the fused kernels need a float32 or float64 CPU input x (N, C, ...) with C > 0 " +
+                     "and weight and bias (C,) of its dtype or undefined, got input x " +
+                     describe(x) +
+                     (weight.defined() ? ", weight " + describe(weight) : std::string()) +
+                     (bias.defined() ? ", bias " + describe(bias) : std::string()));
+}
+void check_f64(const char* op, const char* what, const Tensor& t, int64_t length) {
+  if (!t.defined() || t.dtype() != DType::Float64 || t.shape() != Shape{length} || t.device().type != DeviceType::CPU)
+    throw ValueError(std::string(op) + ": " + what + " must be a float64 CPU tensor of shape " + shape_str(Shape{length}) +
+                     ", got " + describe(t));
+}
+
+}  // namespace
+
+Tensor batch_norm_sums(const Tensor& x) {
+  const char* op = "batch_norm_sums";
+  check_parts(op, x);
   const int64_t C = x.shape()[1];
-  const auto& be = backend(x.device());
-  const Tensor xc = contiguous_raw(x.detach());
-  const Tensor wc = weight.defined() ? contiguous_raw(weight.detach()) : Tensor();
-  const Tensor bc = bias.defined() ? contiguous_raw(bias.detach()) : Tensor();
-  Tensor sums = alloc({2 * C + 1}, DType::Float64, x.device());
-  be.batch_norm_sums(sums, xc);
-  reduce(sums);
-  const double n = sums.data<double>()[2 * C];
-  if (n <= 1)
-    throw ValueError(std::string(op) + ": expected more than 1 value per channel across the replicas when training, got " +
-                     std::to_string(static_cast<int64_t>(n)) + " for input " + shape_str(x.shape()));
-  Tensor mean = alloc({C}, DType::Float64, x.device()), var = alloc({C}, DType::Float64, x.device());
-  {
-    const double* s = sums.data<double>();
-    double* m = mean.data<double>();
-    double* v = var.data<double>();
-    for (int64_t c = 0; c < C; ++c) {
-      m[c] = s[c] / n;
-      v[c] = std::max(0.0, s[C + c] / n - m[c] * m[c]);
-    }
-  }
-  Tensor y = alloc(x.shape(), x.dtype(), x.device());
-  be.batch_norm_apply(y, xc, mean, var, wc, bc, eps);
-  if (running_mean.defined()) update_running_stats(running_mean, running_var, mean, var, momentum, n);
-  std::vector<Tensor> inputs{x};
-  if (weight.defined()) inputs.push_back(weight);
-  if (bias.defined()) inputs.push_back(bias);
-  if (!needs_grad(inputs)) return y;
-  return record("batch_norm_reduced", inputs, y,
-                [xc = save(xc), wc = save(wc), mean, var, n, eps, reduce, has_w = weight.defined(),
-                 has_b = bias.defined()](const Tensor& g) {
-                  const Tensor gc = contiguous_raw(g);
-                  const int64_t C = xc.shape()[1];
-                  const auto& be = backend(xc.device());
-                  Tensor gsums = alloc({2 * C}, DType::Float64, xc.device());
-                  be.batch_norm_grad_sums(gsums, gc, xc, mean);
-                  // this replica's weight and bias gradients: sum g * xhat and sum g
-                  std::vector<Tensor> grads(1);
-                  if (has_w) {
-                    Tensor gw = alloc({C}, xc.dtype(), xc.device());
-                    NoGrad off;
-                    gw.copy_(astype(slice(gsums, 0, C, 2 * C) * rsqrt(var + eps), xc.dtype()));
-                    grads.push_back(gw);
-                  }
-                  if (has_b) {  // a copy: the reduction below changes gsums in place
-                    Tensor gb = alloc({C}, xc.dtype(), xc.device());
-                    NoGrad off;
-                    gb.copy_(slice(gsums, 0, 0, C));
-                    grads.push_back(gb);
-                  }
-                  reduce(gsums);
-                  grads[0] = alloc(xc.shape(), xc.dtype(), xc.device());
-                  be.batch_norm_input_grad(grads[0], gc, xc, mean, var, wc, gsums, n, eps);
-                  return grads;
-                });
+  Tensor sums = detail::alloc({2 * C + 1}, DType::Float64, x.device());
+  detail::backend(x.device()).batch_norm_sums(sums, detail::contiguous_raw(x.detach()));
+  return sums;
 }
 
-}  // namespace detail
+BatchNormStats batch_norm_stats(const Tensor& sums) {
+  if (!sums.defined() || sums.dtype() != DType::Float64 || sums.ndim() != 1 || sums.numel() % 2 != 1 ||
+      sums.device().type != DeviceType::CPU)
+    throw ValueError("batch_norm_stats: sums must be a float64 CPU tensor of shape (2C + 1,) as batch_norm_sums "
+                     "returns, got " + describe(sums));
+  const int64_t C = sums.numel() / 2;
+  const Tensor sc = detail::contiguous_raw(sums);
+  BatchNormStats st;
+  st.count = sc.data<double>()[2 * C];
+  st.mean = detail::alloc({C}, DType::Float64, sums.device());
+  st.var = detail::alloc({C}, DType::Float64, sums.device());
+  const double* s = sc.data<double>();
+  double* m = st.mean.data<double>();
+  double* v = st.var.data<double>();
+  const double n = st.count;
+  for (int64_t c = 0; c < C; ++c) {
+    m[c] = s[c] / n;
+    v[c] = std::max(0.0, s[C + c] / n - m[c] * m[c]);
+  }
+  return st;
+}
+
+Tensor batch_norm_apply(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight, const Tensor& bias,
+                        double eps) {
+  const char* op = "batch_norm_apply";
+  check_parts(op, x, weight, bias);
+  const int64_t C = x.shape()[1];
+  check_f64(op, "mean", mean, C);
+  check_f64(op, "var", var, C);
+  Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
+  detail::backend(x.device()).batch_norm_apply(y, detail::contiguous_raw(x.detach()), detail::contiguous_raw(mean),
+                                               detail::contiguous_raw(var),
+                                               weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor(),
+                                               bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor(), eps);
+  return y;
+}
+
+Tensor batch_norm_grad_sums(const Tensor& g, const Tensor& x, const Tensor& mean) {
+  const char* op = "batch_norm_grad_sums";
+  check_parts(op, x);
+  const int64_t C = x.shape()[1];
+  check_f64(op, "mean", mean, C);
+  if (!g.defined() || g.shape() != x.shape() || g.dtype() != x.dtype())
+    throw ValueError(std::string(op) + ": the gradient g must have input x's shape and dtype " + describe(x) +
+                     ", got " + describe(g));
+  Tensor gsums = detail::alloc({2 * C}, DType::Float64, x.device());
+  detail::backend(x.device()).batch_norm_grad_sums(gsums, detail::contiguous_raw(g.detach()),
+                                                   detail::contiguous_raw(x.detach()), detail::contiguous_raw(mean));
+  return gsums;
+}
+
+Tensor batch_norm_input_grad(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight,
+                             const Tensor& grad_sums, double count, double eps) {
+  const char* op = "batch_norm_input_grad";
+  check_parts(op, x, weight);
+  const int64_t C = x.shape()[1];
+  check_f64(op, "mean", mean, C);
+  check_f64(op, "var", var, C);
+  check_f64(op, "grad_sums", grad_sums, 2 * C);
+  if (!g.defined() || g.shape() != x.shape() || g.dtype() != x.dtype())
+    throw ValueError(std::string(op) + ": the gradient g must have input x's shape and dtype " + describe(x) +
+                     ", got " + describe(g));
+  Tensor gx = detail::alloc(x.shape(), x.dtype(), x.device());
+  detail::backend(x.device()).batch_norm_input_grad(gx, detail::contiguous_raw(g.detach()), detail::contiguous_raw(x.detach()),
+                                                    detail::contiguous_raw(mean), detail::contiguous_raw(var),
+                                                    weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor(),
+                                                    detail::contiguous_raw(grad_sums), count, eps);
+  return gx;
+}
 
 }  // namespace loom

@@ -35,7 +35,7 @@ PoolSetup setup(const char* op, const Tensor& x, const IntList& kernel, const In
                 const IntList& dilation, bool ceil_mode) {
   detail::check_defined(x, op);
   if (x.ndim() != 3 && x.ndim() != 4)
-    throw ShapeError(std::string(op) + ": input x must be 3-d (C, H, W) or 4-d (N, C, H, W), got " + detail::desc(x));
+    throw ShapeError(std::string(op) + ": input x must be 3-d (C, H, W) or 4-d (N, C, H, W), got " + describe(x));
   detail::check_float(x, op, "input x");
   PoolSetup s{};
   s.batched = x.ndim() == 4;
@@ -60,7 +60,7 @@ PoolSetup setup(const char* op, const Tensor& x, const IntList& kernel, const In
     s.out[2 + i] = pool_output_size(in, k[i], st[i], pad[i], d[i], ceil_mode);
     if (s.out[2 + i] < 1)
       throw ShapeError(std::string(op) + ": the output would be empty along spatial axis " + std::to_string(i) +
-                       " (input x: " + detail::desc(x) + ", kernel_size " + detail::ints_str(k) + ", stride " +
+                       " (input x: " + describe(x) + ", kernel_size " + detail::ints_str(k) + ", stride " +
                        detail::ints_str(st) + ", padding " + detail::ints_str(pad) + ", dilation " +
                        detail::ints_str(d) + ")");
   }
@@ -76,7 +76,7 @@ Tensor avg_pool_fwd(const Tensor& x, const Pool2dParams& p, const Shape& out);
 Tensor avg_pool_bwd(const Tensor& gy, const Pool2dParams& p, const Shape& in);
 
 Tensor avg_pool_fwd(const Tensor& x, const Pool2dParams& p, const Shape& out) {
-  const DType dt = x.dtype(), kd = detail::is_half_float(dt) ? DType::Float32 : dt;
+  const DType dt = x.dtype(), kd = detail::kernel_dtype(dt);
   Tensor y = detail::alloc(out, kd, x.device());
   detail::backend(x.device()).avg_pool2d(y, detail::contiguous_raw(detail::cast_raw(x, kd)), p);
   y = detail::cast_raw(y, dt);
@@ -87,7 +87,7 @@ Tensor avg_pool_fwd(const Tensor& x, const Pool2dParams& p, const Shape& out) {
 }
 
 Tensor avg_pool_bwd(const Tensor& gy, const Pool2dParams& p, const Shape& in) {
-  const DType dt = gy.dtype(), kd = detail::is_half_float(dt) ? DType::Float32 : dt;
+  const DType dt = gy.dtype(), kd = detail::kernel_dtype(dt);
   Tensor gx = detail::alloc(in, kd, gy.device());
   detail::backend(gy.device()).avg_pool2d_backward(gx, detail::contiguous_raw(detail::cast_raw(gy, kd)), p);
   gx = detail::cast_raw(gx, dt);
@@ -108,7 +108,7 @@ std::pair<Tensor, Tensor> max_pool(const Tensor& x, const IntList& kernel_size, 
   const char* op = "max_pool2d";
   PoolSetup s = setup(op, x, kernel_size, stride, padding, dilation, ceil_mode);
   const Tensor& x4 = s.x4;
-  const DType dt = x.dtype(), kd = detail::is_half_float(dt) ? DType::Float32 : dt;
+  const DType dt = x.dtype(), kd = detail::kernel_dtype(dt);
   const bool grad = detail::needs_grad({&x4});
   Tensor y = detail::alloc(s.out, kd, x.device());
   // PyTorch's int64 indices when asked for; a gradient alone keeps int32 ones (half the traffic)
@@ -118,7 +118,7 @@ std::pair<Tensor, Tensor> max_pool(const Tensor& x, const IntList& kernel_size, 
   y = detail::cast_raw(y, dt);
   if (grad) {
     y = detail::record("max_pool2d", {x4}, y, [idx = detail::save(idx), in = x4.shape()](const Tensor& g) {
-      const DType gd = detail::is_half_float(g.dtype()) ? DType::Float32 : g.dtype();
+      const DType gd = detail::kernel_dtype(g.dtype());
       Tensor gx = detail::alloc(in, gd, g.device());
       detail::backend(g.device()).max_pool2d_backward(gx, detail::contiguous_raw(detail::cast_raw(g, gd)), idx);
       return Grads{detail::cast_raw(gx, g.dtype())};
@@ -155,14 +155,14 @@ Tensor global_avg_pool2d(const Tensor& x) {
   detail::check_rank(x, 4, "global_avg_pool2d", "input x", "(N, C, H, W)");
   detail::check_float(x, "global_avg_pool2d", "input x");
   if (x.shape()[2] == 0 || x.shape()[3] == 0)
-    throw ShapeError("global_avg_pool2d: input x has an empty plane: " + detail::desc(x));
+    throw ShapeError("global_avg_pool2d: input x has an empty plane: " + describe(x));
   return mean(x, {2, 3}, true);
 }
 
 Tensor global_max_pool2d(const Tensor& x) {
   detail::check_rank(x, 4, "global_max_pool2d", "input x", "(N, C, H, W)");
   if (x.shape()[2] == 0 || x.shape()[3] == 0)
-    throw ShapeError("global_max_pool2d: input x has an empty plane: " + detail::desc(x));
+    throw ShapeError("global_max_pool2d: input x has an empty plane: " + describe(x));
   return max_pool2d(x, {x.shape()[2], x.shape()[3]});
 }
 

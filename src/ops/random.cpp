@@ -22,7 +22,7 @@ Tensor draw(detail::RandomKind kind, const Shape& shape, double a, double b, DTy
             const char* name) {
   detail::check_device(device, name);
   Generator& g = gen ? *gen : default_generator();
-  const DType kd = (dtype == DType::Float16 || dtype == DType::BFloat16) ? DType::Float32 : dtype;
+  const DType kd = detail::kernel_dtype(dtype);
   Tensor t = detail::alloc(shape, kd, device);
   detail::backend(device).random(kind, t, g.next_key(), a, b);
   return detail::cast_raw(t, dtype);

@@ -29,7 +29,7 @@ Tensor lstm_cell(const Tensor& gates, const Tensor& c) {
   const int64_t B = c.shape()[0], n = c.shape()[1];
   if (gates.shape()[0] != B || gates.shape()[1] != 4 * n)
     throw ShapeError(std::string(op) + ": gates must have shape " + shape_str({B, 4 * n}) + " (i, f, g, o) for c " +
-                     detail::desc(c) + ", got " + detail::desc(gates));
+                     describe(c) + ", got " + describe(gates));
   const bool fused = gates.device().type == DeviceType::CPU &&
                      (gates.dtype() == DType::Float32 || gates.dtype() == DType::Float64);
   if (!fused) return lstm_cell_composed(gates, c, n);

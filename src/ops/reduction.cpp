@@ -41,12 +41,11 @@ Shape drop_shape(const Tensor& x, const std::vector<bool>& r) {
   return s;
 }
 
-bool is_half(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
 
 // Runs a reduction kernel; the result has the keepdims shape, reshaped when !keepdims.
 Tensor reduce_kernel(ReduceOp op, const Tensor& x, const std::vector<bool>& r, DType out_dtype, bool keepdims) {
-  const DType kd = is_half(x.dtype()) ? DType::Float32 : x.dtype();
-  const DType ko = is_half(out_dtype) ? DType::Float32 : out_dtype;
+  const DType kd = detail::kernel_dtype(x.dtype());
+  const DType ko = detail::kernel_dtype(out_dtype);
   Tensor out = detail::alloc(keep_shape(x, r), ko, x.device());
   detail::backend(x.device()).reduce(op, out, detail::cast_raw(x, kd), r);
   out = detail::cast_raw(out, out_dtype);
@@ -213,7 +212,7 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> axis, bool keepdims) {
 Tensor cumsum(const Tensor& x, int64_t axis) {
   detail::check_defined(x, "cumsum");
   const int64_t a = normalize_axis(axis, x.ndim(), "cumsum");
-  const DType kd = is_half(x.dtype()) ? DType::Float32 : x.dtype();
+  const DType kd = detail::kernel_dtype(x.dtype());
   Tensor out = detail::alloc(x.shape(), sum_dtype(kd), x.device());
   detail::backend(x.device()).cumsum(out, detail::cast_raw(x, kd), a);
   Tensor y = detail::cast_raw(out, sum_dtype(x.dtype()));

@@ -349,13 +349,13 @@ Tensor matmul(const SparseTensor& a, const Tensor& b) {
   detail::check_defined(b, op);
   if (s.shape.size() != 2 || b.ndim() != 2)
     throw ShapeError(std::string(op) + ": needs a 2-d sparse (m, k) and a 2-d dense (k, n), got sparse " +
-                     shape_str(s.shape) + " and dense " + detail::desc(b));
+                     shape_str(s.shape) + " and dense " + describe(b));
   if (b.dtype() != DType::Float32 && b.dtype() != DType::Float64)
     throw DTypeError(std::string(op) + ": the dense operand has dtype " + dtype_name(b.dtype()) +
                      " (valid: float32, float64)");
   if (s.shape[1] != b.shape()[0])
     throw ShapeError(std::string(op) + ": inner dimensions differ: sparse " + shape_str(s.shape) + " and dense " +
-                     detail::desc(b) + " (the sparse tensor's columns, " + str(s.shape[1]) +
+                     describe(b) + " (the sparse tensor's columns, " + str(s.shape[1]) +
                      ", must equal the dense operand's rows, " + str(b.shape()[0]) + ")");
   if (b.device() != s.values.device()) throw DeviceError(std::string(op) + ": operands are on different devices");
   const int64_t m = s.shape[0], k = s.shape[1];

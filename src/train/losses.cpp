@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "loom/core/describe.h"
 #include "loom/autograd/autograd.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -12,14 +13,10 @@ namespace loom::train {
 
 namespace {
 
-std::string desc(const Tensor& t) {
-  return shape_str(t.shape()) + " " + dtype_name(t.dtype());
-}
-
 void check_float(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) throw ValueError(std::string(op) + ": " + what + " is undefined");
   if (!is_floating(t.dtype()))
-    throw DTypeError(std::string(op) + ": " + what + " must be floating, got " + desc(t));
+    throw DTypeError(std::string(op) + ": " + what + " must be floating, got " + describe(t));
 }
 
 void check_pair(const Tensor& pred, const Tensor& target, const char* op) {
@@ -68,7 +65,7 @@ Tensor binary_cross_entropy(const Tensor& pred, const Tensor& target, Reduction 
   check_pair(pred, target, "binary_cross_entropy");
   Tensor y = float_target(pred, target);
   if (y.shape() != pred.shape())
-    throw ShapeError("binary_cross_entropy: target " + desc(target) + " must have pred's shape " +
+    throw ShapeError("binary_cross_entropy: target " + describe(target) + " must have pred's shape " +
                      shape_str(pred.shape()));
   {
     NoGrad off;
@@ -126,8 +123,8 @@ Tensor cosine_embedding(const Tensor& a, const Tensor& b, const Tensor& y, doubl
   if (!y.defined()) throw ValueError("cosine_embedding: y is undefined");
   if (a.shape() != b.shape() || (a.ndim() != 1 && a.ndim() != 2) || y.ndim() != a.ndim() - 1 ||
       (a.ndim() == 2 && y.dim(0) != a.dim(0)))
-    throw ShapeError("cosine_embedding: expected a, b of equal shape (N, D) or (D,) and y (N,) or (), got a " + desc(a) +
-                     ", b " + desc(b) + ", y " + desc(y));
+    throw ShapeError("cosine_embedding: expected a, b of equal shape (N, D) or (D,) and y (N,) or (), got a " + describe(a) +
+                     ", b " + describe(b) + ", y " + describe(y));
   const int64_t axis = y.ndim();
   constexpr double kEps = 1e-12;
   Tensor prod = sum(a * b, {axis});

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "loom/autograd/autograd.h"
+#include "loom/core/describe.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
@@ -13,8 +14,6 @@
 namespace loom::train {
 
 namespace {
-
-std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + dtype_name(t.dtype()); }
 
 void check_defined(const Tensor& pred, const Tensor& target, const char* op) {
   if (!pred.defined() || !target.defined()) throw ValueError(std::string(op) + ": pred and target must be defined");
@@ -26,9 +25,9 @@ Tensor cpu_int64(const Tensor& t) { return t.to(Device::cpu()).astype(DType::Int
 Tensor target_classes(const Tensor& target, const char* op) {
   if (is_floating(target.dtype())) {
     if (target.numel() > 0 && any(target != floor(target)).item<bool>())
-      throw ValueError(std::string(op) + ": a floating target must hold integral class ids, got " + desc(target));
+      throw ValueError(std::string(op) + ": a floating target must hold integral class ids, got " + describe(target));
   } else if (!is_integral(target.dtype()) && target.dtype() != DType::Bool) {
-    throw DTypeError(std::string(op) + ": target must hold class ids, got " + desc(target));
+    throw DTypeError(std::string(op) + ": target must hold class ids, got " + describe(target));
   }
   return cpu_int64(target);
 }
@@ -58,7 +57,7 @@ struct Counts {
 Counts counts_of(const Tensor& confusion, const char* op) {
   if (!confusion.defined() || confusion.ndim() != 2 || confusion.dim(0) != confusion.dim(1))
     throw ShapeError(std::string(op) + ": expected a square (C, C) confusion matrix, got " +
-                     (confusion.defined() ? desc(confusion) : std::string("undefined")));
+                     (confusion.defined() ? describe(confusion) : std::string("undefined")));
   const int64_t C = confusion.dim(0);
   Tensor m = cpu_int64(confusion);
   const int64_t* d = m.data<int64_t>();
@@ -133,15 +132,15 @@ Tensor predicted_classes(const Tensor& pred, const Tensor& target, double thresh
     if (p.ndim() == target.ndim() + 1) {
       Tensor ids = argmax(p, p.ndim() == 1 ? 0 : 1);
       if (ids.shape() != target.shape())
-        throw ShapeError("predicted_classes: scores " + desc(pred) + " (classes on axis 1) do not match target " +
-                         desc(target));
+        throw ShapeError("predicted_classes: scores " + describe(pred) + " (classes on axis 1) do not match target " +
+                         describe(target));
       return ids;
     }
     if (p.shape() == target.shape()) return (p >= threshold).astype(DType::Int64);
   } else if (p.shape() == target.shape()) {
     return p.astype(DType::Int64);
   }
-  throw ShapeError("predicted_classes: pred " + desc(pred) + " does not fit target " + desc(target) +
+  throw ShapeError("predicted_classes: pred " + describe(pred) + " does not fit target " + describe(target) +
                    " (expected class ids of the target's shape, floating scores with one more axis (classes on axis "
                    "1), or floating binary scores of the target's shape)");
 }
@@ -213,7 +212,7 @@ void TopKAccuracy::update(const Tensor& scores, const Tensor& target) {
   if (k_ < 1) throw ValueError("top_k_accuracy: k must be >= 1, got " + std::to_string(k_));
   if (!is_floating(scores.dtype()) || scores.ndim() != target.ndim() + 1 || scores.ndim() < 1)
     throw ShapeError("top_k_accuracy: expected floating scores (N, C, ...) with one more axis than target, got scores " +
-                     desc(scores) + " and target " + desc(target));
+                     describe(scores) + " and target " + describe(target));
   NoGrad off;
   const int64_t axis = scores.ndim() == 1 ? 0 : 1;
   Tensor s = moveaxis(scores.detach(), axis, -1).to(Device::cpu()).astype(DType::Float64).contiguous();
@@ -222,7 +221,7 @@ void TopKAccuracy::update(const Tensor& scores, const Tensor& target) {
   Shape expect = s.shape();
   expect.pop_back();
   if (expect != t.shape())
-    throw ShapeError("top_k_accuracy: scores " + desc(scores) + " do not match target " + desc(target));
+    throw ShapeError("top_k_accuracy: scores " + describe(scores) + " do not match target " + describe(target));
   const double* sd = s.data<double>();
   const int64_t* td = t.data<int64_t>();
   for (int64_t r = 0; r < rows; ++r) {

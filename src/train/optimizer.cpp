@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loom/autograd/autograd.h"
+#include "loom/core/describe.h"
 #include "loom/core/parallel.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -15,8 +16,6 @@
 namespace loom::train {
 
 namespace {
-
-std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + dtype_name(t.dtype()); }
 
 // "<index>/<name>" -> (index, name); throws ValueError for other keys.
 std::pair<size_t, std::string> split_key(const std::string& key, size_t n_params, const char* op) {
@@ -42,11 +41,11 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(
     const Tensor& p = params_[i];
     const std::string where = "optimizer: parameter " + std::to_string(i);
     if (!p.defined()) throw ValueError(where + " is undefined");
-    if (!is_floating(p.dtype())) throw DTypeError(where + " must be floating, got " + desc(p));
-    if (!p.is_leaf()) throw ValueError(where + " " + desc(p) + " is not a leaf tensor (it was computed by an op)");
+    if (!is_floating(p.dtype())) throw DTypeError(where + " must be floating, got " + describe(p));
+    if (!p.is_leaf()) throw ValueError(where + " " + describe(p) + " is not a leaf tensor (it was computed by an op)");
     if (!seen.insert(p.impl().get()).second) throw ValueError(where + " appears more than once in the list");
     if (has_internal_overlap(p.shape(), p.strides()))  // every step would refuse it, after updating the others
-      throw ValueError(where + " " + desc(p) + " has elements that share memory (strides " + shape_str(p.strides()) +
+      throw ValueError(where + " " + describe(p) + " has elements that share memory (strides " + shape_str(p.strides()) +
                        ", a broadcast view); in-place updates cannot write it (pass a copy())");
   }
   state_.resize(params_.size());
