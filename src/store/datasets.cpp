@@ -663,14 +663,23 @@ DatasetInfo Datasets::get(const std::string& name, int64_t version) const {
 }
 
 DatasetInfo Datasets::get(const std::string& name) const {
-  DatasetQuery q;
-  q.name = name;
-  std::vector<DatasetInfo> found = find_top(q, 1);
+  Session session = open_session(*impl_, Access::Read);
+  std::vector<DatasetInfo> found = infos(connection(session), std::string(kInfoColumns) +
+                                         " WHERE d.name = ? AND d.committed = 1 ORDER BY d.created_ms DESC, d.id DESC LIMIT 1", {name});
   if (found.empty()) throw NotFoundError("store: no latest version: there is no committed dataset '" + name + "'");
   return found[0];
 }
 
 namespace {
+
+// The column of a dataset version's number `metric`, the "metrics" its catalog filters and ranks by.
+const char* number_column(const char* op, const std::string& metric) {
+  static const char* const columns[] = {"samples", "shards", "version", "created_ms"};
+  for (const char* c : columns)
+    if (metric == c) return c;
+  throw ValueError(std::string(op) + ": dataset versions have no metric " + loom::detail::quote_text(metric) +
+                   " (valid: samples, shards, version, created_ms)");
+}
 
 std::string dataset_where(const DatasetQuery& q, std::vector<Value>& params) {
   std::string sql = " WHERE d.committed = 1";
@@ -682,6 +691,13 @@ std::string dataset_where(const DatasetQuery& q, std::vector<Value>& params) {
     check_label("find", "tag", tag);
     sql += " AND EXISTS (SELECT 1 FROM dataset_tags t WHERE t.dataset_id = d.id AND t.tag = ?)";
     params.emplace_back(tag);
+  }
+  for (const MetricFilter& f : q.metrics) {
+    const char* column = number_column("find", f.metric);
+    const char* op = detail::sql_comparison("find", "metric operator", f.op, "'" + f.metric + "'");
+    if (std::isnan(f.value)) throw ValueError("find: the value compared with metric '" + f.metric + "' is NaN");
+    sql += std::string(" AND d.") + column + " " + op + " ?";
+    params.emplace_back(f.value);
   }
   return sql;
 }
@@ -695,10 +711,12 @@ std::vector<DatasetInfo> Datasets::find(const DatasetQuery& query) const {
   return infos(connection(session), sql, params);
 }
 
-std::vector<DatasetInfo> Datasets::find_top(const DatasetQuery& query, int64_t k) const {
+std::vector<DatasetInfo> Datasets::find_top(const std::string& metric, Order order, int64_t k, const DatasetQuery& query) const {
+  const char* column = number_column("find_top", metric);
   if (k < 1) throw ValueError("find_top: k is " + std::to_string(k) + " (valid: k >= 1)");
   std::vector<Value> params;
-  std::string sql = std::string(kInfoColumns) + dataset_where(query, params) + " ORDER BY d.created_ms DESC, d.id DESC LIMIT ?";
+  std::string sql = std::string(kInfoColumns) + dataset_where(query, params) + " ORDER BY d." + column +
+                    (order == Order::Max ? " DESC" : " ASC") + ", d.created_ms, d.id LIMIT ?";
   params.emplace_back(k);
   Session session = open_session(*impl_, Access::Read);
   return infos(connection(session), sql, params);
