@@ -9,17 +9,18 @@
 #include "core/json_util.h"
 #include "core/utf8.h"
 #include "flow/kind.h"
-#include "store/query.h"
-#include "store/store_impl.h"
+#include "flow/task_schema.h"
+#include "loom/store/session.h"
+#include "loom/store/text.h"
 
 namespace loom::flow {
 
-using store::detail::Row;
-using store::detail::Transaction;
-using store::detail::TxMode;
-using store::detail::Value;
+using store::Access;
+using store::Session;
+using Row = store::SqlRow;
+using Value = store::SqlValue;
 using detail::check_kind;
-using store::detail::storable_text;
+using store::storable_text;
 
 namespace {
 
@@ -41,7 +42,7 @@ void check_range(const char* option, int64_t v, int64_t lo, int64_t hi) {
                      " to " + std::to_string(hi) + ")");
 }
 
-// (a command's stderr may hold anything: store::detail::storable_text keeps what any backend can)
+// (a command's stderr may hold anything: store::storable_text keeps what any backend can)
 std::string clip_error(const std::string& e) {
   return storable_text(e.size() <= kMaxErrorBytes ? e : "..." + e.substr(e.size() - kMaxErrorBytes));
 }
@@ -77,8 +78,8 @@ TaskInfo info_of(const Row& r) {
 
 // PostgreSQL: concurrent claimers skip the rows another transaction has locked instead of
 // queueing behind it; SQLite's write transaction already excludes every other writer.
-std::string locking(const store::detail::Connection& conn) {
-  return conn.dialect().name == "postgresql" ? " FOR UPDATE SKIP LOCKED" : "";
+std::string locking(const Session& session) {
+  return session.backend() == "postgresql" ? " FOR UPDATE SKIP LOCKED" : "";
 }
 
 // The lease of an attempt that started at `start`: `now + lease`, never past the deadline.
@@ -88,8 +89,8 @@ int64_t lease_until(int64_t now, int64_t lease_ms, int64_t deadline_ms) {
 }
 
 // Why a claim of task `id` is not current, for ClaimLostError.
-[[noreturn]] void claim_lost(store::detail::Connection& conn, const char* op, const Claim& c) {
-  const std::vector<Row> rows = conn.query("SELECT status, token FROM tasks WHERE id = ?", {c.task_id});
+[[noreturn]] void claim_lost(Session& session, const char* op, const Claim& c) {
+  const std::vector<Row> rows = session.query("SELECT status, token FROM tasks WHERE id = ?", {c.task_id});
   if (rows.empty()) throw store::NotFoundError(std::string(op) + ": there is no task " + std::to_string(c.task_id));
   throw ClaimLostError(std::string(op) + ": claim " + std::to_string(c.token) + " of task " + std::to_string(c.task_id) +
                        " is no longer current (the task is " + rows[0].text(0) + " at claim " + std::to_string(rows[0].integer(1)) +
@@ -114,9 +115,13 @@ Status parse_status(const std::string& name) {
   throw ValueError("unknown task status '" + name + "' (valid: pending, running, finished, failed, cancelled)");
 }
 
-int64_t system_clock_ms() { return store::detail::now_ms(); }
+int64_t system_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
-Tasks::Tasks(store::Store store, Clock clock) : store_(std::move(store)), clock_(clock ? std::move(clock) : Clock(system_clock_ms)) {}
+Tasks::Tasks(store::Store store, Clock clock) : store_(std::move(store)), clock_(clock ? std::move(clock) : Clock(system_clock_ms)) {
+  store_.ensure_schema(detail::task_schema());  // flow's tables, created on first use of a store
+}
 
 int64_t Tasks::submit(const std::string& kind, const std::string& hyper_parameters, const TaskOptions& o) {
   check_kind("submit", kind);
@@ -124,19 +129,19 @@ int64_t Tasks::submit(const std::string& kind, const std::string& hyper_paramete
   check_range("max_attempts", o.max_attempts, 1, 1000);
   check_range("timeout_ms", o.timeout_ms, 0, int64_t(365) * 24 * 3600 * 1000);
   check_range("lease_ms", o.lease_ms, 10, int64_t(24) * 3600 * 1000);
-  auto& impl = *store_.impl();
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  return impl.conn
-      ->query("INSERT INTO tasks (kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, "
+  Session session(store_, Access::RowWrite);
+  const int64_t id = session
+      .query("INSERT INTO tasks (kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, "
               "created_ms) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?) RETURNING id",
               {kind, hyper, o.priority, o.max_attempts, o.timeout_ms, o.lease_ms, clock_()})[0]
       .integer(0);
+  session.commit();
+  return id;
 }
 
 TaskInfo Tasks::get(int64_t id) const {
-  auto& impl = *store_.impl();
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  const std::vector<Row> rows = impl.conn->query(std::string(kColumns) + " WHERE id = ?", {id});
+  Session session(store_, Access::Read);
+  const std::vector<Row> rows = session.query(std::string(kColumns) + " WHERE id = ?", {id});
   if (rows.empty()) throw store::NotFoundError("tasks: there is no task " + std::to_string(id));
   return info_of(rows[0]);
 }
@@ -159,31 +164,27 @@ std::vector<TaskInfo> Tasks::list(const TaskFilter& f) const {
     sql += " LIMIT ?";
     params.emplace_back(f.limit);
   }
-  auto& impl = *store_.impl();
-  std::lock_guard<std::mutex> lock(impl.mutex);
+  Session session(store_, Access::Read);
   std::vector<TaskInfo> out;
-  for (const Row& r : impl.conn->query(sql, params)) out.push_back(info_of(r));
+  for (const Row& r : session.query(sql, params)) out.push_back(info_of(r));
   return out;
 }
 
 bool Tasks::cancel(int64_t id) {
-  auto& impl = *store_.impl();
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(*impl.conn, TxMode::RowWrite);
-  const int64_t changed = impl.conn->execute(
+  Session session(store_, Access::RowWrite);
+  const int64_t changed = session.execute(
       "UPDATE tasks SET status = 'cancelled', finished_ms = ?, lease_expires_ms = NULL WHERE id = ? AND status IN ('pending', 'running')",
       {clock_(), id});
-  if (changed == 0 && impl.conn->query("SELECT id FROM tasks WHERE id = ?", {id}).empty())
+  if (changed == 0 && session.query("SELECT id FROM tasks WHERE id = ?", {id}).empty())
     throw store::NotFoundError("cancel: there is no task " + std::to_string(id));
-  tx.commit();
+  session.commit();
   return changed > 0;
 }
 
-int64_t Tasks::reclaim_locked(int64_t now) {
-  auto& conn = *store_.impl()->conn;
+int64_t Tasks::reclaim_in(Session& session, int64_t now) {
   const std::vector<Row> expired =
-      conn.query("SELECT id, token, attempts, max_attempts, timeout_ms, deadline_ms, lease_expires_ms, agent FROM tasks "
-                 "WHERE status = 'running' AND lease_expires_ms <= ? ORDER BY id" + locking(conn),
+      session.query("SELECT id, token, attempts, max_attempts, timeout_ms, deadline_ms, lease_expires_ms, agent FROM tasks "
+                 "WHERE status = 'running' AND lease_expires_ms <= ? ORDER BY id" + locking(session),
                  {now});
   for (const Row& r : expired) {
     const int64_t attempts = r.integer(2), max_attempts = r.integer(3), deadline = int_or_zero(r, 5);
@@ -193,7 +194,7 @@ int64_t Tasks::reclaim_locked(int64_t now) {
                                   ? "timed out after " + std::to_string(r.integer(4)) + " ms" + of
                                   : "lease expired: the agent stopped heartbeating" + of;
     const bool last = attempts >= max_attempts;
-    conn.execute("UPDATE tasks SET status = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL, finished_ms = ? "
+    session.execute("UPDATE tasks SET status = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL, finished_ms = ? "
                  "WHERE id = ? AND token = ? AND status = 'running'",
                  {std::string(last ? "failed" : "pending"), error, last ? Value(now) : Value(), r.integer(0), r.integer(1)});
   }
@@ -201,11 +202,9 @@ int64_t Tasks::reclaim_locked(int64_t now) {
 }
 
 int64_t Tasks::reclaim_expired() {
-  auto& impl = *store_.impl();
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(*impl.conn, TxMode::RowWrite);
-  const int64_t n = reclaim_locked(clock_());
-  tx.commit();
+  Session session(store_, Access::RowWrite);
+  const int64_t n = reclaim_in(session, clock_());
+  session.commit();
   return n;
 }
 
@@ -219,18 +218,15 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
     params.emplace_back(k);
   }
   const std::string holder = storable_text(agent);
-  auto& impl = *store_.impl();
-  auto& conn = *impl.conn;
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(conn, TxMode::RowWrite);
+  Session session(store_, Access::RowWrite);
   const int64_t now = clock_();
-  reclaim_locked(now);
+  reclaim_in(session, now);
   const std::vector<Row> rows =
-      conn.query("SELECT id, kind, hyper_parameters, token, max_attempts, timeout_ms, lease_ms FROM tasks WHERE status = 'pending' "
-                 "AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT 1" + locking(conn),
+      session.query("SELECT id, kind, hyper_parameters, token, max_attempts, timeout_ms, lease_ms FROM tasks WHERE status = 'pending' "
+                 "AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT 1" + locking(session),
                  params);
   if (rows.empty()) {
-    tx.commit();  // the reclaims
+    session.commit();  // the reclaims
     return std::nullopt;
   }
   const Row& r = rows[0];
@@ -245,53 +241,50 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
   c.lease_ms = r.integer(6);
   c.deadline_ms = c.timeout_ms > 0 ? now + c.timeout_ms : 0;
   c.lease_expires_ms = lease_until(now, c.lease_ms, c.deadline_ms);
-  conn.execute("UPDATE tasks SET status = 'running', token = ?, attempts = ?, agent = ?, lease_expires_ms = ?, deadline_ms = ?, "
+  session.execute("UPDATE tasks SET status = 'running', token = ?, attempts = ?, agent = ?, lease_expires_ms = ?, deadline_ms = ?, "
                "started_ms = COALESCE(started_ms, ?) WHERE id = ?",
                {c.token, c.attempt, holder, c.lease_expires_ms, c.deadline_ms > 0 ? Value(c.deadline_ms) : Value(), now, c.task_id});
-  tx.commit();
+  session.commit();
   return c;
 }
 
 Heartbeat Tasks::heartbeat(const Claim& c) {
-  auto& impl = *store_.impl();
-  std::lock_guard<std::mutex> lock(impl.mutex);
+  Session session(store_, Access::RowWrite);
   const int64_t until = lease_until(clock_(), c.lease_ms, c.deadline_ms);
-  if (impl.conn->execute("UPDATE tasks SET lease_expires_ms = ? WHERE id = ? AND token = ? AND status = 'running'",
-                         {until, c.task_id, c.token}) > 0)
+  if (session.execute("UPDATE tasks SET lease_expires_ms = ? WHERE id = ? AND token = ? AND status = 'running'",
+                      {until, c.task_id, c.token}) > 0) {
+    session.commit();
     return Heartbeat::Renewed;
-  const std::vector<Row> rows = impl.conn->query("SELECT status, token FROM tasks WHERE id = ?", {c.task_id});
+  }
+  const std::vector<Row> rows = session.query("SELECT status, token FROM tasks WHERE id = ?", {c.task_id});
+  session.commit();
   if (!rows.empty() && rows[0].integer(1) == c.token && rows[0].text(0) == "cancelled") return Heartbeat::Cancelled;
   return Heartbeat::Lost;
 }
 
 void Tasks::finish(const Claim& c, const std::string& result) {
   const std::string json = canonical_json("finish", "result", result, false);
-  auto& impl = *store_.impl();
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(*impl.conn, TxMode::RowWrite);
-  if (impl.conn->execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
+  Session session(store_, Access::RowWrite);
+  if (session.execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
                          "deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
                          {json, clock_(), c.task_id, c.token}) == 0)
-    claim_lost(*impl.conn, "finish", c);
-  tx.commit();
+    claim_lost(session, "finish", c);
+  session.commit();
 }
 
 Status Tasks::fail(const Claim& c, const std::string& error) {
-  auto& impl = *store_.impl();
-  auto& conn = *impl.conn;
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  Transaction tx(conn, TxMode::RowWrite);
+  Session session(store_, Access::RowWrite);
   const int64_t now = clock_();
   // The next status is decided here rather than in SQL, so that no parameter needs a type
   // the backend would have to infer (a CASE of parameters is text to PostgreSQL).
-  const std::vector<Row> rows = conn.query("SELECT attempts, max_attempts FROM tasks WHERE id = ? AND token = ? AND status = 'running'",
+  const std::vector<Row> rows = session.query("SELECT attempts, max_attempts FROM tasks WHERE id = ? AND token = ? AND status = 'running'",
                                            {c.task_id, c.token});
-  if (rows.empty()) claim_lost(conn, "fail", c);
+  if (rows.empty()) claim_lost(session, "fail", c);
   const Status next = rows[0].integer(0) >= rows[0].integer(1) ? Status::Failed : Status::Pending;
-  conn.execute("UPDATE tasks SET status = ?, finished_ms = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL "
+  session.execute("UPDATE tasks SET status = ?, finished_ms = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL "
                "WHERE id = ? AND token = ? AND status = 'running'",
                {std::string(status_name(next)), next == Status::Failed ? Value(now) : Value(), clip_error(error), c.task_id, c.token});
-  tx.commit();
+  session.commit();
   return next;
 }
 

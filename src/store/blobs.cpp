@@ -127,11 +127,8 @@ bool BlobStore::release(Connection& conn, const std::string& sha256) const {
 }
 
 void FileBlobStore::remove_unreferenced(Connection& conn, const std::vector<std::string>& hashes) const {
-  if (hashes.empty()) return;
-  Transaction tx(conn, TxMode::Write);  // no save can reference these while we hold the lock
   for (const std::string& h : hashes)
     if (is_hex_digest(h) && conn.query("SELECT 1 FROM blobs WHERE sha256 = ?", {h}).empty()) ::unlink(path_of(h).c_str());
-  tx.commit();
 }
 
 BlobRef BlobStore::ref(Connection& conn, const std::string& sha256, const std::string& what) const {
@@ -189,7 +186,6 @@ std::string BlobStore::decode(const BlobRef& ref, const std::string& stored, con
 
 BlobStore::Removed FileBlobStore::gc(Connection& conn) const {
   Removed removed;
-  Transaction tx(conn, TxMode::Write);  // writers write blob files only under this lock
   DIR* top = ::opendir(root_.c_str());
   if (!top) throw StoreError("store: cannot list the blob directory '" + root_ + "': " + std::strerror(errno));
   std::unique_ptr<DIR, int (*)(DIR*)> top_guard(top, ::closedir);
@@ -218,7 +214,6 @@ BlobStore::Removed FileBlobStore::gc(Connection& conn) const {
       }
     }
   }
-  tx.commit();
   return removed;
 }
 

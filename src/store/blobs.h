@@ -56,7 +56,8 @@ class BlobStore {
   virtual void add_ref(Connection& conn, const PreparedBlob& blob) const = 0;
   // Inside a write transaction: one reference fewer; true when the row is gone (no references).
   bool release(Connection& conn, const std::string& sha256) const;
-  // In its own write transaction: removes the stored bytes of `hashes` that no row references.
+  // In a write session of its own, opened after the releasing one committed: removes the stored
+  // bytes of `hashes` that no row references.
   virtual void remove_unreferenced(Connection& conn, const std::vector<std::string>& hashes) const = 0;
   // The row of a blob; throws BlobError naming `what` when absent or when `sha256` is not a
   // reference (check_blob_ref), before anything is read.
@@ -72,7 +73,8 @@ class BlobStore {
     return decode(ref, stored(conn, ref, what), what);
   }
 
-  // In its own write transaction: removes stored bytes no row references and stale temporaries.
+  // In the caller's write session (Store::gc): removes stored bytes no row references and stale
+  // temporaries.
   struct Removed {
     int64_t files = 0;
     uint64_t bytes = 0;

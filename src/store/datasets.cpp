@@ -24,8 +24,8 @@ namespace loom::store {
 
 using detail::check_label;
 using detail::Row;
-using detail::Transaction;
-using detail::TxMode;
+using detail::connection;
+using detail::open_session;
 using detail::Value;
 using detail::now_ms;
 using nlohmann::json;
@@ -124,21 +124,16 @@ Row committed_row(detail::Connection& conn, const std::string& name, int64_t ver
   return std::move(rows[0]);
 }
 
-// Deletes a version (committed or draft) and releases its shards, then removes the blob
-// files no longer referenced (after the commit: src/store/blobs.h says why).
-void remove_version(detail::StoreImpl& impl, int64_t id) {
-  detail::Connection& conn = *impl.conn;
-  std::vector<std::string> freed;
-  {
-    Transaction tx(conn, TxMode::Write);
-    std::vector<std::string> blobs;
-    for (const Row& r : conn.query("SELECT blob FROM dataset_shards WHERE dataset_id = ?", {id})) blobs.push_back(r.text(0));
-    conn.execute("DELETE FROM datasets WHERE id = ?", {id});  // shards, samples, metadata and tags cascade
-    for (const std::string& b : blobs)
-      if (impl.blobs->release(conn, b)) freed.push_back(b);
-    tx.commit();
-  }
-  impl.blobs->remove_unreferenced(conn, freed);
+// In the caller's write session: deletes a version (committed or draft) and releases its
+// shards. Returns the blobs no row references any more, whose bytes go after the commit
+// (detail::remove_unreferenced; src/store/blobs.h says why).
+std::vector<std::string> delete_version(detail::StoreImpl& impl, detail::Connection& conn, int64_t id) {
+  std::vector<std::string> blobs, freed;
+  for (const Row& r : conn.query("SELECT blob FROM dataset_shards WHERE dataset_id = ?", {id})) blobs.push_back(r.text(0));
+  conn.execute("DELETE FROM datasets WHERE id = ?", {id});  // shards, samples, metadata and tags cascade
+  for (const std::string& b : blobs)
+    if (impl.blobs->release(conn, b)) freed.push_back(b);
+  return freed;
 }
 
 // A top-level scalar of a sample's metadata, as indexed in dataset_sample_meta.
@@ -207,9 +202,8 @@ struct DatasetView::Shared {
     const std::string source = what(info.name, info.version) + " shard " + std::to_string(s);
     std::string stored;
     {  // the stored bytes under the store's lock (PostgreSQL keeps them in the database)
-      std::lock_guard<std::mutex> lock(impl->mutex);
-      Transaction tx(*impl->conn, TxMode::Read);
-      stored = impl->blobs->stored(*impl->conn, shards[s], source);
+      Session session = open_session(*impl, Access::Read);
+      stored = impl->blobs->stored(connection(session), shards[s], source);
     }
     const std::string bytes = impl->blobs->decode(shards[s], stored, source);  // verified: size and SHA-256
     auto map = std::make_shared<io::TensorMap>(io::decode_safetensors(bytes, nullptr, source));
@@ -385,9 +379,8 @@ struct DatasetWriter::State {
     }
     // Encoded, hashed and compressed before the lock.
     const detail::PreparedBlob blob = detail::prepare_blob(io::encode_safetensors(tensors));
-    std::lock_guard<std::mutex> lock(impl->mutex);
-    detail::Connection& conn = *impl->conn;
-    Transaction tx(conn, TxMode::Write);
+    Session session = open_session(*impl, Access::Write);
+    detail::Connection& conn = connection(session);
     impl->blobs->add_ref(conn, blob);  // durable before the rows commit
     conn.execute("INSERT INTO dataset_shards (dataset_id, shard, blob, samples) VALUES (?, ?, ?, ?)", {id, shards, blob.sha256, n});
     for (int64_t p = 0; p < n; ++p) {
@@ -403,7 +396,7 @@ struct DatasetWriter::State {
     }
     conn.execute("UPDATE datasets SET fields = ?, samples = ?, shards = ? WHERE id = ?",
                  {fields_json(fields), flushed + n, shards + 1, id});
-    tx.commit();
+    session.commit();
     flushed += n;
     ++shards;
     pending.clear();
@@ -496,10 +489,9 @@ DatasetInfo DatasetWriter::commit() {
   st.flush();
   const int64_t created = now_ms();
   {
-    std::lock_guard<std::mutex> lock(st.impl->mutex);
-    Transaction tx(*st.impl->conn, TxMode::Write);
-    st.impl->conn->execute("UPDATE datasets SET committed = 1, created_ms = ? WHERE id = ?", {created, st.id});
-    tx.commit();
+    Session session = open_session(*st.impl, Access::Write);
+    connection(session).execute("UPDATE datasets SET committed = 1, created_ms = ? WHERE id = ?", {created, st.id});
+    session.commit();
   }
   st.done = true;
   DatasetInfo info;
@@ -517,8 +509,13 @@ void DatasetWriter::abort() {
   State& st = *state_;
   if (st.done) return;
   st.done = true;
-  std::lock_guard<std::mutex> lock(st.impl->mutex);
-  remove_version(*st.impl, st.id);
+  std::vector<std::string> freed;
+  {
+    Session session = open_session(*st.impl, Access::Write);
+    freed = delete_version(*st.impl, connection(session), st.id);
+    session.commit();
+  }
+  detail::remove_unreferenced(*st.impl, freed);
 }
 
 // ---------------------------------------------------------------- Datasets
@@ -544,9 +541,8 @@ DatasetWriter Datasets::create(const std::string& name, const DatasetOptions& op
   st->order = options.fields;
   st->tags = tags;
   st->shard_samples = options.shard_samples;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Write);
+  Session session = open_session(*impl_, Access::Write);
+  detail::Connection& conn = connection(session);
   st->version = conn.query("INSERT INTO dataset_names (name, last_version) VALUES (?, 1) ON CONFLICT (name) "
                            "DO UPDATE SET last_version = dataset_names.last_version + 1 RETURNING last_version",
                            {name})[0]
@@ -556,7 +552,7 @@ DatasetWriter Datasets::create(const std::string& name, const DatasetOptions& op
                       {name, st->version, now_ms()})[0]
                .integer(0);
   for (const std::string& t : tags) conn.execute("INSERT INTO dataset_tags (dataset_id, tag) VALUES (?, ?)", {st->id, t});
-  tx.commit();
+  session.commit();
   return DatasetWriter(std::move(st));
 }
 
@@ -650,33 +646,40 @@ DatasetInfo Datasets::import_csv(const std::string& name, const std::string& pat
 }
 
 std::vector<std::string> Datasets::names() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Session session = open_session(*impl_, Access::Read);
   std::vector<std::string> out;
-  for (const Row& r : impl_->conn->query("SELECT DISTINCT name FROM datasets WHERE committed = 1 ORDER BY name")) out.push_back(r.text(0));
+  for (const Row& r : connection(session).query("SELECT DISTINCT name FROM datasets WHERE committed = 1 ORDER BY name")) out.push_back(r.text(0));
   return out;
 }
 
 std::vector<DatasetInfo> Datasets::versions(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
-  return infos(*impl_->conn, std::string(kInfoColumns) + " WHERE d.name = ? AND d.committed = 1 ORDER BY d.version", {name});
+  Session session = open_session(*impl_, Access::Read);
+  return infos(connection(session), std::string(kInfoColumns) + " WHERE d.name = ? AND d.committed = 1 ORDER BY d.version", {name});
 }
 
 DatasetInfo Datasets::get(const std::string& name, int64_t version) const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
-  return info_of(*impl_->conn, committed_row(*impl_->conn, name, version));
+  Session session = open_session(*impl_, Access::Read);
+  return info_of(connection(session), committed_row(connection(session), name, version));
 }
 
 DatasetInfo Datasets::get(const std::string& name) const {
-  DatasetQuery q;
-  q.name = name;
-  std::vector<DatasetInfo> found = find_top(q, 1);
+  Session session = open_session(*impl_, Access::Read);
+  std::vector<DatasetInfo> found = infos(connection(session), std::string(kInfoColumns) +
+                                         " WHERE d.name = ? AND d.committed = 1 ORDER BY d.created_ms DESC, d.id DESC LIMIT 1", {name});
   if (found.empty()) throw NotFoundError("store: no latest version: there is no committed dataset '" + name + "'");
   return found[0];
 }
 
 namespace {
+
+// The column of a dataset version's number `metric`, the "metrics" its catalog filters and ranks by.
+const char* number_column(const char* op, const std::string& metric) {
+  static const char* const columns[] = {"samples", "shards", "version", "created_ms"};
+  for (const char* c : columns)
+    if (metric == c) return c;
+  throw ValueError(std::string(op) + ": dataset versions have no metric " + loom::detail::quote_text(metric) +
+                   " (valid: samples, shards, version, created_ms)");
+}
 
 std::string dataset_where(const DatasetQuery& q, std::vector<Value>& params) {
   std::string sql = " WHERE d.committed = 1";
@@ -689,6 +692,13 @@ std::string dataset_where(const DatasetQuery& q, std::vector<Value>& params) {
     sql += " AND EXISTS (SELECT 1 FROM dataset_tags t WHERE t.dataset_id = d.id AND t.tag = ?)";
     params.emplace_back(tag);
   }
+  for (const MetricFilter& f : q.metrics) {
+    const char* column = number_column("find", f.metric);
+    const char* op = detail::sql_comparison("find", "metric operator", f.op, "'" + f.metric + "'");
+    if (std::isnan(f.value)) throw ValueError("find: the value compared with metric '" + f.metric + "' is NaN");
+    sql += std::string(" AND d.") + column + " " + op + " ?";
+    params.emplace_back(f.value);
+  }
   return sql;
 }
 
@@ -697,19 +707,19 @@ std::string dataset_where(const DatasetQuery& q, std::vector<Value>& params) {
 std::vector<DatasetInfo> Datasets::find(const DatasetQuery& query) const {
   std::vector<Value> params;
   const std::string sql = std::string(kInfoColumns) + dataset_where(query, params) + " ORDER BY d.name, d.version";
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
-  return infos(*impl_->conn, sql, params);
+  Session session = open_session(*impl_, Access::Read);
+  return infos(connection(session), sql, params);
 }
 
-std::vector<DatasetInfo> Datasets::find_top(const DatasetQuery& query, int64_t k) const {
+std::vector<DatasetInfo> Datasets::find_top(const std::string& metric, Order order, int64_t k, const DatasetQuery& query) const {
+  const char* column = number_column("find_top", metric);
   if (k < 1) throw ValueError("find_top: k is " + std::to_string(k) + " (valid: k >= 1)");
   std::vector<Value> params;
-  std::string sql = std::string(kInfoColumns) + dataset_where(query, params) + " ORDER BY d.created_ms DESC, d.id DESC LIMIT ?";
+  std::string sql = std::string(kInfoColumns) + dataset_where(query, params) + " ORDER BY d." + column +
+                    (order == Order::Max ? " DESC" : " ASC") + ", d.created_ms, d.id LIMIT ?";
   params.emplace_back(k);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
-  return infos(*impl_->conn, sql, params);
+  Session session = open_session(*impl_, Access::Read);
+  return infos(connection(session), sql, params);
 }
 
 std::shared_ptr<DatasetView> Datasets::query(const std::string& name, int64_t version, const SampleQuery& q) const {
@@ -771,9 +781,8 @@ std::shared_ptr<DatasetView> Datasets::query(const std::string& name, int64_t ve
   std::vector<std::string> metadata;
   std::vector<std::vector<std::string>> tags;
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    detail::Connection& conn = *impl_->conn;
-    Transaction tx(conn, TxMode::Read);
+    Session session = open_session(*impl_, Access::Read);
+    detail::Connection& conn = connection(session);
     const Row row = committed_row(conn, name, version);
     const int64_t id = row.integer(0);
     shared->info = info_of(conn, row);
@@ -819,19 +828,35 @@ std::shared_ptr<DatasetView> Datasets::query(const std::string& name, int64_t ve
 }
 
 void Datasets::remove(const std::string& name, int64_t version) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  std::vector<Row> rows = impl_->conn->query("SELECT id FROM datasets WHERE name = ? AND version = ?", {name, version});
-  if (rows.empty()) throw NotFoundError("remove: no " + what(name, version) + ": " + versions_help(*impl_->conn, name));
-  remove_version(*impl_, rows[0].integer(0));
+  std::vector<std::string> freed;
+  {
+    Session session = open_session(*impl_, Access::Write);
+    detail::Connection& conn = connection(session);
+    std::vector<Row> rows = conn.query("SELECT id FROM datasets WHERE name = ? AND version = ?", {name, version});
+    if (rows.empty()) throw NotFoundError("remove: no " + what(name, version) + ": " + versions_help(conn, name));
+    freed = delete_version(*impl_, conn, rows[0].integer(0));
+    session.commit();
+  }
+  detail::remove_unreferenced(*impl_, freed);
 }
 
 int64_t Datasets::remove_drafts(int64_t older_than_ms) {
   if (older_than_ms < 0) throw ValueError("remove_drafts: older_than_ms is negative");
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  const std::vector<Row> rows =
-      impl_->conn->query("SELECT id FROM datasets WHERE committed = 0 AND created_ms <= ?", {now_ms() - older_than_ms});
-  for (const Row& r : rows) remove_version(*impl_, r.integer(0));
-  return static_cast<int64_t>(rows.size());
+  std::vector<std::string> freed;
+  int64_t removed = 0;
+  {
+    Session session = open_session(*impl_, Access::Write);
+    detail::Connection& conn = connection(session);
+    const std::vector<Row> rows = conn.query("SELECT id FROM datasets WHERE committed = 0 AND created_ms <= ?", {now_ms() - older_than_ms});
+    for (const Row& r : rows) {
+      const std::vector<std::string> version_freed = delete_version(*impl_, conn, r.integer(0));
+      freed.insert(freed.end(), version_freed.begin(), version_freed.end());
+    }
+    removed = static_cast<int64_t>(rows.size());
+    session.commit();
+  }
+  detail::remove_unreferenced(*impl_, freed);
+  return removed;
 }
 
 }  // namespace loom::store

@@ -2,7 +2,10 @@
 
 #include "loom/store/error.h"
 
-namespace loom::store::detail {
+namespace loom::store {
+
+using detail::Bytes;
+using detail::Value;
 
 namespace {
 const char* kind(const Value& v) {
@@ -16,34 +19,36 @@ const char* kind(const Value& v) {
 }
 }  // namespace
 
-const Value& Row::at(size_t i) const {
+const Value& SqlRow::at(size_t i) const {
   if (i >= values_.size())
     throw StoreError("store: result column " + std::to_string(i) + " requested from a row of " + std::to_string(values_.size()));
   return values_[i];
 }
 
-bool Row::is_null(size_t i) const { return std::holds_alternative<std::monostate>(at(i)); }
+bool SqlRow::is_null(size_t i) const { return std::holds_alternative<std::monostate>(at(i)); }
 
-int64_t Row::integer(size_t i) const {
+int64_t SqlRow::integer(size_t i) const {
   if (auto* v = std::get_if<int64_t>(&at(i))) return *v;
   throw StoreError("store: result column " + std::to_string(i) + " holds " + kind(at(i)) + ", expected an integer");
 }
 
-double Row::real(size_t i) const {
+double SqlRow::real(size_t i) const {
   if (auto* v = std::get_if<double>(&at(i))) return *v;
   if (auto* v = std::get_if<int64_t>(&at(i))) return static_cast<double>(*v);
   throw StoreError("store: result column " + std::to_string(i) + " holds " + kind(at(i)) + ", expected a real");
 }
 
-const std::string& Row::text(size_t i) const {
+const std::string& SqlRow::text(size_t i) const {
   if (auto* v = std::get_if<std::string>(&at(i))) return *v;
   throw StoreError("store: result column " + std::to_string(i) + " holds " + kind(at(i)) + ", expected text");
 }
 
-const std::string& Row::blob(size_t i) const {
+const std::string& SqlRow::blob(size_t i) const {
   if (auto* v = std::get_if<Bytes>(&at(i))) return v->data;
   throw StoreError("store: result column " + std::to_string(i) + " holds " + kind(at(i)) + ", expected a blob");
 }
+
+namespace detail {
 
 std::string Dialect::render(const std::string& ddl) const {
   std::string out;
@@ -64,4 +69,6 @@ std::string Dialect::render(const std::string& ddl) const {
   return out;
 }
 
-}  // namespace loom::store::detail
+}  // namespace detail
+
+}  // namespace loom::store

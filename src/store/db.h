@@ -1,6 +1,7 @@
 #pragma once
 // The store's database layer: a connection with prepared statements and bound parameters,
-// typed rows and RAII transactions, behind which each backend (SQLite, PostgreSQL)
+// typed rows and transactions (begun, committed and rolled back by store::Session only,
+// loom/store/session.h), behind which each backend (SQLite, PostgreSQL)
 // hides its dialect (src/store/sqlite.cpp, src/store/postgresql.cpp). The store's SQL is written once:
 //   - parameters are '?' (a PostgreSQL backend numbers them $1, $2, ... when preparing);
 //   - DDL names column types through placeholders that Dialect::render fills: {id} (an
@@ -11,32 +12,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
+
+#include "loom/store/session.h"
+#include "loom/store/sql.h"
 
 namespace loom::store::detail {
 
-struct Bytes {  // a BLOB value (text is std::string)
-  std::string data;
-};
-using Value = std::variant<std::monostate, int64_t, double, std::string, Bytes>;
-
-// One result row. Accessors check the column's type and throw StoreError naming the column
-// (a mismatch is a schema bug or a tampered database, never undefined behaviour).
-class Row {
- public:
-  explicit Row(std::vector<Value> values) : values_(std::move(values)) {}
-  size_t size() const { return values_.size(); }
-  bool is_null(size_t i) const;
-  int64_t integer(size_t i) const;
-  double real(size_t i) const;  // an integer column value is converted
-  const std::string& text(size_t i) const;
-  const std::string& blob(size_t i) const;
-
- private:
-  const Value& at(size_t i) const;
-  std::vector<Value> values_;
-};
+using Bytes = SqlBytes;
+using Value = SqlValue;
+using Row = SqlRow;
 
 struct Dialect {
   std::string name;  // "sqlite", "postgresql"
@@ -45,15 +30,7 @@ struct Dialect {
   std::string render(const std::string& ddl) const;
 };
 
-enum class TxMode {
-  Read,   // a consistent snapshot, for reading only (PostgreSQL refuses writes in it)
-  Write,  // takes the database's write lock at BEGIN (SQLite: BEGIN IMMEDIATE), so that a
-          // read-then-write transaction cannot fail half way on a lock upgrade (PostgreSQL:
-          // BEGIN + an advisory lock all writers take, src/store/postgresql.cpp)
-  RowWrite,  // writes that lock only the rows they touch (PostgreSQL: BEGIN, READ COMMITTED,
-             // no advisory lock: the task queue's claims, with FOR UPDATE SKIP LOCKED, run
-             // side by side); SQLite has no row locks and takes its write lock as for Write
-};
+using TxMode = Access;  // Read, Write or RowWrite: loom/store/session.h says what each locks
 
 class Connection {
  public:
@@ -77,25 +54,6 @@ class Connection {
   virtual void begin(TxMode mode) = 0;
   virtual void commit() = 0;
   virtual void rollback() noexcept = 0;
-};
-
-// A transaction that rolls back when it goes out of scope uncommitted (an exception midway).
-class Transaction {
- public:
-  Transaction(Connection& conn, TxMode mode) : conn_(conn) { conn_.begin(mode); }
-  ~Transaction() {
-    if (!done_) conn_.rollback();
-  }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  void commit() {
-    done_ = true;  // a failed COMMIT is rolled back by the backend itself
-    conn_.commit();
-  }
-
- private:
-  Connection& conn_;
-  bool done_ = false;
 };
 
 // Opens an SQLite database file (created when absent) with a busy timeout, foreign keys on and

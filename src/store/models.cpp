@@ -19,8 +19,8 @@ namespace loom::store {
 
 using detail::check_label;
 using detail::Row;
-using detail::Transaction;
-using detail::TxMode;
+using detail::connection;
+using detail::open_session;
 using detail::Value;
 using detail::now_ms;
 
@@ -152,9 +152,8 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
   info.tags = tag_set;
   info.weights_sha256 = blob.sha256;
   info.weights_bytes = blob.size;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Write);
+  Session session = open_session(*impl_, Access::Write);
+  detail::Connection& conn = connection(session);
   impl_->blobs->add_ref(conn, blob);  // its bytes are durable before (or with) the commit below
   detail::crash_point("save:blob-written");
   info.version = conn.query("INSERT INTO model_names (name, last_version) VALUES (?, 1) ON CONFLICT (name) "
@@ -168,7 +167,7 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
   for (const auto& [k, v] : metrics) conn.execute("INSERT INTO model_metrics (model_id, metric, value) VALUES (?, ?, ?)", {id, k, v});
   for (const std::string& t : tag_set) conn.execute("INSERT INTO model_tags (model_id, tag) VALUES (?, ?)", {id, t});
   detail::crash_point("save:before-commit");
-  tx.commit();
+  session.commit();
   detail::crash_point("save:committed");
   return info;
 }
@@ -179,22 +178,20 @@ ModelInfo Models::save(const std::string& name, const train::Model& model, const
 }
 
 std::vector<std::string> Models::names() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Session session = open_session(*impl_, Access::Read);
   std::vector<std::string> out;
-  for (const Row& r : impl_->conn->query("SELECT DISTINCT name FROM models ORDER BY name")) out.push_back(r.text(0));
+  for (const Row& r : connection(session).query("SELECT DISTINCT name FROM models ORDER BY name")) out.push_back(r.text(0));
   return out;
 }
 
 std::vector<ModelInfo> Models::versions(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
-  return infos(*impl_->conn, std::string(kInfoColumns) + " WHERE m.name = ? ORDER BY m.version", {name});
+  Session session = open_session(*impl_, Access::Read);
+  return infos(connection(session), std::string(kInfoColumns) + " WHERE m.name = ? ORDER BY m.version", {name});
 }
 
 ModelInfo Models::get(const std::string& name, int64_t version) const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Read);
+  Session session = open_session(*impl_, Access::Read);
+  detail::Connection& conn = connection(session);
   std::vector<ModelInfo> found = infos(conn, std::string(kInfoColumns) + " WHERE m.name = ? AND m.version = ?", {name, version});
   if (found.empty()) throw NotFoundError("store: no " + what(name, version) + ": " + versions_help(conn, name));
   return found[0];
@@ -203,8 +200,8 @@ ModelInfo Models::get(const std::string& name, int64_t version) const {
 ModelInfo Models::get(const std::string& name, const std::string& alias) const {
   int64_t version = 0;
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    version = resolve(*impl_->conn, name, alias);
+    Session session = open_session(*impl_, Access::Read);
+    version = resolve(connection(session), name, alias);
   }
   return get(name, version);
 }
@@ -214,9 +211,8 @@ ModelInfo Models::get(const std::string& name) const { return get(name, std::str
 std::vector<ModelInfo> Models::find(const ModelQuery& query) const {
   std::vector<Value> params;
   const std::string sql = std::string(kInfoColumns) + where(query, params) + " ORDER BY m.name, m.version";
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
-  return infos(*impl_->conn, sql, params);
+  Session session = open_session(*impl_, Access::Read);
+  return infos(connection(session), sql, params);
 }
 
 std::vector<ModelInfo> Models::find_top(const std::string& metric, Order order, int64_t k, const ModelQuery& query) const {
@@ -227,9 +223,8 @@ std::vector<ModelInfo> Models::find_top(const std::string& metric, Order order, 
                           where(query, params) + " ORDER BY k.value " + (order == Order::Max ? "DESC" : "ASC") +
                           ", m.created_ms, m.id LIMIT ?";
   params.emplace_back(k);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
-  return infos(*impl_->conn, sql, params);
+  Session session = open_session(*impl_, Access::Read);
+  return infos(connection(session), sql, params);
 }
 
 Graph Models::load(const std::string& name, int64_t version) const {
@@ -237,9 +232,8 @@ Graph Models::load(const std::string& name, int64_t version) const {
   detail::BlobRef ref;
   const std::string source = what(name, version);
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    detail::Connection& conn = *impl_->conn;
-    Transaction tx(conn, TxMode::Read);
+    Session session = open_session(*impl_, Access::Read);
+    detail::Connection& conn = connection(session);
     const Row row = version_row(conn, name, version);
     architecture = row.text(2);
     ref = impl_->blobs->ref(conn, row.text(1), source + " weights");
@@ -256,8 +250,8 @@ Graph Models::load(const std::string& name, int64_t version) const {
 Graph Models::load(const std::string& name, const std::string& alias) const {
   int64_t version = 0;
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    version = resolve(*impl_->conn, name, alias);
+    Session session = open_session(*impl_, Access::Read);
+    version = resolve(connection(session), name, alias);
   }
   return load(name, version);
 }
@@ -266,9 +260,8 @@ Graph Models::load(const ModelInfo& info) const { return load(info.name, info.ve
 
 void Models::set_alias(const std::string& name, const std::string& alias, int64_t version, bool replace) {
   check_alias("set_alias", alias);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Write);
+  Session session = open_session(*impl_, Access::Write);
+  detail::Connection& conn = connection(session);
   const int64_t id = version_row(conn, name, version).integer(0);
   const std::vector<Row> current = conn.query(
       "SELECT m.version FROM model_aliases a JOIN models m ON m.id = a.model_id WHERE a.name = ? AND a.alias = ?", {name, alias});
@@ -279,26 +272,24 @@ void Models::set_alias(const std::string& name, const std::string& alias, int64_
   conn.execute("INSERT INTO model_aliases (name, alias, model_id) VALUES (?, ?, ?) ON CONFLICT (name, alias) "
                "DO UPDATE SET model_id = excluded.model_id",
                {name, alias, id});
-  tx.commit();
+  session.commit();
 }
 
 void Models::remove_alias(const std::string& name, const std::string& alias) {
   check_alias("remove_alias", alias);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Write);
+  Session session = open_session(*impl_, Access::Write);
+  detail::Connection& conn = connection(session);
   if (conn.execute("DELETE FROM model_aliases WHERE name = ? AND alias = ?", {name, alias}) == 0)
     throw NotFoundError("remove_alias: model '" + name + "' has no alias '" + alias + "'");
-  tx.commit();
+  session.commit();
 }
 
 void Models::remove(const std::string& name, int64_t version) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  bool unreferenced = false;
   std::string weights;
+  bool unreferenced = false;
   {
-    Transaction tx(conn, TxMode::Write);
+    Session session = open_session(*impl_, Access::Write);
+    detail::Connection& conn = connection(session);
     const Row row = version_row(conn, name, version);
     const int64_t id = row.integer(0);
     weights = row.text(1);
@@ -309,11 +300,11 @@ void Models::remove(const std::string& name, int64_t version) {
       throw ConflictError("remove: " + what(name, version) + " is named by the alias(es) " + aliases + ": remove or move them first");
     conn.execute("DELETE FROM models WHERE id = ?", {id});  // metrics and tags cascade
     unreferenced = impl_->blobs->release(conn, weights);
-    tx.commit();
+    session.commit();
   }
   detail::crash_point("remove:committed");
-  // After the commit, under a new write lock (src/store/blobs.h says why).
-  if (unreferenced) impl_->blobs->remove_unreferenced(conn, {weights});
+  // After the commit, in a write session of its own (src/store/blobs.h says why).
+  if (unreferenced) detail::remove_unreferenced(*impl_, {weights});
 }
 
 }  // namespace loom::store

@@ -19,22 +19,6 @@ void check_label(const char* op, const char* what, const std::string& s, size_t 
                      std::to_string(most) + " bytes of UTF-8 text without control characters)");
 }
 
-std::string storable_text(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = s[i] == '\0' ? 0 : loom::detail::utf8_sequence_length(s, i);
-    if (n > 0) {
-      out.append(s, i, n);
-      i += n;
-    } else {
-      out += '?';
-      ++i;
-    }
-  }
-  return out;
-}
-
 const char* sql_comparison(const char* op, const char* what, const std::string& cmp, const std::string& subject) {
   static const char* const ops[] = {"<", "<=", "==", "!=", ">=", ">"};
   static const char* const sql_ops[] = {"<", "<=", "=", "<>", ">=", ">"};

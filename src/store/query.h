@@ -12,11 +12,6 @@ namespace loom::store::detail {
 // Otherwise a ValueError "<op>: invalid <what> '<s>' (valid: ...)", `s` escaped (quote_text).
 void check_label(const char* op, const char* what, const std::string& s, size_t most = 256);
 
-// Free text from a user or a program (an error text, an agent's name) as every backend stores it
-// as written: well-formed UTF-8 without NUL (PostgreSQL's text holds neither invalid bytes nor
-// NUL; SQLite would keep them), each offending byte replaced by '?'.
-std::string storable_text(const std::string& s);
-
 // The SQL operator of a filter's comparison `cmp` (one of < <= == != >= >). Otherwise a
 // ValueError "<op>: invalid <what> '<cmp>' for <subject> (valid: <, <=, ==, !=, >=, >)".
 const char* sql_comparison(const char* op, const char* what, const std::string& cmp, const std::string& subject);

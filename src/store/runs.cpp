@@ -10,6 +10,7 @@
 
 #include "core/json_util.h"
 #include "loom/core/file.h"
+#include "loom/store/text.h"
 #include "store/query.h"
 #include "store/store_impl.h"
 
@@ -17,8 +18,8 @@ namespace loom::store {
 
 using detail::check_label;
 using detail::Row;
-using detail::Transaction;
-using detail::TxMode;
+using detail::connection;
+using detail::open_session;
 using detail::Value;
 using detail::now_ms;
 
@@ -111,9 +112,8 @@ RunInfo Runs::start(const std::string& experiment, const std::string& name, cons
   if (!hyper || !hyper->is_object())
     throw ValueError("start: the hyper-parameters of a run of '" + experiment + "' are not a JSON object" +
                      (hyper ? "" : ": " + parse_error));
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Write);
+  Session session = open_session(*impl_, Access::Write);
+  detail::Connection& conn = connection(session);
   const int64_t id = conn.query("INSERT INTO runs (experiment, name, status, hyper_parameters, started_ms) "
                                 "VALUES (?, ?, 'running', ?, ?) RETURNING id",
                                 {experiment, name, hyper->dump(), now_ms()})[0]
@@ -121,33 +121,31 @@ RunInfo Runs::start(const std::string& experiment, const std::string& name, cons
   if (name.empty()) conn.execute("UPDATE runs SET name = ? WHERE id = ?", {experiment + "-" + std::to_string(id), id});
   for (const std::string& t : tag_set) conn.execute("INSERT INTO run_tags (run_id, tag) VALUES (?, ?)", {id, t});
   RunInfo info = info_of(conn, run_row(conn, id));
-  tx.commit();
+  session.commit();
   return info;
 }
 
 void Runs::log_epoch(int64_t run, int64_t epoch, const std::map<std::string, double>& metrics) {
   if (epoch < 0) throw ValueError("log_epoch: epoch " + std::to_string(epoch) + " of " + what(run) + " (valid: >= 0)");
   for (const auto& [k, v] : metrics) check_label("log_epoch", "metric name", k);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Write);
+  Session session = open_session(*impl_, Access::Write);
+  detail::Connection& conn = connection(session);
   const Row row = run_row(conn, run);
   if (row.text(3) != "running") throw ConflictError("log_epoch: " + what(run) + " has ended (" + row.text(3) + ")");
   for (const auto& [k, v] : metrics)
     conn.execute("INSERT INTO run_metrics (run_id, metric, epoch, value) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, metric, epoch) "
                  "DO UPDATE SET value = excluded.value",
                  {run, k, epoch, std::isnan(v) ? Value() : Value(v)});
-  tx.commit();
+  session.commit();
 }
 
 void Runs::set_checkpoint(int64_t run, const std::string& bytes) {
   const detail::PreparedBlob blob = detail::prepare_blob(bytes);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
   std::string old;
   bool unreferenced = false;
   {
-    Transaction tx(conn, TxMode::Write);
+    Session session = open_session(*impl_, Access::Write);
+    detail::Connection& conn = connection(session);
     const Row row = run_row(conn, run);
     impl_->blobs->add_ref(conn, blob);  // durable before the row commits
     conn.execute("UPDATE runs SET checkpoint = ? WHERE id = ?", {blob.sha256, run});
@@ -155,37 +153,34 @@ void Runs::set_checkpoint(int64_t run, const std::string& bytes) {
       old = row.text(8);
       unreferenced = impl_->blobs->release(conn, old);
     }
-    tx.commit();
+    session.commit();
   }
-  if (unreferenced) impl_->blobs->remove_unreferenced(conn, {old});
+  if (unreferenced) detail::remove_unreferenced(*impl_, {old});
 }
 
 void Runs::finish(int64_t run, const std::string& status, const std::string& error) {
   if (status != "finished" && status != "failed")
     throw ValueError("finish: status '" + status + "' for " + what(run) + " (valid: finished, failed)");
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Write);
+  Session session = open_session(*impl_, Access::Write);
+  detail::Connection& conn = connection(session);
   const Row row = run_row(conn, run);
   if (row.text(3) != "running") throw ConflictError("finish: " + what(run) + " has already ended (" + row.text(3) + ")");
   conn.execute("UPDATE runs SET status = ?, ended_ms = ?, error = ? WHERE id = ?",
-               {status, now_ms(), error.empty() ? Value() : Value(detail::storable_text(error)), run});
-  tx.commit();
+               {status, now_ms(), error.empty() ? Value() : Value(storable_text(error)), run});
+  session.commit();
 }
 
 RunInfo Runs::get(int64_t run) const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
-  return info_of(*impl_->conn, run_row(*impl_->conn, run));
+  Session session = open_session(*impl_, Access::Read);
+  return info_of(connection(session), run_row(connection(session), run));
 }
 
 std::vector<RunInfo> Runs::find(const RunQuery& query) const {
   std::vector<Value> params;
   const std::string sql = std::string(kColumns) + where(query, params) + " ORDER BY r.id";
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  Transaction tx(*impl_->conn, TxMode::Read);
+  Session session = open_session(*impl_, Access::Read);
   std::vector<RunInfo> out;
-  for (const Row& r : impl_->conn->query(sql, params)) out.push_back(info_of(*impl_->conn, r));
+  for (const Row& r : connection(session).query(sql, params)) out.push_back(info_of(connection(session), r));
   return out;
 }
 
@@ -197,9 +192,8 @@ std::vector<RunInfo> Runs::find_top(const std::string& metric, At at, int64_t k,
   const std::string sql = "SELECT q.id FROM (" + inner + ") q WHERE q.kv IS NOT NULL ORDER BY q.kv " +
                           (at == At::Min ? "ASC" : "DESC") + ", q.id LIMIT ?";
   params.emplace_back(k);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Read);
+  Session session = open_session(*impl_, Access::Read);
+  detail::Connection& conn = connection(session);
   std::vector<RunInfo> out;
   for (const Row& r : conn.query(sql, params)) out.push_back(info_of(conn, run_row(conn, r.integer(0))));
   return out;
@@ -207,9 +201,8 @@ std::vector<RunInfo> Runs::find_top(const std::string& metric, At at, int64_t k,
 
 std::vector<RunInfo> Runs::compare(const std::vector<int64_t>& runs, const std::vector<std::string>& metrics) const {
   for (const std::string& m : metrics) check_label("compare", "metric name", m);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
-  Transaction tx(conn, TxMode::Read);
+  Session session = open_session(*impl_, Access::Read);
+  detail::Connection& conn = connection(session);
   std::vector<RunInfo> out;
   for (int64_t run : runs) out.push_back(info_of(conn, run_row(conn, run), metrics.empty() ? nullptr : &metrics));
   return out;
@@ -219,9 +212,8 @@ std::string Runs::checkpoint(int64_t run) const {
   detail::BlobRef ref;
   std::string stored;
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    detail::Connection& conn = *impl_->conn;
-    Transaction tx(conn, TxMode::Read);
+    Session session = open_session(*impl_, Access::Read);
+    detail::Connection& conn = connection(session);
     const Row row = run_row(conn, run);
     if (row.is_null(8)) throw NotFoundError("store: " + what(run) + " has no checkpoint");
     ref = impl_->blobs->ref(conn, row.text(8), what(run) + " checkpoint");
@@ -233,21 +225,20 @@ std::string Runs::checkpoint(int64_t run) const {
 void Runs::save_checkpoint_file(int64_t run, const std::string& path) const { write_file_atomic(path, checkpoint(run)); }
 
 void Runs::remove(int64_t run) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  detail::Connection& conn = *impl_->conn;
   std::string blob;
   bool unreferenced = false;
   {
-    Transaction tx(conn, TxMode::Write);
+    Session session = open_session(*impl_, Access::Write);
+    detail::Connection& conn = connection(session);
     const Row row = run_row(conn, run);
     conn.execute("DELETE FROM runs WHERE id = ?", {run});  // metrics and tags cascade
     if (!row.is_null(8)) {
       blob = row.text(8);
       unreferenced = impl_->blobs->release(conn, blob);
     }
-    tx.commit();
+    session.commit();
   }
-  if (unreferenced) impl_->blobs->remove_unreferenced(conn, {blob});
+  if (unreferenced) detail::remove_unreferenced(*impl_, {blob});
 }
 
 // ---------------------------------------------------------------- StoreLogger

@@ -6,6 +6,7 @@
 
 #include "core/utf8.h"
 #include "loom/store/error.h"
+#include "store/store_impl.h"
 
 namespace loom::store::detail {
 
@@ -45,18 +46,10 @@ const std::vector<Migration>& migrations() {
            // several machines has no common directory; SQLite keeps files and leaves this empty).
            "CREATE TABLE blob_data (sha256 {text} PRIMARY KEY REFERENCES blobs(sha256) ON DELETE CASCADE, data {blob} NOT NULL)",
        }},
-      {3,
-       {
-           // The task queue of loom::flow (docs/workflow.md). `token` is the fencing token: the
-           // number of the latest claim; `deadline_ms` the running attempt's timeout as a time.
-           "CREATE TABLE tasks (id {id}, kind {text} NOT NULL, hyper_parameters {text} NOT NULL, priority {int} NOT NULL, "
-           "status {text} NOT NULL CHECK (status IN ('pending', 'running', 'finished', 'failed', 'cancelled')), "
-           "attempts {int} NOT NULL, max_attempts {int} NOT NULL, timeout_ms {int} NOT NULL, lease_ms {int} NOT NULL, "
-           "token {int} NOT NULL, agent {text}, lease_expires_ms {int}, deadline_ms {int}, result {text}, error {text}, "
-           "created_ms {int} NOT NULL, started_ms {int}, finished_ms {int})",
-           "CREATE INDEX tasks_by_queue ON tasks (status, kind, priority, id)",
-           "CREATE INDEX tasks_by_lease ON tasks (status, lease_expires_ms)",
-       }},
+      // Was the task queue of loom::flow, whose tables are now flow's own schema part
+      // (src/flow/task_schema.cpp): created when flow first uses a store, with IF NOT EXISTS, so
+      // a database that applied this migration keeps its tasks.
+      {3, {}},
       // Datasets and runs.
       {4,
        {
@@ -93,11 +86,17 @@ const std::vector<Migration>& migrations() {
            "CREATE TABLE run_metrics (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, metric {text} NOT NULL, "
            "epoch {int} NOT NULL, value {real}, PRIMARY KEY (run_id, metric, epoch))",
        }},
+      // The versions of the schema parts above the store (Store::ensure_schema), by name.
+      {5,
+       {
+           "CREATE TABLE loom_schema_parts (part {text} PRIMARY KEY, version {int} NOT NULL)",
+       }},
   };
   return list;
 }
 
 constexpr const char* kSchemaTable = "loom_schema";
+constexpr const char* kStorePart = "loom.store";
 
 }  // namespace
 
@@ -125,8 +124,9 @@ int64_t check_store(Connection& conn) {
   return current;
 }
 
-int64_t migrate(Connection& conn) {
-  Transaction tx(conn, TxMode::Write);
+int64_t migrate(StoreImpl& impl) {
+  Session session = open_session(impl, Access::Write);
+  Connection& conn = connection(session);
   int64_t current = check_store(conn);
   if (current < 0) {
     // The application name tells a Loom store from another program's database of the same shape.
@@ -140,8 +140,66 @@ int64_t migrate(Connection& conn) {
     conn.execute("UPDATE loom_schema SET version = ?", {m.version});
     current = m.version;
   }
-  tx.commit();
+  session.commit();
   return current;
+}
+
+namespace {
+
+void check_part(const SchemaPart& part) {
+  bool ok = !part.name.empty() && part.name.size() <= 64 && part.name != kStorePart;
+  for (char c : part.name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.');
+  if (!ok)
+    throw ValueError("ensure_schema: invalid schema part name " + loom::detail::quote_text(part.name) +
+                     " (valid: 1 to 64 characters of [a-z0-9_.], not '" + kStorePart + "')");
+  if (part.migrations.empty()) throw ValueError("ensure_schema: schema part '" + part.name + "' has no migrations");
+  for (size_t i = 0; i < part.migrations.size(); ++i)
+    if (part.migrations[i].version != static_cast<int64_t>(i) + 1)
+      throw ValueError("ensure_schema: migration " + std::to_string(i + 1) + " of schema part '" + part.name + "' has version " +
+                       std::to_string(part.migrations[i].version) + " (valid: versions 1, 2, ... in order)");
+}
+
+// The version of `part` the database records, 0 when none; SchemaVersionError when newer than `latest`.
+int64_t recorded_version(Connection& conn, const SchemaPart& part, int64_t latest) {
+  const std::vector<Row> rows = conn.query("SELECT version FROM loom_schema_parts WHERE part = ?", {part.name});
+  const int64_t version = rows.empty() ? 0 : rows[0].integer(0);
+  if (version > latest)
+    throw SchemaVersionError("store: " + conn.describe() + " has version " + std::to_string(version) + " of schema part '" +
+                             part.name + "', newer than this program's " + std::to_string(latest) +
+                             ": use it with a newer Loom (nothing was changed)");
+  return version;
+}
+
+}  // namespace
+
+int64_t ensure_part(StoreImpl& impl, const SchemaPart& part) {
+  check_part(part);
+  const int64_t latest = part.migrations.back().version;
+  {
+    Session read = open_session(impl, Access::Read);
+    auto known = impl.current_parts.find(part.name);
+    if (known != impl.current_parts.end() && known->second == latest) return latest;
+    if (recorded_version(connection(read), part, latest) == latest) {
+      impl.current_parts[part.name] = latest;
+      read.commit();
+      return latest;
+    }
+  }
+  // Under the write lock, the version read again: a concurrent first use migrates once.
+  Session write = open_session(impl, Access::Write);
+  Connection& conn = connection(write);
+  const int64_t current = recorded_version(conn, part, latest);
+  for (const SchemaMigration& m : part.migrations) {
+    if (m.version <= current) continue;
+    for (const std::string& ddl : m.ddl) conn.execute(conn.dialect().render(ddl));
+  }
+  if (current < latest)
+    conn.execute("INSERT INTO loom_schema_parts (part, version) VALUES (?, ?) ON CONFLICT (part) DO UPDATE SET version = excluded.version",
+                 {part.name, latest});
+  write.commit();
+  std::lock_guard<std::mutex> lock(impl.mutex);  // the session's lock went with its commit
+  impl.current_parts[part.name] = latest;
+  return latest;
 }
 
 }  // namespace loom::store::detail

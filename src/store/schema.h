@@ -2,9 +2,12 @@
 // The store's schema and its migrations (docs/store.md, "Schema").
 #include <cstdint>
 
+#include "loom/store/schema_part.h"
 #include "store/db.h"
 
 namespace loom::store::detail {
+
+struct StoreImpl;
 
 // The schema version this library writes and understands.
 int64_t library_schema_version();
@@ -19,6 +22,10 @@ int64_t check_store(Connection& conn);
 // migrations after the database's version, in order. Throws NotAStoreError for a database that
 // has tables but no Loom schema table, SchemaVersionError for a newer schema. Returns the
 // database's version (the library's).
-int64_t migrate(Connection& conn);
+int64_t migrate(StoreImpl& impl);
+
+// Store::ensure_schema: the version of `part` in the database, its missing migrations applied
+// first (loom/store/schema_part.h).
+int64_t ensure_part(StoreImpl& impl, const SchemaPart& part);
 
 }  // namespace loom::store::detail

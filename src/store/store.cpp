@@ -43,11 +43,11 @@ Store Store::open(const std::string& url) {
   {
     // Read only: another program's database (or a newer store) is refused before anything,
     // even SQLite's journal mode, is written to it.
-    detail::Transaction check(*impl->conn, detail::TxMode::Read);
-    detail::check_store(*impl->conn);
+    Session check = detail::open_session(*impl, Access::Read);
+    detail::check_store(detail::connection(check));
   }
   impl->conn->prepare_for_writing();
-  impl->schema_version = detail::migrate(*impl->conn);
+  impl->schema_version = detail::migrate(*impl);
   impl->blobs = detail::make_blob_store(*impl->conn, impl->path);
   return Store(std::move(impl));
 }
@@ -57,10 +57,13 @@ Datasets Store::datasets() const { return Datasets(impl_); }
 Runs Store::runs() const { return Runs(impl_); }
 
 GcReport Store::gc() {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  const auto removed = impl_->blobs->gc(*impl_->conn);
+  Session session = detail::open_session(*impl_, Access::Write);  // writers write blob files only under this lock
+  const auto removed = impl_->blobs->gc(detail::connection(session));
+  session.commit();
   return {removed.files, removed.bytes};
 }
+
+int64_t Store::ensure_schema(const SchemaPart& part) const { return detail::ensure_part(*impl_, part); }
 
 int64_t Store::schema_version() const { return impl_->schema_version; }
 int64_t Store::library_schema_version() { return detail::library_schema_version(); }

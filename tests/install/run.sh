@@ -12,3 +12,16 @@ cmake -S "$source_dir/tests/install" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PA
 cmake --build "$work/build" >/dev/null
 LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/consumer"
 LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/consumer_dist"
+LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/consumer_store"
+# A program that links only loom::loom loads none of the store's libraries, directly or through
+# libloom (the store and flow are loom::store's); one that links loom::store does.
+store_libs='lib(pq|sqlite3|crypto|ssl|zstd)\.so'
+consumer_libs="$(LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" ldd "$work/build/consumer")"
+if grep -E "$store_libs" <<<"$consumer_libs"; then
+  echo "install: a program linking only loom::loom loads the store's libraries (above)" >&2
+  exit 1
+fi
+if ! LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" ldd "$work/build/consumer_store" | grep -qE 'libpq\.so'; then
+  echo "install: consumer_store (loom::store) does not load libpq: is the store still in loom::store?" >&2
+  exit 1
+fi

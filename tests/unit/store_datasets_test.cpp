@@ -116,7 +116,18 @@ TEST_P(StoreDatasets, CommittedVersionsAreImmutableAndDraftsInvisible) {
   write_synthetic(s, "e", 3, 0);
   EXPECT_EQ(s.datasets().find({.tags = {"synthetic"}}).size(), 1u);
   EXPECT_EQ(s.datasets().find({.name = "d"}).size(), 2u);
-  EXPECT_EQ(s.datasets().find_top({.name = "d"})[0].version, 2);
+  // The catalog's find_top, as for models: ranked by a version's number, ties to the older one.
+  EXPECT_EQ(s.datasets().find_top("version", store::Order::Max, 1, {.name = "d"})[0].version, 2);
+  EXPECT_EQ(s.datasets().find_top("samples", store::Order::Min)[0].name, "e");          // 3 < 5 < 7
+  const auto by_samples = s.datasets().find_top("samples", store::Order::Max, 2);
+  ASSERT_EQ(by_samples.size(), 2u);
+  EXPECT_EQ(by_samples[0].samples, 7);
+  EXPECT_EQ(by_samples[1].samples, 5);
+  EXPECT_EQ(s.datasets().find({.metrics = {{"samples", ">=", 5}}}).size(), 2u);
+  EXPECT_EQ(s.datasets().find({.name = "d", .metrics = {{"shards", "==", 99}}}).size(), 0u);
+  EXPECT_THROW(s.datasets().find_top("accuracy", store::Order::Max), ValueError);
+  EXPECT_THROW(s.datasets().find({.metrics = {{"samples", "=~", 1}}}), ValueError);
+  EXPECT_THROW(s.datasets().find_top("samples", store::Order::Max, 0), ValueError);
 }
 
 TEST_P(StoreDatasets, ImportsIdxNpyAndCsv) {

@@ -39,6 +39,26 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   f << bytes;
 }
 
+// A transaction on a bare connection, begun, committed and rolled back as store::Session does
+// it (the tests of the database layer run below sessions).
+class BareTransaction {
+ public:
+  BareTransaction(sd::Connection& conn, sd::TxMode mode) : conn_(conn) { conn_.begin(mode); }
+  ~BareTransaction() {
+    if (!done_) conn_.rollback();
+  }
+  BareTransaction(const BareTransaction&) = delete;
+  BareTransaction& operator=(const BareTransaction&) = delete;
+  void commit() {
+    done_ = true;
+    conn_.commit();
+  }
+
+ private:
+  sd::Connection& conn_;
+  bool done_ = false;
+};
+
 class StoreDb : public StoreBackendTest {
  protected:
   std::unique_ptr<sd::Connection> connect() {
@@ -98,7 +118,7 @@ TEST_P(StoreDb, TransactionsRollBackUnlessCommitted) {
   auto conn = connect();
   conn->execute(conn->dialect().render("CREATE TABLE t (k {int} PRIMARY KEY)"));
   const std::string msg = error_message<store::StoreError>([&] {
-    sd::Transaction tx(*conn, sd::TxMode::Write);
+    BareTransaction tx(*conn, sd::TxMode::Write);
     conn->execute("INSERT INTO t VALUES (1)");
     conn->execute("INSERT INTO t VALUES (1)");  // a constraint violation midway
     tx.commit();
@@ -106,12 +126,12 @@ TEST_P(StoreDb, TransactionsRollBackUnlessCommitted) {
   EXPECT_TRUE(contains_all(msg, {"INSERT INTO t VALUES (1)"}));
   EXPECT_TRUE(conn->query("SELECT k FROM t").empty());
   {
-    sd::Transaction tx(*conn, sd::TxMode::Write);
+    BareTransaction tx(*conn, sd::TxMode::Write);
     conn->execute("INSERT INTO t VALUES (2)");
   }  // not committed
   EXPECT_TRUE(conn->query("SELECT k FROM t").empty());
   {
-    sd::Transaction tx(*conn, sd::TxMode::Write);
+    BareTransaction tx(*conn, sd::TxMode::Write);
     conn->execute("INSERT INTO t VALUES (3)");
     tx.commit();
   }
@@ -121,7 +141,7 @@ TEST_P(StoreDb, TransactionsRollBackUnlessCommitted) {
   EXPECT_EQ(other->query("SELECT k FROM t")[0].integer(0), 3);
   // A read transaction sees one snapshot.
   {
-    sd::Transaction read(*other, sd::TxMode::Read);
+    BareTransaction read(*other, sd::TxMode::Read);
     EXPECT_EQ(other->query("SELECT COUNT(*) FROM t")[0].integer(0), 1);
     conn->execute("INSERT INTO t VALUES (4)");
     EXPECT_EQ(other->query("SELECT COUNT(*) FROM t")[0].integer(0), 1);
@@ -129,8 +149,8 @@ TEST_P(StoreDb, TransactionsRollBackUnlessCommitted) {
   }
   EXPECT_EQ(other->query("SELECT COUNT(*) FROM t")[0].integer(0), 2);
   // Transactions do not nest.
-  sd::Transaction outer(*conn, sd::TxMode::Write);
-  EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { sd::Transaction inner(*conn, sd::TxMode::Read); }), {"transaction"}));
+  BareTransaction outer(*conn, sd::TxMode::Write);
+  EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { BareTransaction inner(*conn, sd::TxMode::Read); }), {"transaction"}));
 }
 
 TEST_P(StoreDb, WriteTransactionsSerialiseFromTheirStart) {
@@ -141,10 +161,10 @@ TEST_P(StoreDb, WriteTransactionsSerialiseFromTheirStart) {
   auto other = connect();
   std::atomic<bool> committed{false}, second_began{false};
   int64_t seen = -1;
-  sd::Transaction tx(*conn, sd::TxMode::Write);
+  BareTransaction tx(*conn, sd::TxMode::Write);
   conn->execute("INSERT INTO t VALUES (1)");
   std::thread second([&] {
-    sd::Transaction tx2(*other, sd::TxMode::Write);
+    BareTransaction tx2(*other, sd::TxMode::Write);
     second_began = true;
     EXPECT_TRUE(committed.load());
     seen = other->query("SELECT COUNT(*) FROM t")[0].integer(0);
@@ -173,7 +193,7 @@ TEST_P(StoreDb, SettingsAndDialect) {
     EXPECT_TRUE(contains_all(d, {"PostgreSQL database 'loom_test_", loom_test::pg_server_dir(), "'loom'"})) << d;
     // A read transaction refuses writes (they would not be serialised with the writers').
     conn->execute("CREATE TABLE y (k BIGINT)");
-    sd::Transaction tx(*conn, sd::TxMode::Read);
+    BareTransaction tx(*conn, sd::TxMode::Read);
     EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { conn->execute("INSERT INTO y VALUES (1)"); }), {"read-only"}));
   } else {
     EXPECT_EQ(conn->dialect().name, "sqlite");
@@ -369,14 +389,14 @@ TEST(StoreBlobs, HashesAreSha256) {
 
 TEST_P(StoreBlobs, CompressDeduplicateAndVerify) {
   store::Store s = store::Store::open(url());
-  const sd::BlobStore& blobs = *s.impl()->blobs;
+  const sd::BlobStore& blobs = *sd::SessionAccess::impl(s).blobs;
   auto conn = pg() ? sd::open_postgresql(url()) : sd::open_sqlite(url());
   const std::string data(100000, 'a');
   const sd::PreparedBlob p = sd::prepare_blob(data);
   EXPECT_EQ(p.sha256, sd::sha256_hex(data));
   EXPECT_LT(p.compressed.size(), 1000u);  // compressed
   {
-    sd::Transaction tx(*conn, sd::TxMode::Write);
+    BareTransaction tx(*conn, sd::TxMode::Write);
     blobs.add_ref(*conn, p);
     blobs.add_ref(*conn, p);  // deduplicated: stored once, two references
     tx.commit();
@@ -401,7 +421,7 @@ TEST_P(StoreBlobs, CompressDeduplicateAndVerify) {
   // Releasing: the row goes with the last reference; SQLite's file after the commit,
   // PostgreSQL's bytes with the row.
   {
-    sd::Transaction tx(*conn, sd::TxMode::Write);
+    BareTransaction tx(*conn, sd::TxMode::Write);
     EXPECT_FALSE(blobs.release(*conn, p.sha256));
     EXPECT_TRUE(blobs.release(*conn, p.sha256));
     tx.commit();

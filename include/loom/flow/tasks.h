@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/store/session.h"
 #include "loom/store/store.h"
 
 namespace loom::flow {
@@ -132,7 +133,8 @@ class Tasks {
   const store::Store& store() const { return store_; }
 
  private:
-  int64_t reclaim_locked(int64_t now);
+  // In `session`: returns expired leases to pending (or failed after the last attempt).
+  int64_t reclaim_in(store::Session& session, int64_t now);
   store::Store store_;
   Clock clock_;
 };

@@ -20,6 +20,7 @@
 
 #include "loom/core/tensor.h"
 #include "loom/data/dataset.h"
+#include "loom/store/catalog.h"
 #include "loom/store/store.h"
 
 namespace loom::store {
@@ -94,10 +95,9 @@ struct SampleQuery {
   int64_t cache_shards = 16;            // decoded shards a view keeps (least recently used go)
 };
 
-struct DatasetQuery {
-  std::optional<std::string> name;
-  std::vector<std::string> tags;        // a version must carry all of them
-};
+// The catalog's query (loom/store/catalog.h): name, tags, and filters on a version's numbers
+// ("samples", "shards", "version", "created_ms").
+using DatasetQuery = CatalogQuery;
 
 // A lazy, read-only view of the samples a query selected, in the query's order: a
 // data::Dataset for the DataLoader (get and get_batch may be called from its workers). A
@@ -201,9 +201,12 @@ class Datasets {
   std::vector<DatasetInfo> versions(const std::string& name) const;  // committed, ascending
   DatasetInfo get(const std::string& name, int64_t version) const;   // NotFoundError
   DatasetInfo get(const std::string& name) const;                    // the latest
-  // Committed versions matching the query, by name then version; find_top: the k newest.
+  // Committed versions matching the query, by name then version.
   std::vector<DatasetInfo> find(const DatasetQuery& query = {}) const;
-  std::vector<DatasetInfo> find_top(const DatasetQuery& query = {}, int64_t k = 1) const;
+  // The k committed versions (matching `query`) with the highest (Max) or lowest (Min) value of
+  // one of their numbers, `metric`: "samples", "shards", "version" or "created_ms" (ValueError
+  // otherwise); ties go to the older version. The same signature as Models::find_top.
+  std::vector<DatasetInfo> find_top(const std::string& metric, Order order, int64_t k = 1, const DatasetQuery& query = {}) const;
 
   // The samples of a committed version that match `query`, as a lazy view. ValueError for a bad
   // predicate (operator, key, NaN value, a string with an ordering operator), an unknown field

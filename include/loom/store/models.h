@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loom/graph/graph.h"
+#include "loom/store/catalog.h"
 #include "loom/store/store.h"
 
 namespace loom::train {
@@ -34,21 +35,8 @@ struct ModelInfo {
   uint64_t weights_bytes = 0;         // its uncompressed size
 };
 
-// `metric op value` with op one of "<", "<=", "==", "!=", ">=", ">". A version without the
-// metric does not match.
-struct MetricFilter {
-  std::string metric;
-  std::string op;
-  double value = 0;
-};
-
-struct ModelQuery {
-  std::optional<std::string> name;
-  std::vector<std::string> tags;        // a version must carry all of them
-  std::vector<MetricFilter> metrics;    // and satisfy all of them
-};
-
-enum class Order { Max, Min };
+// The catalog's query (loom/store/catalog.h): name, tags, metric filters.
+using ModelQuery = CatalogQuery;
 
 class Models {
  public:

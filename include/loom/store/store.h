@@ -13,11 +13,13 @@
 #include <string>
 
 #include "loom/store/error.h"
+#include "loom/store/schema_part.h"
 
 namespace loom::store {
 
 namespace detail {
 struct StoreImpl;
+struct SessionAccess;
 }
 class Models;
 class Datasets;
@@ -52,14 +54,21 @@ class Store {
   // their rows in one transaction, so there is never anything to remove (a zero report).
   GcReport gc();
 
+  // Creates or migrates the tables of a part above the store (flow's task queue): applies, in
+  // one write session, the migrations of `part` after the version the database records for it,
+  // and records the new one. Once current, a later call on this handle reads nothing. Returns
+  // the part's version. Throws ValueError for a bad part (a name, or versions not 1, 2, ...),
+  // SchemaVersionError when the database's version of the part is newer than `part`'s (nothing
+  // is changed). The store's own tables are created by open().
+  int64_t ensure_schema(const SchemaPart& part) const;
+
   int64_t schema_version() const;        // the database's (equal to the library's after open)
   static int64_t library_schema_version();
   const std::string& path() const;       // the database file; PostgreSQL: the URL, password "***"
   const std::string& blob_dir() const;   // "<path>.blobs"; PostgreSQL: "" (blobs in the database)
 
-  const std::shared_ptr<detail::StoreImpl>& impl() const { return impl_; }
-
  private:
+  friend struct detail::SessionAccess;  // the one way in: sessions (loom/store/session.h)
   explicit Store(std::shared_ptr<detail::StoreImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::StoreImpl> impl_;
 };

@@ -1,0 +1,10 @@
+#pragma once
+// The tables of flow's task queue: a schema part of flow's own, which Tasks registers on the
+// store it is given (Store::ensure_schema; docs/workflow.md, "Tasks").
+#include "loom/store/schema_part.h"
+
+namespace loom::flow::detail {
+
+const store::SchemaPart& task_schema();
+
+}  // namespace loom::flow::detail
