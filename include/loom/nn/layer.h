@@ -95,7 +95,7 @@ class LayerImpl {
   // the inputs whose leading size is a batch.
   virtual std::vector<Shape> output_shapes(const std::vector<Shape>& inputs) const;
   // The kind's attributes struct when it is of type `type` (nn/attributes.h), else nullptr.
-  virtual const void* attributes(const std::type_info& type) const { return nullptr; }
+  virtual const void* attributes(const std::type_info& /*type*/) const { return nullptr; }
   // True when `other` is a layer of the same kind with the same options (the compiler merges
   // such layers on the same inputs and state). The default compares the options' JSON.
   virtual bool same_options(const LayerImpl& other) const;
