@@ -1,0 +1,179 @@
+// Agents killed at random moments (SIGKILL while claiming, working, heartbeating and reporting)
+// and restarted: afterwards every task has finished exactly once in effect — one recorded
+// result, from the claim that was current, none lost, none stuck running (docs/workflow.md,
+// "Guarantees").
+//
+// On both backends. Each agent is this test binary re-executed with FlowKill.AgentLoop selected
+// and LOOM_FLOW_SOAK_DB (the store's URL) and LOOM_FLOW_SOAK_EFFECTS (the log) set. A task's
+// effect is a line "E <task> <token>" appended to the log before its result is reported; an
+// accepted result is acknowledged by "A <task> <token>" after finish() returns. Effects of stale
+// claims may exist (they are what fencing exists for); only the one whose token the task ended
+// with counts.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <loom/loom.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "unit/flow/flow_test_util.h"
+
+using namespace loom;
+using loom_test::TempDir;
+
+extern char** environ;
+
+namespace {
+
+constexpr int64_t kLeaseMs = 200;
+
+void append_line(const std::string& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const std::string l = line + "\n";
+  const ssize_t n = ::write(fd, l.data(), l.size());
+  (void)n;
+  ::close(fd);
+}
+
+// The soak's task: its effect (logged with the claim's token), a little work, its result.
+flow::TaskFunction soak_task(const std::string& log, std::mt19937& rng) {
+  return [&log, &rng](const std::string&, flow::TaskContext& ctx) {
+    const flow::Claim& c = ctx.claim();
+    append_line(log, "E " + std::to_string(c.task_id) + " " + std::to_string(c.token));
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 8));
+    return "{\"task\": " + std::to_string(c.task_id) + ", \"token\": " + std::to_string(c.token) + "}";
+  };
+}
+
+// Claims and runs soak tasks; `until` says when to return (never, in a killed agent).
+void agent_loop(const std::string& db, const std::string& effects, const std::function<bool(bool idle)>& until) {
+  flow::Tasks tasks(store::Store::open(db));
+  flow::Agent agent(tasks, "soak-" + std::to_string(::getpid()));
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  agent.register_kind("soak", soak_task(effects, rng));
+  for (;;) {
+    const std::optional<flow::Claim> c = tasks.claim({"soak"}, agent.name());
+    if (c && agent.execute(*c) == flow::Outcome::Finished)
+      append_line(effects, "A " + std::to_string(c->task_id) + " " + std::to_string(c->token));
+    if (until(!c)) return;
+    if (!c) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+TEST(FlowKill, AgentLoop) {
+  const char* db = std::getenv("LOOM_FLOW_SOAK_DB");
+  const char* effects = std::getenv("LOOM_FLOW_SOAK_EFFECTS");
+  if (!db || !effects) GTEST_SKIP() << "run by FlowKill.KilledAgentsFinishEveryTaskExactlyOnceInEffect";
+  agent_loop(db, effects, [](bool) { return false; });
+}
+
+namespace {
+
+pid_t start_agent(const std::string& db, const std::string& effects) {
+  std::vector<std::string> env{"LOOM_FLOW_SOAK_DB=" + db, "LOOM_FLOW_SOAK_EFFECTS=" + effects, "LOOM_NUM_THREADS=1"};
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "LOOM_FLOW_SOAK_", 15) != 0 && std::strncmp(*e, "LOOM_NUM_THREADS=", 17) != 0) env.emplace_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char arg0[] = "loom_flow_tests", arg1[] = "--gtest_filter=FlowKill.AgentLoop";
+  char* argv[] = {arg0, arg1, nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+void kill_agent(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "an agent exited by itself (status " << status << ")";
+}
+
+class FlowKill : public loom_test::FlowBackendTest {};
+
+}  // namespace
+
+INSTANTIATE_STORE_BACKENDS(FlowKill);
+
+TEST_P(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
+  const std::string db = url(), effects_log = tmp / "effects";
+  flow::Tasks tasks(store::Store::open(db));
+  const flow::TaskOptions options{.max_attempts = 1000, .lease_ms = kLeaseMs};
+  int64_t submitted = 0;
+  auto top_up = [&] {  // keeps the agents busy, so that kills land while they work
+    const size_t pending = tasks.list({.status = flow::Status::Pending}).size();
+    for (size_t i = pending; i < 40; ++i, ++submitted) tasks.submit("soak", "{}", options);
+  };
+  top_up();
+
+  constexpr int kAgents = 4, kKills = 200;
+  std::vector<pid_t> agents;
+  for (int i = 0; i < kAgents; ++i) agents.push_back(start_agent(db, effects_log));
+  std::mt19937 rng(20240917);
+  const auto start = std::chrono::steady_clock::now();
+  for (int k = 0; k < kKills; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 + rng() % 40));
+    const size_t i = rng() % kAgents;
+    ASSERT_GT(agents[i], 0) << "cannot start an agent";
+    kill_agent(agents[i]);
+    agents[i] = start_agent(db, effects_log);
+    top_up();
+  }
+  for (pid_t pid : agents) kill_agent(pid);
+  const double kill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const size_t finished_under_kills = tasks.list({.status = flow::Status::Finished}).size();
+
+  // The rest is drained by an agent in this process (expired leases are replayed).
+  const auto drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  agent_loop(db, effects_log, [&](bool idle) {
+    return (idle && tasks.list({.status = flow::Status::Running}).empty() && tasks.list({.status = flow::Status::Pending}).empty()) ||
+           std::chrono::steady_clock::now() > drain_until;
+  });
+
+  std::map<int64_t, std::set<int64_t>> effects;  // task -> tokens whose effect happened
+  std::map<int64_t, std::vector<int64_t>> acks;  // task -> tokens whose result was accepted
+  std::ifstream log(effects_log);
+  std::string op;
+  int64_t task = 0, token = 0;
+  while (log >> op >> task >> token) {
+    if (op == "E") effects[task].insert(token);
+    else acks[task].push_back(token);
+  }
+
+  const std::vector<flow::TaskInfo> all = tasks.list();
+  ASSERT_EQ(static_cast<int64_t>(all.size()), submitted);
+  int64_t replayed = 0, stale_effects = 0;
+  for (const flow::TaskInfo& t : all) {
+    SCOPED_TRACE("task " + std::to_string(t.id));
+    ASSERT_EQ(t.status, flow::Status::Finished) << "lost or stuck: " << t.error;
+    EXPECT_EQ(t.result, "{\"task\":" + std::to_string(t.id) + ",\"token\":" + std::to_string(t.token) + "}")
+        << "the recorded result is not the current claim's";
+    EXPECT_TRUE(effects[t.id].count(t.token)) << "the accepted result has no effect behind it";
+    EXPECT_LE(acks[t.id].size(), 1u) << "two results were accepted";
+    if (!acks[t.id].empty()) EXPECT_EQ(acks[t.id][0], t.token);
+    replayed += t.attempts > 1;
+    stale_effects += static_cast<int64_t>(effects[t.id].size()) - 1;
+  }
+  std::printf("flow soak (%s): %d kills of %d agents in %.1f s; %lld tasks, %zu finished under kills, %lld replayed, %lld effects of interrupted attempts\n",
+              GetParam().c_str(), kKills + kAgents, kAgents, kill_s, static_cast<long long>(submitted), finished_under_kills, static_cast<long long>(replayed),
+              static_cast<long long>(stale_effects));
+  EXPECT_GT(finished_under_kills, 0u) << "the agents never got to work: the soak proves little";
+  EXPECT_GT(replayed, 0) << "no kill interrupted a task: the soak proves little";
+}

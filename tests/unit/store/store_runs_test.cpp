@@ -1,0 +1,173 @@
+// Runs in the store (docs/store.md, "Runs"): StoreLogger on a real fit, queries by experiment,
+// tags and metric predicates on the final or best epoch, comparison of curves, checkpoints as
+// reference-counted blobs.
+#include <gtest/gtest.h>
+#include <loom/loom.h>
+#include <loom/train/callbacks.h>
+#include <loom/train/metrics.h>
+#include <loom/train/model.h>
+#include <loom/train/optimizers.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "unit/common/core_test_util.h"
+#include "unit/store/store_test_util.h"
+
+using namespace loom;
+using loom_test::raw_sql;
+using loom_test::TempDir;
+
+using loom_test::blobs;
+
+namespace {
+
+train::Model make_model(const Graph& graph) {
+  std::vector<Tensor> params;
+  for (const auto& l : graph.nodes())
+    for (const Tensor& p : l.parameters()) params.push_back(p);
+  return train::Model(graph, [](const Tensor& p, const Tensor& t) { return cross_entropy(p, t); },
+                      std::make_shared<train::Adam>(params, train::AdamOptions{.lr = 0.01}), {std::make_shared<train::Accuracy>()});
+}
+
+std::vector<Tensor> weights(const Graph& g) {
+  std::vector<Tensor> w;
+  for (const auto& l : g.nodes())
+    for (const Tensor& p : l.parameters()) w.push_back(p.contiguous());
+  return w;
+}
+
+int64_t count(const std::string& db, const std::string& table) { return std::stoll(raw_sql(db, "SELECT COUNT(*) FROM " + table)[0]); }
+
+}  // namespace
+
+class StoreRuns : public loom_test::StoreBackendTest {};
+INSTANTIATE_STORE_BACKENDS(StoreRuns);
+
+TEST_P(StoreRuns, StoreLoggerRecordsATinyFit) {
+  store::Store s = store::Store::open(url());
+  Graph net = loom_test::small_mlp(4);
+  train::Model model = make_model(net);
+  data::DataLoader train(blobs(96, 1), {.batch_size = 32});
+  data::DataLoader val(blobs(48, 2), {.batch_size = 48});
+  auto logger = std::make_shared<store::StoreLogger>(s, "blobs", R"({"lr": 0.01, "epochs": 2})", std::vector<std::string>{"tiny"});
+  const train::History h = model.fit(train, {.epochs = 2, .validation = &val, .callbacks = {logger}, .progress = false});
+  ASSERT_GT(logger->run_id(), 0);
+  const store::RunInfo run = s.runs().get(logger->run_id());
+  EXPECT_EQ(run.experiment, "blobs");
+  EXPECT_EQ(run.status, "finished");
+  EXPECT_GT(run.ended_ms, 0);
+  EXPECT_EQ(run.tags, std::vector<std::string>{"tiny"});
+  EXPECT_EQ(nlohmann::json::parse(run.hyper_parameters)["epochs"], 2);
+  for (const char* m : {"loss", "accuracy", "val_loss", "val_accuracy", "lr"}) {
+    ASSERT_TRUE(run.metrics.count(m)) << m;
+    EXPECT_EQ(run.metrics.at(m).epochs, (std::vector<int64_t>{0, 1})) << m;
+    EXPECT_EQ(run.metrics.at(m).values, h[m]) << m;
+  }
+  // The checkpoint loads into a fresh model with the trained weights.
+  ASSERT_FALSE(run.checkpoint_sha256.empty());
+  s.runs().save_checkpoint_file(run.id, tmp / "ck.safetensors");
+  Graph fresh_net = loom_test::small_mlp(99);
+  train::Model fresh = make_model(fresh_net);
+  fresh.load_checkpoint(tmp / "ck.safetensors");
+  EXPECT_EQ(fresh.epochs_done(), 2);
+  const auto a = weights(net), b = weights(fresh_net);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(std::memcmp(a[i].data_ptr(), b[i].data_ptr(), a[i].nbytes()), 0);
+  // A second fit with the same logger is a new run.
+  model.fit(train, {.epochs = 3, .callbacks = {logger}, .progress = false});
+  EXPECT_NE(logger->run_id(), run.id);
+  EXPECT_EQ(s.runs().get(logger->run_id()).metrics.at("loss").epochs, (std::vector<int64_t>{2}));
+}
+
+TEST_P(StoreRuns, AFitThatThrowsEndsFailedWhenTheLoggerGoes) {
+  store::Store s = store::Store::open(url());
+  Graph net = loom_test::small_mlp(4);
+  train::Model model = make_model(net);
+  data::DataLoader train(blobs(32, 1), {.batch_size = 32});
+  int64_t id = 0;
+  {
+    auto logger = std::make_shared<store::StoreLogger>(s, "crash");
+    auto boom = std::make_shared<train::LambdaCallback>();
+    boom->epoch_end = [](train::Model&, int64_t e, const train::Logs&) {
+      if (e == 1) throw ValueError("boom");
+    };
+    EXPECT_THROW(model.fit(train, {.epochs = 3, .callbacks = {logger, boom}, .progress = false}), ValueError);
+    id = logger->run_id();
+    EXPECT_EQ(s.runs().get(id).status, "running");
+  }
+  const store::RunInfo run = s.runs().get(id);
+  EXPECT_EQ(run.status, "failed");
+  EXPECT_FALSE(run.error.empty());
+  EXPECT_EQ(run.metrics.at("loss").epochs.size(), 2u);
+  EXPECT_TRUE(run.checkpoint_sha256.empty());
+}
+
+TEST_P(StoreRuns, QueriesByMetricsOnTheFinalOrBestEpochAndCompares) {
+  store::Store s = store::Store::open(url());
+  store::Runs runs = s.runs();
+  // val_acc curves: a rises to 0.9; b peaks at 0.95 then falls to 0.7; c stays at 0.8.
+  const std::vector<std::vector<double>> curves = {{0.5, 0.7, 0.9}, {0.6, 0.95, 0.7}, {0.8, 0.8}};
+  std::vector<int64_t> ids;
+  for (size_t r = 0; r < curves.size(); ++r) {
+    const store::RunInfo info = runs.start(r < 2 ? "exp" : "other", "", "{}", r == 1 ? std::vector<std::string>{"x"} : std::vector<std::string>{});
+    EXPECT_EQ(info.status, "running");
+    EXPECT_EQ(info.name, info.experiment + "-" + std::to_string(info.id));
+    for (size_t e = 0; e < curves[r].size(); ++e) runs.log_epoch(info.id, e, {{"val_acc", curves[r][e]}, {"loss", 1.0 / (e + 1)}});
+    runs.finish(info.id);
+    ids.push_back(info.id);
+  }
+  auto id_list = [](const std::vector<store::RunInfo>& v) {
+    std::vector<int64_t> out;
+    for (const auto& r : v) out.push_back(r.id);
+    return out;
+  };
+  using store::At;
+  EXPECT_EQ(id_list(runs.find({.experiment = "exp"})), (std::vector<int64_t>{ids[0], ids[1]}));
+  EXPECT_EQ(id_list(runs.find({.tags = {"x"}})), (std::vector<int64_t>{ids[1]}));
+  EXPECT_EQ(id_list(runs.find({.metrics = {{"val_acc", ">", 0.75, At::Final}}})), (std::vector<int64_t>{ids[0], ids[2]}));
+  EXPECT_EQ(id_list(runs.find({.metrics = {{"val_acc", ">", 0.92, At::Max}}})), (std::vector<int64_t>{ids[1]}));
+  EXPECT_EQ(id_list(runs.find({.metrics = {{"val_acc", "<=", 0.5, At::Min}}})), (std::vector<int64_t>{ids[0]}));
+  EXPECT_TRUE(runs.find({.metrics = {{"nope", ">", 0}}}).empty());
+  EXPECT_EQ(id_list(runs.find_top("val_acc", At::Max, 2)), (std::vector<int64_t>{ids[1], ids[0]}));
+  EXPECT_EQ(id_list(runs.find_top("val_acc", At::Final, 1)), (std::vector<int64_t>{ids[0]}));
+  EXPECT_EQ(id_list(runs.find_top("loss", At::Min, 1, {.experiment = "other"})), (std::vector<int64_t>{ids[2]}));
+  const auto cmp = runs.compare({ids[2], ids[1]}, {"val_acc"});
+  ASSERT_EQ(cmp.size(), 2u);
+  EXPECT_EQ(cmp[0].metrics.size(), 1u);
+  EXPECT_EQ(cmp[0].metrics.at("val_acc").values, curves[2]);
+  EXPECT_EQ(cmp[1].metrics.at("val_acc").values, curves[1]);
+  EXPECT_THROW(runs.compare({ids[0], 12345}), store::NotFoundError);
+  EXPECT_THROW(runs.find({.metrics = {{"val_acc", "=>", 1}}}), ValueError);
+  EXPECT_THROW(runs.log_epoch(ids[0], 5, {{"val_acc", 1}}), store::ConflictError);  // ended
+  EXPECT_THROW(runs.finish(ids[0]), store::ConflictError);
+  EXPECT_THROW(runs.start("e", "", "[1]"), ValueError);
+  EXPECT_THROW(runs.finish(ids[0], "done"), ValueError);
+}
+
+TEST_P(StoreRuns, NaNMetricsRoundTripAndCheckpointsAreReferenceCounted) {
+  store::Store s = store::Store::open(url());
+  store::Runs runs = s.runs();
+  const int64_t a = runs.start("e").id, b = runs.start("e").id;
+  runs.log_epoch(a, 0, {{"loss", std::nan("")}});
+  EXPECT_TRUE(std::isnan(runs.get(a).metrics.at("loss").values[0]));
+  EXPECT_TRUE(runs.find({.metrics = {{"loss", "<", 1e300}}}).empty());
+  runs.set_checkpoint(a, "same bytes");
+  runs.set_checkpoint(b, "same bytes");
+  EXPECT_EQ(count(url(), "blobs"), 1);
+  EXPECT_EQ(runs.checkpoint(b), "same bytes");
+  runs.set_checkpoint(b, "other bytes");  // replaces and releases
+  EXPECT_EQ(count(url(), "blobs"), 2);
+  runs.remove(a);
+  EXPECT_EQ(count(url(), "blobs"), 1);
+  EXPECT_EQ(runs.checkpoint(b), "other bytes");
+  EXPECT_THROW(runs.get(a), store::NotFoundError);
+  runs.remove(b);
+  EXPECT_EQ(count(url(), "blobs"), 0);
+  EXPECT_EQ(loom_test::stored_blob_count(s), 0u);
+  EXPECT_EQ(count(url(), "run_metrics"), 0);
+  EXPECT_EQ(s.gc().files_removed, 0);
+}

@@ -1,0 +1,645 @@
+// The `loom` command line (tools/cli, docs/cli.md), run as a child process on stores of both
+// backends: tables, --json, exit codes and messages, tasks submitted, cancelled and run by
+// `loom agent`.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "core/utf8.h"
+#include "unit/store/store_test_util.h"
+
+extern char** environ;
+
+using namespace loom;
+using nlohmann::json;
+
+namespace {
+
+struct CliResult {
+  int code = -1;  // the exit status; 128 + N when killed by signal N
+  std::string out, err;
+};
+
+// Runs the built `loom` (LOOM_CLI_PATH) with `args`, stdout and stderr into files of `dir`;
+// $LOOM_STORE is removed from its environment, or set to `store_env`.
+class Cli {
+ public:
+  Cli(std::string dir, std::optional<std::string> store_env = std::nullopt) : dir_(std::move(dir)) {
+    for (char** e = environ; *e; ++e)
+      if (std::string(*e).rfind("LOOM_STORE=", 0) != 0) env_.emplace_back(*e);
+    if (store_env) env_.push_back("LOOM_STORE=" + *store_env);
+  }
+
+  pid_t spawn(const std::vector<std::string>& args) {
+    ++n_;
+    std::vector<std::string> argv = {LOOM_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv, cenv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    for (auto& e : env_) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
+    posix_spawn_file_actions_destroy(&fa);
+    EXPECT_EQ(rc, 0) << "cannot run " << LOOM_CLI_PATH;
+    return pid;
+  }
+
+  // Waits (at most `timeout`) for the process of the latest spawn.
+  CliResult wait(pid_t pid, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    CliResult r;
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        ADD_FAILURE() << "loom did not end within " << timeout.count() << " s";
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read(out_path());
+    r.err = read(err_path());
+    return r;
+  }
+
+  CliResult operator()(const std::vector<std::string>& args) { return wait(spawn(args)); }
+
+ private:
+  std::string out_path() const { return dir_ + "/out" + std::to_string(n_); }
+  std::string err_path() const { return dir_ + "/err" + std::to_string(n_); }
+  static std::string read(const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  std::string dir_;
+  std::vector<std::string> env_;
+  int n_ = 0;
+};
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The table's rows whose first cell is `first`.
+std::vector<std::string> rows_starting(const std::string& table, const std::string& first) {
+  std::vector<std::string> out;
+  for (const auto& l : lines(table))
+    if (l.rfind(first + " ", 0) == 0) out.push_back(l);
+  return out;
+}
+
+// Every cell of column `column` starts where its header does (the table is aligned).
+void expect_aligned(const std::string& table, const std::string& column) {
+  const auto ls = lines(table);
+  ASSERT_FALSE(ls.empty());
+  const size_t at = ls[0].find(column);
+  ASSERT_NE(at, std::string::npos) << ls[0];
+  for (size_t i = 1; i < ls.size(); ++i) {
+    if (ls[i].size() <= at) continue;  // an empty last cell
+    EXPECT_NE(ls[i][at], ' ') << "column " << column << " not aligned in:\n" << table;
+    EXPECT_EQ(ls[i][at - 1], ' ') << "column " << column << " not aligned in:\n" << table;
+  }
+}
+
+// Nothing in `text` acts on a terminal: every byte is printable ASCII, a newline or a tab, or
+// part of a well-formed UTF-8 character from U+00A0 up (no C0, DEL, C1, stray bytes).
+::testing::AssertionResult terminal_safe(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t n = loom::detail::utf8_sequence_length(text, i);
+    const bool ok = c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f) ||
+                    (n >= 2 && !(c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0));
+    if (!ok) {
+      std::string around;  // printable ASCII as is, other bytes as \xNN
+      for (char b : text.substr(i < 40 ? 0 : i - 40, 80))
+        around += b >= 0x20 && b < 0x7f ? std::string(1, b) : "\\x" + loom_test::hex_byte(static_cast<unsigned char>(b));
+      return ::testing::AssertionFailure() << "byte 0x" << loom_test::hex_byte(c) << " at " << i << " of: " << around;
+    }
+    i += n >= 2 ? n : 1;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+json parse(const CliResult& r) {
+  EXPECT_EQ(r.code, 0) << r.err;
+  try {
+    return json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.out;
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+class CliStore : public loom_test::StoreBackendTest {};
+
+TEST_P(CliStore, ModelsListShowTopAndAliases) {
+  const std::string u = url();
+  {
+    store::Store s = store::Store::open(u);
+    s.models().save("mlp", loom_test::small_mlp(1), {{"accuracy", 0.8}}, R"({"lr": 0.1})", {"a"});
+    s.models().save("mlp", loom_test::small_mlp(2), {{"accuracy", 0.9}, {"loss", 0.25}}, R"({"lr": 0.01})", {"a", "b"});
+    s.models().save("other-model", loom_test::small_mlp(3), {{"accuracy", 0.5}});
+    s.models().set_alias("mlp", "production", 1);
+  }
+  Cli loom(tmp.dir.string());
+
+  CliResult r = loom({"models", "list", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines(r.out).size(), 4u) << r.out;
+  EXPECT_EQ(lines(r.out)[0].rfind("NAME", 0), 0u) << r.out;
+  for (const char* column : {"VERSION", "CREATED", "METRICS", "TAGS"}) expect_aligned(r.out, column);
+  const auto mlp = rows_starting(r.out, "mlp");
+  ASSERT_EQ(mlp.size(), 2u) << r.out;
+  EXPECT_TRUE(contains(mlp[0], "accuracy=0.8") && contains(mlp[0], "production")) << mlp[0];
+  EXPECT_TRUE(contains(mlp[1], "accuracy=0.9 loss=0.25") && contains(mlp[1], "a,b")) << mlp[1];
+
+  // --json before the command too; filters by tag and metric
+  json j = parse(loom({"--json", "--store", u, "models", "list", "--tag", "b"}));
+  ASSERT_EQ(j.size(), 1u) << j;
+  EXPECT_EQ(j[0]["name"], "mlp");
+  EXPECT_EQ(j[0]["version"], 2);
+  EXPECT_EQ(j[0]["metrics"]["accuracy"], 0.9);
+  EXPECT_EQ(j[0]["hyper_parameters"]["lr"], 0.01);
+  EXPECT_EQ(j[0]["tags"], json({"a", "b"}));
+  j = parse(loom({"models", "list", "--store", u, "--json", "--where", "accuracy >= 0.6"}));
+  ASSERT_EQ(j.size(), 2u) << j;
+  j = parse(loom({"models", "--json", "list", "--store", u, "--name", "other-model"}));
+  ASSERT_EQ(j.size(), 1u) << j;
+  EXPECT_EQ(j[0]["name"], "other-model");
+
+  EXPECT_EQ(parse(loom({"models", "show", "mlp@production", "--store", u, "--json"}))["version"], 1);
+  EXPECT_EQ(parse(loom({"models", "show", "mlp:2", "--store", u, "--json"}))["version"], 2);
+  EXPECT_EQ(parse(loom({"models", "show", "mlp", "--store", u, "--json"}))["version"], 2);
+  r = loom({"models", "show", "mlp:1", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows_starting(r.out, "version:").at(0).substr(rows_starting(r.out, "version:").at(0).find_last_of(' ')), " 1") << r.out;
+  EXPECT_TRUE(contains(r.out, R"({"lr":0.1})")) << r.out;
+
+  j = parse(loom({"models", "top", "--metric", "accuracy", "-n", "2", "--store", u, "--json"}));
+  ASSERT_EQ(j.size(), 2u) << j;
+  EXPECT_EQ(j[0]["version"], 2);
+  EXPECT_EQ(j[1]["version"], 1);
+  j = parse(loom({"models", "top", "--metric", "accuracy", "--min", "--store", u, "--json"}));
+  ASSERT_EQ(j.size(), 1u) << j;
+  EXPECT_EQ(j[0]["name"], "other-model");
+  j = parse(loom({"models", "top", "mlp", "--metric", "accuracy", "--min", "--store", u, "--json"}));
+  EXPECT_EQ(j[0]["version"], 1) << j;
+
+  // aliases set and deleted through the command line, seen by the library
+  ASSERT_EQ(loom({"models", "alias", "set", "mlp", "best", "2", "--store", u}).code, 0);
+  EXPECT_EQ(store::Store::open(u).models().get("mlp", "best").version, 2);
+  r = loom({"models", "alias", "set", "mlp", "production", "2", "--store", u});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("loom: error: ", 0), 0u) << r.err;
+  EXPECT_TRUE(contains(r.err, "'production'") && contains(r.err, "--replace")) << r.err;
+  ASSERT_EQ(loom({"models", "alias", "set", "mlp", "production", "2", "--replace", "--store", u}).code, 0);
+  EXPECT_EQ(parse(loom({"models", "show", "mlp@production", "--store", u, "--json"}))["version"], 2);
+  ASSERT_EQ(loom({"models", "alias", "delete", "mlp", "best", "--store", u}).code, 0);
+
+  // not found: exit code 3 and the library's message naming what was asked
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"models", "show", "nosuch"}, {"models", "show", "mlp@best"}, {"models", "show", "mlp:7"}}) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--store", u});
+    r = loom(a);
+    EXPECT_EQ(r.code, 3) << args[2] << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("loom: error: ", 0), 0u) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  EXPECT_TRUE(contains(loom({"models", "show", "nosuch", "--store", u}).err, "nosuch"));
+
+  // usage errors: exit code 2, naming what is valid
+  r = loom({"models", "top", "--store", u});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "missing --metric")) << r.err;
+  r = loom({"models", "list", "--where", "accuracy ~ 3", "--store", u});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "< <= == != >= >")) << r.err;
+  r = loom({"models", "top", "--metric", "accuracy", "-n", "zero", "--store", u});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "-n must be an integer, not 'zero'")) << r.err;
+}
+
+TEST_P(CliStore, DatasetsAndRuns) {
+  const std::string u = url();
+  int64_t run1 = 0, run2 = 0;
+  {
+    store::Store s = store::Store::open(u);
+    store::DatasetWriter w = s.datasets().create("points", {.fields = {"x", "y"}, .tags = {"toy"}});
+    for (int i = 0; i < 3; ++i) w.append({.tensors = {{"x", zeros({2}, Float32)}, {"y", zeros({}, Int64)}}});
+    w.commit();
+    run1 = s.runs().start("exp", "first", R"({"lr": 0.5})", {"t"}).id;
+    s.runs().log_epoch(run1, 0, {{"loss", 2.0}});
+    s.runs().log_epoch(run1, 1, {{"loss", 1.5}});
+    s.runs().finish(run1);
+    run2 = s.runs().start("exp", "second").id;
+    s.runs().log_epoch(run2, 0, {{"loss", 1.0}});
+  }
+  Cli loom(tmp.dir.string());
+
+  json j = parse(loom({"datasets", "list", "--store", u, "--json"}));
+  ASSERT_EQ(j.size(), 1u) << j;
+  EXPECT_EQ(j[0]["name"], "points");
+  EXPECT_EQ(j[0]["samples"], 3);
+  EXPECT_EQ(j[0]["fields"][0]["name"], "x");
+  EXPECT_EQ(j[0]["fields"][0]["dtype"], "float32");
+  EXPECT_EQ(j[0]["fields"][0]["shape"], json({2}));
+  EXPECT_EQ(j[0]["tags"], json({"toy"}));
+  CliResult r = loom({"datasets", "show", "points:1", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows_starting(r.out, "x").size(), 1u) << r.out;
+  EXPECT_TRUE(contains(rows_starting(r.out, "x")[0], "float32")) << r.out;
+  EXPECT_EQ(loom({"datasets", "show", "points:2", "--store", u}).code, 3);
+  EXPECT_EQ(parse(loom({"datasets", "list", "--tag", "other", "--store", u, "--json"})).size(), 0u);
+
+  r = loom({"runs", "list", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(rows_starting(r.out, std::to_string(run1)).size(), 1u) << r.out;
+  EXPECT_TRUE(contains(rows_starting(r.out, std::to_string(run1))[0], "finished")) << r.out;
+  EXPECT_TRUE(contains(rows_starting(r.out, std::to_string(run1))[0], "loss=1.5")) << r.out;
+  j = parse(loom({"runs", "list", "--status", "running", "--store", u, "--json"}));
+  ASSERT_EQ(j.size(), 1u) << j;
+  EXPECT_EQ(j[0]["id"], run2);
+  r = loom({"runs", "list", "--status", "done", "--store", u});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "running, finished, failed")) << r.err;
+
+  j = parse(loom({"runs", "show", std::to_string(run1), "--store", u, "--json"}));
+  EXPECT_EQ(j["metrics"]["loss"]["values"], json({2.0, 1.5}));
+  EXPECT_EQ(j["hyper_parameters"]["lr"], 0.5);
+  r = loom({"runs", "show", std::to_string(run1), "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(rows_starting(r.out, "1").size(), 1u) << r.out;  // epoch 1's row of the curve
+  EXPECT_TRUE(contains(r.out, "EPOCH  loss")) << r.out;
+  EXPECT_EQ(loom({"runs", "show", "12345", "--store", u}).code, 3);
+
+  j = parse(loom({"runs", "top", "--metric", "loss", "--at", "min", "--store", u, "--json"}));
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["id"], run2);
+  r = loom({"runs", "compare", std::to_string(run1), std::to_string(run2), "--metric", "loss", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(lines(r.out)[0], std::to_string(run1) + ":loss")) << r.out;
+  EXPECT_EQ(lines(r.out).size(), 3u) << r.out;  // header, epochs 0 and 1
+
+  // a name that is not UTF-8 (Latin-1 "café"): the store refuses it, but a SQLite store written
+  // before that rule may hold one, and --json shows it with U+FFFD instead of failing
+  EXPECT_THROW(store::Store::open(u).runs().start("caf\xe9"), ValueError);
+  if (!pg()) {
+    const int64_t id = store::Store::open(u).runs().start("cafe").id;
+    loom_test::raw_sql(u, "UPDATE runs SET experiment = CAST(X'636166E9' AS TEXT) WHERE id = " + std::to_string(id));
+    j = parse(loom({"runs", "list", "--experiment", "caf\xe9", "--store", u, "--json"}));
+    ASSERT_EQ(j.size(), 1u) << j;
+    EXPECT_EQ(j[0]["experiment"], "caf\xef\xbf\xbd");
+  }
+}
+
+TEST_P(CliStore, TasksSubmitListCancel) {
+  const std::string u = url();
+  store::Store::open(u);  // the command line opens existing stores only
+  Cli loom(tmp.dir.string(), u);  // the store from $LOOM_STORE
+
+  CliResult r = loom({"tasks", "submit", "train", "--hyper", R"({"lr": 0.5})", "--priority", "3", "--max-attempts", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const int64_t id = std::stoll(r.out);
+  EXPECT_EQ(r.out, std::to_string(id) + "\n");
+  const json submitted = parse(loom({"tasks", "submit", "eval", "--json"}));
+  const int64_t eval = submitted["id"];
+
+  json j = parse(loom({"tasks", "list", "--json"}));
+  ASSERT_EQ(j.size(), 2u) << j;
+  EXPECT_EQ(j[0]["id"], id);
+  EXPECT_EQ(j[0]["kind"], "train");
+  EXPECT_EQ(j[0]["status"], "pending");
+  EXPECT_EQ(j[0]["priority"], 3);
+  EXPECT_EQ(j[0]["max_attempts"], 2);
+  EXPECT_EQ(j[0]["hyper_parameters"]["lr"], 0.5);
+  EXPECT_EQ(j[1]["id"], eval);
+  EXPECT_EQ(parse(loom({"tasks", "list", "--kind", "eval", "--json"})).size(), 1u);
+  EXPECT_EQ(parse(loom({"tasks", "list", "--limit", "1", "--json"})).size(), 1u);
+  r = loom({"tasks", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(rows_starting(r.out, std::to_string(id)).size(), 1u) << r.out;
+  EXPECT_TRUE(contains(rows_starting(r.out, std::to_string(id))[0], "train")) << r.out;
+  expect_aligned(r.out, "STATUS");
+
+  r = loom({"tasks", "cancel", std::to_string(id)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "cancelled task " + std::to_string(id) + "\n");
+  EXPECT_EQ(flow::Tasks(store::Store::open(u)).get(id).status, flow::Status::Cancelled);
+  j = parse(loom({"tasks", "cancel", std::to_string(id), "--json"}));
+  EXPECT_EQ(j["cancelled"], false);
+  EXPECT_EQ(j["status"], "cancelled");
+  EXPECT_EQ(parse(loom({"tasks", "show", std::to_string(id), "--json"}))["status"], "cancelled");
+  j = parse(loom({"tasks", "list", "--status", "pending", "--json"}));
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["id"], eval);
+
+  // errors: malformed JSON (the library's ValueError, exit 1), unknown status and bad
+  // integers (the command line, exit 2), an unknown task (exit 3); nothing submitted
+  r = loom({"tasks", "submit", "train", "--hyper", R"({"lr": )"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("loom: error: ", 0), 0u) << r.err;
+  EXPECT_TRUE(contains(r.err, "JSON")) << r.err;
+  r = loom({"tasks", "submit", "train", "--hyper", "[1]"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  r = loom({"tasks", "list", "--status", "done"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "pending, running, finished, failed, cancelled")) << r.err;
+  r = loom({"tasks", "submit", "train", "--priority", "high"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--priority must be an integer, not 'high'")) << r.err;
+  r = loom({"tasks", "show", "999999"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(contains(r.err, "999999")) << r.err;
+  EXPECT_EQ(loom({"tasks", "submit"}).code, 2);
+  EXPECT_EQ(parse(loom({"tasks", "list", "--json"})).size(), 2u);
+}
+
+TEST_P(CliStore, AgentRunsCommandKinds) {
+  const std::string u = url();
+  flow::Tasks tasks(store::Store::open(u));
+  const int64_t echo = tasks.submit("echo", R"({"lr": 0.25})");
+  const int64_t fixed = tasks.submit("fixed");
+  const int64_t other = tasks.submit("other");
+  Cli loom(tmp.dir.string());
+
+  json j = parse(loom({"agent", "--store", u, "--command", "echo=/bin/sh -c cat", "--command",
+                       R"(fixed=/bin/sh -c 'echo {\"ok\":1}')", "--stop-when-idle", "--json"}));
+  EXPECT_EQ(j["tasks"], 2);
+  EXPECT_EQ(tasks.get(echo).status, flow::Status::Finished);
+  EXPECT_EQ(tasks.get(echo).result, R"({"lr":0.25})");
+  EXPECT_EQ(tasks.get(fixed).result, R"({"ok":1})");
+  EXPECT_EQ(tasks.get(other).status, flow::Status::Pending);
+  EXPECT_EQ(parse(loom({"tasks", "show", std::to_string(fixed), "--store", u, "--json"}))["result"]["ok"], 1);
+
+  // --kinds limits what it claims; --max-tasks how many
+  tasks.submit("echo", R"({"n": 1})");
+  CliResult r = loom({"agent", "--store", u, "--kinds", "echo", "--command", "echo=cat", "--command", "other=cat",
+                      "--max-tasks", "1", "--name", "cli-agent"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "loom agent cli-agent: ran 1 task\n");
+  EXPECT_EQ(tasks.get(other).status, flow::Status::Pending);
+
+  r = loom({"agent", "--store", u, "--kinds", "nope", "--command", "echo=cat", "--stop-when-idle"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "unknown task kind 'nope'")) << r.err;
+  r = loom({"agent", "--store", u, "--stop-when-idle"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "missing --command KIND=PROGRAM")) << r.err;
+  r = loom({"agent", "--store", u, "--command", "echo=sh -c 'cat"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "unterminated '")) << r.err;
+}
+
+TEST_P(CliStore, AgentStopsOnSigterm) {
+  const std::string u = url();
+  flow::Tasks tasks(store::Store::open(u));
+  const int64_t id = tasks.submit("echo", R"({"a": 1})");
+  Cli loom(tmp.dir.string());
+  const pid_t pid = loom.spawn({"agent", "--store", u, "--command", "echo=cat", "--poll-ms", "50"});
+  // the task finished: the agent is in its loop, its handlers installed
+  const auto t = tasks.wait({id}, 30000, 20);
+  ASSERT_EQ(t[0].status, flow::Status::Finished) << t[0].error;
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  const CliResult r = loom.wait(pid, std::chrono::seconds(20));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, ": ran 1 task\n")) << r.out << r.err << tasks.get(id).attempts << " " << tasks.list().size();
+}
+
+// Text from the store is shown escaped wherever it goes to a terminal: an ESC ] 0 ; ... BEL
+// would retitle the operator's terminal and ESC [ 2 J clear it; a C1 CSI (U+009B, or a raw 0x9B
+// byte, which only a tampered SQLite row can hold) is ESC [ to many terminals. Every listing,
+// show and message stays terminal-safe and shows the text escaped; --json gives it back exactly.
+TEST_P(CliStore, StoredControlCharactersAreEscaped) {
+  const std::string u = url();
+  const std::string title = "\x1b]0;pwned\x07", clear = "\x1b[2J", csi = "\xc2\x9b" "31m";
+  const std::string hostile = "a" + title + "b" + clear + "c" + csi + "d\x7f" "e";
+  const std::string hostile_json = "a\\u001b]0;pwned\\u0007b\\u001b[2Jc\xc2\x9b" "31md\x7f" "e";  // the same, as JSON text
+  const std::string hyper = R"({"note": ")" + hostile_json + R"("})";
+  const std::vector<std::string> escaped = {"\\x1b]0;pwned\\x07", "\\x1b[2J", "\\u{9b}31m", "\\x7f"};
+  int64_t run = 0, task = 0;
+  {
+    store::Store s = store::Store::open(u);
+    s.models().save("m", loom_test::small_mlp(1), {{"acc", 0.5}}, hyper, {"t"});
+    store::DatasetWriter w = s.datasets().create("d", {.fields = {"x"}, .tags = {"t"}});
+    w.append({.tensors = {{"x", zeros({2}, Float32)}}});
+    w.commit();
+    run = s.runs().start("exp", "r", hyper, {"t"}).id;
+    s.runs().log_epoch(run, 0, {{"loss", 1.0}, {"other", 2.0}});
+    s.runs().finish(run, "failed", hostile);
+    flow::Tasks tasks(s);
+    task = tasks.submit("train", hyper, {.max_attempts = 1});
+    const auto claim = tasks.claim({"train"}, "agent" + title);
+    ASSERT_TRUE(claim);
+    tasks.fail(*claim, hostile);
+  }
+  // names and tags are labels without control characters; a store written otherwise (by hand,
+  // by an older version) may hold them anyway
+  loom_test::raw_sql(u, "UPDATE model_tags SET tag = '" + hostile + "'");
+  loom_test::raw_sql(u, "INSERT INTO model_aliases (name, alias, model_id) SELECT name, '" + hostile + "', id FROM models");
+  loom_test::raw_sql(u, "UPDATE dataset_tags SET tag = '" + hostile + "'");
+  loom_test::raw_sql(u, "UPDATE run_tags SET tag = '" + hostile + "'");
+  loom_test::raw_sql(u, "UPDATE run_metrics SET metric = '" + hostile + "' WHERE metric = 'other'");
+  std::string task_error = hostile;
+  if (!pg()) {  // a raw 0x9B byte: SQLite keeps what it is given, PostgreSQL's text cannot hold it
+    loom_test::raw_sql(u, "UPDATE tasks SET error = error || CAST(X'9b' AS TEXT)");
+    task_error += "\xef\xbf\xbd";  // --json shows a byte that is not UTF-8 as U+FFFD (docs/cli.md)
+  }
+  Cli loom(tmp.dir.string(), u);
+
+  const std::string id = std::to_string(run), tid = std::to_string(task);
+  const std::vector<std::vector<std::string>> commands = {
+      {"models", "list"}, {"models", "show", "m"}, {"models", "top", "--metric", "acc"}, {"datasets", "list"},
+      {"datasets", "show", "d"}, {"runs", "list"}, {"runs", "show", id}, {"runs", "top", "--metric", "loss"},
+      {"runs", "compare", id, id}, {"tasks", "list"}, {"tasks", "show", tid}};
+  for (const auto& args : commands) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    const CliResult r = loom(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(terminal_safe(r.out));
+    EXPECT_TRUE(terminal_safe(r.err));
+    EXPECT_TRUE(contains(r.out, "\\x1b]0;pwned\\x07") || contains(r.out, "\\u001b]0;pwned\\u0007")) << r.out;
+    auto with_json = args;
+    with_json.push_back("--json");
+    const CliResult j = loom(with_json);
+    EXPECT_TRUE(terminal_safe(j.out));
+    EXPECT_FALSE(parse(j).is_null());
+  }
+  // the escaped text is there to read, every kind of it
+  const CliResult shown = loom({"runs", "show", id});
+  for (const std::string& e : escaped) EXPECT_TRUE(contains(shown.out, e)) << e << " in:\n" << shown.out;
+  const CliResult task_shown = loom({"tasks", "show", tid});
+  for (const std::string& e : escaped) EXPECT_TRUE(contains(task_shown.out, e)) << e << " in:\n" << task_shown.out;
+  if (!pg()) EXPECT_TRUE(contains(task_shown.out, "e\\x9b\n")) << task_shown.out;
+  EXPECT_TRUE(contains(loom({"models", "show", "m"}).out, "\\u{9b}31md\\x7fe")) << "the hyper-parameters' C1 and DEL";
+
+  // --json: the exact text back
+  json j = parse(loom({"tasks", "show", tid, "--json"}));
+  EXPECT_EQ(j["error"], task_error);
+  EXPECT_EQ(j["agent"], "agent" + title);
+  EXPECT_EQ(j["hyper_parameters"]["note"], hostile);
+  j = parse(loom({"runs", "show", id, "--json"}));
+  EXPECT_EQ(j["error"], hostile);
+  EXPECT_EQ(j["tags"], json({hostile}));
+  EXPECT_TRUE(j["metrics"].contains(hostile)) << j;
+  EXPECT_EQ(j["hyper_parameters"]["note"], hostile);
+  j = parse(loom({"models", "show", "m", "--json"}));
+  EXPECT_EQ(j["tags"], json({hostile}));
+  EXPECT_EQ(j["aliases"], json({hostile}));
+  EXPECT_EQ(j["hyper_parameters"]["note"], hostile);
+  EXPECT_EQ(parse(loom({"datasets", "show", "d", "--json"}))["tags"], json({hostile}));
+
+  // messages that quote stored text: the aliases a missing one is told apart from
+  CliResult r = loom({"models", "show", "m@nope"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(terminal_safe(r.err));
+  EXPECT_TRUE(contains(r.err, "\\x1b]0;pwned\\x07")) << r.err;
+  // and arguments: an unknown option
+  r = loom({"tasks", "list", "--x" + clear});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(terminal_safe(r.err));
+  EXPECT_TRUE(contains(r.err, "--x\\x1b[2J")) << r.err;
+
+  // a command's stderr, through `loom agent`, and the agent's name
+  const int64_t hostile_task = flow::Tasks(store::Store::open(u)).submit("hostile", "{}", {.max_attempts = 1});
+  r = loom({"agent", "--command", R"(hostile=/bin/sh -c 'printf "\033]0;pwned\007\033[2J\302\233" >&2; exit 3')", "--name",
+            "ag" + clear, "--stop-when-idle"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(terminal_safe(r.out));
+  EXPECT_TRUE(terminal_safe(r.err));
+  EXPECT_EQ(r.out, "loom agent ag\\x1b[2J: ran 1 task\n");
+  r = loom({"tasks", "show", std::to_string(hostile_task)});
+  EXPECT_TRUE(terminal_safe(r.out));
+  EXPECT_TRUE(contains(r.out, "stderr: \\x1b]0;pwned\\x07\\x1b[2J\\u{9b}")) << r.out;
+  EXPECT_TRUE(contains(parse(loom({"tasks", "show", std::to_string(hostile_task), "--json"}))["error"].get<std::string>(),
+                       "stderr: " + title + clear + "\xc2\x9b"));
+}
+
+INSTANTIATE_STORE_BACKENDS(CliStore);
+
+// The one escaping of text for a terminal (loom::detail::escape_text, behind the command line's
+// terminal_text and the store's quoted values).
+TEST(Cli, TerminalTextEscapesControlsAndStrayBytes) {
+  using loom::detail::escape_text;
+  EXPECT_EQ(escape_text("a\x1b]0;t\x07" "b"), "a\\x1b]0;t\\x07b");
+  EXPECT_EQ(escape_text(std::string("\0\x1f\x7f", 3)), "\\x00\\x1f\\x7f");
+  EXPECT_EQ(escape_text("\xc2\x9b" "1m \xc2\x80 \xc2\xa0"), "\\u{9b}1m \\u{80} \xc2\xa0");  // C1 escaped, NBSP kept
+  EXPECT_EQ(escape_text("\x9b \xc3 \xed\xa0\x80 \xff"), "\\x9b \\xc3 \\xed\\xa0\\x80 \\xff");  // not UTF-8
+  EXPECT_EQ(escape_text("mod\xc3\xa8le \xe2\x82\xac \xf0\x9f\x99\x82 C:\\x"), "mod\xc3\xa8le \xe2\x82\xac \xf0\x9f\x99\x82 C:\\x");
+  EXPECT_EQ(escape_text("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(escape_text("a\nb\tc\rd", true), "a\nb\tc\\rd");
+  EXPECT_EQ(escape_text(std::string(300, 'a'), false, 10), "aaaaaaaaaa... (300 bytes)");
+  EXPECT_EQ(escape_text("\xc3\xa9\xc3\xa9\xc3\xa9", false, 3), "\xc3\xa9... (6 bytes)");  // cut at a character
+  const std::string wild = "x\x1b[2J\xc2\x9b\x9b\x7f\n\xe2\x82";
+  EXPECT_EQ(escape_text(escape_text(wild)), escape_text(wild));
+  EXPECT_TRUE(terminal_safe(escape_text(wild)));
+  EXPECT_EQ(loom::detail::quote_text("it's\x1b"), "'it's\\x1b'");
+}
+
+TEST(Cli, UsageAndStoreErrors) {
+  loom_test::TempDir tmp;
+  Cli loom(tmp.dir.string());
+  CliResult r = loom({"models", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "no store: pass --store URL")) << r.err;
+  EXPECT_TRUE(contains(r.err, "LOOM_STORE")) << r.err;
+
+  // a missing SQLite file is not created
+  const std::string missing = tmp / "missing.db";
+  r = loom({"tasks", "list", "--store", missing});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(contains(r.err, "no store at '" + missing + "'")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(missing));
+
+  r = loom({});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, agent)")) << r.err;
+  r = loom({"modles", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, agent)")) << r.err;
+  r = loom({"tasks", "lst"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown command 'lst' (valid: list, show, submit, cancel)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "loom tasks --help")) << r.err;
+  r = loom({"models", "list", "--bogus"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown option '--bogus' (valid: --name, --tag, --where, --store, --json, --help)")) << r.err;
+  r = loom({"tasks", "show"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "tasks show: missing argument (loom tasks show ID)")) << r.err;
+  r = loom({"tasks", "show", "1", "2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "unexpected argument '2'")) << r.err;
+  r = loom({"tasks", "--bogus", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "tasks: unknown option '--bogus' (valid before a command: --store, --json, --help)")) << r.err;
+  r = loom({"tasks", "list", "--store"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--store needs a value")) << r.err;
+
+  // help: usage on stdout, exit 0, without a store
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--help"}, {"models"}, {"tasks", "--help"},
+                                               {"runs", "top", "--help"}, {"agent", "--help"}, {"datasets", "-h"}}) {
+    r = loom(args);
+    EXPECT_EQ(r.code, 0) << args[0];
+    EXPECT_EQ(r.out.rfind("usage: loom", 0), 0u) << r.out;
+    EXPECT_TRUE(r.err.empty()) << r.err;
+  }
+  EXPECT_TRUE(contains(loom({"agent", "--help"}).out, "--stop-when-idle"));
+}
+
+// A password in --store never reaches the output, whatever the URL holds (store_db_test's
+// StoreUrl.PasswordsNeverInMessages has the library's side).
+TEST(Cli, PasswordsNeverInMessages) {
+  loom_test::TempDir tmp;
+  Cli loom(tmp.dir.string());
+  const std::string q = "/db1?host=" + (tmp / "no-server");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"postgresql://alice:50%off-Secret@" + q, {"50%off", "off-Secret", "Secret"}},
+      {"postgresql://alice:ab%00cdSecret@" + q, {"%00cd", "cdSecret", "Secret"}},
+      {"postgresql://alice:pw%zzSecret@" + q, {"%zz", "zzSecret", "Secret"}},
+      {"postgresql://alice:p@ssSecret@" + q, {"ssSecret", "Secret"}},
+      {"postgresql://alice:pa:ssSecret@" + q, {"pa:ss", "ssSecret", "Secret"}},
+      {"postgresql://alice:" + std::string(3000, 'S') + "ecret@" + q, {"SSSSSSecret"}},
+      {"postgresql://alice:connection@" + q, {"connection"}},
+      {"postgresql://alice:Secret42@[::1/db1", {"Secret42"}},
+      {"postgresql://alice@" + q + "&password=50%offSecret", {"offSecret", "Secret"}},
+      {"postgresq://alice:Secret9@host/db1", {"Secret9"}}};
+  for (const auto& [url, secret] : cases) {
+    SCOPED_TRACE(url.substr(0, 120));
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"models", "list", "--store", url},
+                                                 {"tasks", "list", "--json", "--store", url}}) {
+      const CliResult r = loom(args);
+      EXPECT_EQ(r.code, 1) << r.err;
+      EXPECT_EQ(r.err.rfind("loom: error: ", 0), 0u) << r.err;
+      EXPECT_TRUE(r.out.empty()) << r.out;
+      EXPECT_TRUE(terminal_safe(r.err));
+      for (const std::string& part : secret) EXPECT_FALSE(contains(r.err, part)) << "'" << part << "' in: " << r.err;
+    }
+  }
+}
