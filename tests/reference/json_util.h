@@ -1,7 +1,7 @@
 #pragma once
 // Small JSON writers shared by the reference dumpers (loom_opcheck, loom_difftest) and the case
 // table's attrs: the manifest format read by check_ops.py / check_difftest.py.
-#include <loom/loom.h>
+#include <loom/core/shape.h>
 
 #include <cstdint>
 #include <cstdio>

@@ -3,6 +3,30 @@
 // hand-written cases cover each op's own questions (ties, promotion, indexing placement, ...).
 #include "reference/op_cases.h"
 
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/attention.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/indexing.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/nn.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/pooling.h>
+#include <loom/ops/random.h>
+#include <loom/ops/recurrent.h>
+#include <loom/ops/reduction.h>
+#include <loom/ops/registry.h>
+#include <loom/ops/sparse.h>
+
 #include "reference/json_util.h"
 
 #include <algorithm>

@@ -4,7 +4,9 @@
 // Each case names a registry op, builds its inputs from specs (shape, dtype, value domain,
 // memory layout, differentiability) and computes the op with a C++ lambda. `attrs` is a JSON
 // object holding everything the Python side needs to replay the op (axes, keepdims, ...).
-#include <loom/loom.h>
+#include <loom/core/dtype.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
 
 #include <cstdint>
 #include <functional>

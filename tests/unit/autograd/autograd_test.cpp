@@ -1,5 +1,23 @@
 // Reverse-mode autograd semantics: accumulation, broadcasting, seeds, grad modes, the
 // functional API, and the tie rule of max/min.
+#include <loom/autograd/autograd.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/index.h>
+#include <loom/core/memory.h>
+#include <loom/core/node.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/nn.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+
 #include "unit/common/core_test_util.h"
 
 using namespace loom;

@@ -1,6 +1,18 @@
 // backward is all or nothing for the leaves' .grad(): new gradients are computed into fresh
 // tensors during the pass and assigned only when the whole pass has succeeded.
+#include <loom/autograd/autograd.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/error.h>
+#include <loom/core/memory.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/reduction.h>
+
 #include "unit/common/core_test_util.h"
+#include "unit/ops/ops_test_util.h"
 
 using namespace loom;
 using loom_test::iota;

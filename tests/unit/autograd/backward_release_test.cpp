@@ -1,6 +1,25 @@
 // backward() frees the tensors each node saved once the pass has run it (PyTorch's default):
 // activations do not outlive their use even while the output is still referenced, a second
 // pass through the freed nodes is an AutogradError, and retain_graph keeps them.
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/memory.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/pooling.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+
 #include <cmath>
 
 #include "unit/common/core_test_util.h"

@@ -3,7 +3,18 @@
 // statistics and all three gradients, on planes longer than one float run (4096 values) with
 // odd tails, on channels far from zero, and the same bits for 1 and 2 threads.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/random.h>
 
 #include <string>
 #include <vector>

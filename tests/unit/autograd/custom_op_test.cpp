@@ -2,7 +2,21 @@
 // recording only where an input requires grad, composition with built-in ops, several outputs,
 // absent inputs, NoGrad, saved-tensor checks and the errors for a wrong backward.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/autograd/custom_op.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/node.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
 
 #include <cmath>
 #include <string>

@@ -5,7 +5,15 @@
 #include <stdexcept>
 
 #include "unit/common/core_test_util.h"
+#include "loom/autograd/autograd.h"
 #include "loom/autograd/hooks.h"
+#include "loom/core/dim_vector.h"
+#include "loom/core/error.h"
+#include "loom/core/scalar.h"
+#include "loom/core/shape.h"
+#include "loom/core/tensor.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
 
 using namespace loom;
 using loom_test::values;

@@ -6,7 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/reduction.h>
 
 #include <cmath>
 #include <string>

@@ -2,6 +2,20 @@
 // values and gradients equal the composite formula written out with Loom ops, rows with a
 // large common offset keep their accuracy, and results are bitwise the same for 1 and 2
 // threads.
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+
 #include <cmath>
 #include <cstring>
 

@@ -1,7 +1,31 @@
 // Neural-network ops: forward values against PyTorch, float64 finite-difference gradient
 // checks, oneDNN (float32) against the plain float64 kernels, error messages and state.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/node.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/attention.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/indexing.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/nn.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/pooling.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/ops/registry.h>
 
 #include <cmath>
 #include <functional>

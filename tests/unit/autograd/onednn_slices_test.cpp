@@ -3,7 +3,16 @@
 // convolution (forward, input and weight gradients, bias, groups, the blocked-layout and the
 // plain-layout channel counts) and average pooling equal the float64 reference path.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/pooling.h>
+#include <loom/ops/random.h>
 
 #include <string>
 

@@ -2,7 +2,28 @@
 // PyTorch 1.13 itself (it is wrong there, or the question is an error or a crash). The cases
 // PyTorch answers well are in tests/reference/op_cases.cpp.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/half.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/attention.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/indexing.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/pooling.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
 
 #include <cmath>
 #include <cstdint>
@@ -11,6 +32,7 @@
 #include <vector>
 
 #include "unit/common/core_test_util.h"
+#include "unit/ops/ops_test_util.h"
 
 using namespace loom;
 using loom_test::contains_all;

@@ -2,7 +2,19 @@
 // float64 loops, which the reference suite checks against PyTorch: the same values, indices
 // and gradients over many geometries, with ties, NaN and -inf in the max-pool inputs.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/pooling.h>
+#include <loom/ops/random.h>
 
 #include <cmath>
 #include <limits>

@@ -1,7 +1,8 @@
 #pragma once
-// Small helpers shared by the core-semantics unit tests.
+// Small helpers shared by the unit tests of every part (tests/unit/<part>/): core's headers only.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/parallel.h>
+#include <loom/core/tensor.h>
 
 #include <unistd.h>
 
@@ -71,20 +72,6 @@ inline bool same_bytes(const loom::Tensor& a, const loom::Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
   loom::Tensor ca = a.contiguous(), cb = b.contiguous();
   return ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
-}
-
-// 0, 1, ..., n-1 as float32 of the given shape.
-inline loom::Tensor iota(const loom::Shape& shape, loom::DType dtype = loom::Float32) {
-  return loom::arange(loom::shape_numel(shape)).astype(dtype).reshape(shape);
-}
-
-// Three Gaussian blobs in 4-d with labels 0..2: an easy classification problem for training tests.
-inline std::shared_ptr<loom::data::TensorDataset> blobs(int64_t n, uint64_t seed) {
-  loom::Generator g(seed);
-  loom::Tensor labels = loom::randint(0, 3, {n}, loom::Int64, loom::default_device(), &g);
-  loom::Tensor centers = loom::from_vector<float>({2, 0, 0, 1, -2, 1, 0, 0, 0, -2, 2, -1}, {3, 4});
-  loom::Tensor x = loom::take(centers, labels, 0) + loom::normal({n, 4}, 0, 0.6, loom::Float32, loom::default_device(), &g);
-  return std::make_shared<loom::data::TensorDataset>(std::vector<loom::Tensor>{x, labels});
 }
 
 }  // namespace loom_test

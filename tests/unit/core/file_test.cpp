@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
-#include <loom/core/file.h>
 #include <loom/core/error.h>
+#include <loom/core/file.h>
 
 #include <filesystem>
 

@@ -1,8 +1,14 @@
 // Readers against hostile and unlucky files (crafted here byte by byte): no crash, no
 // allocation beyond what the file holds, a typed IOError naming the problem.
 #include <gtest/gtest.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
 #include <loom/core/file.h>
-#include <loom/loom.h>
+#include <loom/core/tensor.h>
+#include <loom/data/csv.h>
+#include <loom/data/idx.h>
+#include <loom/data/npy.h>
+#include <loom/ops/creation.h>
 #include <sys/stat.h>
 
 #include <chrono>

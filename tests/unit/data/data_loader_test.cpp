@@ -1,7 +1,18 @@
 // DataLoader: determinism across n_jobs, shuffling per epoch, drop_last, resume, prefetch,
 // shutdown mid-epoch, error propagation; datasets, subsets and streams.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/dataset.h>
+#include <loom/data/idx.h>
+#include <loom/data/loader.h>
+#include <loom/data/transforms.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
 
 #include <atomic>
 #include <chrono>

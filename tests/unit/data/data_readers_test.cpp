@@ -1,7 +1,20 @@
 // Readers: NPY/NPZ (against files NumPy writes at test time), CSV, IDX (incl. the real
 // Fashion-MNIST files) and text; corrupted and truncated files give IOError naming the file.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/csv.h>
+#include <loom/data/dataset.h>
+#include <loom/data/idx.h>
+#include <loom/data/npy.h>
+#include <loom/data/text.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
 #include <unistd.h>
 
 #include <cstdlib>

@@ -1,6 +1,18 @@
 // Transforms: correctness of each op and determinism given the seed.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/dataset.h>
+#include <loom/data/transforms.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
 
 #include "unit/common/core_test_util.h"
 

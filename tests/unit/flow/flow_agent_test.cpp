@@ -2,7 +2,10 @@
 // /bin/sh) with exceptions, crashes, non-zero exits, bad JSON output, timeouts and
 // cancellation; the agent survives them all.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/error.h>
+#include <loom/flow/agent.h>
+#include <loom/flow/tasks.h>
+#include <loom/store/store.h>
 
 #include <chrono>
 #include <thread>

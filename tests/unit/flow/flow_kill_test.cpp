@@ -11,7 +11,9 @@
 // with counts.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/flow/agent.h>
+#include <loom/flow/tasks.h>
+#include <loom/store/store.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>

@@ -2,7 +2,10 @@
 // replay; fencing of stale claims; retries; timeouts; cancellation; bad input. Time is a manual
 // clock, so no test sleeps.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/error.h>
+#include <loom/flow/tasks.h>
+#include <loom/store/error.h>
+#include <loom/store/store.h>
 
 #include <libpq-fe.h>
 

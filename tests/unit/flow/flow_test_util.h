@@ -2,7 +2,8 @@
 // Helpers of the workflow tests: a fresh store per test on the test's backend (they are TEST_Ps
 // instantiated with INSTANTIATE_STORE_BACKENDS, as the store's) and a clock that tests move by hand.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/flow/tasks.h>
+#include <loom/store/store.h>
 
 #include <atomic>
 #include <memory>

@@ -5,7 +5,23 @@
 // message names what was wrong, and nothing is half-written: every table's row count, the
 // blobs' reference counts and the stored blob bytes are what they were before.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/dataset.h>
+#include <loom/flow/agent.h>
+#include <loom/flow/tasks.h>
+#include <loom/graph/graph.h>
+#include <loom/ops/creation.h>
+#include <loom/store/datasets.h>
+#include <loom/store/error.h>
+#include <loom/store/models.h>
+#include <loom/store/runs.h>
+#include <loom/store/store.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 

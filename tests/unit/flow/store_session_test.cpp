@@ -2,7 +2,15 @@
 // parts they register (Store::ensure_schema): flow's task queue creates its own tables, and a
 // store made when the store's schema still held them keeps its tasks. On both backends.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/error.h>
+#include <loom/flow/tasks.h>
+#include <loom/graph/graph.h>
+#include <loom/store/error.h>
+#include <loom/store/models.h>
+#include <loom/store/schema_part.h>
+#include <loom/store/session.h>
+#include <loom/store/sql.h>
+#include <loom/store/store.h>
 
 #include <stdexcept>
 

@@ -1,8 +1,36 @@
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/memory.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
 #include <loom/graph/graph.h>
 #include <loom/graph/module.h>
+#include <loom/graph/serialize.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/conv.h>
+#include <loom/nn/dropout.h>
+#include <loom/nn/embedding.h>
+#include <loom/nn/init.h>
+#include <loom/nn/input.h>
+#include <loom/nn/lambda.h>
+#include <loom/nn/layer.h>
 #include <loom/nn/layers.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/merge.h>
+#include <loom/nn/mode.h>
+#include <loom/nn/shape.h>
+#include <loom/nn/state.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
 
 using namespace loom;
 

@@ -1,5 +1,16 @@
 // A compiled graph checks each fed tensor against its Input's declared dtype, as
 // Input::set_value does for Layer::operator(): no silent promotion through the graph.
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/merge.h>
+#include <loom/ops/creation.h>
+
 #include "unit/common/core_test_util.h"
 
 using namespace loom;

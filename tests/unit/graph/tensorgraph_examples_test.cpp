@@ -1,6 +1,21 @@
 // The TensorGraph README's examples written with Loom layers, with their results asserted.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/merge.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
 
 using namespace loom;
 

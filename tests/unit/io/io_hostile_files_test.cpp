@@ -3,8 +3,30 @@
 // naming what was wrong and what is valid. Also the JSON conventions (NaN/inf, exact int64)
 // and the cleanup of temporaries that killed saves leave behind.
 #include <gtest/gtest.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
 #include <loom/core/file.h>
-#include <loom/loom.h>
+#include <loom/core/memory.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/graph/module.h>
+#include <loom/graph/serialize.h>
+#include <loom/io/model.h>
+#include <loom/io/safetensors.h>
+#include <loom/nn/conv.h>
+#include <loom/nn/dropout.h>
+#include <loom/nn/init.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/pooling.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/pooling.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/stat.h>

@@ -1,8 +1,34 @@
 // Model files and checkpoints: bitwise round trips of MLP, CNN and RNN graphs, shared and tied
 // weights, extras and metadata, strict name / shape / dtype checks, atomic saves.
 #include <gtest/gtest.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
 #include <loom/core/file.h>
-#include <loom/loom.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/graph/module.h>
+#include <loom/graph/serialize.h>
+#include <loom/io/model.h>
+#include <loom/io/safetensors.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/conv.h>
+#include <loom/nn/init.h>
+#include <loom/nn/input.h>
+#include <loom/nn/lambda.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/mode.h>
+#include <loom/nn/normalization.h>
+#include <loom/nn/pooling.h>
+#include <loom/nn/recurrent.h>
+#include <loom/nn/state.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/random.h>
 #include <unistd.h>
 
 #include <filesystem>

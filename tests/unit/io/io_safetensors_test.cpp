@@ -1,7 +1,16 @@
 // safetensors: round trips of every dtype and shape, and every rejection of a bad file.
 #include <gtest/gtest.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
 #include <loom/core/file.h>
-#include <loom/loom.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/io/safetensors.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
 #include <unistd.h>
 
 #include <cstring>

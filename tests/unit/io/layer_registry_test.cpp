@@ -2,7 +2,41 @@
 // survives save_model / load_model with identical outputs, parameters and buffers; the
 // registry's own errors; and the "Writing a layer" recipe of docs/layers.md.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/graph/module.h>
+#include <loom/graph/serialize.h>
+#include <loom/io/model.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/attention.h>
+#include <loom/nn/conv.h>
+#include <loom/nn/dropout.h>
+#include <loom/nn/embedding.h>
+#include <loom/nn/init.h>
+#include <loom/nn/input.h>
+#include <loom/nn/lambda.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/merge.h>
+#include <loom/nn/mode.h>
+#include <loom/nn/normalization.h>
+#include <loom/nn/options.h>
+#include <loom/nn/pooling.h>
+#include <loom/nn/recurrent.h>
+#include <loom/nn/registry.h>
+#include <loom/nn/shape.h>
+#include <loom/nn/sparse.h>
+#include <loom/nn/state.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/random.h>
+#include <loom/ops/sparse.h>
 
 #include <cmath>
 #include <functional>

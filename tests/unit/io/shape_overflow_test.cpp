@@ -2,12 +2,29 @@
 // (include/loom/core/shape.h): a shape whose nonzero sizes multiply (times the item size) past
 // int64 is a ShapeError wherever it would arise — creation, views, op results, file headers —
 // instead of a short buffer and an out-of-bounds read or write.
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/idx.h>
+#include <loom/data/npy.h>
+#include <loom/io/safetensors.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/pooling.h>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
 
 #include "unit/common/core_test_util.h"
+#include "unit/ops/ops_test_util.h"
 
 using namespace loom;
 using loom_test::contains_all;

@@ -1,6 +1,20 @@
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
 #include <loom/nn/attention.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/state.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
 
 using namespace loom;
 

@@ -1,7 +1,11 @@
 #pragma once
 // The Lambda kind "Affine" (y = x * w + b, w a declared parameter, b a declared buffer), registered
 // once per process: layer_api_test and layer_registry_test's every-kind round trip both use it.
-#include <loom/loom.h>
+#include <loom/core/tensor.h>
+#include <loom/nn/lambda.h>
+#include <loom/nn/registry.h>
+#include <loom/nn/state.h>
+#include <loom/ops/elementwise.h>
 
 namespace loom_test {
 

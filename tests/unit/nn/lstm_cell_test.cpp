@@ -2,7 +2,26 @@
 // and the LSTM layer built on it against an unrolled composition with per-step biases.
 // PyTorch references and finite differences: the lstm_cell cases of tests/reference/op_cases.cpp.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/recurrent.h>
+#include <loom/nn/state.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/recurrent.h>
+#include <loom/ops/reduction.h>
 
 #include <cmath>
 

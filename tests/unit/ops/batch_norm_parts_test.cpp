@@ -2,7 +2,19 @@
 // from: composed without replicas they are batch_norm in training mode; bad operands are
 // ValueErrors naming the part.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
 
 #include "unit/common/core_test_util.h"
 

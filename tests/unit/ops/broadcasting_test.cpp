@@ -1,5 +1,17 @@
 // NumPy broadcasting: shapes align from the right; sizes must match or be 1.
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/memory.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/reduction.h>
+
 #include "unit/common/core_test_util.h"
+#include "unit/ops/ops_test_util.h"
 
 using namespace loom;
 using loom_test::contains_all;

@@ -1,5 +1,18 @@
 // Dtype promotion (NumPy's table), the weak-scalar rule, result dtypes of ops, and the 16-bit
 // float conversions.
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/half.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/reduction.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>

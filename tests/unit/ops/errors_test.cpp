@@ -1,6 +1,24 @@
 // Every error path throws a loom::Error subclass whose message names the op, the operands'
 // shapes or dtypes, and what would have been valid.
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/index.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/indexing.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+
 #include "unit/common/core_test_util.h"
+#include "unit/ops/ops_test_util.h"
 
 using namespace loom;
 using loom_test::contains_all;

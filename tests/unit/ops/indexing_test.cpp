@@ -1,6 +1,17 @@
 // NumPy indexing: basic (views), advanced (copies), boolean masks, Ellipsis, NewAxis, and the
 // in-place and gather/scatter forms. Expected values were computed with NumPy on
 // x = np.arange(24).reshape(2, 3, 4).
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/indexing.h>
+#include <loom/ops/reduction.h>
+
 #include "unit/common/core_test_util.h"
 
 using namespace loom;

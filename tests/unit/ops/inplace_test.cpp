@@ -1,6 +1,24 @@
 // In-place updates: compound assignment, fill_, copy_ (broadcasting, overlap), and their
 // refusal on tensors that take part in autograd.
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/half.h>
+#include <loom/core/index.h>
+#include <loom/core/memory.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/storage.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+
 #include "unit/common/core_test_util.h"
+#include "unit/ops/ops_test_util.h"
 
 using namespace loom;
 using loom_test::contains_all;

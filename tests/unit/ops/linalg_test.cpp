@@ -2,7 +2,23 @@
 // gradients against PyTorch are in tests/reference/op_cases.cpp; this file asks what PyTorch
 // cannot answer for Loom (messages, error types, memory of einsum's contraction order).
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/memory.h>
+#include <loom/core/node.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
 
 #include <cmath>
 

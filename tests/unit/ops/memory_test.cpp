@@ -1,5 +1,19 @@
 // Memory accounting: live bytes, peak, the allocator cache, limits, and that storage is freed
 // when the last view of it dies.
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/index.h>
+#include <loom/core/memory.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/reduction.h>
+
 #include "unit/common/core_test_util.h"
 
 #include <atomic>

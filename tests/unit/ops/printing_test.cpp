@@ -1,4 +1,12 @@
 // NumPy-like text: nested brackets, aligned columns, "..." above 1000 elements.
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/manipulation.h>
+
 #include <cmath>
 #include <limits>
 #include <sstream>

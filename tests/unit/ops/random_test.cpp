@@ -1,4 +1,16 @@
 // Seeded random numbers: reproducible for any thread count, with the right distributions.
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+
 #include <algorithm>
 #include <cmath>
 

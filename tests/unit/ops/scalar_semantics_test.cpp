@@ -1,5 +1,16 @@
 // 0-d and one-element tensors behave like numbers: item<T>(), comparisons with C++ numbers,
 // explicit conversion to bool.
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/reduction.h>
+
 #include <cmath>
 #include <limits>
 #include <type_traits>

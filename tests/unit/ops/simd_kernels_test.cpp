@@ -13,7 +13,14 @@
 #include <vector>
 
 #include "ops/cpu/simd/simd.h"
-#include "loom/loom.h"
+#include "loom/core/device.h"
+#include "loom/core/dim_vector.h"
+#include "loom/core/dtype.h"
+#include "loom/core/shape.h"
+#include "loom/core/tensor.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/random.h"
+#include "loom/ops/reduction.h"
 
 using namespace loom;
 namespace simd = loom::cpu::simd;

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/reduction.h>
 
 using namespace loom;
 

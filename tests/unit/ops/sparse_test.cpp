@@ -2,7 +2,20 @@
 // dense tensor is checked against torch.sparse.mm in tests/reference (op "sparse.mm").
 #include <gtest/gtest.h>
 
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/memory.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/ops/sparse.h>
 
 #include <limits>
 #include <string>

@@ -1,5 +1,19 @@
 // The thread pool: thread count control, results independent of the thread count, and
 // exceptions raised inside parallel_for reaching the caller.
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>

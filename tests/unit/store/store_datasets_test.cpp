@@ -2,8 +2,24 @@
 // IDX/NPY/CSV import, queries against an in-memory filter, the lazy view through the loader
 // with workers, lazy shard reads, blob reference counts on removal, damaged shards and bad input.
 #include <gtest/gtest.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
 #include <loom/core/file.h>
-#include <loom/loom.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/dataset.h>
+#include <loom/data/idx.h>
+#include <loom/data/loader.h>
+#include <loom/data/npy.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/random.h>
+#include <loom/store/catalog.h>
+#include <loom/store/datasets.h>
+#include <loom/store/error.h>
+#include <loom/store/store.h>
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,13 @@
 // by URL, schema versions and migrations, content-addressed blobs and gc (docs/store.md), on
 // both backends (SQLite and a throwaway PostgreSQL server, tests/unit/pg_server.h).
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/error.h>
+#include <loom/graph/graph.h>
+#include <loom/store/error.h>
+#include <loom/store/models.h>
+#include <loom/store/session.h>
+#include <loom/store/sql.h>
+#include <loom/store/store.h>
 #include <sys/stat.h>
 
 #include <atomic>

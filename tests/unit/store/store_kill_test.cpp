@@ -7,7 +7,14 @@
 // starts clean (no fork of a multi-threaded process).
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/graph/serialize.h>
+#include <loom/io/model.h>
+#include <loom/io/safetensors.h>
+#include <loom/ops/elementwise.h>
+#include <loom/store/models.h>
+#include <loom/store/store.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -2,8 +2,31 @@
 // every zoo model, typed errors for damaged stores, atomic saves, blob deduplication and
 // reference counts, concurrent writers; on both backends (tests/unit/store_test_util.h).
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/graph/serialize.h>
+#include <loom/io/model.h>
+#include <loom/io/safetensors.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/input.h>
+#include <loom/nn/lambda.h>
+#include <loom/nn/mode.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/store/catalog.h>
+#include <loom/store/error.h>
+#include <loom/store/models.h>
+#include <loom/store/store.h>
 #include <loom/train/model.h>
+#include <loom/train/optimizers.h>
+#include <loom/train/train_step.h>
+#include <loom/zoo/models.h>
 
 #include <algorithm>
 #include <cmath>

@@ -2,11 +2,21 @@
 // tags and metric predicates on the final or best epoch, comparison of curves, checkpoints as
 // reference-counted blobs.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/error.h>
+#include <loom/core/tensor.h>
+#include <loom/data/loader.h>
+#include <loom/graph/graph.h>
+#include <loom/nn/layer.h>
+#include <loom/ops/losses.h>
+#include <loom/store/error.h>
+#include <loom/store/runs.h>
+#include <loom/store/store.h>
 #include <loom/train/callbacks.h>
+#include <loom/train/history.h>
 #include <loom/train/metrics.h>
 #include <loom/train/model.h>
 #include <loom/train/optimizers.h>
+#include <loom/train/train_step.h>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +25,7 @@
 #include <filesystem>
 
 #include "unit/common/core_test_util.h"
+#include "unit/train/train_test_util.h"
 #include "unit/store/store_test_util.h"
 
 using namespace loom;

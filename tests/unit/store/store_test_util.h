@@ -3,7 +3,14 @@
 // "postgresql"), raw SQL on a store's database and raw access to its stored blob bytes (to
 // tamper with them as a crash, a bug or another program would), and small graphs to save.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dtype.h>
+#include <loom/graph/graph.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/ops/random.h>
+#include <loom/store/store.h>
 #include <sqlite3.h>
 
 #include <filesystem>

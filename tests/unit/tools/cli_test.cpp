@@ -1,6 +1,19 @@
 // The `loom` command line (tools/cli, docs/cli.md), run as a child process on stores of both
 // backends: tables, --json, exit codes and messages, tasks submitted, cancelled and run by
 // `loom agent`.
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/flow/tasks.h>
+#include <loom/graph/graph.h>
+#include <loom/ops/creation.h>
+#include <loom/store/datasets.h>
+#include <loom/store/models.h>
+#include <loom/store/runs.h>
+#include <loom/store/store.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>

@@ -4,7 +4,26 @@
 // (src/ops/conv_fused.h), and a whole ResNet-18 under NoGrad against the same network with
 // gradients enabled (training primitives, no prepared weights).
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/nn/mode.h>
+#include <loom/ops/conv.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/pooling.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/train/optimizers.h>
+#include <loom/zoo/models.h>
 
 #include <algorithm>
 #include <cmath>

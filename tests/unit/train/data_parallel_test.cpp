@@ -9,7 +9,39 @@
 #include <thread>
 #include <vector>
 
-#include "loom/loom.h"
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/dataset.h>
+#include <loom/data/loader.h>
+#include <loom/graph/graph.h>
+#include <loom/io/model.h>
+#include <loom/io/safetensors.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/mode.h>
+#include <loom/nn/normalization.h>
+#include <loom/nn/replicas.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/train/callbacks.h>
+#include <loom/train/data_parallel.h>
+#include <loom/train/history.h>
+#include <loom/train/losses.h>
+#include <loom/train/model.h>
+#include <loom/train/optimizers.h>
+#include <loom/train/regularizers.h>
+#include <loom/train/train_step.h>
 
 namespace loom {
 namespace {

@@ -1,7 +1,24 @@
 // Graph::layer(name), unique layer names at build, Graph::parameters(), summary() and the
 // stream operators of Layer and Graph.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/graph/module.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/merge.h>
+#include <loom/nn/state.h>
+#include <loom/train/losses.h>
+#include <loom/train/metrics.h>
+#include <loom/train/model.h>
+#include <loom/train/optimizers.h>
+#include <loom/train/regularizers.h>
+#include <loom/train/train_step.h>
+#include <loom/zoo/models.h>
 
 #include <sstream>
 

@@ -1,7 +1,23 @@
 // In-place writes that would silently corrupt data or gradients are refused: writes into a
 // view whose elements share memory (a broadcast view), and backward through an op whose saved
 // tensor was changed in place afterwards (the storage version counter).
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/normalization.h>
+#include <loom/ops/reduction.h>
+#include <loom/train/optimizers.h>
+
 #include "unit/common/core_test_util.h"
+#include "unit/ops/ops_test_util.h"
 
 using namespace loom;
 using loom_test::contains_all;

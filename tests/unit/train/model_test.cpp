@@ -1,11 +1,35 @@
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
 #include <loom/core/file.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/dataset.h>
 #include <loom/data/loader.h>
+#include <loom/graph/graph.h>
+#include <loom/io/model.h>
+#include <loom/io/safetensors.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/dropout.h>
+#include <loom/nn/input.h>
+#include <loom/nn/lambda.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/mode.h>
+#include <loom/nn/state.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
 #include <loom/train/callbacks.h>
+#include <loom/train/history.h>
 #include <loom/train/metrics.h>
 #include <loom/train/model.h>
 #include <loom/train/optimizers.h>
+#include <loom/train/train_step.h>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +38,7 @@
 #include <functional>
 
 #include "unit/common/core_test_util.h"
+#include "unit/train/train_test_util.h"
 
 using namespace loom;
 namespace fs = std::filesystem;

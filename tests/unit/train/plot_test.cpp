@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/core/file.h>
+#include <loom/train/history.h>
 #include <loom/train/plot.h>
+#include <loom/train/progress.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -35,7 +37,6 @@ TEST(Plot, LearningCurvesSvgHasAPanelPerQuantity) {
   std::filesystem::remove(path);
 }
 
-#include <loom/train/progress.h>
 
 TEST(Progress, PlainLinesWhenNotATerminal) {
   std::FILE* f = std::tmpfile();

@@ -2,7 +2,30 @@
 // (nn/sparse.h, docs/sparse.md).
 #include <gtest/gtest.h>
 
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/graph/graph.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/init.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/mode.h>
+#include <loom/nn/sparse.h>
+#include <loom/nn/state.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/ops/sparse.h>
+#include <loom/train/optimizers.h>
 
 #include <cmath>
 #include <vector>

@@ -2,7 +2,19 @@
 // with torch.nn.functional (values and gradients) is checked live by the
 // train_reference_pytorch ctest (tests/train).
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/autograd/autograd.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/train/losses.h>
 
 #include <cmath>
 #include <functional>

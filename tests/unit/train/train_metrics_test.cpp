@@ -1,6 +1,15 @@
 // Metrics against hand-computed values, and streaming metrics against the one-shot functions.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/index.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/train/metrics.h>
 
 #include "unit/common/core_test_util.h"
 

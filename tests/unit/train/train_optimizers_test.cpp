@@ -2,7 +2,29 @@
 // agree, parameters without gradients are skipped, argument checks, gradient clipping. Parity
 // with torch.optim is checked live by the train_reference_pytorch ctest (tests/train).
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/machine.h>
+#include <loom/core/parallel.h>
+#include <loom/core/scalar.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/train/clip.h>
+#include <loom/train/losses.h>
+#include <loom/train/optimizers.h>
+#include <loom/train/regularizers.h>
 
 #include <cmath>
 #include <functional>

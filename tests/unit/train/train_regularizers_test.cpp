@@ -1,6 +1,14 @@
 // L1 / L2 penalties over tensors and layers.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/tensor.h>
+#include <loom/nn/input.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/train/regularizers.h>
 
 #include "unit/common/core_test_util.h"
 

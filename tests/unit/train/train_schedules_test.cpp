@@ -1,7 +1,13 @@
 // Learning-rate schedules: closed forms by hand and ReduceLROnPlateau's state. The sequences
 // are checked against torch.optim.lr_scheduler by the train_reference_pytorch ctest.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/error.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/train/optimizers.h>
+#include <loom/train/schedules.h>
 
 #include <cmath>
 #include <numbers>

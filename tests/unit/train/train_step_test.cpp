@@ -1,7 +1,34 @@
 // train::TrainStep: the whole step in one call equals the loop written by hand bit for bit,
 // makes no allocation from the system once warm, reports its memory and refuses bad batches.
 #include <gtest/gtest.h>
-#include <loom/loom.h>
+#include <loom/core/device.h>
+#include <loom/core/dim_vector.h>
+#include <loom/core/dtype.h>
+#include <loom/core/error.h>
+#include <loom/core/memory.h>
+#include <loom/core/parallel.h>
+#include <loom/core/shape.h>
+#include <loom/core/tensor.h>
+#include <loom/data/dataset.h>
+#include <loom/data/loader.h>
+#include <loom/graph/graph.h>
+#include <loom/nn/activation.h>
+#include <loom/nn/input.h>
+#include <loom/nn/lambda.h>
+#include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/mode.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/losses.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/train/clip.h>
+#include <loom/train/history.h>
+#include <loom/train/losses.h>
+#include <loom/train/model.h>
+#include <loom/train/optimizers.h>
+#include <loom/train/train_step.h>
+#include <loom/zoo/models.h>
 
 #include <functional>
 #include <memory>
