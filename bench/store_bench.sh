@@ -3,7 +3,7 @@
 #   - the run registry against MLflow (bench/mlflow_peer.py, its SQLite backend): 200 runs with
 #     parameters, per-epoch metrics and the model, then the top 5 and loading the best;
 #   - task throughput with 1, 2 and 4 agent processes and the claim latency, on SQLite and on
-#     PostgreSQL (a throwaway server started with tests/unit/pg_server.sh, durable: fsync on);
+#     PostgreSQL (a throwaway server started with tests/unit/store/pg_server.sh, durable: fsync on);
 #   - one epoch of Fashion-MNIST through a dataset-store query vs the IDX files.
 # Prints the JSON lines and a markdown table with the ratios.
 #
@@ -36,7 +36,7 @@ fi
 work=$(mktemp -d /tmp/loom-store-bench.XXXXXX)
 pg_file="$work/pg_server.path"
 cleanup() {
-  [ -f "$pg_file" ] && bash "$repo/tests/unit/pg_server.sh" stop "$pg_file" || true
+  [ -f "$pg_file" ] && bash "$repo/tests/unit/store/pg_server.sh" stop "$pg_file" || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -57,7 +57,7 @@ url_for() {  # url_for BACKEND NAME
 run() { echo "+ $*" >&2; "$@" | tee -a "$results"; }
 
 if [[ " $backends " == *" postgresql "* ]]; then
-  PG_SERVER_DURABLE=1 bash "$repo/tests/unit/pg_server.sh" start "$pg_file"
+  PG_SERVER_DURABLE=1 bash "$repo/tests/unit/store/pg_server.sh" start "$pg_file"
 fi
 
 # The registry against MLflow: both on SQLite on the same disk.

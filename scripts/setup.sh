@@ -9,7 +9,7 @@ PACKAGES=(
   libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libzstd-dev libfmt-dev
   # the store: embedded database, PostgreSQL client and SHA-256 of blobs; the PostgreSQL server
-  # binaries for the tests' throwaway server (tests/unit/pg_server.sh)
+  # binaries for the tests' throwaway server (tests/unit/store/pg_server.sh)
   libsqlite3-dev libpq-dev libssl-dev postgresql
   dataset-fashion-mnist
   # the test suite's reference: Debian's PyTorch and NumPy under /usr/bin/python3

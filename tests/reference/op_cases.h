@@ -1,6 +1,6 @@
 #pragma once
 // The one table of op test cases shared by the PyTorch differential check (loom_opcheck +
-// check_ops.py) and the float64 finite-difference gradient check (tests/unit/gradcheck_test.cpp).
+// check_ops.py) and the float64 finite-difference gradient check (tests/unit/autograd/gradcheck_test.cpp).
 // Each case names a registry op, builds its inputs from specs (shape, dtype, value domain,
 // memory layout, differentiability) and computes the op with a C++ lambda. `attrs` is a JSON
 // object holding everything the Python side needs to replay the op (axes, keepdims, ...).

@@ -1,5 +1,5 @@
 # Prints the PyTorch values hard-coded in nn_ops_test.cpp. Run with Debian's torch 1.13:
-#   /usr/bin/python3 tests/unit/nn_ops_expected.py
+#   /usr/bin/python3 tests/unit/autograd/nn_ops_expected.py
 # Inputs are generated the same way on both sides: wave(shape, a, b) = sin(arange(n) * a + b)
 # in float64, reshaped (see the C++ helper of the same name).
 import torch

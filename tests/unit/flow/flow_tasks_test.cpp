@@ -31,7 +31,7 @@ INSTANTIATE_STORE_BACKENDS(FlowTasks);
 TEST_P(FlowTasks, TasksCreateTheirTableOnTheStore) {
   FreshStore fs(url());
   EXPECT_EQ(fs.store.schema_version(), store::Store::library_schema_version());
-  flow::Tasks tasks(fs.store);  // flow's schema part (tests/unit/store_session_test.cpp: not before)
+  flow::Tasks tasks(fs.store);  // flow's schema part (tests/unit/flow/store_session_test.cpp: not before)
   EXPECT_EQ(loom_test::raw_sql(fs.url(), "SELECT COUNT(*) FROM tasks"), std::vector<std::string>{"0"});
 }
 

@@ -83,7 +83,7 @@ const std::string& pg_server_dir() {
   const int rc = run_script("start", file, &out);
   s.dir = rc == 0 ? read_first_line(file) : "";
   if (s.dir.empty()) {
-    s.error = "the test PostgreSQL server did not start (tests/unit/pg_server.sh, status " + std::to_string(rc) + "): " + out;
+    s.error = "the test PostgreSQL server did not start (tests/unit/store/pg_server.sh, status " + std::to_string(rc) + "): " + out;
     throw std::runtime_error(s.error);
   }
   s.file = file;

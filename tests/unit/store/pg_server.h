@@ -2,7 +2,7 @@
 // The throwaway PostgreSQL server of the store tests (docs/store.md, "Tests").
 //
 // Under ctest, one server serves the whole run: the fixture tests pg_server_start and
-// pg_server_stop (tests/CMakeLists.txt) start and stop it with tests/unit/pg_server.sh, and
+// pg_server_stop (tests/CMakeLists.txt) start and stop it with tests/unit/store/pg_server.sh, and
 // LOOM_TEST_PG_SERVER_FILE names the file holding its socket folder. Run directly, the test
 // binary starts its own server with the same script on first use and stops it when the tests
 // end (a GoogleTest environment), also when tests fail. A server that cannot start is a failure

@@ -1,6 +1,6 @@
 // The store's foundation: the database layer (parameters, typed rows, transactions), opening
 // by URL, schema versions and migrations, content-addressed blobs and gc (docs/store.md), on
-// both backends (SQLite and a throwaway PostgreSQL server, tests/unit/pg_server.h).
+// both backends (SQLite and a throwaway PostgreSQL server, tests/unit/store/pg_server.h).
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/graph/graph.h>

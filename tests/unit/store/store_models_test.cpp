@@ -1,6 +1,6 @@
 // The model registry (docs/store.md): versions, metadata, queries, aliases, exact round trips of
 // every zoo model, typed errors for damaged stores, atomic saves, blob deduplication and
-// reference counts, concurrent writers; on both backends (tests/unit/store_test_util.h).
+// reference counts, concurrent writers; on both backends (tests/unit/store/store_test_util.h).
 #include <gtest/gtest.h>
 #include <loom/core/dim_vector.h>
 #include <loom/core/dtype.h>
