@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::data {
 
-struct CsvOptions {
+struct LOOM_API CsvOptions {
   char delimiter = ',';
   bool header = true;                 // the first line (after skip_rows) names the columns
   int64_t skip_rows = 0;              // lines skipped before the header / data

@@ -2,6 +2,7 @@
 // Reductions over any set of axes (empty = all axes), with keepdims as in NumPy.
 #include <optional>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom {
@@ -18,13 +19,13 @@ Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor all(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor any(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 // First index of the extreme value along `axis`; over the flattened tensor when axis is empty.
-Tensor argmax(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
-Tensor argmin(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
-Tensor cumsum(const Tensor& x, int64_t axis);
-Tensor count_nonzero(const Tensor& x);
+LOOM_API Tensor argmax(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
+LOOM_API Tensor argmin(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
+LOOM_API Tensor cumsum(const Tensor& x, int64_t axis);
+LOOM_API Tensor count_nonzero(const Tensor& x);
 
 // softmax family (composites of the ops above, stable by max subtraction)
-Tensor softmax(const Tensor& x, int64_t axis = -1);
-Tensor log_softmax(const Tensor& x, int64_t axis = -1);
+LOOM_API Tensor softmax(const Tensor& x, int64_t axis = -1);
+LOOM_API Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 
 }  // namespace loom

@@ -1,0 +1,6 @@
+#pragma once
+// LOOM_API marks what Loom's libraries export: the public classes and functions declared under
+// include/loom. The libraries are built with -fvisibility=hidden, so everything else (kernels,
+// private helpers) stays inside them: a smaller symbol table, calls bound inside the library,
+// and no program reaching what is not promised.
+#define LOOM_API __attribute__((visibility("default")))
