@@ -90,6 +90,6 @@ class LOOM_API DistributedOptimizer {
 // optimizer state, after checking that the ranks agree on the model, the batches per epoch,
 // the epochs done and the loader position (ValueError naming the ranks, on every rank);
 // gradients averaged in buckets before every step; logs averaged over the ranks.
-std::shared_ptr<train::DataParallel> data_parallel(DistributedOptions options = {});
+LOOM_API std::shared_ptr<train::DataParallel> data_parallel(DistributedOptions options = {});
 
 }  // namespace loom::dist

@@ -44,7 +44,7 @@ LOOM_API void check_graph_state(const Graph& graph, const TensorMap& tensors, co
 // `metadata`) to `path` atomically: everything is encoded before the file is touched and written
 // through write_file_atomic, so a failure (a Lambda layer, a bad name, a full disk) leaves any
 // previous file at `path` intact.
-void save_model(const std::string& path, const Graph& graph, const TensorMap& extra = {}, const Metadata& metadata = {});
+LOOM_API void save_model(const std::string& path, const Graph& graph, const TensorMap& extra = {}, const Metadata& metadata = {});
 // Rebuilds the graph from the file's architecture and loads its weights. Fills *rest with the
 // extra tensors and metadata when given. Throws IOError for a file that is not a valid
 // safetensors file or holds no architecture, ValueError for a bad architecture, and the errors
@@ -52,7 +52,7 @@ void save_model(const std::string& path, const Graph& graph, const TensorMap& ex
 LOOM_API Graph load_model(const std::string& path, Checkpoint* rest = nullptr);
 
 // Weights (and extras, metadata) alone, for a graph the caller builds: training checkpoints.
-void save_state(const std::string& path, const Graph& graph, const TensorMap& extra = {}, const Metadata& metadata = {});
+LOOM_API void save_state(const std::string& path, const Graph& graph, const TensorMap& extra = {}, const Metadata& metadata = {});
 // Loads the weights of a state or model file into `graph` (strictly, as load_graph_state) and
 // returns the extras and metadata.
 LOOM_API Checkpoint load_state(const std::string& path, const Graph& graph);
@@ -60,7 +60,7 @@ LOOM_API Checkpoint load_state(const std::string& path, const Graph& graph);
 // (loom::store): encode_state returns the bytes save_state writes; build_model rebuilds a graph
 // from its architecture JSON (graph_to_json) and loads `weights` into it strictly, allocating no
 // more than `weights` hold, with load_model's errors (`source` names the data in them).
-std::string encode_state(const Graph& graph, const TensorMap& extra = {}, const Metadata& metadata = {});
+LOOM_API std::string encode_state(const Graph& graph, const TensorMap& extra = {}, const Metadata& metadata = {});
 LOOM_API Graph build_model(const std::string& architecture, const TensorMap& weights, const std::string& source);
 
 // Reads a state or model file without touching any graph: its weights by key into *weights

@@ -25,7 +25,7 @@ using Metadata = std::map<std::string, std::string>;        // the header's "__m
 // `metadata` to `path` through write_file_atomic: a failure leaves a previous file intact.
 // Throws ValueError (before touching the file) for an undefined tensor, the reserved name
 // "__metadata__", or names / metadata that are not valid UTF-8; IOError when writing fails.
-void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata = {});
+LOOM_API void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata = {});
 
 // Reads every tensor of a safetensors file (CPU, contiguous). Fills *metadata when given.
 // Throws IOError naming the file and the problem when the file cannot be read or breaks any
@@ -35,7 +35,7 @@ LOOM_API TensorMap load_safetensors(const std::string& path, Metadata* metadata 
 LOOM_API Metadata load_safetensors_metadata(const std::string& path);
 
 // The same, to and from bytes in memory. `source` names the bytes in error messages.
-std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata = {});
+LOOM_API std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata = {});
 LOOM_API TensorMap decode_safetensors(const std::string& bytes, Metadata* metadata = nullptr,
                              const std::string& source = "<memory>");
 

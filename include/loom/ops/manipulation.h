@@ -10,11 +10,11 @@
 namespace loom {
 
 LOOM_API Tensor reshape(const Tensor& x, const Shape& shape);  // one -1 allowed
-Tensor transpose(const Tensor& x, const Axes& axes = {});  // empty: reverse
+LOOM_API Tensor transpose(const Tensor& x, const Axes& axes = {});  // empty: reverse
 LOOM_API Tensor permute(const Tensor& x, const Axes& axes);
 LOOM_API Tensor swapaxes(const Tensor& x, int64_t a, int64_t b);
 LOOM_API Tensor moveaxis(const Tensor& x, int64_t source, int64_t destination);
-Tensor squeeze(const Tensor& x, const Axes& axes = {});
+LOOM_API Tensor squeeze(const Tensor& x, const Axes& axes = {});
 LOOM_API Tensor expand_dims(const Tensor& x, int64_t axis);
 LOOM_API Tensor broadcast_to(const Tensor& x, const Shape& shape);
 LOOM_API Tensor flatten(const Tensor& x);
@@ -34,6 +34,6 @@ LOOM_API std::vector<Tensor> unbind(const Tensor& x, int64_t axis = 0);
 LOOM_API Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, Scalar value = 0.0);
 LOOM_API Tensor tile(const Tensor& x, const std::vector<int64_t>& reps);
 LOOM_API Tensor repeat(const Tensor& x, int64_t repeats, std::optional<int64_t> axis = std::nullopt);
-Tensor flip(const Tensor& x, const Axes& axes = {});  // empty: all axes
+LOOM_API Tensor flip(const Tensor& x, const Axes& axes = {});  // empty: all axes
 
 }  // namespace loom

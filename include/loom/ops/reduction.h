@@ -7,17 +7,17 @@
 
 namespace loom {
 
-Tensor sum(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
-Tensor mean(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
-Tensor prod(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+LOOM_API Tensor sum(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+LOOM_API Tensor mean(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+LOOM_API Tensor prod(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 // max/min gradient: split equally among the tied maxima (documented in docs/autograd.md).
-Tensor max(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
-Tensor min(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
-Tensor var(const Tensor& x, const Axes& axes = {}, int64_t ddof = 0, bool keepdims = false);
-Tensor std(const Tensor& x, const Axes& axes = {}, int64_t ddof = 0, bool keepdims = false);
-Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
-Tensor all(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
-Tensor any(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+LOOM_API Tensor max(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+LOOM_API Tensor min(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+LOOM_API Tensor var(const Tensor& x, const Axes& axes = {}, int64_t ddof = 0, bool keepdims = false);
+LOOM_API Tensor std(const Tensor& x, const Axes& axes = {}, int64_t ddof = 0, bool keepdims = false);
+LOOM_API Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+LOOM_API Tensor all(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+LOOM_API Tensor any(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 // First index of the extreme value along `axis`; over the flattened tensor when axis is empty.
 LOOM_API Tensor argmax(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
 LOOM_API Tensor argmin(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);

@@ -63,7 +63,7 @@ struct LOOM_API FashionCnnOptions {
   int64_t convs_per_block = 1;
   int64_t hidden = 256;
 };
-Network fashion_cnn(int64_t num_classes = 10, const FashionCnnOptions& options = {});
+LOOM_API Network fashion_cnn(int64_t num_classes = 10, const FashionCnnOptions& options = {});
 
 // VGG from a torchvision configuration: integers are 3x3 conv (padding 1) + ReLU widths, 0 is a
 // 2x2 max pool ("M"). Then AdaptiveAvgPool2D(7x7), Flatten, Linear(512*7*7, 4096) -> ReLU ->
