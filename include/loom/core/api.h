@@ -4,3 +4,8 @@
 // private helpers) stays inside them: a smaller symbol table, calls bound inside the library,
 // and no program reaching what is not promised.
 #define LOOM_API __attribute__((visibility("default")))
+// LOOM_INTERNAL marks the few private declarations (src/ headers, not installed, no promise)
+// that Loom's own other libraries and white-box tests reach: kernel counters, the oneDNN
+// weight cache, the store's database layer. Exported like LOOM_API, listed by
+// tests/visibility/check_exports.py.
+#define LOOM_INTERNAL __attribute__((visibility("default")))

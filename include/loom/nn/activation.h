@@ -17,7 +17,7 @@ struct LOOM_API ActivationFn {
   // an activation named "relu" that computes something else is not relu.
   bool is(const ActivationFn& other) const { return name == other.name && fn.target_type() == other.fn.target_type(); }
 };
-extern const ActivationFn identity, relu, tanh, sigmoid, gelu, elu, leaky_relu, softplus, softmax, log_softmax;
+LOOM_API extern const ActivationFn identity, relu, tanh, sigmoid, gelu, elu, leaky_relu, softplus, softmax, log_softmax;
 // The named activation; throws ValueError listing the known names.
 LOOM_API const ActivationFn& activation_by_name(const std::string& name);
 

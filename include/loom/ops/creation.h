@@ -29,7 +29,7 @@ LOOM_API Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t 
 
 // Copies C++ data into a new tensor of `shape` (numel must match).
 template <typename T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device = default_device());
+LOOM_API Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device = default_device());
 template <typename T>
 Tensor tensor(std::initializer_list<T> values, Device device = default_device()) {
   return from_vector(std::vector<T>(values), Shape{static_cast<int64_t>(values.size())}, device);
