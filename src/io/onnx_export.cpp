@@ -1,0 +1,584 @@
+// ONNX export (loom/io/onnx.h, docs/onnx.md): each layer of a graph, in graph order, written as
+// ONNX nodes by its exporter (a registered one for the layer's C++ type, else the built-in one
+// of its kind, found by the kind's attributes type), the weights as initializers, opset 17.
+#include "loom/io/onnx.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <typeindex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "loom/core/error.h"
+#include "loom/core/file.h"
+#include "loom/io/model.h"
+#include "loom/nn/layers.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+
+namespace loom::io {
+
+namespace {
+
+constexpr int64_t kOpset = 17;
+constexpr int64_t kIrVersion = 8;
+
+// ------------------------------------------------------------------------------- the registry
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_map<std::type_index, OnnxExporter>& registry() {
+  static std::unordered_map<std::type_index, OnnxExporter> r;
+  return r;
+}
+
+int32_t onnx_type(DType d, const std::string& who) {
+  switch (d) {
+    case DType::Float32: return onnx::TensorProto::FLOAT;
+    case DType::Float64: return onnx::TensorProto::DOUBLE;
+    case DType::Float16: return onnx::TensorProto::FLOAT16;
+    case DType::BFloat16: return onnx::TensorProto::BFLOAT16;
+    case DType::Int64: return onnx::TensorProto::INT64;
+    case DType::Int32: return onnx::TensorProto::INT32;
+    case DType::UInt8: return onnx::TensorProto::UINT8;
+    case DType::Bool: return onnx::TensorProto::BOOL;
+    default: break;
+  }
+  throw ValueError(who + ": dtype " + dtype_name(d) + " has no ONNX type here");
+}
+
+// The tensor's bytes, little-endian and contiguous, into `proto`.
+void fill_tensor(onnx::TensorProto& proto, const std::string& name, const Tensor& t) {
+  proto.set_name(name);
+  proto.set_data_type(onnx_type(t.dtype(), "export_onnx: tensor '" + name + "'"));
+  for (int64_t d : t.shape()) proto.add_dims(d);
+  const Tensor c = t.detach().contiguous();  // raw data: little-endian, one byte per bool in both
+  proto.set_raw_data(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
+}
+
+void set_shape(onnx::ValueInfoProto& v, const std::string& name, DType dtype, const Shape& shape, bool batch_dim,
+               const OnnxExportOptions& o, const std::string& who, bool name_dims) {
+  v.set_name(name);
+  auto* tt = v.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx_type(dtype, who));
+  auto* sh = tt->mutable_shape();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    auto* d = sh->add_dim();
+    if (i == 0 && batch_dim) {
+      if (o.dynamic_batch) d->set_dim_param("batch");
+      else d->set_dim_value(o.batch_size);
+    } else if (shape[i] >= 0) {
+      d->set_dim_value(shape[i]);
+    } else if (name_dims) {
+      d->set_dim_param(name + "_dim" + std::to_string(i));
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------- the builder
+class Builder final : public OnnxBuilder {
+ public:
+  Builder(onnx::GraphProto& g, std::unordered_map<const TensorImpl*, std::string> keys) : g_(g), keys_(std::move(keys)) {}
+
+  // Starts the layer `l` whose inputs are the values `inputs`. Nodes and initializers of a layer
+  // whose export fails are taken back (rollback()).
+  void begin(const nn::Layer& l, std::vector<std::string> inputs) {
+    layer_ = l;
+    inputs_ = std::move(inputs);
+    nodes_mark_ = g_.node_size();
+    inits_mark_ = g_.initializer_size();
+    emitted_mark_ = emitted_order_.size();
+    wrote_output_ = false;
+  }
+  void rollback() {
+    while (g_.node_size() > nodes_mark_) g_.mutable_node()->RemoveLast();
+    while (g_.initializer_size() > inits_mark_) g_.mutable_initializer()->RemoveLast();
+    while (emitted_order_.size() > emitted_mark_) {
+      emitted_.erase(emitted_order_.back());
+      emitted_order_.pop_back();
+    }
+  }
+  bool wrote_output() const { return wrote_output_; }
+
+  const nn::Layer& layer() const override { return layer_; }
+  std::string input(size_t i) const override {
+    if (i >= inputs_.size())
+      throw ValueError("input " + std::to_string(i) + " asked for; the layer has " + std::to_string(inputs_.size()));
+    return inputs_[i];
+  }
+  std::string output() const override { return layer_.name(); }
+  std::string fresh(const std::string& hint) override {
+    std::string base = layer_.name() + "/" + hint, name = base;
+    for (int n = 1; used_.count(name); ++n) name = base + "_" + std::to_string(n);
+    used_.insert(name);
+    return name;
+  }
+  void node(const std::string& op_type, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+            const std::vector<OnnxAttribute>& attributes) override {
+    onnx::NodeProto* n = g_.add_node();
+    n->set_op_type(op_type);
+    n->set_name(fresh(op_type));
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) {
+      n->add_output(o);
+      if (o == output()) wrote_output_ = true;
+    }
+    for (const OnnxAttribute& a : attributes) {
+      onnx::AttributeProto* p = n->add_attribute();
+      p->set_name(a.name);
+      std::visit(
+          [p](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, int64_t>) {
+              p->set_type(onnx::AttributeProto::INT);
+              p->set_i(v);
+            } else if constexpr (std::is_same_v<V, float>) {
+              p->set_type(onnx::AttributeProto::FLOAT);
+              p->set_f(v);
+            } else if constexpr (std::is_same_v<V, std::string>) {
+              p->set_type(onnx::AttributeProto::STRING);
+              p->set_s(v);
+            } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
+              p->set_type(onnx::AttributeProto::INTS);
+              for (int64_t x : v) p->add_ints(x);
+            } else {
+              p->set_type(onnx::AttributeProto::FLOATS);
+              for (float x : v) p->add_floats(x);
+            }
+          },
+          a.value);
+    }
+  }
+  std::string tensor(const Tensor& t, const std::string& hint) override {
+    if (!t.defined()) throw ValueError("an undefined tensor as '" + hint + "'");
+    if (auto it = keys_.find(t.impl().get()); it != keys_.end()) {
+      if (!emitted_.count(it->second)) {
+        fill_tensor(*g_.add_initializer(), it->second, t);
+        emitted_.insert(it->second);
+        emitted_order_.push_back(it->second);
+      }
+      return it->second;
+    }
+    const std::string name = fresh(hint);
+    fill_tensor(*g_.add_initializer(), name, t);
+    return name;
+  }
+  std::string ints(const std::vector<int64_t>& values, const std::string& hint) override {
+    return tensor(from_vector(values, {static_cast<int64_t>(values.size())}), hint);
+  }
+  void reserve(const std::string& name) { used_.insert(name); }
+
+ private:
+  onnx::GraphProto& g_;
+  std::unordered_map<const TensorImpl*, std::string> keys_;
+  std::unordered_set<std::string> emitted_, used_;
+  std::vector<std::string> emitted_order_;
+  nn::Layer layer_;
+  std::vector<std::string> inputs_;
+  int nodes_mark_ = 0, inits_mark_ = 0;
+  size_t emitted_mark_ = 0;
+  bool wrote_output_ = false;
+};
+
+// ------------------------------------------------------------------------------- built-in kinds
+using B = OnnxBuilder;
+
+std::vector<int64_t> iota(int64_t from, int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = from + i;
+  return v;
+}
+
+// ONNX pads: all the begins, then all the ends.
+std::vector<int64_t> onnx_pads(const std::vector<std::pair<int64_t, int64_t>>& p) {
+  std::vector<int64_t> out;
+  for (const auto& x : p) out.push_back(x.first);
+  for (const auto& x : p) out.push_back(x.second);
+  return out;
+}
+
+// Conv's (before, after) padding per spatial axis: the rule of nn/conv.cpp.
+std::vector<std::pair<int64_t, int64_t>> conv_pads(const ConvPadding& p, const nn::ConvAttributes& a) {
+  const size_t n = a.kernel_size.size();
+  std::vector<std::pair<int64_t, int64_t>> out(n, {0, 0});
+  if (p.mode() == "valid") return out;
+  if (p.mode() == "same") {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t total = a.dilation[i] * (a.kernel_size[i] - 1);
+      out[i] = {total / 2, total - total / 2};
+    }
+    return out;
+  }
+  const auto& v = p.values();
+  if (v.size() == 1) return std::vector<std::pair<int64_t, int64_t>>(n, {v[0], v[0]});
+  if (v.size() == n) {
+    for (size_t i = 0; i < n; ++i) out[i] = {v[i], v[i]};
+    return out;
+  }
+  if (v.size() == 2 * n) {
+    for (size_t i = 0; i < n; ++i) out[i] = {v[2 * i], v[2 * i + 1]};
+    return out;
+  }
+  throw ValueError("padding with " + std::to_string(v.size()) + " values");
+}
+
+void export_linear(B& b, const nn::LinearAttributes& a) {
+  nn::State& s = b.layer().state();
+  if (std::string(b.layer().inputs().at(0).node().kind()) == "SparseInput")
+    throw ValueError("a Linear layer on a SparseInput is not exported");
+  std::string w = b.tensor(s.param("weights"), "weights");
+  if (a.transpose_weights) {
+    const std::string wt = b.fresh("weights_t");
+    b.node("Transpose", {w}, {wt}, {{"perm", std::vector<int64_t>{1, 0}}});
+    w = wt;
+  }
+  if (!a.bias) return b.node("MatMul", {b.input(0), w}, {b.output()});
+  const std::string y = b.fresh("matmul");
+  b.node("MatMul", {b.input(0), w}, {y});
+  b.node("Add", {y, b.tensor(s.param("bias"), "bias")}, {b.output()});
+}
+
+void export_conv(B& b, const nn::ConvAttributes& a) {
+  nn::State& s = b.layer().state();
+  std::vector<std::string> in{b.input(0), b.tensor(s.param("weights"), "weights")};
+  if (a.bias) in.push_back(b.tensor(s.param("bias"), "bias"));
+  b.node("Conv", in, {b.output()},
+         {{"kernel_shape", a.kernel_size}, {"strides", a.stride}, {"dilations", a.dilation}, {"group", a.groups},
+          {"pads", onnx_pads(conv_pads(a.padding, a))}});
+}
+
+void export_conv_transpose(B& b, const nn::ConvTransposeAttributes& a) {
+  nn::State& s = b.layer().state();
+  std::vector<std::string> in{b.input(0), b.tensor(s.param("weights"), "weights")};
+  if (a.bias) in.push_back(b.tensor(s.param("bias"), "bias"));
+  std::vector<int64_t> pads = a.padding;
+  pads.insert(pads.end(), a.padding.begin(), a.padding.end());
+  b.node("ConvTranspose", in, {b.output()},
+         {{"kernel_shape", a.kernel_size}, {"strides", a.stride}, {"dilations", a.dilation}, {"group", a.groups},
+          {"pads", pads}, {"output_padding", a.output_padding}});
+}
+
+void export_pool(B& b, const nn::PoolAttributes& a) {
+  std::vector<int64_t> pads = a.padding;
+  pads.insert(pads.end(), a.padding.begin(), a.padding.end());
+  std::vector<OnnxAttribute> attrs{{"kernel_shape", a.kernel_size}, {"strides", a.stride}, {"pads", pads},
+                                   {"ceil_mode", int64_t{a.ceil_mode ? 1 : 0}}};
+  if (!a.max) attrs.push_back({"count_include_pad", int64_t{1}});  // avg_pool2d's default, as the layer runs it
+  b.node(a.max ? "MaxPool" : "AveragePool", {b.input(0)}, {b.output()}, attrs);
+}
+
+void export_global_pool(B& b) {
+  const bool max = b.layer().options().get_string("mode") == "max";
+  const std::string y = b.fresh("pooled");
+  b.node(max ? "GlobalMaxPool" : "GlobalAveragePool", {b.input(0)}, {y});
+  b.node("Flatten", {y}, {b.output()}, {{"axis", int64_t{1}}});
+}
+
+// The (o, L) matrix whose row i averages [floor(i L / o), ceil((i + 1) L / o)) of an axis of
+// dynamic length L (the axis `axis` of x): adaptive average pooling as two products.
+std::string adaptive_matrix(B& b, const std::string& x, int64_t axis, int64_t o, const std::string& tag) {
+  const std::string len = b.fresh(tag + "_len");  // (1,) int64
+  b.node("Shape", {x}, {len}, {{"start", axis}, {"end", axis + 1}});
+  const std::string len0 = b.fresh(tag + "_len0");  // a scalar
+  b.node("Squeeze", {len, b.ints({0}, tag + "_axis0")}, {len0});
+  const std::string j = b.fresh(tag + "_j");  // (L,)
+  b.node("Range", {b.tensor(scalar_tensor(int64_t{0}, DType::Int64), tag + "_zero"), len0,
+                   b.tensor(scalar_tensor(int64_t{1}, DType::Int64), tag + "_one")},
+         {j});
+  const std::string i = b.tensor(from_vector(iota(0, o), {o, 1}), tag + "_i");      // (o, 1)
+  const std::string i1 = b.tensor(from_vector(iota(1, o), {o, 1}), tag + "_i1");    // (o, 1)
+  const std::string oc = b.ints({o}, tag + "_o"), om1 = b.ints({o - 1}, tag + "_o_minus_1");
+  const std::string il = b.fresh(tag + "_iL"), start = b.fresh(tag + "_start"), i1l = b.fresh(tag + "_i1L"),
+                    i1l2 = b.fresh(tag + "_i1L_up"), end = b.fresh(tag + "_end");
+  b.node("Mul", {i, len}, {il});
+  b.node("Div", {il, oc}, {start});  // non-negative: truncation is floor
+  b.node("Mul", {i1, len}, {i1l});
+  b.node("Add", {i1l, om1}, {i1l2});
+  b.node("Div", {i1l2, oc}, {end});  // ceil
+  const std::string ge = b.fresh(tag + "_ge"), lt = b.fresh(tag + "_lt"), in = b.fresh(tag + "_in"), inf = b.fresh(tag + "_in_f"),
+                    cnt = b.fresh(tag + "_count"), cntf = b.fresh(tag + "_count_f"), p = b.fresh(tag + "_matrix");
+  b.node("GreaterOrEqual", {j, start}, {ge});
+  b.node("Less", {j, end}, {lt});
+  b.node("And", {ge, lt}, {in});
+  b.node("Cast", {in}, {inf}, {{"to", int64_t{onnx::TensorProto::FLOAT}}});
+  b.node("Sub", {end, start}, {cnt});
+  b.node("Cast", {cnt}, {cntf}, {{"to", int64_t{onnx::TensorProto::FLOAT}}});
+  b.node("Div", {inf, cntf}, {p});
+  return p;
+}
+
+void export_adaptive_avg_pool(B& b, const nn::AdaptiveAvgPoolAttributes& a) {
+  if (b.layer().dtype() != DType::Float32) throw ValueError("adaptive average pooling is exported for float32 only");
+  const int64_t oh = a.output_size.at(0), ow = a.output_size.at(1);
+  if (oh == 1 && ow == 1) return b.node("GlobalAveragePool", {b.input(0)}, {b.output()});
+  const std::string x = b.input(0);
+  const std::string ph = adaptive_matrix(b, x, 2, oh, "rows"), pw = adaptive_matrix(b, x, 3, ow, "cols");
+  const std::string y1 = b.fresh("pooled_rows"), pwt = b.fresh("cols_matrix_t");
+  b.node("MatMul", {ph, x}, {y1});  // (oh, H) @ (N, C, H, W) -> (N, C, oh, W)
+  b.node("Transpose", {pw}, {pwt}, {{"perm", std::vector<int64_t>{1, 0}}});
+  b.node("MatMul", {y1, pwt}, {b.output()});  // (N, C, oh, W) @ (W, ow)
+}
+
+void export_batch_norm(B& b, const nn::BatchNormOptions& o) {
+  nn::State& s = b.layer().state();
+  const Tensor& mean = s.buffer("running_mean");
+  const std::string scale = o.affine ? b.tensor(s.param("weight"), "weight") : b.tensor(ones(mean.shape(), b.layer().dtype()), "weight");
+  const std::string bias = o.affine ? b.tensor(s.param("bias"), "bias") : b.tensor(zeros(mean.shape(), b.layer().dtype()), "bias");
+  b.node("BatchNormalization", {b.input(0), scale, bias, b.tensor(mean, "running_mean"), b.tensor(s.buffer("running_var"), "running_var")},
+         {b.output()}, {{"epsilon", static_cast<float>(o.eps)}, {"momentum", static_cast<float>(1.0 - o.momentum)}});
+}
+
+void export_layer_norm(B& b, const nn::LayerNormAttributes& a) {
+  nn::State& s = b.layer().state();
+  b.node("LayerNormalization", {b.input(0), b.tensor(s.param("weight"), "weight"), b.tensor(s.param("bias"), "bias")}, {b.output()},
+         {{"axis", int64_t{-1}}, {"epsilon", static_cast<float>(a.eps)}});
+}
+
+// y = act(x) into `out`; false for a function ONNX has no form of here.
+bool activation(B& b, const nn::ActivationFn& fn, const std::string& x, const std::string& out) {
+  struct Simple {
+    const nn::ActivationFn* fn;
+    const char* op;
+  };
+  static const Simple simple[] = {{&nn::identity, "Identity"}, {&nn::relu, "Relu"},       {&nn::tanh, "Tanh"},
+                                  {&nn::sigmoid, "Sigmoid"},   {&nn::softplus, "Softplus"}};
+  for (const Simple& s : simple)
+    if (fn.is(*s.fn)) {
+      b.node(s.op, {x}, {out});
+      return true;
+    }
+  if (fn.is(nn::elu)) b.node("Elu", {x}, {out}, {{"alpha", 1.0f}});
+  else if (fn.is(nn::leaky_relu)) b.node("LeakyRelu", {x}, {out}, {{"alpha", 0.01f}});
+  else if (fn.is(nn::softmax)) b.node("Softmax", {x}, {out}, {{"axis", int64_t{-1}}});
+  else if (fn.is(nn::log_softmax)) b.node("LogSoftmax", {x}, {out}, {{"axis", int64_t{-1}}});
+  else if (fn.is(nn::gelu)) {  // opset 17 has no Gelu: x * (1 + erf(x / sqrt 2)) / 2
+    const std::string t = b.fresh("gelu_scaled"), e = b.fresh("gelu_erf"), p = b.fresh("gelu_plus1"), h = b.fresh("gelu_half_x");
+    b.node("Mul", {x, b.tensor(scalar_tensor(static_cast<float>(1.0 / std::sqrt(2.0)), DType::Float32), "inv_sqrt2")}, {t});
+    b.node("Erf", {t}, {e});
+    b.node("Add", {e, b.tensor(scalar_tensor(1.0f, DType::Float32), "one")}, {p});
+    b.node("Mul", {x, b.tensor(scalar_tensor(0.5f, DType::Float32), "half")}, {h});
+    b.node("Mul", {h, p}, {out});
+  } else
+    return false;
+  return true;
+}
+
+void export_activation(B& b, const nn::ActivationAttributes& a) {
+  if (!activation(b, a.fn, b.input(0), b.output()))
+    throw ValueError("the activation function '" + a.fn.name + "' has no ONNX form (Loom's named activations do)");
+}
+
+void export_merge(B& b, const nn::MergeAttributes& a) {
+  const size_t n = b.layer().inputs().size();
+  std::vector<std::string> in;
+  for (size_t i = 0; i < n; ++i) in.push_back(b.input(i));
+  switch (a.mode) {
+    case nn::MergeMode::Concat: return b.node("Concat", in, {b.output()}, {{"axis", a.axis}});
+    case nn::MergeMode::Sum: return b.node(n == 1 ? "Identity" : "Sum", in, {b.output()});
+    case nn::MergeMode::Mean: return b.node(n == 1 ? "Identity" : "Mean", in, {b.output()});
+    case nn::MergeMode::Subtract: return b.node("Sub", in, {b.output()});
+    case nn::MergeMode::Multiply: {
+      std::string acc = in[0];
+      if (n == 1) return b.node("Identity", in, {b.output()});
+      for (size_t i = 1; i < n; ++i) {
+        const std::string y = i + 1 == n ? b.output() : b.fresh("product");
+        b.node("Mul", {acc, in[i]}, {y});
+        acc = y;
+      }
+      return;
+    }
+  }
+}
+
+void export_reshape(B& b, const nn::ReshapeAttributes& a) {
+  std::vector<int64_t> target{0};  // 0: the batch, copied from the input
+  for (int64_t d : a.shape) {
+    if (d == 0) throw ValueError("a target shape with a 0 is not exported");
+    target.push_back(d);
+  }
+  b.node("Reshape", {b.input(0), b.ints(target, "shape")}, {b.output()});
+}
+
+void export_transpose(B& b, const nn::TransposeAttributes& a) {
+  std::vector<int64_t> perm{0};
+  for (int64_t p : a.perm) perm.push_back(p + 1);
+  b.node("Transpose", {b.input(0)}, {b.output()}, {{"perm", perm}});
+}
+
+void export_flip(B& b, const nn::FlipAttributes& a) {
+  std::vector<int64_t> axes, starts, ends, steps;
+  for (int64_t x : a.axes) {
+    axes.push_back(x + 1);
+    starts.push_back(-1);
+    ends.push_back(INT64_MIN);
+    steps.push_back(-1);
+  }
+  b.node("Slice", {b.input(0), b.ints(starts, "starts"), b.ints(ends, "ends"), b.ints(axes, "axes"), b.ints(steps, "steps")},
+         {b.output()});
+}
+
+void export_lookup(B& b, const nn::LookupAttributes&) {
+  b.node("Gather", {b.tensor(b.layer().state().param("weights"), "weights"), b.input(0)}, {b.output()}, {{"axis", int64_t{0}}});
+}
+
+void export_one_hot(B& b, const nn::OneHotAttributes& a) {
+  const Tensor values = astype(from_vector<float>({0.0f, 1.0f}, {2}), a.dtype);
+  b.node("OneHot", {b.input(0), b.ints({a.n_classes}, "depth"), b.tensor(values, "values")}, {b.output()}, {{"axis", int64_t{-1}}});
+}
+
+void export_residual(B& b) {
+  nn::State& s = b.layer().state();
+  if (!s.has_param("projection")) return b.node("Add", {b.input(0), b.input(1)}, {b.output()});
+  const std::string p = b.fresh("projected");
+  b.node("MatMul", {b.input(0), b.tensor(s.param("projection"), "projection")}, {p});
+  b.node("Add", {p, b.input(1)}, {b.output()});
+}
+
+void export_gate(B& b) {
+  nn::State& s = b.layer().state();
+  const std::string m = b.fresh("matmul"), z = b.fresh("logits"), g = b.fresh("gate");
+  b.node("MatMul", {b.input(1), b.tensor(s.param("weights"), "weights")}, {m});
+  b.node("Add", {m, b.tensor(s.param("bias"), "bias")}, {z});
+  b.node("Sigmoid", {z}, {g});
+  b.node("Mul", {b.input(0), g}, {b.output()});
+}
+
+template <class A, class F>
+bool try_kind(B& b, F&& f) {
+  if (const A* a = nn::attributes_of<A>(b.layer())) {
+    f(b, *a);
+    return true;
+  }
+  return false;
+}
+
+// The built-in exporter of the layer's kind, by its attributes type (kinds without a typed
+// attributes struct by their kind); false when there is none.
+bool export_builtin(B& b) {
+  if (try_kind<nn::LinearAttributes>(b, export_linear) || try_kind<nn::ConvAttributes>(b, export_conv) ||
+      try_kind<nn::ConvTransposeAttributes>(b, export_conv_transpose) || try_kind<nn::PoolAttributes>(b, export_pool) ||
+      try_kind<nn::AdaptiveAvgPoolAttributes>(b, export_adaptive_avg_pool) ||
+      try_kind<nn::BatchNormOptions>(b, export_batch_norm) || try_kind<nn::LayerNormAttributes>(b, export_layer_norm) ||
+      try_kind<nn::ActivationAttributes>(b, export_activation) || try_kind<nn::MergeAttributes>(b, export_merge) ||
+      try_kind<nn::ReshapeAttributes>(b, export_reshape) || try_kind<nn::TransposeAttributes>(b, export_transpose) ||
+      try_kind<nn::FlipAttributes>(b, export_flip) || try_kind<nn::LookupAttributes>(b, export_lookup) ||
+      try_kind<nn::OneHotAttributes>(b, export_one_hot))
+    return true;
+  if (try_kind<nn::DropoutAttributes>(b, [](B& bb, const nn::DropoutAttributes&) { bb.node("Identity", {bb.input(0)}, {bb.output()}); }))
+    return true;
+  const std::string kind = b.layer().kind();
+  if (kind == "GlobalPool") return export_global_pool(b), true;
+  if (kind == "Residual") return export_residual(b), true;
+  if (kind == "Gate") return export_gate(b), true;
+  return false;
+}
+
+OnnxExporter registered(const nn::Layer& l) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto it = registry().find(std::type_index(typeid(*l.impl())));
+  return it == registry().end() ? OnnxExporter() : it->second;
+}
+
+struct Encoded {
+  onnx::ModelProto model;
+  std::vector<std::string> failures;
+};
+
+Encoded encode(const Graph& graph, const OnnxExportOptions& o) {
+  Encoded e;
+  onnx::ModelProto& m = e.model;
+  m.set_ir_version(kIrVersion);
+  m.set_producer_name(o.producer_name);
+  if (!o.doc_string.empty()) m.set_doc_string(o.doc_string);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name(graph.outputs().empty() ? "loom" : graph.outputs()[0].name());
+
+  std::unordered_map<const TensorImpl*, std::string> keys;
+  for (const auto& [k, t] : graph_state(graph)) keys.emplace(t.impl().get(), k);
+  Builder b(g, std::move(keys));
+
+  std::unordered_map<const nn::LayerImpl*, std::string> value;  // the value each layer's output is
+  std::unordered_set<const nn::LayerImpl*> is_input;
+  for (const nn::Layer& in : graph.inputs()) {
+    const nn::Layer l = in.node();
+    is_input.insert(l.impl().get());
+    value[l.impl().get()] = l.name();
+    b.reserve(l.name());
+    set_shape(*g.add_input(), l.name(), l.dtype(), l.shape(), !l.shape().empty(), o, "input '" + l.name() + "'", true);
+  }
+  for (const nn::Layer& n : graph.nodes()) b.reserve(n.name());
+  for (const nn::Layer& node : graph.nodes()) {
+    const nn::Layer l = node.node();
+    if (is_input.count(l.impl().get())) continue;
+    std::vector<std::string> ins;
+    for (const nn::Layer& i : l.inputs()) {
+      auto it = value.find(i.node().impl().get());
+      ins.push_back(it == value.end() ? i.node().name() : it->second);
+    }
+    value[l.impl().get()] = l.name();
+    const std::string who = l.name() + " (" + l.kind() + ")";
+    b.begin(l, ins);
+    try {
+      bool done = false;
+      if (OnnxExporter f = registered(l)) {
+        f(b);
+        done = true;
+      } else {
+        done = export_builtin(b);
+      }
+      if (!done) {
+        e.failures.push_back(who + ": no ONNX exporter for this kind");
+        b.rollback();
+      } else if (!b.wrote_output()) {
+        e.failures.push_back(who + ": its exporter wrote no node with the layer's output '" + l.name() + "'");
+        b.rollback();
+      }
+    } catch (const std::exception& ex) {
+      e.failures.push_back(who + ": " + ex.what());
+      b.rollback();
+    }
+  }
+  for (const nn::Layer& out : graph.outputs()) {
+    const nn::Layer l = out.node();
+    set_shape(*g.add_output(), l.name(), l.dtype(), l.shape(), !l.shape().empty() && l.shape()[0] < 0, o, "output '" + l.name() + "'",
+              false);
+  }
+  return e;
+}
+
+}  // namespace
+
+void register_onnx_exporter(const std::type_info& kind, OnnxExporter exporter) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  if (exporter) registry()[std::type_index(kind)] = std::move(exporter);
+  else registry().erase(std::type_index(kind));
+}
+
+std::vector<std::string> onnx_unexportable(const Graph& graph) { return encode(graph, {}).failures; }
+
+std::string encode_onnx(const Graph& graph, const OnnxExportOptions& options) {
+  Encoded e = encode(graph, options);
+  if (!e.failures.empty()) {
+    std::string msg = "export_onnx: " + std::to_string(e.failures.size()) + " layer" + (e.failures.size() == 1 ? "" : "s") +
+                      " cannot be exported:";
+    for (const std::string& f : e.failures) msg += "\n  " + f;
+    throw ValueError(msg);
+  }
+  std::string bytes;
+  if (!e.model.SerializeToString(&bytes)) throw IOError("export_onnx: the model could not be serialized (over 2 GB?)");
+  return bytes;
+}
+
+void export_onnx(const Graph& graph, const std::string& path, const OnnxExportOptions& options) {
+  write_file_atomic(path, encode_onnx(graph, options));
+}
+
+}  // namespace loom::io
