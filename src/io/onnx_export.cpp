@@ -19,6 +19,7 @@
 #include "loom/nn/layers.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
 
 namespace loom::io {
 
@@ -146,9 +147,12 @@ class Builder final : public OnnxBuilder {
             } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
               p->set_type(onnx::AttributeProto::INTS);
               for (int64_t x : v) p->add_ints(x);
-            } else {
+            } else if constexpr (std::is_same_v<V, std::vector<float>>) {
               p->set_type(onnx::AttributeProto::FLOATS);
               for (float x : v) p->add_floats(x);
+            } else {
+              p->set_type(onnx::AttributeProto::STRINGS);
+              for (const std::string& x : v) p->add_strings(x);
             }
           },
           a.value);
@@ -448,6 +452,188 @@ void export_gate(B& b) {
   b.node("Mul", {b.input(0), g}, {b.output()});
 }
 
+// ONNX's gate blocks from Loom's (PyTorch's) along the last axis: `order` lists Loom's block of
+// each ONNX block.
+Tensor reorder_gates(const Tensor& w, const std::vector<int64_t>& order, int64_t n) {
+  std::vector<Tensor> parts;
+  for (int64_t g : order) parts.push_back(slice(w, -1, g * n, (g + 1) * n));
+  return concatenate(parts, -1);
+}
+
+// RNN over (batch, time, features): ONNX's RNN / LSTM / GRU in its time-major layout (layout 0,
+// the one ONNX Runtime runs), the input and outputs transposed around it. W (dirs, G n, in),
+// R (dirs, G n, n), B (dirs, 2 G n) with ONNX's gate orders: LSTM i o f c, GRU z r h
+// (linear_before_reset: PyTorch's GRU).
+void export_rnn(B& b, const nn::RNNAttributes& a) {
+  if (a.stateful) throw ValueError("a stateful RNN (its state kept between calls) has no ONNX form here");
+  if (a.bidirectional && a.reverse) throw ValueError("a reversed bidirectional RNN has no ONNX form here");
+  const int64_t n = a.n_units;
+  std::string op;
+  std::vector<int64_t> order;
+  std::vector<OnnxAttribute> attrs{{"hidden_size", n},
+                                   {"direction", std::string(a.bidirectional ? "bidirectional" : a.reverse ? "reverse" : "forward")}};
+  if (a.cell == "LSTM") {
+    op = "LSTM";
+    order = {0, 3, 1, 2};
+  } else if (a.cell == "GRU") {
+    op = "GRU";
+    order = {1, 0, 2};
+    attrs.push_back({"linear_before_reset", int64_t{1}});
+  } else {
+    op = "RNN";
+    order = {0};
+    const char* act = a.activation.is(nn::tanh) ? "Tanh" : a.activation.is(nn::relu) ? "Relu" : a.activation.is(nn::sigmoid) ? "Sigmoid" : nullptr;
+    if (!act) throw ValueError("an RNN cell with activation '" + a.activation.name + "' has no ONNX form (tanh, relu, sigmoid do)");
+    const size_t dirs = a.bidirectional ? 2 : 1;
+    attrs.push_back({"activations", std::vector<std::string>(dirs, act)});
+  }
+  const nn::State& st = b.layer().state();
+  std::vector<const nn::State*> dirs;
+  if (a.bidirectional)
+    for (const auto& c : st.children()) dirs.push_back(c.second.get());
+  else
+    dirs.push_back(&st);
+  std::vector<Tensor> ws, rs, bs;
+  for (const nn::State* s : dirs) {
+    ws.push_back(expand_dims(reorder_gates(s->param("w_ih"), order, n).transpose(), 0));
+    rs.push_back(expand_dims(reorder_gates(s->param("w_hh"), order, n).transpose(), 0));
+    if (a.bias) bs.push_back(expand_dims(concatenate({reorder_gates(s->param("b_ih"), order, n), reorder_gates(s->param("b_hh"), order, n)}, 0), 0));
+  }
+  const std::string x = b.fresh("time_major");
+  b.node("Transpose", {b.input(0)}, {x}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  std::vector<std::string> in{x, b.tensor(concatenate(ws, 0), "W"), b.tensor(concatenate(rs, 0), "R")};
+  if (a.bias) in.push_back(b.tensor(concatenate(bs, 0), "B"));
+  if (a.return_sequences) {
+    const std::string y = b.fresh("Y"), yt = b.fresh("Y_batch_major");  // (time, dirs, batch, n) -> (batch, time, dirs, n)
+    b.node(op, in, {y}, attrs);
+    b.node("Transpose", {y}, {yt}, {{"perm", std::vector<int64_t>{2, 0, 1, 3}}});
+    b.node("Reshape", {yt, b.ints({0, 0, -1}, "shape")}, {b.output()});
+  } else {
+    const std::string yh = b.fresh("Y_h"), yt = b.fresh("Y_h_batch_major");  // (dirs, batch, n) -> (batch, dirs, n)
+    b.node(op, in, {"", yh}, attrs);
+    b.node("Transpose", {yh}, {yt}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+    b.node("Reshape", {yt, b.ints({0, -1}, "shape")}, {b.output()});
+  }
+}
+
+// ------------------------------------------------------------------ attention
+// x W + b (b optional) into a fresh value
+std::string affine(B& b, const std::string& x, const nn::State& s, const char* w, const char* bias, const std::string& tag) {
+  const std::string y = b.fresh(tag);
+  b.node("MatMul", {x, b.tensor(s.param(w), w)}, {y});
+  if (!s.has_param(bias)) return y;
+  const std::string z = b.fresh(tag + "_biased");
+  b.node("Add", {y, b.tensor(s.param(bias), bias)}, {z});
+  return z;
+}
+
+// (N, L, E) -> (N, H, L, E / H)
+std::string split_heads(B& b, const std::string& x, int64_t heads, int64_t e, const std::string& tag) {
+  const std::string r = b.fresh(tag + "_heads"), t = b.fresh(tag + "_heads_t");
+  b.node("Reshape", {x, b.ints({0, 0, heads, e / heads}, "heads_shape")}, {r});
+  b.node("Transpose", {r}, {t}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  return t;
+}
+
+// Loom's attend (nn/attention.cpp) on values q (N, L, E), k and v (N, S, E); `keep` (N, S) bool
+// or empty. Scores are scaled by 1 / sqrt(E / H); masked scores are -inf before the softmax.
+void attend(B& b, const nn::State& s, const std::string& q, const std::string& k, const std::string& v, int64_t heads, bool causal,
+            const std::string& keep, const std::string& out) {
+  const int64_t e = s.param("q_weight").shape()[0], d = e / heads;
+  const std::string qh = split_heads(b, affine(b, q, s, "q_weight", "q_bias", "q"), heads, e, "q");
+  const std::string kh = split_heads(b, affine(b, k, s, "k_weight", "k_bias", "k"), heads, e, "k");
+  const std::string vh = split_heads(b, affine(b, v, s, "v_weight", "v_bias", "v"), heads, e, "v");
+  const std::string kt = b.fresh("k_t"), raw = b.fresh("scores_raw");
+  b.node("Transpose", {kh}, {kt}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  b.node("MatMul", {qh, kt}, {raw});
+  std::string scores = b.fresh("scores");
+  b.node("Mul", {raw, b.tensor(scalar_tensor(static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), DType::Float32), "scale")}, {scores});
+  const std::string minus_inf = b.tensor(scalar_tensor(-INFINITY, DType::Float32), "minus_inf");
+  if (causal) {  // key j > query i is masked
+    const std::string lq = b.fresh("len_q"), lk = b.fresh("len_k"), lq0 = b.fresh("len_q0"), lk0 = b.fresh("len_k0"), rows = b.fresh("rows"),
+                      cols = b.fresh("cols"), rows2 = b.fresh("rows_col"), future = b.fresh("future"), masked = b.fresh("scores_causal");
+    const std::string zero = b.tensor(scalar_tensor(int64_t{0}, DType::Int64), "zero"), one = b.tensor(scalar_tensor(int64_t{1}, DType::Int64), "one");
+    b.node("Shape", {q}, {lq}, {{"start", int64_t{1}}, {"end", int64_t{2}}});
+    b.node("Shape", {k}, {lk}, {{"start", int64_t{1}}, {"end", int64_t{2}}});
+    b.node("Squeeze", {lq, b.ints({0}, "axis0")}, {lq0});
+    b.node("Squeeze", {lk, b.ints({0}, "axis0")}, {lk0});
+    b.node("Range", {zero, lq0, one}, {rows});
+    b.node("Range", {zero, lk0, one}, {cols});
+    b.node("Unsqueeze", {rows, b.ints({1}, "axis1")}, {rows2});
+    b.node("Greater", {cols, rows2}, {future});  // (L, S)
+    b.node("Where", {future, minus_inf, scores}, {masked});
+    scores = masked;
+  }
+  if (!keep.empty()) {
+    const std::string kb = b.fresh("keep_bool"), k4 = b.fresh("keep_4d"), drop = b.fresh("padding"), masked = b.fresh("scores_padded");
+    b.node("Cast", {keep}, {kb}, {{"to", int64_t{onnx::TensorProto::BOOL}}});
+    b.node("Unsqueeze", {kb, b.ints({1, 2}, "axes12")}, {k4});  // (N, 1, 1, S)
+    b.node("Not", {k4}, {drop});
+    b.node("Where", {drop, minus_inf, scores}, {masked});
+    scores = masked;
+  }
+  const std::string p = b.fresh("weights"), o = b.fresh("attended"), ot = b.fresh("attended_t"), oc = b.fresh("attended_concat");
+  b.node("Softmax", {scores}, {p}, {{"axis", int64_t{-1}}});
+  b.node("MatMul", {p, vh}, {o});
+  b.node("Transpose", {o}, {ot}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  b.node("Reshape", {ot, b.ints({0, 0, e}, "concat_shape")}, {oc});
+  const std::string y = b.fresh("out");
+  b.node("MatMul", {oc, b.tensor(s.param("out_weight"), "out_weight")}, {s.has_param("out_bias") ? y : out});
+  if (s.has_param("out_bias")) b.node("Add", {y, b.tensor(s.param("out_bias"), "out_bias")}, {out});
+}
+
+void export_attention(B& b, const nn::AttentionAttributes& a) {
+  const std::string keep = b.layer().inputs().size() > 3 ? b.input(3) : "";
+  attend(b, b.layer().state(), b.input(0), b.input(1), b.input(2), a.n_heads, a.causal, keep, b.output());
+}
+
+const nn::State& child_state(const nn::State& s, const std::string& name) {
+  for (const auto& [k, c] : s.children())
+    if (k == name) return *c;
+  throw ValueError("no inner state '" + name + "'");
+}
+
+std::string layer_norm_value(B& b, const std::string& x, const nn::State& n, double eps, const std::string& tag, const std::string& out = "") {
+  const std::string y = out.empty() ? b.fresh(tag) : out;
+  b.node("LayerNormalization", {x, b.tensor(n.param("weight"), tag + "_weight"), b.tensor(n.param("bias"), tag + "_bias")}, {y},
+         {{"axis", int64_t{-1}}, {"epsilon", static_cast<float>(eps)}});
+  return y;
+}
+
+// torch.nn.TransformerEncoderLayer's computation in Eval mode (dropout the identity)
+void export_encoder(B& b, const nn::TransformerEncoderAttributes& a) {
+  const nn::State& s = b.layer().state();
+  const nn::State &att = child_state(s, "self_attention"), &ff = child_state(s, "ff"), &n1 = child_state(s, "norm1"), &n2 = child_state(s, "norm2");
+  const std::string keep = b.layer().inputs().size() > 1 ? b.input(1) : "";
+  const auto feed_forward = [&](const std::string& x) {
+    const std::string h = affine(b, x, ff, "w1", "b1", "ff1"), act = b.fresh("ff_act");
+    if (!activation(b, a.activation, h, act)) throw ValueError("the activation function '" + a.activation.name + "' has no ONNX form");
+    return affine(b, act, ff, "w2", "b2", "ff2");
+  };
+  const auto add = [&](const std::string& x, const std::string& y, const std::string& tag) {
+    const std::string z = b.fresh(tag);
+    b.node("Add", {x, y}, {z});
+    return z;
+  };
+  const std::string x = b.input(0);
+  if (a.norm_first) {
+    const std::string h1 = layer_norm_value(b, x, n1, a.eps, "norm1"), at = b.fresh("attention");
+    attend(b, att, h1, h1, h1, a.n_heads, a.causal, keep, at);
+    const std::string x1 = add(x, at, "residual1");
+    b.node("Add", {x1, feed_forward(layer_norm_value(b, x1, n2, a.eps, "norm2"))}, {b.output()});
+    return;
+  }
+  const std::string at = b.fresh("attention");
+  attend(b, att, x, x, x, a.n_heads, a.causal, keep, at);
+  const std::string x1 = layer_norm_value(b, add(x, at, "residual1"), n1, a.eps, "norm1");
+  layer_norm_value(b, add(x1, feed_forward(x1), "residual2"), n2, a.eps, "norm2", b.output());
+}
+
+// a Constant or Param layer: its value as an initializer
+void export_constant(B& b) {
+  b.node("Identity", {b.tensor(b.layer().compute(std::vector<Tensor>{}), "value")}, {b.output()});
+}
+
 template <class A, class F>
 bool try_kind(B& b, F&& f) {
   if (const A* a = nn::attributes_of<A>(b.layer())) {
@@ -467,7 +653,8 @@ bool export_builtin(B& b) {
       try_kind<nn::ActivationAttributes>(b, export_activation) || try_kind<nn::MergeAttributes>(b, export_merge) ||
       try_kind<nn::ReshapeAttributes>(b, export_reshape) || try_kind<nn::TransposeAttributes>(b, export_transpose) ||
       try_kind<nn::FlipAttributes>(b, export_flip) || try_kind<nn::LookupAttributes>(b, export_lookup) ||
-      try_kind<nn::OneHotAttributes>(b, export_one_hot))
+      try_kind<nn::OneHotAttributes>(b, export_one_hot) || try_kind<nn::RNNAttributes>(b, export_rnn) ||
+      try_kind<nn::AttentionAttributes>(b, export_attention) || try_kind<nn::TransformerEncoderAttributes>(b, export_encoder))
     return true;
   if (try_kind<nn::DropoutAttributes>(b, [](B& bb, const nn::DropoutAttributes&) { bb.node("Identity", {bb.input(0)}, {bb.output()}); }))
     return true;
@@ -475,6 +662,7 @@ bool export_builtin(B& b) {
   if (kind == "GlobalPool") return export_global_pool(b), true;
   if (kind == "Residual") return export_residual(b), true;
   if (kind == "Gate") return export_gate(b), true;
+  if (kind == "Constant" || kind == "Param") return export_constant(b), true;
   return false;
 }
 

@@ -52,6 +52,11 @@ void randomize_state(const Graph& g) {
 Tensor sample_input(const nn::Layer& in, const Shape& s, int64_t batch, int64_t id_range) {
   Shape full{batch};
   full.insert(full.end(), s.begin(), s.end());
+  if (in.dtype() == DType::Bool) {  // a padding mask: random, the first position always kept
+    Tensor keep = greater(uniform(full, 0.0, 1.0), scalar_tensor(0.3, Float32));
+    keep.index_put_({Slice(), 0}, true);
+    return keep;
+  }
   if (in.dtype() == DType::Int64) return astype(floor(uniform(full, 0, static_cast<double>(id_range) - 1e-3)), DType::Int64);
   return uniform(full, -1.0, 1.0, in.dtype());
 }
@@ -238,6 +243,49 @@ std::map<std::string, std::function<Case()>> kind_cases() {
     nn::Layer out1 = nn::Activation(nn::Linear(s, 3, {}, "fc"), nn::activation_by_name("relu"), "out1");
     return Case{Graph::build({out1, s}, {x, y}), {{4}, {4}}};
   };
+  // recurrent: options spelled out with the activation given (a default CellOptions names nn::tanh)
+  const auto rnn_case = [](const char* cell, const char* act, bool sequences, bool bidirectional, bool reverse, bool bias) {
+    return [=] {
+      nn::Input x(Shape{-1, -1, 5}, Float32, "seq");
+      nn::RNNOptions o{.cell = std::string(cell) == "LSTM" ? nn::CellKind::LSTM : std::string(cell) == "GRU" ? nn::CellKind::GRU : nn::CellKind::RNN,
+                       .cell_options = nn::CellOptions{.activation = nn::activation_by_name(act), .weight_init = nn::Init::glorot_uniform(),
+                                                       .recurrent_init = nn::Init::orthogonal(), .bias = bias},
+                       .return_sequences = sequences, .reverse = reverse, .bidirectional = bidirectional, .stateful = false};
+      Case c = one(nn::RNN(x, 4, o, "rnn"), x, {6, 5});
+      return c;
+    };
+  };
+  m["rnn_lstm_sequences"] = rnn_case("LSTM", "tanh", true, false, false, true);
+  m["rnn_lstm_last_reverse"] = rnn_case("LSTM", "tanh", false, false, true, true);
+  m["rnn_lstm_bidirectional_no_bias"] = rnn_case("LSTM", "tanh", true, true, false, false);
+  m["rnn_gru_sequences"] = rnn_case("GRU", "tanh", true, false, false, true);
+  m["rnn_gru_bidirectional_last"] = rnn_case("GRU", "tanh", false, true, false, true);
+  m["rnn_simple_relu"] = rnn_case("RNN", "relu", true, false, false, true);
+  m["rnn_simple_tanh_last"] = rnn_case("RNN", "tanh", false, false, false, true);
+  m["attention_cross_causal"] = [] {
+    nn::Input q(Shape{-1, 5, 8}, Float32, "query"), kv(Shape{-1, 5, 8}, Float32, "memory");
+    return Case{Graph::build({nn::MultiHeadAttention(q, kv, kv, 2, {.causal = true, .bias = true}, std::nullopt, "mha")}, {q, kv}), {{5, 8}, {5, 8}}};
+  };
+  m["attention_padding_mask_no_bias"] = [] {
+    nn::Input q(Shape{-1, 4, 6}, Float32, "query"), kv(Shape{-1, 7, 6}, Float32, "memory"), keep(Shape{-1, 7}, Bool, "keep");
+    return Case{Graph::build({nn::MultiHeadAttention(q, kv, kv, 3, {.causal = false, .bias = false}, keep, "mha")}, {q, kv, keep}),
+                {{4, 6}, {7, 6}, {7}}};
+  };
+  m["transformer_encoder_post_norm"] = [] {
+    nn::Input x(Shape{-1, -1, 8}, Float32, "x");
+    nn::TransformerOptions o{.ff_units = 16, .dropout = 0.1, .activation = nn::activation_by_name("relu"), .norm_first = false, .eps = 1e-5, .causal = false};
+    return one(nn::TransformerEncoderLayer(x, 2, o, std::nullopt, "enc"), x, {5, 8});
+  };
+  m["transformer_encoder_norm_first_gelu_causal_masked"] = [] {
+    nn::Input x(Shape{-1, 6, 8}, Float32, "x"), keep(Shape{-1, 6}, Bool, "keep");
+    nn::TransformerOptions o{.ff_units = 12, .dropout = 0.0, .activation = nn::activation_by_name("gelu"), .norm_first = true, .eps = 1e-6, .causal = true};
+    return Case{Graph::build({nn::TransformerEncoderLayer(x, 4, o, keep, "enc")}, {x, keep}), {{6, 8}, {6}}};
+  };
+  m["constant_added"] = [] {
+    nn::Input x(Shape{-1, 3}, Float32, "x");
+    nn::Constant c(uniform({3}, -1.0, 1.0), "offset");
+    return one(nn::Add({x, c}, "sum"), x, {3});
+  };
   return m;
 }
 
@@ -252,6 +300,16 @@ std::map<std::string, std::function<Case()>> zoo_cases() {
   m["zoo_vgg_d_bn_small"] = [net] { return net(zoo::vgg(std::vector<int64_t>{64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0}, 5, true, 0.5, 3, 16), {3, 32, 32}); };
   m["zoo_resnet18"] = [net] { return net(zoo::resnet18(7), {3, 32, 32}); };
   m["zoo_densenet_small"] = [net] { return net(zoo::densenet(8, {2, 2}, 16, 2, 0.5, 5), {3, 32, 32}); };
+  m["zoo_lstm_lm"] = [] {
+    Case c{zoo::lstm_lm(13, 6, 5, 2, 0.1).graph, {{7}}};
+    c.id_range = 13;
+    return c;
+  };
+  m["zoo_transformer_classifier"] = [] {
+    Case c{zoo::transformer_classifier(17, 6, 8, 2, 16, 2, 3, 0.1).graph, {{6}}};
+    c.id_range = 17;
+    return c;
+  };
   m["zoo_unet"] = [net] { return net(zoo::unet(1, 2, 4, 2, true), {1, 16, 16}); };
   return m;
 }

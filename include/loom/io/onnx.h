@@ -31,10 +31,10 @@ struct LOOM_API OnnxExportOptions {
   std::string doc_string;
 };
 
-// An ONNX node attribute: an integer, a float, a string, or a list of integers or floats.
+// An ONNX node attribute: an integer, a float, a string, or a list of integers, floats or strings.
 struct LOOM_API OnnxAttribute {
   std::string name;
-  std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>> value;
+  std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, std::vector<std::string>> value;
 };
 
 // What an exporter writes one layer with. Values are named by strings: input(i) is the value the
