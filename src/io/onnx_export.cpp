@@ -634,6 +634,65 @@ void export_constant(B& b) {
   b.node("Identity", {b.tensor(b.layer().compute(std::vector<Tensor>{}), "value")}, {b.output()});
 }
 
+// x[..., start:end] into a fresh value
+std::string last_axis_slice(B& b, const std::string& x, int64_t start, int64_t end, const std::string& tag) {
+  const std::string y = b.fresh(tag);
+  b.node("Slice", {x, b.ints({start}, tag + "_start"), b.ints({end}, tag + "_end"), b.ints({-1}, "last_axis")}, {y});
+  return y;
+}
+
+std::string binary(B& b, const char* op, const std::string& x, const std::string& y, const std::string& tag) {
+  const std::string z = b.fresh(tag);
+  b.node(op, {x, y}, {z});
+  return z;
+}
+
+std::string unary(B& b, const char* op, const std::string& x, const std::string& tag) {
+  const std::string z = b.fresh(tag);
+  b.node(op, {x}, {z});
+  return z;
+}
+
+// One step of an RNNCell, LSTMCell or GRUCell (nn/recurrent.cpp's cell_step on
+// input_projection): inputs x and the state (h, or [h, c] packed), output the next state.
+void export_cell(B& b, const nn::CellAttributes& a) {
+  const std::string kind = b.layer().kind();
+  const nn::State& s = b.layer().state();
+  const int64_t n = a.n_units;
+  const bool bias = s.has_param("b_ih");
+  const std::string x = b.input(0), st = b.input(1);
+  std::string xw = binary(b, "MatMul", x, b.tensor(s.param("w_ih"), "w_ih"), "xw");
+  if (kind == "LSTMCell") {
+    if (bias) xw = binary(b, "Add", xw, b.tensor(s.param("b_ih"), "b_ih"), "xw_b");
+    if (bias) xw = binary(b, "Add", xw, b.tensor(s.param("b_hh"), "b_hh"), "xw_bb");
+    const std::string h = last_axis_slice(b, st, 0, n, "h"), c = last_axis_slice(b, st, n, 2 * n, "c");
+    const std::string g = binary(b, "Add", xw, binary(b, "MatMul", h, b.tensor(s.param("w_hh"), "w_hh"), "hw"), "gates");
+    const std::string i = unary(b, "Sigmoid", last_axis_slice(b, g, 0, n, "gate_i"), "i"), f = unary(b, "Sigmoid", last_axis_slice(b, g, n, 2 * n, "gate_f"), "f"),
+                      cand = unary(b, "Tanh", last_axis_slice(b, g, 2 * n, 3 * n, "gate_g"), "g"),
+                      o = unary(b, "Sigmoid", last_axis_slice(b, g, 3 * n, 4 * n, "gate_o"), "o");
+    const std::string c2 = binary(b, "Add", binary(b, "Mul", f, c, "fc"), binary(b, "Mul", i, cand, "ig"), "c2");
+    const std::string h2 = binary(b, "Mul", o, unary(b, "Tanh", c2, "tanh_c2"), "h2");
+    // h2 and c2 may broadcast to different leading sizes than the packed state had: Concat needs one
+    b.node("Concat", {h2, c2}, {b.output()}, {{"axis", int64_t{-1}}});
+    return;
+  }
+  if (bias) xw = binary(b, "Add", xw, b.tensor(s.param("b_ih"), "b_ih"), "xw_b");
+  std::string hw = binary(b, "MatMul", st, b.tensor(s.param("w_hh"), "w_hh"), "hw");
+  if (bias) hw = binary(b, "Add", hw, b.tensor(s.param("b_hh"), "b_hh"), "hw_b");
+  if (kind == "RNNCell") {
+    if (!activation(b, a.activation, binary(b, "Add", xw, hw, "pre"), b.output()))
+      throw ValueError("the activation function '" + a.activation.name + "' has no ONNX form");
+    return;
+  }
+  const std::string r = unary(b, "Sigmoid", binary(b, "Add", last_axis_slice(b, xw, 0, n, "xr"), last_axis_slice(b, hw, 0, n, "hr"), "r_pre"), "r");
+  const std::string z = unary(b, "Sigmoid", binary(b, "Add", last_axis_slice(b, xw, n, 2 * n, "xz"), last_axis_slice(b, hw, n, 2 * n, "hz"), "z_pre"), "z");
+  const std::string cand = unary(
+      b, "Tanh", binary(b, "Add", last_axis_slice(b, xw, 2 * n, 3 * n, "xn"), binary(b, "Mul", r, last_axis_slice(b, hw, 2 * n, 3 * n, "hn"), "r_hn"), "n_pre"),
+      "cand");
+  // (1 - z) * cand + z * h = cand + z * (h - cand)
+  b.node("Add", {cand, binary(b, "Mul", z, binary(b, "Sub", st, cand, "h_minus_cand"), "z_delta")}, {b.output()});
+}
+
 template <class A, class F>
 bool try_kind(B& b, F&& f) {
   if (const A* a = nn::attributes_of<A>(b.layer())) {
@@ -653,7 +712,7 @@ bool export_builtin(B& b) {
       try_kind<nn::ActivationAttributes>(b, export_activation) || try_kind<nn::MergeAttributes>(b, export_merge) ||
       try_kind<nn::ReshapeAttributes>(b, export_reshape) || try_kind<nn::TransposeAttributes>(b, export_transpose) ||
       try_kind<nn::FlipAttributes>(b, export_flip) || try_kind<nn::LookupAttributes>(b, export_lookup) ||
-      try_kind<nn::OneHotAttributes>(b, export_one_hot) || try_kind<nn::RNNAttributes>(b, export_rnn) ||
+      try_kind<nn::OneHotAttributes>(b, export_one_hot) || try_kind<nn::RNNAttributes>(b, export_rnn) || try_kind<nn::CellAttributes>(b, export_cell) ||
       try_kind<nn::AttentionAttributes>(b, export_attention) || try_kind<nn::TransformerEncoderAttributes>(b, export_encoder))
     return true;
   if (try_kind<nn::DropoutAttributes>(b, [](B& bb, const nn::DropoutAttributes&) { bb.node("Identity", {bb.input(0)}, {bb.output()}); }))

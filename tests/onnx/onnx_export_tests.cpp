@@ -262,6 +262,18 @@ std::map<std::string, std::function<Case()>> kind_cases() {
   m["rnn_gru_bidirectional_last"] = rnn_case("GRU", "tanh", false, true, false, true);
   m["rnn_simple_relu"] = rnn_case("RNN", "relu", true, false, false, true);
   m["rnn_simple_tanh_last"] = rnn_case("RNN", "tanh", false, false, false, true);
+  for (const char* cell : {"LSTMCell", "GRUCell", "RNNCell"})
+    m[std::string("cell_") + cell] = [cell] {
+      const std::string k = cell;
+      const int64_t n = 4, units = k == "LSTMCell" ? 2 * n : n;
+      nn::Input x(5, Float32, "x"), st(units, Float32, "state");
+      const nn::CellOptions o{.activation = nn::activation_by_name(k == "RNNCell" ? "relu" : "tanh"), .weight_init = nn::Init::glorot_uniform(),
+                              .recurrent_init = nn::Init::orthogonal(), .bias = k != "GRUCell"};
+      nn::Layer next = k == "LSTMCell" ? nn::Layer(nn::LSTMCell(x, st, n, o, "cell"))
+                       : k == "GRUCell" ? nn::Layer(nn::GRUCell(x, st, n, o, "cell"))
+                                        : nn::Layer(nn::RNNCell(x, st, n, o, "cell"));
+      return Case{Graph::build({next}, {x, st}), {{5}, {units}}};
+    };
   m["attention_cross_causal"] = [] {
     nn::Input q(Shape{-1, 5, 8}, Float32, "query"), kv(Shape{-1, 5, 8}, Float32, "memory");
     return Case{Graph::build({nn::MultiHeadAttention(q, kv, kv, 2, {.causal = true, .bias = true}, std::nullopt, "mha")}, {q, kv}), {{5, 8}, {5, 8}}};
