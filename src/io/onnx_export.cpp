@@ -247,6 +247,18 @@ void export_linear(B& b, const nn::LinearAttributes& a) {
   b.node("Add", {y, b.tensor(s.param("bias"), "bias")}, {b.output()});
 }
 
+// Eval mode: x W + b, the weights not dropped
+void export_drop_connect(B& b, const nn::DropConnectAttributes& a) {
+  if (std::string(b.layer().inputs().at(0).node().kind()) == "SparseInput")
+    throw ValueError("a DropConnect layer on a SparseInput is not exported");
+  nn::State& s = b.layer().state();
+  const std::string w = b.tensor(s.param("weights"), "weights");
+  if (!a.bias) return b.node("MatMul", {b.input(0), w}, {b.output()});
+  const std::string y = b.fresh("matmul");
+  b.node("MatMul", {b.input(0), w}, {y});
+  b.node("Add", {y, b.tensor(s.param("bias"), "bias")}, {b.output()});
+}
+
 void export_conv(B& b, const nn::ConvAttributes& a) {
   nn::State& s = b.layer().state();
   std::vector<std::string> in{b.input(0), b.tensor(s.param("weights"), "weights")};
@@ -713,6 +725,7 @@ bool export_builtin(B& b) {
       try_kind<nn::ReshapeAttributes>(b, export_reshape) || try_kind<nn::TransposeAttributes>(b, export_transpose) ||
       try_kind<nn::FlipAttributes>(b, export_flip) || try_kind<nn::LookupAttributes>(b, export_lookup) ||
       try_kind<nn::OneHotAttributes>(b, export_one_hot) || try_kind<nn::RNNAttributes>(b, export_rnn) || try_kind<nn::CellAttributes>(b, export_cell) ||
+      try_kind<nn::DropConnectAttributes>(b, export_drop_connect) ||
       try_kind<nn::AttentionAttributes>(b, export_attention) || try_kind<nn::TransformerEncoderAttributes>(b, export_encoder))
     return true;
   if (try_kind<nn::DropoutAttributes>(b, [](B& bb, const nn::DropoutAttributes&) { bb.node("Identity", {bb.input(0)}, {bb.output()}); }))

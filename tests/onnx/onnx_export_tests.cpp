@@ -205,6 +205,10 @@ std::map<std::string, std::function<Case()>> kind_cases() {
     h = nn::Flip(h, {0}, "flip");
     return one(h, x, {2, 2, 3});
   };
+  m["drop_connect"] = [] {
+    nn::Input x(6, Float32, "x");
+    return one(nn::DropConnect(x, 4, 0.3, {}, "dc"), x, {6});
+  };
   m["dropout"] = [] {
     nn::Input x(6, Float32, "x");
     return one(nn::Dropout(nn::Linear(x, 4, {}, "fc"), 0.5, 1, "drop"), x, {6});
