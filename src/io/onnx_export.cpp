@@ -16,6 +16,7 @@
 #include "loom/core/error.h"
 #include "loom/core/file.h"
 #include "loom/io/model.h"
+#include "loom/graph/module.h"
 #include "loom/nn/layers.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -84,12 +85,15 @@ void set_shape(onnx::ValueInfoProto& v, const std::string& name, DType dtype, co
 // ------------------------------------------------------------------------------- the builder
 class Builder final : public OnnxBuilder {
  public:
-  Builder(onnx::GraphProto& g, std::unordered_map<const TensorImpl*, std::string> keys) : g_(g), keys_(std::move(keys)) {}
+  Builder(onnx::GraphProto& g, std::unordered_map<const TensorImpl*, std::string> keys) : g_(g), keys_(std::move(keys)) {
+    for (const auto& [t, k] : keys_) used_.insert(k);
+  }
 
   // Starts the layer `l` whose inputs are the values `inputs`. Nodes and initializers of a layer
   // whose export fails are taken back (rollback()).
-  void begin(const nn::Layer& l, std::vector<std::string> inputs) {
+  void begin(const nn::Layer& l, std::vector<std::string> inputs, std::string output_name) {
     layer_ = l;
+    output_ = std::move(output_name);
     inputs_ = std::move(inputs);
     nodes_mark_ = g_.node_size();
     inits_mark_ = g_.initializer_size();
@@ -112,9 +116,9 @@ class Builder final : public OnnxBuilder {
       throw ValueError("input " + std::to_string(i) + " asked for; the layer has " + std::to_string(inputs_.size()));
     return inputs_[i];
   }
-  std::string output() const override { return layer_.name(); }
+  std::string output() const override { return output_; }
   std::string fresh(const std::string& hint) override {
-    std::string base = layer_.name() + "/" + hint, name = base;
+    std::string base = output_ + "/" + hint, name = base;
     for (int n = 1; used_.count(name); ++n) name = base + "_" + std::to_string(n);
     used_.insert(name);
     return name;
@@ -183,6 +187,7 @@ class Builder final : public OnnxBuilder {
   std::unordered_set<std::string> emitted_, used_;
   std::vector<std::string> emitted_order_;
   nn::Layer layer_;
+  std::string output_;
   std::vector<std::string> inputs_;
   int nodes_mark_ = 0, inits_mark_ = 0;
   size_t emitted_mark_ = 0;
@@ -744,6 +749,66 @@ OnnxExporter registered(const nn::Layer& l) {
   return it == registry().end() ? OnnxExporter() : it->second;
 }
 
+using Values = std::unordered_map<const nn::LayerImpl*, std::string>;
+
+// Exports the layers of `graph` whose values are not in `value` yet (its inputs' are), each
+// layer's value named prefix + its name. A Module's inner graph is inlined, its layers' values
+// under "<module>/"; the module's value is its first output's, a ModuleOutput's the one it reads.
+void export_nodes(const Graph& graph, const std::string& prefix, Values& value,
+                  std::unordered_map<const nn::LayerImpl*, std::vector<std::string>>& module_outputs, Builder& b,
+                  std::vector<std::string>& failures) {
+  for (const nn::Layer& node : graph.nodes()) {
+    const nn::Layer l = node.node();
+    if (value.count(l.impl().get())) continue;  // an input
+    std::vector<std::string> ins;
+    for (const nn::Layer& i : l.inputs()) {
+      auto it = value.find(i.node().impl().get());
+      ins.push_back(it == value.end() ? prefix + i.node().name() : it->second);
+    }
+    const std::string name = prefix + l.name();
+    value[l.impl().get()] = name;
+    const std::string who = name + " (" + l.kind() + ")";
+    b.begin(l, ins, name);
+    try {
+      if (const Graph* inner = nn::module_graph(l)) {
+        Values inner_value;  // per module layer: a reuse_with of a module may share the inner graph
+        if (inner->inputs().size() != ins.size())
+          throw ValueError("its graph takes " + std::to_string(inner->inputs().size()) + " inputs, the layer has " + std::to_string(ins.size()));
+        for (size_t k = 0; k < ins.size(); ++k) inner_value[inner->inputs()[k].node().impl().get()] = ins[k];
+        export_nodes(*inner, name + "/", inner_value, module_outputs, b, failures);
+        std::vector<std::string>& outs = module_outputs[l.impl().get()];
+        for (const nn::Layer& o : inner->outputs()) outs.push_back(inner_value.at(o.node().impl().get()));
+        b.begin(l, ins, name);
+        b.node("Identity", {outs.at(0)}, {name}, {});
+        continue;
+      }
+      if (std::string(l.kind()) == "ModuleOutput") {
+        auto it = module_outputs.find(l.inputs().at(0).node().impl().get());
+        if (it == module_outputs.end()) throw ValueError("its module was not exported");
+        b.node("Identity", {it->second.at(l.impl()->reads_output())}, {name}, {});
+        continue;
+      }
+      bool done = false;
+      if (OnnxExporter f = registered(l)) {
+        f(b);
+        done = true;
+      } else {
+        done = export_builtin(b);
+      }
+      if (!done) {
+        failures.push_back(who + ": no ONNX exporter for this kind");
+        b.rollback();
+      } else if (!b.wrote_output()) {
+        failures.push_back(who + ": its exporter wrote no node with the layer's output '" + name + "'");
+        b.rollback();
+      }
+    } catch (const std::exception& ex) {
+      failures.push_back(who + ": " + ex.what());
+      b.rollback();
+    }
+  }
+}
+
 struct Encoded {
   onnx::ModelProto model;
   std::vector<std::string> failures;
@@ -775,37 +840,8 @@ Encoded encode(const Graph& graph, const OnnxExportOptions& o) {
     set_shape(*g.add_input(), l.name(), l.dtype(), l.shape(), !l.shape().empty(), o, "input '" + l.name() + "'", true);
   }
   for (const nn::Layer& n : graph.nodes()) b.reserve(n.name());
-  for (const nn::Layer& node : graph.nodes()) {
-    const nn::Layer l = node.node();
-    if (is_input.count(l.impl().get())) continue;
-    std::vector<std::string> ins;
-    for (const nn::Layer& i : l.inputs()) {
-      auto it = value.find(i.node().impl().get());
-      ins.push_back(it == value.end() ? i.node().name() : it->second);
-    }
-    value[l.impl().get()] = l.name();
-    const std::string who = l.name() + " (" + l.kind() + ")";
-    b.begin(l, ins);
-    try {
-      bool done = false;
-      if (OnnxExporter f = registered(l)) {
-        f(b);
-        done = true;
-      } else {
-        done = export_builtin(b);
-      }
-      if (!done) {
-        e.failures.push_back(who + ": no ONNX exporter for this kind");
-        b.rollback();
-      } else if (!b.wrote_output()) {
-        e.failures.push_back(who + ": its exporter wrote no node with the layer's output '" + l.name() + "'");
-        b.rollback();
-      }
-    } catch (const std::exception& ex) {
-      e.failures.push_back(who + ": " + ex.what());
-      b.rollback();
-    }
-  }
+  std::unordered_map<const nn::LayerImpl*, std::vector<std::string>> module_outputs;
+  export_nodes(graph, "", value, module_outputs, b, e.failures);
   for (const nn::Layer& out : graph.outputs()) {
     const nn::Layer l = out.node();
     set_shape(*g.add_output(), l.name(), l.dtype(), l.shape(), !l.shape().empty() && l.shape()[0] < 0, o, "output '" + l.name() + "'",

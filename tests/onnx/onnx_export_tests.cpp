@@ -278,6 +278,27 @@ std::map<std::string, std::function<Case()>> kind_cases() {
                                         : nn::Layer(nn::RNNCell(x, st, n, o, "cell"));
       return Case{Graph::build({next}, {x, st}), {{5}, {units}}};
     };
+  m["module_reused"] = [] {
+    nn::Input in(6, Float32, "block_in");
+    const nn::Module block({in}, nn::Activation(nn::Linear(in, 6, {}, "fc"), nn::activation_by_name("tanh"), "act"), "block");
+    nn::Input x(6, Float32, "x");
+    const nn::Layer b1 = block.reuse_with(x, "block1"), b2 = block.reuse_with(b1, "block2");  // the same weights twice
+    return one(nn::Linear(b2, 2, {}, "head"), x, {6});
+  };
+  m["module_two_outputs"] = [] {
+    nn::Input in(5, Float32, "in");
+    const nn::Layer a = nn::Linear(in, 3, {}, "a"), c = nn::Activation(a, nn::activation_by_name("sigmoid"), "c");
+    const nn::Module mod({in}, std::vector<nn::Layer>{a, c}, "two");
+    nn::Input x(5, Float32, "x");
+    const nn::Layer used = mod.reuse_with(x, "used");
+    return one(nn::Concat({nn::module_output(used, 1, "second"), nn::module_output(used, 0, "first")}, -1, "cat"), x, {5});
+  };
+  m["sequential"] = [] {
+    nn::Input x(4, Float32, "x");
+    const nn::Layer seq = nn::Sequential(x, {nn::Linear(5), [](const nn::Layer& h) { return nn::Activation(h, nn::activation_by_name("elu")); },
+                                             nn::Linear(3)}, "seq");
+    return one(seq, x, {4});
+  };
   m["attention_cross_causal"] = [] {
     nn::Input q(Shape{-1, 5, 8}, Float32, "query"), kv(Shape{-1, 5, 8}, Float32, "memory");
     return Case{Graph::build({nn::MultiHeadAttention(q, kv, kv, 2, {.causal = true, .bias = true}, std::nullopt, "mha")}, {q, kv}), {{5, 8}, {5, 8}}};
