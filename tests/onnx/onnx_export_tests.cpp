@@ -1,7 +1,7 @@
 // ONNX export, the C++ side (tests/onnx/check_onnxruntime.py is the other): a graph per exported
 // layer kind and every zoo model (small sizes), each exported with io::export_onnx, read back as
-// an onnx::ModelProto, passed through libonnx's checker (full check, with shape inference) and
-// shape inference, whose output shape must agree with Loom's; then Loom's outputs at batch 1
+// an onnx::ModelProto, passed through libonnx's checker and its shape inference in strict mode
+// (type checks, node errors thrown, data propagation), whose output shapes must agree with Loom's; then Loom's outputs at batch 1
 // and 3 are written next to the model (NAME.onnx, NAME_b1.npz, NAME_b3.npz: input<i>, output<j>)
 // for ONNX Runtime to run and compare. The directory is LOOM_ONNX_DIR (default ./onnx_cases).
 // Also: the error that lists every unexportable layer at once, and a kind of one's own that
@@ -99,12 +99,14 @@ void check_case(const std::string& name, const Case& c) {
     }
     const std::vector<Tensor> ys = plan.run(xs);
     for (size_t j = 0; j < ys.size(); ++j) arrays["output" + std::to_string(j)] = ys[j].contiguous();
-    // the inferred output shape (where ONNX's shape inference knows it) agrees with Loom's
-    const auto& vi = inferred.graph().output(0).type().tensor_type().shape();
-    ASSERT_EQ(static_cast<int64_t>(vi.dim_size()), ys[0].ndim());
-    for (int d = 1; d < vi.dim_size(); ++d) {
-      if (vi.dim(d).has_dim_value()) {
-        EXPECT_EQ(vi.dim(d).dim_value(), ys[0].shape()[static_cast<size_t>(d)]) << "axis " << d;
+    // the inferred output shapes (where ONNX's shape inference knows them) agree with Loom's
+    for (size_t j = 0; j < ys.size(); ++j) {
+      const auto& vi = inferred.graph().output(static_cast<int>(j)).type().tensor_type().shape();
+      ASSERT_EQ(static_cast<int64_t>(vi.dim_size()), ys[j].ndim()) << "output " << j;
+      for (int d = 1; d < vi.dim_size(); ++d) {
+        if (vi.dim(d).has_dim_value()) {
+          EXPECT_EQ(vi.dim(d).dim_value(), ys[j].shape()[static_cast<size_t>(d)]) << "output " << j << " axis " << d;
+        }
       }
     }
     data::save_npz(dir + "/" + name + "_b" + std::to_string(batch) + ".npz", arrays);
@@ -208,6 +210,10 @@ std::map<std::string, std::function<Case()>> kind_cases() {
   m["drop_connect"] = [] {
     nn::Input x(6, Float32, "x");
     return one(nn::DropConnect(x, 4, 0.3, {}, "dc"), x, {6});
+  };
+  m["dropout_param_probability"] = [] {
+    nn::Input x(6, Float32, "x");
+    return one(nn::Dropout(nn::Linear(x, 4, {}, "fc"), nn::Param(0.25, "p"), 1, "drop"), x, {6});
   };
   m["dropout"] = [] {
     nn::Input x(6, Float32, "x");
