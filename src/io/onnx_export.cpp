@@ -749,6 +749,61 @@ OnnxExporter registered(const nn::Layer& l) {
   return it == registry().end() ? OnnxExporter() : it->second;
 }
 
+// ------------------------------------------------------------------ batch norm folding
+// The BatchNorm layers whose input is a Conv1D/Conv2D or a Linear on (batch, units) read by
+// nothing else (and not an output, not exported by a registered exporter): each maps to that
+// layer, which is then written with the batch norm folded into its weights and bias.
+std::unordered_map<const nn::LayerImpl*, nn::Layer> foldable_batch_norms(const Graph& graph) {
+  std::unordered_map<const nn::LayerImpl*, int> readers;
+  for (const nn::Layer& n : graph.nodes())
+    for (const nn::Layer& i : n.node().inputs()) ++readers[i.node().impl().get()];
+  for (const nn::Layer& o : graph.outputs()) ++readers[o.node().impl().get()];
+  std::unordered_set<const nn::LayerImpl*> inputs;
+  for (const nn::Layer& i : graph.inputs()) inputs.insert(i.node().impl().get());
+  std::unordered_map<const nn::LayerImpl*, nn::Layer> out;
+  for (const nn::Layer& n : graph.nodes()) {
+    const nn::Layer bn = n.node();
+    if (!nn::attributes_of<nn::BatchNormOptions>(bn) || bn.inputs().size() != 1) continue;
+    const nn::Layer c = bn.inputs()[0].node();
+    if (inputs.count(c.impl().get()) || readers[c.impl().get()] != 1 || registered(c) || c.dtype() != bn.dtype()) continue;
+    bool ok = nn::attributes_of<nn::ConvAttributes>(c) != nullptr;
+    if (const auto* la = nn::attributes_of<nn::LinearAttributes>(c))
+      ok = !la->transpose_weights && c.shape().size() == 2 && std::string(c.inputs().at(0).node().kind()) != "SparseInput";
+    if (ok) out.emplace(bn.impl().get(), c);
+  }
+  return out;
+}
+
+// `c` (a Conv or a Linear) followed by the batch norm being exported, as one Conv / MatMul + Add:
+// with s = gamma / sqrt(var + eps), W' = W s (per output channel), b' = (b - mean) s + beta;
+// computed in float64.
+void export_folded(B& b, const nn::Layer& c, const nn::BatchNormOptions& o) {
+  nn::State& bs = b.layer().state();
+  const Tensor mean = astype(bs.buffer("running_mean"), DType::Float64), var = astype(bs.buffer("running_var"), DType::Float64);
+  Tensor scale = rsqrt(var + o.eps), shift = zeros(mean.shape(), DType::Float64);
+  if (o.affine) {
+    scale = scale * astype(bs.param("weight"), DType::Float64);
+    shift = astype(bs.param("bias"), DType::Float64);
+  }
+  nn::State& cs = c.state();
+  const Tensor w = astype(cs.param("weights"), DType::Float64);
+  Tensor bias = cs.has_param("bias") ? astype(cs.param("bias"), DType::Float64) : zeros(mean.shape(), DType::Float64);
+  bias = (bias - mean) * scale + shift;
+  const DType dt = c.dtype();
+  if (const nn::ConvAttributes* a = nn::attributes_of<nn::ConvAttributes>(c)) {
+    Shape per_filter(static_cast<size_t>(w.ndim()), 1);
+    per_filter[0] = w.shape()[0];
+    const Tensor wf = astype(w * reshape(scale, per_filter), dt);
+    b.node("Conv", {b.input(0), b.tensor(wf, "folded_weights"), b.tensor(astype(bias, dt), "folded_bias")}, {b.output()},
+           {{"kernel_shape", a->kernel_size}, {"strides", a->stride}, {"dilations", a->dilation}, {"group", a->groups},
+            {"pads", onnx_pads(conv_pads(a->padding, *a))}});
+    return;
+  }
+  const std::string y = b.fresh("matmul");
+  b.node("MatMul", {b.input(0), b.tensor(astype(w * scale, dt), "folded_weights")}, {y});
+  b.node("Add", {y, b.tensor(astype(bias, dt), "folded_bias")}, {b.output()});
+}
+
 using Values = std::unordered_map<const nn::LayerImpl*, std::string>;
 
 // Exports the layers of `graph` whose values are not in `value` yet (its inputs' are), each
@@ -756,26 +811,44 @@ using Values = std::unordered_map<const nn::LayerImpl*, std::string>;
 // under "<module>/"; the module's value is its first output's, a ModuleOutput's the one it reads.
 void export_nodes(const Graph& graph, const std::string& prefix, Values& value,
                   std::unordered_map<const nn::LayerImpl*, std::vector<std::string>>& module_outputs, Builder& b,
-                  std::vector<std::string>& failures) {
-  for (const nn::Layer& node : graph.nodes()) {
-    const nn::Layer l = node.node();
-    if (value.count(l.impl().get())) continue;  // an input
+                  std::vector<std::string>& failures, bool fold) {
+  std::unordered_map<const nn::LayerImpl*, nn::Layer> folds;  // batch norm -> the layer folded into it
+  std::unordered_set<const nn::LayerImpl*> folded;
+  if (fold)
+    for (const auto& [bn, c] : foldable_batch_norms(graph)) {
+      folds.emplace(bn, c);
+      folded.insert(c.impl().get());
+    }
+  const auto values_of = [&](const nn::Layer& l) {
     std::vector<std::string> ins;
     for (const nn::Layer& i : l.inputs()) {
       auto it = value.find(i.node().impl().get());
       ins.push_back(it == value.end() ? prefix + i.node().name() : it->second);
     }
+    return ins;
+  };
+  for (const nn::Layer& node : graph.nodes()) {
+    const nn::Layer l = node.node();
+    if (value.count(l.impl().get())) continue;  // an input
+    const std::vector<std::string> ins = values_of(l);
     const std::string name = prefix + l.name();
     value[l.impl().get()] = name;
+    if (folded.count(l.impl().get())) continue;  // written with the batch norm that reads it
     const std::string who = name + " (" + l.kind() + ")";
     b.begin(l, ins, name);
     try {
+      if (auto f = folds.find(l.impl().get()); f != folds.end()) {
+        const nn::Layer& c = f->second;
+        b.begin(l, values_of(c), name);  // the folded layer's inputs
+        export_folded(b, c, *nn::attributes_of<nn::BatchNormOptions>(l));
+        continue;
+      }
       if (const Graph* inner = nn::module_graph(l)) {
         Values inner_value;  // per module layer: a reuse_with of a module may share the inner graph
         if (inner->inputs().size() != ins.size())
           throw ValueError("its graph takes " + std::to_string(inner->inputs().size()) + " inputs, the layer has " + std::to_string(ins.size()));
         for (size_t k = 0; k < ins.size(); ++k) inner_value[inner->inputs()[k].node().impl().get()] = ins[k];
-        export_nodes(*inner, name + "/", inner_value, module_outputs, b, failures);
+        export_nodes(*inner, name + "/", inner_value, module_outputs, b, failures, fold);
         std::vector<std::string>& outs = module_outputs[l.impl().get()];
         for (const nn::Layer& o : inner->outputs()) outs.push_back(inner_value.at(o.node().impl().get()));
         b.begin(l, ins, name);
@@ -841,7 +914,7 @@ Encoded encode(const Graph& graph, const OnnxExportOptions& o) {
   }
   for (const nn::Layer& n : graph.nodes()) b.reserve(n.name());
   std::unordered_map<const nn::LayerImpl*, std::vector<std::string>> module_outputs;
-  export_nodes(graph, "", value, module_outputs, b, e.failures);
+  export_nodes(graph, "", value, module_outputs, b, e.failures, o.fold_batch_norm);
   for (const nn::Layer& out : graph.outputs()) {
     const nn::Layer l = out.node();
     set_shape(*g.add_output(), l.name(), l.dtype(), l.shape(), !l.shape().empty() && l.shape()[0] < 0, o, "output '" + l.name() + "'",

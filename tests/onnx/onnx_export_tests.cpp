@@ -35,6 +35,7 @@ struct Case {
   Graph graph;
   std::vector<Shape> sample;  // per input: the shape without the batch
   int64_t id_range = 0;       // > 0: int64 ids in [0, id_range) for Int64 inputs
+  bool fold_batch_norm = false;  // exported with OnnxExportOptions::fold_batch_norm: no BatchNormalization node left
 };
 
 // Non-trivial state: biases, batch norm statistics and scales away from their initial values.
@@ -68,7 +69,9 @@ void check_case(const std::string& name, const Case& c) {
   manual_seed(7);
   randomize_state(c.graph);
   const std::string dir = out_dir(), path = dir + "/" + name + ".onnx";
-  io::export_onnx(c.graph, path);
+  io::OnnxExportOptions options;
+  options.fold_batch_norm = c.fold_batch_norm;
+  io::export_onnx(c.graph, path, options);
 
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
@@ -87,6 +90,8 @@ void check_case(const std::string& name, const Case& c) {
   ASSERT_EQ(static_cast<size_t>(model.graph().output_size()), c.graph.outputs().size());
   for (size_t i = 0; i < c.graph.outputs().size(); ++i) EXPECT_EQ(model.graph().output(static_cast<int>(i)).name(), c.graph.outputs()[i].name());
   EXPECT_EQ(model.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
+  if (c.fold_batch_norm)
+    for (const auto& n : model.graph().node()) EXPECT_NE(n.op_type(), "BatchNormalization") << n.name() << " was not folded";
 
   nn::ModeScope eval(nn::Mode::Eval);
   NoGrad ng;
@@ -163,6 +168,16 @@ std::map<std::string, std::function<Case()>> kind_cases() {
   m["batch_norm_2d"] = [] {
     auto x = image();
     return one(nn::BatchNorm(x, {}, "bn"), x, {3, 5, 5});
+  };
+  m["batch_norm_folded_into_conv_and_linear"] = [] {
+    auto x = image(4);
+    nn::Layer h = nn::BatchNorm(nn::Conv2D(x, 4, 3, {.stride = 1, .padding = 1, .dilation = 1, .groups = 2, .bias = true}, "conv"), {}, "bn");
+    nn::Layer g = nn::BatchNorm(nn::Conv2D(h, 4, 1, {.stride = 1, .padding = 0, .dilation = 1, .groups = 1, .bias = false}, "conv_nb"),
+                                {.affine = false}, "bn_no_affine");
+    nn::Layer f = nn::BatchNorm(nn::Linear(nn::GlobalPool(g, nn::GlobalPool::Mode::Avg, "gap"), 5, {}, "fc"), {}, "bn_fc");
+    Case c = one(f, x, {4, 6, 5});
+    c.fold_batch_norm = true;
+    return c;
   };
   m["batch_norm_1d_no_affine"] = [] {
     nn::Input x(6, Float32, "x");
@@ -356,6 +371,11 @@ std::map<std::string, std::function<Case()>> zoo_cases() {
   m["zoo_transformer_classifier"] = [] {
     Case c{zoo::transformer_classifier(17, 6, 8, 2, 16, 2, 3, 0.1).graph, {{6}}};
     c.id_range = 17;
+    return c;
+  };
+  m["zoo_resnet18_folded"] = [net] {
+    Case c = net(zoo::resnet18(7), {3, 32, 32});
+    c.fold_batch_norm = true;
     return c;
   };
   m["zoo_unet"] = [net] { return net(zoo::unet(1, 2, 4, 2, true), {1, 16, 16}); };

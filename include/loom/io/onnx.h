@@ -26,6 +26,10 @@ struct LOOM_API OnnxExportOptions {
   // batch_size (the other -1 dimensions of the inputs stay symbolic either way).
   bool dynamic_batch = true;
   int64_t batch_size = 1;
+  // A BatchNorm whose input is a Conv1D/Conv2D or a Linear on (batch, units) read by nothing
+  // else is folded into that layer's weights and bias (one Conv or MatMul + Add instead of two
+  // nodes; results differ by float32 rounding).
+  bool fold_batch_norm = false;
   // Written as the model's producer and doc string.
   std::string producer_name = "loom";
   std::string doc_string;
