@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <filesystem>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -933,7 +934,14 @@ void register_onnx_exporter(const std::type_info& kind, OnnxExporter exporter) {
 
 std::vector<std::string> onnx_unexportable(const Graph& graph) { return encode(graph, {}).failures; }
 
-std::string encode_onnx(const Graph& graph, const OnnxExportOptions& options) {
+namespace {
+
+// protobuf refuses to serialize messages of 2 GB and more
+constexpr size_t kProtobufLimit = (size_t{1} << 31) - (size_t{1} << 20);
+// tensors smaller than this stay in the model file when the weights go to a file of their own
+constexpr size_t kExternalMinBytes = 1024;
+
+Encoded encode_or_throw(const Graph& graph, const OnnxExportOptions& options) {
   Encoded e = encode(graph, options);
   if (!e.failures.empty()) {
     std::string msg = "export_onnx: " + std::to_string(e.failures.size()) + " layer" + (e.failures.size() == 1 ? "" : "s") +
@@ -941,13 +949,50 @@ std::string encode_onnx(const Graph& graph, const OnnxExportOptions& options) {
     for (const std::string& f : e.failures) msg += "\n  " + f;
     throw ValueError(msg);
   }
+  return e;
+}
+
+std::string serialize(const onnx::ModelProto& m) {
+  if (m.ByteSizeLong() >= kProtobufLimit)
+    throw IOError("export_onnx: the model is " + std::to_string(m.ByteSizeLong()) +
+                  " bytes, past protobuf's 2 GB limit (export_onnx writes its weights to a file of their own)");
   std::string bytes;
-  if (!e.model.SerializeToString(&bytes)) throw IOError("export_onnx: the model could not be serialized (over 2 GB?)");
+  if (!m.SerializeToString(&bytes)) throw IOError("export_onnx: the model could not be serialized");
   return bytes;
 }
 
+}  // namespace
+
+std::string encode_onnx(const Graph& graph, const OnnxExportOptions& options) { return serialize(encode_or_throw(graph, options).model); }
+
 void export_onnx(const Graph& graph, const std::string& path, const OnnxExportOptions& options) {
-  write_file_atomic(path, encode_onnx(graph, options));
+  Encoded e = encode_or_throw(graph, options);
+  onnx::ModelProto& m = e.model;
+  if (options.external_data || m.ByteSizeLong() >= kProtobufLimit) {
+    // the initializers' bytes into "<file>.data", named relative to the model's folder
+    const std::string location = std::filesystem::path(path).filename().string() + ".data";
+    std::string data;
+    for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer()) {
+      // small tensors (shapes, axes: what shape inference reads) stay inside, as onnx.save does
+      if (!t.has_raw_data() || t.raw_data().size() < kExternalMinBytes) continue;
+      data.resize((data.size() + 63) / 64 * 64, '\0');
+      const size_t offset = data.size(), length = t.raw_data().size();
+      data += t.raw_data();
+      t.clear_raw_data();
+      t.set_data_location(onnx::TensorProto::EXTERNAL);
+      for (const auto& [k, v] : {std::pair<const char*, std::string>{"location", location}, {"offset", std::to_string(offset)},
+                                  {"length", std::to_string(length)}}) {
+        auto* entry = t.add_external_data();
+        entry->set_key(k);
+        entry->set_value(v);
+      }
+    }
+    const std::string bytes = serialize(m);
+    write_file_atomic(path + ".data", data);
+    write_file_atomic(path, bytes);
+    return;
+  }
+  write_file_atomic(path, serialize(m));
 }
 
 }  // namespace loom::io

@@ -35,6 +35,7 @@ struct Case {
   Graph graph;
   std::vector<Shape> sample;  // per input: the shape without the batch
   int64_t id_range = 0;       // > 0: int64 ids in [0, id_range) for Int64 inputs
+  bool external_data = false;    // exported with OnnxExportOptions::external_data: the weights in NAME.onnx.data
   bool fold_batch_norm = false;  // exported with OnnxExportOptions::fold_batch_norm: no BatchNormalization node left
 };
 
@@ -71,6 +72,7 @@ void check_case(const std::string& name, const Case& c) {
   const std::string dir = out_dir(), path = dir + "/" + name + ".onnx";
   io::OnnxExportOptions options;
   options.fold_batch_norm = c.fold_batch_norm;
+  options.external_data = c.external_data;
   io::export_onnx(c.graph, path, options);
 
   std::ifstream f(path, std::ios::binary);
@@ -81,7 +83,19 @@ void check_case(const std::string& name, const Case& c) {
   EXPECT_EQ(model.ir_version(), 8);
   ASSERT_EQ(model.opset_import_size(), 1);
   EXPECT_EQ(model.opset_import(0).version(), 17);
-  ASSERT_NO_THROW(onnx::checker::check_model(model));
+  // in memory (external data would be looked for in the working directory), and from the file
+  if (!c.external_data) ASSERT_NO_THROW(onnx::checker::check_model(model));
+  ASSERT_NO_THROW(onnx::checker::check_model(path));
+  EXPECT_EQ(fs::exists(path + ".data"), c.external_data);
+  if (c.external_data) {
+    int external = 0;
+    for (const auto& t : model.graph().initializer()) {
+      const bool small = t.has_raw_data() && t.raw_data().size() < 1024;  // shapes stay inside
+      EXPECT_EQ(t.data_location() == onnx::TensorProto::EXTERNAL, !small) << t.name();
+      external += !small;
+    }
+    EXPECT_EQ(external, 4) << "conv2, fc1, fc2, fc3 weights (conv1 and the biases are under 1 KB)";
+  }
   onnx::ModelProto inferred = model;
   ASSERT_NO_THROW(onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), {1, 1, 1}));
   // names from the graph
@@ -358,6 +372,11 @@ std::map<std::string, std::function<Case()>> zoo_cases() {
   auto net = [](const zoo::Network& n, Shape sample) { return Case{n.graph, {std::move(sample)}}; };
   m["zoo_mlp"] = [net] { return net(zoo::mlp(8, {16, 12}, 3, nn::activation_by_name("gelu"), 0.2), {8}); };
   m["zoo_lenet"] = [net] { return net(zoo::lenet(10), {1, 28, 28}); };
+  m["zoo_lenet_external_data"] = [net] {
+    Case c = net(zoo::lenet(10), {1, 28, 28});
+    c.external_data = true;
+    return c;
+  };
   m["zoo_fashion_cnn"] = [net] { return net(zoo::fashion_cnn(10, {.widths = {4, 8}, .convs_per_block = 2, .hidden = 16}), {1, 28, 28}); };
   m["zoo_vgg_a_small"] = [net] { return net(zoo::vgg(std::vector<int64_t>{64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0}, 5, false, 0.5, 3, 32), {3, 32, 32}); };
   m["zoo_vgg_d_bn_small"] = [net] { return net(zoo::vgg(std::vector<int64_t>{64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0}, 5, true, 0.5, 3, 16), {3, 32, 32}); };

@@ -30,6 +30,10 @@ struct LOOM_API OnnxExportOptions {
   // else is folded into that layer's weights and bias (one Conv or MatMul + Add instead of two
   // nodes; results differ by float32 rounding).
   bool fold_batch_norm = false;
+  // export_onnx writes the weights to "<file>.data" beside the model (ONNX external data, offsets
+  // 64-byte aligned; tensors under 1 KB stay inside, as onnx.save does) when the model would pass
+  // protobuf's 2 GB limit, or always with this set.
+  bool external_data = false;
   // Written as the model's producer and doc string.
   std::string producer_name = "loom";
   std::string doc_string;
@@ -79,10 +83,12 @@ void register_onnx_exporter(OnnxExporter exporter) {
 // graph exports).
 LOOM_API std::vector<std::string> onnx_unexportable(const Graph& graph);
 
-// The ONNX model's bytes (a serialized ModelProto).
+// The ONNX model's bytes (a serialized ModelProto, weights inside; IOError past 2 GB: use
+// export_onnx, which moves them to a file of their own).
 LOOM_API std::string encode_onnx(const Graph& graph, const OnnxExportOptions& options = {});
-// Writes encode_onnx's bytes to `path` atomically. ValueError listing every layer that cannot be
-// exported, all at once; IOError when the file cannot be written.
+// Writes the model to `path` atomically (and its weights to "<path>.data" first when it would pass
+// 2 GB, or with external_data). ValueError listing every layer that cannot be exported, all at
+// once, before anything is written; IOError when a file cannot be written.
 LOOM_API void export_onnx(const Graph& graph, const std::string& path, const OnnxExportOptions& options = {});
 
 }  // namespace loom::io
