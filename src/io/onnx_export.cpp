@@ -86,7 +86,8 @@ void set_shape(onnx::ValueInfoProto& v, const std::string& name, DType dtype, co
 // ------------------------------------------------------------------------------- the builder
 class Builder final : public OnnxBuilder {
  public:
-  Builder(onnx::GraphProto& g, std::unordered_map<const TensorImpl*, std::string> keys) : g_(g), keys_(std::move(keys)) {
+  Builder(onnx::GraphProto& g, std::unordered_map<const TensorImpl*, std::string> keys, const OnnxExportOptions& options)
+      : g_(g), options_(options), keys_(std::move(keys)) {
     for (const auto& [t, k] : keys_) used_.insert(k);
   }
 
@@ -181,9 +182,14 @@ class Builder final : public OnnxBuilder {
     return tensor(from_vector(values, {static_cast<int64_t>(values.size())}), hint);
   }
   void reserve(const std::string& name) { used_.insert(name); }
+  // One more input of the model (a SparseInput's dense form).
+  void add_graph_input(const nn::Layer& l, const std::string& name) {
+    set_shape(*g_.add_input(), name, l.dtype(), l.shape(), !l.shape().empty(), options_, "input '" + name + "'", true);
+  }
 
  private:
   onnx::GraphProto& g_;
+  const OnnxExportOptions& options_;
   std::unordered_map<const TensorImpl*, std::string> keys_;
   std::unordered_set<std::string> emitted_, used_;
   std::vector<std::string> emitted_order_;
@@ -239,8 +245,6 @@ std::vector<std::pair<int64_t, int64_t>> conv_pads(const ConvPadding& p, const n
 
 void export_linear(B& b, const nn::LinearAttributes& a) {
   nn::State& s = b.layer().state();
-  if (std::string(b.layer().inputs().at(0).node().kind()) == "SparseInput")
-    throw ValueError("a Linear layer on a SparseInput is not exported");
   std::string w = b.tensor(s.param("weights"), "weights");
   if (a.transpose_weights) {
     const std::string wt = b.fresh("weights_t");
@@ -255,8 +259,6 @@ void export_linear(B& b, const nn::LinearAttributes& a) {
 
 // Eval mode: x W + b, the weights not dropped
 void export_drop_connect(B& b, const nn::DropConnectAttributes& a) {
-  if (std::string(b.layer().inputs().at(0).node().kind()) == "SparseInput")
-    throw ValueError("a DropConnect layer on a SparseInput is not exported");
   nn::State& s = b.layer().state();
   const std::string w = b.tensor(s.param("weights"), "weights");
   if (!a.bias) return b.node("MatMul", {b.input(0), w}, {b.output()});
@@ -769,7 +771,7 @@ std::unordered_map<const nn::LayerImpl*, nn::Layer> foldable_batch_norms(const G
     if (inputs.count(c.impl().get()) || readers[c.impl().get()] != 1 || registered(c) || c.dtype() != bn.dtype()) continue;
     bool ok = nn::attributes_of<nn::ConvAttributes>(c) != nullptr;
     if (const auto* la = nn::attributes_of<nn::LinearAttributes>(c))
-      ok = !la->transpose_weights && c.shape().size() == 2 && std::string(c.inputs().at(0).node().kind()) != "SparseInput";
+      ok = !la->transpose_weights && c.shape().size() == 2;
     if (ok) out.emplace(bn.impl().get(), c);
   }
   return out;
@@ -836,6 +838,11 @@ void export_nodes(const Graph& graph, const std::string& prefix, Values& value,
     value[l.impl().get()] = name;
     if (folded.count(l.impl().get())) continue;  // written with the batch norm that reads it
     const std::string who = name + " (" + l.kind() + ")";
+    if (nn::attributes_of<nn::SparseInputAttributes>(l)) {  // a model input taking the dense rows
+      if (!prefix.empty()) failures.push_back(who + ": a SparseInput inside a module is not exported");
+      else b.add_graph_input(l, name);
+      continue;
+    }
     b.begin(l, ins, name);
     try {
       if (auto f = folds.find(l.impl().get()); f != folds.end()) {
@@ -902,7 +909,7 @@ Encoded encode(const Graph& graph, const OnnxExportOptions& o) {
 
   std::unordered_map<const TensorImpl*, std::string> keys;
   for (const auto& [k, t] : graph_state(graph)) keys.emplace(t.impl().get(), k);
-  Builder b(g, std::move(keys));
+  Builder b(g, std::move(keys), o);
 
   std::unordered_map<const nn::LayerImpl*, std::string> value;  // the value each layer's output is
   std::unordered_set<const nn::LayerImpl*> is_input;

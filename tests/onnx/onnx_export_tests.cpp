@@ -431,8 +431,44 @@ TEST(OnnxExport, EveryRegisteredKindHasACase) {
     for (const auto& [name, make] : cases) collect_kinds(make().graph, covered);
   std::vector<std::string> missing;
   for (const std::string& k : nn::registered_layer_kinds())
-    if (k != "SparseInput" && !covered.count(k)) missing.push_back(k);
+    if (k != "SparseInput" && !covered.count(k)) missing.push_back(k);  // SparseInput: its own test below
   EXPECT_TRUE(missing.empty()) << "registered kinds no ONNX case exports: " << ::testing::PrintToString(missing);
+}
+
+// A SparseInput is a model input taking its dense rows (ONNX inputs are dense): Linear and
+// DropConnect on it are MatMuls. Written as a case of its own (the SparseInput is not a positional
+// input of the graph: its value is set on the layer).
+TEST(OnnxExport, SparseInputIsADenseModelInput) {
+  manual_seed(3);
+  nn::SparseInput words(9, Float32, "words");
+  const nn::Layer a = nn::Activation(nn::Linear(words, 4, {}, "fc"), nn::activation_by_name("relu"), "relu");
+  const nn::Layer b = nn::DropConnect(words, 2, 0.3, {}, "dc");
+  const Graph g = Graph::build({nn::Concat({a, b}, -1, "cat")});
+  randomize_state(g);
+  const std::string dir = out_dir(), path = dir + "/sparse_input.onnx";
+  io::export_onnx(g, path);
+  onnx::ModelProto model;
+  {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    ASSERT_TRUE(model.ParseFromString(ss.str()));
+  }
+  ASSERT_EQ(model.graph().input_size(), 1);
+  EXPECT_EQ(model.graph().input(0).name(), "words");
+  EXPECT_EQ(model.graph().input(0).type().tensor_type().shape().dim(1).dim_value(), 9);
+  ASSERT_NO_THROW(onnx::checker::check_model(model));
+  onnx::ModelProto inferred = model;
+  ASSERT_NO_THROW(onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), {1, 1, 1}));
+  nn::ModeScope eval(nn::Mode::Eval);
+  NoGrad ng;
+  const Plan plan = g.compile();
+  for (int64_t batch : {1, 3}) {
+    const Tensor dense = uniform({batch, 9}, -1.0, 1.0) * astype(greater(uniform({batch, 9}), scalar_tensor(0.6, Float32)), Float32);
+    words.set_value(SparseTensor::from_dense(dense));
+    const std::vector<Tensor> ys = plan.run();
+    data::save_npz(dir + "/sparse_input_b" + std::to_string(batch) + ".npz", {{"input0", dense.contiguous()}, {"output0", ys.at(0).contiguous()}});
+  }
 }
 
 // ----------------------------------------------------------------------------- kinds of one's own
