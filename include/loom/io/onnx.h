@@ -1,9 +1,10 @@
 #pragma once
 // ONNX export: a layer graph as an ONNX model file (opset 17, IR version 8) that other runtimes
 // (ONNX Runtime, TensorRT, ...) run. Inference semantics: Dropout is the identity, BatchNorm
-// uses its running statistics. The graph's Input layers are the model's inputs and its output
-// layers its outputs, under the layers' names; every parameter and buffer is an initializer
-// named by its key in graph_state ("<layer>/<path>"). The batch dimension is dynamic by default.
+// uses its running statistics. The graph's inputs are the model's inputs (then each SparseInput,
+// taking its dense rows) and its output layers its outputs, under the layers' names; Modules are
+// inlined; every parameter and buffer is an initializer named by its key in graph_state
+// ("<layer>/<path>"). The batch dimension is dynamic by default.
 //
 // A graph holding layers no exporter knows fails with one ValueError naming every such layer
 // (name and kind) at once. A kind of one's own exports through an exporter registered for its
@@ -46,8 +47,8 @@ struct LOOM_API OnnxAttribute {
 };
 
 // What an exporter writes one layer with. Values are named by strings: input(i) is the value the
-// layer's i-th input layer produced, output() the name the layer's result must be given (its
-// last node writes it), fresh() a new name for an intermediate value.
+// layer's i-th input layer produced, output() the name the layer's result must be given (one of
+// its nodes must write it), fresh() a new name for an intermediate value.
 class LOOM_API OnnxBuilder {
  public:
   virtual ~OnnxBuilder() = default;
