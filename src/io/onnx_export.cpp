@@ -748,7 +748,8 @@ bool export_builtin(B& b) {
 
 OnnxExporter registered(const nn::Layer& l) {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  auto it = registry().find(std::type_index(typeid(*l.impl())));
+  const nn::LayerImpl& impl = *l.impl();
+  auto it = registry().find(std::type_index(typeid(impl)));
   return it == registry().end() ? OnnxExporter() : it->second;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -41,9 +42,10 @@ struct Case {
 
 // Non-trivial state: biases, batch norm statistics and scales away from their initial values.
 void randomize_state(const Graph& g) {
-  for (auto& [key, t] : io::graph_state(g)) {
+  for (auto& [name, t] : io::graph_state(g)) {
     if (!is_floating(t.dtype())) continue;
-    const auto ends = [&](const char* s) { return key.size() >= std::strlen(s) && key.compare(key.size() - std::strlen(s), std::string::npos, s) == 0; };
+    const std::string& key = name;  // (a structured binding is not captured by lambdas in C++20's clang)
+    const auto ends = [&key](const char* s) { return key.size() >= std::strlen(s) && key.compare(key.size() - std::strlen(s), std::string::npos, s) == 0; };
     NoGrad ng;
     Tensor x = t;
     if (ends("running_var")) x.copy_(uniform(t.shape(), 0.5, 2.0));
