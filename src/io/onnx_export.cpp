@@ -382,10 +382,10 @@ bool activation(B& b, const nn::ActivationFn& fn, const std::string& x, const st
   else if (fn.is(nn::log_softmax)) b.node("LogSoftmax", {x}, {out}, {{"axis", int64_t{-1}}});
   else if (fn.is(nn::gelu)) {  // opset 17 has no Gelu: x * (1 + erf(x / sqrt 2)) / 2
     const std::string t = b.fresh("gelu_scaled"), e = b.fresh("gelu_erf"), p = b.fresh("gelu_plus1"), h = b.fresh("gelu_half_x");
-    b.node("Mul", {x, b.tensor(scalar_tensor(static_cast<float>(1.0 / std::sqrt(2.0)), DType::Float32), "inv_sqrt2")}, {t});
+    b.node("Mul", {x, b.tensor(scalar_tensor(1.0 / std::sqrt(2.0), b.layer().dtype()), "inv_sqrt2")}, {t});
     b.node("Erf", {t}, {e});
-    b.node("Add", {e, b.tensor(scalar_tensor(1.0f, DType::Float32), "one")}, {p});
-    b.node("Mul", {x, b.tensor(scalar_tensor(0.5f, DType::Float32), "half")}, {h});
+    b.node("Add", {e, b.tensor(scalar_tensor(1.0, b.layer().dtype()), "one")}, {p});
+    b.node("Mul", {x, b.tensor(scalar_tensor(0.5, b.layer().dtype()), "half")}, {h});
     b.node("Mul", {h, p}, {out});
   } else
     return false;
@@ -567,8 +567,8 @@ void attend(B& b, const nn::State& s, const std::string& q, const std::string& k
   b.node("Transpose", {kh}, {kt}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   b.node("MatMul", {qh, kt}, {raw});
   std::string scores = b.fresh("scores");
-  b.node("Mul", {raw, b.tensor(scalar_tensor(static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), DType::Float32), "scale")}, {scores});
-  const std::string minus_inf = b.tensor(scalar_tensor(-INFINITY, DType::Float32), "minus_inf");
+  b.node("Mul", {raw, b.tensor(scalar_tensor(1.0 / std::sqrt(static_cast<double>(d)), b.layer().dtype()), "scale")}, {scores});
+  const std::string minus_inf = b.tensor(scalar_tensor(-INFINITY, b.layer().dtype()), "minus_inf");
   if (causal) {  // key j > query i is masked
     const std::string lq = b.fresh("len_q"), lk = b.fresh("len_k"), lq0 = b.fresh("len_q0"), lk0 = b.fresh("len_k0"), rows = b.fresh("rows"),
                       cols = b.fresh("cols"), rows2 = b.fresh("rows_col"), future = b.fresh("future"), masked = b.fresh("scores_causal");

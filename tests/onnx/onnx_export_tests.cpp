@@ -251,6 +251,11 @@ std::map<std::string, std::function<Case()>> kind_cases() {
     nn::Input x(6, Float32, "x");
     return one(nn::Multiply({nn::Linear(x, 4, {}, "fc"), nn::Param(0.25, "p")}, "scaled"), x, {6});
   };
+  m["float64_linear_tanh_softmax"] = [] {
+    nn::Input x(5, Float64, "x");
+    nn::Layer h = nn::Activation(nn::Linear(x, 6, {}, "fc"), nn::activation_by_name("tanh"), "tanh");
+    return one(nn::Activation(nn::Linear(h, 3, {}, "fc2"), nn::activation_by_name("softmax"), "softmax"), x, {5});
+  };
   m["dropout"] = [] {
     nn::Input x(6, Float32, "x");
     return one(nn::Dropout(nn::Linear(x, 4, {}, "fc"), 0.5, 1, "drop"), x, {6});
