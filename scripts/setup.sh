@@ -18,6 +18,10 @@ PACKAGES=(
   python3-torchvision
   # loom::dist: Open MPI's library and headers, and mpirun for the multi-process tests
   libopenmpi-dev openmpi-bin
+  # ONNX export: libonnx's generated protobuf classes, checker and shape inference; the ONNX
+  # backend test data (import tests); python3-venv for the tests' ONNX Runtime
+  # (scripts/onnx_venv.sh: PyPI, pinned in tests/onnx/requirements.txt)
+  libonnx-dev libprotobuf-dev libonnx-testdata python3-venv
 )
 if [[ ${1:-} == --sanitizers ]]; then
   PACKAGES+=(clang libclang-rt-dev llvm)
@@ -33,3 +37,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# the ONNX tests' ONNX Runtime, in build/onnx-venv (does nothing when it is there already)
+bash "$(dirname "$0")/onnx_venv.sh"

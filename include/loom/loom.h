@@ -62,6 +62,7 @@
 #include "loom/data/transforms.h"
 #include "loom/io/safetensors.h"
 #include "loom/io/model.h"
+#include "loom/io/onnx.h"
 #include "loom/train/callbacks.h"
 #include "loom/train/clip.h"
 #include "loom/train/data_parallel.h"

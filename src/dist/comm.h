@@ -9,22 +9,24 @@
 #include <string>
 #include <string_view>
 
+#include "loom/core/api.h"
+
 namespace loom::dist::detail {
 
 // The live Context's communicator (a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN);
 // DistError when no Context is alive.
-MPI_Comm comm();
+LOOM_API MPI_Comm comm();
 // Another duplicate, for gradient buckets only: their non-blocking allreduces may be in flight
 // while other collectives (a synchronized batch norm's) run on comm().
-MPI_Comm grad_comm();
+LOOM_API MPI_Comm grad_comm();
 
 // Throws DistError "<what> failed in <call>: <MPI's error string>" unless rc is MPI_SUCCESS.
 // `what` names the collective and its tensor ("dist::allreduce(sum) of float32 (2, 3)").
-void check(int rc, const char* call, const std::string& what);
+LOOM_API void check(int rc, const char* call, const std::string& what);
 
 // While alive, `what` (a collective) waits for the other ranks: the watchdog ends the process
 // when that lasts longer than the collective timeout (src/dist/watchdog.cpp).
-class CollectiveWatch {
+class LOOM_API CollectiveWatch {
  public:
   explicit CollectiveWatch(std::string_view what);
   ~CollectiveWatch();
@@ -34,13 +36,13 @@ class CollectiveWatch {
 // The exit status of a process the watchdog ends (as timeout(1)'s).
 constexpr int kTimeoutExitStatus = 124;
 // Seconds a collective may wait from now on (0: forever); starts the watchdog thread when > 0.
-void set_collective_timeout(double seconds, int rank);
+LOOM_API void set_collective_timeout(double seconds, int rank);
 // Stops and joins the watchdog thread (the Context's end).
-void stop_watchdog();
+LOOM_API void stop_watchdog();
 
 // Jobs of more ranks than this (65536; the float32 sums of the collectives' signature block are
 // exact up to it) check signatures with an MPI_Allgather instead (src/dist/collectives.cpp).
 // For tests: every rank must set the same value, between collectives.
-void set_max_summed_ranks(int ranks);
+LOOM_API void set_max_summed_ranks(int ranks);
 
 }  // namespace loom::dist::detail

@@ -17,11 +17,12 @@
 #include <string_view>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "store/db.h"
 
 namespace loom::store::detail {
 
-std::string sha256_hex(std::string_view bytes);
+LOOM_INTERNAL std::string sha256_hex(std::string_view bytes);
 
 // A blob reference read from the database is used as a file name (SQLite) and a key: anything
 // but a SHA-256 in hex (64 of [0-9a-f]) is a damaged row, never a path. Throws BlobError
@@ -35,7 +36,7 @@ struct PreparedBlob {
   uint64_t size = 0;
   std::string compressed;
 };
-PreparedBlob prepare_blob(std::string_view bytes);
+LOOM_INTERNAL PreparedBlob prepare_blob(std::string_view bytes);
 
 struct BlobRef {
   std::string sha256;
@@ -45,7 +46,7 @@ struct BlobRef {
 
 // The blob layer: one interface, the bytes stored where the backend suits (make_blob_store).
 // The `blobs` table (hash, sizes, reference count) is common; so are the checks on reading.
-class BlobStore {
+class LOOM_INTERNAL BlobStore {
  public:
   virtual ~BlobStore() = default;
   // The blob directory, or "" when the bytes live in the database.
@@ -88,7 +89,7 @@ class BlobStore {
 
 // The blobs of an SQLite store: files "<root>/<sha[0:2]>/<sha[2:]>", ordered as the top of
 // this header says.
-class FileBlobStore final : public BlobStore {
+class LOOM_INTERNAL FileBlobStore final : public BlobStore {
  public:
   explicit FileBlobStore(std::string root);  // creates the directory (durably) when absent
   const std::string& root() const override { return root_; }

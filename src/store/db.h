@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/store/session.h"
 #include "loom/store/sql.h"
 
@@ -23,7 +24,7 @@ using Bytes = SqlBytes;
 using Value = SqlValue;
 using Row = SqlRow;
 
-struct Dialect {
+struct LOOM_INTERNAL Dialect {
   std::string name;  // "sqlite", "postgresql"
   std::string id, integer, real, text, blob;
   // Replaces {id} {int} {real} {text} {blob} in a DDL template.
@@ -59,15 +60,15 @@ class Connection {
 // Opens an SQLite database file (created when absent) with a busy timeout, foreign keys on and
 // synchronous=FULL, writing nothing to it; prepare_for_writing() then switches it to WAL mode
 // (src/store/sqlite.cpp says why).
-std::unique_ptr<Connection> open_sqlite(const std::string& path);
+LOOM_INTERNAL std::unique_ptr<Connection> open_sqlite(const std::string& path);
 
 // Connects to a PostgreSQL database by a libpq connection string or URL
 // ("postgresql://user@host/db", "postgresql://user@/db?host=/socket/dir"). Notes on the
 // dialect, values and transactions: src/store/postgresql.cpp. Unlike SQLite, a failed statement
 // aborts the whole transaction it is in.
-std::unique_ptr<Connection> open_postgresql(const std::string& url);
+LOOM_INTERNAL std::unique_ptr<Connection> open_postgresql(const std::string& url);
 
 // `url` with its password (user:password@ or password=...) replaced by "***", for messages.
-std::string redact_password(const std::string& url);
+LOOM_INTERNAL std::string redact_password(const std::string& url);
 
 }  // namespace loom::store::detail

@@ -1,7 +1,8 @@
-// `loom models`: list, show, top and alias model versions (docs/cli.md).
+// `loom models`: list, show, top, alias and export model versions (docs/cli.md).
 #include <iostream>
 
 #include "cli.h"
+#include "loom/io/onnx.h"
 #include "loom/store/models.h"
 
 namespace loom::cli {
@@ -23,6 +24,9 @@ commands:
   alias set NAME ALIAS VERSION [--replace]
         name a version; --replace moves an alias that names another version
   alias delete NAME ALIAS
+  export NAME[:VERSION|@ALIAS] --onnx FILE
+        write the version's graph and weights as an ONNX model (opset 17, dynamic batch;
+        docs/onnx.md); fails listing every layer that cannot be exported
 
 options: --store URL, --json (see 'loom --help')
 )";
@@ -151,13 +155,28 @@ int alias(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int export_model(const std::vector<std::string>& args) {
+  Args a(args, {{"--onnx", "FILE"}}, 1, 1, "models export", "NAME[:VERSION|@ALIAS]", kUsage);
+  const auto file = a.value("--onnx");
+  if (!file) a.fail("missing --onnx FILE (the ONNX file to write)");
+  store::Store st = a.open_store();
+  const ModelInfo v = get_model(a, st.models(), a.positional()[0]);
+  const Graph graph = st.models().load(v);
+  io::export_onnx(graph, *file, {.dynamic_batch = true, .batch_size = 1, .producer_name = "loom",
+                                 .doc_string = v.name + " version " + std::to_string(v.version)});
+  if (a.json()) print_json({{"name", v.name}, {"version", v.version}, {"onnx", *file}});
+  else std::cout << terminal_text(v.name) << " version " << v.version << " -> " << terminal_text(*file) << " (ONNX, opset 17)\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int models_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "alias"}, "models", kUsage);
+  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "alias", "export"}, "models", kUsage);
   if (sub == "list") return list(rest);
   if (sub == "show") return show(rest);
   if (sub == "top") return top(rest);
+  if (sub == "export") return export_model(rest);
   return alias(rest);
 }
 

@@ -3,6 +3,7 @@
 #include <functional>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/grad_mode.h"
 #include "loom/core/node.h"
 #include "loom/core/tensor.h"
@@ -14,16 +15,16 @@ namespace loom {
 // as the pass has run it (activations do not outlive their use), so a second backward through
 // the same nodes throws AutogradError; retain_graph keeps them for another pass. A pass that
 // fails part-way leaves every .grad() unchanged, but the nodes it ran are freed.
-void backward(const Tensor& output, const Tensor& seed = Tensor(), bool retain_graph = false);
+LOOM_API void backward(const Tensor& output, const Tensor& seed = Tensor(), bool retain_graph = false);
 
 // Gradients of `output` with respect to `inputs`, returned instead of accumulated; an input
 // the output does not depend on gets zeros. Leaves' .grad() are untouched and the graph is
 // kept (grad may be called on it again).
-std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed = Tensor());
+LOOM_API std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& seed = Tensor());
 
 // Functional form: calls f on fresh differentiable copies of `inputs` and returns the
 // gradients of its (scalar) result with respect to each.
-std::vector<Tensor> grad(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+LOOM_API std::vector<Tensor> grad(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                          const std::vector<Tensor>& inputs);
 
 }  // namespace loom

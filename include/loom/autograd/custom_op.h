@@ -34,12 +34,13 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom {
 
 // What a custom op's backward receives.
-struct CustomGrad {
+struct LOOM_API CustomGrad {
   std::vector<Tensor> output_grads;   // one per output (zeros where none reached it; undefined for non-floating outputs)
   std::vector<Tensor> saved;          // what the forward appended to `saved`, in order
   std::vector<bool> needs_input_grad;  // per input: defined and requiring grad
@@ -51,7 +52,7 @@ using CustomForward = std::function<std::vector<Tensor>(const std::vector<Tensor
 using CustomBackward = std::function<std::vector<Tensor>(const CustomGrad& grad)>;
 
 // An op defined by its forward and its gradient; `name` names it in errors and in the graph.
-struct CustomOp {
+struct LOOM_API CustomOp {
   std::string name;
   CustomForward forward;
   CustomBackward backward;

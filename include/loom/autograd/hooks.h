@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 
+#include "loom/core/api.h"
 #include "loom/core/node.h"
 #include "loom/core/tensor.h"
 
@@ -16,7 +17,7 @@ namespace loom {
 // nothing. An exception from a hook ends backward() with every .grad() unchanged: loom::Errors
 // as they are, others as AutogradError. Hooks run on the thread running backward(), in the
 // order they were added (a hook removed during a pass may still run once in it).
-class GradHookHandle {
+class LOOM_API GradHookHandle {
  public:
   GradHookHandle() = default;
   GradHookHandle(GradHookHandle&& o) noexcept : id_(o.id_), node_(std::move(o.node_)) { o.id_ = 0; }
@@ -35,6 +36,6 @@ class GradHookHandle {
 
 // Adds `hook` to `leaf` (a tensor that requires grad and was made by no op: AutogradError
 // otherwise) until the returned handle is destroyed or removed.
-[[nodiscard]] GradHookHandle on_grad_accumulated(const Tensor& leaf, std::function<void(const Tensor& grad)> hook);
+[[nodiscard]] LOOM_API GradHookHandle on_grad_accumulated(const Tensor& leaf, std::function<void(const Tensor& grad)> hook);
 
 }  // namespace loom

@@ -3,11 +3,13 @@
 // default for code that does not pass it.
 #include <string>
 
+#include "loom/core/api.h"
+
 namespace loom {
 
 enum class DeviceType : uint8_t { CPU, CUDA };
 
-struct Device {
+struct LOOM_API Device {
   DeviceType type = DeviceType::CPU;
   int index = 0;
 
@@ -18,10 +20,10 @@ struct Device {
 };
 
 // The device used when a factory is given none: CPU unless a DeviceScope says otherwise.
-Device default_device();
+LOOM_API Device default_device();
 
 // Sets the default device for the current thread while alive.
-class DeviceScope {
+class LOOM_API DeviceScope {
  public:
   explicit DeviceScope(Device device);
   ~DeviceScope();

@@ -13,9 +13,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "loom/core/api.h"
+
 namespace loom {
 
-class DimVector {
+class LOOM_API DimVector {
  public:
   static constexpr size_t kInline = 6;
 

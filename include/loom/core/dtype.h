@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/core/half.h"
 
 namespace loom {
@@ -28,13 +29,13 @@ inline size_t itemsize(DType dtype) {  // inline: every op asks, often several t
   }
   return 0;
 }
-const char* dtype_name(DType dtype);
-bool is_floating(DType dtype);
-bool is_integral(DType dtype);  // bool excluded
+LOOM_API const char* dtype_name(DType dtype);
+LOOM_API bool is_floating(DType dtype);
+LOOM_API bool is_integral(DType dtype);  // bool excluded
 // The smallest type both operands convert to safely (numpy.promote_types).
-DType promote_types(DType a, DType b);
+LOOM_API DType promote_types(DType a, DType b);
 // True when values of `from` convert to `to` without loss (numpy.can_cast, casting="safe").
-bool can_cast(DType from, DType to);
+LOOM_API bool can_cast(DType from, DType to);
 
 // The DType of a C++ element type.
 template <typename T> constexpr DType dtype_of();

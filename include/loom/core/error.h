@@ -4,9 +4,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "loom/core/api.h"
+
 namespace loom {
 
-class Error : public std::runtime_error {
+class LOOM_API Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };

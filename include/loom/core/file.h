@@ -3,12 +3,14 @@
 #include <cstdint>
 #include <string>
 
+#include "loom/core/api.h"
+
 namespace loom {
 
 // A file opened read-only and known to be a regular file. A FIFO, a device (/dev/zero), a
 // directory or a socket is refused with IOError "<op>: '<path>' is not a regular file ..."
 // without blocking on it (a reader would otherwise wait forever or read without end).
-class RegularFile {
+class LOOM_API RegularFile {
  public:
   RegularFile(const std::string& path, const std::string& op);
   ~RegularFile();
@@ -24,13 +26,13 @@ class RegularFile {
 };
 
 // Reads a whole regular file; throws IOError naming the path and the system's reason.
-std::string read_file(const std::string& path);
+LOOM_API std::string read_file(const std::string& path);
 
 // Writes `bytes` to `path` atomically: into a temporary file in the same directory, fsync,
 // rename over `path`, fsync of the directory. A failure at any point leaves the previous file
 // (if any) intact and removes the temporary; it throws IOError naming the path and the reason.
 // Temporaries are named "<path>.tmp.<pid>.<random>"; a save first removes those of the same
 // `path` whose process no longer runs (left by a save that was killed), never a live writer's.
-void write_file_atomic(const std::string& path, const std::string& bytes);
+LOOM_API void write_file_atomic(const std::string& path, const std::string& bytes);
 
 }  // namespace loom

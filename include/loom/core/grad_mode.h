@@ -1,14 +1,16 @@
 #pragma once
+
+#include "loom/core/api.h"
 // Whether ops record the autograd graph on this thread (on by default).
 
 namespace loom {
 
-bool grad_enabled();
-void set_grad_enabled(bool enabled);
+LOOM_API bool grad_enabled();
+LOOM_API void set_grad_enabled(bool enabled);
 
 // Sets recording for the current thread while alive: GradModeScope(true) turns it back on
 // inside a NoGrad region (a backward pass with create_graph); turning it off is NoGrad.
-class GradModeScope {
+class LOOM_API GradModeScope {
  public:
   explicit GradModeScope(bool enabled);
   ~GradModeScope();
@@ -20,7 +22,7 @@ class GradModeScope {
 };
 
 // Ops inside do not record gradients (inference, in-place updates of parameters).
-class NoGrad : public GradModeScope {
+class LOOM_API NoGrad : public GradModeScope {
  public:
   NoGrad() : GradModeScope(false) {}
 };

@@ -4,16 +4,18 @@
 #include <cstdint>
 #include <cstring>
 
+#include "loom/core/api.h"
+
 namespace loom {
 
-struct half {
+struct LOOM_API half {
   uint16_t bits = 0;
   half() = default;
   half(float f);  // round to nearest even
   operator float() const;
 };
 
-struct bfloat16 {
+struct LOOM_API bfloat16 {
   uint16_t bits = 0;
   bfloat16() = default;
   bfloat16(float f) {  // round to nearest even; NaN stays NaN

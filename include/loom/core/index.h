@@ -6,6 +6,8 @@
 #include <optional>
 #include <variant>
 
+#include "loom/core/api.h"
+
 namespace loom {
 
 class Tensor;
@@ -14,7 +16,7 @@ struct NoneType {};
 inline constexpr NoneType None{};
 
 // start:stop:step with Python's meaning: missing bounds, negative positions, negative steps.
-struct Slice {
+struct LOOM_API Slice {
   std::optional<int64_t> start, stop;
   int64_t step = 1;
   Slice() = default;
@@ -30,7 +32,7 @@ inline constexpr EllipsisType Ellipsis{};
 struct NewAxisType {};
 inline constexpr NewAxisType NewAxis{};
 
-class TensorIndex {
+class LOOM_API TensorIndex {
  public:
   TensorIndex(int64_t i) : v_(i) {}
   TensorIndex(int i) : v_(static_cast<int64_t>(i)) {}

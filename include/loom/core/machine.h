@@ -3,21 +3,23 @@
 // the vector instruction set Loom's kernels use, and the thread count.
 #include <string>
 
+#include "loom/core/api.h"
+
 namespace loom {
 
 // Vector ISA levels of Loom's CPU kernels, narrowest first.
 enum class IsaLevel { Baseline, AVX2, AVX512 };
 
 // The widest level this CPU supports (AVX2 means AVX2 and FMA; AVX512 means F, DQ, VL and BW).
-IsaLevel isa_supported();
+LOOM_API IsaLevel isa_supported();
 // The level Loom's kernels run at: isa_supported(), capped by the environment variable
 // LOOM_SIMD=baseline|avx2|avx512 (read once; any other value is an Error naming the valid ones).
-IsaLevel isa_level();
+LOOM_API IsaLevel isa_level();
 // "baseline", "avx2", "avx512" (the values LOOM_SIMD takes).
-const char* isa_name(IsaLevel level);
+LOOM_API const char* isa_name(IsaLevel level);
 // /proc/cpuinfo's model name ("AMD EPYC 9B14"), or "unknown CPU".
-std::string cpu_model();
+LOOM_API std::string cpu_model();
 // One line for reports: "AMD EPYC 9B14 (AVX2+FMA; Loom kernels: avx2), 2 threads".
-std::string machine_summary();
+LOOM_API std::string machine_summary();
 
 }  // namespace loom

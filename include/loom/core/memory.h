@@ -5,11 +5,12 @@
 #include <cstdint>
 #include <memory>
 
+#include "loom/core/api.h"
 #include "loom/core/device.h"
 
 namespace loom {
 
-struct MemoryStats {
+struct LOOM_API MemoryStats {
   int64_t current_bytes = 0;   // held by live tensors
   int64_t peak_bytes = 0;      // highest current_bytes since the last reset
   int64_t cached_bytes = 0;    // freed blocks kept for reuse (not counted in current)
@@ -19,15 +20,15 @@ struct MemoryStats {
   int64_t arena_bytes = 0;     // reserved by step arenas (their blocks in use count in current_bytes)
 };
 
-MemoryStats memory_stats(Device device = default_device());
-void reset_peak_memory(Device device = default_device());
+LOOM_API MemoryStats memory_stats(Device device = default_device());
+LOOM_API void reset_peak_memory(Device device = default_device());
 // Limits live bytes on the device; -1 removes the limit. Allocations beyond it throw
 // OutOfMemoryError naming requested, current and limit bytes.
-void set_memory_limit(int64_t bytes, Device device = default_device());
+LOOM_API void set_memory_limit(int64_t bytes, Device device = default_device());
 // Returns cached blocks to the system, and the buffers of memory plans (StepArena: training
 // steps, inference plans) that no block uses at the moment; each plan reserves its buffer again
 // on its next scope.
-void empty_cache(Device device = default_device());
+LOOM_API void empty_cache(Device device = default_device());
 
 // A memory plan for a computation that repeats with the same allocations, as a training step
 // does. The first scopes record the sizes and lifetimes of the blocks that the calling thread
@@ -40,7 +41,7 @@ void empty_cache(Device device = default_device());
 // still held by a block in use, so results never depend on the plan. Scopes that mostly miss
 // twice in a row (the shapes changed for good) record again. Not with a memory limit set, whose
 // accounting the reservation would escape. CPU only.
-class StepArena {
+class LOOM_API StepArena {
  public:
   StepArena();
   ~StepArena();  // the buffer is freed once the last block served from it dies
@@ -83,13 +84,13 @@ class StepArena {
   std::shared_ptr<Impl> impl_;
 };
 
-class Allocator {
+class LOOM_API Allocator {
  public:
   virtual ~Allocator() = default;
   virtual void* allocate(size_t nbytes) = 0;
   virtual void deallocate(void* ptr, size_t nbytes) = 0;
 };
 
-Allocator& allocator_for(Device device);
+LOOM_API Allocator& allocator_for(Device device);
 
 }  // namespace loom

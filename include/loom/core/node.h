@@ -5,11 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom {
 
-class Node {
+class LOOM_API Node {
  public:
   virtual ~Node() = default;
   // Gradients of the inputs given the gradient of the output; an undefined Tensor means zero.
@@ -34,7 +35,7 @@ class Node {
 // The sink of a leaf tensor: adds incoming gradients to the leaf's .grad(). The engine calls
 // accumulated() during the pass and assigns the results only once the whole pass has
 // succeeded, so a failing backward (out of memory, ...) leaves every .grad() unchanged.
-class AccumulateGrad final : public Node {
+class LOOM_API AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::weak_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
   std::vector<Tensor> apply(const Tensor& grad_output) override;  // accumulates at once
@@ -49,6 +50,6 @@ class AccumulateGrad final : public Node {
 };
 
 // The node that receives the gradient of `t`: its grad_fn, or its leaf accumulator, or null.
-std::shared_ptr<Node> gradient_edge(const Tensor& t);
+LOOM_API std::shared_ptr<Node> gradient_edge(const Tensor& t);
 
 }  // namespace loom

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "loom/core/api.h"
 #include "loom/core/dtype.h"
 
 namespace loom {
@@ -16,7 +17,7 @@ inline int64_t float_to_int64(double v) {
 }
 }  // namespace detail
 
-class Scalar {
+class LOOM_API Scalar {
  public:
   enum class Kind : uint8_t { Bool, Int, Float };
   Scalar(bool v) : kind_(Kind::Bool), i_(v), d_(v) {}

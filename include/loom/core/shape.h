@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/dim_vector.h"
 
 namespace loom {
@@ -16,7 +17,7 @@ using Strides = DimVector;  // in elements, not bytes
 // product of its nonzero dims, times the item size, fits in int64 (zero dims are skipped so
 // that reductions and views of an empty tensor can never produce an overflowing shape).
 namespace detail {
-[[noreturn]] void throw_invalid_shape(const Shape& shape, size_t itemsize, const char* what);
+[[noreturn]] LOOM_API void throw_invalid_shape(const Shape& shape, size_t itemsize, const char* what);
 }
 
 // Number of elements; throws ShapeError for an invalid shape (inline: every op calls it).
@@ -35,23 +36,23 @@ inline int64_t shape_numel(const Shape& shape) {
 }
 // Validates `shape` for elements of `itemsize` bytes and returns its size in bytes; throws
 // ShapeError naming `what`, the shape and the limit otherwise.
-int64_t shape_nbytes(const Shape& shape, size_t itemsize, const char* what = "shape");
+LOOM_API int64_t shape_nbytes(const Shape& shape, size_t itemsize, const char* what = "shape");
 // a * b and a + b of sizes (>= 0); throw ShapeError naming `what` on overflow.
-int64_t checked_mul(int64_t a, int64_t b, const char* what);
-int64_t checked_add(int64_t a, int64_t b, const char* what);
+LOOM_API int64_t checked_mul(int64_t a, int64_t b, const char* what);
+LOOM_API int64_t checked_add(int64_t a, int64_t b, const char* what);
 
-Strides contiguous_strides(const Shape& shape);
+LOOM_API Strides contiguous_strides(const Shape& shape);
 // True when two elements of a view with these strides certainly share memory: a zero stride
 // on an axis of size > 1 (a broadcast view), or two such axes with equal |stride|. In-place
 // writes refuse such targets (as NumPy and PyTorch do).
-bool has_internal_overlap(const Shape& shape, const Strides& strides);
-std::string shape_str(const Shape& shape);  // "(2, 3)", "()" for 0-d
+LOOM_API bool has_internal_overlap(const Shape& shape, const Strides& strides);
+LOOM_API std::string shape_str(const Shape& shape);  // "(2, 3)", "()" for 0-d
 // Whether `shape` fits `pattern`, a shape whose -1 entries match any size: the same rank, and
 // the pattern's size wherever it gives one. A -1 in `shape` (a size still open) fits only a -1.
-bool shape_matches(const Shape& pattern, const Shape& shape);
+LOOM_API bool shape_matches(const Shape& pattern, const Shape& shape);
 // NumPy broadcasting of two shapes; throws ShapeError naming `op` when incompatible.
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
+LOOM_API Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
 // Wraps a possibly negative axis into [0, ndim); throws IndexError naming `op` otherwise.
-int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op);
+LOOM_API int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op);
 
 }  // namespace loom

@@ -3,6 +3,7 @@
 // including shape.h do not pull in stream declarations.
 #include <iosfwd>
 
+#include "loom/core/api.h"
 #include "loom/core/shape.h"
 
 namespace loom {
@@ -12,6 +13,6 @@ namespace loom {
 // `using namespace loom;`, with `using loom::operator<<;`, and inside namespace loom. Code in a
 // namespace that declares an operator<< of its own (hiding this one) writes
 // `os << loom::shape_str(s)`. A distinct Shape type would ripple through every op signature.
-std::ostream& operator<<(std::ostream& os, const Shape& shape);
+LOOM_API std::ostream& operator<<(std::ostream& os, const Shape& shape);
 
 }  // namespace loom

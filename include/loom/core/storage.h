@@ -5,11 +5,12 @@
 #include <cstdint>
 #include <memory>
 
+#include "loom/core/api.h"
 #include "loom/core/device.h"
 
 namespace loom {
 
-class Storage {
+class LOOM_API Storage {
  public:
   Storage(size_t nbytes, Device device);
   ~Storage();

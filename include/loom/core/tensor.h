@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/device.h"
 #include "loom/core/dtype.h"
 #include "loom/core/error.h"
@@ -23,7 +24,7 @@ struct TensorImpl;
 
 using Axes = std::vector<int64_t>;  // empty means "all axes" where an op reduces
 
-class Tensor {
+class LOOM_API Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
@@ -112,7 +113,7 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
-struct TensorImpl {
+struct LOOM_API TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape shape;
   Strides strides;
@@ -125,12 +126,12 @@ struct TensorImpl {
   std::weak_ptr<Node> grad_accumulator; // the leaf's sink node, made on first use
 };
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t);
+LOOM_API std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // The accessors every op calls several times are inline (measured: out of line, their calls
 // and checks were a fifth of a one-element add).
 namespace detail {
-[[noreturn]] void throw_undefined_tensor(const char* what);
+[[noreturn]] LOOM_API void throw_undefined_tensor(const char* what);
 }
 
 inline const Shape& Tensor::shape() const {

@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::data {
 
-struct CsvOptions {
+struct LOOM_API CsvOptions {
   char delimiter = ',';
   bool header = true;                 // the first line (after skip_rows) names the columns
   int64_t skip_rows = 0;              // lines skipped before the header / data
@@ -21,9 +22,9 @@ struct CsvOptions {
 // trimmed of spaces; a field may be double-quoted ("" is a quote inside); blank lines are
 // skipped; CRLF line ends are accepted. Throws IOError naming the file, the line and the column
 // (1-based) of the first field that is missing, empty or not a number of the dtype.
-Tensor read_csv(const std::string& path, const CsvOptions& options = {});
+LOOM_API Tensor read_csv(const std::string& path, const CsvOptions& options = {});
 
 // The header's column names (all of them, in file order).
-std::vector<std::string> read_csv_header(const std::string& path, const CsvOptions& options = {});
+LOOM_API std::vector<std::string> read_csv_header(const std::string& path, const CsvOptions& options = {});
 
 }  // namespace loom::data

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::data {
@@ -18,11 +19,11 @@ using Batch = std::vector<Tensor>;
 // Stacks examples field by field into a batch: field k of the batch is stack(ex[k] for ex)
 // along a new leading axis. Throws ShapeError naming the field and the first mismatching
 // example when shapes or field counts differ, ValueError when `examples` is empty.
-Batch collate(const std::vector<Example>& examples);
+LOOM_API Batch collate(const std::vector<Example>& examples);
 
 // A random-access dataset. get() and get_batch() are const and may be called concurrently from
 // the loader's worker threads; implementations must not mutate shared state without locking.
-class Dataset {
+class LOOM_API Dataset {
  public:
   virtual ~Dataset() = default;
   virtual int64_t size() const = 0;
@@ -35,7 +36,7 @@ class Dataset {
 
 // Examples are slices along axis 0 of stacked tensors (all with the same leading size):
 // get(i) returns views t[i] (no copy); get_batch gathers with one take() per field.
-class TensorDataset : public Dataset {
+class LOOM_API TensorDataset : public Dataset {
  public:
   explicit TensorDataset(std::vector<Tensor> tensors);
   int64_t size() const override { return size_; }
@@ -49,7 +50,7 @@ class TensorDataset : public Dataset {
 };
 
 // The examples of `base` at `indices` (in that order), sharing the base dataset.
-class Subset : public Dataset {
+class LOOM_API Subset : public Dataset {
  public:
   Subset(std::shared_ptr<const Dataset> base, std::vector<int64_t> indices);
   int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
@@ -65,16 +66,16 @@ class Subset : public Dataset {
 
 // Splits `dataset` into disjoint subsets of the given lengths (which must sum to its size)
 // after a seeded permutation: the same seed gives the same split.
-std::vector<std::shared_ptr<Subset>> random_split(std::shared_ptr<const Dataset> dataset,
+LOOM_API std::vector<std::shared_ptr<Subset>> random_split(std::shared_ptr<const Dataset> dataset,
                                                   const std::vector<int64_t>& lengths, uint64_t seed);
 // Fractions that sum to 1; sizes are floor(fraction * size) with the remainder given to the
 // first subsets one by one (as torch.utils.data.random_split).
-std::vector<std::shared_ptr<Subset>> random_split_fractions(std::shared_ptr<const Dataset> dataset,
+LOOM_API std::vector<std::shared_ptr<Subset>> random_split_fractions(std::shared_ptr<const Dataset> dataset,
                                                             const std::vector<double>& fractions, uint64_t seed);
 
 // A source of examples without random access (a socket, a generator, a huge file read in one
 // pass). next() returns std::nullopt at the end; reset() starts again where the source allows.
-class ExampleStream {
+class LOOM_API ExampleStream {
  public:
   virtual ~ExampleStream() = default;
   virtual std::optional<Example> next() = 0;
@@ -83,7 +84,7 @@ class ExampleStream {
 };
 
 // A stream over a function: next() calls fn until it returns std::nullopt.
-class FunctionStream : public ExampleStream {
+class LOOM_API FunctionStream : public ExampleStream {
  public:
   explicit FunctionStream(std::function<std::optional<Example>()> fn) : fn_(std::move(fn)) {}
   std::optional<Example> next() override;
@@ -94,7 +95,7 @@ class FunctionStream : public ExampleStream {
 };
 
 // The examples of a dataset in order, as a stream.
-class DatasetStream : public ExampleStream {
+class LOOM_API DatasetStream : public ExampleStream {
  public:
   explicit DatasetStream(std::shared_ptr<const Dataset> dataset) : dataset_(std::move(dataset)) {}
   std::optional<Example> next() override;
@@ -107,7 +108,7 @@ class DatasetStream : public ExampleStream {
 
 // Groups a stream into collated batches of `batch_size` examples; the last, shorter batch is
 // kept unless drop_last. next() returns std::nullopt at the end of the stream.
-class StreamBatcher {
+class LOOM_API StreamBatcher {
  public:
   StreamBatcher(std::shared_ptr<ExampleStream> stream, int64_t batch_size, bool drop_last = false);
   std::optional<Batch> next();

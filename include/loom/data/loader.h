@@ -26,6 +26,7 @@
 #include <optional>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/data/dataset.h"
 #include "loom/data/transforms.h"
 
@@ -38,13 +39,13 @@ namespace loom::data {
 // the dataset's size, the order is padded by repeating its first examples (every loader gets
 // ceil(size / count) examples, as torch's DistributedSampler) or, with drop_tail, cut to a
 // multiple of count (floor(size / count) each): the loaders always yield equally many batches.
-struct Shard {
+struct LOOM_API Shard {
   int64_t index = 0;
   int64_t count = 1;
   bool drop_tail = false;
 };
 
-struct LoaderOptions {
+struct LOOM_API LoaderOptions {
   int64_t batch_size = 1;
   bool shuffle = false;
   uint64_t seed = 0;       // shuffling and random transforms
@@ -56,13 +57,13 @@ struct LoaderOptions {
 };
 
 // Where a loader stands: `batch` batches of epoch `epoch` have been delivered.
-struct LoaderPosition {
+struct LOOM_API LoaderPosition {
   int64_t epoch = 0;
   int64_t batch = 0;
   bool operator==(const LoaderPosition&) const = default;
 };
 
-class DataLoader {
+class LOOM_API DataLoader {
  public:
   DataLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options = {});
   ~DataLoader();

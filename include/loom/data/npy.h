@@ -17,20 +17,21 @@
 #include <map>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::data {
 
-Tensor load_npy(const std::string& path);
-void save_npy(const std::string& path, const Tensor& array);
+LOOM_API Tensor load_npy(const std::string& path);
+LOOM_API void save_npy(const std::string& path, const Tensor& array);
 
-std::map<std::string, Tensor> load_npz(const std::string& path);
-void save_npz(const std::string& path, const std::map<std::string, Tensor>& arrays);
+LOOM_API std::map<std::string, Tensor> load_npz(const std::string& path);
+LOOM_API void save_npz(const std::string& path, const std::map<std::string, Tensor>& arrays);
 
 // The same formats in memory; `name` is used in error messages.
-Tensor npy_from_bytes(const std::string& bytes, const std::string& name = "<memory>");
-std::string npy_to_bytes(const Tensor& array);
-std::map<std::string, Tensor> npz_from_bytes(const std::string& bytes, const std::string& name = "<memory>");
-std::string npz_to_bytes(const std::map<std::string, Tensor>& arrays);
+LOOM_API Tensor npy_from_bytes(const std::string& bytes, const std::string& name = "<memory>");
+LOOM_API std::string npy_to_bytes(const Tensor& array);
+LOOM_API std::map<std::string, Tensor> npz_from_bytes(const std::string& bytes, const std::string& name = "<memory>");
+LOOM_API std::string npz_to_bytes(const std::map<std::string, Tensor>& arrays);
 
 }  // namespace loom::data

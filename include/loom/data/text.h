@@ -7,12 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 #include "loom/data/dataset.h"
 
 namespace loom::data {
 
-struct VocabularyOptions {
+struct LOOM_API VocabularyOptions {
   int64_t min_count = 1;  // tokens seen fewer times map to <unk>
   int64_t max_size = 0;   // at most this many entries, specials included (0: no limit)
 };
@@ -20,7 +21,7 @@ struct VocabularyOptions {
 // Token <-> id. Ids 0, 1, 2 are the specials <pad>, <unk>, <eos>; the other tokens follow by
 // decreasing count, ties in byte order, so a build is deterministic. A special token found in
 // the text (PTB's "<unk>") maps to its special id.
-class Vocabulary {
+class LOOM_API Vocabulary {
  public:
   static constexpr const char* kPad = "<pad>";
   static constexpr const char* kUnk = "<unk>";
@@ -51,21 +52,21 @@ class Vocabulary {
 };
 
 // Splits on whitespace (spaces, tabs, line ends).
-std::vector<std::string> split_tokens(const std::string& text);
+LOOM_API std::vector<std::string> split_tokens(const std::string& text);
 
 // The token ids of a file (plain or gzip), int64 of shape (n,); with add_eos, an <eos> id ends
 // every non-empty line (as the PTB language-model examples do).
-Tensor tokenize_file(const std::string& path, const Vocabulary& vocab, bool add_eos = true);
+LOOM_API Tensor tokenize_file(const std::string& path, const Vocabulary& vocab, bool add_eos = true);
 
 // Cuts a 1-D stream of ids into batch_size rows of equal length (the tail that does not fill a
 // row is dropped): shape (batch_size, n / batch_size), row r holding ids [r*L, (r+1)*L).
-Tensor batchify(const Tensor& ids, int64_t batch_size);
+LOOM_API Tensor batchify(const Tensor& ids, int64_t batch_size);
 
 // Windows for truncated backpropagation through time over batchify(ids, batch_size): window i
 // is {input, target} with input = rows[:, i*steps : (i+1)*steps] and target the same shifted by
 // one token. There are (L - 1) / steps windows (L the row length). get(i) returns window i as
 // views (no copy); iterate i in order to carry hidden state from one window to the next.
-class SequenceBatcher : public Dataset {
+class LOOM_API SequenceBatcher : public Dataset {
  public:
   SequenceBatcher(const Tensor& ids, int64_t batch_size, int64_t steps);
   int64_t size() const override { return n_windows_; }

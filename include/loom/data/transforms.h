@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 #include "loom/data/dataset.h"
 #include "loom/ops/random.h"
@@ -18,27 +19,27 @@ namespace loom::data {
 
 // (x - mean[c]) / std[c] per channel along `channel_axis` (of x, negative counts from the end);
 // one value broadcasts to every channel. Integer inputs give float32.
-Tensor normalize(const Tensor& x, const std::vector<double>& mean, const std::vector<double>& std,
+LOOM_API Tensor normalize(const Tensor& x, const std::vector<double>& mean, const std::vector<double>& std,
                  int64_t channel_axis = 1);
 // Per-sample crop of a batch whose last two axes are (height, width): x is zero-padded by
 // `padding` on each side of both spatial axes, and sample i is cut at (top[i], left[i]) of the
 // padded image, a window of (height, width). top/left: int64 of shape (N,).
-Tensor crop(const Tensor& x, const Tensor& top, const Tensor& left, int64_t height, int64_t width, int64_t padding = 0);
+LOOM_API Tensor crop(const Tensor& x, const Tensor& top, const Tensor& left, int64_t height, int64_t width, int64_t padding = 0);
 // crop() at offsets drawn uniformly from the valid range: top from randint(0, H + 2p - height + 1)
 // and then left from randint(0, W + 2p - width + 1), both of shape (N,), in that order.
-Tensor random_crop(const Tensor& x, int64_t height, int64_t width, int64_t padding, Generator& gen);
+LOOM_API Tensor random_crop(const Tensor& x, int64_t height, int64_t width, int64_t padding, Generator& gen);
 // Mirrors sample i along its last axis where flip[i] is true (flip: bool of shape (N,)).
-Tensor horizontal_flip(const Tensor& x, const Tensor& flip);
+LOOM_API Tensor horizontal_flip(const Tensor& x, const Tensor& flip);
 // horizontal_flip() with flip = bernoulli({N}, p) drawn from gen.
-Tensor random_horizontal_flip(const Tensor& x, double p, Generator& gen);
+LOOM_API Tensor random_horizontal_flip(const Tensor& x, double p, Generator& gen);
 // One-hot encoding: labels of any shape -> shape + (num_classes,); throws ValueError when a
 // label lies outside [0, num_classes).
-Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype = Float32);
+LOOM_API Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype = Float32);
 
 // --- composable transforms on batches
 
 // A transform maps a batch (a tensor per field) to a batch, drawing randomness from `gen`.
-class Transform {
+class LOOM_API Transform {
  public:
   using Fn = std::function<Batch(Batch, Generator&)>;
   Transform() = default;  // the identity
@@ -61,35 +62,35 @@ class Transform {
 };
 
 // The transforms applied in order (each draws from the same Generator, one after the other).
-class Compose : public Transform {
+class LOOM_API Compose : public Transform {
  public:
   Compose(std::vector<Transform> transforms);
 };
 
 // Field selection: `field` is the index of the tensor in the batch ({image, label}: 0 and 1).
-class Normalize : public Transform {
+class LOOM_API Normalize : public Transform {
  public:
   Normalize(std::vector<double> mean, std::vector<double> std, size_t field = 0, int64_t channel_axis = 1);
 };
-class RandomCrop : public Transform {
+class LOOM_API RandomCrop : public Transform {
  public:
   RandomCrop(int64_t height, int64_t width, int64_t padding = 0, size_t field = 0);
 };
-class RandomHorizontalFlip : public Transform {
+class LOOM_API RandomHorizontalFlip : public Transform {
  public:
   explicit RandomHorizontalFlip(double p = 0.5, size_t field = 0);
 };
-class OneHot : public Transform {
+class LOOM_API OneHot : public Transform {
  public:
   OneHot(int64_t num_classes, size_t field = 1, DType dtype = Float32);
 };
 // Converts a field's dtype, scaling by `scale` (ToFloat{1/255.0} turns uint8 pixels into [0, 1]).
-class Cast : public Transform {
+class LOOM_API Cast : public Transform {
  public:
   Cast(DType dtype, double scale = 1.0, size_t field = 0);
 };
 // Any tensor function on one field.
-class Lambda : public Transform {
+class LOOM_API Lambda : public Transform {
  public:
   Lambda(std::function<Tensor(const Tensor&, Generator&)> fn, size_t field = 0, std::string name = "lambda");
 };

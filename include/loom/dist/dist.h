@@ -14,6 +14,7 @@
 // Linked as loom::dist (a library of its own: programs without it need no MPI).
 #include <cstdint>
 
+#include "loom/core/api.h"
 #include "loom/core/error.h"
 #include "loom/core/tensor.h"
 
@@ -24,13 +25,13 @@ namespace loom::dist {
 class DistError : public Error { using Error::Error; };
 
 enum class ReduceOp { Sum, Mean, Max };
-const char* reduce_op_name(ReduceOp op);  // "sum", "mean", "max"
+LOOM_API const char* reduce_op_name(ReduceOp op);  // "sum", "mean", "max"
 
 // Initializes MPI for the life of the object and finalizes it at the end. One per process, for
 // the whole program: MPI cannot be initialized again once finalized (DistError). When the
 // program initialized MPI itself, the Context uses it and leaves finalizing to the program.
 // Collectives run on a duplicate of MPI_COMM_WORLD whose errors return (never abort).
-class Context {
+class LOOM_API Context {
  public:
   Context();
   ~Context();
@@ -48,24 +49,24 @@ class Context {
 };
 
 // The live Context's values (DistError when none is alive).
-int rank();
-int size();
-int local_rank();
-int local_size();
-bool is_initialized();  // a Context is alive
+LOOM_API int rank();
+LOOM_API int size();
+LOOM_API int local_rank();
+LOOM_API int local_size();
+LOOM_API bool is_initialized();  // a Context is alive
 
 // Every rank's `t` becomes the reduction over ranks, in place (a contiguous tensor is reduced in
 // its own memory; a view is copied in and out). All dtypes: Sum and Max of bool are logical or;
 // integer sums wrap as MPI's C arithmetic does; float16/bfloat16 are reduced in float32 and
 // rounded once. Mean is the sum divided by size() and needs a floating dtype (DTypeError).
-Tensor& allreduce(Tensor& t, ReduceOp op = ReduceOp::Sum);
+LOOM_API Tensor& allreduce(Tensor& t, ReduceOp op = ReduceOp::Sum);
 // Every rank's `t` becomes rank `root`'s, in place (same dtype and shape everywhere).
-Tensor& broadcast(Tensor& t, int root = 0);
+LOOM_API Tensor& broadcast(Tensor& t, int root = 0);
 // The ranks' tensors concatenated along axis 0 in rank order (a 0-d tensor counts as shape
 // (1,)): axis 0 may differ between ranks, the dtype and the other axes may not. To stack equal
 // shapes instead, gather t.expand_dims(0).
-Tensor allgather(const Tensor& t);
+LOOM_API Tensor allgather(const Tensor& t);
 // Returns when every rank has called it.
-void barrier();
+LOOM_API void barrier();
 
 }  // namespace loom::dist

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "loom/core/api.h"
 #include "loom/data/loader.h"
 #include "loom/dist/dist.h"
 #include "loom/graph/graph.h"
@@ -20,14 +21,14 @@
 namespace loom::dist {
 
 // This rank's share of each epoch, for data::LoaderOptions::shard: {rank(), size()}.
-data::Shard shard(bool drop_tail = false);
+LOOM_API data::Shard shard(bool drop_tail = false);
 
 // Every parameter and buffer of `graph` (io::graph_state, by name) becomes rank `root`'s.
 // ValueError when the ranks' graphs hold different tensor names; the broadcast's ShapeError or
 // DTypeError, naming the tensor, when a tensor differs.
-void broadcast_graph(const Graph& graph, int root = 0);
+LOOM_API void broadcast_graph(const Graph& graph, int root = 0);
 
-struct DistributedOptions {
+struct LOOM_API DistributedOptions {
   // Gradients are averaged in buckets of about this many bytes (consecutive parameters of one
   // dtype, from the last parameter to the first; a larger gradient is a bucket of its own):
   // one allreduce per bucket.
@@ -46,7 +47,7 @@ namespace detail {
 class GradientBuckets;
 }
 
-class DistributedOptimizer {
+class LOOM_API DistributedOptimizer {
  public:
   // Collective (every rank constructs it): checks that the ranks' parameters agree (ValueError
   // on every rank otherwise). With options.overlap, a hook on every parameter starts the
@@ -89,6 +90,6 @@ class DistributedOptimizer {
 // optimizer state, after checking that the ranks agree on the model, the batches per epoch,
 // the epochs done and the loader position (ValueError naming the ranks, on every rank);
 // gradients averaged in buckets before every step; logs averaged over the ranks.
-std::shared_ptr<train::DataParallel> data_parallel(DistributedOptions options = {});
+LOOM_API std::shared_ptr<train::DataParallel> data_parallel(DistributedOptions options = {});
 
 }  // namespace loom::dist

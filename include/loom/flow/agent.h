@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/flow/tasks.h"
 
 namespace loom::flow {
@@ -29,7 +30,7 @@ enum class StopReason { None, Cancelled, Lost, TimedOut };
 enum class Outcome { Finished, Failed, Cancelled, Lost };
 
 // What a running task may ask of its agent. Thread-safe.
-class TaskContext {
+class LOOM_API TaskContext {
  public:
   TaskContext(Claim claim, Clock clock) : claim_(std::move(claim)), clock_(std::move(clock)) {}
   const Claim& claim() const { return claim_; }
@@ -54,19 +55,19 @@ using TaskFunction = std::function<std::string(const std::string& hyper_paramete
 // are set. A non-zero exit, a signal, output that is not JSON or longer than max_output_bytes
 // fail the attempt with the tail of its stderr; a timeout, a cancellation or a lost claim kill
 // the whole group.
-struct Command {
+struct LOOM_API Command {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
   int64_t max_output_bytes = 64 << 20;
 };
 
-struct AgentOptions {
+struct LOOM_API AgentOptions {
   std::vector<std::string> kinds;  // empty: every registered kind
   int64_t poll_ms = 500;           // sleep when no task is pending
   bool stop_when_idle = false;     // return when no task is pending
   int64_t max_tasks = 0;           // return after this many tasks (0: no limit)
 };
 
-class Agent {
+class LOOM_API Agent {
  public:
   // `name` identifies the agent in the tasks it holds (default "<host>:<pid>").
   explicit Agent(Tasks tasks, std::string name = "");
@@ -99,6 +100,6 @@ class Agent {
 // Runs `command` for `claim` (what Agent does for a command kind); returns the result JSON
 // text or throws TaskFailure with the reason. Exposed for tests and tools.
 class TaskFailure : public Error { using Error::Error; };
-std::string run_command(const Command& command, const Claim& claim, TaskContext& ctx);
+LOOM_API std::string run_command(const Command& command, const Claim& claim, TaskContext& ctx);
 
 }  // namespace loom::flow

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/store/session.h"
 #include "loom/store/store.h"
 
@@ -27,19 +28,19 @@ namespace loom::flow {
 class ClaimLostError : public store::ConflictError { using store::ConflictError::ConflictError; };
 
 enum class Status { Pending, Running, Finished, Failed, Cancelled };
-const char* status_name(Status s);  // "pending", "running", "finished", "failed", "cancelled"
+LOOM_API const char* status_name(Status s);  // "pending", "running", "finished", "failed", "cancelled"
 // The status of a name; ValueError naming the valid ones otherwise.
-Status parse_status(const std::string& name);
+LOOM_API Status parse_status(const std::string& name);
 inline bool is_terminal(Status s) { return s == Status::Finished || s == Status::Failed || s == Status::Cancelled; }
 
-struct TaskOptions {
+struct LOOM_API TaskOptions {
   int64_t priority = 0;       // higher first; equal priorities in submission order
   int64_t max_attempts = 3;   // claims allowed (1 to 1000); then the task fails with its last error
   int64_t timeout_ms = 0;     // run time allowed to one attempt (0: none)
   int64_t lease_ms = 30000;   // how long a claim lives without a heartbeat (10 ms to 1 day)
 };
 
-struct TaskInfo {
+struct LOOM_API TaskInfo {
   int64_t id = 0;
   std::string kind;
   std::string hyper_parameters;  // a JSON object (canonical text)
@@ -60,7 +61,7 @@ struct TaskInfo {
 };
 
 // What an agent holds while it runs a task.
-struct Claim {
+struct LOOM_API Claim {
   int64_t task_id = 0;
   int64_t token = 0;             // the fencing token: 1 for the first claim of a task, then 2, ...
   int64_t attempt = 0;           // equal to the token (each claim is an attempt)
@@ -73,7 +74,7 @@ struct Claim {
   int64_t lease_expires_ms = 0;
 };
 
-struct TaskFilter {
+struct LOOM_API TaskFilter {
   std::optional<std::string> kind;
   std::optional<Status> status;
   int64_t limit = 0;  // 0: all; in submission order
@@ -87,9 +88,9 @@ enum class Heartbeat {
 
 // Milliseconds since the Unix epoch; injectable so that tests move time instead of sleeping.
 using Clock = std::function<int64_t()>;
-int64_t system_clock_ms();
+LOOM_API int64_t system_clock_ms();
 
-class Tasks {
+class LOOM_API Tasks {
  public:
   explicit Tasks(store::Store store, Clock clock = {});
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/memory.h"
 #include "loom/nn/layer.h"
 
@@ -17,7 +18,7 @@ struct CompileOptions;
 struct GraphAccess;  // src/graph: the evaluator's access to a graph's internals
 struct Compilation;  // src/graph: the compiler's passes over a plan being built
 
-class Graph {
+class LOOM_API Graph {
  public:
   // Traces from `outputs` back through each layer's inputs, stopping at the layers in
   // `inputs` (which need not be Input layers: that selects the path between chosen start and
@@ -65,9 +66,9 @@ class Graph {
 };
 
 // The summary() table.
-std::ostream& operator<<(std::ostream& os, const Graph& graph);
+LOOM_API std::ostream& operator<<(std::ostream& os, const Graph& graph);
 
-struct CompileOptions {
+struct LOOM_API CompileOptions {
   // One shape per graph input (empty: the inputs' declared shapes, -1 dims open at run time).
   std::vector<Shape> input_shapes;
   // The passes (docs/compile.md); each can be turned off to compare or debug.
@@ -94,7 +95,7 @@ struct CompileOptions {
 // The one evaluator of layer graphs: Layer::operator()(), Module, as_function and train::Model
 // all run Plans. run() is const and keeps activations in the call, so one plan may run on
 // several threads at once.
-class Plan {
+class LOOM_API Plan {
  public:
   explicit Plan(Graph graph, const CompileOptions& options = {});
   // The outputs for `inputs` given positionally (as graph().inputs()); with no tensors, each
@@ -137,12 +138,12 @@ class Plan {
 };
 
 namespace nn {
-int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync);  // loom/nn/normalization.h
+LOOM_API int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync);  // loom/nn/normalization.h
 // Makes every BatchNorm layer of `graph` synchronized (or not): returns how many there are.
 inline int64_t sync_batch_norm(const Graph& graph, bool sync = true) { return sync_batch_norm(graph.nodes(), sync); }
 }  // namespace nn
 
 // The dump() text.
-std::ostream& operator<<(std::ostream& os, const Plan& plan);
+LOOM_API std::ostream& operator<<(std::ostream& os, const Plan& plan);
 
 }  // namespace loom

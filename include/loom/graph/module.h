@@ -5,12 +5,13 @@
 #include <functional>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/graph/graph.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
 
-class Module : public Layer {
+class LOOM_API Module : public Layer {
  public:
   // `inputs` are the layers the subgraph starts from (usually Inputs), `output` where it ends.
   Module(const std::vector<Layer>& inputs, const Layer& output, const std::string& name = "");
@@ -25,10 +26,10 @@ class Module : public Layer {
 
 // The inner graph of a layer of kind "Module" or "Sequential" (also one made by reuse_with);
 // null otherwise.
-const Graph* module_graph(const Layer& layer);
+LOOM_API const Graph* module_graph(const Layer& layer);
 // A layer (kind "ModuleOutput") reading output i of `module`, a Module with several outputs or a
 // reuse_with of one; ValueError naming the module otherwise or when i is out of range.
-Layer module_output(const Layer& module, size_t i, const std::string& name = "");
+LOOM_API Layer module_output(const Layer& module, size_t i, const std::string& name = "");
 
 // One step of a Sequential: a layer made without input (nn::Linear(128), a Sequential made without
 // input), any layer (called: reuse_with), or a function from a layer to a layer.
@@ -38,7 +39,7 @@ using Step = std::function<Layer(const Layer&)>;
 // Module (kind "Sequential") over the graph the steps make from an Input shaped as the input.
 // Made without input, it is bound by its first call (Sequential seq({...}); Layer y = seq(x));
 // later calls share every inner weight. Graph::summary() lists its inner layers.
-class Sequential : public Layer {
+class LOOM_API Sequential : public Layer {
  public:
   explicit Sequential(std::vector<Step> steps, const std::string& name = "");
   Sequential(const Layer& input, std::vector<Step> steps, const std::string& name = "");

@@ -4,14 +4,15 @@
 // copy_state moves trained values across).
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/graph/graph.h"
 
 namespace loom {
 
-std::string graph_to_json(const Graph& graph);
+LOOM_API std::string graph_to_json(const Graph& graph);
 // Throws ValueError naming the layer and field when the text is not a valid Loom graph.
-Graph graph_from_json(const std::string& json);
+LOOM_API Graph graph_from_json(const std::string& json);
 // Copies every parameter and buffer value of `from` into the layer of the same name in `to`.
-void copy_state(const Graph& from, const Graph& to);
+LOOM_API void copy_state(const Graph& from, const Graph& to);
 
 }  // namespace loom

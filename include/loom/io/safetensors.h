@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::io {
@@ -24,23 +25,23 @@ using Metadata = std::map<std::string, std::string>;        // the header's "__m
 // `metadata` to `path` through write_file_atomic: a failure leaves a previous file intact.
 // Throws ValueError (before touching the file) for an undefined tensor, the reserved name
 // "__metadata__", or names / metadata that are not valid UTF-8; IOError when writing fails.
-void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata = {});
+LOOM_API void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata = {});
 
 // Reads every tensor of a safetensors file (CPU, contiguous). Fills *metadata when given.
 // Throws IOError naming the file and the problem when the file cannot be read or breaks any
 // rule of the format; it never reads past the end of the file.
-TensorMap load_safetensors(const std::string& path, Metadata* metadata = nullptr);
+LOOM_API TensorMap load_safetensors(const std::string& path, Metadata* metadata = nullptr);
 // Only the header's metadata (the data are validated against the header but not read).
-Metadata load_safetensors_metadata(const std::string& path);
+LOOM_API Metadata load_safetensors_metadata(const std::string& path);
 
 // The same, to and from bytes in memory. `source` names the bytes in error messages.
-std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata = {});
-TensorMap decode_safetensors(const std::string& bytes, Metadata* metadata = nullptr,
+LOOM_API std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata = {});
+LOOM_API TensorMap decode_safetensors(const std::string& bytes, Metadata* metadata = nullptr,
                              const std::string& source = "<memory>");
 
 // The safetensors name of a Loom dtype ("F32", "BF16", "BOOL", ...), and back (nullopt for a
 // name Loom has no dtype for).
-const char* safetensors_dtype_name(DType dtype);
-std::optional<DType> dtype_from_safetensors(const std::string& name);
+LOOM_API const char* safetensors_dtype_name(DType dtype);
+LOOM_API std::optional<DType> dtype_from_safetensors(const std::string& name);
 
 }  // namespace loom::io

@@ -3,12 +3,13 @@
 #include <functional>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
 
-struct ActivationFn {
+struct LOOM_API ActivationFn {
   std::string name;
   std::function<Tensor(const Tensor&)> fn;
   Tensor operator()(const Tensor& x) const { return fn(x); }
@@ -16,12 +17,12 @@ struct ActivationFn {
   // an activation named "relu" that computes something else is not relu.
   bool is(const ActivationFn& other) const { return name == other.name && fn.target_type() == other.fn.target_type(); }
 };
-extern const ActivationFn identity, relu, tanh, sigmoid, gelu, elu, leaky_relu, softplus, softmax, log_softmax;
+LOOM_API extern const ActivationFn identity, relu, tanh, sigmoid, gelu, elu, leaky_relu, softplus, softmax, log_softmax;
 // The named activation; throws ValueError listing the known names.
-const ActivationFn& activation_by_name(const std::string& name);
+LOOM_API const ActivationFn& activation_by_name(const std::string& name);
 
 // What an Activation layer is besides its input (nn/attributes.h).
-struct ActivationAttributes {
+struct LOOM_API ActivationAttributes {
   ActivationFn fn;
   template <class Visit>
   void fields(Visit&& visit) {
@@ -29,7 +30,7 @@ struct ActivationAttributes {
   }
 };
 
-class Activation : public Layer {
+class LOOM_API Activation : public Layer {
  public:
   Activation(const Layer& input, ActivationFn fn, const std::string& name = "");
   explicit Activation(ActivationFn fn, const std::string& name = "");  // bound by its first call

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/dtype.h"
 #include "loom/nn/options.h"
 
@@ -36,7 +37,7 @@ struct ActivationFn;
 
 // How a field is read back: integer bounds (for integers and lists of them) and whether a file
 // may lack it (then the struct's default stays: a field added after files were written).
-struct Field {
+struct LOOM_API Field {
   int64_t lo = INT64_MIN, hi = INT64_MAX;
   bool optional = false;
   // A size or count read from a file: in [lo, 2^40], so no file asks for an absurd allocation.
@@ -49,38 +50,38 @@ struct Field {
 
 namespace detail {
 // One overload per field type. A user-defined kind's attributes use these types.
-void write_field(Options& o, const char* key, bool v);
-void write_field(Options& o, const char* key, int64_t v);
-void write_field(Options& o, const char* key, uint64_t v);
-void write_field(Options& o, const char* key, double v);
-void write_field(Options& o, const char* key, const std::string& v);
-void write_field(Options& o, const char* key, const std::vector<int64_t>& v);
-void write_field(Options& o, const char* key, DType v);
-void write_field(Options& o, const char* key, const ConvPadding& v);  // integers, or "same" / "valid"
-void write_field(Options& o, const char* key, const Init& v);         // {"kind", "a", "b"}
-void write_field(Options& o, const char* key, const ActivationFn& v);  // its name
+LOOM_API void write_field(Options& o, const char* key, bool v);
+LOOM_API void write_field(Options& o, const char* key, int64_t v);
+LOOM_API void write_field(Options& o, const char* key, uint64_t v);
+LOOM_API void write_field(Options& o, const char* key, double v);
+LOOM_API void write_field(Options& o, const char* key, const std::string& v);
+LOOM_API void write_field(Options& o, const char* key, const std::vector<int64_t>& v);
+LOOM_API void write_field(Options& o, const char* key, DType v);
+LOOM_API void write_field(Options& o, const char* key, const ConvPadding& v);  // integers, or "same" / "valid"
+LOOM_API void write_field(Options& o, const char* key, const Init& v);         // {"kind", "a", "b"}
+LOOM_API void write_field(Options& o, const char* key, const ActivationFn& v);  // its name
 
-void read_field(const Options& o, const char* key, bool& v, const Field& f);
-void read_field(const Options& o, const char* key, int64_t& v, const Field& f);
-void read_field(const Options& o, const char* key, uint64_t& v, const Field& f);
-void read_field(const Options& o, const char* key, double& v, const Field& f);
-void read_field(const Options& o, const char* key, std::string& v, const Field& f);
-void read_field(const Options& o, const char* key, std::vector<int64_t>& v, const Field& f);
-void read_field(const Options& o, const char* key, DType& v, const Field& f);
-void read_field(const Options& o, const char* key, ConvPadding& v, const Field& f);
-void read_field(const Options& o, const char* key, Init& v, const Field& f);
-void read_field(const Options& o, const char* key, ActivationFn& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, bool& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, int64_t& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, uint64_t& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, double& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, std::string& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, std::vector<int64_t>& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, DType& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, ConvPadding& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, Init& v, const Field& f);
+LOOM_API void read_field(const Options& o, const char* key, ActivationFn& v, const Field& f);
 
-bool same_field(bool a, bool b);
-bool same_field(int64_t a, int64_t b);
-bool same_field(uint64_t a, uint64_t b);
-bool same_field(double a, double b);  // bitwise: NaN equals NaN, -0 differs from 0
-bool same_field(const std::string& a, const std::string& b);
-bool same_field(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
-bool same_field(DType a, DType b);
-bool same_field(const ConvPadding& a, const ConvPadding& b);
-bool same_field(const Init& a, const Init& b);
-bool same_field(const ActivationFn& a, const ActivationFn& b);  // the same function (ActivationFn::is)
+LOOM_API bool same_field(bool a, bool b);
+LOOM_API bool same_field(int64_t a, int64_t b);
+LOOM_API bool same_field(uint64_t a, uint64_t b);
+LOOM_API bool same_field(double a, double b);  // bitwise: NaN equals NaN, -0 differs from 0
+LOOM_API bool same_field(const std::string& a, const std::string& b);
+LOOM_API bool same_field(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+LOOM_API bool same_field(DType a, DType b);
+LOOM_API bool same_field(const ConvPadding& a, const ConvPadding& b);
+LOOM_API bool same_field(const Init& a, const Init& b);
+LOOM_API bool same_field(const ActivationFn& a, const ActivationFn& b);  // the same function (ActivationFn::is)
 
 // Visits a const struct's fields: `fields` is one member template for reading and writing, and
 // the visitors given here only read.

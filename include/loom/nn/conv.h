@@ -3,6 +3,7 @@
 // PyTorch's weight layouts so parameter counts and results compare one to one.
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
@@ -10,7 +11,7 @@
 
 namespace loom::nn {
 
-struct ConvOptions {
+struct LOOM_API ConvOptions {
   IntList stride = 1;
   ConvPadding padding = 0;  // integers, or "same" / "valid"
   IntList dilation = 1;
@@ -22,7 +23,7 @@ struct ConvOptions {
 
 // What a Conv1D or Conv2D layer is besides its inputs and state (nn/attributes.h): one kernel
 // size per spatial axis (1 for Conv1D, 2 for Conv2D), per-axis stride and dilation.
-struct ConvAttributes {
+struct LOOM_API ConvAttributes {
   int64_t filters = 0;
   std::vector<int64_t> kernel_size, stride, dilation;
   ConvPadding padding = 0;
@@ -41,20 +42,20 @@ struct ConvAttributes {
 };
 
 // (N, C_in, L) -> (N, filters, L'); weight (filters, C_in / groups, k)
-class Conv1D : public Layer {
+class LOOM_API Conv1D : public Layer {
  public:
   Conv1D(const Layer& input, int64_t filters, int64_t kernel_size, ConvOptions options = {}, const std::string& name = "");
   Conv1D(int64_t filters, int64_t kernel_size, ConvOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
 // (N, C_in, H, W) -> (N, filters, H', W'); weight (filters, C_in / groups, kH, kW)
-class Conv2D : public Layer {
+class LOOM_API Conv2D : public Layer {
  public:
   Conv2D(const Layer& input, int64_t filters, IntList kernel_size, ConvOptions options = {}, const std::string& name = "");
   Conv2D(int64_t filters, IntList kernel_size, ConvOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
-struct ConvTransposeOptions {
+struct LOOM_API ConvTransposeOptions {
   IntList stride = 1;
   IntList padding = 0;
   IntList output_padding = 0;
@@ -65,7 +66,7 @@ struct ConvTransposeOptions {
 };
 
 // What a Conv2DTranspose layer is besides its inputs and state.
-struct ConvTransposeAttributes {
+struct LOOM_API ConvTransposeAttributes {
   int64_t filters = 0, groups = 1;
   std::vector<int64_t> kernel_size, stride, padding, output_padding, dilation;
   bool bias = true;
@@ -83,7 +84,7 @@ struct ConvTransposeAttributes {
 };
 
 // weight (C_in, filters / groups, kH, kW), as torch.nn.ConvTranspose2d
-class Conv2DTranspose : public Layer {
+class LOOM_API Conv2DTranspose : public Layer {
  public:
   Conv2DTranspose(const Layer& input, int64_t filters, IntList kernel_size, ConvTransposeOptions options = {},
                   const std::string& name = "");

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/nn/input.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
@@ -11,7 +12,7 @@ namespace loom::nn {
 
 // What a Dropout layer is besides its input (nn/attributes.h). With a Param as the probability,
 // `probability` is its value when the layer was made; the layer saves the current one.
-struct DropoutAttributes {
+struct LOOM_API DropoutAttributes {
   double probability = 0.5;
   uint64_t seed = 0;
   template <class Visit>
@@ -21,7 +22,7 @@ struct DropoutAttributes {
   }
 };
 
-class Dropout : public Layer {
+class LOOM_API Dropout : public Layer {
  public:
   // Inverted dropout: in Train mode zeroes each element with `probability` and scales the rest
   // by 1 / (1 - probability); the identity in Eval mode. Seeded per layer.

@@ -2,6 +2,7 @@
 // Layers that encode integer ids: OneHot and Lookup (Embedding) with its options.
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
@@ -9,7 +10,7 @@
 namespace loom::nn {
 
 // What a OneHot layer is besides its input (nn/attributes.h).
-struct OneHotAttributes {
+struct LOOM_API OneHotAttributes {
   int64_t n_classes = 0;
   DType dtype = Float32;
   template <class Visit>
@@ -20,18 +21,18 @@ struct OneHotAttributes {
 };
 
 // Integer ids (any shape) -> one-hot float vectors with n_classes units.
-class OneHot : public Layer {
+class LOOM_API OneHot : public Layer {
  public:
   OneHot(const Layer& ids, int64_t n_classes, DType dtype = Float32, const std::string& name = "");
 };
 
-struct LookupOptions {
+struct LOOM_API LookupOptions {
   int64_t padding_id = -1;  // this id maps to zeros and its row gets no gradient; -1 for none
   Init init = Init::normal(0, 0.05);
 };
 
 // What a Lookup layer is besides its input and state (nn/attributes.h).
-struct LookupAttributes {
+struct LOOM_API LookupAttributes {
   int64_t vocab_size = 0, n_units = 0, padding_id = -1;
   Init init = Init::normal(0, 0.05);
   template <class Visit>
@@ -45,7 +46,7 @@ struct LookupAttributes {
 
 // Embedding lookup: integer ids of any shape -> (..., n_units) rows of a (vocab_size, n_units)
 // table. Repeated ids accumulate gradient.
-class Lookup : public Layer {
+class LOOM_API Lookup : public Layer {
  public:
   Lookup(const Layer& ids, int64_t vocab_size, int64_t n_units, LookupOptions options = {}, const std::string& name = "");
 };

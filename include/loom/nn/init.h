@@ -2,12 +2,13 @@
 // Parameter initializers, chosen by value in layer options.
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 #include "loom/ops/random.h"
 
 namespace loom::nn {
 
-struct Init {
+struct LOOM_API Init {
   enum class Kind : uint8_t { GlorotUniform, GlorotNormal, HeUniform, HeNormal, Orthogonal, Zeros, Ones, Constant, Normal, Uniform };
   Kind kind = Kind::GlorotUniform;
   double a = 0;  // Constant: value; Normal: mean; Uniform: low; Orthogonal: gain (0 = 1)
@@ -33,13 +34,13 @@ struct Init {
 // A new tensor of `shape` drawn from `init`. Fans: shape[0] in, shape[1] out for matrices;
 // for higher ranks (out, in, k...) as convolution kernels.
 // Every layer creates its parameters and buffers through it.
-Tensor initialize(const Init& init, const Shape& shape, DType dtype = Float32, Generator* gen = nullptr);
+LOOM_API Tensor initialize(const Init& init, const Shape& shape, DType dtype = Float32, Generator* gen = nullptr);
 
 // While one is alive on this thread, initialize() leaves the tensors it creates unfilled (their
 // values are about to be overwritten) and refuses, before allocating, to create more than
 // `max_bytes` in all (ValueError). io::load_model builds the architecture of a file under one,
 // bounded by the bytes of the tensors the file holds: a small file cannot ask for gigabytes.
-class ParamBudget {
+class LOOM_API ParamBudget {
  public:
   explicit ParamBudget(uint64_t max_bytes);
   ~ParamBudget();

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
@@ -11,7 +12,7 @@ namespace loom::nn {
 
 // What an Input is (nn/attributes.h): its declared shape (-1 for a size known at run time) and
 // dtype, saved as its options.
-struct InputAttributes {
+struct LOOM_API InputAttributes {
   std::vector<int64_t> shape;
   DType dtype = Float32;
   template <class Visit>
@@ -26,7 +27,7 @@ struct InputAttributes {
 //
 // A stateful placeholder. shape may hold -1 for dimensions fixed only at run time; an Input of
 // n_units has shape (-1, n_units).
-class Input : public Layer {
+class LOOM_API Input : public Layer {
  public:
   explicit Input(int64_t n_units, DType dtype = Float32, const std::string& name = "");
   Input(const Shape& shape, DType dtype, const std::string& name = "");
@@ -41,14 +42,14 @@ class Input : public Layer {
 };
 
 // A fixed tensor as a layer.
-class Constant : public Layer {
+class LOOM_API Constant : public Layer {
  public:
   explicit Constant(const Tensor& value, const std::string& name = "");
 };
 
 // A scalar hyperparameter (learning rate, dropout probability) that can change while training;
 // observers are called with the new value.
-class Param : public Layer {
+class LOOM_API Param : public Layer {
  public:
   explicit Param(double value, const std::string& name = "");
   double value() const;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/nn/layer.h"
 #include "loom/nn/state.h"
 
@@ -13,7 +14,7 @@ namespace loom::nn {
 
 // A Lambda's tensors, declared by name: parameters (trained: requires_grad is set on them) and
 // buffers (saved, not trained). Each becomes part of the layer's State.
-struct LambdaState {
+struct LOOM_API LambdaState {
   std::vector<std::pair<std::string, Tensor>> params, buffers;
 };
 // A Lambda's function of its input tensors and its state (read tensors with state.param(name) /
@@ -25,7 +26,7 @@ using LambdaFn = std::function<Tensor(const std::vector<Tensor>& inputs, State& 
 // output_shapes), its declared shape with a leading -1 taking the batch of its inputs. Its other
 // -1 sizes stay open at compile time, and on reuse_with, even where the inputs' sizes are known;
 // running the plan gives them.
-class Lambda : public Layer {
+class LOOM_API Lambda : public Layer {
  public:
   // Tensors the function captures are invisible to the layer: not in Graph::parameters(), not
   // saved. Such a Lambda cannot be saved (its kind is "Lambda").
@@ -43,6 +44,6 @@ class Lambda : public Layer {
 // Registers `kind` (nn/registry.h) for Lambdas made with it: saving writes them, and loading
 // rebuilds each with `fn`, its saved shape, dtype and declared tensors (their values then come
 // from the file). Loading a file with an unregistered kind throws ValueError naming the layer.
-void register_lambda_kind(const std::string& kind, LambdaFn fn);
+LOOM_API void register_lambda_kind(const std::string& kind, LambdaFn fn);
 
 }  // namespace loom::nn

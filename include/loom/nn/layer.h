@@ -13,6 +13,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/mode.h"
@@ -23,7 +24,7 @@ namespace loom::nn {
 
 class LayerImpl;
 
-class Layer {
+class LOOM_API Layer {
  public:
   Layer() = default;
   explicit Layer(std::shared_ptr<LayerImpl> impl) : impl_(std::move(impl)) {}
@@ -73,12 +74,12 @@ class Layer {
 };
 
 // "Linear 'dense_1' (-1, 8)": kind, name and output shape.
-std::ostream& operator<<(std::ostream& os, const Layer& layer);
+LOOM_API std::ostream& operator<<(std::ostream& os, const Layer& layer);
 
 // Base of every layer kind. Kinds implement compute and clone; the base holds the graph links.
 // A kind that is saved and loaded also writes its options and registers a factory that
 // rebuilds it from them (nn/registry.h; docs/layers.md, "Writing a layer").
-class LayerImpl {
+class LOOM_API LayerImpl {
  public:
   virtual ~LayerImpl() = default;
   virtual const char* kind() const = 0;
@@ -167,6 +168,6 @@ const A* attributes_of(const Layer& layer) {
 }
 
 // A unique name "<prefix>_<n>" unless `name` is given.
-std::string unique_name(const std::string& prefix, const std::string& name = "");
+LOOM_API std::string unique_name(const std::string& prefix, const std::string& name = "");
 
 }  // namespace loom::nn

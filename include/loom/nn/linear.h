@@ -3,13 +3,14 @@
 #include <optional>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
 
-struct LinearOptions {
+struct LOOM_API LinearOptions {
   bool bias = true;
   Init weight_init = Init::glorot_uniform();
   Init bias_init = Init::zeros();
@@ -20,7 +21,7 @@ struct LinearOptions {
 };
 
 // What a Linear layer is besides its input and state (nn/attributes.h).
-struct LinearAttributes {
+struct LOOM_API LinearAttributes {
   int64_t n_units = 0;
   bool bias = true, transpose_weights = false;
   Init weight_init = Init::glorot_uniform();
@@ -35,7 +36,7 @@ struct LinearAttributes {
   }
 };
 
-class Linear : public Layer {
+class LOOM_API Linear : public Layer {
  public:
   Linear(const Layer& input, int64_t n_units, LinearOptions options = {}, const std::string& name = "");
   explicit Linear(int64_t n_units, LinearOptions options = {}, const std::string& name = "");  // bound by its first call

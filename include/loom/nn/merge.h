@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
@@ -15,7 +16,7 @@ enum class MergeMode : uint8_t { Sum, Subtract, Multiply, Mean, Concat };
 
 // What a merge layer (Add, Subtract, Multiply, Mean, Concat) is besides its inputs
 // (nn/attributes.h): the mode is the kind, so only Concat's axis is a saved field.
-struct MergeAttributes {
+struct LOOM_API MergeAttributes {
   MergeMode mode = MergeMode::Sum;
   int64_t axis = -1;
   template <class Visit>
@@ -25,51 +26,51 @@ struct MergeAttributes {
 };
 
 // Combines several layers with a merge mode; Concat joins them along `axis`.
-class Merge : public Layer {
+class LOOM_API Merge : public Layer {
  public:
   Merge(const std::vector<Layer>& inputs, MergeMode mode, int64_t axis = -1, const std::string& name = "");
 };
 
 // Merges of several layers of one shape (Mean/Add/... with broadcasting), as in TensorGraph.
-class Add : public Layer {
+class LOOM_API Add : public Layer {
  public:
   explicit Add(const std::vector<Layer>& inputs, const std::string& name = "");
   Add(const Layer& a, const Layer& b, const std::string& name = "") : Add(std::vector<Layer>{a, b}, name) {}
 };
-class Subtract : public Layer {
+class LOOM_API Subtract : public Layer {
  public:
   Subtract(const Layer& a, const Layer& b, const std::string& name = "");
 };
-class Multiply : public Layer {
+class LOOM_API Multiply : public Layer {
  public:
   explicit Multiply(const std::vector<Layer>& inputs, const std::string& name = "");
   Multiply(const Layer& a, const Layer& b, const std::string& name = "") : Multiply(std::vector<Layer>{a, b}, name) {}
 };
-class Concat : public Layer {
+class LOOM_API Concat : public Layer {
  public:
   explicit Concat(const std::vector<Layer>& inputs, int64_t axis = -1, const std::string& name = "");
 };
-class Mean : public Layer {
+class LOOM_API Mean : public Layer {
  public:
   explicit Mean(const std::vector<Layer>& inputs, const std::string& name = "");
 };
 
 // Arithmetic on layers makes merge / lambda layers.
-Layer operator+(const Layer& a, const Layer& b);
-Layer operator-(const Layer& a, const Layer& b);
-Layer operator*(const Layer& a, const Layer& b);
-Layer operator*(const Layer& a, double s);
-Layer operator*(double s, const Layer& a);
-Layer operator+(const Layer& a, double s);
+LOOM_API Layer operator+(const Layer& a, const Layer& b);
+LOOM_API Layer operator-(const Layer& a, const Layer& b);
+LOOM_API Layer operator*(const Layer& a, const Layer& b);
+LOOM_API Layer operator*(const Layer& a, double s);
+LOOM_API Layer operator*(double s, const Layer& a);
+LOOM_API Layer operator+(const Layer& a, double s);
 
 // x + block; when their units differ, x goes through a learned linear projection first.
-class Residual : public Layer {
+class LOOM_API Residual : public Layer {
  public:
   Residual(const Layer& input, const Layer& block, const std::string& name = "");
 };
 
 // input * sigmoid(Linear(gate_input)) with as many gate units as the input has.
-class Gate : public Layer {
+class LOOM_API Gate : public Layer {
  public:
   Gate(const Layer& input, const Layer& gate_input, const std::string& name = "");
 };

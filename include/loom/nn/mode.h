@@ -3,13 +3,15 @@
 // statistics) or Eval. The mode is per thread; Eval unless a ModeScope says otherwise.
 #include <cstdint>
 
+#include "loom/core/api.h"
+
 namespace loom::nn {
 
 enum class Mode : uint8_t { Eval, Train };
 
-Mode current_mode();
+LOOM_API Mode current_mode();
 
-class ModeScope {
+class LOOM_API ModeScope {
  public:
   explicit ModeScope(Mode mode);
   ~ModeScope();

@@ -4,12 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
 namespace loom::nn {
 
-struct BatchNormOptions {
+struct LOOM_API BatchNormOptions {
   double momentum = 0.1;
   double eps = 1e-5;
   bool affine = true;  // learnable weight (ones) and bias (zeros)
@@ -27,7 +28,7 @@ struct BatchNormOptions {
 };
 
 // What a LayerNorm layer is besides its input and state.
-struct LayerNormAttributes {
+struct LOOM_API LayerNormAttributes {
   double eps = 1e-5;
   template <class Visit>
   void fields(Visit&& visit) {
@@ -37,7 +38,7 @@ struct LayerNormAttributes {
 
 // Normalizes over axis 1 with batch statistics in Train mode (updating the running averages)
 // and the running averages in Eval mode; buffers "running_mean" and "running_var".
-class BatchNorm : public Layer {
+class LOOM_API BatchNorm : public Layer {
  public:
   BatchNorm(const Layer& input, BatchNormOptions options = {}, const std::string& name = "");
   explicit BatchNorm(BatchNormOptions options = {}, const std::string& name = "");  // bound by its first call
@@ -45,10 +46,10 @@ class BatchNorm : public Layer {
 
 // Makes every BatchNorm layer among `layers` synchronized (or not): returns how many there
 // are. loom/graph/graph.h adds the form that takes a whole graph.
-int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync = true);
+LOOM_API int64_t sync_batch_norm(const std::vector<Layer>& layers, bool sync = true);
 
 // Normalizes over the last axis (n_units), with learnable weight and bias.
-class LayerNorm : public Layer {
+class LOOM_API LayerNorm : public Layer {
  public:
   LayerNorm(const Layer& input, double eps = 1e-5, const std::string& name = "");
   explicit LayerNorm(double eps = 1e-5, const std::string& name = "");  // bound by its first call

@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
+
 namespace loom::nn {
 
-class Options {
+class LOOM_API Options {
  public:
   Options();
   ~Options();

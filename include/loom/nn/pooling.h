@@ -3,20 +3,21 @@
 // average pooling (AdaptiveAvgPool2D, adaptive_avg_pool2d, adaptive_avg_pool_matrix).
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 #include "loom/ops/conv.h"  // IntList
 
 namespace loom::nn {
 
-struct PoolOptions {
+struct LOOM_API PoolOptions {
   IntList stride = {};  // default: the kernel size
   IntList padding = 0;
   bool ceil_mode = false;
 };
 
 // What a MaxPool2D or AvgPool2D layer is besides its input (nn/attributes.h): per-axis sizes.
-struct PoolAttributes {
+struct LOOM_API PoolAttributes {
   bool max = true;  // MaxPool2D or AvgPool2D: the kind says which, so it is not a saved field
   std::vector<int64_t> kernel_size, stride, padding;
   bool ceil_mode = false;
@@ -29,20 +30,20 @@ struct PoolAttributes {
   }
 };
 
-class MaxPool2D : public Layer {
+class LOOM_API MaxPool2D : public Layer {
  public:
   MaxPool2D(const Layer& input, IntList kernel_size, PoolOptions options = {}, const std::string& name = "");
   explicit MaxPool2D(IntList kernel_size, PoolOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
-class AvgPool2D : public Layer {
+class LOOM_API AvgPool2D : public Layer {
  public:
   AvgPool2D(const Layer& input, IntList kernel_size, PoolOptions options = {}, const std::string& name = "");
   explicit AvgPool2D(IntList kernel_size, PoolOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
 // Averages (or takes the maximum) over all spatial positions: (N, C, ...) -> (N, C).
-class GlobalPool : public Layer {
+class LOOM_API GlobalPool : public Layer {
  public:
   enum class Mode : uint8_t { Avg, Max };
   explicit GlobalPool(const Layer& input, Mode mode = Mode::Avg, const std::string& name = "");
@@ -55,15 +56,15 @@ class GlobalPool : public Layer {
 // (when the output is larger than the input, cells repeat input values).
 
 // The (out, in) matrix whose row i averages the input positions of output bin i.
-Tensor adaptive_avg_pool_matrix(int64_t in_size, int64_t out_size, DType dtype = Float32, Device device = default_device());
+LOOM_API Tensor adaptive_avg_pool_matrix(int64_t in_size, int64_t out_size, DType dtype = Float32, Device device = default_device());
 
 // Adaptive average pooling of a (N, C, H, W) or (C, H, W) tensor to `output_size` (one value
 // for a square output, or {oh, ow}); differentiable. Uses avg_pool2d when the sizes divide
 // evenly and two small matrix products (rows, then columns) otherwise.
-Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
+LOOM_API Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
 
 // What an AdaptiveAvgPool2D layer is besides its input (nn/attributes.h): {oh, ow}.
-struct AdaptiveAvgPoolAttributes {
+struct LOOM_API AdaptiveAvgPoolAttributes {
   std::vector<int64_t> output_size{1, 1};
   template <class Visit>
   void fields(Visit&& visit) {
@@ -72,7 +73,7 @@ struct AdaptiveAvgPoolAttributes {
 };
 
 // Shape rule: (N, C, H, W) -> (N, C, oh, ow) for any N, C, H and W.
-class AdaptiveAvgPool2D : public Layer {
+class LOOM_API AdaptiveAvgPool2D : public Layer {
  public:
   AdaptiveAvgPool2D(const Layer& input, IntList output_size, const std::string& name = "");
 };

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/nn/layer.h"
 #include "loom/nn/options.h"
 
@@ -16,7 +17,7 @@ namespace loom::nn {
 
 // What a factory gets: the layer's saved name, its (already rebuilt) inputs, its options, and
 // the parameters it shares with a layer loaded before it (tied weights), by parameter name.
-struct LayerSpec {
+struct LOOM_API LayerSpec {
   std::string name;
   std::vector<Layer> inputs;
   Options options;
@@ -31,23 +32,23 @@ using LayerFactory = std::function<Layer(const LayerSpec&)>;
 
 // Registers `kind` (the name LayerImpl::kind() returns). Throws ValueError for an empty name, an
 // empty factory, or a kind already registered (built-in kinds included). Thread-safe.
-void register_layer_kind(const std::string& kind, LayerFactory factory);
-bool is_layer_kind_registered(const std::string& kind);
+LOOM_API void register_layer_kind(const std::string& kind, LayerFactory factory);
+LOOM_API bool is_layer_kind_registered(const std::string& kind);
 // Every registered kind, sorted.
-std::vector<std::string> registered_layer_kinds();
+LOOM_API std::vector<std::string> registered_layer_kinds();
 // Builds a layer of a registered kind; ValueError naming the registered kinds otherwise.
-Layer make_layer(const std::string& kind, const LayerSpec& spec);
+LOOM_API Layer make_layer(const std::string& kind, const LayerSpec& spec);
 
 // A layer made without input, Keras style (nn::Linear dense(128) is one): `factory` builds the
 // layer of kind `kind` named `name` (generated from the kind when empty) on the inputs of its
 // first call, dense(x); later calls are reuse_with, sharing that layer's state. Until the first
 // call its shape, state, parameters, ... throw ValueError naming the layer.
-Layer unbound_layer(const std::string& kind, LayerFactory factory, const std::string& name = "");
+LOOM_API Layer unbound_layer(const std::string& kind, LayerFactory factory, const std::string& name = "");
 // The same for any registered kind, built by its registered factory from `options` (what the
 // kind's LayerImpl::options() writes): a user-defined kind gets the call form with no code.
-Layer unbound_layer(const std::string& kind, const Options& options, const std::string& name = "");
+LOOM_API Layer unbound_layer(const std::string& kind, const Options& options, const std::string& name = "");
 
 // Registers the built-in kinds (once; later calls do nothing).
-void register_layers();
+LOOM_API void register_layers();
 
 }  // namespace loom::nn

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
 
@@ -11,21 +12,21 @@ namespace loom::nn {
 // The attributes of Reshape (the target shape without the batch axis, one -1 allowed),
 // Transpose (a permutation of the axes after the batch axis, from 0) and Flip (axes after the
 // batch axis, from 0) (nn/attributes.h).
-struct ReshapeAttributes {
+struct LOOM_API ReshapeAttributes {
   std::vector<int64_t> shape;
   template <class Visit>
   void fields(Visit&& visit) {
     visit("shape", shape, Field::range(-1, Field::kMaxSize));
   }
 };
-struct TransposeAttributes {
+struct LOOM_API TransposeAttributes {
   std::vector<int64_t> perm;
   template <class Visit>
   void fields(Visit&& visit) {
     visit("perm", perm, Field::range(-Field::kMaxSize, Field::kMaxSize));
   }
 };
-struct FlipAttributes {
+struct LOOM_API FlipAttributes {
   std::vector<int64_t> axes;
   template <class Visit>
   void fields(Visit&& visit) {
@@ -34,21 +35,21 @@ struct FlipAttributes {
 };
 
 // Reshapes each sample: `shape` excludes the batch axis (one -1 allowed).
-class Reshape : public Layer {
+class LOOM_API Reshape : public Layer {
  public:
   Reshape(const Layer& input, const Shape& shape, const std::string& name = "");
   explicit Reshape(const Shape& shape, const std::string& name = "");  // bound by its first call
 };
 
 // (batch, d1, d2, ...) -> (batch, d1*d2*...)
-class Flatten : public Layer {
+class LOOM_API Flatten : public Layer {
  public:
   explicit Flatten(const Layer& input, const std::string& name = "");
   Flatten();  // bound by its first call
 };
 
 // Permutes the axes after the batch axis (perm indexes them from 0).
-class Transpose : public Layer {
+class LOOM_API Transpose : public Layer {
  public:
   Transpose(const Layer& input, const Axes& perm, const std::string& name = "");
 };
@@ -56,7 +57,7 @@ class Transpose : public Layer {
 // Reverses the order along the given axes after the batch axis (indexed from 0, as Transpose's
 // perm): Flip(images, {2}) mirrors (batch, channels, height, width) images left to right, for
 // test-time augmentation (docs/layers.md). Differentiable; in every mode.
-class Flip : public Layer {
+class LOOM_API Flip : public Layer {
  public:
   Flip(const Layer& input, const Axes& axes, const std::string& name = "");
 };

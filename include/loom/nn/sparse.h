@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/init.h"
 #include "loom/nn/layer.h"
@@ -16,7 +17,7 @@
 namespace loom::nn {
 
 // What a SparseInput is (nn/attributes.h): its columns and dtype (float32 or float64).
-struct SparseInputAttributes {
+struct LOOM_API SparseInputAttributes {
   int64_t n_units = 0;
   DType dtype = Float32;
   template <class Visit>
@@ -30,7 +31,7 @@ struct SparseInputAttributes {
 // input's dtype. The value is held by the layer (as Input::set_value) and read when the graph
 // runs (Layer::operator(), Plan::run): it is not one of the graph's positional inputs. Only
 // layers that take sparse inputs (Linear, DropConnect) may read it.
-class SparseInput : public Layer {
+class LOOM_API SparseInput : public Layer {
  public:
   explicit SparseInput(int64_t n_units, DType dtype = Float32, const std::string& name = "");
   explicit SparseInput(std::shared_ptr<LayerImpl> impl);  // view a Layer of kind "SparseInput"
@@ -42,7 +43,7 @@ class SparseInput : public Layer {
   void clear() const;
 };
 
-struct DropConnectOptions {
+struct LOOM_API DropConnectOptions {
   bool bias = true;  // the bias is not dropped
   Init weight_init = Init::glorot_uniform();
   Init bias_init = Init::zeros();
@@ -51,7 +52,7 @@ struct DropConnectOptions {
 
 // What a DropConnect layer is besides its input and state. The initializers and the seed only
 // shape the first weights and masks (the state holds them after), and are saved all the same.
-struct DropConnectAttributes {
+struct LOOM_API DropConnectAttributes {
   int64_t n_units = 0;
   double probability = 0.5;
   bool bias = true;
@@ -73,7 +74,7 @@ struct DropConnectAttributes {
 // per call (shared by the batch), and y = x @ W + b otherwise: Eval equals a Linear layer with the
 // same weights. Gradients reach only the kept weights. Parameters "weights" (in, n_units) and
 // "bias" as Linear's. Shape rule: (..., in) -> (..., n_units), the leading sizes the input's.
-class DropConnect : public Layer {
+class LOOM_API DropConnect : public Layer {
  public:
   DropConnect(const Layer& input, int64_t n_units, double probability, DropConnectOptions options = {},
               const std::string& name = "");

@@ -7,11 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::nn {
 
-class State {
+class LOOM_API State {
  public:
   void add_param(const std::string& name, Tensor value);
   void add_buffer(const std::string& name, Tensor value);

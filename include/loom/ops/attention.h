@@ -4,6 +4,7 @@
 // q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev); batch axes broadcast.
 #include <optional>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom {
@@ -12,7 +13,7 @@ namespace loom {
 // -inf) or floating (added to the scores). is_causal masks j > i (top-left aligned, as
 // torch); it cannot be combined with a mask. scale defaults to 1 / sqrt(E). A row with every
 // position masked gives NaN (as the math formula). Differentiable in q, k, v and a float mask.
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask = Tensor(),
+LOOM_API Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask = Tensor(),
                                     bool is_causal = false, std::optional<double> scale = std::nullopt);
 
 }  // namespace loom

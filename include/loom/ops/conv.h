@@ -12,12 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom {
 
 // One integer per spatial axis, or a single integer for all of them: 2, {2, 3}.
-class IntList {
+class LOOM_API IntList {
  public:
   IntList() = default;  // empty: "the default" where an op documents one
   IntList(int64_t v) : v_{v} {}
@@ -36,7 +37,7 @@ class IntList {
 //   two integers per axis: {before_0, after_0, before_1, after_1, ...} (asymmetric);
 //   "valid": none; "same": output size = input size (stride 1 only; an odd total puts the
 //   extra zero after, as PyTorch does).
-class ConvPadding {
+class LOOM_API ConvPadding {
  public:
   ConvPadding(int64_t v) : values_{v} {}
   ConvPadding(int v) : values_{static_cast<int64_t>(v)} {}
@@ -52,21 +53,21 @@ class ConvPadding {
   std::string mode_;
 };
 
-Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+LOOM_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
               ConvPadding padding = 0, IntList dilation = 1, int64_t groups = 1);
 
 // The output extent of a convolution along one axis, the rule conv1d/conv2d and the Conv layers
 // share: floor((in + padding_before + padding_after - dilation * (kernel - 1) - 1) / stride) + 1,
 // or 0 when the kernel does not fit the padded input. Exact for any int64 arguments (kernel,
 // stride, dilation >= 1), saturating at INT64_MAX.
-int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride = 1, int64_t padding_before = 0, int64_t padding_after = 0,
+LOOM_API int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride = 1, int64_t padding_before = 0, int64_t padding_after = 0,
                          int64_t dilation = 1);
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+LOOM_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
               ConvPadding padding = 0, IntList dilation = 1, int64_t groups = 1);
 // The adjoint (gradient) of conv2d with respect to its input, plus bias. Output size per axis:
 // (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1, where
 // output_padding must be smaller than stride or dilation (as PyTorch).
-Tensor conv2d_transpose(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+LOOM_API Tensor conv2d_transpose(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
                         IntList padding = 0, IntList output_padding = 0, int64_t groups = 1, IntList dilation = 1);
 
 }  // namespace loom

@@ -4,11 +4,12 @@
 #include <cstdint>
 #include <memory>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom {
 
-class Generator {
+class LOOM_API Generator {
  public:
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
   uint64_t seed() const { return seed_; }
@@ -24,19 +25,19 @@ class Generator {
 };
 
 // The process-wide generator used when none is passed; manual_seed resets it.
-Generator& default_generator();
-void manual_seed(uint64_t seed);
+LOOM_API Generator& default_generator();
+LOOM_API void manual_seed(uint64_t seed);
 
-Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, DType dtype = Float32,
+LOOM_API Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, DType dtype = Float32,
                Device device = default_device(), Generator* gen = nullptr);
-Tensor normal(const Shape& shape, double mean = 0.0, double stddev = 1.0, DType dtype = Float32,
+LOOM_API Tensor normal(const Shape& shape, double mean = 0.0, double stddev = 1.0, DType dtype = Float32,
               Device device = default_device(), Generator* gen = nullptr);
-Tensor randn(const Shape& shape, DType dtype = Float32, Device device = default_device(), Generator* gen = nullptr);
-Tensor bernoulli(const Shape& shape, double p, DType dtype = Float32, Device device = default_device(),
+LOOM_API Tensor randn(const Shape& shape, DType dtype = Float32, Device device = default_device(), Generator* gen = nullptr);
+LOOM_API Tensor bernoulli(const Shape& shape, double p, DType dtype = Float32, Device device = default_device(),
                  Generator* gen = nullptr);
 // integers in [low, high)
-Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = Int64, Device device = default_device(),
+LOOM_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = Int64, Device device = default_device(),
                Generator* gen = nullptr);
-Tensor permutation(int64_t n, Device device = default_device(), Generator* gen = nullptr);
+LOOM_API Tensor permutation(int64_t n, Device device = default_device(), Generator* gen = nullptr);
 
 }  // namespace loom

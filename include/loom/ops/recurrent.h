@@ -1,6 +1,7 @@
 #pragma once
 // Fused recurrent-cell updates (docs/nn_ops.md "Recurrent cells"): one kernel forward and one
 // backward instead of the dozen elementwise ops (and autograd nodes) of the composition.
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom {
@@ -11,6 +12,6 @@ namespace loom {
 // Returns the next state packed as [h2, c2] (batch, 2 * n), the layout of nn::LSTMCell's state.
 // Equal to that composition within float rounding; differentiable in gates and c. float32
 // and float64 run fused kernels (any layout); float16 / bfloat16 run the composition.
-Tensor lstm_cell(const Tensor& gates, const Tensor& c);
+LOOM_API Tensor lstm_cell(const Tensor& gates, const Tensor& c);
 
 }  // namespace loom

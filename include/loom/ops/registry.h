@@ -4,15 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
+
 namespace loom {
 
-struct OpInfo {
+struct LOOM_API OpInfo {
   std::string name;
   std::string category;  // elementwise, reduction, linalg, manipulation, indexing, creation, random, nn
   bool differentiable;
 };
 
-const std::vector<OpInfo>& op_registry();
-const OpInfo* find_op(const std::string& name);
+LOOM_API const std::vector<OpInfo>& op_registry();
+LOOM_API const OpInfo* find_op(const std::string& name);
 
 }  // namespace loom

@@ -7,13 +7,14 @@
 #include <cstdint>
 #include <memory>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom {
 
 enum class SparseLayout : uint8_t { COO, CSR };
 
-class SparseTensor {
+class LOOM_API SparseTensor {
  public:
   SparseTensor() = default;
 
@@ -63,6 +64,6 @@ class SparseTensor {
 // torch.sparse.mm: a (m, k) sparse (COO or CSR) times b (k, n) dense gives (m, n) dense of the
 // promoted float dtype. Duplicates add up; nnz = 0 gives zeros. Differentiable in b and in
 // a.values() (the gradient of each stored entry, duplicates each getting the full one).
-Tensor matmul(const SparseTensor& a, const Tensor& b);
+LOOM_API Tensor matmul(const SparseTensor& a, const Tensor& b);
 
 }  // namespace loom

@@ -7,19 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
+
 namespace loom::store {
 
 // `metric op value` with op one of "<", "<=", "==", "!=", ">=", ">". A version without the
 // metric does not match. A model's metrics are the ones saved with it; a dataset version's are
 // its numbers: "samples", "shards", "version" and "created_ms".
-struct MetricFilter {
+struct LOOM_API MetricFilter {
   std::string metric;
   std::string op;
   double value = 0;
 };
 
 // The versions find() and find_top() consider: every condition holds.
-struct CatalogQuery {
+struct LOOM_API CatalogQuery {
   std::optional<std::string> name;
   std::vector<std::string> tags;        // a version must carry all of them
   std::vector<MetricFilter> metrics;    // and satisfy all of them

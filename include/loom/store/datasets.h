@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 #include "loom/data/dataset.h"
 #include "loom/store/catalog.h"
@@ -25,19 +26,19 @@
 
 namespace loom::store {
 
-struct Sample {
+struct LOOM_API Sample {
   std::map<std::string, Tensor> tensors;  // field name -> tensor (any layout; copied)
   std::string metadata = "{}";            // a JSON object
   std::vector<std::string> tags;
 };
 
-struct FieldInfo {
+struct LOOM_API FieldInfo {
   std::string name;
   DType dtype = Float32;
   Shape shape;  // of one sample
 };
 
-struct DatasetInfo {
+struct LOOM_API DatasetInfo {
   std::string name;
   int64_t version = 0;
   int64_t created_ms = 0;          // Unix time in milliseconds
@@ -47,7 +48,7 @@ struct DatasetInfo {
   std::vector<std::string> tags;   // sorted
 };
 
-struct DatasetOptions {
+struct LOOM_API DatasetOptions {
   // The field order of an Example (e.g. {"x", "y"}: the loader's inputs, then the target).
   // Empty: the first sample's field names, sorted.
   std::vector<std::string> fields;
@@ -56,7 +57,7 @@ struct DatasetOptions {
 };
 
 // A metadata value compared with: a number or a string (implicit from either).
-class MetaValue {
+class LOOM_API MetaValue {
  public:
   MetaValue(double v) : number_(v) {}
   MetaValue(int v) : number_(v) {}
@@ -76,13 +77,13 @@ class MetaValue {
 // `key op value` on a top-level key of a sample's metadata. Numbers (and booleans, as 1 and 0)
 // compare with < <= == != >= >; strings with == and !=. A sample without the key, or whose
 // value is of the other kind (or an array, object or null), does not match.
-struct Predicate {
+struct LOOM_API Predicate {
   std::string key;
   std::string op;
   MetaValue value = 0;
 };
 
-struct SampleQuery {
+struct LOOM_API SampleQuery {
   std::vector<std::string> tags;        // a sample must carry all of them
   std::vector<Predicate> where;         // and satisfy all of them
   // A metadata key to order by (numbers ascending, then strings, then samples without it);
@@ -105,7 +106,7 @@ using DatasetQuery = CatalogQuery;
 // one of its samples is needed and kept in a small LRU cache; samples are then copied out.
 // The view keeps working after its Store handle is gone; a version removed meanwhile makes
 // reads of its shards fail with BlobError.
-class DatasetView : public data::Dataset {
+class LOOM_API DatasetView : public data::Dataset {
  public:
   struct Entry {
     int64_t index;     // the sample's index in the version
@@ -143,7 +144,7 @@ class DatasetView : public data::Dataset {
 // versions(), find() and query() until commit(). A writer destroyed uncommitted (an exception
 // during an import) removes its draft and releases its blobs; one killed with its process
 // leaves a draft that Datasets::remove_drafts() deletes.
-class DatasetWriter {
+class LOOM_API DatasetWriter {
  public:
   DatasetWriter(DatasetWriter&&) noexcept;
   DatasetWriter& operator=(DatasetWriter&&) = delete;
@@ -169,7 +170,7 @@ class DatasetWriter {
   std::unique_ptr<State> state_;
 };
 
-struct ImportOptions {
+struct LOOM_API ImportOptions {
   std::vector<std::string> tags;                 // the version's tags
   int64_t shard_samples = 0;
   // Scalar fields (one value per sample) also written into each sample's metadata: field -> key.
@@ -177,7 +178,7 @@ struct ImportOptions {
   std::map<std::string, std::string> metadata;
 };
 
-class Datasets {
+class LOOM_API Datasets {
  public:
   explicit Datasets(std::shared_ptr<detail::StoreImpl> impl);
 

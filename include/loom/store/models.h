@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/graph/graph.h"
 #include "loom/store/catalog.h"
 #include "loom/store/store.h"
@@ -23,7 +24,7 @@ namespace loom::store {
 
 using Metrics = std::map<std::string, double>;
 
-struct ModelInfo {
+struct LOOM_API ModelInfo {
   std::string name;
   int64_t version = 0;
   int64_t created_ms = 0;             // Unix time in milliseconds
@@ -38,7 +39,7 @@ struct ModelInfo {
 // The catalog's query (loom/store/catalog.h): name, tags, metric filters.
 using ModelQuery = CatalogQuery;
 
-class Models {
+class LOOM_API Models {
  public:
   explicit Models(std::shared_ptr<detail::StoreImpl> impl);
 

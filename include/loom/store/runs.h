@@ -15,19 +15,20 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/store/store.h"
 #include "loom/train/callbacks.h"
 
 namespace loom::store {
 
 // One metric over epochs (0-based, ascending; a NaN value is kept as NaN).
-struct Curve {
+struct LOOM_API Curve {
   std::vector<int64_t> epochs;
   std::vector<double> values;
 };
 using Curves = std::map<std::string, Curve>;
 
-struct RunInfo {
+struct LOOM_API RunInfo {
   int64_t id = 0;
   std::string experiment;
   std::string name;
@@ -46,14 +47,14 @@ struct RunInfo {
 enum class At { Final, Max, Min };
 
 // `metric op value` with op one of < <= == != >= >; a run without the metric does not match.
-struct RunMetricFilter {
+struct LOOM_API RunMetricFilter {
   std::string metric;
   std::string op;
   double value = 0;
   At at = At::Final;
 };
 
-struct RunQuery {
+struct LOOM_API RunQuery {
   std::optional<std::string> experiment;
   std::optional<std::string> name;
   std::optional<std::string> status;
@@ -61,7 +62,7 @@ struct RunQuery {
   std::vector<RunMetricFilter> metrics;      // and satisfy all of them
 };
 
-class Runs {
+class LOOM_API Runs {
  public:
   explicit Runs(std::shared_ptr<detail::StoreImpl> impl);
 
@@ -107,7 +108,7 @@ class Runs {
 // on_train_end stores the checkpoint (Model::save_checkpoint) and finishes the run. A fit that
 // throws leaves the run "running" until the logger is destroyed, which marks it "failed".
 // Each fit with the same logger records a new run.
-class StoreLogger : public train::Callback {
+class LOOM_API StoreLogger : public train::Callback {
  public:
   StoreLogger(Store store, std::string experiment, std::string hyper_parameters = "{}", std::vector<std::string> tags = {},
               std::string name = "", bool save_checkpoint = true);

@@ -9,14 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
+
 namespace loom::store {
 
-struct SchemaMigration {
+struct LOOM_API SchemaMigration {
   int64_t version;               // 1, 2, ... in order
   std::vector<std::string> ddl;  // statements; column types as {id} {int} {real} {text} {blob}
 };
 
-struct SchemaPart {
+struct LOOM_API SchemaPart {
   std::string name;  // 1 to 64 characters of [a-z0-9_.]; the store's own is "loom.store"
   // Append only: a released migration is never edited; a change of the part's tables is a new
   // entry with the next version.

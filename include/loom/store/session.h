@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/store/sql.h"
 
 namespace loom::store {
@@ -40,7 +41,7 @@ enum class Access {
              // SQLite has no row locks and takes its write lock as for Write
 };
 
-class Session {
+class LOOM_API Session {
  public:
   // Takes the store's lock and begins a transaction of `access`. Throws StoreError when the
   // database cannot begin one (a write lock held past the timeout, a lost connection).

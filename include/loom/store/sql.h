@@ -7,9 +7,11 @@
 #include <variant>
 #include <vector>
 
+#include "loom/core/api.h"
+
 namespace loom::store {
 
-struct SqlBytes {  // a BLOB value (text is std::string)
+struct LOOM_API SqlBytes {  // a BLOB value (text is std::string)
   std::string data;
 };
 
@@ -18,7 +20,7 @@ using SqlValue = std::variant<std::monostate, int64_t, double, std::string, SqlB
 
 // One result row. Accessors check the column's type and throw StoreError naming the column
 // (a mismatch is a schema bug or a tampered database, never undefined behaviour).
-class SqlRow {
+class LOOM_API SqlRow {
  public:
   explicit SqlRow(std::vector<SqlValue> values) : values_(std::move(values)) {}
   size_t size() const { return values_.size(); }

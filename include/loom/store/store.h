@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/store/error.h"
 #include "loom/store/schema_part.h"
 
@@ -25,12 +26,12 @@ class Models;
 class Datasets;
 class Runs;
 
-struct GcReport {
+struct LOOM_API GcReport {
   int64_t files_removed = 0;  // blob files no row references, and temporaries of killed writers
   uint64_t bytes_freed = 0;
 };
 
-class Store {
+class LOOM_API Store {
  public:
   // Opens (creating when absent) the store at `url`:
   //   "path/to/file.db" or "sqlite:///abs/path/file.db"  an embedded SQLite database, blobs in

@@ -6,12 +6,13 @@
 #include <memory>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/train/model.h"
 #include "loom/train/schedules.h"
 
 namespace loom::train {
 
-class Callback {
+class LOOM_API Callback {
  public:
   virtual ~Callback() = default;
   virtual void on_train_begin(Model&) {}
@@ -30,7 +31,7 @@ enum class MonitorMode : uint8_t { Auto, Min, Max };  // Auto: Max for accuracy-
 
 // Stops when `monitor` has not improved by min_delta for `patience` epochs; optionally puts
 // back the best weights.
-class EarlyStopping : public Callback {
+class LOOM_API EarlyStopping : public Callback {
  public:
   EarlyStopping(std::string monitor = "val_loss", int patience = 3, double min_delta = 0, MonitorMode mode = MonitorMode::Auto,
                 bool restore_best_weights = false);
@@ -53,7 +54,7 @@ class EarlyStopping : public Callback {
 // Saves the model (architecture + weights, io::save_model) to `best_path` whenever `monitor`
 // improves, and a full training checkpoint (Model::save_checkpoint) to `last_path` after every
 // epoch; either path may be empty.
-class ModelCheckpoint : public Callback {
+class LOOM_API ModelCheckpoint : public Callback {
  public:
   bool root_only() const override { return true; }
   ModelCheckpoint(std::string best_path, std::string last_path = "", std::string monitor = "val_loss",
@@ -70,7 +71,7 @@ class ModelCheckpoint : public Callback {
 };
 
 // One CSV row per epoch (rewritten atomically each epoch: a crash never leaves half a file).
-class CSVLogger : public Callback {
+class LOOM_API CSVLogger : public Callback {
  public:
   bool root_only() const override { return true; }
   explicit CSVLogger(std::string path) : path_(std::move(path)) {}
@@ -82,7 +83,7 @@ class CSVLogger : public Callback {
 };
 
 // One JSON object per epoch and line.
-class JSONLinesLogger : public Callback {
+class LOOM_API JSONLinesLogger : public Callback {
  public:
   bool root_only() const override { return true; }
   explicit JSONLinesLogger(std::string path) : path_(std::move(path)) {}
@@ -93,7 +94,7 @@ class JSONLinesLogger : public Callback {
 };
 
 // Steps a schedule at the end of every epoch (ReduceLROnPlateau: with the monitored value).
-class LearningRateScheduler : public Callback {
+class LOOM_API LearningRateScheduler : public Callback {
  public:
   explicit LearningRateScheduler(std::shared_ptr<Schedule> schedule) : schedule_(std::move(schedule)) {}
   LearningRateScheduler(std::shared_ptr<ReduceLROnPlateau> plateau, std::string monitor = "val_loss")
@@ -107,7 +108,7 @@ class LearningRateScheduler : public Callback {
 };
 
 // Stops training as soon as the running loss is NaN or infinite.
-class TerminateOnNaN : public Callback {
+class LOOM_API TerminateOnNaN : public Callback {
  public:
   void on_batch_end(Model& m, int64_t step, const Logs& logs) override;
   bool triggered() const { return triggered_; }
@@ -117,7 +118,7 @@ class TerminateOnNaN : public Callback {
 };
 
 // User functions at the start and end of training, epochs and batches.
-struct LambdaCallback : public Callback {
+struct LOOM_API LambdaCallback : public Callback {
   std::function<void(Model&)> train_begin;
   std::function<void(Model&, const History&)> train_end;
   std::function<void(Model&, int64_t)> epoch_begin;

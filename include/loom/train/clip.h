@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::train {
@@ -14,13 +15,13 @@ namespace loom::train {
 // float32, as PyTorch, other norms and dtypes in double). Like PyTorch, the gradients are always
 // multiplied (by 1 when within the norm). error_if_nonfinite: throw ValueError when the total
 // norm is NaN or infinite.
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
+LOOM_API double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
                       bool error_if_nonfinite = false);
 // The total norm clip_grad_norm computes, without scaling anything; the coefficient it would
 // scale by is min(1, max_norm / (norm + 1e-6)). TrainStep passes that to Optimizer::step, which
 // scales each gradient inside its update instead of in a pass of its own.
-double total_grad_norm(const std::vector<Tensor>& params, double norm_type = 2.0, bool error_if_nonfinite = false);
+LOOM_API double total_grad_norm(const std::vector<Tensor>& params, double norm_type = 2.0, bool error_if_nonfinite = false);
 // Clamps every gradient element to [-value, value].
-void clip_grad_value(const std::vector<Tensor>& params, double value);
+LOOM_API void clip_grad_value(const std::vector<Tensor>& params, double value);
 
 }  // namespace loom::train

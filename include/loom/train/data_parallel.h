@@ -9,6 +9,7 @@
 #include <exception>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/data/loader.h"
 
 namespace loom::train {
@@ -16,7 +17,7 @@ namespace loom::train {
 class Model;
 class Optimizer;
 
-class DataParallel {
+class LOOM_API DataParallel {
  public:
   virtual ~DataParallel() = default;
   virtual int rank() const = 0;  // 0 .. size() - 1; rank 0 shows progress and writes files

@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
+
 namespace loom::train {
 
-struct History {
+struct LOOM_API History {
   std::map<std::string, std::vector<double>> series;
 
   void append(const std::string& name, double value) { series[name].push_back(value); }

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::train {
@@ -26,32 +27,32 @@ namespace loom::train {
 enum class Average { Binary, Macro, Micro };
 
 // Class ids predicted by `pred` for `target` (the rules above), as int64 of the target's shape.
-Tensor predicted_classes(const Tensor& pred, const Tensor& target, double threshold = 0.5);
+LOOM_API Tensor predicted_classes(const Tensor& pred, const Tensor& target, double threshold = 0.5);
 
 // Fraction of samples whose predicted class equals the target.
-double accuracy(const Tensor& pred, const Tensor& target, double threshold = 0.5);
+LOOM_API double accuracy(const Tensor& pred, const Tensor& target, double threshold = 0.5);
 // Fraction of samples whose target is among the k highest scores (scores (N, C, ...)); ties
 // are broken towards the lower class id (as argmax).
-double top_k_accuracy(const Tensor& scores, const Tensor& target, int64_t k);
+LOOM_API double top_k_accuracy(const Tensor& scores, const Tensor& target, int64_t k);
 // Counts (C, C) int64: row = true class, column = predicted class (scikit-learn's layout).
 // Class ids outside [0, num_classes) throw IndexError.
-Tensor confusion_matrix(const Tensor& pred, const Tensor& target, int64_t num_classes, double threshold = 0.5);
-double precision(const Tensor& pred, const Tensor& target, int64_t num_classes = 2, Average average = Average::Binary,
+LOOM_API Tensor confusion_matrix(const Tensor& pred, const Tensor& target, int64_t num_classes, double threshold = 0.5);
+LOOM_API double precision(const Tensor& pred, const Tensor& target, int64_t num_classes = 2, Average average = Average::Binary,
                  int64_t positive = 1, double threshold = 0.5);
-double recall(const Tensor& pred, const Tensor& target, int64_t num_classes = 2, Average average = Average::Binary,
+LOOM_API double recall(const Tensor& pred, const Tensor& target, int64_t num_classes = 2, Average average = Average::Binary,
               int64_t positive = 1, double threshold = 0.5);
-double f1_score(const Tensor& pred, const Tensor& target, int64_t num_classes = 2, Average average = Average::Binary,
+LOOM_API double f1_score(const Tensor& pred, const Tensor& target, int64_t num_classes = 2, Average average = Average::Binary,
                 int64_t positive = 1, double threshold = 0.5);
 // From a confusion matrix (rows true, columns predicted).
-double precision(const Tensor& confusion, Average average, int64_t positive = 1);
-double recall(const Tensor& confusion, Average average, int64_t positive = 1);
-double f1_score(const Tensor& confusion, Average average, int64_t positive = 1);
+LOOM_API double precision(const Tensor& confusion, Average average, int64_t positive = 1);
+LOOM_API double recall(const Tensor& confusion, Average average, int64_t positive = 1);
+LOOM_API double f1_score(const Tensor& confusion, Average average, int64_t positive = 1);
 // Mean of (pred - target)^2 / |pred - target| over all elements (the operands broadcast).
-double mean_squared_error(const Tensor& pred, const Tensor& target);
-double mean_absolute_error(const Tensor& pred, const Tensor& target);
+LOOM_API double mean_squared_error(const Tensor& pred, const Tensor& target);
+LOOM_API double mean_absolute_error(const Tensor& pred, const Tensor& target);
 
 // ---------------------------------------------------------------- streaming metrics
-class Metric {
+class LOOM_API Metric {
  public:
   virtual ~Metric() = default;
   virtual std::string name() const = 0;
@@ -63,7 +64,7 @@ class Metric {
   virtual std::unique_ptr<Metric> clone() const = 0;  // a fresh copy with the same settings
 };
 
-class Accuracy : public Metric {
+class LOOM_API Accuracy : public Metric {
  public:
   explicit Accuracy(double threshold = 0.5) : threshold_(threshold) {}
   std::string name() const override { return "accuracy"; }
@@ -79,7 +80,7 @@ class Accuracy : public Metric {
   int64_t correct_ = 0, total_ = 0;
 };
 
-class TopKAccuracy : public Metric {
+class LOOM_API TopKAccuracy : public Metric {
  public:
   explicit TopKAccuracy(int64_t k) : k_(k) {}
   std::string name() const override { return "top" + std::to_string(k_) + "_accuracy"; }
@@ -94,7 +95,7 @@ class TopKAccuracy : public Metric {
 };
 
 // Accumulates a (C, C) confusion matrix; result() is the accuracy (trace / total).
-class ConfusionMatrix : public Metric {
+class LOOM_API ConfusionMatrix : public Metric {
  public:
   explicit ConfusionMatrix(int64_t num_classes, double threshold = 0.5);
   std::string name() const override { return "confusion_matrix"; }
@@ -112,7 +113,7 @@ class ConfusionMatrix : public Metric {
 };
 
 // Precision, recall or F1 over the running confusion matrix (the free functions above).
-class ConfusionScore : public ConfusionMatrix {
+class LOOM_API ConfusionScore : public ConfusionMatrix {
  public:
   enum class Kind : uint8_t { Precision, Recall, F1 };
   ConfusionScore(Kind kind, int64_t num_classes, Average average, int64_t positive, double threshold)
@@ -135,25 +136,25 @@ class ConfusionScore : public ConfusionMatrix {
   int64_t positive_;
 };
 
-class Precision : public ConfusionScore {
+class LOOM_API Precision : public ConfusionScore {
  public:
   explicit Precision(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1, double threshold = 0.5)
       : ConfusionScore(Kind::Precision, num_classes, average, positive, threshold) {}
 };
 
-class Recall : public ConfusionScore {
+class LOOM_API Recall : public ConfusionScore {
  public:
   explicit Recall(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1, double threshold = 0.5)
       : ConfusionScore(Kind::Recall, num_classes, average, positive, threshold) {}
 };
 
-class F1Score : public ConfusionScore {
+class LOOM_API F1Score : public ConfusionScore {
  public:
   explicit F1Score(int64_t num_classes = 2, Average average = Average::Binary, int64_t positive = 1, double threshold = 0.5)
       : ConfusionScore(Kind::F1, num_classes, average, positive, threshold) {}
 };
 
-class MeanSquaredError : public Metric {
+class LOOM_API MeanSquaredError : public Metric {
  public:
   std::string name() const override { return "mse"; }
   void reset() override { sum_ = 0; count_ = 0; }
@@ -166,7 +167,7 @@ class MeanSquaredError : public Metric {
   int64_t count_ = 0;
 };
 
-class MeanAbsoluteError : public Metric {
+class LOOM_API MeanAbsoluteError : public Metric {
  public:
   std::string name() const override { return "mae"; }
   void reset() override { sum_ = 0; count_ = 0; }
@@ -181,7 +182,7 @@ class MeanAbsoluteError : public Metric {
 
 // The running mean of a scalar per batch (e.g. the loss), weighted by the batch size:
 // update(loss, target) adds loss * target.dim(0) (1 for a 0-d target); add(value, n) directly.
-class Mean : public Metric {
+class LOOM_API Mean : public Metric {
  public:
   explicit Mean(std::string name = "loss") : name_(std::move(name)) {}
   std::string name() const override { return name_; }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/data/loader.h"
 #include "loom/graph/graph.h"
 #include "loom/train/history.h"
@@ -28,7 +29,7 @@ class Callback;
 class DataParallel;  // loom/train/data_parallel.h
 using Logs = std::map<std::string, double>;
 
-struct FitOptions {
+struct LOOM_API FitOptions {
   int epochs = 1;
   data::DataLoader* validation = nullptr;
   std::vector<std::shared_ptr<Callback>> callbacks;
@@ -40,7 +41,7 @@ struct FitOptions {
   std::shared_ptr<DataParallel> distributed;
 };
 
-class Model {
+class LOOM_API Model {
  public:
   Model(Graph graph, LossFn loss, std::shared_ptr<Optimizer> optimizer, std::vector<std::shared_ptr<Metric>> metrics = {});
   // The training graph's single output is the (scalar) loss; the evaluation graph, when given,

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::train {
@@ -26,13 +27,13 @@ namespace loom::train {
 // "<parameter index>/<name>" (PyTorch's names: "0/exp_avg", "0/step", "3/momentum_buffer"),
 // "steps" (the number of step() calls), and "lr" plus the hyperparameters under `scalars`.
 // Loading it into a fresh optimizer over the same parameters resumes bit-exactly.
-struct OptimizerState {
+struct LOOM_API OptimizerState {
   std::map<std::string, Tensor> tensors;
   std::map<std::string, int64_t> counters;
   std::map<std::string, double> scalars;
 };
 
-class Optimizer {
+class LOOM_API Optimizer {
  public:
   // Parameters must be distinct floating leaf tensors (usually with requires_grad).
   Optimizer(std::vector<Tensor> params, double lr);
@@ -102,7 +103,7 @@ class Optimizer {
 // ---------------------------------------------------------------- SGD
 // g += weight_decay * p; buf = momentum * buf + (1 - dampening) * g (buf = g on the first
 // step); g = nesterov ? g + momentum * buf : buf; p -= lr * g.
-struct SGDOptions {
+struct LOOM_API SGDOptions {
   double lr = 0.01;
   double momentum = 0.0;
   double dampening = 0.0;
@@ -110,7 +111,7 @@ struct SGDOptions {
   bool nesterov = false;
 };
 
-class SGD : public Optimizer {
+class LOOM_API SGD : public Optimizer {
  public:
   explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
   std::string name() const override { return "SGD"; }
@@ -129,7 +130,7 @@ class SGD : public Optimizer {
 // Adam: g += weight_decay * p (L2). AdamW: p *= 1 - lr * weight_decay (decoupled). Then
 // m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; (amsgrad: vmax = max(vmax, v), used for v);
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
-struct AdamOptions {
+struct LOOM_API AdamOptions {
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -138,7 +139,7 @@ struct AdamOptions {
   bool amsgrad = false;
 };
 
-class Adam : public Optimizer {
+class LOOM_API Adam : public Optimizer {
  public:
   explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
   std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
@@ -156,7 +157,7 @@ class Adam : public Optimizer {
 };
 
 // AdamW's default weight decay is 1e-2 (as torch.optim.AdamW).
-struct AdamWOptions {
+struct LOOM_API AdamWOptions {
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -165,7 +166,7 @@ struct AdamWOptions {
   bool amsgrad = false;
 };
 
-class AdamW : public Adam {
+class LOOM_API AdamW : public Adam {
  public:
   explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
 };
@@ -174,7 +175,7 @@ class AdamW : public Adam {
 // g += weight_decay * p; sq = alpha sq + (1 - alpha) g^2; centered: ga = alpha ga + (1 - alpha) g,
 // avg = sqrt(sq - ga^2), else avg = sqrt(sq); avg += eps; momentum > 0: buf = momentum buf + g / avg,
 // p -= lr buf; else p -= lr g / avg.
-struct RMSPropOptions {
+struct LOOM_API RMSPropOptions {
   double lr = 0.01;
   double alpha = 0.99;
   double eps = 1e-8;
@@ -183,7 +184,7 @@ struct RMSPropOptions {
   bool centered = false;
 };
 
-class RMSProp : public Optimizer {
+class LOOM_API RMSProp : public Optimizer {
  public:
   explicit RMSProp(std::vector<Tensor> params, RMSPropOptions options = {});
   std::string name() const override { return "RMSProp"; }
@@ -200,7 +201,7 @@ class RMSProp : public Optimizer {
 // ---------------------------------------------------------------- Adagrad
 // g += weight_decay * p; clr = lr / (1 + (t - 1) lr_decay); sum += g^2; p -= clr g / (sqrt(sum) + eps),
 // with sum starting at initial_accumulator_value.
-struct AdagradOptions {
+struct LOOM_API AdagradOptions {
   double lr = 0.01;
   double lr_decay = 0.0;
   double weight_decay = 0.0;
@@ -208,7 +209,7 @@ struct AdagradOptions {
   double eps = 1e-10;
 };
 
-class Adagrad : public Optimizer {
+class LOOM_API Adagrad : public Optimizer {
  public:
   explicit Adagrad(std::vector<Tensor> params, AdagradOptions options = {});
   std::string name() const override { return "Adagrad"; }

@@ -8,9 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "loom/core/api.h"
+
 namespace loom::train {
 
-class ProgressBar {
+class LOOM_API ProgressBar {
  public:
   explicit ProgressBar(std::FILE* out = stdout, int every = 100);
   // Whether `out` is a terminal (decided once, at construction).

@@ -9,22 +9,23 @@
 // optimizer's weight_decay = 2 coef for SGD (not for AdamW, whose decay is decoupled).
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 #include "loom/nn/layer.h"
 
 namespace loom::train {
 
 // The trainable parameters of `layers`, in order, each tensor once.
-std::vector<Tensor> parameters(const std::vector<nn::Layer>& layers);
+LOOM_API std::vector<Tensor> parameters(const std::vector<nn::Layer>& layers);
 
 // An empty list gives a 0-d float32 zero.
-Tensor l1_penalty(const std::vector<Tensor>& params, double coef);
-Tensor l2_penalty(const std::vector<Tensor>& params, double coef);
-Tensor l1_penalty(const std::vector<nn::Layer>& layers, double coef);
-Tensor l2_penalty(const std::vector<nn::Layer>& layers, double coef);
+LOOM_API Tensor l1_penalty(const std::vector<Tensor>& params, double coef);
+LOOM_API Tensor l2_penalty(const std::vector<Tensor>& params, double coef);
+LOOM_API Tensor l1_penalty(const std::vector<nn::Layer>& layers, double coef);
+LOOM_API Tensor l2_penalty(const std::vector<nn::Layer>& layers, double coef);
 
 // A reusable penalty: l1 * sum |w| + l2 * sum w^2 over a fixed set of parameters.
-class Regularizer {
+class LOOM_API Regularizer {
  public:
   Regularizer(std::vector<Tensor> params, double l1, double l2) : params_(std::move(params)), l1_(l1), l2_(l2) {}
   Regularizer(const std::vector<nn::Layer>& layers, double l1, double l2)

@@ -14,18 +14,19 @@
 #include <memory>
 #include <string>
 
+#include "loom/core/api.h"
 #include "loom/train/optimizers.h"
 
 namespace loom::train {
 
 // Counters and values of a schedule, for checkpoints (load into a schedule of the same kind
 // and settings over the resumed optimizer).
-struct ScheduleState {
+struct LOOM_API ScheduleState {
   std::map<std::string, int64_t> counters;
   std::map<std::string, double> scalars;
 };
 
-class Schedule {
+class LOOM_API Schedule {
  public:
   explicit Schedule(Optimizer& optimizer);
   virtual ~Schedule() = default;
@@ -57,7 +58,7 @@ class Schedule {
 };
 
 // base_lr * gamma^(epoch / step_size) (integer division): decays every step_size epochs.
-class StepLR : public Schedule {
+class LOOM_API StepLR : public Schedule {
  public:
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
   std::string name() const override { return "StepLR"; }
@@ -69,7 +70,7 @@ class StepLR : public Schedule {
 };
 
 // base_lr * gamma^epoch.
-class ExponentialLR : public Schedule {
+class LOOM_API ExponentialLR : public Schedule {
  public:
   ExponentialLR(Optimizer& optimizer, double gamma);
   std::string name() const override { return "ExponentialLR"; }
@@ -81,7 +82,7 @@ class ExponentialLR : public Schedule {
 
 // eta_min + (base_lr - eta_min) (1 + cos(pi epoch / t_max)) / 2: half a cosine from base_lr down
 // to eta_min over t_max epochs, then back up (periodic with 2 t_max, as PyTorch's recursion).
-class CosineAnnealingLR : public Schedule {
+class LOOM_API CosineAnnealingLR : public Schedule {
  public:
   CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0.0);
   std::string name() const override { return "CosineAnnealingLR"; }
@@ -97,7 +98,7 @@ class CosineAnnealingLR : public Schedule {
 // given — the wrapped schedule's lr at epoch - warmup_steps (torch's
 // SequentialLR([LinearLR, after], milestones=[warmup_steps])). `after` must drive the same
 // optimizer and be constructed before the warmup (so that both read the same base lr).
-class LinearWarmup : public Schedule {
+class LOOM_API LinearWarmup : public Schedule {
  public:
   LinearWarmup(Optimizer& optimizer, int64_t warmup_steps, double start_factor = 1.0 / 3.0,
                std::unique_ptr<Schedule> after = nullptr);
@@ -116,7 +117,7 @@ class LinearWarmup : public Schedule {
 // value < best (1 - threshold) (relative) or value < best - threshold (absolute); after a cut,
 // `cooldown` epochs are ignored; the lr never goes below min_lr, and a cut smaller than eps is
 // skipped.
-struct PlateauOptions {
+struct LOOM_API PlateauOptions {
   enum class Mode { Min, Max };
   enum class Threshold { Rel, Abs };
   Mode mode = Mode::Min;
@@ -129,7 +130,7 @@ struct PlateauOptions {
   double eps = 1e-8;
 };
 
-class ReduceLROnPlateau {
+class LOOM_API ReduceLROnPlateau {
  public:
   explicit ReduceLROnPlateau(Optimizer& optimizer, PlateauOptions options = {});
   // Records one epoch's monitored value; may lower the optimizer's lr.

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/memory.h"
 #include "loom/graph/graph.h"
 #include "loom/train/optimizers.h"
@@ -29,7 +30,7 @@ namespace loom::train {
 
 using LossFn = std::function<Tensor(const Tensor& prediction, const Tensor& target)>;
 
-struct TrainStepOptions {
+struct LOOM_API TrainStepOptions {
   // > 0: the update is that of clip_grad_norm(params, this) followed by step(), bit for bit,
   // with the scaling done inside the update; .grad() keeps the unclipped gradients
   double clip_grad_norm = 0;
@@ -38,7 +39,7 @@ struct TrainStepOptions {
   std::function<void(Optimizer&)> before_update;
 };
 
-struct StepStats {
+struct LOOM_API StepStats {
   int64_t steps = 0;               // steps run
   int64_t peak_bytes = 0;          // the last step's highest live bytes above those live before it
   int64_t allocations = 0;         // allocator calls in the last step
@@ -51,7 +52,7 @@ struct StepStats {
   int64_t arena_steps = 0;         // steps so far with allocations served by the plan and none missed
 };
 
-class TrainStep {
+class LOOM_API TrainStep {
  public:
   // `graph` maps the batch's first graph.inputs().size() fields to a prediction; `loss`
   // compares it with the next field (the target).

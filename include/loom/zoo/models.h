@@ -13,12 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/graph/graph.h"
 #include "loom/nn/layers.h"
 
 namespace loom::zoo {
 
-struct Network {
+struct LOOM_API Network {
   std::string name;
   Graph graph;
   std::vector<nn::Layer> inputs;  // Input layers, in the order graph.inputs() takes them
@@ -38,17 +39,17 @@ struct Network {
 };
 
 // The number of elements of a graph's trainable tensors (Graph::parameters()), each once.
-int64_t parameter_count(const Graph& graph);
+LOOM_API int64_t parameter_count(const Graph& graph);
 
 // Input (batch, in_units) -> [Linear(h) -> activation -> Dropout(dropout)] per hidden width ->
 // Linear(out_units). Dropout layers are left out when dropout is 0.
-Network mlp(int64_t in_units, const std::vector<int64_t>& hidden, int64_t out_units,
+LOOM_API Network mlp(int64_t in_units, const std::vector<int64_t>& hidden, int64_t out_units,
           const nn::ActivationFn& activation = nn::relu, double dropout = 0.0);
 
 // LeNet-5 for (batch, 1, 28, 28): Conv(6, 5x5, pad 2) -> ReLU -> MaxPool 2 -> Conv(16, 5x5) ->
 // ReLU -> MaxPool 2 -> Flatten(400) -> Linear(120) -> ReLU -> Linear(84) -> ReLU ->
 // Linear(num_classes). 61,706 parameters for 10 classes.
-Network lenet(int64_t num_classes = 10);
+LOOM_API Network lenet(int64_t num_classes = 10);
 
 // The main job's Fashion-MNIST CNN for (N, 1, 28, 28): per entry of `widths` a block of
 // `convs_per_block` 3x3 convolutions of that many filters ("same", no bias), each followed by
@@ -57,59 +58,59 @@ Network lenet(int64_t num_classes = 10);
 // order. The defaults are the main job's model (3 blocks of 32, 64, 128 filters, hidden 256:
 // 390,634 parameters); {.widths = {32, 64}, .hidden = 128} is the CNN of the training-step
 // benchmarks (421,738 parameters).
-struct FashionCnnOptions {
+struct LOOM_API FashionCnnOptions {
   std::vector<int64_t> widths{32, 64, 128};
   int64_t convs_per_block = 1;
   int64_t hidden = 256;
 };
-Network fashion_cnn(int64_t num_classes = 10, const FashionCnnOptions& options = {});
+LOOM_API Network fashion_cnn(int64_t num_classes = 10, const FashionCnnOptions& options = {});
 
 // VGG from a torchvision configuration: integers are 3x3 conv (padding 1) + ReLU widths, 0 is a
 // 2x2 max pool ("M"). Then AdaptiveAvgPool2D(7x7), Flatten, Linear(512*7*7, 4096) -> ReLU ->
 // Dropout -> Linear(4096, 4096) -> ReLU -> Dropout -> Linear(4096, num_classes).
 // batch_norm inserts BatchNorm after each conv (torchvision's vgg*_bn); classifier_units
 // replaces the 4096 (torchvision's value) for small variants.
-Network vgg(const std::vector<int64_t>& config, int64_t num_classes = 1000, bool batch_norm = false, double dropout = 0.5,
+LOOM_API Network vgg(const std::vector<int64_t>& config, int64_t num_classes = 1000, bool batch_norm = false, double dropout = 0.5,
           int64_t in_channels = 3, int64_t classifier_units = 4096, const std::string& name = "vgg");
-Network vgg11(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "A"
-Network vgg16(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "D"
-extern const std::vector<int64_t> kVggA, kVggD;
+LOOM_API Network vgg11(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "A"
+LOOM_API Network vgg16(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "D"
+LOOM_API extern const std::vector<int64_t> kVggA, kVggD;
 
 // ResNet with torchvision's BasicBlock: conv1 7x7/2 pad 3 (no bias) -> bn1 -> ReLU ->
 // MaxPool 3/2 pad 1 -> layer1..layer4 (64, 128, 256, 512 channels; the first block of layers
 // 2-4 has stride 2 and a 1x1 conv + bn downsample) -> global average pool -> fc(num_classes).
-Network resnet(const std::vector<int64_t>& blocks_per_stage, int64_t num_classes = 1000, int64_t in_channels = 3,
+LOOM_API Network resnet(const std::vector<int64_t>& blocks_per_stage, int64_t num_classes = 1000, int64_t in_channels = 3,
              const std::string& name = "resnet");
-Network resnet18(int64_t num_classes = 1000);  // blocks (2, 2, 2, 2)
-Network resnet34(int64_t num_classes = 1000);  // blocks (3, 4, 6, 3)
+LOOM_API Network resnet18(int64_t num_classes = 1000);  // blocks (2, 2, 2, 2)
+LOOM_API Network resnet34(int64_t num_classes = 1000);  // blocks (3, 4, 6, 3)
 
 // DenseNet-BC as torchvision: conv0 7x7/2 -> norm0 -> relu0 -> pool0 (max 3/2 pad 1), dense
 // blocks of layers BN-ReLU-Conv1x1(bn_size*growth)-BN-ReLU-Conv3x3(growth) concatenated along
 // channels, transitions BN-ReLU-Conv1x1(features*compression)-AvgPool 2, norm5, ReLU, global
 // average pool, classifier Linear(num_classes). Convolutions have no bias.
-Network densenet(int64_t growth_rate, const std::vector<int64_t>& block_config, int64_t num_init_features,
+LOOM_API Network densenet(int64_t growth_rate, const std::vector<int64_t>& block_config, int64_t num_init_features,
                int64_t bn_size = 4, double compression = 0.5, int64_t num_classes = 1000, int64_t in_channels = 3,
                const std::string& name = "densenet");
-Network densenet121(int64_t num_classes = 1000);  // growth 32, blocks (6, 12, 24, 16), 64 initial features
+LOOM_API Network densenet121(int64_t num_classes = 1000);  // growth 32, blocks (6, 12, 24, 16), 64 initial features
 
 // U-Net (Ronneberger et al.) with same-padded convolutions: `depth` down steps of
 // [DoubleConv -> MaxPool 2], a DoubleConv bottleneck of base_width * 2^depth channels, `depth`
 // up steps of [Conv2DTranspose(c/2, 2x2, stride 2) -> Concat(skip, axis 1) -> DoubleConv(c/2)],
 // and a 1x1 conv to num_classes. DoubleConv is two [Conv 3x3 pad 1 -> (BatchNorm) -> ReLU];
 // with batch_norm the convs have no bias. Height and width must be multiples of 2^depth.
-Network unet(int64_t in_channels = 1, int64_t num_classes = 2, int64_t base_width = 64, int64_t depth = 4,
+LOOM_API Network unet(int64_t in_channels = 1, int64_t num_classes = 2, int64_t base_width = 64, int64_t depth = 4,
            bool batch_norm = false);
 
 // LSTM language model: ids (batch, time) int64 -> Lookup(vocab, embedding) -> n_layers LSTM
 // layers of `hidden` units (Dropout(dropout) between layers, as nn.LSTM's dropout) ->
 // Linear(vocab): logits (batch, time, vocab).
-Network lstm_lm(int64_t vocab_size, int64_t embedding, int64_t hidden, int64_t n_layers = 2, double dropout = 0.0);
+LOOM_API Network lstm_lm(int64_t vocab_size, int64_t embedding, int64_t hidden, int64_t n_layers = 2, double dropout = 0.0);
 
 // Transformer encoder classifier: ids (batch, seq_len) int64 -> Lookup(vocab, d_model) + a
 // learned positional embedding (seq_len, d_model) -> n_layers TransformerEncoderLayer (post-norm,
 // ReLU, as torch.nn.TransformerEncoderLayer(batch_first=True)) -> mean over time ->
 // Linear(num_classes).
-Network transformer_classifier(int64_t vocab_size, int64_t seq_len, int64_t d_model, int64_t n_heads, int64_t ff_units,
+LOOM_API Network transformer_classifier(int64_t vocab_size, int64_t seq_len, int64_t d_model, int64_t n_heads, int64_t ff_units,
                              int64_t n_layers, int64_t num_classes, double dropout = 0.1);
 
 }  // namespace loom::zoo

@@ -2,6 +2,7 @@
 // CPU kernels of the neural-network ops (convolution, pooling, normalization). conv2d* and
 // avg_pool2d* dispatch float32 to oneDNN (conv_onednn.cpp, pool_onednn.cpp) with Loom's own
 // loops as the fallback; float64 runs the loops (the finite-difference reference).
+#include "loom/core/api.h"
 #include "ops/backend.h"
 
 namespace loom::cpu {
@@ -30,12 +31,12 @@ int64_t conv2d_blocked_onednn(const Shape& x, const Shape& out, int64_t groups);
 void reorder_blocked_onednn(const Tensor& out, const Tensor& x, bool to_plain);
 void max_pool2d_blocked(const Tensor& out, const Tensor& x, const Pool2dParams& p);
 // Inference calls on one sample whose output rows were split over the threads (for tests).
-int64_t conv2d_row_split_calls();
+LOOM_INTERNAL int64_t conv2d_row_split_calls();
 // Whether inference plans on blocked activations use oneDNN's Winograd kernels for 3x3,
 // stride-1 convolutions on this CPU (LOOM_CONV_WINOGRAD=0 turns them off), and how many such
 // plans were built (for tests).
-bool conv2d_winograd();
-int64_t conv2d_winograd_plans();
+LOOM_INTERNAL bool conv2d_winograd();
+LOOM_INTERNAL int64_t conv2d_winograd_plans();
 bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
 bool conv2d_backward_weights_onednn(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
 bool avg_pool2d_onednn(const Tensor& out, const Tensor& x, const Pool2dParams& p);

@@ -11,6 +11,7 @@
 #include <vector>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::cpu::onednn {
@@ -56,7 +57,7 @@ class PlanCache {
 // source storage died or moved on are dropped when a new entry comes in; the cache holds at
 // most kMaxBytes (a larger entry is used once and not kept). Thread-safe; two threads missing
 // the same entry may both build it.
-class PreparedCache {
+class LOOM_INTERNAL PreparedCache {
  public:
   static constexpr size_t kMaxBytes = size_t{512} << 20;
   using Build = std::function<std::vector<Tensor>()>;
@@ -84,7 +85,7 @@ class PreparedCache {
 };
 
 // The process-wide cache of prepared convolution weights.
-PreparedCache& prepared_weights();
+LOOM_INTERNAL PreparedCache& prepared_weights();
 
 // How many slices for_each_batch_slice cuts a batch of n into (1: one call on an OpenMP team).
 int batch_slices(int64_t n);

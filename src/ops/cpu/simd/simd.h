@@ -5,6 +5,8 @@
 // baseline x86-64 and calls these through table().
 #include <cstdint>
 
+#include "loom/core/api.h"
+
 namespace loom::cpu::simd {
 
 // Binary ops with a vector form; the index into Table's arrays.
@@ -122,8 +124,8 @@ struct Table {
 const Table& table();
 
 // The per-ISA tables (defined in the per-ISA translation units).
-namespace avx512 { const Table& get(); }
-namespace avx2 { const Table& get(); }
-namespace baseline { const Table& get(); }
+namespace avx512 { LOOM_INTERNAL const Table& get(); }
+namespace avx2 { LOOM_INTERNAL const Table& get(); }
+namespace baseline { LOOM_INTERNAL const Table& get(); }
 
 }  // namespace loom::cpu::simd

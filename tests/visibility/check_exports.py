@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Loom's libraries export what include/loom marks LOOM_API and nothing else (CMakeLists.txt:
+-fvisibility=hidden). Reads each library's dynamic symbol table (nm -D) and fails on:
+  - a symbol of a private namespace (the CPU kernels loom::cpu, anonymous namespaces) or
+    of a library Loom uses privately (oneDNN, OpenBLAS, SQLite, zstd, ...) being exported;
+  - a library exporting no symbol of its own public namespace (e.g. the preset was lost);
+  - more exported symbols than LIMIT per library (the count today, with headroom).
+
+A private declaration that Loom's other libraries or its white-box tests reach is marked
+LOOM_INTERNAL in its src/ header; its symbols are allowed (read from the headers here).
+
+  check_exports.py BUILD_DIR        check libloom.so, libloom_store.so and libloom_dist.so
+  check_exports.py --self-test      feed planted symbol lists and check each is caught
+"""
+import os
+import re
+import subprocess
+import sys
+
+PRIVATE = ("loom::cpu::", "(anonymous namespace)", "dnnl::", "dnnl_", "cblas_", "sqlite3_",
+           "ZSTD_", "PQ", "SHA256", "EVP_", "MPI_")
+LIBS = {  # library -> (a namespace it must export, most exported symbols expected)
+    "libloom.so": ("loom::Tensor::", 2000),
+    "libloom_store.so": ("loom::store::", 400),
+    "libloom_dist.so": ("loom::dist::", 100),
+}
+
+
+def internal_names(root):
+    """Names declared LOOM_INTERNAL under src/: classes and functions."""
+    names = set()
+    cls = re.compile(r"(?:class|struct)\s+LOOM_INTERNAL\s+(\w+)")
+    fn = re.compile(r"LOOM_INTERNAL\s+[^(]*?(\w+)\s*\(")
+    ns = re.compile(r"namespace\s+(\w+)\s*\{\s*LOOM_INTERNAL")
+    for dirpath, _, files in os.walk(os.path.join(root, "src")):
+        for f in files:
+            if f.endswith(".h"):
+                for line in open(os.path.join(dirpath, f), encoding="utf-8"):
+                    if "#define" in line or "LOOM_INTERNAL" not in line:
+                        continue
+                    m = cls.search(line) or fn.search(line)
+                    if m:
+                        n = ns.search(line)  # `namespace avx2 { LOOM_INTERNAL ... get(); }`
+                        names.add(f"{n.group(1)}::{m.group(1)}" if n else m.group(1))
+    return names
+
+
+def allowed(symbol, internal):
+    head = symbol.split("(")[0]
+    return any(re.search(rf"(^|::|\s){re.escape(n)}(::|$)", head) for n in internal)
+
+
+def problems(lib, symbols, internal=frozenset()):
+    must, limit = LIBS[lib]
+    found = [f"{lib} exports private symbol: {s}" for s in symbols
+             if any(p in s for p in PRIVATE) and not allowed(s, internal)]
+    if not any(must in s for s in symbols):
+        found.append(f"{lib} exports nothing of {must} (is -fvisibility=hidden hiding the API too?)")
+    if len(symbols) > limit:
+        found.append(f"{lib} exports {len(symbols)} symbols, more than {limit}: is something "
+                     "private exported (a class marked LOOM_API that should not be)?")
+    return found
+
+
+def exported(path):
+    out = subprocess.run(["nm", "-D", "-C", "--defined-only", path], check=True,
+                         capture_output=True, text=True).stdout
+    return [line.split(" ", 2)[2] for line in out.splitlines() if line.count(" ") >= 2]
+
+
+def self_test():
+    good = ["loom::Tensor::shape() const", "loom::add(loom::Tensor const&, loom::Tensor const&)"]
+    cases = {
+        "private kernel": good + ["loom::cpu::add_f32(float const*, float const*, float*, long)"],
+        "anonymous namespace": good + ["(anonymous namespace)::helper()"],
+        "a dependency": good + ["dnnl_stream_create"],
+        "nothing public": ["loom::cpu::x()"],
+        "too many": good * 3000,
+    }
+    internal = {"conv2d_winograd_plans", "PreparedCache"}
+    ok = not problems("libloom.so", good + ["loom::cpu::conv2d_winograd_plans()",
+                                            "loom::cpu::onednn::PreparedCache::clear()"], internal)
+    if not problems("libloom.so", good + ["loom::cpu::conv2d_winograd_plans_other()"], internal):
+        print("self-test: a private symbol named like an internal one was not caught")
+        ok = False
+    for what, syms in cases.items():
+        if not problems("libloom.so", syms):
+            print(f"self-test: planted {what} was not caught")
+            ok = False
+    print("self-test", "ok" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    build = argv[1]
+    internal = internal_names(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    print(f"{len(internal)} names declared LOOM_INTERNAL: {', '.join(sorted(internal))}")
+    found = []
+    for lib in LIBS:
+        syms = exported(f"{build}/{lib}")
+        print(f"{lib}: {len(syms)} exported symbols")
+        found += problems(lib, syms, internal)
+    for p in found[:50]:
+        print(p)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
