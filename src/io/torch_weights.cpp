@@ -3,6 +3,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -180,6 +181,7 @@ TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, c
   std::vector<std::string> problems, unmapped;
   TensorMap out;
   std::map<std::string, std::string> origin;  // Loom key -> the PyTorch key that filled it
+  std::set<std::string> reported;             // Loom keys with a problem named already
   for (const auto& [key, value] : state_dict) {
     bool ignored = false;
     for (const Pattern& p : ignore) ignored = ignored || matches(p, key);
@@ -205,6 +207,7 @@ TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, c
       if (!t.defined() || t.ndim() != 2) {
         problems.push_back("'" + key + "' -> '" + loom_key + "' is to be transposed but has shape " +
                            (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) + ", not a matrix");
+        reported.insert(loom_key);
         continue;
       }
       t = t.transpose();
@@ -250,8 +253,10 @@ TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, c
       problems.push_back(what);
     }
   }
-  if (!c.missing.empty())
-    problems.push_back("no PyTorch key fills the graph's " + quoted_list(c.missing));
+  std::vector<std::string> missing;
+  for (const std::string& k : c.missing)
+    if (!reported.count(k)) missing.push_back(k);
+  if (!missing.empty()) problems.push_back("no PyTorch key fills the graph's " + quoted_list(missing));
   if (!c.unexpected.empty()) {
     std::vector<std::string> froms;
     for (const std::string& k : c.unexpected) froms.push_back(from(k));
