@@ -21,11 +21,12 @@ import numpy as np
 import torch
 import torchvision
 
-# input shapes: small where the model allows (VGG's adaptive pool repeats a 1x1 map to 7x7 as
-# Loom's does; DenseNet-121 at 64x64 ends on a 2x2 map)
+# input shapes: small where the model allows (VGG-16 at 64x64 ends on a 2x2 map that the adaptive
+# pool spreads over 7x7 overlapping bins, VGG-19 at 32x32 on a 1x1 map it repeats; DenseNet-121
+# at 64x64 ends on a 2x2 map)
 INPUTS = {
     "resnet18": (2, 3, 64, 64),
-    "vgg16": (1, 3, 32, 32),
+    "vgg16": (1, 3, 64, 64),
     "vgg19": (1, 3, 32, 32),
     "densenet121": (2, 3, 64, 64),
 }
