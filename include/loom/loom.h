@@ -63,6 +63,7 @@
 #include "loom/io/safetensors.h"
 #include "loom/io/model.h"
 #include "loom/io/onnx.h"
+#include "loom/io/torch_weights.h"
 #include "loom/train/callbacks.h"
 #include "loom/train/clip.h"
 #include "loom/train/data_parallel.h"

@@ -10,6 +10,7 @@
 #include "loom/core/grad_mode.h"
 #include "loom/graph/serialize.h"
 #include "loom/nn/init.h"
+#include "io/state_check.h"
 
 namespace loom::io {
 
@@ -113,49 +114,68 @@ TensorMap graph_state(const Graph& graph) {
   return out;
 }
 
-namespace {
+namespace detail {
 
-// Pairs each parameter and buffer of `graph` with its value in `tensors`, checking everything
-// (names, shapes, dtypes) so that copying afterwards cannot fail half way.
-std::vector<std::pair<Tensor, const Tensor*>> match(const Graph& graph, const TensorMap& tensors, const std::string& source) {
+StateCheck check_state(const Graph& graph, const TensorMap& tensors) {
+  StateCheck out;
   const std::vector<Slot> slots = slots_of(graph);
-  std::vector<const Tensor*> values(slots.size(), nullptr);
   std::unordered_map<std::string, bool> used;
   for (const auto& [k, v] : tensors) used.emplace(k, false);
-  std::vector<std::string> missing;
-  // Check everything first so that a mismatch leaves the graph untouched.
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const Slot& s = slots[i];
+  for (const Slot& s : slots) {
     std::vector<std::string> present;
+    const Tensor* value = nullptr;
     for (const std::string& k : s.keys)
       if (auto it = tensors.find(k); it != tensors.end()) {
         present.push_back(k);
         used[k] = true;
-        values[i] = &it->second;
+        value = &it->second;
       }
+    out.pairs.emplace_back(s.tensor, value);
     if (present.empty()) {
-      missing.push_back(s.keys[0]);
+      out.missing.push_back(s.keys[0]);
       continue;
     }
-    if (present.size() > 1)
-      throw ValueError("load: " + source + " holds " + list(present) + ", which name the same shared tensor: give it once");
-    const Tensor& v = *values[i];
-    if (!v.defined()) throw ValueError("load: " + source + ": the tensor '" + present[0] + "' is undefined");
-    if (v.shape() != s.tensor.shape())
-      throw ShapeError("load: " + source + ": '" + present[0] + "' has shape " + shape_str(v.shape()) + " but the graph expects " +
-                       shape_str(s.tensor.shape()));
-    if (v.dtype() != s.tensor.dtype())
-      throw DTypeError("load: " + source + ": '" + present[0] + "' has dtype " + dtype_name(v.dtype()) + " but the graph expects " +
-                       dtype_name(s.tensor.dtype()));
+    if (present.size() > 1) {
+      out.issues.push_back({StateIssue::Kind::Doubly, present, "name the same shared tensor: give it once"});
+      continue;
+    }
+    const Tensor& v = *value;
+    if (!v.defined())
+      out.issues.push_back({StateIssue::Kind::Undefined, present, "is undefined"});
+    else if (v.shape() != s.tensor.shape())
+      out.issues.push_back({StateIssue::Kind::Shape, present,
+                            "has shape " + shape_str(v.shape()) + " but the graph expects " + shape_str(s.tensor.shape())});
+    else if (v.dtype() != s.tensor.dtype())
+      out.issues.push_back({StateIssue::Kind::DType, present,
+                            std::string("has dtype ") + dtype_name(v.dtype()) + " but the graph expects " + dtype_name(s.tensor.dtype())});
   }
-  if (!missing.empty()) throw ValueError("load: " + source + " lacks the graph's " + list(missing));
-  std::vector<std::string> unexpected;
   for (const auto& [k, v] : tensors)
-    if (!used.at(k)) unexpected.push_back(k);
-  if (!unexpected.empty()) throw ValueError("load: " + source + " holds " + list(unexpected) + ", which the graph does not have");
-  std::vector<std::pair<Tensor, const Tensor*>> out;
-  for (size_t i = 0; i < slots.size(); ++i) out.emplace_back(slots[i].tensor, values[i]);
+    if (!used.at(k)) out.unexpected.push_back(k);
   return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+// Pairs each parameter and buffer of `graph` with its value in `tensors`, checking everything
+// (names, shapes, dtypes) so that copying afterwards cannot fail half way. Throws for the first
+// problem of the graph's tensors (in graph order), then for missing, then for unexpected names.
+std::vector<std::pair<Tensor, const Tensor*>> match(const Graph& graph, const TensorMap& tensors, const std::string& source) {
+  detail::StateCheck c = detail::check_state(graph, tensors);
+  using Kind = detail::StateIssue::Kind;
+  if (!c.issues.empty()) {
+    const detail::StateIssue& i = c.issues.front();
+    switch (i.kind) {
+      case Kind::Doubly: throw ValueError("load: " + source + " holds " + list(i.keys) + ", which " + i.detail);
+      case Kind::Undefined: throw ValueError("load: " + source + ": the tensor '" + i.keys[0] + "' " + i.detail);
+      case Kind::Shape: throw ShapeError("load: " + source + ": '" + i.keys[0] + "' " + i.detail);
+      case Kind::DType: throw DTypeError("load: " + source + ": '" + i.keys[0] + "' " + i.detail);
+    }
+  }
+  if (!c.missing.empty()) throw ValueError("load: " + source + " lacks the graph's " + list(c.missing));
+  if (!c.unexpected.empty()) throw ValueError("load: " + source + " holds " + list(c.unexpected) + ", which the graph does not have");
+  return std::move(c.pairs);
 }
 
 }  // namespace

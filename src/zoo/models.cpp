@@ -130,6 +130,8 @@ Network fashion_cnn(int64_t num_classes, const FashionCnnOptions& options) {
 
 const std::vector<int64_t> kVggA = {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};
 const std::vector<int64_t> kVggD = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
+const std::vector<int64_t> kVggE = {64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
+                                    512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
 
 Network vgg(const std::vector<int64_t>& config, int64_t num_classes, bool batch_norm, double dropout, int64_t in_channels,
           int64_t classifier_units, const std::string& name) {
@@ -162,6 +164,7 @@ Network vgg(const std::vector<int64_t>& config, int64_t num_classes, bool batch_
 
 Network vgg11(int64_t num_classes, bool batch_norm) { return vgg(kVggA, num_classes, batch_norm, 0.5, 3, 4096, batch_norm ? "vgg11_bn" : "vgg11"); }
 Network vgg16(int64_t num_classes, bool batch_norm) { return vgg(kVggD, num_classes, batch_norm, 0.5, 3, 4096, batch_norm ? "vgg16_bn" : "vgg16"); }
+Network vgg19(int64_t num_classes, bool batch_norm) { return vgg(kVggE, num_classes, batch_norm, 0.5, 3, 4096, batch_norm ? "vgg19_bn" : "vgg19"); }
 
 Network resnet(const std::vector<int64_t>& blocks_per_stage, int64_t num_classes, int64_t in_channels, const std::string& name) {
   require_positive(num_classes, "num_classes", name);

@@ -4,7 +4,7 @@
 check_params.py COUNTS.json [DUMP_DIR]
 
 1. Parameter counts: COUNTS.json (from `loom_zoo_params`) against the same architectures in
-   PyTorch: torchvision's vgg11/vgg16/resnet18/resnet34/densenet121 (num_classes=1000,
+   PyTorch: torchvision's vgg11/vgg16/vgg19/resnet18/resnet34/densenet121 (num_classes=1000,
    weights=None) and small torch modules written here for LeNet, the MLP, U-Net, the LSTM
    language model and the Transformer classifier. Counts must be equal.
 2. Outputs (with DUMP_DIR from `loom_zoo_params --dump DUMP_DIR`): Loom's parameters and
@@ -150,6 +150,7 @@ def references():
     yield "lenet", lambda: LeNet(10)
     yield "vgg11", lambda: tv.vgg11(weights=None, num_classes=1000)
     yield "vgg16", lambda: tv.vgg16(weights=None, num_classes=1000)
+    yield "vgg19", lambda: tv.vgg19(weights=None, num_classes=1000)
     yield "resnet18", lambda: tv.resnet18(weights=None, num_classes=1000)
     yield "resnet34", lambda: tv.resnet34(weights=None, num_classes=1000)
     yield "densenet121", lambda: tv.densenet121(weights=None, num_classes=1000)

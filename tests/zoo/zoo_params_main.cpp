@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
       {"lenet", [] { return zoo::lenet(10); }},
       {"vgg11", [] { return zoo::vgg11(1000); }},
       {"vgg16", [] { return zoo::vgg16(1000); }},
+      {"vgg19", [] { return zoo::vgg19(1000); }},
       {"resnet18", [] { return zoo::resnet18(1000); }},
       {"resnet34", [] { return zoo::resnet34(1000); }},
       {"densenet121", [] { return zoo::densenet121(1000); }},

@@ -74,7 +74,8 @@ LOOM_API Network vgg(const std::vector<int64_t>& config, int64_t num_classes = 1
           int64_t in_channels = 3, int64_t classifier_units = 4096, const std::string& name = "vgg");
 LOOM_API Network vgg11(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "A"
 LOOM_API Network vgg16(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "D"
-LOOM_API extern const std::vector<int64_t> kVggA, kVggD;
+LOOM_API Network vgg19(int64_t num_classes = 1000, bool batch_norm = false);  // configuration "E"
+LOOM_API extern const std::vector<int64_t> kVggA, kVggD, kVggE;
 
 // ResNet with torchvision's BasicBlock: conv1 7x7/2 pad 3 (no bias) -> bn1 -> ReLU ->
 // MaxPool 3/2 pad 1 -> layer1..layer4 (64, 128, 256, 512 channels; the first block of layers

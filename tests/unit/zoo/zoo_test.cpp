@@ -62,6 +62,13 @@ TEST(Zoo, Vgg16Builds) {
   EXPECT_EQ(v(uniform({1, 3, 32, 32})).shape(), (Shape{1, 10}));
 }
 
+TEST(Zoo, Vgg19Builds) {
+  zoo::Network v = zoo::vgg19(10);
+  EXPECT_EQ(v.name, "vgg19");
+  EXPECT_EQ(v.parameter_count(), 139611210);  // torchvision.models.vgg19(num_classes=10)
+  EXPECT_EQ(v(uniform({1, 3, 32, 32})).shape(), (Shape{1, 10}));
+}
+
 TEST(Zoo, ResNetForward) {
   zoo::Network r18 = zoo::resnet18();
   EXPECT_EQ(r18.parameter_count(), 11689512);

@@ -1,0 +1,287 @@
+#include "loom/io/torch_weights.h"
+
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "io/state_check.h"
+#include "loom/core/grad_mode.h"
+#include "loom/io/model.h"
+#include "loom/ops/creation.h"
+
+namespace loom::io {
+
+namespace {
+
+// A pattern split into literal text and placeholders.
+struct Pattern {
+  struct Piece {
+    bool placeholder;
+    std::string text;  // the literal, or the placeholder's name
+  };
+  std::vector<Piece> pieces;
+  bool literal() const { return pieces.size() <= 1 && (pieces.empty() || !pieces[0].placeholder); }
+};
+
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+Pattern parse(const std::string& s, const std::string& what) {
+  Pattern p;
+  std::string lit;
+  for (size_t i = 0; i < s.size();) {
+    if (s[i] == '{' && i + 1 < s.size() && ident_start(s[i + 1])) {
+      size_t j = i + 1;
+      while (j < s.size() && ident_char(s[j])) ++j;
+      if (j < s.size() && s[j] == '}') {
+        if (!p.pieces.empty() && p.pieces.back().placeholder && lit.empty())
+          throw ValueError("TorchMap: the " + what + " pattern '" + s + "' has two placeholders in a row");
+        if (!lit.empty()) p.pieces.push_back({false, std::move(lit)}), lit.clear();
+        p.pieces.push_back({true, s.substr(i + 1, j - i - 1)});
+        i = j + 1;
+        continue;
+      }
+    }
+    lit += s[i++];
+  }
+  if (!lit.empty()) p.pieces.push_back({false, std::move(lit)});
+  return p;
+}
+
+using Bindings = std::vector<std::pair<std::string, std::string>>;
+
+const std::string* bound(const Bindings& b, const std::string& name) {
+  for (const auto& [k, v] : b)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+// Anchored match of pieces[i..] against s[pos..]; placeholders take 1+ characters, shortest first.
+bool match_from(const Pattern& p, size_t i, const std::string& s, size_t pos, Bindings& b) {
+  if (i == p.pieces.size()) return pos == s.size();
+  const Pattern::Piece& piece = p.pieces[i];
+  if (!piece.placeholder) {
+    if (s.compare(pos, piece.text.size(), piece.text) != 0) return false;
+    return match_from(p, i + 1, s, pos + piece.text.size(), b);
+  }
+  if (const std::string* v = bound(b, piece.text)) {
+    if (s.compare(pos, v->size(), *v) != 0) return false;
+    return match_from(p, i + 1, s, pos + v->size(), b);
+  }
+  for (size_t len = 1; pos + len <= s.size(); ++len) {
+    b.emplace_back(piece.text, s.substr(pos, len));
+    if (match_from(p, i + 1, s, pos + len, b)) return true;
+    b.pop_back();
+  }
+  return false;
+}
+
+bool matches(const Pattern& p, const std::string& s, Bindings* out = nullptr) {
+  if (p.literal()) return p.pieces.empty() ? s.empty() : s == p.pieces[0].text;
+  Bindings b;
+  if (!match_from(p, 0, s, 0, b)) return false;
+  if (out) *out = std::move(b);
+  return true;
+}
+
+std::string substitute(const Pattern& p, const Bindings& b) {
+  std::string s;
+  for (const Pattern::Piece& piece : p.pieces) s += piece.placeholder ? *bound(b, piece.text) : piece.text;
+  return s;
+}
+
+struct CompiledRule {
+  const TorchRule* rule;
+  Pattern torch, loom;
+};
+
+std::vector<CompiledRule> compile_rules(const TorchMap& map) {
+  std::vector<CompiledRule> out;
+  for (const TorchRule& r : map.rules) {
+    CompiledRule c{&r, parse(r.torch, "PyTorch"), parse(r.loom, "Loom")};
+    for (const Pattern::Piece& piece : c.loom.pieces)
+      if (piece.placeholder) {
+        bool found = false;
+        for (const Pattern::Piece& t : c.torch.pieces) found = found || (t.placeholder && t.text == piece.text);
+        if (!found)
+          throw ValueError("TorchMap: the rule '" + r.torch + "' -> '" + r.loom + "' uses {" + piece.text +
+                           "} on the Loom side only");
+      }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string quoted_list(const std::vector<std::string>& names, size_t most = 12) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < most; ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > most) s += ", ... (" + std::to_string(names.size()) + " in all)";
+  return s;
+}
+
+}  // namespace
+
+TorchMap& TorchMap::append(const TorchMap& other) {
+  rules.insert(rules.end(), other.rules.begin(), other.rules.end());
+  ignore.insert(ignore.end(), other.ignore.begin(), other.ignore.end());
+  keep.insert(keep.end(), other.keep.begin(), other.keep.end());
+  return *this;
+}
+
+TorchMap torch_map_by_names(const Graph& graph) {
+  TorchMap map;
+  for (const nn::Layer& l : graph.nodes()) {
+    const std::string kind = l.kind(), n = l.name();
+    const nn::State& st = l.state();
+    auto param = [&](const std::string& torch, const std::string& loom, TorchLayout layout = TorchLayout::Same) {
+      if (st.has_param(loom)) map.rules.push_back({n + "." + torch, n + "/" + loom, layout});
+    };
+    if (kind == "Linear") {
+      param("weight", "weights", TorchLayout::Transpose);
+      param("bias", "bias");
+    } else if (kind == "Conv1D" || kind == "Conv2D" || kind == "Conv2DTranspose" || kind == "Lookup") {
+      param("weight", "weights");
+      param("bias", "bias");
+    } else if (kind == "BatchNorm" || kind == "LayerNorm") {
+      param("weight", "weight");
+      param("bias", "bias");
+      if (kind == "BatchNorm") {
+        for (const auto& [b, t] : st.buffers())
+          if (b == "running_mean" || b == "running_var") map.rules.push_back({n + "." + b, n + "/" + b, TorchLayout::Same});
+        map.ignore.push_back(n + ".num_batches_tracked");
+      }
+    } else if (kind == "Dropout") {
+      for (const auto& [path, t] : st.all_buffers()) map.keep.push_back(n + "/" + path);
+    }
+  }
+  return map;
+}
+
+TorchMap torchvision_map(const zoo::Network& network) {
+  const std::string& n = network.name;
+  for (const char* family : {"resnet", "vgg", "densenet"})
+    if (n.rfind(family, 0) == 0) return torch_map_by_names(network.graph);
+  throw ValueError("torchvision_map: the zoo model '" + n +
+                   "' has no torchvision counterpart (resnet*, vgg*, densenet* do); write a TorchMap for it");
+}
+
+TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, const TorchMap& map, const std::string& source) {
+  const std::vector<CompiledRule> rules = compile_rules(map);
+  std::vector<Pattern> ignore, keep;
+  for (const std::string& s : map.ignore) ignore.push_back(parse(s, "ignore"));
+  for (const std::string& s : map.keep) keep.push_back(parse(s, "keep"));
+  // exact rules by key (the first of each), so that maps of a few hundred layers stay linear
+  std::unordered_map<std::string, size_t> exact;
+  for (size_t i = 0; i < rules.size(); ++i)
+    if (rules[i].torch.literal()) exact.emplace(rules[i].rule->torch, i);
+
+  std::vector<std::string> problems, unmapped;
+  TensorMap out;
+  std::map<std::string, std::string> origin;  // Loom key -> the PyTorch key that filled it
+  std::set<std::string> reported;             // Loom keys with a problem named already
+  for (const auto& [key, value] : state_dict) {
+    bool ignored = false;
+    for (const Pattern& p : ignore) ignored = ignored || matches(p, key);
+    if (ignored) continue;
+    const CompiledRule* rule = nullptr;
+    Bindings b;
+    auto e = exact.find(key);
+    for (size_t i = 0; i < rules.size() && !rule; ++i) {
+      if (e != exact.end() && i == e->second) rule = &rules[i];
+      else if (!rules[i].torch.literal() && matches(rules[i].torch, key, &b)) rule = &rules[i];
+    }
+    if (!rule) {
+      unmapped.push_back(key);
+      continue;
+    }
+    const std::string loom_key = rule->loom.literal() ? rule->rule->loom : substitute(rule->loom, b);
+    if (auto [it, fresh] = origin.emplace(loom_key, key); !fresh) {
+      problems.push_back("'" + it->second + "' and '" + key + "' both map to '" + loom_key + "'");
+      continue;
+    }
+    Tensor t = value;
+    if (rule->rule->layout == TorchLayout::Transpose) {
+      if (!t.defined() || t.ndim() != 2) {
+        problems.push_back("'" + key + "' -> '" + loom_key + "' is to be transposed but has shape " +
+                           (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) + ", not a matrix");
+        reported.insert(loom_key);
+        continue;
+      }
+      t = t.transpose();
+    }
+    out.emplace(loom_key, t);
+  }
+  if (!unmapped.empty())
+    problems.push_back("no rule maps the PyTorch keys " + quoted_list(unmapped) + " (add rules, or ignore them)");
+
+  // kept tensors: the graph's own values for keep patterns no rule filled
+  if (!keep.empty())
+    for (const auto& [k, t] : graph_state(graph))
+      if (!out.count(k))
+        for (const Pattern& p : keep)
+          if (matches(p, k)) {
+            NoGrad off;
+            Tensor copy = empty_like(t);
+            copy.copy_(t);
+            out.emplace(k, copy);
+            break;
+          }
+
+  // the graph's checks (those of load_graph_state), worded for the PyTorch side
+  const detail::StateCheck c = detail::check_state(graph, out);
+  auto from = [&](const std::string& loom_key) {
+    auto it = origin.find(loom_key);
+    return it == origin.end() ? "'" + loom_key + "' (kept)" : "'" + it->second + "' -> '" + loom_key + "'";
+  };
+  for (const detail::StateIssue& i : c.issues) {
+    if (i.kind == detail::StateIssue::Kind::Doubly) {
+      std::vector<std::string> froms;
+      for (const std::string& k : i.keys) froms.push_back(from(k));
+      std::string s;
+      for (size_t j = 0; j < froms.size(); ++j) s += (j ? " and " : "") + froms[j];
+      problems.push_back(s + " fill one shared tensor: map it once");
+    } else {
+      std::string what = from(i.keys[0]) + " " + i.detail;
+      if (i.kind == detail::StateIssue::Kind::Shape) {
+        auto o = origin.find(i.keys[0]);
+        if (o != origin.end() && state_dict.at(o->second).defined() && state_dict.at(o->second).shape() != out.at(i.keys[0]).shape())
+          what += " (transposed from " + shape_str(state_dict.at(o->second).shape()) + ")";
+      }
+      problems.push_back(what);
+    }
+  }
+  std::vector<std::string> missing;
+  for (const std::string& k : c.missing)
+    if (!reported.count(k)) missing.push_back(k);
+  if (!missing.empty()) problems.push_back("no PyTorch key fills the graph's " + quoted_list(missing));
+  if (!c.unexpected.empty()) {
+    std::vector<std::string> froms;
+    for (const std::string& k : c.unexpected) froms.push_back(from(k));
+    std::string s;
+    for (size_t j = 0; j < froms.size() && j < 12; ++j) s += (j ? ", " : "") + froms[j];
+    if (froms.size() > 12) s += ", ... (" + std::to_string(froms.size()) + " in all)";
+    problems.push_back(s + ": the graph has no such tensor");
+  }
+  if (!problems.empty()) {
+    std::string msg = "load_torch_state: " + source + " does not fit the graph (" + std::to_string(problems.size()) +
+                      (problems.size() == 1 ? " problem" : " problems") + "):";
+    for (const std::string& p : problems) msg += "\n  - " + p;
+    throw ValueError(msg);
+  }
+  return out;
+}
+
+void load_torch_state(const Graph& graph, const TensorMap& state_dict, const TorchMap& map, const std::string& source) {
+  const TensorMap converted = convert_torch_state(graph, state_dict, map, source);
+  load_graph_state(graph, converted, source);  // checked above: cannot fail, copies everything
+}
+
+void load_torch_weights(const std::string& path, const Graph& graph, const TorchMap& map) {
+  const TensorMap state_dict = load_safetensors(path);
+  load_torch_state(graph, state_dict, map, "'" + path + "'");
+}
+
+}  // namespace loom::io
