@@ -27,10 +27,14 @@ namespace {
 // What the importer claims (docs/onnx.md, "Import"); the conformance test runs every
 // libonnx-testdata case made of these only.
 const std::vector<std::string> kClaimed = {
-    "Add",         "AveragePool", "BatchNormalization", "Concat",  "Constant",  "Conv",      "Dropout",   "Elu",
-    "Flatten",     "Gemm",        "GlobalAveragePool",  "GlobalMaxPool", "Identity", "LeakyRelu", "LogSoftmax", "MatMul",
+    "Add",         "AveragePool", "BatchNormalization", "Concat",  "Constant",  "Conv",      "ConvTranspose", "Dropout",   "Elu",
+    "Flatten",     "Gemm",        "GlobalAveragePool",  "GlobalMaxPool", "Identity", "LayerNormalization", "LeakyRelu", "LogSoftmax", "MatMul",
     "MaxPool",     "Mean",        "Mul",                "Relu",    "Reshape",   "Sigmoid",   "Softmax",   "Softplus",
     "Sub",         "Sum",         "Tanh",               "Transpose"};
+
+// Sizes an attribute may give (pads, strides, dilations, kernel sizes): bounded, so that a hostile
+// file cannot make a layer's output shape enormous.
+constexpr int64_t kMaxAttr = int64_t{1} << 20;
 
 // A node that cannot be imported: why (collected, reported with every other at once).
 struct Unsupported : std::runtime_error {
@@ -70,6 +74,18 @@ class Importer {
     for (const auto& n : g_.node())
       for (const auto& i : n.input()) ++uses_[i];
     for (const auto& o : g_.output()) ++uses_[o.name()];
+    // Constant nodes first (they read nothing): patterns look ahead at constants defined later
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const onnx::NodeProto& n = g_.node(k);
+      if (n.op_type() != "Constant" || !n.domain().empty()) continue;
+      node_ = &n;
+      index_ = k;
+      try {
+        import_constant();
+        done_.insert(k);
+      } catch (const Unsupported&) {  // reported by the loop below
+      }
+    }
     for (int k = 0; k < g_.node_size(); ++k) {
       if (done_.count(k)) continue;
       const onnx::NodeProto& n = g_.node(k);
@@ -279,6 +295,9 @@ class Importer {
     if (op == "Gemm") return import_gemm();
     if (op == "MatMul") return import_matmul();
     if (op == "Conv") return import_conv();
+    if (op == "ConvTranspose") return import_conv_transpose();
+    if (op == "LayerNormalization") return import_layer_norm();
+    if ((op == "Mul" || op == "Div") && import_gelu()) return;
     if (op == "BatchNormalization") return import_batch_norm();
     if (op == "MaxPool" || op == "AveragePool") return import_pool(op == "MaxPool");
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return import_global_pool(op == "GlobalMaxPool");
@@ -375,6 +394,7 @@ class Importer {
     std::vector<std::pair<int64_t, int64_t>> out;
     for (size_t i = 0; i < n; ++i) {
       if (p[i] < 0 || p[i + n] < 0) throw Unsupported("negative pads");
+      if (p[i] > kMaxAttr || p[i + n] > kMaxAttr) throw Unsupported("pads past 2^20");
       out.push_back({p[i], p[i + n]});
     }
     return out;
@@ -383,7 +403,7 @@ class Importer {
     std::vector<int64_t> v = attr_ints(name, std::vector<int64_t>(n, 1));
     if (v.size() != n) throw Unsupported(std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(n) + " spatial axes");
     for (int64_t x : v)
-      if (x < 1) throw Unsupported(std::string(name) + " holds " + std::to_string(x));
+      if (x < 1 || x > kMaxAttr) throw Unsupported(std::string(name) + " holds " + std::to_string(x));
     return v;
   }
 
@@ -425,6 +445,106 @@ class Importer {
     set(out(), l);
   }
 
+  void import_conv_transpose() {
+    only_attrs({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "pads", "strides"});
+    single_output();
+    const nn::Layer x = floating(value(0));
+    const Tensor& w = constant(1, "W (the weights)");
+    if (w.ndim() != 4 || rank_of(x) != 4) throw Unsupported("a " + std::to_string(w.ndim() - 2) + "-d transposed convolution (Loom has Conv2DTranspose)");
+    std::vector<int64_t> k(w.shape().begin() + 2, w.shape().end());
+    if (attr("kernel_shape") && attr_ints("kernel_shape") != k) throw Unsupported("kernel_shape differs from the weights' shape");
+    if (attr_string("auto_pad", "NOTSET") != "NOTSET") throw Unsupported("auto_pad '" + attr_string("auto_pad", "") + "'");
+    const int64_t group = attr_int("group", 1);
+    if (group < 1) throw Unsupported("group " + std::to_string(group));
+    std::vector<int64_t> pad;
+    for (const auto& [b, e] : pads_of(2)) {
+      if (b != e) throw Unsupported("asymmetric pads (Loom's Conv2DTranspose pads both sides alike)");
+      pad.push_back(b);
+    }
+    std::vector<int64_t> op = attr_ints("output_padding", {0, 0});
+    if (op.size() != 2) throw Unsupported("output_padding has " + std::to_string(op.size()) + " values");
+    for (int64_t v : op)
+      if (v < 0 || v > kMaxAttr) throw Unsupported("output_padding holds " + std::to_string(v));
+    nn::ConvTransposeOptions o{.stride = IntList(per_axis("strides", 2)), .padding = IntList(pad), .output_padding = IntList(op),
+                               .dilation = IntList(per_axis("dilations", 2)), .groups = group, .bias = has_input(2)};
+    Tensor b;
+    if (has_input(2)) b = constant(2, "B (the bias)");
+    nn::Layer l = nn::Conv2DTranspose(x, w.shape()[1] * group, IntList(k), o, unique(out()));
+    param(l, "weights", w);
+    if (has_input(2)) param(l, "bias", b);
+    set(out(), l);
+  }
+
+  void import_layer_norm() {
+    only_attrs({"axis", "epsilon", "stash_type"});
+    single_output();
+    const nn::Layer x = floating(value(0));
+    const int64_t r = rank_of(x);
+    if (norm_axis(attr_int("axis", -1), r) != r - 1) throw Unsupported("axis " + std::to_string(attr_int("axis", -1)) + " of rank " + std::to_string(r) + " (Loom's LayerNorm is over the last axis)");
+    const Tensor& scale = constant(1, "Scale");
+    const int64_t n = x.shape().back();
+    if (scale.ndim() != 1 || (n >= 0 && scale.shape()[0] != n)) throw Unsupported("Scale of the shape " + shape_str(scale.shape()));
+    Tensor bias = has_input(2) ? constant(2, "B") : zeros(scale.shape(), scale.dtype());
+    if (bias.shape() != scale.shape()) throw Unsupported("B of the shape " + shape_str(bias.shape()));
+    nn::Layer l = nn::LayerNorm(x, float_attr(attr_float("epsilon", 1e-5f)), unique(out()));
+    param(l, "weight", scale);
+    param(l, "bias", bias);
+    set(out(), l);
+  }
+
+  // The node reading `v` and nothing else reading it; nullptr otherwise. *at: its index.
+  const onnx::NodeProto* next(const std::string& v, const char* op, int* at) const {
+    const int k = sole_reader(v);
+    if (k < 0 || g_.node(k).op_type() != op || !g_.node(k).domain().empty() || g_.node(k).output_size() != 1) return nullptr;
+    *at = k;
+    return &g_.node(k);
+  }
+  bool const_near(const std::string& name, double want) const {
+    auto it = consts_.find(name);
+    return it != consts_.end() && it->second.numel() == 1 && std::abs(scalar_of(it->second) - want) <= 1e-6 * std::abs(want);
+  }
+  // gelu written out with Erf, as a single Activation(gelu):
+  //   Loom's exporter: t = x * (1/sqrt 2); e = Erf(t); p = e + 1; h = x * 0.5; y = h * p
+  //   torch.onnx:      t = x / sqrt 2;     e = Erf(t); p = e + 1; m = x * p;   y = m * 0.5
+  bool import_gelu() {
+    const onnx::NodeProto& n = *node_;
+    if (n.input_size() != 2 || n.output_size() != 1 || !values_.count(n.input(0))) return false;
+    const bool div = n.op_type() == "Div";
+    if (!const_near(n.input(1), div ? std::sqrt(2.0) : 1.0 / std::sqrt(2.0))) return false;
+    const std::string x = n.input(0);
+    int ke = 0, ka = 0, km = 0, kl = 0, kh = -1;
+    const onnx::NodeProto* e = next(n.output(0), "Erf", &ke);
+    if (!e) return false;
+    const onnx::NodeProto* a = next(e->output(0), "Add", &ka);
+    if (!a || a->input_size() != 2) return false;
+    if (!const_near(a->input(0) == e->output(0) ? a->input(1) : a->input(0), 1.0)) return false;
+    const onnx::NodeProto* m = next(a->output(0), "Mul", &km);
+    if (!m || m->input_size() != 2) return false;
+    const std::string other = m->input(0) == a->output(0) ? m->input(1) : m->input(0);
+    std::string y;
+    if (other == x) {  // torch: (x * p) * 0.5
+      const onnx::NodeProto* l = next(m->output(0), "Mul", &kl);
+      if (!l || l->input_size() != 2 || !const_near(l->input(0) == m->output(0) ? l->input(1) : l->input(0), 0.5)) return false;
+      y = l->output(0);
+    } else {  // Loom: (x * 0.5) * p, where x * 0.5 is a node of its own read only here
+      for (int k = 0; k < g_.node_size(); ++k) {
+        const auto& h = g_.node(k);
+        if (h.output_size() == 1 && h.output(0) == other && h.op_type() == "Mul" && h.input_size() == 2 && h.domain().empty() &&
+            ((h.input(0) == x && const_near(h.input(1), 0.5)) || (h.input(1) == x && const_near(h.input(0), 0.5))) &&
+            uses_.count(other) && uses_.at(other) == 1)
+          kh = k;
+      }
+      if (kh < 0) return false;
+      y = m->output(0);
+      kl = km;
+    }
+    if (!is_floating(values_.at(x).dtype())) return false;
+    set(y, nn::Activation(values_.at(x), nn::gelu, unique(y)));
+    for (int k : {ke, ka, km, kl, kh})
+      if (k >= 0) done_.insert(k);
+    return true;
+  }
+
   void import_batch_norm() {
     only_attrs({"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"});
     single_output();
@@ -449,6 +569,8 @@ class Importer {
     single_output();
     const nn::Layer x = floating(value(0));
     const std::vector<int64_t> k = attr_ints("kernel_shape");
+    for (int64_t v : k)
+      if (v < 1 || v > kMaxAttr) throw Unsupported("kernel_shape holds " + std::to_string(v));
     if (k.size() != 2 || rank_of(x) != 4) throw Unsupported(std::to_string(k.size()) + "-d pooling (Loom pools (N, C, H, W))");
     const std::string auto_pad = attr_string("auto_pad", "NOTSET");
     if (auto_pad != "NOTSET" && auto_pad != "VALID") throw Unsupported("auto_pad '" + auto_pad + "'");
@@ -642,9 +764,8 @@ std::vector<std::string> onnx_importable_operators() { return kClaimed; }
 
 Graph import_onnx(const std::string& path) {
   const onnx::ModelProto m = detail::read_model_file(path);
-  std::string folder = std::filesystem::path(path).parent_path().string();
-  if (folder.empty()) folder = ".";
-  return import_model(m, folder);
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return import_model(m, parent.empty() ? std::filesystem::path(".").string() : parent.string());
 }
 
 Graph decode_onnx(const std::string& bytes) { return import_model(detail::parse_model(bytes), ""); }
