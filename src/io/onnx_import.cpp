@@ -63,7 +63,7 @@ class Importer {
     if (opset_ > 17) failures_.push_back("the model's opset " + std::to_string(opset_) + " is past 17, the last one Loom reads");
     for (const auto& t : g_.initializer()) {
       if (t.name().empty()) throw IOError("import_onnx: an initializer has no name");
-      consts_[t.name()] = detail::to_tensor(t, folder_);
+      consts_[t.name()] = detail::to_tensor(t, folder_, reads_);
     }
     if (g_.sparse_initializer_size() > 0) failures_.push_back("sparse initializers are not imported");
     std::vector<nn::Layer> inputs;
@@ -146,6 +146,7 @@ class Importer {
   const onnx::ModelProto& m_;
   const onnx::GraphProto& g_;
   std::string folder_;
+  detail::ExternalReads reads_;
   int64_t opset_ = 0;
   std::map<std::string, Tensor> consts_;
   std::unordered_map<std::string, nn::Layer> values_;
@@ -317,7 +318,7 @@ class Importer {
     single_output();
     const auto* v = attr("value");
     if (!v || node_->attribute_size() != 1) throw Unsupported("only the 'value' attribute (a tensor) is imported");
-    Tensor t = detail::to_tensor(v->t(), folder_);
+    Tensor t = detail::to_tensor(v->t(), folder_, reads_);
     consts_[out()] = t;
   }
 
@@ -327,7 +328,7 @@ class Importer {
     if (rank_of(x) < 1) throw Unsupported("its input is a scalar");
     const int64_t in = w.shape()[0], units = w.shape()[1];
     const int64_t xin = x.shape().back();
-    if (xin >= 0 && xin != in) throw Unsupported("the input has " + std::to_string(xin) + " features, the weights " + std::to_string(in));
+    if (xin != in) throw Unsupported("the input has " + std::to_string(xin) + " features, the weights " + std::to_string(in));
     Tensor b;
     if (bias) {
       if (bias->numel() == units) b = bias->reshape({units});
@@ -436,6 +437,9 @@ class Importer {
     } else {
       throw Unsupported("auto_pad '" + auto_pad + "'");
     }
+    const int64_t cin = x.shape()[1];
+    if (cin < 0 || cin != w.shape()[1] * group)
+      throw Unsupported("the input has " + std::to_string(cin) + " channels; the weights and group say " + std::to_string(w.shape()[1] * group));
     Tensor b;
     if (has_input(2)) b = constant(2, "B (the bias)");
     const std::string name = unique(out());
@@ -467,6 +471,9 @@ class Importer {
       if (v < 0 || v > kMaxAttr) throw Unsupported("output_padding holds " + std::to_string(v));
     nn::ConvTransposeOptions o{.stride = IntList(per_axis("strides", 2)), .padding = IntList(pad), .output_padding = IntList(op),
                                .dilation = IntList(per_axis("dilations", 2)), .groups = group, .bias = has_input(2)};
+    if (x.shape()[1] != w.shape()[0])
+      throw Unsupported("the input has " + std::to_string(x.shape()[1]) + " channels; the weights say " + std::to_string(w.shape()[0]));
+    if (w.shape()[0] % group != 0) throw Unsupported("the input channels do not divide into the groups");
     Tensor b;
     if (has_input(2)) b = constant(2, "B (the bias)");
     nn::Layer l = nn::Conv2DTranspose(x, w.shape()[1] * group, IntList(k), o, unique(out()));
@@ -483,7 +490,7 @@ class Importer {
     if (norm_axis(attr_int("axis", -1), r) != r - 1) throw Unsupported("axis " + std::to_string(attr_int("axis", -1)) + " of rank " + std::to_string(r) + " (Loom's LayerNorm is over the last axis)");
     const Tensor& scale = constant(1, "Scale");
     const int64_t n = x.shape().back();
-    if (scale.ndim() != 1 || (n >= 0 && scale.shape()[0] != n)) throw Unsupported("Scale of the shape " + shape_str(scale.shape()));
+    if (scale.ndim() != 1 || scale.shape()[0] != n) throw Unsupported("Scale of the shape " + shape_str(scale.shape()));
     Tensor bias = has_input(2) ? constant(2, "B") : zeros(scale.shape(), scale.dtype());
     if (bias.shape() != scale.shape()) throw Unsupported("B of the shape " + shape_str(bias.shape()));
     nn::Layer l = nn::LayerNorm(x, float_attr(attr_float("epsilon", 1e-5f)), unique(out()));
@@ -555,6 +562,9 @@ class Importer {
     const Tensor &scale = constant(1, "scale"), &bias = constant(2, "B"), &mean = constant(3, "mean"), &var = constant(4, "var");
     for (const Tensor* t : {&scale, &bias, &mean, &var})
       if (t->ndim() != 1) throw Unsupported("a statistic or scale of rank " + std::to_string(t->ndim()) + " (they are per channel)");
+    for (const Tensor* t : {&scale, &bias, &mean, &var})
+      if (t->shape()[0] != x.shape()[1])
+        throw Unsupported("the input has " + std::to_string(x.shape()[1]) + " channels, a statistic or scale " + std::to_string(t->shape()[0]));
     const double momentum = float_attr(attr_float("momentum", 0.9f)), eps = float_attr(attr_float("epsilon", 1e-5f));
     nn::BatchNorm l(x, {.momentum = float_attr(static_cast<float>(1.0 - momentum)), .eps = eps}, unique(out()));
     param(l, "weight", scale);

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 
 #include "loom/core/file.h"
@@ -69,7 +70,7 @@ uint64_t parse_u64(const std::string& s, const onnx::TensorProto& t, const char*
 }
 
 // The external data of `t`: `location` relative to `folder`, staying inside it.
-std::string read_external(const onnx::TensorProto& t, const std::string& folder, size_t want) {
+std::string read_external(const onnx::TensorProto& t, const std::string& folder, size_t want, ExternalReads& reads) {
   if (folder.empty()) throw IOError("import_onnx: " + tname(t) + " has external data; decode_onnx reads models whose tensors are inside (import_onnx reads files)");
   std::string location;
   uint64_t offset = 0, length = 0;
@@ -103,6 +104,16 @@ std::string read_external(const onnx::TensorProto& t, const std::string& folder,
   if (offset > f.size() || length > f.size() - offset)
     throw IOError("import_onnx: " + tname(t) + ": external data [" + std::to_string(offset) + ", +" + std::to_string(length) + ") past the end of '" +
                   location + "' (" + std::to_string(f.size()) + " bytes)");
+  if (length > 0) {
+    auto& ranges = reads.ranges[full.string()];
+    auto next = ranges.lower_bound(offset);
+    const bool overlaps = (next != ranges.end() && next->first < offset + length) ||
+                          (next != ranges.begin() && std::prev(next)->second > offset);
+    if (overlaps)
+      throw IOError("import_onnx: " + tname(t) + ": external data [" + std::to_string(offset) + ", +" + std::to_string(length) + ") of '" +
+                    location + "' overlaps another tensor's");
+    ranges.emplace(offset, offset + length);
+  }
   std::string out(length, '\0');
   size_t done = 0;
   while (done < length) {
@@ -132,14 +143,14 @@ onnx::ModelProto read_model_file(const std::string& path) {
   return parse_model(read_file(path));
 }
 
-Tensor to_tensor(const onnx::TensorProto& t, const std::string& folder) {
+Tensor to_tensor(const onnx::TensorProto& t, const std::string& folder, ExternalReads& reads) {
   if (t.has_segment()) throw IOError("import_onnx: " + tname(t) + " is segmented (not supported)");
   const auto dtype = loom_dtype(t.data_type());
   if (!dtype) throw IOError("import_onnx: " + tname(t) + " has the element type " + std::to_string(t.data_type()) + ", which Loom has no dtype for");
   Shape shape;
   const int64_t n = checked_numel(t, shape);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    const std::string bytes = read_external(t, folder, static_cast<size_t>(n) * itemsize(*dtype));
+    const std::string bytes = read_external(t, folder, static_cast<size_t>(n) * itemsize(*dtype), reads);
     return from_bytes(bytes.data(), bytes.size(), n, shape, *dtype, t);
   }
   if (t.has_raw_data()) return from_bytes(t.raw_data().data(), t.raw_data().size(), n, shape, *dtype, t);

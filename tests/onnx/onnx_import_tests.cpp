@@ -496,6 +496,33 @@ TEST(OnnxImport, HostileSizes) {
   }
 }
 
+// A layer's parameters are sized by its weights, not by what the input declares: a Conv whose
+// input claims 2^40 channels against weights of 1 is refused before anything is allocated.
+TEST(OnnxImport, HostileDeclaredSizes) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* sh = in->mutable_type()->mutable_tensor_type();
+  sh->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {int64_t{1}, int64_t{1} << 40, int64_t{4}, int64_t{4}}) sh->mutable_shape()->add_dim()->set_dim_value(d);
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < 4; ++i) w->add_dims(1);
+  w->add_float_data(1.0f);
+  auto* n = g->add_node();
+  n->set_op_type("Conv");
+  n->set_name("conv");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  expect_refused<ValueError>(m.SerializeAsString(), "Conv (node 'conv'): the input has 1099511627776 channels");
+}
+
 TEST(OnnxImport, HostileExternalData) {
   const fs::path root = tmp_dir("external"), dir = root / "model", outside = root / "outside";
   fs::create_directories(dir);
@@ -520,6 +547,13 @@ TEST(OnnxImport, HostileExternalData) {
   expect_refused<IOError>(tiny_model([](onnx::TensorProto& w) { external(w, "w.bin", 8, 16); }), "past the end", model);
   expect_refused<IOError>(tiny_model([](onnx::TensorProto& w) { external(w, "w.bin", 0, 1 << 30); }), "external data length", model);
   expect_refused<IOError>(tiny_model([](onnx::TensorProto& w) { external(w, "missing.bin"); }), "missing.bin", model);
+  // the same bytes read as two tensors (a file of N bytes loaded many times over): refused
+  const std::string twice = tiny_model([](onnx::TensorProto& w) { external(w, "w.bin"); });
+  onnx::ModelProto m2;
+  ASSERT_TRUE(m2.ParseFromString(twice));
+  *m2.mutable_graph()->add_initializer() = m2.graph().initializer(0);
+  m2.mutable_graph()->mutable_initializer(1)->set_name("w2");
+  expect_refused<IOError>(m2.SerializeAsString(), "overlaps another tensor's", model);
   fs::remove_all(root);
 }
 
