@@ -93,7 +93,7 @@ LOOM_API std::string encode_onnx(const Graph& graph, const OnnxExportOptions& op
 LOOM_API void export_onnx(const Graph& graph, const std::string& path, const OnnxExportOptions& options = {});
 
 // ------------------------------------------------------------------------------- import
-// ONNX import: an ONNX model (default domain, opsets 7 to 17) as a Graph of Loom's layers
+// ONNX import: an ONNX model (default domain, opsets up to 17) as a Graph of Loom's layers
 // (Gemm / MatMul (+ Add) -> Linear, Conv -> Conv1D / Conv2D, BatchNormalization -> BatchNorm with
 // its running statistics as buffers, pooling, activations, merges, shapes; docs/onnx.md), which
 // compile() runs and train::Model fine-tunes. The initializers become the layers' parameters and
