@@ -3,7 +3,7 @@
 // of its kind, found by the kind's attributes type), the weights as initializers, opset 17.
 #include "loom/io/onnx.h"
 
-#include <onnx/onnx_pb.h>
+#include "io/onnx_proto.h"
 
 #include <cmath>
 #include <filesystem>
@@ -41,17 +41,7 @@ std::unordered_map<std::type_index, OnnxExporter>& registry() {
 }
 
 int32_t onnx_type(DType d, const std::string& who) {
-  switch (d) {
-    case DType::Float32: return onnx::TensorProto::FLOAT;
-    case DType::Float64: return onnx::TensorProto::DOUBLE;
-    case DType::Float16: return onnx::TensorProto::FLOAT16;
-    case DType::BFloat16: return onnx::TensorProto::BFLOAT16;
-    case DType::Int64: return onnx::TensorProto::INT64;
-    case DType::Int32: return onnx::TensorProto::INT32;
-    case DType::UInt8: return onnx::TensorProto::UINT8;
-    case DType::Bool: return onnx::TensorProto::BOOL;
-    default: break;
-  }
+  if (const auto t = detail::onnx_elem_type(d)) return *t;
   throw ValueError(who + ": dtype " + dtype_name(d) + " has no ONNX type here");
 }
 

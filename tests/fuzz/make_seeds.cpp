@@ -226,6 +226,17 @@ int main(int argc, char** argv) {
     put("text", "vocab.txt", std::string{'\x10'} + read_file((tmp / "v").string()));
     fs::remove_all(tmp);
   }
+  // ONNX models, through Loom's exporter (what import_onnx reads back).
+  {
+    loom_fuzz::Net net;
+    put("onnx", "net.onnx", io::encode_onnx(net.graph));
+    put("onnx", "lenet.onnx", io::encode_onnx(zoo::lenet(10).graph));
+    nn::Input x({-1, 2, 6, 6}, Float32, "x");
+    nn::Layer h = nn::Conv2D(x, 2, 3, {.padding = 1}, "conv");
+    h = nn::MaxPool2D(nn::BatchNorm(h, {}, "bn"), 2, {}, "pool");
+    h = nn::Concat({nn::Flatten(h, "flat"), nn::Flatten(nn::Transpose(h, {0, 2, 1}, "t"), "flat_t")}, -1, "cat");
+    put("onnx", "conv.onnx", io::encode_onnx(Graph::build({nn::Activation(h, nn::softmax, "probs")}, {x})));
+  }
   std::cout << "seeds written to " << root.string() << "\n";
   return 0;
 }

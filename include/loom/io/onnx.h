@@ -92,4 +92,26 @@ LOOM_API std::string encode_onnx(const Graph& graph, const OnnxExportOptions& op
 // once, before anything is written; IOError when a file cannot be written.
 LOOM_API void export_onnx(const Graph& graph, const std::string& path, const OnnxExportOptions& options = {});
 
+// ------------------------------------------------------------------------------- import
+// ONNX import: an ONNX model (default domain, opsets up to 17) as a Graph of Loom's layers
+// (Gemm / MatMul (+ Add) -> Linear, Conv -> Conv1D / Conv2D, BatchNormalization -> BatchNorm with
+// its running statistics as buffers, pooling, activations, merges, shapes; docs/onnx.md), which
+// compile() runs and train::Model fine-tunes. The initializers become the layers' parameters and
+// buffers, converted where the layouts differ (Gemm's transB). Layers are named after the value
+// each one computes (so a file export_onnx wrote comes back under its layers' names and
+// graph_state keys); the graph's inputs are the model's inputs that are not initializers.
+//
+// A model with operators (or attribute values) no layer expresses fails with one ValueError
+// listing every such node (op type and node name) at once. Files are untrusted input: a
+// malformed model is an IOError or ValueError, never a crash; every tensor's size is checked
+// against its data before anything is allocated; external data must lie inside the model's
+// folder (no absolute path, no "..", no symlink leading out: IOError).
+
+// The ONNX operators import_onnx maps to layers (under the conditions of docs/onnx.md).
+LOOM_API std::vector<std::string> onnx_importable_operators();
+// The model in the file `path` (external data read from beside it).
+LOOM_API Graph import_onnx(const std::string& path);
+// The model in `bytes` (a serialized ModelProto; a tensor with external data is refused).
+LOOM_API Graph decode_onnx(const std::string& bytes);
+
 }  // namespace loom::io

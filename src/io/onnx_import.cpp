@@ -1,0 +1,783 @@
+// ONNX import (loom/io/onnx.h, docs/onnx.md): each node of the model's graph, in its order, as
+// a Loom layer (a few node patterns as one layer: MatMul + Add -> Linear, GlobalAveragePool +
+// Flatten -> GlobalPool); every node no layer expresses is collected, and the model is refused
+// with all of them at once. The reading of untrusted bytes is onnx_read.cpp's.
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "io/onnx_read.h"
+#include "loom/core/error.h"
+#include "loom/core/grad_mode.h"
+#include "loom/io/model.h"
+#include "loom/io/onnx.h"
+#include "loom/nn/layers.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/manipulation.h"
+
+namespace loom::io {
+
+namespace {
+
+// What the importer claims (docs/onnx.md, "Import"); the conformance test runs every
+// libonnx-testdata case made of these only.
+const std::vector<std::string> kClaimed = {
+    "Add",         "AveragePool", "BatchNormalization", "Concat",  "Constant",  "Conv",      "ConvTranspose", "Dropout",   "Elu",
+    "Flatten",     "Gemm",        "GlobalAveragePool",  "GlobalMaxPool", "Identity", "LayerNormalization", "LeakyRelu", "LogSoftmax", "MatMul",
+    "MaxPool",     "Mean",        "Mul",                "Relu",    "Reshape",   "Sigmoid",   "Softmax",   "Softplus",
+    "Sub",         "Sum",         "Tanh",               "Transpose"};
+
+// Sizes an attribute may give (pads, strides, dilations, kernel sizes): bounded, so that a hostile
+// file cannot make a layer's output shape enormous.
+constexpr int64_t kMaxAttr = int64_t{1} << 20;
+
+// A node that cannot be imported: why (collected, reported with every other at once).
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The double a float attribute stands for: its shortest decimal form (1e-5f -> 1e-5), so that
+// a value Loom wrote as float comes back as the double it was.
+double float_attr(float f) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, f);
+  double d = f;
+  std::from_chars(buf, r.ptr, d);
+  return d;
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& m, std::string folder) : m_(m), g_(m.graph()), folder_(std::move(folder)) {}
+
+  Graph run() {
+    opset_ = 0;
+    for (const auto& o : m_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    if (opset_ == 0) opset_ = 1;
+    if (opset_ > 17) failures_.push_back("the model's opset " + std::to_string(opset_) + " is past 17, the last one Loom reads");
+    for (const auto& t : g_.initializer()) {
+      if (t.name().empty()) throw IOError("import_onnx: an initializer has no name");
+      consts_[t.name()] = detail::to_tensor(t, folder_, reads_);
+    }
+    if (g_.sparse_initializer_size() > 0) failures_.push_back("sparse initializers are not imported");
+    std::vector<nn::Layer> inputs;
+    for (const auto& v : g_.input()) {
+      if (consts_.count(v.name())) continue;  // an initializer listed as an input (IR < 4)
+      inputs.push_back(make_input(v));
+    }
+    for (const auto& n : g_.node())
+      for (const auto& i : n.input()) ++uses_[i];
+    for (const auto& o : g_.output()) ++uses_[o.name()];
+    // Constant nodes first (they read nothing): patterns look ahead at constants defined later
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const onnx::NodeProto& n = g_.node(k);
+      if (n.op_type() != "Constant" || !n.domain().empty()) continue;
+      node_ = &n;
+      index_ = k;
+      try {
+        import_constant();
+        done_.insert(k);
+      } catch (const Unsupported&) {  // reported by the loop below
+      }
+    }
+    for (int k = 0; k < g_.node_size(); ++k) {
+      if (done_.count(k)) continue;
+      const onnx::NodeProto& n = g_.node(k);
+      node_ = &n;
+      index_ = k;
+      bool poisoned = false;
+      for (const auto& i : n.input())
+        if (poisoned_.count(i)) poisoned = true;
+      if (poisoned) {
+        poison(n);
+        continue;
+      }
+      try {
+        import_node(n);
+      } catch (const Unsupported& e) {
+        failures_.push_back(n.op_type() + " (node '" + node_name(n) + "'): " + e.what());
+        poison(n);
+      } catch (const Error& e) {  // a layer refusing its configuration
+        failures_.push_back(n.op_type() + " (node '" + node_name(n) + "'): " + e.what());
+        poison(n);
+      }
+    }
+    std::vector<nn::Layer> outputs;
+    for (const auto& o : g_.output()) {
+      if (poisoned_.count(o.name())) continue;
+      auto it = values_.find(o.name());
+      if (it == values_.end()) {
+        if (consts_.count(o.name())) failures_.push_back("the output '" + o.name() + "' is a constant (not imported)");
+        else failures_.push_back("the output '" + o.name() + "' is computed by no node");
+        continue;
+      }
+      nn::Layer l = it->second;
+      if (l.name() != sanitize(o.name()) || is_input(l)) l = nn::Activation(l, nn::identity, unique(o.name()));  // the output's name
+      outputs.push_back(l);
+    }
+    if (!failures_.empty()) {
+      std::string msg = "import_onnx: " + std::to_string(failures_.size()) + " node" + (failures_.size() == 1 ? "" : "s") +
+                        " cannot be imported:";
+      for (const std::string& f : failures_) msg += "\n  " + f;
+      throw ValueError(msg);
+    }
+    if (outputs.empty()) throw ValueError("import_onnx: the model has no outputs");
+    Graph graph = Graph::build(outputs, inputs);
+    TensorMap state = graph_state(graph);
+    NoGrad off;
+    for (const auto& [key, t] : pending_) {
+      auto it = state.find(key);
+      if (it == state.end()) continue;  // a layer the graph does not reach
+      Tensor dst = it->second;
+      if (dst.shape() != t.shape())
+        throw ValueError("import_onnx: '" + key + "' has the shape " + shape_str(t.shape()) + ", its layer's is " + shape_str(dst.shape()));
+      dst.copy_(t.astype(dst.dtype()));
+    }
+    return graph;
+  }
+
+ private:
+  const onnx::ModelProto& m_;
+  const onnx::GraphProto& g_;
+  std::string folder_;
+  detail::ExternalReads reads_;
+  int64_t opset_ = 0;
+  std::map<std::string, Tensor> consts_;
+  std::unordered_map<std::string, nn::Layer> values_;
+  std::unordered_map<std::string, int> uses_;
+  std::unordered_set<std::string> poisoned_, names_;
+  std::set<int> done_;
+  std::vector<std::pair<std::string, Tensor>> pending_;  // graph_state key -> value
+  std::vector<std::string> failures_;
+  std::unordered_set<const nn::LayerImpl*> inputs_;
+  const onnx::NodeProto* node_ = nullptr;
+  int index_ = 0;
+
+  bool is_input(const nn::Layer& l) const { return inputs_.count(l.impl().get()) > 0; }
+  static std::string node_name(const onnx::NodeProto& n) {
+    return n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
+  }
+  void poison(const onnx::NodeProto& n) {
+    for (const auto& o : n.output()) poisoned_.insert(o);
+  }
+  static std::string sanitize(const std::string& s) { return s.empty() ? std::string("value") : s; }
+  std::string unique(const std::string& want) {
+    std::string base = sanitize(want), name = base;
+    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
+    names_.insert(name);
+    return name;
+  }
+
+  nn::Layer make_input(const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type()) throw ValueError("import_onnx: the input '" + v.name() + "' is not a tensor");
+    const auto& tt = v.type().tensor_type();
+    const auto dt = detail::loom_dtype(tt.elem_type());
+    if (!dt) throw ValueError("import_onnx: the input '" + v.name() + "' has the element type " + std::to_string(tt.elem_type()) + ", which Loom has no dtype for");
+    Shape shape;
+    if (!tt.has_shape()) throw ValueError("import_onnx: the input '" + v.name() + "' has no shape (its rank is needed)");
+    if (tt.shape().dim_size() > 16) throw IOError("import_onnx: the input '" + v.name() + "' has more than 16 dimensions");
+    for (const auto& d : tt.shape().dim()) {
+      if (d.has_dim_value() && (d.dim_value() < 0 || d.dim_value() > (int64_t{1} << 40)))
+        throw IOError("import_onnx: the input '" + v.name() + "' has the dimension " + std::to_string(d.dim_value()));
+      shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    }
+    nn::Input in(shape, *dt, unique(v.name()));
+    values_[v.name()] = in;
+    inputs_.insert(in.impl().get());
+    return in;
+  }
+
+  // ------------------------------------------------------------------ node helpers
+  const onnx::AttributeProto* attr(const std::string& name) const {
+    for (const auto& a : node_->attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  int64_t attr_int(const std::string& name, int64_t dflt) const {
+    const auto* a = attr(name);
+    return a ? a->i() : dflt;
+  }
+  float attr_float(const std::string& name, float dflt) const {
+    const auto* a = attr(name);
+    return a ? a->f() : dflt;
+  }
+  std::string attr_string(const std::string& name, const std::string& dflt) const {
+    const auto* a = attr(name);
+    return a ? a->s() : dflt;
+  }
+  std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> dflt = {}) const {
+    const auto* a = attr(name);
+    if (!a) return dflt;
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  // Attributes the importer does not read must be absent.
+  void only_attrs(std::initializer_list<const char*> known) const {
+    for (const auto& a : node_->attribute()) {
+      bool ok = false;
+      for (const char* k : known) ok = ok || a.name() == k;
+      if (!ok) throw Unsupported("the attribute '" + a.name() + "' is not imported");
+    }
+  }
+  size_t n_inputs() const {  // without trailing empty (omitted) inputs
+    size_t n = static_cast<size_t>(node_->input_size());
+    while (n > 0 && node_->input(static_cast<int>(n) - 1).empty()) --n;
+    return n;
+  }
+  bool has_input(size_t i) const { return i < n_inputs() && !node_->input(static_cast<int>(i)).empty(); }
+  bool is_const(size_t i) const { return has_input(i) && consts_.count(node_->input(static_cast<int>(i))); }
+  const Tensor& constant(size_t i, const char* what) const {
+    if (!has_input(i)) throw Unsupported(std::string("its ") + what + " is missing");
+    auto it = consts_.find(node_->input(static_cast<int>(i)));
+    if (it == consts_.end()) throw Unsupported(std::string("its ") + what + " '" + node_->input(static_cast<int>(i)) + "' must be a constant (an initializer)");
+    return it->second;
+  }
+  nn::Layer value(size_t i) {
+    if (!has_input(i)) throw Unsupported("input " + std::to_string(i) + " is missing");
+    const std::string& name = node_->input(static_cast<int>(i));
+    if (auto it = values_.find(name); it != values_.end()) return it->second;
+    if (auto it = consts_.find(name); it != consts_.end()) {  // a constant operand as a Constant layer
+      nn::Layer c = nn::Constant(it->second, unique(name));
+      values_[name] = c;
+      return c;
+    }
+    throw Unsupported("its input '" + name + "' is computed by no earlier node (nodes must be in topological order)");
+  }
+  // Only the first output may be used.
+  void single_output() const {
+    for (int k = 1; k < node_->output_size(); ++k)
+      if (!node_->output(k).empty() && uses_.count(node_->output(k)))
+        throw Unsupported("its output " + std::to_string(k) + " ('" + node_->output(k) + "') is used; Loom's layer has one output");
+  }
+  const std::string& out() const {
+    if (node_->output_size() < 1 || node_->output(0).empty()) throw Unsupported("it has no output");
+    return node_->output(0);
+  }
+  void set(const std::string& value_name, const nn::Layer& l) { values_[value_name] = l; }
+  void param(const nn::Layer& l, const std::string& path, const Tensor& t) { pending_.emplace_back(l.name() + "/" + path, t); }
+  static std::vector<int64_t> ints_of(const Tensor& t) {
+    const Tensor c = t.astype(DType::Int64).contiguous();
+    const auto* p = static_cast<const int64_t*>(c.data_ptr());
+    return std::vector<int64_t>(p, p + c.numel());
+  }
+  static double scalar_of(const Tensor& t) { return t.astype(DType::Float64).contiguous().item<double>(); }
+  // The single node reading `value` (and no graph output); -1 when there is not exactly one.
+  int sole_reader(const std::string& v) const {
+    if (uses_.count(v) == 0 || uses_.at(v) != 1) return -1;
+    for (const auto& o : g_.output())
+      if (o.name() == v) return -1;
+    for (int k = index_ + 1; k < g_.node_size(); ++k)
+      for (const auto& i : g_.node(k).input())
+        if (i == v) return k;
+    return -1;
+  }
+  // Loom's layers that compute (convolutions, pooling, normalization, activations) take
+  // floating-point inputs.
+  static const nn::Layer& floating(const nn::Layer& x) {
+    if (!is_floating(x.dtype())) throw Unsupported(std::string("its input has the dtype ") + dtype_name(x.dtype()) + " (the layer computes in floating point)");
+    return x;
+  }
+  static int64_t rank_of(const nn::Layer& l) { return static_cast<int64_t>(l.shape().size()); }
+  int64_t norm_axis(int64_t axis, int64_t rank) const {
+    if (axis < -rank || axis >= rank) throw Unsupported("the axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    return axis < 0 ? axis + rank : axis;
+  }
+
+  // ------------------------------------------------------------------ operators
+  void import_node(const onnx::NodeProto& n) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") throw Unsupported("the domain '" + n.domain() + "' is not imported (only ONNX's default one)");
+    const std::string& op = n.op_type();
+    if (op == "Constant") return import_constant();
+    if (op == "Gemm") return import_gemm();
+    if (op == "MatMul") return import_matmul();
+    if (op == "Conv") return import_conv();
+    if (op == "ConvTranspose") return import_conv_transpose();
+    if (op == "LayerNormalization") return import_layer_norm();
+    if ((op == "Mul" || op == "Div") && import_gelu()) return;
+    if (op == "BatchNormalization") return import_batch_norm();
+    if (op == "MaxPool" || op == "AveragePool") return import_pool(op == "MaxPool");
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return import_global_pool(op == "GlobalMaxPool");
+    if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Softplus" || op == "Identity" || op == "Elu" || op == "LeakyRelu" ||
+        op == "Softmax" || op == "LogSoftmax")
+      return import_activation(op);
+    if (op == "Dropout") return import_dropout();
+    if (op == "Flatten") return import_flatten();
+    if (op == "Reshape") return import_reshape();
+    if (op == "Transpose") return import_transpose();
+    if (op == "Concat") return import_concat();
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Sum" || op == "Mean") return import_merge(op);
+    throw Unsupported("no Loom layer for this operator");
+  }
+
+  void import_constant() {
+    single_output();
+    const auto* v = attr("value");
+    if (!v || node_->attribute_size() != 1) throw Unsupported("only the 'value' attribute (a tensor) is imported");
+    Tensor t = detail::to_tensor(v->t(), folder_, reads_);
+    consts_[out()] = t;
+  }
+
+  // y = x W (+ b): a Linear named `name`, W (in, out)
+  void linear(const nn::Layer& x, const Tensor& w, const Tensor* bias, const std::string& value_name) {
+    if (w.ndim() != 2) throw Unsupported("the weight matrix has rank " + std::to_string(w.ndim()) + " (a Linear's is 2)");
+    if (rank_of(x) < 1) throw Unsupported("its input is a scalar");
+    const int64_t in = w.shape()[0], units = w.shape()[1];
+    const int64_t xin = x.shape().back();
+    if (xin != in) throw Unsupported("the input has " + std::to_string(xin) + " features, the weights " + std::to_string(in));
+    Tensor b;
+    if (bias) {
+      if (bias->numel() == units) b = bias->reshape({units});
+      else if (bias->numel() == 1) b = full({units}, scalar_of(*bias), bias->dtype());
+      else throw Unsupported("the bias has the shape " + shape_str(bias->shape()) + ", not (" + std::to_string(units) + ")");
+      for (size_t k = 0; k + 1 < bias->shape().size(); ++k)
+        if (bias->shape()[k] != 1) throw Unsupported("the bias has the shape " + shape_str(bias->shape()) + ", not (" + std::to_string(units) + ")");
+    }
+    nn::LinearOptions lo;
+    lo.bias = bias != nullptr;
+    nn::Linear l(x, units, lo, unique(value_name));
+    param(l, "weights", w.contiguous());
+    if (bias) param(l, "bias", b.contiguous());
+    set(value_name, l);
+  }
+
+  void import_gemm() {
+    only_attrs({"alpha", "beta", "transA", "transB"});
+    single_output();
+    if (attr_int("transA", 0) != 0) throw Unsupported("transA = 1 (Loom's Linear reads (batch, features))");
+    if (attr_float("alpha", 1.0f) != 1.0f) throw Unsupported("alpha != 1");
+    const bool has_c = has_input(2);
+    if (has_c && attr_float("beta", 1.0f) != 1.0f) throw Unsupported("beta != 1");
+    const nn::Layer x = floating(value(0));
+    if (rank_of(x) != 2) throw Unsupported("A has rank " + std::to_string(rank_of(x)) + ", not 2");
+    Tensor w = constant(1, "B (the weights)");
+    if (w.ndim() != 2) throw Unsupported("B has rank " + std::to_string(w.ndim()));
+    if (attr_int("transB", 0) != 0) w = transpose(w).contiguous();
+    Tensor c;
+    if (has_c) c = constant(2, "C (the bias)");
+    linear(x, w, has_c ? &c : nullptr, out());
+  }
+
+  void import_matmul() {
+    single_output();
+    const nn::Layer x = floating(value(0));
+    const Tensor& w = constant(1, "right operand (the weights)");
+    if (rank_of(x) < 2) throw Unsupported("the left operand has rank " + std::to_string(rank_of(x)) + " (a Linear's input has a batch axis)");
+    // MatMul + Add of a constant bias read by nothing else: one Linear with a bias
+    const int k = sole_reader(out());
+    if (k >= 0 && w.ndim() == 2) {
+      const onnx::NodeProto& a = g_.node(k);
+      if (a.op_type() == "Add" && a.domain().empty() && a.input_size() == 2 && a.output_size() == 1) {
+        const std::string other = a.input(0) == out() ? a.input(1) : a.input(0);
+        auto it = consts_.find(other);
+        if (it != consts_.end() && it->second.numel() == w.shape()[1] && it->second.ndim() <= rank_of(x)) {
+          bool ones = true;
+          for (size_t d = 0; d + 1 < it->second.shape().size(); ++d) ones = ones && it->second.shape()[d] == 1;
+          if (ones) {
+            linear(x, w, &it->second, a.output(0));
+            done_.insert(k);
+            return;
+          }
+        }
+      }
+    }
+    linear(x, w, nullptr, out());
+  }
+
+  // ONNX pads (begins..., ends...) of `n` axes, checked.
+  std::vector<std::pair<int64_t, int64_t>> pads_of(size_t n) const {
+    const std::vector<int64_t> p = attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+    if (p.size() != 2 * n) throw Unsupported("pads has " + std::to_string(p.size()) + " values for " + std::to_string(n) + " spatial axes");
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (size_t i = 0; i < n; ++i) {
+      if (p[i] < 0 || p[i + n] < 0) throw Unsupported("negative pads");
+      if (p[i] > kMaxAttr || p[i + n] > kMaxAttr) throw Unsupported("pads past 2^20");
+      out.push_back({p[i], p[i + n]});
+    }
+    return out;
+  }
+  std::vector<int64_t> per_axis(const char* name, size_t n) const {
+    std::vector<int64_t> v = attr_ints(name, std::vector<int64_t>(n, 1));
+    if (v.size() != n) throw Unsupported(std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(n) + " spatial axes");
+    for (int64_t x : v)
+      if (x < 1 || x > kMaxAttr) throw Unsupported(std::string(name) + " holds " + std::to_string(x));
+    return v;
+  }
+
+  void import_conv() {
+    only_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    single_output();
+    const nn::Layer x = floating(value(0));
+    const Tensor& w = constant(1, "W (the weights)");
+    if (w.ndim() != 3 && w.ndim() != 4) throw Unsupported("a " + std::to_string(w.ndim() - 2) + "-d convolution (Loom has Conv1D and Conv2D)");
+    const size_t n = static_cast<size_t>(w.ndim() - 2);
+    if (rank_of(x) != w.ndim()) throw Unsupported("the input's rank " + std::to_string(rank_of(x)) + " does not match the weights'");
+    std::vector<int64_t> k(w.shape().begin() + 2, w.shape().end());
+    if (attr("kernel_shape") && attr_ints("kernel_shape") != k) throw Unsupported("kernel_shape differs from the weights' shape");
+    const auto strides = per_axis("strides", n), dil = per_axis("dilations", n);
+    const int64_t group = attr_int("group", 1);
+    if (group < 1) throw Unsupported("group " + std::to_string(group));
+    const std::string auto_pad = attr_string("auto_pad", "NOTSET");
+    nn::ConvOptions o{.stride = IntList(strides), .dilation = IntList(dil), .groups = group, .bias = has_input(2)};
+    if (auto_pad == "VALID") {
+      o.padding = "valid";
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      bool ok = true;
+      for (size_t i = 0; i < n; ++i) ok = ok && strides[i] == 1 && (auto_pad == "SAME_UPPER" || dil[i] * (k[i] - 1) % 2 == 0);
+      if (!ok) throw Unsupported("auto_pad " + auto_pad + " with strides > 1 (or odd total padding for SAME_LOWER) depends on the input size");
+      o.padding = "same";
+    } else if (auto_pad == "NOTSET") {
+      std::vector<int64_t> pairs;
+      for (const auto& [b, e] : pads_of(n)) pairs.insert(pairs.end(), {b, e});
+      o.padding = ConvPadding(pairs);
+    } else {
+      throw Unsupported("auto_pad '" + auto_pad + "'");
+    }
+    const int64_t cin = x.shape()[1];
+    if (cin < 0 || cin != w.shape()[1] * group)
+      throw Unsupported("the input has " + std::to_string(cin) + " channels; the weights and group say " + std::to_string(w.shape()[1] * group));
+    Tensor b;
+    if (has_input(2)) b = constant(2, "B (the bias)");
+    const std::string name = unique(out());
+    nn::Layer l = n == 1 ? nn::Layer(nn::Conv1D(x, w.shape()[0], k[0], o, name)) : nn::Layer(nn::Conv2D(x, w.shape()[0], IntList(k), o, name));
+    param(l, "weights", w);
+    if (has_input(2)) param(l, "bias", b);
+    set(out(), l);
+  }
+
+  void import_conv_transpose() {
+    only_attrs({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "pads", "strides"});
+    single_output();
+    const nn::Layer x = floating(value(0));
+    const Tensor& w = constant(1, "W (the weights)");
+    if (w.ndim() != 4 || rank_of(x) != 4) throw Unsupported("a " + std::to_string(w.ndim() - 2) + "-d transposed convolution (Loom has Conv2DTranspose)");
+    std::vector<int64_t> k(w.shape().begin() + 2, w.shape().end());
+    if (attr("kernel_shape") && attr_ints("kernel_shape") != k) throw Unsupported("kernel_shape differs from the weights' shape");
+    if (attr_string("auto_pad", "NOTSET") != "NOTSET") throw Unsupported("auto_pad '" + attr_string("auto_pad", "") + "'");
+    const int64_t group = attr_int("group", 1);
+    if (group < 1) throw Unsupported("group " + std::to_string(group));
+    std::vector<int64_t> pad;
+    for (const auto& [b, e] : pads_of(2)) {
+      if (b != e) throw Unsupported("asymmetric pads (Loom's Conv2DTranspose pads both sides alike)");
+      pad.push_back(b);
+    }
+    std::vector<int64_t> op = attr_ints("output_padding", {0, 0});
+    if (op.size() != 2) throw Unsupported("output_padding has " + std::to_string(op.size()) + " values");
+    for (int64_t v : op)
+      if (v < 0 || v > kMaxAttr) throw Unsupported("output_padding holds " + std::to_string(v));
+    nn::ConvTransposeOptions o{.stride = IntList(per_axis("strides", 2)), .padding = IntList(pad), .output_padding = IntList(op),
+                               .dilation = IntList(per_axis("dilations", 2)), .groups = group, .bias = has_input(2)};
+    if (x.shape()[1] != w.shape()[0])
+      throw Unsupported("the input has " + std::to_string(x.shape()[1]) + " channels; the weights say " + std::to_string(w.shape()[0]));
+    if (w.shape()[0] % group != 0) throw Unsupported("the input channels do not divide into the groups");
+    Tensor b;
+    if (has_input(2)) b = constant(2, "B (the bias)");
+    nn::Layer l = nn::Conv2DTranspose(x, w.shape()[1] * group, IntList(k), o, unique(out()));
+    param(l, "weights", w);
+    if (has_input(2)) param(l, "bias", b);
+    set(out(), l);
+  }
+
+  void import_layer_norm() {
+    only_attrs({"axis", "epsilon", "stash_type"});
+    single_output();
+    const nn::Layer x = floating(value(0));
+    const int64_t r = rank_of(x);
+    if (norm_axis(attr_int("axis", -1), r) != r - 1) throw Unsupported("axis " + std::to_string(attr_int("axis", -1)) + " of rank " + std::to_string(r) + " (Loom's LayerNorm is over the last axis)");
+    const Tensor& scale = constant(1, "Scale");
+    const int64_t n = x.shape().back();
+    if (scale.ndim() != 1 || scale.shape()[0] != n) throw Unsupported("Scale of the shape " + shape_str(scale.shape()));
+    Tensor bias = has_input(2) ? constant(2, "B") : zeros(scale.shape(), scale.dtype());
+    if (bias.shape() != scale.shape()) throw Unsupported("B of the shape " + shape_str(bias.shape()));
+    nn::Layer l = nn::LayerNorm(x, float_attr(attr_float("epsilon", 1e-5f)), unique(out()));
+    param(l, "weight", scale);
+    param(l, "bias", bias);
+    set(out(), l);
+  }
+
+  // The node reading `v` and nothing else reading it; nullptr otherwise. *at: its index.
+  const onnx::NodeProto* next(const std::string& v, const char* op, int* at) const {
+    const int k = sole_reader(v);
+    if (k < 0 || g_.node(k).op_type() != op || !g_.node(k).domain().empty() || g_.node(k).output_size() != 1) return nullptr;
+    *at = k;
+    return &g_.node(k);
+  }
+  bool const_near(const std::string& name, double want) const {
+    auto it = consts_.find(name);
+    return it != consts_.end() && it->second.numel() == 1 && std::abs(scalar_of(it->second) - want) <= 1e-6 * std::abs(want);
+  }
+  // gelu written out with Erf, as a single Activation(gelu):
+  //   Loom's exporter: t = x * (1/sqrt 2); e = Erf(t); p = e + 1; h = x * 0.5; y = h * p
+  //   torch.onnx:      t = x / sqrt 2;     e = Erf(t); p = e + 1; m = x * p;   y = m * 0.5
+  bool import_gelu() {
+    const onnx::NodeProto& n = *node_;
+    if (n.input_size() != 2 || n.output_size() != 1 || !values_.count(n.input(0))) return false;
+    const bool div = n.op_type() == "Div";
+    if (!const_near(n.input(1), div ? std::sqrt(2.0) : 1.0 / std::sqrt(2.0))) return false;
+    const std::string x = n.input(0);
+    int ke = 0, ka = 0, km = 0, kl = 0, kh = -1;
+    const onnx::NodeProto* e = next(n.output(0), "Erf", &ke);
+    if (!e) return false;
+    const onnx::NodeProto* a = next(e->output(0), "Add", &ka);
+    if (!a || a->input_size() != 2) return false;
+    if (!const_near(a->input(0) == e->output(0) ? a->input(1) : a->input(0), 1.0)) return false;
+    const onnx::NodeProto* m = next(a->output(0), "Mul", &km);
+    if (!m || m->input_size() != 2) return false;
+    const std::string other = m->input(0) == a->output(0) ? m->input(1) : m->input(0);
+    std::string y;
+    if (other == x) {  // torch: (x * p) * 0.5
+      const onnx::NodeProto* l = next(m->output(0), "Mul", &kl);
+      if (!l || l->input_size() != 2 || !const_near(l->input(0) == m->output(0) ? l->input(1) : l->input(0), 0.5)) return false;
+      y = l->output(0);
+    } else {  // Loom: (x * 0.5) * p, where x * 0.5 is a node of its own read only here
+      for (int k = 0; k < g_.node_size(); ++k) {
+        const auto& h = g_.node(k);
+        if (h.output_size() == 1 && h.output(0) == other && h.op_type() == "Mul" && h.input_size() == 2 && h.domain().empty() &&
+            ((h.input(0) == x && const_near(h.input(1), 0.5)) || (h.input(1) == x && const_near(h.input(0), 0.5))) &&
+            uses_.count(other) && uses_.at(other) == 1)
+          kh = k;
+      }
+      if (kh < 0) return false;
+      y = m->output(0);
+      kl = km;
+    }
+    if (!is_floating(values_.at(x).dtype())) return false;
+    set(y, nn::Activation(values_.at(x), nn::gelu, unique(y)));
+    for (int k : {ke, ka, km, kl, kh})
+      if (k >= 0) done_.insert(k);
+    return true;
+  }
+
+  void import_batch_norm() {
+    only_attrs({"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"});
+    single_output();
+    if (attr_int("training_mode", 0) != 0) throw Unsupported("training_mode = 1 (the file computes batch statistics: an exported training graph)");
+    if (attr_int("spatial", 1) != 1) throw Unsupported("spatial = 0");
+    const nn::Layer x = floating(value(0));
+    if (rank_of(x) < 2) throw Unsupported("the input has rank < 2");
+    const Tensor &scale = constant(1, "scale"), &bias = constant(2, "B"), &mean = constant(3, "mean"), &var = constant(4, "var");
+    for (const Tensor* t : {&scale, &bias, &mean, &var})
+      if (t->ndim() != 1) throw Unsupported("a statistic or scale of rank " + std::to_string(t->ndim()) + " (they are per channel)");
+    for (const Tensor* t : {&scale, &bias, &mean, &var})
+      if (t->shape()[0] != x.shape()[1])
+        throw Unsupported("the input has " + std::to_string(x.shape()[1]) + " channels, a statistic or scale " + std::to_string(t->shape()[0]));
+    const double momentum = float_attr(attr_float("momentum", 0.9f)), eps = float_attr(attr_float("epsilon", 1e-5f));
+    nn::BatchNorm l(x, {.momentum = float_attr(static_cast<float>(1.0 - momentum)), .eps = eps}, unique(out()));
+    param(l, "weight", scale);
+    param(l, "bias", bias);
+    param(l, "running_mean", mean);
+    param(l, "running_var", var);
+    set(out(), l);
+  }
+
+  void import_pool(bool max) {
+    only_attrs({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides", "storage_order"});
+    single_output();
+    const nn::Layer x = floating(value(0));
+    const std::vector<int64_t> k = attr_ints("kernel_shape");
+    for (int64_t v : k)
+      if (v < 1 || v > kMaxAttr) throw Unsupported("kernel_shape holds " + std::to_string(v));
+    if (k.size() != 2 || rank_of(x) != 4) throw Unsupported(std::to_string(k.size()) + "-d pooling (Loom pools (N, C, H, W))");
+    const std::string auto_pad = attr_string("auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") throw Unsupported("auto_pad '" + auto_pad + "'");
+    for (int64_t d : per_axis("dilations", 2))
+      if (d != 1) throw Unsupported("dilations (Loom's pooling has none)");
+    const auto strides = per_axis("strides", 2);
+    std::vector<int64_t> pad;
+    bool any_pad = false;
+    for (const auto& [b, e] : pads_of(2)) {
+      if (b != e) throw Unsupported("asymmetric pads (Loom pads both sides alike)");
+      pad.push_back(b);
+      any_pad = any_pad || b != 0;
+    }
+    if (auto_pad == "VALID") pad = {0, 0}, any_pad = false;
+    const bool ceil = attr_int("ceil_mode", 0) != 0;
+    if (!max && attr_int("count_include_pad", 0) == 0 && (any_pad || ceil))
+      throw Unsupported("count_include_pad = 0 with padding or ceil_mode (Loom's average pooling counts the padding)");
+    for (size_t i = 0; i < 2; ++i)
+      if (2 * pad[i] > k[i]) throw Unsupported("pads larger than half the kernel");
+    nn::PoolOptions o{.stride = IntList(strides), .padding = IntList(pad), .ceil_mode = ceil};
+    const std::string name = unique(out());
+    nn::Layer l = max ? nn::Layer(nn::MaxPool2D(x, IntList(k), o, name)) : nn::Layer(nn::AvgPool2D(x, IntList(k), o, name));
+    set(out(), l);
+  }
+
+  void import_global_pool(bool max) {
+    only_attrs({});
+    single_output();
+    const nn::Layer x = floating(value(0));
+    if (rank_of(x) < 3) throw Unsupported("the input has rank < 3");
+    // followed by Flatten(axis 1) read by nothing else: one GlobalPool (N, C)
+    const int k = sole_reader(out());
+    if (k >= 0) {
+      const onnx::NodeProto& f = g_.node(k);
+      int64_t axis = 1;
+      for (const auto& a : f.attribute())
+        if (a.name() == "axis") axis = a.i();
+      if (f.op_type() == "Flatten" && f.domain().empty() && axis == 1 && f.output_size() == 1 && f.attribute_size() <= 1) {
+        set(f.output(0), nn::GlobalPool(x, max ? nn::GlobalPool::Mode::Max : nn::GlobalPool::Mode::Avg, unique(f.output(0))));
+        done_.insert(k);
+        return;
+      }
+    }
+    if (!max && rank_of(x) == 4) return set(out(), nn::AdaptiveAvgPool2D(x, {1, 1}, unique(out())));
+    const nn::Layer p = nn::GlobalPool(x, max ? nn::GlobalPool::Mode::Max : nn::GlobalPool::Mode::Avg, unique(out() + "/pooled"));
+    Shape target{-1};
+    for (int64_t d = 2; d < rank_of(x); ++d) target.push_back(1);
+    set(out(), nn::Reshape(p, target, unique(out())));
+  }
+
+  void import_activation(const std::string& op) {
+    single_output();
+    const nn::Layer x = floating(value(0));
+    const nn::ActivationFn* fn = nullptr;
+    if (op == "Relu") fn = &nn::relu;
+    else if (op == "Sigmoid") fn = &nn::sigmoid;
+    else if (op == "Tanh") fn = &nn::tanh;
+    else if (op == "Softplus") fn = &nn::softplus;
+    else if (op == "Identity") fn = &nn::identity;
+    else if (op == "Elu") {
+      only_attrs({"alpha"});
+      if (attr_float("alpha", 1.0f) != 1.0f) throw Unsupported("alpha " + std::to_string(attr_float("alpha", 1.0f)) + " (Loom's elu has alpha 1)");
+      fn = &nn::elu;
+    } else if (op == "LeakyRelu") {
+      only_attrs({"alpha"});
+      if (attr_float("alpha", 0.01f) != 0.01f)
+        throw Unsupported("alpha " + std::to_string(attr_float("alpha", 0.01f)) + " (Loom's leaky_relu has alpha 0.01)");
+      fn = &nn::leaky_relu;
+    } else {  // Softmax, LogSoftmax: over the last axis (before opset 13, over the axes from `axis` on)
+      only_attrs({"axis"});
+      const int64_t r = rank_of(x);
+      const int64_t axis = norm_axis(attr_int("axis", opset_ >= 13 ? -1 : 1), r);
+      if (axis != r - 1) throw Unsupported("axis " + std::to_string(attr_int("axis", 0)) + " of rank " + std::to_string(r) + " (Loom's softmax is over the last axis)");
+      fn = op == "Softmax" ? &nn::softmax : &nn::log_softmax;
+    }
+    if (op != "Elu" && op != "LeakyRelu" && op != "Softmax" && op != "LogSoftmax") only_attrs({});
+    set(out(), nn::Activation(x, *fn, unique(out())));
+  }
+
+  void import_dropout() {
+    only_attrs({"ratio", "seed", "is_test"});
+    if (node_->output_size() > 1 && !node_->output(1).empty() && uses_.count(node_->output(1)))
+      throw Unsupported("its mask output is used");
+    if (has_input(2) && scalar_of(constant(2, "training_mode")) != 0) throw Unsupported("training_mode is true");
+    double ratio = float_attr(attr_float("ratio", 0.5f));
+    if (has_input(1)) ratio = float_attr(static_cast<float>(scalar_of(constant(1, "ratio"))));
+    if (!(ratio >= 0 && ratio < 1)) throw Unsupported("ratio " + std::to_string(ratio));
+    const nn::Layer x = value(0);
+    set(out(), nn::Dropout(x, ratio, static_cast<uint64_t>(attr_int("seed", 0)), unique(out())));
+  }
+
+  void import_flatten() {
+    only_attrs({"axis"});
+    single_output();
+    const nn::Layer x = value(0);
+    const int64_t r = rank_of(x);
+    if (r < 1) throw Unsupported("a scalar input");
+    const int64_t axis = attr_int("axis", 1) < 0 ? attr_int("axis", 1) + r : attr_int("axis", 1);
+    if (axis != 1) throw Unsupported("axis " + std::to_string(attr_int("axis", 1)) + " (Loom's Flatten keeps the batch axis: axis 1)");
+    set(out(), nn::Flatten(x, unique(out())));
+  }
+
+  void import_reshape() {
+    only_attrs({"allowzero", "shape"});
+    single_output();
+    if (attr("shape")) throw Unsupported("the shape as an attribute (opset < 5)");
+    const nn::Layer x = value(0);
+    std::vector<int64_t> s = ints_of(constant(1, "shape"));
+    const bool allowzero = attr_int("allowzero", 0) != 0;
+    const Shape& in = x.shape();
+    if (s.empty() || in.empty()) throw Unsupported("a reshape from or to a scalar");
+    // the batch axis must stay: 0 (copied), or the same fixed size
+    const bool keep = (!allowzero && s[0] == 0) || (in[0] >= 0 && s[0] == in[0]);
+    bool ok = keep;
+    if (!ok && s[0] == -1) {  // (-1, ...) keeps the batch when the rest holds the per-sample size
+      int64_t per = 1, rest = 1;
+      for (size_t i = 1; i < in.size(); ++i) per = in[i] < 0 ? -1 : (per < 0 ? -1 : per * in[i]);
+      for (size_t i = 1; i < s.size(); ++i) rest = (s[i] <= 0 || rest < 0) ? -1 : rest * s[i];
+      ok = per > 0 && rest == per;
+    }
+    if (!ok) throw Unsupported("the target shape " + shape_str(Shape(s.begin(), s.end())) + " does not keep the batch axis (Loom's Reshape reshapes each sample)");
+    Shape target;
+    for (size_t i = 1; i < s.size(); ++i) {
+      int64_t d = s[i];
+      if (d == 0 && !allowzero) {
+        if (i >= in.size() || in[i] < 0) throw Unsupported("a 0 (copy) in the target shape for a dimension only known at run time");
+        d = in[i];
+      }
+      if (d < -1 || d == 0) throw Unsupported("the target dimension " + std::to_string(d));
+      target.push_back(d);
+    }
+    set(out(), nn::Reshape(x, target, unique(out())));
+  }
+
+  void import_transpose() {
+    only_attrs({"perm"});
+    single_output();
+    const nn::Layer x = value(0);
+    const int64_t r = rank_of(x);
+    std::vector<int64_t> perm = attr_ints("perm");
+    if (perm.empty())
+      for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+    if (static_cast<int64_t>(perm.size()) != r) throw Unsupported("perm has " + std::to_string(perm.size()) + " axes for rank " + std::to_string(r));
+    if (perm[0] != 0) throw Unsupported("perm moves the batch axis (Loom's Transpose permutes the axes after it)");
+    std::vector<bool> seen(static_cast<size_t>(r), false);
+    Axes p;
+    for (size_t i = 1; i < perm.size(); ++i) {
+      if (perm[i] < 1 || perm[i] >= r || seen[static_cast<size_t>(perm[i])]) throw Unsupported("perm is not a permutation");
+      seen[static_cast<size_t>(perm[i])] = true;
+      p.push_back(perm[i] - 1);
+    }
+    set(out(), nn::Transpose(x, p, unique(out())));
+  }
+
+  void import_concat() {
+    only_attrs({"axis"});
+    single_output();
+    if (!attr("axis")) throw Unsupported("no axis");
+    std::vector<nn::Layer> ins;
+    for (size_t i = 0; i < n_inputs(); ++i) ins.push_back(value(i));
+    if (ins.empty()) throw Unsupported("no inputs");
+    const int64_t axis = norm_axis(attr_int("axis", 0), rank_of(ins[0]));
+    if (axis == 0) throw Unsupported("axis 0 (Loom's Concat joins samples, not batches)");
+    set(out(), nn::Concat(ins, axis, unique(out())));
+  }
+
+  void import_merge(const std::string& op) {
+    only_attrs({});
+    single_output();
+    std::vector<nn::Layer> ins;
+    for (size_t i = 0; i < n_inputs(); ++i) ins.push_back(value(i));
+    if (ins.empty()) throw Unsupported("no inputs");
+    const std::string name = unique(out());
+    if (ins.size() == 1) return set(out(), nn::Activation(ins[0], nn::identity, name));
+    // Loom's merges broadcast samples of one rank; the batch axes must agree
+    for (const nn::Layer& l : ins)
+      if (rank_of(l) != rank_of(ins[0])) throw Unsupported("operands of ranks " + std::to_string(rank_of(ins[0])) + " and " + std::to_string(rank_of(l)) + " (Loom's merges take one rank)");
+    if (op == "Add" || op == "Sum") return set(out(), nn::Add(ins, name));
+    if (op == "Mean") return set(out(), nn::Mean(ins, name));
+    if (op == "Mul") return set(out(), nn::Multiply(ins, name));
+    if (ins.size() != 2) throw Unsupported("Sub of " + std::to_string(ins.size()) + " operands");
+    set(out(), nn::Subtract(ins[0], ins[1], name));
+  }
+};
+
+Graph import_model(const onnx::ModelProto& m, const std::string& folder) { return Importer(m, folder).run(); }
+
+}  // namespace
+
+std::vector<std::string> onnx_importable_operators() { return kClaimed; }
+
+Graph import_onnx(const std::string& path) {
+  const onnx::ModelProto m = detail::read_model_file(path);
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return import_model(m, parent.empty() ? std::filesystem::path(".").string() : parent.string());
+}
+
+Graph decode_onnx(const std::string& bytes) { return import_model(detail::parse_model(bytes), ""); }
+
+}  // namespace loom::io

@@ -1,0 +1,49 @@
+"""Writes a torchvision ResNet-18 (random init, seed 0, eval mode) exported by torch.onnx at opset 17,
+an input and torch's logits for it, into the folder given: resnet18.onnx, input.npy, logits.npy.
+Also a small MLP (Linear, GELU, LayerNorm, Dropout, LogSoftmax): mlp.onnx, mlp_input.npy, mlp_output.npy.
+Run with Debian's python3 (python3-torch, python3-torchvision); onnx_import_tests imports the file
+and compares its logits with torch's (docs/onnx.md, "Import")."""
+import os
+import sys
+
+import numpy as np
+import torch
+import torchvision
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+torch.manual_seed(0)
+model = torchvision.models.resnet18(weights=None, num_classes=1000).eval()
+# non-trivial batch norm statistics (a fresh model has mean 0, var 1)
+with torch.no_grad():
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.uniform_(0.5, 1.5)
+            m.bias.uniform_(-0.2, 0.2)
+x = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+with torch.no_grad():
+    logits = model(x)
+torch.onnx.export(model, x, os.path.join(out, "resnet18.onnx"), opset_version=17, input_names=["image"],
+                  output_names=["logits"], dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
+np.save(os.path.join(out, "input.npy"), x.numpy())
+np.save(os.path.join(out, "logits.npy"), logits.numpy())
+print("resnet18.onnx written; logits", tuple(logits.shape))
+
+# a small MLP with GELU (torch writes it as Div, Erf, Add, Mul, Mul) and LayerNorm: mlp.onnx,
+# mlp_input.npy, mlp_output.npy
+torch.manual_seed(1)
+mlp = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Dropout(0.1),
+                          torch.nn.Linear(16, 5), torch.nn.LogSoftmax(dim=-1)).eval()
+with torch.no_grad():
+    mlp[2].weight.uniform_(0.5, 1.5)
+    mlp[2].bias.uniform_(-0.5, 0.5)
+xm = torch.randn(4, 12, generator=torch.Generator().manual_seed(2))
+with torch.no_grad():
+    ym = mlp(xm)
+torch.onnx.export(mlp, xm, os.path.join(out, "mlp.onnx"), opset_version=17, input_names=["x"], output_names=["y"],
+                  dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+np.save(os.path.join(out, "mlp_input.npy"), xm.numpy())
+np.save(os.path.join(out, "mlp_output.npy"), ym.numpy())
+print("mlp.onnx written")
