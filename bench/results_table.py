@@ -90,6 +90,12 @@ TABLES = {
         "align": "---:|---:|---:|---:|---:",
         "cells": ["row", "label", "loom", "peer:0", "ratio:0", "peer:1", "ratio:1"],
         "threads_in_label": False, "repeat_row": True},
+    "onnx_import": {
+        "header": ["batch", "machine, ISA, date", "Loom (imported), 1 / 2 threads", "ONNX Runtime, 1 / 2 threads",
+                   "ratio"],
+        "align": "---:|---:|---:",
+        "cells": ["row", "label", "loom", "peer:0", "ratio:0"],
+        "threads_in_label": False, "repeat_row": True},
     "main_job": {
         "header": ["machine, ISA, threads, date", "test", "flip-averaged", "minutes of training"],
         "align": "---:|---:|---:",

@@ -61,6 +61,14 @@ start=$(date +%s)
 cp -a "$base" "$root"
 rm -f "$root/.loom-complete"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# This machine's network as it is: its resolver above, and the certificate authorities it trusts
+# (an intercepting proxy's included) for pip's download of the tests' pinned PyPI packages
+# (scripts/onnx_venv.sh). A bare Debian on an open network needs neither.
+host_ca=""
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/loom-host-ca.crt"
+  host_ca="PIP_CERT=/etc/loom-host-ca.crt"
+fi
 mkdir -p "$root/loom" "$root/ccache"
 git -C "$repo" ls-files -z --cached --others --exclude-standard |
   (cd "$repo" && tar --null --no-recursion -T - -cf - 2>/dev/null) | tar -xf - -C "$root/loom"
@@ -76,16 +84,16 @@ fi
 # even when this script is killed.
 set +e
 unshare --mount --propagation private bash -euo pipefail -c '
-  root=$1; cache=$2; commands=$3
+  root=$1; cache=$2; commands=$3; host_ca=$4
   mount -t proc proc "$root/proc"
   mount -t sysfs sysfs "$root/sys"
   mount --rbind /dev "$root/dev"
   mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
   mount --bind "$cache/ccache" "$root/ccache"
   exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 TERM=dumb CI=true CCACHE_DIR=/ccache \
+    HOME=/root LANG=C.UTF-8 TERM=dumb CI=true CCACHE_DIR=/ccache $host_ca \
     /bin/bash -c "cd /loom && $commands"
-' bare "$root" "$cache" "$commands"
+' bare "$root" "$cache" "$commands" "$host_ca"
 rc=$?
 set -e
 elapsed=$(( $(date +%s) - start ))
