@@ -5,49 +5,17 @@
 //   onnx_import_infer MODEL.onnx [reps_b1=20] [reps_b32=3] [INPUT.npy LOGITS.npy]
 // With INPUT and LOGITS (torch's), the imported model's logits are checked first (fails beyond
 // 1e-4 relative to the logits' largest magnitude).
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "loom/loom.h"
+#include "timing.h"
 
 using namespace loom;
 
-namespace {
-
-double cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size();
-  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-}
-
-// Median wall-clock and process CPU milliseconds per call (as bench/resnet_infer.cpp measures).
-std::pair<double, double> median_ms(const std::function<void()>& fn, int reps) {
-  fn();  // warm-up: weights prepared
-  std::vector<double> wall, cpu;
-  for (int i = 0; i < reps; ++i) {
-    const double c0 = cpu_ms();
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    cpu.push_back(cpu_ms() - c0);
-  }
-  return {median(wall), median(cpu)};
-}
-
-}  // namespace
+using bench::median_ms;
 
 int main(int argc, char** argv) {
   if (argc < 2) {

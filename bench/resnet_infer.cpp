@@ -13,40 +13,11 @@
 #include <vector>
 
 #include "loom/loom.h"
+#include "timing.h"
 
 using namespace loom;
 
-namespace {
-
-double cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size();
-  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-}
-
-// Median wall-clock and process CPU milliseconds per call. CPU time counts every thread of the
-// process, spinning ones too: on a loaded machine it is the steadier figure at 1 thread, and at
-// 2 threads it shows how much of the cores the call kept busy.
-std::pair<double, double> median_ms(const std::function<void()>& fn, int reps) {
-  fn();  // warm-up: plans built, weights prepared
-  std::vector<double> wall, cpu;
-  for (int i = 0; i < reps; ++i) {
-    const double c0 = cpu_ms();
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    cpu.push_back(cpu_ms() - c0);
-  }
-  return {median(wall), median(cpu)};
-}
-
-}  // namespace
+using bench::median_ms;
 
 int main(int argc, char** argv) {
   const int reps1 = argc > 1 ? std::atoi(argv[1]) : 20;

@@ -4,7 +4,9 @@
 // (at least 5), report the median and the minimum seconds per call.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -37,6 +39,36 @@ inline Timing measure(const std::function<void()>& fn, double target_s = 0.01, i
   const size_t m = res.size();
   const double med = (m % 2) ? res[m / 2] : 0.5 * (res[m / 2 - 1] + res[m / 2]);
   return {med, res.front(), static_cast<int>(m)};
+}
+
+// Process CPU milliseconds (every thread of the process, spinning ones too).
+inline double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+// Median wall-clock and process CPU milliseconds per call over a fixed number of calls after one
+// warm-up call (plans built, weights prepared), for calls too long to calibrate (whole networks).
+// On a loaded machine CPU time is the steadier figure at 1 thread; at 2 threads it shows how much
+// of the cores the call kept busy.
+inline std::pair<double, double> median_ms(const std::function<void()>& fn, int reps) {
+  fn();
+  std::vector<double> wall, cpu;
+  for (int i = 0; i < reps; ++i) {
+    const double c0 = cpu_ms();
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    cpu.push_back(cpu_ms() - c0);
+  }
+  return {median(wall), median(cpu)};
 }
 
 }  // namespace bench
