@@ -63,7 +63,7 @@ rm -f "$root/.loom-complete"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # This machine's network as it is: its resolver above, and the certificate authorities it trusts
 # (an intercepting proxy's included) for pip's download of the tests' pinned PyPI packages
-# (scripts/onnx_venv.sh). A bare Debian on an open network needs neither.
+# (scripts/test_venv.sh). A bare Debian on an open network needs neither.
 host_ca=""
 if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
   cp /etc/ssl/certs/ca-certificates.crt "$root/etc/loom-host-ca.crt"

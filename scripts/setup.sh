@@ -19,9 +19,11 @@ PACKAGES=(
   # loom::dist: Open MPI's library and headers, and mpirun for the multi-process tests
   libopenmpi-dev openmpi-bin
   # ONNX export: libonnx's generated protobuf classes, checker and shape inference; the ONNX
-  # backend test data (import tests); python3-venv for the tests' ONNX Runtime
-  # (scripts/onnx_venv.sh: PyPI, pinned in tests/onnx/requirements.txt)
+  # backend test data (import tests); python3-venv for the tests' Python peers
+  # (scripts/test_venv.sh: PyPI, pinned in tests/<name>/requirements.txt)
   libonnx-dev libprotobuf-dev libonnx-testdata python3-venv
+  # loom::serve: cpp-httplib, the model server's HTTP
+  libcpp-httplib-dev
 )
 if [[ ${1:-} == --sanitizers ]]; then
   PACKAGES+=(clang libclang-rt-dev llvm)
@@ -37,5 +39,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# the ONNX tests' ONNX Runtime, in build/onnx-venv (does nothing when it is there already)
-bash "$(dirname "$0")/onnx_venv.sh"
+# the tests' Python peers: ONNX Runtime in build/onnx-venv, TensorBoard's reader in
+# build/tensorboard-venv, the Triton client in build/serve-venv (each does nothing when it is
+# there already)
+for venv in onnx tensorboard serve; do
+  bash "$(dirname "$0")/test_venv.sh" "$venv"
+done

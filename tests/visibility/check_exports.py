@@ -9,7 +9,7 @@
 A private declaration that Loom's other libraries or its white-box tests reach is marked
 LOOM_INTERNAL in its src/ header; its symbols are allowed (read from the headers here).
 
-  check_exports.py BUILD_DIR        check libloom.so, libloom_store.so and libloom_dist.so
+  check_exports.py BUILD_DIR        check libloom.so, libloom_store.so, libloom_dist.so and libloom_serve.so
   check_exports.py --self-test      feed planted symbol lists and check each is caught
 """
 import os
@@ -18,11 +18,12 @@ import subprocess
 import sys
 
 PRIVATE = ("loom::cpu::", "(anonymous namespace)", "dnnl::", "dnnl_", "cblas_", "sqlite3_",
-           "ZSTD_", "PQ", "SHA256", "EVP_", "MPI_")
+           "ZSTD_", "PQ", "SHA256", "EVP_", "MPI_", "httplib::")
 LIBS = {  # library -> (a namespace it must export, most exported symbols expected)
     "libloom.so": ("loom::Tensor::", 2000),
     "libloom_store.so": ("loom::store::", 400),
     "libloom_dist.so": ("loom::dist::", 100),
+    "libloom_serve.so": ("loom::serve::", 100),
 }
 
 

@@ -121,5 +121,6 @@ int datasets_main(const std::vector<std::string>& args);
 int runs_main(const std::vector<std::string>& args);
 int tasks_main(const std::vector<std::string>& args);
 int agent_main(const std::vector<std::string>& args);
+int serve_main(const std::vector<std::string>& args);
 
 }  // namespace loom::cli

@@ -1,10 +1,13 @@
 // `loom runs`: list, show, top and compare training runs (docs/cli.md).
+#include <cctype>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
 
 #include "cli.h"
 #include "loom/store/runs.h"
+#include "loom/train/tensorboard.h"
 
 namespace loom::cli {
 
@@ -25,6 +28,9 @@ commands:
         default; highest first), or its highest (max) or lowest (min) over all epochs
   compare ID ID... [--metric M]...
         the curves of several runs side by side (default: every metric)
+  export ID... --tensorboard DIR
+        TensorBoard event files of each run's curves in DIR/<name>-<id>/{train,validation}
+        (as train::TensorBoardLogger writes them): tensorboard --logdir DIR shows them
 
 options: --store URL, --json (see 'loom --help')
 )";
@@ -163,13 +169,48 @@ int compare(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// The run's folder under DIR: its name with everything but [A-Za-z0-9._-] made '_' (names come
+// from the database: untrusted, and may hold '/'), at most 100 bytes, then "-<id>", so that it
+// is one path component, never "." or "..", and distinct per run.
+std::string run_folder(const RunInfo& r) {
+  std::string slug = r.name.substr(0, 100);
+  for (char& c : slug)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  return slug + "-" + std::to_string(r.id);
+}
+
+int export_runs(const std::vector<std::string>& args) {
+  Args a(args, {{"--tensorboard", "DIR"}}, 1, -1, "runs export", "ID...", kUsage);
+  const auto dir = a.value("--tensorboard");
+  if (!dir) a.fail("missing --tensorboard DIR (the folder to write event files in)");
+  std::vector<int64_t> ids;
+  for (const auto& p : a.positional()) ids.push_back(parse_integer(a, p, "ID"));
+  const auto runs = a.open_store().runs().compare(ids);  // every run exists before anything is written
+  for (const auto& r : runs) {
+    std::map<int64_t, train::Logs> epochs;
+    for (const auto& [k, c] : r.metrics)
+      for (size_t i = 0; i < c.epochs.size(); ++i) epochs[c.epochs[i]][k] = c.values[i];
+    // The store keeps no time per epoch: every event carries the run's start time.
+    train::TensorBoardLogger logger((std::filesystem::path(*dir) / run_folder(r)).string());
+    for (const auto& [e, logs] : epochs) logger.log_epoch(e, logs, static_cast<double>(r.started_ms) / 1000.0);
+    if (!a.json()) std::cout << "run " << r.id << " (" << epochs.size() << " epochs) -> " << logger.log_dir() << "\n";
+  }
+  if (a.json()) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& r : runs) j.push_back({{"id", r.id}, {"log_dir", (std::filesystem::path(*dir) / run_folder(r)).string()}});
+    print_json(j);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int runs_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "compare"}, "runs", kUsage);
+  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "compare", "export"}, "runs", kUsage);
   if (sub == "list") return list(rest);
   if (sub == "show") return show(rest);
   if (sub == "top") return top(rest);
+  if (sub == "export") return export_runs(rest);
   return compare(rest);
 }
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Makes one of the tests' Python environments: `bash scripts/test_venv.sh NAME` makes a venv of
+# Debian's python3 (python3-venv) in build/NAME-venv holding tests/NAME/requirements.txt's pinned
+# PyPI packages (onnx: ONNX Runtime; tensorboard: TensorBoard's event reader). Run by
+# scripts/setup.sh; does nothing when the venv already holds these requirements.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:?usage: scripts/test_venv.sh NAME (a folder of tests/ with a requirements.txt)}
+req=tests/$name/requirements.txt
+[ -f "$req" ] || { echo "test_venv: no $req" >&2; exit 2; }
+venv=build/$name-venv
+stamp="$venv/.requirements"
+if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp"; then
+  exit 0
+fi
+echo "test_venv: installing $(grep -v '^#' "$req" | tr '\n' ' ')into $venv"
+rm -rf "$venv"
+mkdir -p "$(dirname "$venv")"
+/usr/bin/python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir -r "$req"
+cp "$req" "$stamp"

@@ -1,0 +1,44 @@
+#pragma once
+// The Open Inference Protocol v2's JSON tensors: a request's inputs checked against the graph's
+// Input layers and turned into tensors, and tensors turned into a response's outputs.
+#include <nlohmann/json_fwd.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/core/dtype.h"
+#include "loom/core/error.h"
+#include "loom/core/shape.h"
+#include "loom/core/tensor.h"
+
+namespace loom::serve::detail {
+
+// A request the client got wrong: answered 400 with the message.
+class BadRequest : public ValueError { using ValueError::ValueError; };
+
+// The protocol's datatype name of a dtype ("FP32", "INT64", "BOOL", ...), and back.
+const char* datatype_name(DType dtype);
+std::optional<DType> datatype_of(const std::string& name);
+
+// A graph input as the protocol describes it.
+struct TensorSpec {
+  std::string name;
+  DType dtype;
+  Shape shape;  // -1: any size (the batch)
+};
+
+// The inputs of an infer request's JSON body, in the order of `specs`, each checked: present
+// once, its datatype the spec's, its shape matching (rank and every fixed size), its data (flat
+// or nested, row-major) exactly shape's element count of valid values. BadRequest naming the
+// input and what would be valid otherwise.
+std::vector<Tensor> parse_inputs(const nlohmann::json& body, const std::vector<TensorSpec>& specs);
+
+// {"name", "datatype", "shape", "data"} of one output (data flat, row-major; NaN and infinities
+// as "NaN", "Infinity", "-Infinity", as in every Loom JSON).
+nlohmann::json output_json(const std::string& name, const Tensor& value);
+
+// {"name", "datatype", "shape"} of a spec, for model metadata.
+nlohmann::json spec_json(const TensorSpec& spec);
+
+}  // namespace loom::serve::detail

@@ -1,0 +1,354 @@
+#include "loom/serve/server.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "batcher.h"
+#include "core/json_util.h"
+#include "core/utf8.h"
+#include "loom/core/error.h"
+#include "loom/core/grad_mode.h"
+#include "loom/nn/mode.h"
+#include "loom/store/models.h"
+#include "metrics.h"
+#include "protocol.h"
+
+namespace loom::serve {
+
+ModelSource ModelSource::from_store(store::Store store, const std::string& name, const std::string& alias) {
+  auto models = std::make_shared<store::Models>(store.models());
+  return {name, [models, name, alias] { return models->get(name, alias).version; },
+          [models, name](int64_t version) { return models->load(name, version); }};
+}
+
+ModelSource ModelSource::fixed(const std::string& name, Graph graph) {
+  return {name, [] { return int64_t{1}; }, [graph](int64_t) { return graph; }};
+}
+
+namespace {
+
+using detail::BadRequest;
+using detail::TensorSpec;
+using Clock = std::chrono::steady_clock;
+
+// One loaded version: its graph as a function and what the protocol says about it.
+struct Loaded {
+  int64_t version = 0;
+  Graph graph;
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> run;
+  std::vector<TensorSpec> inputs, outputs;
+  bool batchable = true;  // every input and output has the batch dimension first
+};
+
+std::shared_ptr<const Loaded> load_version(const ModelSource& source, int64_t version) {
+  auto m = std::make_shared<Loaded>();
+  m->version = version;
+  m->graph = source.load(version);
+  m->run = m->graph.as_function();
+  for (const auto& l : m->graph.inputs()) {
+    m->inputs.push_back({l.name(), l.dtype(), l.shape()});
+    m->batchable = m->batchable && !l.shape().empty() && l.shape()[0] == -1;
+  }
+  for (const auto& l : m->graph.outputs()) {
+    m->outputs.push_back({l.name(), l.dtype(), l.shape()});
+    m->batchable = m->batchable && !l.shape().empty() && l.shape()[0] == -1;
+  }
+  return m;
+}
+
+HttpResponse json_response(int status, const nlohmann::json& body) {
+  return {status, "application/json", body.dump()};
+}
+
+HttpResponse error(int status, const std::string& message) {
+  return json_response(status, {{"error", message}});
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    const size_t j = path.find('/', i);
+    const size_t end = j == std::string::npos ? path.size() : j;
+    if (end > i) parts.push_back(path.substr(i, end - i));
+    i = end;
+  }
+  return parts;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ModelSource source;
+  ServeOptions options;
+  detail::Metrics metrics;
+  mutable std::mutex model_mutex;
+  std::shared_ptr<const Loaded> model;
+  std::mutex reload_mutex;  // one reload at a time
+  std::unique_ptr<detail::Batcher> batcher;
+  std::unique_ptr<httplib::Server> http;
+  std::thread listener, poller;
+  std::mutex state_mutex;
+  std::condition_variable state_cv;
+  bool running = false;
+  int port = 0;
+
+  std::shared_ptr<const Loaded> current() const {
+    std::lock_guard lock(model_mutex);
+    return model;
+  }
+
+  detail::BatchResult run(const std::vector<Tensor>& inputs) {
+    const auto m = current();
+    NoGrad no_grad;
+    nn::ModeScope eval(nn::Mode::Eval);
+    return {m->run(inputs), m->version};
+  }
+
+  HttpResponse metadata(const Loaded& m) const {
+    nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
+    for (const auto& s : m.inputs) inputs.push_back(detail::spec_json(s));
+    for (const auto& s : m.outputs) outputs.push_back(detail::spec_json(s));
+    return json_response(200, {{"name", source.name},
+                               {"versions", {std::to_string(m.version)}},
+                               {"platform", "loom"},
+                               {"inputs", inputs},
+                               {"outputs", outputs}});
+  }
+
+  HttpResponse infer(const Loaded& m, const std::string& body) {
+    std::string parse_error;
+    const auto json = loom::detail::parse_json(body, &parse_error);
+    if (!json) return error(400, "the request body is not JSON: " + parse_error);
+    std::vector<Tensor> inputs;
+    std::vector<size_t> wanted;  // positions of the outputs asked for
+    try {
+      inputs = detail::parse_inputs(*json, m.inputs);
+      if (json->contains("outputs")) {
+        const auto& outs = (*json)["outputs"];
+        if (!outs.is_array()) throw BadRequest("\"outputs\" must be an array of {\"name\"}");
+        for (const auto& o : outs) {
+          if (!o.is_object() || !o.contains("name") || !o["name"].is_string())
+            throw BadRequest("each requested output must be an object with a string \"name\"");
+          const std::string name = o["name"].get<std::string>();
+          size_t k = 0;
+          while (k < m.outputs.size() && m.outputs[k].name != name) ++k;
+          if (k == m.outputs.size()) {
+            std::string valid;
+            for (const auto& s : m.outputs) valid += (valid.empty() ? "'" : ", '") + s.name + "'";
+            throw BadRequest("unknown output " + loom::detail::quote_text(name) + " (the model's outputs: " + valid + ")");
+          }
+          wanted.push_back(k);
+        }
+      }
+    } catch (const BadRequest& e) {
+      return error(400, e.what());
+    }
+    if (wanted.empty())
+      for (size_t k = 0; k < m.outputs.size(); ++k) wanted.push_back(k);
+    auto future = batcher->submit(std::move(inputs), m.batchable);
+    if (!future) return error(503, "the server is busy: " + std::to_string(options.max_queue) + " requests are waiting");
+    detail::BatchResult result;
+    try {
+      result = future->get();
+    } catch (const Error& e) {  // a shape the graph cannot take, found when it ran
+      return error(400, std::string("the model could not run on these inputs: ") + e.what());
+    }
+    nlohmann::json out = {{"model_name", source.name}, {"model_version", std::to_string(result.version)}};
+    if (json->contains("id") && (*json)["id"].is_string()) out["id"] = (*json)["id"];
+    out["outputs"] = nlohmann::json::array();
+    for (size_t k : wanted) {
+      const std::string& name = k < m.outputs.size() ? m.outputs[k].name : std::to_string(k);
+      out["outputs"].push_back(detail::output_json(name, result.outputs.at(k)));
+    }
+    return json_response(200, out);
+  }
+
+  HttpResponse route(const HttpRequest& r, std::string& route_name) {
+    const auto p = split_path(r.path);
+    const bool get = r.method == "GET" || r.method == "HEAD";
+    auto only = [&](const char* method) {
+      return error(405, "use " + std::string(method) + " for " + r.path);
+    };
+    if (p.size() == 1 && p[0] == "metrics") {
+      route_name = "metrics";
+      if (!get) return only("GET");
+      return {200, "text/plain; version=0.0.4", metrics.text(current()->version, batcher->queued())};
+    }
+    if (p.empty() || p[0] != "v2") return error(404, "no route " + loom::detail::quote_text(r.path) + " (the API is under /v2)");
+    if (p.size() == 1) {
+      route_name = "server";
+      if (!get) return only("GET");
+      return json_response(200, {{"name", "loom"}, {"version", "0.1.0"}, {"extensions", nlohmann::json::array()}});
+    }
+    if (p.size() == 3 && p[1] == "health" && (p[2] == "live" || p[2] == "ready")) {
+      route_name = "health";
+      if (!get) return only("GET");
+      return json_response(200, {{p[2], true}});
+    }
+    if (p.size() >= 3 && p[1] == "models") {
+      if (p[2] != source.name)
+        return error(404, "no model " + loom::detail::quote_text(p[2]) + " (this server serves '" + source.name + "')");
+      size_t next = 3;
+      const auto m = current();  // one version for the whole request
+      if (p.size() >= 5 && p[3] == "versions") {
+        if (p[4] != std::to_string(m->version))
+          return error(404, "model '" + source.name + "' version " + loom::detail::quote_text(p[4]) +
+                                " is not served (serving version " + std::to_string(m->version) + ")");
+        next = 5;
+      }
+      if (p.size() == next) {
+        route_name = "metadata";
+        if (!get) return only("GET");
+        return metadata(*m);
+      }
+      if (p.size() == next + 1 && p[next] == "ready") {
+        route_name = "ready";
+        if (!get) return only("GET");
+        return json_response(200, {{"name", source.name}, {"ready", true}});
+      }
+      if (p.size() == next + 1 && p[next] == "infer") {
+        route_name = "infer";
+        if (r.method != "POST") return only("POST");
+        return infer(*m, r.body);
+      }
+    }
+    return error(404, "no route " + loom::detail::quote_text(r.path));
+  }
+};
+
+Server::Server(ModelSource source, ServeOptions options) : impl_(std::make_unique<Impl>()) {
+  if (source.name.empty() || !source.current_version || !source.load)
+    throw ValueError("Server: the model source needs a name, current_version and load");
+  if (options.max_batch < 1 || options.max_wait_us < 0 || options.max_request_bytes < 1 || options.max_queue < 1 ||
+      options.reload_poll_ms < 0 || options.threads < 1 || options.port < 0 || options.port > 65535)
+    throw ValueError("Server: options out of range (max_batch, max_queue, max_request_bytes, threads >= 1; "
+                     "max_wait_us, reload_poll_ms >= 0; port 0 to 65535)");
+  impl_->source = std::move(source);
+  impl_->options = std::move(options);
+  impl_->model = load_version(impl_->source, impl_->source.current_version());
+  Impl* impl = impl_.get();
+  impl_->batcher = std::make_unique<detail::Batcher>(
+      [impl](const std::vector<Tensor>& inputs) { return impl->run(inputs); },
+      [impl](int64_t requests, int64_t rows) { impl->metrics.batch(requests, rows); }, impl_->options.max_batch,
+      impl_->options.max_wait_us, impl_->options.max_queue);
+}
+
+Server::~Server() { stop(); }
+
+HttpResponse Server::handle(const HttpRequest& request) {
+  const auto t0 = Clock::now();
+  std::string route_name = "other";
+  HttpResponse response;
+  try {
+    response = impl_->route(request, route_name);
+  } catch (const std::exception& e) {
+    response = error(500, std::string("internal error: ") + e.what());
+  }
+  impl_->metrics.request(route_name, response.status, std::chrono::duration<double>(Clock::now() - t0).count());
+  return response;
+}
+
+int64_t Server::version() const { return impl_->current()->version; }
+
+bool Server::reload() {
+  std::lock_guard lock(impl_->reload_mutex);
+  try {
+    const int64_t v = impl_->source.current_version();
+    if (v == impl_->current()->version) return false;
+    auto next = load_version(impl_->source, v);
+    {
+      std::lock_guard model_lock(impl_->model_mutex);
+      impl_->model = std::move(next);
+    }
+    impl_->metrics.reload(true);
+    return true;
+  } catch (const std::exception&) {
+    impl_->metrics.reload(false);  // keep serving the version in force
+    throw;
+  }
+}
+
+void Server::start() {
+  std::lock_guard lock(impl_->state_mutex);
+  if (impl_->running) return;
+  auto http = std::make_unique<httplib::Server>();
+  const int threads = impl_->options.threads;
+  // cpp-httplib takes ownership of the queue it is handed.
+  http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http->set_payload_max_length(static_cast<size_t>(impl_->options.max_request_bytes));
+  auto serve = [this](const httplib::Request& req, httplib::Response& res) {
+    const HttpResponse r = handle({req.method, req.path, req.body});
+    res.status = r.status;
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_content(r.body, r.content_type);
+  };
+  for (const char* pattern : {".*"}) {
+    http->Get(pattern, serve);
+    http->Post(pattern, serve);
+    http->Put(pattern, serve);
+    http->Delete(pattern, serve);
+    http->Patch(pattern, serve);
+  }
+  // cpp-httplib's own refusals (a body past the limit, a malformed request) as JSON errors too
+  http->set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string message = res.status == 413 ? "the request body is larger than " +
+                                                        std::to_string(impl_->options.max_request_bytes) + " bytes"
+                                                  : "the request could not be read";
+    res.set_content(nlohmann::json{{"error", message}}.dump(), "application/json");
+  });
+  const std::string& host = impl_->options.host;
+  int port = impl_->options.port;
+  if (port == 0) {
+    port = http->bind_to_any_port(host);
+    if (port <= 0) throw IOError("Server: cannot bind a port on " + host);
+  } else if (!http->bind_to_port(host, port)) {
+    throw IOError("Server: cannot bind " + host + ":" + std::to_string(port) + " (in use, or not an address of this machine)");
+  }
+  impl_->port = port;
+  impl_->http = std::move(http);
+  impl_->running = true;
+  impl_->listener = std::thread([h = impl_->http.get()] { h->listen_after_bind(); });
+  if (impl_->options.reload_poll_ms > 0)
+    impl_->poller = std::thread([this] {
+      std::unique_lock lock(impl_->state_mutex);
+      while (impl_->running) {
+        impl_->state_cv.wait_for(lock, std::chrono::milliseconds(impl_->options.reload_poll_ms));
+        if (!impl_->running) break;
+        lock.unlock();
+        try {
+          reload();
+        } catch (const std::exception&) {  // counted in /metrics; the old version keeps serving
+        }
+        lock.lock();
+      }
+    });
+}
+
+int Server::port() const { return impl_->port; }
+
+void Server::wait() {
+  std::unique_lock lock(impl_->state_mutex);
+  impl_->state_cv.wait(lock, [&] { return !impl_->running; });
+}
+
+void Server::stop() {
+  {
+    std::lock_guard lock(impl_->state_mutex);
+    if (!impl_->running) return;
+    impl_->running = false;
+  }
+  impl_->state_cv.notify_all();
+  impl_->http->stop();
+  if (impl_->listener.joinable()) impl_->listener.join();
+  if (impl_->poller.joinable()) impl_->poller.join();
+}
+
+}  // namespace loom::serve

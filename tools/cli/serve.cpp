@@ -1,0 +1,83 @@
+// `loom serve`: a model of the store over the Open Inference Protocol v2 (docs/serve.md).
+#include <pthread.h>
+
+#include <algorithm>
+#include <csignal>
+#include <iostream>
+
+#include "cli.h"
+#include "loom/serve/server.h"
+#include "loom/store/models.h"
+
+namespace loom::cli {
+
+namespace {
+
+const char* kUsage = R"(usage: loom serve NAME[@ALIAS|:VERSION] [options]
+
+Serves a model version of the store over HTTP, speaking the Open Inference Protocol v2 (as
+Triton and KServe do): GET /v2/health/ready, GET /v2/models/NAME, POST /v2/models/NAME/infer,
+GET /metrics (Prometheus). With @ALIAS (default: latest) the server follows the alias: when it
+moves to another version, that version is loaded and served from the next batch on.
+
+options:
+  --host H          the address to listen on (default 127.0.0.1: this machine only)
+  --port N          the port (default 8000; 0: any free port, printed)
+  --max-batch B     rows of concurrent requests run as one batch (default 32; 1: no batching)
+  --max-wait-us U   how long a batch's first request waits for others (default 2000)
+  --reload-ms M     how often the alias is checked (default 1000; 0: never)
+  --threads T       connections served at once (default 8)
+  --max-request-bytes N   larger request bodies are refused (default 16777216)
+
+The server stops on SIGINT or SIGTERM. options: --store URL (see 'loom --help')
+)";
+
+}  // namespace
+
+int serve_main(const std::vector<std::string>& args) {
+  Args a(args,
+         {{"--host", "H"}, {"--port", "N"}, {"--max-batch", "B"}, {"--max-wait-us", "U"}, {"--reload-ms", "M"}, {"--threads", "T"},
+          {"--max-request-bytes", "N"}},
+         1, 1, "serve", "NAME[@ALIAS|:VERSION]", kUsage);
+  const std::string ref = a.positional()[0];
+  serve::ServeOptions options;
+  options.host = a.value("--host").value_or("127.0.0.1");
+  options.port = static_cast<int>(a.integer("--port", 8000, 0));
+  if (options.port > 65535) a.fail("--port must be 0 to 65535");
+  options.max_batch = a.integer("--max-batch", 32, 1);
+  options.max_wait_us = a.integer("--max-wait-us", 2000, 0);
+  options.reload_poll_ms = a.integer("--reload-ms", 1000, 0);
+  options.threads = static_cast<int>(std::min<int64_t>(a.integer("--threads", 8, 1), 1024));
+  options.max_request_bytes = a.integer("--max-request-bytes", 16 << 20, 1);
+
+  store::Store s = a.open_store();
+  serve::ModelSource source;
+  if (const auto [name, version] = split_version(a, ref); version) {
+    s.models().get(name, *version);  // NotFoundError now rather than at the first request
+    auto models = std::make_shared<store::Models>(s.models());
+    source = {name, [v = *version] { return v; }, [models, name = name](int64_t v) { return models->load(name, v); }};
+  } else {
+    const size_t at = ref.rfind('@');
+    const bool has_alias = at != std::string::npos && at > 0 && at + 1 < ref.size();
+    source = serve::ModelSource::from_store(s, has_alias ? ref.substr(0, at) : ref, has_alias ? ref.substr(at + 1) : "latest");
+  }
+
+  // SIGINT and SIGTERM are taken by sigwait below, in this thread, not by the server's threads
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  serve::Server server(std::move(source), options);
+  server.start();
+  std::cout << "serving " << terminal_text(ref) << " (version "
+            << server.version() << ") on http://" << options.host << ":" << server.port() << "/v2" << std::endl;
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  server.stop();
+  std::cout << "stopped" << std::endl;
+  return kExitOk;
+}
+
+}  // namespace loom::cli
