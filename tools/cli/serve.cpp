@@ -24,7 +24,8 @@ options:
   --host H          the address to listen on (default 127.0.0.1: this machine only)
   --port N          the port (default 8000; 0: any free port, printed)
   --max-batch B     rows of concurrent requests run as one batch (default 32; 1: no batching)
-  --max-wait-us U   how long a batch's first request waits for others (default 2000)
+  --max-wait-us U   how long a batch's first request waits for others (default 0: a batch
+                    is what queued while the previous one ran)
   --reload-ms M     how often the alias is checked (default 1000; 0: never)
   --threads T       connections served at once (default 8)
   --max-request-bytes N   larger request bodies are refused (default 16777216)
@@ -45,7 +46,7 @@ int serve_main(const std::vector<std::string>& args) {
   options.port = static_cast<int>(a.integer("--port", 8000, 0));
   if (options.port > 65535) a.fail("--port must be 0 to 65535");
   options.max_batch = a.integer("--max-batch", 32, 1);
-  options.max_wait_us = a.integer("--max-wait-us", 2000, 0);
+  options.max_wait_us = a.integer("--max-wait-us", 0, 0);
   options.reload_poll_ms = a.integer("--reload-ms", 1000, 0);
   options.threads = static_cast<int>(std::min<int64_t>(a.integer("--threads", 8, 1), 1024));
   options.max_request_bytes = a.integer("--max-request-bytes", 16 << 20, 1);

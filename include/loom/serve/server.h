@@ -3,12 +3,12 @@
 // KServe and others; docs/serve.md), for one model of a Store's registry named by an alias:
 //
 //   serve::Server server(serve::ModelSource::from_store(store::Store::open("runs.db"), "mnist", "production"),
-//                        {.port = 8000, .max_batch = 32, .max_wait_us = 2000});
+//                        {.port = 8000, .max_batch = 32});
 //   server.start();   // GET /v2/health/ready, POST /v2/models/mnist/infer, GET /metrics, ...
 //   server.wait();    // until stop()
 //
-// Concurrent requests are batched (up to max_batch rows, waiting at most max_wait_us for more
-// after the first) and run as one call of the graph; each gets its own rows back, equal to what
+// Concurrent requests are batched (up to max_batch rows: those that queued while the previous
+// batch ran, and those arriving within max_wait_us of the first) and run as one call of the graph; each gets its own rows back, equal to what
 // predict gives on them alone. When the alias moves to another version the server loads it and
 // switches between batches, without dropping a request. `handle` answers one request without a
 // socket (what the tests drive); `start` serves them over HTTP (cpp-httplib) on `host` only,
@@ -28,7 +28,9 @@ struct LOOM_API ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8000;                        // 0: a free port, port() tells which
   int64_t max_batch = 32;                 // rows run together (1: every request alone)
-  int64_t max_wait_us = 2000;             // how long a batch's first request waits for others
+  int64_t max_wait_us = 0;                // how long a batch's first request waits for others (0: it
+                                          // takes what queued while the previous batch ran, as Triton's
+                                          // default does)
   int64_t max_request_bytes = 16 << 20;   // a larger body is refused (413)
   int64_t max_queue = 4096;               // requests waiting to run; past it, 503
   int64_t reload_poll_ms = 1000;          // how often the alias is checked (0: never)
