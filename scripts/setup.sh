@@ -24,6 +24,8 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev libonnx-testdata python3-venv
   # loom::serve: cpp-httplib, the model server's HTTP
   libcpp-httplib-dev
+  # the text examples' corpus (word2vec, character LSTM): fortune cookies in /usr/share/games/fortunes
+  fortunes
 )
 if [[ ${1:-} == --sanitizers ]]; then
   PACKAGES+=(clang libclang-rt-dev llvm)
