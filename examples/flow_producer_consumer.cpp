@@ -130,8 +130,7 @@ int consumer(int argc, char** argv) {
     for (const store::DatasetInfo& push : pushes) {
       auto records = s.datasets().query(kRecords, push.version);
       data::DataLoader loader(records, {.batch_size = 16, .shuffle = true, .seed = static_cast<uint64_t>(push.version)});
-      // fit's epochs count from the model's start (a restored checkpoint continues): 5 more
-      model.fit(loader, {.epochs = static_cast<int>(model.epochs_done()) + 5, .progress = false});
+      model.fit(loader, {.epochs = 5, .progress = false});  // 5 more epochs on this push
       // Consumed: removed from the store, so that no later poll sees it again.
       s.datasets().remove(kRecords, push.version);
       const std::string& first = records->metadata(0);

@@ -4,8 +4,11 @@
 #include "loom/graph/graph.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <mutex>
 #include <numeric>
 #include <ostream>
+#include <set>
 #include <utility>
 
 #include "graph/plan_impl.h"
@@ -17,6 +20,21 @@ namespace loom {
 
 using nn::Layer;
 using nn::LayerImpl;
+
+static // The C++ constant naming a dtype (Float32, UInt8, ...), for messages that show the fix.
+const char* dtype_constant(DType d) {
+  switch (d) {
+    case DType::Bool: return "Bool";
+    case DType::UInt8: return "UInt8";
+    case DType::Int32: return "Int32";
+    case DType::Int64: return "Int64";
+    case DType::Float16: return "Float16";
+    case DType::BFloat16: return "BFloat16";
+    case DType::Float32: return "Float32";
+    case DType::Float64: return "Float64";
+  }
+  return "?";
+}
 
 std::string label(const Layer& l) { return std::string(l.kind()) + " '" + l.name() + "'"; }
 
@@ -180,6 +198,30 @@ int64_t Plan::peak_bytes() const { return impl_->peak; }
 
 StepArena::Stats Plan::memory_plan() const { return impl_->arena->stats(); }
 
+// Issue 36, silent trap 2: the mode is Eval unless a ModeScope says Train, so a hand-written
+// training loop that forgets the scope trains with dropout off and batch norm frozen. A
+// forward pass in Eval mode whose output records gradients, through such a layer, is that
+// loop (an evaluation runs under NoGrad, as Model::evaluate and predict do): said once per
+// layer on stderr, with the fix.
+static void warn_eval_mode_gradients(const std::vector<Layer>& nodes, const std::vector<Tensor>& outs) {
+  if (std::none_of(outs.begin(), outs.end(), [](const Tensor& t) { return t.defined() && t.requires_grad(); })) return;
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  for (const Layer& l : nodes) {
+    const std::string kind = l.kind();
+    if (kind != "Dropout" && kind != "BatchNorm") continue;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!warned.insert(label(l)).second) continue;
+    }
+    std::fprintf(stderr,
+                 "loom: warning: %s ran in Eval mode (%s) in a forward pass that records gradients. A training loop "
+                 "outside train::Model::fit needs `nn::ModeScope train(nn::Mode::Train);` around its forward pass; an "
+                 "evaluation should run under `NoGrad` (which also silences this). Said once per layer.\n",
+                 label(l).c_str(), kind == "Dropout" ? "dropout off" : "running statistics used and not updated");
+  }
+}
+
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const {
   // With gradients recorded most blocks outlive the run (autograd keeps them for backward), and
   // a training step plans the forward and backward together in its own arena.
@@ -222,7 +264,9 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs) const {
     // as Input::set_value: no silent promotion (int64 into a float32 graph would run in float64)
     if (x.dtype() != l.dtype())
       throw DTypeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects dtype " + dtype_name(l.dtype()) +
-                       ", got " + dtype_name(x.dtype()) + " (convert it with astype)");
+                       ", got " + dtype_name(x.dtype()) + " (convert it with x.astype(" + dtype_constant(l.dtype()) +
+                       "), or create it with that dtype: tensor({...}, " + dtype_constant(l.dtype()) +
+                       "); C++ floating literals such as tensor({1.0, 2.0}) make float64, as NumPy)");
     values[p.input_pos[i]] = std::move(x);
   }
   for (const auto& [k, outs] : p.constants) {
@@ -280,8 +324,10 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs) const {
   std::vector<Tensor> outs;
   outs.reserve(p.output_pos.size());
   for (size_t k : p.output_pos) outs.push_back(values[k]);
+  if (mode == nn::Mode::Eval && grad_enabled()) warn_eval_mode_gradients(nodes, outs);
   return outs;
 }
+
 
 Tensor Plan::single(std::vector<Tensor> outs) {
   if (outs.size() != 1)

@@ -19,6 +19,25 @@ using detail::ParamImpl;
 
 namespace {
 
+// The C++ constant naming a dtype (Float32, UInt8, ...), for messages that show the fix.
+const char* dtype_constant(DType d) {
+  switch (d) {
+    case DType::Bool: return "Bool";
+    case DType::UInt8: return "UInt8";
+    case DType::Int32: return "Int32";
+    case DType::Int64: return "Int64";
+    case DType::Float16: return "Float16";
+    case DType::BFloat16: return "BFloat16";
+    case DType::Float32: return "Float32";
+    case DType::Float64: return "Float64";
+  }
+  return "?";
+}
+
+}  // namespace
+
+namespace {
+
 // ---------------------------------------------------------------- Input
 struct InputData {
   Tensor value, fallback;
@@ -39,7 +58,9 @@ struct InputImpl final : KindBase<InputImpl, InputAttributes> {
                        " does not fit the input's shape " + shape_str(shape) + " (-1 matches any size)");
     if (v.dtype() != dtype)
       throw DTypeError("Input '" + name + "'." + what + ": a tensor of dtype " + dtype_name(v.dtype()) +
-                       " does not fit the input's dtype " + dtype_name(dtype));
+                       " does not fit the input's dtype " + dtype_name(dtype) + " (convert it with x.astype(" + dtype_constant(dtype) +
+                       "), or create it with that dtype: tensor({...}, " + dtype_constant(dtype) +
+                       "); C++ floating literals such as tensor({1.0, 2.0}) make float64, as NumPy)");
   }
 };
 

@@ -1,5 +1,6 @@
 #include "loom/nn/layer.h"
 
+#include "loom/nn/input.h"
 #include "loom/nn/registry.h"
 #include "nn/options_json.h"
 
@@ -100,6 +101,21 @@ Layer Layer::operator()(const std::vector<Layer>& inputs) const {
   if (!impl_) throw ValueError("Layer::operator(): the layer is undefined (default-constructed)");
   if (impl_->is_template()) return static_cast<TemplateImpl&>(*impl_).call(inputs);
   return reuse_with(inputs);
+}
+
+Tensor Layer::operator()(const Tensor& x) const {
+  if (!impl_) throw ValueError("Layer::operator(): the layer is undefined (default-constructed)");
+  if (!x.defined()) throw ValueError("Layer::operator(): " + std::string(kind()) + " '" + name() + "' called on an undefined tensor");
+  if (!bound()) {  // Keras: the first call on a tensor builds the layer for the tensor's shape
+    Shape s = x.shape();
+    if (!s.empty()) s[0] = -1;
+    (*this)(Input(s, x.dtype()));
+  }
+  const Layer l = node();
+  if (l.inputs().size() != 1)
+    throw ValueError("Layer::operator(): " + std::string(l.kind()) + " '" + l.name() + "' takes " + std::to_string(l.inputs().size()) +
+                     " inputs; call compute({x1, x2, ...}) with one tensor each");
+  return l.compute(std::vector<Tensor>{x});
 }
 
 bool Layer::bound() const {

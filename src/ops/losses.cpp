@@ -17,6 +17,13 @@ using Grads = std::vector<Tensor>;
 
 namespace {
 
+// A shape as C++ writes it in a reshape call, for the hints: {32, 1}.
+std::string braces(const Shape& s) {
+  std::string t = "{";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "}";
+}
+
 // The expected target shape for class-index targets: input shape without the class axis.
 Shape target_shape_for(const Tensor& input) {
   Shape s = input.shape();
@@ -48,9 +55,15 @@ Tensor check_class_target(const Tensor& input, const Tensor& target, int64_t ign
                           ? " (floating targets must have the input's shape " + shape_str(input.shape()) +
                                 " to be read as class probabilities)"
                           : ""));
-  if (target.shape() != target_shape_for(input))
+  if (target.shape() != target_shape_for(input)) {
+    const Shape want = target_shape_for(input);
+    // (N, 1) class ids, as a column from a file or a Keras habit: say how to get (N,)
+    const bool column = target.ndim() == static_cast<int64_t>(want.size()) + 1 && target.shape().back() == 1;
     throw ShapeError(std::string(op) + ": target " + describe(target) + " does not match input " +
-                     describe(input) + " (expected target shape " + shape_str(target_shape_for(input)) + ")");
+                     describe(input) + " (expected target shape " + shape_str(want) + ")" +
+                     (column ? "; squeeze the target's last axis: squeeze(target, -1) or target.reshape(" + braces(want) + ")"
+                             : std::string()));
+  }
   const int64_t C = input.shape()[input.ndim() == 1 ? 0 : 1];
   NoGrad off;
   Tensor t = detail::cast_raw(target, DType::Int64);
@@ -281,7 +294,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   detail::check_float(targets, op, "targets");
   if (targets.shape() != logits.shape())
     throw ShapeError(std::string(op) + ": targets " + describe(targets) + " must have the shape of logits " +
-                     describe(logits));
+                     describe(logits) + "; reshape one to the other's shape (e.g. squeeze(logits, -1) for (N, 1) logits and " +
+                     "(N,) targets, or targets.reshape(" + braces(logits.shape()) + "))");
   if (pos_weight.defined()) {
     detail::check_float(pos_weight, op, "pos_weight");
     detail::check_same_device(logits, pos_weight, op);
@@ -304,6 +318,12 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
     case Reduction::Mean: return mean(loss);
   }
   return loss;
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target) { return nll_loss(log_probs, target, Tensor()); }
+Tensor cross_entropy(const Tensor& logits, const Tensor& target) { return cross_entropy(logits, target, Tensor()); }
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets) {
+  return binary_cross_entropy_with_logits(logits, targets, Tensor());
 }
 
 }  // namespace loom

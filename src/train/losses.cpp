@@ -19,9 +19,40 @@ void check_float(const Tensor& t, const char* op, const char* what) {
     throw DTypeError(std::string(op) + ": " + what + " must be floating, got " + describe(t));
 }
 
+// Two operands of an elementwise loss must have one shape, or one must broadcast into the
+// other's (a scalar or per-feature target). Shapes that broadcast to a third shape — the
+// classic (N, 1) prediction against an (N,) target, giving (N, N) — would compare every
+// prediction with every target and return a plausible, wrong loss (issue 36): refused.
+// A shape as C++ writes it in a reshape call: {32, 1}.
+std::string braces(const Shape& s) {
+  std::string t = "{";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "}";
+}
+
+void check_shapes(const Tensor& a, const Tensor& b, const char* op, const char* a_name, const char* b_name) {
+  const Shape both = broadcast_shapes(a.shape(), b.shape(), op);
+  if (both == a.shape() || both == b.shape()) return;
+  std::string hint;
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  if (sa.size() == sb.size() + 1 && sa.back() == 1)
+    hint = std::string("squeeze ") + a_name + "'s last axis (squeeze(" + a_name + ", -1), or " + a_name + ".reshape(" + braces(sb) +
+           ")) or give " + b_name + " one (" + b_name + ".reshape(" + braces(sa) + "))";
+  else if (sb.size() == sa.size() + 1 && sb.back() == 1)
+    hint = std::string("squeeze ") + b_name + "'s last axis (squeeze(" + b_name + ", -1), or " + b_name + ".reshape(" + braces(sa) +
+           ")) or give " + a_name + " one (" + a_name + ".reshape(" + braces(sb) + "))";
+  else
+    hint = std::string("reshape one operand to the other's shape (reshape, squeeze or expand_dims)");
+  throw ShapeError(std::string(op) + ": " + a_name + " " + shape_str(sa) + " and " + b_name + " " + shape_str(sb) +
+                   " broadcast to " + shape_str(both) + ", the shape of neither, which would compare every " + a_name +
+                   " with every " + b_name + "; " + hint);
+}
+
 void check_pair(const Tensor& pred, const Tensor& target, const char* op) {
   check_float(pred, op, "pred");
   if (!target.defined()) throw ValueError(std::string(op) + ": target is undefined");
+  check_shapes(pred, target, op, "pred", "target");
 }
 
 Tensor reduce(const Tensor& x, Reduction reduction) {
@@ -87,6 +118,7 @@ Tensor binary_cross_entropy(const Tensor& pred, const Tensor& target, Reduction 
 Tensor kl_divergence(const Tensor& input, const Tensor& target, KLReduction reduction, bool log_target) {
   check_float(input, "kl_divergence", "input");
   check_float(target, "kl_divergence", "target");
+  check_shapes(input, target, "kl_divergence", "input", "target");
   Tensor out;
   if (log_target) {
     out = exp(target) * (target - input);
@@ -107,6 +139,7 @@ Tensor kl_divergence(const Tensor& input, const Tensor& target, KLReduction redu
 Tensor cosine_similarity(const Tensor& a, const Tensor& b, int64_t axis, double eps) {
   check_float(a, "cosine_similarity", "a");
   check_float(b, "cosine_similarity", "b");
+  check_shapes(a, b, "cosine_similarity", "a", "b");
   Tensor w12 = sum(a * b, {axis});
   Tensor w1 = sum(a * a, {axis});
   Tensor w2 = sum(b * b, {axis});
@@ -124,7 +157,7 @@ Tensor cosine_embedding(const Tensor& a, const Tensor& b, const Tensor& y, doubl
   if (a.shape() != b.shape() || (a.ndim() != 1 && a.ndim() != 2) || y.ndim() != a.ndim() - 1 ||
       (a.ndim() == 2 && y.dim(0) != a.dim(0)))
     throw ShapeError("cosine_embedding: expected a, b of equal shape (N, D) or (D,) and y (N,) or (), got a " + describe(a) +
-                     ", b " + describe(b) + ", y " + describe(y));
+                     ", b " + describe(b) + ", y " + describe(y) + " (reshape a and b to one shape)");
   const int64_t axis = y.ndim();
   constexpr double kEps = 1e-12;
   Tensor prod = sum(a * b, {axis});
@@ -135,5 +168,12 @@ Tensor cosine_embedding(const Tensor& a, const Tensor& b, const Tensor& y, doubl
   Tensor neg = where(y == -1, maximum(cos - margin, 0.0), 0.0);
   return reduce(pos + neg, reduction);
 }
+
+Tensor mse(const Tensor& pred, const Tensor& target) { return mse(pred, target, Reduction::Mean); }
+Tensor mae(const Tensor& pred, const Tensor& target) { return mae(pred, target, Reduction::Mean); }
+Tensor huber(const Tensor& pred, const Tensor& target) { return huber(pred, target, 1.0); }
+Tensor binary_cross_entropy(const Tensor& pred, const Tensor& target) { return binary_cross_entropy(pred, target, Reduction::Mean); }
+Tensor kl_divergence(const Tensor& input, const Tensor& target) { return kl_divergence(input, target, KLReduction::BatchMean); }
+Tensor cosine(const Tensor& a, const Tensor& b) { return cosine(a, b, Reduction::Mean); }
 
 }  // namespace loom::train

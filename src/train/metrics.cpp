@@ -145,6 +145,8 @@ Tensor predicted_classes(const Tensor& pred, const Tensor& target, double thresh
                    "1), or floating binary scores of the target's shape)");
 }
 
+double accuracy(const Tensor& pred, const Tensor& target) { return accuracy(pred, target, 0.5); }
+
 double accuracy(const Tensor& pred, const Tensor& target, double threshold) {
   Accuracy m(threshold);
   m.update(pred, target);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -10,8 +11,10 @@
 
 #include "core/json_util.h"
 #include "loom/autograd/autograd.h"
+#include "loom/data/dataset.h"
 #include "loom/io/model.h"
 #include "loom/nn/mode.h"
+#include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/random.h"
 #include "loom/train/callbacks.h"
@@ -22,18 +25,96 @@ namespace loom::train {
 
 using json = nlohmann::json;
 
-Model::Model(Graph graph, LossFn loss, std::shared_ptr<Optimizer> optimizer, std::vector<std::shared_ptr<Metric>> metrics)
-    : inference_(std::move(graph)), loss_(std::move(loss)), optimizer_(std::move(optimizer)), metrics_(std::move(metrics)) {
+Model::Model(Graph graph, Loss loss, const std::string& optimizer, MetricList metrics)
+    : Model(graph, std::move(loss), make_optimizer(optimizer, graph.parameters()), std::move(metrics)) {}
+
+Model::Model(Graph graph, Loss loss, std::shared_ptr<Optimizer> optimizer, MetricList metrics)
+    : inference_(std::move(graph)), loss_(std::move(loss)), optimizer_(std::move(optimizer)), metrics_(metrics.metrics()) {
   if (!optimizer_) throw ValueError("Model: no optimizer given");
   if (!loss_) throw ValueError("Model: no loss function given");
-  if (inference_.outputs().size() != 1)
-    throw ValueError("Model: the graph must have one output, it has " + std::to_string(inference_.outputs().size()));
   inference_plan_ = std::make_shared<Plan>(inference_);
-  step_ = std::make_shared<TrainStep>(inference_plan_, inference_.inputs().size(), loss_, optimizer_);
+  const size_t n_out = inference_.outputs().size();
+  if (n_out == 1) {
+    step_ = std::make_shared<TrainStep>(inference_plan_, inference_.inputs().size(), loss_.function(), optimizer_);
+    return;
+  }
+  // several outputs: the one loss and the metrics for each (Keras)
+  std::vector<OutputLoss> outputs;
+  for (size_t i = 0; i < n_out; ++i) {
+    std::vector<std::shared_ptr<Metric>> own;
+    for (const auto& m : metrics_) own.push_back(std::shared_ptr<Metric>(m->clone()));
+    outputs.push_back({"", loss_, 1.0, MetricList(std::move(own))});
+  }
+  set_heads(std::move(outputs));
+}
+
+Model::Model(Graph graph, std::vector<OutputLoss> outputs, const std::string& optimizer)
+    : Model(graph, std::move(outputs), make_optimizer(optimizer, graph.parameters())) {}
+
+Model::Model(Graph graph, std::vector<OutputLoss> outputs, std::shared_ptr<Optimizer> optimizer)
+    : inference_(std::move(graph)), optimizer_(std::move(optimizer)) {
+  if (!optimizer_) throw ValueError("Model: no optimizer given");
+  inference_plan_ = std::make_shared<Plan>(inference_);
+  set_heads(std::move(outputs));
+}
+
+void Model::set_heads(std::vector<OutputLoss> outputs) {
+  const std::vector<nn::Layer>& outs = inference_.outputs();
+  std::string names;
+  for (const nn::Layer& o : outs) names += (names.empty() ? "" : ", ") + ("'" + o.name() + "'");
+  const bool named = std::any_of(outputs.begin(), outputs.end(), [](const OutputLoss& o) { return !o.output.empty(); });
+  std::vector<std::optional<OutputLoss>> at(outs.size());
+  if (named) {
+    for (OutputLoss& o : outputs) {
+      if (o.output.empty())
+        throw ValueError("Model: name every output's loss or none (one is unnamed; the outputs: " + names + ")");
+      auto it = std::find_if(outs.begin(), outs.end(), [&](const nn::Layer& l) { return l.name() == o.output; });
+      if (it == outs.end()) throw ValueError("Model: a loss for '" + o.output + "', which is not an output (the outputs: " + names + ")");
+      auto& slot = at[static_cast<size_t>(it - outs.begin())];
+      if (slot) throw ValueError("Model: two losses for the output '" + o.output + "'");
+      slot = std::move(o);
+    }
+    for (size_t i = 0; i < at.size(); ++i)
+      if (!at[i]) throw ValueError("Model: no loss for the output '" + outs[i].name() + "' (the outputs: " + names + ")");
+  } else {
+    if (outputs.size() != outs.size())
+      throw ValueError("Model: " + std::to_string(outputs.size()) + " losses for a graph of " + std::to_string(outs.size()) +
+                       " outputs (" + names + "); give one per output, in order, or by name");
+    for (size_t i = 0; i < outputs.size(); ++i) at[i] = std::move(outputs[i]);
+  }
+  for (size_t i = 0; i < at.size(); ++i) {
+    if (!at[i]->loss) throw ValueError("Model: no loss function given for the output '" + outs[i].name() + "'");
+    if (!std::isfinite(at[i]->weight))
+      throw ValueError("Model: the loss weight of the output '" + outs[i].name() + "' is not finite");
+  }
+  const size_t n_in = inference_.inputs().size();
+  if (outs.size() == 1) {  // one output: the ordinary model, its loss weighted
+    const double w = at[0]->weight;
+    Loss l = at[0]->loss;
+    loss_ = w == 1.0 ? l : Loss([l, w](const Tensor& p, const Tensor& t) { return l(p, t) * w; });
+    metrics_ = at[0]->metrics.metrics();
+    step_ = std::make_shared<TrainStep>(inference_plan_, n_in, loss_.function(), optimizer_);
+    return;
+  }
+  for (size_t i = 0; i < at.size(); ++i) heads_.push_back({outs[i].name(), at[i]->loss, at[i]->weight, at[i]->metrics.metrics()});
+  head_losses_ = std::make_shared<std::vector<Tensor>>(heads_.size());
+  std::vector<std::pair<Loss, double>> terms;
+  for (const Head& h : heads_) terms.emplace_back(h.loss, h.weight);
+  MultiLossFn total = [terms, parts = head_losses_](const std::vector<Tensor>& preds, const std::vector<Tensor>& targets) {
+    Tensor sum;
+    for (size_t i = 0; i < terms.size(); ++i) {
+      const Tensor l = terms[i].first(preds[i], targets[i]);
+      (*parts)[i] = l;
+      const Tensor term = terms[i].second == 1.0 ? l : l * terms[i].second;
+      sum = sum.defined() ? sum + term : term;
+    }
+    return sum;
+  };
+  step_ = std::make_shared<TrainStep>(inference_plan_, n_in, heads_.size(), std::move(total), optimizer_);
 }
 
 Model Model::from_graphs(Graph inference, Graph training, std::optional<Graph> evaluation, std::shared_ptr<Optimizer> optimizer,
-                         std::vector<std::shared_ptr<Metric>> metrics) {
+                         MetricList metrics) {
   if (!optimizer) throw ValueError("Model::from_graphs: no optimizer given");
   for (const Graph* g : {&inference, &training})
     if (g->outputs().size() != 1) throw ValueError("Model::from_graphs: each graph must have one output");
@@ -46,7 +127,7 @@ Model Model::from_graphs(Graph inference, Graph training, std::optional<Graph> e
   m.training_ = std::move(training);
   m.evaluation_ = std::move(evaluation);
   m.optimizer_ = std::move(optimizer);
-  m.metrics_ = std::move(metrics);
+  m.metrics_ = metrics.metrics();
   m.inference_plan_ = std::make_shared<Plan>(m.inference_);
   m.training_plan_ = std::make_shared<Plan>(*m.training_);
   if (m.evaluation_) m.evaluation_plan_ = std::make_shared<Plan>(*m.evaluation_);
@@ -78,6 +159,25 @@ Tensor Model::metric_prediction(const data::Batch& batch) {
 
 namespace {
 
+// The number of samples (rows) in fit / evaluate / predict's tensors: one per graph input, all
+// with the same number of rows.
+int64_t rows_of(const std::vector<Tensor>& xs, size_t n_inputs, const char* op) {
+  if (xs.size() != n_inputs)
+    throw ValueError(std::string(op) + ": got " + std::to_string(xs.size()) + " input tensor(s) for a graph of " +
+                     std::to_string(n_inputs) + " input(s); pass one per input, in the graph's input order");
+  int64_t n = -1;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (!xs[i].defined() || xs[i].ndim() == 0)
+      throw ShapeError(std::string(op) + ": input " + std::to_string(i) + " must have a first axis of samples, got " +
+                       (xs[i].defined() ? "a 0-d tensor" : "an undefined tensor"));
+    if (n >= 0 && xs[i].dim(0) != n)
+      throw ShapeError(std::string(op) + ": input " + std::to_string(i) + " has " + std::to_string(xs[i].dim(0)) +
+                       " rows, input 0 has " + std::to_string(n) + " (every input holds one row per sample)");
+    n = xs[i].dim(0);
+  }
+  return n;
+}
+
 // Every rank's logs become their mean over the ranks (keys in the same order everywhere).
 void average_logs(DataParallel* dp, Logs& logs) {
   if (!dp) return;
@@ -100,6 +200,9 @@ bool any_rank_stops(DataParallel* dp, bool stop) {
 }  // namespace
 
 History Model::fit(data::DataLoader& train, const FitOptions& o) {
+  if (o.epochs < 0) throw ValueError("Model::fit: epochs must be >= 0 (how many more epochs to train), got " + std::to_string(o.epochs));
+  // `epochs` counts from here (Keras); total_epochs resumes to a planned total
+  const int64_t target = o.total_epochs >= 0 ? o.total_epochs : epochs_done_ + o.epochs;
   stop_ = false;
   DataParallel* dp = o.distributed.get();
   struct EndGuard {  // releases begin()'s set-up however fit ends
@@ -139,6 +242,10 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
   auto blank_logs = [&] {
     Logs blank{{"loss", std::nan("")}};
     for (auto& m : metrics_) blank[m->name()] = std::nan("");
+    for (const Head& h : heads_) {
+      blank[h.name + "_loss"] = std::nan("");
+      for (auto& m : h.metrics) blank[h.name + "_" + m->name()] = std::nan("");
+    }
     return blank;
   };
   attempt([&] {
@@ -147,22 +254,26 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
   settle();
   const int64_t steps = train.size();
   if (train.position().epoch < epochs_done_) train.set_position({epochs_done_, 0});
-  while (epochs_done_ < o.epochs && !stop_) {
+  while (epochs_done_ < target && !stop_) {
     const int64_t epoch = epochs_done_;
     attempt([&] {
       for (auto* cb : cbs) cb->on_epoch_begin(*this, epoch);
     });
     settle();
     for (auto& m : metrics_) m->reset();
+    for (const Head& h : heads_)
+      for (auto& m : h.metrics) m->reset();
+    std::vector<double> head_sums(heads_.size(), 0.0);
     double loss_sum = 0;
     int64_t seen = 0;
-    if (show) bar.start_epoch(static_cast<int>(epoch + 1), o.epochs, steps);
+    if (show) bar.start_epoch(static_cast<int>(epoch + 1), static_cast<int>(target), steps);
     int64_t step = train.position().batch;
     bool complete = false;
     Logs logs;
     for (;;) {
       std::optional<data::Batch> batch;
       Tensor loss, pred;
+      std::vector<Tensor> preds;
       attempt([&] {
         batch = train.next();
         if (batch) {
@@ -172,6 +283,7 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
           TrainStep::Result r = step_->forward_backward(*batch);
           loss = r.loss;
           pred = r.prediction;
+          preds = std::move(r.predictions);
           if (training_ && !metrics_.empty()) {  // the inference graph's prediction, for the metrics
             nn::ModeScope mode(nn::Mode::Train);
             pred = metric_prediction(*batch);
@@ -190,12 +302,21 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
         n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
         loss_sum += loss.item<double>() * static_cast<double>(n);
         seen += n;
-        if (pred.defined()) {
+        if (pred.defined() && heads_.empty()) {
           NoGrad off;
           for (auto& m : metrics_) m->update(pred.detach(), (*batch)[n_in]);
         }
         logs = {{"loss", loss_sum / static_cast<double>(seen)}};
         for (auto& m : metrics_) logs[m->name()] = m->result();
+        for (size_t i = 0; i < heads_.size(); ++i) {  // each output's loss and metrics
+          NoGrad off;
+          head_sums[i] += (*head_losses_)[i].item<double>() * static_cast<double>(n);
+          logs[heads_[i].name + "_loss"] = head_sums[i] / static_cast<double>(seen);
+          for (auto& m : heads_[i].metrics) {
+            m->update(preds[i].detach(), (*batch)[n_in + i]);
+            logs[heads_[i].name + "_" + m->name()] = m->result();
+          }
+        }
       });
       if (failure) logs = blank_logs();
       average_logs(dp, logs);  // the ranks' shards are equally large: the mean is the whole batch's
@@ -235,10 +356,116 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
   return history_;
 }
 
+History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) {
+  return fit(std::vector<Tensor>{x}, y, options);
+}
+
+History Model::fit(const std::vector<Tensor>& xs, const Tensor& y, const FitOptions& o) {
+  return fit(xs, std::vector<Tensor>{y}, o);
+}
+
+namespace {
+
+// The targets of fit / evaluate on tensors: one per graph output, one row per sample.
+void check_targets(const std::vector<Tensor>& ys, size_t n_outputs, int64_t n, const char* op) {
+  if (ys.size() != n_outputs)
+    throw ValueError(std::string(op) + ": got " + std::to_string(ys.size()) + " target tensor(s) for a graph of " +
+                     std::to_string(n_outputs) + " output(s); pass one per output, in the graph's output order");
+  for (const Tensor& y : ys)
+    if (!y.defined() || y.ndim() == 0 || y.dim(0) != n)
+      throw ShapeError(std::string(op) + ": the targets must have one row per sample (" + std::to_string(n) + "), got " +
+                       (y.defined() ? shape_str(y.shape()) : std::string("an undefined tensor")));
+}
+
+}  // namespace
+
+History Model::fit(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys, const FitOptions& o) {
+  const int64_t n = rows_of(xs, inference_.inputs().size(), "Model::fit");
+  check_targets(ys, inference_.outputs().size(), n, "Model::fit");
+  if (!(o.validation_split >= 0 && o.validation_split < 1))
+    throw ValueError("Model::fit: validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
+  if (o.validation_split > 0 && o.validation)
+    throw ValueError("Model::fit: give validation_split or a validation loader, not both");
+  if (o.batch_size <= 0) throw ValueError("Model::fit: batch_size must be positive, got " + std::to_string(o.batch_size));
+  // Keras: the last validation_split of the samples, before any shuffling
+  const int64_t split = o.validation_split > 0 ? static_cast<int64_t>(static_cast<double>(n) * (1.0 - o.validation_split)) : n;
+  if (split <= 0 || (o.validation_split > 0 && split >= n))
+    throw ValueError("Model::fit: validation_split " + std::to_string(o.validation_split) + " of " + std::to_string(n) +
+                     " samples leaves " + (split <= 0 ? "no training" : "no validation") + " samples");
+  auto part = [&](int64_t begin, int64_t end) {
+    std::vector<Tensor> fields;
+    for (const Tensor& x : xs) fields.push_back(slice(x, 0, begin, end));
+    for (const Tensor& y : ys) fields.push_back(slice(y, 0, begin, end));
+    return std::make_shared<data::TensorDataset>(std::move(fields));
+  };
+  data::LoaderOptions lo;
+  lo.batch_size = o.batch_size;
+  data::LoaderOptions shuffled = lo;
+  shuffled.shuffle = o.shuffle;
+  shuffled.seed = o.seed;
+  data::DataLoader train(part(0, split), shuffled);
+  std::optional<data::DataLoader> val;
+  FitOptions with = o;
+  if (split < n) {
+    val.emplace(part(split, n), lo);
+    with.validation = &*val;
+  }
+  return fit(train, with);
+}
+
+Logs Model::evaluate(const Tensor& x, const Tensor& y, int64_t batch_size) { return evaluate(std::vector<Tensor>{x}, y, batch_size); }
+
+Logs Model::evaluate(const std::vector<Tensor>& xs, const Tensor& y, int64_t batch_size) {
+  return evaluate(xs, std::vector<Tensor>{y}, batch_size);
+}
+
+Logs Model::evaluate(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys, int64_t batch_size) {
+  const int64_t n = rows_of(xs, inference_.inputs().size(), "Model::evaluate");
+  check_targets(ys, inference_.outputs().size(), n, "Model::evaluate");
+  if (batch_size <= 0) throw ValueError("Model::evaluate: batch_size must be positive, got " + std::to_string(batch_size));
+  std::vector<Tensor> fields = xs;
+  fields.insert(fields.end(), ys.begin(), ys.end());
+  data::LoaderOptions lo;
+  lo.batch_size = batch_size;
+  data::DataLoader loader(std::make_shared<data::TensorDataset>(std::move(fields)), lo);
+  return evaluate(loader);
+}
+
 Logs Model::evaluate(data::DataLoader& loader) {
   nn::ModeScope mode(nn::Mode::Eval);
   NoGrad off;
   const size_t n_in = inference_.inputs().size();
+  if (!heads_.empty()) {  // several outputs: the weighted total, then each output's loss and metrics
+    std::vector<std::vector<std::unique_ptr<Metric>>> ms(heads_.size());
+    for (size_t i = 0; i < heads_.size(); ++i)
+      for (auto& m : heads_[i].metrics) ms[i].push_back(m->clone());
+    std::vector<double> sums(heads_.size(), 0.0);
+    double total = 0;
+    int64_t seen = 0;
+    loader.set_position({loader.position().epoch, 0});
+    while (auto batch = loader.next()) {
+      if (batch->size() < n_in + heads_.size())
+        throw ValueError("Model::evaluate: a batch has " + std::to_string(batch->size()) + " fields; the model needs " +
+                         std::to_string(n_in) + " input(s) and then " + std::to_string(heads_.size()) + " targets, one per output");
+      const std::vector<Tensor> outs =
+          inference_plan_->run(std::vector<Tensor>(batch->begin(), batch->begin() + static_cast<std::ptrdiff_t>(n_in)));
+      const int64_t n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
+      for (size_t i = 0; i < heads_.size(); ++i) {
+        const double l = heads_[i].loss(outs[i], (*batch)[n_in + i]).item<double>();
+        sums[i] += l * static_cast<double>(n);
+        total += heads_[i].weight * l * static_cast<double>(n);
+        for (auto& m : ms[i]) m->update(outs[i], (*batch)[n_in + i]);
+      }
+      seen += n;
+    }
+    const double d = seen ? static_cast<double>(seen) : 1.0;
+    Logs logs{{"loss", total / d}};
+    for (size_t i = 0; i < heads_.size(); ++i) {
+      logs[heads_[i].name + "_loss"] = sums[i] / d;
+      for (auto& m : ms[i]) logs[heads_[i].name + "_" + m->name()] = m->result();
+    }
+    return logs;
+  }
   std::vector<std::unique_ptr<Metric>> ms;
   for (auto& m : metrics_) ms.push_back(m->clone());
   loader.set_position({loader.position().epoch, 0});
@@ -257,21 +484,40 @@ Logs Model::evaluate(data::DataLoader& loader) {
 }
 
 Tensor Model::predict(const Tensor& x, int64_t batch_size) {
-  if (batch_size <= 0) throw ValueError("Model::predict: batch_size must be positive, got " + std::to_string(batch_size));
   if (inference_.inputs().size() != 1)
-    throw ValueError("Model::predict: the graph has " + std::to_string(inference_.inputs().size()) + " inputs; predict takes one");
-  nn::ModeScope mode(nn::Mode::Eval);
-  NoGrad off;
-  std::vector<Tensor> outs;
-  for (int64_t b = 0; b < x.dim(0); b += batch_size)
-    outs.push_back(inference_plan_->run({slice(x, 0, b, std::min(x.dim(0), b + batch_size))})[0]);
-  if (outs.empty()) throw ValueError("Model::predict: the input has no rows");
-  return outs.size() == 1 ? outs[0] : concatenate(outs, 0);
+    throw ValueError("Model::predict: the graph has " + std::to_string(inference_.inputs().size()) +
+                     " inputs; pass one tensor per input, in the graph's input order: predict({x1, x2, ...})");
+  return predict(std::vector<Tensor>{x}, batch_size);
 }
 
-Model Model::load(const std::string& path, LossFn loss,
+Tensor Model::predict(const std::vector<Tensor>& xs, int64_t batch_size) {
+  if (inference_.outputs().size() != 1)
+    throw ValueError("Model::predict: the graph has " + std::to_string(inference_.outputs().size()) +
+                     " outputs; predict_all returns each of them");
+  return predict_all(xs, batch_size)[0];
+}
+
+std::vector<Tensor> Model::predict_all(const std::vector<Tensor>& xs, int64_t batch_size) {
+  if (batch_size <= 0) throw ValueError("Model::predict: batch_size must be positive, got " + std::to_string(batch_size));
+  const int64_t n = rows_of(xs, inference_.inputs().size(), "Model::predict");
+  if (n == 0) throw ValueError("Model::predict: the input has no rows");
+  nn::ModeScope mode(nn::Mode::Eval);
+  NoGrad off;
+  std::vector<std::vector<Tensor>> parts(inference_.outputs().size());
+  for (int64_t b = 0; b < n; b += batch_size) {
+    std::vector<Tensor> part;
+    for (const Tensor& x : xs) part.push_back(slice(x, 0, b, std::min(n, b + batch_size)));
+    std::vector<Tensor> outs = inference_plan_->run(part);
+    for (size_t k = 0; k < outs.size(); ++k) parts[k].push_back(std::move(outs[k]));
+  }
+  std::vector<Tensor> result;
+  for (auto& p : parts) result.push_back(p.size() == 1 ? p[0] : concatenate(p, 0));
+  return result;
+}
+
+Model Model::load(const std::string& path, Loss loss,
                   const std::function<std::shared_ptr<Optimizer>(const std::vector<Tensor>& params)>& make_optimizer,
-                  std::vector<std::shared_ptr<Metric>> metrics) {
+                  MetricList metrics) {
   if (!make_optimizer) throw ValueError("Model::load: no optimizer factory given");
   Graph graph = io::load_model(path);
   std::shared_ptr<Optimizer> optimizer = make_optimizer(graph.parameters());
@@ -289,6 +535,8 @@ std::string Model::summary() const {
                   std::to_string(optimizer_->params().size()) + " tensors, " + std::to_string(values) + " values\n";
   std::string names;
   for (const auto& m : metrics_) names += (names.empty() ? "" : ", ") + m->name();
+  for (const Head& h : heads_)
+    for (const auto& m : h.metrics) names += (names.empty() ? "" : ", ") + h.name + "_" + m->name();
   return s + "Metrics: " + (names.empty() ? "(none)" : names) + "\n";
 }
 

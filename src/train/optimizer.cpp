@@ -1,5 +1,6 @@
 // The Optimizer base: parameter checks, the step loop, per-parameter state and its export.
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <string>
 #include <utility>
@@ -185,6 +186,17 @@ void Optimizer::load_state_dict(const OptimizerState& s) {
   if (lr != s.scalars.end()) set_lr(lr->second);
   state_ = std::move(next);
   steps_ = steps;
+}
+
+std::shared_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<Tensor> params) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (n == "sgd") return std::make_shared<SGD>(std::move(params));
+  if (n == "adam") return std::make_shared<Adam>(std::move(params));
+  if (n == "adamw") return std::make_shared<AdamW>(std::move(params));
+  if (n == "rmsprop") return std::make_shared<RMSProp>(std::move(params));
+  if (n == "adagrad") return std::make_shared<Adagrad>(std::move(params));
+  throw ValueError("make_optimizer: unknown optimizer '" + name + "' (valid: sgd, adam, adamw, rmsprop, adagrad; or an Optimizer object)");
 }
 
 }  // namespace loom::train

@@ -34,6 +34,15 @@ TrainStep::TrainStep(std::shared_ptr<Plan> plan, size_t n_inputs, LossFn loss, s
                      std::to_string(options_.clip_grad_norm));
 }
 
+TrainStep::TrainStep(std::shared_ptr<Plan> plan, size_t n_inputs, size_t n_outputs, MultiLossFn loss,
+                     std::shared_ptr<Optimizer> optimizer, TrainStepOptions options)
+    : TrainStep(std::move(plan), n_inputs, LossFn(), std::move(optimizer), std::move(options)) {
+  if (!loss) throw ValueError("TrainStep: no loss function given");
+  if (n_outputs == 0) throw ValueError("TrainStep: a graph of no outputs");
+  multi_loss_ = std::move(loss);
+  n_outputs_ = n_outputs;
+}
+
 TrainStep::TrainStep(const Graph& graph, LossFn loss, std::shared_ptr<Optimizer> optimizer, TrainStepOptions options)
     : TrainStep(std::make_shared<Plan>(graph.compile()), graph.inputs().size(), std::move(loss), std::move(optimizer),
                 std::move(options)) {
@@ -51,10 +60,13 @@ TrainStep TrainStep::from_loss_graph(const Graph& training, std::shared_ptr<Opti
 }
 
 TrainStep::Result TrainStep::forward_backward(const std::vector<Tensor>& batch) {
-  const size_t need = loss_ ? n_inputs_ + 1 : n_inputs_;
+  const size_t need = multi_loss_ ? n_inputs_ + n_outputs_ : loss_ ? n_inputs_ + 1 : n_inputs_;
   if (batch.size() < need)
     throw ValueError("TrainStep: a batch has " + std::to_string(batch.size()) + " fields; the step needs " +
-                     std::to_string(n_inputs_) + (loss_ ? " input(s) and then the target" : " (the loss graph's inputs)"));
+                     std::to_string(n_inputs_) +
+                     (multi_loss_ ? " input(s) and then " + std::to_string(n_outputs_) + " targets, one per output"
+                      : loss_     ? std::string(" input(s) and then the target")
+                                  : std::string(" (the loss graph's inputs)")));
   const MemoryStats before = memory_stats();
   reset_peak_memory();
   live_before_ = before.current_bytes;
@@ -66,9 +78,14 @@ TrainStep::Result TrainStep::forward_backward(const std::vector<Tensor>& batch) 
   {
     nn::ModeScope mode(nn::Mode::Train);
     optimizer_->zero_grad();
-    const Tensor out =
-        plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_inputs_)))[0];
-    if (loss_) {
+    std::vector<Tensor> outs = plan_->run(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_inputs_)));
+    const Tensor out = outs[0];
+    if (multi_loss_) {
+      const auto first = batch.begin() + static_cast<std::ptrdiff_t>(n_inputs_);
+      r.prediction = out;
+      r.loss = multi_loss_(outs, std::vector<Tensor>(first, first + static_cast<std::ptrdiff_t>(n_outputs_)));
+      r.predictions = std::move(outs);
+    } else if (loss_) {
       r.prediction = out;
       r.loss = loss_(out, batch[n_inputs_]);
     } else {
@@ -113,7 +130,9 @@ std::string TrainStep::dump() const {
   std::ostringstream s;
   s << "TrainStep: forward, loss, backward and update in one call\n";
   s << "forward " << plan_->dump();
-  s << "loss: " << (loss_ ? "the loss function, on the plan's output and the batch's target" : "the plan's output")
+  s << "loss: " << (multi_loss_ ? "the loss function, on the plan's outputs and the batch's targets (one each)"
+                     : loss_ ? "the loss function, on the plan's output and the batch's target"
+                             : "the plan's output")
     << "\n";
   s << "backward: autograd's per-op rules, recorded by the forward; each node's saved tensors freed once it has run\n";
   int64_t values = 0;

@@ -40,6 +40,12 @@ class LOOM_API Layer {
   // layer, is reuse_with(inputs): the new layer shares the state.
   Layer operator()(const Layer& input) const { return (*this)(std::vector<Layer>{input}); }
   Layer operator()(const std::vector<Layer>& inputs) const;
+  // Calls the layer on a tensor: its value, at once (Keras' layer(tensor), PyTorch's
+  // module(x)), in the current mode, with gradients to its parameters — this layer alone, not
+  // the graph before it (that is operator()()). A layer made without input is first bound, as
+  // by a call on an Input of the tensor's shape (batch -1) and dtype. One-input layers; several:
+  // compute({x1, x2}).
+  Tensor operator()(const Tensor& x) const;
   // False for a layer made without input that has not been called yet (its shape, state, ...
   // throw ValueError until then); a bound one stands for the layer its first call built.
   bool bound() const;

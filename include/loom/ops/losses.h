@@ -14,7 +14,10 @@ enum class Reduction { None, Mean, Sum };
 // loss_i = -weight[t_i] * log_probs[i, t_i] (0 where ignored); Mean divides the sum by the sum
 // of weight[t_i] over the non-ignored targets (NaN when all are ignored, as PyTorch). weight
 // (C,) is optional and gets no gradient. Differentiable in log_probs.
-LOOM_API Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight = Tensor(),
+// Each loss has a two-argument overload (the defaults) so that its name is a function of
+// (prediction, target): train::Model(graph, cross_entropy, optimizer) (issue 36).
+LOOM_API Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
+LOOM_API Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                 Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
 
 // nll_loss(log_softmax(logits, class axis), ...) with label smoothing as PyTorch:
@@ -22,7 +25,8 @@ LOOM_API Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Te
 // ignored), normalized under Mean by the same denominator as nll. A floating target of the
 // logits' shape holds class probabilities instead (smoothed as t * (1 - s) + s / C; Mean
 // divides by the number of samples). Differentiable in logits (and probability targets).
-LOOM_API Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
+LOOM_API Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+LOOM_API Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
                      Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
                      double label_smoothing = 0.0);
 
@@ -30,7 +34,8 @@ LOOM_API Tensor cross_entropy(const Tensor& logits, const Tensor& target, const 
 // loss = (1 - y) * x + (1 + (pos_weight - 1) * y) * log(1 + exp(-x)), times weight when given.
 // weight and pos_weight broadcast against x (pos_weight usually (C,), one per class).
 // Differentiable in logits, targets, weight and pos_weight.
-LOOM_API Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, const Tensor& weight = Tensor(),
+LOOM_API Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets);
+LOOM_API Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, const Tensor& weight,
                                         const Tensor& pos_weight = Tensor(), Reduction reduction = Reduction::Mean);
 
 }  // namespace loom

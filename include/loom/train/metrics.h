@@ -30,7 +30,9 @@ enum class Average { Binary, Macro, Micro };
 LOOM_API Tensor predicted_classes(const Tensor& pred, const Tensor& target, double threshold = 0.5);
 
 // Fraction of samples whose predicted class equals the target.
-LOOM_API double accuracy(const Tensor& pred, const Tensor& target, double threshold = 0.5);
+// (Two overloads rather than a default: `accuracy` names a function of (pred, target).)
+LOOM_API double accuracy(const Tensor& pred, const Tensor& target);
+LOOM_API double accuracy(const Tensor& pred, const Tensor& target, double threshold);
 // Fraction of samples whose target is among the k highest scores (scores (N, C, ...)); ties
 // are broken towards the lower class id (as argmax).
 LOOM_API double top_k_accuracy(const Tensor& scores, const Tensor& target, int64_t k);

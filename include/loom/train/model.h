@@ -19,6 +19,8 @@
 #include "loom/data/loader.h"
 #include "loom/graph/graph.h"
 #include "loom/train/history.h"
+#include "loom/train/loss.h"
+#include "loom/train/metric_list.h"
 #include "loom/train/metrics.h"
 #include "loom/train/optimizers.h"
 #include "loom/train/train_step.h"
@@ -30,43 +32,92 @@ class DataParallel;  // loom/train/data_parallel.h
 using Logs = std::map<std::string, double>;
 
 struct LOOM_API FitOptions {
+  // How many epochs this call trains, as in Keras: a second fit(loader, {.epochs = 3}) trains
+  // three more. A checkpoint restored mid-epoch counts its unfinished epoch as the first.
   int epochs = 1;
+  // When >= 0, train until the model has completed this many epochs in all (epochs_done()),
+  // whatever `epochs` says: resuming a restored checkpoint to a planned total (what Keras'
+  // initial_epoch + epochs does). 0 more when the model is already there.
+  int64_t total_epochs = -1;
   data::DataLoader* validation = nullptr;
   std::vector<std::shared_ptr<Callback>> callbacks;
   bool progress = true;     // a ProgressBar on stdout
   int progress_every = 100; // steps between plain progress lines when stdout is not a terminal
+  // fit(x, y, ...) on tensors only (Keras' fit): samples per batch, the fraction of the
+  // samples held out for validation (the last ones, taken before shuffling, as Keras does;
+  // logged with the val_ prefix), whether each epoch shuffles, and the shuffling's seed.
+  int64_t batch_size = 32;
+  double validation_split = 0;
+  bool shuffle = true;
+  uint64_t seed = 0;
   // Data-parallel training in several processes (dist::data_parallel() under mpirun): the
   // loader is sharded, gradients averaged before each step, logs averaged over the ranks; the
   // progress bar and root_only() callbacks (checkpoints, loggers) run on rank 0 only.
   std::shared_ptr<DataParallel> distributed;
 };
 
+// One output of a graph of several: its loss, the loss's weight in the total and its metrics
+// (Keras' compile with a loss, loss_weights and metrics per output). History keys are Keras':
+// "loss" (the weighted total), "<output>_loss", "<output>_<metric>", and val_ before each.
+struct LOOM_API OutputLoss {
+  std::string output;  // the output layer's name; "" for the output at this position of the list
+  Loss loss;
+  double weight = 1.0;
+  MetricList metrics;
+};
+
 class LOOM_API Model {
  public:
-  Model(Graph graph, LossFn loss, std::shared_ptr<Optimizer> optimizer, std::vector<std::shared_ptr<Metric>> metrics = {});
+  // loss: a function of (prediction, target) — train::cross_entropy, a lambda — or Keras' name
+  // ("mse", "sparse_categorical_crossentropy": loss.h); metrics: Metric objects, names
+  // ("accuracy") or named functions (metric_list.h); the optimizer an object or a name
+  // ("adam", "sgd": make_optimizer with its defaults, over graph.parameters()).
+  Model(Graph graph, Loss loss, std::shared_ptr<Optimizer> optimizer, MetricList metrics = {});
+  Model(Graph graph, Loss loss, const std::string& optimizer, MetricList metrics = {});
+  // A graph of several outputs: one OutputLoss per output, by name or in the graph's output
+  // order; batches hold the inputs, then one target per output. (The constructors above, on
+  // such a graph, use the one loss and the metrics for every output, as Keras does.)
+  Model(Graph graph, std::vector<OutputLoss> outputs, std::shared_ptr<Optimizer> optimizer);
+  Model(Graph graph, std::vector<OutputLoss> outputs, const std::string& optimizer);
   // The training graph's single output is the (scalar) loss; the evaluation graph, when given,
   // too (else the training graph is used for evaluation, in Eval mode).
   static Model from_graphs(Graph inference, Graph training, std::optional<Graph> evaluation,
-                           std::shared_ptr<Optimizer> optimizer, std::vector<std::shared_ptr<Metric>> metrics = {});
+                           std::shared_ptr<Optimizer> optimizer, MetricList metrics = {});
 
   // A model from a file written by save() (or io::save_model): the graph with its weights,
   // `loss`, the optimizer that `make_optimizer` builds over the loaded graph's parameters, and
   // `metrics`. The loss and optimizer are code, so they are given again, as in Keras'
   // load_model(compile=False) followed by compile().
-  static Model load(const std::string& path, LossFn loss,
+  static Model load(const std::string& path, Loss loss,
                     const std::function<std::shared_ptr<Optimizer>(const std::vector<Tensor>& params)>& make_optimizer,
-                    std::vector<std::shared_ptr<Metric>> metrics = {});
+                    MetricList metrics = {});
   // The inference graph's architecture and weights in one model file (io::save_model, so
   // io::load_model reads it too). The optimizer state, history and loader position are in
   // save_checkpoint's files, not here.
   void save(const std::string& path) const;
   // Trains from the loader's current position (so a restored checkpoint continues mid-epoch)
-  // until `epochs` epochs are complete or a callback calls stop_training().
+  // for `epochs` more epochs (or up to `total_epochs`) or until a callback calls
+  // stop_training(). Epochs are numbered from the model's first (callbacks, the progress
+  // bar), and the returned History holds every epoch the model trained, across fit calls.
   History fit(data::DataLoader& train, const FitOptions& options = {});
+  // Keras' fit(x, y): the tensors' rows are the samples (one tensor per graph input, in the
+  // graph's input order), batched by options.batch_size, shuffled each epoch unless
+  // options.shuffle is false, with options.validation_split held out.
+  History fit(const Tensor& x, const Tensor& y, const FitOptions& options = {});
+  History fit(const std::vector<Tensor>& x, const Tensor& y, const FitOptions& options = {});
+  // A graph of several outputs: one target tensor per output, in the graph's output order.
+  History fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const FitOptions& options = {});
   // Mean loss and metrics over one pass of the loader (Eval mode, no gradients).
   Logs evaluate(data::DataLoader& data);
-  // The inference graph's output for `x` in batches (Eval mode, no gradients).
+  Logs evaluate(const Tensor& x, const Tensor& y, int64_t batch_size = 32);
+  Logs evaluate(const std::vector<Tensor>& x, const Tensor& y, int64_t batch_size = 32);
+  Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int64_t batch_size = 32);
+  // The inference graph's output for `x` in batches (Eval mode, no gradients); one tensor per
+  // graph input for a graph of several.
   Tensor predict(const Tensor& x, int64_t batch_size = 256);
+  Tensor predict(const std::vector<Tensor>& x, int64_t batch_size = 256);
+  // Every output, in the graph's output order (predict takes a graph of one output).
+  std::vector<Tensor> predict_all(const std::vector<Tensor>& x, int64_t batch_size = 256);
 
   void stop_training() { stop_ = true; }
   bool stop_requested() const { return stop_; }
@@ -97,11 +148,22 @@ class LOOM_API Model {
   // see when a training graph computes the loss.
   Tensor metric_prediction(const data::Batch& batch);
 
+  // A graph of several outputs: each one's loss, weight and metrics, in the graph's order.
+  struct Head {
+    std::string name;
+    Loss loss;
+    double weight = 1.0;
+    std::vector<std::shared_ptr<Metric>> metrics;
+  };
+  void set_heads(std::vector<OutputLoss> outputs);
+
   Graph inference_;
+  std::vector<Head> heads_;  // empty for a graph of one output (loss_ and metrics_)
+  std::shared_ptr<std::vector<Tensor>> head_losses_;  // each output's loss in the last training step
   std::optional<Graph> training_, evaluation_;
   std::shared_ptr<Plan> inference_plan_, training_plan_, evaluation_plan_;
   std::shared_ptr<TrainStep> step_;  // on inference_plan_ and loss_, or on training_plan_
-  LossFn loss_;
+  Loss loss_;
   std::shared_ptr<Optimizer> optimizer_;
   std::vector<std::shared_ptr<Metric>> metrics_;
   History history_;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -222,5 +223,10 @@ class LOOM_API Adagrad : public Optimizer {
  private:
   AdagradOptions opt_;
 };
+
+// An optimizer by name with its default options (the tables above; Keras' optimizers.get):
+// "sgd", "adam", "adamw", "rmsprop", "adagrad", in any case. An unknown name throws ValueError
+// listing the valid ones.
+LOOM_API std::shared_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<Tensor> params);
 
 }  // namespace loom::train

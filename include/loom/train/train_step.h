@@ -29,6 +29,9 @@
 namespace loom::train {
 
 using LossFn = std::function<Tensor(const Tensor& prediction, const Tensor& target)>;
+// A graph of several outputs: the (scalar) loss of all its predictions, in the graph's output
+// order, against the targets, one per output (the batch's fields after the inputs).
+using MultiLossFn = std::function<Tensor(const std::vector<Tensor>& predictions, const std::vector<Tensor>& targets)>;
 
 struct LOOM_API TrainStepOptions {
   // > 0: the update is that of clip_grad_norm(params, this) followed by step(), bit for bit,
@@ -64,10 +67,14 @@ class LOOM_API TrainStep {
   // The same on plans compiled already (Model shares its plans).
   TrainStep(std::shared_ptr<Plan> plan, size_t n_inputs, LossFn loss, std::shared_ptr<Optimizer> optimizer,
             TrainStepOptions options = {});
+  // A plan of `n_outputs` outputs whose loss compares each with its target.
+  TrainStep(std::shared_ptr<Plan> plan, size_t n_inputs, size_t n_outputs, MultiLossFn loss, std::shared_ptr<Optimizer> optimizer,
+            TrainStepOptions options = {});
 
   struct Result {
     Tensor loss;        // 0-d
-    Tensor prediction;  // the graph's output (undefined for a loss graph)
+    Tensor prediction;  // the graph's output (undefined for a loss graph; the first of several)
+    std::vector<Tensor> predictions;  // every output of a graph of several (MultiLossFn)
   };
   // One step on a batch (inputs, then target) in Train mode: zero_grad, forward, loss,
   // backward, [before_update,] [clipping,] update.
@@ -89,6 +96,8 @@ class LOOM_API TrainStep {
   std::shared_ptr<Plan> plan_;
   size_t n_inputs_;
   LossFn loss_;
+  MultiLossFn multi_loss_;
+  size_t n_outputs_ = 1;
   std::shared_ptr<Optimizer> optimizer_;
   TrainStepOptions options_;
   StepStats stats_;

@@ -3,6 +3,7 @@
 #include <loom/core/dtype.h>
 #include <loom/core/error.h>
 #include <loom/core/file.h>
+#include <loom/core/grad_mode.h>
 #include <loom/core/scalar.h>
 #include <loom/core/shape.h>
 #include <loom/core/tensor.h>
@@ -18,6 +19,7 @@
 #include <loom/nn/layer.h>
 #include <loom/nn/linear.h>
 #include <loom/nn/mode.h>
+#include <loom/nn/normalization.h>
 #include <loom/nn/state.h>
 #include <loom/ops/creation.h>
 #include <loom/ops/elementwise.h>
@@ -135,7 +137,7 @@ TEST(Model, ResumingFromACheckpointEqualsNotStopping) {
     data::DataLoader loader(blobs(320, 4), {.batch_size = 32, .shuffle = true, .seed = 3});
     model.load_checkpoint(ckpt, &loader);
     EXPECT_EQ(loader.position(), (data::LoaderPosition{1, 4}));
-    model.fit(loader, {.epochs = 3, .progress = false});
+    model.fit(loader, {.total_epochs = 3, .progress = false});  // to 3 in all: the unfinished epoch 1, then 2
     resumed = weights(net);
   }
   ASSERT_EQ(straight.size(), resumed.size());
@@ -419,4 +421,75 @@ TEST(Model, SaveAndLoadInOneCallEach) {
   EXPECT_THROW(train::Model::load((tmp.dir / "missing.safetensors").string(), loss, sgd), IOError);
   EXPECT_TRUE(loom_test::contains_all(loom_test::error_message<ValueError>([&] { train::Model::load(path, loss, {}); }),
                                       {"Model::load", "optimizer factory"}));
+}
+
+// Issue 36, silent trap 3: a second fit(loader, {.epochs = 3}) trained nothing (epochs were the
+// model's total). `epochs` are now epochs more, as in Keras; total_epochs resumes to a total.
+TEST(Model, EpochsAreEpochsMoreAndTotalEpochsResumesToATotal) {
+  manual_seed(3);
+  Net net;
+  train::Model model = make_model(net);
+  data::DataLoader loader(blobs(96, 1), {.batch_size = 32, .shuffle = true, .seed = 5});
+  std::vector<int64_t> seen;
+  auto cb = std::make_shared<train::LambdaCallback>();
+  cb->epoch_begin = [&](train::Model&, int64_t e) { seen.push_back(e); };
+  model.fit(loader, {.epochs = 2, .callbacks = {cb}, .progress = false});
+  const std::vector<Tensor> after_two = weights(net);
+  train::History h = model.fit(loader, {.epochs = 3, .callbacks = {cb}, .progress = false});
+  EXPECT_EQ(model.epochs_done(), 5);
+  EXPECT_EQ(model.optimizer().steps(), 5 * 3);
+  EXPECT_EQ(h["loss"].size(), 5u);  // the model's whole history, numbered on
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_FALSE(array_equal(weights(net)[0], after_two[0]));
+  // to a total: one more epoch up to 6, then none (already there)
+  model.fit(loader, {.total_epochs = 6, .callbacks = {cb}, .progress = false});
+  EXPECT_EQ(model.epochs_done(), 6);
+  model.fit(loader, {.total_epochs = 4, .progress = false});
+  EXPECT_EQ(model.epochs_done(), 6);
+  EXPECT_EQ(seen.back(), 5);
+  model.fit(loader, {.epochs = 0, .progress = false});
+  EXPECT_EQ(model.epochs_done(), 6);
+  EXPECT_TRUE(loom_test::contains_all(loom_test::error_message<ValueError>([&] { model.fit(loader, {.epochs = -1, .progress = false}); }),
+                                      {"epochs", ">= 0", "-1"}));
+}
+
+// Issue 36, silent trap 2: Eval is the default mode, so a hand-written loop that forgets
+// nn::ModeScope trains with dropout off and batch norm frozen. Such a forward pass (Eval mode,
+// gradients recorded, through Dropout or BatchNorm) is said once per layer on stderr, naming
+// the layer and the fix; fit, evaluate, predict and NoGrad passes say nothing.
+TEST(Model, AHandLoopInEvalModeThroughDropoutOrBatchNormWarnsOncePerLayer) {
+  manual_seed(8);
+  nn::Input x(4, Float32, "x");
+  nn::Linear h(x, 8, {}, "first_hour_h");
+  nn::BatchNorm bn(h, {}, "first_hour_bn");
+  nn::Dropout d(bn, 0.5, 1, "first_hour_dropout");
+  nn::Linear out(d, 3, {}, "first_hour_out");
+  Graph graph = Graph::build({out}, {x});
+  train::Model model(graph, [](const Tensor& p, const Tensor& t) { return cross_entropy(p, t); },
+                     std::make_shared<train::SGD>(graph.parameters()));
+  data::DataLoader loader(blobs(64, 1), {.batch_size = 32});
+  testing::internal::CaptureStderr();
+  model.fit(loader, {.epochs = 1, .progress = false});
+  model.evaluate(loader);
+  model.predict(blobs(8, 2)->tensors()[0]);
+  x.set_value(blobs(8, 2)->tensors()[0]);
+  {
+    NoGrad off;
+    out();
+  }
+  {
+    nn::ModeScope train(nn::Mode::Train);
+    out();
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  // the forgotten scope
+  testing::internal::CaptureStderr();
+  Tensor loss = cross_entropy(out(), zeros({8}, Int64));
+  loss.backward();
+  out();  // once per layer
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(loom_test::contains_all(said, {"Dropout 'first_hour_dropout'", "BatchNorm 'first_hour_bn'", "Eval mode",
+                                             "nn::ModeScope train(nn::Mode::Train)", "NoGrad"}))
+      << said;
+  EXPECT_EQ(said.find("first_hour_dropout"), said.rfind("first_hour_dropout")) << said;
 }

@@ -118,3 +118,39 @@ TEST(TrainLosses, Errors) {
   EXPECT_THROW(tr::huber(zeros({2}), zeros({2}), 0.0), ValueError);
   EXPECT_THROW(tr::cosine_embedding(zeros({2, 3}), zeros({2, 3}), zeros({3}, Int64)), ShapeError);
 }
+
+// Issue 36, silent trap 1: a (N, 1) prediction against an (N,) target broadcasts to (N, N) and
+// used to give a plausible, wrong loss. Every loss of losses.h refuses shapes that broadcast
+// to the shape of neither, naming both and the fix; a target that broadcasts into the
+// prediction's shape (a scalar, one value per feature) still works.
+TEST(TrainLosses, ShapesThatBroadcastToAThirdShapeAreRefused) {
+  Tensor col = uniform({4, 1}, 0.1, 0.9, Float64), flat = uniform({4}, 0.1, 0.9, Float64);
+  const std::vector<std::pair<const char*, std::function<void(const Tensor&, const Tensor&)>>> losses = {
+      {"mse", [](const Tensor& p, const Tensor& t) { tr::mse(p, t); }},
+      {"mae", [](const Tensor& p, const Tensor& t) { tr::mae(p, t); }},
+      {"huber", [](const Tensor& p, const Tensor& t) { tr::huber(p, t); }},
+      {"binary_cross_entropy", [](const Tensor& p, const Tensor& t) { tr::binary_cross_entropy(p, t); }},
+      {"binary_cross_entropy_with_logits", [](const Tensor& p, const Tensor& t) { tr::binary_cross_entropy_with_logits(p, t); }},
+      {"kl_divergence", [](const Tensor& p, const Tensor& t) { tr::kl_divergence(p, t); }},
+      {"cosine_similarity", [](const Tensor& p, const Tensor& t) { tr::cosine_similarity(p, t); }},
+      {"cosine_similarity", [](const Tensor& p, const Tensor& t) { tr::cosine(p, t); }},
+      {"cosine_embedding", [](const Tensor& p, const Tensor& t) { tr::cosine_embedding(p, t, ones({4}, Int64)); }},
+  };
+  for (const auto& [name, f] : losses) {
+    SCOPED_TRACE(name);
+    for (const auto& [p, t] : {std::pair{col, flat}, std::pair{flat, col}}) {
+      const std::string msg = error_message<ShapeError>([&, &f = f] { f(p, t); });
+      EXPECT_TRUE(contains_all(msg, {name, "(4, 1)", "(4,)"}));
+      EXPECT_TRUE(msg.find("squeeze") != std::string::npos || msg.find("reshape") != std::string::npos) << msg;
+    }
+  }
+  // class ids as a (N, 1) column
+  EXPECT_TRUE(contains_all(error_message<ShapeError>([] { tr::cross_entropy(zeros({4, 3}), zeros({4, 1}, Int64)); }),
+                           {"cross_entropy", "(4, 1)", "squeeze(target, -1)"}));
+  EXPECT_TRUE(contains_all(error_message<ShapeError>([] { tr::nll_loss(zeros({4, 3}), zeros({4, 1}, Int64)); }),
+                           {"nll_loss", "(4, 1)", "squeeze"}));
+  // broadcasting into one operand's shape is kept: (4, 3) against (3,), and a scalar target
+  Tensor p = tensor<double>({1, 2, 3, 4, 5, 6}).reshape({2, 3});
+  EXPECT_DOUBLE_EQ(tr::mse(p, tensor<double>({1, 2, 3})).item<double>(), (0 + 0 + 0 + 9 + 9 + 9) / 6.0);
+  EXPECT_DOUBLE_EQ(tr::mae(p, scalar_tensor(1.0, Float64)).item<double>(), (0 + 1 + 2 + 3 + 4 + 5) / 6.0);
+}
