@@ -21,8 +21,8 @@ namespace loom {
 using nn::Layer;
 using nn::LayerImpl;
 
-static // The C++ constant naming a dtype (Float32, UInt8, ...), for messages that show the fix.
-const char* dtype_constant(DType d) {
+// The C++ constant naming a dtype (Float32, UInt8, ...), for messages that show the fix.
+static const char* dtype_constant(DType d) {
   switch (d) {
     case DType::Bool: return "Bool";
     case DType::UInt8: return "UInt8";
@@ -327,7 +327,6 @@ std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs) const {
   if (mode == nn::Mode::Eval && grad_enabled()) warn_eval_mode_gradients(nodes, outs);
   return outs;
 }
-
 
 Tensor Plan::single(std::vector<Tensor> outs) {
   if (outs.size() != 1)
