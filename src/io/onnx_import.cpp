@@ -93,6 +93,7 @@ class Importer {
         if (!o.empty()) producer_[o] = k;
     find_zero_states();
     find_adaptive_pools();
+    find_attention();
     for (int k = 0; k < g_.node_size(); ++k) {
       if (done_.count(k)) continue;
       const onnx::NodeProto& n = g_.node(k);
@@ -916,6 +917,45 @@ class Importer {
   nn::Layer value_named(const std::string& name) {
     if (auto it = values_.find(name); it != values_.end()) return it->second;
     throw Unsupported("its input '" + name + "' is computed by no earlier node");
+  }
+
+  // ------------------------------------------------------------------ attention
+  // Scaled dot-product attention (Loom's exporter's MultiHeadAttention and TransformerEncoderLayer,
+  // torch.onnx's nn.MultiheadAttention): a Softmax of a MatMul of two computed values, read by a
+  // MatMul with another computed value. No pattern maps these back to Loom's attention layers
+  // (torch's form folds the heads into the batch axis through shape arithmetic), so each is
+  // refused by its Softmax node, besides the nodes refused on the way.
+  void find_attention() {
+    const auto computed_matmul = [&](const std::string& v) {
+      auto it = producer_.find(v);
+      if (it == producer_.end()) return false;
+      const auto& m = g_.node(it->second);
+      return m.op_type() == "MatMul" && m.domain().empty() && m.input_size() == 2 && !consts_.count(m.input(0)) && !consts_.count(m.input(1));
+    };
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& n = g_.node(k);
+      if (n.op_type() != "Softmax" || !n.domain().empty() || n.input_size() != 1 || n.output_size() != 1) continue;
+      // through the masks' Where, if any
+      std::string scores = n.input(0);
+      for (auto it = producer_.find(scores); it != producer_.end() && g_.node(it->second).op_type() == "Where" && g_.node(it->second).input_size() == 3;
+           it = producer_.find(scores))
+        scores = g_.node(it->second).input(2);
+      if (auto it = producer_.find(scores); it != producer_.end() && (g_.node(it->second).op_type() == "Mul" || g_.node(it->second).op_type() == "Div")) {
+        const auto& s = g_.node(it->second);  // scaled after the product (Loom's exporter)
+        if (s.input_size() == 2 && consts_.count(s.input(1))) scores = s.input(0);
+      }
+      if (!computed_matmul(scores)) continue;
+      bool weighs = false;
+      for (const auto& r : g_.node())
+        for (int i = 0; i < r.input_size(); ++i)
+          weighs = weighs || (r.input(i) == n.output(0) && r.op_type() == "MatMul" && i == 0 && r.input_size() == 2 && !consts_.count(r.input(1)));
+      if (!weighs) continue;
+      failures_.push_back("Softmax (node '" + node_name(n) +
+                          "'): the weights of a scaled dot-product attention (Softmax of a MatMul of two computed values, times a computed value): "
+                          "attention is not imported (Loom's MultiHeadAttention and TransformerEncoderLayer have no ONNX importer)");
+      done_.insert(k);
+      poison(n);
+    }
   }
 
   // ------------------------------------------------------------------ recurrent layers

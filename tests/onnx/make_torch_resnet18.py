@@ -80,3 +80,10 @@ for name, cell, layers, bi, kw in [("lstm2", torch.nn.LSTM, 2, False, {}), ("bil
     np.save(os.path.join(out, f"rnn_{name}_input.npy"), ids.numpy())
     np.save(os.path.join(out, f"rnn_{name}_output.npy"), y.numpy())
     print(f"rnn_{name}.onnx written")
+
+# a TransformerEncoderLayer (batch_first, eval): its attention is refused by name (docs/onnx.md)
+torch.manual_seed(6)
+encoder = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+torch.onnx.export(encoder, torch.randn(2, 5, 8), os.path.join(out, "encoder.onnx"), opset_version=17, input_names=["x"],
+                  output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "time"}, "y": {0: "batch", 1: "time"}})
+print("encoder.onnx written")

@@ -572,6 +572,36 @@ TEST(OnnxImport, TorchRecurrentLanguageModels) {
   }
 }
 
+// Attention is not imported: Loom's own MultiHeadAttention and TransformerEncoderLayer (in the zoo's
+// transformer_classifier) and torch's nn.TransformerEncoderLayer are refused, naming the Softmax
+// of each attention and why.
+TEST(OnnxImport, AttentionRefusedByName) {
+  const auto refused = [](const std::function<Graph()>& import, int n_attention) {
+    try {
+      import();
+      ADD_FAILURE() << "imported";
+    } catch (const ValueError& e) {
+      const std::string msg = e.what();
+      int found = 0;
+      const std::string what = "'): the weights of a scaled dot-product attention (";
+      for (size_t at = msg.find("\n  Softmax (node '"); at != std::string::npos; at = msg.find("\n  Softmax (node '", at + 1))
+        found += msg.find(what, at) == msg.find("'", at + 18);
+      EXPECT_EQ(found, n_attention) << msg;
+      EXPECT_NE(msg.find("attention is not imported"), std::string::npos) << msg;
+    }
+  };
+  nn::Input q(Shape{-1, -1, 8}, Float32, "q");
+  nn::Input keep(Shape{-1, -1}, DType::Bool, "keep");
+  nn::Layer a = nn::MultiHeadAttention(q, q, q, 2, {.causal = true}, keep, "mha");
+  const Graph g = Graph::build({a}, {q, keep});
+  refused([&] { return io::decode_onnx(io::encode_onnx(g)); }, 1);
+  const zoo::Network tc = zoo::transformer_classifier(50, 6, 8, 2, 16, 2, 3, 0.1);
+  refused([&] { return io::decode_onnx(io::encode_onnx(tc.graph)); }, 2);
+  const char* d = std::getenv("LOOM_TORCH_ONNX_DIR");
+  if (!d || !*d) GTEST_SKIP() << "LOOM_TORCH_ONNX_DIR not set (ctest's onnx_torch_resnet18 fixture writes it)";
+  refused([&] { return io::import_onnx((fs::path(d) / "encoder.onnx").string()); }, 1);
+}
+
 // ------------------------------------------------------------------ hostile files
 std::string tiny_model(const std::function<void(onnx::TensorProto&)>& weight) {
   onnx::ModelProto m;
