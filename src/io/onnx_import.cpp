@@ -88,9 +88,11 @@ class Importer {
       } catch (const Unsupported&) {  // reported by the loop below
       }
     }
-    for (int k = 0; k < g_.node_size(); ++k)
+    for (int k = 0; k < g_.node_size(); ++k) {
       for (const auto& o : g_.node(k).output())
         if (!o.empty()) producer_[o] = k;
+      for (int i = 0; i < g_.node(k).input_size(); ++i) readers_[g_.node(k).input(i)].push_back({k, i});
+    }
     find_zero_states();
     find_adaptive_pools();
     find_attention();
@@ -165,6 +167,7 @@ class Importer {
   std::vector<std::string> failures_;
   std::unordered_set<const nn::LayerImpl*> inputs_;
   std::unordered_map<std::string, int> producer_;  // value -> the node computing it
+  std::unordered_map<std::string, std::vector<std::pair<int, int>>> readers_;  // value -> (node, input index) reading it
   std::unordered_set<std::string> zeros_;           // values known to be all zeros (recurrent initial states)
   // (time, batch, features) values: the batch-first layer they transpose (read by recurrent nodes only)
   std::unordered_map<std::string, nn::Layer> time_major_;
@@ -894,14 +897,14 @@ class Importer {
       const std::string& x = first->input(1);
       const int64_t oh = adaptive_matrix_size(first->input(0), x, 2, nodes), ow = adaptive_matrix_size(t->input(0), x, 3, nodes);
       if (oh == 0 || ow == 0) continue;
-      // closed: the pattern's values are read by its own nodes only
+      // closed: the pattern's values are read by its own nodes only (and by no graph output)
       bool closed = true;
       for (int m : nodes)
         for (const auto& o : g_.node(m).output()) {
-          for (const auto& go : g_.output()) closed = closed && go.name() != o;
-          for (int r = 0; r < g_.node_size(); ++r)
-            for (const auto& i : g_.node(r).input())
-              if (i == o && r != k && !nodes.count(r)) closed = false;
+          int inside = 0;
+          if (auto it = readers_.find(o); it != readers_.end())
+            for (const auto& [r, i] : it->second) inside += r == k || nodes.count(r) ? 1 : 0;
+          closed = closed && (o.empty() || !uses_.count(o) || uses_.at(o) == inside);
         }
       if (!closed) continue;
       adaptive_[k] = {x, oh, ow};
@@ -946,9 +949,11 @@ class Importer {
       }
       if (!computed_matmul(scores)) continue;
       bool weighs = false;
-      for (const auto& r : g_.node())
-        for (int i = 0; i < r.input_size(); ++i)
-          weighs = weighs || (r.input(i) == n.output(0) && r.op_type() == "MatMul" && i == 0 && r.input_size() == 2 && !consts_.count(r.input(1)));
+      if (auto it = readers_.find(n.output(0)); it != readers_.end())
+        for (const auto& [r, i] : it->second) {
+          const auto& m = g_.node(r);
+          weighs = weighs || (m.op_type() == "MatMul" && i == 0 && m.input_size() == 2 && !consts_.count(m.input(1)));
+        }
       if (!weighs) continue;
       failures_.push_back("Softmax (node '" + node_name(n) +
                           "'): the weights of a scaled dot-product attention (Softmax of a MatMul of two computed values, times a computed value): "
@@ -1017,9 +1022,10 @@ class Importer {
     if (!uses_.count(v)) return false;
     for (const auto& o : g_.output())
       if (o.name() == v) return false;
-    for (const auto& n : g_.node())
-      for (int i = 0; i < n.input_size(); ++i)
-        if (n.input(i) == v && (i != 0 || !is_recurrent(n))) return false;
+    auto it = readers_.find(v);
+    if (it == readers_.end()) return false;
+    for (const auto& [k, i] : it->second)
+      if (i != 0 || !is_recurrent(g_.node(k))) return false;
     return true;
   }
   std::vector<int64_t> perm_of(const onnx::NodeProto& n) const {

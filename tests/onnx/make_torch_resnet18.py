@@ -1,6 +1,8 @@
 """Writes a torchvision ResNet-18 (random init, seed 0, eval mode) exported by torch.onnx at opset 17,
 an input and torch's logits for it, into the folder given: resnet18.onnx, input.npy, logits.npy.
-Also a small MLP (Linear, GELU, LayerNorm, Dropout, LogSoftmax): mlp.onnx, mlp_input.npy, mlp_output.npy.
+Also a small MLP (Linear, GELU, LayerNorm, Dropout, LogSoftmax): mlp.onnx, mlp_input.npy, mlp_output.npy;
+four recurrent language models (rnn_<name>.onnx, _input.npy, _output.npy) and a TransformerEncoderLayer
+(encoder.onnx, refused by the importer).
 Run with Debian's python3 (python3-torch, python3-torchvision); onnx_import_tests imports the file
 and compares its logits with torch's (docs/onnx.md, "Import")."""
 import os
