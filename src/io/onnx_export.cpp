@@ -966,7 +966,8 @@ std::string encode_onnx(const Graph& graph, const OnnxExportOptions& options) { 
 void export_onnx(const Graph& graph, const std::string& path, const OnnxExportOptions& options) {
   Encoded e = encode_or_throw(graph, options);
   onnx::ModelProto& m = e.model;
-  if (options.external_data || m.ByteSizeLong() >= kProtobufLimit) {
+  const int64_t threshold = std::min<int64_t>(options.external_data_threshold, static_cast<int64_t>(kProtobufLimit));
+  if (options.external_data || static_cast<int64_t>(m.ByteSizeLong()) >= threshold) {
     // the initializers' bytes into "<file>.data", named relative to the model's folder
     const std::string location = std::filesystem::path(path).filename().string() + ".data";
     std::string data;

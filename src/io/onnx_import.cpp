@@ -3,6 +3,7 @@
 // Flatten -> GlobalPool); every node no layer expresses is collected, and the model is refused
 // with all of them at once. The reading of untrusted bytes is onnx_read.cpp's.
 #include <charconv>
+#include <functional>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -19,6 +20,7 @@
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
+#include "loom/ops/reduction.h"
 
 namespace loom::io {
 
@@ -28,9 +30,9 @@ namespace {
 // libonnx-testdata case made of these only.
 const std::vector<std::string> kClaimed = {
     "Add",         "AveragePool", "BatchNormalization", "Concat",  "Constant",  "Conv",      "ConvTranspose", "Dropout",   "Elu",
-    "Flatten",     "Gemm",        "GlobalAveragePool",  "GlobalMaxPool", "Identity", "LayerNormalization", "LeakyRelu", "LogSoftmax", "MatMul",
-    "MaxPool",     "Mean",        "Mul",                "Relu",    "Reshape",   "Sigmoid",   "Softmax",   "Softplus",
-    "Sub",         "Sum",         "Tanh",               "Transpose"};
+    "Flatten",     "GRU",         "Gather",             "Gemm",    "GlobalAveragePool",  "GlobalMaxPool", "Identity", "LSTM", "LayerNormalization",
+    "LeakyRelu",   "LogSoftmax",  "MatMul",             "MaxPool", "Mean",      "Mul",       "OneHot",    "RNN",     "Relu",
+    "Reshape",     "Sigmoid",     "Softmax",            "Softplus", "Sub",      "Sum",       "Tanh",      "Transpose"};
 
 // Sizes an attribute may give (pads, strides, dilations, kernel sizes): bounded, so that a hostile
 // file cannot make a layer's output shape enormous.
@@ -86,6 +88,14 @@ class Importer {
       } catch (const Unsupported&) {  // reported by the loop below
       }
     }
+    for (int k = 0; k < g_.node_size(); ++k) {
+      for (const auto& o : g_.node(k).output())
+        if (!o.empty()) producer_[o] = k;
+      for (int i = 0; i < g_.node(k).input_size(); ++i) readers_[g_.node(k).input(i)].push_back({k, i});
+    }
+    find_zero_states();
+    find_adaptive_pools();
+    find_attention();
     for (int k = 0; k < g_.node_size(); ++k) {
       if (done_.count(k)) continue;
       const onnx::NodeProto& n = g_.node(k);
@@ -156,12 +166,25 @@ class Importer {
   std::vector<std::pair<std::string, Tensor>> pending_;  // graph_state key -> value
   std::vector<std::string> failures_;
   std::unordered_set<const nn::LayerImpl*> inputs_;
+  std::unordered_map<std::string, int> producer_;  // value -> the node computing it
+  std::unordered_map<std::string, std::vector<std::pair<int, int>>> readers_;  // value -> (node, input index) reading it
+  std::unordered_set<std::string> zeros_;           // values known to be all zeros (recurrent initial states)
+  // (time, batch, features) values: the batch-first layer they transpose (read by recurrent nodes only)
+  std::unordered_map<std::string, nn::Layer> time_major_;
+  struct Adaptive {
+    std::string x;
+    int64_t oh, ow;
+  };
+  std::map<int, Adaptive> adaptive_;  // the exporter's adaptive pooling, by the index of its last node
   const onnx::NodeProto* node_ = nullptr;
   int index_ = 0;
 
   bool is_input(const nn::Layer& l) const { return inputs_.count(l.impl().get()) > 0; }
   static std::string node_name(const onnx::NodeProto& n) {
-    return n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
+    if (!n.name().empty()) return n.name();
+    for (const auto& o : n.output())
+      if (!o.empty()) return o;  // the first output that has a name (an LSTM's Y may be omitted)
+    return "?";
   }
   void poison(const onnx::NodeProto& n) {
     for (const auto& o : n.output()) poisoned_.insert(o);
@@ -241,6 +264,8 @@ class Importer {
     if (!has_input(i)) throw Unsupported("input " + std::to_string(i) + " is missing");
     const std::string& name = node_->input(static_cast<int>(i));
     if (auto it = values_.find(name); it != values_.end()) return it->second;
+    if (time_major_.count(name))
+      throw Unsupported("its input '" + name + "' is time-major (time, batch, ...): Loom's layers keep the batch axis first");
     if (auto it = consts_.find(name); it != consts_.end()) {  // a constant operand as a Constant layer
       nn::Layer c = nn::Constant(it->second, unique(name));
       values_[name] = c;
@@ -292,7 +317,11 @@ class Importer {
   void import_node(const onnx::NodeProto& n) {
     if (!n.domain().empty() && n.domain() != "ai.onnx") throw Unsupported("the domain '" + n.domain() + "' is not imported (only ONNX's default one)");
     const std::string& op = n.op_type();
+    if (auto it = adaptive_.find(index_); it != adaptive_.end()) return import_adaptive_pool(it->second);
     if (op == "Constant") return import_constant();
+    if (op == "Gather") return import_gather();
+    if (op == "OneHot") return import_one_hot();
+    if (op == "LSTM" || op == "GRU" || op == "RNN") return import_rnn(op);
     if (op == "Gemm") return import_gemm();
     if (op == "MatMul") return import_matmul();
     if (op == "Conv") return import_conv();
@@ -718,12 +747,21 @@ class Importer {
   void import_transpose() {
     only_attrs({"perm"});
     single_output();
+    if (auto it = time_major_.find(node_->input(0)); it != time_major_.end() && attr_ints("perm") == std::vector<int64_t>{1, 0, 2})
+      return set(out(), it->second);  // back to batch-first
     const nn::Layer x = value(0);
     const int64_t r = rank_of(x);
     std::vector<int64_t> perm = attr_ints("perm");
     if (perm.empty())
       for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
     if (static_cast<int64_t>(perm.size()) != r) throw Unsupported("perm has " + std::to_string(perm.size()) + " axes for rank " + std::to_string(r));
+    if (r == 3 && perm == std::vector<int64_t>{1, 0, 2}) {
+      // (batch, time, features) -> (time, batch, features) for recurrent nodes (time-major)
+      if (read_as_sequence_only(out())) {
+        time_major_[out()] = x;
+        return;
+      }
+    }
     if (perm[0] != 0) throw Unsupported("perm moves the batch axis (Loom's Transpose permutes the axes after it)");
     std::vector<bool> seen(static_cast<size_t>(r), false);
     Axes p;
@@ -745,6 +783,410 @@ class Importer {
     const int64_t axis = norm_axis(attr_int("axis", 0), rank_of(ins[0]));
     if (axis == 0) throw Unsupported("axis 0 (Loom's Concat joins samples, not batches)");
     set(out(), nn::Concat(ins, axis, unique(out())));
+  }
+
+  // ------------------------------------------------------------------ embeddings, one-hot
+  // Gather of rows of a float32 table (an initializer) by integer ids: a Lookup (embedding).
+  void import_gather() {
+    only_attrs({"axis"});
+    single_output();
+    if (!is_const(0)) throw Unsupported("its data is computed (Loom's Lookup gathers from a table of weights: an initializer)");
+    const Tensor& table = constant(0, "data");
+    if (attr_int("axis", 0) != 0) throw Unsupported("axis " + std::to_string(attr_int("axis", 0)) + " (an embedding lookup gathers rows: axis 0)");
+    if (table.ndim() != 2) throw Unsupported("data of rank " + std::to_string(table.ndim()) + " (Loom's Lookup reads a (vocabulary, units) table)");
+    if (table.dtype() != DType::Float32) throw Unsupported(std::string("a table of dtype ") + dtype_name(table.dtype()) + " (Loom's Lookup is float32)");
+    if (table.shape()[0] < 1 || table.shape()[1] < 1) throw Unsupported("an empty table");
+    const nn::Layer ids = value(1);
+    if (ids.dtype() != DType::Int64 && ids.dtype() != DType::Int32)
+      throw Unsupported(std::string("indices of dtype ") + dtype_name(ids.dtype()) + " (valid: int64, int32)");
+    if (rank_of(ids) < 1) throw Unsupported("scalar indices (a Lookup's ids have a batch axis)");
+    nn::Lookup l(ids, table.shape()[0], table.shape()[1], {}, unique(out()));
+    param(l, "weights", table);
+    set(out(), l);
+  }
+
+  // OneHot with values (0, 1) on the last axis: a OneHot layer of the values' dtype.
+  void import_one_hot() {
+    only_attrs({"axis"});
+    single_output();
+    const nn::Layer ids = value(0);
+    const int64_t r = rank_of(ids) + 1;
+    if (norm_axis(attr_int("axis", -1), r) != r - 1)
+      throw Unsupported("axis " + std::to_string(attr_int("axis", -1)) + " (Loom's OneHot adds the classes as the last axis)");
+    if (!is_integral(ids.dtype())) throw Unsupported(std::string("indices of dtype ") + dtype_name(ids.dtype()) + " (Loom's OneHot reads integer ids)");
+    const Tensor& depth = constant(1, "depth");
+    if (depth.numel() != 1) throw Unsupported("depth has " + std::to_string(depth.numel()) + " values (one is valid)");
+    const double d = scalar_of(depth);
+    if (!(d >= 1 && d <= kMaxAttr) || d != std::floor(d)) throw Unsupported("depth " + std::to_string(d) + " (valid: an integer from 1 to 2^20)");
+    const Tensor& values = constant(2, "values");
+    if (values.numel() != 2) throw Unsupported("values has " + std::to_string(values.numel()) + " elements (off and on: 2)");
+    const Tensor v = values.astype(DType::Float64).contiguous();
+    const double off = static_cast<const double*>(v.data_ptr())[0], on = static_cast<const double*>(v.data_ptr())[1];
+    if (off != 0 || on != 1) throw Unsupported("values (" + std::to_string(off) + ", " + std::to_string(on) + ") (Loom's OneHot writes 0 and 1)");
+    set(out(), nn::OneHot(ids, static_cast<int64_t>(d), values.dtype(), unique(out())));
+  }
+
+  // ------------------------------------------------------------------ adaptive average pooling
+  // The node of the given operator computing `v` (added to `nodes`); nullptr otherwise.
+  const onnx::NodeProto* made_by(const std::string& v, const char* op, std::set<int>& nodes) const {
+    auto it = producer_.find(v);
+    if (it == producer_.end()) return nullptr;
+    const onnx::NodeProto& n = g_.node(it->second);
+    if (n.op_type() != op || !n.domain().empty()) return nullptr;
+    nodes.insert(it->second);
+    return &n;
+  }
+  bool const_is(const std::string& name, const std::vector<int64_t>& want, const Shape& shape) const {
+    auto it = consts_.find(name);
+    return it != consts_.end() && is_integral(it->second.dtype()) && it->second.shape() == shape && ints_of(it->second) == want;
+  }
+  static int64_t int_attr_of(const onnx::NodeProto& n, const char* name, int64_t dflt) {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return a.i();
+    return dflt;
+  }
+  // o when `p` is the (o, L) averaging matrix onnx_export.cpp's adaptive_matrix builds from the axis
+  // `axis` of x (Shape, Squeeze, Range, Mul, Div, Add, GreaterOrEqual, Less, And, Cast, Sub); 0 otherwise.
+  int64_t adaptive_matrix_size(const std::string& p, const std::string& x, int64_t axis, std::set<int>& nodes) const {
+    const auto two = [](const onnx::NodeProto* n) { return n && n->input_size() == 2 && n->output_size() == 1; };
+    const onnx::NodeProto* div = made_by(p, "Div", nodes);
+    if (!two(div)) return 0;
+    const onnx::NodeProto *inf = made_by(div->input(0), "Cast", nodes), *cntf = made_by(div->input(1), "Cast", nodes);
+    if (!inf || !cntf || int_attr_of(*inf, "to", 0) != onnx::TensorProto::FLOAT || int_attr_of(*cntf, "to", 0) != onnx::TensorProto::FLOAT) return 0;
+    const onnx::NodeProto *in = made_by(inf->input(0), "And", nodes), *cnt = made_by(cntf->input(0), "Sub", nodes);
+    if (!two(in) || !two(cnt)) return 0;
+    const std::string &end = cnt->input(0), &start = cnt->input(1);
+    const onnx::NodeProto *ge = made_by(in->input(0), "GreaterOrEqual", nodes), *lt = made_by(in->input(1), "Less", nodes);
+    if (!two(ge) || !two(lt) || ge->input(1) != start || lt->input(1) != end || ge->input(0) != lt->input(0)) return 0;
+    const onnx::NodeProto* range = made_by(ge->input(0), "Range", nodes);
+    if (!range || range->input_size() != 3 || !const_is(range->input(0), {0}, {}) || !const_is(range->input(2), {1}, {})) return 0;
+    const onnx::NodeProto* sq = made_by(range->input(1), "Squeeze", nodes);
+    if (!two(sq) || !const_is(sq->input(1), {0}, {1})) return 0;
+    const std::string& len = sq->input(0);
+    const onnx::NodeProto* shape = made_by(len, "Shape", nodes);
+    if (!shape || shape->input_size() != 1 || shape->input(0) != x || shape->attribute_size() != 2 || int_attr_of(*shape, "start", -1) != axis ||
+        int_attr_of(*shape, "end", -1) != axis + 1)
+      return 0;
+    const onnx::NodeProto *sdiv = made_by(start, "Div", nodes), *ediv = made_by(end, "Div", nodes);
+    if (!two(sdiv) || !two(ediv) || sdiv->input(1) != ediv->input(1)) return 0;
+    const auto oc = consts_.find(sdiv->input(1));
+    if (oc == consts_.end() || oc->second.numel() != 1 || !is_integral(oc->second.dtype())) return 0;
+    const int64_t o = ints_of(oc->second)[0];
+    if (o < 1 || o > kMaxAttr || !const_is(sdiv->input(1), {o}, {1})) return 0;
+    const onnx::NodeProto *il = made_by(sdiv->input(0), "Mul", nodes), *add = made_by(ediv->input(0), "Add", nodes);
+    if (!two(il) || !two(add) || il->input(1) != len || !const_is(add->input(1), {o - 1}, {1})) return 0;
+    const onnx::NodeProto* i1l = made_by(add->input(0), "Mul", nodes);
+    if (!two(i1l) || i1l->input(1) != len) return 0;
+    std::vector<int64_t> i(static_cast<size_t>(o)), i1(static_cast<size_t>(o));
+    for (int64_t k = 0; k < o; ++k) i[static_cast<size_t>(k)] = k, i1[static_cast<size_t>(k)] = k + 1;
+    if (!const_is(il->input(0), i, {o, 1}) || !const_is(i1l->input(0), i1, {o, 1})) return 0;
+    return o;
+  }
+  // The exporter's AdaptiveAvgPool2D: y = MatMul(MatMul(rows, x), Transpose(cols)) with the
+  // averaging matrices above, their nodes read by nothing else: one AdaptiveAvgPool2D.
+  void find_adaptive_pools() {
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const onnx::NodeProto& n = g_.node(k);
+      if (n.op_type() != "MatMul" || !n.domain().empty() || n.input_size() != 2 || consts_.count(n.input(1))) continue;
+      std::set<int> nodes;
+      const onnx::NodeProto *first = made_by(n.input(0), "MatMul", nodes), *t = made_by(n.input(1), "Transpose", nodes);
+      if (!first || !t || first->input_size() != 2 || t->input_size() != 1) continue;
+      bool perm_ok = false;
+      for (const auto& a : t->attribute()) perm_ok = a.name() == "perm" && a.ints_size() == 2 && a.ints(0) == 1 && a.ints(1) == 0;
+      if (!perm_ok || t->attribute_size() != 1) continue;
+      const std::string& x = first->input(1);
+      const int64_t oh = adaptive_matrix_size(first->input(0), x, 2, nodes), ow = adaptive_matrix_size(t->input(0), x, 3, nodes);
+      if (oh == 0 || ow == 0) continue;
+      // closed: the pattern's values are read by its own nodes only (and by no graph output)
+      bool closed = true;
+      for (int m : nodes)
+        for (const auto& o : g_.node(m).output()) {
+          int inside = 0;
+          if (auto it = readers_.find(o); it != readers_.end())
+            for (const auto& [r, i] : it->second) inside += r == k || nodes.count(r) ? 1 : 0;
+          closed = closed && (o.empty() || !uses_.count(o) || uses_.at(o) == inside);
+        }
+      if (!closed) continue;
+      adaptive_[k] = {x, oh, ow};
+      done_.insert(nodes.begin(), nodes.end());
+    }
+  }
+  void import_adaptive_pool(const Adaptive& a) {
+    if (poisoned_.count(a.x)) return poison(*node_);
+    const nn::Layer x = floating(value_named(a.x));
+    if (rank_of(x) != 4) throw Unsupported("adaptive pooling of an input of rank " + std::to_string(rank_of(x)) + " (Loom's pools (N, C, H, W))");
+    set(out(), nn::AdaptiveAvgPool2D(x, {a.oh, a.ow}, unique(out())));
+  }
+  nn::Layer value_named(const std::string& name) {
+    if (auto it = values_.find(name); it != values_.end()) return it->second;
+    throw Unsupported("its input '" + name + "' is computed by no earlier node");
+  }
+
+  // ------------------------------------------------------------------ attention
+  // Scaled dot-product attention (Loom's exporter's MultiHeadAttention and TransformerEncoderLayer,
+  // torch.onnx's nn.MultiheadAttention): a Softmax of a MatMul of two computed values, read by a
+  // MatMul with another computed value. No pattern maps these back to Loom's attention layers
+  // (torch's form folds the heads into the batch axis through shape arithmetic), so each is
+  // refused by its Softmax node, besides the nodes refused on the way.
+  void find_attention() {
+    const auto computed_matmul = [&](const std::string& v) {
+      auto it = producer_.find(v);
+      if (it == producer_.end()) return false;
+      const auto& m = g_.node(it->second);
+      return m.op_type() == "MatMul" && m.domain().empty() && m.input_size() == 2 && !consts_.count(m.input(0)) && !consts_.count(m.input(1));
+    };
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& n = g_.node(k);
+      if (n.op_type() != "Softmax" || !n.domain().empty() || n.input_size() != 1 || n.output_size() != 1) continue;
+      // through the masks' Where, if any
+      std::string scores = n.input(0);
+      for (auto it = producer_.find(scores); it != producer_.end() && g_.node(it->second).op_type() == "Where" && g_.node(it->second).input_size() == 3;
+           it = producer_.find(scores))
+        scores = g_.node(it->second).input(2);
+      if (auto it = producer_.find(scores); it != producer_.end() && (g_.node(it->second).op_type() == "Mul" || g_.node(it->second).op_type() == "Div")) {
+        const auto& s = g_.node(it->second);  // scaled after the product (Loom's exporter)
+        if (s.input_size() == 2 && consts_.count(s.input(1))) scores = s.input(0);
+      }
+      if (!computed_matmul(scores)) continue;
+      bool weighs = false;
+      if (auto it = readers_.find(n.output(0)); it != readers_.end())
+        for (const auto& [r, i] : it->second) {
+          const auto& m = g_.node(r);
+          weighs = weighs || (m.op_type() == "MatMul" && i == 0 && m.input_size() == 2 && !consts_.count(m.input(1)));
+        }
+      if (!weighs) continue;
+      failures_.push_back("Softmax (node '" + node_name(n) +
+                          "'): the weights of a scaled dot-product attention (Softmax of a MatMul of two computed values, times a computed value): "
+                          "attention is not imported (Loom's MultiHeadAttention and TransformerEncoderLayer have no ONNX importer)");
+      done_.insert(k);
+      poison(n);
+    }
+  }
+
+  // ------------------------------------------------------------------ recurrent layers
+  static bool is_recurrent(const onnx::NodeProto& n) {
+    return n.domain().empty() && (n.op_type() == "LSTM" || n.op_type() == "GRU" || n.op_type() == "RNN");
+  }
+  bool all_zero(const std::string& v) const {
+    if (zeros_.count(v)) return true;
+    auto it = consts_.find(v);
+    return it != consts_.end() && it->second.numel() > 0 && max(abs(it->second.astype(DType::Float64))).item<double>() == 0;
+  }
+  // Values that are all zeros (torch.onnx writes an LSTM's initial states as ConstantOfShape(0),
+  // sliced per layer); recurrent nodes' zero initial states are Loom's RNN's own, so the nodes
+  // that exist only to compute them (Shape, Gather, Concat, ...) are not imported.
+  void find_zero_states() {
+    for (const auto& n : g_.node()) {
+      if (!n.domain().empty() || n.output_size() != 1) continue;
+      bool zero = false;
+      if (n.op_type() == "ConstantOfShape") {
+        zero = true;
+        for (const auto& a : n.attribute())
+          zero = zero && a.name() == "value" && a.has_t() && a.t().data_type() == onnx::TensorProto::FLOAT &&
+                 ((a.t().float_data_size() == 1 && a.t().float_data(0) == 0.0f) ||
+                  (a.t().raw_data().size() == 4 && std::string(4, '\0') == a.t().raw_data()));
+      } else if ((n.op_type() == "Slice" || n.op_type() == "Squeeze" || n.op_type() == "Unsqueeze" || n.op_type() == "Expand" ||
+                  n.op_type() == "Identity") &&
+                 n.input_size() >= 1) {
+        zero = all_zero(n.input(0));
+      }
+      if (zero) zeros_.insert(n.output(0));
+    }
+    std::set<std::pair<int, int>> ignored;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& n = g_.node(k);
+      if (!is_recurrent(n)) continue;
+      for (int i : {5, 6})
+        if (i < n.input_size() && !n.input(i).empty() && all_zero(n.input(i))) ignored.insert({k, i});
+    }
+    if (ignored.empty()) return;
+    const auto live = [&](bool ignore) {
+      std::vector<bool> l(static_cast<size_t>(g_.node_size()), false);
+      std::unordered_set<std::string> needed;
+      for (const auto& o : g_.output()) needed.insert(o.name());
+      for (int k = g_.node_size() - 1; k >= 0; --k) {
+        const auto& n = g_.node(k);
+        for (const auto& o : n.output()) l[static_cast<size_t>(k)] = l[static_cast<size_t>(k)] || (!o.empty() && needed.count(o));
+        if (!l[static_cast<size_t>(k)]) continue;
+        for (int i = 0; i < n.input_size(); ++i)
+          if (!(ignore && ignored.count({k, i}))) needed.insert(n.input(i));
+      }
+      return l;
+    };
+    const std::vector<bool> with = live(false), without = live(true);
+    for (int k = 0; k < g_.node_size(); ++k)
+      if (with[static_cast<size_t>(k)] && !without[static_cast<size_t>(k)]) done_.insert(k);
+  }
+  // Every reader of `v` is a recurrent node reading it as its sequence X (and no graph output).
+  bool read_as_sequence_only(const std::string& v) const {
+    if (!uses_.count(v)) return false;
+    for (const auto& o : g_.output())
+      if (o.name() == v) return false;
+    auto it = readers_.find(v);
+    if (it == readers_.end()) return false;
+    for (const auto& [k, i] : it->second)
+      if (i != 0 || !is_recurrent(g_.node(k))) return false;
+    return true;
+  }
+  std::vector<int64_t> perm_of(const onnx::NodeProto& n) const {
+    for (const auto& a : n.attribute())
+      if (a.name() == "perm") return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    return {};
+  }
+  // The node after `v` when it is `op` (sole reader) and satisfies `ok`; nullptr otherwise.
+  const onnx::NodeProto* follow(const std::string& v, const char* op, const std::function<bool(const onnx::NodeProto&)>& ok, std::vector<int>& chain) const {
+    int k = 0;
+    const onnx::NodeProto* n = next(v, op, &k);
+    if (!n || !ok(*n)) return nullptr;
+    chain.push_back(k);
+    return n;
+  }
+  std::function<bool(const onnx::NodeProto&)> perm_is(std::vector<int64_t> p) const {
+    return [this, p](const onnx::NodeProto& n) { return n.input_size() == 1 && n.attribute_size() == 1 && perm_of(n) == p; };
+  }
+  std::function<bool(const onnx::NodeProto&)> reshape_to(std::vector<int64_t> s) const {
+    return [this, s](const onnx::NodeProto& n) {
+      for (const auto& a : n.attribute())
+        if (a.name() != "allowzero" || a.i() != 0) return false;
+      return n.input_size() == 2 && const_is(n.input(1), s, {static_cast<int64_t>(s.size())});
+    };
+  }
+  std::function<bool(const onnx::NodeProto&)> squeeze_axis(int64_t axis) const {
+    return [this, axis](const onnx::NodeProto& n) {
+      if (n.input_size() == 2) return n.attribute_size() == 0 && const_is(n.input(1), {axis}, {1});
+      return n.input_size() == 1 && n.attribute_size() == 1 && n.attribute(0).name() == "axes" && n.attribute(0).ints_size() == 1 &&
+             n.attribute(0).ints(0) == axis;
+    };
+  }
+
+  // LSTM, GRU, RNN (time-major, layout 0) -> Loom's RNN layer over (batch, time, features). X
+  // must be the Transpose (1, 0, 2) of a batch-first value or another recurrent node's time-major
+  // output; Y is read through the forms Loom's exporter and torch.onnx write (below), or Y_h.
+  void import_rnn(const std::string& op) {
+    only_attrs({"hidden_size", "direction", "activations", "linear_before_reset", "layout", "clip", "input_forget", "activation_alpha", "activation_beta"});
+    if (attr("clip")) throw Unsupported("clip (Loom's cells do not clip)");
+    if (attr("activation_alpha") || attr("activation_beta")) throw Unsupported("activation_alpha / activation_beta (Loom's activations take none)");
+    if (attr_int("layout", 0) != 0) throw Unsupported("layout " + std::to_string(attr_int("layout", 0)) + " (imported: layout 0, time-major)");
+    if (attr_int("input_forget", 0) != 0) throw Unsupported("input_forget = 1 (Loom's LSTM has separate input and forget gates)");
+    const std::string dir = attr_string("direction", "forward");
+    if (dir != "forward" && dir != "reverse" && dir != "bidirectional") throw Unsupported("direction '" + dir + "'");
+    const int64_t dirs = dir == "bidirectional" ? 2 : 1, gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+    const Tensor &w = constant(1, "W"), &rw = constant(2, "R");
+    auto tm = time_major_.find(node_->input(0));
+    if (tm == time_major_.end())
+      throw Unsupported("its input X '" + node_->input(0) +
+                        "' is not the Transpose (1, 0, 2) of a batch-first value nor another recurrent node's output (Loom's RNN reads (batch, time, features))");
+    const nn::Layer x = floating(tm->second);
+    if (rw.ndim() != 3 || rw.shape()[0] != dirs || rw.shape()[2] < 1 || rw.shape()[1] != gates * rw.shape()[2])
+      throw Unsupported("R of the shape " + shape_str(rw.shape()) + " (valid: (" + std::to_string(dirs) + ", " + std::to_string(gates) + " n, n))");
+    const int64_t n = rw.shape()[2];
+    if (attr("hidden_size") && attr_int("hidden_size", 0) != n)
+      throw Unsupported("hidden_size " + std::to_string(attr_int("hidden_size", 0)) + " disagrees with R's " + std::to_string(n));
+    const int64_t features = x.shape()[2];
+    if (w.ndim() != 3 || w.shape()[0] != dirs || w.shape()[1] != gates * n || w.shape()[2] != features)
+      throw Unsupported("W of the shape " + shape_str(w.shape()) + " for an input of " + std::to_string(features) + " features (valid: (" +
+                        std::to_string(dirs) + ", " + std::to_string(gates * n) + ", " + std::to_string(features) + "))");
+    const bool bias = has_input(3);
+    Tensor b;
+    if (bias) {
+      b = constant(3, "B");
+      if (b.shape() != Shape{dirs, 2 * gates * n}) throw Unsupported("B of the shape " + shape_str(b.shape()));
+    }
+    if (has_input(4)) throw Unsupported("sequence_lens (Loom's RNN runs every sequence to its end)");
+    for (size_t i : {size_t{5}, size_t{6}})
+      if (has_input(i) && (i == 5 || op == "LSTM") && !all_zero(node_->input(static_cast<int>(i))))
+        throw Unsupported(std::string(i == 5 ? "initial_h" : "initial_c") + " is not zeros (Loom's RNN starts from zeros)");
+    if (op == "LSTM" && has_input(7)) throw Unsupported("peepholes (P): Loom's LSTM has none");
+    // activations: ONNX's defaults, or an RNN's tanh / relu / sigmoid
+    const std::vector<std::string> acts = attr("activations") ? std::vector<std::string>(attr("activations")->strings().begin(), attr("activations")->strings().end())
+                                                              : std::vector<std::string>{};
+    nn::ActivationFn act = nn::tanh;
+    if (op == "LSTM" || op == "GRU") {
+      std::vector<std::string> want = op == "LSTM" ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"} : std::vector<std::string>{"Sigmoid", "Tanh"};
+      std::vector<std::string> all;
+      for (int64_t d = 0; d < dirs; ++d) all.insert(all.end(), want.begin(), want.end());
+      if (!acts.empty() && acts != all) throw Unsupported("activations other than " + op + "'s defaults (Loom's " + op + " cell has those)");
+      if (op == "GRU" && attr_int("linear_before_reset", 0) != 1)
+        throw Unsupported("linear_before_reset = 0 (Loom's GRU, as PyTorch's, applies the reset gate after the recurrent product: 1)");
+    } else {
+      if (attr("linear_before_reset")) throw Unsupported("linear_before_reset on an RNN");
+      const std::string a = acts.empty() ? "Tanh" : acts[0];
+      for (const std::string& s : acts)
+        if (s != a) throw Unsupported("different activations per direction");
+      if (acts.size() > static_cast<size_t>(dirs)) throw Unsupported(std::to_string(acts.size()) + " activations for " + std::to_string(dirs) + " directions");
+      if (a == "Tanh") act = nn::tanh;
+      else if (a == "Relu") act = nn::relu;
+      else if (a == "Sigmoid") act = nn::sigmoid;
+      else throw Unsupported("the activation '" + a + "' (imported: Tanh, Relu, Sigmoid)");
+    }
+    if (op != "GRU" && attr("linear_before_reset")) throw Unsupported("linear_before_reset on an " + op);
+    const auto used = [&](int k) { return node_->output_size() > k && !node_->output(k).empty() && uses_.count(node_->output(k)) > 0; };
+    if (used(2)) throw Unsupported("Y_c (the last cell state) is used; Loom's RNN layer gives the outputs Y or the last state Y_h");
+    if (used(0) && used(1)) throw Unsupported("both Y and Y_h are used; Loom's RNN layer gives one of them");
+    if (!used(0) && !used(1)) return;
+    // what reads the result, batch-first (a value of Loom's layer) or time-major (for the next recurrent node)
+    std::vector<int> chain;
+    std::string batch_first, time_major;
+    if (used(0)) {
+      const std::string& y = node_->output(0);  // (time, dirs, batch, n)
+      std::vector<int> c;
+      const onnx::NodeProto* t = follow(y, "Transpose", perm_is({2, 0, 1, 3}), c);  // Loom's exporter
+      const onnx::NodeProto* r = t ? follow(t->output(0), "Reshape", reshape_to({0, 0, -1}), c) : nullptr;
+      if (r) {
+        batch_first = r->output(0);
+        chain = c;
+      } else {  // torch.onnx: Squeeze(axis 1) (one direction), or Transpose (0, 2, 1, 3) and Reshape (0, 0, -1)
+        c.clear();
+        const onnx::NodeProto* s = dirs == 1 ? follow(y, "Squeeze", squeeze_axis(1), c) : nullptr;
+        if (!s) {
+          c.clear();
+          const onnx::NodeProto* t2 = follow(y, "Transpose", perm_is({0, 2, 1, 3}), c);
+          s = t2 ? follow(t2->output(0), "Reshape", reshape_to({0, 0, -1}), c) : nullptr;
+        }
+        if (!s) throw Unsupported("its output Y is read otherwise than as Loom's exporter or torch.onnx write it (Transpose (2, 0, 1, 3) and Reshape (0, 0, -1); Squeeze of axis 1; Transpose (0, 2, 1, 3) and Reshape (0, 0, -1))");
+        chain = c;
+        const onnx::NodeProto* back = follow(s->output(0), "Transpose", perm_is({1, 0, 2}), chain);
+        if (back) batch_first = back->output(0);
+        else if (read_as_sequence_only(s->output(0))) time_major = s->output(0);
+        else throw Unsupported("its time-major output '" + s->output(0) + "' is read by other than a Transpose (1, 0, 2) or recurrent nodes");
+      }
+    } else {
+      const std::string& yh = node_->output(1);  // (dirs, batch, n)
+      const onnx::NodeProto* t = follow(yh, "Transpose", perm_is({1, 0, 2}), chain);
+      const onnx::NodeProto* r = t ? follow(t->output(0), "Reshape", reshape_to({0, -1}), chain) : nullptr;
+      if (!r && dirs == 1) {
+        chain.clear();
+        r = follow(yh, "Squeeze", squeeze_axis(0), chain);
+      }
+      if (!r) throw Unsupported("its output Y_h is read otherwise than as (Transpose (1, 0, 2), Reshape (0, -1)) or Squeeze of axis 0 (one direction)");
+      batch_first = r->output(0);
+    }
+    nn::RNNOptions o{.cell = op == "LSTM" ? nn::CellKind::LSTM : op == "GRU" ? nn::CellKind::GRU : nn::CellKind::RNN,
+                     .cell_options = {.activation = act, .bias = bias},
+                     .return_sequences = used(0),
+                     .reverse = dir == "reverse",
+                     .bidirectional = dirs == 2};
+    nn::RNN l(x, n, o, unique(batch_first.empty() ? time_major : batch_first));
+    // ONNX's gate blocks to Loom's (PyTorch's): Loom's block j is ONNX's block order[j]
+    const std::vector<int64_t> order = op == "LSTM" ? std::vector<int64_t>{0, 2, 3, 1} : op == "GRU" ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0};
+    const auto loom_blocks = [&](const Tensor& t) {  // (..., G n) in ONNX's order -> Loom's
+      std::vector<Tensor> parts;
+      for (int64_t g : order) parts.push_back(slice(t, -1, g * n, (g + 1) * n));
+      return concatenate(parts, -1).contiguous();
+    };
+    for (int64_t d = 0; d < dirs; ++d) {
+      const std::string prefix = dirs == 2 ? (d == 0 ? "forward/" : "backward/") : "";
+      param(l, prefix + "w_ih", loom_blocks(transpose(slice(w, 0, d, d + 1).reshape({gates * n, features}))));
+      param(l, prefix + "w_hh", loom_blocks(transpose(slice(rw, 0, d, d + 1).reshape({gates * n, n}))));
+      if (bias) {
+        const Tensor bd = slice(b, 0, d, d + 1).reshape({2 * gates * n});
+        param(l, prefix + "b_ih", loom_blocks(slice(bd, 0, 0, gates * n)));
+        param(l, prefix + "b_hh", loom_blocks(slice(bd, 0, gates * n, 2 * gates * n)));
+      }
+    }
+    for (int k : chain) done_.insert(k);
+    if (!batch_first.empty()) set(batch_first, l);
+    else time_major_[time_major] = l;
   }
 
   void import_merge(const std::string& op) {

@@ -1,6 +1,8 @@
 """Writes a torchvision ResNet-18 (random init, seed 0, eval mode) exported by torch.onnx at opset 17,
 an input and torch's logits for it, into the folder given: resnet18.onnx, input.npy, logits.npy.
-Also a small MLP (Linear, GELU, LayerNorm, Dropout, LogSoftmax): mlp.onnx, mlp_input.npy, mlp_output.npy.
+Also a small MLP (Linear, GELU, LayerNorm, Dropout, LogSoftmax): mlp.onnx, mlp_input.npy, mlp_output.npy;
+four recurrent language models (rnn_<name>.onnx, _input.npy, _output.npy) and a TransformerEncoderLayer
+(encoder.onnx, refused by the importer).
 Run with Debian's python3 (python3-torch, python3-torchvision); onnx_import_tests imports the file
 and compares its logits with torch's (docs/onnx.md, "Import")."""
 import os
@@ -47,3 +49,43 @@ torch.onnx.export(mlp, xm, os.path.join(out, "mlp.onnx"), opset_version=17, inpu
 np.save(os.path.join(out, "mlp_input.npy"), xm.numpy())
 np.save(os.path.join(out, "mlp_output.npy"), ym.numpy())
 print("mlp.onnx written")
+
+# recurrent language models as torch.onnx writes nn.LSTM / nn.GRU / nn.RNN(batch_first=True): an
+# Embedding (Gather), the recurrent node between Transposes (Squeeze of the direction axis, or
+# Transpose and Reshape when bidirectional), zero initial states computed from the input's shape
+# (ConstantOfShape, Slice per layer), and a Linear (MatMul, Add). Traced at length 5, run at
+# length 7 (the time axis is dynamic): rnn_<name>.onnx, rnn_<name>_input.npy, rnn_<name>_output.npy
+
+
+class LanguageModel(torch.nn.Module):
+    def __init__(self, cell, layers, bidirectional, **kw):
+        super().__init__()
+        self.emb = torch.nn.Embedding(30, 8)
+        self.rnn = cell(8, 6, num_layers=layers, batch_first=True, bidirectional=bidirectional, **kw)
+        self.out = torch.nn.Linear(12 if bidirectional else 6, 30)
+
+    def forward(self, ids):
+        y, _ = self.rnn(self.emb(ids))
+        return self.out(y)
+
+
+for name, cell, layers, bi, kw in [("lstm2", torch.nn.LSTM, 2, False, {}), ("bilstm", torch.nn.LSTM, 1, True, {}),
+                                   ("gru", torch.nn.GRU, 2, False, {}), ("rnn_relu", torch.nn.RNN, 1, True, {"nonlinearity": "relu"})]:
+    torch.manual_seed(3)
+    lm = LanguageModel(cell, layers, bi, **kw).eval()
+    trace = torch.randint(0, 30, (3, 5), generator=torch.Generator().manual_seed(4))
+    ids = torch.randint(0, 30, (2, 7), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        y = lm(ids)
+    torch.onnx.export(lm, trace, os.path.join(out, f"rnn_{name}.onnx"), opset_version=17, input_names=["ids"], output_names=["logits"],
+                      dynamic_axes={"ids": {0: "batch", 1: "time"}, "logits": {0: "batch", 1: "time"}})
+    np.save(os.path.join(out, f"rnn_{name}_input.npy"), ids.numpy())
+    np.save(os.path.join(out, f"rnn_{name}_output.npy"), y.numpy())
+    print(f"rnn_{name}.onnx written")
+
+# a TransformerEncoderLayer (batch_first, eval): its attention is refused by name (docs/onnx.md)
+torch.manual_seed(6)
+encoder = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+torch.onnx.export(encoder, torch.randn(2, 5, 8), os.path.join(out, "encoder.onnx"), opset_version=17, input_names=["x"],
+                  output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "time"}, "y": {0: "batch", 1: "time"}})
+print("encoder.onnx written")

@@ -38,6 +38,9 @@ struct Case {
   int64_t id_range = 0;       // > 0: int64 ids in [0, id_range) for Int64 inputs
   bool external_data = false;    // exported with OnnxExportOptions::external_data: the weights in NAME.onnx.data
   bool fold_batch_norm = false;  // exported with OnnxExportOptions::fold_batch_norm: no BatchNormalization node left
+  // exported with this OnnxExportOptions::external_data_threshold (bytes), external_data false:
+  // the automatic switch to NAME.onnx.data, taken at a small size instead of 2 GB (< 0: the default)
+  int64_t external_threshold = -1;
 };
 
 // Non-trivial state: biases, batch norm statistics and scales away from their initial values.
@@ -75,7 +78,19 @@ void check_case(const std::string& name, const Case& c) {
   io::OnnxExportOptions options;
   options.fold_batch_norm = c.fold_batch_norm;
   options.external_data = c.external_data;
+  if (c.external_threshold >= 0) options.external_data_threshold = c.external_threshold;
   io::export_onnx(c.graph, path, options);
+  // the automatic switch: taken past the threshold, not below it
+  const bool split = c.external_data || c.external_threshold >= 0;
+  if (c.external_threshold >= 0) {
+    const int64_t whole = static_cast<int64_t>(io::encode_onnx(c.graph, options).size());
+    EXPECT_GE(whole, c.external_threshold) << "the case's model must pass its threshold";
+    const std::string below = dir + "/" + name + "_below.onnx.tmp";
+    options.external_data_threshold = whole + 1;
+    io::export_onnx(c.graph, below, options);
+    EXPECT_FALSE(fs::exists(below + ".data")) << "split below the threshold";
+    fs::remove(below);
+  }
 
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
@@ -86,10 +101,10 @@ void check_case(const std::string& name, const Case& c) {
   ASSERT_EQ(model.opset_import_size(), 1);
   EXPECT_EQ(model.opset_import(0).version(), 17);
   // in memory (external data would be looked for in the working directory), and from the file
-  if (!c.external_data) ASSERT_NO_THROW(onnx::checker::check_model(model));
+  if (!split) ASSERT_NO_THROW(onnx::checker::check_model(model));
   ASSERT_NO_THROW(onnx::checker::check_model(path));
-  EXPECT_EQ(fs::exists(path + ".data"), c.external_data);
-  if (c.external_data) {
+  EXPECT_EQ(fs::exists(path + ".data"), split);
+  if (split) {
     int external = 0;
     for (const auto& t : model.graph().initializer()) {
       const bool small = t.has_raw_data() && t.raw_data().size() < 1024;  // shapes stay inside
@@ -382,6 +397,11 @@ std::map<std::string, std::function<Case()>> zoo_cases() {
   m["zoo_lenet_external_data"] = [net] {
     Case c = net(zoo::lenet(10), {1, 28, 28});
     c.external_data = true;
+    return c;
+  };
+  m["zoo_lenet_external_auto"] = [net] {  // past a 64 KB threshold: split without external_data
+    Case c = net(zoo::lenet(10), {1, 28, 28});
+    c.external_threshold = 64 * 1024;
     return c;
   };
   m["zoo_fashion_cnn"] = [net] { return net(zoo::fashion_cnn(10, {.widths = {4, 8}, .convs_per_block = 2, .hidden = 16}), {1, 28, 28}); };

@@ -33,8 +33,11 @@ struct LOOM_API OnnxExportOptions {
   bool fold_batch_norm = false;
   // export_onnx writes the weights to "<file>.data" beside the model (ONNX external data, offsets
   // 64-byte aligned; tensors under 1 KB stay inside, as onnx.save does) when the model would pass
-  // protobuf's 2 GB limit, or always with this set.
+  // protobuf's 2 GB limit (external_data_threshold bytes), or always with this set.
   bool external_data = false;
+  // The serialized size from which export_onnx switches to external data by itself: protobuf's
+  // limit (2^31 bytes), which a model must stay under; lower values let a test take the switch.
+  int64_t external_data_threshold = int64_t{1} << 31;
   // Written as the model's producer and doc string.
   std::string producer_name = "loom";
   std::string doc_string;
