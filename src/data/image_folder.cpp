@@ -145,14 +145,29 @@ int64_t ImageFolder::class_index(const std::string& name) const {
   return it - classes_.begin();
 }
 
-Example ImageFolder::get(int64_t i) const {
+namespace {
+
+detail::DecodedImage decode(const ImageFolder::Sample& s, const ImageFolderOptions& o) {
+  const std::string bytes = read_file(s.path);
+  return detail::decode_hwc(bytes.data(), bytes.size(), {o.mode, o.max_pixels}, s.path);
+}
+
+std::pair<int64_t, int64_t> target(const detail::DecodedImage& img, const ImageFolderOptions& o) {
+  return o.size.empty() ? std::pair{img.height, img.width} : detail::resize_target(img.height, img.width, o.size, "ImageFolder");
+}
+
+}  // namespace
+
+void ImageFolder::check_index(int64_t i) const {
   if (i < 0 || i >= size())
     throw IndexError("ImageFolder: index " + std::to_string(i) + " is out of range for " + std::to_string(size()) + " images");
+}
+
+Example ImageFolder::get(int64_t i) const {
+  check_index(i);
   const Sample& s = samples_[static_cast<size_t>(i)];
-  const std::string bytes = read_file(s.path);
-  const detail::DecodedImage img = detail::decode_hwc(bytes.data(), bytes.size(), {options_.mode, options_.max_pixels}, s.path);
-  const auto [oh, ow] =
-      options_.size.empty() ? std::pair{img.height, img.width} : detail::resize_target(img.height, img.width, options_.size, "ImageFolder");
+  const detail::DecodedImage img = decode(s, options_);
+  const auto [oh, ow] = target(img, options_);
   Tensor image = empty({img.channels, oh, ow}, Float32, Device::cpu());
   detail::resize_hwc_u8(img.pixels.get(), img.height, img.width, img.channels, image.data<float>(), oh, ow, 1.0f / 255.0f,
                         options_.antialias);
@@ -160,6 +175,33 @@ Example ImageFolder::get(int64_t i) const {
   if (options_.transform.is_identity()) return ex;
   Generator gen(Generator::mix(options_.seed, static_cast<uint64_t>(i)));
   return options_.transform.apply_example(std::move(ex), gen);
+}
+
+Batch ImageFolder::get_batch(const std::vector<int64_t>& indices) const {
+  // Without a per-example transform the images are resized straight into the batch (no copy
+  // by collate); the result is what collate of get() would give.
+  if (!options_.transform.is_identity() || indices.empty()) return Dataset::get_batch(indices);
+  for (int64_t i : indices) check_index(i);
+  const auto n = static_cast<int64_t>(indices.size());
+  Tensor images, labels = empty({n}, Int64, Device::cpu());
+  int64_t c = 0, oh = 0, ow = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const Sample& s = samples_[static_cast<size_t>(indices[static_cast<size_t>(j)])];
+    const detail::DecodedImage img = decode(s, options_);
+    const auto [h, w] = target(img, options_);
+    if (j == 0) {
+      c = img.channels, oh = h, ow = w;
+      images = empty({n, c, oh, ow}, Float32, Device::cpu());
+    } else if (img.channels != c || h != oh || w != ow) {
+      throw ShapeError("ImageFolder: '" + s.path + "' gives an image of shape " + shape_str({img.channels, h, w}) +
+                       " but the first of its batch " + shape_str({c, oh, ow}) +
+                       " (images of different sizes are batched after resizing to one size: ImageFolderOptions::size {height, width})");
+    }
+    detail::resize_hwc_u8(img.pixels.get(), img.height, img.width, img.channels, images.data<float>() + j * c * oh * ow, oh, ow,
+                          1.0f / 255.0f, options_.antialias);
+    labels.data<int64_t>()[j] = s.label;
+  }
+  return {images, labels};
 }
 
 }  // namespace loom::data

@@ -118,47 +118,93 @@ void resize_planes(const float* src, int64_t planes, int64_t h, int64_t w, float
   }
 }
 
+namespace {
+
+// One row of interleaved pixels (w, C) -> C plane rows of ow, times scale; K taps known at
+// compile time for the common filters (the loop over taps unrolls).
+template <int64_t C, int64_t K>
+void horizontal_row(const float* row, const ResizeTaps& t, int64_t ow, float scale, float* out, int64_t plane) {
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    const float* wt = t.weights.data() + ox * K;
+    const float* s = row + t.first[static_cast<size_t>(ox)] * C;
+    float acc[C] = {};
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t ch = 0; ch < C; ++ch) acc[ch] += wt[k] * s[k * C + ch];
+    for (int64_t ch = 0; ch < C; ++ch) out[ch * plane + ox] = acc[ch] * scale;
+  }
+}
+
+template <int64_t C>
+void horizontal_row_k(const float* row, const ResizeTaps& t, int64_t ow, float scale, float* out, int64_t plane) {
+  switch (t.ksize) {
+    case 2: return horizontal_row<C, 2>(row, t, ow, scale, out, plane);
+    case 3: return horizontal_row<C, 3>(row, t, ow, scale, out, plane);
+    case 5: return horizontal_row<C, 5>(row, t, ow, scale, out, plane);
+    case 7: return horizontal_row<C, 7>(row, t, ow, scale, out, plane);
+    default:
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const float* wt = t.weights.data() + ox * t.ksize;
+        const float* s = row + t.first[static_cast<size_t>(ox)] * C;
+        for (int64_t ch = 0; ch < C; ++ch) {
+          float acc = 0;
+          for (int64_t k = 0; k < t.ksize; ++k) acc += wt[k] * s[k * C + ch];
+          out[ch * plane + ox] = acc * scale;
+        }
+      }
+  }
+}
+
+}  // namespace
+
 void resize_hwc_u8(const uint8_t* src, int64_t h, int64_t w, int64_t c, float* dst, int64_t oh, int64_t ow, float scale,
                    bool antialias) {
-  // horizontal pass (or de-interleaving only) into c planes of (h, ow)
-  std::vector<float> tmp(static_cast<size_t>(c * h * ow));
-  float* planes = tmp.data();
-  const int64_t plane = h * ow;
-  if (w != ow) {
-    const ResizeTaps t = resize_taps(w, ow, antialias);
-    const int64_t K = t.ksize;
-    for (int64_t y = 0; y < h; ++y) {
-      const uint8_t* row = src + y * w * c;
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        const float* wt = t.weights.data() + ox * K;
-        const uint8_t* s = row + t.first[static_cast<size_t>(ox)] * c;
-        if (c == 3) {
-          float r = 0, g = 0, b = 0;
-          for (int64_t k = 0; k < K; ++k) {
-            r += wt[k] * s[3 * k];
-            g += wt[k] * s[3 * k + 1];
-            b += wt[k] * s[3 * k + 2];
-          }
-          planes[y * ow + ox] = r;
-          planes[plane + y * ow + ox] = g;
-          planes[2 * plane + y * ow + ox] = b;
-        } else {
-          for (int64_t ch = 0; ch < c; ++ch) {
-            float acc = 0;
-            for (int64_t k = 0; k < K; ++k) acc += wt[k] * s[k * c + ch];
-            planes[ch * plane + y * ow + ox] = acc;
-          }
-        }
+  // Vertical pass first, on whole interleaved rows (w * c contiguous values: it vectorizes), into
+  // float rows of (oh, w, c); then the horizontal pass de-interleaves into the c planes.
+  const int64_t n = w * c;
+  std::vector<float> tmp(static_cast<size_t>(oh * n));
+  if (h != oh) {
+    const ResizeTaps t = resize_taps(h, oh, antialias);
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      float* out = tmp.data() + oy * n;
+      const float* wt = t.weights.data() + oy * t.ksize;
+      const uint8_t* base = src + t.first[static_cast<size_t>(oy)] * n;
+      const float w0 = wt[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = w0 * static_cast<float>(base[i]);
+      for (int64_t k = 1; k < t.ksize; ++k) {
+        const float wk = wt[k];
+        if (wk == 0.0f) continue;
+        const uint8_t* row = base + k * n;
+        for (int64_t i = 0; i < n; ++i) out[i] += wk * static_cast<float>(row[i]);
       }
     }
   } else {
-    for (int64_t i = 0; i < h * w; ++i)
-      for (int64_t ch = 0; ch < c; ++ch) planes[ch * plane + i] = src[i * c + ch];
+    for (int64_t i = 0; i < h * n; ++i) tmp[static_cast<size_t>(i)] = static_cast<float>(src[i]);
   }
-  if (h != oh) {
-    vertical(planes, c, h, ow, dst, oh, resize_taps(h, oh, antialias), scale);
-  } else {
-    for (int64_t i = 0; i < c * plane; ++i) dst[i] = planes[i] * scale;
+  const int64_t plane = oh * ow;
+  if (w == ow) {
+    for (int64_t i = 0; i < oh * w; ++i)
+      for (int64_t ch = 0; ch < c; ++ch) dst[ch * plane + i] = tmp[static_cast<size_t>(i * c + ch)] * scale;
+    return;
+  }
+  const ResizeTaps t = resize_taps(w, ow, antialias);
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const float* row = tmp.data() + oy * n;
+    float* out = dst + oy * ow;
+    if (c == 3) {
+      horizontal_row_k<3>(row, t, ow, scale, out, plane);
+    } else if (c == 1) {
+      horizontal_row_k<1>(row, t, ow, scale, out, plane);
+    } else {
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const float* wt = t.weights.data() + ox * t.ksize;
+        const float* s = row + t.first[static_cast<size_t>(ox)] * c;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          float acc = 0;
+          for (int64_t k = 0; k < t.ksize; ++k) acc += wt[k] * s[k * c + ch];
+          out[ch * plane + ox] = acc * scale;
+        }
+      }
+    }
   }
 }
 

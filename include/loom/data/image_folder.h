@@ -60,6 +60,9 @@ class LOOM_API ImageFolder : public Dataset {
 
   int64_t size() const override { return static_cast<int64_t>(samples_.size()); }
   Example get(int64_t i) const override;
+  // Without a per-example transform, images are resized straight into the batch (the result
+  // equals collate of get(); images of different sizes are a ShapeError naming the file).
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
 
   const std::vector<std::string>& classes() const { return classes_; }
   // The index of a class name; throws ValueError for a name that is not a class.
@@ -69,6 +72,7 @@ class LOOM_API ImageFolder : public Dataset {
 
  private:
   ImageFolder(std::vector<Sample> samples, std::vector<std::string> classes, ImageFolderOptions options);
+  void check_index(int64_t i) const;
   std::vector<Sample> samples_;
   std::vector<std::string> classes_;
   ImageFolderOptions options_;

@@ -367,6 +367,17 @@ TEST(ImageFolder, ResizeTransformAndLoaderWorkers) {
     ++batches;
   }
   EXPECT_EQ(batches, 2);
+  // without a per-example transform, get_batch resizes into the batch: equal to collate of get()
+  const ImageFolder plain(tmp / "root", {.size = {5, 7}});
+  const Batch fast = plain.get_batch({4, 0, 2});
+  const Batch slow = collate({plain.get(4), plain.get(0), plain.get(2)});
+  EXPECT_EQ(fast[0].shape(), (Shape{3, 3, 5, 7}));
+  EXPECT_EQ(fast[0].to_vector<float>(), slow[0].to_vector<float>());
+  EXPECT_EQ(fast[1].to_vector<int64_t>(), (std::vector<int64_t>{2, 0, 1}));
+  EXPECT_THROW(plain.get_batch({0, 6}), IndexError);
+  write_bytes(tmp / "root/bird/y.png", encode_png(pattern(3, 2, 2)));
+  const ImageFolder mixed(tmp / "root");
+  EXPECT_TRUE(contains_all(error_message<ShapeError>([&] { mixed.get_batch({0, 1}); }), {"y.png", "(3, 2, 2)", "(3, 6, 8)"}));
 }
 
 // ---------- transforms
