@@ -29,7 +29,7 @@ for i in range(n):
     img = np.clip(img + rng.integers(-12, 13, img.shape), 0, 255).astype(np.uint8)
     Image.fromarray(img).save(os.path.join(d, "%05d.jpg" % i), quality=90)
 PY
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) threads available; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "CPU: $(cd "$here" && python3 -c 'import bench_results as b; print(b.cpu_description(b.cpuinfo()))'), $(nproc) threads available; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/bench/image_folder_bench" "$dir/root" "$epochs" | tee "$dir/loom.txt"
 /usr/bin/python3 "$here/torch_image_folder_peer.py" "$dir/root" "$epochs" | tee "$dir/torch.txt"
 python3 - "$dir/loom.txt" "$dir/torch.txt" "$n" <<'PY'

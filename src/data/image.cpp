@@ -93,7 +93,6 @@ tjhandle decompressor() {
 
 detail::DecodedImage decode_jpeg(const uint8_t* data, size_t size, const ImageReadOptions& options, const std::string& name) {
   tjhandle tj = decompressor();
-  if (size > static_cast<size_t>(~0UL)) fail(name, "is too large");
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(tj, data, static_cast<unsigned long>(size), &width, &height, &subsamp, &colorspace) != 0)
     jpeg_fail(name, std::string("is not a valid JPEG image (corrupt or truncated): ") + tjGetErrorStr2(tj));
