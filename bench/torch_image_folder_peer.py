@@ -6,7 +6,6 @@ started once, persistent_workers, so that process start-up is not counted).
 
     python3 torch_image_folder_peer.py ROOT [epochs=3] [size=224] [batch=64]
 """
-import os
 import sys
 import time
 
@@ -20,8 +19,8 @@ def main():
     epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     size = int(sys.argv[3]) if len(sys.argv) > 3 else 224
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 64
-    # as many intra-op threads as Loom's pool has (ToTensor's division and the collation)
-    torch.set_num_threads(int(os.environ.get("LOOM_NUM_THREADS", os.cpu_count())))
+    # torch's own intra-op thread count (Debian's torch starts with 1 here): ToTensor's division and
+    # the collation are all it runs; with 2 OpenMP threads on a loaded machine they spun, 16 images/s
     ds = torchvision.datasets.ImageFolder(root, transform=T.Compose([T.Resize(size), T.ToTensor()]))
     print(f"torchvision {torchvision.__version__} (torch {torch.__version__}) ImageFolder: {len(ds)} images, "
           f"{len(ds.classes)} classes, resize {size}, batch {batch}, threads {torch.get_num_threads()}")
