@@ -39,7 +39,8 @@ std::vector<Tensor> make_data(int64_t n, uint64_t seed) {
 
 int main(int argc, char** argv) {
   const bool short_run = argc > 1 && std::string(argv[1]) == "--short";
-  const int64_t n_train = short_run ? 4000 : 20000, epochs = short_run ? 3 : 5;
+  const int64_t n_train = short_run ? 4000 : 20000;
+  const int epochs = short_run ? 3 : 5;
   const double goal = short_run ? 0.60 : 0.95;
   manual_seed(3);
 

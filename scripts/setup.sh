@@ -12,6 +12,8 @@ PACKAGES=(
   # binaries for the tests' throwaway server (tests/unit/store/pg_server.sh)
   libsqlite3-dev libpq-dev libssl-dev postgresql
   dataset-fashion-mnist
+  # data::read_image and ImageFolder: JPEG (libjpeg-turbo's TurboJPEG API) and PNG decoding
+  libturbojpeg0-dev libpng-dev
   # the test suite's reference: Debian's PyTorch and NumPy under /usr/bin/python3
   python3 python3-torch python3-numpy
   # the model zoo's parameter-count and output reference (tests/zoo/check_params.py)

@@ -56,6 +56,8 @@
 #include "loom/data/csv.h"
 #include "loom/data/dataset.h"
 #include "loom/data/idx.h"
+#include "loom/data/image.h"
+#include "loom/data/image_folder.h"
 #include "loom/data/loader.h"
 #include "loom/data/npy.h"
 #include "loom/data/text.h"

@@ -1,5 +1,8 @@
 #include "loom/data/transforms.h"
 
+#include <cmath>
+
+#include "data/resize.h"
 #include "loom/core/grad_mode.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -111,6 +114,57 @@ Tensor random_horizontal_flip(const Tensor& x, double p, Generator& gen) {
   return horizontal_flip(x, bernoulli({x.dim(0)}, p, Bool, Device::cpu(), &gen));
 }
 
+Tensor resize(const Tensor& x, const std::vector<int64_t>& size, bool antialias) {
+  if (!x.defined()) throw ValueError("resize: the input is undefined");
+  if (x.ndim() < 2)
+    throw ShapeError("resize: input of shape " + shape_str(x.shape()) + " (valid: at least 2 axes, the last two (height, width))");
+  const int64_t h = x.dim(-2), w = x.dim(-1);
+  if (h == 0 || w == 0)
+    throw ShapeError("resize: input of shape " + shape_str(x.shape()) + " has an empty image (valid: height, width >= 1)");
+  const auto [oh, ow] = detail::resize_target(h, w, size, "resize");
+  Shape s = x.shape();
+  s[s.size() - 2] = oh;
+  s[s.size() - 1] = ow;
+  const Tensor xf = (x.dtype() == Float32 ? x : x.astype(Float32)).to(Device::cpu()).contiguous();
+  Tensor out = empty(s, Float32, Device::cpu());
+  const int64_t planes = xf.numel() / (h * w);
+  detail::resize_planes(xf.data<float>(), planes, h, w, out.data<float>(), oh, ow, antialias);
+  return x.device() == Device::cpu() ? out : out.to(x.device());
+}
+
+Tensor center_crop(const Tensor& x, int64_t height, int64_t width) {
+  require_batch(x, 2, "center_crop");
+  const int64_t h = x.dim(-2), w = x.dim(-1);
+  if (height < 1 || width < 1 || height > h || width > w)
+    throw ValueError("center_crop: a (" + std::to_string(height) + ", " + std::to_string(width) +
+                     ") window does not fit images of (" + std::to_string(h) + ", " + std::to_string(w) + ")");
+  // Python's round(): halves to even (the default rounding mode)
+  const auto top = static_cast<int64_t>(std::nearbyint(static_cast<double>(h - height) / 2.0));
+  const auto left = static_cast<int64_t>(std::nearbyint(static_cast<double>(w - width) / 2.0));
+  return x.index({Ellipsis, Slice(top, top + height), Slice(left, left + width)}).contiguous();
+}
+
+Tensor rgb_to_grayscale(const Tensor& x, int64_t num_output_channels) {
+  if (!x.defined()) throw ValueError("rgb_to_grayscale: the input is undefined");
+  if (x.ndim() < 3 || x.dim(-3) != 3)
+    throw ShapeError("rgb_to_grayscale: input of shape " + shape_str(x.shape()) + " (valid: (..., 3, H, W), RGB along axis -3)");
+  if (num_output_channels != 1 && num_output_channels != 3)
+    throw ValueError("rgb_to_grayscale: num_output_channels must be 1 or 3, got " + std::to_string(num_output_channels));
+  const Tensor xf = is_floating(x.dtype()) ? x : x.astype(Float32);
+  const Tensor r = xf.index({Ellipsis, Slice(0, 1), Slice(), Slice()});
+  const Tensor g = xf.index({Ellipsis, Slice(1, 2), Slice(), Slice()});
+  const Tensor b = xf.index({Ellipsis, Slice(2, 3), Slice(), Slice()});
+  const Tensor l = r * 0.2989 + g * 0.587 + b * 0.114;
+  return num_output_channels == 1 ? l : concatenate({l, l, l}, -3);
+}
+
+Tensor grayscale_to_rgb(const Tensor& x) {
+  if (!x.defined()) throw ValueError("grayscale_to_rgb: the input is undefined");
+  if (x.ndim() < 3 || x.dim(-3) != 1)
+    throw ShapeError("grayscale_to_rgb: input of shape " + shape_str(x.shape()) + " (valid: (..., 1, H, W), one channel along axis -3)");
+  return concatenate({x, x, x}, -3);
+}
+
 Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype) {
   if (!labels.defined()) throw ValueError("one_hot: the labels are undefined");
   if (!is_integral(labels.dtype()))
@@ -170,6 +224,50 @@ RandomHorizontalFlip::RandomHorizontalFlip(double p, size_t field)
           "random_horizontal_flip") {
   if (!(p >= 0 && p <= 1)) throw ValueError("RandomHorizontalFlip: p must be in [0, 1], got " + std::to_string(p));
 }
+
+Resize::Resize(std::vector<int64_t> size, bool antialias, size_t field)
+    : Transform(
+          [=](Batch b, Generator&) {
+            Tensor& t = field_of(b, field, "Resize");
+            t = resize(t, size, antialias);
+            return b;
+          },
+          "resize") {
+  detail::resize_target(1, 1, size, "Resize");  // a bad size fails here, not in the first batch
+}
+
+CenterCrop::CenterCrop(int64_t height, int64_t width, size_t field)
+    : Transform(
+          [=](Batch b, Generator&) {
+            Tensor& t = field_of(b, field, "CenterCrop");
+            t = center_crop(t, height, width);
+            return b;
+          },
+          "center_crop") {
+  if (height < 1 || width < 1)
+    throw ValueError("CenterCrop: height and width must be >= 1, got " + std::to_string(height) + ", " + std::to_string(width));
+}
+
+Grayscale::Grayscale(int64_t num_output_channels, size_t field)
+    : Transform(
+          [=](Batch b, Generator&) {
+            Tensor& t = field_of(b, field, "Grayscale");
+            t = rgb_to_grayscale(t, num_output_channels);
+            return b;
+          },
+          "grayscale") {
+  if (num_output_channels != 1 && num_output_channels != 3)
+    throw ValueError("Grayscale: num_output_channels must be 1 or 3, got " + std::to_string(num_output_channels));
+}
+
+GrayscaleToRGB::GrayscaleToRGB(size_t field)
+    : Transform(
+          [=](Batch b, Generator&) {
+            Tensor& t = field_of(b, field, "GrayscaleToRGB");
+            t = grayscale_to_rgb(t);
+            return b;
+          },
+          "grayscale_to_rgb") {}
 
 OneHot::OneHot(int64_t num_classes, size_t field, DType dtype)
     : Transform(

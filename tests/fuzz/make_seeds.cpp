@@ -226,6 +226,18 @@ int main(int argc, char** argv) {
     put("text", "vocab.txt", std::string{'\x10'} + read_file((tmp / "v").string()));
     fs::remove_all(tmp);
   }
+  // Images, through Loom's encoders: PNG gray and RGB, JPEG gray and RGB (4:2:0).
+  {
+    auto img = [](int64_t c, int64_t h, int64_t w) {
+      std::vector<uint8_t> v;
+      for (int64_t i = 0; i < c * h * w; ++i) v.push_back(static_cast<uint8_t>(i * 37 % 256));
+      return from_vector(v, {c, h, w});
+    };
+    put("image", "gray.png", data::encode_png(img(1, 5, 7)));
+    put("image", "rgb.png", data::encode_png(img(3, 9, 6)));
+    put("image", "gray.jpg", data::encode_jpeg(img(1, 8, 8), 90));
+    put("image", "rgb.jpg", data::encode_jpeg(img(3, 17, 12), 75));
+  }
   // ONNX models, through Loom's exporter (what import_onnx reads back).
   {
     loom_fuzz::Net net;

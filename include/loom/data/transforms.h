@@ -32,6 +32,23 @@ LOOM_API Tensor random_crop(const Tensor& x, int64_t height, int64_t width, int6
 LOOM_API Tensor horizontal_flip(const Tensor& x, const Tensor& flip);
 // horizontal_flip() with flip = bernoulli({N}, p) drawn from gen.
 LOOM_API Tensor random_horizontal_flip(const Tensor& x, double p, Generator& gen);
+// Bilinear resize of the last two axes (height, width) of x (any leading axes: an image (C, H, W)
+// or a batch (N, C, H, W)) to `size`: {s} makes the shorter side s and the longer
+// int(s * long / short), keeping the aspect ratio; {height, width} is exact (torchvision's
+// Resize). antialias (the default, as PIL and torch's antialias=True) widens the filter when
+// shrinking, so that every source pixel counts; without it, output pixels mix their two nearest
+// source pixels (torch's bilinear, align_corners=False). The result is float32.
+LOOM_API Tensor resize(const Tensor& x, const std::vector<int64_t>& size, bool antialias = true);
+// The (height, width) window at the centre of the last two axes: top = round((H - height) / 2),
+// left = round((W - width) / 2), halves rounded to even (torchvision's center_crop). A window
+// larger than the image throws ValueError.
+LOOM_API Tensor center_crop(const Tensor& x, int64_t height, int64_t width);
+// RGB to gray along the channel axis (axis -3: (..., 3, H, W)), 0.2989 R + 0.587 G + 0.114 B
+// (torchvision's rgb_to_grayscale); num_output_channels 3 repeats the gray channel. Integer
+// inputs give float32.
+LOOM_API Tensor rgb_to_grayscale(const Tensor& x, int64_t num_output_channels = 1);
+// One gray channel (axis -3) repeated into three.
+LOOM_API Tensor grayscale_to_rgb(const Tensor& x);
 // One-hot encoding: labels of any shape -> shape + (num_classes,); throws ValueError when a
 // label lies outside [0, num_classes).
 LOOM_API Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype = Float32);
@@ -79,6 +96,22 @@ class LOOM_API RandomCrop : public Transform {
 class LOOM_API RandomHorizontalFlip : public Transform {
  public:
   explicit RandomHorizontalFlip(double p = 0.5, size_t field = 0);
+};
+class LOOM_API Resize : public Transform {
+ public:
+  explicit Resize(std::vector<int64_t> size, bool antialias = true, size_t field = 0);
+};
+class LOOM_API CenterCrop : public Transform {
+ public:
+  CenterCrop(int64_t height, int64_t width, size_t field = 0);
+};
+class LOOM_API Grayscale : public Transform {
+ public:
+  explicit Grayscale(int64_t num_output_channels = 1, size_t field = 0);
+};
+class LOOM_API GrayscaleToRGB : public Transform {
+ public:
+  explicit GrayscaleToRGB(size_t field = 0);
 };
 class LOOM_API OneHot : public Transform {
  public:
