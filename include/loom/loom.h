@@ -83,3 +83,4 @@
 #include "loom/store/store.h"
 #include "loom/flow/tasks.h"
 #include "loom/flow/agent.h"
+#include "loom/flow/plans.h"

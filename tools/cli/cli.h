@@ -120,6 +120,7 @@ int models_main(const std::vector<std::string>& args);
 int datasets_main(const std::vector<std::string>& args);
 int runs_main(const std::vector<std::string>& args);
 int tasks_main(const std::vector<std::string>& args);
+int plans_main(const std::vector<std::string>& args);
 int agent_main(const std::vector<std::string>& args);
 
 }  // namespace loom::cli

@@ -127,7 +127,7 @@ TEST_P(StoreSession, FlowCreatesItsTablesWhenItFirstUsesAStore) {
   store::Store s = store::Store::open(url());
   flow::Tasks tasks(s);
   EXPECT_TRUE(has_table("tasks"));
-  EXPECT_EQ(raw_sql(url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow'"), std::vector<std::string>{"1"});
+  EXPECT_EQ(raw_sql(url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow'"), std::vector<std::string>{"2"});
   const int64_t id = tasks.submit("k");
   // Another handle and process finds it current and changes nothing.
   store::Store again = store::Store::open(url());
@@ -163,7 +163,7 @@ TEST_P(StoreSession, AStoreWhoseSchemaHeldTheTasksKeepsThem) {
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].kind, "old.kind");
   EXPECT_EQ(all[0].hyper_parameters, R"({"lr":0.5})");
-  EXPECT_EQ(raw_sql(url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow'"), std::vector<std::string>{"1"});
+  EXPECT_EQ(raw_sql(url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow'"), std::vector<std::string>{"2"});
   const std::optional<flow::Claim> c = tasks.claim({"old.kind"}, "agent");
   ASSERT_TRUE(c.has_value());
   tasks.finish(*c, "1");
