@@ -7,6 +7,9 @@
 #include <set>
 
 #include "core/json_util.h"
+#include "core/utf8.h"
+#include "loom/store/datasets.h"
+#include "loom/store/models.h"
 #include "loom/store/text.h"
 
 namespace loom::flow::detail {
@@ -24,6 +27,9 @@ void check_range(const char* op, const char* option, int64_t v, int64_t lo, int6
     throw ValueError(std::string(op) + ": " + option + " " + std::to_string(v) + " is out of range (valid: " + std::to_string(lo) +
                      " to " + std::to_string(hi) + ")");
 }
+
+Value opt(const std::string& s) { return s.empty() ? Value() : Value(store::storable_text(s)); }
+Value opt(int64_t v) { return v ? Value(v) : Value(); }
 
 std::string in_list(size_t n) {
   std::string s;
@@ -53,6 +59,41 @@ void check_options(const char* op, const TaskOptions& o) {
 
 std::string clip_error(const std::string& e) {
   return store::storable_text(e.size() <= kMaxErrorBytes ? e : "..." + e.substr(e.size() - kMaxErrorBytes));
+}
+
+void check_lineage(const store::Store& store, const char* op, const Lineage& l) {
+  const auto version = [&](const char* what, int64_t v, const std::string& name) {
+    if (v < 0) throw ValueError(std::string(op) + ": lineage " + what + " " + std::to_string(v) + " is negative (valid: 0 for the latest, or a version)");
+    if (v > 0 && name.empty()) throw ValueError(std::string(op) + ": lineage names a " + what + " but no name");
+  };
+  version("input_dataset_version", l.input_dataset_version, l.input_dataset);
+  version("input_model_version", l.input_model_version, l.input_model);
+  if (l.input_dataset_query.size() > 4096 || (!l.input_dataset_query.empty() && l.input_dataset.empty()))
+    throw ValueError(std::string(op) + ": lineage input_dataset_query must be at most 4096 bytes and go with an input_dataset");
+  const auto name = [&](const char* what, const std::string& s) {
+    // the store's rule for model and dataset names (docs/store.md)
+    bool ok = s.size() <= 256 && loom::detail::is_utf8(s);
+    for (size_t i = 0; ok && i < s.size(); ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      ok = c >= 0x20 && c != 0x7f && !(c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) < 0xa0);
+    }
+    if (!ok)
+      throw ValueError(std::string(op) + ": lineage " + what + " " + loom::detail::quote_text(s) +
+                       " is not a valid name (valid: 1 to 256 bytes of UTF-8 text without control characters)");
+  };
+  name("input_dataset", l.input_dataset);
+  name("input_model", l.input_model);
+  name("output_model", l.output_model);
+  name("output_dataset", l.output_dataset);
+  // A pinned version must exist; an unpinned name may be made by a dependency first.
+  if (l.input_dataset_version > 0) store.datasets().get(l.input_dataset, l.input_dataset_version);
+  if (l.input_model_version > 0) store.models().get(l.input_model, l.input_model_version);
+}
+
+Lineage lineage_of(const Row& r, size_t i) {
+  const auto text = [&](size_t k) { return r.is_null(k) ? std::string() : r.text(k); };
+  const auto integer = [&](size_t k) { return r.is_null(k) ? int64_t(0) : r.integer(k); };
+  return {text(i), integer(i + 1), text(i + 2), text(i + 3), integer(i + 4), text(i + 5), text(i + 6)};
 }
 
 std::string skip_locked(const Session& session) { return session.backend() == "postgresql" ? " FOR UPDATE SKIP LOCKED" : ""; }
@@ -92,9 +133,12 @@ int64_t insert_task(Session& session, const std::string& kind, const std::string
   const int64_t id =
       session
           .query("INSERT INTO tasks (kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, "
-                 "created_ms, plan_id, name, waiting) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?, ?, ?, ?) RETURNING id",
+                 "created_ms, plan_id, name, waiting, " + std::string(kLineageColumns) +
+                 ") VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                  {kind, hyper, o.priority, o.max_attempts, o.timeout_ms, o.lease_ms, now, plan_id ? Value(plan_id) : Value(),
-                  name.empty() ? Value() : Value(name), waiting})[0]
+                  name.empty() ? Value() : Value(name), waiting, opt(o.lineage.input_dataset), opt(o.lineage.input_dataset_version),
+                  opt(o.lineage.input_dataset_query), opt(o.lineage.input_model), opt(o.lineage.input_model_version),
+                  opt(o.lineage.output_model), opt(o.lineage.output_dataset)})[0]
           .integer(0);
   for (int64_t d : depends_on) session.execute("INSERT INTO task_dependencies (task_id, depends_on) VALUES (?, ?)", {id, d});
   return id;

@@ -21,6 +21,13 @@ std::string clip_error(const std::string& e);
 // The notification channel of task events (store::Listener).
 inline constexpr const char* kEventChannel = "loom_task_events";
 
+// ValueError / store::NotFoundError for a bad Lineage (tasks.h); reads the store's catalogs.
+void check_lineage(const store::Store& store, const char* op, const Lineage& l);
+// The lineage columns of the tasks table, in Lineage's order, and a Lineage from them.
+inline constexpr const char* kLineageColumns =
+    "input_dataset, input_dataset_version, input_dataset_query, input_model, input_model_version, output_model, output_dataset";
+Lineage lineage_of(const store::SqlRow& r, size_t first);
+
 // Takes the events' lock: the first statement of every session that may record an event.
 void lock_events(store::Session& session);
 // Records an event of task `id` (after lock_events).

@@ -104,6 +104,7 @@ int64_t Plans::submit(const Plan& plan) {
     detail::check_kind("submit plan", t.kind);
     hyper.push_back(detail::canonical_json("submit plan", ("hyper-parameters of '" + t.name + "'").c_str(), t.hyper_parameters, true));
     detail::check_options("submit plan", t.options);
+    detail::check_lineage(tasks_.store(), "submit plan", t.options.lineage);
   }
   const std::vector<size_t> order = topological_order(plan, index);
 

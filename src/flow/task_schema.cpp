@@ -45,6 +45,17 @@ const store::SchemaPart& task_schema() {
                "CREATE TABLE task_event_lock (id {int} PRIMARY KEY, n {int} NOT NULL)",
                "INSERT INTO task_event_lock (id, n) VALUES (1, 0)",
            }},
+          {3,
+           {
+               // Lineage (docs/workflow.md, "Lineage"): what a task reads and writes.
+               "ALTER TABLE tasks ADD COLUMN input_dataset {text}",
+               "ALTER TABLE tasks ADD COLUMN input_dataset_version {int}",
+               "ALTER TABLE tasks ADD COLUMN input_dataset_query {text}",
+               "ALTER TABLE tasks ADD COLUMN input_model {text}",
+               "ALTER TABLE tasks ADD COLUMN input_model_version {int}",
+               "ALTER TABLE tasks ADD COLUMN output_model {text}",
+               "ALTER TABLE tasks ADD COLUMN output_dataset {text}",
+           }},
       }};
   return part;
 }

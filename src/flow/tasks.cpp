@@ -34,7 +34,8 @@ constexpr const char* kStatusNames[] = {"pending", "running", "finished", "faile
 
 constexpr const char* kColumns =
     "SELECT id, kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, agent, "
-    "lease_expires_ms, result, error, created_ms, started_ms, finished_ms, plan_id, name, waiting FROM tasks";
+    "lease_expires_ms, result, error, created_ms, started_ms, finished_ms, plan_id, name, waiting, input_dataset, "
+    "input_dataset_version, input_dataset_query, input_model, input_model_version, output_model, output_dataset FROM tasks";
 
 int64_t int_or_zero(const Row& r, size_t i) { return r.is_null(i) ? 0 : r.integer(i); }
 std::string text_or_empty(const Row& r, size_t i) { return r.is_null(i) ? std::string() : r.text(i); }
@@ -61,6 +62,7 @@ TaskInfo info_of(const Row& r) {
   t.plan_id = int_or_zero(r, 17);
   t.name = text_or_empty(r, 18);
   t.waiting = r.integer(19);
+  t.lineage = detail::lineage_of(r, 20);
   return t;
 }
 
@@ -129,6 +131,7 @@ int64_t Tasks::submit(const std::string& kind, const std::string& hyper_paramete
   check_kind("submit", kind);
   const std::string hyper = canonical_json("submit", "hyper-parameters", hyper_parameters, true);
   detail::check_options("submit", o);
+  detail::check_lineage(store_, "submit", o.lineage);
   Session session(store_, Access::RowWrite);
   const int64_t waiting = detail::check_dependencies(session, "submit", o.depends_on);
   const int64_t id = detail::insert_task(session, kind, hyper, o, 0, "", o.depends_on, waiting, clock_());
@@ -242,7 +245,8 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
     reclaim_in(session, now);
   }
   const std::vector<Row> rows =
-      session.query("SELECT id, kind, hyper_parameters, token, max_attempts, timeout_ms, lease_ms, attempts FROM tasks "
+      session.query("SELECT id, kind, hyper_parameters, token, max_attempts, timeout_ms, lease_ms, attempts, " +
+                 std::string(detail::kLineageColumns) + " FROM tasks "
                  "WHERE status = 'pending' AND waiting = 0 AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT 1" +
                  detail::skip_locked(session),
                  params);
@@ -257,6 +261,7 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
   c.hyper_parameters = r.text(2);
   c.token = r.integer(3) + 1;
   c.attempt = r.integer(7) + 1;
+  c.lineage = detail::lineage_of(r, 8);
   c.max_attempts = r.integer(4);
   c.timeout_ms = r.integer(5);
   c.lease_ms = r.integer(6);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/store/provenance.h"
 #include "loom/store/store.h"
 
 namespace loom::cli {
@@ -114,6 +115,10 @@ std::vector<std::string> split(const std::string& text, char sep);
 std::string shorten(const std::string& text, size_t width);  // "..." past `width` bytes (cut at a character)
 // A stored JSON text as a JSON value (null when empty).
 nlohmann::ordered_json json_value(const std::string& text);
+
+// What produced a version: "task 12, run 3" ("-" for nothing), and as JSON {"task_id", "run_id"}.
+std::string produced_by_text(const store::Provenance& p);
+nlohmann::ordered_json produced_by_json(const store::Provenance& p);
 
 // The command groups: `args` is everything after the group's name.
 int models_main(const std::vector<std::string>& args);

@@ -19,7 +19,7 @@ commands:
   submit FILE
         submits the plan in FILE (JSON; '-': stdin) in one transaction; prints its id:
         {"name": "...", "tasks": [{"name": "a", "kind": "K", "hyper_parameters": {...},
-          "depends_on": ["other task's name", ...], "after": [task id, ...],
+          "depends_on": ["other task's name", ...], "after": [task id, ...], "lineage": {...},
           "priority": P, "max_attempts": N, "timeout_ms": T, "lease_ms": L}, ...]}
   list [--limit N]
         plans in submission order with their status and how many tasks finished
@@ -79,9 +79,29 @@ flow::Plan parse_plan(const std::string& file, const std::string& text) {
           if (!d.is_number_integer()) bad_plan(file, at + ".after must be an array of task ids");
           task.options.depends_on.push_back(d.get<int64_t>());
         }
+      } else if (key == "lineage") {
+        if (!v.is_object()) bad_plan(file, at + ".lineage must be an object");
+        flow::Lineage& l = task.options.lineage;
+        for (const auto& [lk, lv] : v.items()) {
+          const bool is_int = lk == "input_dataset_version" || lk == "input_model_version";
+          if (is_int ? !lv.is_number_integer() : !lv.is_string())
+            bad_plan(file, at + ".lineage." + lk + (is_int ? " must be an integer" : " must be a string"));
+          if (lk == "input_dataset") l.input_dataset = lv;
+          else if (lk == "input_dataset_version") l.input_dataset_version = lv;
+          else if (lk == "input_dataset_query") l.input_dataset_query = lv;
+          else if (lk == "input_model") l.input_model = lv;
+          else if (lk == "input_model_version") l.input_model_version = lv;
+          else if (lk == "output_model") l.output_model = lv;
+          else if (lk == "output_dataset") l.output_dataset = lv;
+          else
+            bad_plan(file, at + ".lineage: unknown key \"" + lk +
+                               "\" (valid: input_dataset, input_dataset_version, input_dataset_query, input_model, "
+                               "input_model_version, output_model, output_dataset)");
+        }
       } else if (key != "priority" && key != "max_attempts" && key != "timeout_ms" && key != "lease_ms") {
         bad_plan(file, at + ": unknown key \"" + key +
-                           "\" (valid: name, kind, hyper_parameters, depends_on, after, priority, max_attempts, timeout_ms, lease_ms)");
+                           "\" (valid: name, kind, hyper_parameters, depends_on, after, lineage, priority, max_attempts, timeout_ms, "
+                           "lease_ms)");
       }
     }
     integer("priority", task.options.priority);

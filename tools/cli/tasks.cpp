@@ -19,9 +19,11 @@ commands:
   show ID
         one task with its hyper-parameters, result and last error
   submit KIND [--hyper JSON] [--priority P] [--max-attempts N] [--timeout-ms T] [--lease-ms L]
-              [--after ID]...
+              [--after ID]... [--input-dataset NAME[:VERSION]] [--input-query Q]
+              [--input-model NAME[:VERSION]] [--output-model NAME] [--output-dataset NAME]
         a new pending task (hyper-parameters: a JSON object, default {}), claimable once the
-        tasks named by --after have finished; prints its id
+        tasks named by --after have finished; its lineage as given (checked against the store);
+        prints its id
   cancel ID
         cancels a pending or running task (a task that has ended stays as it is) and the tasks
         that depend on it
@@ -33,6 +35,16 @@ commands:
 
 options: --store URL, --json (see 'loom --help')
 )";
+
+nlohmann::ordered_json lineage_json(const flow::Lineage& l) {
+  return {{"input_dataset", l.input_dataset}, {"input_dataset_version", l.input_dataset_version},
+          {"input_dataset_query", l.input_dataset_query}, {"input_model", l.input_model},
+          {"input_model_version", l.input_model_version}, {"output_model", l.output_model}, {"output_dataset", l.output_dataset}};
+}
+
+std::string versioned(const std::string& name, int64_t version) {
+  return name.empty() ? "-" : version ? name + ":" + std::to_string(version) : name + " (latest)";
+}
 
 nlohmann::ordered_json to_json(const TaskInfo& t) {
   nlohmann::ordered_json j;
@@ -55,6 +67,7 @@ nlohmann::ordered_json to_json(const TaskInfo& t) {
   j["name"] = t.name;
   j["depends_on"] = t.depends_on;
   j["waiting"] = t.waiting;
+  j["lineage"] = lineage_json(t.lineage);
   return j;
 }
 
@@ -114,6 +127,11 @@ int show(const std::vector<std::string>& args) {
                 {"finished", format_time(t.finished_ms)},
                 {"plan", t.plan_id ? std::to_string(t.plan_id) + " (" + t.name + ")" : "-"},
                 {"depends on", deps_text(t)},
+                {"input dataset", versioned(t.lineage.input_dataset, t.lineage.input_dataset_version) +
+                                      (t.lineage.input_dataset_query.empty() ? "" : " where " + t.lineage.input_dataset_query)},
+                {"input model", versioned(t.lineage.input_model, t.lineage.input_model_version)},
+                {"output model", t.lineage.output_model.empty() ? "-" : t.lineage.output_model},
+                {"output dataset", t.lineage.output_dataset.empty() ? "-" : t.lineage.output_dataset},
                 {"result", t.result.empty() ? "-" : t.result},
                 {"error", t.error.empty() ? "-" : t.error}});
   return kExitOk;
@@ -121,16 +139,32 @@ int show(const std::vector<std::string>& args) {
 
 int submit(const std::vector<std::string>& args) {
   Args a(args, {{"--hyper", "JSON"}, {"--priority", "P"}, {"--max-attempts", "N"}, {"--timeout-ms", "T"}, {"--lease-ms", "L"},
-          {"--after", "ID", true}},
+          {"--after", "ID", true}, {"--input-dataset", "NAME[:VERSION]"}, {"--input-query", "Q"},
+          {"--input-model", "NAME[:VERSION]"}, {"--output-model", "NAME"}, {"--output-dataset", "NAME"}},
          1, 1, "tasks submit", "KIND", kUsage);
   const flow::TaskOptions defaults;
   std::vector<int64_t> after;
   for (const std::string& v : a.values("--after")) after.push_back(parse_integer(a, v, "--after"));
-  const flow::TaskOptions options{.priority = a.integer("--priority", defaults.priority),
+  flow::TaskOptions options{.priority = a.integer("--priority", defaults.priority),
                                   .max_attempts = a.integer("--max-attempts", defaults.max_attempts),
                                   .timeout_ms = a.integer("--timeout-ms", defaults.timeout_ms),
                                   .lease_ms = a.integer("--lease-ms", defaults.lease_ms),
-                                  .depends_on = after};
+                                  .depends_on = after,
+                                  .lineage = {}};
+  flow::TaskOptions& o = options;
+  if (const auto v = a.value("--input-dataset")) {
+    const auto [name, version] = split_version(a, *v);
+    o.lineage.input_dataset = name;
+    o.lineage.input_dataset_version = version.value_or(0);
+  }
+  if (const auto v = a.value("--input-model")) {
+    const auto [name, version] = split_version(a, *v);
+    o.lineage.input_model = name;
+    o.lineage.input_model_version = version.value_or(0);
+  }
+  o.lineage.input_dataset_query = a.value("--input-query").value_or("");
+  o.lineage.output_model = a.value("--output-model").value_or("");
+  o.lineage.output_dataset = a.value("--output-dataset").value_or("");
   const int64_t id = flow::Tasks(a.open_store()).submit(a.positional()[0], a.value("--hyper").value_or("{}"), options);
   if (a.json()) print_json({{"id", id}});
   else std::cout << id << '\n';

@@ -33,6 +33,19 @@ LOOM_API const char* status_name(Status s);  // "pending", "running", "finished"
 LOOM_API Status parse_status(const std::string& name);
 inline bool is_terminal(Status s) { return s == Status::Finished || s == Status::Failed || s == Status::Cancelled; }
 
+// What a task reads and writes (docs/workflow.md, "Lineage"), recorded with it and checked at
+// submission: names by the store's rule for model and dataset names (ValueError), a pinned
+// version must exist (store::NotFoundError); "" and 0 for none.
+struct LOOM_API Lineage {
+  std::string input_dataset;
+  int64_t input_dataset_version = 0;  // 0: whichever is latest when the task runs
+  std::string input_dataset_query;    // how it selects samples (free text, up to 4 KiB)
+  std::string input_model;
+  int64_t input_model_version = 0;
+  std::string output_model;           // the model it saves a version of (store::Provenance)
+  std::string output_dataset;
+};
+
 struct LOOM_API TaskOptions {
   int64_t priority = 0;       // higher first; equal priorities in submission order
   int64_t max_attempts = 3;   // claims allowed (1 to 1000); then the task fails with its last error
@@ -42,6 +55,7 @@ struct LOOM_API TaskOptions {
   // "Plans"): NotFoundError for an unknown id, ConflictError for one that failed or was
   // cancelled (replay it first), ValueError for a repeated id; nothing is written then.
   std::vector<int64_t> depends_on;
+  Lineage lineage;
 };
 
 // A finished dependency's result, as a dependent task sees it.
@@ -74,6 +88,7 @@ struct LOOM_API TaskInfo {
   std::string name;              // its name in that plan ("" for a task submitted alone)
   std::vector<int64_t> depends_on;  // in id order
   int64_t waiting = 0;           // dependencies not finished yet: claimable when 0 (and pending)
+  Lineage lineage;
 };
 
 // What an agent holds while it runs a task.
@@ -89,6 +104,7 @@ struct LOOM_API Claim {
   int64_t deadline_ms = 0;       // the attempt's timeout as a time (0: none); leases never pass it
   int64_t lease_expires_ms = 0;
   std::vector<DependencyResult> dependencies;  // every dependency's result, in id order
+  Lineage lineage;
 };
 
 struct LOOM_API TaskFilter {

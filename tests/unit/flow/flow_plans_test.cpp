@@ -284,9 +284,9 @@ TEST_P(FlowPlans, AStoreFromBeforePlansUpgradesAndKeepsItsTasks) {
   loom_test::raw_sql(fs.url(),
                      "INSERT INTO tasks (kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, "
                      "created_ms) VALUES ('old', '{}', 0, 'pending', 0, 3, 0, 30000, 0, 1)");
-  flow::Tasks tasks(store::Store::open(fs.url()));  // migrates loom.flow to version 2
+  flow::Tasks tasks(store::Store::open(fs.url()));  // migrates loom.flow to its latest version
   EXPECT_EQ(loom_test::raw_sql(fs.url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow'"),
-            std::vector<std::string>{"2"});
+            std::vector<std::string>{"3"});
   const flow::TaskInfo old = tasks.get(1);
   EXPECT_EQ(old.kind, "old");
   EXPECT_EQ(old.waiting, 0);
