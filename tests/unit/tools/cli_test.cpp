@@ -466,6 +466,27 @@ TEST_P(CliStore, PlansSubmitShowCancelReplayAndEvents) {
   EXPECT_EQ(loom({"plans", "submit", (tmp.dir / "missing.json").string()}).code, 3);
   EXPECT_EQ(loom({"plans", "show", "999"}).code, 3);
   EXPECT_EQ(parse(loom({"plans", "list", "--json"})).size(), 1u);
+
+  // lineage: given on submit, shown by tasks show; the version a task saves names it in models show
+  r = loom({"tasks", "submit", "train", "--input-model", "nosuch:2"});
+  EXPECT_EQ(r.code, 3) << "a pinned input that does not exist";
+  j = parse(loom({"tasks", "submit", "train", "--input-dataset", "images", "--input-query", "label < 5", "--output-model", "head",
+                  "--json"}));
+  const int64_t producer = j["id"];
+  j = parse(loom({"tasks", "show", std::to_string(producer), "--json"}));
+  EXPECT_EQ(j["lineage"]["input_dataset"], "images");
+  EXPECT_EQ(j["lineage"]["input_dataset_query"], "label < 5");
+  EXPECT_EQ(j["lineage"]["output_model"], "head");
+  r = loom({"tasks", "show", std::to_string(producer)});
+  EXPECT_TRUE(loom_test::contains_all(r.out, {"images (latest) where label < 5", "head"})) << r.out;
+  const int64_t run = store::Store::open(u).runs().start("lineage").id;
+  store::Store::open(u).models().save("head", loom_test::small_mlp(1), {}, "{}", {}, {.task_id = producer, .run_id = run});
+  r = loom({"models", "show", "head"});
+  EXPECT_TRUE(loom_test::contains_all(r.out, {"produced by", "task " + std::to_string(producer) + ", run " + std::to_string(run)}))
+      << r.out;
+  j = parse(loom({"models", "show", "head", "--json"}));
+  EXPECT_EQ(j["produced_by"]["task_id"], producer);
+  EXPECT_EQ(j["produced_by"]["run_id"], run);
 }
 
 TEST_P(CliStore, AgentRunsCommandKinds) {
