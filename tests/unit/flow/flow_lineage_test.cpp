@@ -6,7 +6,10 @@
 #include <loom/flow/agent.h>
 #include <loom/flow/plans.h>
 #include <loom/flow/tasks.h>
-#include <loom/loom.h>
+#include <loom/ops/creation.h>
+#include <loom/store/datasets.h>
+#include <loom/store/models.h>
+#include <loom/store/runs.h>
 #include <loom/store/error.h>
 #include <loom/store/store.h>
 
@@ -23,11 +26,7 @@ INSTANTIATE_STORE_BACKENDS(FlowLineage);
 
 namespace {
 
-Graph tiny_graph() {
-  nn::Input in(4);
-  nn::Linear out(in, 1);
-  return Graph::build({out}, {in});
-}
+Graph tiny_graph() { return loom_test::small_mlp(1); }
 
 }  // namespace
 
