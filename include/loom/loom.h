@@ -89,3 +89,5 @@
 #include "loom/store/store.h"
 #include "loom/flow/tasks.h"
 #include "loom/flow/agent.h"
+#include "loom/flow/events.h"
+#include "loom/flow/plans.h"

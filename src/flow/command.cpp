@@ -85,19 +85,26 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
   if (command.argv.empty() || command.argv[0].empty()) throw ValueError("run_command: the command has no program (argv[0])");
   const std::string program = command.argv[0];
 
-  TempFile hyper;
-  {
+  const auto write_temp = [](TempFile& file, const std::string& text, const char* what) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "loom_task_XXXXXX").string();
     Fd f;
     f.fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-    if (f.fd < 0) throw TaskFailure(sys_error("cannot create a file for the hyper-parameters in " + tmpl));
-    hyper.path = tmpl;
-    write_all(f.fd, claim.hyper_parameters, tmpl);
-  }
+    if (f.fd < 0) throw TaskFailure(sys_error(std::string("cannot create a file for the ") + what + " in " + tmpl));
+    file.path = tmpl;
+    write_all(f.fd, text, tmpl);
+  };
+  TempFile hyper, dependencies;
+  write_temp(hyper, claim.hyper_parameters, "hyper-parameters");
+  // The dependencies' results: [{"id", "name", "kind", "result"}, ...] in id order.
+  nlohmann::json deps = nlohmann::json::array();
+  for (const DependencyResult& d : claim.dependencies)
+    deps.push_back({{"id", d.task_id}, {"name", d.name}, {"kind", d.kind}, {"result", nlohmann::json::parse(d.result.empty() ? "null" : d.result)}});
+  write_temp(dependencies, deps.dump(), "dependencies' results");
 
   // Everything the child gets is built before it starts.
   std::vector<std::string> env{"LOOM_TASK_ID=" + std::to_string(claim.task_id), "LOOM_TASK_TOKEN=" + std::to_string(claim.token),
-                               "LOOM_TASK_ATTEMPT=" + std::to_string(claim.attempt), "LOOM_TASK_HYPER_PARAMETERS=" + hyper.path};
+                               "LOOM_TASK_ATTEMPT=" + std::to_string(claim.attempt), "LOOM_TASK_HYPER_PARAMETERS=" + hyper.path,
+                               "LOOM_TASK_DEPENDENCIES=" + dependencies.path};
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "LOOM_TASK_", 10) != 0) env.emplace_back(*e);
   std::vector<char*> envp, argv;

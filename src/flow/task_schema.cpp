@@ -23,6 +23,39 @@ const store::SchemaPart& task_schema() {
                "CREATE INDEX IF NOT EXISTS tasks_by_queue ON tasks (status, kind, priority, id)",
                "CREATE INDEX IF NOT EXISTS tasks_by_lease ON tasks (status, lease_expires_ms)",
            }},
+          {2,
+           {
+               // Plans and dependencies (docs/workflow.md, "Plans"): `waiting` counts the task's
+               // dependencies that have not finished (claimable at 0).
+               "ALTER TABLE tasks ADD COLUMN plan_id {int}",
+               "ALTER TABLE tasks ADD COLUMN name {text}",
+               "ALTER TABLE tasks ADD COLUMN waiting {int} NOT NULL DEFAULT 0",
+               "CREATE INDEX tasks_ready ON tasks (status, waiting, kind, priority, id)",
+               "CREATE INDEX tasks_by_plan ON tasks (plan_id, id)",
+               "CREATE TABLE task_dependencies (task_id {int} NOT NULL, depends_on {int} NOT NULL, PRIMARY KEY (task_id, depends_on))",
+               "CREATE INDEX task_dependents ON task_dependencies (depends_on, task_id)",
+               "CREATE TABLE plans (id {id}, name {text} NOT NULL, created_ms {int} NOT NULL)",
+               // Notifications ("Notifications"): events in commit order. Every transaction that
+               // writes one first updates the one row of task_event_lock, so that event ids are
+               // taken (and committed) in one order on PostgreSQL too: a subscriber's cursor
+               // never passes an id whose transaction has yet to commit.
+               "CREATE TABLE task_events (id {id}, task_id {int} NOT NULL, plan_id {int}, "
+               "event {text} NOT NULL CHECK (event IN ('finished', 'failed', 'cancelled', 'replayed')), detail {text} NOT NULL, "
+               "created_ms {int} NOT NULL)",
+               "CREATE TABLE task_event_lock (id {int} PRIMARY KEY, n {int} NOT NULL)",
+               "INSERT INTO task_event_lock (id, n) VALUES (1, 0)",
+           }},
+          {3,
+           {
+               // Lineage (docs/workflow.md, "Lineage"): what a task reads and writes.
+               "ALTER TABLE tasks ADD COLUMN input_dataset {text}",
+               "ALTER TABLE tasks ADD COLUMN input_dataset_version {int}",
+               "ALTER TABLE tasks ADD COLUMN input_dataset_query {text}",
+               "ALTER TABLE tasks ADD COLUMN input_model {text}",
+               "ALTER TABLE tasks ADD COLUMN input_model_version {int}",
+               "ALTER TABLE tasks ADD COLUMN output_model {text}",
+               "ALTER TABLE tasks ADD COLUMN output_dataset {text}",
+           }},
       }};
   return part;
 }

@@ -4,10 +4,12 @@
 
 #include <cctype>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "core/json_util.h"
 #include "core/utf8.h"
+#include "flow/graph.h"
 #include "flow/kind.h"
 #include "flow/task_schema.h"
 #include "loom/store/session.h"
@@ -21,35 +23,19 @@ using Row = store::SqlRow;
 using Value = store::SqlValue;
 using detail::check_kind;
 using store::storable_text;
+using detail::canonical_json;
+using detail::clip_error;
+using detail::lock_events;
+using detail::record_event;
 
 namespace {
 
 constexpr const char* kStatusNames[] = {"pending", "running", "finished", "failed", "cancelled"};
-constexpr size_t kMaxErrorBytes = 16384;  // an error text keeps its tail (where the cause usually is)
-
-// Canonical JSON text of `text`, which must parse (and be an object when `object`).
-std::string canonical_json(const char* op, const char* what, const std::string& text, bool object) {
-  std::string error;
-  const std::optional<nlohmann::json> j = loom::detail::parse_json(text, &error);
-  if (!j) throw ValueError(std::string(op) + ": the " + what + " is not valid JSON: " + error);
-  if (object && !j->is_object()) throw ValueError(std::string(op) + ": the " + what + " must be a JSON object, not " + j->type_name());
-  return j->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-void check_range(const char* option, int64_t v, int64_t lo, int64_t hi) {
-  if (v < lo || v > hi)
-    throw ValueError("submit: " + std::string(option) + " " + std::to_string(v) + " is out of range (valid: " + std::to_string(lo) +
-                     " to " + std::to_string(hi) + ")");
-}
-
-// (a command's stderr may hold anything: store::storable_text keeps what any backend can)
-std::string clip_error(const std::string& e) {
-  return storable_text(e.size() <= kMaxErrorBytes ? e : "..." + e.substr(e.size() - kMaxErrorBytes));
-}
 
 constexpr const char* kColumns =
     "SELECT id, kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, agent, "
-    "lease_expires_ms, result, error, created_ms, started_ms, finished_ms FROM tasks";
+    "lease_expires_ms, result, error, created_ms, started_ms, finished_ms, plan_id, name, waiting, input_dataset, "
+    "input_dataset_version, input_dataset_query, input_model, input_model_version, output_model, output_dataset FROM tasks";
 
 int64_t int_or_zero(const Row& r, size_t i) { return r.is_null(i) ? 0 : r.integer(i); }
 std::string text_or_empty(const Row& r, size_t i) { return r.is_null(i) ? std::string() : r.text(i); }
@@ -73,13 +59,31 @@ TaskInfo info_of(const Row& r) {
   t.created_ms = r.integer(14);
   t.started_ms = int_or_zero(r, 15);
   t.finished_ms = int_or_zero(r, 16);
+  t.plan_id = int_or_zero(r, 17);
+  t.name = text_or_empty(r, 18);
+  t.waiting = r.integer(19);
+  t.lineage = detail::lineage_of(r, 20);
   return t;
 }
 
-// PostgreSQL: concurrent claimers skip the rows another transaction has locked instead of
-// queueing behind it; SQLite's write transaction already excludes every other writer.
-std::string locking(const Session& session) {
-  return session.backend() == "postgresql" ? " FOR UPDATE SKIP LOCKED" : "";
+// Fills the depends_on of `tasks` (ordered by id) from one query.
+void attach_dependencies(Session& session, std::vector<TaskInfo>& tasks) {
+  if (tasks.empty()) return;
+  std::map<int64_t, TaskInfo*> by_id;
+  for (TaskInfo& t : tasks) by_id[t.id] = &t;
+  for (const Row& r : session.query("SELECT task_id, depends_on FROM task_dependencies WHERE task_id >= ? AND task_id <= ? "
+                                    "ORDER BY task_id, depends_on",
+                                    {by_id.begin()->first, by_id.rbegin()->first}))
+    if (auto it = by_id.find(r.integer(0)); it != by_id.end()) it->second->depends_on.push_back(r.integer(1));
+}
+
+std::vector<DependencyResult> dependency_results(Session& session, int64_t id) {
+  std::vector<DependencyResult> out;
+  for (const Row& r : session.query("SELECT t.id, t.name, t.kind, t.result FROM task_dependencies d JOIN tasks t ON t.id = d.depends_on "
+                                    "WHERE d.task_id = ? ORDER BY t.id",
+                                    {id}))
+    out.push_back({r.integer(0), text_or_empty(r, 1), r.text(2), text_or_empty(r, 3)});
+  return out;
 }
 
 // The lease of an attempt that started at `start`: `now + lease`, never past the deadline.
@@ -126,15 +130,11 @@ Tasks::Tasks(store::Store store, Clock clock) : store_(std::move(store)), clock_
 int64_t Tasks::submit(const std::string& kind, const std::string& hyper_parameters, const TaskOptions& o) {
   check_kind("submit", kind);
   const std::string hyper = canonical_json("submit", "hyper-parameters", hyper_parameters, true);
-  check_range("max_attempts", o.max_attempts, 1, 1000);
-  check_range("timeout_ms", o.timeout_ms, 0, int64_t(365) * 24 * 3600 * 1000);
-  check_range("lease_ms", o.lease_ms, 10, int64_t(24) * 3600 * 1000);
+  detail::check_options("submit", o);
+  detail::check_lineage(store_, "submit", o.lineage);
   Session session(store_, Access::RowWrite);
-  const int64_t id = session
-      .query("INSERT INTO tasks (kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, "
-              "created_ms) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?) RETURNING id",
-              {kind, hyper, o.priority, o.max_attempts, o.timeout_ms, o.lease_ms, clock_()})[0]
-      .integer(0);
+  const int64_t waiting = detail::check_dependencies(session, "submit", o.depends_on);
+  const int64_t id = detail::insert_task(session, kind, hyper, o, 0, "", o.depends_on, waiting, clock_());
   session.commit();
   return id;
 }
@@ -143,7 +143,9 @@ TaskInfo Tasks::get(int64_t id) const {
   Session session(store_, Access::Read);
   const std::vector<Row> rows = session.query(std::string(kColumns) + " WHERE id = ?", {id});
   if (rows.empty()) throw store::NotFoundError("tasks: there is no task " + std::to_string(id));
-  return info_of(rows[0]);
+  std::vector<TaskInfo> one{info_of(rows[0])};
+  attach_dependencies(session, one);
+  return one[0];
 }
 
 std::vector<TaskInfo> Tasks::list(const TaskFilter& f) const {
@@ -159,6 +161,10 @@ std::vector<TaskInfo> Tasks::list(const TaskFilter& f) const {
     sql += " AND status = ?";
     params.emplace_back(std::string(status_name(*f.status)));
   }
+  if (f.plan_id) {
+    sql += " AND plan_id = ?";
+    params.emplace_back(*f.plan_id);
+  }
   sql += " ORDER BY id";
   if (f.limit > 0) {
     sql += " LIMIT ?";
@@ -167,16 +173,23 @@ std::vector<TaskInfo> Tasks::list(const TaskFilter& f) const {
   Session session(store_, Access::Read);
   std::vector<TaskInfo> out;
   for (const Row& r : session.query(sql, params)) out.push_back(info_of(r));
+  attach_dependencies(session, out);
   return out;
 }
 
 bool Tasks::cancel(int64_t id) {
   Session session(store_, Access::RowWrite);
+  lock_events(session);
+  const int64_t now = clock_();
   const int64_t changed = session.execute(
       "UPDATE tasks SET status = 'cancelled', finished_ms = ?, lease_expires_ms = NULL WHERE id = ? AND status IN ('pending', 'running')",
-      {clock_(), id});
+      {now, id});
   if (changed == 0 && session.query("SELECT id FROM tasks WHERE id = ?", {id}).empty())
     throw store::NotFoundError("cancel: there is no task " + std::to_string(id));
+  if (changed > 0) {
+    record_event(session, id, "cancelled", "", now);
+    detail::cancel_dependents(session, id, "was cancelled", now);
+  }
   session.commit();
   return changed > 0;
 }
@@ -184,7 +197,7 @@ bool Tasks::cancel(int64_t id) {
 int64_t Tasks::reclaim_in(Session& session, int64_t now) {
   const std::vector<Row> expired =
       session.query("SELECT id, token, attempts, max_attempts, timeout_ms, deadline_ms, lease_expires_ms, agent FROM tasks "
-                 "WHERE status = 'running' AND lease_expires_ms <= ? ORDER BY id" + locking(session),
+                 "WHERE status = 'running' AND lease_expires_ms <= ? ORDER BY id" + detail::skip_locked(session),
                  {now});
   for (const Row& r : expired) {
     const int64_t attempts = r.integer(2), max_attempts = r.integer(3), deadline = int_or_zero(r, 5);
@@ -194,15 +207,20 @@ int64_t Tasks::reclaim_in(Session& session, int64_t now) {
                                   ? "timed out after " + std::to_string(r.integer(4)) + " ms" + of
                                   : "lease expired: the agent stopped heartbeating" + of;
     const bool last = attempts >= max_attempts;
-    session.execute("UPDATE tasks SET status = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL, finished_ms = ? "
-                 "WHERE id = ? AND token = ? AND status = 'running'",
-                 {std::string(last ? "failed" : "pending"), error, last ? Value(now) : Value(), r.integer(0), r.integer(1)});
+    if (session.execute("UPDATE tasks SET status = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL, finished_ms = ? "
+                        "WHERE id = ? AND token = ? AND status = 'running'",
+                        {std::string(last ? "failed" : "pending"), error, last ? Value(now) : Value(), r.integer(0), r.integer(1)}) > 0 &&
+        last) {
+      record_event(session, r.integer(0), "failed", error, now);
+      detail::cancel_dependents(session, r.integer(0), "failed: " + error, now);
+    }
   }
   return static_cast<int64_t>(expired.size());
 }
 
 int64_t Tasks::reclaim_expired() {
   Session session(store_, Access::RowWrite);
+  lock_events(session);
   const int64_t n = reclaim_in(session, clock_());
   session.commit();
   return n;
@@ -220,10 +238,17 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
   const std::string holder = storable_text(agent);
   Session session(store_, Access::RowWrite);
   const int64_t now = clock_();
-  reclaim_in(session, now);
+  // A reclaim may fail a task (an event): the events' lock is taken first, but only when there
+  // is something to reclaim, so that claims do not queue behind results being recorded.
+  if (!session.query("SELECT id FROM tasks WHERE status = 'running' AND lease_expires_ms <= ? LIMIT 1", {now}).empty()) {
+    lock_events(session);
+    reclaim_in(session, now);
+  }
   const std::vector<Row> rows =
-      session.query("SELECT id, kind, hyper_parameters, token, max_attempts, timeout_ms, lease_ms FROM tasks WHERE status = 'pending' "
-                 "AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT 1" + locking(session),
+      session.query("SELECT id, kind, hyper_parameters, token, max_attempts, timeout_ms, lease_ms, attempts, " +
+                 std::string(detail::kLineageColumns) + " FROM tasks "
+                 "WHERE status = 'pending' AND waiting = 0 AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT 1" +
+                 detail::skip_locked(session),
                  params);
   if (rows.empty()) {
     session.commit();  // the reclaims
@@ -235,7 +260,8 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
   c.kind = r.text(1);
   c.hyper_parameters = r.text(2);
   c.token = r.integer(3) + 1;
-  c.attempt = c.token;
+  c.attempt = r.integer(7) + 1;
+  c.lineage = detail::lineage_of(r, 8);
   c.max_attempts = r.integer(4);
   c.timeout_ms = r.integer(5);
   c.lease_ms = r.integer(6);
@@ -244,6 +270,7 @@ std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const s
   session.execute("UPDATE tasks SET status = 'running', token = ?, attempts = ?, agent = ?, lease_expires_ms = ?, deadline_ms = ?, "
                "started_ms = COALESCE(started_ms, ?) WHERE id = ?",
                {c.token, c.attempt, holder, c.lease_expires_ms, c.deadline_ms > 0 ? Value(c.deadline_ms) : Value(), now, c.task_id});
+  c.dependencies = dependency_results(session, c.task_id);
   session.commit();
   return c;
 }
@@ -265,15 +292,20 @@ Heartbeat Tasks::heartbeat(const Claim& c) {
 void Tasks::finish(const Claim& c, const std::string& result) {
   const std::string json = canonical_json("finish", "result", result, false);
   Session session(store_, Access::RowWrite);
+  lock_events(session);
+  const int64_t now = clock_();
   if (session.execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
                          "deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
-                         {json, clock_(), c.task_id, c.token}) == 0)
+                         {json, now, c.task_id, c.token}) == 0)
     claim_lost(session, "finish", c);
+  detail::release_dependents(session, c.task_id);
+  record_event(session, c.task_id, "finished", "", now);
   session.commit();
 }
 
 Status Tasks::fail(const Claim& c, const std::string& error) {
   Session session(store_, Access::RowWrite);
+  lock_events(session);
   const int64_t now = clock_();
   // The next status is decided here rather than in SQL, so that no parameter needs a type
   // the backend would have to infer (a CASE of parameters is text to PostgreSQL).
@@ -284,8 +316,27 @@ Status Tasks::fail(const Claim& c, const std::string& error) {
   session.execute("UPDATE tasks SET status = ?, finished_ms = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL "
                "WHERE id = ? AND token = ? AND status = 'running'",
                {std::string(status_name(next)), next == Status::Failed ? Value(now) : Value(), clip_error(error), c.task_id, c.token});
+  if (next == Status::Failed) {
+    record_event(session, c.task_id, "failed", clip_error(error), now);
+    detail::cancel_dependents(session, c.task_id, "failed: " + clip_error(error), now);
+  }
   session.commit();
   return next;
+}
+
+std::vector<int64_t> Tasks::replay(int64_t id) {
+  Session session(store_, Access::RowWrite);
+  lock_events(session);
+  std::vector<int64_t> reopened = detail::replay_in(session, {id}, clock_());
+  session.commit();
+  return reopened;
+}
+
+std::vector<DependencyResult> Tasks::results_of_dependencies(int64_t id) const {
+  Session session(store_, Access::Read);
+  if (session.query("SELECT id FROM tasks WHERE id = ?", {id}).empty())
+    throw store::NotFoundError("results_of_dependencies: there is no task " + std::to_string(id));
+  return dependency_results(session, id);
 }
 
 std::vector<TaskInfo> Tasks::wait(const std::vector<int64_t>& ids, int64_t timeout_ms, int64_t poll_ms) const {

@@ -87,7 +87,8 @@ std::vector<FieldInfo> parse_fields(const std::string& text, const std::string& 
   return out;
 }
 
-constexpr const char* kInfoColumns = "SELECT d.id, d.name, d.version, d.created_ms, d.fields, d.samples, d.shards FROM datasets d";
+constexpr const char* kInfoColumns =
+    "SELECT d.id, d.name, d.version, d.created_ms, d.fields, d.samples, d.shards, d.task_id, d.run_id FROM datasets d";
 
 DatasetInfo info_of(detail::Connection& conn, const Row& r) {
   DatasetInfo info;
@@ -97,6 +98,7 @@ DatasetInfo info_of(detail::Connection& conn, const Row& r) {
   info.fields = parse_fields(r.text(4), what(info.name, info.version));
   info.samples = r.integer(5);
   info.shards = r.integer(6);
+  info.produced_by = {r.is_null(7) ? 0 : r.integer(7), r.is_null(8) ? 0 : r.integer(8)};
   for (const Row& t : conn.query("SELECT tag FROM dataset_tags WHERE dataset_id = ? ORDER BY tag", {r.integer(0)}))
     info.tags.push_back(t.text(0));
   return info;
@@ -355,6 +357,7 @@ struct DatasetWriter::State {
   std::vector<size_t> row_bytes;
   std::vector<std::string> tags;
   int64_t shard_samples = 0;        // 0: chosen from the first sample's size
+  Provenance produced_by;
   // The shard being filled.
   std::vector<std::string> buffers;  // per field
   struct Pending {
@@ -502,6 +505,7 @@ DatasetInfo DatasetWriter::commit() {
   info.shards = st.shards;
   info.fields = st.fields;
   info.tags = st.tags;
+  info.produced_by = st.produced_by;
   return info;
 }
 
@@ -541,15 +545,19 @@ DatasetWriter Datasets::create(const std::string& name, const DatasetOptions& op
   st->order = options.fields;
   st->tags = tags;
   st->shard_samples = options.shard_samples;
+  st->produced_by = options.produced_by;
+  detail::check_provenance_ids("create", options.produced_by);
   Session session = open_session(*impl_, Access::Write);
   detail::Connection& conn = connection(session);
+  detail::check_provenance(conn, "create", options.produced_by);
   st->version = conn.query("INSERT INTO dataset_names (name, last_version) VALUES (?, 1) ON CONFLICT (name) "
                            "DO UPDATE SET last_version = dataset_names.last_version + 1 RETURNING last_version",
                            {name})[0]
                     .integer(0);
-  st->id = conn.query("INSERT INTO datasets (name, version, created_ms, committed, fields, samples, shards) "
-                      "VALUES (?, ?, ?, 0, '[]', 0, 0) RETURNING id",
-                      {name, st->version, now_ms()})[0]
+  st->id = conn.query("INSERT INTO datasets (name, version, created_ms, committed, fields, samples, shards, task_id, run_id) "
+                      "VALUES (?, ?, ?, 0, '[]', 0, 0, ?, ?) RETURNING id",
+                      {name, st->version, now_ms(), options.produced_by.task_id ? Value(options.produced_by.task_id) : Value(),
+                       options.produced_by.run_id ? Value(options.produced_by.run_id) : Value()})[0]
                .integer(0);
   for (const std::string& t : tags) conn.execute("INSERT INTO dataset_tags (dataset_id, tag) VALUES (?, ?)", {st->id, t});
   session.commit();
@@ -590,6 +598,7 @@ DatasetInfo import_arrays(Datasets& ds, const char* op, const std::string& name,
   for (const auto& a : arrays) opts.fields.push_back(a.first);
   opts.tags = options.tags;
   opts.shard_samples = options.shard_samples;
+  opts.produced_by = options.produced_by;
   DatasetWriter w = ds.create(name, opts);  // aborted by its destructor if anything below throws
   std::vector<Tensor> columns;
   for (const auto& a : arrays) columns.push_back(a.second.to(Device::cpu()).contiguous());

@@ -31,7 +31,20 @@ struct LOOM_INTERNAL Dialect {
   std::string render(const std::string& ddl) const;
 };
 
-using TxMode = Access;  // Read, Write or RowWrite: loom/store/session.h says what each locks
+using TxMode = Access;
+
+// ValueError unless `channel` is 1 to 63 characters of [a-z0-9_] (a notification channel).
+LOOM_INTERNAL void check_channel(const std::string& channel);
+
+// Waits for the notifications of one channel (store::Listener), on a connection or a file
+// watch of its own.
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  // True when at least one notification arrived (every one pending is consumed), false after
+  // `timeout_ms` without one.
+  virtual bool wait(int64_t timeout_ms) = 0;
+};  // Read, Write or RowWrite: loom/store/session.h says what each locks
 
 class Connection {
  public:
@@ -51,6 +64,12 @@ class Connection {
   // file's header), made once the database is known to be a store or a new one: until then a
   // connection only reads (Store::open checks with check_store first).
   virtual void prepare_for_writing() {}
+
+  // Makes the commit of the open transaction wake the waiters of `channel` (a checked name;
+  // store::Session::notify). Nothing is sent if the transaction rolls back.
+  virtual void notify(const std::string& channel) = 0;
+  // A waiter on `channel` (store::Listener).
+  virtual std::unique_ptr<Waiter> listen(const std::string& channel) = 0;
 
   virtual void begin(TxMode mode) = 0;
   virtual void commit() = 0;

@@ -38,7 +38,7 @@ void check_alias(const char* op, const std::string& alias) {
 std::string what(const std::string& name, int64_t version) { return "model '" + name + "' version " + std::to_string(version); }
 
 constexpr const char* kInfoColumns =
-    "SELECT m.id, m.name, m.version, m.created_ms, m.hyper_parameters, m.weights, b.size FROM models m "
+    "SELECT m.id, m.name, m.version, m.created_ms, m.hyper_parameters, m.weights, b.size, m.task_id, m.run_id FROM models m "
     "JOIN blobs b ON b.sha256 = m.weights";
 
 ModelInfo info_of(detail::Connection& conn, const Row& r) {
@@ -50,6 +50,7 @@ ModelInfo info_of(detail::Connection& conn, const Row& r) {
   info.hyper_parameters = r.text(4);
   info.weights_sha256 = r.text(5);
   info.weights_bytes = static_cast<uint64_t>(r.integer(6));
+  info.produced_by = {r.is_null(7) ? 0 : r.integer(7), r.is_null(8) ? 0 : r.integer(8)};
   for (const Row& m : conn.query("SELECT metric, value FROM model_metrics WHERE model_id = ? ORDER BY metric", {id}))
     info.metrics.emplace(m.text(0), m.real(1));
   for (const Row& t : conn.query("SELECT tag FROM model_tags WHERE model_id = ? ORDER BY tag", {id})) info.tags.push_back(t.text(0));
@@ -125,8 +126,9 @@ std::string where(const ModelQuery& q, std::vector<Value>& params) {
 Models::Models(std::shared_ptr<detail::StoreImpl> impl) : impl_(std::move(impl)) {}
 
 ModelInfo Models::save(const std::string& name, const Graph& graph, const Metrics& metrics, const std::string& hyper_parameters,
-                       const std::vector<std::string>& tags) {
+                       const std::vector<std::string>& tags, const Provenance& produced_by) {
   check_label("save", "model name", name);
+  detail::check_provenance_ids("save", produced_by);
   for (const auto& [k, v] : metrics) {
     check_label("save", "metric name", k);
     if (std::isnan(v)) throw ValueError("save: metric '" + k + "' of '" + name + "' is NaN (valid: a number, infinities included)");
@@ -160,9 +162,13 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
                             "DO UPDATE SET last_version = model_names.last_version + 1 RETURNING last_version",
                             {name})[0]
                      .integer(0);
-  const int64_t id = conn.query("INSERT INTO models (name, version, created_ms, architecture, hyper_parameters, weights) "
-                                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                                {name, info.version, info.created_ms, architecture, hyper_text, blob.sha256})[0]
+  detail::check_provenance(conn, "save", produced_by);
+  info.produced_by = produced_by;
+  const int64_t id = conn.query("INSERT INTO models (name, version, created_ms, architecture, hyper_parameters, weights, task_id, run_id) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                                {name, info.version, info.created_ms, architecture, hyper_text, blob.sha256,
+                                 produced_by.task_id ? Value(produced_by.task_id) : Value(),
+                                 produced_by.run_id ? Value(produced_by.run_id) : Value()})[0]
                          .integer(0);
   for (const auto& [k, v] : metrics) conn.execute("INSERT INTO model_metrics (model_id, metric, value) VALUES (?, ?, ?)", {id, k, v});
   for (const std::string& t : tag_set) conn.execute("INSERT INTO model_tags (model_id, tag) VALUES (?, ?)", {id, t});
@@ -173,8 +179,8 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
 }
 
 ModelInfo Models::save(const std::string& name, const train::Model& model, const Metrics& metrics,
-                       const std::string& hyper_parameters, const std::vector<std::string>& tags) {
-  return save(name, model.graph(), metrics, hyper_parameters, tags);
+                       const std::string& hyper_parameters, const std::vector<std::string>& tags, const Provenance& produced_by) {
+  return save(name, model.graph(), metrics, hyper_parameters, tags, produced_by);
 }
 
 std::vector<std::string> Models::names() const {

@@ -21,6 +21,7 @@
 //   lock_timeout       10 s, as SQLite's busy timeout: a writer waits for another, then fails.
 //   notices            dropped (libpq would print them on stderr).
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <charconv>
@@ -242,6 +243,7 @@ class PostgresConnection final : public Connection {
     dialect_ = {"postgresql", "BIGSERIAL PRIMARY KEY", "BIGINT", "DOUBLE PRECISION", "TEXT", "BYTEA"};
     check_url(url);  // before libpq parses it
     secrets_ = url_secrets(url);
+    url_ = url;
     conn_ = PQconnectdb(url.c_str());
     if (conn_ && PQpass(conn_) && *PQpass(conn_) &&
         std::find(secrets_.begin(), secrets_.end(), std::string(PQpass(conn_))) == secrets_.end()) {
@@ -335,6 +337,10 @@ class PostgresConnection final : public Connection {
   void rollback() noexcept override {
     if (conn_ && PQtransactionStatus(conn_) != PQTRANS_IDLE) PQclear(PQexec(conn_, "ROLLBACK"));
   }
+
+  // NOTIFY is transactional: PostgreSQL delivers it when (and only if) the transaction commits.
+  void notify(const std::string& channel) override { query("SELECT pg_notify(?, '')", {channel}); }
+  std::unique_ptr<Waiter> listen(const std::string& channel) override;
 
  private:
   // A statement without parameters through the simple protocol; returns its command status.
@@ -442,6 +448,7 @@ class PostgresConnection final : public Connection {
   [[noreturn]] void fail(const std::string& msg) const { throw StoreError(scrubbed(msg, secrets_)); }
 
   std::vector<std::string> secrets_;  // the password's forms (url_secrets), scrubbed from messages
+  std::string url_;                   // for the connections of listeners
   std::string describe_;
   Dialect dialect_;
   PGconn* conn_ = nullptr;
@@ -449,6 +456,63 @@ class PostgresConnection final : public Connection {
 };
 
 }  // namespace
+
+// A LISTEN on a connection of its own, waited for on its socket: woken by the server's
+// notification, with no query in between.
+class PgWaiter final : public Waiter {
+ public:
+  PgWaiter(const std::string& url, const std::string& channel, std::vector<std::string> secrets)
+      : channel_(channel), secrets_(std::move(secrets)), conn_(PQconnectdb(url.c_str())) {
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+      const std::string msg = conn_ ? trimmed(PQerrorMessage(conn_)) : "out of memory";
+      PQfinish(conn_);
+      throw StoreError(scrubbed("store: cannot connect a listener to " + redact_password(url) + ": " + msg, secrets_));
+    }
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    listen();
+  }
+  ~PgWaiter() override { PQfinish(conn_); }
+
+  bool wait(int64_t timeout_ms) override {
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      // The server went away: reconnect and report a wake, so that the caller re-reads what it
+      // may have missed meanwhile.
+      PQreset(conn_);
+      if (PQstatus(conn_) == CONNECTION_OK) listen();
+      return true;
+    }
+    if (drain()) return true;
+    pollfd p{PQsocket(conn_), POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::clamp<int64_t>(timeout_ms, 0, 1 << 30)));
+    if (n <= 0) return false;
+    return drain() || PQstatus(conn_) != CONNECTION_OK;
+  }
+
+ private:
+  void listen() {
+    // the channel is a checked name ([a-z0-9_]): quoting it as an identifier is enough
+    PGresult* r = PQexec(conn_, ("LISTEN \"" + channel_ + "\"").c_str());
+    const bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) throw StoreError(scrubbed("store: LISTEN " + channel_ + " failed: " + trimmed(PQerrorMessage(conn_)), secrets_));
+  }
+  bool drain() {
+    if (!PQconsumeInput(conn_)) return false;
+    bool any = false;
+    while (PGnotify* n = PQnotifies(conn_)) {
+      PQfreemem(n);
+      any = true;
+    }
+    return any;
+  }
+  std::string channel_;
+  std::vector<std::string> secrets_;
+  PGconn* conn_;
+};
+
+std::unique_ptr<Waiter> PostgresConnection::listen(const std::string& channel) {
+  return std::make_unique<PgWaiter>(url_, channel, secrets_);
+}
 
 std::unique_ptr<Connection> open_postgresql(const std::string& url) { return std::make_unique<PostgresConnection>(url); }
 

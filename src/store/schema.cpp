@@ -91,6 +91,14 @@ const std::vector<Migration>& migrations() {
        {
            "CREATE TABLE loom_schema_parts (part {text} PRIMARY KEY, version {int} NOT NULL)",
        }},
+      // Lineage (store::Provenance): the task and run that produced a version (NULL: none).
+      {6,
+       {
+           "ALTER TABLE models ADD COLUMN task_id {int}",
+           "ALTER TABLE models ADD COLUMN run_id {int}",
+           "ALTER TABLE datasets ADD COLUMN task_id {int}",
+           "ALTER TABLE datasets ADD COLUMN run_id {int}",
+       }},
   };
   return list;
 }

@@ -34,6 +34,11 @@ const std::string& Session::backend() const { return impl_.conn->dialect().name;
 
 std::string Session::render(const std::string& ddl) const { return impl_.conn->dialect().render(ddl); }
 
+void Session::notify(const std::string& channel) {
+  detail::check_channel(channel);
+  connection().notify(channel);
+}
+
 void Session::commit() {
   detail::Connection& conn = connection();
   open_ = false;  // a failed COMMIT is rolled back by the backend itself

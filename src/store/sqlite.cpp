@@ -10,9 +10,17 @@
 //                       the blob fsyncs dominate a save's cost anyway).
 //   busy_timeout        another writer holding the lock is waited for (10 s), not an error.
 //   foreign_keys=ON     rows cannot point at missing records (SQLite's default is off).
+#include <fcntl.h>
+#include <poll.h>
 #include <sqlite3.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
+#include <set>
 
 #include "loom/store/error.h"
 #include "store/db.h"
@@ -22,6 +30,49 @@ namespace loom::store::detail {
 namespace {
 
 constexpr int kBusyTimeoutMs = 10000;
+
+// Notifications between the processes of one machine: a channel is a file beside the database
+// ("<db>.<channel>.notify"), which a committing writer opens for writing and closes, and which
+// waiters watch with inotify (IN_CLOSE_WRITE): a wake takes as long as the kernel's delivery of
+// the event, not a polling period. A file rather than a lock or a socket because it needs no
+// process to own it and survives every writer's death.
+std::string channel_file(const std::string& db, const std::string& channel) { return db + "." + channel + ".notify"; }
+
+void touch(const std::string& file) noexcept {
+  // Best effort: a waiter that misses a wake finds the news at its next re-read.
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
+}
+
+class FileWaiter final : public Waiter {
+ public:
+  explicit FileWaiter(const std::string& file) {
+    touch(file);  // the watch needs the file
+    fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd_ < 0 || ::inotify_add_watch(fd_, file.c_str(), IN_CLOSE_WRITE | IN_ATTRIB) < 0) {
+      const std::string reason = std::strerror(errno);
+      if (fd_ >= 0) ::close(fd_);
+      throw StoreError("store: cannot watch '" + file + "' for notifications: " + reason);
+    }
+  }
+  ~FileWaiter() override { ::close(fd_); }
+
+  bool wait(int64_t timeout_ms) override {
+    if (drain()) return true;
+    pollfd p{fd_, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::clamp<int64_t>(timeout_ms, 0, 1 << 30)));
+    return n > 0 && drain();
+  }
+
+ private:
+  bool drain() {
+    alignas(inotify_event) char buf[4096];
+    bool any = false;
+    while (::read(fd_, buf, sizeof buf) > 0) any = true;
+    return any;
+  }
+  int fd_ = -1;
+};
 
 class SqliteConnection final : public Connection {
  public:
@@ -116,12 +167,21 @@ class SqliteConnection final : public Connection {
       rollback();
       throw;
     }
+    // Once committed: a waiter woken before the commit would read nothing new.
+    for (const std::string& channel : notify_) touch(channel_file(path_, channel));
+    notify_.clear();
   }
   void rollback() noexcept override {
+    notify_.clear();
     if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
 
+  void notify(const std::string& channel) override { notify_.insert(channel); }
+  std::unique_ptr<Waiter> listen(const std::string& channel) override { return std::make_unique<FileWaiter>(channel_file(path_, channel)); }
+
  private:
+  std::set<std::string> notify_;  // channels to notify when the open transaction commits
+
   void close() noexcept {
     for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
     cache_.clear();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/store/provenance.h"
 #include "loom/store/session.h"
 #include "loom/store/store.h"
 #include "store/blobs.h"
@@ -32,6 +33,11 @@ struct SessionAccess {
   static Session open(StoreImpl& impl, Access access) { return Session(impl, access); }
   static Connection& connection(Session& session) { return session.connection(); }
 };
+
+// ValueError for a negative id in `p` (before anything is written).
+void check_provenance_ids(const char* op, const Provenance& p);
+// In the caller's session: NotFoundError when p.run_id names no run of the store.
+void check_provenance(Connection& conn, const char* op, const Provenance& p);
 
 // A session on `impl` (the store's registries hold a StoreImpl, not a Store).
 inline Session open_session(StoreImpl& impl, Access access) { return SessionAccess::open(impl, access); }

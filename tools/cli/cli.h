@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loom/core/error.h"
+#include "loom/store/provenance.h"
 #include "loom/store/store.h"
 
 namespace loom::cli {
@@ -115,11 +116,16 @@ std::string shorten(const std::string& text, size_t width);  // "..." past `widt
 // A stored JSON text as a JSON value (null when empty).
 nlohmann::ordered_json json_value(const std::string& text);
 
+// What produced a version: "task 12, run 3" ("-" for nothing), and as JSON {"task_id", "run_id"}.
+std::string produced_by_text(const store::Provenance& p);
+nlohmann::ordered_json produced_by_json(const store::Provenance& p);
+
 // The command groups: `args` is everything after the group's name.
 int models_main(const std::vector<std::string>& args);
 int datasets_main(const std::vector<std::string>& args);
 int runs_main(const std::vector<std::string>& args);
 int tasks_main(const std::vector<std::string>& args);
+int plans_main(const std::vector<std::string>& args);
 int agent_main(const std::vector<std::string>& args);
 int serve_main(const std::vector<std::string>& args);
 

@@ -267,4 +267,13 @@ nlohmann::ordered_json json_value(const std::string& text) {
   return j.is_discarded() ? nlohmann::ordered_json(text) : j;
 }
 
+std::string produced_by_text(const store::Provenance& p) {
+  std::vector<std::string> parts;
+  if (p.task_id) parts.push_back("task " + std::to_string(p.task_id));
+  if (p.run_id) parts.push_back("run " + std::to_string(p.run_id));
+  return parts.empty() ? "-" : join(parts, ", ");
+}
+
+nlohmann::ordered_json produced_by_json(const store::Provenance& p) { return {{"task_id", p.task_id}, {"run_id", p.run_id}}; }
+
 }  // namespace loom::cli

@@ -34,6 +34,7 @@ nlohmann::ordered_json to_json(const DatasetInfo& d) {
   j["fields"] = nlohmann::ordered_json::array();
   for (const auto& f : d.fields) j["fields"].push_back({{"name", f.name}, {"dtype", dtype_name(f.dtype)}, {"shape", f.shape}});
   j["tags"] = d.tags;
+  j["produced_by"] = produced_by_json(d.produced_by);
   return j;
 }
 
@@ -72,7 +73,8 @@ int show(const std::vector<std::string>& args) {
                 {"created", format_time(d.created_ms)},
                 {"samples", std::to_string(d.samples)},
                 {"shards", std::to_string(d.shards)},
-                {"tags", join(d.tags)}});
+                {"tags", join(d.tags)},
+                {"produced by", produced_by_text(d.produced_by)}});
   std::cout << '\n';
   std::vector<std::vector<std::string>> rows;
   for (const auto& f : d.fields) rows.push_back({f.name, dtype_name(f.dtype), shape_str(f.shape)});

@@ -57,6 +57,7 @@ nlohmann::ordered_json to_json(const ModelInfo& v) {
   j["aliases"] = v.aliases;
   j["weights_sha256"] = v.weights_sha256;
   j["weights_bytes"] = v.weights_bytes;
+  j["produced_by"] = produced_by_json(v.produced_by);
   return j;
 }
 
@@ -118,7 +119,8 @@ int show(const std::vector<std::string>& args) {
                 {"hyper-parameters", v.hyper_parameters},
                 {"tags", join(v.tags)},
                 {"aliases", join(v.aliases)},
-                {"weights", v.weights_sha256 + " (" + std::to_string(v.weights_bytes) + " bytes)"}});
+                {"weights", v.weights_sha256 + " (" + std::to_string(v.weights_bytes) + " bytes)"},
+                {"produced by", produced_by_text(v.produced_by)}});
   return kExitOk;
 }
 

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "loom/flow/events.h"
 #include "loom/flow/tasks.h"
 
 namespace loom::cli {
@@ -18,12 +19,32 @@ commands:
   show ID
         one task with its hyper-parameters, result and last error
   submit KIND [--hyper JSON] [--priority P] [--max-attempts N] [--timeout-ms T] [--lease-ms L]
-        a new pending task (hyper-parameters: a JSON object, default {}); prints its id
+              [--after ID]... [--input-dataset NAME[:VERSION]] [--input-query Q]
+              [--input-model NAME[:VERSION]] [--output-model NAME] [--output-dataset NAME]
+        a new pending task (hyper-parameters: a JSON object, default {}), claimable once the
+        tasks named by --after have finished; its lineage as given (checked against the store);
+        prints its id
   cancel ID
-        cancels a pending or running task (a task that has ended stays as it is)
+        cancels a pending or running task (a task that has ended stays as it is) and the tasks
+        that depend on it
+  replay ID
+        reopens an ended task and every task that depends on it (pending again, no attempts)
+  events [--after N] [--plan P] [--wait-ms T] [--limit N]
+        task events (finished, failed, cancelled, replayed) after event N, oldest first; with
+        --wait-ms, waits up to T ms for the first one when there is none yet
 
 options: --store URL, --json (see 'loom --help')
 )";
+
+nlohmann::ordered_json lineage_json(const flow::Lineage& l) {
+  return {{"input_dataset", l.input_dataset}, {"input_dataset_version", l.input_dataset_version},
+          {"input_dataset_query", l.input_dataset_query}, {"input_model", l.input_model},
+          {"input_model_version", l.input_model_version}, {"output_model", l.output_model}, {"output_dataset", l.output_dataset}};
+}
+
+std::string versioned(const std::string& name, int64_t version) {
+  return name.empty() ? "-" : version ? name + ":" + std::to_string(version) : name + " (latest)";
+}
 
 nlohmann::ordered_json to_json(const TaskInfo& t) {
   nlohmann::ordered_json j;
@@ -42,7 +63,19 @@ nlohmann::ordered_json to_json(const TaskInfo& t) {
   j["created_ms"] = t.created_ms;
   j["started_ms"] = t.started_ms;
   j["finished_ms"] = t.finished_ms;
+  j["plan_id"] = t.plan_id;
+  j["name"] = t.name;
+  j["depends_on"] = t.depends_on;
+  j["waiting"] = t.waiting;
+  j["lineage"] = lineage_json(t.lineage);
   return j;
+}
+
+std::string deps_text(const TaskInfo& t) {
+  if (t.depends_on.empty()) return "-";
+  std::vector<std::string> ids;
+  for (int64_t d : t.depends_on) ids.push_back(std::to_string(d));
+  return join(ids, " ") + (t.waiting ? " (waiting for " + std::to_string(t.waiting) + ")" : "");
 }
 
 int64_t task_id(const Args& a) { return parse_integer(a, a.positional()[0], "ID"); }
@@ -92,19 +125,46 @@ int show(const std::vector<std::string>& args) {
                 {"created", format_time(t.created_ms)},
                 {"started", format_time(t.started_ms)},
                 {"finished", format_time(t.finished_ms)},
+                {"plan", t.plan_id ? std::to_string(t.plan_id) + " (" + t.name + ")" : "-"},
+                {"depends on", deps_text(t)},
+                {"input dataset", versioned(t.lineage.input_dataset, t.lineage.input_dataset_version) +
+                                      (t.lineage.input_dataset_query.empty() ? "" : " where " + t.lineage.input_dataset_query)},
+                {"input model", versioned(t.lineage.input_model, t.lineage.input_model_version)},
+                {"output model", t.lineage.output_model.empty() ? "-" : t.lineage.output_model},
+                {"output dataset", t.lineage.output_dataset.empty() ? "-" : t.lineage.output_dataset},
                 {"result", t.result.empty() ? "-" : t.result},
                 {"error", t.error.empty() ? "-" : t.error}});
   return kExitOk;
 }
 
 int submit(const std::vector<std::string>& args) {
-  Args a(args, {{"--hyper", "JSON"}, {"--priority", "P"}, {"--max-attempts", "N"}, {"--timeout-ms", "T"}, {"--lease-ms", "L"}},
+  Args a(args, {{"--hyper", "JSON"}, {"--priority", "P"}, {"--max-attempts", "N"}, {"--timeout-ms", "T"}, {"--lease-ms", "L"},
+          {"--after", "ID", true}, {"--input-dataset", "NAME[:VERSION]"}, {"--input-query", "Q"},
+          {"--input-model", "NAME[:VERSION]"}, {"--output-model", "NAME"}, {"--output-dataset", "NAME"}},
          1, 1, "tasks submit", "KIND", kUsage);
   const flow::TaskOptions defaults;
-  const flow::TaskOptions options{.priority = a.integer("--priority", defaults.priority),
+  std::vector<int64_t> after;
+  for (const std::string& v : a.values("--after")) after.push_back(parse_integer(a, v, "--after"));
+  flow::TaskOptions options{.priority = a.integer("--priority", defaults.priority),
                                   .max_attempts = a.integer("--max-attempts", defaults.max_attempts),
                                   .timeout_ms = a.integer("--timeout-ms", defaults.timeout_ms),
-                                  .lease_ms = a.integer("--lease-ms", defaults.lease_ms)};
+                                  .lease_ms = a.integer("--lease-ms", defaults.lease_ms),
+                                  .depends_on = after,
+                                  .lineage = {}};
+  flow::TaskOptions& o = options;
+  if (const auto v = a.value("--input-dataset")) {
+    const auto [name, version] = split_version(a, *v);
+    o.lineage.input_dataset = name;
+    o.lineage.input_dataset_version = version.value_or(0);
+  }
+  if (const auto v = a.value("--input-model")) {
+    const auto [name, version] = split_version(a, *v);
+    o.lineage.input_model = name;
+    o.lineage.input_model_version = version.value_or(0);
+  }
+  o.lineage.input_dataset_query = a.value("--input-query").value_or("");
+  o.lineage.output_model = a.value("--output-model").value_or("");
+  o.lineage.output_dataset = a.value("--output-dataset").value_or("");
   const int64_t id = flow::Tasks(a.open_store()).submit(a.positional()[0], a.value("--hyper").value_or("{}"), options);
   if (a.json()) print_json({{"id", id}});
   else std::cout << id << '\n';
@@ -123,13 +183,61 @@ int cancel(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int replay(const std::vector<std::string>& args) {
+  Args a(args, {}, 1, 1, "tasks replay", "ID", kUsage);
+  const std::vector<int64_t> reopened = flow::Tasks(a.open_store()).replay(task_id(a));
+  if (a.json()) {
+    print_json({{"id", task_id(a)}, {"reopened", reopened}});
+    return kExitOk;
+  }
+  std::vector<std::string> ids;
+  for (int64_t t : reopened) ids.push_back(std::to_string(t));
+  std::cout << "reopened " << join(ids, " ") << '\n';
+  return kExitOk;
+}
+
+int events(const std::vector<std::string>& args) {
+  Args a(args, {{"--after", "N"}, {"--plan", "P"}, {"--wait-ms", "T"}, {"--limit", "N"}}, 0, 0, "tasks events", "", kUsage);
+  const int64_t after = a.integer("--after", 0, 0), wait_ms = a.integer("--wait-ms", 0, 0), limit = a.integer("--limit", 0, 0);
+  std::optional<int64_t> plan;
+  if (a.value("--plan")) plan = a.integer("--plan", 0, 1);
+  flow::Tasks tasks(a.open_store());
+  std::vector<flow::TaskEvent> found;
+  if (wait_ms > 0) {  // the first event through a subscription (woken, not polled), the rest read
+    flow::Subscription sub(tasks, {.after = after, .plan_id = plan});
+    if (auto e = sub.next(wait_ms)) {
+      found.push_back(*e);
+      for (auto& more : flow::read_events(tasks, e->id, limit > 0 ? limit - 1 : 0, plan))
+        if (limit == 0 || int64_t(found.size()) < limit) found.push_back(std::move(more));
+    }
+  } else {
+    found = flow::read_events(tasks, after, limit, plan);
+  }
+  if (a.json()) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& e : found)
+      j.push_back({{"id", e.id}, {"task_id", e.task_id}, {"plan_id", e.plan_id}, {"event", flow::event_name(e.kind)},
+                   {"detail", e.detail}, {"created_ms", e.created_ms}});
+    print_json(j);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : found)
+    rows.push_back({std::to_string(e.id), std::to_string(e.task_id), e.plan_id ? std::to_string(e.plan_id) : "-",
+                    flow::event_name(e.kind), format_time(e.created_ms), shorten(terminal_text(e.detail), 60)});
+  print_table({"EVENT", "TASK", "PLAN", "KIND", "AT", "DETAIL"}, rows);
+  return kExitOk;
+}
+
 }  // namespace
 
 int tasks_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show", "submit", "cancel"}, "tasks", kUsage);
+  const auto [sub, rest] = subcommand(args, {"list", "show", "submit", "cancel", "replay", "events"}, "tasks", kUsage);
   if (sub == "list") return list(rest);
   if (sub == "show") return show(rest);
   if (sub == "submit") return submit(rest);
+  if (sub == "replay") return replay(rest);
+  if (sub == "events") return events(rest);
   return cancel(rest);
 }
 

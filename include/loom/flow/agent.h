@@ -22,6 +22,7 @@
 
 #include "loom/core/api.h"
 #include "loom/flow/tasks.h"
+#include "loom/store/provenance.h"
 
 namespace loom::flow {
 
@@ -34,6 +35,9 @@ class LOOM_API TaskContext {
  public:
   TaskContext(Claim claim, Clock clock) : claim_(std::move(claim)), clock_(std::move(clock)) {}
   const Claim& claim() const { return claim_; }
+  // This task as the producer of a model or dataset version it saves (with the run that
+  // trained it, if any): Models::save(..., ctx.produced_by(run.id)).
+  store::Provenance produced_by(int64_t run_id = 0) const { return {claim_.task_id, run_id}; }
   // True once the task was cancelled, its claim lost or its timeout passed: the task should
   // return soon (its result would be refused).
   bool should_stop() const { return stop_reason() != StopReason::None; }

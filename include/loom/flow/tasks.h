@@ -33,11 +33,37 @@ LOOM_API const char* status_name(Status s);  // "pending", "running", "finished"
 LOOM_API Status parse_status(const std::string& name);
 inline bool is_terminal(Status s) { return s == Status::Finished || s == Status::Failed || s == Status::Cancelled; }
 
+// What a task reads and writes (docs/workflow.md, "Lineage"), recorded with it and checked at
+// submission: names by the store's rule for model and dataset names (ValueError), a pinned
+// version must exist (store::NotFoundError); "" and 0 for none.
+struct LOOM_API Lineage {
+  std::string input_dataset;
+  int64_t input_dataset_version = 0;  // 0: whichever is latest when the task runs
+  std::string input_dataset_query;    // how it selects samples (free text, up to 4 KiB)
+  std::string input_model;
+  int64_t input_model_version = 0;
+  std::string output_model;           // the model it saves a version of (store::Provenance)
+  std::string output_dataset;
+};
+
 struct LOOM_API TaskOptions {
   int64_t priority = 0;       // higher first; equal priorities in submission order
   int64_t max_attempts = 3;   // claims allowed (1 to 1000); then the task fails with its last error
   int64_t timeout_ms = 0;     // run time allowed to one attempt (0: none)
   int64_t lease_ms = 30000;   // how long a claim lives without a heartbeat (10 ms to 1 day)
+  // Tasks of this store that must finish before this one may be claimed (docs/workflow.md,
+  // "Plans"): NotFoundError for an unknown id, ConflictError for one that failed or was
+  // cancelled (replay it first), ValueError for a repeated id; nothing is written then.
+  std::vector<int64_t> depends_on;
+  Lineage lineage;
+};
+
+// A finished dependency's result, as a dependent task sees it.
+struct LOOM_API DependencyResult {
+  int64_t task_id = 0;
+  std::string name;    // its name in its plan ("" for a task submitted alone)
+  std::string kind;
+  std::string result;  // JSON
 };
 
 struct LOOM_API TaskInfo {
@@ -58,13 +84,18 @@ struct LOOM_API TaskInfo {
   int64_t created_ms = 0;        // Unix time in milliseconds; 0 for "not yet"
   int64_t started_ms = 0;        // the first claim
   int64_t finished_ms = 0;       // finished, failed or cancelled
+  int64_t plan_id = 0;           // the plan it belongs to (0: none)
+  std::string name;              // its name in that plan ("" for a task submitted alone)
+  std::vector<int64_t> depends_on;  // in id order
+  int64_t waiting = 0;           // dependencies not finished yet: claimable when 0 (and pending)
+  Lineage lineage;
 };
 
 // What an agent holds while it runs a task.
 struct LOOM_API Claim {
   int64_t task_id = 0;
   int64_t token = 0;             // the fencing token: 1 for the first claim of a task, then 2, ...
-  int64_t attempt = 0;           // equal to the token (each claim is an attempt)
+  int64_t attempt = 0;           // this attempt's number (1 to max_attempts); the token unless replayed
   int64_t max_attempts = 0;
   std::string kind;
   std::string hyper_parameters;
@@ -72,12 +103,15 @@ struct LOOM_API Claim {
   int64_t timeout_ms = 0;
   int64_t deadline_ms = 0;       // the attempt's timeout as a time (0: none); leases never pass it
   int64_t lease_expires_ms = 0;
+  std::vector<DependencyResult> dependencies;  // every dependency's result, in id order
+  Lineage lineage;
 };
 
 struct LOOM_API TaskFilter {
   std::optional<std::string> kind;
   std::optional<Status> status;
   int64_t limit = 0;  // 0: all; in submission order
+  std::optional<int64_t> plan_id;
 };
 
 enum class Heartbeat {
@@ -96,16 +130,28 @@ class LOOM_API Tasks {
 
   // A new pending task; returns its id. ValueError (nothing written) for an invalid kind
   // (1-128 characters of [A-Za-z0-9_.:/-]), hyper-parameters that are not a JSON object or an
-  // option out of range.
+  // option out of range; errors of options.depends_on as described there.
   int64_t submit(const std::string& kind, const std::string& hyper_parameters = "{}", const TaskOptions& options = {});
 
   TaskInfo get(int64_t id) const;  // NotFoundError for an unknown id
   std::vector<TaskInfo> list(const TaskFilter& filter = {}) const;
 
   // Cancels a pending or running task (the running one's agent sees it at its next heartbeat
-  // and its result is refused). Returns false if the task had already ended; NotFoundError for
-  // an unknown id.
+  // and its result is refused), and with it every task that depends on it, transitively
+  // (error "dependency N was cancelled"). Returns false if the task had already ended;
+  // NotFoundError for an unknown id.
   bool cancel(int64_t id);
+
+  // Reopens an ended task (finished, failed or cancelled) and every task that depends on it,
+  // transitively, in one transaction: each goes back to pending with no attempts, result or
+  // error (its fencing token goes on from where it was), waiting for its unfinished
+  // dependencies. Returns the reopened ids in id order. NotFoundError for an unknown id;
+  // ConflictError (nothing changed) when the task has not ended or one of the reopened tasks
+  // depends on a task outside them that failed or was cancelled (replay that one).
+  std::vector<int64_t> replay(int64_t id);
+
+  // The results of the task's dependencies, in id order (those not finished have result "").
+  std::vector<DependencyResult> results_of_dependencies(int64_t id) const;
 
   // In one write transaction: reclaims every expired lease (the task goes back to pending, or
   // to failed after its last attempt), then claims the pending task of one of `kinds` with the

@@ -22,6 +22,7 @@
 #include "loom/core/tensor.h"
 #include "loom/data/dataset.h"
 #include "loom/store/catalog.h"
+#include "loom/store/provenance.h"
 #include "loom/store/store.h"
 
 namespace loom::store {
@@ -46,6 +47,7 @@ struct LOOM_API DatasetInfo {
   int64_t shards = 0;
   std::vector<FieldInfo> fields;   // in the dataset's field order (the order of an Example)
   std::vector<std::string> tags;   // sorted
+  Provenance produced_by;          // the task and run that wrote it (0: none)
 };
 
 struct LOOM_API DatasetOptions {
@@ -54,6 +56,7 @@ struct LOOM_API DatasetOptions {
   std::vector<std::string> fields;
   std::vector<std::string> tags;    // the version's tags
   int64_t shard_samples = 0;        // samples per shard; 0: as many as fit in about 4 MiB
+  Provenance produced_by;           // recorded with the version (run_id checked: NotFoundError)
 };
 
 // A metadata value compared with: a number or a string (implicit from either).
@@ -176,6 +179,7 @@ struct LOOM_API ImportOptions {
   // Scalar fields (one value per sample) also written into each sample's metadata: field -> key.
   // import_idx adds {"y": "label"} itself.
   std::map<std::string, std::string> metadata;
+  Provenance produced_by;  // recorded with the version
 };
 
 class LOOM_API Datasets {

@@ -14,6 +14,7 @@
 #include "loom/core/api.h"
 #include "loom/graph/graph.h"
 #include "loom/store/catalog.h"
+#include "loom/store/provenance.h"
 #include "loom/store/store.h"
 
 namespace loom::train {
@@ -34,6 +35,7 @@ struct LOOM_API ModelInfo {
   std::vector<std::string> aliases;   // sorted
   std::string weights_sha256;         // the weights blob (hex)
   uint64_t weights_bytes = 0;         // its uncompressed size
+  Provenance produced_by;             // the task and run that saved it (0: none)
 };
 
 // The catalog's query (loom/store/catalog.h): name, tags, metric filters.
@@ -46,12 +48,16 @@ class LOOM_API Models {
   // Saves a new version of `name`. Everything is encoded first; the weights blob is durable on
   // disk before the version's row commits, and a failure leaves no row. Throws ValueError for
   // an invalid name, tag or hyper-parameter JSON (it must be an object), a NaN metric, or a
-  // graph that cannot be serialised (a Lambda layer).
+  // graph that cannot be serialised (a Lambda layer), a negative id in `produced_by`;
+  // NotFoundError for a produced_by.run_id that is not a run of the store (the task id is
+  // flow's, above the store: recorded as given).
   ModelInfo save(const std::string& name, const Graph& graph, const Metrics& metrics = {},
-                 const std::string& hyper_parameters = "{}", const std::vector<std::string>& tags = {});
+                 const std::string& hyper_parameters = "{}", const std::vector<std::string>& tags = {},
+                 const Provenance& produced_by = {});
   // The same for a train::Model's inference graph.
   ModelInfo save(const std::string& name, const train::Model& model, const Metrics& metrics = {},
-                 const std::string& hyper_parameters = "{}", const std::vector<std::string>& tags = {});
+                 const std::string& hyper_parameters = "{}", const std::vector<std::string>& tags = {},
+                 const Provenance& produced_by = {});
 
   std::vector<std::string> names() const;                  // sorted
   std::vector<ModelInfo> versions(const std::string& name) const;  // ascending; empty if none

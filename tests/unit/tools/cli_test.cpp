@@ -7,6 +7,7 @@
 #include <loom/core/shape.h>
 #include <loom/core/tensor.h>
 #include <loom/flow/tasks.h>
+#include <loom/flow/plans.h>
 #include <loom/graph/graph.h>
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
@@ -393,6 +394,101 @@ TEST_P(CliStore, TasksSubmitListCancel) {
   EXPECT_EQ(parse(loom({"tasks", "list", "--json"})).size(), 2u);
 }
 
+TEST_P(CliStore, PlansSubmitShowCancelReplayAndEvents) {
+  const std::string u = url();
+  store::Store::open(u);
+  Cli loom(tmp.dir.string(), u);
+  const std::string file = (tmp.dir / "plan.json").string();
+  std::ofstream(file) << R"({"name": "cv", "tasks": [
+      {"name": "fold-0", "kind": "train", "hyper_parameters": {"fold": 0}, "max_attempts": 1},
+      {"name": "fold-1", "kind": "train", "hyper_parameters": {"fold": 1}},
+      {"name": "mean", "kind": "aggregate", "depends_on": ["fold-0", "fold-1"]}]})";
+  CliResult r = loom({"plans", "submit", file, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = parse(r);
+  const int64_t plan = j["id"];
+  const int64_t fold0 = j["tasks"]["fold-0"], mean = j["tasks"]["mean"];
+
+  j = parse(loom({"plans", "show", std::to_string(plan), "--json"}));
+  EXPECT_EQ(j["name"], "cv");
+  EXPECT_EQ(j["status"], "pending");
+  ASSERT_EQ(j["tasks"].size(), 3u);
+  EXPECT_EQ(j["tasks"][2]["depends_on"].size(), 2u);
+  EXPECT_EQ(j["tasks"][2]["waiting"], 2);
+  r = loom({"plans", "show", std::to_string(plan)});
+  EXPECT_TRUE(loom_test::contains_all(r.out, {"cv", "fold-0", "mean", "DEPENDS-ON", "WAITING"})) << r.out;
+  r = loom({"plans", "list"});
+  EXPECT_TRUE(loom_test::contains_all(r.out, {"cv", "pending", "0/3"})) << r.out;
+
+  // the first fold fails for good: the aggregate is cancelled, saying why
+  flow::Tasks tasks(store::Store::open(u));
+  auto c = tasks.claim({"train"}, "x");
+  ASSERT_EQ(c->task_id, fold0);
+  tasks.fail(*c, "diverged");
+  j = parse(loom({"tasks", "show", std::to_string(mean), "--json"}));
+  EXPECT_EQ(j["status"], "cancelled");
+  EXPECT_EQ(j["error"], "dependency " + std::to_string(fold0) + " failed: diverged");
+  j = parse(loom({"tasks", "events", "--json"}));
+  ASSERT_EQ(j.size(), 2u) << j;
+  EXPECT_EQ(j[0]["event"], "failed");
+  EXPECT_EQ(j[1]["event"], "cancelled");
+  EXPECT_EQ(j[1]["plan_id"], plan);
+  EXPECT_EQ(parse(loom({"tasks", "events", "--after", std::to_string(int64_t(j[0]["id"])), "--json"})).size(), 1u);
+  EXPECT_EQ(parse(loom({"tasks", "events", "--after", std::to_string(int64_t(j[1]["id"])), "--wait-ms", "10", "--json"})).size(), 0u);
+
+  j = parse(loom({"plans", "replay", std::to_string(plan), "--json"}));
+  EXPECT_EQ(j["reopened"], (json{fold0, mean}));
+  EXPECT_EQ(parse(loom({"plans", "show", std::to_string(plan), "--json"}))["status"], "pending");
+  r = loom({"plans", "cancel", std::to_string(plan)});
+  EXPECT_EQ(r.out, "cancelled 3 tasks of plan " + std::to_string(plan) + "\n") << r.err;
+  r = loom({"tasks", "replay", std::to_string(mean)});
+  EXPECT_EQ(r.code, 1) << "its dependencies were cancelled";
+  EXPECT_TRUE(loom_test::contains_all(r.err, {"depends on task", "cancelled"})) << r.err;
+
+  // a task submitted after another
+  r = loom({"tasks", "submit", "eval", "--after", std::to_string(fold0)});
+  EXPECT_EQ(r.code, 1) << "fold-0 is cancelled: a task after it could never run";
+  EXPECT_TRUE(loom_test::contains_all(r.err, {"replay it first"})) << r.err;
+  r = loom({"tasks", "submit", "eval", "--after", "99999"});
+  EXPECT_EQ(r.code, 3) << r.err;
+
+  // bad plan files: named, nothing written
+  std::ofstream(file) << R"({"name": "bad", "tasks": [{"name": "a", "kind": "k", "depends_on": ["b"]},
+      {"name": "b", "kind": "k", "depends_on": ["a"]}]})";
+  r = loom({"plans", "submit", file});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(loom_test::contains_all(r.err, {"cycle", "'a'", "'b'"})) << r.err;
+  std::ofstream(file) << R"({"name": "bad", "tasks": [{"name": "a", "kind": "k", "retries": 3}]})";
+  r = loom({"plans", "submit", file});
+  EXPECT_TRUE(loom_test::contains_all(r.err, {"tasks[0]", "unknown key \"retries\""})) << r.err;
+  std::ofstream(file) << "{";
+  EXPECT_TRUE(loom_test::contains_all(loom({"plans", "submit", file}).err, {"not valid JSON"}));
+  EXPECT_EQ(loom({"plans", "submit", (tmp.dir / "missing.json").string()}).code, 3);
+  EXPECT_EQ(loom({"plans", "show", "999"}).code, 3);
+  EXPECT_EQ(parse(loom({"plans", "list", "--json"})).size(), 1u);
+
+  // lineage: given on submit, shown by tasks show; the version a task saves names it in models show
+  r = loom({"tasks", "submit", "train", "--input-model", "nosuch:2"});
+  EXPECT_EQ(r.code, 3) << "a pinned input that does not exist";
+  j = parse(loom({"tasks", "submit", "train", "--input-dataset", "images", "--input-query", "label < 5", "--output-model", "head",
+                  "--json"}));
+  const int64_t producer = j["id"];
+  j = parse(loom({"tasks", "show", std::to_string(producer), "--json"}));
+  EXPECT_EQ(j["lineage"]["input_dataset"], "images");
+  EXPECT_EQ(j["lineage"]["input_dataset_query"], "label < 5");
+  EXPECT_EQ(j["lineage"]["output_model"], "head");
+  r = loom({"tasks", "show", std::to_string(producer)});
+  EXPECT_TRUE(loom_test::contains_all(r.out, {"images (latest) where label < 5", "head"})) << r.out;
+  const int64_t run = store::Store::open(u).runs().start("lineage").id;
+  store::Store::open(u).models().save("head", loom_test::small_mlp(1), {}, "{}", {}, {.task_id = producer, .run_id = run});
+  r = loom({"models", "show", "head"});
+  EXPECT_TRUE(loom_test::contains_all(r.out, {"produced by", "task " + std::to_string(producer) + ", run " + std::to_string(run)}))
+      << r.out;
+  j = parse(loom({"models", "show", "head", "--json"}));
+  EXPECT_EQ(j["produced_by"]["task_id"], producer);
+  EXPECT_EQ(j["produced_by"]["run_id"], run);
+}
+
 TEST_P(CliStore, AgentRunsCommandKinds) {
   const std::string u = url();
   flow::Tasks tasks(store::Store::open(u));
@@ -591,13 +687,13 @@ TEST(Cli, UsageAndStoreErrors) {
 
   r = loom({});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, agent, serve)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, agent, serve)")) << r.err;
   r = loom({"modles", "list"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, agent, serve)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, agent, serve)")) << r.err;
   r = loom({"tasks", "lst"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown command 'lst' (valid: list, show, submit, cancel)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown command 'lst' (valid: list, show, submit, cancel, replay, events)")) << r.err;
   EXPECT_TRUE(contains(r.err, "loom tasks --help")) << r.err;
   r = loom({"models", "list", "--bogus"});
   EXPECT_EQ(r.code, 2);

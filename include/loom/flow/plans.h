@@ -1,0 +1,74 @@
+#pragma once
+// Plans: sets of tasks with local names and dependencies between them, submitted in one
+// transaction, watched, cancelled and replayed as one (docs/workflow.md, "Plans").
+//
+//   flow::Plans plans(tasks);
+//   int64_t id = plans.submit({.name = "cv", .tasks = {
+//       {.name = "fold-0", .kind = "train", .hyper_parameters = R"({"fold": 0})"},
+//       {.name = "fold-1", .kind = "train", .hyper_parameters = R"({"fold": 1})"},
+//       {.name = "mean", .kind = "aggregate", .depends_on = {"fold-0", "fold-1"}}}});
+//   flow::PlanInfo p = plans.get(id);          // p.status, p.tasks (each a TaskInfo)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/core/api.h"
+#include "loom/flow/tasks.h"
+
+namespace loom::flow {
+
+struct LOOM_API PlanTask {
+  std::string name;                     // unique in the plan: 1-128 characters of [A-Za-z0-9_.:/-]
+  std::string kind;
+  std::string hyper_parameters = "{}";  // a JSON object
+  TaskOptions options;                  // options.depends_on: ids of tasks already in the store
+  std::vector<std::string> depends_on;  // names of tasks of this plan
+};
+
+struct LOOM_API Plan {
+  std::string name;  // free text for people (1 to 256 bytes of UTF-8)
+  std::vector<PlanTask> tasks;
+};
+
+struct LOOM_API PlanInfo {
+  int64_t id = 0;
+  std::string name;
+  int64_t created_ms = 0;
+  // Finished when every task finished; Failed when one failed; Cancelled when every task ended
+  // and one was cancelled (none failed); Running while one is running; Pending otherwise.
+  Status status = Status::Pending;
+  std::vector<TaskInfo> tasks;  // in id order (a dependency always before its dependents)
+  int64_t task_id(const std::string& name) const;  // NotFoundError for a name not in the plan
+};
+
+class LOOM_API Plans {
+ public:
+  explicit Plans(Tasks tasks) : tasks_(std::move(tasks)) {}
+
+  // Submits every task of `plan` in one transaction (pending; claimable once their dependencies
+  // finished) and returns the plan's id. Nothing is written on error: ValueError for no tasks,
+  // a bad or repeated name, a dependency on a name not in the plan or on the task itself, a
+  // cycle (naming its tasks) or a task's bad kind, hyper-parameters or options; NotFoundError /
+  // ConflictError for an id in options.depends_on as for Tasks::submit.
+  int64_t submit(const Plan& plan);
+
+  PlanInfo get(int64_t id) const;            // NotFoundError for an unknown id
+  std::vector<PlanInfo> list(int64_t limit = 0) const;  // in id order; 0: all
+
+  // Cancels every pending or running task of the plan (and their dependents elsewhere) in one
+  // transaction; returns how many of the plan's tasks it ended.
+  int64_t cancel(int64_t id);
+  // Reopens every failed or cancelled task of the plan and their dependents (Tasks::replay) in
+  // one transaction; returns the reopened ids. ConflictError as for Tasks::replay.
+  std::vector<int64_t> replay(int64_t id);
+
+  // Polls until every task of the plan has ended or `timeout_ms` passes; returns the plan.
+  PlanInfo wait(int64_t id, int64_t timeout_ms, int64_t poll_ms = 100) const;
+
+  Tasks& tasks() { return tasks_; }
+
+ private:
+  Tasks tasks_;
+};
+
+}  // namespace loom::flow

@@ -1,0 +1,15 @@
+#pragma once
+// What produced a model or dataset version (docs/workflow.md, "Lineage"): the workflow task and
+// the training run, recorded with the version when it is saved.
+#include <cstdint>
+
+#include "loom/core/api.h"
+
+namespace loom::store {
+
+struct LOOM_API Provenance {
+  int64_t task_id = 0;  // the flow task (flow::Claim::task_id) that saved it; 0: none
+  int64_t run_id = 0;   // the run (Runs, StoreLogger) that trained it; 0: none
+};
+
+}  // namespace loom::store

@@ -1,0 +1,59 @@
+#pragma once
+// The dependency graph of the task queue and its events, shared by Tasks and Plans: the
+// statements each runs inside the caller's session (docs/workflow.md, "Plans", "Notifications").
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/flow/tasks.h"
+#include "loom/store/session.h"
+
+namespace loom::flow::detail {
+
+// Canonical JSON text of `text`, which must parse (and be an object when `object`); ValueError
+// naming `op` and `what` otherwise.
+std::string canonical_json(const char* op, const char* what, const std::string& text, bool object);
+// ValueError unless the options' numbers are in range and depends_on has no repeated id.
+void check_options(const char* op, const TaskOptions& o);
+// An error text as stored: its last 16 KiB, storable by every backend.
+std::string clip_error(const std::string& e);
+
+// The notification channel of task events (store::Listener).
+inline constexpr const char* kEventChannel = "loom_task_events";
+
+// ValueError / store::NotFoundError for a bad Lineage (tasks.h); reads the store's catalogs.
+void check_lineage(const store::Store& store, const char* op, const Lineage& l);
+// The lineage columns of the tasks table, in Lineage's order, and a Lineage from them.
+inline constexpr const char* kLineageColumns =
+    "input_dataset, input_dataset_version, input_dataset_query, input_model, input_model_version, output_model, output_dataset";
+Lineage lineage_of(const store::SqlRow& r, size_t first);
+
+// Takes the events' lock: the first statement of every session that may record an event.
+void lock_events(store::Session& session);
+// Records an event of task `id` (after lock_events).
+void record_event(store::Session& session, int64_t id, const char* event, const std::string& detail, int64_t now);
+
+// Locks the rows of `ids` (PostgreSQL) and checks each is a task that may be depended on:
+// NotFoundError for an unknown one, ConflictError for a failed or cancelled one. Returns how
+// many have not finished.
+int64_t check_dependencies(store::Session& session, const char* op, const std::vector<int64_t>& ids);
+// Inserts a pending task (its arguments already checked); returns its id.
+int64_t insert_task(store::Session& session, const std::string& kind, const std::string& hyper, const TaskOptions& o,
+                    int64_t plan_id, const std::string& name, const std::vector<int64_t>& depends_on, int64_t waiting,
+                    int64_t now);
+
+// After task `id` finished: its dependents wait for one dependency fewer.
+void release_dependents(store::Session& session, int64_t id);
+// After task `id` failed for good or was cancelled (`why`: "failed: <error>", "was cancelled"):
+// cancels its pending and running dependents, transitively, each with the error "dependency N
+// <why>", and records their events.
+void cancel_dependents(store::Session& session, int64_t id, const std::string& why, int64_t now);
+// Tasks::replay for several roots at once (after lock_events); returns the reopened ids.
+std::vector<int64_t> replay_in(store::Session& session, const std::vector<int64_t>& roots, int64_t now);
+
+// " FOR UPDATE SKIP LOCKED" on PostgreSQL, "" on SQLite (whose write transaction excludes
+// every other writer); lock_rows: " FOR UPDATE" / "".
+std::string skip_locked(const store::Session& session);
+std::string lock_rows(const store::Session& session);
+
+}  // namespace loom::flow::detail

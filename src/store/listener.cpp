@@ -1,0 +1,32 @@
+#include "loom/store/listener.h"
+
+#include <cctype>
+
+#include "loom/core/error.h"
+
+#include "loom/store/session.h"
+#include "store/db.h"
+#include "store/store_impl.h"
+
+namespace loom::store {
+
+void detail::check_channel(const std::string& channel) {
+  bool ok = !channel.empty() && channel.size() <= 63;
+  for (char c : channel) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+  if (!ok) throw ValueError("store: invalid notification channel '" + channel + "' (valid: 1 to 63 characters of [a-z0-9_])");
+}
+
+Listener::Listener(const Store& store, const std::string& channel) {
+  detail::check_channel(channel);
+  detail::StoreImpl& impl = detail::SessionAccess::impl(store);
+  std::lock_guard<std::mutex> lock(impl.mutex);  // the connection makes the waiter, which owns its own
+  waiter_ = impl.conn->listen(channel);
+}
+
+Listener::~Listener() = default;
+Listener::Listener(Listener&&) noexcept = default;
+Listener& Listener::operator=(Listener&&) noexcept = default;
+
+bool Listener::wait(int64_t timeout_ms) { return waiter_->wait(timeout_ms); }
+
+}  // namespace loom::store
