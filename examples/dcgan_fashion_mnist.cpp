@@ -12,6 +12,7 @@
 // It exits 1 unless the generator learned the data's look: the mean of its images must be at
 // least twice as close to the mean real image as at the start, and its images must differ from
 // one another (no collapse to one picture).
+#include <loom/core/file.h>
 #include <loom/loom.h>
 
 #include <cmath>
