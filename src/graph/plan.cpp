@@ -14,6 +14,7 @@
 #include "graph/plan_impl.h"
 #include "loom/core/grad_mode.h"
 #include "loom/graph/module.h"
+#include "loom/nn/dropout.h"
 #include "ops/conv_fused.h"
 
 namespace loom {
@@ -208,8 +209,9 @@ static void warn_eval_mode_gradients(const std::vector<Layer>& nodes, const std:
   static std::mutex mutex;
   static std::set<std::string> warned;
   for (const Layer& l : nodes) {
-    const std::string kind = l.kind();
-    if (kind != "Dropout" && kind != "BatchNorm") continue;
+    // by the kinds' typed attributes, as the compiler's fusions match them, not by name
+    const bool dropout = nn::attributes_of<nn::DropoutAttributes>(l) != nullptr;
+    if (!dropout && !batch_norm_of(l)) continue;
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (!warned.insert(label(l)).second) continue;
@@ -218,7 +220,7 @@ static void warn_eval_mode_gradients(const std::vector<Layer>& nodes, const std:
                  "loom: warning: %s ran in Eval mode (%s) in a forward pass that records gradients. A training loop "
                  "outside train::Model::fit needs `nn::ModeScope train(nn::Mode::Train);` around its forward pass; an "
                  "evaluation should run under `NoGrad` (which also silences this). Said once per layer.\n",
-                 label(l).c_str(), kind == "Dropout" ? "dropout off" : "running statistics used and not updated");
+                 label(l).c_str(), dropout ? "dropout off" : "running statistics used and not updated");
   }
 }
 
