@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "fortunes_corpus.h"
+
 using namespace loom;
 namespace fs = std::filesystem;
 
@@ -31,12 +33,8 @@ namespace {
 constexpr int64_t kSteps = 64, kBatch = 32, kEmbedding = 32, kHidden = 256;
 
 std::string read_corpus(const fs::path& dir) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() != ".dat" && e.path().extension() != ".u8") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
   std::string text;
-  for (const auto& f : files) {
+  for (const auto& f : fortune_files(dir)) {
     std::ifstream in(f, std::ios::binary);
     text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
@@ -46,17 +44,7 @@ std::string read_corpus(const fs::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool short_run = false;
-  fs::path corpus = "/usr/share/games/fortunes";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--short") short_run = true;
-    else corpus = a;
-  }
-  if (!fs::is_directory(corpus)) {
-    std::fprintf(stderr, "char_lstm: no corpus at %s (Debian's `fortunes` package; scripts/setup.sh installs it)\n", corpus.c_str());
-    return 1;
-  }
+  const auto [short_run, corpus] = corpus_args(argc, argv, "char_lstm");
 
   // the characters that occur, as ids 0..V-1, and the unigram entropy to beat
   const std::string text = read_corpus(corpus);

@@ -28,6 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fortunes_corpus.h"
+
 using namespace loom;
 namespace fs = std::filesystem;
 
@@ -36,14 +38,10 @@ namespace {
 constexpr int64_t kDim = 64, kNegatives = 5, kWindow = 4, kMinCount = 5, kBatch = 512;
 constexpr double kSubsample = 1e-3;
 
-// Every fortune file (not the .dat indexes or .u8 links) split into lowercase words.
+// Every fortune file split into lowercase words.
 std::vector<std::string> read_words(const fs::path& dir) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() != ".dat" && e.path().extension() != ".u8") files.push_back(e.path());
-  std::sort(files.begin(), files.end());  // the same corpus order on every machine
   std::vector<std::string> words;
-  for (const auto& f : files) {
+  for (const auto& f : fortune_files(dir)) {
     std::ifstream in(f, std::ios::binary);
     std::string word;
     char c;
@@ -64,18 +62,7 @@ std::vector<std::string> read_words(const fs::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool short_run = false;
-  fs::path corpus = "/usr/share/games/fortunes";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--short") short_run = true;
-    else corpus = a;
-  }
-  if (!fs::is_directory(corpus)) {
-    std::fprintf(stderr, "word2vec_skipgram: no corpus at %s (Debian's `fortunes` package; scripts/setup.sh installs it)\n",
-                 corpus.c_str());
-    return 1;
-  }
+  const auto [short_run, corpus] = corpus_args(argc, argv, "word2vec_skipgram");
 
   // 1. words, vocabulary, subsampling
   const std::vector<std::string> words = read_words(corpus);
