@@ -210,8 +210,9 @@ TEST(Images, CorruptAndTruncatedFilesAreIOErrorsNamingTheFile) {
       {"head.jpg", jpg.substr(0, 20)},
       {"garbled.png", png.substr(0, 40) + std::string(png.size() - 40, '\x55')},
   };
-  for (const auto& [name, bytes] : cases) {
-    write_bytes(tmp / name, bytes);
+  for (const auto& c : cases) {
+    const std::string& name = c.first;  // a plain reference: clang 14 cannot capture a structured binding
+    write_bytes(tmp / name, c.second);
     const std::string msg = error_message<IOError>([&] { read_image(tmp / name); });
     EXPECT_TRUE(contains_all(msg, {name})) << msg;
   }
