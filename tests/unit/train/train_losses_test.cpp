@@ -138,8 +138,9 @@ TEST(TrainLosses, ShapesThatBroadcastToAThirdShapeAreRefused) {
   };
   for (const auto& [name, f] : losses) {
     SCOPED_TRACE(name);
-    for (const auto& [p, t] : {std::pair{col, flat}, std::pair{flat, col}}) {
-      const std::string msg = error_message<ShapeError>([&, &f = f] { f(p, t); });
+    for (const auto& pt : {std::pair{col, flat}, std::pair{flat, col}}) {
+      // named captures: clang 14 (the sanitized build) cannot capture structured bindings
+      const std::string msg = error_message<ShapeError>([&f = f, &p = pt.first, &t = pt.second] { f(p, t); });
       EXPECT_TRUE(contains_all(msg, {name, "(4, 1)", "(4,)"}));
       EXPECT_TRUE(msg.find("squeeze") != std::string::npos || msg.find("reshape") != std::string::npos) << msg;
     }
