@@ -29,6 +29,8 @@ PACKAGES=(
   # the dashboard's browser test (tests/ui): headless Chromium driven through selenium, all
   # Debian's (the driver is never downloaded)
   chromium chromium-driver python3-selenium
+  # the dashboard draws a model's graph with Graphviz's dot when it is installed (tested when it is)
+  graphviz
   # the text examples' corpus (word2vec, character LSTM): fortune cookies in /usr/share/games/fortunes
   fortunes
 )

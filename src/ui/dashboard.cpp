@@ -50,6 +50,14 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+bool loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]"; }
+
+// The name in a Host header ("name:port", "[v6]:port").
+std::string host_name(const std::string& header) {
+  if (!header.empty() && header[0] == '[') return header.substr(0, header.find(']') + 1);
+  return header.substr(0, header.find(':'));
+}
+
 // Constant-time comparison: how long it takes does not tell how much of a guess was right.
 bool same_token(const std::string& given, const std::string& expected) {
   if (given.size() != expected.size() || expected.empty()) return false;
@@ -71,6 +79,9 @@ struct Dashboard::Impl {
 
   Response route(const Request& r) {
     if (r.path.empty() || r.path[0] != '/') throw HttpError(400, "the path must start with '/'");
+    if (loopback(options.host) && !r.host.empty() && !loopback(host_name(r.host)))
+      throw HttpError(403, "this dashboard answers requests for 127.0.0.1 or localhost only, not for " +
+                               loom::detail::quote_text(r.host) + " (another site's name resolving to this machine)");
     const bool writing = r.method != "GET" && r.method != "HEAD";
     if (r.path.rfind("/api/", 0) != 0) {
       if (writing) throw HttpError(405, "use GET for " + r.path);
@@ -138,7 +149,7 @@ void Dashboard::start() {
   http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http->set_payload_max_length(1 << 20);  // the writing requests' bodies are a few bytes
   auto serve = [this](const httplib::Request& req, httplib::Response& res) {
-    Request r{req.method, req.path, {}, req.body, req.get_header_value("X-Loom-Token")};
+    Request r{req.method, req.path, {}, req.body, req.get_header_value("X-Loom-Token"), req.get_header_value("Host")};
     for (const auto& kv : req.params) r.query[kv.first] = kv.second;
     const Response out = handle(r);
     res.status = out.status;

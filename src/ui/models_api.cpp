@@ -1,6 +1,15 @@
 // The models page's API (docs/ui.md, "Models"): names, versions with their lineage, the
 // architecture, and moving an alias.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "core/json_util.h"
 #include "core/utf8.h"
@@ -9,6 +18,8 @@
 #include "loom/store/models.h"
 #include "loom/store/runs.h"
 #include "ui/api.h"
+
+extern char** environ;
 
 namespace loom::ui::detail {
 
@@ -55,6 +66,52 @@ int64_t version_of(const std::string& text, const std::string& name) {
   if (ec != std::errc() || end != text.data() + text.size() || v < 1)
     throw HttpError(400, "model " + quote_text(name) + ": version " + quote_text(text) + " is not a version number (valid: 1, 2, ...)");
   return v;
+}
+
+// Graphviz's `dot` in PATH, or "" when it is not installed.
+std::string find_dot() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/dot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// The DOT text laid out by `dot -Tsvg` (files in a private temporary directory; no shell).
+std::string dot_to_svg(const std::string& dot_program, const std::string& dot) {
+  std::string dir_template = (std::filesystem::temp_directory_path() / "loom-ui-dot-XXXXXX").string();
+  if (!::mkdtemp(dir_template.data())) throw HttpError(500, "cannot make a temporary directory for dot");
+  const std::filesystem::path dir = dir_template;
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  const std::string in = (dir / "graph.dot").string(), out = (dir / "graph.svg").string();
+  std::ofstream(in, std::ios::binary) << dot;
+  std::vector<std::string> args = {dot_program, "-Tsvg", in, "-o", out};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  const int spawned = posix_spawn(&pid, dot_program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw HttpError(500, "cannot run " + dot_program);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw HttpError(500, dot_program + " could not lay out the graph");
+  std::ifstream svg(out, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(svg), {});
 }
 
 Response move_alias(store::Store& store, const Request& r, const std::string& name, const std::string& alias) {
@@ -105,13 +162,17 @@ Response models_api(store::Store& store, const Request& r, const std::vector<std
   }
   if (p.size() == 4 && p[3] == "architecture") {
     const int64_t version = version_of(p[2], p[1]);
-    const std::string format = choice_param(r, "format", {"summary", "dot"});
+    const std::string format = choice_param(r, "format", {"summary", "dot", "svg"});
+    const std::string dot_program = format == "svg" ? find_dot() : "";
+    if (format == "svg" && dot_program.empty())
+      throw HttpError(404, "format=svg needs Graphviz's 'dot', which is not installed (Debian: graphviz); format=dot gives the DOT text");
     Graph graph;
     try {
       graph = store.models().load(p[1], version);
     } catch (const store::NotFoundError& e) {
       throw HttpError(404, e.what());
     }
+    if (format == "svg") return {200, "image/svg+xml", dot_to_svg(dot_program, graph.to_dot()), {}};
     return {200, "text/plain; charset=utf-8", format == "dot" ? graph.to_dot() : graph.summary(), {}};
   }
   throw HttpError(404, "no route " + quote_text(r.path) +

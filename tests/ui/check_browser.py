@@ -117,6 +117,9 @@ def main():
         assert alias_of(1) == "production" and alias_of(2) == "", (alias_of(1), alias_of(2))
         driver.find_element(By.CSS_SELECTOR, '#versions-table tr[data-version="2"] button').click()
         until("the architecture", lambda: "l1" in driver.find_element(By.ID, "architecture").text)
+        if shutil.which("dot"):  # drawn by Graphviz too
+            until("the architecture's graph", lambda: driver.execute_script(
+                "const i = document.getElementById('architecture-graph'); return i && i.complete && i.naturalWidth") > 0)
         driver.save_screenshot(os.path.join(shots, "models.png"))
         driver.find_element(By.ID, "token").send_keys(token)
         driver.find_element(By.ID, "alias-name").send_keys("production")
@@ -139,7 +142,8 @@ def main():
         # Tasks: a task cancelled through the API shows as cancelled after polling
         driver.get(base + "/#tasks")
         status_of = lambda t: driver.find_element(By.CSS_SELECTOR, f'#tasks-table tr[data-task="{t}"] td.task-status').text
-        until("two pending tasks", lambda: count("#tasks-table tbody tr") == 2 and status_of(tasks[0]) == "pending")
+        until("three tasks, one running", lambda: count("#tasks-table tbody tr") == 3 and status_of(tasks[0]) == "pending" and
+              status_of(tasks[2]) == "running" and "agent-1" in driver.find_element(By.ID, "agents-table").text)
         status, _, body = request("POST", f"/api/tasks/{tasks[0]}/cancel")  # no token: refused
         assert status == 401, (status, body)
         status, _, body = request("POST", f"/api/tasks/{tasks[0]}/cancel", token=token)

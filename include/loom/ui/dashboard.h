@@ -13,7 +13,9 @@
 // over HTTP (cpp-httplib) on `host` only, 127.0.0.1 unless told otherwise. Safe by default:
 // every route reads, unless `allow_writes`, and then a writing request (moving an alias,
 // cancelling a task) must carry the token in the X-Loom-Token header; every response carries a
-// Content-Security-Policy allowing only the dashboard's own scripts, styles and requests.
+// Content-Security-Policy allowing only the dashboard's own scripts, styles and requests. On a
+// loopback address, a request naming another host (a DNS rebinding attack: a page of another
+// site whose name now resolves to 127.0.0.1) is refused.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -31,6 +33,7 @@ struct LOOM_API Request {
   std::map<std::string, std::string> query;   // the query string's parameters, decoded
   std::string body;
   std::string token;                          // the X-Loom-Token header ("" when absent)
+  std::string host;                           // the Host header ("" when absent)
 };
 
 struct LOOM_API Response {
@@ -61,7 +64,8 @@ class LOOM_API Dashboard {
 
   // Answers one request: the pages, their scripts and styles, and the JSON API under /api
   // (docs/ui.md); errors as JSON ({"error": "..."}, naming what would be valid) with 400, 401
-  // (a writing request without the right token), 403 (writes not allowed), 404, 405, 409.
+  // (a writing request without the right token), 403 (writes not allowed, or a Host header that
+  // is not this machine's while listening on loopback), 404, 405, 409.
   Response handle(const Request& request);
 
   const std::string& token() const;  // "" unless writes are allowed

@@ -170,7 +170,13 @@ async function showModel(name) {
 }
 
 async function showArchitecture(name, version) {
-  $('architecture').textContent = await api(`/api/models/${encodeURIComponent(name)}/${version}/architecture`);
+  const path = `/api/models/${encodeURIComponent(name)}/${version}/architecture`;
+  $('architecture').textContent = await api(path);
+  // the graph drawn by Graphviz when the server has it (404 otherwise: nothing shown)
+  const img = el('img', {alt: 'graph of version ' + version, id: 'architecture-graph'});
+  img.addEventListener('error', () => img.remove());
+  img.src = path + '?format=svg';
+  $('architecture-svg').replaceChildren(img);
 }
 
 async function moveAlias() {

@@ -214,6 +214,19 @@ TEST_F(Ui, ModelsShowVersionsAliasesLineageAndArchitecture) {
   EXPECT_TRUE(contains_all(body(d.handle(get("/api/models/nope")), 404)["error"], {"no model 'nope'"}));
   EXPECT_EQ(body(d.handle(get("/api/models/mlp/9/architecture")), 404)["error"].get<std::string>().find("9") != std::string::npos, true);
   EXPECT_TRUE(contains_all(body(d.handle(get("/api/models/mlp/x/architecture")), 400)["error"], {"1, 2, ..."}));
+  EXPECT_TRUE(contains_all(body(d.handle(get("/api/models/mlp/2/architecture", {{"format", "png"}})), 400)["error"], {"summary, dot, svg"}));
+}
+
+TEST_F(Ui, ArchitectureAsSvgWhenGraphvizIsInstalled) {
+  ui::Dashboard d(store);
+  const ui::Response svg = d.handle(get("/api/models/mlp/2/architecture", {{"format", "svg"}}));
+  if (svg.status == 404) {
+    EXPECT_TRUE(contains_all(body(svg, 404)["error"], {"graphviz"}));
+    GTEST_SKIP() << "Graphviz's dot is not installed";
+  }
+  ASSERT_EQ(svg.status, 200) << svg.body;
+  EXPECT_EQ(svg.content_type, "image/svg+xml");
+  EXPECT_TRUE(contains_all(svg.body, {"<svg", ">l1", ">l2", "</svg>"}));
 }
 
 TEST_F(Ui, DatasetsQueryInTheStoresLanguageAndImagePreviews) {
@@ -263,8 +276,15 @@ TEST_F(Ui, TasksPollWithACursorAndCancelNeedsWritesAndTheToken) {
   const json first = body(read_only.handle(get("/api/tasks")));
   EXPECT_EQ(first["changed"], true);
   EXPECT_EQ(first["counts"]["pending"], 2);
-  ASSERT_EQ(first["tasks"].size(), 2u);
+  EXPECT_EQ(first["counts"]["running"], 1);
+  ASSERT_EQ(first["tasks"].size(), 3u);
   EXPECT_EQ(first["tasks"][0]["kind"], "train");
+  EXPECT_EQ(first["tasks"][2]["agent"], "agent-1");
+  EXPECT_EQ(first["tasks"][2]["attempts"], 1);
+  EXPECT_GT(first["tasks"][2]["lease_expires_ms"], 0);
+  ASSERT_EQ(first["agents"].size(), 1u);
+  EXPECT_EQ(first["agents"][0]["name"], "agent-1");
+  EXPECT_EQ(first["agents"][0]["running"], json({filled.tasks[2]}));
   const std::string cursor = first["cursor"];
   const json again = body(read_only.handle(get("/api/tasks", {{"cursor", cursor}})));
   EXPECT_EQ(again, json({{"cursor", cursor}, {"changed", false}}));
@@ -337,6 +357,15 @@ TEST_F(Ui, EveryAnswerCarriesTheContentSecurityPolicy) {
   EXPECT_EQ(d.handle(get("/nope")).status, 404);
   EXPECT_EQ(d.handle({"PUT", "/api/runs", {}, "", ""}).status, 405);
   EXPECT_EQ(d.handle(get("relative")).status, 400);
+  // DNS rebinding: another site's name resolving to 127.0.0.1 is refused
+  for (const char* host : {"127.0.0.1:8080", "localhost:8080", "[::1]:8080", "localhost"}) {
+    ui::Request r = get("/api/runs");
+    r.host = host;
+    EXPECT_EQ(d.handle(r).status, 200) << host;
+  }
+  ui::Request rebound = get("/api/runs");
+  rebound.host = "evil.example:8080";
+  EXPECT_TRUE(contains_all(body(d.handle(rebound), 403)["error"], {"'evil.example:8080'", "127.0.0.1 or localhost"}));
 }
 
 TEST(UiToken, RandomTokensAreLongAndDistinct) {

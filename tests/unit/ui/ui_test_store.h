@@ -1,7 +1,8 @@
 #pragma once
 // The store the dashboard's tests look at (tests/unit/ui and the browser test tests/ui): three
 // finished runs of known curves, a model of two versions (alias "production" on 1, version 2
-// made by run 2), a dataset of 8x8 gray images with labels, and two pending tasks.
+// made by run 2), a dataset of 8x8 gray images with labels, two pending tasks and one that
+// agent "agent-1" has claimed.
 #include <loom/core/tensor.h>
 #include <loom/flow/tasks.h>
 #include <loom/ops/creation.h>
@@ -20,7 +21,7 @@ namespace loom_test {
 
 struct UiStore {
   std::vector<int64_t> runs;   // ids of "lr-0.1", "lr-0.01", "lr-0.01-b64"
-  std::vector<int64_t> tasks;  // two pending tasks
+  std::vector<int64_t> tasks;  // two pending tasks, then one running (claimed by "agent-1")
 };
 
 // loss of run r at epoch e: 1 / (e + 1) * (r + 1), val_accuracy: 0.5 + 0.1 * e - 0.05 * r.
@@ -59,6 +60,8 @@ inline UiStore fill_ui_store(loom::store::Store& s) {
   flow::Tasks tasks(s);
   out.tasks.push_back(tasks.submit("train", R"({"lr": 0.1})"));
   out.tasks.push_back(tasks.submit("evaluate", "{}"));
+  out.tasks.push_back(tasks.submit("export", "{}"));
+  tasks.claim({"export"}, "agent-1");
   return out;
 }
 
