@@ -35,7 +35,7 @@ class Ui : public ::testing::Test {
   loom_test::UiStore filled = loom_test::fill_ui_store(store);
 
   static ui::Request get(const std::string& path, std::map<std::string, std::string> query = {}) {
-    return {"GET", path, std::move(query), "", ""};
+    return {"GET", path, std::move(query), "", "", ""};
   }
   // The answer's JSON, after checking its status.
   static json body(const ui::Response& r, int status = 200) {
@@ -290,28 +290,28 @@ TEST_F(Ui, TasksPollWithACursorAndCancelNeedsWritesAndTheToken) {
   EXPECT_EQ(again, json({{"cursor", cursor}, {"changed", false}}));
   const std::string cancel = "/api/tasks/" + std::to_string(filled.tasks[0]) + "/cancel";
   // read-only: 403 whatever the token
-  EXPECT_TRUE(contains_all(body(read_only.handle({"POST", cancel, {}, "", "x"}), 403)["error"], {"--allow-writes"}));
+  EXPECT_TRUE(contains_all(body(read_only.handle({"POST", cancel, {}, "", "x", ""}), 403)["error"], {"--allow-writes"}));
   ui::Dashboard writes(store, {.allow_writes = true});
   ASSERT_EQ(writes.token().size(), 32u);
-  EXPECT_TRUE(contains_all(body(writes.handle({"POST", cancel, {}, "", ""}), 401)["error"], {"X-Loom-Token", "none was given"}));
+  EXPECT_TRUE(contains_all(body(writes.handle({"POST", cancel, {}, "", "", ""}), 401)["error"], {"X-Loom-Token", "none was given"}));
   std::string wrong = writes.token();
   wrong[0] = wrong[0] == 'a' ? 'b' : 'a';
-  EXPECT_TRUE(contains_all(body(writes.handle({"POST", cancel, {}, "", wrong}), 401)["error"], {"not it"}));
+  EXPECT_TRUE(contains_all(body(writes.handle({"POST", cancel, {}, "", wrong, ""}), 401)["error"], {"not it"}));
   EXPECT_EQ(flow::Tasks(store).get(filled.tasks[0]).status, flow::Status::Pending);  // nothing done
-  EXPECT_EQ(body(writes.handle({"POST", cancel, {}, "", writes.token()}))["status"], "cancelled");
+  EXPECT_EQ(body(writes.handle({"POST", cancel, {}, "", writes.token(), ""}))["status"], "cancelled");
   EXPECT_EQ(flow::Tasks(store).get(filled.tasks[0]).status, flow::Status::Cancelled);
-  EXPECT_TRUE(contains_all(body(writes.handle({"POST", cancel, {}, "", writes.token()}), 409)["error"], {"already ended", "cancelled"}));
+  EXPECT_TRUE(contains_all(body(writes.handle({"POST", cancel, {}, "", writes.token(), ""}), 409)["error"], {"already ended", "cancelled"}));
   const json after = body(read_only.handle(get("/api/tasks", {{"cursor", cursor}})));
   EXPECT_EQ(after["changed"], true);  // the cursor moved
   EXPECT_EQ(after["tasks"][0]["status"], "cancelled");
   EXPECT_EQ(body(read_only.handle(get("/api/tasks", {{"status", "cancelled"}})))["tasks"].size(), 1u);
   EXPECT_TRUE(contains_all(body(read_only.handle(get("/api/tasks", {{"status", "done"}})), 400)["error"], {"pending, running"}));
-  EXPECT_EQ(writes.handle({"POST", "/api/tasks/999/cancel", {}, "", writes.token()}).status, 404);
-  EXPECT_EQ(writes.handle({"GET", cancel, {}, "", ""}).status, 405);
+  EXPECT_EQ(writes.handle({"POST", "/api/tasks/999/cancel", {}, "", writes.token(), ""}).status, 404);
+  EXPECT_EQ(writes.handle({"GET", cancel, {}, "", "", ""}).status, 405);
 }
 
 TEST_F(Ui, MovingAnAliasNeedsWritesAndTheToken) {
-  const ui::Request move{"POST", "/api/models/mlp/aliases/production", {}, R"({"version": 2})", ""};
+  const ui::Request move{"POST", "/api/models/mlp/aliases/production", {}, R"({"version": 2})", "", ""};
   ui::Dashboard read_only(store);
   EXPECT_EQ(read_only.handle(move).status, 403);
   EXPECT_EQ(read_only.token(), "");
@@ -344,8 +344,8 @@ TEST_F(Ui, EveryAnswerCarriesTheContentSecurityPolicy) {
   EXPECT_EQ(js.content_type, "text/javascript; charset=utf-8");
   EXPECT_FALSE(std::regex_search(js.body, std::regex("https?://")));
   EXPECT_EQ(d.handle(get("/app.css")).content_type, "text/css; charset=utf-8");
-  for (const ui::Request& r : {get("/"), get("/api/runs"), get("/nope"), get("/api/nope"), ui::Request{"POST", "/api/tasks/1/cancel", {}, "", ""},
-                               ui::Request{"DELETE", "/", {}, "", ""}, get("relative")}) {
+  for (const ui::Request& r : {get("/"), get("/api/runs"), get("/nope"), get("/api/nope"), ui::Request{"POST", "/api/tasks/1/cancel", {}, "", "", ""},
+                               ui::Request{"DELETE", "/", {}, "", "", ""}, get("relative")}) {
     const ui::Response a = d.handle(r);
     EXPECT_EQ(a.headers.at("Content-Security-Policy"),
               "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; "
@@ -355,7 +355,7 @@ TEST_F(Ui, EveryAnswerCarriesTheContentSecurityPolicy) {
     if (a.status != 200) EXPECT_TRUE(json::parse(a.body).contains("error")) << r.path;
   }
   EXPECT_EQ(d.handle(get("/nope")).status, 404);
-  EXPECT_EQ(d.handle({"PUT", "/api/runs", {}, "", ""}).status, 405);
+  EXPECT_EQ(d.handle({"PUT", "/api/runs", {}, "", "", ""}).status, 405);
   EXPECT_EQ(d.handle(get("relative")).status, 400);
   // DNS rebinding: another site's name resolving to 127.0.0.1 is refused
   for (const char* host : {"127.0.0.1:8080", "localhost:8080", "[::1]:8080", "localhost"}) {
