@@ -99,6 +99,11 @@ const std::vector<Migration>& migrations() {
            "ALTER TABLE datasets ADD COLUMN task_id {int}",
            "ALTER TABLE datasets ADD COLUMN run_id {int}",
        }},
+      // The wall-clock time each epoch's metrics were logged (Unix ms; NULL for older rows).
+      {7,
+       {
+           "ALTER TABLE run_metrics ADD COLUMN time_ms {int}",
+       }},
   };
   return list;
 }

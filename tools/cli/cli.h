@@ -128,5 +128,6 @@ int tasks_main(const std::vector<std::string>& args);
 int plans_main(const std::vector<std::string>& args);
 int agent_main(const std::vector<std::string>& args);
 int serve_main(const std::vector<std::string>& args);
+int ui_main(const std::vector<std::string>& args);
 
 }  // namespace loom::cli

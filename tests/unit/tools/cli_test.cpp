@@ -687,10 +687,19 @@ TEST(Cli, UsageAndStoreErrors) {
 
   r = loom({});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, agent, serve)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, agent, serve, ui)")) << r.err;
+  r = loom({"ui", "--port", "70000", "--store", missing});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--port must be 0 to 65535")) << r.err;
+  r = loom({"ui", "--store", missing});
+  EXPECT_EQ(r.code, 3);  // the dashboard never creates a store either
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  r = loom({"ui", "--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(contains(r.out, "--allow-writes")) << r.out;
   r = loom({"modles", "list"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, agent, serve)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, agent, serve, ui)")) << r.err;
   r = loom({"tasks", "lst"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "unknown command 'lst' (valid: list, show, submit, cancel, replay, events)")) << r.err;
