@@ -58,6 +58,7 @@
 #include "loom/data/idx.h"
 #include "loom/data/image.h"
 #include "loom/data/image_folder.h"
+#include "loom/data/kfold.h"
 #include "loom/data/loader.h"
 #include "loom/data/npy.h"
 #include "loom/data/text.h"
