@@ -92,3 +92,4 @@
 #include "loom/flow/agent.h"
 #include "loom/flow/events.h"
 #include "loom/flow/plans.h"
+#include "loom/flow/search_space.h"
