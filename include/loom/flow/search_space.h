@@ -71,6 +71,7 @@ class LOOM_API Sampler {
   // The next point to try given the trials observed so far (in trial order), or nullopt when
   // the sampler has nothing left (a grid that is done).
   virtual std::optional<Point> next(const SearchSpace& space, const std::vector<Observation>& observed) = 0;
+  virtual std::string name() const { return "custom"; }  // recorded with a search
 };
 
 // Every combination of the parameters' grid values, the last parameter varying fastest:
@@ -81,6 +82,7 @@ class LOOM_API GridSampler : public Sampler {
  public:
   explicit GridSampler(int64_t points_per_axis = 5);  // ValueError below 2
   std::optional<Point> next(const SearchSpace& space, const std::vector<Observation>& observed) override;
+  std::string name() const override { return "grid"; }
   // How many points the grid of `space` has.
   int64_t size(const SearchSpace& space) const;
   // The grid values of one parameter.
@@ -98,6 +100,7 @@ class LOOM_API RandomSampler : public Sampler {
  public:
   explicit RandomSampler(uint64_t seed = 0) : gen_(seed) {}
   std::optional<Point> next(const SearchSpace& space, const std::vector<Observation>& observed) override;
+  std::string name() const override { return "random"; }
 
  private:
   std::mt19937_64 gen_;
@@ -122,6 +125,7 @@ class LOOM_API TPESampler : public Sampler {
  public:
   explicit TPESampler(TPEOptions options = {});  // ValueError for n_startup_trials < 1, n_ei_candidates < 1, prior_weight <= 0
   std::optional<Point> next(const SearchSpace& space, const std::vector<Observation>& observed) override;
+  std::string name() const override { return "tpe"; }
 
  private:
   TPEOptions options_;
