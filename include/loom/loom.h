@@ -92,6 +92,7 @@
 #include "loom/flow/agent.h"
 #include "loom/flow/events.h"
 #include "loom/flow/plans.h"
+#include "loom/flow/cross_validation.h"
 #include "loom/flow/reports.h"
 #include "loom/flow/search.h"
 #include "loom/flow/search_space.h"
