@@ -45,6 +45,8 @@ void check_options(const SearchSpace& space, const SearchOptions& o) {
                        std::to_string(a.max_resource) + ", reduction_factor " + std::to_string(a.reduction_factor) +
                        " (valid: min_resource >= 1, max_resource >= min_resource, reduction_factor >= 2)");
   }
+  if (o.step_budget < 0 || (o.step_budget > 0 && !o.asha))
+    throw ValueError("search: step_budget " + std::to_string(o.step_budget) + " (valid: 0, or with ASHA a number of steps)");
   if (o.timeout_ms < 0 || o.poll_ms < 1)
     throw ValueError("search: timeout_ms " + std::to_string(o.timeout_ms) + ", poll_ms " + std::to_string(o.poll_ms) +
                      " (valid: timeout_ms >= 0, poll_ms >= 1)");
@@ -184,14 +186,20 @@ SearchInfo search(Tasks tasks, const SearchSpace& space, Sampler& sampler, const
   for (;;) {
     SearchInfo info = get_search(tasks, id);
     int64_t running = 0;
+    int64_t committed = info.total_steps();  // steps spent, plus what the running trials may still spend
     std::vector<Observation> observed;  // the ended trials with a value, in trial order
     for (const TrialInfo& t : info.trials) {
-      if (t.state == TrialState::Pending || t.state == TrialState::Running) ++running;
+      if (t.state == TrialState::Pending || t.state == TrialState::Running) {
+        ++running;
+        if (o.asha) committed += std::max<int64_t>(0, o.asha->max_resource - t.steps);
+      }
       if ((t.state == TrialState::Completed || t.state == TrialState::Stopped) && t.value)
         observed.push_back({points.at(t.number), o.mode == Mode::Maximize ? -*t.value : *t.value, t.state == TrialState::Completed,
                             t.steps});
     }
-    while (!exhausted && submitted < o.n_trials && running < o.max_concurrent_trials) {
+    const auto affordable = [&] { return o.step_budget == 0 || committed + o.asha->max_resource <= o.step_budget; };
+    if (!affordable() && running == 0) exhausted = true;  // nothing left to wait for
+    while (!exhausted && submitted < o.n_trials && running < o.max_concurrent_trials && affordable()) {
       const std::optional<Point> x = sampler.next(space, observed);
       if (!x) {
         exhausted = true;
@@ -203,6 +211,7 @@ SearchInfo search(Tasks tasks, const SearchSpace& space, Sampler& sampler, const
       submit_trial(tasks, id, submitted, o.kind, hyper.dump(), params, o.task_options);
       points[submitted++] = *x;
       ++running;
+      if (o.asha) committed += o.asha->max_resource;
     }
     if (running == 0 && (exhausted || submitted >= o.n_trials)) return get_search(tasks, id);
     if (o.timeout_ms > 0 && std::chrono::steady_clock::now() >= until) {

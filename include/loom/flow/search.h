@@ -47,6 +47,11 @@ struct LOOM_API SearchOptions {
   int64_t max_concurrent_trials = 4;    // trials submitted and not ended at any time
   std::string hyper_parameters = "{}";  // fixed hyper-parameters of every trial (a JSON object)
   std::optional<Asha> asha;
+  // With ASHA, the steps all trials may spend together (0: no limit): a trial is submitted only
+  // while the steps reported so far plus max_resource for it and for what each running trial may
+  // still spend fit in the budget, so the search never spends more (its trials respecting
+  // max_resource). The search then ends before n_trials when the budget is spent.
+  int64_t step_budget = 0;
   TaskOptions task_options;             // of every trial's task (priority, attempts, lease, ...)
   int64_t timeout_ms = 0;               // then the trials not ended are cancelled (0: none)
   int64_t poll_ms = 100;                // how often the trials' states are read

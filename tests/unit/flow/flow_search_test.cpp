@@ -165,8 +165,19 @@ TEST_P(FlowSearch, AgentsRunASearchAndAshaSavesSteps) {
                                           {.name = "quad", .kind = "quad", .metric = "loss", .n_trials = 16, .max_concurrent_trials = 2,
                                            .hyper_parameters = R"({"steps": 9})", .asha = flow::Asha{.min_resource = 1, .max_resource = 9},
                                            .poll_ms = 5});
+  // A budget of 40 steps: as many random trials as fit, never more steps.
+  flow::RandomSampler random(4);
+  const flow::SearchInfo b = flow::search(tasks, space, random,
+                                          {.kind = "quad", .metric = "loss", .n_trials = 1000, .max_concurrent_trials = 2,
+                                           .hyper_parameters = R"({"steps": 9})", .asha = flow::Asha{.min_resource = 1, .max_resource = 9},
+                                           .step_budget = 40, .poll_ms = 5});
   for (auto& a : owned) a->stop();
   for (auto& th : agents) th.join();
+  EXPECT_LE(b.total_steps(), 40);
+  EXPECT_GE(b.trials.size(), 4u);
+  EXPECT_LT(b.trials.size(), 40u);
+  for (const flow::TrialInfo& tr : b.trials) EXPECT_TRUE(tr.state == flow::TrialState::Completed || tr.state == flow::TrialState::Stopped);
+  std::printf("budget 40: %zu trials, %lld steps\n", b.trials.size(), static_cast<long long>(b.total_steps()));
   ASSERT_EQ(s.trials.size(), 16u);
   int stopped = 0;
   double best_completed = INFINITY;
@@ -223,6 +234,9 @@ TEST_P(FlowSearch, BadOptionsWriteNothing) {
   bad(o);
   o = good;
   o.asha = flow::Asha{.min_resource = 1, .max_resource = 9, .reduction_factor = 1};
+  bad(o);
+  o = good;
+  o.step_budget = 10;  // without ASHA
   bad(o);
   o = good;
   o.task_options.max_attempts = 0;
