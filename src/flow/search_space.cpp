@@ -333,7 +333,10 @@ std::optional<Point> TPESampler::next(const SearchSpace& space, const std::vecto
         for (; k + 1 < l.size(); ++k)
           if ((acc += l[k]) > u) break;
         const double score = std::log(l[k]) - std::log(g[k]);
-        if (score > best_score) best_score = score, best = static_cast<double>(k);
+        if (score > best_score) {
+          best_score = score;
+          best = static_cast<double>(k);
+        }
       }
     } else {
       const Range r = model_range(p);
@@ -341,7 +344,10 @@ std::optional<Point> TPESampler::next(const SearchSpace& space, const std::vecto
       for (int64_t c = 0; c < options_.n_ei_candidates; ++c) {
         const double m = l.sample(gen_);
         const double score = l.log_pdf(m) - g.log_pdf(m);
-        if (score > best_score) best_score = score, best = from_model(p, m);
+        if (score > best_score) {
+          best_score = score;
+          best = from_model(p, m);
+        }
       }
     }
     x[d] = best;
