@@ -1037,6 +1037,20 @@ class Importer {
       if (o.name() == v) return true;
     return false;
   }
+  // The one node of `op` reading `v` as its first input when the others reading it are Shape nodes
+  // (torch.onnx's shape arithmetic, evaluated by the caller), -1 otherwise.
+  int reader_besides_shapes(const std::string& v, const char* op) const {
+    int found = -1;
+    if (is_graph_output(v)) return -1;
+    if (auto it = readers_.find(v); it != readers_.end())
+      for (const auto& [k, i] : it->second) {
+        const auto& n = g_.node(k);
+        if (n.op_type() == "Shape" && n.domain().empty()) continue;
+        if (found >= 0 || n.op_type() != op || !n.domain().empty() || i != 0) return -1;
+        found = k;
+      }
+    return found;
+  }
   // The one node reading `v` (nothing else, no graph output), -1 otherwise.
   int only_reader(const std::string& v) const {
     const std::vector<int> r = readers_of(v);
@@ -1378,7 +1392,11 @@ class Importer {
       for (const auto& at : r.attribute())
         if (at.name() != "allowzero" || at.i() != 0) throw Unsupported(what + ": the Reshape's attribute " + at.name());
       if (r.input_size() != 2) throw Unsupported(what + ": the Reshape has no shape");
-      const auto& s = need(r.input(0), "Slice", nodes, what + " (a slice of the packed in-projection: self-attention)");
+      const onnx::NodeProto* sp = producer_of(r.input(0));
+      if (!sp || sp->op_type() != "Slice")
+        throw Unsupported(what + " are not a slice of one packed in-projection (cross-attention is not imported): '" + r.input(0) + "' is computed by " +
+                          (sp ? sp->op_type() + " (node '" + node_name(*sp) + "')" : std::string("no node")));
+      const auto& s = need(r.input(0), "Slice", nodes, what);
       if (s.input_size() < 3 || s.input_size() > 5) throw Unsupported(what + ": the Slice (node '" + node_name(s) + "') has " + std::to_string(s.input_size()) + " inputs");
       return Head{tr.input(0), r.input(0)};
     };
@@ -1405,7 +1423,7 @@ class Importer {
     if (kr1 < 0 || g_.node(kr1).op_type() != "Reshape" || g_.node(kr1).input_size() != 2) throw Unsupported("the attended values are not Reshaped to (L N, E)");
     nodes.insert(kr1);
     const std::string y = out_projection(g_.node(kr1).output(0), a, nodes);
-    const int kr2 = only_reader(y);
+    const int kr2 = reader_besides_shapes(y, "Reshape");
     if (kr2 < 0 || g_.node(kr2).op_type() != "Reshape" || g_.node(kr2).input_size() != 2) throw Unsupported("the out projection is not Reshaped to (L, N, E)");
     nodes.insert(kr2);
     const int kt2 = only_reader(g_.node(kr2).output(0));
@@ -1656,18 +1674,25 @@ class Importer {
     for (int k = 0; k < g_.node_size(); ++k) {
       const auto& n = g_.node(k);
       if (n.op_type() != "Softmax" || !n.domain().empty() || n.input_size() != 1 || n.output_size() != 1 || done_.count(k)) continue;
-      // through the masks' Where and Add, if any, and a scale
-      std::string scores = n.input(0);
+      // through the masks' Where and Add (torch's baddbmm: Add of the scaled product and the scaled
+      // mask), if any, and scales by constants
+      const auto unscaled = [&](std::string v) {
+        for (int i = 0; i < 3; ++i) {
+          auto it = producer_.find(v);
+          if (it == producer_.end()) break;
+          const auto& s = g_.node(it->second);
+          if ((s.op_type() != "Mul" && s.op_type() != "Div") || s.input_size() != 2 || !consts_.count(s.input(1))) break;
+          v = s.input(0);
+        }
+        return v;
+      };
+      std::string scores = unscaled(n.input(0));
       for (auto it = producer_.find(scores); it != producer_.end() && (g_.node(it->second).op_type() == "Where" || g_.node(it->second).op_type() == "Add") &&
                                               g_.node(it->second).input_size() >= 2;
            it = producer_.find(scores))
-        scores = g_.node(it->second).op_type() == "Where" ? g_.node(it->second).input(2)
-                 : computed_matmul(g_.node(it->second).input(0)) ? g_.node(it->second).input(0)
-                                                                  : g_.node(it->second).input(1);
-      if (auto it = producer_.find(scores); it != producer_.end() && (g_.node(it->second).op_type() == "Mul" || g_.node(it->second).op_type() == "Div")) {
-        const auto& s = g_.node(it->second);  // scaled after the product (Loom's exporter)
-        if (s.input_size() == 2 && consts_.count(s.input(1))) scores = s.input(0);
-      }
+        scores = unscaled(g_.node(it->second).op_type() == "Where"                  ? g_.node(it->second).input(2)
+                          : computed_matmul(unscaled(g_.node(it->second).input(0))) ? g_.node(it->second).input(0)
+                                                                                    : g_.node(it->second).input(1));
       if (!computed_matmul(scores)) continue;
       bool weighs = false;
       if (auto it = readers_.find(n.output(0)); it != readers_.end())

@@ -621,6 +621,49 @@ TEST(OnnxImport, RoundTripAttention) {
   EXPECT_STREQ(tc_back.layer("encoder.layers.1").kind(), "TransformerEncoderLayer");
 }
 
+// torch's attention, exported by torch.onnx at opset 17 (make_torch_resnet18.py): TransformerEncoderLayers
+// (post-norm and norm_first, relu and gelu) back as one TransformerEncoderLayer each, nn.MultiheadAttention
+// as one MultiHeadAttention; traced at length 5, run at length 7, within 1e-5 of torch's outputs
+// (relative to their largest magnitude). A causal attn_mask, a key_padding_mask and cross-attention
+// are refused by the Softmax node with the reason.
+TEST(OnnxImport, TorchAttention) {
+  const char* d = std::getenv("LOOM_TORCH_ONNX_DIR");
+  if (!d || !*d) GTEST_SKIP() << "LOOM_TORCH_ONNX_DIR not set (ctest's onnx_torch_resnet18 fixture writes it)";
+  const fs::path dir(d);
+  for (const char* name : {"post_relu", "post_gelu", "pre_relu", "pre_gelu", "mha", "mha_nobias"}) {
+    const std::string base = std::string("attn_") + name;
+    const Graph g = io::import_onnx((dir / (base + ".onnx")).string());
+    const bool mha = std::string(name).rfind("mha", 0) == 0;
+    std::map<std::string, int> kinds;
+    for (const nn::Layer& l : g.nodes()) ++kinds[l.kind()];
+    EXPECT_EQ(kinds[mha ? "MultiHeadAttention" : "TransformerEncoderLayer"], 1) << g.summary();
+    EXPECT_EQ(g.nodes().size(), 2u) << g.summary();  // the input and the layer
+    const Tensor x = data::load_npy((dir / (base + "_input.npy")).string()), want = data::load_npy((dir / (base + "_output.npy")).string());
+    nn::ModeScope eval(nn::Mode::Eval);
+    NoGrad ng;
+    const Tensor got = g.compile().run({x}).at(0);
+    ASSERT_EQ(got.shape(), want.shape());
+    const double scale = max(abs(astype(want, Float64))).item<double>(), diff = max_abs_diff(got, want);
+    std::printf("torch %s (torch.onnx, opset 17, traced at length 5, run at 7): max |Loom - torch| = %.3g (%.3g relative)\n", name, diff,
+                diff / scale);
+    EXPECT_LE(diff / scale, 1e-5) << name;
+  }
+  for (const auto& [file, why] : std::vector<std::pair<std::string, std::string>>{
+           {"attn_mha_masked.onnx", "a mask on the scores (Add"},
+           {"attn_mha_padded.onnx", "a mask on the scores ("},
+           {"attn_mha_cross.onnx", "of one packed in-projection (cross-attention is not imported)"}}) {
+    try {
+      io::import_onnx((dir / file).string());
+      ADD_FAILURE() << file << " imported";
+    } catch (const ValueError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("Softmax (node '"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("attention whose block is not imported: "), std::string::npos) << file << ": " << msg;
+      EXPECT_NE(msg.find(why), std::string::npos) << file << ": " << msg;
+    }
+  }
+}
+
 // ------------------------------------------------------------------ hostile files
 std::string tiny_model(const std::function<void(onnx::TensorProto&)>& weight) {
   onnx::ModelProto m;
