@@ -1344,9 +1344,9 @@ class Importer {
       torch_heads(a, pv, qs, ks, d, nodes);
     }
     const int64_t e = a.wq.defined() ? a.wq.shape()[0] : 0;
-    if (a.heads < 1 || d < 1 || a.heads * d != e) throw Unsupported(std::to_string(a.heads) + " heads of " + std::to_string(d) + " do not make " + std::to_string(e) + " units");
     for (const Tensor* w : {&a.wq, &a.wk, &a.wv, &a.wo})
-      if (w->shape() != Shape{e, e}) throw Unsupported("a projection's weights of the shape " + shape_str(w->shape()) + " (valid: (" + std::to_string(e) + ", " + std::to_string(e) + "))");
+      if (w->shape() != Shape{e, e}) throw Unsupported("a projection's weights of the shape " + shape_str(w->shape()) + " (valid: (E, E), E the units)");
+    if (a.heads < 1 || d < 1 || a.heads * d != e) throw Unsupported(std::to_string(a.heads) + " heads of " + std::to_string(d) + " do not make " + std::to_string(e) + " units");
     const bool bias = a.bq.defined();
     if (a.bk.defined() != bias || a.bv.defined() != bias || a.bo.defined() != bias)
       throw Unsupported("some projections have a bias and others none (Loom's MultiHeadAttention has all four or none)");

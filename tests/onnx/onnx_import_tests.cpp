@@ -314,6 +314,25 @@ TEST(OnnxImport, FineTuneImported) {
   EXPECT_LT(after, before);
 }
 
+// The imported transformer_classifier trains too: its TransformerEncoderLayers, Lookups and Linear.
+TEST(OnnxImport, FineTuneImportedTransformer) {
+  Generator gen(8);
+  const zoo::Network tc = zoo::transformer_classifier(20, 6, 8, 2, 16, 1, 2, 0.0);
+  const Graph g = io::decode_onnx(io::encode_onnx(tc.graph));
+  EXPECT_STREQ(g.layer("encoder.layers.0").kind(), "TransformerEncoderLayer");
+  const Tensor ids = astype(floor(uniform({256, 6}, 0, 19.999, Float32, Device::cpu(), &gen)), Int64);
+  const Tensor y = astype(less(reshape(slice(ids, 1, 0, 1), {256}), scalar_tensor(int64_t{10}, Int64)), Int64);  // is the first id < 10
+  auto ds = std::make_shared<data::TensorDataset>(std::vector<Tensor>{ids, y});
+  data::DataLoader loader(ds, {.batch_size = 16, .shuffle = true, .seed = 1});
+  train::Model model(g, [](const Tensor& p, const Tensor& t) { return cross_entropy(p, t); },
+                     std::make_shared<train::Adam>(g.parameters(), train::AdamOptions{.lr = 0.01}));
+  const double before = model.evaluate(loader).at("loss");
+  model.fit(loader, {.epochs = 1});
+  const double after = model.evaluate(loader).at("loss");
+  std::printf("fine-tuning the imported transformer_classifier: loss %.4f -> %.4f after one epoch\n", before, after);
+  EXPECT_LT(after, before);
+}
+
 // ------------------------------------------------------------------ conformance
 const fs::path kNodeCases = "/usr/share/libonnx-testdata/data/node";
 
@@ -662,6 +681,129 @@ TEST(OnnxImport, TorchAttention) {
       EXPECT_NE(msg.find(why), std::string::npos) << file << ": " << msg;
     }
   }
+}
+
+// Hostile or inexpressible attention blocks (edited from exported models): refused by their Softmax
+// node with the reason, nothing imported wrong.
+void expect_attention_refused(const onnx::ModelProto& m, const std::string& why) {
+  try {
+    io::decode_onnx(m.SerializeAsString());
+    ADD_FAILURE() << "imported: " << why;
+  } catch (const ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("Softmax (node '"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(why), std::string::npos) << msg;
+  }
+}
+
+TEST(OnnxImport, AttentionHostileEdits) {
+  nn::Input q(Shape{-1, -1, 8}, Float32, "q");
+  const Graph g = Graph::build({nn::MultiHeadAttention(q, q, q, 2, {}, std::nullopt, "mha")}, {q});
+  onnx::ModelProto base;
+  ASSERT_TRUE(base.ParseFromString(io::encode_onnx(g)));
+  const auto edited = [&](const std::function<void(onnx::ModelProto&)>& edit) {
+    onnx::ModelProto m = base;
+    edit(m);
+    return m;
+  };
+  const auto set_ints = [](onnx::TensorProto* t, const std::vector<int64_t>& v) {
+    ASSERT_NE(t, nullptr);
+    t->clear_int64_data();
+    t->clear_raw_data();
+    t->clear_dims();
+    t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+  };
+  // the heads' Reshape constants (of q, k and v): 4 heads of 4, whose concatenation (16) is not the 8 units
+  expect_attention_refused(edited([&](onnx::ModelProto& m) {
+                             for (auto& t : *m.mutable_graph()->mutable_initializer())
+                               if (t.name().rfind("mha/heads_shape", 0) == 0) set_ints(&t, {0, 0, 4, 4});
+                           }),
+                           "the attended values are not Reshaped to (0, 0, 16)");
+  // q alone split otherwise than k and v
+  expect_attention_refused(edited([&](onnx::ModelProto& m) {
+                             auto* t = m.mutable_graph()->add_initializer();
+                             set_ints(t, {0, 0, 4, 2});
+                             t->set_name("other_heads");
+                             t->set_data_type(onnx::TensorProto::INT64);
+                             for (auto& n : *m.mutable_graph()->mutable_node())
+                               if (n.op_type() == "Reshape" && n.input(1) == "mha/heads_shape") return n.set_input(1, "other_heads");
+                           }),
+                           "split into different heads");
+  // a weight matrix of the wrong shape (its data kept)
+  expect_attention_refused(edited([&](onnx::ModelProto& m) {
+                             onnx::TensorProto* w = initializer(m, "mha/q_weight");
+                             w->clear_dims();
+                             w->add_dims(4);
+                             w->add_dims(16);
+                           }),
+                           "a projection's weights of the shape (4, 16)");
+  // the scale: 1/2 for heads of 4 (1/sqrt(4) is right: 0.5), 1/3 is not
+  expect_attention_refused(edited([&](onnx::ModelProto& m) {
+                             onnx::TensorProto* s = initializer(m, "mha/scale");
+                             s->clear_float_data();
+                             s->clear_raw_data();
+                             s->add_float_data(1.0f / 3.0f);
+                           }),
+                           "the scores are scaled by 0.333333, not 1/sqrt(4)");
+  // the concatenated heads read by a graph output too (the block is not closed)
+  expect_attention_refused(edited([&](onnx::ModelProto& m) {
+                             for (const auto& n : m.graph().node())
+                               if (n.op_type() == "Softmax") {
+                                 auto* o = m.mutable_graph()->add_output();
+                                 *o = m.graph().output(0);
+                                 o->set_name(n.output(0));
+                                 return;
+                               }
+                           }),
+                           "the attention weights are read by other than one MatMul");
+
+  const char* d = std::getenv("LOOM_TORCH_ONNX_DIR");
+  if (!d || !*d) GTEST_SKIP() << "LOOM_TORCH_ONNX_DIR not set (ctest's onnx_torch_resnet18 fixture writes it)";
+  onnx::ModelProto torch;
+  {
+    std::ifstream f(fs::path(d) / "attn_mha.onnx", std::ios::binary);
+    ASSERT_TRUE(torch.ParseFromIstream(&f));
+  }
+  const auto torch_edited = [&](const std::function<void(onnx::ModelProto&)>& edit) {
+    onnx::ModelProto m = torch;
+    edit(m);
+    return m;
+  };
+  // the packed in-projection's weights transposed to (3 E, E)
+  expect_attention_refused(torch_edited([&](onnx::ModelProto& m) {
+                             for (auto& t : *m.mutable_graph()->mutable_initializer())
+                               if (t.dims_size() == 2 && t.dims(1) == 48) t.set_dims(0, 48), t.set_dims(1, 16);
+                           }),
+                           "the packed in-projection's weights of the shape (48, 16) (valid: (E, 3 E))");
+  // torch's scale: q divided by sqrt(4) = 2; divided by 3 instead
+  expect_attention_refused(torch_edited([&](onnx::ModelProto& m) {
+                             for (auto& n : *m.mutable_graph()->mutable_node())
+                               if (n.op_type() == "Constant" && n.attribute(0).t().data_type() == onnx::TensorProto::FLOAT && n.attribute(0).t().dims_size() == 0) {
+                                 onnx::TensorProto* t = n.mutable_attribute(0)->mutable_t();
+                                 t->clear_raw_data();
+                                 t->clear_float_data();
+                                 t->add_float_data(3.0f);
+                               }
+                           }),
+                           "the scores are scaled by 0.333333, not 1/sqrt(4)");
+  // the number of heads in the shape arithmetic (the Div of E by the heads, and the N * heads) edited from 4 to 2:
+  // a consistent split into 2 heads of 8, whose scale (q / 2) is then not 1/sqrt(8)
+  expect_attention_refused(torch_edited([&](onnx::ModelProto& m) {
+                             for (auto& n : *m.mutable_graph()->mutable_node())
+                               if (n.op_type() == "Constant" && n.attribute(0).t().data_type() == onnx::TensorProto::INT64 && n.attribute(0).t().dims_size() == 0) {
+                                 onnx::TensorProto* t = n.mutable_attribute(0)->mutable_t();
+                                 const std::string& raw = t->raw_data();
+                                 int64_t v = 0;
+                                 if (raw.size() == 8) std::memcpy(&v, raw.data(), 8);
+                                 else if (t->int64_data_size() == 1) v = t->int64_data(0);
+                                 if (v != 4) continue;
+                                 t->clear_raw_data();
+                                 t->clear_int64_data();
+                                 t->add_int64_data(2);
+                               }
+                           }),
+                           "the scores are scaled by 0.500000, not 1/sqrt(8)");
 }
 
 // ------------------------------------------------------------------ hostile files
