@@ -1434,7 +1434,8 @@ class Importer {
     // the shape arithmetic at two probe sizes (N, L)
     std::vector<int64_t> ranges[3];
     int64_t heads = 0;
-    for (const auto& [n, l] : {std::pair<int64_t, int64_t>{2, 3}, std::pair<int64_t, int64_t>{3, 7}}) {
+    for (const auto& probe : {std::pair<int64_t, int64_t>{2, 3}, std::pair<int64_t, int64_t>{3, 7}}) {
+      const int64_t n = probe.first, l = probe.second;
       std::map<std::string, std::vector<int64_t>> shapes;
       shapes[a.q] = {n, l, e};
       shapes[xt] = {l, n, e};

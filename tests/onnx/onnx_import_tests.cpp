@@ -45,11 +45,16 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return max(abs(astype(a, Float64) - astype(b, Float64))).item<double>();
 }
 
-// ids in [0, 10) for integer inputs (every vocabulary in these tests is larger); masks mostly true
+// ids in [0, 10) for integer inputs (every vocabulary in these tests is larger)
 Tensor random_input(const nn::Layer& in, const Shape& sample, int64_t batch) {
   Shape s{batch};
   s.insert(s.end(), sample.begin(), sample.end());
-  if (in.dtype() == DType::Bool) return astype(floor(uniform(s, 0.9, 1.999)), DType::Bool);  // a padding mask: mostly true
+  if (in.dtype() == DType::Bool) {  // a padding mask: mostly true, the first key always (a causal row attends to it)
+    Tensor m = astype(floor(uniform(s, 0.7, 1.999)), DType::Bool);
+    NoGrad ng;
+    slice(m, 1, 0, 1).copy_(ones({batch, 1}, DType::Bool));
+    return m;
+  }
   if (is_integral(in.dtype())) return astype(floor(uniform(s, 0, 9.999)), in.dtype());
   return normal(s, 0, 1, in.dtype());
 }
