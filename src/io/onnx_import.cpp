@@ -1,6 +1,8 @@
 // ONNX import (loom/io/onnx.h, docs/onnx.md): each node of the model's graph, in its order, as
-// a Loom layer (a few node patterns as one layer: MatMul + Add -> Linear, GlobalAveragePool +
-// Flatten -> GlobalPool); every node no layer expresses is collected, and the model is refused
+// a Loom layer (node patterns as one layer: MatMul + Add -> Linear, GlobalAveragePool + Flatten ->
+// GlobalPool, gelu's formula, the exporter's adaptive pooling, recurrent nodes with their
+// transposes, attention blocks -> MultiHeadAttention / TransformerEncoderLayer); every node no
+// layer expresses is collected, and the model is refused
 // with all of them at once. The reading of untrusted bytes is onnx_read.cpp's.
 #include <algorithm>
 #include <charconv>
