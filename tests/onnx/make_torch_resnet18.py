@@ -2,8 +2,8 @@
 an input and torch's logits for it, into the folder given: resnet18.onnx, input.npy, logits.npy.
 Also a small MLP (Linear, GELU, LayerNorm, Dropout, LogSoftmax): mlp.onnx, mlp_input.npy, mlp_output.npy;
 four recurrent language models (rnn_<name>.onnx, _input.npy, _output.npy), TransformerEncoderLayers and
-nn.MultiheadAttention (attn_<name>.onnx, _input.npy, _output.npy) and three attention forms the importer refuses
-(a causal attn_mask, a key_padding_mask, cross-attention).
+nn.MultiheadAttention (attn_<name>.onnx, _input.npy, _output.npy; cross-attention with _input2.npy too) and two
+attention forms the importer refuses (a causal attn_mask, a key_padding_mask).
 Run with Debian's python3 (python3-torch, python3-torchvision); onnx_import_tests imports the file
 and compares its logits with torch's (docs/onnx.md, "Import")."""
 import os
@@ -120,7 +120,7 @@ class PaddedAttention(SelfAttention):  # refused: key_padding_mask
         return self.attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]
 
 
-class CrossAttention(SelfAttention):  # refused: queries other than the keys and values
+class CrossAttention(SelfAttention):  # queries other than the keys and values
     def forward(self, x, y):
         return self.attn(x, y, y, need_weights=False)[0]
 
@@ -147,7 +147,18 @@ torch.manual_seed(7)
 torch.onnx.export(PaddedAttention().eval(), (torch.randn(2, 5, 16), torch.zeros(2, 5, dtype=torch.bool)), os.path.join(out, "attn_mha_padded.onnx"),
                   opset_version=17, input_names=["x", "pad"], output_names=["y"],
                   dynamic_axes={"x": {0: "batch", 1: "time"}, "pad": {0: "batch", 1: "time"}, "y": {0: "batch", 1: "time"}})
-torch.onnx.export(CrossAttention().eval(), (torch.randn(2, 5, 16), torch.randn(2, 4, 16)), os.path.join(out, "attn_mha_cross.onnx"),
+print("attn_mha_padded.onnx written")
+# cross-attention: the queries from x, the keys and values from y (their in-projections sliced from
+# in_proj_weight): traced at lengths 5 and 4, run at 7 and 6
+torch.manual_seed(7)
+cross = CrossAttention().eval()
+randomize(cross)
+x, y = torch.randn(3, 7, 16, generator=torch.Generator().manual_seed(10)), torch.randn(3, 6, 16, generator=torch.Generator().manual_seed(11))
+z = cross(x, y).detach()
+torch.onnx.export(cross, (torch.randn(2, 5, 16), torch.randn(2, 4, 16)), os.path.join(out, "attn_mha_cross.onnx"),
                   opset_version=17, input_names=["x", "y"], output_names=["z"],
                   dynamic_axes={"x": {0: "batch", 1: "time"}, "y": {0: "batch", 1: "time2"}, "z": {0: "batch", 1: "time"}})
-print("attn_mha_padded.onnx, attn_mha_cross.onnx written")
+np.save(os.path.join(out, "attn_mha_cross_input.npy"), x.numpy())
+np.save(os.path.join(out, "attn_mha_cross_input2.npy"), y.numpy())
+np.save(os.path.join(out, "attn_mha_cross_output.npy"), z.numpy())
+print("attn_mha_cross.onnx written")

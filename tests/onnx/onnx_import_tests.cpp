@@ -648,24 +648,28 @@ TEST(OnnxImport, RoundTripAttention) {
 // torch's attention, exported by torch.onnx at opset 17 (make_torch_resnet18.py): TransformerEncoderLayers
 // (post-norm and norm_first, relu and gelu) back as one TransformerEncoderLayer each, nn.MultiheadAttention
 // as one MultiHeadAttention; traced at length 5, run at length 7, within 1e-5 of torch's outputs
-// (relative to their largest magnitude). A causal attn_mask, a key_padding_mask and cross-attention
-// are refused by the Softmax node with the reason.
+// (relative to their largest magnitude); a cross-attention (its keys and values of another length:
+// traced at 4, run at 6) too. A causal attn_mask and a key_padding_mask are refused by the Softmax
+// node with the reason.
 TEST(OnnxImport, TorchAttention) {
   const char* d = std::getenv("LOOM_TORCH_ONNX_DIR");
   if (!d || !*d) GTEST_SKIP() << "LOOM_TORCH_ONNX_DIR not set (ctest's onnx_torch_resnet18 fixture writes it)";
   const fs::path dir(d);
-  for (const char* name : {"post_relu", "post_gelu", "pre_relu", "pre_gelu", "mha", "mha_nobias"}) {
+  for (const char* name : {"post_relu", "post_gelu", "pre_relu", "pre_gelu", "mha", "mha_nobias", "mha_cross"}) {
     const std::string base = std::string("attn_") + name;
     const Graph g = io::import_onnx((dir / (base + ".onnx")).string());
     const bool mha = std::string(name).rfind("mha", 0) == 0;
     std::map<std::string, int> kinds;
     for (const nn::Layer& l : g.nodes()) ++kinds[l.kind()];
     EXPECT_EQ(kinds[mha ? "MultiHeadAttention" : "TransformerEncoderLayer"], 1) << g.summary();
-    EXPECT_EQ(g.nodes().size(), 2u) << g.summary();  // the input and the layer
-    const Tensor x = data::load_npy((dir / (base + "_input.npy")).string()), want = data::load_npy((dir / (base + "_output.npy")).string());
+    const bool cross = std::string(name) == "mha_cross";
+    EXPECT_EQ(g.nodes().size(), cross ? 3u : 2u) << g.summary();  // the input(s) and the layer
+    std::vector<Tensor> xs{data::load_npy((dir / (base + "_input.npy")).string())};
+    if (cross) xs.push_back(data::load_npy((dir / (base + "_input2.npy")).string()));
+    const Tensor want = data::load_npy((dir / (base + "_output.npy")).string());
     nn::ModeScope eval(nn::Mode::Eval);
     NoGrad ng;
-    const Tensor got = g.compile().run({x}).at(0);
+    const Tensor got = g.compile().run(xs).at(0);
     ASSERT_EQ(got.shape(), want.shape());
     const double scale = max(abs(astype(want, Float64))).item<double>(), diff = max_abs_diff(got, want);
     std::printf("torch %s (torch.onnx, opset 17, traced at length 5, run at 7): max |Loom - torch| = %.3g (%.3g relative)\n", name, diff,
@@ -674,8 +678,7 @@ TEST(OnnxImport, TorchAttention) {
   }
   for (const auto& [file, why] : std::vector<std::pair<std::string, std::string>>{
            {"attn_mha_masked.onnx", "a mask on the scores (Add"},
-           {"attn_mha_padded.onnx", "a mask on the scores ("},
-           {"attn_mha_cross.onnx", "of one packed in-projection (cross-attention is not imported)"}}) {
+           {"attn_mha_padded.onnx", "a mask on the scores ("}}) {
     try {
       io::import_onnx((dir / file).string());
       ADD_FAILURE() << file << " imported";
@@ -780,7 +783,7 @@ TEST(OnnxImport, AttentionHostileEdits) {
                              for (auto& t : *m.mutable_graph()->mutable_initializer())
                                if (t.dims_size() == 2 && t.dims(1) == 48) t.set_dims(0, 48), t.set_dims(1, 16);
                            }),
-                           "the packed in-projection's weights of the shape (48, 16) (valid: (E, 3 E))");
+                           "the projection's weights of the shape (48, 16) take 48 features, not 16");
   // torch's scale: q divided by sqrt(4) = 2; divided by 3 instead
   expect_attention_refused(torch_edited([&](onnx::ModelProto& m) {
                              for (auto& n : *m.mutable_graph()->mutable_node())
