@@ -784,6 +784,16 @@ TEST(OnnxImport, AttentionHostileEdits) {
                                if (t.dims_size() == 2 && t.dims(1) == 48) t.set_dims(0, 48), t.set_dims(1, 16);
                            }),
                            "the projection's weights of the shape (48, 16) take 48 features, not 16");
+  // the queries' Reshape given a constant shape (0, -1, 8): 2 heads of 8 where k and v have 4 of 4
+  expect_attention_refused(torch_edited([&](onnx::ModelProto& m) {
+                             auto* t = m.mutable_graph()->add_initializer();
+                             set_ints(t, {0, -1, 8});
+                             t->set_name("hostile_shape");
+                             t->set_data_type(onnx::TensorProto::INT64);
+                             for (auto& n : *m.mutable_graph()->mutable_node())
+                               if (n.op_type() == "Reshape") return n.set_input(1, "hostile_shape");  // the first: the queries'
+                           }),
+                           "not (L, N heads, E / heads) with the same heads for q, k and v");
   // torch's scale: q divided by sqrt(4) = 2; divided by 3 instead
   expect_attention_refused(torch_edited([&](onnx::ModelProto& m) {
                              for (auto& n : *m.mutable_graph()->mutable_node())
