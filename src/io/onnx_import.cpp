@@ -1006,7 +1006,7 @@ class Importer {
     return *n;
   }
   void need_perm(const onnx::NodeProto& t, const std::vector<int64_t>& p, const std::string& what) const {
-    if (t.input_size() != 1 || t.attribute_size() != 1 || perm_of(t) != p) {
+    if (t.input_size() != 1 || t.output_size() != 1 || t.attribute_size() != 1 || perm_of(t) != p) {
       std::string want;
       for (int64_t i : p) want += (want.empty() ? "" : ", ") + std::to_string(i);
       throw Unsupported(what + ": the Transpose (node '" + node_name(t) + "') is not perm (" + want + ")");
@@ -1049,15 +1049,15 @@ class Importer {
       for (const auto& [k, i] : it->second) {
         const auto& n = g_.node(k);
         if (n.op_type() == "Shape" && n.domain().empty()) continue;
-        if (found >= 0 || n.op_type() != op || !n.domain().empty() || i != 0) return -1;
+        if (found >= 0 || n.op_type() != op || !n.domain().empty() || i != 0 || n.output_size() != 1) return -1;
         found = k;
       }
     return found;
   }
-  // The one node reading `v` (nothing else, no graph output), -1 otherwise.
+  // The one node reading `v` (nothing else, no graph output), with one output; -1 otherwise.
   int only_reader(const std::string& v) const {
     const std::vector<int> r = readers_of(v);
-    return r.size() == 1 && !is_graph_output(v) ? r[0] : -1;
+    return r.size() == 1 && !is_graph_output(v) && g_.node(r[0]).output_size() == 1 ? r[0] : -1;
   }
 
   // Integer values computed from shapes, evaluated with `shapes` (the shapes of the block's
@@ -1066,6 +1066,16 @@ class Importer {
   std::optional<std::vector<int64_t>> eval_ints(const std::string& v, const std::map<std::string, std::vector<int64_t>>& shapes, std::set<int>& nodes,
                                                 int depth = 0) const {
     if (depth > 64) return std::nullopt;
+    if (auto it = ints_memo_.find(v); it != ints_memo_.end()) return it->second;
+    auto r = eval_ints_of(v, shapes, nodes, depth);
+    if (r && r->size() > 16) r = std::nullopt;  // shapes have at most 16 dimensions
+    if (r) ints_memo_[v] = *r;  // successes only: a value not computable yet may be once more shapes are known
+    return r;
+  }
+  // (cleared for each probe size: the values depend on it)
+  mutable std::unordered_map<std::string, std::vector<int64_t>> ints_memo_;
+  std::optional<std::vector<int64_t>> eval_ints_of(const std::string& v, const std::map<std::string, std::vector<int64_t>>& shapes, std::set<int>& nodes,
+                                                   int depth) const {
     if (auto it = consts_.find(v); it != consts_.end()) {
       if (!is_integral(it->second.dtype()) || it->second.numel() > 16) return std::nullopt;
       return ints_of(it->second);
@@ -1121,7 +1131,8 @@ class Importer {
       std::vector<int64_t> r;
       for (size_t i = 0; i < size; ++i) {
         const int64_t a = in[0][in[0].size() == 1 ? 0 : i], b = in[1][in[1].size() == 1 ? 0 : i];
-        if (std::abs(a) > kMaxAttr * kMaxAttr || std::abs(b) > kMaxAttr * kMaxAttr) return std::nullopt;
+        constexpr int64_t lim = int64_t{1} << 31;  // products stay within int64
+        if (a < -lim || a > lim || b < -lim || b > lim) return std::nullopt;
         if (op == "Div" && b == 0) return std::nullopt;
         r.push_back(op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : a / b);
       }
@@ -1141,6 +1152,8 @@ class Importer {
   // The shape a Reshape of `in` to the evaluated `target` gives (0 copies, -1 infers; allowzero 0).
   static std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std::vector<int64_t> target) {
     int64_t total = 1, known = 1, infer = -1;
+    for (int64_t d : target)
+      if (d > kMaxAttr) return std::nullopt;  // the probes' shapes are small: no product overflows
     for (int64_t d : in) total *= d;
     for (size_t i = 0; i < target.size(); ++i) {
       if (target[i] == 0) {
@@ -1154,6 +1167,7 @@ class Importer {
         return std::nullopt;
       } else {
         known *= target[i];
+        if (known > (int64_t{1} << 40)) return std::nullopt;
       }
     }
     if (infer >= 0) {
@@ -1254,9 +1268,10 @@ class Importer {
         throw Unsupported("the causal mask: the Shape (node '" + node_name(sh) + "') is not the length (start 1, end 2)");
       of = sh.input(0);
     };
-    for (int k = 0;;) {
+    for (int k = 0, steps = 0;; ++steps) {
       const onnx::NodeProto* w = producer_of(s, &k);
       if (!w || w->op_type() != "Where" || !w->domain().empty()) return s;
+      if (steps == 2) throw Unsupported("more than two masks (Where) on the scores");  // Loom writes at most two (and a cyclic file stops here)
       if (w->input_size() != 3 || !minus_inf(w->input(1)))
         throw Unsupported("a Where (node '" + node_name(*w) + "') on the scores that is not a mask to -inf");
       nodes.insert(k);
@@ -1427,7 +1442,7 @@ class Importer {
     h.reshape = tr.input(0);
     h.proj = r.input(0);
     int k = 0;
-    if (const onnx::NodeProto* s = producer_of(h.proj, &k); s && s->op_type() == "Slice" && !consts_.count(s->input(0))) {
+    if (const onnx::NodeProto* s = producer_of(h.proj, &k); s && s->op_type() == "Slice" && s->input_size() >= 1 && !consts_.count(s->input(0))) {
       if (s->input_size() < 3 || s->input_size() > 5) throw Unsupported(what + ": the Slice (node '" + node_name(*s) + "') has " + std::to_string(s->input_size()) + " inputs");
       nodes.insert(k);
       h.slice = h.proj;
@@ -1493,6 +1508,7 @@ class Importer {
     int64_t heads = 0;
     for (const auto& probe : {std::array<int64_t, 3>{2, 3, 4}, std::array<int64_t, 3>{3, 7, 5}}) {
       const int64_t n = probe[0], l = probe[1], s_len = a.k == a.q ? l : probe[2];
+      ints_memo_.clear();
       std::map<std::string, std::vector<int64_t>> shapes;
       const auto len_of = [&](const std::string& x) { return x == a.q ? l : s_len; };
       for (const TorchHead& h : hs) {  // the inputs first: torch's weight Slices read their shapes
@@ -1633,7 +1649,7 @@ class Importer {
       return nullptr;
     };
     const auto layer_norm = [&](const onnx::NodeProto& n, Tensor& w, Tensor& b, double& eps) {
-      if (n.op_type() != "LayerNormalization" || !n.domain().empty() || n.input_size() != 3 || !consts_.count(n.input(1)) || !consts_.count(n.input(2)))
+      if (n.op_type() != "LayerNormalization" || !n.domain().empty() || n.input_size() != 3 || n.output_size() < 1 || !consts_.count(n.input(1)) || !consts_.count(n.input(2)))
         return false;
       for (int i = 1; i < n.output_size(); ++i)
         if (!n.output(i).empty() && uses_.count(n.output(i))) return false;
@@ -1653,7 +1669,7 @@ class Importer {
       const std::vector<int> r = readers_of(h);
       int km = -1;
       for (int m : r)
-        if (g_.node(m).op_type() == "MatMul" && g_.node(m).input(0) == h) km = m;
+        if (g_.node(m).op_type() == "MatMul" && g_.node(m).input(0) == h && g_.node(m).output_size() == 1) km = m;
       if (km < 0) return false;
       Tensor w1, b1, w2, b2;
       std::set<int> ff;
@@ -1773,8 +1789,9 @@ class Importer {
         return v;
       };
       std::string scores = unscaled(n.input(0));
+      int steps = 0;  // bounded: a hostile file's values may form a cycle
       for (auto it = producer_.find(scores); it != producer_.end() && (g_.node(it->second).op_type() == "Where" || g_.node(it->second).op_type() == "Add") &&
-                                              g_.node(it->second).input_size() >= 2;
+                                              g_.node(it->second).input_size() >= 3 - (g_.node(it->second).op_type() == "Add") && ++steps < 8;
            it = producer_.find(scores))
         scores = unscaled(g_.node(it->second).op_type() == "Where"                  ? g_.node(it->second).input(2)
                           : computed_matmul(unscaled(g_.node(it->second).input(0))) ? g_.node(it->second).input(0)
