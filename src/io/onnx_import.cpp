@@ -1797,12 +1797,19 @@ class Importer {
                           : computed_matmul(unscaled(g_.node(it->second).input(0))) ? g_.node(it->second).input(0)
                                                                                     : g_.node(it->second).input(1));
       if (!computed_matmul(scores)) continue;
+      // read by a MatMul with a computed value (through a Dropout: a training-mode export)
       bool weighs = false;
+      const auto weighing = [&](const std::string& v) {
+        if (auto it = readers_.find(v); it != readers_.end())
+          for (const auto& ri : it->second) {
+            const auto& m = g_.node(ri.first);
+            weighs = weighs || (m.op_type() == "MatMul" && ri.second == 0 && m.input_size() == 2 && !consts_.count(m.input(1)));
+          }
+      };
+      weighing(n.output(0));
       if (auto it = readers_.find(n.output(0)); it != readers_.end())
-        for (const auto& [r, i] : it->second) {
-          const auto& m = g_.node(r);
-          weighs = weighs || (m.op_type() == "MatMul" && i == 0 && m.input_size() == 2 && !consts_.count(m.input(1)));
-        }
+        for (const auto& ri : it->second)
+          if (g_.node(ri.first).op_type() == "Dropout" && g_.node(ri.first).output_size() >= 1) weighing(g_.node(ri.first).output(0));
       if (!weighs) continue;
       try {
         AttentionBlock a = match_attention(k);

@@ -765,6 +765,22 @@ TEST(OnnxImport, AttentionHostileEdits) {
                                }
                            }),
                            "the attention weights are read by other than one MatMul");
+  // dropout on the attention weights (what an export in training mode writes)
+  expect_attention_refused(edited([&](onnx::ModelProto& m) {
+                             std::string weights;
+                             for (const auto& n : m.graph().node())
+                               if (n.op_type() == "Softmax") weights = n.output(0);
+                             for (auto& n : *m.mutable_graph()->mutable_node())
+                               if (n.op_type() == "MatMul" && n.input(0) == weights) n.set_input(0, "dropped");
+                             onnx::NodeProto* drop = m.mutable_graph()->add_node();
+                             drop->set_op_type("Dropout");
+                             drop->add_input(weights);
+                             drop->add_output("dropped");
+                             // in topological order: right after the Softmax
+                             auto* nodes = m.mutable_graph()->mutable_node();
+                             for (int k = nodes->size() - 1; k > 0 && nodes->Get(k - 1).output(0) != weights; --k) nodes->SwapElements(k, k - 1);
+                           }),
+                           "the attention weights are read by other than one MatMul");
 
   const char* d = std::getenv("LOOM_TORCH_ONNX_DIR");
   if (!d || !*d) GTEST_SKIP() << "LOOM_TORCH_ONNX_DIR not set (ctest's onnx_torch_resnet18 fixture writes it)";
