@@ -777,7 +777,7 @@ class Importer {
   void import_transpose() {
     only_attrs({"perm"});
     single_output();
-    if (auto it = time_major_.find(node_->input(0)); it != time_major_.end() && attr_ints("perm") == std::vector<int64_t>{1, 0, 2})
+    if (auto it = node_->input_size() > 0 ? time_major_.find(node_->input(0)) : time_major_.end(); it != time_major_.end() && attr_ints("perm") == std::vector<int64_t>{1, 0, 2})
       return set(out(), it->second);  // back to batch-first
     const nn::Layer x = value(0);
     const int64_t r = rank_of(x);
