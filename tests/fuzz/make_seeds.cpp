@@ -269,6 +269,24 @@ int main(int argc, char** argv) {
     put("serve", "server.txt", std::string("\x00/v2\n"));
     put("serve", "metrics.txt", std::string("\x00/metrics\n"));
   }
+  // Requests to the dashboard (fuzz_ui): the first byte (method, Host, token), then the path, the
+  // query string and the body, one line each.
+  {
+    const std::string get(1, '\x00'), post(1, '\x11');
+    put("ui", "runs.txt", get + "/api/runs\nsort=loss&order=desc&limit=10&filter=lr\n");
+    put("ui", "curves.txt", get + "/api/runs/curves\nruns=1,2&metric=loss&x=time&smoothing=0.5&width=400&format=json\n");
+    put("ui", "curves_svg.txt", get + "/api/runs/curves\nruns=1,2&x=step&height=300\n");
+    put("ui", "compare.txt", get + "/api/runs/compare\nruns=1,2&differences=1\n");
+    put("ui", "group.txt", get + "/api/runs/group\nby=batch&metric=accuracy&format=json\n");
+    put("ui", "model.txt", get + "/api/models/mlp\n\n");
+    put("ui", "architecture.txt", get + "/api/models/mlp/1/architecture\nformat=summary\n");
+    put("ui", "samples.txt", get + "/api/datasets/digits/1/samples\nquery=label >= 1 order by label desc&limit=3\n");
+    put("ui", "png.txt", get + "/api/datasets/digits/1/samples/2/image.png\n\n");
+    put("ui", "tasks.txt", get + "/api/tasks\nstatus=pending&cursor=0\n");
+    put("ui", "alias.txt", post + "/api/models/mlp/aliases/production\n\n{\"version\": 2}");
+    put("ui", "cancel.txt", post + "/api/tasks/1/cancel\n\n");
+    put("ui", "page.txt", get + "/\n\n");
+  }
   std::cout << "seeds written to " << root.string() << "\n";
   return 0;
 }
