@@ -10,6 +10,13 @@
 //       tasks per second from the first claim to the last finish.
 //   store_bench claim --store URL [--tasks 300]
 //       the latency of one claim (and of one finish) with one agent and a full queue.
+//   store_bench dag --store URL --agents N [--tasks 1000] [--poll-ms 5]
+//       a plan of no-op tasks, one root, tasks - 2 that depend on it, one that depends on all of
+//       those (fan-out, then fan-in), submitted in one transaction and run by N agent processes:
+//       tasks per second from the root's start to the last task's end.
+//   store_bench chain --store URL --agents N [--tasks 100] [--poll-ms 5]
+//       a plan of no-op tasks in a chain (each depends on the one before): the time from a
+//       task's end to its dependent's start (median, p90), as the tasks recorded them.
 //   store_bench dataset --store URL [--data DIR]
 //       one epoch of the Fashion-MNIST training set (batch 128, shuffled) through the loader,
 //       read from the IDX files and through a dataset-store query (imported once beforehand).
@@ -20,12 +27,15 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "timing.h"
@@ -37,13 +47,14 @@ namespace {
 
 struct Args {
   std::string mode, store, data = "/usr/share/datasets/fashion-mnist";
-  int64_t runs = 200, epochs = 10, agents = 1, tasks = 400;
+  int64_t runs = 200, epochs = 10, agents = 1, tasks = 400, poll_ms = 5;
+  bool tasks_given = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "store_bench: " << why
-            << "\nusage: store_bench registry|tasks|claim|dataset --store URL [--runs N] [--epochs N] [--agents N]"
-               " [--tasks N] [--data DIR]\n";
+            << "\nusage: store_bench registry|tasks|claim|dag|chain|dataset --store URL [--runs N] [--epochs N] [--agents N]"
+               " [--tasks N] [--poll-ms N] [--data DIR]\n";
   std::exit(2);
 }
 
@@ -60,7 +71,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--runs") a.runs = std::stoll(v);
     else if (k == "--epochs") a.epochs = std::stoll(v);
     else if (k == "--agents") a.agents = std::stoll(v);
-    else if (k == "--tasks") a.tasks = std::stoll(v);
+    else if (k == "--tasks") a.tasks = std::stoll(v), a.tasks_given = true;
+    else if (k == "--poll-ms") a.poll_ms = std::stoll(v);
     else usage("unknown option " + k);
   }
   if (a.store.empty()) usage("--store is required");
@@ -182,6 +194,109 @@ double percentile(std::vector<double> v, double p) {
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
+// CLOCK_MONOTONIC in microseconds: one clock for every process of the machine (Ray's peer
+// reads the same clock through Python's time.monotonic()).
+double monotonic_us() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
+
+// An agent process for a plan: runs no-op tasks, each returning when it started and ended,
+// until the plan's last task (`last`) has ended.
+pid_t spawn_plan_agent(const Args& a, int i, int64_t last) {
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("store_bench: fork failed");
+  if (pid > 0) return pid;
+  int code = 0;
+  try {
+    flow::Tasks tasks(store::Store::open(a.store));
+    flow::Agent agent(tasks, "bench-agent-" + std::to_string(i));
+    agent.register_kind("noop", [](const std::string&, flow::TaskContext&) {
+      const double start = monotonic_us();
+      return json{{"start_us", start}, {"end_us", monotonic_us()}}.dump();
+    });
+    while (!flow::is_terminal(tasks.get(last).status)) {
+      agent.run({.poll_ms = a.poll_ms, .stop_when_idle = true});
+      std::this_thread::sleep_for(std::chrono::milliseconds(a.poll_ms));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "agent " << i << ": " << e.what() << "\n";
+    code = 1;
+  }
+  std::_Exit(code);
+}
+
+struct PlanRun {
+  std::map<std::string, std::pair<double, double>> times;  // task name -> (start, end) in µs
+  double submit_s = 0;
+};
+
+// Submits the plan, runs it with a.agents agent processes, returns every task's times.
+PlanRun run_plan(const Args& a, const flow::Plan& plan) {
+  flow::Plans plans{flow::Tasks(store::Store::open(a.store))};
+  const double t0 = bench::now_s();
+  const int64_t id = plans.submit(plan);
+  PlanRun r;
+  r.submit_s = bench::now_s() - t0;
+  const int64_t last = plans.get(id).task_id(plan.tasks.back().name);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < a.agents; ++i) pids.push_back(spawn_plan_agent(a, i, last));
+  bool ok = true;
+  for (pid_t p : pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    ok = ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  if (!ok) throw Error("store_bench: an agent failed");
+  const flow::PlanInfo info = plans.get(id);
+  if (info.status != flow::Status::Finished) throw Error("store_bench: the plan did not finish");
+  for (const flow::TaskInfo& t : info.tasks) {
+    const json j = json::parse(t.result);
+    r.times[t.name] = {j.at("start_us").get<double>(), j.at("end_us").get<double>()};
+  }
+  return r;
+}
+
+void dag(const Args& a) {
+  const int64_t n = a.tasks_given ? a.tasks : 1000;
+  if (n < 3) usage("dag needs --tasks >= 3");
+  flow::Plan plan{.name = "dag bench"};
+  plan.tasks.push_back({.name = "root", .kind = "noop"});
+  flow::PlanTask sink{.name = "sink", .kind = "noop"};
+  for (int64_t i = 0; i < n - 2; ++i) {
+    plan.tasks.push_back({.name = "t" + std::to_string(i), .kind = "noop", .depends_on = {"root"}});
+    sink.depends_on.push_back(plan.tasks.back().name);
+  }
+  plan.tasks.push_back(sink);
+  const PlanRun r = run_plan(a, plan);
+  const double span_s = (r.times.at("sink").second - r.times.at("root").first) / 1e6;
+  std::cout << json{{"bench", "dag"},         {"impl", "loom"},    {"backend", backend(a.store)},
+                    {"agents", a.agents},     {"tasks", n},        {"poll_ms", a.poll_ms},
+                    {"submit_s", r.submit_s}, {"span_s", span_s},  {"tasks_per_s", static_cast<double>(n) / span_s}}
+                   .dump()
+            << std::endl;
+}
+
+void chain(const Args& a) {
+  const int64_t n = a.tasks_given ? a.tasks : 100;
+  if (n < 2) usage("chain needs --tasks >= 2");
+  flow::Plan plan{.name = "chain bench"};
+  for (int64_t i = 0; i < n; ++i) {
+    plan.tasks.push_back({.name = "t" + std::to_string(i), .kind = "noop"});
+    if (i > 0) plan.tasks.back().depends_on = {"t" + std::to_string(i - 1)};
+  }
+  const PlanRun r = run_plan(a, plan);
+  std::vector<double> gaps;
+  for (int64_t i = 1; i < n; ++i)
+    gaps.push_back((r.times.at("t" + std::to_string(i)).first - r.times.at("t" + std::to_string(i - 1)).second) / 1e3);
+  std::cout << json{{"bench", "chain"},       {"impl", "loom"},   {"backend", backend(a.store)},
+                    {"agents", a.agents},     {"tasks", n},       {"poll_ms", a.poll_ms},
+                    {"gap_ms_median", median(gaps)}, {"gap_ms_p90", percentile(gaps, 0.9)}}
+                   .dump()
+            << std::endl;
+}
+
 void claim_latency(const Args& a) {
   flow::Tasks q(store::Store::open(a.store));
   for (int64_t i = 0; i < a.tasks; ++i) q.submit("noop", "{}");
@@ -251,6 +366,8 @@ int main(int argc, char** argv) {
     if (a.mode == "registry") registry(a);
     else if (a.mode == "tasks") tasks(a);
     else if (a.mode == "claim") claim_latency(a);
+    else if (a.mode == "dag") dag(a);
+    else if (a.mode == "chain") chain(a);
     else if (a.mode == "dataset") dataset(a);
     else usage("unknown mode " + a.mode);
   } catch (const std::exception& e) {

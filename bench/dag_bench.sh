@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Task graphs against Ray (docs/benchmarks.md, "Task graphs against Ray"): the same no-op plans
+# run by Loom's agents on a store (SQLite, and PostgreSQL on a throwaway durable server) and by
+# Ray on a local single-node cluster (bench/ray_peer.py, Ray from bench/requirements-ray.txt):
+#   - dag:   1,000 tasks, one root, 998 depending on it, one depending on all of those:
+#            tasks per second from the root's start to the last task's end;
+#   - chain: 100 tasks, each depending on the one before: the time from a task's end to its
+#            dependent's start (median and p90).
+# Loom's tasks are persisted (every claim and finish a committed transaction); Ray's are not.
+#
+#   bench/dag_bench.sh                       # agents 1 and 2, both backends
+#   AGENTS="2" BACKENDS=sqlite POLL_MS=5 bench/dag_bench.sh
+#
+# Environment: BUILD_DIR (default <repo>/build-bench: store_bench is built there, Ray's venv made
+# there), STORE_BENCH (a store_bench already built: no build), AGENTS, BACKENDS, POLL_MS (an idle
+# agent's sleep between claims, default 5), TASKS (dag size), CHAIN (chain length).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+build="${BUILD_DIR:-$repo/build-bench}"
+agents="${AGENTS:-1 2}"
+backends="${BACKENDS:-sqlite postgresql}"
+poll_ms="${POLL_MS:-5}"
+tasks="${TASKS:-1000}"
+chain="${CHAIN:-100}"
+
+if [ -n "${STORE_BENCH:-}" ]; then  # a store_bench built elsewhere (the ordinary build has it with LOOM_BUILD_BENCH=ON)
+  bin="$STORE_BENCH"
+else
+  source "$here/build_targets.sh"
+  bench_build store_bench
+  bin="$build/bench/store_bench"
+fi
+
+venv="$build/ray-bench-venv"
+if ! [ -x "$venv/bin/python" ] || ! cmp -s "$here/requirements-ray.txt" "$venv/.requirements"; then
+  echo "dag_bench: installing bench/requirements-ray.txt into $venv" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/requirements-ray.txt"
+  cp "$here/requirements-ray.txt" "$venv/.requirements"
+fi
+
+work=$(mktemp -d /tmp/loom-dag-bench.XXXXXX)
+pg_file="$work/pg_server.path"
+cleanup() {
+  [ -f "$pg_file" ] && bash "$repo/tests/unit/store/pg_server.sh" stop "$pg_file" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+results="$work/results.jsonl"
+: >"$results"
+
+n_db=0
+url_for() {  # url_for BACKEND: a new, empty store
+  n_db=$((n_db + 1))
+  if [ "$1" = sqlite ]; then
+    echo "$work/s$n_db.db"
+  else
+    local dir
+    dir=$(cat "$pg_file")
+    psql -q -h "$dir" -U loom -d postgres -c "CREATE DATABASE dag$n_db" >/dev/null
+    echo "postgresql://loom@/dag$n_db?host=$dir"
+  fi
+}
+run() { echo "+ $*" >&2; "$@" | tee -a "$results"; }
+
+if [[ " $backends " == *" postgresql "* ]]; then
+  PG_SERVER_DURABLE=1 bash "$repo/tests/unit/store/pg_server.sh" start "$pg_file"
+fi
+
+for n in $agents; do
+  for b in $backends; do
+    run "$bin" dag --store "$(url_for "$b")" --agents "$n" --tasks "$tasks" --poll-ms "$poll_ms"
+    run "$bin" chain --store "$(url_for "$b")" --agents "$n" --tasks "$chain" --poll-ms "$poll_ms"
+  done
+  run "$venv/bin/python" "$here/ray_peer.py" dag --agents "$n" --tasks "$tasks"
+  run "$venv/bin/python" "$here/ray_peer.py" chain --agents "$n" --tasks "$chain"
+done
+
+echo
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$results" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ray = {(r["bench"], r["agents"]): r for r in rows if r["impl"] == "ray"}
+print("\n| %d-task DAG (fan-out, fan-in) | agents | tasks/s | Loom / Ray | chain: end to dependent's start, median / p90 (ms) |" %
+      next(r["tasks"] for r in rows if r["bench"] == "dag"))
+print("|---|---:|---:|---:|---:|")
+for r in rows:
+    if r["bench"] != "dag":
+        continue
+    c = next(x for x in rows if x["bench"] == "chain" and x["impl"] == r["impl"] and x["backend"] == r["backend"] and x["agents"] == r["agents"])
+    peer = ray.get(("dag", r["agents"]))
+    ratio = "%.2f" % (r["tasks_per_s"] / peer["tasks_per_s"]) if peer and r["impl"] == "loom" else "-"
+    name = "Ray %s (in memory)" % r["version"] if r["impl"] == "ray" else "Loom (%s, persisted, poll %d ms)" % (r["backend"], r["poll_ms"])
+    print("| %s | %d | %.0f | %s | %.2f / %.2f |" % (name, r["agents"], r["tasks_per_s"], ratio, c["gap_ms_median"], c["gap_ms_p90"]))
+EOF
