@@ -95,7 +95,7 @@ TEST_P(FlowControllerKill, KilledControllersSubmitEveryBatchExactlyOnce) {
   controllers.create({.name = kController, .dataset = "stream", .min_samples = kMinSamples, .kind = "soak", .max_attempts = 1000,
                       .lease_ms = 200});
 
-  constexpr int kControllers = 2, kAgents = 2, kKills = 52;
+  constexpr int kControllers = 2, kAgents = 2, kKills = 96;
   std::vector<pid_t> running, agents;
   for (int i = 0; i < kControllers; ++i) running.push_back(start_controller(db));
   for (int i = 0; i < kAgents; ++i) agents.push_back(start_agent(db, effects_log));
