@@ -739,10 +739,10 @@ TEST(Cli, UsageAndStoreErrors) {
 
   r = loom({});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, agent, serve)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, queries, controllers, agent, serve)")) << r.err;
   r = loom({"modles", "list"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, agent, serve)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, queries, controllers, agent, serve)")) << r.err;
   r = loom({"tasks", "lst"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "unknown command 'lst' (valid: list, show, submit, cancel, replay, events)")) << r.err;
