@@ -24,8 +24,13 @@ PACKAGES=(
   # backend test data (import tests); python3-venv for the tests' Python peers
   # (scripts/test_venv.sh: PyPI, pinned in tests/<name>/requirements.txt)
   libonnx-dev libprotobuf-dev libonnx-testdata python3-venv
-  # loom::serve: cpp-httplib, the model server's HTTP
+  # loom::serve: cpp-httplib, the model server's and the dashboard's HTTP
   libcpp-httplib-dev
+  # the dashboard's browser test (tests/ui): headless Chromium driven through selenium, all
+  # Debian's (the driver is never downloaded)
+  chromium chromium-driver python3-selenium
+  # the dashboard draws a model's graph with Graphviz's dot when it is installed (tested when it is)
+  graphviz
   # the text examples' corpus (word2vec, character LSTM): fortune cookies in /usr/share/games/fortunes
   fortunes
 )

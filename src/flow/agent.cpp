@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/utf8.h"
@@ -71,6 +72,13 @@ StopReason TaskContext::stop_reason() const {
   return StopReason::None;
 }
 
+Decision TaskContext::report(int64_t step, double value) {
+  if (!reporter_)
+    throw ValueError("report: the context of task " + std::to_string(claim_.task_id) +
+                     " has no store to report to (an Agent's contexts have; valid: set_reporter first)");
+  return reporter_(step, value);
+}
+
 void TaskContext::stop(StopReason r) {
   int expected = 0;  // the first reason stays
   reason_.compare_exchange_strong(expected, static_cast<int>(r));
@@ -95,6 +103,11 @@ void Agent::register_command(const std::string& kind, Command command) {
 
 Outcome Agent::execute(const Claim& claim) {
   TaskContext ctx(claim, [this] { return tasks_.now_ms(); });
+  std::optional<Reports> reports;  // made at the task's first report (which ensures its tables)
+  ctx.set_reporter([this, &claim, &reports](int64_t step, double value) {
+    if (!reports) reports.emplace(tasks_.store(), [this] { return tasks_.now_ms(); });
+    return reports->report(claim, step, value);
+  });
   std::string result, error;
   bool ok = false;
   {

@@ -1,12 +1,17 @@
 // ONNX import (loom/io/onnx.h, docs/onnx.md): each node of the model's graph, in its order, as
-// a Loom layer (a few node patterns as one layer: MatMul + Add -> Linear, GlobalAveragePool +
-// Flatten -> GlobalPool); every node no layer expresses is collected, and the model is refused
+// a Loom layer (node patterns as one layer: MatMul + Add -> Linear, GlobalAveragePool + Flatten ->
+// GlobalPool, gelu's formula, the exporter's adaptive pooling, recurrent nodes with their
+// transposes, attention blocks -> MultiHeadAttention / TransformerEncoderLayer); every node no
+// layer expresses is collected, and the model is refused
 // with all of them at once. The reading of untrusted bytes is onnx_read.cpp's.
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <functional>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -166,6 +171,7 @@ class Importer {
   std::vector<std::pair<std::string, Tensor>> pending_;  // graph_state key -> value
   std::vector<std::string> failures_;
   std::unordered_set<const nn::LayerImpl*> inputs_;
+  std::unordered_set<const nn::LayerImpl*> batchless_;  // layers computed from constants only (no batch axis)
   std::unordered_map<std::string, int> producer_;  // value -> the node computing it
   std::unordered_map<std::string, std::vector<std::pair<int, int>>> readers_;  // value -> (node, input index) reading it
   std::unordered_set<std::string> zeros_;           // values known to be all zeros (recurrent initial states)
@@ -269,6 +275,7 @@ class Importer {
     if (auto it = consts_.find(name); it != consts_.end()) {  // a constant operand as a Constant layer
       nn::Layer c = nn::Constant(it->second, unique(name));
       values_[name] = c;
+      batchless_.insert(c.impl().get());
       return c;
     }
     throw Unsupported("its input '" + name + "' is computed by no earlier node (nodes must be in topological order)");
@@ -318,7 +325,13 @@ class Importer {
     if (!n.domain().empty() && n.domain() != "ai.onnx") throw Unsupported("the domain '" + n.domain() + "' is not imported (only ONNX's default one)");
     const std::string& op = n.op_type();
     if (auto it = adaptive_.find(index_); it != adaptive_.end()) return import_adaptive_pool(it->second);
+    if (auto it = attention_.find(index_); it != attention_.end()) return import_attention(it->second);
+    if (auto it = encoders_.find(index_); it != encoders_.end()) return import_encoder(it->second);
     if (op == "Constant") return import_constant();
+    if (op == "Identity" && n.input_size() == 1 && is_const(0) && n.attribute_size() == 0 && n.output_size() == 1 && !is_graph_output(n.output(0))) {
+      consts_[out()] = constant(0, "input");  // Loom's exporter writes Constant layers so
+      return;
+    }
     if (op == "Gather") return import_gather();
     if (op == "OneHot") return import_one_hot();
     if (op == "LSTM" || op == "GRU" || op == "RNN") return import_rnn(op);
@@ -539,27 +552,34 @@ class Importer {
     auto it = consts_.find(name);
     return it != consts_.end() && it->second.numel() == 1 && std::abs(scalar_of(it->second) - want) <= 1e-6 * std::abs(want);
   }
-  // gelu written out with Erf, as a single Activation(gelu):
+  // The node reading `v` and nothing else (no graph output) when it is `op` with one output.
+  const onnx::NodeProto* next_reader(const std::string& v, const char* op, int* at) const {
+    const int k = only_reader(v);
+    if (k < 0 || g_.node(k).op_type() != op || !g_.node(k).domain().empty() || g_.node(k).output_size() != 1) return nullptr;
+    *at = k;
+    return &g_.node(k);
+  }
+  // gelu written out with Erf, starting at the node k that reads x:
   //   Loom's exporter: t = x * (1/sqrt 2); e = Erf(t); p = e + 1; h = x * 0.5; y = h * p
   //   torch.onnx:      t = x / sqrt 2;     e = Erf(t); p = e + 1; m = x * p;   y = m * 0.5
-  bool import_gelu() {
-    const onnx::NodeProto& n = *node_;
-    if (n.input_size() != 2 || n.output_size() != 1 || !values_.count(n.input(0))) return false;
+  // y and the other nodes of the formula (`ks`) when it is one.
+  bool gelu_at(int k0, const std::string& x, std::string& y, std::vector<int>& ks) const {
+    const onnx::NodeProto& n = g_.node(k0);
+    if ((n.op_type() != "Mul" && n.op_type() != "Div") || !n.domain().empty() || n.input_size() != 2 || n.output_size() != 1 || n.input(0) != x)
+      return false;
     const bool div = n.op_type() == "Div";
     if (!const_near(n.input(1), div ? std::sqrt(2.0) : 1.0 / std::sqrt(2.0))) return false;
-    const std::string x = n.input(0);
     int ke = 0, ka = 0, km = 0, kl = 0, kh = -1;
-    const onnx::NodeProto* e = next(n.output(0), "Erf", &ke);
+    const onnx::NodeProto* e = next_reader(n.output(0), "Erf", &ke);
     if (!e) return false;
-    const onnx::NodeProto* a = next(e->output(0), "Add", &ka);
+    const onnx::NodeProto* a = next_reader(e->output(0), "Add", &ka);
     if (!a || a->input_size() != 2) return false;
     if (!const_near(a->input(0) == e->output(0) ? a->input(1) : a->input(0), 1.0)) return false;
-    const onnx::NodeProto* m = next(a->output(0), "Mul", &km);
+    const onnx::NodeProto* m = next_reader(a->output(0), "Mul", &km);
     if (!m || m->input_size() != 2) return false;
     const std::string other = m->input(0) == a->output(0) ? m->input(1) : m->input(0);
-    std::string y;
     if (other == x) {  // torch: (x * p) * 0.5
-      const onnx::NodeProto* l = next(m->output(0), "Mul", &kl);
+      const onnx::NodeProto* l = next_reader(m->output(0), "Mul", &kl);
       if (!l || l->input_size() != 2 || !const_near(l->input(0) == m->output(0) ? l->input(1) : l->input(0), 0.5)) return false;
       y = l->output(0);
     } else {  // Loom: (x * 0.5) * p, where x * 0.5 is a node of its own read only here
@@ -574,10 +594,20 @@ class Importer {
       y = m->output(0);
       kl = km;
     }
-    if (!is_floating(values_.at(x).dtype())) return false;
-    set(y, nn::Activation(values_.at(x), nn::gelu, unique(y)));
+    ks.clear();
     for (int k : {ke, ka, km, kl, kh})
-      if (k >= 0) done_.insert(k);
+      if (k >= 0) ks.push_back(k);
+    return true;
+  }
+  // gelu's formula from the node being imported, as a single Activation(gelu)
+  bool import_gelu() {
+    const onnx::NodeProto& n = *node_;
+    std::string y;
+    std::vector<int> ks;
+    if (n.input_size() != 2 || !values_.count(n.input(0)) || !gelu_at(index_, n.input(0), y, ks)) return false;
+    if (!is_floating(values_.at(n.input(0)).dtype())) return false;
+    set(y, nn::Activation(values_.at(n.input(0)), nn::gelu, unique(y)));
+    done_.insert(ks.begin(), ks.end());
     return true;
   }
 
@@ -747,7 +777,7 @@ class Importer {
   void import_transpose() {
     only_attrs({"perm"});
     single_output();
-    if (auto it = time_major_.find(node_->input(0)); it != time_major_.end() && attr_ints("perm") == std::vector<int64_t>{1, 0, 2})
+    if (auto it = node_->input_size() > 0 ? time_major_.find(node_->input(0)) : time_major_.end(); it != time_major_.end() && attr_ints("perm") == std::vector<int64_t>{1, 0, 2})
       return set(out(), it->second);  // back to batch-first
     const nn::Layer x = value(0);
     const int64_t r = rank_of(x);
@@ -801,6 +831,7 @@ class Importer {
       throw Unsupported(std::string("indices of dtype ") + dtype_name(ids.dtype()) + " (valid: int64, int32)");
     if (rank_of(ids) < 1) throw Unsupported("scalar indices (a Lookup's ids have a batch axis)");
     nn::Lookup l(ids, table.shape()[0], table.shape()[1], {}, unique(out()));
+    if (batchless_.count(ids.impl().get())) batchless_.insert(l.impl().get());  // a table of positions
     param(l, "weights", table);
     set(out(), l);
   }
@@ -923,11 +954,818 @@ class Importer {
   }
 
   // ------------------------------------------------------------------ attention
-  // Scaled dot-product attention (Loom's exporter's MultiHeadAttention and TransformerEncoderLayer,
-  // torch.onnx's nn.MultiheadAttention): a Softmax of a MatMul of two computed values, read by a
-  // MatMul with another computed value. No pattern maps these back to Loom's attention layers
-  // (torch's form folds the heads into the batch axis through shape arithmetic), so each is
-  // refused by its Softmax node, besides the nodes refused on the way.
+  // A multi-head attention block back as one MultiHeadAttention (and, around a self-attention,
+  // a whole TransformerEncoderLayer), from the two forms that write it:
+  //   Loom's exporter (batch first): per projection MatMul (+ Add), Reshape (0, 0, H, d) and
+  //     Transpose (0, 2, 1, 3); k Transposed (0, 1, 3, 2); scores = q k^T scaled by a constant,
+  //     its causal and padding masks as Where(-inf); Softmax; MatMul with v; Transpose (0, 2, 1, 3),
+  //     Reshape (0, 0, E); the out projection MatMul (+ Add);
+  //   torch.onnx (nn.MultiheadAttention, batch_first, self-attention): Transpose (1, 0, 2) to
+  //     (L, N, E), the packed in-projection MatMul (+ Add) of (E, 3E) sliced into q, k, v, each
+  //     Reshaped to (L, N H, d) (heads folded into the batch) and Transposed to (N H, L, d) (k to
+  //     (N H, d, L)); q divided by √d; Softmax; MatMul with v; Transpose (1, 0, 2), Reshape
+  //     (L N, E); the out projection Gemm (or MatMul + Add); Reshape (L, N, E), Transpose (1, 0, 2).
+  // The shape arithmetic torch writes (Shape, Gather, Div, Concat, ...) is evaluated at two probe
+  // sizes: each Reshape must give the shapes above and each Slice the same columns at both.
+  // Anything else (masks added to the scores, cross-attention, other head splits) is refused
+  // by the Softmax node, with the reason.
+  struct AttentionBlock {
+    std::string q, k, v, keep;  // the batch-first inputs (N, L, E), (N, S, E), the padding mask (N, S)
+    bool causal = false;
+    int64_t heads = 0;
+    Tensor wq, wk, wv, wo, bq, bk, bv, bo;  // Loom's layout: (in, out) matrices; biases undefined without
+    std::string out;                        // the block's (N, L, E) value
+    std::set<int> nodes;
+  };
+  struct EncoderBlock {
+    AttentionBlock att;
+    std::string x, out;
+    bool norm_first = false;
+    double eps = 1e-5;
+    nn::ActivationFn act = nn::relu;
+    Tensor n1w, n1b, n2w, n2b, w1, b1, w2, b2;
+    std::set<int> nodes;
+  };
+  std::map<int, AttentionBlock> attention_;  // by the index of the block's last node
+  std::map<int, EncoderBlock> encoders_;
+
+  const onnx::NodeProto* producer_of(const std::string& v, int* at = nullptr) const {
+    auto it = producer_.find(v);
+    if (it == producer_.end()) return nullptr;
+    if (at) *at = it->second;
+    return &g_.node(it->second);
+  }
+  // The node computing `v` when it is `op` of the default domain with one output; throws `why` otherwise.
+  const onnx::NodeProto& need(const std::string& v, const char* op, std::set<int>& nodes, const std::string& why) const {
+    int k = 0;
+    const onnx::NodeProto* n = producer_of(v, &k);
+    if (!n || n->op_type() != op || !n->domain().empty() || n->output_size() != 1)
+      throw Unsupported(why + ": '" + v + "' is computed by " + (n ? n->op_type() + " (node '" + node_name(*n) + "')" : std::string("no node")) +
+                        ", not " + op);
+    nodes.insert(k);
+    return *n;
+  }
+  void need_perm(const onnx::NodeProto& t, const std::vector<int64_t>& p, const std::string& what) const {
+    if (t.input_size() != 1 || t.output_size() != 1 || t.attribute_size() != 1 || perm_of(t) != p) {
+      std::string want;
+      for (int64_t i : p) want += (want.empty() ? "" : ", ") + std::to_string(i);
+      throw Unsupported(what + ": the Transpose (node '" + node_name(t) + "') is not perm (" + want + ")");
+    }
+  }
+  // Mul or Div of `v` by a scalar constant: peeled off, its factor multiplied into `scale`.
+  std::string peel_scale(const std::string& v, double& scale, std::set<int>& nodes) const {
+    int k = 0;
+    const onnx::NodeProto* n = producer_of(v, &k);
+    if (!n || !n->domain().empty() || (n->op_type() != "Mul" && n->op_type() != "Div") || n->input_size() != 2) return v;
+    const bool div = n->op_type() == "Div";
+    const int ci = consts_.count(n->input(1)) ? 1 : (!div && consts_.count(n->input(0)) ? 0 : -1);
+    if (ci < 0) return v;
+    const Tensor& c = consts_.at(n->input(ci));
+    if (c.numel() != 1 || !is_floating(c.dtype())) return v;
+    const double f = scalar_of(c);
+    if (!(f != 0 && std::isfinite(f))) return v;
+    scale *= div ? 1.0 / f : f;
+    nodes.insert(k);
+    return n->input(1 - ci);
+  }
+  // The readers of `v`: node indices (a graph output counts as a reader outside every block).
+  std::vector<int> readers_of(const std::string& v) const {
+    std::vector<int> r;
+    if (auto it = readers_.find(v); it != readers_.end())
+      for (const auto& [k, i] : it->second) r.push_back(k);
+    return r;
+  }
+  bool is_graph_output(const std::string& v) const {
+    for (const auto& o : g_.output())
+      if (o.name() == v) return true;
+    return false;
+  }
+  // The one node of `op` reading `v` as its first input when the others reading it are Shape nodes
+  // (torch.onnx's shape arithmetic, evaluated by the caller), -1 otherwise.
+  int reader_besides_shapes(const std::string& v, const char* op) const {
+    int found = -1;
+    if (is_graph_output(v)) return -1;
+    if (auto it = readers_.find(v); it != readers_.end())
+      for (const auto& [k, i] : it->second) {
+        const auto& n = g_.node(k);
+        if (n.op_type() == "Shape" && n.domain().empty()) continue;
+        if (found >= 0 || n.op_type() != op || !n.domain().empty() || i != 0 || n.output_size() != 1) return -1;
+        found = k;
+      }
+    return found;
+  }
+  // The one node reading `v` (nothing else, no graph output), with one output; -1 otherwise.
+  int only_reader(const std::string& v) const {
+    const std::vector<int> r = readers_of(v);
+    return r.size() == 1 && !is_graph_output(v) && g_.node(r[0]).output_size() == 1 ? r[0] : -1;
+  }
+
+  // Integer values computed from shapes, evaluated with `shapes` (the shapes of the block's
+  // values at a probe size); nullopt when a value is not computable that way. Vectors are flat
+  // (a scalar is one value).
+  std::optional<std::vector<int64_t>> eval_ints(const std::string& v, const std::map<std::string, std::vector<int64_t>>& shapes, std::set<int>& nodes,
+                                                int depth = 0) const {
+    if (depth > 64) return std::nullopt;
+    if (auto it = ints_memo_.find(v); it != ints_memo_.end()) return it->second;
+    auto r = eval_ints_of(v, shapes, nodes, depth);
+    if (r && r->size() > 16) r = std::nullopt;  // shapes have at most 16 dimensions
+    if (r) ints_memo_[v] = *r;  // successes only: a value not computable yet may be once more shapes are known
+    return r;
+  }
+  // (cleared for each probe size: the values depend on it)
+  mutable std::unordered_map<std::string, std::vector<int64_t>> ints_memo_;
+  std::optional<std::vector<int64_t>> eval_ints_of(const std::string& v, const std::map<std::string, std::vector<int64_t>>& shapes, std::set<int>& nodes,
+                                                   int depth) const {
+    if (auto it = consts_.find(v); it != consts_.end()) {
+      if (!is_integral(it->second.dtype()) || it->second.numel() > 16) return std::nullopt;
+      return ints_of(it->second);
+    }
+    int k = 0;
+    const onnx::NodeProto* n = producer_of(v, &k);
+    if (!n || !n->domain().empty() || n->output_size() != 1) return std::nullopt;
+    const std::string& op = n->op_type();
+    if (op == "Shape") {
+      std::vector<int64_t> dims;
+      if (auto s = shapes.find(n->input(0)); s != shapes.end()) dims = s->second;
+      else if (consts_.count(n->input(0))) dims.assign(consts_.at(n->input(0)).shape().begin(), consts_.at(n->input(0)).shape().end());  // an initializer's
+      else return std::nullopt;
+      const int64_t r = static_cast<int64_t>(dims.size());
+      int64_t b = int_attr_of(*n, "start", 0), e = int_attr_of(*n, "end", r);
+      b = std::clamp(b < 0 ? b + r : b, int64_t{0}, r);
+      e = std::clamp(e < 0 ? e + r : e, int64_t{0}, r);
+      nodes.insert(k);
+      return e > b ? std::vector<int64_t>(dims.begin() + b, dims.begin() + e) : std::vector<int64_t>{};
+    }
+    std::vector<std::vector<int64_t>> in;
+    for (const auto& i : n->input()) {
+      if (i.empty()) return std::nullopt;
+      auto r = eval_ints(i, shapes, nodes, depth + 1);
+      if (!r) return std::nullopt;
+      in.push_back(std::move(*r));
+    }
+    nodes.insert(k);
+    if (in.empty()) return std::nullopt;
+    if (op == "Unsqueeze" || op == "Squeeze" || op == "Identity") return in[0];
+    if (op == "Cast") {
+      const int64_t to = int_attr_of(*n, "to", 0);
+      if (to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32) return std::nullopt;
+      return in[0];
+    }
+    if (op == "Concat") {
+      std::vector<int64_t> r;
+      for (const auto& x : in) r.insert(r.end(), x.begin(), x.end());
+      return r;
+    }
+    if (op == "Gather" && in.size() == 2 && int_attr_of(*n, "axis", 0) == 0) {
+      std::vector<int64_t> r;
+      const int64_t size = static_cast<int64_t>(in[0].size());
+      for (int64_t i : in[1]) {
+        if (i < -size || i >= size) return std::nullopt;
+        r.push_back(in[0][static_cast<size_t>(i < 0 ? i + size : i)]);
+      }
+      return r;
+    }
+    if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && in.size() == 2) {
+      const size_t size = std::max(in[0].size(), in[1].size());
+      if ((in[0].size() != size && in[0].size() != 1) || (in[1].size() != size && in[1].size() != 1)) return std::nullopt;
+      std::vector<int64_t> r;
+      for (size_t i = 0; i < size; ++i) {
+        const int64_t a = in[0][in[0].size() == 1 ? 0 : i], b = in[1][in[1].size() == 1 ? 0 : i];
+        constexpr int64_t lim = int64_t{1} << 31;  // products stay within int64
+        if (a < -lim || a > lim || b < -lim || b > lim) return std::nullopt;
+        if (op == "Div" && b == 0) return std::nullopt;
+        r.push_back(op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : a / b);
+      }
+      return r;
+    }
+    if (op == "Slice" && in.size() >= 3 && in[1].size() == 1 && in[2].size() == 1) {
+      if (in.size() > 3 && in[3] != std::vector<int64_t>{0} && in[3] != std::vector<int64_t>{-1}) return std::nullopt;
+      if (in.size() > 4 && in[4] != std::vector<int64_t>{1}) return std::nullopt;
+      const int64_t size = static_cast<int64_t>(in[0].size());
+      int64_t b = in[1][0], e = in[2][0];
+      b = std::clamp(b < 0 ? b + size : b, int64_t{0}, size);
+      e = std::clamp(e < 0 ? e + size : e, int64_t{0}, size);
+      return e > b ? std::vector<int64_t>(in[0].begin() + b, in[0].begin() + e) : std::vector<int64_t>{};
+    }
+    return std::nullopt;
+  }
+  // The shape a Reshape of `in` to the evaluated `target` gives (0 copies, -1 infers; allowzero 0).
+  static std::optional<std::vector<int64_t>> reshaped(const std::vector<int64_t>& in, std::vector<int64_t> target) {
+    int64_t total = 1, known = 1, infer = -1;
+    for (int64_t d : target)
+      if (d > kMaxAttr) return std::nullopt;  // the probes' shapes are small: no product overflows
+    for (int64_t d : in) total *= d;
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (target[i] == 0) {
+        if (i >= in.size()) return std::nullopt;
+        target[i] = in[i];
+      }
+      if (target[i] == -1) {
+        if (infer >= 0) return std::nullopt;
+        infer = static_cast<int64_t>(i);
+      } else if (target[i] < 0) {
+        return std::nullopt;
+      } else {
+        known *= target[i];
+        if (known > (int64_t{1} << 40)) return std::nullopt;
+      }
+    }
+    if (infer >= 0) {
+      if (known == 0 || total % known != 0) return std::nullopt;
+      target[static_cast<size_t>(infer)] = total / known;
+    } else if (known != total) {
+      return std::nullopt;
+    }
+    return target;
+  }
+  static std::string ints_str(const std::vector<int64_t>& v) {
+    std::string s = "(";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + ")";
+  }
+
+  // y = x W (+ b) as Loom's exporter or torch.onnx write a projection: MatMul by a constant (E_in,
+  // E_out) matrix, then an Add of a constant bias (either operand order), or Gemm (transB). Returns x.
+  std::string projection(const std::string& y, Tensor& w, Tensor& b, std::set<int>& nodes, const std::string& what) const {
+    int k = 0;
+    const onnx::NodeProto* n = producer_of(y, &k);
+    std::string mm = y;
+    if (n && n->op_type() == "Add" && n->domain().empty() && n->input_size() == 2) {
+      const int ci = consts_.count(n->input(1)) ? 1 : consts_.count(n->input(0)) ? 0 : -1;
+      if (ci >= 0) {
+        b = consts_.at(n->input(ci));
+        nodes.insert(k);
+        mm = n->input(1 - ci);
+        n = producer_of(mm, &k);
+      }
+    }
+    if (n && n->op_type() == "Gemm" && n->domain().empty() && !b.defined()) {
+      for (const auto& a : n->attribute())
+        if (!((a.name() == "alpha" || a.name() == "beta") && a.f() == 1.0f) && !(a.name() == "transB") && !(a.name() == "transA" && a.i() == 0))
+          throw Unsupported(what + ": the Gemm (node '" + node_name(*n) + "') has the attribute " + a.name() + " set otherwise than a projection");
+      if (n->input_size() < 2 || !consts_.count(n->input(1))) throw Unsupported(what + ": the Gemm's B is not an initializer");
+      w = consts_.at(n->input(1));
+      if (w.ndim() != 2) throw Unsupported(what + ": the weights of the shape " + shape_str(w.shape()));
+      if (int_attr_of(*n, "transB", 0) != 0) w = transpose(w).contiguous();
+      if (n->input_size() > 2 && !n->input(2).empty()) {
+        if (!consts_.count(n->input(2))) throw Unsupported(what + ": the Gemm's C is not an initializer");
+        b = consts_.at(n->input(2));
+      }
+      nodes.insert(k);
+      return n->input(0);
+    }
+    if (!n || n->op_type() != "MatMul" || !n->domain().empty() || n->input_size() != 2 || !consts_.count(n->input(1)))
+      throw Unsupported(what + ": '" + mm + "' is not a MatMul by an initializer (a projection)");
+    w = consts_.at(n->input(1));
+    if (w.ndim() != 2) throw Unsupported(what + ": the weights of the shape " + shape_str(w.shape()) + " (a projection's are (in, out))");
+    nodes.insert(k);
+    return n->input(0);
+  }
+  // A bias of `units` values (any shape of ones but the last), as (units); undefined stays undefined.
+  static Tensor bias_vector(const Tensor& b, int64_t units, const std::string& what) {
+    if (!b.defined()) return b;
+    for (size_t i = 0; i + 1 < b.shape().size(); ++i)
+      if (b.shape()[i] != 1) throw Unsupported(what + ": the bias of the shape " + shape_str(b.shape()) + ", not (" + std::to_string(units) + ")");
+    if (b.numel() != units) throw Unsupported(what + ": the bias of the shape " + shape_str(b.shape()) + ", not (" + std::to_string(units) + ")");
+    return b.reshape({units}).contiguous();
+  }
+
+  // Loom's exporter's heads of one projection: Transpose (0, 2, 1, 3) of Reshape (0, 0, H, d) of
+  // x W (+ b). Returns x; sets heads and d.
+  std::string loom_heads(const std::string& t, Tensor& w, Tensor& b, int64_t& heads, int64_t& d, std::set<int>& nodes, const std::string& what) const {
+    const auto& tr = need(t, "Transpose", nodes, what);
+    need_perm(tr, {0, 2, 1, 3}, what);
+    const auto& r = need(tr.input(0), "Reshape", nodes, what);
+    if (r.input_size() != 2 || !consts_.count(r.input(1))) throw Unsupported(what + ": the Reshape (node '" + node_name(r) + "') has no constant shape");
+    for (const auto& a : r.attribute())
+      if (a.name() != "allowzero" || a.i() != 0) throw Unsupported(what + ": the Reshape's attribute " + a.name());
+    const std::vector<int64_t> s = ints_of(consts_.at(r.input(1)));
+    if (s.size() != 4 || s[0] != 0 || s[1] != 0 || s[2] < 1 || s[3] < 1)
+      throw Unsupported(what + ": the Reshape (node '" + node_name(r) + "') to " + ints_str(s) + " (the heads' split is (0, 0, heads, head size))");
+    heads = s[2];
+    d = s[3];
+    return projection(r.input(0), w, b, nodes, what);
+  }
+
+  // Loom's exporter's masks on the scores, Where(mask, -inf, scores): the causal one (Greater of
+  // the key and query positions, Range over Shape of the query and key inputs) and the padding
+  // one (Not of the keep mask Cast to bool and Unsqueezed (1, 2)). Returns the scores under them.
+  std::string loom_masks(std::string s, AttentionBlock& a, std::set<int>& nodes) const {
+    const auto minus_inf = [&](const std::string& c) {
+      auto it = consts_.find(c);
+      if (it == consts_.end() || it->second.numel() != 1 || !is_floating(it->second.dtype())) return false;
+      const double v = scalar_of(it->second);
+      return std::isinf(v) && v < 0;
+    };
+    const auto positions = [&](const std::string& r, std::string& of) {  // Range(0, Squeeze(Shape(of)[1:2], 0), 1)
+      const auto& range = need(r, "Range", nodes, "the causal mask");
+      if (range.input_size() != 3 || !const_is(range.input(0), {0}, {}) || !const_is(range.input(2), {1}, {}))
+        throw Unsupported("the causal mask: the Range (node '" + node_name(range) + "') is not from 0 by 1");
+      const auto& sq = need(range.input(1), "Squeeze", nodes, "the causal mask");
+      if (!squeeze_axis(0)(sq)) throw Unsupported("the causal mask: the Squeeze (node '" + node_name(sq) + "') is not of axis 0");
+      const auto& sh = need(sq.input(0), "Shape", nodes, "the causal mask");
+      if (sh.input_size() != 1 || sh.attribute_size() != 2 || int_attr_of(sh, "start", -1) != 1 || int_attr_of(sh, "end", -1) != 2)
+        throw Unsupported("the causal mask: the Shape (node '" + node_name(sh) + "') is not the length (start 1, end 2)");
+      of = sh.input(0);
+    };
+    for (int k = 0, steps = 0;; ++steps) {
+      const onnx::NodeProto* w = producer_of(s, &k);
+      if (!w || w->op_type() != "Where" || !w->domain().empty()) return s;
+      if (steps == 2) throw Unsupported("more than two masks (Where) on the scores");  // Loom writes at most two (and a cyclic file stops here)
+      if (w->input_size() != 3 || !minus_inf(w->input(1)))
+        throw Unsupported("a Where (node '" + node_name(*w) + "') on the scores that is not a mask to -inf");
+      nodes.insert(k);
+      int kc = 0;
+      const onnx::NodeProto* c = producer_of(w->input(0), &kc);
+      if (c && c->op_type() == "Greater" && c->input_size() == 2 && !a.causal) {
+        nodes.insert(kc);
+        const auto& un = need(c->input(1), "Unsqueeze", nodes, "the causal mask");
+        if (!(un.input_size() == 2 && const_is(un.input(1), {1}, {1})))
+          throw Unsupported("the causal mask: the Unsqueeze (node '" + node_name(un) + "') is not of axis 1");
+        std::string lq, lk;
+        positions(un.input(0), lq);
+        positions(c->input(0), lk);
+        a.causal = true;
+        a.q = lq;  // checked against the projections' inputs by the caller
+        a.k = lk;
+      } else if (c && c->op_type() == "Not" && c->input_size() == 1 && a.keep.empty()) {
+        nodes.insert(kc);
+        const auto& un = need(c->input(0), "Unsqueeze", nodes, "the padding mask");
+        if (!(un.input_size() == 2 && const_is(un.input(1), {1, 2}, {2})))
+          throw Unsupported("the padding mask: the Unsqueeze (node '" + node_name(un) + "') is not of axes (1, 2)");
+        const auto& cast = need(un.input(0), "Cast", nodes, "the padding mask");
+        if (cast.input_size() != 1 || int_attr_of(cast, "to", 0) != onnx::TensorProto::BOOL)
+          throw Unsupported("the padding mask: the Cast (node '" + node_name(cast) + "') is not to bool");
+        a.keep = cast.input(0);
+      } else {
+        throw Unsupported("a mask on the scores (Where, node '" + node_name(*w) + "') that is neither Loom's causal nor its padding mask");
+      }
+      s = w->input(2);
+    }
+  }
+
+  // The block around the Softmax node `k` (see above); throws Unsupported with the reason.
+  AttentionBlock match_attention(int k) const {
+    const onnx::NodeProto& sm = g_.node(k);
+    AttentionBlock a;
+    std::set<int>& nodes = a.nodes;
+    nodes.insert(k);
+    for (const auto& at : sm.attribute())
+      if (at.name() != "axis" || at.i() != -1) throw Unsupported("the Softmax is not over the last axis (axis -1)");
+    if (opset_ < 13) throw Unsupported("the model's opset " + std::to_string(opset_) + " (attention is imported from opset 13 on)");
+    // the weighted sum: Softmax read by one MatMul as its left operand
+    const int km = only_reader(sm.output(0));
+    if (km < 0 || g_.node(km).op_type() != "MatMul" || g_.node(km).input(0) != sm.output(0) || g_.node(km).input_size() != 2)
+      throw Unsupported("the attention weights are read by other than one MatMul with the values (they are an output, or averaged, or dropped out)");
+    nodes.insert(km);
+    const onnx::NodeProto& pv = g_.node(km);
+    double scale = 1;
+    std::string causal_q, causal_k;
+    std::string scores = peel_scale(loom_masks(peel_scale(sm.input(0), scale, nodes), a, nodes), scale, nodes);
+    if (a.causal) causal_q = a.q, causal_k = a.k;
+    int kqk = 0;
+    const onnx::NodeProto* qk = producer_of(scores, &kqk);
+    if (!qk || qk->op_type() != "MatMul" || !qk->domain().empty() || qk->input_size() != 2) {
+      if (qk && (qk->op_type() == "Add" || qk->op_type() == "Where"))
+        throw Unsupported("a mask on the scores (" + qk->op_type() + ", node '" + node_name(*qk) + "': attn_mask or key_padding_mask) is not imported");
+      throw Unsupported("the scores '" + scores + "' are not a MatMul of the queries and keys");
+    }
+    nodes.insert(kqk);
+    const std::string qs = peel_scale(qk->input(0), scale, nodes), ks = peel_scale(qk->input(1), scale, nodes);
+    int kt = 0;
+    const onnx::NodeProto* qt = producer_of(qs, &kt);
+    if (!qt || qt->op_type() != "Transpose") throw Unsupported("the queries '" + qs + "' are not a Transpose of heads");
+    int64_t d = 0;
+    const std::vector<int64_t> qperm = perm_of(*qt);
+    if (qperm == std::vector<int64_t>{0, 2, 1, 3}) {  // Loom's exporter
+      int64_t hq = 0, hk = 0, hv = 0, dq = 0, dk = 0, dv = 0;
+      a.q = loom_heads(qs, a.wq, a.bq, hq, dq, nodes, "the query projection");
+      const auto& kt2 = need(ks, "Transpose", nodes, "the keys");
+      need_perm(kt2, {0, 1, 3, 2}, "the keys");
+      a.k = loom_heads(kt2.input(0), a.wk, a.bk, hk, dk, nodes, "the key projection");
+      a.v = loom_heads(pv.input(1), a.wv, a.bv, hv, dv, nodes, "the value projection");
+      if (hq != hk || hq != hv || dq != dk || dq != dv)
+        throw Unsupported("the queries, keys and values are split into different heads " + ints_str({hq, dq}) + ", " + ints_str({hk, dk}) + ", " +
+                          ints_str({hv, dv}));
+      a.heads = hq;
+      d = dq;
+      const int kot = only_reader(pv.output(0));
+      if (kot < 0 || g_.node(kot).op_type() != "Transpose") throw Unsupported("the attended values are not Transposed (0, 2, 1, 3) (the heads back)");
+      need_perm(g_.node(kot), {0, 2, 1, 3}, "the attended values");
+      nodes.insert(kot);
+      const int kr = only_reader(g_.node(kot).output(0));
+      if (kr < 0 || g_.node(kr).op_type() != "Reshape" || g_.node(kr).input_size() != 2 || !const_is(g_.node(kr).input(1), {0, 0, hq * dq}, {3}))
+        throw Unsupported("the attended values are not Reshaped to (0, 0, " + std::to_string(hq * dq) + ") (the heads concatenated)");
+      nodes.insert(kr);
+      a.out = out_projection(g_.node(kr).output(0), a, nodes);
+      if (a.causal && (causal_q != a.q || causal_k != a.k)) throw Unsupported("the causal mask is computed from other values than the queries and keys");
+    } else {  // torch.onnx
+      if (a.causal || !a.keep.empty()) throw Unsupported("a mask on the scores (Where) in torch.onnx's form is not imported");
+      torch_heads(a, pv, qs, ks, d, nodes);
+    }
+    const int64_t e = a.wq.defined() ? a.wq.shape()[0] : 0;
+    for (const Tensor* w : {&a.wq, &a.wk, &a.wv, &a.wo})
+      if (w->shape() != Shape{e, e}) throw Unsupported("a projection's weights of the shape " + shape_str(w->shape()) + " (valid: (E, E), E the units)");
+    if (a.heads < 1 || d < 1 || a.heads * d != e) throw Unsupported(std::to_string(a.heads) + " heads of " + std::to_string(d) + " do not make " + std::to_string(e) + " units");
+    const bool bias = a.bq.defined();
+    if (a.bk.defined() != bias || a.bv.defined() != bias || a.bo.defined() != bias)
+      throw Unsupported("some projections have a bias and others none (Loom's MultiHeadAttention has all four or none)");
+    a.bq = bias_vector(a.bq, e, "the query projection");
+    a.bk = bias_vector(a.bk, e, "the key projection");
+    a.bv = bias_vector(a.bv, e, "the value projection");
+    a.bo = bias_vector(a.bo, e, "the out projection");
+    if (std::abs(scale * std::sqrt(static_cast<double>(d)) - 1) > 1e-6)
+      throw Unsupported("the scores are scaled by " + std::to_string(scale) + ", not 1/sqrt(" + std::to_string(d) + ") (the head size)");
+    // closed: the block's values are read by its own nodes only, but its output
+    for (int m : nodes)
+      for (const auto& o : g_.node(m).output()) {
+        if (o.empty() || o == a.out) continue;
+        if (is_graph_output(o)) throw Unsupported("the block's value '" + o + "' is a graph output");
+        for (int r : readers_of(o))
+          if (!nodes.count(r)) throw Unsupported("the block's value '" + o + "' is read by the node '" + node_name(g_.node(r)) + "' outside it");
+      }
+    int last = 0;
+    if (!producer_of(a.out, &last) || *nodes.rbegin() != last) throw Unsupported("the block's nodes are not in topological order");
+    return a;
+  }
+  // The out projection reading the concatenated heads `c`: MatMul (+ Add) or Gemm; returns its value.
+  std::string out_projection(const std::string& c, AttentionBlock& a, std::set<int>& nodes) const {
+    const int kp = only_reader(c);
+    if (kp < 0) throw Unsupported("the concatenated heads '" + c + "' are read by more than the out projection");
+    std::string y = g_.node(kp).output(0);
+    if (const int ka = only_reader(y); ka >= 0 && g_.node(ka).op_type() == "Add" && g_.node(kp).op_type() == "MatMul" && g_.node(ka).input_size() == 2 &&
+                                       (consts_.count(g_.node(ka).input(0)) || consts_.count(g_.node(ka).input(1))))
+      y = g_.node(ka).output(0);
+    if (projection(y, a.wo, a.bo, nodes, "the out projection") != c) throw Unsupported("the out projection does not read the concatenated heads");
+    return y;
+  }
+
+  // torch.onnx's form (see above), from its queries `qs` (N H, L, d) and keys `ks` (N H, d, S). Each
+  // of q, k and v is Reshape(Slice(projection)) (a slice of a packed projection: q, k and v of
+  // self-attention from one (E, 3E) matrix, k and v of cross-attention from one (E, 2E)) or
+  // Reshape(projection); a projection is MatMul (+ Add) of the Transpose (1, 0, 2) of a batch-first
+  // input by an initializer, or by the Transpose (1, 0) of a Slice of one (the rows of torch's
+  // in_proj_weight), its bias an initializer or a Slice of one.
+  struct TorchHead {
+    std::string reshape, slice, proj, mm, xt, x;  // slice empty when the projection is the head's own
+    Tensor w, b;                                  // the projection's (in, out) weights and bias, when initializers
+    std::string w_slice, b_slice;                 // otherwise Slices of initializers (rows of (out, in) weights)
+  };
+  // Slice of an initializer along axis 0 with bounds evaluated at a probe: [start, end).
+  std::pair<int64_t, int64_t> initializer_rows(const std::string& v, const std::map<std::string, std::vector<int64_t>>& shapes, std::set<int>& nodes) const {
+    const onnx::NodeProto& s = *producer_of(v);
+    const Tensor& t = consts_.at(s.input(0));
+    std::vector<std::optional<std::vector<int64_t>>> b;
+    for (int j = 1; j < s.input_size(); ++j) b.push_back(eval_ints(s.input(j), shapes, nodes));
+    for (const auto& x : b)
+      if (!x || x->size() != 1) throw Unsupported("the Slice (node '" + node_name(s) + "') has bounds the importer cannot evaluate");
+    if (b.size() < 2 || (b.size() > 2 && (*b[2])[0] != 0) || (b.size() > 3 && (*b[3])[0] != 1))
+      throw Unsupported("the Slice (node '" + node_name(s) + "') of the weights is not of rows (axis 0, step 1)");
+    const int64_t rows = t.shape().empty() ? 0 : t.shape()[0];
+    const int64_t lo = std::clamp((*b[0])[0] < 0 ? (*b[0])[0] + rows : (*b[0])[0], int64_t{0}, rows),
+                  hi = std::clamp((*b[1])[0] < 0 ? (*b[1])[0] + rows : (*b[1])[0], int64_t{0}, rows);
+    if (hi <= lo) throw Unsupported("the Slice (node '" + node_name(s) + "') of the weights is empty");
+    return {lo, hi};
+  }
+  bool slice_of_initializer(const std::string& v) const {
+    const onnx::NodeProto* s = producer_of(v);
+    return s && s->op_type() == "Slice" && s->domain().empty() && s->input_size() >= 3 && consts_.count(s->input(0)) && s->output_size() == 1;
+  }
+  TorchHead torch_head(const std::string& t, const std::vector<int64_t>& perm, const std::string& what, std::set<int>& nodes) const {
+    TorchHead h;
+    const auto& tr = need(t, "Transpose", nodes, what);
+    need_perm(tr, perm, what);
+    const auto& r = need(tr.input(0), "Reshape", nodes, what);
+    for (const auto& at : r.attribute())
+      if (at.name() != "allowzero" || at.i() != 0) throw Unsupported(what + ": the Reshape's attribute " + at.name());
+    if (r.input_size() != 2) throw Unsupported(what + ": the Reshape has no shape");
+    h.reshape = tr.input(0);
+    h.proj = r.input(0);
+    int k = 0;
+    if (const onnx::NodeProto* s = producer_of(h.proj, &k); s && s->op_type() == "Slice" && s->input_size() >= 1 && !consts_.count(s->input(0))) {
+      if (s->input_size() < 3 || s->input_size() > 5) throw Unsupported(what + ": the Slice (node '" + node_name(*s) + "') has " + std::to_string(s->input_size()) + " inputs");
+      nodes.insert(k);
+      h.slice = h.proj;
+      h.proj = s->input(0);
+    }
+    // the projection: MatMul (+ Add of the bias)
+    h.mm = h.proj;
+    if (const onnx::NodeProto* a = producer_of(h.proj, &k); a && a->op_type() == "Add" && a->domain().empty() && a->input_size() == 2) {
+      const int bi = (consts_.count(a->input(0)) || slice_of_initializer(a->input(0))) ? 0 : (consts_.count(a->input(1)) || slice_of_initializer(a->input(1))) ? 1 : -1;
+      if (bi < 0) throw Unsupported(what + ": the Add (node '" + node_name(*a) + "') after the projection adds no constant bias");
+      nodes.insert(k);
+      if (consts_.count(a->input(bi))) h.b = consts_.at(a->input(bi));
+      else h.b_slice = a->input(bi), nodes.insert(producer_.at(a->input(bi)));
+      h.mm = a->input(1 - bi);
+    }
+    const auto& mm = need(h.mm, "MatMul", nodes, what + " (the projection)");
+    if (mm.input_size() != 2) throw Unsupported(what + ": the MatMul has " + std::to_string(mm.input_size()) + " inputs");
+    if (consts_.count(mm.input(1))) {
+      h.w = consts_.at(mm.input(1));
+      if (h.w.ndim() != 2) throw Unsupported(what + ": the projection's weights of the shape " + shape_str(h.w.shape()));
+    } else {
+      const auto& wt = need(mm.input(1), "Transpose", nodes, what + " (the projection's weights)");
+      need_perm(wt, {1, 0}, what + " (the projection's weights)");
+      if (!slice_of_initializer(wt.input(0))) throw Unsupported(what + ": the projection's weights are not an initializer nor a Slice of one");
+      nodes.insert(producer_.at(wt.input(0)));
+      h.w_slice = wt.input(0);
+      if (consts_.at(producer_of(h.w_slice)->input(0)).ndim() != 2) throw Unsupported(what + ": the sliced weights are not a matrix");
+    }
+    h.xt = mm.input(0);
+    const auto& t0 = need(h.xt, "Transpose", nodes, what + "'s input");
+    need_perm(t0, {1, 0, 2}, what + "'s input (batch first to (length, N, E))");
+    h.x = t0.input(0);
+    return h;
+  }
+
+  void torch_heads(AttentionBlock& a, const onnx::NodeProto& pv, const std::string& qs, const std::string& ks, int64_t& d, std::set<int>& nodes) const {
+    TorchHead hs[3] = {torch_head(qs, {1, 0, 2}, "the queries", nodes), torch_head(ks, {1, 2, 0}, "the keys", nodes),
+                       torch_head(pv.input(1), {1, 0, 2}, "the values", nodes)};
+    a.q = hs[0].x;
+    a.k = hs[1].x;
+    a.v = hs[2].x;
+    // the output: MatMul -> Transpose (1, 0, 2) -> Reshape (L N, E) -> projection -> Reshape (L, N, E) -> Transpose (1, 0, 2)
+    const int kt1 = only_reader(pv.output(0));
+    if (kt1 < 0 || g_.node(kt1).op_type() != "Transpose") throw Unsupported("the attended values are not Transposed (1, 0, 2)");
+    need_perm(g_.node(kt1), {1, 0, 2}, "the attended values");
+    nodes.insert(kt1);
+    const int kr1 = only_reader(g_.node(kt1).output(0));
+    if (kr1 < 0 || g_.node(kr1).op_type() != "Reshape" || g_.node(kr1).input_size() != 2) throw Unsupported("the attended values are not Reshaped to (L N, E)");
+    nodes.insert(kr1);
+    const std::string y = out_projection(g_.node(kr1).output(0), a, nodes);
+    const int kr2 = reader_besides_shapes(y, "Reshape");
+    if (kr2 < 0 || g_.node(kr2).input_size() != 2) throw Unsupported("the out projection is not Reshaped to (L, N, E)");
+    nodes.insert(kr2);
+    const int kt2 = only_reader(g_.node(kr2).output(0));
+    if (kt2 < 0 || g_.node(kt2).op_type() != "Transpose") throw Unsupported("the result is not Transposed back to batch first");
+    need_perm(g_.node(kt2), {1, 0, 2}, "the result");
+    nodes.insert(kt2);
+    a.out = g_.node(kt2).output(0);
+    const int64_t e = a.wo.defined() && a.wo.ndim() == 2 ? a.wo.shape()[0] : 0;
+    if (e < 1) throw Unsupported("the out projection's weights of the shape " + shape_str(a.wo.shape()));
+    // the shape arithmetic at two probe sizes (N, L, S): the columns (and rows) each head takes, its split
+    std::vector<int64_t> cols[3], rows[3], brows[3];
+    int64_t heads = 0;
+    for (const auto& probe : {std::array<int64_t, 3>{2, 3, 4}, std::array<int64_t, 3>{3, 7, 5}}) {
+      const int64_t n = probe[0], l = probe[1], s_len = a.k == a.q ? l : probe[2];
+      ints_memo_.clear();
+      std::map<std::string, std::vector<int64_t>> shapes;
+      const auto len_of = [&](const std::string& x) { return x == a.q ? l : s_len; };
+      for (const TorchHead& h : hs) {  // the inputs first: torch's weight Slices read their shapes
+        shapes[h.x] = {n, len_of(h.x), e};
+        shapes[h.xt] = {len_of(h.x), n, e};
+      }
+      for (int i = 0; i < 3; ++i) {
+        TorchHead& h = hs[i];
+        const std::string hn = i == 0 ? "the queries" : i == 1 ? "the keys" : "the values";
+        const int64_t len = len_of(h.x);
+        // the projection's weights (in, cols), at this probe
+        if (!h.w_slice.empty()) {
+          const auto r = initializer_rows(h.w_slice, shapes, nodes);
+          if (!rows[i].empty() && rows[i] != std::vector<int64_t>{r.first, r.second}) throw Unsupported(hn + ": the weights' Slice takes other rows at another size");
+          rows[i] = {r.first, r.second};
+          h.w = transpose(slice(consts_.at(producer_of(h.w_slice)->input(0)), 0, r.first, r.second)).contiguous();
+        }
+        if (!h.b_slice.empty()) {
+          const auto r = initializer_rows(h.b_slice, shapes, nodes);
+          if (!brows[i].empty() && brows[i] != std::vector<int64_t>{r.first, r.second}) throw Unsupported(hn + ": the bias' Slice takes other values at another size");
+          brows[i] = {r.first, r.second};
+          h.b = slice(consts_.at(producer_of(h.b_slice)->input(0)), 0, r.first, r.second).contiguous();
+        }
+        const int64_t in = h.w.shape()[0], c = h.w.shape()[1];
+        if (in != e) throw Unsupported(hn + ": the projection's weights of the shape " + shape_str(h.w.shape()) + " take " + std::to_string(in) + " features, not " + std::to_string(e));
+        shapes[h.x] = {n, len, e};
+        shapes[h.xt] = {len, n, e};
+        shapes[h.mm] = {len, n, c};
+        shapes[h.proj] = {len, n, c};
+        if (!h.slice.empty()) {
+          const auto& sl = *producer_of(h.slice);
+          std::vector<std::optional<std::vector<int64_t>>> v;
+          for (int j = 1; j < sl.input_size(); ++j) v.push_back(eval_ints(sl.input(j), shapes, nodes));
+          for (const auto& x : v)
+            if (!x || x->size() != 1) throw Unsupported("the Slice (node '" + node_name(sl) + "') has bounds the importer cannot evaluate");
+          const int64_t axis = v.size() > 2 ? (*v[2])[0] : 0;
+          if (axis != 2 && axis != -1) throw Unsupported("the Slice (node '" + node_name(sl) + "') is not on the last axis");
+          if (v.size() > 3 && (*v[3])[0] != 1) throw Unsupported("the Slice (node '" + node_name(sl) + "') has a step");
+          const int64_t b = std::clamp((*v[0])[0] < 0 ? (*v[0])[0] + c : (*v[0])[0], int64_t{0}, c),
+                        en = std::clamp((*v[1])[0] < 0 ? (*v[1])[0] + c : (*v[1])[0], int64_t{0}, c);
+          if (en - b != e)
+            throw Unsupported("the Slice (node '" + node_name(sl) + "') takes " + std::to_string(en - b) + " of the packed projection's columns, not " + std::to_string(e));
+          if (!cols[i].empty() && cols[i] != std::vector<int64_t>{b, en}) throw Unsupported("the Slice (node '" + node_name(sl) + "') takes other columns at another size");
+          cols[i] = {b, en};
+          shapes[h.slice] = {len, n, e};
+        } else {
+          if (c != e) throw Unsupported(hn + ": the projection gives " + std::to_string(c) + " units, not " + std::to_string(e));
+          cols[i] = {0, e};
+        }
+        const onnx::NodeProto& rn = *producer_of(h.reshape);
+        const auto target = eval_ints(rn.input(1), shapes, nodes);
+        if (!target) throw Unsupported("the Reshape (node '" + node_name(rn) + "') has a shape the importer cannot evaluate");
+        const auto got = reshaped({len, n, e}, *target);
+        if (!got) throw Unsupported("the Reshape (node '" + node_name(rn) + "') to " + ints_str(*target) + " does not fit " + ints_str({len, n, e}));
+        const std::vector<int64_t>& t = *got;
+        if (t.size() != 3 || t[0] != len || t[1] % n != 0 || t[1] / n < 1 || t[1] / n * t[2] != e || (heads && t[1] / n != heads))
+          throw Unsupported("the Reshape (node '" + node_name(rn) + "') gives " + ints_str(t) + " at (N, L) = " + ints_str({n, len}) +
+                            ", not (L, N heads, E / heads) with the same heads for q, k and v");
+        heads = t[1] / n;
+        shapes[h.reshape] = t;
+      }
+      const auto check = [&](int kr, const std::vector<int64_t>& in, const std::vector<int64_t>& want) {
+        const auto target = eval_ints(g_.node(kr).input(1), shapes, nodes);
+        const auto got = target ? reshaped(in, *target) : std::nullopt;
+        if (!got || *got != want)
+          throw Unsupported("the Reshape (node '" + node_name(g_.node(kr)) + "') gives " + (got ? ints_str(*got) : std::string("a shape the importer cannot evaluate")) +
+                            " at (N, L) = " + ints_str({n, l}) + ", not " + ints_str(want));
+        shapes[g_.node(kr).output(0)] = want;
+      };
+      shapes[pv.output(0)] = {n * heads, l, e / heads};
+      shapes[g_.node(kt1).output(0)] = {l, n * heads, e / heads};
+      check(kr1, {l, n * heads, e / heads}, {l * n, e});
+      shapes[y] = {l * n, e};
+      for (int m : nodes)
+        if (g_.node(m).output_size() == 1 && g_.node(m).output(0) != y && (g_.node(m).op_type() == "Gemm" || g_.node(m).op_type() == "MatMul") &&
+            g_.node(m).input(0) == g_.node(kr1).output(0))
+          shapes[g_.node(m).output(0)] = {l * n, e};
+      check(kr2, {l * n, e}, {l, n, e});
+    }
+    a.heads = heads;
+    d = e / heads;
+    Tensor* ws[3] = {&a.wq, &a.wk, &a.wv};
+    Tensor* bs[3] = {&a.bq, &a.bk, &a.bv};
+    for (int i = 0; i < 3; ++i) {
+      *ws[i] = slice(hs[i].w, 1, cols[i][0], cols[i][1]).contiguous();
+      if (hs[i].b.defined()) {
+        const Tensor b = bias_vector(hs[i].b, hs[i].w.shape()[1], i == 0 ? "the query projection" : i == 1 ? "the key projection" : "the value projection");
+        *bs[i] = slice(b, 0, cols[i][0], cols[i][1]).contiguous();
+      }
+    }
+  }
+
+  // A feed-forward activation reading `h`: Relu, or gelu's Erf formula (Loom's or torch's).
+  // Returns its value; sets act and adds its nodes.
+  std::optional<std::string> activation_after(const std::string& h, nn::ActivationFn& act, std::set<int>& nodes) const {
+    const std::vector<int> r = readers_of(h);
+    if (r.size() == 1 && g_.node(r[0]).op_type() == "Relu" && g_.node(r[0]).domain().empty() && g_.node(r[0]).attribute_size() == 0 && g_.node(r[0]).output_size() == 1) {
+      nodes.insert(r[0]);
+      act = nn::relu;
+      return g_.node(r[0]).output(0);
+    }
+    for (int k : r) {
+      std::vector<int> ks;
+      std::string y;
+      if (gelu_at(k, h, y, ks)) {
+        std::set<int> all(ks.begin(), ks.end());
+        all.insert(k);
+        // h read by the gelu's nodes only
+        for (int m : r)
+          if (!all.count(m)) return std::nullopt;
+        nodes.insert(all.begin(), all.end());
+        act = nn::gelu;
+        return y;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // A TransformerEncoderLayer around the self-attention block `a` (post-norm or norm_first):
+  // the residual Adds, the two LayerNormalizations (one epsilon) and the feed-forward
+  // (MatMul + Add, Relu or gelu, MatMul + Add), each value read inside the block only.
+  std::optional<EncoderBlock> match_encoder(const AttentionBlock& a) const {
+    if (a.q != a.k || a.q != a.v) return std::nullopt;
+    EncoderBlock e;
+    e.att = a;
+    std::set<int>& nodes = e.nodes;
+    nodes = a.nodes;
+    const auto add_of = [&](const std::string& v, const std::string& other, int& k) -> const onnx::NodeProto* {
+      const std::vector<int> r = readers_of(v);
+      for (int m : r) {
+        const auto& n = g_.node(m);
+        if (n.op_type() == "Add" && n.domain().empty() && n.input_size() == 2 && n.output_size() == 1 &&
+            ((n.input(0) == v && n.input(1) == other) || (n.input(1) == v && n.input(0) == other))) {
+          k = m;
+          return &n;
+        }
+      }
+      return nullptr;
+    };
+    const auto layer_norm = [&](const onnx::NodeProto& n, Tensor& w, Tensor& b, double& eps) {
+      if (n.op_type() != "LayerNormalization" || !n.domain().empty() || n.input_size() != 3 || n.output_size() < 1 || !consts_.count(n.input(1)) || !consts_.count(n.input(2)))
+        return false;
+      for (int i = 1; i < n.output_size(); ++i)
+        if (!n.output(i).empty() && uses_.count(n.output(i))) return false;
+      for (const auto& at : n.attribute())
+        if (!(at.name() == "axis" && at.i() == -1) && at.name() != "epsilon" && !(at.name() == "stash_type" && at.i() == 1)) return false;
+      w = consts_.at(n.input(1));
+      b = consts_.at(n.input(2));
+      const int64_t units = a.wq.shape()[0];
+      if (w.shape() != Shape{units} || b.shape() != Shape{units}) return false;
+      float f = 1e-5f;
+      for (const auto& at : n.attribute())
+        if (at.name() == "epsilon") f = at.f();
+      eps = float_attr(f);
+      return true;
+    };
+    const auto feed_forward = [&](const std::string& h, std::string& f) {
+      const std::vector<int> r = readers_of(h);
+      int km = -1;
+      for (int m : r)
+        if (g_.node(m).op_type() == "MatMul" && g_.node(m).input(0) == h && g_.node(m).output_size() == 1) km = m;
+      if (km < 0) return false;
+      Tensor w1, b1, w2, b2;
+      std::set<int> ff;
+      ff.insert(km);
+      const int ka = only_reader(g_.node(km).output(0));
+      if (ka < 0) return false;
+      try {
+        if (projection(g_.node(ka).output(0), w1, b1, ff, "ff") != h) return false;
+        auto act = activation_after(g_.node(ka).output(0), e.act, ff);
+        if (!act) return false;
+        const int k2 = only_reader(*act);
+        if (k2 < 0 || g_.node(k2).op_type() != "MatMul") return false;
+        const int k3 = only_reader(g_.node(k2).output(0));
+        if (k3 < 0) return false;
+        if (projection(g_.node(k3).output(0), w2, b2, ff, "ff") != *act) return false;
+        f = g_.node(k3).output(0);
+      } catch (const Unsupported&) {
+        return false;
+      }
+      const int64_t units = a.wq.shape()[0];
+      if (!b1.defined() || !b2.defined() || w1.shape()[0] != units || w2.shape() != Shape{w1.shape()[1], units}) return false;
+      try {
+        e.b1 = bias_vector(b1, w1.shape()[1], "ff");
+        e.b2 = bias_vector(b2, units, "ff");
+      } catch (const Unsupported&) {
+        return false;
+      }
+      e.w1 = w1;
+      e.w2 = w2;
+      nodes.insert(ff.begin(), ff.end());
+      return true;
+    };
+    int k1 = 0, k2 = 0, kl1 = 0, kl2 = 0;
+    double eps1 = 0, eps2 = 0;
+    const onnx::NodeProto* ln_in = producer_of(a.q, &kl1);
+    if (ln_in && layer_norm(*ln_in, e.n1w, e.n1b, eps1) && readers_of(a.q).size() >= 1) {  // norm_first: x -> LN -> attention
+      bool inside = !is_graph_output(a.q);
+      for (int r : readers_of(a.q)) inside = inside && a.nodes.count(r);
+      if (inside) {
+        e.norm_first = true;
+        e.x = ln_in->input(0);
+        nodes.insert(kl1);
+        const onnx::NodeProto* r1 = add_of(a.out, e.x, k1);
+        if (!r1 || only_reader(a.out) != k1) return std::nullopt;
+        nodes.insert(k1);
+        const std::vector<int> rr = readers_of(r1->output(0));
+        if (rr.size() != 2 || is_graph_output(r1->output(0))) return std::nullopt;
+        const int m = g_.node(rr[0]).op_type() == "LayerNormalization" ? rr[0] : rr[1];
+        if (!layer_norm(g_.node(m), e.n2w, e.n2b, eps2) || only_reader(g_.node(m).output(0)) < 0) return std::nullopt;
+        kl2 = m;
+        nodes.insert(kl2);
+        std::string f;
+        if (!feed_forward(g_.node(kl2).output(0), f)) return std::nullopt;
+        const onnx::NodeProto* r2 = add_of(f, r1->output(0), k2);
+        if (!r2 || only_reader(f) != k2) return std::nullopt;
+        nodes.insert(k2);
+        e.out = r2->output(0);
+      }
+    }
+    if (!e.norm_first) {  // post-norm: attention -> Add x -> LN -> feed-forward -> Add -> LN
+      e.x = a.q;
+      const onnx::NodeProto* r1 = add_of(a.out, e.x, k1);
+      if (!r1 || only_reader(a.out) != k1) return std::nullopt;
+      nodes.insert(k1);
+      kl1 = only_reader(r1->output(0));
+      if (kl1 < 0 || !layer_norm(g_.node(kl1), e.n1w, e.n1b, eps1)) return std::nullopt;
+      nodes.insert(kl1);
+      const std::string x1 = g_.node(kl1).output(0);
+      if (readers_of(x1).size() != 2 || is_graph_output(x1)) return std::nullopt;
+      std::string f;
+      if (!feed_forward(x1, f)) return std::nullopt;
+      const onnx::NodeProto* r2 = add_of(f, x1, k2);
+      if (!r2 || only_reader(f) != k2) return std::nullopt;
+      nodes.insert(k2);
+      kl2 = only_reader(r2->output(0));
+      if (kl2 < 0 || !layer_norm(g_.node(kl2), e.n2w, e.n2b, eps2)) return std::nullopt;
+      nodes.insert(kl2);
+      e.out = g_.node(kl2).output(0);
+    }
+    if (eps1 != eps2) return std::nullopt;  // Loom's layer has one epsilon
+    e.eps = eps1;
+    // closed, as the attention block
+    for (int m : nodes)
+      for (const auto& o : g_.node(m).output()) {
+        if (o.empty() || o == e.out) continue;
+        if (is_graph_output(o)) return std::nullopt;
+        for (int r : readers_of(o))
+          if (!nodes.count(r)) return std::nullopt;
+      }
+    int last = 0;
+    if (!producer_of(e.out, &last) || *nodes.rbegin() != last) return std::nullopt;
+    return e;
+  }
+
+  // Every Softmax that weighs values by scores of two computed values: matched as a block
+  // (above), or refused by name with the reason.
   void find_attention() {
     const auto computed_matmul = [&](const std::string& v) {
       auto it = producer_.find(v);
@@ -937,30 +1775,123 @@ class Importer {
     };
     for (int k = 0; k < g_.node_size(); ++k) {
       const auto& n = g_.node(k);
-      if (n.op_type() != "Softmax" || !n.domain().empty() || n.input_size() != 1 || n.output_size() != 1) continue;
-      // through the masks' Where, if any
-      std::string scores = n.input(0);
-      for (auto it = producer_.find(scores); it != producer_.end() && g_.node(it->second).op_type() == "Where" && g_.node(it->second).input_size() == 3;
-           it = producer_.find(scores))
-        scores = g_.node(it->second).input(2);
-      if (auto it = producer_.find(scores); it != producer_.end() && (g_.node(it->second).op_type() == "Mul" || g_.node(it->second).op_type() == "Div")) {
-        const auto& s = g_.node(it->second);  // scaled after the product (Loom's exporter)
-        if (s.input_size() == 2 && consts_.count(s.input(1))) scores = s.input(0);
-      }
-      if (!computed_matmul(scores)) continue;
-      bool weighs = false;
-      if (auto it = readers_.find(n.output(0)); it != readers_.end())
-        for (const auto& [r, i] : it->second) {
-          const auto& m = g_.node(r);
-          weighs = weighs || (m.op_type() == "MatMul" && i == 0 && m.input_size() == 2 && !consts_.count(m.input(1)));
+      if (n.op_type() != "Softmax" || !n.domain().empty() || n.input_size() != 1 || n.output_size() != 1 || done_.count(k)) continue;
+      // through the masks' Where and Add (torch's baddbmm: Add of the scaled product and the scaled
+      // mask), if any, and scales by constants
+      const auto unscaled = [&](std::string v) {
+        for (int i = 0; i < 3; ++i) {
+          auto it = producer_.find(v);
+          if (it == producer_.end()) break;
+          const auto& s = g_.node(it->second);
+          if ((s.op_type() != "Mul" && s.op_type() != "Div") || s.input_size() != 2 || !consts_.count(s.input(1))) break;
+          v = s.input(0);
         }
+        return v;
+      };
+      std::string scores = unscaled(n.input(0));
+      int steps = 0;  // bounded: a hostile file's values may form a cycle
+      for (auto it = producer_.find(scores); it != producer_.end() && (g_.node(it->second).op_type() == "Where" || g_.node(it->second).op_type() == "Add") &&
+                                              g_.node(it->second).input_size() >= 3 - (g_.node(it->second).op_type() == "Add") && ++steps < 8;
+           it = producer_.find(scores))
+        scores = unscaled(g_.node(it->second).op_type() == "Where"                  ? g_.node(it->second).input(2)
+                          : computed_matmul(unscaled(g_.node(it->second).input(0))) ? g_.node(it->second).input(0)
+                                                                                    : g_.node(it->second).input(1));
+      if (!computed_matmul(scores)) continue;
+      // read by a MatMul with a computed value (through a Dropout: a training-mode export)
+      bool weighs = false;
+      const auto weighing = [&](const std::string& v) {
+        if (auto it = readers_.find(v); it != readers_.end())
+          for (const auto& ri : it->second) {
+            const auto& m = g_.node(ri.first);
+            weighs = weighs || (m.op_type() == "MatMul" && ri.second == 0 && m.input_size() == 2 && !consts_.count(m.input(1)));
+          }
+      };
+      weighing(n.output(0));
+      if (auto it = readers_.find(n.output(0)); it != readers_.end())
+        for (const auto& ri : it->second)
+          if (g_.node(ri.first).op_type() == "Dropout" && g_.node(ri.first).output_size() >= 1) weighing(g_.node(ri.first).output(0));
       if (!weighs) continue;
-      failures_.push_back("Softmax (node '" + node_name(n) +
-                          "'): the weights of a scaled dot-product attention (Softmax of a MatMul of two computed values, times a computed value): "
-                          "attention is not imported (Loom's MultiHeadAttention and TransformerEncoderLayer have no ONNX importer)");
-      done_.insert(k);
-      poison(n);
+      try {
+        AttentionBlock a = match_attention(k);
+        for (int m : a.nodes)
+          if (done_.count(m)) throw Unsupported("its nodes overlap another block's");
+        if (std::optional<EncoderBlock> e = match_encoder(a)) {
+          done_.insert(e->nodes.begin(), e->nodes.end());
+          const int last = *e->nodes.rbegin();
+          done_.erase(last);
+          encoders_[last] = std::move(*e);
+        } else {
+          done_.insert(a.nodes.begin(), a.nodes.end());
+          const int last = *a.nodes.rbegin();
+          done_.erase(last);
+          attention_[last] = std::move(a);
+        }
+      } catch (const Unsupported& e) {
+        failures_.push_back("Softmax (node '" + node_name(n) + "'): the weights of a scaled dot-product attention whose block is not imported: " + e.what());
+        done_.insert(k);
+        poison(n);
+      }
     }
+  }
+
+  void set_attention_params(const nn::Layer& l, const std::string& prefix, const AttentionBlock& a) {
+    param(l, prefix + "q_weight", a.wq);
+    param(l, prefix + "k_weight", a.wk);
+    param(l, prefix + "v_weight", a.wv);
+    param(l, prefix + "out_weight", a.wo);
+    if (a.bq.defined()) {
+      param(l, prefix + "q_bias", a.bq);
+      param(l, prefix + "k_bias", a.bk);
+      param(l, prefix + "v_bias", a.bv);
+      param(l, prefix + "out_bias", a.bo);
+    }
+  }
+  bool poisoned_any(std::initializer_list<std::string> vs) {
+    for (const std::string& v : vs)
+      if (!v.empty() && poisoned_.count(v)) {
+        poison(*node_);
+        return true;
+      }
+    return false;
+  }
+  void import_attention(const AttentionBlock& a) {
+    if (poisoned_any({a.q, a.k, a.v, a.keep})) return;
+    const nn::Layer q = floating(value_named(a.q)), k = floating(value_named(a.k)), v = floating(value_named(a.v));
+    for (const nn::Layer* x : {&q, &k, &v})
+      if (rank_of(*x) != 3 || x->shape()[2] != a.wq.shape()[0])
+        throw Unsupported("an input of the shape " + shape_str(x->shape()) + " (the attention reads (batch, length, " + std::to_string(a.wq.shape()[0]) + "))");
+    std::optional<nn::Layer> keep;
+    if (!a.keep.empty()) keep = value_named(a.keep);
+    nn::MultiHeadAttention l(q, k, v, a.heads, {.causal = a.causal, .bias = a.bq.defined()}, keep, unique(a.out));
+    set_attention_params(l, "", a);
+    set(a.out, l);
+  }
+  void import_encoder(const EncoderBlock& e) {
+    if (poisoned_any({e.x, e.att.keep})) return;
+    const nn::Layer x = floating(value_named(e.x));
+    const int64_t units = e.att.wq.shape()[0];
+    if (rank_of(x) != 3 || x.shape()[2] != units)
+      throw Unsupported("an input of the shape " + shape_str(x.shape()) + " (the encoder layer reads (batch, length, " + std::to_string(units) + "))");
+    nn::TransformerOptions o;
+    o.ff_units = e.w1.shape()[1];
+    o.dropout = 0;  // the file holds inference semantics
+    o.activation = e.act;
+    o.norm_first = e.norm_first;
+    o.eps = e.eps;
+    o.causal = e.att.causal;
+    std::optional<nn::Layer> keep;
+    if (!e.att.keep.empty()) keep = value_named(e.att.keep);
+    nn::TransformerEncoderLayer l(x, e.att.heads, o, keep, unique(e.out));
+    set_attention_params(l, "self_attention/", e.att);
+    param(l, "ff/w1", e.w1);
+    param(l, "ff/b1", e.b1);
+    param(l, "ff/w2", e.w2);
+    param(l, "ff/b2", e.b2);
+    param(l, "norm1/weight", e.n1w);
+    param(l, "norm1/bias", e.n1b);
+    param(l, "norm2/weight", e.n2w);
+    param(l, "norm2/bias", e.n2b);
+    set(e.out, l);
   }
 
   // ------------------------------------------------------------------ recurrent layers
@@ -1198,8 +2129,10 @@ class Importer {
     const std::string name = unique(out());
     if (ins.size() == 1) return set(out(), nn::Activation(ins[0], nn::identity, name));
     // Loom's merges broadcast samples of one rank; the batch axes must agree
-    for (const nn::Layer& l : ins)
-      if (rank_of(l) != rank_of(ins[0])) throw Unsupported("operands of ranks " + std::to_string(rank_of(ins[0])) + " and " + std::to_string(rank_of(l)) + " (Loom's merges take one rank)");
+    int64_t rank = 0;
+    for (const nn::Layer& l : ins) rank = std::max(rank, rank_of(l));
+    for (const nn::Layer& l : ins)  // but for constants without a batch axis, broadcast from the right
+      if (rank_of(l) != rank && !(batchless_.count(l.impl().get()) && rank_of(l) < rank)) throw Unsupported("operands of ranks " + std::to_string(rank_of(ins[0])) + " and " + std::to_string(rank_of(l)) + " (Loom's merges take one rank)");
     if (op == "Add" || op == "Sum") return set(out(), nn::Add(ins, name));
     if (op == "Mean") return set(out(), nn::Mean(ins, name));
     if (op == "Mul") return set(out(), nn::Multiply(ins, name));

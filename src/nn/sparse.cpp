@@ -75,6 +75,10 @@ struct DropConnectImpl final : KindBase<DropConnectImpl, DropConnectAttributes> 
 
 }  // namespace
 
+bool detail::is_sparse_input(const Layer& input) { return dynamic_cast<const SparseInputImpl*>(input.impl().get()) != nullptr; }
+
+SparseTensor detail::sparse_input_value(const Layer& input) { return sparse_input_impl(input).get(); }
+
 Tensor detail::input_matmul(const Layer& input, const Tensor& x, const Tensor& w) {
   if (!x.defined())
     if (auto* s = dynamic_cast<const SparseInputImpl*>(input.impl().get())) return matmul(s->get(), w);
@@ -106,6 +110,36 @@ void SparseInput::set_value(const SparseTensor& v) const {
                      " does not fit the input's dtype " + dtype_name(in.dtype));
   *in.value = v;
 }
+void SparseInput::set_value(const Tensor& rows) const {
+  auto& in = sparse_input_impl(*this);
+  if (!rows.defined() || rows.ndim() != 2)
+    throw ShapeError("SparseInput '" + in.name + "'.set_value: rows of shape " + (rows.defined() ? shape_str(rows.shape()) : "undefined") +
+                     " (valid: float rows (rows, " + std::to_string(in.shape[1]) + ") or integer ids (rows, length) padded with -1)");
+  if (!is_integral(rows.dtype())) {
+    if (rows.dim(1) != in.shape[1])
+      throw ShapeError("SparseInput '" + in.name + "'.set_value: rows of shape " + shape_str(rows.shape()) + " do not have the input's " +
+                       std::to_string(in.shape[1]) + " columns (integer ids (rows, length) are the other valid form)");
+    set_value(SparseTensor::from_dense(rows.detach().astype(in.dtype), SparseLayout::CSR));
+    return;
+  }
+  const std::vector<int64_t> ids = rows.astype(Int64).contiguous().to_vector<int64_t>();
+  const int64_t n = rows.dim(0), length = rows.dim(1), units = in.shape[1];
+  std::vector<int64_t> at;  // row indices, then column indices
+  at.reserve(2 * ids.size());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < length; ++j) {
+      const int64_t id = ids[static_cast<size_t>(r * length + j)];
+      if (id < -1 || id >= units)
+        throw IndexError("SparseInput '" + in.name + "'.set_value: id " + std::to_string(id) + " in row " + std::to_string(r) +
+                         " is outside the vocabulary [0, " + std::to_string(units) + ") (-1 pads)");
+      if (id >= 0) at.push_back(r);
+    }
+  const auto nnz = static_cast<int64_t>(at.size());
+  for (int64_t id : ids)
+    if (id >= 0) at.push_back(id);
+  set_value(SparseTensor::coo(from_vector(at, {2, nnz}), ones({nnz}, in.dtype), {n, units}));
+}
+
 bool SparseInput::has_value() const { return sparse_input_impl(*this).value->defined(); }
 SparseTensor SparseInput::value() const { return sparse_input_impl(*this).get(); }
 void SparseInput::clear() const { *sparse_input_impl(*this).value = SparseTensor(); }

@@ -115,6 +115,18 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device devi
   }
 }
 
+namespace detail {
+void check_nested_extent(std::vector<int64_t>& extents, size_t depth, size_t size) {
+  if (depth == extents.size()) {
+    extents.push_back(static_cast<int64_t>(size));
+  } else if (extents[depth] != static_cast<int64_t>(size)) {
+    throw ValueError("tensor: the nested list is ragged: a list at depth " + std::to_string(depth) + " has " +
+                     std::to_string(size) + " elements where an earlier one has " + std::to_string(extents[depth]) +
+                     "; every list at one depth must have the same length (a tensor is rectangular)");
+  }
+}
+}  // namespace detail
+
 template Tensor from_vector<bool>(const std::vector<bool>&, const Shape&, Device);
 template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, const Shape&, Device);
 template Tensor from_vector<int32_t>(const std::vector<int32_t>&, const Shape&, Device);

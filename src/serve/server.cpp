@@ -61,9 +61,11 @@ std::shared_ptr<const Loaded> load_version(const ModelSource& source, int64_t ve
   return m;
 }
 
-HttpResponse json_response(int status, const nlohmann::json& body) {
-  return {status, "application/json", body.dump()};
-}
+// Invalid UTF-8 from a request (an unknown name echoed in an error, a parser's message quoting
+// the bad byte) becomes U+FFFD instead of making dump() throw.
+std::string dump_json(const nlohmann::json& body) { return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+HttpResponse json_response(int status, const nlohmann::json& body) { return {status, "application/json", dump_json(body)}; }
 
 HttpResponse error(int status, const std::string& message) {
   return json_response(status, {{"error", message}});
@@ -306,7 +308,7 @@ void Server::start() {
     const std::string message = res.status == 413 ? "the request body is larger than " +
                                                         std::to_string(impl_->options.max_request_bytes) + " bytes"
                                                   : "the request could not be read";
-    res.set_content(nlohmann::json{{"error", message}}.dump(), "application/json");
+    res.set_content(dump_json(nlohmann::json{{"error", message}}), "application/json");
   });
   const std::string& host = impl_->options.host;
   int port = impl_->options.port;

@@ -44,11 +44,12 @@ RunInfo info_of(detail::Connection& conn, const Row& r, const std::vector<std::s
   for (const Row& t : conn.query("SELECT tag FROM run_tags WHERE run_id = ? ORDER BY tag", {info.id})) info.tags.push_back(t.text(0));
   if (only)
     for (const std::string& m : *only) info.metrics[m];
-  for (const Row& m : conn.query("SELECT metric, epoch, value FROM run_metrics WHERE run_id = ? ORDER BY metric, epoch", {info.id})) {
+  for (const Row& m : conn.query("SELECT metric, epoch, value, time_ms FROM run_metrics WHERE run_id = ? ORDER BY metric, epoch", {info.id})) {
     if (only && std::find(only->begin(), only->end(), m.text(0)) == only->end()) continue;
     Curve& c = info.metrics[m.text(0)];
     c.epochs.push_back(m.integer(1));
     c.values.push_back(m.is_null(2) ? std::numeric_limits<double>::quiet_NaN() : m.real(2));
+    c.times_ms.push_back(m.is_null(3) ? 0 : m.integer(3));
   }
   return info;
 }
@@ -132,10 +133,11 @@ void Runs::log_epoch(int64_t run, int64_t epoch, const std::map<std::string, dou
   detail::Connection& conn = connection(session);
   const Row row = run_row(conn, run);
   if (row.text(3) != "running") throw ConflictError("log_epoch: " + what(run) + " has ended (" + row.text(3) + ")");
+  const int64_t now = now_ms();
   for (const auto& [k, v] : metrics)
-    conn.execute("INSERT INTO run_metrics (run_id, metric, epoch, value) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, metric, epoch) "
-                 "DO UPDATE SET value = excluded.value",
-                 {run, k, epoch, std::isnan(v) ? Value() : Value(v)});
+    conn.execute("INSERT INTO run_metrics (run_id, metric, epoch, value, time_ms) VALUES (?, ?, ?, ?, ?) "
+                 "ON CONFLICT (run_id, metric, epoch) DO UPDATE SET value = excluded.value, time_ms = excluded.time_ms",
+                 {run, k, epoch, std::isnan(v) ? Value() : Value(v), now});
   session.commit();
 }
 

@@ -99,9 +99,14 @@ const std::vector<Migration>& migrations() {
            "ALTER TABLE datasets ADD COLUMN task_id {int}",
            "ALTER TABLE datasets ADD COLUMN run_id {int}",
        }},
+      // The wall-clock time each epoch's metrics were logged (Unix ms; NULL for older rows).
+      {7,
+       {
+           "ALTER TABLE run_metrics ADD COLUMN time_ms {int}",
+       }},
       // Named queries (store::Queries): a SampleQuery (JSON) over versions first..last of a
       // dataset (last 0: up to the latest; both 0: the latest only).
-      {7,
+      {8,
        {
            "CREATE TABLE dataset_queries (name {text} PRIMARY KEY, dataset {text} NOT NULL, first_version {int} NOT NULL, "
            "last_version {int} NOT NULL, query {text} NOT NULL, created_ms {int} NOT NULL)",

@@ -14,6 +14,7 @@
 #include "loom/data/dataset.h"
 #include "loom/io/model.h"
 #include "loom/nn/mode.h"
+#include "loom/nn/sparse.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/random.h"
@@ -25,11 +26,21 @@ namespace loom::train {
 
 using json = nlohmann::json;
 
+namespace {
+std::vector<nn::Layer> sparse_inputs_of(const Graph& g) {
+  std::vector<nn::Layer> found;
+  for (const nn::Layer& l : g.nodes())
+    if (std::string(l.kind()) == "SparseInput") found.push_back(l);
+  return found;
+}
+}  // namespace
+
 Model::Model(Graph graph, Loss loss, const std::string& optimizer, MetricList metrics)
     : Model(graph, std::move(loss), make_optimizer(optimizer, graph.parameters()), std::move(metrics)) {}
 
 Model::Model(Graph graph, Loss loss, std::shared_ptr<Optimizer> optimizer, MetricList metrics)
-    : inference_(std::move(graph)), loss_(std::move(loss)), optimizer_(std::move(optimizer)), metrics_(metrics.metrics()) {
+    : inference_(std::move(graph)), sparse_inputs_(sparse_inputs_of(inference_)), loss_(std::move(loss)),
+      optimizer_(std::move(optimizer)), metrics_(metrics.metrics()) {
   if (!optimizer_) throw ValueError("Model: no optimizer given");
   if (!loss_) throw ValueError("Model: no loss function given");
   inference_plan_ = std::make_shared<Plan>(inference_);
@@ -52,7 +63,7 @@ Model::Model(Graph graph, std::vector<OutputLoss> outputs, const std::string& op
     : Model(graph, std::move(outputs), make_optimizer(optimizer, graph.parameters())) {}
 
 Model::Model(Graph graph, std::vector<OutputLoss> outputs, std::shared_ptr<Optimizer> optimizer)
-    : inference_(std::move(graph)), optimizer_(std::move(optimizer)) {
+    : inference_(std::move(graph)), sparse_inputs_(sparse_inputs_of(inference_)), optimizer_(std::move(optimizer)) {
   if (!optimizer_) throw ValueError("Model: no optimizer given");
   inference_plan_ = std::make_shared<Plan>(inference_);
   set_heads(std::move(outputs));
@@ -124,6 +135,7 @@ Model Model::from_graphs(Graph inference, Graph training, std::optional<Graph> e
                      " inference inputs)");
   Model m;
   m.inference_ = std::move(inference);
+  m.sparse_inputs_ = sparse_inputs_of(m.inference_);
   m.training_ = std::move(training);
   m.evaluation_ = std::move(evaluation);
   m.optimizer_ = std::move(optimizer);
@@ -133,6 +145,18 @@ Model Model::from_graphs(Graph inference, Graph training, std::optional<Graph> e
   if (m.evaluation_) m.evaluation_plan_ = std::make_shared<Plan>(*m.evaluation_);
   m.step_ = std::make_shared<TrainStep>(m.training_plan_, m.training_->inputs().size(), nullptr, m.optimizer_);
   return m;
+}
+
+data::Batch Model::bind_sparse(const data::Batch& batch) const {
+  if (sparse_inputs_.empty()) return batch;
+  const size_t n_in = inference_.inputs().size();
+  if (batch.size() < n_in + sparse_inputs_.size())
+    throw ValueError("Model: a batch has " + std::to_string(batch.size()) + " fields; the model needs " + std::to_string(n_in) +
+                     " dense input(s), then " + std::to_string(sparse_inputs_.size()) + " for its SparseInput(s), then the target(s)");
+  for (size_t i = 0; i < sparse_inputs_.size(); ++i) nn::SparseInput(sparse_inputs_[i].impl()).set_value(batch[n_in + i]);
+  data::Batch rest(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n_in));
+  rest.insert(rest.end(), batch.begin() + static_cast<std::ptrdiff_t>(n_in + sparse_inputs_.size()), batch.end());
+  return rest;
 }
 
 std::pair<Tensor, Tensor> Model::forward(const data::Batch& batch) {
@@ -277,6 +301,7 @@ History Model::fit(data::DataLoader& train, const FitOptions& o) {
       attempt([&] {
         batch = train.next();
         if (batch) {
+          batch = bind_sparse(*batch);
           ++step;
           for (auto* cb : cbs) cb->on_batch_begin(*this, step);
           // zero_grad, forward, loss and backward (Train mode)
@@ -380,7 +405,7 @@ void check_targets(const std::vector<Tensor>& ys, size_t n_outputs, int64_t n, c
 }  // namespace
 
 History Model::fit(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys, const FitOptions& o) {
-  const int64_t n = rows_of(xs, inference_.inputs().size(), "Model::fit");
+  const int64_t n = rows_of(xs, n_input_fields(), "Model::fit");
   check_targets(ys, inference_.outputs().size(), n, "Model::fit");
   if (!(o.validation_split >= 0 && o.validation_split < 1))
     throw ValueError("Model::fit: validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
@@ -420,7 +445,7 @@ Logs Model::evaluate(const std::vector<Tensor>& xs, const Tensor& y, int64_t bat
 }
 
 Logs Model::evaluate(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys, int64_t batch_size) {
-  const int64_t n = rows_of(xs, inference_.inputs().size(), "Model::evaluate");
+  const int64_t n = rows_of(xs, n_input_fields(), "Model::evaluate");
   check_targets(ys, inference_.outputs().size(), n, "Model::evaluate");
   if (batch_size <= 0) throw ValueError("Model::evaluate: batch_size must be positive, got " + std::to_string(batch_size));
   std::vector<Tensor> fields = xs;
@@ -443,7 +468,8 @@ Logs Model::evaluate(data::DataLoader& loader) {
     double total = 0;
     int64_t seen = 0;
     loader.set_position({loader.position().epoch, 0});
-    while (auto batch = loader.next()) {
+    while (auto raw = loader.next()) {
+      const std::optional<data::Batch> batch = bind_sparse(*raw);
       if (batch->size() < n_in + heads_.size())
         throw ValueError("Model::evaluate: a batch has " + std::to_string(batch->size()) + " fields; the model needs " +
                          std::to_string(n_in) + " input(s) and then " + std::to_string(heads_.size()) + " targets, one per output");
@@ -471,7 +497,8 @@ Logs Model::evaluate(data::DataLoader& loader) {
   loader.set_position({loader.position().epoch, 0});
   double loss_sum = 0;
   int64_t seen = 0;
-  while (auto batch = loader.next()) {
+  while (auto raw = loader.next()) {
+    const std::optional<data::Batch> batch = bind_sparse(*raw);
     auto [loss, pred] = forward(*batch);
     const int64_t n = (*batch)[0].ndim() ? (*batch)[0].dim(0) : 1;
     loss_sum += loss.item<double>() * static_cast<double>(n);
@@ -484,8 +511,8 @@ Logs Model::evaluate(data::DataLoader& loader) {
 }
 
 Tensor Model::predict(const Tensor& x, int64_t batch_size) {
-  if (inference_.inputs().size() != 1)
-    throw ValueError("Model::predict: the graph has " + std::to_string(inference_.inputs().size()) +
+  if (n_input_fields() != 1)
+    throw ValueError("Model::predict: the graph has " + std::to_string(n_input_fields()) +
                      " inputs; pass one tensor per input, in the graph's input order: predict({x1, x2, ...})");
   return predict(std::vector<Tensor>{x}, batch_size);
 }
@@ -499,7 +526,7 @@ Tensor Model::predict(const std::vector<Tensor>& xs, int64_t batch_size) {
 
 std::vector<Tensor> Model::predict_all(const std::vector<Tensor>& xs, int64_t batch_size) {
   if (batch_size <= 0) throw ValueError("Model::predict: batch_size must be positive, got " + std::to_string(batch_size));
-  const int64_t n = rows_of(xs, inference_.inputs().size(), "Model::predict");
+  const int64_t n = rows_of(xs, n_input_fields(), "Model::predict");
   if (n == 0) throw ValueError("Model::predict: the input has no rows");
   nn::ModeScope mode(nn::Mode::Eval);
   NoGrad off;
@@ -507,7 +534,7 @@ std::vector<Tensor> Model::predict_all(const std::vector<Tensor>& xs, int64_t ba
   for (int64_t b = 0; b < n; b += batch_size) {
     std::vector<Tensor> part;
     for (const Tensor& x : xs) part.push_back(slice(x, 0, b, std::min(n, b + batch_size)));
-    std::vector<Tensor> outs = inference_plan_->run(part);
+    std::vector<Tensor> outs = inference_plan_->run(bind_sparse(part));
     for (size_t k = 0; k < outs.size(); ++k) parts[k].push_back(std::move(outs[k]));
   }
   std::vector<Tensor> result;

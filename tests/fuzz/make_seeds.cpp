@@ -248,6 +248,26 @@ int main(int argc, char** argv) {
     h = nn::MaxPool2D(nn::BatchNorm(h, {}, "bn"), 2, {}, "pool");
     h = nn::Concat({nn::Flatten(h, "flat"), nn::Flatten(nn::Transpose(h, {0, 2, 1}, "t"), "flat_t")}, -1, "cat");
     put("onnx", "conv.onnx", io::encode_onnx(Graph::build({nn::Activation(h, nn::softmax, "probs")}, {x})));
+    // attention: the blocks the importer matches back to MultiHeadAttention / TransformerEncoderLayer
+    nn::Input s(Shape{-1, -1, 4}, Float32, "s");
+    nn::Input keep(Shape{-1, -1}, DType::Bool, "keep");
+    nn::Layer e = nn::TransformerEncoderLayer(s, 2, {.ff_units = 6, .activation = nn::gelu, .norm_first = true, .causal = true}, keep, "enc");
+    e = nn::TransformerEncoderLayer(e, 1, {.ff_units = 5}, std::nullopt, "enc_post");
+    put("onnx", "attention.onnx", io::encode_onnx(Graph::build({nn::MultiHeadAttention(e, s, s, 2, {.bias = false}, std::nullopt, "cross")}, {s, keep})));
+  }
+  // Requests to the model server (fuzz_serve): the method's byte, the path, a newline, the body.
+  {
+    const std::string infer = R"({"id": "1", "inputs": [{"name": "x", "shape": [2, 4], "datatype": "FP32",
+                                  "data": [1, 2, 3, 4, 5, 6, 7, 8]}], "outputs": [{"name": "y"}]})";
+    put("serve", "infer.txt", std::string("\x01/v2/models/mlp/infer\n") + infer);
+    put("serve", "infer_version.txt", std::string("\x01/v2/models/mlp/versions/1/infer\n") + infer);
+    put("serve", "infer_nested.txt", std::string("\x01/v2/models/mlp/infer\n") +
+                                         R"({"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP64", "data": [[1, 2, 3, 4]]}]})");
+    put("serve", "metadata.txt", std::string("\x00/v2/models/mlp\n"));
+    put("serve", "ready.txt", std::string("\x00/v2/models/mlp/ready\n"));
+    put("serve", "health.txt", std::string("\x00/v2/health/live\n"));
+    put("serve", "server.txt", std::string("\x00/v2\n"));
+    put("serve", "metrics.txt", std::string("\x00/metrics\n"));
   }
   std::cout << "seeds written to " << root.string() << "\n";
   return 0;

@@ -5,8 +5,13 @@
 #include <cstdio>
 #include <filesystem>
 
-int main() {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "loom_consumer_store";
+// argv[1]: a folder of its own (run.sh's temporary one), so that two runs at once do not share it.
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: consumer_store DIR\n");
+    return 2;
+  }
+  const std::filesystem::path dir = std::filesystem::path(argv[1]) / "consumer_store";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   loom::store::Store s = loom::store::Store::open((dir / "consumer.db").string());

@@ -5,14 +5,17 @@ set -euo pipefail
 build_dir="$1"; source_dir="$2"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+# each step's output is kept and shown when it fails (a failure must say why)
+quiet() { "$@" >"$work/step.log" 2>&1 || { echo "install: failed: $*" >&2; cat "$work/step.log" >&2; exit 1; }; }
+quiet cmake --install "$build_dir" --prefix "$work/prefix"
 # the command line is installed and runs from the prefix (its RPATH finds the library)
-"$work/prefix/bin/loom" --help | grep "^usage: loom" >/dev/null
-cmake -S "$source_dir/tests/install" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$work/build" >/dev/null
+quiet "$work/prefix/bin/loom" --help
+grep -q "^usage: loom" "$work/step.log" || { echo "install: loom --help printed no usage line" >&2; exit 1; }
+quiet cmake -S "$source_dir/tests/install" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix"
+quiet cmake --build "$work/build"
 LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/consumer"
 LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/consumer_dist"
-LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/consumer_store"
+LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/build/consumer_store" "$work"
 # A program that links only loom::loom loads none of the store's libraries, directly or through
 # libloom (the store and flow are loom::store's); one that links loom::store does.
 store_libs='lib(pq|sqlite3|crypto|ssl|zstd)\.so'

@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 # docs/architecture.md's order, bottom to top (tools: the `loom` command line)
-ORDER = ["core", "ops", "autograd", "nn", "graph", "zoo", "data", "io", "train", "store", "flow", "serve", "dist", "tools"]
+ORDER = ["core", "ops", "autograd", "nn", "graph", "zoo", "data", "io", "train", "store", "flow", "serve", "ui", "dist", "tools"]
 RANK = {p: i for i, p in enumerate(ORDER)}
 
 # Private headers a lower part offers to the parts above it, each a declared seam (not

@@ -2,6 +2,7 @@
 // Tensor: a small value handle to a strided view of a Storage, with autograd metadata.
 // Copying a Tensor copies the handle (both name the same data), as in NumPy and PyTorch.
 // Member functions are sugar for the free functions of loom/ops and loom/autograd.
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -23,6 +24,10 @@ class Node;
 struct TensorImpl;
 
 using Axes = std::vector<int64_t>;  // empty means "all axes" where an op reduces
+// One integer axis where Axes are taken (t.sum(1)); a concept, so that `{}` and `{1, 2}` still
+// mean Axes and bool is not an axis.
+template <typename I>
+concept AxisIndex = std::integral<I> && !std::same_as<I, bool>;
 
 class LOOM_API Tensor {
  public:
@@ -74,6 +79,7 @@ class LOOM_API Tensor {
   Tensor swapaxes(int64_t a, int64_t b) const;
   Tensor T() const { return transpose(); }
   Tensor squeeze(const Axes& axes = {}) const;
+  template <AxisIndex I> Tensor squeeze(I axis) const { return squeeze(Axes{int64_t(axis)}); }
   Tensor expand_dims(int64_t axis) const;
   Tensor broadcast_to(const Shape& shape) const;
   Tensor flatten() const;
@@ -91,6 +97,10 @@ class LOOM_API Tensor {
   Tensor mean(const Axes& axes = {}, bool keepdims = false) const;
   Tensor max(const Axes& axes = {}, bool keepdims = false) const;
   Tensor min(const Axes& axes = {}, bool keepdims = false) const;
+  template <AxisIndex I> Tensor sum(I axis, bool keepdims = false) const { return sum(Axes{int64_t(axis)}, keepdims); }
+  template <AxisIndex I> Tensor mean(I axis, bool keepdims = false) const { return mean(Axes{int64_t(axis)}, keepdims); }
+  template <AxisIndex I> Tensor max(I axis, bool keepdims = false) const { return max(Axes{int64_t(axis)}, keepdims); }
+  template <AxisIndex I> Tensor min(I axis, bool keepdims = false) const { return min(Axes{int64_t(axis)}, keepdims); }
   Tensor argmax(std::optional<int64_t> axis = std::nullopt, bool keepdims = false) const;
   Tensor argmin(std::optional<int64_t> axis = std::nullopt, bool keepdims = false) const;
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "loom/core/api.h"
+#include "loom/flow/reports.h"
 #include "loom/flow/tasks.h"
 #include "loom/store/provenance.h"
 
@@ -44,10 +45,18 @@ class LOOM_API TaskContext {
   StopReason stop_reason() const;
   void stop(StopReason r);  // the agent's heartbeat thread calls this
 
+  // Reports an intermediate metric (flow::Reports::report for this claim, reports.h) and
+  // returns the scheduler's decision: on Stop the task should return its partial result now.
+  // ValueError in a context that has no store (one made by hand, without set_reporter).
+  Decision report(int64_t step, double value);
+  using Reporter = std::function<Decision(int64_t step, double value)>;
+  void set_reporter(Reporter r) { reporter_ = std::move(r); }  // the agent calls this
+
  private:
   Claim claim_;
   Clock clock_;
   std::atomic<int> reason_{0};
+  Reporter reporter_;
 };
 
 // Takes the hyper-parameters (a JSON object) and returns the result (JSON text).

@@ -29,23 +29,31 @@ class LOOM_API OneHot : public Layer {
 struct LOOM_API LookupOptions {
   int64_t padding_id = -1;  // this id maps to zeros and its row gets no gradient; -1 for none
   Init init = Init::normal(0, 0.05);
+  // Over a SparseInput (a bag of ids per row, weighted by the values): how a row's rows of the
+  // table combine, as tf.nn.embedding_lookup_sparse: "sum", "mean" (over the weights' sum) or
+  // "sqrtn" (over the square root of the squared weights' sum). Dense ids ignore it.
+  std::string combiner = "sum";
 };
 
 // What a Lookup layer is besides its input and state (nn/attributes.h).
 struct LOOM_API LookupAttributes {
   int64_t vocab_size = 0, n_units = 0, padding_id = -1;
   Init init = Init::normal(0, 0.05);
+  std::string combiner = "sum";
   template <class Visit>
   void fields(Visit&& visit) {
     visit("vocab_size", vocab_size, Field::sizes(1));
     visit("n_units", n_units, Field::sizes(1));
     visit("padding_id", padding_id, Field::range(-1, Field::kMaxSize));
     visit("init", init);
+    visit("combiner", combiner, Field::may_be_absent());  // files written before sparse ids lack it
   }
 };
 
 // Embedding lookup: integer ids of any shape -> (..., n_units) rows of a (vocab_size, n_units)
-// table. Repeated ids accumulate gradient.
+// table. Repeated ids accumulate gradient. Over a SparseInput of vocab_size columns (each row a
+// bag of ids with weights, e.g. word counts) -> (rows, n_units): the rows' table rows weighted
+// and combined by options.combiner (TensorX's Lookup on sparse input, torch's EmbeddingBag).
 class LOOM_API Lookup : public Layer {
  public:
   Lookup(const Layer& ids, int64_t vocab_size, int64_t n_units, LookupOptions options = {}, const std::string& name = "");

@@ -38,6 +38,11 @@ class LOOM_API SparseInput : public Layer {
   // ShapeError / DTypeError naming the input unless the value is 2-d with n_units columns and of
   // the input's dtype.
   void set_value(const SparseTensor& value) const;
+  // A batch as a data pipeline holds it (what Model::fit gives the input): float rows
+  // (rows, n_units), kept where non-zero; or integer ids (rows, length), each id >= 0 an entry
+  // of weight 1 in its row (repeats add up) and -1 padding. IndexError naming the input for an
+  // id outside [-1, n_units).
+  void set_value(const Tensor& rows) const;
   bool has_value() const;
   SparseTensor value() const;  // ValueError naming the input when it holds none
   void clear() const;

@@ -15,6 +15,7 @@ LOOM_API Tensor permute(const Tensor& x, const Axes& axes);
 LOOM_API Tensor swapaxes(const Tensor& x, int64_t a, int64_t b);
 LOOM_API Tensor moveaxis(const Tensor& x, int64_t source, int64_t destination);
 LOOM_API Tensor squeeze(const Tensor& x, const Axes& axes = {});
+template <AxisIndex I> Tensor squeeze(const Tensor& x, I axis) { return squeeze(x, Axes{static_cast<int64_t>(axis)}); }
 LOOM_API Tensor expand_dims(const Tensor& x, int64_t axis);
 LOOM_API Tensor broadcast_to(const Tensor& x, const Shape& shape);
 LOOM_API Tensor flatten(const Tensor& x);

@@ -18,6 +18,23 @@ LOOM_API Tensor std(const Tensor& x, const Axes& axes = {}, int64_t ddof = 0, bo
 LOOM_API Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 LOOM_API Tensor all(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 LOOM_API Tensor any(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+// One integer axis: sum(x, 1) is sum(x, {1}). A template, so that `{}` and `{1, 2}` still mean Axes.
+template <AxisIndex I> Tensor sum(const Tensor& x, I axis, bool keepdims = false) { return sum(x, Axes{static_cast<int64_t>(axis)}, keepdims); }
+template <AxisIndex I> Tensor mean(const Tensor& x, I axis, bool keepdims = false) { return mean(x, Axes{static_cast<int64_t>(axis)}, keepdims); }
+template <AxisIndex I> Tensor prod(const Tensor& x, I axis, bool keepdims = false) { return prod(x, Axes{static_cast<int64_t>(axis)}, keepdims); }
+template <AxisIndex I> Tensor max(const Tensor& x, I axis, bool keepdims = false) { return max(x, Axes{static_cast<int64_t>(axis)}, keepdims); }
+template <AxisIndex I> Tensor min(const Tensor& x, I axis, bool keepdims = false) { return min(x, Axes{static_cast<int64_t>(axis)}, keepdims); }
+template <AxisIndex I> Tensor var(const Tensor& x, I axis, int64_t ddof = 0, bool keepdims = false) {
+  return var(x, Axes{static_cast<int64_t>(axis)}, ddof, keepdims);
+}
+template <AxisIndex I> Tensor std(const Tensor& x, I axis, int64_t ddof = 0, bool keepdims = false) {
+  return std(x, Axes{static_cast<int64_t>(axis)}, ddof, keepdims);
+}
+template <AxisIndex I> Tensor logsumexp(const Tensor& x, I axis, bool keepdims = false) {
+  return logsumexp(x, Axes{static_cast<int64_t>(axis)}, keepdims);
+}
+template <AxisIndex I> Tensor all(const Tensor& x, I axis, bool keepdims = false) { return all(x, Axes{static_cast<int64_t>(axis)}, keepdims); }
+template <AxisIndex I> Tensor any(const Tensor& x, I axis, bool keepdims = false) { return any(x, Axes{static_cast<int64_t>(axis)}, keepdims); }
 // First index of the extreme value along `axis`; over the flattened tensor when axis is empty.
 LOOM_API Tensor argmax(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
 LOOM_API Tensor argmin(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);

@@ -21,10 +21,13 @@
 
 namespace loom::store {
 
-// One metric over epochs (0-based, ascending; a NaN value is kept as NaN).
+// One metric over epochs (0-based, ascending; a NaN value is kept as NaN), with the wall-clock
+// time each epoch was logged (Unix milliseconds; 0 for epochs logged by a Loom older than schema
+// version 7, which did not record it), for curves over time rather than epochs.
 struct LOOM_API Curve {
   std::vector<int64_t> epochs;
   std::vector<double> values;
+  std::vector<int64_t> times_ms;
 };
 using Curves = std::map<std::string, Curve>;
 
@@ -70,7 +73,8 @@ class LOOM_API Runs {
   // experiment, name or tag, or hyper-parameters that are not a JSON object.
   RunInfo start(const std::string& experiment, const std::string& name = "", const std::string& hyper_parameters = "{}",
                 const std::vector<std::string>& tags = {});
-  // Records the metrics of one epoch (a metric logged again for an epoch replaces its value).
+  // Records the metrics of one epoch, stamped with the time now (a metric logged again for an
+  // epoch replaces its value and time).
   // NotFoundError for a missing run, ConflictError for a run that has ended.
   void log_epoch(int64_t run, int64_t epoch, const std::map<std::string, double>& metrics);
   // Stores `bytes` (a Model::save_checkpoint file) as the run's checkpoint blob, replacing and

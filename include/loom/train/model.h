@@ -148,6 +148,12 @@ class LOOM_API Model {
   // see when a training graph computes the loss.
   Tensor metric_prediction(const data::Batch& batch);
 
+  // The graph's SparseInputs take the batch fields after the dense inputs, in the graph's node
+  // order: each such field becomes its input's value (SparseInput::set_value) and leaves the
+  // batch, so what follows sees the dense inputs, then the targets.
+  data::Batch bind_sparse(const data::Batch& batch) const;
+  size_t n_input_fields() const { return inference_.inputs().size() + sparse_inputs_.size(); }
+
   // A graph of several outputs: each one's loss, weight and metrics, in the graph's order.
   struct Head {
     std::string name;
@@ -158,6 +164,7 @@ class LOOM_API Model {
   void set_heads(std::vector<OutputLoss> outputs);
 
   Graph inference_;
+  std::vector<nn::Layer> sparse_inputs_;  // the SparseInputs of inference_, in node order
   std::vector<Head> heads_;  // empty for a graph of one output (loss_ and metrics_)
   std::shared_ptr<std::vector<Tensor>> head_losses_;  // each output's loss in the last training step
   std::optional<Graph> training_, evaluation_;

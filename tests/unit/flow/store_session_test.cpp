@@ -145,9 +145,10 @@ TEST_P(StoreSession, AStoreWhoseSchemaHeldTheTasksKeepsThem) {
     store::Store s = store::Store::open(url());
     store::Session w(s, store::Access::Write);
     w.execute("DROP TABLE loom_schema_parts");
-    w.execute("DROP TABLE dataset_queries");  // the store's migration 7 (named queries) neither
+    w.execute("DROP TABLE dataset_queries");  // the store's migration 8 (named queries) neither
     for (const char* table : {"models", "datasets"})  // the store's migration 6 (lineage) had not come yet
       for (const char* column : {"task_id", "run_id"}) w.execute(std::string("ALTER TABLE ") + table + " DROP COLUMN " + column);
+    w.execute("ALTER TABLE run_metrics DROP COLUMN time_ms");  // nor migration 7 (each epoch's time)
     w.execute("UPDATE loom_schema SET version = 4");
     w.execute(w.render(
         "CREATE TABLE tasks (id {id}, kind {text} NOT NULL, hyper_parameters {text} NOT NULL, priority {int} NOT NULL, "

@@ -1,7 +1,7 @@
 // Named queries (docs/store.md, "Named queries"): stored, listed, shown and deleted on both
 // backends; opened as lazy datasets whose samples are those an in-memory filter of the pushed
 // samples selects, over one version, a range, every version (following new ones) or the latest;
-// typed errors with nothing written; an old store (schema 6) upgraded on open.
+// typed errors with nothing written; an old store (schema 7) upgraded on open.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/core/tensor.h>
@@ -163,9 +163,9 @@ TEST_P(StoreQueries, AnOldStoreIsUpgradedOnOpen) {
     store::Store s = store::Store::open(url());
     push(s, 0, 6);
   }
-  // The store as schema 6 left it: no named queries.
+  // The store as schema 7 left it: no named queries.
   raw_sql(url(), "DROP TABLE dataset_queries");
-  raw_sql(url(), "UPDATE loom_schema SET version = 6");
+  raw_sql(url(), "UPDATE loom_schema SET version = 7");
   store::Store s = store::Store::open(url());
   EXPECT_EQ(s.schema_version(), store::Store::library_schema_version());
   s.queries().create({.name = "ones", .dataset = "points", .query = {.where = {{"label", "==", 1}}}});

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -181,4 +182,35 @@ TEST_P(StoreRuns, NaNMetricsRoundTripAndCheckpointsAreReferenceCounted) {
   EXPECT_EQ(loom_test::stored_blob_count(s), 0u);
   EXPECT_EQ(count(url(), "run_metrics"), 0);
   EXPECT_EQ(s.gc().files_removed, 0);
+}
+
+TEST_P(StoreRuns, EpochsAreStampedWithTheTimeAndAnOlderStoreGainsTheColumn) {
+  const std::string path = url();
+  int64_t run = 0;
+  {
+    store::Store s = store::Store::open(path);
+    run = s.runs().start("exp").id;
+    s.runs().log_epoch(run, 0, {{"loss", 1.0}});
+  }
+  // Made into a store of schema version 6 (before per-epoch times), with one epoch logged then.
+  raw_sql(path, "ALTER TABLE run_metrics DROP COLUMN time_ms");
+  raw_sql(path, "UPDATE loom_schema SET version = 6");
+  const auto before = std::chrono::system_clock::now();
+  store::Store s = store::Store::open(path);  // migrates
+  EXPECT_EQ(s.schema_version(), store::Store::library_schema_version());
+  s.runs().log_epoch(run, 1, {{"loss", 0.5}});
+  s.runs().log_epoch(run, 2, {{"loss", 0.25}});
+  const auto after = std::chrono::system_clock::now();
+  auto ms = [](std::chrono::system_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  };
+  const store::Curve c = s.runs().get(run).metrics.at("loss");
+  EXPECT_EQ(c.values, (std::vector<double>{1.0, 0.5, 0.25}));
+  ASSERT_EQ(c.times_ms.size(), 3u);
+  EXPECT_EQ(c.times_ms[0], 0);  // logged before the store recorded times
+  for (size_t e = 1; e < 3; ++e) {
+    EXPECT_GE(c.times_ms[e], ms(before));
+    EXPECT_LE(c.times_ms[e], ms(after));
+  }
+  EXPECT_LE(c.times_ms[1], c.times_ms[2]);
 }

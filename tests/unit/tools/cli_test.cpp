@@ -8,6 +8,8 @@
 #include <loom/core/tensor.h>
 #include <loom/flow/tasks.h>
 #include <loom/flow/plans.h>
+#include <loom/flow/agent.h>
+#include <loom/flow/search.h>
 #include <loom/graph/graph.h>
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
@@ -701,6 +703,40 @@ TEST_P(CliStore, StoredControlCharactersAreEscaped) {
                        "stderr: " + title + clear + "\xc2\x9b"));
 }
 
+TEST_P(CliStore, SearchesListAndShow) {
+  const std::string u = url();
+  flow::Tasks tasks(store::Store::open(u));
+  flow::Agent agent(tasks);
+  agent.register_kind("trial", [](const std::string& hyper, flow::TaskContext& ctx) {
+    const double x = json::parse(hyper)["x"].get<double>();
+    ctx.report(1, x * x);
+    return json{{"loss", x * x}}.dump();
+  });
+  std::thread runner([&agent] { agent.run({.poll_ms = 5}); });
+  flow::SearchSpace space;
+  space.categorical("x", {"2", "-1", "3"});
+  flow::GridSampler grid;
+  const flow::SearchInfo s = flow::search(tasks, space, grid, {.name = "xs", .kind = "trial", .metric = "loss", .n_trials = 3, .poll_ms = 5});
+  agent.stop();
+  runner.join();
+  Cli loom(tmp.dir.string(), u);
+  CliResult r = loom({"searches", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(loom_test::contains_all(r.out, {"xs", "trial", "grid", "loss (min)", "SAMPLER"})) << r.out;
+  json j = parse(loom({"searches", "show", std::to_string(s.id), "--json"}));
+  EXPECT_EQ(j["sampler"], "grid");
+  EXPECT_EQ(j["best_trial"], 1);
+  ASSERT_EQ(j["trials"].size(), 3u);
+  EXPECT_EQ(j["trials"][1]["params"]["x"], -1);
+  EXPECT_EQ(j["trials"][1]["value"], 1.0);
+  EXPECT_EQ(j["trials"][2]["state"], "completed");
+  EXPECT_EQ(j["trials"][2]["task_id"], s.trials[2].task_id);
+  r = loom({"searches", "show", std::to_string(s.id)});
+  EXPECT_TRUE(loom_test::contains_all(r.out, {"trial 1: 1 {\"x\":-1}", "completed", "1 *"})) << r.out;
+  EXPECT_EQ(loom({"searches", "show", "999"}).code, 3);
+  EXPECT_EQ(loom({"searches", "drop"}).code, 2);
+}
+
 INSTANTIATE_STORE_BACKENDS(CliStore);
 
 // The one escaping of text for a terminal (loom::detail::escape_text, behind the command line's
@@ -739,10 +775,19 @@ TEST(Cli, UsageAndStoreErrors) {
 
   r = loom({});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, queries, controllers, agent, serve)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)")) << r.err;
+  r = loom({"ui", "--port", "70000", "--store", missing});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--port must be 0 to 65535")) << r.err;
+  r = loom({"ui", "--store", missing});
+  EXPECT_EQ(r.code, 3);  // the dashboard never creates a store either
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  r = loom({"ui", "--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(contains(r.out, "--allow-writes")) << r.out;
   r = loom({"modles", "list"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, queries, controllers, agent, serve)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)")) << r.err;
   r = loom({"tasks", "lst"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "unknown command 'lst' (valid: list, show, submit, cancel, replay, events)")) << r.err;

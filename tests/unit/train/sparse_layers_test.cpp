@@ -10,12 +10,17 @@
 #include <loom/core/scalar.h>
 #include <loom/core/shape.h>
 #include <loom/core/tensor.h>
+#include <loom/data/dataset.h>
+#include <loom/data/loader.h>
 #include <loom/graph/graph.h>
+#include <loom/io/model.h>
 #include <loom/nn/activation.h>
+#include <loom/nn/embedding.h>
 #include <loom/nn/init.h>
 #include <loom/nn/input.h>
 #include <loom/nn/layer.h>
 #include <loom/nn/linear.h>
+#include <loom/nn/merge.h>
 #include <loom/nn/mode.h>
 #include <loom/nn/sparse.h>
 #include <loom/nn/state.h>
@@ -25,9 +30,15 @@
 #include <loom/ops/random.h>
 #include <loom/ops/reduction.h>
 #include <loom/ops/sparse.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
+#include <loom/train/model.h>
 #include <loom/train/optimizers.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 using namespace loom;
@@ -243,4 +254,163 @@ TEST(DropConnect, OverASparseInputEqualsDense) {
   xs.set_value(c.counts);
   xd.set_value(c.dense);
   EXPECT_LT(max_abs_diff(dc(), dcd()), 1e-6);
+}
+
+namespace {
+
+// Documents as padded word ids (docs, 8): five words of the class's range (0..9 or 10..19), one
+// noise word (20..23), two -1 pads at random places; the same documents as counts (docs, 24).
+struct IdCorpus {
+  Tensor ids, counts, labels;
+};
+
+IdCorpus id_corpus(int64_t docs, uint64_t seed) {
+  Generator g(seed);
+  const std::vector<int64_t> words = randint(0, 10, {docs, 5}, Int64, default_device(), &g).to_vector<int64_t>();
+  const std::vector<int64_t> noise = randint(20, 24, {docs}, Int64, default_device(), &g).to_vector<int64_t>();
+  const std::vector<int64_t> pads = randint(0, 8, {docs, 2}, Int64, default_device(), &g).to_vector<int64_t>();
+  std::vector<int64_t> ids, labels;
+  std::vector<float> counts(static_cast<size_t>(docs * 24), 0.0f);
+  for (int64_t d = 0; d < docs; ++d) {
+    const int64_t label = (d * 7 / 3) % 2;
+    labels.push_back(label);
+    std::vector<int64_t> row;
+    for (int64_t w = 0; w < 5; ++w) row.push_back(words[static_cast<size_t>(d * 5 + w)] + 10 * label);
+    row.push_back(noise[static_cast<size_t>(d)]);
+    for (int64_t k = 0; k < 2; ++k) {
+      const int64_t at = std::min<int64_t>(pads[static_cast<size_t>(d * 2 + k)], static_cast<int64_t>(row.size()));
+      row.insert(row.begin() + at, -1);
+    }
+    for (int64_t id : row) {
+      ids.push_back(id);
+      if (id >= 0) counts[static_cast<size_t>(d * 24 + id)] += 1.0f;
+    }
+  }
+  return {from_vector(ids, {docs, 8}), from_vector(counts, {docs, 24}), from_vector(labels, {docs})};
+}
+
+}  // namespace
+
+// Lookup over a SparseInput is a bag of ids: the rows' table rows weighted by the values and
+// combined as tf.nn.embedding_lookup_sparse does. Checked against the dense formula (counts @
+// table, divided per row), values and the table's gradient, with an empty row among them.
+TEST(SparseLookup, BagsEqualTheDenseFormulaWithEveryCombiner) {
+  manual_seed(11);
+  Tensor weights = abs(randn({5, 24})) * (randn({5, 24}) > 0.3);  // non-negative weights, sparse
+  weights.index_put_({2}, 0.0);                                     // an empty bag
+  const Tensor r = randn({5, 6});
+  for (const std::string combiner : {"sum", "mean", "sqrtn"}) {
+    SCOPED_TRACE(combiner);
+    nn::SparseInput x(24, Float32, "words");
+    nn::Lookup emb(x, 24, 6, {.init = nn::Init::uniform(-1, 1), .combiner = combiner}, "emb");
+    x.set_value(SparseTensor::from_dense(weights));
+    const Tensor table = emb.parameters()[0];
+    Tensor y = emb();
+    ASSERT_EQ(y.shape(), (Shape{5, 6}));
+    // the reference, dense
+    Tensor t = table.detach().requires_grad_();
+    Tensor d = combiner == "sum" ? ones({5, 1}) : combiner == "mean" ? sum(weights, 1, true) : sqrt(sum(weights * weights, 1, true));
+    d = where(d == 0.0, Scalar(1.0), d);
+    Tensor ref = matmul(weights, t) / d;
+    EXPECT_LT(max_abs_diff(y, ref), 1e-5);
+    EXPECT_EQ(abs(y.index({2})).sum().item<float>(), 0.0f);  // the empty bag is zeros
+    const Tensor gy = loom::grad(sum(y * r), {table})[0];
+    const Tensor gr = loom::grad(sum(ref * r), {t})[0];
+    EXPECT_LT(max_abs_diff(gy, gr), 1e-5);
+    EXPECT_GT(max(abs(gy)).item<double>(), 0.0);
+    // the compiled plan agrees
+    EXPECT_LT(max_abs_diff(Graph::build({emb}).compile().run({})[0], y), 1e-6);
+  }
+}
+
+TEST(SparseLookup, PaddedIdsAreBagsOfCounts) {
+  nn::SparseInput x(10, Float32, "words");
+  nn::Lookup emb(x, 10, 3, {.init = nn::Init::uniform(-1, 1)}, "emb");
+  x.set_value(tensor({{3, 3, 7, -1}, {-1, 0, -1, -1}}, Int64));
+  EXPECT_EQ(x.value().nnz(), 4);  // repeats stay entries; they add up
+  EXPECT_TRUE(same(x.value().to_dense(), tensor({{0.f, 0.f, 0.f, 2.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f},
+                                                 {1.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}})));
+  const Tensor table = emb.parameters()[0];
+  const Tensor expect = stack({table.index({3}) * 2.0 + table.index({7}), table.index({0})}, 0);
+  EXPECT_LT(max_abs_diff(emb(), expect), 1e-6);
+  // int32 ids work the same; float rows are kept where non-zero
+  x.set_value(tensor({{3, 3, 7, -1}, {-1, 0, -1, -1}}));
+  EXPECT_LT(max_abs_diff(emb(), expect), 1e-6);
+  x.set_value(x.value().to_dense());
+  EXPECT_LT(max_abs_diff(emb(), expect), 1e-6);
+}
+
+TEST(SparseLookup, BadBagsAndOptionsAreTypedErrors) {
+  nn::SparseInput x(10, Float32, "words");
+  EXPECT_THROW(nn::Lookup(x, 12, 3), ShapeError);                      // the vocabulary is the input's columns
+  EXPECT_THROW(nn::Lookup(x, 10, 3, {.padding_id = 0}), ValueError);   // a bag has no padding
+  EXPECT_THROW(nn::Lookup(x, 10, 3, {.combiner = "max"}), ValueError);
+  try {
+    x.set_value(tensor({{1, 10}}, Int64));
+    FAIL() << "an id outside the vocabulary was accepted";
+  } catch (const IndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("id 10 in row 0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(x.set_value(tensor({{1, -2}}, Int64)), IndexError);
+  EXPECT_THROW(x.set_value(zeros({2, 9})), ShapeError);  // float rows need the 10 columns
+  EXPECT_THROW(x.set_value(zeros({10})), ShapeError);
+  EXPECT_FALSE(x.has_value());  // nothing half-applied
+}
+
+TEST(SparseLookup, SavesAndLoadsWithItsCombiner) {
+  nn::SparseInput x(24, Float32, "words");
+  nn::Lookup emb(x, 24, 4, {.combiner = "sqrtn"}, "emb");
+  Graph g = Graph::build({nn::Linear(emb, 2, {}, "out")});
+  const std::string path = (std::filesystem::temp_directory_path() / "loom_sparse_lookup.loom").string();
+  io::save_model(path, g);
+  Graph back = io::load_model(path);
+  std::remove(path.c_str());
+  const IdCorpus c = id_corpus(6, 4);
+  x.set_value(c.ids);
+  nn::SparseInput(back.layer("words").impl()).set_value(c.ids);
+  EXPECT_TRUE(same(g.compile().run({})[0], back.compile().run({})[0]));
+  EXPECT_EQ(back.layer("emb").options().get_string("combiner"), "sqrtn");
+}
+
+// A bag-of-words classifier through Model::fit, evaluate and predict: the SparseInput's field
+// follows the dense inputs in the batch, as ids (padded) or as float rows.
+TEST(SparseFit, BagOfWordsModelTrainsThroughFitOnIds) {
+  manual_seed(3);
+  const IdCorpus tr = id_corpus(120, 5), te = id_corpus(40, 6);
+  nn::SparseInput x(24, Float32, "words");
+  nn::Lookup emb(x, 24, 8, {.init = nn::Init::uniform(-0.1, 0.1), .combiner = "mean"}, "emb");
+  nn::Linear logits(nn::Activation(emb, nn::relu), 2, {}, "logits");
+  const Graph g = Graph::build({logits});
+  train::Model m(g, "sparse_categorical_crossentropy", std::make_shared<train::Adam>(g.parameters(), train::AdamOptions{.lr = 0.05}),
+                 {"accuracy"});
+  train::History h = m.fit(tr.ids, tr.labels, {.epochs = 15, .progress = false, .batch_size = 16, .validation_split = 0.25});
+  EXPECT_LT(h.series.at("loss").back(), 0.5 * h.series.at("loss").front());
+  EXPECT_GE(h.series.at("val_accuracy").back(), 0.95);
+  const train::Logs held_out = m.evaluate(te.ids, te.labels);
+  EXPECT_GE(held_out.at("accuracy"), 0.95);
+  // predict equals the graph run by hand on the same bags
+  const Tensor p = m.predict(te.ids, 16);
+  x.set_value(te.ids);
+  EXPECT_LT(max_abs_diff(p, g.compile().run({})[0]), 1e-5);
+  // a loader of (ids, labels) works the same
+  data::DataLoader loader(std::make_shared<data::TensorDataset>(std::vector<Tensor>{te.ids, te.labels}), {.batch_size = 8});
+  EXPECT_NEAR(m.evaluate(loader).at("accuracy"), held_out.at("accuracy"), 1e-12);
+}
+
+TEST(SparseFit, DenseAndSparseInputsTogether) {
+  manual_seed(4);
+  const IdCorpus tr = id_corpus(96, 8);
+  // a dense feature that is noise, and the bag of words (as float count rows) that decides
+  const Tensor noise = randn({96, 3});
+  nn::Input dense(3, Float32, "dense");
+  nn::SparseInput words(24, Float32, "words");
+  nn::Layer logits = nn::Add(nn::Linear(dense, 2, {}, "from_dense"), nn::Linear(words, 2, {}, "from_words"), "logits");
+  const Graph g = Graph::build({logits});
+  train::Model m(g, "sparse_categorical_crossentropy", std::make_shared<train::Adam>(g.parameters(), train::AdamOptions{.lr = 0.05}),
+                 {"accuracy"});
+  train::History h = m.fit({noise, tr.counts}, tr.labels, {.epochs = 20, .progress = false, .batch_size = 16});
+  EXPECT_GE(h.series.at("accuracy").back(), 0.95);
+  EXPECT_EQ(m.predict({noise, tr.counts}).shape(), (Shape{96, 2}));
+  // the fields are counted: the dense input alone is not enough
+  EXPECT_THROW(m.fit(noise, tr.labels, {.progress = false}), ValueError);
 }

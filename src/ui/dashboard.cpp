@@ -1,0 +1,202 @@
+// The dashboard's routing, safety checks and HTTP server (loom/ui/dashboard.h).
+#include "loom/ui/dashboard.h"
+
+#include <httplib.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "core/utf8.h"
+#include "loom/core/error.h"
+#include "ui/api.h"
+
+namespace loom::ui {
+
+using detail::HttpError;
+
+std::string random_token() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw IOError("random_token: OpenSSL's RAND_bytes could not give 16 random bytes");
+  std::string hex;
+  char b[3];
+  for (unsigned char c : bytes) {
+    std::snprintf(b, sizeof b, "%02x", c);
+    hex += b;
+  }
+  return hex;
+}
+
+namespace {
+
+// Only the dashboard's own scripts, styles, images and API: nothing inline, nothing fetched
+// from elsewhere, no framing.
+constexpr const char* kPolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 1;
+  while (i <= path.size()) {
+    const size_t j = std::min(path.find('/', i), path.size());
+    parts.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  if (!parts.empty() && parts.back().empty()) parts.pop_back();  // a trailing slash
+  return parts;
+}
+
+bool loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]"; }
+
+// The name in a Host header ("name:port", "[v6]:port").
+std::string host_name(const std::string& header) {
+  if (!header.empty() && header[0] == '[') return header.substr(0, header.find(']') + 1);
+  return header.substr(0, header.find(':'));
+}
+
+// Constant-time comparison: how long it takes does not tell how much of a guess was right.
+bool same_token(const std::string& given, const std::string& expected) {
+  if (given.size() != expected.size() || expected.empty()) return false;
+  return CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
+}
+
+}  // namespace
+
+struct Dashboard::Impl {
+  explicit Impl(store::Store s) : store(std::move(s)) {}
+  store::Store store;
+  DashboardOptions options;
+  std::unique_ptr<httplib::Server> http;
+  std::thread listener;
+  std::mutex state_mutex;
+  std::condition_variable state_cv;
+  bool running = false;
+  int port = 0;
+
+  Response route(const Request& r) {
+    if (r.path.empty() || r.path[0] != '/') throw HttpError(400, "the path must start with '/'");
+    if (loopback(options.host) && !r.host.empty() && !loopback(host_name(r.host)))
+      throw HttpError(403, "this dashboard answers requests for 127.0.0.1 or localhost only, not for " +
+                               loom::detail::quote_text(r.host) + " (another site's name resolving to this machine)");
+    const bool writing = r.method != "GET" && r.method != "HEAD";
+    if (r.path.rfind("/api/", 0) != 0) {
+      if (writing) throw HttpError(405, "use GET for " + r.path);
+      const detail::Asset* asset = detail::find_asset(r.path == "/" ? "/index.html" : r.path);
+      if (!asset) throw HttpError(404, "no page " + loom::detail::quote_text(r.path) + " (the dashboard is at /, its API under /api)");
+      return {200, asset->content_type, asset->body, {}};
+    }
+    if (writing) {
+      if (r.method != "POST") throw HttpError(405, "use GET, or POST for writing requests, not " + loom::detail::quote_text(r.method));
+      if (!options.allow_writes)
+        throw HttpError(403, "this dashboard is read-only: writing requests (moving an alias, cancelling a task) need 'loom ui --allow-writes'");
+      if (!same_token(r.token, options.token))
+        throw HttpError(401, std::string("a writing request needs the token 'loom ui' printed at start, in the X-Loom-Token header (") +
+                                 (r.token.empty() ? "none was given" : "the one given is not it") + ")");
+    }
+    std::vector<std::string> p = split_path(r.path.substr(4));
+    if (p.empty()) throw HttpError(404, "no route /api (valid: /api/runs, /api/models, /api/datasets, /api/tasks)");
+    if (p[0] == "runs") return detail::runs_api(store, r, p);
+    if (p[0] == "models") return detail::models_api(store, r, p, writing);
+    if (p[0] == "datasets") return detail::datasets_api(store, r, p);
+    if (p[0] == "tasks") return detail::tasks_api(store, r, p, writing);
+    throw HttpError(404, "no route " + loom::detail::quote_text(r.path) + " (valid: /api/runs, /api/models, /api/datasets, /api/tasks)");
+  }
+};
+
+Dashboard::Dashboard(store::Store store, DashboardOptions options) : impl_(std::make_unique<Impl>(std::move(store))) {
+  if (options.threads < 1 || options.port < 0 || options.port > 65535)
+    throw ValueError("Dashboard: options out of range (threads >= 1, port 0 to 65535)");
+  if (options.allow_writes && options.token.empty()) options.token = random_token();
+  if (!options.allow_writes) options.token.clear();
+  if (options.allow_writes && options.token.size() < 16)
+    throw ValueError("Dashboard: a token of at least 16 characters is needed (empty: a random one)");
+  impl_->options = std::move(options);
+}
+
+Dashboard::~Dashboard() { stop(); }
+
+const std::string& Dashboard::token() const { return impl_->options.token; }
+
+Response Dashboard::handle(const Request& request) {
+  Response response;
+  try {
+    response = impl_->route(request);
+  } catch (const HttpError& e) {
+    response = detail::json_response({{"error", e.what()}}, e.status());
+  } catch (const ValueError& e) {
+    response = detail::json_response({{"error", e.what()}}, 400);
+  } catch (const std::exception& e) {
+    response = detail::json_response({{"error", std::string("internal error: ") + e.what()}}, 500);
+  }
+  response.headers["Content-Security-Policy"] = kPolicy;
+  response.headers["X-Content-Type-Options"] = "nosniff";
+  response.headers["Referrer-Policy"] = "no-referrer";
+  response.headers["X-Frame-Options"] = "DENY";
+  response.headers["Cache-Control"] = "no-store";
+  return response;
+}
+
+void Dashboard::start() {
+  std::lock_guard lock(impl_->state_mutex);
+  if (impl_->running) return;
+  auto http = std::make_unique<httplib::Server>();
+  const int threads = impl_->options.threads;
+  // cpp-httplib takes ownership of the queue it is handed.
+  http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http->set_payload_max_length(1 << 20);  // the writing requests' bodies are a few bytes
+  auto serve = [this](const httplib::Request& req, httplib::Response& res) {
+    Request r{req.method, req.path, {}, req.body, req.get_header_value("X-Loom-Token"), req.get_header_value("Host")};
+    for (const auto& kv : req.params) r.query[kv.first] = kv.second;
+    const Response out = handle(r);
+    res.status = out.status;
+    for (const auto& h : out.headers) res.set_header(h.first, h.second);
+    res.set_content(out.body, out.content_type);
+  };
+  http->Get(".*", serve);
+  http->Post(".*", serve);
+  http->Put(".*", serve);
+  http->Delete(".*", serve);
+  http->Patch(".*", serve);
+  http->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    res.set_header("Content-Security-Policy", kPolicy);
+    res.set_content(nlohmann::json{{"error", res.status == 413 ? "the request body is larger than 1 MiB" : "the request could not be read"}}.dump(),
+                    "application/json");
+  });
+  const std::string& host = impl_->options.host;
+  int port = impl_->options.port;
+  if (port == 0) {
+    port = http->bind_to_any_port(host);
+    if (port <= 0) throw IOError("Dashboard: cannot bind a port on " + host);
+  } else if (!http->bind_to_port(host, port)) {
+    throw IOError("Dashboard: cannot bind " + host + ":" + std::to_string(port) + " (in use, or not an address of this machine)");
+  }
+  impl_->port = port;
+  impl_->http = std::move(http);
+  impl_->running = true;
+  impl_->listener = std::thread([h = impl_->http.get()] { h->listen_after_bind(); });
+}
+
+int Dashboard::port() const { return impl_->port; }
+
+void Dashboard::wait() {
+  std::unique_lock lock(impl_->state_mutex);
+  impl_->state_cv.wait(lock, [&] { return !impl_->running; });
+}
+
+void Dashboard::stop() {
+  {
+    std::lock_guard lock(impl_->state_mutex);
+    if (!impl_->running) return;
+    impl_->running = false;
+  }
+  impl_->state_cv.notify_all();
+  impl_->http->stop();
+  if (impl_->listener.joinable()) impl_->listener.join();
+}
+
+}  // namespace loom::ui

@@ -1,0 +1,288 @@
+// The runs page's API (docs/ui.md, "Runs"): the table, curves, comparison and groups.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "core/utf8.h"
+#include "loom/store/runs.h"
+#include "ui/api.h"
+#include "ui/plot.h"
+
+namespace loom::ui::detail {
+
+namespace {
+
+using loom::detail::quote_text;
+
+// Loss-like metrics are better low; the others (accuracy, ...) high.
+bool lower_is_better(const std::string& metric) {
+  for (const char* w : {"loss", "error", "mse", "mae", "rmse", "perplexity"})
+    if (metric.find(w) != std::string::npos) return true;
+  return false;
+}
+
+struct Summary {
+  double final = NAN, min = NAN, max = NAN;
+  int64_t epochs = 0;
+};
+
+Summary summarize(const store::Curve& c) {
+  Summary s;
+  s.epochs = static_cast<int64_t>(c.values.size());
+  for (double v : c.values) {
+    if (std::isnan(v)) continue;
+    s.min = std::isnan(s.min) ? v : std::min(s.min, v);
+    s.max = std::isnan(s.max) ? v : std::max(s.max, v);
+  }
+  if (!c.values.empty()) s.final = c.values.back();
+  return s;
+}
+
+nlohmann::json run_json(const store::RunInfo& r) {
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [name, curve] : r.metrics) {
+    const Summary s = summarize(curve);
+    const bool low = lower_is_better(name);
+    metrics[name] = {{"final", json_number(s.final)},
+                     {"best", json_number(low ? s.min : s.max)},
+                     {"worst", json_number(low ? s.max : s.min)},
+                     {"epochs", s.epochs}};
+  }
+  return {{"id", r.id},          {"experiment", r.experiment},
+          {"name", r.name},      {"status", r.status},
+          {"tags", r.tags},      {"hyper_parameters", parse_object(r.hyper_parameters)},
+          {"started_ms", r.started_ms}, {"ended_ms", r.ended_ms},
+          {"error", r.error},    {"metrics", metrics}};
+}
+
+bool matches(const store::RunInfo& r, const std::string& needle) {
+  if (needle.empty()) return true;
+  auto has = [&](const std::string& s) { return s.find(needle) != std::string::npos; };
+  if (has(r.name) || has(r.experiment) || has(r.status) || has(r.hyper_parameters)) return true;
+  for (const auto& t : r.tags)
+    if (has(t)) return true;
+  // "lr=0.01" finds a hyper-parameter by its key and value as the table shows them
+  const nlohmann::json hp = parse_object(r.hyper_parameters);
+  for (auto it = hp.begin(); it != hp.end(); ++it)
+    if (has(it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump()))) return true;
+  return false;
+}
+
+std::vector<store::RunInfo> load(store::Store& store, const std::vector<int64_t>& ids) {
+  try {
+    return store.runs().compare(ids);
+  } catch (const store::NotFoundError& e) {
+    throw HttpError(404, e.what());
+  }
+}
+
+Response list(store::Store& store, const Request& r) {
+  only_params(r, {"filter", "sort", "order", "limit", "offset"});
+  const std::string filter = param(r, "filter").value_or("");
+  const std::string sort = param(r, "sort").value_or("id");
+  const std::string order = choice_param(r, "order", {"asc", "desc"});
+  const int64_t limit = int_param(r, "limit", 100, 1, 1000);
+  const int64_t offset = int_param(r, "offset", 0, 0, std::numeric_limits<int32_t>::max());
+  std::vector<store::RunInfo> runs = store.runs().find();
+  std::vector<std::string> metric_names;
+  for (const auto& run : runs)
+    for (const auto& m : run.metrics) metric_names.push_back(m.first);
+  std::sort(metric_names.begin(), metric_names.end());
+  metric_names.erase(std::unique(metric_names.begin(), metric_names.end()), metric_names.end());
+  std::erase_if(runs, [&](const store::RunInfo& run) { return !matches(run, filter); });
+
+  const std::vector<std::string> columns = {"id", "name", "experiment", "status", "started"};
+  const bool by_column = std::find(columns.begin(), columns.end(), sort) != columns.end();
+  const bool by_metric = std::find(metric_names.begin(), metric_names.end(), sort) != metric_names.end();
+  if (!by_column && !by_metric) {
+    std::string valid = "id, name, experiment, status, started";
+    for (const auto& m : metric_names) valid += ", " + m;
+    throw HttpError(400, "parameter 'sort' is " + quote_text(sort) + " (valid: " + valid + ")");
+  }
+  // runs without the metric (or with NaN) go last whatever the order
+  auto final_of = [&](const store::RunInfo& run) {
+    const auto it = run.metrics.find(sort);
+    return it == run.metrics.end() ? NAN : summarize(it->second).final;
+  };
+  const bool desc = order == "desc";
+  std::stable_sort(runs.begin(), runs.end(), [&](const store::RunInfo& a, const store::RunInfo& b) {
+    if (by_metric) {
+      const double x = final_of(a), y = final_of(b);
+      if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+      return desc ? x > y : x < y;
+    }
+    auto key = [&](const store::RunInfo& run) -> std::pair<std::string, int64_t> {
+      if (sort == "name") return {run.name, 0};
+      if (sort == "experiment") return {run.experiment, 0};
+      if (sort == "status") return {run.status, 0};
+      if (sort == "started") return {"", run.started_ms};
+      return {"", run.id};
+    };
+    return desc ? key(b) < key(a) : key(a) < key(b);
+  });
+  nlohmann::json out = {{"total", runs.size()}, {"offset", offset}, {"metrics", metric_names}, {"runs", nlohmann::json::array()}};
+  for (int64_t i = offset; i < static_cast<int64_t>(runs.size()) && i < offset + limit; ++i) out["runs"].push_back(run_json(runs[i]));
+  const int64_t next = offset + limit;
+  out["next_offset"] = next < static_cast<int64_t>(runs.size()) ? nlohmann::json(next) : nlohmann::json(nullptr);
+  return json_response(out);
+}
+
+// The metric to draw: the one asked for, else the first the runs have ("loss" when they have it).
+std::string metric_of(const Request& r, const std::vector<store::RunInfo>& runs) {
+  std::vector<std::string> names;
+  for (const auto& run : runs)
+    for (const auto& m : run.metrics) names.push_back(m.first);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  const auto asked = param(r, "metric");
+  if (!asked) {
+    if (names.empty()) throw HttpError(404, "the runs have no metrics to draw");
+    return std::find(names.begin(), names.end(), "loss") != names.end() ? "loss" : names.front();
+  }
+  if (std::find(names.begin(), names.end(), *asked) == names.end()) {
+    std::string valid;
+    for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+    throw HttpError(400, "parameter 'metric' is " + quote_text(*asked) + " (valid: a metric of these runs: " +
+                             (valid.empty() ? "none" : valid) + ")");
+  }
+  return *asked;
+}
+
+// A run's curve as x (epoch, or seconds since the run started) and y, smoothed.
+Series series_of(const store::RunInfo& run, const std::string& metric, bool time, double weight) {
+  Series s;
+  s.id = std::to_string(run.id);
+  s.label = run.name + " (" + std::to_string(run.id) + ", " + run.experiment + ")";
+  const auto it = run.metrics.find(metric);
+  if (it == run.metrics.end()) return s;
+  const store::Curve& c = it->second;
+  for (size_t i = 0; i < c.values.size(); ++i) {
+    if (time && (i >= c.times_ms.size() || c.times_ms[i] == 0)) continue;  // logged before times were recorded
+    s.x.push_back(time ? static_cast<double>(c.times_ms[i] - run.started_ms) / 1000.0 : static_cast<double>(c.epochs[i]));
+    s.y.push_back(c.values[i]);
+  }
+  if (weight > 0) s.y = smooth(s.y, weight);
+  return s;
+}
+
+Response curves(store::Store& store, const Request& r) {
+  only_params(r, {"runs", "metric", "x", "width", "height", "smoothing", "format"});
+  const std::vector<int64_t> ids = ids_param(r, "runs", 100);
+  const std::string x = choice_param(r, "x", {"step", "time"});
+  const int64_t width = int_param(r, "width", 800, 200, 4000);
+  const int64_t height = int_param(r, "height", 360, 150, 2000);
+  const double weight = real_param(r, "smoothing", 0, 0, 0.99);
+  const std::string format = choice_param(r, "format", {"svg", "json"});
+  const std::vector<store::RunInfo> runs = load(store, ids);
+  const std::string metric = metric_of(r, runs);
+  std::vector<Series> series;
+  for (const auto& run : runs) series.push_back(series_of(run, metric, x == "time", weight));
+  const std::string x_label = x == "time" ? "seconds since the run started" : "epoch";
+  if (format == "svg") return {200, "image/svg+xml", overlay_svg(series, x_label, metric, static_cast<int>(width), static_cast<int>(height)), {}};
+  nlohmann::json out = {{"metric", metric}, {"x", x}, {"series", nlohmann::json::array()}};
+  const double pw = static_cast<double>(width) - 90;
+  for (const Series& s : series) {
+    double x0 = s.x.empty() ? 0 : s.x.front(), x1 = s.x.empty() ? 0 : s.x.back();
+    nlohmann::json xs = nlohmann::json::array(), ys = nlohmann::json::array();
+    for (size_t i : downsample(s.x, s.y, x0, x1, static_cast<int>(pw))) {
+      xs.push_back(s.x[i]);
+      ys.push_back(json_number(s.y[i]));
+    }
+    out["series"].push_back({{"run", std::stoll(s.id)}, {"label", s.label}, {"x", xs}, {"y", ys}});
+  }
+  return json_response(out);
+}
+
+Response compare(store::Store& store, const Request& r) {
+  only_params(r, {"runs", "differences"});
+  const std::vector<int64_t> ids = ids_param(r, "runs", 100);
+  const bool only_differences = choice_param(r, "differences", {"0", "1"}) == "1";
+  const std::vector<store::RunInfo> runs = load(store, ids);
+  std::vector<nlohmann::json> hps;
+  std::map<std::string, int> keys;  // sorted, every key of any run
+  for (const auto& run : runs) {
+    hps.push_back(parse_object(run.hyper_parameters));
+    for (auto it = hps.back().begin(); it != hps.back().end(); ++it) keys[it.key()] = 1;
+  }
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& kv : keys) {
+    nlohmann::json values = nlohmann::json::array();
+    bool differs = false;
+    for (size_t i = 0; i < hps.size(); ++i) {
+      values.push_back(hps[i].contains(kv.first) ? hps[i][kv.first] : nlohmann::json(nullptr));
+      differs = differs || values[i] != values[0] || hps[i].contains(kv.first) != hps[0].contains(kv.first);
+    }
+    if (only_differences && !differs) continue;
+    params.push_back({{"key", kv.first}, {"values", values}, {"differs", differs}});
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& run : runs) list.push_back(run_json(run));
+  return json_response({{"runs", list}, {"hyper_parameters", params}});
+}
+
+Response group(store::Store& store, const Request& r) {
+  only_params(r, {"by", "metric", "width", "height", "format", "filter"});
+  const auto by = param(r, "by");
+  if (!by || by->empty()) throw HttpError(400, "parameter 'by' is missing (valid: a hyper-parameter's key)");
+  const int64_t width = int_param(r, "width", 800, 200, 4000);
+  const int64_t height = int_param(r, "height", 360, 150, 2000);
+  const std::string format = choice_param(r, "format", {"svg", "json"});
+  const std::string filter = param(r, "filter").value_or("");
+  std::vector<store::RunInfo> runs = store.runs().find();
+  std::erase_if(runs, [&](const store::RunInfo& run) { return !matches(run, filter); });
+  const std::string metric = metric_of(r, runs);
+  // by the hyper-parameter's value as JSON text; runs without it form the group "(none)"
+  std::map<std::string, std::vector<const store::RunInfo*>> groups;
+  for (const auto& run : runs) {
+    const nlohmann::json hp = parse_object(run.hyper_parameters);
+    if (!run.metrics.count(metric)) continue;
+    groups[hp.contains(*by) ? hp[*by].dump() : "(none)"].push_back(&run);
+  }
+  std::vector<Series> series;
+  nlohmann::json out = {{"by", *by}, {"metric", metric}, {"groups", nlohmann::json::array()}};
+  for (const auto& [value, members] : groups) {
+    std::map<int64_t, std::vector<double>> at;  // epoch -> the members' values
+    nlohmann::json ids = nlohmann::json::array();
+    for (const store::RunInfo* run : members) {
+      ids.push_back(run->id);
+      const store::Curve& c = run->metrics.at(metric);
+      for (size_t i = 0; i < c.values.size(); ++i)
+        if (!std::isnan(c.values[i])) at[c.epochs[i]].push_back(c.values[i]);
+    }
+    Series s;
+    s.id = value;
+    s.label = *by + " = " + value + " (" + std::to_string(members.size()) + (members.size() == 1 ? " run)" : " runs)");
+    nlohmann::json epochs = nlohmann::json::array(), mean = nlohmann::json::array(), lo = nlohmann::json::array(), hi = nlohmann::json::array();
+    for (const auto& [epoch, values] : at) {
+      double sum = 0;
+      for (double v : values) sum += v;
+      s.x.push_back(static_cast<double>(epoch));
+      s.y.push_back(sum / static_cast<double>(values.size()));
+      s.lo.push_back(*std::min_element(values.begin(), values.end()));
+      s.hi.push_back(*std::max_element(values.begin(), values.end()));
+      epochs.push_back(epoch);
+      mean.push_back(s.y.back());
+      lo.push_back(s.lo.back());
+      hi.push_back(s.hi.back());
+    }
+    out["groups"].push_back({{"value", value}, {"runs", ids}, {"epochs", epochs}, {"mean", mean}, {"min", lo}, {"max", hi}});
+    series.push_back(std::move(s));
+  }
+  if (format == "svg")
+    return {200, "image/svg+xml", overlay_svg(series, "epoch", metric + ": mean, min to max", static_cast<int>(width), static_cast<int>(height)), {}};
+  return json_response(out);
+}
+
+}  // namespace
+
+Response runs_api(store::Store& store, const Request& r, const std::vector<std::string>& p) {
+  if (r.method != "GET") throw HttpError(405, "use GET for " + r.path);
+  if (p.size() == 1) return list(store, r);
+  if (p.size() == 2 && p[1] == "curves") return curves(store, r);
+  if (p.size() == 2 && p[1] == "compare") return compare(store, r);
+  if (p.size() == 2 && p[1] == "group") return group(store, r);
+  throw HttpError(404, "no route " + quote_text(r.path) + " (valid: /api/runs, /api/runs/curves, /api/runs/compare, /api/runs/group)");
+}
+
+}  // namespace loom::ui::detail

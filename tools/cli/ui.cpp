@@ -1,0 +1,64 @@
+// `loom ui`: the web dashboard over the store (docs/ui.md).
+#include <pthread.h>
+
+#include <csignal>
+#include <iostream>
+
+#include "cli.h"
+#include "loom/ui/dashboard.h"
+
+namespace loom::cli {
+
+namespace {
+
+const char* kUsage = R"(usage: loom ui [options]
+
+Serves a web dashboard of the store: runs (a table with each metric's final, best and worst
+value, learning curves over epochs or wall-clock time, a diff of hyper-parameters, groups),
+models (versions, aliases, lineage, architecture), datasets (versions, fields, a sample query,
+image previews) and the task queue (live). Open the printed address in a browser.
+
+options:
+  --host H          the address to listen on (default 127.0.0.1: this machine only)
+  --port N          the port (default 8080; 0: any free port, printed)
+  --allow-writes    allow moving aliases and cancelling tasks, with the token printed at start
+                    (given in the page's "write token" box); read-only otherwise
+  --threads T       connections served at once (default 8)
+
+The dashboard stops on SIGINT or SIGTERM. options: --store URL (see 'loom --help')
+)";
+
+}  // namespace
+
+int ui_main(const std::vector<std::string>& args) {
+  Args a(args, {{"--host", "H"}, {"--port", "N"}, {"--allow-writes", ""}, {"--threads", "T"}}, 0, 0, "ui", "", kUsage);
+  ui::DashboardOptions options;
+  options.host = a.value("--host").value_or("127.0.0.1");
+  options.port = static_cast<int>(a.integer("--port", 8080, 0));
+  if (options.port > 65535) a.fail("--port must be 0 to 65535");
+  options.threads = static_cast<int>(std::min<int64_t>(a.integer("--threads", 8, 1), 1024));
+  options.allow_writes = a.flag("--allow-writes");
+
+  store::Store s = a.open_store();
+  // SIGINT and SIGTERM are taken by sigwait below, in this thread, not by the server's threads
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  ui::Dashboard dashboard(std::move(s), options);
+  dashboard.start();
+  std::cout << "dashboard on http://" << options.host << ":" << dashboard.port() << "/" << std::endl;
+  if (options.allow_writes)
+    std::cout << "writes allowed with the token " << dashboard.token() << std::endl;
+  else
+    std::cout << "read-only (--allow-writes to move aliases and cancel tasks)" << std::endl;
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  dashboard.stop();
+  std::cout << "stopped" << std::endl;
+  return kExitOk;
+}
+
+}  // namespace loom::cli
