@@ -10,6 +10,7 @@
 #include "core/utf8.h"
 #include "loom/store/datasets.h"
 #include "loom/store/models.h"
+#include "loom/store/queries.h"
 #include "loom/store/text.h"
 
 namespace loom::flow::detail {
@@ -85,15 +86,28 @@ void check_lineage(const store::Store& store, const char* op, const Lineage& l) 
   name("input_model", l.input_model);
   name("output_model", l.output_model);
   name("output_dataset", l.output_dataset);
+  if (l.input_dataset_last_version < 0 || (l.input_dataset_last_version > 0 && l.input_dataset_last_version < l.input_dataset_version) ||
+      (l.input_dataset_last_version > 0 && l.input_dataset_version == 0))
+    throw ValueError(std::string(op) + ": lineage input_dataset_last_version " + std::to_string(l.input_dataset_last_version) +
+                     " does not end a range from input_dataset_version " + std::to_string(l.input_dataset_version) +
+                     " (valid: 0 for one version, or a version >= input_dataset_version >= 1)");
+  if (!l.input_query.empty()) {
+    const store::NamedQuery q = store.queries().get(l.input_query);  // NotFoundError for an unknown one
+    if (!l.input_dataset.empty() && q.dataset != l.input_dataset)
+      throw ValueError(std::string(op) + ": lineage input_query '" + l.input_query + "' is over dataset " +
+                       loom::detail::quote_text(q.dataset) + ", not input_dataset " + loom::detail::quote_text(l.input_dataset) +
+                       " (valid: the query's dataset, or no input_dataset)");
+  }
   // A pinned version must exist; an unpinned name may be made by a dependency first.
   if (l.input_dataset_version > 0) store.datasets().get(l.input_dataset, l.input_dataset_version);
+  if (l.input_dataset_last_version > 0) store.datasets().get(l.input_dataset, l.input_dataset_last_version);
   if (l.input_model_version > 0) store.models().get(l.input_model, l.input_model_version);
 }
 
 Lineage lineage_of(const Row& r, size_t i) {
   const auto text = [&](size_t k) { return r.is_null(k) ? std::string() : r.text(k); };
   const auto integer = [&](size_t k) { return r.is_null(k) ? int64_t(0) : r.integer(k); };
-  return {text(i), integer(i + 1), text(i + 2), text(i + 3), integer(i + 4), text(i + 5), text(i + 6)};
+  return {text(i), integer(i + 1), text(i + 2), text(i + 3), integer(i + 4), text(i + 5), text(i + 6), integer(i + 7), text(i + 8)};
 }
 
 std::string skip_locked(const Session& session) { return session.backend() == "postgresql" ? " FOR UPDATE SKIP LOCKED" : ""; }
@@ -134,11 +148,12 @@ int64_t insert_task(Session& session, const std::string& kind, const std::string
       session
           .query("INSERT INTO tasks (kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, "
                  "created_ms, plan_id, name, waiting, " + std::string(kLineageColumns) +
-                 ") VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                 ") VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                  {kind, hyper, o.priority, o.max_attempts, o.timeout_ms, o.lease_ms, now, plan_id ? Value(plan_id) : Value(),
                   name.empty() ? Value() : Value(name), waiting, opt(o.lineage.input_dataset), opt(o.lineage.input_dataset_version),
                   opt(o.lineage.input_dataset_query), opt(o.lineage.input_model), opt(o.lineage.input_model_version),
-                  opt(o.lineage.output_model), opt(o.lineage.output_dataset)})[0]
+                  opt(o.lineage.output_model), opt(o.lineage.output_dataset), opt(o.lineage.input_dataset_last_version),
+                  opt(o.lineage.input_query)})[0]
           .integer(0);
   for (int64_t d : depends_on) session.execute("INSERT INTO task_dependencies (task_id, depends_on) VALUES (?, ?)", {id, d});
   return id;

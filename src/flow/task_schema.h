@@ -6,5 +6,9 @@
 namespace loom::flow::detail {
 
 const store::SchemaPart& task_schema();
+// The stream controllers' tables and the tasks' lineage columns they added (named queries,
+// version ranges): a part of its own, "loom.flow.stream", ensured after task_schema()
+// (src/flow/stream_schema.cpp).
+const store::SchemaPart& stream_schema();
 
 }  // namespace loom::flow::detail

@@ -35,7 +35,8 @@ constexpr const char* kStatusNames[] = {"pending", "running", "finished", "faile
 constexpr const char* kColumns =
     "SELECT id, kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, agent, "
     "lease_expires_ms, result, error, created_ms, started_ms, finished_ms, plan_id, name, waiting, input_dataset, "
-    "input_dataset_version, input_dataset_query, input_model, input_model_version, output_model, output_dataset FROM tasks";
+    "input_dataset_version, input_dataset_query, input_model, input_model_version, output_model, output_dataset, input_dataset_last_version, "
+    "input_query FROM tasks";
 
 int64_t int_or_zero(const Row& r, size_t i) { return r.is_null(i) ? 0 : r.integer(i); }
 std::string text_or_empty(const Row& r, size_t i) { return r.is_null(i) ? std::string() : r.text(i); }
@@ -124,7 +125,8 @@ int64_t system_clock_ms() {
 }
 
 Tasks::Tasks(store::Store store, Clock clock) : store_(std::move(store)), clock_(clock ? std::move(clock) : Clock(system_clock_ms)) {
-  store_.ensure_schema(detail::task_schema());  // flow's tables, created on first use of a store
+  store_.ensure_schema(detail::task_schema());    // flow's tables, created on first use of a store
+  store_.ensure_schema(detail::stream_schema());  // and the stream controllers' (after: it extends tasks)
 }
 
 int64_t Tasks::submit(const std::string& kind, const std::string& hyper_parameters, const TaskOptions& o) {

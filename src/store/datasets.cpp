@@ -494,6 +494,7 @@ DatasetInfo DatasetWriter::commit() {
   {
     Session session = open_session(*st.impl, Access::Write);
     connection(session).execute("UPDATE datasets SET committed = 1, created_ms = ? WHERE id = ?", {created, st.id});
+    session.notify(kDatasetVersionChannel);  // wakes stream controllers (loom/flow/controllers.h)
     session.commit();
   }
   st.done = true;

@@ -104,6 +104,13 @@ const std::vector<Migration>& migrations() {
        {
            "ALTER TABLE run_metrics ADD COLUMN time_ms {int}",
        }},
+      // Named queries (store::Queries): a SampleQuery (JSON) over versions first..last of a
+      // dataset (last 0: up to the latest; both 0: the latest only).
+      {8,
+       {
+           "CREATE TABLE dataset_queries (name {text} PRIMARY KEY, dataset {text} NOT NULL, first_version {int} NOT NULL, "
+           "last_version {int} NOT NULL, query {text} NOT NULL, created_ms {int} NOT NULL)",
+       }},
   };
   return list;
 }

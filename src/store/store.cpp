@@ -3,6 +3,7 @@
 #include "core/utf8.h"
 #include "loom/store/datasets.h"
 #include "loom/store/models.h"
+#include "loom/store/queries.h"
 #include "loom/store/runs.h"
 #include "store/schema.h"
 #include "store/store_impl.h"
@@ -54,6 +55,7 @@ Store Store::open(const std::string& url) {
 
 Models Store::models() const { return Models(impl_); }
 Datasets Store::datasets() const { return Datasets(impl_); }
+Queries Store::queries() const { return Queries(impl_); }
 Runs Store::runs() const { return Runs(impl_); }
 
 GcReport Store::gc() {

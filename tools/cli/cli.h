@@ -127,6 +127,8 @@ int runs_main(const std::vector<std::string>& args);
 int tasks_main(const std::vector<std::string>& args);
 int plans_main(const std::vector<std::string>& args);
 int searches_main(const std::vector<std::string>& args);
+int queries_main(const std::vector<std::string>& args);
+int controllers_main(const std::vector<std::string>& args);
 int agent_main(const std::vector<std::string>& args);
 int serve_main(const std::vector<std::string>& args);
 int ui_main(const std::vector<std::string>& args);

@@ -20,6 +20,8 @@ commands:
   tasks     list, show, submit, cancel and replay tasks; read task events
   plans     submit, list, show, cancel and replay plans (tasks with dependencies)
   searches  list and show hyper-parameter searches and their trials
+  queries   create, list, show and delete named queries over datasets
+  controllers  create, list, show and run stream controllers (tasks for new data)
   agent     run an agent that claims tasks and runs them as commands
   serve     serve a model over HTTP (Open Inference Protocol v2)
   ui        a web dashboard of the store's runs, models, datasets and tasks
@@ -43,17 +45,17 @@ int main(int argc, char** argv) {
   try {
     // leading global options, then the command group
     const size_t i = take_global_options(args, 0, "", kUsage);
-    if (i == args.size()) throw UsageError("missing command (valid: models, datasets, runs, tasks, plans, searches, agent, serve, ui)");
+    if (i == args.size()) throw UsageError("missing command (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)");
     const std::string group = args[i];
     const std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
     if (group == "help") throw HelpRequested{kUsage};
     const std::map<std::string, int (*)(const std::vector<std::string>&)> groups = {
         {"models", models_main}, {"datasets", datasets_main}, {"runs", runs_main}, {"tasks", tasks_main}, {"plans", plans_main},
-        {"searches", searches_main},
+        {"searches", searches_main}, {"queries", queries_main}, {"controllers", controllers_main},
         {"agent", agent_main}, {"serve", serve_main}, {"ui", ui_main}};
     auto it = groups.find(group);
     if (it == groups.end())
-      throw UsageError("unknown command '" + group + "' (valid: models, datasets, runs, tasks, plans, searches, agent, serve, ui)");
+      throw UsageError("unknown command '" + group + "' (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)");
     help_hint = "loom " + group + " --help";
     return it->second(rest);
   } catch (const HelpRequested& h) {

@@ -83,7 +83,7 @@ flow::Plan parse_plan(const std::string& file, const std::string& text) {
         if (!v.is_object()) bad_plan(file, at + ".lineage must be an object");
         flow::Lineage& l = task.options.lineage;
         for (const auto& [lk, lv] : v.items()) {
-          const bool is_int = lk == "input_dataset_version" || lk == "input_model_version";
+          const bool is_int = lk == "input_dataset_version" || lk == "input_model_version" || lk == "input_dataset_last_version";
           if (is_int ? !lv.is_number_integer() : !lv.is_string())
             bad_plan(file, at + ".lineage." + lk + (is_int ? " must be an integer" : " must be a string"));
           if (lk == "input_dataset") l.input_dataset = lv;
@@ -93,10 +93,12 @@ flow::Plan parse_plan(const std::string& file, const std::string& text) {
           else if (lk == "input_model_version") l.input_model_version = lv;
           else if (lk == "output_model") l.output_model = lv;
           else if (lk == "output_dataset") l.output_dataset = lv;
+          else if (lk == "input_dataset_last_version") l.input_dataset_last_version = lv;
+          else if (lk == "input_query") l.input_query = lv;
           else
             bad_plan(file, at + ".lineage: unknown key \"" + lk +
                                "\" (valid: input_dataset, input_dataset_version, input_dataset_query, input_model, "
-                               "input_model_version, output_model, output_dataset)");
+                               "input_model_version, output_model, output_dataset, input_dataset_last_version, input_query)");
         }
       } else if (key != "priority" && key != "max_attempts" && key != "timeout_ms" && key != "lease_ms") {
         bad_plan(file, at + ": unknown key \"" + key +

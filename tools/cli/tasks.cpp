@@ -39,7 +39,8 @@ options: --store URL, --json (see 'loom --help')
 nlohmann::ordered_json lineage_json(const flow::Lineage& l) {
   return {{"input_dataset", l.input_dataset}, {"input_dataset_version", l.input_dataset_version},
           {"input_dataset_query", l.input_dataset_query}, {"input_model", l.input_model},
-          {"input_model_version", l.input_model_version}, {"output_model", l.output_model}, {"output_dataset", l.output_dataset}};
+          {"input_model_version", l.input_model_version}, {"output_model", l.output_model}, {"output_dataset", l.output_dataset},
+          {"input_dataset_last_version", l.input_dataset_last_version}, {"input_query", l.input_query}};
 }
 
 std::string versioned(const std::string& name, int64_t version) {
@@ -128,7 +129,9 @@ int show(const std::vector<std::string>& args) {
                 {"plan", t.plan_id ? std::to_string(t.plan_id) + " (" + t.name + ")" : "-"},
                 {"depends on", deps_text(t)},
                 {"input dataset", versioned(t.lineage.input_dataset, t.lineage.input_dataset_version) +
-                                      (t.lineage.input_dataset_query.empty() ? "" : " where " + t.lineage.input_dataset_query)},
+                                      (t.lineage.input_dataset_last_version ? ".." + std::to_string(t.lineage.input_dataset_last_version) : "") +
+                                      (t.lineage.input_dataset_query.empty() ? "" : " where " + t.lineage.input_dataset_query) +
+                                      (t.lineage.input_query.empty() ? "" : " (query " + t.lineage.input_query + ")")},
                 {"input model", versioned(t.lineage.input_model, t.lineage.input_model_version)},
                 {"output model", t.lineage.output_model.empty() ? "-" : t.lineage.output_model},
                 {"output dataset", t.lineage.output_dataset.empty() ? "-" : t.lineage.output_dataset},

@@ -44,6 +44,12 @@ struct LOOM_API Lineage {
   int64_t input_model_version = 0;
   std::string output_model;           // the model it saves a version of (store::Provenance)
   std::string output_dataset;
+  // With input_dataset_version, the last of a range of versions it reads (a stream controller's
+  // batch, loom/flow/controllers.h): it must exist and not be below input_dataset_version.
+  int64_t input_dataset_last_version = 0;
+  // A named query it reads (store::Queries): it must exist, and be over input_dataset when both
+  // are given (ValueError otherwise).
+  std::string input_query;
 };
 
 struct LOOM_API TaskOptions {

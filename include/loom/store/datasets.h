@@ -182,6 +182,10 @@ struct LOOM_API ImportOptions {
   Provenance produced_by;  // recorded with the version
 };
 
+// The notification channel (store::Listener) on which every commit of a dataset version wakes
+// its waiters, in every process on the store (stream controllers, loom/flow/controllers.h).
+inline constexpr const char* kDatasetVersionChannel = "loom_dataset_versions";
+
 class LOOM_API Datasets {
  public:
   explicit Datasets(std::shared_ptr<detail::StoreImpl> impl);

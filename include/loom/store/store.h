@@ -24,6 +24,7 @@ struct SessionAccess;
 }
 class Models;
 class Datasets;
+class Queries;
 class Runs;
 
 struct LOOM_API GcReport {
@@ -46,6 +47,7 @@ class LOOM_API Store {
 
   Models models() const;
   Datasets datasets() const;
+  Queries queries() const;  // named queries over datasets (loom/store/queries.h)
   Runs runs() const;
 
   // SQLite: removes blob files that no row references (left by a writer killed between writing a blob

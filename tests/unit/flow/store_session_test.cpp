@@ -133,7 +133,9 @@ TEST_P(StoreSession, FlowCreatesItsTablesWhenItFirstUsesAStore) {
   store::Store again = store::Store::open(url());
   flow::Tasks more(again);
   EXPECT_EQ(more.get(id).status, flow::Status::Pending);
-  EXPECT_EQ(raw_sql(url(), "SELECT COUNT(*) FROM loom_schema_parts"), std::vector<std::string>{"1"});
+  // flow's two parts: the task queue and the stream controllers (which extend its tasks)
+  EXPECT_EQ(raw_sql(url(), "SELECT COUNT(*) FROM loom_schema_parts"), std::vector<std::string>{"2"});
+  EXPECT_EQ(raw_sql(url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow.stream'"), std::vector<std::string>{"1"});
 }
 
 TEST_P(StoreSession, AStoreWhoseSchemaHeldTheTasksKeepsThem) {
@@ -143,6 +145,7 @@ TEST_P(StoreSession, AStoreWhoseSchemaHeldTheTasksKeepsThem) {
     store::Store s = store::Store::open(url());
     store::Session w(s, store::Access::Write);
     w.execute("DROP TABLE loom_schema_parts");
+    w.execute("DROP TABLE dataset_queries");  // the store's migration 8 (named queries) neither
     for (const char* table : {"models", "datasets"})  // the store's migration 6 (lineage) had not come yet
       for (const char* column : {"task_id", "run_id"}) w.execute(std::string("ALTER TABLE ") + table + " DROP COLUMN " + column);
     w.execute("ALTER TABLE run_metrics DROP COLUMN time_ms");  // nor migration 7 (each epoch's time)

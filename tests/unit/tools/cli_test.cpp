@@ -334,6 +334,58 @@ TEST_P(CliStore, DatasetsAndRuns) {
   }
 }
 
+// Named queries and stream controllers (docs/cli.md): created, listed, shown, run and deleted;
+// typed errors as exit codes.
+TEST_P(CliStore, QueriesAndControllers) {
+  const std::string u = url();
+  const auto push = [&](int n) {
+    store::Store s = store::Store::open(u);
+    store::DatasetWriter w = s.datasets().create("points", {.fields = {"x"}});
+    for (int i = 0; i < n; ++i) w.append({.tensors = {{"x", zeros({2}, Float32)}}, .metadata = "{\"label\": " + std::to_string(i % 2) + "}"});
+    w.commit();
+  };
+  push(4);
+  Cli loom(tmp.dir.string());
+  CliResult r = loom({"queries", "create", "ones", "--dataset", "points", "--where", "label == 1", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(loom({"queries", "create", "ones", "--dataset", "points", "--store", u}).code, 1) << "a name taken";
+  EXPECT_EQ(loom({"queries", "create", "x", "--dataset", "nope", "--store", u}).code, 3) << "an unknown dataset";
+  EXPECT_EQ(loom({"queries", "create", "x", "--dataset", "points", "--where", "label =~ 1", "--store", u}).code, 2);
+  EXPECT_EQ(loom({"queries", "create", "x", "--dataset", "points", "--where", "label < 'a'", "--store", u}).code, 1);
+  json j = parse(loom({"queries", "show", "ones", "--store", u, "--json"}));
+  EXPECT_EQ(j["dataset"], "points");
+  EXPECT_EQ(j["samples_now"], 2);
+  EXPECT_EQ(j["query"]["where"][0]["op"], "==");
+  r = loom({"queries", "list", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(rows_starting(r.out, "ones").size(), 1u) << r.out;
+  EXPECT_TRUE(contains(rows_starting(r.out, "ones")[0], "label == 1")) << r.out;
+
+  r = loom({"controllers", "create", "c", "--query", "ones", "--kind", "train", "--min-samples", "3", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(loom({"controllers", "create", "d", "--query", "nope", "--kind", "train", "--store", u}).code, 3);
+  j = parse(loom({"controllers", "run", "c", "--once", "--store", u, "--json"}));
+  EXPECT_EQ(j["submitted"], 0) << "2 of 3 selected samples";
+  push(2);
+  r = loom({"controllers", "run", "c", "--once", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "batch 1: versions 1,2, 3 samples")) << r.out;
+  j = parse(loom({"controllers", "show", "c", "--store", u, "--json"}));
+  EXPECT_EQ(j["batches"], 1);
+  ASSERT_EQ(j["batch_list"].size(), 1u) << j;
+  EXPECT_EQ(j["batch_list"][0]["versions"], json({1, 2}));
+  j = parse(loom({"tasks", "show", std::to_string(j["batch_list"][0]["task_id"].get<int64_t>()), "--store", u, "--json"}));
+  EXPECT_EQ(j["kind"], "train");
+  EXPECT_EQ(j["hyper_parameters"]["stream"]["versions"], json({1, 2}));
+  r = loom({"controllers", "list", "--store", u});
+  ASSERT_EQ(rows_starting(r.out, "c").size(), 1u) << r.out;
+  EXPECT_TRUE(contains(rows_starting(r.out, "c")[0], "3 samples")) << r.out;
+  EXPECT_EQ(loom({"controllers", "delete", "c", "--store", u}).code, 0);
+  EXPECT_EQ(loom({"controllers", "show", "c", "--store", u}).code, 3);
+  EXPECT_EQ(loom({"queries", "delete", "ones", "--store", u}).code, 0);
+  EXPECT_EQ(parse(loom({"queries", "list", "--store", u, "--json"})).size(), 0u);
+}
+
 TEST_P(CliStore, TasksSubmitListCancel) {
   const std::string u = url();
   store::Store::open(u);  // the command line opens existing stores only
@@ -723,7 +775,7 @@ TEST(Cli, UsageAndStoreErrors) {
 
   r = loom({});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, searches, agent, serve, ui)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)")) << r.err;
   r = loom({"ui", "--port", "70000", "--store", missing});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "--port must be 0 to 65535")) << r.err;
@@ -735,7 +787,7 @@ TEST(Cli, UsageAndStoreErrors) {
   EXPECT_TRUE(contains(r.out, "--allow-writes")) << r.out;
   r = loom({"modles", "list"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, searches, agent, serve, ui)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)")) << r.err;
   r = loom({"tasks", "lst"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "unknown command 'lst' (valid: list, show, submit, cancel, replay, events)")) << r.err;

@@ -1,0 +1,94 @@
+#pragma once
+// Stream controllers (docs/workflow.md, "Stream controllers"): a controller watches a dataset
+// (or a named query over one) and, when the samples of versions committed since its last
+// batch become significant (a count, a fraction of what earlier batches held, or a time
+// window), submits one task for them: its hyper-parameters say which versions, its lineage
+// names the dataset's version range (and the query). Exactly once per batch: the controller's
+// progress and the task are written in one transaction, guarded by unique keys, so two
+// controllers running at once, or one killed half way, never submit a batch twice or lose one.
+//
+//   flow::Controllers controllers(tasks);
+//   controllers.create({.name = "retrain", .dataset = "fashion", .min_samples = 1000, .kind = "train"});
+//   controllers.run("retrain", [&] { return stopping; });   // wakes on each dataset commit
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/core/api.h"
+#include "loom/flow/tasks.h"
+
+namespace loom::flow {
+
+struct LOOM_API ControllerSpec {
+  std::string name;     // 1-128 characters of [A-Za-z0-9_.:/-]
+  std::string dataset;  // the dataset watched (it may not exist yet); "" with a query: the query's
+  std::string query;    // a named query (store::Queries): only its selected samples count, in its versions
+  // A batch is significant when it holds samples and one of these (those not 0) holds; with
+  // none set, any new sample is: at least min_samples new samples; at least min_fraction times
+  // the samples of every earlier batch (the first batch: any sample); its oldest version
+  // committed max_wait_ms ago or more.
+  int64_t min_samples = 0;
+  double min_fraction = 0;
+  int64_t max_wait_ms = 0;
+  // The task submitted per batch: its kind, hyper-parameters (a JSON object, to which the
+  // controller adds "stream": {"controller", "batch", "dataset", "versions", "samples"}) and options.
+  std::string kind;
+  std::string hyper_parameters = "{}";
+  int64_t priority = 0;
+  int64_t max_attempts = 3;
+  int64_t timeout_ms = 0;
+  int64_t lease_ms = 30000;
+  std::string output_model;  // its lineage's output model ("" for none)
+};
+
+struct LOOM_API ControllerInfo {
+  ControllerSpec spec;
+  int64_t batches = 0;     // submitted so far (the last batch's number)
+  int64_t samples = 0;     // counted in them
+  int64_t pending_versions = 0;  // committed versions not in a batch yet
+  int64_t pending_samples = 0;   // their samples (of the dataset; a query's count is taken at a trigger)
+  int64_t created_ms = 0;
+};
+
+struct LOOM_API BatchInfo {
+  std::string controller;
+  int64_t batch = 0;              // 1, 2, ... per controller
+  std::vector<int64_t> versions;  // the dataset versions in it, ascending
+  int64_t samples = 0;            // their samples (selected by the query, if any)
+  int64_t task_id = 0;
+  int64_t created_ms = 0;
+};
+
+class LOOM_API Controllers {
+ public:
+  explicit Controllers(Tasks tasks);
+
+  // ValueError for a bad name, kind, hyper-parameters, option or threshold; NotFoundError for
+  // an unknown query; ValueError for a dataset that is not the query's; ConflictError for a
+  // name taken. Nothing is written on error.
+  ControllerInfo create(const ControllerSpec& spec);
+  ControllerInfo get(const std::string& name) const;  // NotFoundError
+  std::vector<ControllerInfo> list() const;           // by name
+  // Deletes the controller and its batch records (its tasks stay). NotFoundError.
+  void remove(const std::string& name);
+  std::vector<BatchInfo> batches(const std::string& name) const;  // by batch
+
+  // Looks once: when the versions committed since the last batch are significant, submits
+  // their task and returns the batch; nullopt otherwise (not significant yet, or another
+  // controller took them first). NotFoundError for an unknown controller.
+  std::optional<BatchInfo> step(const std::string& name);
+  // Runs the controller until `stop` returns true (checked after every wake): steps, then
+  // sleeps until a dataset version is committed (store::Listener on
+  // store::kDatasetVersionChannel), a time window ends, or recheck_ms passes (a wake lost with
+  // a killed writer is caught then). Returns the number of batches it submitted.
+  int64_t run(const std::string& name, const std::function<bool()>& stop, int64_t recheck_ms = 1000);
+
+  Tasks& tasks() { return tasks_; }
+
+ private:
+  Tasks tasks_;
+};
+
+}  // namespace loom::flow
