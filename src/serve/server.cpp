@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -17,6 +16,7 @@
 #include "loom/store/models.h"
 #include "metrics.h"
 #include "protocol.h"
+#include "serve/listener.h"
 
 namespace loom::serve {
 
@@ -94,12 +94,9 @@ struct Server::Impl {
   std::shared_ptr<const Loaded> model;
   std::mutex reload_mutex;  // one reload at a time
   std::unique_ptr<detail::Batcher> batcher;
-  std::unique_ptr<httplib::Server> http;
-  std::thread listener, poller;
-  std::mutex state_mutex;
-  std::condition_variable state_cv;
-  bool running = false;
-  int port = 0;
+  std::mutex start_mutex;                      // start and stop
+  std::shared_ptr<detail::Listener> listener;  // a waiter keeps the one it waits on
+  std::thread poller;
 
   std::shared_ptr<const Loaded> current() const {
     std::lock_guard lock(model_mutex);
@@ -278,8 +275,9 @@ bool Server::reload() {
 }
 
 void Server::start() {
-  std::lock_guard lock(impl_->state_mutex);
-  if (impl_->running) return;
+  std::lock_guard lock(impl_->start_mutex);
+  if (impl_->listener && impl_->listener->running()) return;
+  if (impl_->poller.joinable()) impl_->poller.join();  // an earlier start's, stopped
   auto http = std::make_unique<httplib::Server>();
   const int threads = impl_->options.threads;
   // cpp-httplib takes ownership of the queue it is handed.
@@ -295,13 +293,7 @@ void Server::start() {
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_content(r.body, r.content_type);
   };
-  for (const char* pattern : {".*"}) {
-    http->Get(pattern, serve);
-    http->Post(pattern, serve);
-    http->Put(pattern, serve);
-    http->Delete(pattern, serve);
-    http->Patch(pattern, serve);
-  }
+  detail::route_every_method(*http, serve);
   // cpp-httplib's own refusals (a body past the limit, a malformed request) as JSON errors too
   http->set_error_handler([this](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -310,50 +302,36 @@ void Server::start() {
                                                   : "the request could not be read";
     res.set_content(dump_json(nlohmann::json{{"error", message}}), "application/json");
   });
-  const std::string& host = impl_->options.host;
-  int port = impl_->options.port;
-  if (port == 0) {
-    port = http->bind_to_any_port(host);
-    if (port <= 0) throw IOError("Server: cannot bind a port on " + host);
-  } else if (!http->bind_to_port(host, port)) {
-    throw IOError("Server: cannot bind " + host + ":" + std::to_string(port) + " (in use, or not an address of this machine)");
-  }
-  impl_->port = port;
-  impl_->http = std::move(http);
-  impl_->running = true;
-  impl_->listener = std::thread([h = impl_->http.get()] { h->listen_after_bind(); });
+  auto listener = std::make_shared<detail::Listener>(std::move(http), impl_->options.host, impl_->options.port, "Server");
+  impl_->listener = listener;
   if (impl_->options.reload_poll_ms > 0)
-    impl_->poller = std::thread([this] {
-      std::unique_lock lock(impl_->state_mutex);
-      while (impl_->running) {
-        impl_->state_cv.wait_for(lock, std::chrono::milliseconds(impl_->options.reload_poll_ms));
-        if (!impl_->running) break;
-        lock.unlock();
+    impl_->poller = std::thread([this, listener] {
+      while (listener->sleep_while_running(std::chrono::milliseconds(impl_->options.reload_poll_ms))) {
         try {
           reload();
         } catch (const std::exception&) {  // counted in /metrics; the old version keeps serving
         }
-        lock.lock();
       }
     });
 }
 
-int Server::port() const { return impl_->port; }
+int Server::port() const {
+  std::lock_guard lock(impl_->start_mutex);
+  return impl_->listener ? impl_->listener->port() : 0;
+}
 
 void Server::wait() {
-  std::unique_lock lock(impl_->state_mutex);
-  impl_->state_cv.wait(lock, [&] { return !impl_->running; });
+  std::shared_ptr<detail::Listener> listener;
+  {
+    std::lock_guard lock(impl_->start_mutex);
+    listener = impl_->listener;
+  }
+  if (listener) listener->wait();
 }
 
 void Server::stop() {
-  {
-    std::lock_guard lock(impl_->state_mutex);
-    if (!impl_->running) return;
-    impl_->running = false;
-  }
-  impl_->state_cv.notify_all();
-  impl_->http->stop();
-  if (impl_->listener.joinable()) impl_->listener.join();
+  std::lock_guard lock(impl_->start_mutex);
+  if (impl_->listener) impl_->listener->stop();
   if (impl_->poller.joinable()) impl_->poller.join();
 }
 

@@ -5,13 +5,12 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include <condition_variable>
 #include <cstdio>
 #include <mutex>
-#include <thread>
 
 #include "core/utf8.h"
 #include "loom/core/error.h"
+#include "serve/listener.h"
 #include "ui/api.h"
 
 namespace loom::ui {
@@ -70,12 +69,8 @@ struct Dashboard::Impl {
   explicit Impl(store::Store s) : store(std::move(s)) {}
   store::Store store;
   DashboardOptions options;
-  std::unique_ptr<httplib::Server> http;
-  std::thread listener;
-  std::mutex state_mutex;
-  std::condition_variable state_cv;
-  bool running = false;
-  int port = 0;
+  std::mutex start_mutex;                             // start and stop
+  std::shared_ptr<serve::detail::Listener> listener;  // a waiter keeps the one it waits on
 
   Response route(const Request& r) {
     if (r.path.empty() || r.path[0] != '/') throw HttpError(400, "the path must start with '/'");
@@ -141,8 +136,8 @@ Response Dashboard::handle(const Request& request) {
 }
 
 void Dashboard::start() {
-  std::lock_guard lock(impl_->state_mutex);
-  if (impl_->running) return;
+  std::lock_guard lock(impl_->start_mutex);
+  if (impl_->listener && impl_->listener->running()) return;
   auto http = std::make_unique<httplib::Server>();
   const int threads = impl_->options.threads;
   // cpp-httplib takes ownership of the queue it is handed.
@@ -156,47 +151,33 @@ void Dashboard::start() {
     for (const auto& h : out.headers) res.set_header(h.first, h.second);
     res.set_content(out.body, out.content_type);
   };
-  http->Get(".*", serve);
-  http->Post(".*", serve);
-  http->Put(".*", serve);
-  http->Delete(".*", serve);
-  http->Patch(".*", serve);
+  serve::detail::route_every_method(*http, serve);
   http->set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     res.set_header("Content-Security-Policy", kPolicy);
     res.set_content(nlohmann::json{{"error", res.status == 413 ? "the request body is larger than 1 MiB" : "the request could not be read"}}.dump(),
                     "application/json");
   });
-  const std::string& host = impl_->options.host;
-  int port = impl_->options.port;
-  if (port == 0) {
-    port = http->bind_to_any_port(host);
-    if (port <= 0) throw IOError("Dashboard: cannot bind a port on " + host);
-  } else if (!http->bind_to_port(host, port)) {
-    throw IOError("Dashboard: cannot bind " + host + ":" + std::to_string(port) + " (in use, or not an address of this machine)");
-  }
-  impl_->port = port;
-  impl_->http = std::move(http);
-  impl_->running = true;
-  impl_->listener = std::thread([h = impl_->http.get()] { h->listen_after_bind(); });
+  impl_->listener = std::make_shared<serve::detail::Listener>(std::move(http), impl_->options.host, impl_->options.port, "Dashboard");
 }
 
-int Dashboard::port() const { return impl_->port; }
+int Dashboard::port() const {
+  std::lock_guard lock(impl_->start_mutex);
+  return impl_->listener ? impl_->listener->port() : 0;
+}
 
 void Dashboard::wait() {
-  std::unique_lock lock(impl_->state_mutex);
-  impl_->state_cv.wait(lock, [&] { return !impl_->running; });
+  std::shared_ptr<serve::detail::Listener> listener;
+  {
+    std::lock_guard lock(impl_->start_mutex);
+    listener = impl_->listener;
+  }
+  if (listener) listener->wait();
 }
 
 void Dashboard::stop() {
-  {
-    std::lock_guard lock(impl_->state_mutex);
-    if (!impl_->running) return;
-    impl_->running = false;
-  }
-  impl_->state_cv.notify_all();
-  impl_->http->stop();
-  if (impl_->listener.joinable()) impl_->listener.join();
+  std::lock_guard lock(impl_->start_mutex);
+  if (impl_->listener) impl_->listener->stop();
 }
 
 }  // namespace loom::ui

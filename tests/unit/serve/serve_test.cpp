@@ -231,6 +231,26 @@ TEST(Serve, OverLoopbackHttp) {
   auto metrics = c.Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->get_header_value("Content-Type"), "text/plain; version=0.0.4");
+  // the address in use: an IOError naming it, the first server unharmed
+  serve::Server other(serve::ModelSource::fixed("mlp", g), {.port = s.port(), .reload_poll_ms = 0});
+  try {
+    other.start();
+    ADD_FAILURE() << "a second server bound a port in use";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("Server: cannot bind 127.0.0.1:" + std::to_string(s.port())), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(other.port(), 0);
+  other.wait();  // never started: returns at once
+  ASSERT_TRUE(c.Get("/v2/health/live"));
+  // wait() returns once another thread stops the server
+  std::thread waiter([&] { s.wait(); });
   s.stop();
-  EXPECT_FALSE(httplib::Client("127.0.0.1", s.port()).Get("/v2/health/live"));  // no longer listening
+  waiter.join();
+  const int old_port = s.port();
+  EXPECT_FALSE(httplib::Client("127.0.0.1", old_port).Get("/v2/health/live"));  // no longer listening
+  s.stop();  // again: nothing
+  s.start();  // and again, on a fresh free port
+  auto again = httplib::Client("127.0.0.1", s.port()).Get("/v2/health/live");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
 }
