@@ -237,16 +237,12 @@ void check_kinds(const char* op, const std::vector<std::string>& kinds) {
   for (const std::string& k : kinds) check_kind(op, k);
 }
 
-// Records the result of claim `c` (after lock_events); false, nothing written, when the claim
-// is not current.
-bool finish_in(Session& session, const Claim& c, const std::string& json, int64_t now) {
-  if (session.execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
-                      "deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
-                      {json, now, c.task_id, c.token}) == 0)
-    return false;
-  detail::release_dependents(session, c.task_id);
-  record_event(session, c.task_id, "finished", "", now);
-  return true;
+// Records the result of claim `c` (after lock_events; its dependents are released and its event
+// recorded by the caller); false, nothing written, when the claim is not current.
+bool record_result(Session& session, const Claim& c, const std::string& json, int64_t now) {
+  return session.execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
+                         "deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
+                         {json, now, c.task_id, c.token}) > 0;
 }
 
 // Records a failed attempt of claim `c` (after lock_events; `error` clipped); its new status, or
@@ -297,6 +293,8 @@ std::vector<Claim> Tasks::claim_in(Session& session, const std::vector<std::stri
                     detail::skip_locked(session),
                     params);
   const size_t take = std::min(static_cast<size_t>(max), (rows.size() + 1) / 2);
+  std::vector<Value> ids;
+  std::map<int64_t, size_t> at;  // task id -> its claim in `out`
   for (size_t i = 0; i < rows.size() && out.size() < take; ++i) {
     const Row& r = rows[i];
     if (i > 0 && r.integer(5) != 0) continue;  // a timeout would run while it waits its turn
@@ -312,12 +310,25 @@ std::vector<Claim> Tasks::claim_in(Session& session, const std::vector<std::stri
     c.lease_ms = r.integer(6);
     c.deadline_ms = c.timeout_ms > 0 ? now + c.timeout_ms : 0;
     c.lease_expires_ms = lease_until(now, c.lease_ms, c.deadline_ms);
-    session.execute("UPDATE tasks SET status = 'running', token = ?, attempts = ?, agent = ?, lease_expires_ms = ?, deadline_ms = ?, "
-                    "started_ms = COALESCE(started_ms, ?) WHERE id = ?",
-                    {c.token, c.attempt, holder, c.lease_expires_ms, c.deadline_ms > 0 ? Value(c.deadline_ms) : Value(), now, c.task_id});
-    c.dependencies = dependency_results(session, c.task_id);
+    ids.emplace_back(c.task_id);
+    at[c.task_id] = out.size();
     out.push_back(std::move(c));
   }
+  if (out.empty()) return out;
+  // One statement for the batch, computing in SQL what the claims above computed (the rows are
+  // this transaction's: locked on PostgreSQL, and SQLite's writer is alone).
+  const std::string claimed = detail::in_list(ids.size());
+  std::vector<Value> update{now, now, now, holder, now};
+  update.insert(update.end(), ids.begin(), ids.end());
+  session.execute("UPDATE tasks SET status = 'running', token = token + 1, attempts = attempts + 1, "
+                  "deadline_ms = CASE WHEN timeout_ms > 0 THEN ? + timeout_ms END, "
+                  "lease_expires_ms = CASE WHEN timeout_ms > 0 AND timeout_ms < lease_ms THEN ? + timeout_ms ELSE ? + lease_ms END, "
+                  "agent = ?, started_ms = COALESCE(started_ms, ?) WHERE id IN (" + claimed + ")",
+                  update);
+  for (const Row& r : session.query("SELECT d.task_id, t.id, t.name, t.kind, t.result FROM task_dependencies d "
+                                    "JOIN tasks t ON t.id = d.depends_on WHERE d.task_id IN (" + claimed + ") ORDER BY d.task_id, t.id",
+                                    ids))
+    out[at.at(r.integer(0))].dependencies.push_back({r.integer(1), text_or_empty(r, 2), r.text(3), text_or_empty(r, 4)});
   return out;
 }
 
@@ -342,9 +353,17 @@ Handover Tasks::complete(const std::vector<TaskEnd>& ends, const std::vector<std
   if (!ends.empty()) lock_events(session);
   const int64_t now = clock_();
   Handover h;
-  for (size_t i = 0; i < ends.size(); ++i)
-    h.recorded.push_back(ends[i].ok ? finish_in(session, ends[i].claim, texts[i], now)
-                                    : fail_in(session, ends[i].claim, texts[i], now).has_value());
+  std::vector<int64_t> finished;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (!ends[i].ok) {
+      h.recorded.push_back(fail_in(session, ends[i].claim, texts[i], now).has_value());
+      continue;
+    }
+    h.recorded.push_back(record_result(session, ends[i].claim, texts[i], now));
+    if (h.recorded.back()) finished.push_back(ends[i].claim.task_id);
+  }
+  detail::release_dependents(session, finished);
+  detail::record_finished(session, finished, now);
   h.claims = claim_in(session, kinds, holder, max_claims, !ends.empty());
   session.commit();
   return h;
@@ -368,7 +387,10 @@ void Tasks::finish(const Claim& c, const std::string& result) {
   const std::string json = canonical_json("finish", "result", result, false);
   Session session(store_, Access::RowWrite);
   lock_events(session);
-  if (!finish_in(session, c, json, clock_())) claim_lost(session, "finish", c);
+  const int64_t now = clock_();
+  if (!record_result(session, c, json, now)) claim_lost(session, "finish", c);
+  detail::release_dependents(session, {c.task_id});
+  detail::record_finished(session, {c.task_id}, now);
   session.commit();
 }
 
