@@ -6,7 +6,8 @@
 #            tasks per second from the root's start to the last task's end;
 #   - chain: 100 tasks, each depending on the one before: the time from a task's end to its
 #            dependent's start (median and p90).
-# Loom's tasks are persisted (an agent records a task's end and claims its next task in one
+# First, the rate of bare durable commits on each backend (store_bench commit): the ceiling of
+# anything committing once per task. Loom's tasks are persisted (an agent records a task's end and claims its next task in one
 # durable commit; with --batch K, up to K tasks' ends and claims per commit); Ray's are not.
 #
 #   bench/dag_bench.sh                       # agents 1 and 2, both backends
@@ -74,6 +75,10 @@ if [[ " $backends " == *" postgresql "* ]]; then
   PG_SERVER_DURABLE=1 bash "$repo/tests/unit/store/pg_server.sh" start "$pg_file"
 fi
 
+for b in $backends; do  # the ceiling of one durable commit per task, on this disk now
+  new_store "$b"
+  run "$bin" commit --store "$url"
+done
 for n in $agents; do
   for b in $backends; do
     for k in $batches; do
@@ -92,6 +97,9 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //
 python3 - "$results" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for r in rows:
+    if r["bench"] == "commit":
+        print("bare durable commits (%s): %.0f/s" % (r["backend"], r["commits_per_s"]))
 ray = {(r["bench"], r["agents"]): r for r in rows if r["impl"] == "ray"}
 print("\n| %d-task DAG (fan-out, fan-in) | agents | tasks/s | Loom / Ray | chain: end to dependent's start, median / p90 (ms) |" %
       next(r["tasks"] for r in rows if r["bench"] == "dag"))

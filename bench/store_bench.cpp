@@ -18,6 +18,9 @@
 //   store_bench chain --store URL --agents N [--tasks 100] [--poll-ms 5] [--batch 1]
 //       a plan of no-op tasks in a chain (each depends on the one before): the time from a
 //       task's end to its dependent's start (median, p90), as the tasks recorded them.
+//   store_bench commit --store URL [--tasks 500]
+//       the rate of durable commits of a one-row UPDATE, one after another (a write session
+//       each): the ceiling of anything that commits once per task.
 //   store_bench dataset --store URL [--data DIR]
 //       one epoch of the Fashion-MNIST training set (batch 128, shuffled) through the loader,
 //       read from the IDX files and through a dataset-store query (imported once beforehand).
@@ -54,7 +57,7 @@ struct Args {
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "store_bench: " << why
-            << "\nusage: store_bench registry|tasks|claim|dag|chain|dataset --store URL [--runs N] [--epochs N] [--agents N]"
+            << "\nusage: store_bench registry|tasks|claim|dag|chain|commit|dataset --store URL [--runs N] [--epochs N] [--agents N]"
                " [--tasks N] [--poll-ms N] [--batch N] [--data DIR]\n";
   std::exit(2);
 }
@@ -323,6 +326,28 @@ void claim_latency(const Args& a) {
             << std::endl;
 }
 
+void commit_rate(const Args& a) {
+  const int64_t n = a.tasks_given ? a.tasks : 500;
+  store::Store s = store::Store::open(a.store);
+  {
+    store::Session session(s, store::Access::Write);
+    session.execute(session.render("CREATE TABLE IF NOT EXISTS bench_commits (id {int} PRIMARY KEY, n {int} NOT NULL)"));
+    session.execute("INSERT INTO bench_commits (id, n) VALUES (1, 0) ON CONFLICT (id) DO NOTHING");
+    session.commit();
+  }
+  const double t0 = bench::now_s();
+  for (int64_t i = 0; i < n; ++i) {
+    store::Session session(s, store::Access::RowWrite);
+    session.execute("UPDATE bench_commits SET n = n + 1 WHERE id = 1");
+    session.commit();
+  }
+  const double span_s = bench::now_s() - t0;
+  std::cout << json{{"bench", "commit"}, {"impl", "loom"}, {"backend", backend(a.store)}, {"commits", n},
+                    {"commits_per_s", static_cast<double>(n) / span_s}}
+                   .dump()
+            << std::endl;
+}
+
 // Drains one epoch; returns the samples seen (and touches every batch's bytes).
 int64_t epoch(std::shared_ptr<const data::Dataset> ds) {
   data::DataLoader loader(std::move(ds), {.batch_size = 128, .shuffle = true, .seed = 1});
@@ -368,6 +393,7 @@ int main(int argc, char** argv) {
     if (a.mode == "registry") registry(a);
     else if (a.mode == "tasks") tasks(a);
     else if (a.mode == "claim") claim_latency(a);
+    else if (a.mode == "commit") commit_rate(a);
     else if (a.mode == "dag") dag(a);
     else if (a.mode == "chain") chain(a);
     else if (a.mode == "dataset") dataset(a);
