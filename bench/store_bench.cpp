@@ -10,13 +10,17 @@
 //       tasks per second from the first claim to the last finish.
 //   store_bench claim --store URL [--tasks 300]
 //       the latency of one claim (and of one finish) with one agent and a full queue.
-//   store_bench dag --store URL --agents N [--tasks 1000] [--poll-ms 5]
+//   store_bench dag --store URL --agents N [--tasks 1000] [--poll-ms 5] [--batch 1]
 //       a plan of no-op tasks, one root, tasks - 2 that depend on it, one that depends on all of
 //       those (fan-out, then fan-in), submitted in one transaction and run by N agent processes:
-//       tasks per second from the root's start to the last task's end.
-//   store_bench chain --store URL --agents N [--tasks 100] [--poll-ms 5]
+//       tasks per second from the root's start to the last task's end. --batch: the agents'
+//       flow::AgentOptions::batch (tasks claimed, and results recorded, per transaction).
+//   store_bench chain --store URL --agents N [--tasks 100] [--poll-ms 5] [--batch 1]
 //       a plan of no-op tasks in a chain (each depends on the one before): the time from a
 //       task's end to its dependent's start (median, p90), as the tasks recorded them.
+//   store_bench commit --store URL [--tasks 500]
+//       the rate of durable commits of a one-row UPDATE, one after another (a write session
+//       each): the ceiling of anything that commits once per task.
 //   store_bench dataset --store URL [--data DIR]
 //       one epoch of the Fashion-MNIST training set (batch 128, shuffled) through the loader,
 //       read from the IDX files and through a dataset-store query (imported once beforehand).
@@ -47,14 +51,14 @@ namespace {
 
 struct Args {
   std::string mode, store, data = "/usr/share/datasets/fashion-mnist";
-  int64_t runs = 200, epochs = 10, agents = 1, tasks = 400, poll_ms = 5;
+  int64_t runs = 200, epochs = 10, agents = 1, tasks = 400, poll_ms = 5, batch = 1;
   bool tasks_given = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "store_bench: " << why
-            << "\nusage: store_bench registry|tasks|claim|dag|chain|dataset --store URL [--runs N] [--epochs N] [--agents N]"
-               " [--tasks N] [--poll-ms N] [--data DIR]\n";
+            << "\nusage: store_bench registry|tasks|claim|dag|chain|commit|dataset --store URL [--runs N] [--epochs N] [--agents N]"
+               " [--tasks N] [--poll-ms N] [--batch N] [--data DIR]\n";
   std::exit(2);
 }
 
@@ -73,6 +77,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--agents") a.agents = std::stoll(v);
     else if (k == "--tasks") a.tasks = std::stoll(v), a.tasks_given = true;
     else if (k == "--poll-ms") a.poll_ms = std::stoll(v);
+    else if (k == "--batch") a.batch = std::stoll(v);
     else usage("unknown option " + k);
   }
   if (a.store.empty()) usage("--store is required");
@@ -217,7 +222,7 @@ pid_t spawn_plan_agent(const Args& a, int i, int64_t last) {
       return json{{"start_us", start}, {"end_us", monotonic_us()}}.dump();
     });
     while (!flow::is_terminal(tasks.get(last).status)) {
-      agent.run({.poll_ms = a.poll_ms, .stop_when_idle = true});
+      agent.run({.poll_ms = a.poll_ms, .stop_when_idle = true, .batch = a.batch});
       std::this_thread::sleep_for(std::chrono::milliseconds(a.poll_ms));
     }
   } catch (const std::exception& e) {
@@ -273,7 +278,7 @@ void dag(const Args& a) {
   const double span_s = (r.times.at("sink").second - r.times.at("root").first) / 1e6;
   std::cout << json{{"bench", "dag"},         {"impl", "loom"},    {"backend", backend(a.store)},
                     {"agents", a.agents},     {"tasks", n},        {"poll_ms", a.poll_ms},
-                    {"submit_s", r.submit_s}, {"span_s", span_s},  {"tasks_per_s", static_cast<double>(n) / span_s}}
+                    {"batch", a.batch},       {"submit_s", r.submit_s}, {"span_s", span_s},  {"tasks_per_s", static_cast<double>(n) / span_s}}
                    .dump()
             << std::endl;
 }
@@ -292,7 +297,7 @@ void chain(const Args& a) {
     gaps.push_back((r.times.at("t" + std::to_string(i)).first - r.times.at("t" + std::to_string(i - 1)).second) / 1e3);
   std::cout << json{{"bench", "chain"},       {"impl", "loom"},   {"backend", backend(a.store)},
                     {"agents", a.agents},     {"tasks", n},       {"poll_ms", a.poll_ms},
-                    {"gap_ms_median", median(gaps)}, {"gap_ms_p90", percentile(gaps, 0.9)}}
+                    {"batch", a.batch},       {"gap_ms_median", median(gaps)}, {"gap_ms_p90", percentile(gaps, 0.9)}}
                    .dump()
             << std::endl;
 }
@@ -317,6 +322,28 @@ void claim_latency(const Args& a) {
                     {"claim_ms_median", median(claims)},
                     {"claim_ms_p99", percentile(claims, 0.99)},
                     {"finish_ms_median", median(finishes)}}
+                   .dump()
+            << std::endl;
+}
+
+void commit_rate(const Args& a) {
+  const int64_t n = a.tasks_given ? a.tasks : 500;
+  store::Store s = store::Store::open(a.store);
+  {
+    store::Session session(s, store::Access::Write);
+    session.execute(session.render("CREATE TABLE IF NOT EXISTS bench_commits (id {int} PRIMARY KEY, n {int} NOT NULL)"));
+    session.execute("INSERT INTO bench_commits (id, n) VALUES (1, 0) ON CONFLICT (id) DO NOTHING");
+    session.commit();
+  }
+  const double t0 = bench::now_s();
+  for (int64_t i = 0; i < n; ++i) {
+    store::Session session(s, store::Access::RowWrite);
+    session.execute("UPDATE bench_commits SET n = n + 1 WHERE id = 1");
+    session.commit();
+  }
+  const double span_s = bench::now_s() - t0;
+  std::cout << json{{"bench", "commit"}, {"impl", "loom"}, {"backend", backend(a.store)}, {"commits", n},
+                    {"commits_per_s", static_cast<double>(n) / span_s}}
                    .dump()
             << std::endl;
 }
@@ -366,6 +393,7 @@ int main(int argc, char** argv) {
     if (a.mode == "registry") registry(a);
     else if (a.mode == "tasks") tasks(a);
     else if (a.mode == "claim") claim_latency(a);
+    else if (a.mode == "commit") commit_rate(a);
     else if (a.mode == "dag") dag(a);
     else if (a.mode == "chain") chain(a);
     else if (a.mode == "dataset") dataset(a);

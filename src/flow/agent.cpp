@@ -5,11 +5,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include "core/utf8.h"
+#include "flow/graph.h"
 #include "flow/kind.h"
 
 namespace loom::flow {
@@ -27,21 +30,29 @@ void check_new_kind(const std::map<std::string, TaskFunction>& f, const std::map
   if (f.count(kind) || c.count(kind)) throw ValueError("register: task kind '" + kind + "' is already registered in this agent");
 }
 
-// Heartbeats a claim every lease / 3 until destroyed, telling the context when to stop.
+// Heartbeats claims every lease / 3 (the shortest lease's) until destroyed, telling each
+// claim's context when to stop.
 class HeartbeatThread {
  public:
-  HeartbeatThread(Tasks& tasks, const Claim& claim, TaskContext& ctx) {
-    const auto period = std::chrono::milliseconds(std::max<int64_t>(2, claim.lease_ms / 3));
-    thread_ = std::thread([this, &tasks, &claim, &ctx, period] {
+  using Held = std::vector<std::pair<const Claim*, TaskContext*>>;
+  HeartbeatThread(Tasks& tasks, Held held) : held_(std::move(held)) {
+    int64_t lease = held_.front().first->lease_ms;
+    for (const auto& h : held_) lease = std::min(lease, h.first->lease_ms);
+    const auto period = std::chrono::milliseconds(std::max<int64_t>(2, lease / 3));
+    thread_ = std::thread([this, &tasks, period] {
       std::unique_lock<std::mutex> lock(mutex_);
       while (!cv_.wait_for(lock, period, [this] { return done_; })) {
         lock.unlock();
-        try {
-          const Heartbeat h = tasks.heartbeat(claim);
-          if (h == Heartbeat::Cancelled) ctx.stop(StopReason::Cancelled);
-          if (h == Heartbeat::Lost) ctx.stop(StopReason::Lost);
-        } catch (const std::exception&) {
-          // a busy or unreachable database: try again next period (the lease covers 3 periods)
+        for (const auto& h : held_) {
+          const StopReason r = h.second->stop_reason();
+          if (r == StopReason::Cancelled || r == StopReason::Lost) continue;  // nothing to keep
+          try {
+            const Heartbeat beat = tasks.heartbeat(*h.first);
+            if (beat == Heartbeat::Cancelled) h.second->stop(StopReason::Cancelled);
+            if (beat == Heartbeat::Lost) h.second->stop(StopReason::Lost);
+          } catch (const std::exception&) {
+            // a busy or unreachable database: try again next period (the lease covers 3 periods)
+          }
         }
         lock.lock();
       }
@@ -57,6 +68,7 @@ class HeartbeatThread {
   }
 
  private:
+  Held held_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -101,49 +113,61 @@ void Agent::register_command(const std::string& kind, Command command) {
   commands_.emplace(kind, std::move(command));
 }
 
-Outcome Agent::execute(const Claim& claim) {
-  TaskContext ctx(claim, [this] { return tasks_.now_ms(); });
-  std::optional<Reports> reports;  // made at the task's first report (which ensures its tables)
-  ctx.set_reporter([this, &claim, &reports](int64_t step, double value) {
-    if (!reports) reports.emplace(tasks_.store(), [this] { return tasks_.now_ms(); });
-    return reports->report(claim, step, value);
+std::optional<TaskEnd> Agent::attempt(const Claim& claim, TaskContext& ctx) {
+  // Made at the task's first report (which ensures its tables).
+  auto reports = std::make_shared<std::optional<Reports>>();
+  ctx.set_reporter([this, &claim, reports](int64_t step, double value) {
+    if (!*reports) reports->emplace(tasks_.store(), [this] { return tasks_.now_ms(); });
+    return (*reports)->report(claim, step, value);
   });
-  std::string result, error;
-  bool ok = false;
-  {
-    HeartbeatThread heartbeat(tasks_, claim, ctx);
-    try {
-      if (auto f = functions_.find(claim.kind); f != functions_.end()) {
-        result = f->second(claim.hyper_parameters, ctx);
-      } else if (auto c = commands_.find(claim.kind); c != commands_.end()) {
-        result = run_command(c->second, claim, ctx);
-      } else {
-        throw TaskFailure("agent '" + name_ + "' has no task kind '" + claim.kind + "'");
-      }
-      ok = true;
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {
-      error = "the task threw a non-standard exception";
+  TaskEnd end;
+  end.claim = claim;
+  end.ok = false;
+  try {
+    if (auto f = functions_.find(claim.kind); f != functions_.end()) {
+      end.result = f->second(claim.hyper_parameters, ctx);
+    } else if (auto c = commands_.find(claim.kind); c != commands_.end()) {
+      end.result = run_command(c->second, claim, ctx);
+    } else {
+      throw TaskFailure("agent '" + name_ + "' has no task kind '" + claim.kind + "'");
     }
+    end.ok = true;
+  } catch (const std::exception& e) {
+    end.error = e.what();
+  } catch (...) {
+    end.error = "the task threw a non-standard exception";
   }
   const StopReason reason = ctx.stop_reason();
-  if (reason == StopReason::Cancelled) return Outcome::Cancelled;
-  if (reason == StopReason::Lost) return Outcome::Lost;
+  if (reason == StopReason::Cancelled || reason == StopReason::Lost) return std::nullopt;
   if (reason == StopReason::TimedOut) {
-    ok = false;
-    error = "timed out after " + std::to_string(claim.timeout_ms) + " ms";
+    end.ok = false;
+    end.error = "timed out after " + std::to_string(claim.timeout_ms) + " ms";
   }
-  try {
-    if (ok) {
-      try {
-        tasks_.finish(claim, result);
-        return Outcome::Finished;
-      } catch (const ValueError& e) {
-        error = std::string("the task returned a result that is not JSON: ") + e.what();
-      }
+  if (end.ok) {
+    try {
+      detail::canonical_json("finish", "result", end.result, false);
+    } catch (const ValueError& e) {
+      end.ok = false;
+      end.error = std::string("the task returned a result that is not JSON: ") + e.what();
     }
-    tasks_.fail(claim, error);
+  }
+  return end;
+}
+
+Outcome Agent::execute(const Claim& claim) {
+  TaskContext ctx(claim, [this] { return tasks_.now_ms(); });
+  std::optional<TaskEnd> end;
+  {
+    HeartbeatThread heartbeat(tasks_, {{&claim, &ctx}});
+    end = attempt(claim, ctx);
+  }
+  if (!end) return ctx.stop_reason() == StopReason::Cancelled ? Outcome::Cancelled : Outcome::Lost;
+  try {
+    if (end->ok) {
+      tasks_.finish(claim, end->result);
+      return Outcome::Finished;
+    }
+    tasks_.fail(claim, end->error);
     return Outcome::Failed;
   } catch (const ClaimLostError&) {
     // cancelled (or reclaimed) between the last heartbeat and now
@@ -167,25 +191,45 @@ int64_t Agent::run(const AgentOptions& options) {
       throw ValueError("Agent::run: unknown task kind '" + k + "' (registered: " + (known.empty() ? "none" : known) + ")");
   if (options.poll_ms < 0 || options.max_tasks < 0) throw ValueError("Agent::run: poll_ms and max_tasks must not be negative");
 
+  if (options.batch < 1 || options.batch > 1000)
+    throw ValueError("Agent::run: batch " + std::to_string(options.batch) + " is out of range (valid: 1 to 1000)");
+
   int64_t ran = 0;
-  while (!stop_.load() && (options.max_tasks == 0 || ran < options.max_tasks)) {
-    std::optional<Claim> claim;
+  std::vector<TaskEnd> ends;  // the last tasks' ends, recorded with the next claims
+  for (;;) {
+    const bool more = !stop_.load() && (options.max_tasks == 0 || ran < options.max_tasks);
+    if (!more && ends.empty()) break;
+    const int64_t want = !more ? 0 : options.max_tasks == 0 ? options.batch : std::min(options.batch, options.max_tasks - ran);
+    std::vector<Claim> claims;
     try {
-      claim = tasks_.claim(kinds, name_);
-      if (claim) {
-        execute(*claim);
-        ++ran;
-        continue;
-      }
+      claims = tasks_.complete(ends, kinds, name_, want).claims;  // ends whose claim was lost are not recorded
     } catch (const store::StoreError& e) {
       // the database was busy or failed: what was not committed is replayed when the lease ends
       // (escaped: the message may quote text from the database, shown on a terminal)
       std::fprintf(stderr, "loom agent %s: %s\n", loom::detail::escape_text(name_).c_str(),
                    loom::detail::escape_text(e.what(), true).c_str());
     }
-    if (!claim && options.stop_when_idle) break;
-    for (int64_t slept = 0; slept < options.poll_ms && !stop_.load(); slept += 10)
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(10, options.poll_ms - slept)));
+    ends.clear();
+    if (!more) break;
+    if (claims.empty()) {
+      if (options.stop_when_idle) break;
+      for (int64_t slept = 0; slept < options.poll_ms && !stop_.load(); slept += 10)
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(10, options.poll_ms - slept)));
+      continue;
+    }
+    std::deque<TaskContext> contexts;  // heartbeated together while the batch runs
+    HeartbeatThread::Held held;
+    for (const Claim& c : claims) {
+      contexts.emplace_back(c, [this] { return tasks_.now_ms(); });
+      held.emplace_back(&c, &contexts.back());
+    }
+    HeartbeatThread heartbeat(tasks_, std::move(held));
+    for (size_t i = 0; i < claims.size(); ++i) {
+      ++ran;
+      const StopReason r = contexts[i].stop_reason();
+      if (r == StopReason::Cancelled || r == StopReason::Lost) continue;  // while it waited its turn
+      if (std::optional<TaskEnd> end = attempt(claims[i], contexts[i])) ends.push_back(std::move(*end));
+    }
   }
   stop_.store(false);
   return ran;

@@ -21,6 +21,7 @@ using store::Access;
 using store::Session;
 using Row = store::SqlRow;
 using Value = store::SqlValue;
+using detail::in_list;
 
 namespace {
 
@@ -121,11 +122,6 @@ TaskOptions task_options(const ControllerSpec& s) {
   return o;
 }
 
-std::string in_list(size_t n) {
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s += i ? ", ?" : "?";
-  return s;
-}
 
 }  // namespace
 

@@ -32,13 +32,13 @@ void check_range(const char* op, const char* option, int64_t v, int64_t lo, int6
 Value opt(const std::string& s) { return s.empty() ? Value() : Value(store::storable_text(s)); }
 Value opt(int64_t v) { return v ? Value(v) : Value(); }
 
+}  // namespace
+
 std::string in_list(size_t n) {
   std::string s;
   for (size_t i = 0; i < n; ++i) s += i ? ", ?" : "?";
   return s;
 }
-
-}  // namespace
 
 std::string canonical_json(const char* op, const char* what, const std::string& text, bool object) {
   std::string error;
@@ -159,11 +159,32 @@ int64_t insert_task(Session& session, const std::string& kind, const std::string
   return id;
 }
 
-void release_dependents(Session& session, int64_t id) {
-  // A decrement, not a recount: PostgreSQL re-reads `waiting` after any row lock it waited for.
-  session.execute("UPDATE tasks SET waiting = waiting - 1 WHERE status = 'pending' AND waiting > 0 AND id IN "
-                  "(SELECT task_id FROM task_dependencies WHERE depends_on = ?)",
-                  {id});
+void release_dependents(Session& session, const std::vector<int64_t>& ids) {
+  if (ids.empty()) return;
+  // A decrement, not a recount: PostgreSQL re-reads `waiting` after any row lock it waited for
+  // (and then re-evaluates the count, of dependency rows that do not change).
+  const std::string in = in_list(ids.size());
+  std::vector<Value> params(ids.begin(), ids.end());
+  params.insert(params.end(), ids.begin(), ids.end());
+  if (ids.size() == 1)
+    session.execute("UPDATE tasks SET waiting = waiting - 1 WHERE status = 'pending' AND waiting > 0 AND id IN "
+                    "(SELECT task_id FROM task_dependencies WHERE depends_on = ?)",
+                    {ids[0]});
+  else
+    session.execute("UPDATE tasks SET waiting = waiting - (SELECT COUNT(*) FROM task_dependencies d WHERE d.task_id = tasks.id AND "
+                    "d.depends_on IN (" + in + ")) WHERE status = 'pending' AND waiting > 0 AND id IN "
+                    "(SELECT task_id FROM task_dependencies WHERE depends_on IN (" + in + "))",
+                    params);
+}
+
+void record_finished(Session& session, const std::vector<int64_t>& ids, int64_t now) {
+  if (ids.empty()) return;
+  std::vector<Value> params{now};
+  params.insert(params.end(), ids.begin(), ids.end());
+  session.execute("INSERT INTO task_events (task_id, plan_id, event, detail, created_ms) "
+                  "SELECT id, plan_id, 'finished', '', ? FROM tasks WHERE id IN (" + in_list(ids.size()) + ") ORDER BY id",
+                  params);
+  session.notify(kEventChannel);
 }
 
 void cancel_dependents(Session& session, int64_t id, const std::string& why, int64_t now) {

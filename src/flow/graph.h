@@ -43,8 +43,12 @@ int64_t insert_task(store::Session& session, const std::string& kind, const std:
                     int64_t plan_id, const std::string& name, const std::vector<int64_t>& depends_on, int64_t waiting,
                     int64_t now);
 
-// After task `id` finished: its dependents wait for one dependency fewer.
-void release_dependents(store::Session& session, int64_t id);
+// After the tasks `ids` finished: their dependents wait for as many dependencies fewer.
+void release_dependents(store::Session& session, const std::vector<int64_t>& ids);
+// Records the "finished" events of the tasks `ids` (after lock_events), in id order.
+void record_finished(store::Session& session, const std::vector<int64_t>& ids, int64_t now);
+// "?, ?, ..." with `n` placeholders, for "IN (...)".
+std::string in_list(size_t n);
 // After task `id` failed for good or was cancelled (`why`: "failed: <error>", "was cancelled"):
 // cancels its pending and running dependents, transitively, each with the error "dependency N
 // <why>", and records their events.

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <map>
@@ -228,53 +229,144 @@ int64_t Tasks::reclaim_expired() {
   return n;
 }
 
-std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const std::string& agent) {
-  if (kinds.empty()) throw ValueError("claim: no task kinds given (valid: one or more kinds)");
+namespace {
+
+// The kinds of a claim, checked: ValueError for none or an invalid one.
+void check_kinds(const char* op, const std::vector<std::string>& kinds) {
+  if (kinds.empty()) throw ValueError(std::string(op) + ": no task kinds given (valid: one or more kinds)");
+  for (const std::string& k : kinds) check_kind(op, k);
+}
+
+// Records the result of claim `c` (after lock_events; its dependents are released and its event
+// recorded by the caller); false, nothing written, when the claim is not current.
+bool record_result(Session& session, const Claim& c, const std::string& json, int64_t now) {
+  return session.execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
+                         "deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
+                         {json, now, c.task_id, c.token}) > 0;
+}
+
+// Records a failed attempt of claim `c` (after lock_events; `error` clipped); its new status, or
+// nullopt, nothing written, when the claim is not current.
+std::optional<Status> fail_in(Session& session, const Claim& c, const std::string& error, int64_t now) {
+  // The next status is decided here rather than in SQL, so that no parameter needs a type
+  // the backend would have to infer (a CASE of parameters is text to PostgreSQL).
+  const std::vector<Row> rows = session.query("SELECT attempts, max_attempts FROM tasks WHERE id = ? AND token = ? AND status = 'running'",
+                                              {c.task_id, c.token});
+  if (rows.empty()) return std::nullopt;
+  const Status next = rows[0].integer(0) >= rows[0].integer(1) ? Status::Failed : Status::Pending;
+  session.execute("UPDATE tasks SET status = ?, finished_ms = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL "
+                  "WHERE id = ? AND token = ? AND status = 'running'",
+                  {std::string(status_name(next)), next == Status::Failed ? Value(now) : Value(), error, c.task_id, c.token});
+  if (next == Status::Failed) {
+    record_event(session, c.task_id, "failed", error, now);
+    detail::cancel_dependents(session, c.task_id, "failed: " + error, now);
+  }
+  return next;
+}
+
+}  // namespace
+
+std::vector<Claim> Tasks::claim_in(Session& session, const std::vector<std::string>& kinds, const std::string& holder, int64_t max,
+                                   bool events_locked) {
+  std::vector<Claim> out;
+  if (max <= 0) return out;
   std::string in;
   std::vector<Value> params;
   for (const std::string& k : kinds) {
-    check_kind("claim", k);
     in += in.empty() ? "?" : ", ?";
     params.emplace_back(k);
   }
-  const std::string holder = storable_text(agent);
-  Session session(store_, Access::RowWrite);
   const int64_t now = clock_();
   // A reclaim may fail a task (an event): the events' lock is taken first, but only when there
   // is something to reclaim, so that claims do not queue behind results being recorded.
   if (!session.query("SELECT id FROM tasks WHERE status = 'running' AND lease_expires_ms <= ? LIMIT 1", {now}).empty()) {
-    lock_events(session);
+    if (!events_locked) lock_events(session);
     reclaim_in(session, now);
   }
+  // Twice as many as wanted are looked at, and at most half of those taken: another agent
+  // claiming at the same time still finds work.
+  params.emplace_back(max == 1 ? int64_t{1} : 2 * max);
   const std::vector<Row> rows =
       session.query("SELECT id, kind, hyper_parameters, token, max_attempts, timeout_ms, lease_ms, attempts, " +
-                 std::string(detail::kLineageColumns) + " FROM tasks "
-                 "WHERE status = 'pending' AND waiting = 0 AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT 1" +
-                 detail::skip_locked(session),
-                 params);
-  if (rows.empty()) {
-    session.commit();  // the reclaims
-    return std::nullopt;
+                    std::string(detail::kLineageColumns) + " FROM tasks "
+                    "WHERE status = 'pending' AND waiting = 0 AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT ?" +
+                    detail::skip_locked(session),
+                    params);
+  const size_t take = std::min(static_cast<size_t>(max), (rows.size() + 1) / 2);
+  std::vector<Value> ids;
+  std::map<int64_t, size_t> at;  // task id -> its claim in `out`
+  for (size_t i = 0; i < rows.size() && out.size() < take; ++i) {
+    const Row& r = rows[i];
+    if (i > 0 && r.integer(5) != 0) continue;  // a timeout would run while it waits its turn
+    Claim c;
+    c.task_id = r.integer(0);
+    c.kind = r.text(1);
+    c.hyper_parameters = r.text(2);
+    c.token = r.integer(3) + 1;
+    c.attempt = r.integer(7) + 1;
+    c.lineage = detail::lineage_of(r, 8);
+    c.max_attempts = r.integer(4);
+    c.timeout_ms = r.integer(5);
+    c.lease_ms = r.integer(6);
+    c.deadline_ms = c.timeout_ms > 0 ? now + c.timeout_ms : 0;
+    c.lease_expires_ms = lease_until(now, c.lease_ms, c.deadline_ms);
+    ids.emplace_back(c.task_id);
+    at[c.task_id] = out.size();
+    out.push_back(std::move(c));
   }
-  const Row& r = rows[0];
-  Claim c;
-  c.task_id = r.integer(0);
-  c.kind = r.text(1);
-  c.hyper_parameters = r.text(2);
-  c.token = r.integer(3) + 1;
-  c.attempt = r.integer(7) + 1;
-  c.lineage = detail::lineage_of(r, 8);
-  c.max_attempts = r.integer(4);
-  c.timeout_ms = r.integer(5);
-  c.lease_ms = r.integer(6);
-  c.deadline_ms = c.timeout_ms > 0 ? now + c.timeout_ms : 0;
-  c.lease_expires_ms = lease_until(now, c.lease_ms, c.deadline_ms);
-  session.execute("UPDATE tasks SET status = 'running', token = ?, attempts = ?, agent = ?, lease_expires_ms = ?, deadline_ms = ?, "
-               "started_ms = COALESCE(started_ms, ?) WHERE id = ?",
-               {c.token, c.attempt, holder, c.lease_expires_ms, c.deadline_ms > 0 ? Value(c.deadline_ms) : Value(), now, c.task_id});
-  c.dependencies = dependency_results(session, c.task_id);
+  if (out.empty()) return out;
+  // One statement for the batch, computing in SQL what the claims above computed (the rows are
+  // this transaction's: locked on PostgreSQL, and SQLite's writer is alone).
+  const std::string claimed = detail::in_list(ids.size());
+  std::vector<Value> update{now, now, now, holder, now};
+  update.insert(update.end(), ids.begin(), ids.end());
+  session.execute("UPDATE tasks SET status = 'running', token = token + 1, attempts = attempts + 1, "
+                  "deadline_ms = CASE WHEN timeout_ms > 0 THEN ? + timeout_ms END, "
+                  "lease_expires_ms = CASE WHEN timeout_ms > 0 AND timeout_ms < lease_ms THEN ? + timeout_ms ELSE ? + lease_ms END, "
+                  "agent = ?, started_ms = COALESCE(started_ms, ?) WHERE id IN (" + claimed + ")",
+                  update);
+  for (const Row& r : session.query("SELECT d.task_id, t.id, t.name, t.kind, t.result FROM task_dependencies d "
+                                    "JOIN tasks t ON t.id = d.depends_on WHERE d.task_id IN (" + claimed + ") ORDER BY d.task_id, t.id",
+                                    ids))
+    out[at.at(r.integer(0))].dependencies.push_back({r.integer(1), text_or_empty(r, 2), r.text(3), text_or_empty(r, 4)});
+  return out;
+}
+
+std::optional<Claim> Tasks::claim(const std::vector<std::string>& kinds, const std::string& agent) {
+  check_kinds("claim", kinds);
+  Session session(store_, Access::RowWrite);
+  std::vector<Claim> claims = claim_in(session, kinds, storable_text(agent), 1, false);
+  session.commit();  // the claim, or the reclaims alone
+  if (claims.empty()) return std::nullopt;
+  return std::move(claims[0]);
+}
+
+Handover Tasks::complete(const std::vector<TaskEnd>& ends, const std::vector<std::string>& kinds, const std::string& agent,
+                         int64_t max_claims) {
+  if (max_claims < 0 || max_claims > 1000)
+    throw ValueError("complete: max_claims " + std::to_string(max_claims) + " is out of range (valid: 0 to 1000)");
+  if (max_claims > 0) check_kinds("complete", kinds);
+  std::vector<std::string> texts;  // each end's result (canonical JSON) or error (clipped)
+  for (const TaskEnd& e : ends) texts.push_back(e.ok ? canonical_json("complete", "result", e.result, false) : clip_error(e.error));
+  const std::string holder = storable_text(agent);
+  Session session(store_, Access::RowWrite);
+  if (!ends.empty()) lock_events(session);
+  const int64_t now = clock_();
+  Handover h;
+  std::vector<int64_t> finished;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (!ends[i].ok) {
+      h.recorded.push_back(fail_in(session, ends[i].claim, texts[i], now).has_value());
+      continue;
+    }
+    h.recorded.push_back(record_result(session, ends[i].claim, texts[i], now));
+    if (h.recorded.back()) finished.push_back(ends[i].claim.task_id);
+  }
+  detail::release_dependents(session, finished);
+  detail::record_finished(session, finished, now);
+  h.claims = claim_in(session, kinds, holder, max_claims, !ends.empty());
   session.commit();
-  return c;
+  return h;
 }
 
 Heartbeat Tasks::heartbeat(const Claim& c) {
@@ -296,34 +388,19 @@ void Tasks::finish(const Claim& c, const std::string& result) {
   Session session(store_, Access::RowWrite);
   lock_events(session);
   const int64_t now = clock_();
-  if (session.execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
-                         "deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
-                         {json, now, c.task_id, c.token}) == 0)
-    claim_lost(session, "finish", c);
-  detail::release_dependents(session, c.task_id);
-  record_event(session, c.task_id, "finished", "", now);
+  if (!record_result(session, c, json, now)) claim_lost(session, "finish", c);
+  detail::release_dependents(session, {c.task_id});
+  detail::record_finished(session, {c.task_id}, now);
   session.commit();
 }
 
 Status Tasks::fail(const Claim& c, const std::string& error) {
   Session session(store_, Access::RowWrite);
   lock_events(session);
-  const int64_t now = clock_();
-  // The next status is decided here rather than in SQL, so that no parameter needs a type
-  // the backend would have to infer (a CASE of parameters is text to PostgreSQL).
-  const std::vector<Row> rows = session.query("SELECT attempts, max_attempts FROM tasks WHERE id = ? AND token = ? AND status = 'running'",
-                                           {c.task_id, c.token});
-  if (rows.empty()) claim_lost(session, "fail", c);
-  const Status next = rows[0].integer(0) >= rows[0].integer(1) ? Status::Failed : Status::Pending;
-  session.execute("UPDATE tasks SET status = ?, finished_ms = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL "
-               "WHERE id = ? AND token = ? AND status = 'running'",
-               {std::string(status_name(next)), next == Status::Failed ? Value(now) : Value(), clip_error(error), c.task_id, c.token});
-  if (next == Status::Failed) {
-    record_event(session, c.task_id, "failed", clip_error(error), now);
-    detail::cancel_dependents(session, c.task_id, "failed: " + clip_error(error), now);
-  }
+  const std::optional<Status> next = fail_in(session, c, clip_error(error), clock_());
+  if (!next) claim_lost(session, "fail", c);
   session.commit();
-  return next;
+  return *next;
 }
 
 std::vector<int64_t> Tasks::replay(int64_t id) {

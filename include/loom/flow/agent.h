@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,13 @@ struct LOOM_API AgentOptions {
   int64_t poll_ms = 500;           // sleep when no task is pending
   bool stop_when_idle = false;     // return when no task is pending
   int64_t max_tasks = 0;           // return after this many tasks (0: no limit)
+  // Tasks claimed at a time (1 to 1000). With more than 1, the agent claims up to `batch` tasks
+  // in one transaction (never more than half of those it sees claimable, and beyond the first
+  // only tasks without a timeout), runs them in turn, and records their results together with
+  // its next claims in one transaction: one durable commit for many short tasks. A result is
+  // recorded (and its dependents released) only at that commit, after the whole batch ran; the
+  // batch's tasks are held by this agent meanwhile. For short tasks; keep 1 for long ones.
+  int64_t batch = 1;
 };
 
 class LOOM_API Agent {
@@ -92,7 +100,7 @@ class LOOM_API Agent {
   // Claims and runs tasks until stop(), idle (stop_when_idle) or max_tasks; returns how many
   // tasks it ran. ValueError for a kind in options.kinds that is not registered, or no kinds.
   int64_t run(const AgentOptions& options = {});
-  // Makes run() return after the current task (from another thread or a signal handler).
+  // Makes run() return after the current task, or batch (from another thread or a signal handler).
   void stop() { stop_.store(true); }
 
   // Runs one claimed task to its end: finish, fail, or nothing when the claim was lost or
@@ -103,6 +111,9 @@ class LOOM_API Agent {
   Tasks& tasks() { return tasks_; }
 
  private:
+  // Runs a claimed task (heartbeated by the caller): its end, or nullopt when the task was
+  // cancelled or its claim lost (nothing to record).
+  std::optional<TaskEnd> attempt(const Claim& claim, TaskContext& ctx);
   Tasks tasks_;
   std::string name_;
   std::map<std::string, TaskFunction> functions_;

@@ -120,6 +120,21 @@ struct LOOM_API TaskFilter {
   std::optional<int64_t> plan_id;
 };
 
+// How an attempt ended, for Tasks::complete: finished with `result` (JSON) when `ok`, else a
+// failed attempt with `error`.
+struct LOOM_API TaskEnd {
+  Claim claim;
+  bool ok = true;
+  std::string result;
+  std::string error;
+};
+
+// What Tasks::complete did.
+struct LOOM_API Handover {
+  std::vector<bool> recorded;  // per end, in order: false when its claim was no longer current (nothing recorded for it)
+  std::vector<Claim> claims;   // the tasks it claimed, highest priority first
+};
+
 enum class Heartbeat {
   Renewed,    // keep working
   Cancelled,  // the task was cancelled: stop, the result would be refused
@@ -175,6 +190,18 @@ class LOOM_API Tasks {
   // Returns the task's new status; ClaimLostError as for finish.
   Status fail(const Claim& claim, const std::string& error);
 
+  // In ONE write transaction, so one durable commit: records `ends` (each as finish() or fail()
+  // would, fenced by its own claim; an end whose claim is no longer current is skipped and
+  // reported in Handover::recorded), then claims up to `max_claims` tasks of `kinds` as claim()
+  // does (what the recorded ends released included). Beyond the first, a claim takes only tasks
+  // without a timeout (a claimed task waits for the ones before it, and its timeout would run
+  // meanwhile) and at most half of the claimable tasks it sees, so that other agents find work.
+  // Each claimed task has its own lease and fencing token. ValueError (nothing written) for a
+  // result that is not JSON, max_claims outside 0 to 1000, or invalid kinds (none are needed
+  // when max_claims is 0).
+  Handover complete(const std::vector<TaskEnd>& ends, const std::vector<std::string>& kinds, const std::string& agent,
+                    int64_t max_claims = 1);
+
   // Reclaims expired leases now (claim() does it too); returns how many.
   int64_t reclaim_expired();
 
@@ -188,6 +215,9 @@ class LOOM_API Tasks {
  private:
   // In `session`: returns expired leases to pending (or failed after the last attempt).
   int64_t reclaim_in(store::Session& session, int64_t now);
+  // In `session`: reclaims expired leases, then claims up to `max` tasks (complete()'s rules).
+  std::vector<Claim> claim_in(store::Session& session, const std::vector<std::string>& kinds, const std::string& agent,
+                              int64_t max, bool events_locked);
   store::Store store_;
   Clock clock_;
 };

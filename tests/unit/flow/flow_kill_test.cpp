@@ -8,7 +8,8 @@
 // effect is a line "E <task> <token>" appended to the log before its result is reported; an
 // accepted result is acknowledged by "A <task> <token>" after finish() returns. Effects of stale
 // claims may exist (they are what fencing exists for); only the one whose token the task ended
-// with counts.
+// with counts. Every other agent claims 4 tasks at a time and records their results with its
+// next claims in one transaction (Tasks::complete, as AgentOptions::batch does).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <loom/flow/agent.h>
@@ -65,12 +66,35 @@ flow::TaskFunction soak_task(const std::string& log, std::mt19937& rng) {
   };
 }
 
-// Claims and runs soak tasks; `until` says when to return (never, in a killed agent).
-void agent_loop(const std::string& db, const std::string& effects, const std::function<bool(bool idle)>& until) {
+// Claims and runs soak tasks; `until` says when to return (never, in a killed agent). With
+// `batch` above 1, claims up to that many at a time and records their results with the next
+// claims (Tasks::complete, as a batching Agent::run does), acknowledging each recorded one.
+void agent_loop(const std::string& db, const std::string& effects, const std::function<bool(bool idle)>& until, int64_t batch = 1) {
   flow::Tasks tasks(store::Store::open(db));
   flow::Agent agent(tasks, "soak-" + std::to_string(::getpid()));
   std::mt19937 rng(static_cast<unsigned>(::getpid()));
   agent.register_kind("soak", soak_task(effects, rng));
+  if (batch > 1) {
+    const flow::TaskFunction run = soak_task(effects, rng);
+    std::vector<flow::TaskEnd> ends;
+    for (;;) {
+      const flow::Handover h = tasks.complete(ends, {"soak"}, agent.name(), batch);
+      for (size_t i = 0; i < ends.size(); ++i)
+        if (h.recorded[i]) append_line(effects, "A " + std::to_string(ends[i].claim.task_id) + " " + std::to_string(ends[i].claim.token));
+      ends.clear();
+      for (const flow::Claim& c : h.claims) {
+        flow::TaskContext ctx(c, [&tasks] { return tasks.now_ms(); });
+        flow::TaskEnd e;
+        e.claim = c;
+        e.result = run(c.hyper_parameters, ctx);
+        ends.push_back(std::move(e));
+      }
+      if (h.claims.empty()) {
+        if (until(true)) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  }
   for (;;) {
     const std::optional<flow::Claim> c = tasks.claim({"soak"}, agent.name());
     if (c && agent.execute(*c) == flow::Outcome::Finished)
@@ -86,13 +110,16 @@ TEST(FlowKill, AgentLoop) {
   const char* db = std::getenv("LOOM_FLOW_SOAK_DB");
   const char* effects = std::getenv("LOOM_FLOW_SOAK_EFFECTS");
   if (!db || !effects) GTEST_SKIP() << "run by FlowKill.KilledAgentsFinishEveryTaskExactlyOnceInEffect";
-  agent_loop(db, effects, [](bool) { return false; });
+  const char* batch = std::getenv("LOOM_FLOW_SOAK_BATCH");
+  agent_loop(db, effects, [](bool) { return false; }, batch ? std::stoll(batch) : 1);
 }
 
 namespace {
 
-pid_t start_agent(const std::string& db, const std::string& effects) {
-  std::vector<std::string> env{"LOOM_FLOW_SOAK_DB=" + db, "LOOM_FLOW_SOAK_EFFECTS=" + effects, "LOOM_NUM_THREADS=1"};
+// Agent `i` of a soak: the odd ones claim and record in batches of 4 (Tasks::complete).
+pid_t start_agent(const std::string& db, const std::string& effects, int i) {
+  std::vector<std::string> env{"LOOM_FLOW_SOAK_DB=" + db, "LOOM_FLOW_SOAK_EFFECTS=" + effects, "LOOM_NUM_THREADS=1",
+                               "LOOM_FLOW_SOAK_BATCH=" + std::string(i % 2 ? "4" : "1")};
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "LOOM_FLOW_SOAK_", 15) != 0 && std::strncmp(*e, "LOOM_NUM_THREADS=", 17) != 0) env.emplace_back(*e);
   std::vector<char*> envp;
@@ -135,7 +162,7 @@ TEST_P(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
 
   constexpr int kAgents = 4, kKills = 200;
   std::vector<pid_t> agents;
-  for (int i = 0; i < kAgents; ++i) agents.push_back(start_agent(db, effects_log));
+  for (int i = 0; i < kAgents; ++i) agents.push_back(start_agent(db, effects_log, i));
   std::mt19937 rng(20240917);
   const auto start = std::chrono::steady_clock::now();
   for (int k = 0; k < kKills; ++k) {
@@ -143,7 +170,7 @@ TEST_P(FlowKill, KilledAgentsFinishEveryTaskExactlyOnceInEffect) {
     const size_t i = rng() % kAgents;
     ASSERT_GT(agents[i], 0) << "cannot start an agent";
     kill_agent(agents[i]);
-    agents[i] = start_agent(db, effects_log);
+    agents[i] = start_agent(db, effects_log, static_cast<int>(i));
     top_up();
   }
   for (pid_t pid : agents) kill_agent(pid);
@@ -234,14 +261,14 @@ TEST_P(FlowKill, KilledAgentsRunPlansInDependencyOrderAndNoEventIsLost) {
 
   constexpr int kAgents = 4, kKills = 60;
   std::vector<pid_t> agents;
-  for (int i = 0; i < kAgents; ++i) agents.push_back(start_agent(db, effects_log));
+  for (int i = 0; i < kAgents; ++i) agents.push_back(start_agent(db, effects_log, i));
   std::mt19937 rng(20261128);
   for (int k = 0; k < kKills; ++k) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10 + rng() % 40));
     const size_t i = rng() % kAgents;
     ASSERT_GT(agents[i], 0) << "cannot start an agent";
     kill_agent(agents[i]);
-    agents[i] = start_agent(db, effects_log);
+    agents[i] = start_agent(db, effects_log, static_cast<int>(i));
     top_up();
   }
   for (pid_t pid : agents) kill_agent(pid);
