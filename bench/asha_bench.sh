@@ -66,7 +66,7 @@ python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 loom = rows[0]
-print("\n%d trials, %d training / %d validation images, ASHA r = %d, R = %d, eta = %d, %d threads, 1 trial at a time" %
+print("\n%d trials, %d training / %d validation images, ASHA r = %d, R = %d, eta = %d, threads: %d, 1 trial at a time" %
       (loom["trials"], loom["train"], loom["val"], loom["r"], loom["R"], loom["eta"], loom["threads"]))
 print("| search | wall (s) | Loom / Ray speed | training in trials (s) | rest (s) | epochs spent | stopped early | best validation accuracy (lr, width) |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -20,9 +20,11 @@ like asha_bench's (after Tune's own output).
 that order instead of Ray's own random draws, so both sides train the same trials.
 """
 import argparse
+import atexit
 import gzip
 import json
 import os
+import shutil
 import tempfile
 import time
 
@@ -103,6 +105,7 @@ def main():
 
     ray.init(num_cpus=args.threads, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     storage = tempfile.mkdtemp(prefix="loom-ray-tune-")
+    atexit.register(shutil.rmtree, storage, True)  # Tune's result files
     tuner = tune.Tuner(
         tune.with_resources(
             tune.with_parameters(trial, train_data=train_data, val_data=val_data, epochs=args.epochs, threads=args.threads),
