@@ -110,6 +110,8 @@ void Agent::register_command(const std::string& kind, Command command) {
     throw ValueError("register_command: the command of kind '" + kind + "' has no program (argv[0])");
   if (command.max_output_bytes <= 0)
     throw ValueError("register_command: max_output_bytes of kind '" + kind + "' must be positive");
+  if (command.stop_grace_ms < 0)
+    throw ValueError("register_command: stop_grace_ms of kind '" + kind + "' must be 0 or more");
   commands_.emplace(kind, std::move(command));
 }
 

@@ -1,6 +1,8 @@
 // Command task kinds: a child process per attempt (posix_spawn: safe in a multi-threaded
 // agent, unlike fork), in a process group of its own so that a timeout, a cancellation or a lost
-// claim kills everything it started.
+// claim kills everything it started. The child reports intermediate metrics as lines
+// "STEP VALUE" on file descriptor 3 ($LOOM_TASK_REPORT_FD); a Stop decision ends it with
+// SIGTERM (then SIGKILL after Command::stop_grace_ms).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,9 +14,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "core/json_util.h"
 #include "loom/flow/agent.h"
@@ -28,6 +32,8 @@ namespace {
 constexpr size_t kStderrTail = 4096;  // what an error keeps of the child's stderr
 constexpr int kPollMs = 20;
 constexpr int kDrainMs = 1000;  // after the child exits, how long its descendants may keep the pipes open
+constexpr size_t kMaxReportLine = 256;
+constexpr int kReportFd = 3;
 
 struct Fd {
   int fd = -1;
@@ -79,6 +85,22 @@ bool drain(int fd, std::string& into) {
   }
 }
 
+// "STEP VALUE" (spaces or tabs around and between; STEP an integer from 1, VALUE a finite
+// number), else nullopt.
+std::optional<std::pair<int64_t, double>> parse_report(const std::string& line) {
+  const char* p = line.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long long step = std::strtoll(p, &end, 10);
+  if (end == p || errno != 0 || step < 1 || (*end != ' ' && *end != '\t')) return std::nullopt;
+  p = end;
+  const double value = std::strtod(p, &end);
+  if (end == p || !std::isfinite(value)) return std::nullopt;
+  while (*end == ' ' || *end == '\t' || *end == '\r') ++end;
+  if (*end != '\0') return std::nullopt;
+  return std::make_pair(static_cast<int64_t>(step), value);
+}
+
 }  // namespace
 
 std::string run_command(const Command& command, const Claim& claim, TaskContext& ctx) {
@@ -104,7 +126,7 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
   // Everything the child gets is built before it starts.
   std::vector<std::string> env{"LOOM_TASK_ID=" + std::to_string(claim.task_id), "LOOM_TASK_TOKEN=" + std::to_string(claim.token),
                                "LOOM_TASK_ATTEMPT=" + std::to_string(claim.attempt), "LOOM_TASK_HYPER_PARAMETERS=" + hyper.path,
-                               "LOOM_TASK_DEPENDENCIES=" + dependencies.path};
+                               "LOOM_TASK_DEPENDENCIES=" + dependencies.path, "LOOM_TASK_REPORT_FD=" + std::to_string(kReportFd)};
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "LOOM_TASK_", 10) != 0) env.emplace_back(*e);
   std::vector<char*> envp, argv;
@@ -119,6 +141,14 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
   Fd out_r{out_pipe[0]}, out_w{out_pipe[1]};
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw TaskFailure(sys_error("cannot create a pipe for '" + program + "'"));
   Fd err_r{err_pipe[0]}, err_w{err_pipe[1]};
+  int report_pipe[2];
+  if (::pipe2(report_pipe, O_CLOEXEC) != 0) throw TaskFailure(sys_error("cannot create a pipe for '" + program + "'"));
+  Fd report_r{report_pipe[0]}, report_w{report_pipe[1]};
+  if (report_w.fd == kReportFd) {  // dup2 onto itself would keep it close-on-exec
+    Fd moved{::fcntl(report_w.fd, F_DUPFD_CLOEXEC, kReportFd + 1)};
+    if (moved.fd < 0) throw TaskFailure(sys_error("cannot create a pipe for '" + program + "'"));
+    std::swap(moved.fd, report_w.fd);
+  }
 
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
@@ -127,6 +157,7 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
   posix_spawn_file_actions_addopen(&actions, 0, hyper.path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_w.fd, 1);
   posix_spawn_file_actions_adddup2(&actions, err_w.fd, 2);
+  posix_spawn_file_actions_adddup2(&actions, report_w.fd, kReportFd);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t none, defaults;
@@ -143,10 +174,12 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
   if (rc != 0) throw TaskFailure("cannot start command '" + program + "': " + std::strerror(rc));
   out_w.reset();
   err_w.reset();
+  report_w.reset();
   ::fcntl(out_r.fd, F_SETFL, O_NONBLOCK);
   ::fcntl(err_r.fd, F_SETFL, O_NONBLOCK);
+  ::fcntl(report_r.fd, F_SETFL, O_NONBLOCK);
 
-  std::string out, err;
+  std::string out, err, reports;
   std::string killed_for;  // why the agent killed the group, if it did
   bool exited = false;
   auto exited_at = std::chrono::steady_clock::now();
@@ -154,17 +187,58 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
     if (killed_for.empty()) killed_for = why;
     ::kill(-pid, SIGKILL);
   };
+  // The last report, and whether its decision was Stop (the group then got SIGTERM at stop_at).
+  int64_t last_step = 0;
+  double last_value = 0;
+  bool stopped = false;
+  auto stop_at = std::chrono::steady_clock::now();
+  auto take_reports = [&] {
+    for (size_t nl; killed_for.empty() && !stopped && (nl = reports.find('\n')) != std::string::npos;) {
+      const std::string line = reports.substr(0, nl);
+      reports.erase(0, nl + 1);
+      const auto r = parse_report(line);
+      if (!r) {
+        kill_group("it wrote '" + (line.size() > 80 ? line.substr(0, 80) + "..." : line) + "' on its report descriptor " +
+                   std::to_string(kReportFd) + " (valid: one 'STEP VALUE' a line, STEP an integer from 1, VALUE a finite number)");
+        break;
+      }
+      Decision d = Decision::Continue;
+      try {
+        d = ctx.report(r->first, r->second);
+      } catch (...) {  // a lost claim, the store: end the child before passing it on
+        ::kill(-pid, SIGKILL);
+        int st = 0;
+        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        throw;
+      }
+      last_step = r->first;
+      last_value = r->second;
+      if (d == Decision::Stop) {
+        stopped = true;
+        stop_at = std::chrono::steady_clock::now();
+        ::kill(-pid, SIGTERM);
+      }
+    }
+    if (reports.size() > kMaxReportLine && reports.find('\n') == std::string::npos && killed_for.empty() && !stopped)
+      kill_group("it wrote a report line longer than " + std::to_string(kMaxReportLine) + " bytes on its report descriptor " +
+                 std::to_string(kReportFd));
+  };
   // Until the child has exited, not only until its pipes close: a program may close its
   // stdout and stderr before it exits (coreutils' cat does), and the kill below would make a
   // child still on its way out "killed by signal 9".
-  while (!exited || out_r.fd >= 0 || err_r.fd >= 0) {
-    pollfd fds[2];
+  while (!exited || out_r.fd >= 0 || err_r.fd >= 0 || report_r.fd >= 0) {
+    pollfd fds[3];
     nfds_t n = 0;
-    for (Fd* f : {&out_r, &err_r})
+    for (Fd* f : {&out_r, &err_r, &report_r})
       if (f->fd >= 0) fds[n++] = {f->fd, POLLIN, 0};
     ::poll(fds, n, kPollMs);
     if (out_r.fd >= 0 && !drain(out_r.fd, out)) out_r.reset();
     if (err_r.fd >= 0 && !drain(err_r.fd, err)) err_r.reset();
+    if (report_r.fd >= 0 && !drain(report_r.fd, reports)) report_r.reset();
+    take_reports();
+    if (stopped && !exited && std::chrono::steady_clock::now() - stop_at > std::chrono::milliseconds(command.stop_grace_ms))
+      ::kill(-pid, SIGKILL);
     if (err.size() > 2 * kStderrTail) err.erase(0, err.size() - kStderrTail);
     if (out.size() > static_cast<size_t>(command.max_output_bytes))
       kill_group("printed more than " + std::to_string(command.max_output_bytes) + " bytes on stdout");
@@ -191,12 +265,20 @@ std::string run_command(const Command& command, const Claim& claim, TaskContext&
   }
 
   const std::string who = "command '" + program + "'";
+  std::string parse_error;
+  if (stopped && killed_for.empty()) {
+    // Stopped by the scheduler: the JSON it printed on its way out if it exited cleanly, else
+    // its last report.
+    std::optional<nlohmann::json> result;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) result = loom::detail::parse_json(out, &parse_error);
+    if (!result) result = nlohmann::json{{"step", last_step}, {"value", last_value}};
+    return result->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   if (!killed_for.empty()) throw TaskFailure(who + " was killed: " + killed_for + tail(err));
   if (WIFSIGNALED(status))
     throw TaskFailure(who + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")" + tail(err));
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
     throw TaskFailure(who + " exited with status " + std::to_string(WEXITSTATUS(status)) + tail(err));
-  std::string parse_error;
   const std::optional<nlohmann::json> result = loom::detail::parse_json(out, &parse_error);
   if (!result) {
     const std::string shown = out.size() > 200 ? out.substr(0, 200) + "..." : out;

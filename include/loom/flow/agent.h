@@ -68,10 +68,14 @@ using TaskFunction = std::function<std::string(const std::string& hyper_paramete
 // result is the JSON it prints on stdout; LOOM_TASK_ID, LOOM_TASK_TOKEN and LOOM_TASK_ATTEMPT
 // are set. A non-zero exit, a signal, output that is not JSON or longer than max_output_bytes
 // fail the attempt with the tail of its stderr; a timeout, a cancellation or a lost claim kill
-// the whole group.
+// the whole group. It reports intermediate metrics (TaskContext::report) as lines "STEP VALUE"
+// written on file descriptor 3 ($LOOM_TASK_REPORT_FD); a malformed line fails the attempt. On a
+// Stop decision its group gets SIGTERM, and SIGKILL stop_grace_ms later; its result is then the
+// JSON it printed if it exited with status 0, else {"step": S, "value": V}, its last report.
 struct LOOM_API Command {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
   int64_t max_output_bytes = 64 << 20;
+  int64_t stop_grace_ms = 5000;
 };
 
 struct LOOM_API AgentOptions {

@@ -203,6 +203,111 @@ TEST_P(FlowSearch, AgentsRunASearchAndAshaSavesSteps) {
   EXPECT_LT(std::abs(x - 0.3), 0.5);
 }
 
+// Command trials (child processes) report "STEP VALUE" lines on descriptor 3: the reports are
+// recorded, and ASHA's Stop ends a child with SIGTERM; a child that prints JSON on its way out
+// has that as its result, its value being its last report ((x - 0.3)^2 + 1/step, computed here).
+TEST_P(FlowSearch, CommandTrialsReportAndAshaStopsThem) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Agent agent(tasks, "command-agent");
+  agent.register_command("quad", {.argv = {"/bin/sh", "-c", R"(
+x=$(sed -n 's/.*"x":\([-+0-9.eE]*\).*/\1/p' "$LOOM_TASK_HYPER_PARAMETERS")
+trap 'echo "{\"terminated\": true}"; exit 0' TERM
+s=1
+while [ $s -le 9 ]; do
+  awk -v x="$x" -v s=$s 'BEGIN { printf "%d %.17g\n", s, (x - 0.3) * (x - 0.3) + 1 / s }' >&$LOOM_TASK_REPORT_FD
+  sleep 0.2
+  s=$((s + 1))
+done
+echo '{}')"}});
+  std::thread runner([&agent] { agent.run({.poll_ms = 5}); });
+  flow::SearchSpace space;
+  space.uniform("x", -2, 2);
+  flow::RandomSampler random(5);
+  const flow::SearchInfo s = flow::search(tasks, space, random,
+                                          {.kind = "quad", .metric = "loss", .n_trials = 8, .max_concurrent_trials = 1,
+                                           .hyper_parameters = R"({"steps": 9})", .asha = flow::Asha{.min_resource = 1, .max_resource = 9},
+                                           .poll_ms = 5});
+  agent.stop();
+  runner.join();
+  ASSERT_EQ(s.trials.size(), 8u);
+  int stopped = 0, terminated = 0;
+  for (const flow::TrialInfo& tr : s.trials) {
+    ASSERT_TRUE(tr.state == flow::TrialState::Completed || tr.state == flow::TrialState::Stopped)
+        << trial_state_name(tr.state) << ": " << tr.error;
+    const double x = nlohmann::json::parse(tr.params)["x"].get<double>();
+    const std::vector<flow::Report> reports = flow::Reports(fs.store).list(tr.task_id);
+    ASSERT_EQ(static_cast<int64_t>(reports.size()), tr.steps);
+    for (const flow::Report& r : reports) EXPECT_DOUBLE_EQ(r.value, (x - 0.3) * (x - 0.3) + 1.0 / static_cast<double>(r.step));
+    ASSERT_TRUE(tr.value);
+    EXPECT_DOUBLE_EQ(*tr.value, reports.back().value);
+    const nlohmann::json result = nlohmann::json::parse(tr.result);
+    if (tr.state == flow::TrialState::Stopped) {
+      ++stopped;
+      EXPECT_LT(tr.steps, 9);
+      // SIGTERM while it ran (its trap printed), or it had ended before the signal came.
+      EXPECT_TRUE((result == nlohmann::json{{"terminated", true}} || result == nlohmann::json::object())) << tr.result;
+      terminated += result.contains("terminated");
+    } else {
+      EXPECT_EQ(tr.steps, 9);
+    }
+  }
+  EXPECT_GT(stopped, 0);
+  EXPECT_GT(terminated, 0);
+  EXPECT_LT(s.total_steps(), 8 * 9);
+}
+
+// A child that ignores SIGTERM is killed stop_grace_ms later; its result is its last report. A
+// malformed report line fails the attempt, naming the line and the format.
+TEST_P(FlowSearch, CommandReportsThatAreStoppedOrMalformed) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Agent agent(tasks);
+  agent.register_command("stubborn", {.argv = {"/bin/sh", "-c", R"(
+trap '' TERM
+s=1
+while [ $s -le 9 ]; do echo "$s 0.5" >&3; sleep 0.1; s=$((s + 1)); done
+echo '{"loss": 0.5}')"},
+                                      .stop_grace_ms = 100});
+  agent.register_command("garbled", {.argv = {"/bin/sh", "-c", R"(echo "1 0.5" >&3; echo "2 nan" >&3; sleep 1; echo '{}')"}});
+  agent.register_command("outside", {.argv = {"/bin/sh", "-c", R"(printf '1 0.25\n2\t0.125 \n' >&3; echo '{"done": 1}')"}});
+  std::thread runner([&agent] { agent.run({.poll_ms = 5}); });
+  flow::SearchSpace space;
+  space.uniform("x", 0, 1);
+  flow::RandomSampler random(1);
+  // Every trial reports 0.5 at each step: the first goes on at each rung, the second (a tie is
+  // not worse) too; with R = 3 each gets Stop at step 3, its budget spent.
+  const flow::SearchInfo s = flow::search(tasks, space, random,
+                                          {.kind = "stubborn", .metric = "loss", .n_trials = 2, .max_concurrent_trials = 1,
+                                           .asha = flow::Asha{.min_resource = 1, .max_resource = 3}, .poll_ms = 5});
+  const int64_t garbled = tasks.submit("garbled", "{}", {.max_attempts = 1});
+  const int64_t outside = tasks.submit("outside", "{}", {.max_attempts = 1});
+  while (tasks.get(garbled).status == flow::Status::Pending || tasks.get(garbled).status == flow::Status::Running ||
+         tasks.get(outside).status == flow::Status::Pending || tasks.get(outside).status == flow::Status::Running)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  agent.stop();
+  runner.join();
+  ASSERT_EQ(s.trials.size(), 2u);
+  for (const flow::TrialInfo& tr : s.trials) {
+    EXPECT_EQ(tr.state, flow::TrialState::Completed) << tr.error;
+    EXPECT_EQ(tr.steps, 3);
+    EXPECT_EQ(nlohmann::json::parse(tr.result), (nlohmann::json{{"step", 3}, {"value", 0.5}}));  // killed: its last report
+  }
+  const flow::TaskInfo g = tasks.get(garbled);
+  EXPECT_EQ(g.status, flow::Status::Failed);
+  EXPECT_NE(g.error.find("'2 nan' on its report descriptor 3"), std::string::npos) << g.error;
+  EXPECT_NE(g.error.find("STEP VALUE"), std::string::npos) << g.error;
+  ASSERT_EQ(flow::Reports(fs.store).list(garbled).size(), 1u);  // the line before it was recorded
+  // Outside a search every report is Continue: recorded, and the child's own result stands.
+  const flow::TaskInfo o = tasks.get(outside);
+  EXPECT_EQ(o.status, flow::Status::Finished) << o.error;
+  EXPECT_EQ(o.result, R"({"done":1})");
+  const std::vector<flow::Report> r = flow::Reports(fs.store).list(outside);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].step, 2);
+  EXPECT_EQ(r[1].value, 0.125);
+}
+
 TEST_P(FlowSearch, BadOptionsWriteNothing) {
   FreshStore fs(url());
   flow::Tasks tasks(fs.store);
