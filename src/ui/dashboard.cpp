@@ -147,6 +147,9 @@ void Dashboard::start() {
   const int threads = impl_->options.threads;
   // cpp-httplib takes ownership of the queue it is handed.
   http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  // An answer's last segment goes out at once: with Nagle's algorithm, the body written after the
+  // headers waited for the client's delayed ACK, 40 ms per request on a kept-alive connection.
+  http->set_tcp_nodelay(true);
   http->set_payload_max_length(1 << 20);  // the writing requests' bodies are a few bytes
   auto serve = [this](const httplib::Request& req, httplib::Response& res) {
     Request r{req.method, req.path, {}, req.body, req.get_header_value("X-Loom-Token"), req.get_header_value("Host")};
@@ -154,7 +157,11 @@ void Dashboard::start() {
     const Response out = handle(r);
     res.status = out.status;
     for (const auto& h : out.headers) res.set_header(h.first, h.second);
-    res.set_content(out.body, out.content_type);
+    // cpp-httplib compresses JSON, SVG and scripts with Brotli at its slowest quality when the
+    // browser accepts it (seconds for 100 runs' curves); it leaves a type with a charset as is.
+    const std::string& type = out.content_type;
+    const bool text = type == "application/json" || type == "image/svg+xml" || type == "application/javascript";
+    res.set_content(out.body, text ? type + "; charset=utf-8" : type);
   };
   http->Get(".*", serve);
   http->Post(".*", serve);
