@@ -4,6 +4,7 @@
 
     python3 bench/suite_records.py dist RESULTS.jsonl    # bench/dist_bench.sh's JSON lines
     python3 bench/suite_records.py store RESULTS.jsonl   # bench/store_bench.sh's JSON lines
+    python3 bench/suite_records.py ui RESULTS.jsonl      # bench/ui_bench.sh's JSON lines
 
 Appends the records to the file named by LOOM_BENCH_RESULTS (bench/bench_results.py);
 bench/dist_bench.sh and bench/store_bench.sh run it themselves when LOOM_BENCH_RESULTS is set.
@@ -130,8 +131,43 @@ def store(rows: list[dict]) -> list[dict]:
     return records
 
 
+def ui(rows: list[dict]) -> list[dict]:
+    """The dashboard against MLflow's UI: each route's p95 and the runs page in the browser."""
+    import ui_bench_table as t
+    loom, ml = t.api(rows, "loom"), t.api(rows, "mlflow")
+    fill = {r["impl"]: r for r in rows if r.get("bench") == "ui-fill"}
+    out = []
+    if loom:
+        ms = lambda r: f"{r['p95_ms']:.1f}" if r["p95_ms"] < 10 else f"{r['p95_ms']:.0f}"
+        miss = [k for k, r in loom.items() if r["p95_ms"] >= t.API_GOAL_MS]
+        pairs = [(k, ml[v]) for k, v in t.PAIRS.items() if v and k in loom and v in ml and not k.startswith("page")]
+        text = ("Loom p95 (ms): " + ", ".join(f"{k} {ms(r)}" for k, r in loom.items())
+                + "; MLflow " + fill.get("mlflow", {}).get("version", "") + " p95 (ms): "
+                + ", ".join(f"{k} {ms(r)}" for k, r in ml.items())
+                + "; MLflow / Loom p95: " + ", ".join(f"{k} {m['p95_ms'] / loom[k]['p95_ms']:.2f}" for k, m in pairs)
+                + ("; at or over 100 ms: " + ", ".join(miss) if miss else "; every route under 100 ms"))
+        n = fill.get("loom", {})
+        out.append(("ui_api_p95", f"dashboard API, {n.get('runs', '?')} runs × {n.get('epochs', '?')} epochs, "
+                    "p95 of each route against the calls of MLflow's UI on the same runs (goal < 100 ms)", text, loom.values()))
+    lp, mp = t.pages(rows, "loom"), t.pages(rows, "mlflow")
+    if lp:
+        text = ("Loom median / p95 (ms): " + ", ".join(f"{k} {r['median_ms']:.0f} / {r['p95_ms']:.0f}" for k, r in lp.items())
+                + "; MLflow: " + ", ".join(f"{k} {r['median_ms']:.0f} / {r['p95_ms']:.0f}" for k, r in mp.items()))
+        out.append(("ui_page", "the runs page in headless Chromium 156, navigation to the table, a click to the curves "
+                    "(goal < 1 s)", text, list(lp.values()) + list(mp.values())))
+    records = []
+    for bench, row, text, measured in out:
+        r = bench_results.base_record("ci_store", bench, row, 1)
+        load = load_text(list(measured))
+        if load:
+            r["load"] = load
+        r.update(load_in_label=True, text=text)
+        records.append(r)
+    return records
+
+
 def main() -> None:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("dist", "store"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("dist", "store", "ui"):
         sys.exit(__doc__)
     rows = []
     with open(sys.argv[2]) as f:
@@ -141,7 +177,7 @@ def main() -> None:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError:
                     pass
-    records = dist(rows) if sys.argv[1] == "dist" else store(rows)
+    records = {"dist": dist, "store": store, "ui": ui}[sys.argv[1]](rows)
     if not os.environ.get("LOOM_BENCH_RESULTS"):
         sys.exit("suite_records.py: set LOOM_BENCH_RESULTS to the file to append the records to")
     bench_results.append(os.environ["LOOM_BENCH_RESULTS"], records)

@@ -103,6 +103,7 @@ def main():
     try:
         wait_http("http://127.0.0.1:%d/api/runs?limit=1" % lport)
         wait_http("http://127.0.0.1:%d/health" % mport)
+        time.sleep(15)  # MLflow's server starts more processes after it answers: let them settle
         loom_base = "http://127.0.0.1:%d" % lport
         ml_base = "http://127.0.0.1:%d" % mport
 
@@ -119,6 +120,7 @@ def main():
         q = urllib.parse.quote
         loom_routes = [
             ("runs list, page of 50", "/api/runs?limit=50"),
+            ("runs list, page of 100", "/api/runs?limit=100"),
             ("runs list, 1000 rows", "/api/runs?limit=1000"),
             ("runs list sorted by val_accuracy", "/api/runs?limit=50&sort=val_accuracy&order=desc"),
             ("runs list filtered lr=0.005", "/api/runs?limit=50&filter=" + q("lr=0.005")),
