@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include "core/json_util.h"
 #include "loom/core/file.h"
@@ -30,7 +31,7 @@ std::string what(int64_t run) { return "run " + std::to_string(run); }
 constexpr const char* kColumns =
     "SELECT r.id, r.experiment, r.name, r.status, r.hyper_parameters, r.started_ms, r.ended_ms, r.error, r.checkpoint FROM runs r";
 
-RunInfo info_of(detail::Connection& conn, const Row& r, const std::vector<std::string>* only = nullptr) {
+RunInfo run_of(const Row& r) {
   RunInfo info;
   info.id = r.integer(0);
   info.experiment = r.text(1);
@@ -41,17 +42,54 @@ RunInfo info_of(detail::Connection& conn, const Row& r, const std::vector<std::s
   info.ended_ms = r.is_null(6) ? 0 : r.integer(6);
   info.error = r.is_null(7) ? "" : r.text(7);
   info.checkpoint_sha256 = r.is_null(8) ? "" : r.text(8);
-  for (const Row& t : conn.query("SELECT tag FROM run_tags WHERE run_id = ? ORDER BY tag", {info.id})) info.tags.push_back(t.text(0));
-  if (only)
-    for (const std::string& m : *only) info.metrics[m];
-  for (const Row& m : conn.query("SELECT metric, epoch, value, time_ms FROM run_metrics WHERE run_id = ? ORDER BY metric, epoch", {info.id})) {
-    if (only && std::find(only->begin(), only->end(), m.text(0)) == only->end()) continue;
-    Curve& c = info.metrics[m.text(0)];
-    c.epochs.push_back(m.integer(1));
-    c.values.push_back(m.is_null(2) ? std::numeric_limits<double>::quiet_NaN() : m.real(2));
-    c.times_ms.push_back(m.is_null(3) ? 0 : m.integer(3));
-  }
   return info;
+}
+
+// `metric IN (?, ...)` for `only` (empty: every metric), its names appended to `params`.
+std::string metric_in(const std::vector<std::string>* only, std::vector<Value>& params) {
+  if (!only || only->empty()) return "";
+  std::string sql = " AND m.metric IN (";
+  for (size_t i = 0; i < only->size(); ++i) {
+    sql += i ? ", ?" : "?";
+    params.emplace_back((*only)[i]);
+  }
+  return sql + ")";
+}
+
+// The runs that `where` selects (an SQL condition on `runs r` with its `params`), in id order,
+// with their tags and, unless `curves` is false, their curves (only `only`'s when given): three
+// statements whatever the number of runs, where one per run made a table of 1,000 runs slow.
+std::vector<RunInfo> load_runs(detail::Connection& conn, const std::string& where, const std::vector<Value>& params,
+                               const std::vector<std::string>* only, bool curves = true) {
+  std::vector<RunInfo> out;
+  std::map<int64_t, size_t> at;
+  for (const Row& r : conn.query(std::string(kColumns) + where + " ORDER BY r.id", params)) {
+    at[r.integer(0)] = out.size();
+    out.push_back(run_of(r));
+    if (only)
+      for (const std::string& m : *only) out.back().metrics[m];
+  }
+  if (out.empty()) return out;
+  const std::string ids = " IN (SELECT r.id FROM runs r" + where + ")";
+  for (const Row& t : conn.query("SELECT run_id, tag FROM run_tags WHERE run_id" + ids + " ORDER BY run_id, tag", params))
+    out[at.at(t.integer(0))].tags.push_back(t.text(1));
+  if (!curves) return out;
+  std::vector<Value> metric_params = params;
+  const std::string sql = "SELECT m.run_id, m.metric, m.epoch, m.value, m.time_ms FROM run_metrics m WHERE m.run_id" + ids +
+                          metric_in(only, metric_params) + " ORDER BY m.run_id, m.metric, m.epoch";
+  for (const Row& m : conn.query(sql, metric_params)) {
+    Curve& c = out[at.at(m.integer(0))].metrics[m.text(1)];
+    c.epochs.push_back(m.integer(2));
+    c.values.push_back(m.is_null(3) ? std::numeric_limits<double>::quiet_NaN() : m.real(3));
+    c.times_ms.push_back(m.is_null(4) ? 0 : m.integer(4));
+  }
+  return out;
+}
+
+RunInfo info_of(detail::Connection& conn, int64_t run, const std::vector<std::string>* only = nullptr) {
+  std::vector<RunInfo> runs = load_runs(conn, " WHERE r.id = ?", {run}, only);
+  if (runs.empty()) throw NotFoundError("store: no " + what(run));
+  return std::move(runs[0]);
 }
 
 Row run_row(detail::Connection& conn, int64_t run) {
@@ -96,6 +134,29 @@ std::string where(const RunQuery& q, std::vector<Value>& params) {
   return sql;
 }
 
+// `WHERE r.id IN (?, ...)` for `ids`, appended to `params`.
+std::string id_in(const std::vector<int64_t>& ids, std::vector<Value>& params) {
+  std::string sql = " WHERE r.id IN (";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    sql += i ? ", ?" : "?";
+    params.emplace_back(ids[i]);
+  }
+  return sql + ")";
+}
+
+// `loaded` (in id order) rearranged into the order of `ids`; NotFoundError naming a missing run.
+std::vector<RunInfo> in_order(const std::vector<RunInfo>& loaded, const std::vector<int64_t>& ids) {
+  std::map<int64_t, const RunInfo*> by_id;
+  for (const RunInfo& r : loaded) by_id[r.id] = &r;
+  std::vector<RunInfo> out;
+  for (int64_t id : ids) {
+    const auto it = by_id.find(id);
+    if (it == by_id.end()) throw NotFoundError("store: no " + what(id));
+    out.push_back(*it->second);
+  }
+  return out;
+}
+
 }  // namespace
 
 Runs::Runs(std::shared_ptr<detail::StoreImpl> impl) : impl_(std::move(impl)) {}
@@ -121,7 +182,7 @@ RunInfo Runs::start(const std::string& experiment, const std::string& name, cons
                          .integer(0);
   if (name.empty()) conn.execute("UPDATE runs SET name = ? WHERE id = ?", {experiment + "-" + std::to_string(id), id});
   for (const std::string& t : tag_set) conn.execute("INSERT INTO run_tags (run_id, tag) VALUES (?, ?)", {id, t});
-  RunInfo info = info_of(conn, run_row(conn, id));
+  RunInfo info = info_of(conn, id);
   session.commit();
   return info;
 }
@@ -134,10 +195,19 @@ void Runs::log_epoch(int64_t run, int64_t epoch, const std::map<std::string, dou
   const Row row = run_row(conn, run);
   if (row.text(3) != "running") throw ConflictError("log_epoch: " + what(run) + " has ended (" + row.text(3) + ")");
   const int64_t now = now_ms();
-  for (const auto& [k, v] : metrics)
+  for (const auto& [k, v] : metrics) {
     conn.execute("INSERT INTO run_metrics (run_id, metric, epoch, value, time_ms) VALUES (?, ?, ?, ?, ?) "
                  "ON CONFLICT (run_id, metric, epoch) DO UPDATE SET value = excluded.value, time_ms = excluded.time_ms",
                  {run, k, epoch, std::isnan(v) ? Value() : Value(v), now});
+    // The summary again from the metric's epochs: a replaced value may have been the lowest.
+    conn.execute("INSERT INTO run_metric_summaries (run_id, metric, epochs, last_epoch, final_value, min_value, max_value) "
+                 "SELECT run_id, metric, COUNT(*), MAX(epoch), (SELECT l.value FROM run_metrics l WHERE l.run_id = ? AND l.metric = ? "
+                 "ORDER BY l.epoch DESC LIMIT 1), MIN(value), MAX(value) FROM run_metrics WHERE run_id = ? AND metric = ? "
+                 "GROUP BY run_id, metric ON CONFLICT (run_id, metric) DO UPDATE SET epochs = excluded.epochs, "
+                 "last_epoch = excluded.last_epoch, final_value = excluded.final_value, min_value = excluded.min_value, "
+                 "max_value = excluded.max_value",
+                 {run, k, run, k});
+  }
   session.commit();
 }
 
@@ -174,15 +244,40 @@ void Runs::finish(int64_t run, const std::string& status, const std::string& err
 
 RunInfo Runs::get(int64_t run) const {
   Session session = open_session(*impl_, Access::Read);
-  return info_of(connection(session), run_row(connection(session), run));
+  return info_of(connection(session), run);
 }
 
-std::vector<RunInfo> Runs::find(const RunQuery& query) const {
+std::vector<RunInfo> Runs::find(const RunQuery& query, const std::vector<std::string>& metrics) const {
+  for (const std::string& m : metrics) check_label("find", "metric name", m);
   std::vector<Value> params;
-  const std::string sql = std::string(kColumns) + where(query, params) + " ORDER BY r.id";
+  const std::string sql = where(query, params);
   Session session = open_session(*impl_, Access::Read);
-  std::vector<RunInfo> out;
-  for (const Row& r : connection(session).query(sql, params)) out.push_back(info_of(connection(session), r));
+  return load_runs(connection(session), sql, params, metrics.empty() ? nullptr : &metrics);
+}
+
+std::vector<RunSummary> Runs::summaries(const RunQuery& query) const {
+  std::vector<Value> params;
+  const std::string sql = where(query, params);
+  Session session = open_session(*impl_, Access::Read);
+  detail::Connection& conn = connection(session);
+  std::vector<RunSummary> out;
+  std::map<int64_t, size_t> at;
+  for (RunInfo& r : load_runs(conn, sql, params, nullptr, false)) {
+    at[r.id] = out.size();
+    out.push_back({std::move(r), {}});
+  }
+  if (out.empty()) return out;
+  const std::string kept =
+      "SELECT run_id, metric, epochs, min_value, max_value, final_value FROM run_metric_summaries WHERE run_id IN (SELECT r.id FROM runs r" +
+      sql + ")";
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const Row& m : conn.query(kept, params)) {
+    MetricSummary& s = out[at.at(m.integer(0))].metrics[m.text(1)];
+    s.epochs = m.integer(2);
+    s.min = m.is_null(3) ? nan : m.real(3);
+    s.max = m.is_null(4) ? nan : m.real(4);
+    s.final = m.is_null(5) ? nan : m.real(5);
+  }
   return out;
 }
 
@@ -196,18 +291,21 @@ std::vector<RunInfo> Runs::find_top(const std::string& metric, At at, int64_t k,
   params.emplace_back(k);
   Session session = open_session(*impl_, Access::Read);
   detail::Connection& conn = connection(session);
-  std::vector<RunInfo> out;
-  for (const Row& r : conn.query(sql, params)) out.push_back(info_of(conn, run_row(conn, r.integer(0))));
-  return out;
+  std::vector<int64_t> ids;
+  for (const Row& r : conn.query(sql, params)) ids.push_back(r.integer(0));
+  if (ids.empty()) return {};
+  std::vector<Value> id_params;
+  const std::string id_sql = id_in(ids, id_params);
+  return in_order(load_runs(conn, id_sql, id_params, nullptr), ids);
 }
 
 std::vector<RunInfo> Runs::compare(const std::vector<int64_t>& runs, const std::vector<std::string>& metrics) const {
   for (const std::string& m : metrics) check_label("compare", "metric name", m);
+  if (runs.empty()) return {};
+  std::vector<Value> params;
+  const std::string sql = id_in(runs, params);
   Session session = open_session(*impl_, Access::Read);
-  detail::Connection& conn = connection(session);
-  std::vector<RunInfo> out;
-  for (int64_t run : runs) out.push_back(info_of(conn, run_row(conn, run), metrics.empty() ? nullptr : &metrics));
-  return out;
+  return in_order(load_runs(connection(session), sql, params, metrics.empty() ? nullptr : &metrics), runs);
 }
 
 std::string Runs::checkpoint(int64_t run) const {

@@ -111,6 +111,20 @@ const std::vector<Migration>& migrations() {
            "CREATE TABLE dataset_queries (name {text} PRIMARY KEY, dataset {text} NOT NULL, first_version {int} NOT NULL, "
            "last_version {int} NOT NULL, query {text} NOT NULL, created_ms {int} NOT NULL)",
        }},
+      // Each metric of a run in brief (Runs::summaries reads these instead of every epoch, so a
+      // table of 1,000 runs is quick): the epoch count, the last epoch and its value, the lowest
+      // and highest values (NULL: none but NaN). Runs::log_epoch keeps them in its transaction;
+      // an older store's are computed here from its epochs.
+      {9,
+       {
+           "CREATE TABLE run_metric_summaries (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, metric {text} NOT NULL, "
+           "epochs {int} NOT NULL, last_epoch {int} NOT NULL, final_value {real}, min_value {real}, max_value {real}, "
+           "PRIMARY KEY (run_id, metric))",
+           "INSERT INTO run_metric_summaries (run_id, metric, epochs, last_epoch, final_value, min_value, max_value) "
+           "SELECT a.run_id, a.metric, a.n, a.last, f.value, a.lo, a.hi FROM (SELECT run_id, metric, COUNT(*) AS n, MAX(epoch) AS last, "
+           "MIN(value) AS lo, MAX(value) AS hi FROM run_metrics GROUP BY run_id, metric) a "
+           "JOIN run_metrics f ON f.run_id = a.run_id AND f.metric = a.metric AND f.epoch = a.last",
+       }},
   };
   return list;
 }

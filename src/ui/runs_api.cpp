@@ -22,13 +22,8 @@ bool lower_is_better(const std::string& metric) {
   return false;
 }
 
-struct Summary {
-  double final = NAN, min = NAN, max = NAN;
-  int64_t epochs = 0;
-};
-
-Summary summarize(const store::Curve& c) {
-  Summary s;
+store::MetricSummary summarize(const store::Curve& c) {
+  store::MetricSummary s;
   s.epochs = static_cast<int64_t>(c.values.size());
   for (double v : c.values) {
     if (std::isnan(v)) continue;
@@ -39,10 +34,9 @@ Summary summarize(const store::Curve& c) {
   return s;
 }
 
-nlohmann::json run_json(const store::RunInfo& r) {
+nlohmann::json run_json(const store::RunInfo& r, const std::map<std::string, store::MetricSummary>& summaries) {
   nlohmann::json metrics = nlohmann::json::object();
-  for (const auto& [name, curve] : r.metrics) {
-    const Summary s = summarize(curve);
+  for (const auto& [name, s] : summaries) {
     const bool low = lower_is_better(name);
     metrics[name] = {{"final", json_number(s.final)},
                      {"best", json_number(low ? s.min : s.max)},
@@ -69,12 +63,23 @@ bool matches(const store::RunInfo& r, const std::string& needle) {
   return false;
 }
 
-std::vector<store::RunInfo> load(store::Store& store, const std::vector<int64_t>& ids) {
+std::vector<store::RunInfo> load(store::Store& store, const std::vector<int64_t>& ids, const std::vector<std::string>& metrics = {}) {
   try {
-    return store.runs().compare(ids);
+    return store.runs().compare(ids, metrics);
   } catch (const store::NotFoundError& e) {
     throw HttpError(404, e.what());
   }
+}
+
+// Every metric name of `runs` (RunInfo or RunSummary), sorted.
+template <class RunList>
+std::vector<std::string> metric_names_of(const RunList& runs) {
+  std::vector<std::string> names;
+  for (const auto& run : runs)
+    for (const auto& m : run.metrics) names.push_back(m.first);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
 }
 
 Response list(store::Store& store, const Request& r) {
@@ -84,13 +89,9 @@ Response list(store::Store& store, const Request& r) {
   const std::string order = choice_param(r, "order", {"asc", "desc"});
   const int64_t limit = int_param(r, "limit", 100, 1, 1000);
   const int64_t offset = int_param(r, "offset", 0, 0, std::numeric_limits<int32_t>::max());
-  std::vector<store::RunInfo> runs = store.runs().find();
-  std::vector<std::string> metric_names;
-  for (const auto& run : runs)
-    for (const auto& m : run.metrics) metric_names.push_back(m.first);
-  std::sort(metric_names.begin(), metric_names.end());
-  metric_names.erase(std::unique(metric_names.begin(), metric_names.end()), metric_names.end());
-  std::erase_if(runs, [&](const store::RunInfo& run) { return !matches(run, filter); });
+  std::vector<store::RunSummary> runs = store.runs().summaries();
+  const std::vector<std::string> metric_names = metric_names_of(runs);
+  std::erase_if(runs, [&](const store::RunSummary& s) { return !matches(s.run, filter); });
 
   const std::vector<std::string> columns = {"id", "name", "experiment", "status", "started"};
   const bool by_column = std::find(columns.begin(), columns.end(), sort) != columns.end();
@@ -101,12 +102,12 @@ Response list(store::Store& store, const Request& r) {
     throw HttpError(400, "parameter 'sort' is " + quote_text(sort) + " (valid: " + valid + ")");
   }
   // runs without the metric (or with NaN) go last whatever the order
-  auto final_of = [&](const store::RunInfo& run) {
-    const auto it = run.metrics.find(sort);
-    return it == run.metrics.end() ? NAN : summarize(it->second).final;
+  auto final_of = [&](const store::RunSummary& s) {
+    const auto it = s.metrics.find(sort);
+    return it == s.metrics.end() ? NAN : it->second.final;
   };
   const bool desc = order == "desc";
-  std::stable_sort(runs.begin(), runs.end(), [&](const store::RunInfo& a, const store::RunInfo& b) {
+  std::stable_sort(runs.begin(), runs.end(), [&](const store::RunSummary& a, const store::RunSummary& b) {
     if (by_metric) {
       const double x = final_of(a), y = final_of(b);
       if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
@@ -119,22 +120,18 @@ Response list(store::Store& store, const Request& r) {
       if (sort == "started") return {"", run.started_ms};
       return {"", run.id};
     };
-    return desc ? key(b) < key(a) : key(a) < key(b);
+    return desc ? key(b.run) < key(a.run) : key(a.run) < key(b.run);
   });
   nlohmann::json out = {{"total", runs.size()}, {"offset", offset}, {"metrics", metric_names}, {"runs", nlohmann::json::array()}};
-  for (int64_t i = offset; i < static_cast<int64_t>(runs.size()) && i < offset + limit; ++i) out["runs"].push_back(run_json(runs[i]));
+  for (int64_t i = offset; i < static_cast<int64_t>(runs.size()) && i < offset + limit; ++i)
+    out["runs"].push_back(run_json(runs[i].run, runs[i].metrics));
   const int64_t next = offset + limit;
   out["next_offset"] = next < static_cast<int64_t>(runs.size()) ? nlohmann::json(next) : nlohmann::json(nullptr);
   return json_response(out);
 }
 
 // The metric to draw: the one asked for, else the first the runs have ("loss" when they have it).
-std::string metric_of(const Request& r, const std::vector<store::RunInfo>& runs) {
-  std::vector<std::string> names;
-  for (const auto& run : runs)
-    for (const auto& m : run.metrics) names.push_back(m.first);
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
+std::string metric_of(const Request& r, const std::vector<std::string>& names) {
   const auto asked = param(r, "metric");
   if (!asked) {
     if (names.empty()) throw HttpError(404, "the runs have no metrics to draw");
@@ -174,8 +171,12 @@ Response curves(store::Store& store, const Request& r) {
   const int64_t height = int_param(r, "height", 360, 150, 2000);
   const double weight = real_param(r, "smoothing", 0, 0, 0.99);
   const std::string format = choice_param(r, "format", {"svg", "json"});
-  const std::vector<store::RunInfo> runs = load(store, ids);
-  const std::string metric = metric_of(r, runs);
+  // Only the asked-for metric's epochs are read; every metric's only to say which are valid.
+  const auto asked = param(r, "metric");
+  std::vector<store::RunInfo> runs = load(store, ids, asked ? std::vector<std::string>{*asked} : std::vector<std::string>{});
+  if (asked && std::all_of(runs.begin(), runs.end(), [&](const store::RunInfo& run) { return run.metrics.at(*asked).values.empty(); }))
+    runs = load(store, ids);
+  const std::string metric = metric_of(r, metric_names_of(runs));
   std::vector<Series> series;
   for (const auto& run : runs) series.push_back(series_of(run, metric, x == "time", weight));
   const std::string x_label = x == "time" ? "seconds since the run started" : "epoch";
@@ -217,7 +218,11 @@ Response compare(store::Store& store, const Request& r) {
     params.push_back({{"key", kv.first}, {"values", values}, {"differs", differs}});
   }
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& run : runs) list.push_back(run_json(run));
+  for (const auto& run : runs) {
+    std::map<std::string, store::MetricSummary> summaries;
+    for (const auto& [name, curve] : run.metrics) summaries[name] = summarize(curve);
+    list.push_back(run_json(run, summaries));
+  }
   return json_response({{"runs", list}, {"hyper_parameters", params}});
 }
 
@@ -229,14 +234,17 @@ Response group(store::Store& store, const Request& r) {
   const int64_t height = int_param(r, "height", 360, 150, 2000);
   const std::string format = choice_param(r, "format", {"svg", "json"});
   const std::string filter = param(r, "filter").value_or("");
-  std::vector<store::RunInfo> runs = store.runs().find();
+  std::vector<store::RunSummary> summaries = store.runs().summaries();
+  std::erase_if(summaries, [&](const store::RunSummary& s) { return !matches(s.run, filter); });
+  const std::string metric = metric_of(r, metric_names_of(summaries));
+  // only the drawn metric's curves, of the runs the filter keeps
+  std::vector<store::RunInfo> runs = store.runs().find({}, {metric});
   std::erase_if(runs, [&](const store::RunInfo& run) { return !matches(run, filter); });
-  const std::string metric = metric_of(r, runs);
   // by the hyper-parameter's value as JSON text; runs without it form the group "(none)"
   std::map<std::string, std::vector<const store::RunInfo*>> groups;
   for (const auto& run : runs) {
     const nlohmann::json hp = parse_object(run.hyper_parameters);
-    if (!run.metrics.count(metric)) continue;
+    if (run.metrics.at(metric).values.empty()) continue;  // find() gives a run without the metric an empty curve
     groups[hp.contains(*by) ? hp[*by].dump() : "(none)"].push_back(&run);
   }
   std::vector<Series> series;

@@ -9,6 +9,7 @@
 //   auto best = s.runs().find({.experiment = "fashion", .metrics = {{"val_accuracy", ">", 0.9, store::At::Max}}});
 //   auto curves = s.runs().compare({best[0].id, best[1].id}, {"val_loss"});
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,6 +51,21 @@ struct LOOM_API RunInfo {
 enum class At { Final, Max, Min };
 
 // `metric op value` with op one of < <= == != >= >; a run without the metric does not match.
+// One metric of a run in brief: its last epoch's value, its lowest and highest value over epochs
+// (NaN epochs skipped; NaN when every value is NaN) and how many epochs it has.
+struct LOOM_API MetricSummary {
+  double final = std::numeric_limits<double>::quiet_NaN();
+  double min = std::numeric_limits<double>::quiet_NaN();
+  double max = std::numeric_limits<double>::quiet_NaN();
+  int64_t epochs = 0;
+};
+
+// A run without its curves (run.metrics empty) and each of its metrics in brief.
+struct LOOM_API RunSummary {
+  RunInfo run;
+  std::map<std::string, MetricSummary> metrics;
+};
+
 struct LOOM_API RunMetricFilter {
   std::string metric;
   std::string op;
@@ -86,7 +102,11 @@ class LOOM_API Runs {
   void finish(int64_t run, const std::string& status = "finished", const std::string& error = "");
 
   RunInfo get(int64_t run) const;                                    // NotFoundError
-  std::vector<RunInfo> find(const RunQuery& query = {}) const;       // by id (start order)
+  // The runs matching `query` by id (start order), with only `metrics`' curves when given.
+  std::vector<RunInfo> find(const RunQuery& query = {}, const std::vector<std::string>& metrics = {}) const;
+  // The runs matching `query` by id with each metric summarised by the database instead of
+  // loaded: what a table of many runs needs (the dashboard lists 1,000 runs this way).
+  std::vector<RunSummary> summaries(const RunQuery& query = {}) const;
   // The k runs matching `query` with the best value of `metric` at `at` (Final: the last
   // epoch's value, Max/Min: the best over epochs), highest first for Final and Max, lowest
   // first for Min; ties go to the older run.

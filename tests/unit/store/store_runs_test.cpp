@@ -191,14 +191,26 @@ TEST_P(StoreRuns, EpochsAreStampedWithTheTimeAndAnOlderStoreGainsTheColumn) {
     store::Store s = store::Store::open(path);
     run = s.runs().start("exp").id;
     s.runs().log_epoch(run, 0, {{"loss", 1.0}});
+    s.runs().log_epoch(run, 0, {{"accuracy", 0.5}});
+    s.runs().log_epoch(run, 1, {{"accuracy", 0.75}});
   }
   // Made into a store of schema version 6 (before per-epoch times), with one epoch logged then.
   raw_sql(path, "ALTER TABLE run_metrics DROP COLUMN time_ms");
   raw_sql(path, "DROP TABLE dataset_queries");  // nor named queries (migration 8)
+  raw_sql(path, "DROP TABLE run_metric_summaries");  // nor summaries (migration 9)
   raw_sql(path, "UPDATE loom_schema SET version = 6");
   const auto before = std::chrono::system_clock::now();
   store::Store s = store::Store::open(path);  // migrates
   EXPECT_EQ(s.schema_version(), store::Store::library_schema_version());
+  {  // the summaries of the epochs logged before, computed by the migration
+    const auto summary = s.runs().summaries().at(0).metrics;
+    ASSERT_EQ(summary.size(), 2u);
+    EXPECT_EQ(summary.at("loss").epochs, 1);
+    EXPECT_EQ(summary.at("loss").final, 1.0);
+    EXPECT_EQ(summary.at("accuracy").epochs, 2);
+    EXPECT_EQ(summary.at("accuracy").final, 0.75);
+    EXPECT_EQ(summary.at("accuracy").min, 0.5);
+  }
   s.runs().log_epoch(run, 1, {{"loss", 0.5}});
   s.runs().log_epoch(run, 2, {{"loss", 0.25}});
   const auto after = std::chrono::system_clock::now();
@@ -214,4 +226,88 @@ TEST_P(StoreRuns, EpochsAreStampedWithTheTimeAndAnOlderStoreGainsTheColumn) {
     EXPECT_LE(c.times_ms[e], ms(after));
   }
   EXPECT_LE(c.times_ms[1], c.times_ms[2]);
+  const store::MetricSummary loss = s.runs().summaries().at(0).metrics.at("loss");
+  EXPECT_EQ(loss.epochs, 3);
+  EXPECT_EQ(loss.final, 0.25);
+  EXPECT_EQ(loss.max, 1.0);
+}
+
+// summaries() reads what log_epoch keeps in brief; it must agree with the curves find() loads:
+// the last epoch's value (NaN when it is NaN), min and max skipping NaN, the epoch count, over
+// runs with and without tags, a metric missing from a run, epochs logged out of order, a value
+// replaced.
+TEST_P(StoreRuns, SummariesAgreeWithTheCurvesTheyReduce) {
+  store::Store s = store::Store::open(url());
+  store::Runs runs = s.runs();
+  const double nan = std::nan("");
+  const int64_t a = runs.start("exp", "a", R"({"lr": 0.1})", {"x", "y"}).id;
+  const int64_t b = runs.start("exp", "b", "{}", {"y"}).id;
+  const int64_t c = runs.start("other", "c").id;
+  const int64_t empty = runs.start("exp", "no-metrics").id;
+  for (int64_t e : {2, 0, 1}) runs.log_epoch(a, e, {{"loss", 1.0 / (e + 1)}, {"acc", e == 1 ? nan : 0.5 + 0.1 * e}});
+  runs.log_epoch(b, 0, {{"loss", 0.2}});
+  runs.log_epoch(b, 1, {{"loss", nan}});
+  runs.log_epoch(b, 0, {{"loss", 0.7}});  // replaces the lowest value
+  runs.log_epoch(c, 0, {{"acc", nan}});
+  runs.finish(a);
+
+  const std::vector<store::RunSummary> all = runs.summaries();
+  const std::vector<store::RunInfo> full = runs.find();
+  ASSERT_EQ(all.size(), 4u);
+  ASSERT_EQ(full.size(), 4u);
+  auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
+  for (size_t i = 0; i < all.size(); ++i) {
+    const store::RunInfo& r = full[i];
+    EXPECT_EQ(all[i].run.id, r.id);
+    EXPECT_EQ(all[i].run.name, r.name);
+    EXPECT_EQ(all[i].run.tags, r.tags);
+    EXPECT_EQ(all[i].run.status, r.status);
+    EXPECT_EQ(all[i].run.hyper_parameters, r.hyper_parameters);
+    EXPECT_TRUE(all[i].run.metrics.empty());
+    ASSERT_EQ(all[i].metrics.size(), r.metrics.size()) << r.name;
+    for (const auto& [name, curve] : r.metrics) {
+      const store::MetricSummary& m = all[i].metrics.at(name);
+      double lo = nan, hi = nan;
+      for (double v : curve.values)
+        if (!std::isnan(v)) lo = std::isnan(lo) ? v : std::min(lo, v), hi = std::isnan(hi) ? v : std::max(hi, v);
+      EXPECT_EQ(m.epochs, static_cast<int64_t>(curve.values.size())) << r.name << " " << name;
+      EXPECT_TRUE(same(m.final, curve.values.back())) << r.name << " " << name;
+      EXPECT_TRUE(same(m.min, lo)) << r.name << " " << name;
+      EXPECT_TRUE(same(m.max, hi)) << r.name << " " << name;
+    }
+  }
+  // by hand, to be sure the reference above is what it should be
+  EXPECT_EQ(all[0].run.tags, (std::vector<std::string>{"x", "y"}));
+  EXPECT_DOUBLE_EQ(all[0].metrics.at("loss").final, 1.0 / 3);
+  EXPECT_DOUBLE_EQ(all[0].metrics.at("acc").min, 0.5);
+  EXPECT_DOUBLE_EQ(all[0].metrics.at("acc").max, 0.7);
+  EXPECT_TRUE(std::isnan(all[1].metrics.at("loss").final));
+  EXPECT_DOUBLE_EQ(all[1].metrics.at("loss").max, 0.7);
+  EXPECT_DOUBLE_EQ(all[1].metrics.at("loss").min, 0.7);  // not the replaced 0.2
+  EXPECT_TRUE(std::isnan(all[2].metrics.at("acc").min));
+  EXPECT_EQ(all[2].metrics.at("acc").epochs, 1);
+  EXPECT_TRUE(all[3].metrics.empty());
+
+  // the same filters as find(), and only the asked-for curves from find(query, metrics)
+  const std::vector<store::RunSummary> tagged = runs.summaries({.experiment = "exp", .tags = {"y"}});
+  ASSERT_EQ(tagged.size(), 2u);
+  EXPECT_EQ(tagged[0].run.id, a);
+  EXPECT_EQ(tagged[1].run.id, b);
+  EXPECT_EQ(runs.summaries({.metrics = {{"loss", "<", 0.5, store::At::Final}}}).size(), 1u);
+  const std::vector<store::RunInfo> only_loss = runs.find({.experiment = "exp"}, {"loss"});
+  ASSERT_EQ(only_loss.size(), 3u);
+  for (const auto& r : only_loss) EXPECT_EQ(r.metrics.size(), 1u) << r.name;  // an empty curve for a run without it
+  EXPECT_EQ(only_loss[0].metrics.at("loss").epochs, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(only_loss[2].metrics.at("loss").values.empty());
+  EXPECT_TRUE(runs.summaries({.experiment = "none"}).empty());
+  EXPECT_THROW(runs.find({}, {"bad name\n"}), ValueError);
+  // compare keeps the asked order, repeats included
+  const std::vector<store::RunInfo> cmp = runs.compare({c, a, c});
+  ASSERT_EQ(cmp.size(), 3u);
+  EXPECT_EQ(cmp[0].id, c);
+  EXPECT_EQ(cmp[1].id, a);
+  EXPECT_EQ(cmp[2].id, c);
+  EXPECT_EQ(cmp[1].tags, (std::vector<std::string>{"x", "y"}));
+  EXPECT_TRUE(runs.compare({}).empty());
+  (void)empty;
 }
