@@ -135,30 +135,49 @@ def ui(rows: list[dict]) -> list[dict]:
     """The dashboard against MLflow's UI: each route's p95 and the runs page in the browser."""
     import ui_bench_table as t
     loom, ml = t.api(rows, "loom"), t.api(rows, "mlflow")
-    fill = {r["impl"]: r for r in rows if r.get("bench") == "ui-fill"}
-    out = []
-    if loom:
-        ms = lambda r: f"{r['p95_ms']:.1f}" if r["p95_ms"] < 10 else f"{r['p95_ms']:.0f}"
-        miss = [k for k, r in loom.items() if r["p95_ms"] >= t.API_GOAL_MS]
-        pairs = [(k, ml[v]) for k, v in t.PAIRS.items() if v and k in loom and v in ml and not k.startswith("page")]
-        text = ("Loom p95 (ms): " + ", ".join(f"{k} {ms(r)}" for k, r in loom.items())
-                + "; MLflow " + fill.get("mlflow", {}).get("version", "") + " p95 (ms): "
-                + ", ".join(f"{k} {ms(r)}" for k, r in ml.items())
-                + "; MLflow / Loom p95: " + ", ".join(f"{k} {m['p95_ms'] / loom[k]['p95_ms']:.2f}" for k, m in pairs)
-                + ("; at or over 100 ms: " + ", ".join(miss) if miss else "; every route under 100 ms"))
-        n = fill.get("loom", {})
-        out.append(("ui_api_p95", f"dashboard API, {n.get('runs', '?')} runs × {n.get('epochs', '?')} epochs, "
-                    "p95 of each route against the calls of MLflow's UI on the same runs (goal < 100 ms)", text, loom.values()))
     lp, mp = t.pages(rows, "loom"), t.pages(rows, "mlflow")
-    if lp:
-        text = ("Loom median / p95 (ms): " + ", ".join(f"{k} {r['median_ms']:.0f} / {r['p95_ms']:.0f}" for k, r in lp.items())
-                + "; MLflow: " + ", ".join(f"{k} {r['median_ms']:.0f} / {r['p95_ms']:.0f}" for k, r in mp.items()))
-        out.append(("ui_page", "the runs page in headless Chromium 156, navigation to the table, a click to the curves "
+    fill = {r["impl"]: r for r in rows if r.get("bench") == "ui-fill"}
+    ms = lambda r: f"{r['p95_ms']:.1f}" if r["p95_ms"] < 10 else f"{r['p95_ms']:.0f}"
+    p95 = lambda d, *keys: " / ".join(ms(d[k]) for k in keys)
+    page = lambda r: f"{r['median_ms']:.0f} / {r['p95_ms']:.0f}"
+    out = []
+    if loom and ml:
+        miss = [k for k, r in loom.items() if r["p95_ms"] >= t.API_GOAL_MS]
+        ratios = lambda keys: [ml[t.PAIRS[k]]["p95_ms"] / loom[k]["p95_ms"] for k in keys]
+        lists = ratios(["runs list, page of 100", "runs list, 1000 rows", "runs list sorted by val_accuracy", "runs list filtered lr=0.005"])
+        curves = ratios(["curves SVG, 1 run", "curves SVG, 2 runs", "curves SVG, 10 runs", "curves SVG, 100 runs"])
+        rest = [r["p95_ms"] for k, r in loom.items() if not k.startswith(("runs list", "curves", "compare", "group"))]
+        text = ("p95 in ms. Loom: runs list of 50 / 100 / 1,000 rows "
+                + p95(loom, "runs list, page of 50", "runs list, page of 100", "runs list, 1000 rows")
+                + ", sorted by a metric " + ms(loom["runs list sorted by val_accuracy"]) + ", filtered " + ms(loom["runs list filtered lr=0.005"])
+                + "; curves (SVG) of 1 / 2 / 10 / 100 runs " + p95(loom, "curves SVG, 1 run", "curves SVG, 2 runs", "curves SVG, 10 runs", "curves SVG, 100 runs")
+                + "; compare 2 / 100 runs " + p95(loom, "compare, 2 runs", "compare, 100 runs")
+                + "; group-by SVG / JSON " + p95(loom, "group by lr, SVG", "group by optimizer, JSON")
+                + f"; models, datasets, samples, tasks, the page ≤ {max(rest):.1f}. MLflow {fill.get('mlflow', {}).get('version', '')}, "
+                "its UI's calls: runs/search of 100 / 1,000 runs "
+                + p95(ml, "runs search, page of 100", "runs search, 1000 runs") + ", sorted " + ms(ml["runs search sorted by val_accuracy"])
+                + ", filtered " + ms(ml["runs search filtered lr=0.005"]) + "; metric histories of 1 / 2 / 10 / 100 runs "
+                + p95(ml, "metric history, 1 run", "metric histories, 2 runs (bulk-interval)", "metric histories, 10 runs (bulk-interval)",
+                      "metric histories, 100 runs (bulk-interval)")
+                + f". MLflow / Loom: runs list **{min(lists):.1f}–{max(lists):.1f}**, curves **{min(curves):.1f}–{max(curves):.1f}**"
+                + (". Over the goal: " + "; ".join(miss) if miss else ". Every route under 100 ms"))
+        n = fill.get("loom", {})
+        out.append(("ui_api_p95", f"dashboard API, {n.get('runs', 0):,} runs × {n.get('epochs', '?')} epochs, against MLflow's "
+                    "UI on the same runs (goal p95 < 100 ms per route)", text, list(loom.values()) + list(ml.values())))
+    if lp and mp:
+        table = mp["runs table, first page of 100 rows"]
+        text = ("median / p95 in ms. Loom: the table of 50 / 200 / 1,000 rows " + ", ".join(page(lp[f"runs table, {n} rows"]) for n in (50, 200, 1000))
+                + "; a click to the curves of 2 / 10 / 50 / 100 selected runs "
+                + ", ".join(page(lp[f"select {n} runs to curves drawn"]) for n in (2, 10, 50, 100))
+                + ". MLflow: its table's first page of 100 rows " + page(table)
+                + f" (**{table['median_ms'] / lp['runs table, 1000 rows']['median_ms']:.1f}×** Loom's 1,000 rows)"
+                + ", its chart view (a page of its own) of 10 runs, 4 metrics " + page(mp["chart view, 10 runs' curves drawn (a chart per metric)"]))
+        out.append(("ui_page", "the runs page in headless Chromium, 1,000 runs: navigation to the table, a click to the curves "
                     "(goal < 1 s)", text, list(lp.values()) + list(mp.values())))
     records = []
     for bench, row, text, measured in out:
         r = bench_results.base_record("ci_store", bench, row, 1)
-        load = load_text(list(measured))
+        load = load_text(measured)
         if load:
             r["load"] = load
         r.update(load_in_label=True, text=text)

@@ -18,6 +18,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -77,6 +78,7 @@ def latency(port, method, path, body, n):
 
 
 def main():
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the servers are stopped
     p = argparse.ArgumentParser()
     p.add_argument("--loom-cli", required=True)
     p.add_argument("--loom-store", required=True)
@@ -92,7 +94,8 @@ def main():
     lport, mport = free_port(), free_port()
     loom = subprocess.Popen([a.loom_cli, "ui", "--store", a.loom_store, "--port", str(lport)], stdout=subprocess.DEVNULL)
     mlflow = subprocess.Popen([a.mlflow, "server", "--backend-store-uri", "sqlite:///" + a.mlflow_db, "--host", "127.0.0.1",
-                               "--port", str(mport), "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               "--port", str(mport), "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)  # its own process group: it starts a job runner and consumers
     out = []
 
     def emit(rec):
@@ -183,12 +186,17 @@ def main():
             for rec in browser(loom_base, ml_base, exp, ids, a.loads):
                 emit(rec)
     finally:
+        loom.terminate()
+        os.killpg(mlflow.pid, signal.SIGTERM)
         for proc in (loom, mlflow):
-            proc.terminate()
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        try:
+            os.killpg(mlflow.pid, signal.SIGKILL)  # whatever of its group is still there
+        except ProcessLookupError:
+            pass
     return 0
 
 

@@ -25,10 +25,9 @@ PAIRS = {
     "curves JSON, 100 runs": "metric histories, 100 runs (bulk-interval)",
     "page: index.html": "page: index.html",
 }
-PAGES = {
-    "runs table, 1000 rows": "runs table, first page of 100 rows",
-    "select 10 runs to curves drawn": "chart view, 10 runs' curves drawn (a chart per metric)",
-}
+# (MLflow's chart view loads a page of its own, so it has no Loom counterpart to divide by: it
+# is listed after Loom's rows.)
+PAGES = {"runs table, 1000 rows": "runs table, first page of 100 rows"}
 API_GOAL_MS, PAGE_GOAL_MS = 100, 1000
 
 
@@ -71,6 +70,9 @@ def main() -> None:
             miss = " **miss**" if r["p95_ms"] >= PAGE_GOAL_MS else ""
             other = f"| {m['what']} | {m['median_ms']:.0f} / {m['p95_ms']:.0f} | {m['median_ms'] / r['median_ms']:.2f} |" if m else "| | | |"
             print(f"| {what} | {r['median_ms']:.0f} / {r['p95_ms']:.0f}{miss} {other}")
+        for what, m in mp.items():
+            if what not in PAGES.values():
+                print(f"| | | {what} | {m['median_ms']:.0f} / {m['p95_ms']:.0f} | |")
     loads = sorted(r["load"] for r in rows if "load" in r)
     if loads:
         print(f"\nload average during the measurements: {loads[0]:.1f}–{loads[-1]:.1f}")
