@@ -176,12 +176,12 @@ def main():
             "const img = document.createElement('img'); img.src = 'http://192.0.2.1/x.png'; document.body.append(img);")
         assert blocked.startswith("http://192.0.2.1") and "img-src" in blocked, blocked
         status, headers, _ = request("GET", "/")
+        assert "script-src 'self'" in headers.get("Content-Security-Policy", ""), headers
         # JSON and SVG answers are not sent through cpp-httplib's Brotli (seconds for a large one)
         curves = urllib.request.Request(base + "/api/runs/curves?runs=" + ",".join(map(str, runs)), headers={"Accept-Encoding": "br, gzip"})
         with urllib.request.urlopen(curves, timeout=10) as r:
             assert r.headers.get("Content-Encoding") is None, dict(r.headers)
             assert r.headers.get("Content-Type") == "image/svg+xml; charset=utf-8", dict(r.headers)
-        assert "script-src 'self'" in headers.get("Content-Security-Policy", ""), headers
         print(f"ui_browser: {len(entries)} requests, all to {base}; screenshots in {shots}")
         return 0
     finally:
