@@ -1,37 +1,50 @@
-// Hand-written SVG: panels with nice axis ticks, a light grid, train (solid) and validation
-// (dashed) lines with point markers, and a legend.
+// Hand-written SVG (include/loom/train/plot.h): nice axis ticks, a light grid, one path per
+// series, and the learning curves of a fit as panels of such charts.
 #include "loom/train/plot.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <vector>
+#include <iterator>
+#include <limits>
 
+#include "loom/core/error.h"
 #include "loom/core/file.h"
 
 namespace loom::train {
 
 namespace {
 
-constexpr double kPanelW = 440, kPanelH = 300, kLeft = 64, kRight = 18, kTop = 40, kBottom = 48;
-const char* kTrainColour = "#1f77b4";
-const char* kValColour = "#d62728";
+const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 std::string num(double v) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.2f", v);
+  std::snprintf(b, sizeof b, "%.1f", v);
   return b;
 }
 
-// Axis label text: few significant digits, no trailing zeros.
-std::string tick_label(double v, double step) {
+std::string value_text(double v) {
   char b[32];
-  const int decimals = step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(step))));
-  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  std::snprintf(b, sizeof b, "%.6g", v);
   return b;
 }
 
-// 1, 2 or 5 times a power of ten, giving about `target` intervals.
+// Text and attribute values.
+std::string escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
+    else if (c == '\'') o += "&#39;";
+    else o += c;
+  }
+  return o;
+}
+
+// 1, 2, 2.5 or 5 times a power of ten, giving about `target` intervals.
 double nice_step(double span, int target) {
   const double raw = span / target;
   const double p = std::pow(10.0, std::floor(std::log10(raw)));
@@ -40,17 +53,11 @@ double nice_step(double span, int target) {
   return 10 * p;
 }
 
-std::string escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else o += c;
-  }
-  return o;
+int column_of(double x, double x0, double x1, int columns) {
+  return std::clamp(static_cast<int>((x - x0) / (x1 - x0) * columns), 0, columns - 1);
 }
 
+// "val_accuracy" -> "Accuracy" for a panel's title.
 std::string pretty(const std::string& name) {
   std::string s = name;
   if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
@@ -58,85 +65,149 @@ std::string pretty(const std::string& name) {
   return s;
 }
 
-void panel(std::string& svg, double ox, double oy, const std::string& name, const std::vector<double>* train,
-           const std::vector<double>* val) {
-  std::vector<double> all;
-  for (const auto* s : {train, val})
-    if (s)
-      for (double v : *s)
-        if (std::isfinite(v)) all.push_back(v);
-  const size_t n = std::max(train ? train->size() : 0, val ? val->size() : 0);
-  const double pw = kPanelW - kLeft - kRight, ph = kPanelH - kTop - kBottom;
-  double lo = all.empty() ? 0 : *std::min_element(all.begin(), all.end());
-  double hi = all.empty() ? 1 : *std::max_element(all.begin(), all.end());
-  if (hi - lo < 1e-12) {
-    lo -= 0.5;
-    hi += 0.5;
-  }
-  const double step = nice_step(hi - lo, 5);
-  lo = std::floor(lo / step) * step;
-  hi = std::ceil(hi / step) * step;
-  const double x0 = ox + kLeft, y0 = oy + kTop;
-  auto X = [&](size_t i) { return x0 + (n <= 1 ? pw / 2 : pw * static_cast<double>(i) / static_cast<double>(n - 1)); };
-  auto Y = [&](double v) { return y0 + ph * (1 - (v - lo) / (hi - lo)); };
+}  // namespace
 
-  svg += "<text x=\"" + num(ox + kPanelW / 2) + "\" y=\"" + num(oy + 24) +
-         "\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">" + escape(pretty(name)) + "</text>\n";
-  // grid and y ticks
-  for (double v = lo; v <= hi + step / 2; v += step) {
-    svg += "<line x1=\"" + num(x0) + "\" y1=\"" + num(Y(v)) + "\" x2=\"" + num(x0 + pw) + "\" y2=\"" + num(Y(v)) +
-           "\" stroke=\"#e6e6e6\"/>\n";
-    svg += "<text x=\"" + num(x0 - 8) + "\" y=\"" + num(Y(v) + 4) + "\" text-anchor=\"end\" font-size=\"11\" fill=\"#555\">" +
-           tick_label(v, step) + "</text>\n";
+std::vector<size_t> downsample(const std::vector<double>& x, const std::vector<double>& y, double x0, double x1, int columns) {
+  std::vector<size_t> keep;
+  const size_t n = std::min(x.size(), y.size());
+  if (columns < 1 || n <= static_cast<size_t>(columns) * 2 || !(x1 > x0)) {
+    for (size_t i = 0; i < n; ++i) keep.push_back(i);
+    return keep;
   }
-  // x ticks: epochs 1..n, thinned to at most ~10 labels
-  const size_t every = std::max<size_t>(1, (n + 9) / 10);
-  for (size_t i = 0; i < n; i += every) {
-    svg += "<line x1=\"" + num(X(i)) + "\" y1=\"" + num(y0 + ph) + "\" x2=\"" + num(X(i)) + "\" y2=\"" + num(y0 + ph + 4) +
-           "\" stroke=\"#555\"/>\n";
-    svg += "<text x=\"" + num(X(i)) + "\" y=\"" + num(y0 + ph + 17) + "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#555\">" +
-           std::to_string(i + 1) + "</text>\n";
+  size_t i = 0;
+  while (i < n) {
+    const int column = column_of(x[i], x0, x1, columns);
+    size_t first = i, lo = i, hi = i;
+    size_t j = i;
+    for (; j < n && column_of(x[j], x0, x1, columns) == column; ++j) {
+      if (std::isnan(y[j])) continue;
+      if (std::isnan(y[lo]) || y[j] < y[lo]) lo = j;
+      if (std::isnan(y[hi]) || y[j] > y[hi]) hi = j;
+    }
+    for (size_t k : {first, std::min(lo, hi), std::max(lo, hi)})
+      if (keep.empty() || keep.back() < k) keep.push_back(k);
+    i = j;
   }
-  svg += "<rect x=\"" + num(x0) + "\" y=\"" + num(y0) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
-         "\" fill=\"none\" stroke=\"#888\"/>\n";
-  svg += "<text x=\"" + num(x0 + pw / 2) + "\" y=\"" + num(oy + kPanelH - 10) +
-         "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#333\">epoch</text>\n";
-  auto line = [&](const std::vector<double>* s, const char* colour, bool dashed) {
-    if (!s || s->empty()) return;
-    std::string pts;
-    for (size_t i = 0; i < s->size(); ++i)
-      if (std::isfinite((*s)[i])) pts += num(X(i)) + "," + num(Y((*s)[i])) + " ";
-    svg += "<polyline points=\"" + pts + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2.2\"" +
-           (dashed ? " stroke-dasharray=\"7 4\"" : "") + " stroke-linejoin=\"round\"/>\n";
-    for (size_t i = 0; i < s->size(); ++i)
-      if (std::isfinite((*s)[i]))
-        svg += "<circle cx=\"" + num(X(i)) + "\" cy=\"" + num(Y((*s)[i])) + "\" r=\"3\" fill=\"" + colour + "\"/>\n";
-  };
-  line(train, kTrainColour, false);
-  line(val, kValColour, true);
-  // legend in the right corner the curves' ends leave free (top for falling curves)
-  double tail = 0;
-  int count = 0;
-  for (const auto* s : {train, val})
-    if (s)
-      for (size_t i = s->size() * 2 / 3; i < s->size(); ++i)
-        if (std::isfinite((*s)[i])) {
-          tail += ((*s)[i] - lo) / (hi - lo);
-          ++count;
-        }
-  const bool top = count == 0 || tail / count < 0.55;
-  double ly = top ? y0 + 14 : y0 + ph - 34;
-  for (auto [s, colour, label, dashed] : {std::tuple{train, kTrainColour, "train", false}, std::tuple{val, kValColour, "validation", true}}) {
-    if (!s || s->empty()) continue;
-    const double lx = x0 + pw - 110;
-    svg += "<line x1=\"" + num(lx) + "\" y1=\"" + num(ly - 4) + "\" x2=\"" + num(lx + 24) + "\" y2=\"" + num(ly - 4) +
-           "\" stroke=\"" + colour + "\" stroke-width=\"2.2\"" + (dashed ? " stroke-dasharray=\"7 4\"" : "") + "/>\n";
-    svg += "<text x=\"" + num(lx + 30) + "\" y=\"" + num(ly) + "\" font-size=\"12\" fill=\"#333\">" + label + "</text>\n";
-    ly += 18;
-  }
+  return keep;
 }
 
-}  // namespace
+std::vector<double> smooth(const std::vector<double>& y, double weight) {
+  std::vector<double> out(y.size());
+  double last = 0;
+  int64_t n = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (std::isnan(y[i])) {
+      out[i] = y[i];
+      continue;
+    }
+    last = last * weight + (1 - weight) * y[i];
+    ++n;
+    const double debias = 1 - std::pow(weight, static_cast<double>(n));
+    out[i] = debias > 0 ? last / debias : y[i];
+  }
+  return out;
+}
+
+std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o) {
+  if (o.width < 200 || o.height < 150)
+    throw ValueError("line_plot_svg: size " + std::to_string(o.width) + " x " + std::to_string(o.height) +
+                     " pixels (valid: a width of at least 200 and a height of at least 150)");
+  for (const PlotSeries& s : series)
+    if (s.x.size() != s.y.size() || (!s.lo.empty() && s.lo.size() != s.y.size()) || s.lo.size() != s.hi.size())
+      throw ValueError("line_plot_svg: series '" + s.id + "' has " + std::to_string(s.x.size()) + " x, " + std::to_string(s.y.size()) +
+                       " y, " + std::to_string(s.lo.size()) + " lo and " + std::to_string(s.hi.size()) +
+                       " hi values (valid: as many x as y, and a band of none or as many)");
+  const double title_h = o.title.empty() ? 0 : 28;
+  const double kLeft = 70, kRight = 20, kTop = 16 + title_h, kBottom = 44, kLegendLine = 18;
+  const double pw = o.width - kLeft - kRight, ph = o.height - kTop - kBottom;
+  double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
+  for (const PlotSeries& s : series)
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
+      xmin = std::min(xmin, s.x[i]);
+      xmax = std::max(xmax, s.x[i]);
+      const double lo = s.lo.empty() ? s.y[i] : s.lo[i], hi = s.hi.empty() ? s.y[i] : s.hi[i];
+      ymin = std::min({ymin, s.y[i], lo});
+      ymax = std::max({ymax, s.y[i], hi});
+    }
+  const bool empty = !std::isfinite(xmin);
+  if (empty) xmin = 0, xmax = 1, ymin = 0, ymax = 1;
+  if (xmax == xmin) xmin -= 0.5, xmax += 0.5;
+  if (ymax == ymin) ymin -= std::max(0.5, std::abs(ymin) * 0.1), ymax += std::max(0.5, std::abs(ymax) * 0.1);
+  const double pad = (ymax - ymin) * 0.05;
+  ymin -= pad, ymax += pad;
+  auto X = [&](double v) { return kLeft + (v - xmin) / (xmax - xmin) * pw; };
+  auto Y = [&](double v) { return kTop + (ymax - v) / (ymax - ymin) * ph; };
+
+  const std::string width = std::to_string(o.width);
+  const double total_h = o.height + kLegendLine * static_cast<double>(series.size()) + 8;
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" width=\"" + width + "\" height=\"" + num(total_h) +
+                    "\" viewBox=\"0 0 " + width + " " + num(total_h) + "\" font-family=\"sans-serif\">";
+  svg += "<rect x=\"0\" y=\"0\" width=\"" + width + "\" height=\"" + num(total_h) + "\" fill=\"#fff\"/>";
+  if (!o.title.empty())
+    svg += "<text x=\"" + num(kLeft + pw / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">" +
+           escape(o.title) + "</text>";
+  const double ys = nice_step(ymax - ymin, 5);
+  for (double v = std::ceil(ymin / ys) * ys; v <= ymax + 1e-12; v += ys) {
+    svg += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(Y(v)) + "\" x2=\"" + num(kLeft + pw) + "\" y2=\"" + num(Y(v)) +
+           "\" stroke=\"#e5e5e5\"/><text x=\"" + num(kLeft - 6) + "\" y=\"" + num(Y(v) + 4) +
+           "\" text-anchor=\"end\" font-size=\"11\" fill=\"#555\">" + value_text(std::abs(v) < ys * 1e-9 ? 0 : v) + "</text>";
+  }
+  const double xs = nice_step(xmax - xmin, std::max(2, static_cast<int>(pw / 90)));
+  for (double v = std::ceil(xmin / xs) * xs; v <= xmax + 1e-12; v += xs)
+    svg += "<line x1=\"" + num(X(v)) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(X(v)) + "\" y2=\"" + num(kTop + ph) +
+           "\" stroke=\"#f0f0f0\"/><text x=\"" + num(X(v)) + "\" y=\"" + num(kTop + ph + 16) +
+           "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#555\">" + value_text(std::abs(v) < xs * 1e-9 ? 0 : v) + "</text>";
+  svg += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
+         "\" fill=\"none\" stroke=\"#999\"/>";
+  svg += "<text x=\"" + num(kLeft + pw / 2) + "\" y=\"" + num(kTop + ph + 34) + "\" text-anchor=\"middle\" font-size=\"12\">" +
+         escape(o.x_label) + "</text>";
+  svg += "<text x=\"14\" y=\"" + num(kTop + ph / 2) + "\" text-anchor=\"middle\" font-size=\"12\" transform=\"rotate(-90 14 " +
+         num(kTop + ph / 2) + ")\">" + escape(o.y_label) + "</text>";
+  if (empty)
+    svg += "<text x=\"" + num(kLeft + pw / 2) + "\" y=\"" + num(kTop + ph / 2) +
+           "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#888\">no values to draw</text>";
+
+  for (size_t k = 0; k < series.size(); ++k) {
+    const PlotSeries& s = series[k];
+    const std::string colour = s.colour.empty() ? kColours[k % std::size(kColours)] : escape(s.colour);
+    const std::string id = escape(s.id);
+    const std::string dash = s.dashed ? "\" stroke-dasharray=\"7 4" : "";
+    const std::vector<size_t> keep = downsample(s.x, s.y, xmin, xmax, static_cast<int>(pw));
+    svg += "<g class=\"series\" data-series=\"" + id + "\">";
+    if (!s.lo.empty() && !keep.empty()) {
+      std::string band;
+      for (size_t i : keep) band += (band.empty() ? "M" : "L") + num(X(s.x[i])) + "," + num(Y(s.hi[i]));
+      for (auto it = keep.rbegin(); it != keep.rend(); ++it) band += "L" + num(X(s.x[*it])) + "," + num(Y(s.lo[*it]));
+      svg += "<path class=\"band\" d=\"" + band + "Z\" fill=\"" + colour + "\" fill-opacity=\"0.18\" stroke=\"none\"/>";
+    }
+    std::string d;
+    bool pen_down = false;
+    for (size_t i : keep) {
+      if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) {
+        pen_down = false;
+        continue;
+      }
+      d += (pen_down ? "L" : "M") + num(X(s.x[i])) + "," + num(Y(s.y[i]));
+      pen_down = true;
+    }
+    svg += "<path class=\"curve\" data-series=\"" + id + "\" d=\"" + (d.empty() ? "M0,0" : d) + "\" fill=\"none\" stroke=\"" + colour +
+           "\" stroke-width=\"1.8" + dash + "\"/>";
+    for (size_t i : keep) {
+      if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
+      svg += "<circle class=\"point\" cx=\"" + num(X(s.x[i])) + "\" cy=\"" + num(Y(s.y[i])) + "\" r=\"3\" fill=\"" + colour +
+             "\" fill-opacity=\"" + (o.markers ? "1" : "0") + "\"><title>" + escape(s.label) + "\n" + escape(o.x_label) + " " +
+             value_text(s.x[i]) + ": " + value_text(s.y[i]) + "</title></circle>";
+    }
+    svg += "</g>";
+    const double ly = o.height + kLegendLine * static_cast<double>(k) + 4;
+    svg += "<g class=\"legend\" data-series=\"" + id + "\"><line x1=\"" + num(kLeft) + "\" y1=\"" + num(ly + 5) + "\" x2=\"" +
+           num(kLeft + 22) + "\" y2=\"" + num(ly + 5) + "\" stroke=\"" + colour + "\" stroke-width=\"3" + dash + "\"/><text x=\"" +
+           num(kLeft + 28) + "\" y=\"" + num(ly + 9) + "\" font-size=\"12\">" + escape(s.label) + "</text></g>";
+  }
+  svg += "</svg>";
+  return svg;
+}
 
 std::string learning_curves_svg(const History& h, const std::string& title) {
   // panels: each base name (series without the val_ prefix), loss first, lr excluded
@@ -147,9 +218,11 @@ std::string learning_curves_svg(const History& h, const std::string& title) {
     names.push_back(base);
   }
   std::stable_sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) { return a == "loss" && b != "loss"; });
+  constexpr int kPanelW = 440, kPanelH = 300;
+  constexpr double kPanelTotalH = kPanelH + 2 * 18 + 8;  // line_plot_svg's legend: two lines
   const size_t cols = std::min<size_t>(std::max<size_t>(names.size(), 1), 3);
   const size_t rows = (names.size() + cols - 1) / std::max<size_t>(cols, 1);
-  const double W = kPanelW * static_cast<double>(cols), H = 44 + kPanelH * static_cast<double>(std::max<size_t>(rows, 1));
+  const double W = kPanelW * static_cast<double>(cols), H = 44 + kPanelTotalH * static_cast<double>(std::max<size_t>(rows, 1));
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) +
                     "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " + num(H) +
                     "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n";
@@ -157,9 +230,22 @@ std::string learning_curves_svg(const History& h, const std::string& title) {
   svg += "<text x=\"" + num(W / 2) + "\" y=\"28\" text-anchor=\"middle\" font-size=\"18\" font-weight=\"700\" fill=\"#222\">" +
          escape(title) + "</text>\n";
   for (size_t i = 0; i < names.size(); ++i) {
-    const auto* train = h.has(names[i]) ? &h[names[i]] : nullptr;
-    const auto* val = h.has("val_" + names[i]) ? &h["val_" + names[i]] : nullptr;
-    panel(svg, kPanelW * static_cast<double>(i % cols), 44 + kPanelH * static_cast<double>(i / cols), names[i], train, val);
+    std::vector<PlotSeries> series;
+    for (const bool val : {false, true}) {
+      const std::string key = val ? "val_" + names[i] : names[i];
+      if (!h.has(key)) continue;
+      PlotSeries s{.id = key, .label = val ? "validation" : "train", .dashed = val, .colour = kColours[val ? 1 : 0]};
+      for (size_t e = 0; e < h[key].size(); ++e) {
+        s.x.push_back(static_cast<double>(e + 1));
+        s.y.push_back(std::isfinite(h[key][e]) ? h[key][e] : std::numeric_limits<double>::quiet_NaN());
+      }
+      series.push_back(std::move(s));
+    }
+    svg += "<g transform=\"translate(" + num(kPanelW * static_cast<double>(i % cols)) + " " +
+           num(44 + kPanelTotalH * static_cast<double>(i / cols)) + ")\">" +
+           line_plot_svg(series, {.title = pretty(names[i]), .x_label = "epoch", .y_label = names[i], .width = kPanelW, .height = kPanelH,
+                                  .markers = true}) +
+           "</g>\n";
   }
   return svg + "</svg>\n";
 }

@@ -6,14 +6,18 @@
 
 #include "core/utf8.h"
 #include "loom/store/runs.h"
+#include "loom/train/plot.h"
 #include "ui/api.h"
-#include "ui/plot.h"
 
 namespace loom::ui::detail {
 
 namespace {
 
 using loom::detail::quote_text;
+using train::downsample;
+using train::line_plot_svg;
+using train::smooth;
+using Series = train::PlotSeries;
 
 // Loss-like metrics are better low; the others (accuracy, ...) high.
 bool lower_is_better(const std::string& metric) {
@@ -180,7 +184,7 @@ Response curves(store::Store& store, const Request& r) {
   std::vector<Series> series;
   for (const auto& run : runs) series.push_back(series_of(run, metric, x == "time", weight));
   const std::string x_label = x == "time" ? "seconds since the run started" : "epoch";
-  if (format == "svg") return {200, "image/svg+xml", overlay_svg(series, x_label, metric, static_cast<int>(width), static_cast<int>(height)), {}};
+  if (format == "svg") return {200, "image/svg+xml", line_plot_svg(series, {.x_label = x_label, .y_label = metric, .width = static_cast<int>(width), .height = static_cast<int>(height)}), {}};
   nlohmann::json out = {{"metric", metric}, {"x", x}, {"series", nlohmann::json::array()}};
   const double pw = static_cast<double>(width) - 90;
   for (const Series& s : series) {
@@ -278,7 +282,7 @@ Response group(store::Store& store, const Request& r) {
     series.push_back(std::move(s));
   }
   if (format == "svg")
-    return {200, "image/svg+xml", overlay_svg(series, "epoch", metric + ": mean, min to max", static_cast<int>(width), static_cast<int>(height)), {}};
+    return {200, "image/svg+xml", line_plot_svg(series, {.x_label = "epoch", .y_label = metric + ": mean, min to max", .width = static_cast<int>(width), .height = static_cast<int>(height)}), {}};
   return json_response(out);
 }
 

@@ -146,6 +146,7 @@ TEST_P(StoreSession, AStoreWhoseSchemaHeldTheTasksKeepsThem) {
     store::Session w(s, store::Access::Write);
     w.execute("DROP TABLE loom_schema_parts");
     w.execute("DROP TABLE dataset_queries");  // the store's migration 8 (named queries) neither
+    w.execute("DROP TABLE run_metric_summaries");  // nor 9 (metric summaries)
     for (const char* table : {"models", "datasets"})  // the store's migration 6 (lineage) had not come yet
       for (const char* column : {"task_id", "run_id"}) w.execute(std::string("ALTER TABLE ") + table + " DROP COLUMN " + column);
     w.execute("ALTER TABLE run_metrics DROP COLUMN time_ms");  // nor migration 7 (each epoch's time)

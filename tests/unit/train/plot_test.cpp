@@ -6,6 +6,7 @@
 #include <loom/train/progress.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 using namespace loom::train;
@@ -26,8 +27,13 @@ TEST(Plot, LearningCurvesSvgHasAPanelPerQuantity) {
   EXPECT_NE(svg.find(">Accuracy<"), std::string::npos);
   EXPECT_EQ(svg.find(">Lr<"), std::string::npos);  // the learning rate is not a panel
   size_t lines = 0;
-  for (size_t p = svg.find("<polyline"); p != std::string::npos; p = svg.find("<polyline", p + 1)) ++lines;
+  for (size_t p = svg.find("<path class=\"curve\""); p != std::string::npos; p = svg.find("<path class=\"curve\"", p + 1)) ++lines;
   EXPECT_EQ(lines, 3u);  // loss, val_loss, accuracy
+  EXPECT_NE(svg.find("data-series=\"val_loss\""), std::string::npos);
+  EXPECT_NE(svg.find(">validation<"), std::string::npos);  // the legend
+  size_t markers = 0;
+  for (size_t p = svg.find("fill-opacity=\"1\"><title>"); p != std::string::npos; p = svg.find("fill-opacity=\"1\"><title>", p + 1)) ++markers;
+  EXPECT_EQ(markers, 15u);  // a visible point per epoch of each series
   EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);  // validation dashed
   EXPECT_THROW(h["val_accuracy"], loom::ValueError);
 
@@ -37,6 +43,34 @@ TEST(Plot, LearningCurvesSvgHasAPanelPerQuantity) {
   std::filesystem::remove(path);
 }
 
+TEST(Plot, LinePlotDrawsSeriesBandsAndDownsamplesKeepingSpikes) {
+  PlotSeries a{.id = "a<b", .label = "run \"a\"", .x = {}, .y = {}};
+  for (int i = 0; i < 10000; ++i) {
+    a.x.push_back(i);
+    a.y.push_back(i == 4321 ? 100.0 : std::sin(i / 100.0));
+  }
+  PlotSeries b{.id = "b", .label = "group", .x = {0, 1, 2}, .y = {1, 2, 3}, .lo = {0, 1, 2}, .hi = {2, 3, 4}, .dashed = true};
+  const std::string svg = line_plot_svg({a, b}, {.title = "T", .y_label = "loss", .width = 600, .height = 300});
+  EXPECT_NE(svg.find("data-series=\"a&lt;b\""), std::string::npos);  // ids and labels escaped
+  EXPECT_NE(svg.find("run &quot;a&quot;"), std::string::npos);
+  size_t bands = 0, points = 0;
+  for (size_t p = svg.find("class=\"band\""); p != std::string::npos; p = svg.find("class=\"band\"", p + 1)) ++bands;
+  for (size_t p = svg.find("class=\"point\""); p != std::string::npos; p = svg.find("class=\"point\"", p + 1)) ++points;
+  EXPECT_EQ(bands, 1u);
+  EXPECT_LT(points, 3u * 510 + 3);  // at most three per pixel column of a 510-pixel plot, plus b's 3
+  EXPECT_NE(svg.find(": 100</title>"), std::string::npos);  // the spike survives
+  const std::vector<size_t> keep = downsample(a.x, a.y, 0, 9999, 100);
+  EXPECT_LE(keep.size(), 300u);
+  EXPECT_NE(std::find(keep.begin(), keep.end(), 4321u), keep.end());
+  EXPECT_TRUE(std::is_sorted(keep.begin(), keep.end()));
+  EXPECT_THROW(line_plot_svg({PlotSeries{.id = "c", .x = {0, 1}, .y = {1}}}), loom::ValueError);
+  EXPECT_THROW(line_plot_svg({b}, {.width = 100}), loom::ValueError);
+  // smoothing: TensorBoard's debiased EMA; NaN stays a gap
+  const std::vector<double> sm = smooth({1, std::nan(""), 3}, 0.5);
+  EXPECT_DOUBLE_EQ(sm[0], 1);
+  EXPECT_TRUE(std::isnan(sm[1]));
+  EXPECT_DOUBLE_EQ(sm[2], (0.5 * 0.5 * 1 + 0.5 * 3) / (1 - 0.25));
+}
 
 TEST(Progress, PlainLinesWhenNotATerminal) {
   std::FILE* f = std::tmpfile();
