@@ -24,6 +24,11 @@
 //   store_bench dataset --store URL [--data DIR]
 //       one epoch of the Fashion-MNIST training set (batch 128, shuffled) through the loader,
 //       read from the IDX files and through a dataset-store query (imported once beforehand).
+//   store_bench ui-fill --store URL [--runs 200] [--epochs 10] [--dump FILE]   (ui_bench.sh: 1000 x 50)
+//       the dashboard benchmark's store (bench/ui_bench.sh): `runs` finished runs of `epochs`
+//       epochs (loss, accuracy, val_loss, val_accuracy; five hyper-parameters; some tags), a
+//       model of 10 versions, a dataset of 64 images and 100 tasks. FILE gets the runs as JSON
+//       for the MLflow side (bench/ui_mlflow.py logs the same values).
 #include <loom/loom.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,10 +36,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -50,15 +57,15 @@ using nlohmann::json;
 namespace {
 
 struct Args {
-  std::string mode, store, data = "/usr/share/datasets/fashion-mnist";
+  std::string mode, store, data = "/usr/share/datasets/fashion-mnist", dump;
   int64_t runs = 200, epochs = 10, agents = 1, tasks = 400, poll_ms = 5, batch = 1;
   bool tasks_given = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "store_bench: " << why
-            << "\nusage: store_bench registry|tasks|claim|dag|chain|commit|dataset --store URL [--runs N] [--epochs N] [--agents N]"
-               " [--tasks N] [--poll-ms N] [--batch N] [--data DIR]\n";
+            << "\nusage: store_bench registry|tasks|claim|dag|chain|commit|dataset|ui-fill --store URL [--runs N] [--epochs N] [--agents N]"
+               " [--tasks N] [--poll-ms N] [--batch N] [--data DIR] [--dump FILE]\n";
   std::exit(2);
 }
 
@@ -72,6 +79,7 @@ Args parse(int argc, char** argv) {
     const std::string v = argv[i + 1];
     if (k == "--store") a.store = v;
     else if (k == "--data") a.data = v;
+    else if (k == "--dump") a.dump = v;
     else if (k == "--runs") a.runs = std::stoll(v);
     else if (k == "--epochs") a.epochs = std::stoll(v);
     else if (k == "--agents") a.agents = std::stoll(v);
@@ -385,6 +393,65 @@ void dataset(const Args& a) {
             << std::endl;
 }
 
+// The dashboard benchmark's store: training-like curves (loss falling at a rate of the run's
+// learning rate, noisy), every value also written to --dump for MLflow.
+void ui_fill(const Args& a) {
+  store::Store s = store::Store::open(a.store);
+  store::Runs runs = s.runs();
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  const std::vector<std::string> optimizers = {"adam", "sgd", "rmsprop"};
+  json dump = json::array();
+  const double t0 = bench::now_s();
+  for (int64_t r = 0; r < a.runs; ++r) {
+    const json hyper = {{"lr", 1e-3 * static_cast<double>(1 + r % 10)}, {"batch_size", 32 << (r % 4)}, {"hidden", 64 << (r % 3)},
+                        {"optimizer", optimizers[static_cast<size_t>(r % 3)]}, {"seed", r}};
+    std::vector<std::string> tags = {"sweep-" + std::to_string(r / 100)};
+    if (r % 10 == 0) tags.push_back("baseline");
+    const std::string name = "run-" + std::to_string(r);
+    const store::RunInfo run = runs.start("ui-bench", name, hyper.dump(), tags);
+    const double rate = 0.02 + 0.01 * static_cast<double>(1 + r % 10);
+    json metrics = {{"loss", json::array()}, {"accuracy", json::array()}, {"val_loss", json::array()}, {"val_accuracy", json::array()}};
+    for (int64_t e = 0; e < a.epochs; ++e) {
+      const double decay = std::exp(-rate * static_cast<double>(e));
+      const std::map<std::string, double> m = {{"loss", 2.3 * decay + 0.05 + noise(rng)},
+                                               {"accuracy", 0.98 - 0.88 * decay + noise(rng)},
+                                               {"val_loss", 2.3 * decay + 0.12 + 2 * noise(rng)},
+                                               {"val_accuracy", 0.95 - 0.85 * decay + 2 * noise(rng)}};
+      runs.log_epoch(run.id, e, m);
+      for (const auto& kv : m) metrics[kv.first].push_back(kv.second);
+    }
+    runs.finish(run.id);
+    dump.push_back({{"id", run.id}, {"name", name}, {"experiment", "ui-bench"}, {"hyper_parameters", hyper}, {"tags", tags}, {"metrics", metrics}});
+  }
+  const double t_runs = bench::now_s() - t0;
+  for (int v = 0; v < 10; ++v) {
+    manual_seed(static_cast<uint64_t>(v));
+    s.models().save("ui-bench-mlp", mlp(), {{"accuracy", 0.8 + 0.01 * v}}, R"({"hidden": 256})", {"v" + std::to_string(v)},
+                    {.task_id = 0, .run_id = dump.empty() ? 0 : dump[static_cast<size_t>(v) % dump.size()]["id"].get<int64_t>()});
+  }
+  s.models().set_alias("ui-bench-mlp", "production", 3);
+  store::DatasetWriter w = s.datasets().create("ui-bench-digits", {.fields = {"image", "label"}});
+  for (int64_t i = 0; i < 64; ++i) {
+    std::vector<uint8_t> px(28 * 28);
+    for (size_t k = 0; k < px.size(); ++k) px[k] = static_cast<uint8_t>((static_cast<size_t>(i) * 7 + k) % 256);
+    w.append({.tensors = {{"image", from_vector(px, {1, 28, 28})}, {"label", scalar_tensor(static_cast<double>(i % 10), Int64)}},
+              .metadata = R"({"label": )" + std::to_string(i % 10) + "}"});
+  }
+  w.commit();
+  flow::Tasks tasks(s);
+  for (int i = 0; i < 100; ++i) tasks.submit(i % 2 ? "train" : "evaluate", json{{"i", i}}.dump());
+  for (int i = 0; i < 50; ++i)
+    if (auto c = tasks.claim({"train", "evaluate"}, "agent-" + std::to_string(i % 4))) tasks.finish(*c, "{}");
+  if (!a.dump.empty()) {
+    std::ofstream f(a.dump);
+    f << dump.dump();
+    if (!f) throw IOError("store_bench: cannot write " + a.dump);
+  }
+  std::cout << json{{"bench", "ui-fill"}, {"impl", "loom"}, {"backend", backend(a.store)}, {"runs", a.runs}, {"epochs", a.epochs}, {"log_s", t_runs}}.dump()
+            << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -397,6 +464,7 @@ int main(int argc, char** argv) {
     else if (a.mode == "dag") dag(a);
     else if (a.mode == "chain") chain(a);
     else if (a.mode == "dataset") dataset(a);
+    else if (a.mode == "ui-fill") ui_fill(a);
     else usage("unknown mode " + a.mode);
   } catch (const std::exception& e) {
     std::cerr << "store_bench: " << e.what() << "\n";

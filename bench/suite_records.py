@@ -4,6 +4,7 @@
 
     python3 bench/suite_records.py dist RESULTS.jsonl    # bench/dist_bench.sh's JSON lines
     python3 bench/suite_records.py store RESULTS.jsonl   # bench/store_bench.sh's JSON lines
+    python3 bench/suite_records.py ui RESULTS.jsonl      # bench/ui_bench.sh's JSON lines
 
 Appends the records to the file named by LOOM_BENCH_RESULTS (bench/bench_results.py);
 bench/dist_bench.sh and bench/store_bench.sh run it themselves when LOOM_BENCH_RESULTS is set.
@@ -130,8 +131,62 @@ def store(rows: list[dict]) -> list[dict]:
     return records
 
 
+def ui(rows: list[dict]) -> list[dict]:
+    """The dashboard against MLflow's UI: each route's p95 and the runs page in the browser."""
+    import ui_bench_table as t
+    loom, ml = t.api(rows, "loom"), t.api(rows, "mlflow")
+    lp, mp = t.pages(rows, "loom"), t.pages(rows, "mlflow")
+    fill = {r["impl"]: r for r in rows if r.get("bench") == "ui-fill"}
+    ms = lambda r: f"{r['p95_ms']:.1f}" if r["p95_ms"] < 10 else f"{r['p95_ms']:.0f}"
+    p95 = lambda d, *keys: " / ".join(ms(d[k]) for k in keys)
+    page = lambda r: f"{r['median_ms']:.0f} / {r['p95_ms']:.0f}"
+    out = []
+    if loom and ml:
+        miss = [k for k, r in loom.items() if r["p95_ms"] >= t.API_GOAL_MS]
+        ratios = lambda keys: [ml[t.PAIRS[k]]["p95_ms"] / loom[k]["p95_ms"] for k in keys]
+        lists = ratios(["runs list, page of 100", "runs list, 1000 rows", "runs list sorted by val_accuracy", "runs list filtered lr=0.005"])
+        curves = ratios(["curves SVG, 1 run", "curves SVG, 2 runs", "curves SVG, 10 runs", "curves SVG, 100 runs"])
+        rest = [r["p95_ms"] for k, r in loom.items() if not k.startswith(("runs list", "curves", "compare", "group"))]
+        text = ("p95 in ms. Loom: runs list of 50 / 100 / 1,000 rows "
+                + p95(loom, "runs list, page of 50", "runs list, page of 100", "runs list, 1000 rows")
+                + ", sorted by a metric " + ms(loom["runs list sorted by val_accuracy"]) + ", filtered " + ms(loom["runs list filtered lr=0.005"])
+                + "; curves (SVG) of 1 / 2 / 10 / 100 runs " + p95(loom, "curves SVG, 1 run", "curves SVG, 2 runs", "curves SVG, 10 runs", "curves SVG, 100 runs")
+                + "; compare 2 / 100 runs " + p95(loom, "compare, 2 runs", "compare, 100 runs")
+                + "; group-by SVG / JSON " + p95(loom, "group by lr, SVG", "group by optimizer, JSON")
+                + f"; models, datasets, samples, tasks, the page ≤ {max(rest):.1f}. MLflow {fill.get('mlflow', {}).get('version', '')}, "
+                "its UI's calls: runs/search of 100 / 1,000 runs "
+                + p95(ml, "runs search, page of 100", "runs search, 1000 runs") + ", sorted " + ms(ml["runs search sorted by val_accuracy"])
+                + ", filtered " + ms(ml["runs search filtered lr=0.005"]) + "; metric histories of 1 / 2 / 10 / 100 runs "
+                + p95(ml, "metric history, 1 run", "metric histories, 2 runs (bulk-interval)", "metric histories, 10 runs (bulk-interval)",
+                      "metric histories, 100 runs (bulk-interval)")
+                + f". MLflow / Loom: runs list **{min(lists):.1f}–{max(lists):.1f}**, curves **{min(curves):.1f}–{max(curves):.1f}**"
+                + (". Over the goal: " + "; ".join(miss) if miss else ". Every route under 100 ms"))
+        n = fill.get("loom", {})
+        out.append(("ui_api_p95", f"dashboard API, {n.get('runs', 0):,} runs × {n.get('epochs', '?')} epochs, against MLflow's "
+                    "UI on the same runs (goal p95 < 100 ms per route)", text, list(loom.values()) + list(ml.values())))
+    if lp and mp:
+        table = mp["runs table, first page of 100 rows"]
+        text = ("median / p95 in ms. Loom: the table of 50 / 200 / 1,000 rows " + ", ".join(page(lp[f"runs table, {n} rows"]) for n in (50, 200, 1000))
+                + "; a click to the curves of 2 / 10 / 50 / 100 selected runs "
+                + ", ".join(page(lp[f"select {n} runs to curves drawn"]) for n in (2, 10, 50, 100))
+                + ". MLflow: its table's first page of 100 rows " + page(table)
+                + f" (**{table['median_ms'] / lp['runs table, 1000 rows']['median_ms']:.1f}×** Loom's 1,000 rows)"
+                + ", its chart view (a page of its own) of 10 runs, 4 metrics " + page(mp["chart view, 10 runs' curves drawn (a chart per metric)"]))
+        out.append(("ui_page", "the runs page in headless Chromium, 1,000 runs: navigation to the table, a click to the curves "
+                    "(goal < 1 s)", text, list(lp.values()) + list(mp.values())))
+    records = []
+    for bench, row, text, measured in out:
+        r = bench_results.base_record("ci_store", bench, row, 1)
+        load = load_text(measured)
+        if load:
+            r["load"] = load
+        r.update(load_in_label=True, text=text)
+        records.append(r)
+    return records
+
+
 def main() -> None:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("dist", "store"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("dist", "store", "ui"):
         sys.exit(__doc__)
     rows = []
     with open(sys.argv[2]) as f:
@@ -141,7 +196,7 @@ def main() -> None:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError:
                     pass
-    records = dist(rows) if sys.argv[1] == "dist" else store(rows)
+    records = {"dist": dist, "store": store, "ui": ui}[sys.argv[1]](rows)
     if not os.environ.get("LOOM_BENCH_RESULTS"):
         sys.exit("suite_records.py: set LOOM_BENCH_RESULTS to the file to append the records to")
     bench_results.append(os.environ["LOOM_BENCH_RESULTS"], records)

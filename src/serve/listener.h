@@ -1,7 +1,7 @@
 #pragma once
 // One HTTP server's life on one address, shared by the model server and the dashboard (the seam
 // serve offers ui, tests/layering): bind host:port (0: a free port), listen in a thread of its
-// own, wait until stopped, stop answering requests in flight first.
+// own (TCP_NODELAY; SO_REUSEADDR only), wait until stopped, stop answering requests in flight first.
 #include <httplib.h>
 
 #include <chrono>

@@ -283,9 +283,7 @@ void Server::start() {
   // cpp-httplib takes ownership of the queue it is handed.
   http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http->set_payload_max_length(static_cast<size_t>(impl_->options.max_request_bytes));
-  // answers leave at once (no Nagle delay on small responses); a client may send many requests
-  // on one connection, as load balancers and clients with pools do
-  http->set_tcp_nodelay(true);
+  // a client may send many requests on one connection, as load balancers and clients with pools do
   http->set_keep_alive_max_count(1000);
   auto serve = [this](const httplib::Request& req, httplib::Response& res) {
     const HttpResponse r = handle({req.method, req.path, req.body});

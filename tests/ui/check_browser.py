@@ -88,6 +88,13 @@ def main():
         # Runs: one row per run; two selected runs, two curves with their full names
         driver.get(base + "/#runs")
         until("the runs table has 3 rows", lambda: count("#runs-table tbody tr.run") == 3)
+        # rows per page: asked of the API, and kept by the browser across visits
+        Select(driver.find_element(By.ID, "runs-limit")).select_by_value("1000")
+        resources = lambda: driver.execute_script("return performance.getEntriesByType('resource').map((e) => e.name)")
+        until("the table asked for 1000 rows", lambda: any("/api/runs?" in e and "limit=1000" in e for e in resources()))
+        driver.refresh()
+        until("the page size kept", lambda: driver.find_element(By.ID, "runs-limit").get_attribute("value") == "1000" and
+              count("#runs-table tbody tr.run") == 3 and any("limit=1000" in e for e in resources()))
         for r in runs[:2]:
             driver.find_element(By.CSS_SELECTOR, f'input.select-run[data-run="{r}"]').click()
         until("two curves are drawn", lambda: count("#plot svg path.curve") == 2)
@@ -170,6 +177,11 @@ def main():
         assert blocked.startswith("http://192.0.2.1") and "img-src" in blocked, blocked
         status, headers, _ = request("GET", "/")
         assert "script-src 'self'" in headers.get("Content-Security-Policy", ""), headers
+        # JSON and SVG answers are not sent through cpp-httplib's Brotli (seconds for a large one)
+        curves = urllib.request.Request(base + "/api/runs/curves?runs=" + ",".join(map(str, runs)), headers={"Accept-Encoding": "br, gzip"})
+        with urllib.request.urlopen(curves, timeout=10) as r:
+            assert r.headers.get("Content-Encoding") is None, dict(r.headers)
+            assert r.headers.get("Content-Type") == "image/svg+xml; charset=utf-8", dict(r.headers)
         print(f"ui_browser: {len(entries)} requests, all to {base}; screenshots in {shots}")
         return 0
     finally:

@@ -43,7 +43,8 @@ const when = (ms) => (ms ? new Date(ms).toLocaleString() : '');
 const hp = (o) => Object.entries(o || {}).map(([k, v]) => k + '=' + (typeof v === 'string' ? v : JSON.stringify(v))).join(' ');
 
 // ---- Runs -------------------------------------------------------------------------------
-const runs = {offset: 0, limit: 50, selected: new Set(), next: null, metrics: [], keys: new Set()};
+// rows per page: the choice is kept in the browser (localStorage) across visits
+const runs = {offset: 0, limit: [50, 200, 1000].includes(Number(localStorage.getItem('loom-runs-limit'))) ? Number(localStorage.getItem('loom-runs-limit')) : 50, selected: new Set(), next: null, metrics: [], keys: new Set()};
 
 async function loadRuns() {
   const q = new URLSearchParams({sort: $('runs-sort').value || 'id', order: $('runs-order').value,
@@ -274,6 +275,13 @@ window.addEventListener('DOMContentLoaded', () => {
   $('runs-sort').addEventListener('change', guard(loadRuns));
   $('runs-order').addEventListener('change', guard(loadRuns));
   $('runs-prev').addEventListener('click', () => { runs.offset = Math.max(0, runs.offset - runs.limit); guard(loadRuns)(); });
+  $('runs-limit').value = String(runs.limit);
+  $('runs-limit').addEventListener('change', () => {
+    runs.limit = Number($('runs-limit').value);
+    runs.offset = 0;
+    localStorage.setItem('loom-runs-limit', String(runs.limit));
+    guard(loadRuns)();
+  });
   $('runs-next').addEventListener('click', () => { if (runs.next != null) { runs.offset = runs.next; guard(loadRuns)(); } });
   for (const id of ['plot-metric', 'plot-x']) $(id).addEventListener('change', () => { drawCurves(); drawGroup(); });
   $('plot-smoothing').addEventListener('input', () => { $('plot-smoothing-value').textContent = $('plot-smoothing').value; drawCurves(); });
