@@ -281,6 +281,29 @@ std::vector<RunSummary> Runs::summaries(const RunQuery& query) const {
   return out;
 }
 
+EpochStatistics Runs::epoch_statistics(const std::vector<int64_t>& runs, const std::string& metric) const {
+  check_label("epoch_statistics", "metric name", metric);
+  EpochStatistics out;
+  if (runs.empty()) return out;
+  std::vector<Value> params{metric};
+  std::string ids;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    ids += i ? ", ?" : "?";
+    params.emplace_back(runs[i]);
+  }
+  const std::string sql = "SELECT epoch, AVG(value), MIN(value), MAX(value), COUNT(value) FROM run_metrics WHERE metric = ? AND run_id IN (" +
+                          ids + ") GROUP BY epoch HAVING COUNT(value) > 0 ORDER BY epoch";
+  Session session = open_session(*impl_, Access::Read);
+  for (const Row& r : connection(session).query(sql, params)) {
+    out.epochs.push_back(r.integer(0));
+    out.mean.push_back(r.real(1));
+    out.min.push_back(r.real(2));
+    out.max.push_back(r.real(3));
+    out.count.push_back(r.integer(4));
+  }
+  return out;
+}
+
 std::vector<RunInfo> Runs::find_top(const std::string& metric, At at, int64_t k, const RunQuery& query) const {
   check_label("find_top", "metric name", metric);
   if (k < 1) throw ValueError("find_top: k is " + std::to_string(k) + " (valid: k >= 1)");

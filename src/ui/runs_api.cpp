@@ -241,44 +241,25 @@ Response group(store::Store& store, const Request& r) {
   std::vector<store::RunSummary> summaries = store.runs().summaries();
   std::erase_if(summaries, [&](const store::RunSummary& s) { return !matches(s.run, filter); });
   const std::string metric = metric_of(r, metric_names_of(summaries));
-  // only the drawn metric's curves, of the runs the filter keeps
-  std::vector<store::RunInfo> runs = store.runs().find({}, {metric});
-  std::erase_if(runs, [&](const store::RunInfo& run) { return !matches(run, filter); });
   // by the hyper-parameter's value as JSON text; runs without it form the group "(none)"
-  std::map<std::string, std::vector<const store::RunInfo*>> groups;
-  for (const auto& run : runs) {
-    const nlohmann::json hp = parse_object(run.hyper_parameters);
-    if (run.metrics.at(metric).values.empty()) continue;  // find() gives a run without the metric an empty curve
-    groups[hp.contains(*by) ? hp[*by].dump() : "(none)"].push_back(&run);
+  std::map<std::string, std::vector<int64_t>> groups;
+  for (const auto& s : summaries) {
+    if (!s.metrics.count(metric)) continue;
+    const nlohmann::json hp = parse_object(s.run.hyper_parameters);
+    groups[hp.contains(*by) ? hp[*by].dump() : "(none)"].push_back(s.run.id);
   }
   std::vector<Series> series;
   nlohmann::json out = {{"by", *by}, {"metric", metric}, {"groups", nlohmann::json::array()}};
   for (const auto& [value, members] : groups) {
-    std::map<int64_t, std::vector<double>> at;  // epoch -> the members' values
-    nlohmann::json ids = nlohmann::json::array();
-    for (const store::RunInfo* run : members) {
-      ids.push_back(run->id);
-      const store::Curve& c = run->metrics.at(metric);
-      for (size_t i = 0; i < c.values.size(); ++i)
-        if (!std::isnan(c.values[i])) at[c.epochs[i]].push_back(c.values[i]);
-    }
+    const store::EpochStatistics st = store.runs().epoch_statistics(members, metric);  // the database reduces the curves
     Series s;
     s.id = value;
     s.label = *by + " = " + value + " (" + std::to_string(members.size()) + (members.size() == 1 ? " run)" : " runs)");
-    nlohmann::json epochs = nlohmann::json::array(), mean = nlohmann::json::array(), lo = nlohmann::json::array(), hi = nlohmann::json::array();
-    for (const auto& [epoch, values] : at) {
-      double sum = 0;
-      for (double v : values) sum += v;
-      s.x.push_back(static_cast<double>(epoch));
-      s.y.push_back(sum / static_cast<double>(values.size()));
-      s.lo.push_back(*std::min_element(values.begin(), values.end()));
-      s.hi.push_back(*std::max_element(values.begin(), values.end()));
-      epochs.push_back(epoch);
-      mean.push_back(s.y.back());
-      lo.push_back(s.lo.back());
-      hi.push_back(s.hi.back());
-    }
-    out["groups"].push_back({{"value", value}, {"runs", ids}, {"epochs", epochs}, {"mean", mean}, {"min", lo}, {"max", hi}});
+    for (size_t i = 0; i < st.epochs.size(); ++i) s.x.push_back(static_cast<double>(st.epochs[i]));
+    s.y = st.mean;
+    s.lo = st.min;
+    s.hi = st.max;
+    out["groups"].push_back({{"value", value}, {"runs", members}, {"epochs", st.epochs}, {"mean", st.mean}, {"min", st.min}, {"max", st.max}});
     series.push_back(std::move(s));
   }
   if (format == "svg")

@@ -66,6 +66,14 @@ struct LOOM_API RunSummary {
   std::map<std::string, MetricSummary> metrics;
 };
 
+// One metric over several runs, epoch by epoch (NaN values skipped): a group of runs' mean
+// curve and its min..max band.
+struct LOOM_API EpochStatistics {
+  std::vector<int64_t> epochs;          // ascending: those where at least one run has a value
+  std::vector<double> mean, min, max;
+  std::vector<int64_t> count;           // how many runs have a value at the epoch
+};
+
 struct LOOM_API RunMetricFilter {
   std::string metric;
   std::string op;
@@ -107,6 +115,8 @@ class LOOM_API Runs {
   // The runs matching `query` by id with each metric summarised by the database instead of
   // loaded: what a table of many runs needs (the dashboard lists 1,000 runs this way).
   std::vector<RunSummary> summaries(const RunQuery& query = {}) const;
+  // `metric` over `runs` epoch by epoch, reduced by the database (ids of no run add nothing).
+  EpochStatistics epoch_statistics(const std::vector<int64_t>& runs, const std::string& metric) const;
   // The k runs matching `query` with the best value of `metric` at `at` (Final: the last
   // epoch's value, Max/Min: the best over epochs), highest first for Final and Max, lowest
   // first for Min; ties go to the older run.

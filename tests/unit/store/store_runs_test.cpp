@@ -309,5 +309,16 @@ TEST_P(StoreRuns, SummariesAgreeWithTheCurvesTheyReduce) {
   EXPECT_EQ(cmp[2].id, c);
   EXPECT_EQ(cmp[1].tags, (std::vector<std::string>{"x", "y"}));
   EXPECT_TRUE(runs.compare({}).empty());
-  (void)empty;
+  // epoch by epoch over runs, NaN skipped; an epoch with only NaN, or an unknown run, adds nothing
+  const store::EpochStatistics st = runs.epoch_statistics({a, b, c, empty, 9999}, "loss");
+  EXPECT_EQ(st.epochs, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(st.count, (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_DOUBLE_EQ(st.mean[0], (1.0 + 0.7) / 2);
+  EXPECT_DOUBLE_EQ(st.min[0], 0.7);
+  EXPECT_DOUBLE_EQ(st.max[0], 1.0);
+  EXPECT_DOUBLE_EQ(st.mean[1], 0.5);
+  EXPECT_DOUBLE_EQ(st.mean[2], 1.0 / 3);
+  EXPECT_TRUE(runs.epoch_statistics({c}, "acc").epochs.empty());
+  EXPECT_TRUE(runs.epoch_statistics({}, "loss").epochs.empty());
+  EXPECT_THROW(runs.epoch_statistics({a}, ""), ValueError);
 }
