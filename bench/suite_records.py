@@ -169,6 +169,8 @@ def ui(rows: list[dict]) -> list[dict]:
         text = ("median / p95 in ms. Loom: the table of 50 / 200 / 1,000 rows " + ", ".join(page(lp[f"runs table, {n} rows"]) for n in (50, 200, 1000))
                 + "; a click to the curves of 2 / 10 / 50 / 100 selected runs "
                 + ", ".join(page(lp[f"select {n} runs to curves drawn"]) for n in (2, 10, 50, 100))
+                + ("; the page's checkbox to all 1,000 curves " + page(lp["select all 1000 runs to curves drawn"])
+                   if "select all 1000 runs to curves drawn" in lp else "")
                 + ". MLflow: its table's first page of 100 rows " + page(table)
                 + f" (**{table['median_ms'] / lp['runs table, 1000 rows']['median_ms']:.1f}×** Loom's 1,000 rows)"
                 + ", its chart view (a page of its own) of 10 runs, 4 metrics " + page(mp["chart view, 10 runs' curves drawn (a chart per metric)"]))

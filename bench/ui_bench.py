@@ -247,7 +247,8 @@ def browser(loom_base, ml_base, exp, ids, loads):
 
     try:
         # Loom: the table with 50 rows (the default page) and with 1000 rows (the page size kept
-        # in localStorage), then selecting 2, 10, 50, 100 runs (of a page of 200) and their curves drawn.
+        # in localStorage), then selecting 2, 10, 50, 100 runs (of a page of 200) and their curves
+        # drawn, then every run of a page of 1,000 and their 1,000 curves.
         driver.get(loom_base + "/")
         for rows in (50, 200, 1000):
             driver.execute_script("localStorage.setItem('loom-runs-limit', arguments[0])", str(rows))
@@ -276,6 +277,19 @@ def browser(loom_base, ml_base, exp, ids, loads):
                   return t;""", n)
                 xs.append(mark("curves") - t)
             yield (summary("loom", "select %d runs to curves drawn" % n, xs, runs=n))
+        # every run: a page of 1,000 rows, the header's checkbox, 1,000 curves drawn
+        driver.execute_script("localStorage.setItem('loom-runs-limit', '1000')")
+        xs = []
+        for _ in range(loads):
+            navigate(loom_base + "/#runs", "window.__benchWatch('rows', () => document.querySelectorAll('#runs-table tbody tr.run').length === 1000);")
+            mark("rows")
+            t = driver.execute_script("""
+              window.__benchWatch('curves', () => document.querySelectorAll('#plot svg path.curve').length === 1000);
+              const t = performance.now();
+              document.getElementById('select-page').click();
+              return t;""")
+            xs.append(mark("curves") - t)
+        yield (summary("loom", "select all 1000 runs to curves drawn", xs, runs=1000))
 
         # MLflow: its experiment's runs page ("Model training"), whose table shows the runs 100 at a
         # time (run-999 to run-900 first), then its chart view: a chart per metric of the first

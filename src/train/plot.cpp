@@ -139,8 +139,9 @@ std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptio
   auto X = [&](double v) { return kLeft + (v - xmin) / (xmax - xmin) * pw; };
   auto Y = [&](double v) { return kTop + (ymax - v) / (ymax - ymin) * ph; };
 
+  const bool legend = series.size() <= kMaxLegendSeries;
   const std::string width = std::to_string(o.width);
-  const double total_h = o.height + kLegendLine * static_cast<double>(series.size()) + 8;
+  const double total_h = o.height + kLegendLine * static_cast<double>(legend ? series.size() : 1) + 8;
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" width=\"" + width + "\" height=\"" + num(total_h) +
                     "\" viewBox=\"0 0 " + width + " " + num(total_h) + "\" font-family=\"sans-serif\">";
   svg += "<rect x=\"0\" y=\"0\" width=\"" + width + "\" height=\"" + num(total_h) + "\" fill=\"#fff\"/>";
@@ -192,7 +193,11 @@ std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptio
       pen_down = true;
     }
     svg += "<path class=\"curve\" data-series=\"" + id + "\" d=\"" + (d.empty() ? "M0,0" : d) + "\" fill=\"none\" stroke=\"" + colour +
-           "\" stroke-width=\"1.8" + dash + "\"/>";
+           "\" stroke-width=\"" + (legend ? "1.8" : "1.2") + dash + "\">" + (legend ? "" : "<title>" + escape(s.label) + "</title>") + "</path>";
+    if (!legend) {
+      svg += "</g>";
+      continue;
+    }
     for (size_t i : keep) {
       if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
       svg += "<circle class=\"point\" cx=\"" + num(X(s.x[i])) + "\" cy=\"" + num(Y(s.y[i])) + "\" r=\"3\" fill=\"" + colour +
@@ -205,6 +210,9 @@ std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptio
            num(kLeft + 22) + "\" y2=\"" + num(ly + 5) + "\" stroke=\"" + colour + "\" stroke-width=\"3" + dash + "\"/><text x=\"" +
            num(kLeft + 28) + "\" y=\"" + num(ly + 9) + "\" font-size=\"12\">" + escape(s.label) + "</text></g>";
   }
+  if (!legend)
+    svg += "<text class=\"legend-count\" x=\"" + num(kLeft) + "\" y=\"" + num(o.height + 13) + "\" font-size=\"12\">" +
+           std::to_string(series.size()) + " series: hover a curve for its name</text>";
   svg += "</svg>";
   return svg;
 }

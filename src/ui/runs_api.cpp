@@ -169,7 +169,7 @@ Series series_of(const store::RunInfo& run, const std::string& metric, bool time
 
 Response curves(store::Store& store, const Request& r) {
   only_params(r, {"runs", "metric", "x", "width", "height", "smoothing", "format"});
-  const std::vector<int64_t> ids = ids_param(r, "runs", 100);
+  const std::vector<int64_t> ids = ids_param(r, "runs", 1000);
   const std::string x = choice_param(r, "x", {"step", "time"});
   const int64_t width = int_param(r, "width", 800, 200, 4000);
   const int64_t height = int_param(r, "height", 360, 150, 2000);

@@ -113,6 +113,14 @@ def main():
         assert keys == ["lr"], keys  # differences only: the two runs differ in lr alone
         Select(driver.find_element(By.ID, "group-by")).select_by_value("lr")
         until("the group plot's two bands", lambda: count("#group svg path.band") == 2)
+        # the page's checkbox selects every run on it, and clears them all again
+        driver.find_element(By.ID, "select-page").click()
+        until("a curve per run of the page", lambda: count("#plot svg path.curve") == 3 and count("input.select-run:checked") == 3)
+        driver.find_element(By.ID, "select-page").click()
+        until("no curves", lambda: count("#plot svg path.curve") == 0 and count("input.select-run:checked") == 0)
+        for r in runs[:2]:
+            driver.find_element(By.CSS_SELECTOR, f'input.select-run[data-run="{r}"]').click()
+        until("two curves again", lambda: count("#plot svg path.curve") == 2)
         driver.save_screenshot(os.path.join(shots, "runs.png"))
 
         # Models: the alias on version 1, moved to 2 through the page with the token

@@ -32,8 +32,11 @@ struct LOOM_API PlotOptions {
 };
 
 // The SVG of `series` on one pair of axes, each downsampled to about one or two points per pixel
-// column (spikes kept). ValueError for a width below 200 or a height below 150 pixels, or a
+// column (spikes kept). Past kMaxLegendSeries series (an overlay of hundreds of runs) the legend
+// is one line saying how many, each curve carries its label as a <title> instead, and no hover
+// points are drawn (tens of thousands of elements would slow the page more than they help). ValueError for a width below 200 or a height below 150 pixels, or a
 // series whose x and y (or band) lengths differ.
+inline constexpr size_t kMaxLegendSeries = 40;
 LOOM_API std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& options = {});
 
 // The indices of the points to draw so that about one or two remain per pixel column: in each

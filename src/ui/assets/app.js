@@ -61,7 +61,15 @@ async function loadRuns() {
   if (data.metrics.includes(keepMetric)) metric.value = keepMetric;
   else if (data.metrics.includes('loss')) metric.value = 'loss';
   $('runs-count').textContent = data.total ? `${data.offset + 1}-${data.offset + data.runs.length} of ${data.total}` : 'no runs';
-  const head = el('tr', {}, el('th', {}, ''), el('th', {}, 'id'), el('th', {}, 'name'), el('th', {}, 'experiment'),
+  // selects or clears every run on this page at once (1,000 at most: the curves route's limit)
+  const all = el('input', {type: 'checkbox', id: 'select-page', title: 'select every run on this page'});
+  all.checked = data.runs.length > 0 && data.runs.every((r) => runs.selected.has(r.id));
+  all.addEventListener('change', () => {
+    data.runs.forEach((r) => { if (all.checked) runs.selected.add(r.id); else runs.selected.delete(r.id); });
+    $('runs-table').querySelectorAll('input.select-run').forEach((b) => { b.checked = all.checked; b.closest('tr').classList.toggle('selected', all.checked); });
+    drawCurves();
+  });
+  const head = el('tr', {}, el('th', {}, all), el('th', {}, 'id'), el('th', {}, 'name'), el('th', {}, 'experiment'),
                   el('th', {}, 'status'), el('th', {}, 'tags'), el('th', {}, 'hyper-parameters'),
                   ...data.metrics.map((m) => el('th', {title: 'final, then best and worst over epochs'}, m)));
   $('runs-table').tHead.replaceChildren(head);
@@ -99,6 +107,11 @@ function wireLegend(box) {
   box.querySelectorAll('circle.point').forEach((c) => c.addEventListener('mouseenter', () => {
     $('hover').textContent = c.querySelector('title').textContent.replace('\n', ' · ');
   }));
+  // an overlay of many runs has no points: its curves carry their names
+  box.querySelectorAll('path.curve').forEach((c) => {
+    const title = c.querySelector('title');
+    if (title) c.addEventListener('mouseenter', () => { $('hover').textContent = title.textContent; });
+  });
 }
 
 async function drawSvg(box, path) {
@@ -113,10 +126,11 @@ async function drawCurves() {
     box.replaceChildren(el('p', {class: 'hint'}, 'Select runs in the table to overlay their curves.'));
     return;
   }
-  const q = new URLSearchParams({runs: [...runs.selected].join(','), x: $('plot-x').value,
+  const q = new URLSearchParams({x: $('plot-x').value,
                                  smoothing: $('plot-smoothing').value, width: Math.max(400, Math.min(1400, box.clientWidth || 900))});
   if ($('plot-metric').value) q.set('metric', $('plot-metric').value);
-  try { await drawSvg(box, '/api/runs/curves?' + q); } catch (e) { box.replaceChildren(el('p', {class: 'hint'}, e.message)); }
+  // the ids' commas as they are: 1,000 ids fit the server's 8 kB request line, %2C'd they might not
+  try { await drawSvg(box, '/api/runs/curves?runs=' + [...runs.selected].join(',') + '&' + q); } catch (e) { box.replaceChildren(el('p', {class: 'hint'}, e.message)); }
 }
 
 async function compareRuns() {

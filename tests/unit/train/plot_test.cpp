@@ -72,6 +72,32 @@ TEST(Plot, LinePlotDrawsSeriesBandsAndDownsamplesKeepingSpikes) {
   EXPECT_DOUBLE_EQ(sm[2], (0.5 * 0.5 * 1 + 0.5 * 3) / (1 - 0.25));
 }
 
+TEST(Plot, AnOverlayOfManySeriesNamesEachCurveInsteadOfALegend) {
+  std::vector<PlotSeries> many;
+  for (int k = 0; k < 60; ++k) {
+    PlotSeries s;
+    s.id = std::to_string(k);
+    s.label = "run " + std::to_string(k);
+    for (int e = 0; e < 50; ++e) s.x.push_back(e), s.y.push_back(1.0 / (e + 1 + k));
+    many.push_back(std::move(s));
+  }
+  auto count = [](const std::string& svg, const std::string& what) {
+    size_t n = 0;
+    for (size_t p = svg.find(what); p != std::string::npos; p = svg.find(what, p + 1)) ++n;
+    return n;
+  };
+  const std::string svg = line_plot_svg(many, {.y_label = "loss"});
+  EXPECT_EQ(count(svg, "<path class=\"curve\""), 60u);
+  EXPECT_EQ(count(svg, "<title>run "), 60u);  // on the curves
+  EXPECT_EQ(count(svg, "class=\"point\""), 0u);
+  EXPECT_EQ(count(svg, "class=\"legend\""), 0u);
+  EXPECT_NE(svg.find("60 series: hover a curve for its name"), std::string::npos);
+  many.resize(kMaxLegendSeries);  // up to the limit: a legend line per series, hover points
+  const std::string few = line_plot_svg(many, {.y_label = "loss"});
+  EXPECT_EQ(count(few, "class=\"legend\""), kMaxLegendSeries);
+  EXPECT_EQ(count(few, "class=\"point\""), kMaxLegendSeries * 50);
+}
+
 TEST(Progress, PlainLinesWhenNotATerminal) {
   std::FILE* f = std::tmpfile();
   ProgressBar bar(f, 2);
