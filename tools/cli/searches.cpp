@@ -1,6 +1,9 @@
-// `loom searches`: list a store's hyper-parameter searches and show one with its trials
-// (docs/cli.md; a search is started from C++, flow::search, docs/workflow.md "Search").
+// `loom searches`: start a hyper-parameter search whose trials agents run (a command kind, say),
+// list a store's searches and show one with its trials (docs/cli.md; flow::search in C++,
+// docs/workflow.md "Search").
+#include <cmath>
 #include <iostream>
+#include <memory>
 
 #include "cli.h"
 #include "loom/flow/search.h"
@@ -12,13 +15,22 @@ namespace {
 const char* kUsage = R"(usage: loom searches COMMAND [options]
 
 commands:
+  start --kind K --metric M --trials N --param NAME=SPEC... [--mode min|max] [--sampler random|tpe|grid]
+        [--seed S] [--grid-points N] [--asha R] [--asha-min r] [--asha-eta ETA] [--step-budget N]
+        [--concurrent N] [--hyper-parameters JSON] [--name NAME] [--timeout-ms MS]
+        runs a search to its end and shows it: each trial a task of kind K (run by agents, 'loom
+        agent --command K=PROGRAM' for a program that reports 'STEP VALUE' lines on descriptor 3),
+        its hyper-parameters the sampled ones added to --hyper-parameters, its value the result's
+        field M (else its last report). SPEC: uniform:LOW:HIGH, log_uniform:LOW:HIGH,
+        int:LOW:HIGH or choice:V1,V2,... (each a JSON value, else a string). --asha R stops poor
+        trials early (rungs at r, r*ETA, ... up to R steps; r 1 and ETA 3 by default).
   list [--limit N]
         searches in start order: sampler, metric, ASHA's rungs, trials and the best value
   show ID
         one search and its trials (task, state, value, steps, parameters), the best marked
 
 options: --store URL, --json (see 'loom --help')
-A search is started from C++ (flow::search); its trials are tasks ('loom tasks show ID').
+A search's trials are tasks ('loom tasks show ID'); from C++ it is flow::search.
 )";
 
 std::string asha_text(const flow::SearchInfo& s) {
@@ -88,9 +100,96 @@ int list(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// A number of a --param SPEC; UsageError naming the parameter otherwise.
+double spec_number(const Args& a, const std::string& name, const std::string& text) {
+  size_t used = 0;
+  double v = NAN;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || !std::isfinite(v)) a.fail("--param " + name + ": '" + terminal_text(text) + "' is not a finite number");
+  return v;
+}
+
+// "NAME=KIND:ARGS" added to `space` (the space's own ValueError for a bad range, else UsageError).
+void add_param(const Args& a, flow::SearchSpace& space, const std::string& text) {
+  const size_t eq = text.find('=');
+  const size_t colon = eq == std::string::npos ? std::string::npos : text.find(':', eq);
+  const std::string valid = " (valid: NAME=uniform:LOW:HIGH, NAME=log_uniform:LOW:HIGH, NAME=int:LOW:HIGH, NAME=choice:V1,V2,...)";
+  if (eq == std::string::npos || eq == 0 || colon == std::string::npos) a.fail("--param '" + terminal_text(text) + "'" + valid);
+  const std::string name = text.substr(0, eq), kind = text.substr(eq + 1, colon - eq - 1), rest = text.substr(colon + 1);
+  if (kind == "choice") {
+    std::vector<std::string> choices;
+    size_t start = 0;
+    while (true) {
+      const size_t comma = rest.find(',', start);
+      const std::string c = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      const nlohmann::json j = nlohmann::json::parse(c, nullptr, false);
+      choices.push_back(!c.empty() && !j.is_discarded() ? j.dump() : nlohmann::json(c).dump());  // relu: the string "relu"
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    space.categorical(name, choices);
+    return;
+  }
+  const size_t sep = rest.find(':');
+  if (sep == std::string::npos || (kind != "uniform" && kind != "log_uniform" && kind != "int"))
+    a.fail("--param '" + terminal_text(text) + "'" + valid);
+  const double low = spec_number(a, name, rest.substr(0, sep)), high = spec_number(a, name, rest.substr(sep + 1));
+  if (kind == "uniform") space.uniform(name, low, high);
+  else if (kind == "log_uniform") space.log_uniform(name, low, high);
+  else if (low != std::floor(low) || high != std::floor(high) || std::abs(low) > 9e15 || std::abs(high) > 9e15)
+    a.fail("--param " + name + ": int bounds must be integers");
+  else space.integer(name, static_cast<int64_t>(low), static_cast<int64_t>(high));
+}
+
+int print_search(const Args& a, const flow::SearchInfo& s);
+
+int start(const std::vector<std::string>& args) {
+  Args a(args,
+         {{"--kind", "K"}, {"--metric", "M"}, {"--trials", "N"}, {"--param", "NAME=SPEC", true}, {"--mode", "min|max"},
+          {"--sampler", "random|tpe|grid"}, {"--seed", "S"}, {"--grid-points", "N"}, {"--asha", "R"}, {"--asha-min", "r"},
+          {"--asha-eta", "ETA"}, {"--step-budget", "N"}, {"--concurrent", "N"}, {"--hyper-parameters", "JSON"}, {"--name", "NAME"},
+          {"--timeout-ms", "MS"}},
+         0, 0, "searches start", "", kUsage);
+  for (const char* required : {"--kind", "--metric", "--trials", "--param"})
+    if (!a.value(required)) a.fail(std::string("missing ") + required);
+  flow::SearchSpace space;
+  for (const std::string& p : a.values("--param")) add_param(a, space, p);
+  const std::string mode = a.value("--mode").value_or("min");
+  if (mode != "min" && mode != "max") a.fail("--mode '" + terminal_text(mode) + "' (valid: min, max)");
+  const std::string sampler_name = a.value("--sampler").value_or("random");
+  const auto seed = static_cast<uint64_t>(a.integer("--seed", 0, 0));
+  std::unique_ptr<flow::Sampler> sampler;
+  if (sampler_name == "random") sampler = std::make_unique<flow::RandomSampler>(seed);
+  else if (sampler_name == "tpe") sampler = std::make_unique<flow::TPESampler>(flow::TPEOptions{.seed = seed});
+  else if (sampler_name == "grid") sampler = std::make_unique<flow::GridSampler>(a.integer("--grid-points", 5, 2));
+  else a.fail("--sampler '" + terminal_text(sampler_name) + "' (valid: random, tpe, grid)");
+  flow::SearchOptions options{.name = a.value("--name").value_or("search"),
+                              .kind = *a.value("--kind"),
+                              .metric = *a.value("--metric"),
+                              .mode = mode == "max" ? flow::Mode::Maximize : flow::Mode::Minimize,
+                              .n_trials = a.integer("--trials", 0, 1),
+                              .max_concurrent_trials = a.integer("--concurrent", 4, 1),
+                              .hyper_parameters = a.value("--hyper-parameters").value_or("{}"),
+                              .step_budget = a.integer("--step-budget", 0, 0),
+                              .timeout_ms = a.integer("--timeout-ms", 0, 0)};
+  if (a.value("--asha"))
+    options.asha = flow::Asha{.min_resource = a.integer("--asha-min", 1, 1), .max_resource = a.integer("--asha", 0, 1),
+                              .reduction_factor = a.integer("--asha-eta", 3, 2)};
+  else if (a.value("--asha-min") || a.value("--asha-eta") || a.value("--step-budget"))
+    a.fail("--asha-min, --asha-eta and --step-budget need --asha R");
+  const flow::SearchInfo s = flow::search(flow::Tasks(a.open_store()), space, *sampler, options);
+  return print_search(a, s);
+}
+
 int show(const std::vector<std::string>& args) {
   Args a(args, {}, 1, 1, "searches show", "ID", kUsage);
-  const flow::SearchInfo s = flow::get_search(flow::Tasks(a.open_store()), parse_integer(a, a.positional()[0], "ID"));
+  return print_search(a, flow::get_search(flow::Tasks(a.open_store()), parse_integer(a, a.positional()[0], "ID")));
+}
+
+int print_search(const Args& a, const flow::SearchInfo& s) {
   if (a.json()) {
     print_json(search_json(s));
     return kExitOk;
@@ -117,7 +216,8 @@ int show(const std::vector<std::string>& args) {
 }  // namespace
 
 int searches_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show"}, "searches", kUsage);
+  const auto [sub, rest] = subcommand(args, {"start", "list", "show"}, "searches", kUsage);
+  if (sub == "start") return start(rest);
   if (sub == "list") return list(rest);
   return show(rest);
 }

@@ -737,6 +737,72 @@ TEST_P(CliStore, SearchesListAndShow) {
   EXPECT_EQ(loom({"searches", "drop"}).code, 2);
 }
 
+// `loom searches start` runs a search whose trials agents run (an agent thread of this test
+// here; `loom agent` with a command kind elsewhere), and shows it as `show` does.
+TEST_P(CliStore, SearchesStartRunsASearchToItsEnd) {
+  const std::string u = url();
+  flow::Tasks tasks(store::Store::open(u));
+  flow::Agent agent(tasks);
+  agent.register_kind("trial", [](const std::string& hyper, flow::TaskContext& ctx) {
+    const json h = json::parse(hyper);
+    const double x = h["x"].get<double>(), base = (x - 0.3) * (x - 0.3) + (h["act"] == "gelu" ? 0.0 : 0.5);
+    int64_t step = 1;
+    for (; step <= 9; ++step)
+      if (ctx.report(step, base + 1.0 / static_cast<double>(step)) == flow::Decision::Stop) break;
+    return json{{"loss", base + 1.0 / static_cast<double>(std::min<int64_t>(step, 9))}, {"fixed", h["fixed"]}}.dump();
+  });
+  std::thread runner([&agent] { agent.run({.poll_ms = 5}); });
+  Cli loom(tmp.dir.string(), u);
+  json j = parse(loom({"searches", "start", "--kind", "trial", "--metric", "loss", "--trials", "8", "--param", "x=uniform:-1:1",
+                       "--param", "act=choice:relu,gelu", "--sampler", "tpe", "--seed", "3", "--concurrent", "1", "--asha", "9",
+                       "--hyper-parameters", R"({"fixed": 7})", "--name", "from the shell", "--json"}));
+  agent.stop();
+  runner.join();
+  EXPECT_EQ(j["name"], "from the shell");
+  EXPECT_EQ(j["sampler"], "tpe");
+  EXPECT_EQ(j["asha"]["max_resource"], 9);
+  ASSERT_EQ(j["trials"].size(), 8u);
+  int stopped = 0;
+  double best = 1e300;
+  for (const json& t : j["trials"]) {
+    ASSERT_TRUE(t["state"] == "completed" || t["state"] == "stopped") << t.dump();
+    stopped += t["state"] == "stopped";
+    const double x = t["params"]["x"].get<double>();
+    EXPECT_GE(x, -1.0);
+    EXPECT_LE(x, 1.0);
+    EXPECT_TRUE(t["params"]["act"] == "relu" || t["params"]["act"] == "gelu") << t.dump();
+    if (t["state"] == "completed") {
+      const double expect = (x - 0.3) * (x - 0.3) + (t["params"]["act"] == "gelu" ? 0.0 : 0.5) + 1.0 / 9;
+      EXPECT_NEAR(t["value"].get<double>(), expect, 1e-9) << t.dump();
+      best = std::min(best, expect);
+    }
+  }
+  EXPECT_GT(stopped, 0);  // ASHA stopped the poorer ones, sequential trials: deterministic
+  EXPECT_LT(j["total_steps"].get<int64_t>(), 8 * 9);
+  EXPECT_NEAR(j["trials"][j["best_trial"].get<size_t>()]["value"].get<double>(), best, 1e-9);
+  // the fixed hyper-parameters reached every trial
+  const flow::TaskInfo first = tasks.get(j["trials"][0]["task_id"].get<int64_t>());
+  EXPECT_EQ(json::parse(first.hyper_parameters)["fixed"], 7);
+  EXPECT_TRUE(loom_test::contains_all(loom({"searches", "show", std::to_string(j["id"].get<int64_t>())}).out, {"from the shell", "tpe"}));
+
+  // bad command lines: usage errors naming what is valid, nothing started
+  CliResult r = loom({"searches", "start", "--metric", "loss", "--trials", "2", "--param", "x=uniform:0:1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "missing --kind")) << r.err;
+  r = loom({"searches", "start", "--kind", "trial", "--metric", "loss", "--trials", "2", "--param", "x=normal:0:1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "NAME=log_uniform:LOW:HIGH")) << r.err;
+  r = loom({"searches", "start", "--kind", "trial", "--metric", "loss", "--trials", "2", "--param", "x=uniform:0:one"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "'one' is not a finite number")) << r.err;
+  r = loom({"searches", "start", "--kind", "trial", "--metric", "loss", "--trials", "2", "--param", "x=uniform:0:1", "--sampler", "bayes"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "valid: random, tpe, grid")) << r.err;
+  r = loom({"searches", "start", "--kind", "trial", "--metric", "loss", "--trials", "2", "--param", "x=uniform:1:0"});
+  EXPECT_EQ(r.code, 1);  // the space's own ValueError
+  EXPECT_EQ(flow::list_searches(tasks).size(), 1u);
+}
+
 INSTANTIATE_STORE_BACKENDS(CliStore);
 
 // The one escaping of text for a terminal (loom::detail::escape_text, behind the command line's
