@@ -134,25 +134,37 @@ std::string where(const RunQuery& q, std::vector<Value>& params) {
   return sql;
 }
 
-// `WHERE r.id IN (?, ...)` for `ids`, appended to `params`.
-std::string id_in(const std::vector<int64_t>& ids, std::vector<Value>& params) {
-  std::string sql = " WHERE r.id IN (";
-  for (size_t i = 0; i < ids.size(); ++i) {
-    sql += i ? ", ?" : "?";
+// Ids bound per statement: far below SQLite's 32,766 and PostgreSQL's 65,535 parameters, so that a
+// group of any number of runs can be read (in slices of this many).
+constexpr size_t kIdsPerStatement = 1000;
+
+// "(?, ?, ...)" for ids[first, first + n), their values appended to `params`.
+std::string id_list(const std::vector<int64_t>& ids, size_t first, size_t n, std::vector<Value>& params) {
+  std::string sql = "(";
+  for (size_t i = first; i < first + n; ++i) {
+    sql += i > first ? ", ?" : "?";
     params.emplace_back(ids[i]);
   }
   return sql + ")";
 }
 
-// `loaded` (in id order) rearranged into the order of `ids`; NotFoundError naming a missing run.
-std::vector<RunInfo> in_order(const std::vector<RunInfo>& loaded, const std::vector<int64_t>& ids) {
-  std::map<int64_t, const RunInfo*> by_id;
-  for (const RunInfo& r : loaded) by_id[r.id] = &r;
+// The runs of `ids` in that order (repeats kept), with their curves (only `only`'s when given);
+// NotFoundError naming a missing run.
+std::vector<RunInfo> load_ids(detail::Connection& conn, const std::vector<int64_t>& ids, const std::vector<std::string>* only) {
+  std::vector<int64_t> unique = ids;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  std::map<int64_t, RunInfo> by_id;
+  for (size_t first = 0; first < unique.size(); first += kIdsPerStatement) {
+    std::vector<Value> params;
+    const std::string where = " WHERE r.id IN " + id_list(unique, first, std::min(kIdsPerStatement, unique.size() - first), params);
+    for (RunInfo& r : load_runs(conn, where, params, only)) by_id.emplace(r.id, std::move(r));
+  }
   std::vector<RunInfo> out;
   for (int64_t id : ids) {
     const auto it = by_id.find(id);
     if (it == by_id.end()) throw NotFoundError("store: no " + what(id));
-    out.push_back(*it->second);
+    out.push_back(it->second);
   }
   return out;
 }
@@ -283,23 +295,35 @@ std::vector<RunSummary> Runs::summaries(const RunQuery& query) const {
 
 EpochStatistics Runs::epoch_statistics(const std::vector<int64_t>& runs, const std::string& metric) const {
   check_label("epoch_statistics", "metric name", metric);
-  EpochStatistics out;
-  if (runs.empty()) return out;
-  std::vector<Value> params{metric};
-  std::string ids;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    ids += i ? ", ?" : "?";
-    params.emplace_back(runs[i]);
-  }
-  const std::string sql = "SELECT epoch, AVG(value), MIN(value), MAX(value), COUNT(value) FROM run_metrics WHERE metric = ? AND run_id IN (" +
-                          ids + ") GROUP BY epoch HAVING COUNT(value) > 0 ORDER BY epoch";
+  std::vector<int64_t> unique = runs;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  struct Sums {
+    double sum = 0, min = 0, max = 0;
+    int64_t count = 0;
+  };
+  std::map<int64_t, Sums> at;  // by epoch, over the slices of runs
   Session session = open_session(*impl_, Access::Read);
-  for (const Row& r : connection(session).query(sql, params)) {
-    out.epochs.push_back(r.integer(0));
-    out.mean.push_back(r.real(1));
-    out.min.push_back(r.real(2));
-    out.max.push_back(r.real(3));
-    out.count.push_back(r.integer(4));
+  for (size_t first = 0; first < unique.size(); first += kIdsPerStatement) {
+    std::vector<Value> params{metric};
+    const std::string sql = "SELECT epoch, SUM(value), MIN(value), MAX(value), COUNT(value) FROM run_metrics WHERE metric = ? AND run_id IN " +
+                            id_list(unique, first, std::min(kIdsPerStatement, unique.size() - first), params) +
+                            " GROUP BY epoch HAVING COUNT(value) > 0";
+    for (const Row& r : connection(session).query(sql, params)) {
+      Sums& e = at[r.integer(0)];
+      e.min = e.count ? std::min(e.min, r.real(2)) : r.real(2);
+      e.max = e.count ? std::max(e.max, r.real(3)) : r.real(3);
+      e.sum += r.real(1);
+      e.count += r.integer(4);
+    }
+  }
+  EpochStatistics out;
+  for (const auto& [epoch, e] : at) {
+    out.epochs.push_back(epoch);
+    out.mean.push_back(e.sum / static_cast<double>(e.count));
+    out.min.push_back(e.min);
+    out.max.push_back(e.max);
+    out.count.push_back(e.count);
   }
   return out;
 }
@@ -316,19 +340,13 @@ std::vector<RunInfo> Runs::find_top(const std::string& metric, At at, int64_t k,
   detail::Connection& conn = connection(session);
   std::vector<int64_t> ids;
   for (const Row& r : conn.query(sql, params)) ids.push_back(r.integer(0));
-  if (ids.empty()) return {};
-  std::vector<Value> id_params;
-  const std::string id_sql = id_in(ids, id_params);
-  return in_order(load_runs(conn, id_sql, id_params, nullptr), ids);
+  return load_ids(conn, ids, nullptr);
 }
 
 std::vector<RunInfo> Runs::compare(const std::vector<int64_t>& runs, const std::vector<std::string>& metrics) const {
   for (const std::string& m : metrics) check_label("compare", "metric name", m);
-  if (runs.empty()) return {};
-  std::vector<Value> params;
-  const std::string sql = id_in(runs, params);
   Session session = open_session(*impl_, Access::Read);
-  return in_order(load_runs(connection(session), sql, params, metrics.empty() ? nullptr : &metrics), runs);
+  return load_ids(connection(session), runs, metrics.empty() ? nullptr : &metrics);
 }
 
 std::string Runs::checkpoint(int64_t run) const {

@@ -322,3 +322,38 @@ TEST_P(StoreRuns, SummariesAgreeWithTheCurvesTheyReduce) {
   EXPECT_TRUE(runs.epoch_statistics({}, "loss").epochs.empty());
   EXPECT_THROW(runs.epoch_statistics({a}, ""), ValueError);
 }
+
+// More runs than one statement can bind (PostgreSQL takes at most 65,535 parameters): compare
+// and epoch_statistics read their ids in slices. 70,000 runs, written by SQL for speed: the loss
+// of run i at epoch e is i + e; epoch 1 of the odd runs is NaN.
+TEST_P(StoreRuns, ReadsOfThousandsOfRunsGoInSlices) {
+  store::Store s = store::Store::open(url());
+  store::Runs runs = s.runs();
+  const int64_t first = runs.start("seed").id;
+  const std::string numbers = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 70000) ";
+  raw_sql(url(), "INSERT INTO runs (id, experiment, name, status, hyper_parameters, started_ms) " + numbers +
+                     "SELECT i + " + std::to_string(first) + ", 'many', 'r' || i, 'finished', '{}', 0 FROM n");
+  for (int e = 0; e < 2; ++e)
+    raw_sql(url(), "INSERT INTO run_metrics (run_id, metric, epoch, value) " + numbers + "SELECT i + " + std::to_string(first) +
+                       ", 'loss', " + std::to_string(e) + ", CASE WHEN " + std::to_string(e) + " = 1 AND i % 2 = 1 THEN NULL ELSE i + " +
+                       std::to_string(e) + " END FROM n");
+  std::vector<int64_t> ids;
+  for (int64_t i = 70000; i >= 1; --i) ids.push_back(first + i);  // descending: the order kept
+  ids.push_back(first + 7);                                       // and a repeat
+  const std::vector<store::RunInfo> all = runs.compare(ids, {"loss"});
+  ASSERT_EQ(all.size(), 70001u);
+  EXPECT_EQ(all.front().name, "r70000");
+  EXPECT_EQ(all[69999].name, "r1");
+  EXPECT_EQ(all.back().name, "r7");
+  EXPECT_EQ(all.front().metrics.at("loss").values, (std::vector<double>{70000, 70001}));
+  const store::EpochStatistics st = runs.epoch_statistics(ids, "loss");
+  ASSERT_EQ(st.epochs, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(st.count, (std::vector<int64_t>{70000, 35000}));  // each run once, repeats or not
+  EXPECT_DOUBLE_EQ(st.mean[0], 35000.5);  // 1 ... 70000
+  EXPECT_DOUBLE_EQ(st.mean[1], 35001 + 1.0);  // the even runs 2 ... 70000, plus 1
+  EXPECT_EQ(st.min[0], 1);
+  EXPECT_EQ(st.max[0], 70000);
+  EXPECT_EQ(st.min[1], 3);
+  EXPECT_EQ(st.max[1], 70001);
+  EXPECT_THROW(runs.compare({first + 70001}), store::NotFoundError);
+}
