@@ -27,7 +27,7 @@ namespace {
 
 constexpr const char* kColumns =
     "SELECT name, dataset, query, min_samples, min_fraction, max_wait_ms, kind, hyper_parameters, priority, max_attempts, timeout_ms, "
-    "lease_ms, output_model, batches, samples, created_ms FROM stream_controllers";
+    "lease_ms, output_model, batches, samples, created_ms, plan FROM stream_controllers";
 
 ControllerInfo info_of(const Row& r) {
   ControllerInfo c;
@@ -48,6 +48,7 @@ ControllerInfo info_of(const Row& r) {
   c.batches = r.integer(13);
   c.samples = r.integer(14);
   c.created_ms = r.integer(15);
+  if (!r.is_null(16)) s.plan = Plan::from_json(r.text(16), "stream controller '" + s.name + "': its plan");
   return c;
 }
 
@@ -122,6 +123,29 @@ TaskOptions task_options(const ControllerSpec& s) {
   return o;
 }
 
+// A plan's longest name, so that ": batch N" still fits Plans' 256 bytes.
+constexpr size_t kMaxPlanName = 200;
+
+// The controller's plan for batch `b`: "stream" in every task's hyper-parameters, and the
+// batch's data in the lineage of the tasks that read it (ControllerSpec::plan says which).
+Plan plan_for(const ControllerSpec& s, const BatchInfo& b, const nlohmann::json& stream) {
+  Plan plan = s.plan;
+  plan.name += ": batch " + std::to_string(b.batch);
+  for (PlanTask& t : plan.tasks) {
+    nlohmann::json hyper = nlohmann::json::parse(t.hyper_parameters);
+    hyper["stream"] = stream;
+    t.hyper_parameters = hyper.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    Lineage& l = t.options.lineage;
+    const bool reads = t.depends_on.empty() && (l.input_dataset.empty() || (l.input_dataset == s.dataset && l.input_dataset_version == 0));
+    if (!reads) continue;
+    l.input_dataset = s.dataset;
+    l.input_dataset_version = b.versions.front();
+    l.input_dataset_last_version = b.versions.size() > 1 ? b.versions.back() : 0;
+    if (!s.query.empty()) l.input_query = s.query;
+  }
+  return plan;
+}
+
 
 }  // namespace
 
@@ -130,8 +154,27 @@ Controllers::Controllers(Tasks tasks) : tasks_(std::move(tasks)) {}
 ControllerInfo Controllers::create(const ControllerSpec& in) {
   ControllerSpec s = in;
   detail::check_kind("create", s.name);
-  detail::check_kind("create", s.kind);
+  const bool plan = !s.plan.tasks.empty() || !s.plan.name.empty();
+  if (plan) {
+    if (!s.kind.empty() || !s.output_model.empty())
+      throw ValueError("create: controller '" + s.name + "' names both a plan and a task's " + (s.kind.empty() ? "output model" : "kind") +
+                       " (valid: one of them; a plan's tasks carry their own kinds, options and lineage)");
+    if (s.plan.name.size() > kMaxPlanName)
+      throw ValueError("create: the plan's name is " + std::to_string(s.plan.name.size()) + " bytes (valid: 1 to " +
+                       std::to_string(kMaxPlanName) + ", so that \": batch N\" fits)");
+    detail::check_plan(s.plan);
+    for (const PlanTask& t : s.plan.tasks) {
+      if (!t.options.depends_on.empty())
+        throw ValueError("create: task '" + t.name + "' of the plan depends on tasks outside it (valid for a controller's plan: "
+                         "dependencies on its own tasks, by name)");
+      detail::check_lineage(tasks_.store(), "create", t.options.lineage);
+    }
+  } else {
+    detail::check_kind("create", s.kind);
+  }
   s.hyper_parameters = detail::canonical_json("create", "hyper-parameters", s.hyper_parameters, true);
+  if (plan && s.hyper_parameters != "{}")
+    throw ValueError("create: controller '" + s.name + "' has hyper-parameters and a plan (valid: put them in the plan's tasks)");
   const TaskOptions o = task_options(s);
   detail::check_options("create", o);
   if (s.min_samples < 0) throw ValueError("create: min_samples " + std::to_string(s.min_samples) + " is negative (valid: 0 for none, or a count)");
@@ -154,11 +197,11 @@ ControllerInfo Controllers::create(const ControllerSpec& in) {
   const int64_t now = tasks_.now_ms();
   Session session(st, Access::Write);
   if (session.execute("INSERT INTO stream_controllers (name, dataset, query, min_samples, min_fraction, max_wait_ms, kind, "
-                      "hyper_parameters, priority, max_attempts, timeout_ms, lease_ms, output_model, batches, samples, created_ms) "
-                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?) ON CONFLICT (name) DO NOTHING",
+                      "hyper_parameters, priority, max_attempts, timeout_ms, lease_ms, output_model, batches, samples, created_ms, plan) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?) ON CONFLICT (name) DO NOTHING",
                       {s.name, s.dataset, s.query.empty() ? Value() : Value(s.query), s.min_samples, s.min_fraction, s.max_wait_ms,
                        s.kind, s.hyper_parameters, s.priority, s.max_attempts, s.timeout_ms, s.lease_ms,
-                       s.output_model.empty() ? Value() : Value(s.output_model), now}) == 0)
+                       s.output_model.empty() ? Value() : Value(s.output_model), now, plan ? Value(s.plan.to_json()) : Value()}) == 0)
     throw store::ConflictError("create: a stream controller '" + s.name + "' already exists (remove it first, or choose another name)");
   session.commit();
   return get(s.name);
@@ -205,8 +248,9 @@ std::vector<BatchInfo> Controllers::batches(const std::string& name) const {
   Session session(tasks_.store(), Access::Read);
   find(session, "batches", name);
   std::vector<BatchInfo> out;
-  for (const Row& r : session.query("SELECT batch, task_id, samples, created_ms FROM stream_batches WHERE controller = ? ORDER BY batch", {name}))
-    out.push_back({name, r.integer(0), {}, r.integer(2), r.integer(1), r.integer(3)});
+  for (const Row& r :
+       session.query("SELECT batch, task_id, samples, created_ms, plan_id FROM stream_batches WHERE controller = ? ORDER BY batch", {name}))
+    out.push_back({name, r.integer(0), {}, r.integer(2), r.integer(1), r.integer(3), r.is_null(4) ? 0 : r.integer(4)});
   size_t i = 0;
   for (const Row& r : session.query("SELECT batch, version FROM stream_batch_versions WHERE controller = ? ORDER BY batch, version", {name})) {
     while (i < out.size() && out[i].batch < r.integer(0)) ++i;
@@ -242,7 +286,7 @@ std::optional<BatchInfo> Controllers::step(const std::string& name) {
                                         in_list(p.versions.size()) + ")",
                                     params))
     taken.insert(r.integer(0));
-  BatchInfo b{name, batches + 1, {}, 0, 0, now};
+  BatchInfo b{name, batches + 1, {}, 0, 0, now, 0};
   int64_t oldest = now;
   std::vector<int64_t> counts;
   for (size_t k = 0; k < p.versions.size(); ++k)
@@ -258,18 +302,24 @@ std::optional<BatchInfo> Controllers::step(const std::string& name) {
                       {b.batch, b.samples, name, batches}) == 0)
     return std::nullopt;
 
-  nlohmann::json hyper = nlohmann::json::parse(s.hyper_parameters);
-  hyper["stream"] = {{"controller", name}, {"batch", b.batch}, {"dataset", s.dataset}, {"versions", b.versions}, {"samples", b.samples}};
-  if (!s.query.empty()) hyper["stream"]["query"] = s.query;
-  TaskOptions o = task_options(s);
-  o.lineage.input_dataset = s.dataset;
-  o.lineage.input_dataset_version = b.versions.front();
-  o.lineage.input_dataset_last_version = b.versions.size() > 1 ? b.versions.back() : 0;
-  o.lineage.input_query = s.query;
-  o.lineage.output_model = s.output_model;
-  b.task_id = detail::insert_task(session, s.kind, hyper.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), o, 0, "", {}, 0, now);
-  session.execute("INSERT INTO stream_batches (controller, batch, task_id, samples, created_ms) VALUES (?, ?, ?, ?, ?)",
-                  {name, b.batch, b.task_id, b.samples, now});
+  nlohmann::json stream = {{"controller", name}, {"batch", b.batch}, {"dataset", s.dataset}, {"versions", b.versions}, {"samples", b.samples}};
+  if (!s.query.empty()) stream["query"] = s.query;
+  if (!s.plan.tasks.empty()) {
+    const Plan plan = plan_for(s, b, stream);
+    b.plan_id = detail::insert_plan(session, plan, detail::check_plan(plan), now);
+  } else {
+    nlohmann::json hyper = nlohmann::json::parse(s.hyper_parameters);
+    hyper["stream"] = stream;
+    TaskOptions o = task_options(s);
+    o.lineage.input_dataset = s.dataset;
+    o.lineage.input_dataset_version = b.versions.front();
+    o.lineage.input_dataset_last_version = b.versions.size() > 1 ? b.versions.back() : 0;
+    o.lineage.input_query = s.query;
+    o.lineage.output_model = s.output_model;
+    b.task_id = detail::insert_task(session, s.kind, hyper.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), o, 0, "", {}, 0, now);
+  }
+  session.execute("INSERT INTO stream_batches (controller, batch, task_id, samples, created_ms, plan_id) VALUES (?, ?, ?, ?, ?, ?)",
+                  {name, b.batch, b.task_id, b.samples, now, b.plan_id ? Value(b.plan_id) : Value()});
   for (size_t k = 0; k < b.versions.size(); ++k)
     session.execute("INSERT INTO stream_batch_versions (controller, version, batch, samples) VALUES (?, ?, ?, ?)",
                     {name, b.versions[k], b.batch, counts[k]});

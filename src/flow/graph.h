@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/flow/plans.h"
 #include "loom/flow/tasks.h"
 #include "loom/store/session.h"
 
@@ -38,6 +39,18 @@ void record_event(store::Session& session, int64_t id, const char* event, const 
 // NotFoundError for an unknown one, ConflictError for a failed or cancelled one. Returns how
 // many have not finished.
 int64_t check_dependencies(store::Session& session, const char* op, const std::vector<int64_t>& ids);
+// A plan checked without reading the store (names, kinds, hyper-parameters, options, cycles;
+// ValueError as Plans::submit says): each task's canonical hyper-parameters, and an order in
+// which each task comes after its dependencies.
+struct CheckedPlan {
+  std::vector<std::string> hyper;
+  std::vector<size_t> order;
+};
+CheckedPlan check_plan(const Plan& plan);
+// Inserts a checked plan (its lineage checked too) in the caller's session: its row, then its
+// tasks, pending; NotFoundError / ConflictError for a bad id in a task's options.depends_on.
+// Returns the plan's id.
+int64_t insert_plan(store::Session& session, const Plan& plan, const CheckedPlan& checked, int64_t now);
 // Inserts a pending task (its arguments already checked); returns its id.
 int64_t insert_task(store::Session& session, const std::string& kind, const std::string& hyper, const TaskOptions& o,
                     int64_t plan_id, const std::string& name, const std::vector<int64_t>& depends_on, int64_t waiting,

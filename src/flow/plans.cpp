@@ -91,38 +91,52 @@ int64_t PlanInfo::task_id(const std::string& name) const {
   throw store::NotFoundError("plan " + std::to_string(id) + " has no task " + loom::detail::quote_text(name));
 }
 
-int64_t Plans::submit(const Plan& plan) {
+namespace detail {
+
+CheckedPlan check_plan(const Plan& plan) {
   if (plan.name.empty() || plan.name.size() > 256)
     throw ValueError("submit plan: the plan's name must be 1 to 256 bytes (it is " + std::to_string(plan.name.size()) + ")");
   if (plan.tasks.empty()) throw ValueError("submit plan: the plan '" + plan.name + "' has no tasks (valid: one or more)");
   std::map<std::string, size_t> index;
-  std::vector<std::string> hyper;
+  CheckedPlan checked;
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const PlanTask& t = plan.tasks[i];
     check_name(t.name);
     if (!index.emplace(t.name, i).second) throw ValueError("submit plan: two tasks are named '" + t.name + "' (valid: unique names)");
-    detail::check_kind("submit plan", t.kind);
-    hyper.push_back(detail::canonical_json("submit plan", ("hyper-parameters of '" + t.name + "'").c_str(), t.hyper_parameters, true));
-    detail::check_options("submit plan", t.options);
-    detail::check_lineage(tasks_.store(), "submit plan", t.options.lineage);
+    check_kind("submit plan", t.kind);
+    checked.hyper.push_back(canonical_json("submit plan", ("hyper-parameters of '" + t.name + "'").c_str(), t.hyper_parameters, true));
+    check_options("submit plan", t.options);
   }
-  const std::vector<size_t> order = topological_order(plan, index);
+  checked.order = topological_order(plan, index);
+  return checked;
+}
 
-  Session session(tasks_.store(), Access::RowWrite);
-  const int64_t now = tasks_.now_ms();
+int64_t insert_plan(Session& session, const Plan& plan, const CheckedPlan& checked, int64_t now) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) index.emplace(plan.tasks[i].name, i);
   const int64_t plan_id =
       session.query("INSERT INTO plans (name, created_ms) VALUES (?, ?) RETURNING id", {store::storable_text(plan.name), now})[0].integer(0);
   std::vector<int64_t> ids(plan.tasks.size(), 0);
-  for (size_t i : order) {
+  for (size_t i : checked.order) {
     const PlanTask& t = plan.tasks[i];
     std::vector<int64_t> depends_on = t.options.depends_on;
-    int64_t waiting = detail::check_dependencies(session, "submit plan", depends_on);
+    int64_t waiting = check_dependencies(session, "submit plan", depends_on);
     for (const std::string& d : t.depends_on) {
       depends_on.push_back(ids[index.at(d)]);
       ++waiting;  // a task of the plan: pending
     }
-    ids[i] = detail::insert_task(session, t.kind, hyper[i], t.options, plan_id, t.name, depends_on, waiting, now);
+    ids[i] = insert_task(session, t.kind, checked.hyper[i], t.options, plan_id, t.name, depends_on, waiting, now);
   }
+  return plan_id;
+}
+
+}  // namespace detail
+
+int64_t Plans::submit(const Plan& plan) {
+  const detail::CheckedPlan checked = detail::check_plan(plan);
+  for (const PlanTask& t : plan.tasks) detail::check_lineage(tasks_.store(), "submit plan", t.options.lineage);
+  Session session(tasks_.store(), Access::RowWrite);
+  const int64_t plan_id = detail::insert_plan(session, plan, checked, tasks_.now_ms());
   session.commit();
   return plan_id;
 }

@@ -28,6 +28,13 @@ const store::SchemaPart& stream_schema() {
                "CREATE TABLE stream_batch_versions (controller {text} NOT NULL, version {int} NOT NULL, batch {int} NOT NULL, "
                "samples {int} NOT NULL, PRIMARY KEY (controller, version))",
            }},
+          {2,
+           {
+               // A controller may submit a plan per batch (flow::ControllerSpec::plan, its JSON;
+               // NULL: one task), and a batch records the plan it submitted (task_id 0 then).
+               "ALTER TABLE stream_controllers ADD COLUMN plan {text}",
+               "ALTER TABLE stream_batches ADD COLUMN plan_id {int}",
+           }},
       }};
   return part;
 }

@@ -108,6 +108,8 @@ void print_fields(const std::vector<std::pair<std::string, std::string>>& fields
 // as \u00XX), so nothing in it acts on a terminal; bytes that are not UTF-8 become U+FFFD.
 void print_json(const nlohmann::ordered_json& j);
 
+// The text of FILE, or of standard input for "-"; NotFoundError naming `where` when unreadable.
+std::string read_input(const std::string& file, const std::string& where);
 std::string format_time(int64_t unix_ms);  // "2026-11-23 18:04:05" (UTC); "-" for 0
 std::string format_number(double v);        // shortest round-trip text; "nan"
 std::string join(const std::vector<std::string>& parts, const std::string& sep = ",");

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cli.h"
 #include "core/utf8.h"
@@ -217,6 +219,18 @@ void print_json(const nlohmann::ordered_json& j) {
     }
   }
   std::cout << out << '\n';
+}
+
+std::string read_input(const std::string& file, const std::string& where) {
+  std::stringstream text;
+  if (file == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw store::NotFoundError(where + ": cannot read '" + file + "'");
+    text << in.rdbuf();
+  }
+  return text.str();
 }
 
 std::string format_time(int64_t unix_ms) {

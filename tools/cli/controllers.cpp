@@ -15,13 +15,14 @@ using flow::ControllerInfo;
 const char* kUsage = R"(usage: loom controllers COMMAND [options]
 
 commands:
-  create NAME (--dataset D | --query Q) --kind K [--hyper JSON] [--min-samples N]
-         [--min-fraction F] [--max-wait-ms T] [--priority P] [--max-attempts N]
-         [--timeout-ms T] [--lease-ms L] [--output-model M]
-                       a controller that submits a task of kind K for each batch of new
-                       versions of D (or of the named query Q's dataset, counting what Q
-                       selects) once it holds N samples, F times the earlier batches', or its
-                       oldest version is T ms old (none given: any new sample)
+  create NAME (--dataset D | --query Q) (--kind K | --plan FILE) [--hyper JSON]
+         [--min-samples N] [--min-fraction F] [--max-wait-ms T] [--priority P]
+         [--max-attempts N] [--timeout-ms T] [--lease-ms L] [--output-model M]
+                       a controller that submits a task of kind K (or the plan in FILE, as
+                       'loom plans submit' reads it) for each batch of new versions of D (or
+                       of the named query Q's dataset, counting what Q selects) once it holds
+                       N samples, F times the earlier batches', or its oldest version is T ms
+                       old (none given: any new sample)
   list                 the controllers, their batches so far and what is pending
   show NAME            one controller and its batches (versions, samples, task)
   run NAME [--once] [--max-batches N] [--recheck-ms T]
@@ -56,6 +57,7 @@ nlohmann::ordered_json to_json(const ControllerInfo& c) {
   j["timeout_ms"] = s.timeout_ms;
   j["lease_ms"] = s.lease_ms;
   j["output_model"] = s.output_model;
+  j["plan"] = s.plan.tasks.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json::parse(s.plan.to_json());
   j["batches"] = c.batches;
   j["samples"] = c.samples;
   j["pending_versions"] = c.pending_versions;
@@ -65,7 +67,8 @@ nlohmann::ordered_json to_json(const ControllerInfo& c) {
 }
 
 nlohmann::ordered_json to_json(const BatchInfo& b) {
-  return {{"batch", b.batch}, {"versions", b.versions}, {"samples", b.samples}, {"task_id", b.task_id}, {"created_ms", b.created_ms}};
+  return {{"batch", b.batch},     {"versions", b.versions}, {"samples", b.samples},
+          {"task_id", b.task_id}, {"plan_id", b.plan_id},   {"created_ms", b.created_ms}};
 }
 
 std::string versions_text(const std::vector<int64_t>& vs) {
@@ -77,15 +80,17 @@ std::string versions_text(const std::vector<int64_t>& vs) {
 int create(const std::vector<std::string>& args) {
   Args a(args, {{"--dataset", "D"}, {"--query", "Q"}, {"--kind", "K"}, {"--hyper", "JSON"}, {"--min-samples", "N"},
                 {"--min-fraction", "F"}, {"--max-wait-ms", "T"}, {"--priority", "P"}, {"--max-attempts", "N"},
-                {"--timeout-ms", "T"}, {"--lease-ms", "L"}, {"--output-model", "M"}},
+                {"--timeout-ms", "T"}, {"--lease-ms", "L"}, {"--output-model", "M"}, {"--plan", "FILE"}},
          1, 1, "controllers create", "NAME", kUsage);
   flow::ControllerSpec s;
   s.name = a.positional()[0];
   s.dataset = a.value("--dataset").value_or("");
   s.query = a.value("--query").value_or("");
   const auto kind = a.value("--kind");
-  if (!kind) a.fail("--kind is required");
-  s.kind = *kind;
+  const auto plan = a.value("--plan");
+  if (kind.has_value() == plan.has_value()) a.fail("give one of --kind and --plan");
+  if (kind) s.kind = *kind;
+  else s.plan = flow::Plan::from_json(read_input(*plan, "controllers create"), "controllers create: " + *plan);
   s.hyper_parameters = a.value("--hyper").value_or("{}");
   s.min_samples = a.integer("--min-samples", 0, 0);
   if (const auto f = a.value("--min-fraction")) {
@@ -116,10 +121,11 @@ int list(const std::vector<std::string>& args) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : found)
-    rows.push_back({c.spec.name, c.spec.dataset + (c.spec.query.empty() ? "" : " (" + c.spec.query + ")"), c.spec.kind,
+    rows.push_back({c.spec.name, c.spec.dataset + (c.spec.query.empty() ? "" : " (" + c.spec.query + ")"),
+                    c.spec.plan.tasks.empty() ? c.spec.kind : "plan '" + c.spec.plan.name + "'",
                     rule_text(c.spec), std::to_string(c.batches), std::to_string(c.samples),
                     std::to_string(c.pending_versions) + " / " + std::to_string(c.pending_samples)});
-  print_table({"NAME", "DATASET", "KIND", "TRIGGER", "BATCHES", "SAMPLES", "PENDING (VERSIONS / SAMPLES)"}, rows);
+  print_table({"NAME", "DATASET", "SUBMITS", "TRIGGER", "BATCHES", "SAMPLES", "PENDING (VERSIONS / SAMPLES)"}, rows);
   return kExitOk;
 }
 
@@ -140,7 +146,8 @@ int show(const std::vector<std::string>& args) {
                 {"dataset", s.dataset},
                 {"query", s.query.empty() ? "-" : s.query},
                 {"trigger", rule_text(s)},
-                {"kind", s.kind},
+                {"kind", s.plan.tasks.empty() ? s.kind : "-"},
+                {"plan", s.plan.tasks.empty() ? "-" : s.plan.to_json()},
                 {"hyper-parameters", s.hyper_parameters},
                 {"output model", s.output_model.empty() ? "-" : s.output_model},
                 {"batches", std::to_string(c.batches)},
@@ -150,9 +157,9 @@ int show(const std::vector<std::string>& args) {
   std::cout << '\n';
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : batches)
-    rows.push_back({std::to_string(b.batch), versions_text(b.versions), std::to_string(b.samples), std::to_string(b.task_id),
-                    format_time(b.created_ms)});
-  print_table({"BATCH", "VERSIONS", "SAMPLES", "TASK", "CREATED"}, rows);
+    rows.push_back({std::to_string(b.batch), versions_text(b.versions), std::to_string(b.samples),
+                    b.plan_id ? "plan " + std::to_string(b.plan_id) : "task " + std::to_string(b.task_id), format_time(b.created_ms)});
+  print_table({"BATCH", "VERSIONS", "SAMPLES", "SUBMITTED", "CREATED"}, rows);
   return kExitOk;
 }
 
@@ -166,8 +173,8 @@ int run(const std::vector<std::string>& args) {
   const std::string name = a.positional()[0];
   int64_t submitted = 0;
   const auto report = [&](const BatchInfo& b) {
-    if (!a.json()) std::cout << "batch " << b.batch << ": versions " << versions_text(b.versions) << ", " << b.samples << " samples -> task "
-                             << b.task_id << std::endl;
+    if (!a.json()) std::cout << "batch " << b.batch << ": versions " << versions_text(b.versions) << ", " << b.samples << " samples -> "
+                             << (b.plan_id ? "plan " + std::to_string(b.plan_id) : "task " + std::to_string(b.task_id)) << std::endl;
   };
   if (a.flag("--once")) {
     while (auto b = controllers.step(name)) {

@@ -33,88 +33,6 @@ commands:
 options: --store URL, --json (see 'loom --help')
 )";
 
-[[noreturn]] void bad_plan(const std::string& file, const std::string& what) {
-  throw ValueError("plans submit: " + file + ": " + what);
-}
-
-flow::Plan parse_plan(const std::string& file, const std::string& text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    bad_plan(file, std::string("not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) bad_plan(file, "the plan must be a JSON object with \"name\" and \"tasks\"");
-  for (const auto& [key, v] : j.items())
-    if (key != "name" && key != "tasks") bad_plan(file, "unknown key \"" + key + "\" (valid: name, tasks)");
-  if (!j.contains("name") || !j["name"].is_string()) bad_plan(file, "\"name\" must be a string");
-  if (!j.contains("tasks") || !j["tasks"].is_array()) bad_plan(file, "\"tasks\" must be an array of tasks");
-  flow::Plan plan{.name = j["name"].get<std::string>()};
-  for (size_t i = 0; i < j["tasks"].size(); ++i) {
-    const nlohmann::json& t = j["tasks"][i];
-    const std::string at = "tasks[" + std::to_string(i) + "]";
-    if (!t.is_object()) bad_plan(file, at + " must be an object");
-    flow::PlanTask task;
-    const auto integer = [&](const char* key, int64_t& out) {
-      if (!t.contains(key)) return;
-      if (!t[key].is_number_integer()) bad_plan(file, at + "." + key + " must be an integer");
-      out = t[key].get<int64_t>();
-    };
-    for (const auto& [key, v] : t.items()) {
-      if (key == "name" || key == "kind") {
-        if (!v.is_string()) bad_plan(file, at + "." + key + " must be a string");
-        (key == "name" ? task.name : task.kind) = v.get<std::string>();
-      } else if (key == "hyper_parameters") {
-        if (!v.is_object()) bad_plan(file, at + ".hyper_parameters must be a JSON object");
-        task.hyper_parameters = v.dump();
-      } else if (key == "depends_on") {
-        if (!v.is_array()) bad_plan(file, at + ".depends_on must be an array of task names");
-        for (const auto& d : v) {
-          if (!d.is_string()) bad_plan(file, at + ".depends_on must be an array of task names");
-          task.depends_on.push_back(d.get<std::string>());
-        }
-      } else if (key == "after") {
-        if (!v.is_array()) bad_plan(file, at + ".after must be an array of task ids");
-        for (const auto& d : v) {
-          if (!d.is_number_integer()) bad_plan(file, at + ".after must be an array of task ids");
-          task.options.depends_on.push_back(d.get<int64_t>());
-        }
-      } else if (key == "lineage") {
-        if (!v.is_object()) bad_plan(file, at + ".lineage must be an object");
-        flow::Lineage& l = task.options.lineage;
-        for (const auto& [lk, lv] : v.items()) {
-          const bool is_int = lk == "input_dataset_version" || lk == "input_model_version" || lk == "input_dataset_last_version";
-          if (is_int ? !lv.is_number_integer() : !lv.is_string())
-            bad_plan(file, at + ".lineage." + lk + (is_int ? " must be an integer" : " must be a string"));
-          if (lk == "input_dataset") l.input_dataset = lv;
-          else if (lk == "input_dataset_version") l.input_dataset_version = lv;
-          else if (lk == "input_dataset_query") l.input_dataset_query = lv;
-          else if (lk == "input_model") l.input_model = lv;
-          else if (lk == "input_model_version") l.input_model_version = lv;
-          else if (lk == "output_model") l.output_model = lv;
-          else if (lk == "output_dataset") l.output_dataset = lv;
-          else if (lk == "input_dataset_last_version") l.input_dataset_last_version = lv;
-          else if (lk == "input_query") l.input_query = lv;
-          else
-            bad_plan(file, at + ".lineage: unknown key \"" + lk +
-                               "\" (valid: input_dataset, input_dataset_version, input_dataset_query, input_model, "
-                               "input_model_version, output_model, output_dataset, input_dataset_last_version, input_query)");
-        }
-      } else if (key != "priority" && key != "max_attempts" && key != "timeout_ms" && key != "lease_ms") {
-        bad_plan(file, at + ": unknown key \"" + key +
-                           "\" (valid: name, kind, hyper_parameters, depends_on, after, lineage, priority, max_attempts, timeout_ms, "
-                           "lease_ms)");
-      }
-    }
-    integer("priority", task.options.priority);
-    integer("max_attempts", task.options.max_attempts);
-    integer("timeout_ms", task.options.timeout_ms);
-    integer("lease_ms", task.options.lease_ms);
-    plan.tasks.push_back(std::move(task));
-  }
-  return plan;
-}
-
 nlohmann::ordered_json task_json(const TaskInfo& t) {
   nlohmann::ordered_json j;
   j["id"] = t.id;
@@ -160,15 +78,7 @@ int64_t plan_id(const Args& a) { return parse_integer(a, a.positional()[0], "ID"
 int submit(const std::vector<std::string>& args) {
   Args a(args, {}, 1, 1, "plans submit", "FILE", kUsage);
   const std::string file = a.positional()[0];
-  std::stringstream text;
-  if (file == "-") {
-    text << std::cin.rdbuf();
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw store::NotFoundError("plans submit: cannot read '" + file + "'");
-    text << in.rdbuf();
-  }
-  const flow::Plan plan = parse_plan(file, text.str());
+  const flow::Plan plan = flow::Plan::from_json(read_input(file, "plans submit"), "plans submit: " + file);
   flow::Plans plans{flow::Tasks(a.open_store())};
   const PlanInfo p = plans.get(plans.submit(plan));
   if (a.json()) {

@@ -2,14 +2,16 @@
 // Stream controllers (docs/workflow.md, "Stream controllers"): a controller watches a dataset
 // (or a named query over one) and, when the samples of versions committed since its last
 // batch become significant (a count, a fraction of what earlier batches held, or a time
-// window), submits one task for them: its hyper-parameters say which versions, its lineage
-// names the dataset's version range (and the query). Exactly once per batch: the controller's
-// progress and the task are written in one transaction, guarded by unique keys, so two
+// window), submits one task (or one plan) for them: its hyper-parameters say which versions,
+// its lineage names the dataset's version range (and the query). Exactly once per batch: the controller's
+// progress and the task (or the plan) are written in one transaction, guarded by unique keys, so two
 // controllers running at once, or one killed half way, never submit a batch twice or lose one.
 //
 //   flow::Controllers controllers(tasks);
 //   controllers.create({.name = "retrain", .dataset = "fashion", .min_samples = 1000, .kind = "train"});
 //   controllers.run("retrain", [&] { return stopping; });   // wakes on each dataset commit
+//   controllers.create({.name = "two-stage", .dataset = "fashion", .min_samples = 1000, .plan = {.name = "cnn then rnn",
+//       .tasks = {{.name = "cnn", .kind = "train_cnn"}, {.name = "rnn", .kind = "train_rnn", .depends_on = {"cnn"}}}}});
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "loom/core/api.h"
+#include "loom/flow/plans.h"
 #include "loom/flow/tasks.h"
 
 namespace loom::flow {
@@ -41,6 +44,15 @@ struct LOOM_API ControllerSpec {
   int64_t timeout_ms = 0;
   int64_t lease_ms = 30000;
   std::string output_model;  // its lineage's output model ("" for none)
+  // Or, instead of one task (kind, hyper_parameters and output_model left empty then; each
+  // of the plan's tasks has its own, and its own options), a plan
+  // submitted per batch (its name suffixed ": batch N"). Every task of it gets "stream" in its
+  // hyper-parameters; those depending on no task of the plan whose lineage names no input
+  // dataset, or names the watched one without a version, read the batch: their lineage gets
+  // its dataset, version range and query. E.g. train a model on the new samples, then a
+  // second model on its features (a task depending on the first); outputs are named in the
+  // tasks' own lineage. Checked when the controller is created, as Plans::submit checks.
+  Plan plan;
 };
 
 struct LOOM_API ControllerInfo {
@@ -57,8 +69,9 @@ struct LOOM_API BatchInfo {
   int64_t batch = 0;              // 1, 2, ... per controller
   std::vector<int64_t> versions;  // the dataset versions in it, ascending
   int64_t samples = 0;            // their samples (selected by the query, if any)
-  int64_t task_id = 0;
+  int64_t task_id = 0;             // the task submitted (0 when the controller submits plans)
   int64_t created_ms = 0;
+  int64_t plan_id = 0;             // the plan submitted (0 when it submits a task)
 };
 
 class LOOM_API Controllers {

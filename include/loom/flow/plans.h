@@ -28,6 +28,15 @@ struct LOOM_API PlanTask {
 struct LOOM_API Plan {
   std::string name;  // free text for people (1 to 256 bytes of UTF-8)
   std::vector<PlanTask> tasks;
+
+  // The plan as JSON (what `loom plans submit` reads and a stream controller stores):
+  //   {"name": "...", "tasks": [{"name": "a", "kind": "K", "hyper_parameters": {...},
+  //     "depends_on": ["other task's name"], "after": [task id], "lineage": {...},
+  //     "priority": P, "max_attempts": N, "timeout_ms": T, "lease_ms": L}]}
+  // from_json checks the text's shape only (ValueError starting with `where` and naming the
+  // key at fault); Plans::submit checks the rest.
+  std::string to_json() const;
+  static Plan from_json(const std::string& text, const std::string& where = "plan");
 };
 
 struct LOOM_API PlanInfo {

@@ -6,7 +6,9 @@
 // errors. On SQLite and PostgreSQL.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
+#include <loom/flow/agent.h>
 #include <loom/flow/controllers.h>
+#include <loom/flow/plans.h>
 #include <loom/flow/tasks.h>
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
@@ -257,4 +259,111 @@ TEST_P(FlowControllers, LineageNamesQueriesAndVersionRanges) {
   bad.lineage.input_dataset_last_version = 1;
   EXPECT_THROW(tasks.submit("train", "{}", bad), ValueError);
   EXPECT_EQ(tasks.list().size(), 1u);
+}
+
+// The paper's two-stage plan per batch: a model trained on the batch, then a second one on its
+// features, submitted with the batch in one transaction.
+TEST_P(FlowControllers, APlanPerBatchReadsTheBatchInItsFirstStage) {
+  FreshStore fs(url());
+  push(fs.store, 2);
+  fs.store.queries().create({.name = "labelled", .dataset = "points"});
+  flow::Tasks tasks(fs.store);
+  flow::Controllers controllers(tasks);
+  flow::Plan two_stage{.name = "cnn then rnn", .tasks = {}};
+  two_stage.tasks.push_back({.name = "cnn", .kind = "train_cnn", .hyper_parameters = R"({"lr": 0.01})"});
+  two_stage.tasks.back().options.lineage.output_model = "cnn";
+  two_stage.tasks.push_back({.name = "rnn", .kind = "train_rnn", .depends_on = {"cnn"}});
+  two_stage.tasks.back().options.lineage = {.input_model = "cnn", .output_model = "rnn"};
+  two_stage.tasks.back().options.priority = 5;
+  controllers.create({.name = "retrain", .query = "labelled", .min_samples = 4, .plan = two_stage});
+
+  const flow::ControllerInfo info = controllers.get("retrain");
+  EXPECT_EQ(info.spec.dataset, "points") << "the query's";
+  EXPECT_EQ(info.spec.kind, "");
+  ASSERT_EQ(info.spec.plan.tasks.size(), 2u) << "the plan is stored";
+  EXPECT_EQ(info.spec.plan.name, "cnn then rnn");
+  EXPECT_EQ(info.spec.plan.tasks[1].depends_on, std::vector<std::string>{"cnn"});
+  EXPECT_EQ(info.spec.plan.tasks[1].options.priority, 5);
+  EXPECT_EQ(info.spec.plan.tasks[1].options.lineage.input_model, "cnn");
+
+  EXPECT_FALSE(controllers.step("retrain")) << "2 of 4 samples";
+  push(fs.store, 3);
+  const std::optional<flow::BatchInfo> b = controllers.step("retrain");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->task_id, 0);
+  ASSERT_GT(b->plan_id, 0);
+  EXPECT_FALSE(controllers.step("retrain")) << "a batch triggers once";
+  ASSERT_EQ(controllers.batches("retrain").size(), 1u);
+  EXPECT_EQ(controllers.batches("retrain")[0].plan_id, b->plan_id);
+
+  const flow::PlanInfo p = flow::Plans(tasks).get(b->plan_id);
+  EXPECT_EQ(p.name, "cnn then rnn: batch 1");
+  ASSERT_EQ(p.tasks.size(), 2u);
+  EXPECT_EQ(tasks.list().size(), 2u) << "only the plan's tasks";
+  const flow::TaskInfo cnn = tasks.get(p.task_id("cnn")), rnn = tasks.get(p.task_id("rnn"));
+  EXPECT_EQ(cnn.kind, "train_cnn");
+  EXPECT_EQ(rnn.depends_on, std::vector<int64_t>{cnn.id});
+  EXPECT_EQ(rnn.waiting, 1);
+  EXPECT_EQ(rnn.priority, 5);
+  for (const flow::TaskInfo& t : {cnn, rnn}) {
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(stream_versions(t), (std::vector<int64_t>{1, 2}));
+    EXPECT_EQ(nlohmann::json::parse(t.hyper_parameters)["stream"]["query"], "labelled");
+  }
+  EXPECT_EQ(nlohmann::json::parse(cnn.hyper_parameters)["lr"], 0.01);
+  // The first stage reads the batch; the second reads the first's model.
+  EXPECT_EQ(cnn.lineage.input_dataset, "points");
+  EXPECT_EQ(cnn.lineage.input_dataset_version, 1);
+  EXPECT_EQ(cnn.lineage.input_dataset_last_version, 2);
+  EXPECT_EQ(cnn.lineage.input_query, "labelled");
+  EXPECT_EQ(cnn.lineage.output_model, "cnn");
+  EXPECT_EQ(rnn.lineage.input_dataset, "");
+  EXPECT_EQ(rnn.lineage.input_model, "cnn");
+  EXPECT_EQ(rnn.lineage.output_model, "rnn");
+
+  // The dependent runs only after the first stage, and sees its result.
+  flow::Agent agent(tasks, "a");
+  std::vector<std::string> ran;
+  agent.register_kind("train_cnn", [&](const std::string&, flow::TaskContext&) {
+    ran.push_back("cnn");
+    return std::string(R"({"features": 16})");
+  });
+  agent.register_kind("train_rnn", [&](const std::string&, flow::TaskContext& ctx) {
+    ran.push_back("rnn");
+    EXPECT_EQ(ctx.claim().dependencies.size(), 1u);
+    return std::string("{}");
+  });
+  agent.run({.stop_when_idle = true});
+  EXPECT_EQ(ran, (std::vector<std::string>{"cnn", "rnn"}));
+  EXPECT_EQ(flow::Plans(tasks).get(b->plan_id).status, flow::Status::Finished);
+}
+
+TEST_P(FlowControllers, BadPlansAreTypedErrorsAtCreation) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  const int64_t outside = tasks.submit("t");
+  flow::Controllers controllers(tasks);
+  const auto plan = [](std::vector<flow::PlanTask> t) { return flow::Plan{.name = "p", .tasks = std::move(t)}; };
+  const auto create = [&](flow::ControllerSpec s) { return error_message<ValueError>([&] { controllers.create(s); }); };
+  EXPECT_NE(create({.name = "c", .dataset = "points", .kind = "t", .plan = plan({{.name = "a", .kind = "t"}})}).find("both a plan"),
+            std::string::npos);
+  EXPECT_NE(create({.name = "c", .dataset = "points", .hyper_parameters = R"({"x": 1})", .plan = plan({{.name = "a", .kind = "t"}})})
+                .find("hyper-parameters and a plan"),
+            std::string::npos);
+  EXPECT_NE(create({.name = "c", .dataset = "points", .plan = plan({})}).find("no tasks"), std::string::npos);
+  EXPECT_NE(create({.name = "c", .dataset = "points",
+                    .plan = plan({{.name = "a", .kind = "t", .depends_on = {"b"}}, {.name = "b", .kind = "t", .depends_on = {"a"}}})})
+                .find("cycle"),
+            std::string::npos);
+  flow::PlanTask after{.name = "a", .kind = "t"};
+  after.options.depends_on = {outside};
+  EXPECT_NE(create({.name = "c", .dataset = "points", .plan = plan({after})}).find("outside"), std::string::npos);
+  flow::Plan long_name = plan({{.name = "a", .kind = "t"}});
+  long_name.name = std::string(201, 'x');
+  EXPECT_NE(create({.name = "c", .dataset = "points", .plan = long_name}).find("batch N"), std::string::npos);
+  flow::PlanTask bad_lineage{.name = "a", .kind = "t"};
+  bad_lineage.options.lineage.input_model = "m";
+  bad_lineage.options.lineage.input_model_version = 3;
+  EXPECT_THROW(controllers.create({.name = "c", .dataset = "points", .plan = plan({bad_lineage})}), store::NotFoundError);
+  EXPECT_TRUE(controllers.list().empty()) << "nothing written";
 }

@@ -10,6 +10,8 @@
 #include <loom/store/error.h>
 #include <loom/store/store.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -351,4 +353,42 @@ TEST_P(FlowPlans, ConcurrentAgentsNeverClaimADependentEarly) {
   EXPECT_EQ(p.status, Status::Finished);
   EXPECT_EQ(runs.size(), 25u);
   for (const auto& [id, n] : runs) EXPECT_EQ(n, 1) << "task " << id;
+}
+
+TEST(FlowPlanJson, APlanRoundTripsAndBadTextNamesWhatIsWrong) {
+  flow::Plan p{.name = "two stages", .tasks = {}};
+  p.tasks.push_back({.name = "cnn", .kind = "train", .hyper_parameters = R"({"lr": 0.01, "layers": [32, 64]})"});
+  p.tasks.back().options.lineage = {.input_dataset = "fashion", .input_dataset_version = 3, .output_model = "cnn"};
+  p.tasks.back().options.depends_on = {7, 9};
+  p.tasks.push_back({.name = "rnn", .kind = "decode", .depends_on = {"cnn"}});
+  p.tasks.back().options.priority = -2;
+  p.tasks.back().options.max_attempts = 1;
+  p.tasks.back().options.timeout_ms = 5000;
+  p.tasks.back().options.lease_ms = 100;
+  const flow::Plan q = flow::Plan::from_json(p.to_json());
+  EXPECT_EQ(q.name, p.name);
+  ASSERT_EQ(q.tasks.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(q.tasks[0].hyper_parameters), nlohmann::json::parse(p.tasks[0].hyper_parameters));
+  EXPECT_EQ(q.tasks[0].options.depends_on, (std::vector<int64_t>{7, 9}));
+  EXPECT_EQ(q.tasks[0].options.lineage.input_dataset, "fashion");
+  EXPECT_EQ(q.tasks[0].options.lineage.input_dataset_version, 3);
+  EXPECT_EQ(q.tasks[0].options.lineage.output_model, "cnn");
+  EXPECT_EQ(q.tasks[1].depends_on, std::vector<std::string>{"cnn"});
+  EXPECT_EQ(q.tasks[1].kind, "decode");
+  EXPECT_EQ(q.tasks[1].options.priority, -2);
+  EXPECT_EQ(q.tasks[1].options.max_attempts, 1);
+  EXPECT_EQ(q.tasks[1].options.timeout_ms, 5000);
+  EXPECT_EQ(q.tasks[1].options.lease_ms, 100);
+  EXPECT_EQ(q.to_json(), p.to_json());
+
+  const auto fails = [](const std::string& text) { return error_message<ValueError>([&] { flow::Plan::from_json(text, "in.json"); }); };
+  EXPECT_TRUE(contains_all(fails("{"), {"in.json", "not valid JSON"}));
+  EXPECT_TRUE(contains_all(fails("[]"), {"JSON object"}));
+  EXPECT_TRUE(contains_all(fails(R"({"name": "p", "tasks": [], "x": 1})"), {"unknown key \"x\""}));
+  EXPECT_TRUE(contains_all(fails(R"({"name": 3, "tasks": []})"), {"\"name\" must be a string"}));
+  EXPECT_TRUE(contains_all(fails(R"({"name": "p", "tasks": [{"name": "a", "after": ["b"]}]})"), {"tasks[0].after", "task ids"}));
+  EXPECT_TRUE(contains_all(fails(R"({"name": "p", "tasks": [{"name": "a", "priority": 18446744073709551615}]})"),
+                           {"tasks[0].priority must be an integer"}));
+  EXPECT_TRUE(contains_all(fails(R"({"name": "p", "tasks": [{"lineage": {"output": "m"}}]})"), {"tasks[0].lineage", "unknown key"}));
+  EXPECT_TRUE(contains_all(fails(R"({"name": "p", "tasks": [{"hyper_parameters": [1]}]})"), {"must be a JSON object"}));
 }

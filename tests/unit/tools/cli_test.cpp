@@ -382,6 +382,31 @@ TEST_P(CliStore, QueriesAndControllers) {
   EXPECT_TRUE(contains(rows_starting(r.out, "c")[0], "3 samples")) << r.out;
   EXPECT_EQ(loom({"controllers", "delete", "c", "--store", u}).code, 0);
   EXPECT_EQ(loom({"controllers", "show", "c", "--store", u}).code, 3);
+
+  // A controller submitting a plan per batch: the file 'loom plans submit' reads.
+  const std::string plan_file = (tmp.dir / "two-stage.json").string();
+  std::ofstream(plan_file) << R"({"name": "two stages", "tasks": [{"name": "cnn", "kind": "train", "lineage": {"output_model": "cnn"}},
+      {"name": "rnn", "kind": "decode", "depends_on": ["cnn"], "lineage": {"input_model": "cnn"}}]})";
+  EXPECT_EQ(loom({"controllers", "create", "p", "--dataset", "points", "--kind", "t", "--plan", plan_file, "--store", u}).code, 2)
+      << "--kind and --plan";
+  r = loom({"controllers", "create", "p", "--dataset", "points", "--plan", (tmp.dir / "none.json").string(), "--store", u});
+  EXPECT_EQ(r.code, 3) << r.err;
+  r = loom({"controllers", "create", "p", "--dataset", "points", "--plan", plan_file, "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = loom({"controllers", "run", "p", "--once", "--store", u});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "batch 1: versions 1,2, 6 samples -> plan 1")) << r.out;
+  j = parse(loom({"controllers", "show", "p", "--store", u, "--json"}));
+  EXPECT_EQ(j["plan"]["tasks"][1]["depends_on"], json({"cnn"}));
+  EXPECT_EQ(j["batch_list"][0]["plan_id"], 1);
+  j = parse(loom({"plans", "show", "1", "--store", u, "--json"}));
+  EXPECT_EQ(j["name"], "two stages: batch 1");
+  ASSERT_EQ(j["tasks"].size(), 2u) << j;
+  EXPECT_EQ(j["tasks"][1]["hyper_parameters"]["stream"]["versions"], json({1, 2}));
+  r = loom({"controllers", "list", "--store", u});
+  ASSERT_EQ(rows_starting(r.out, "p").size(), 1u) << r.out;
+  EXPECT_TRUE(contains(rows_starting(r.out, "p")[0], "plan 'two stages'")) << r.out;
+  EXPECT_EQ(loom({"controllers", "delete", "p", "--store", u}).code, 0);
   EXPECT_EQ(loom({"queries", "delete", "ones", "--store", u}).code, 0);
   EXPECT_EQ(parse(loom({"queries", "list", "--store", u, "--json"})).size(), 0u);
 }
