@@ -14,6 +14,7 @@
 #include "core/utf8.h"
 #include "flow/graph.h"
 #include "flow/kind.h"
+#include "loom/store/listener.h"
 
 namespace loom::flow {
 
@@ -196,6 +197,15 @@ int64_t Agent::run(const AgentOptions& options) {
   if (options.batch < 1 || options.batch > 1000)
     throw ValueError("Agent::run: batch " + std::to_string(options.batch) + " is out of range (valid: 1 to 1000)");
 
+  // Made before the first claim, so that no commit after it goes unnoticed. Without it (the
+  // system's inotify instances used up, say) the agent still works, waking at poll_ms.
+  std::optional<store::Listener> ready;
+  try {
+    ready.emplace(tasks_.store(), detail::kReadyChannel);
+  } catch (const store::StoreError& e) {
+    std::fprintf(stderr, "loom agent %s: polling every %lld ms (%s)\n", loom::detail::escape_text(name_).c_str(),
+                 static_cast<long long>(options.poll_ms), loom::detail::escape_text(e.what(), true).c_str());
+  }
   int64_t ran = 0;
   std::vector<TaskEnd> ends;  // the last tasks' ends, recorded with the next claims
   for (;;) {
@@ -215,8 +225,11 @@ int64_t Agent::run(const AgentOptions& options) {
     if (!more) break;
     if (claims.empty()) {
       if (options.stop_when_idle) break;
-      for (int64_t slept = 0; slept < options.poll_ms && !stop_.load(); slept += 10)
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(10, options.poll_ms - slept)));
+      // in slices of 10 ms, so that stop() is seen soon
+      for (int64_t slept = 0; slept < options.poll_ms && !stop_.load(); slept += 10) {
+        const int64_t slice = std::min<int64_t>(10, options.poll_ms - slept);
+        if (ready ? ready->wait(slice) : (std::this_thread::sleep_for(std::chrono::milliseconds(slice)), false)) break;
+      }
       continue;
     }
     std::deque<TaskContext> contexts;  // heartbeated together while the batch runs

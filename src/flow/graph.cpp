@@ -156,6 +156,7 @@ int64_t insert_task(Session& session, const std::string& kind, const std::string
                   opt(o.lineage.input_query)})[0]
           .integer(0);
   for (int64_t d : depends_on) session.execute("INSERT INTO task_dependencies (task_id, depends_on) VALUES (?, ?)", {id, d});
+  if (waiting == 0) session.notify(kReadyChannel);
   return id;
 }
 
@@ -166,15 +167,17 @@ void release_dependents(Session& session, const std::vector<int64_t>& ids) {
   const std::string in = in_list(ids.size());
   std::vector<Value> params(ids.begin(), ids.end());
   params.insert(params.end(), ids.begin(), ids.end());
+  int64_t released = 0;
   if (ids.size() == 1)
-    session.execute("UPDATE tasks SET waiting = waiting - 1 WHERE status = 'pending' AND waiting > 0 AND id IN "
-                    "(SELECT task_id FROM task_dependencies WHERE depends_on = ?)",
-                    {ids[0]});
+    released = session.execute("UPDATE tasks SET waiting = waiting - 1 WHERE status = 'pending' AND waiting > 0 AND id IN "
+                               "(SELECT task_id FROM task_dependencies WHERE depends_on = ?)",
+                               {ids[0]});
   else
-    session.execute("UPDATE tasks SET waiting = waiting - (SELECT COUNT(*) FROM task_dependencies d WHERE d.task_id = tasks.id AND "
-                    "d.depends_on IN (" + in + ")) WHERE status = 'pending' AND waiting > 0 AND id IN "
-                    "(SELECT task_id FROM task_dependencies WHERE depends_on IN (" + in + "))",
-                    params);
+    released = session.execute("UPDATE tasks SET waiting = waiting - (SELECT COUNT(*) FROM task_dependencies d WHERE d.task_id = tasks.id AND "
+                               "d.depends_on IN (" + in + ")) WHERE status = 'pending' AND waiting > 0 AND id IN "
+                               "(SELECT task_id FROM task_dependencies WHERE depends_on IN (" + in + "))",
+                               params);
+  if (released > 0) session.notify(kReadyChannel);  // a dependent may now wait for nothing
 }
 
 void record_finished(Session& session, const std::vector<int64_t>& ids, int64_t now) {
@@ -250,6 +253,7 @@ std::vector<int64_t> replay_in(Session& session, const std::vector<int64_t>& roo
                     "WHERE d.task_id = ? AND u.status <> 'finished') WHERE id = ?",
                     {t, t});
   for (int64_t t : reopened) record_event(session, t, "replayed", "", now);
+  if (!reopened.empty()) session.notify(kReadyChannel);
   return reopened;
 }
 

@@ -21,6 +21,10 @@ std::string clip_error(const std::string& e);
 
 // The notification channel of task events (store::Listener).
 inline constexpr const char* kEventChannel = "loom_task_events";
+// The channel that wakes idle agents: notified by every commit that may make a task claimable
+// (a submission without pending dependencies, a release of dependents, a retry, a replay). A
+// lease running out is no commit: agents still re-read at their poll interval.
+inline constexpr const char* kReadyChannel = "loom_task_ready";
 
 // ValueError / store::NotFoundError for a bad Lineage (tasks.h); reads the store's catalogs.
 void check_lineage(const store::Store& store, const char* op, const Lineage& l);

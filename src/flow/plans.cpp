@@ -1,5 +1,6 @@
 #include "loom/flow/plans.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <map>
@@ -9,6 +10,7 @@
 #include "core/utf8.h"
 #include "flow/graph.h"
 #include "flow/kind.h"
+#include "loom/store/listener.h"
 #include "loom/store/session.h"
 #include "loom/store/text.h"
 
@@ -213,12 +215,14 @@ std::vector<int64_t> Plans::replay(int64_t id) {
 
 PlanInfo Plans::wait(int64_t id, int64_t timeout_ms, int64_t poll_ms) const {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  store::Listener events(tasks_.store(), detail::kEventChannel);  // before the first read: no end is missed
   for (;;) {
     PlanInfo p = get(id);
     bool done = true;
     for (const TaskInfo& t : p.tasks) done = done && is_terminal(t.status);
-    if (done || std::chrono::steady_clock::now() >= until) return p;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::max<int64_t>(1, poll_ms)));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+    if (done || left <= 0) return p;
+    events.wait(std::clamp<int64_t>(left, 1, std::max<int64_t>(1, poll_ms)));
   }
 }
 

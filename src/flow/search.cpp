@@ -11,6 +11,7 @@
 #include "flow/kind.h"
 #include "flow/search_schema.h"
 #include "loom/store/error.h"
+#include "loom/store/listener.h"
 #include "loom/store/session.h"
 #include "loom/store/text.h"
 
@@ -180,6 +181,7 @@ SearchInfo search(Tasks tasks, const SearchSpace& space, Sampler& sampler, const
     session.commit();
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
+  store::Listener events(tasks.store(), detail::kEventChannel);  // a trial's end wakes the loop below
   std::map<int64_t, Point> points;  // by trial number
   int64_t submitted = 0;
   bool exhausted = false;
@@ -218,7 +220,7 @@ SearchInfo search(Tasks tasks, const SearchSpace& space, Sampler& sampler, const
       for (const TrialInfo& t : info.trials) tasks.cancel(t.task_id);  // false for the ended ones
       return get_search(tasks, id);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_ms));
+    events.wait(o.poll_ms);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "flow/graph.h"
 #include "flow/kind.h"
 #include "flow/task_schema.h"
+#include "loom/store/listener.h"
 #include "loom/store/session.h"
 #include "loom/store/text.h"
 
@@ -212,8 +213,11 @@ int64_t Tasks::reclaim_in(Session& session, int64_t now) {
     const bool last = attempts >= max_attempts;
     if (session.execute("UPDATE tasks SET status = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL, finished_ms = ? "
                         "WHERE id = ? AND token = ? AND status = 'running'",
-                        {std::string(last ? "failed" : "pending"), error, last ? Value(now) : Value(), r.integer(0), r.integer(1)}) > 0 &&
-        last) {
+                        {std::string(last ? "failed" : "pending"), error, last ? Value(now) : Value(), r.integer(0), r.integer(1)}) > 0) {
+      if (!last) {
+        session.notify(detail::kReadyChannel);
+        continue;
+      }
       record_event(session, r.integer(0), "failed", error, now);
       detail::cancel_dependents(session, r.integer(0), "failed: " + error, now);
     }
@@ -260,6 +264,8 @@ std::optional<Status> fail_in(Session& session, const Claim& c, const std::strin
   if (next == Status::Failed) {
     record_event(session, c.task_id, "failed", error, now);
     detail::cancel_dependents(session, c.task_id, "failed: " + error, now);
+  } else {
+    session.notify(detail::kReadyChannel);  // its retry
   }
   return next;
 }
@@ -420,6 +426,7 @@ std::vector<DependencyResult> Tasks::results_of_dependencies(int64_t id) const {
 
 std::vector<TaskInfo> Tasks::wait(const std::vector<int64_t>& ids, int64_t timeout_ms, int64_t poll_ms) const {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  store::Listener events(store_, detail::kEventChannel);  // before the first read: no end is missed
   for (;;) {
     std::vector<TaskInfo> out;
     bool done = true;
@@ -427,8 +434,9 @@ std::vector<TaskInfo> Tasks::wait(const std::vector<int64_t>& ids, int64_t timeo
       out.push_back(get(id));
       done = done && is_terminal(out.back().status);
     }
-    if (done || std::chrono::steady_clock::now() >= until) return out;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::max<int64_t>(1, poll_ms)));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+    if (done || left <= 0) return out;
+    events.wait(std::clamp<int64_t>(left, 1, std::max<int64_t>(1, poll_ms)));
   }
 }
 

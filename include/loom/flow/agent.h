@@ -80,7 +80,10 @@ struct LOOM_API Command {
 
 struct LOOM_API AgentOptions {
   std::vector<std::string> kinds;  // empty: every registered kind
-  int64_t poll_ms = 500;           // sleep when no task is pending
+  // The longest wait when no task is claimable: a commit that makes one claimable (a
+  // submission, a finished dependency, a retry, a replay) wakes the agent at once, through a
+  // store::Listener; a lease running out is caught at this interval.
+  int64_t poll_ms = 500;
   bool stop_when_idle = false;     // return when no task is pending
   int64_t max_tasks = 0;           // return after this many tasks (0: no limit)
   // Tasks claimed at a time (1 to 1000). With more than 1, the agent claims up to `batch` tasks

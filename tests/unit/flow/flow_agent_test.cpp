@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/flow/agent.h>
+#include <loom/flow/plans.h>
 #include <loom/flow/tasks.h>
 #include <loom/store/store.h>
 
 #include <chrono>
+#include <deque>
 #include <thread>
 
 #include "unit/flow/flow_test_util.h"
@@ -206,4 +208,42 @@ TEST_P(FlowAgent, BadRegistrationsAndKinds) {
   EXPECT_THROW(agent.register_command("b", {}), ValueError);
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { agent.run({.kinds = {"a", "train"}}); }),
                            {"unknown task kind 'train'", "registered: a"}));
+}
+
+// Idle agents and waiters are woken by the commits that concern them (docs/workflow.md,
+// "Notifications"), not by their poll interval: every interval here is an hour, so only the
+// wakes can finish the test within its deadline. A submission wakes the first agent; the first
+// stage's finish, committed by that agent, wakes the second (which alone runs the second
+// stage); the ends wake Plans::wait and Tasks::wait.
+TEST_P(FlowAgent, IdleAgentsAndWaitersWakeOnCommitsNotOnTheirPollInterval) {
+  FreshStore fs(url());
+  constexpr int64_t kHour = 3'600'000;
+  std::deque<flow::Agent> agents;  // not movable: they stay where they are made
+  for (const std::string kind : {"first", "second"}) {
+    agents.emplace_back(flow::Tasks(store::Store::open(url())), kind + "-agent");  // a handle each, as another process has
+    agents.back().register_kind(kind, [](const std::string&, flow::TaskContext& ctx) {
+      return "{\"by\": " + std::to_string(ctx.claim().task_id) + "}";
+    });
+  }
+  std::vector<std::thread> running;
+  for (flow::Agent& agent : agents) running.emplace_back([&agent] { agent.run({.poll_ms = kHour}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // both past their first claim, waiting
+
+  flow::Tasks tasks(fs.store);
+  flow::Plans plans(tasks);
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t plan = plans.submit({.name = "two stages", .tasks = {{.name = "a", .kind = "first"},
+                                                                     {.name = "b", .kind = "second", .depends_on = {"a"}}}});
+  const flow::PlanInfo p = plans.wait(plan, 20'000, kHour);
+  const double plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(p.status, Status::Finished) << "an idle agent slept through a submission or a release";
+  EXPECT_LT(plan_s, 19.0) << "Plans::wait slept through the ends";
+
+  const int64_t a = tasks.submit("first"), b = tasks.submit("second");
+  const std::vector<flow::TaskInfo> ended = tasks.wait({a, b}, 20'000, kHour);
+  EXPECT_EQ(ended[0].status, Status::Finished);
+  EXPECT_EQ(ended[1].status, Status::Finished);
+  EXPECT_EQ(ended[1].agent, "second-agent");
+  for (flow::Agent& agent : agents) agent.stop();  // seen within 10 ms
+  for (std::thread& t : running) t.join();
 }

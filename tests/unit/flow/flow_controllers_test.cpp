@@ -367,3 +367,29 @@ TEST_P(FlowControllers, BadPlansAreTypedErrorsAtCreation) {
   EXPECT_THROW(controllers.create({.name = "c", .dataset = "points", .plan = plan({bad_lineage})}), store::NotFoundError);
   EXPECT_TRUE(controllers.list().empty()) << "nothing written";
 }
+
+TEST_P(FlowControllers, AControllerFromBeforePlansUpgradesAndKeepsWorking) {
+  FreshStore fs(url());
+  {
+    flow::Tasks tasks(fs.store);
+    flow::Controllers(tasks).create({.name = "old", .dataset = "points", .kind = "train"});
+  }
+  // The stream part as its migration 1 left it: no plan columns.
+  loom_test::raw_sql(url(), "ALTER TABLE stream_controllers DROP COLUMN plan");
+  loom_test::raw_sql(url(), "ALTER TABLE stream_batches DROP COLUMN plan_id");
+  loom_test::raw_sql(url(), "UPDATE loom_schema_parts SET version = 1 WHERE part = 'loom.flow.stream'");
+  push(fs.store, 3);
+  store::Store reopened = store::Store::open(url());
+  flow::Tasks tasks(reopened);
+  flow::Controllers controllers(tasks);
+  EXPECT_EQ(loom_test::raw_sql(url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow.stream'"),
+            std::vector<std::string>{"2"});
+  const flow::ControllerInfo c = controllers.get("old");
+  EXPECT_EQ(c.spec.kind, "train");
+  EXPECT_TRUE(c.spec.plan.tasks.empty());
+  const std::optional<flow::BatchInfo> b = controllers.step("old");
+  ASSERT_TRUE(b);
+  EXPECT_GT(b->task_id, 0);
+  EXPECT_EQ(b->plan_id, 0);
+  EXPECT_EQ(controllers.batches("old").at(0).plan_id, 0);
+}

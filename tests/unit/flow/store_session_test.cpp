@@ -135,7 +135,7 @@ TEST_P(StoreSession, FlowCreatesItsTablesWhenItFirstUsesAStore) {
   EXPECT_EQ(more.get(id).status, flow::Status::Pending);
   // flow's two parts: the task queue and the stream controllers (which extend its tasks)
   EXPECT_EQ(raw_sql(url(), "SELECT COUNT(*) FROM loom_schema_parts"), std::vector<std::string>{"2"});
-  EXPECT_EQ(raw_sql(url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow.stream'"), std::vector<std::string>{"1"});
+  EXPECT_EQ(raw_sql(url(), "SELECT version FROM loom_schema_parts WHERE part = 'loom.flow.stream'"), std::vector<std::string>{"2"});
 }
 
 TEST_P(StoreSession, AStoreWhoseSchemaHeldTheTasksKeepsThem) {
