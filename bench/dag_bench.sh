@@ -11,12 +11,13 @@
 # durable commit; with --batch K, up to K tasks' ends and claims per commit); Ray's are not.
 #
 #   bench/dag_bench.sh                       # agents 1 and 2, both backends
-#   AGENTS="2" BACKENDS=sqlite BATCHES="1" POLL_MS=5 bench/dag_bench.sh
+#   AGENTS="2" BACKENDS=sqlite BATCHES="1" POLL_MS=500 bench/dag_bench.sh
 #
 # Environment: BUILD_DIR (default <repo>/build-bench: store_bench is built there, Ray's venv made
 # there), STORE_BENCH (a store_bench already built: no build), AGENTS, BACKENDS, BATCHES (the
-# agents' flow::AgentOptions::batch, default "1 16": 1 is the default), POLL_MS (an idle agent's
-# sleep between claims, default 5), TASKS (dag size), CHAIN (chain length).
+# agents' flow::AgentOptions::batch, default "0 1 16": 0, the default, adapts), POLL_MS (an idle
+# agent's longest wait; commits that make a task claimable wake it at once; default 500, the
+# agents' default), TASKS (dag size), CHAIN (chain length).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,8 +25,8 @@ repo="$(cd "$here/.." && pwd)"
 build="${BUILD_DIR:-$repo/build-bench}"
 agents="${AGENTS:-1 2}"
 backends="${BACKENDS:-sqlite postgresql}"
-batches="${BATCHES:-1 16}"
-poll_ms="${POLL_MS:-5}"
+batches="${BATCHES:-0 1 16}"
+poll_ms="${POLL_MS:-500}"
 tasks="${TASKS:-1000}"
 chain="${CHAIN:-100}"
 
@@ -111,6 +112,6 @@ for r in rows:
              and x.get("batch") == r.get("batch"))
     peer = ray.get(("dag", r["agents"]))
     ratio = "%.2f" % (r["tasks_per_s"] / peer["tasks_per_s"]) if peer and r["impl"] == "loom" else "-"
-    name = "Ray %s (in memory)" % r["version"] if r["impl"] == "ray" else "Loom (%s, persisted, batch %d, poll %d ms)" % (r["backend"], r["batch"], r["poll_ms"])
+    name = "Ray %s (in memory)" % r["version"] if r["impl"] == "ray" else "Loom (%s, persisted, batch %s, poll %d ms)" % (r["backend"], r["batch"] or "adaptive", r["poll_ms"])
     print("| %s | %d | %.0f | %s | %.2f / %.2f |" % (name, r["agents"], r["tasks_per_s"], ratio, c["gap_ms_median"], c["gap_ms_p90"]))
 EOF

@@ -10,12 +10,13 @@
 //       tasks per second from the first claim to the last finish.
 //   store_bench claim --store URL [--tasks 300]
 //       the latency of one claim (and of one finish) with one agent and a full queue.
-//   store_bench dag --store URL --agents N [--tasks 1000] [--poll-ms 5] [--batch 1]
+//   store_bench dag --store URL --agents N [--tasks 1000] [--poll-ms 5] [--batch 0]
 //       a plan of no-op tasks, one root, tasks - 2 that depend on it, one that depends on all of
 //       those (fan-out, then fan-in), submitted in one transaction and run by N agent processes:
 //       tasks per second from the root's start to the last task's end. --batch: the agents'
-//       flow::AgentOptions::batch (tasks claimed, and results recorded, per transaction).
-//   store_bench chain --store URL --agents N [--tasks 100] [--poll-ms 5] [--batch 1]
+//       flow::AgentOptions::batch (tasks claimed, and results recorded, per transaction; 0, the
+//       default, adapts).
+//   store_bench chain --store URL --agents N [--tasks 100] [--poll-ms 5] [--batch 0]
 //       a plan of no-op tasks in a chain (each depends on the one before): the time from a
 //       task's end to its dependent's start (median, p90), as the tasks recorded them.
 //   store_bench commit --store URL [--tasks 500]
@@ -58,7 +59,7 @@ namespace {
 
 struct Args {
   std::string mode, store, data = "/usr/share/datasets/fashion-mnist", dump;
-  int64_t runs = 200, epochs = 10, agents = 1, tasks = 400, poll_ms = 5, batch = 1;
+  int64_t runs = 200, epochs = 10, agents = 1, tasks = 400, poll_ms = 5, batch = 0;
   bool tasks_given = false;
 };
 

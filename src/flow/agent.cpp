@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -194,8 +195,9 @@ int64_t Agent::run(const AgentOptions& options) {
       throw ValueError("Agent::run: unknown task kind '" + k + "' (registered: " + (known.empty() ? "none" : known) + ")");
   if (options.poll_ms < 0 || options.max_tasks < 0) throw ValueError("Agent::run: poll_ms and max_tasks must not be negative");
 
-  if (options.batch < 1 || options.batch > 1000)
-    throw ValueError("Agent::run: batch " + std::to_string(options.batch) + " is out of range (valid: 1 to 1000)");
+  if (options.batch < 0 || options.batch > 1000)
+    throw ValueError("Agent::run: batch " + std::to_string(options.batch) + " is out of range (valid: 1 to 1000, or 0 to adapt)");
+  int64_t batch = options.batch > 0 ? options.batch : 1;  // adapting, it starts at 1
 
   // Made before the first claim, so that no commit after it goes unnoticed. Without it (the
   // system's inotify instances used up, say) the agent still works, waking at poll_ms.
@@ -211,7 +213,7 @@ int64_t Agent::run(const AgentOptions& options) {
   for (;;) {
     const bool more = !stop_.load() && (options.max_tasks == 0 || ran < options.max_tasks);
     if (!more && ends.empty()) break;
-    const int64_t want = !more ? 0 : options.max_tasks == 0 ? options.batch : std::min(options.batch, options.max_tasks - ran);
+    const int64_t want = !more ? 0 : options.max_tasks == 0 ? batch : std::min(batch, options.max_tasks - ran);
     std::vector<Claim> claims;
     try {
       claims = tasks_.complete(ends, kinds, name_, want).claims;  // ends whose claim was lost are not recorded
@@ -239,11 +241,18 @@ int64_t Agent::run(const AgentOptions& options) {
       held.emplace_back(&c, &contexts.back());
     }
     HeartbeatThread heartbeat(tasks_, std::move(held));
+    const auto started = std::chrono::steady_clock::now();
     for (size_t i = 0; i < claims.size(); ++i) {
       ++ran;
       const StopReason r = contexts[i].stop_reason();
       if (r == StopReason::Cancelled || r == StopReason::Lost) continue;  // while it waited its turn
       if (std::optional<TaskEnd> end = attempt(claims[i], contexts[i])) ends.push_back(std::move(*end));
+    }
+    if (options.batch == 0) {  // the next batch should run for about kAdaptiveBatchMs
+      const double per_task_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count() / static_cast<double>(claims.size());
+      const double fits = AgentOptions::kAdaptiveBatchMs * 1000.0 / std::max(per_task_us, 1.0);
+      batch = std::clamp<int64_t>(static_cast<int64_t>(fits), 1, AgentOptions::kAdaptiveBatchMax);
     }
   }
   stop_.store(false);

@@ -25,9 +25,12 @@ options:
                            --command "eval=/usr/bin/python3 eval.py --fast"; repeatable
   --kinds K1,K2            the kinds to claim (default: every --command kind)
   --name NAME              the agent's name in its tasks (default: <host>:<pid>)
-  --poll-ms MS             sleep when no task is pending (default 500)
+  --poll-ms MS             the longest wait when no task is claimable; a submission or a
+                           finished dependency wakes the agent at once (default 500)
   --stop-when-idle         return when no task is pending
   --max-tasks N            return after N tasks
+  --batch K                claim and record up to K tasks per commit (1: one at a time, for
+                           long tasks; default 0: adapt, so that a batch runs about 10 ms)
   --store URL, --json      (see 'loom --help'); --json prints {"tasks": N} at the end
 )";
 
@@ -82,13 +85,14 @@ extern "C" void on_stop_signal(int) {
 int agent_main(const std::vector<std::string>& args) {
   Args a(args,
          {{"--command", "KIND=PROGRAM", true}, {"--kinds", "K1,K2"}, {"--name", "NAME"}, {"--poll-ms", "MS"},
-          {"--stop-when-idle", ""}, {"--max-tasks", "N"}},
+          {"--stop-when-idle", ""}, {"--max-tasks", "N"}, {"--batch", "K"}},
          0, 0, "agent", "", kUsage);
   const auto commands = a.values("--command");
   if (commands.empty()) a.fail("missing --command KIND=PROGRAM (what runs the tasks of a kind)");
   flow::AgentOptions options{.poll_ms = a.integer("--poll-ms", 500, 0),
                              .stop_when_idle = a.flag("--stop-when-idle"),
-                             .max_tasks = a.integer("--max-tasks", 0, 0)};
+                             .max_tasks = a.integer("--max-tasks", 0, 0),
+                             .batch = a.integer("--batch", 0, 0)};
   if (const auto kinds = a.value("--kinds")) options.kinds = split(*kinds, ',');
   std::vector<std::pair<std::string, std::vector<std::string>>> parsed;
   for (const std::string& c : commands) {

@@ -86,13 +86,18 @@ struct LOOM_API AgentOptions {
   int64_t poll_ms = 500;
   bool stop_when_idle = false;     // return when no task is pending
   int64_t max_tasks = 0;           // return after this many tasks (0: no limit)
-  // Tasks claimed at a time (1 to 1000). With more than 1, the agent claims up to `batch` tasks
-  // in one transaction (never more than half of those it sees claimable, and beyond the first
-  // only tasks without a timeout), runs them in turn, and records their results together with
-  // its next claims in one transaction: one durable commit for many short tasks. A result is
-  // recorded (and its dependents released) only at that commit, after the whole batch ran; the
-  // batch's tasks are held by this agent meanwhile. For short tasks; keep 1 for long ones.
-  int64_t batch = 1;
+  // Tasks claimed at a time (1 to 1000; 0: adapt). With more than 1, the agent claims up to
+  // `batch` tasks in one transaction (never more than half of those it sees claimable, and
+  // beyond the first only tasks without a timeout), runs them in turn, and records their results
+  // together with its next claims in one transaction: one durable commit for many short tasks.
+  // A result is recorded (and its dependents released) only at that commit, after the whole
+  // batch ran; the batch's tasks are held by this agent meanwhile. 1: one task per commit, for
+  // long tasks. 0 (the default): sized from the last batch's run time per task, so that a batch
+  // runs for about kAdaptiveBatchMs (1 for tasks that long or longer, at most kAdaptiveBatchMax
+  // for tasks far shorter): short tasks share commits, long ones are never held back.
+  int64_t batch = 0;
+  static constexpr int64_t kAdaptiveBatchMs = 10;
+  static constexpr int64_t kAdaptiveBatchMax = 64;
 };
 
 class LOOM_API Agent {

@@ -71,7 +71,8 @@ class LOOM_API Plans {
   // one transaction; returns the reopened ids. ConflictError as for Tasks::replay.
   std::vector<int64_t> replay(int64_t id);
 
-  // Polls until every task of the plan has ended or `timeout_ms` passes; returns the plan.
+  // Waits until every task of the plan has ended or `timeout_ms` passes; returns the plan.
+  // Woken by task events, as Tasks::wait; poll_ms bounds a missed wake.
   PlanInfo wait(int64_t id, int64_t timeout_ms, int64_t poll_ms = 100) const;
 
   Tasks& tasks() { return tasks_; }

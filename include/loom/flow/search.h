@@ -54,7 +54,7 @@ struct LOOM_API SearchOptions {
   int64_t step_budget = 0;
   TaskOptions task_options;             // of every trial's task (priority, attempts, lease, ...)
   int64_t timeout_ms = 0;               // then the trials not ended are cancelled (0: none)
-  int64_t poll_ms = 100;                // how often the trials' states are read
+  int64_t poll_ms = 100;                // the longest wait between two reads of the trials (a trial's end wakes it)
 };
 
 enum class TrialState { Pending, Running, Completed, Stopped, Failed, Cancelled };

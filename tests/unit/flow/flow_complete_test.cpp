@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <algorithm>
 #include <thread>
 
 #include "unit/flow/flow_test_util.h"
@@ -177,7 +178,43 @@ TEST_P(FlowComplete, BadInputWritesNothing) {
   EXPECT_EQ(loom_test::raw_sql(fs.url(), "SELECT COUNT(*) FROM tasks WHERE status = 'pending'"), std::vector<std::string>{"1"});
   flow::Agent agent(tasks, "a");
   agent.register_kind("k", [](const std::string&, flow::TaskContext&) { return std::string("1"); });
-  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { agent.run({.batch = 0}); }), {"batch 0", "1 to 1000"}));
+  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { agent.run({.batch = -1}); }), {"batch -1", "1 to 1000", "0 to adapt"}));
+  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { agent.run({.batch = 1001}); }), {"batch 1001"}));
+}
+
+// The default batch adapts to the tasks' run time: tasks far shorter than
+// AgentOptions::kAdaptiveBatchMs share commits (several held by the agent at once), tasks
+// longer than it are claimed one at a time (never held back behind each other).
+TEST_P(FlowComplete, TheDefaultBatchGrowsForShortTasksAndStaysOneForLongOnes) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Tasks observer(store::Store::open(url()));
+  const auto held = [&](const std::string& agent) {  // this agent's claims now, read by another handle
+    int64_t n = 0;
+    for (const flow::TaskInfo& t : observer.list({.status = Status::Running})) n += t.agent == agent;
+    return n;
+  };
+  for (int i = 0; i < 200; ++i) tasks.submit("short");
+  flow::Agent fast(tasks, "fast");
+  int64_t most = 0;
+  fast.register_kind("short", [&](const std::string&, flow::TaskContext&) {
+    most = std::max(most, held("fast"));
+    return std::string("{}");
+  });
+  EXPECT_EQ(fast.run({.stop_when_idle = true}), 200);
+  EXPECT_GT(most, 4) << "short tasks were claimed one at a time";
+  EXPECT_LE(most, flow::AgentOptions::kAdaptiveBatchMax);
+
+  for (int i = 0; i < 6; ++i) tasks.submit("long");
+  flow::Agent slow(tasks, "slow");
+  most = 0;
+  slow.register_kind("long", [&](const std::string&, flow::TaskContext&) {
+    most = std::max(most, held("slow"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 * flow::AgentOptions::kAdaptiveBatchMs));
+    return std::string("{}");
+  });
+  EXPECT_EQ(slow.run({.stop_when_idle = true}), 6);
+  EXPECT_EQ(most, 1) << "a task longer than a batch's time was held behind another";
 }
 
 // Agents with batches on threads, each with its own store connection, run a fan-out/fan-in
