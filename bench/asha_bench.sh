@@ -25,22 +25,16 @@ build="${BUILD_DIR:-$repo/build-bench}"
 args=(--train "${TRAIN:-10000}" --val "${VAL:-2000}" --epochs "${EPOCHS:-9}" --trials "${TRIALS:-27}"
       --seed "${SEED:-1}" --threads "${THREADS:-2}")
 
+source "$here/build_targets.sh"
 if [ -n "${ASHA_BENCH:-}" ]; then  # an asha_bench built elsewhere (the ordinary build has it with LOOM_BUILD_BENCH=ON)
   bin="$ASHA_BENCH"
 else
-  source "$here/build_targets.sh"
   bench_build asha_bench
   bin="$build/bench/asha_bench"
 fi
 
 venv="$build/ray-tune-venv"
-if ! [ -x "$venv/bin/python" ] || ! cmp -s "$here/requirements-ray-tune.txt" "$venv/.requirements"; then
-  echo "asha_bench: installing bench/requirements-ray-tune.txt into $venv" >&2
-  rm -rf "$venv"
-  /usr/bin/python3 -m venv --system-site-packages "$venv"  # Debian's python3-torch
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/requirements-ray-tune.txt"
-  cp "$here/requirements-ray-tune.txt" "$venv/.requirements"
-fi
+bench_venv "$venv" "$here/requirements-ray-tune.txt" --system-site-packages  # Debian's python3-torch
 
 work=$(mktemp -d /tmp/loom-asha-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT

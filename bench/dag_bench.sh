@@ -30,22 +30,16 @@ poll_ms="${POLL_MS:-500}"
 tasks="${TASKS:-1000}"
 chain="${CHAIN:-100}"
 
+source "$here/build_targets.sh"
 if [ -n "${STORE_BENCH:-}" ]; then  # a store_bench built elsewhere (the ordinary build has it with LOOM_BUILD_BENCH=ON)
   bin="$STORE_BENCH"
 else
-  source "$here/build_targets.sh"
   bench_build store_bench
   bin="$build/bench/store_bench"
 fi
 
 venv="$build/ray-bench-venv"
-if ! [ -x "$venv/bin/python" ] || ! cmp -s "$here/requirements-ray.txt" "$venv/.requirements"; then
-  echo "dag_bench: installing bench/requirements-ray.txt into $venv" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/requirements-ray.txt"
-  cp "$here/requirements-ray.txt" "$venv/.requirements"
-fi
+bench_venv "$venv" "$here/requirements-ray.txt"
 
 work=$(mktemp -d /tmp/loom-dag-bench.XXXXXX)
 pg_file="$work/pg_server.path"

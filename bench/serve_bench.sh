@@ -16,13 +16,9 @@ requests=${3:-300}
 threads=${4:-2}
 cmake --build "$build" --target serve_load serve_prep loom_cli >/dev/null
 
+source "$here/build_targets.sh"
 venv="$build/serve-bench-venv"
-if ! [ -x "$venv/bin/python" ] || ! cmp -s "$here/requirements-serve.txt" "$venv/.requirements"; then
-  rm -rf "$venv"
-  /usr/bin/python3 -m venv --system-site-packages "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/requirements-serve.txt"
-  cp "$here/requirements-serve.txt" "$venv/.requirements"
-fi
+bench_venv "$venv" "$here/requirements-serve.txt" --system-site-packages
 
 work=$(mktemp -d /tmp/loom-serve-bench.XXXXXX)
 pids=()

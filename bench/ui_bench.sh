@@ -27,11 +27,7 @@ venv="${MLFLOW_VENV:-$build/mlflow-venv}"
 source "$here/build_targets.sh"
 [ -n "${SKIP_BUILD:-}" ] || bench_build store_bench loom_cli  # SKIP_BUILD=1: $BUILD_DIR is built
 
-if [ ! -x "$venv/bin/mlflow" ]; then
-  echo "making $venv with bench/requirements-mlflow.txt" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q -r "$here/requirements-mlflow.txt"
-fi
+bench_venv "$venv" "$here/requirements-mlflow.txt"
 
 shm=/dev/shm
 [ -d "$shm" ] && [ -w "$shm" ] || shm=/tmp

@@ -1,5 +1,6 @@
 #include "store/db.h"
 
+#include "core/utf8.h"
 #include "loom/store/error.h"
 
 namespace loom::store {
@@ -70,5 +71,7 @@ std::string Dialect::render(const std::string& ddl) const {
 }
 
 }  // namespace detail
+
+std::string detail::quoted_statement(const std::string& sql) { return loom::detail::escape_text(sql, true, 400); }
 
 }  // namespace loom::store

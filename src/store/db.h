@@ -87,6 +87,10 @@ LOOM_INTERNAL std::unique_ptr<Connection> open_sqlite(const std::string& path);
 // aborts the whole transaction it is in.
 LOOM_INTERNAL std::unique_ptr<Connection> open_postgresql(const std::string& url);
 
+// A statement as error messages quote it: its first 400 bytes (cut at a character), then how
+// long it was; a statement over thousands of ids would otherwise fill a screen with "?, ".
+LOOM_INTERNAL std::string quoted_statement(const std::string& sql);
+
 // `url` with its password (user:password@ or password=...) replaced by "***", for messages.
 LOOM_INTERNAL std::string redact_password(const std::string& url);
 

@@ -356,15 +356,15 @@ class PostgresConnection final : public Connection {
     const std::string msg = trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     if (state && std::string(state) == "55P03")  // lock_not_available: lock_timeout expired
-      fail("store: " + describe_ + " stayed locked by another writer for " + std::to_string(kLockTimeoutS) + " s (" + msg + ") in: " + sql);
-    fail("store: " + describe_ + ": " + msg + " in: " + sql);
+      fail("store: " + describe_ + " stayed locked by another writer for " + std::to_string(kLockTimeoutS) + " s (" + msg + ") in: " + quoted_statement(sql));
+    fail("store: " + describe_ + ": " + msg + " in: " + quoted_statement(sql));
   }
 
   Result run(const std::string& sql, const std::vector<Value>& params) {
     int count = 0;
     const std::string numbered = number_parameters(sql, &count);
     if (static_cast<size_t>(count) != params.size())
-      throw StoreError("store: " + std::to_string(params.size()) + " parameters given for " + std::to_string(count) + " in: " + sql);
+      throw StoreError("store: " + std::to_string(params.size()) + " parameters given for " + std::to_string(count) + " in: " + quoted_statement(sql));
     std::vector<Oid> types;
     std::vector<std::string> texts(params.size());
     std::vector<const char*> ptrs(params.size(), nullptr);
@@ -378,13 +378,13 @@ class PostgresConnection final : public Connection {
       else if (auto* d = std::get_if<double>(&v)) texts[i] = double_text(*d);
       else if (auto* s = std::get_if<std::string>(&v)) {
         if (s->find('\0') != std::string::npos)
-          throw StoreError("store: parameter " + std::to_string(i + 1) + " is text holding a NUL byte (PostgreSQL text cannot) in: " + sql);
+          throw StoreError("store: parameter " + std::to_string(i + 1) + " is text holding a NUL byte (PostgreSQL text cannot) in: " + quoted_statement(sql));
         texts[i] = *s;
       } else if (auto* b = std::get_if<Bytes>(&v)) {
         ptrs[i] = b->data.data();
         lengths[i] = static_cast<int>(b->data.size());
         formats[i] = 1;
-        if (b->data.size() > 0x7fffffffu) throw StoreError("store: a blob parameter of " + std::to_string(b->data.size()) + " bytes is over 2 GiB in: " + sql);
+        if (b->data.size() > 0x7fffffffu) throw StoreError("store: a blob parameter of " + std::to_string(b->data.size()) + " bytes is over 2 GiB in: " + quoted_statement(sql));
         continue;
       } else {
         continue;  // NULL
@@ -435,13 +435,13 @@ class PostgresConnection final : public Connection {
       case kBytea: {
         size_t n = 0;
         std::unique_ptr<unsigned char, void (*)(void*)> raw(PQunescapeBytea(reinterpret_cast<const unsigned char*>(s), &n), PQfreemem);
-        if (!raw) fail("store: " + describe_ + ": cannot decode a bytea value (out of memory) in: " + sql);
+        if (!raw) fail("store: " + describe_ + ": cannot decode a bytea value (out of memory) in: " + quoted_statement(sql));
         return Bytes{std::string(reinterpret_cast<const char*>(raw.get()), n)};
       }
       default: return std::string(s, len);
     }
     fail("store: " + describe_ + ": result column " + std::to_string(c) + " holds " + loom::detail::quote_text(std::string_view(s, len)) +
-         ", not a number of its type, in: " + sql);
+         ", not a number of its type, in: " + quoted_statement(sql));
   }
 
   // Every error of this connection: its message without the password.

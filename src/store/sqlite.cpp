@@ -219,8 +219,8 @@ class SqliteConnection final : public Connection {
       throw NotAStoreError("store: '" + path_ + "' is not a Loom store: " + msg + " (valid: a Loom store, or a new or empty file)");
     if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
       throw StoreError("store: " + describe_ + " stayed locked by another writer for " + std::to_string(kBusyTimeoutMs / 1000) +
-                       " s (" + msg + ") in: " + sql);
-    throw StoreError("store: " + describe_ + ": " + msg + " in: " + sql);
+                       " s (" + msg + ") in: " + quoted_statement(sql));
+    throw StoreError("store: " + describe_ + ": " + msg + " in: " + quoted_statement(sql));
   }
 
   sqlite3_stmt* prepare(const std::string& sql) {
@@ -236,7 +236,7 @@ class SqliteConnection final : public Connection {
   void bind(sqlite3_stmt* st, const std::string& sql, const std::vector<Value>& params) {
     if (static_cast<int>(params.size()) != sqlite3_bind_parameter_count(st))
       throw StoreError("store: " + std::to_string(params.size()) + " parameters given for " +
-                       std::to_string(sqlite3_bind_parameter_count(st)) + " in: " + sql);
+                       std::to_string(sqlite3_bind_parameter_count(st)) + " in: " + quoted_statement(sql));
     for (size_t i = 0; i < params.size(); ++i) {
       const int at = static_cast<int>(i) + 1;
       const Value& v = params[i];

@@ -186,6 +186,44 @@ TEST_P(StoreDb, WriteTransactionsSerialiseFromTheirStart) {
   EXPECT_EQ(conn->query("SELECT COUNT(*) FROM t")[0].integer(0), 2);
 }
 
+// A writer that holds the lock past the wait (10 s, SQLite's busy handler and PostgreSQL's
+// lock_timeout) makes the waiting transaction fail with a StoreError saying so; nothing is lost:
+// the holder commits, and the next transaction of the one that gave up works.
+TEST_P(StoreDb, ALockHeldPastTheWaitIsAStoreErrorAndLosesNothing) {
+  auto conn = connect();
+  conn->execute(conn->dialect().render("CREATE TABLE t (k {int} PRIMARY KEY)"));
+  auto other = connect();
+  BareTransaction holder(*conn, sd::TxMode::Write);
+  conn->execute("INSERT INTO t VALUES (1)");
+  const auto start = std::chrono::steady_clock::now();
+  const std::string e = error_message<store::StoreError>([&] {
+    BareTransaction waiter(*other, sd::TxMode::Write);
+    other->execute("INSERT INTO t VALUES (2)");
+    waiter.commit();
+  });
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(contains_all(e, {"stayed locked by another writer for 10 s"})) << e;
+  EXPECT_GE(waited, 9.9) << "gave up before the wait was over";
+  holder.commit();
+  BareTransaction again(*other, sd::TxMode::Write);
+  other->execute("INSERT INTO t VALUES (3)");
+  again.commit();
+  EXPECT_EQ(conn->query("SELECT k FROM t ORDER BY k").size(), 2u) << "the holder's row and the one after the failure";
+}
+
+// A failed statement is quoted in its error, cut to 400 bytes: one over 20,000 ids would
+// otherwise be a message of 60 KB.
+TEST_P(StoreDb, AnErrorQuotesALongStatementCut) {
+  auto conn = connect();
+  std::string sql = "SELECT no_such_column FROM loom_schema WHERE 1 IN (";
+  for (int i = 0; i < 20000; ++i) sql += i ? ", 1" : "1";
+  sql += ")";
+  const std::string e = error_message<store::StoreError>([&] { conn->query(sql); });
+  EXPECT_LT(e.size(), 1200u) << e.substr(0, 2000);
+  EXPECT_TRUE(contains_all(e, {"no_such_column", "SELECT no_such_column FROM loom_schema", "(" + std::to_string(sql.size()) + " bytes)"}))
+      << e;
+}
+
 TEST_P(StoreDb, SettingsAndDialect) {
   auto conn = connect();
   const std::string ddl = "CREATE TABLE x (id {id}, n {int}, r {real}, s {text}, b {blob}, {other})";
