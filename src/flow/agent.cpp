@@ -248,11 +248,13 @@ int64_t Agent::run(const AgentOptions& options) {
       if (r == StopReason::Cancelled || r == StopReason::Lost) continue;  // while it waited its turn
       if (std::optional<TaskEnd> end = attempt(claims[i], contexts[i])) ends.push_back(std::move(*end));
     }
-    if (options.batch == 0) {  // the next batch should run for about kAdaptiveBatchMs
+    if (options.batch == 0) {
+      // The next batch should run for about kAdaptiveBatchMs. It shrinks at once and grows by
+      // doubling, so that a long task after a run of short ones holds few behind it.
       const double per_task_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count() / static_cast<double>(claims.size());
       const double fits = AgentOptions::kAdaptiveBatchMs * 1000.0 / std::max(per_task_us, 1.0);
-      batch = std::clamp<int64_t>(static_cast<int64_t>(fits), 1, AgentOptions::kAdaptiveBatchMax);
+      batch = std::clamp<int64_t>(std::min(static_cast<int64_t>(fits), 2 * batch), 1, AgentOptions::kAdaptiveBatchMax);
     }
   }
   stop_.store(false);

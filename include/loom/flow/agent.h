@@ -94,7 +94,9 @@ struct LOOM_API AgentOptions {
   // batch ran; the batch's tasks are held by this agent meanwhile. 1: one task per commit, for
   // long tasks. 0 (the default): sized from the last batch's run time per task, so that a batch
   // runs for about kAdaptiveBatchMs (1 for tasks that long or longer, at most kAdaptiveBatchMax
-  // for tasks far shorter): short tasks share commits, long ones are never held back.
+  // for tasks far shorter; growing by doubling, shrinking at once): short tasks share commits,
+  // long ones are not held behind each other. Kinds of very different lengths in one queue are
+  // best given agents of their own (AgentOptions::kinds), or batch 1 for the long ones.
   int64_t batch = 0;
   static constexpr int64_t kAdaptiveBatchMs = 10;
   static constexpr int64_t kAdaptiveBatchMax = 64;
