@@ -5,7 +5,9 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 
 #include "core/utf8.h"
@@ -150,8 +152,16 @@ void Dashboard::start() {
     res.status = out.status;
     for (const auto& h : out.headers) res.set_header(h.first, h.second);
     // cpp-httplib compresses JSON and SVG (and text/*) with Brotli at its slowest quality when the
-    // browser accepts it (seconds for 100 runs' curves); it leaves these types with a charset as is.
+    // browser accepts it (seconds for 100 runs' curves); it leaves these types with a charset as
+    // is, and the page, its script and styles (text/...) when given by a provider of known length.
     const std::string& type = out.content_type;
+    if (type.rfind("text/", 0) == 0) {
+      auto body = std::make_shared<const std::string>(out.body);
+      res.set_content_provider(body->size(), type, [body](size_t offset, size_t length, httplib::DataSink& sink) {
+        return sink.write(body->data() + offset, std::min(length, body->size() - offset));
+      });
+      return;
+    }
     const bool text = type == "application/json" || type == "image/svg+xml";
     res.set_content(out.body, text ? type + "; charset=utf-8" : type);
   };

@@ -185,11 +185,18 @@ def main():
         assert blocked.startswith("http://192.0.2.1") and "img-src" in blocked, blocked
         status, headers, _ = request("GET", "/")
         assert "script-src 'self'" in headers.get("Content-Security-Policy", ""), headers
-        # JSON and SVG answers are not sent through cpp-httplib's Brotli (seconds for a large one)
+        # JSON and SVG answers, the page, its script and styles are not sent through cpp-httplib's
+        # Brotli (seconds for a large answer, tens of ms for the script on every visit)
         curves = urllib.request.Request(base + "/api/runs/curves?runs=" + ",".join(map(str, runs)), headers={"Accept-Encoding": "br, gzip"})
         with urllib.request.urlopen(curves, timeout=10) as r:
             assert r.headers.get("Content-Encoding") is None, dict(r.headers)
             assert r.headers.get("Content-Type") == "image/svg+xml; charset=utf-8", dict(r.headers)
+        for path in ("/", "/app.js", "/app.css"):
+            with urllib.request.urlopen(urllib.request.Request(base + path, headers={"Accept-Encoding": "br, gzip"}), timeout=10) as r:
+                body = r.read()
+                assert r.headers.get("Content-Encoding") is None, (path, dict(r.headers))
+                assert r.headers.get("Content-Length") == str(len(body)) and len(body) > 1000, (path, dict(r.headers), len(body))
+                assert r.headers.get("Content-Security-Policy"), (path, dict(r.headers))
         print(f"ui_browser: {len(entries)} requests, all to {base}; screenshots in {shots}")
         return 0
     finally:
