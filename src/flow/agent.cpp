@@ -199,15 +199,12 @@ int64_t Agent::run(const AgentOptions& options) {
     throw ValueError("Agent::run: batch " + std::to_string(options.batch) + " is out of range (valid: 1 to 1000, or 0 to adapt)");
   int64_t batch = options.batch > 0 ? options.batch : 1;  // adapting, it starts at 1
 
-  // Made before the first claim, so that no commit after it goes unnoticed. Without it (the
-  // system's inotify instances used up, say) the agent still works, waking at poll_ms.
+  // Made when the agent first finds nothing to claim (a run that stops when idle never needs
+  // it: on PostgreSQL it is a connection), then the agent looks once more, so that no commit
+  // after it goes unnoticed. Without it (the system's inotify instances used up, say) the
+  // agent still works, waking at poll_ms.
   std::optional<store::Listener> ready;
-  try {
-    ready.emplace(tasks_.store(), detail::kReadyChannel);
-  } catch (const store::StoreError& e) {
-    std::fprintf(stderr, "loom agent %s: polling every %lld ms (%s)\n", loom::detail::escape_text(name_).c_str(),
-                 static_cast<long long>(options.poll_ms), loom::detail::escape_text(e.what(), true).c_str());
-  }
+  bool listening = false;  // tried to make it
   int64_t ran = 0;
   std::vector<TaskEnd> ends;  // the last tasks' ends, recorded with the next claims
   for (;;) {
@@ -227,6 +224,16 @@ int64_t Agent::run(const AgentOptions& options) {
     if (!more) break;
     if (claims.empty()) {
       if (options.stop_when_idle) break;
+      if (!listening) {
+        listening = true;
+        try {
+          ready.emplace(tasks_.store(), detail::kReadyChannel);
+          continue;  // a look after it was made
+        } catch (const store::StoreError& e) {
+          std::fprintf(stderr, "loom agent %s: polling every %lld ms (%s)\n", loom::detail::escape_text(name_).c_str(),
+                       static_cast<long long>(options.poll_ms), loom::detail::escape_text(e.what(), true).c_str());
+        }
+      }
       // in slices of 10 ms, so that stop() is seen soon
       for (int64_t slept = 0; slept < options.poll_ms && !stop_.load(); slept += 10) {
         const int64_t slice = std::min<int64_t>(10, options.poll_ms - slept);
