@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "core/utf8.h"
 #include "loom/store/error.h"
@@ -304,6 +305,7 @@ class PostgresConnection final : public Connection {
     // PostgreSQL only warns about a nested BEGIN; SQLite refuses it, and so do we.
     if (PQtransactionStatus(conn_) != PQTRANS_IDLE)
       fail("store: " + describe_ + ": cannot begin a transaction inside another");
+    notified_.clear();
     if (mode == TxMode::Read) {
       run_simple("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
       return;
@@ -338,11 +340,16 @@ class PostgresConnection final : public Connection {
     if (conn_ && PQtransactionStatus(conn_) != PQTRANS_IDLE) PQclear(PQexec(conn_, "ROLLBACK"));
   }
 
-  // NOTIFY is transactional: PostgreSQL delivers it when (and only if) the transaction commits.
-  void notify(const std::string& channel) override { query("SELECT pg_notify(?, '')", {channel}); }
+  // NOTIFY is transactional: PostgreSQL delivers it when (and only if) the transaction commits,
+  // once per channel and payload; so one statement per channel a transaction (a plan of 1,000
+  // tasks notifies its channel 1,000 times).
+  void notify(const std::string& channel) override {
+    if (notified_.insert(channel).second) query("SELECT pg_notify(?, '')", {channel});
+  }
   std::unique_ptr<Waiter> listen(const std::string& channel) override;
 
  private:
+  std::set<std::string> notified_;  // channels notified in the open transaction
   // A statement without parameters through the simple protocol; returns its command status.
   std::string run_simple(const std::string& sql) {
     Result res(PQexec(conn_, sql.c_str()), PQclear);
