@@ -24,7 +24,9 @@ if grep -E "$store_libs" <<<"$consumer_libs"; then
   echo "install: a program linking only loom::loom loads the store's libraries (above)" >&2
   exit 1
 fi
-if ! LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" ldd "$work/build/consumer_store" | grep -qE 'libpq\.so'; then
+# (read whole first: `ldd | grep -q` under pipefail fails when grep's early exit cuts ldd off)
+store_consumer_libs="$(LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" ldd "$work/build/consumer_store")"
+if ! grep -qE 'libpq\.so' <<<"$store_consumer_libs"; then
   echo "install: consumer_store (loom::store) does not load libpq: is the store still in loom::store?" >&2
   exit 1
 fi
