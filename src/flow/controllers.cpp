@@ -126,22 +126,31 @@ TaskOptions task_options(const ControllerSpec& s) {
 // A plan's longest name, so that ": batch N" still fits Plans' 256 bytes.
 constexpr size_t kMaxPlanName = 200;
 
+// `hyper` (a JSON object's text) with the batch's "stream" object added.
+std::string with_stream(const std::string& hyper, const nlohmann::json& stream) {
+  nlohmann::json j = nlohmann::json::parse(hyper);
+  j["stream"] = stream;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The lineage of a task reading batch `b`: the watched dataset, the batch's versions, the query.
+void read_batch(Lineage& l, const ControllerSpec& s, const BatchInfo& b) {
+  l.input_dataset = s.dataset;
+  l.input_dataset_version = b.versions.front();
+  l.input_dataset_last_version = b.versions.size() > 1 ? b.versions.back() : 0;
+  if (!s.query.empty()) l.input_query = s.query;
+}
+
 // The controller's plan for batch `b`: "stream" in every task's hyper-parameters, and the
 // batch's data in the lineage of the tasks that read it (ControllerSpec::plan says which).
 Plan plan_for(const ControllerSpec& s, const BatchInfo& b, const nlohmann::json& stream) {
   Plan plan = s.plan;
   plan.name += ": batch " + std::to_string(b.batch);
   for (PlanTask& t : plan.tasks) {
-    nlohmann::json hyper = nlohmann::json::parse(t.hyper_parameters);
-    hyper["stream"] = stream;
-    t.hyper_parameters = hyper.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    Lineage& l = t.options.lineage;
-    const bool reads = t.depends_on.empty() && (l.input_dataset.empty() || (l.input_dataset == s.dataset && l.input_dataset_version == 0));
-    if (!reads) continue;
-    l.input_dataset = s.dataset;
-    l.input_dataset_version = b.versions.front();
-    l.input_dataset_last_version = b.versions.size() > 1 ? b.versions.back() : 0;
-    if (!s.query.empty()) l.input_query = s.query;
+    t.hyper_parameters = with_stream(t.hyper_parameters, stream);
+    const Lineage& l = t.options.lineage;
+    if (t.depends_on.empty() && (l.input_dataset.empty() || (l.input_dataset == s.dataset && l.input_dataset_version == 0)))
+      read_batch(t.options.lineage, s, b);
   }
   return plan;
 }
@@ -308,15 +317,10 @@ std::optional<BatchInfo> Controllers::step(const std::string& name) {
     const Plan plan = plan_for(s, b, stream);
     b.plan_id = detail::insert_plan(session, plan, detail::check_plan(plan), now);
   } else {
-    nlohmann::json hyper = nlohmann::json::parse(s.hyper_parameters);
-    hyper["stream"] = stream;
     TaskOptions o = task_options(s);
-    o.lineage.input_dataset = s.dataset;
-    o.lineage.input_dataset_version = b.versions.front();
-    o.lineage.input_dataset_last_version = b.versions.size() > 1 ? b.versions.back() : 0;
-    o.lineage.input_query = s.query;
+    read_batch(o.lineage, s, b);
     o.lineage.output_model = s.output_model;
-    b.task_id = detail::insert_task(session, s.kind, hyper.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), o, 0, "", {}, 0, now);
+    b.task_id = detail::insert_task(session, s.kind, with_stream(s.hyper_parameters, stream), o, 0, "", {}, 0, now);
   }
   session.execute("INSERT INTO stream_batches (controller, batch, task_id, samples, created_ms, plan_id) VALUES (?, ?, ?, ?, ?, ?)",
                   {name, b.batch, b.task_id, b.samples, now, b.plan_id ? Value(b.plan_id) : Value()});
