@@ -6,11 +6,18 @@
 #   bash scripts/bare_debian_check.sh           # the README commands: main job, workflow example, tests
 #   bash scripts/bare_debian_check.sh --quick   # setup, configure, build and the unit tests
 #
-# Needs root (debootstrap, chroot, mounts). The pristine base system, the downloaded .deb
-# files and a ccache for the chroot are kept in $LOOM_BARE_CACHE (default
-# /var/cache/loom-bare) between runs; every run starts from a fresh copy of the base system,
-# so setup.sh must install every package itself. The repository's tracked and untracked
-# (not ignored) files are copied in; build outputs are not.
+# Needs root (debootstrap, chroot, mounts). The pristine base system and the downloaded .deb
+# files are kept in $LOOM_BARE_CACHE (default /var/cache/loom-bare) between runs; every run
+# starts from a fresh copy of the base system, so setup.sh must install every package itself.
+# The repository's tracked and untracked (not ignored) files are copied in; build outputs are
+# not. The chroot compiles through this machine's own ccache directory when it has one (else
+# one in $LOOM_BARE_CACHE): the chroot's compiler is the same Debian package as the host's, so a
+# file the host built is not compiled again (on 2 cores a cold build of everything takes about
+# an hour), and a header missing in the chroot still fails, since ccache checks every header a
+# cached object was made from.
+#
+# LOOM_SIMD, ONEDNN_MAX_CPU_ISA and OPENBLAS_CORETYPE, when set, are passed into the chroot
+# (.ci/run caps the run to AVX2 with them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -38,7 +45,18 @@ done
 
 cache=${LOOM_BARE_CACHE:-/var/cache/loom-bare}
 base="$cache/bookworm-minbase"
-mkdir -p "$cache/apt-archives/partial" "$cache/ccache"
+mkdir -p "$cache/apt-archives/partial"
+ccache_dir="$cache/ccache"
+if command -v ccache >/dev/null; then
+  ccache_dir=$(ccache -k cache_dir 2>/dev/null || echo "$ccache_dir")
+fi
+mkdir -p "$ccache_dir"
+# the instruction-set caps, passed through env -i below
+caps=""
+for v in LOOM_SIMD ONEDNN_MAX_CPU_ISA OPENBLAS_CORETYPE; do
+  [ -n "${!v:-}" ] && caps="$caps $v=${!v}"
+done
+[ -n "$caps" ] && say "capped:$caps"
 
 # The Debian mirror this machine's apt already uses (debootstrap's default when none is set).
 mirror=$( (grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}';
@@ -84,16 +102,16 @@ fi
 # even when this script is killed.
 set +e
 unshare --mount --propagation private bash -euo pipefail -c '
-  root=$1; cache=$2; commands=$3; host_ca=$4
+  root=$1; cache=$2; commands=$3; host_ca=$4; ccache_dir=$5; caps=$6
   mount -t proc proc "$root/proc"
   mount -t sysfs sysfs "$root/sys"
   mount --rbind /dev "$root/dev"
   mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
-  mount --bind "$cache/ccache" "$root/ccache"
+  mount --bind "$ccache_dir" "$root/ccache"
   exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 TERM=dumb CI=true CCACHE_DIR=/ccache $host_ca \
+    HOME=/root LANG=C.UTF-8 TERM=dumb CI=true CCACHE_DIR=/ccache $host_ca $caps \
     /bin/bash -c "cd /loom && $commands"
-' bare "$root" "$cache" "$commands" "$host_ca"
+' bare "$root" "$cache" "$commands" "$host_ca" "$ccache_dir" "$caps"
 rc=$?
 set -e
 elapsed=$(( $(date +%s) - start ))

@@ -3,6 +3,7 @@
 #include "loom/core/device.h"
 #include "loom/core/dtype.h"
 #include "loom/core/error.h"
+#include "loom/core/batch_invariance.h"
 #include "loom/core/grad_mode.h"
 #include "loom/core/machine.h"
 #include "loom/core/memory.h"

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "graph/plan_impl.h"
+#include "loom/core/batch_invariance.h"
 #include "loom/core/grad_mode.h"
 #include "loom/graph/module.h"
 #include "loom/nn/dropout.h"
@@ -159,6 +160,7 @@ Compilation::Compilation(Plan::Impl& plan, const CompileOptions& options)
 Plan::Plan(Graph graph, const CompileOptions& opt) {
   auto p = std::make_shared<Impl>();
   p->graph = std::make_shared<const Graph>(std::move(graph));
+  p->batch_invariant = opt.batch_invariant;
   Compilation c(*p, opt);
   // each pass in order; one turned off in CompileOptions is listed as off in the dump
   auto pass = [&](const char* name, void (*run)(Compilation&), bool on) {
@@ -228,6 +230,9 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const {
   // With gradients recorded most blocks outlive the run (autograd keeps them for backward), and
   // a training step plans the forward and backward together in its own arena.
   if (grad_enabled()) return execute(xs);
+  // An inference run: its products are batch-invariant, so a row's outputs do not depend on the
+  // rows run with it (a server's batch, predict's batch_size; docs/kernels.md).
+  BatchInvariantScope invariant(impl_->batch_invariant);
   StepArena::Scope planned(*impl_->arena, StepArena::if_free);
   return execute(xs);
 }

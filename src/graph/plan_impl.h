@@ -68,6 +68,7 @@ struct Plan::Impl {
   };
   std::vector<PassRecord> passes;
   bool specialized = false;                      // compiled for given input shapes
+  bool batch_invariant = true;                   // CompileOptions::batch_invariant
   bool has_multi = false;                        // some node has several outputs
   int64_t peak = -1;
   std::string peak_at;

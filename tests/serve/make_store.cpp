@@ -1,5 +1,6 @@
 // A store for the tritonclient test: model "mlp" versions 1 and 2 (alias production -> 1), and
 // expected.json with each version's outputs on fixed inputs (the graph run directly).
+#include <loom/core/grad_mode.h>
 #include <loom/core/tensor.h>
 #include <loom/graph/graph.h>
 #include <loom/ops/creation.h>
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   const Tensor x = normal({6, 4}, 0, 1, Float32, default_device(), &g);
   nlohmann::json expected;
   expected["x"] = x.to_vector<float>();
+  NoGrad inference;  // as the server runs it: batch-invariant products (docs/serve.md)
   expected["v1"] = v1.as_function()({x})[0].to_vector<float>();
   expected["v2"] = v2.as_function()({x})[0].to_vector<float>();
   std::ofstream(out / "expected.json") << expected.dump();

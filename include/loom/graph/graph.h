@@ -90,6 +90,12 @@ struct LOOM_API CompileOptions {
   // operands are float32, contiguous and of one shape; op by op otherwise. Bit for bit the
   // unfused result (the same vector kernels, block by block).
   bool fuse_elementwise = true;
+  // A run without gradients (inference) computes its float32 products batch-invariantly: a row's
+  // outputs have the same bits whatever rows ran with it (a server's batch, predict's
+  // batch_size), at a cost measured in docs/kernels.md ("Batch-invariant products"). Off: the
+  // faster oneDNN GEMM, whose rounding of a row depends on the batch. Runs with gradients never
+  // take it (include/loom/core/batch_invariance.h).
+  bool batch_invariant = true;
 };
 
 // The one evaluator of layer graphs: Layer::operator()(), Module, as_function and train::Model

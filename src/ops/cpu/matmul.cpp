@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 #include <oneapi/dnnl/dnnl.h>
 
+#include "loom/core/batch_invariance.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/simd/simd.h"
@@ -147,6 +149,64 @@ void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const 
   });
 }
 
+// A contiguous copy of a 3-d tensor.
+Tensor contiguous_copy(const Tensor& t) {
+  Tensor c(std::make_shared<Storage>(t.nbytes(), t.device()), t.shape(), contiguous_strides(t.shape()), 0, t.dtype());
+  copy(c, t);
+  return c;
+}
+
+// The batch-invariant product (batch_invariant() on: inference; include/loom/core/
+// batch_invariance.h): every element through simd gemm_rows (or gemm_rows_bt for b stored
+// transposed: a Linear with transpose_weights, PyTorch's (out, in) weights), whose bits depend
+// on its row of a, its column of b and K only. So the threads may share the work any way, and
+// rows and columns split freely: tasks of up to 64 rows by 256 columns. gemm_rows takes whole
+// vectors of columns; the rest go through a zero-padded K x W copy of b's last columns and a
+// scratch block of out, so that they take the same multiply-adds.
+void sgemm_invariant(const Tensor& out, const Tensor& a_in, const BlasView& va, const Tensor& b, const BlasView& vb,
+                     const float* bias) {
+  const auto& table = simd::table();
+  const int64_t W = table.lanes;
+  const int64_t batch = out.shape()[0], M = out.shape()[1], N = out.shape()[2], K = a_in.shape()[2];
+  const Tensor a = va.trans == CblasNoTrans ? a_in : contiguous_copy(a_in);
+  const int64_t lda = va.trans == CblasNoTrans ? va.ld : K, sa = a.strides()[0], sb = b.strides()[0];
+  const bool bt = vb.trans != CblasNoTrans;  // B(k, j) at j * ld + k
+  const float* A = a.data<float>();
+  const float* B = b.data<float>();
+  float* O = out.data<float>();
+  const int64_t n_main = bt ? N : N / W * W, tail = N - n_main;
+  // the last columns of each matrix of b, zero-padded to W
+  std::vector<float> b_tail(tail ? static_cast<size_t>(batch * K * W) : 0, 0.0f);
+  for (int64_t i = 0; tail && i < batch; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      std::memcpy(b_tail.data() + (i * K + k) * W, B + i * sb + k * vb.ld + n_main, static_cast<size_t>(tail) * sizeof(float));
+  constexpr int64_t kRows = 64, kCols = 256;
+  const int64_t row_tasks = (M + kRows - 1) / kRows, col_tasks = (N + kCols - 1) / kCols;
+  const int64_t per_matrix = row_tasks * col_tasks;
+  parallel_for(0, batch * per_matrix, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> scratch;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i = t / per_matrix, m0 = (t % per_matrix) / col_tasks * kRows, n0 = t % col_tasks * kCols;
+      const int64_t mc = std::min(kRows, M - m0), n1 = std::min(N, n0 + kCols);
+      const float* at = A + i * sa + m0 * lda;
+      float* o = O + i * M * N + m0 * N;
+      const int64_t main_end = std::min(n1, n_main);
+      if (bt) table.gemm_rows_bt(o + n0, N, at, lda, B + i * sb + n0 * vb.ld, vb.ld, mc, n1 - n0, K);
+      else if (main_end > n0) table.gemm_rows(o + n0, N, at, lda, B + i * sb + n0, vb.ld, mc, main_end - n0, K);
+      if (tail && n1 == N) {
+        scratch.resize(static_cast<size_t>(mc * W));
+        table.gemm_rows(scratch.data(), W, at, lda, b_tail.data() + i * K * W, W, mc, W, K);
+        for (int64_t r = 0; r < mc; ++r)
+          std::memcpy(o + r * N + n_main, scratch.data() + r * W, static_cast<size_t>(tail) * sizeof(float));
+      }
+      if (bias) {
+        const auto add = table.binary_vv[simd::kAdd];
+        for (int64_t r = 0; r < mc; ++r) add(o + r * N + n0, o + r * N + n0, bias + n0, n1 - n0);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 // BLAS itself runs single-threaded: matmul spreads fixed output tiles over Loom's pool
@@ -166,7 +226,8 @@ bool matmul_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in, cons
     return false;
   BlasView va, vb;
   const Tensor a = blas_operand(a_in, va), b = blas_operand(b_in, vb);
-  sgemm_onednn(out, a, va, b, vb, bias.data<float>());
+  if (batch_invariant()) sgemm_invariant(out, a, va, b, vb, bias.data<float>());
+  else sgemm_onednn(out, a, va, b, vb, bias.data<float>());
   return true;
 }
 
@@ -182,7 +243,7 @@ void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
     BlasView va, vb;
     const Tensor a = blas_operand(a_in, va), b = blas_operand(b_in, vb);
     const int64_t sa = a.strides()[0], sb = b.strides()[0];
-    if (dt == DType::Float32) return sgemm_onednn(out, a, va, b, vb);
+    if (dt == DType::Float32) return batch_invariant() ? sgemm_invariant(out, a, va, b, vb, nullptr) : sgemm_onednn(out, a, va, b, vb);
     const int64_t tm = (M + kTile - 1) / kTile, tn = (N + kTile - 1) / kTile;
     parallel_for(0, batch * tm * tn, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {

@@ -3,6 +3,7 @@
 // when the alias moves (on both store backends), and the same over loopback HTTP.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <loom/core/grad_mode.h>
 #include <loom/core/tensor.h>
 #include <loom/graph/graph.h>
 #include <loom/ops/creation.h>
@@ -37,8 +38,10 @@ std::vector<float> random_rows(int64_t rows, uint64_t seed) {
   return normal({rows, 4}, 0, 1, Float32, default_device(), &g).to_vector<float>();
 }
 
-// The graph's own outputs for `values`, the reference every answer must equal.
+// The graph's own inference outputs for `values` (no gradients, as the server and predict run
+// it), the reference every answer must equal.
 std::vector<float> direct(const Graph& g, const std::vector<float>& values, int64_t rows) {
+  NoGrad inference;
   return g.as_function()({from_vector<float>(values, {rows, 4})})[0].to_vector<float>();
 }
 
@@ -169,8 +172,8 @@ TEST(Serve, ConcurrentRequestsRunAsBatchesAndGetTheirOwnRows) {
   for (int c = 0; c < kClients; ++c) {
     const auto [status, values] = answers[c].get();
     ASSERT_EQ(status, 200);
-    // each request's own rows; batching changes nothing but float32 summation order, which a
-    // row-wise MLP does not have
+    // each request's own rows, bit for bit: inference products are batch-invariant, so a row's
+    // answer does not depend on the requests that shared its batch
     EXPECT_EQ(values, direct(g, inputs[c], 1 + c % 3)) << c;
   }
   const std::string metrics = call(s, "GET", "/metrics").body;

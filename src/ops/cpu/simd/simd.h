@@ -119,6 +119,16 @@ struct Table {
   void (*winograd_f4_input)(float* v, int64_t e_stride, const float* const* d, int64_t b);
   void (*winograd_f4_output)(float* const* out, const float* m, int64_t e_stride, const float* bias, bool sum, bool relu,
                              int64_t b);
+  // The batch-invariant product block (gemm.inc): c[i * ldc + j] = sum over k < K of
+  // a[i * lda + k] * b[k * ldb + j] for i < m, j < n, n a multiple of `lanes`; each element
+  // one multiply-add per k in order from 0, so its bits do not depend on m or on the blocking
+  // (and are the same on the AVX2 and AVX-512 builds).
+  void (*gemm_rows)(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+                    int64_t K);
+  // The same for b stored transposed (bt: n x K rows, any n): c[i * ldc + j] = dot(row i of a,
+  // row j of bt), in W lanes folded at the end; bits depending on the two rows and K only.
+  void (*gemm_rows_bt)(float* c, int64_t ldc, const float* a, int64_t lda, const float* bt, int64_t ldbt, int64_t m,
+                       int64_t n, int64_t K);
 };
 
 const Table& table();
