@@ -80,6 +80,48 @@ void detail::throw_undefined_tensor(const char* what) {
 #define LOOM_REQUIRE_DEFINED(what) \
   if (!impl_) detail::throw_undefined_tensor(what)
 
+// --- assignment to a temporary: a write through the view (the declaration says why)
+
+namespace {
+
+constexpr const char* kAssign = "assignment to an indexed tensor (t[i] = v, t.index({...}) = v)";
+
+// Refuses what copy_ and fill_ would let through silently or name by their own names: a write
+// nobody can see, and writes autograd would not record.
+void check_assignment(const Tensor& target, const Tensor* value) {
+  // Only this temporary holds the storage (an advanced index's copy, an op's fresh result): the
+  // write would vanish with it at the end of the statement.
+  if (target.storage().use_count() == 1)
+    throw ValueError(std::string(kAssign) + ": the tensor assigned to is a temporary that shares its storage with " +
+                     "no other tensor, so the write would be lost; an integer-array or mask index makes a copy: " +
+                     "write through one with t.index_put_({indices}, v) (t[i] and slices are views and can be " +
+                     "assigned to)");
+  if (!grad_enabled()) return;
+  if (target.requires_grad())
+    throw AutogradError(std::string(kAssign) + ": the tensor requires grad and autograd does not record writes " +
+                        "into it; write under NoGrad (to set a parameter's values), or make a new tensor with " +
+                        "index_put(t, indices, v), which is differentiable");
+  if (value && value->requires_grad())
+    throw AutogradError(std::string(kAssign) + ": the value requires grad and autograd does not record the write; " +
+                        "assign v.detach(), or make a new tensor with index_put(t, indices, v), which is " +
+                        "differentiable");
+}
+
+}  // namespace
+
+Tensor& Tensor::operator=(const Tensor& value) && {
+  LOOM_REQUIRE_DEFINED(kAssign);
+  if (!value.defined()) throw ValueError(std::string(kAssign) + ": the value is undefined (a default-constructed Tensor)");
+  check_assignment(*this, &value);
+  return copy_(value);
+}
+
+Tensor& Tensor::operator=(Scalar value) && {
+  LOOM_REQUIRE_DEFINED(kAssign);
+  check_assignment(*this, nullptr);
+  return fill_(value);
+}
+
 int64_t Tensor::dim(int64_t axis) const { return shape()[normalize_axis(axis, ndim(), "dim")]; }
 int64_t Tensor::numel() const { return shape_numel(shape()); }
 size_t Tensor::itemsize() const { return loom::itemsize(dtype()); }

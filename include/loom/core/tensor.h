@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loom/core/api.h"
@@ -33,6 +34,22 @@ class LOOM_API Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  // Copying, or assigning to a named Tensor (an lvalue), copies the handle: `a = b;` makes `a`
+  // name b's data, `Tensor row = t[0];` is a view of t's row.
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  ~Tensor() = default;
+  // Assigning to a temporary (an rvalue) writes into its elements instead: a view returned by
+  // t[i] or t.index({...}) writes into t's storage, as NumPy's and PyTorch's t[0][1] = 5 and
+  // t[0:2] = u do. The value is broadcast and converted to the view's dtype (copy_, fill_).
+  // AutogradError when the view or the value requires grad (the write would not be recorded;
+  // write under NoGrad, or use the differentiable index_put). ValueError when no other tensor
+  // shares the temporary's storage, so the write could never be seen: an integer-array or
+  // mask index makes a copy, and t.index({mask}) = v is written t.index_put_({mask}, v).
+  Tensor& operator=(const Tensor& value) &&;
+  Tensor& operator=(Scalar value) &&;
   // A view of `storage` with the given geometry.
   Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset, DType dtype);
 
@@ -57,8 +74,9 @@ class LOOM_API Tensor {
   // --- raw data (CPU); data<T>() checks T against the dtype
   void* data_ptr() const;
   template <typename T> T* data() const;
-  // The value of a one-element tensor converted to T.
-  template <typename T> T item() const;
+  // The value of a one-element tensor converted to T; a double without T (loss.item(), as
+  // PyTorch's Python float).
+  template <typename T = double> T item() const;
   // Element access by multi-index (any rank), converted to double; for tests and printing.
   double at(const std::vector<int64_t>& index) const;
   // Copies the elements in logical (row-major) order into a vector of T.
@@ -67,6 +85,7 @@ class LOOM_API Tensor {
   // --- conversions and copies (loom/ops)
   Tensor astype(DType dtype) const;
   Tensor to(Device device) const;
+  Tensor to(std::string_view device) const { return to(Device(device)); }  // t.to("cpu"): Device(name)
   Tensor contiguous() const;  // itself when already contiguous
   Tensor copy() const;        // always new storage
 

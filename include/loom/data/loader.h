@@ -20,6 +20,7 @@
 // - Destroying the loader (or set_position) mid-epoch stops and joins its workers.
 // - An exception thrown while building batch b (by the dataset or the transform) is rethrown
 //   by the next() that would have returned batch b; the position stays at b.
+#include <concepts>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -64,8 +65,21 @@ struct LOOM_API LoaderPosition {
 };
 
 class LOOM_API DataLoader {
+  // (assigned, not designated: a designated initializer would warn with -Wextra in users' code)
+  static LoaderOptions options_with_batch_size(int64_t batch_size) {
+    LoaderOptions options;
+    options.batch_size = batch_size;
+    return options;
+  }
+
  public:
   DataLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options = {});
+  // The batch size as the second argument, as PyTorch's DataLoader(dataset, 32): the default
+  // options with that batch size. A template so that DataLoader(d, {}) still means the options.
+  template <std::integral I>
+    requires(!std::same_as<I, bool>)
+  DataLoader(std::shared_ptr<const Dataset> dataset, I batch_size)
+      : DataLoader(std::move(dataset), options_with_batch_size(static_cast<int64_t>(batch_size))) {}
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;

@@ -27,6 +27,10 @@ class LOOM_API Graph {
   // a given input that reaches no output; two layers with one name (names identify layers in
   // saved files and in layer(name)).
   static Graph build(const std::vector<nn::Layer>& outputs, const std::vector<nn::Layer>& inputs = {});
+  // One output without braces: Graph::build(out, {x}) is Graph::build({out}, {x}).
+  static Graph build(const nn::Layer& output, const std::vector<nn::Layer>& inputs = {}) {
+    return build(std::vector<nn::Layer>{output}, inputs);
+  }
 
   const std::vector<nn::Layer>& nodes() const { return nodes_; }  // dependency order
   const std::vector<nn::Layer>& inputs() const { return inputs_; }

@@ -68,8 +68,10 @@ class LOOM_API Layer {
   DType dtype() const;
   State& state() const;
   const std::shared_ptr<State>& shared_state() const;
-  // Trainable tensors of this layer's state (and inner states), each once.
+  // Trainable tensors of this layer's state (and inner states), each once. weights() is the
+  // same list under TensorX's and Keras' name (Keras' weights also holds non-trainable ones).
   std::vector<Tensor> parameters() const;
+  std::vector<Tensor> weights() const { return parameters(); }
   // The layer's options (kind-specific; what its registered factory rebuilds it from).
   Options options() const;
 

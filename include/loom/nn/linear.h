@@ -42,4 +42,8 @@ class LOOM_API Linear : public Layer {
   explicit Linear(int64_t n_units, LinearOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
+// Keras' name for Linear: the same layer kind ("Linear" in summaries and saved files), not a
+// second one. nn::Dense(x, 3) is nn::Linear(x, 3).
+using Dense = Linear;
+
 }  // namespace loom::nn

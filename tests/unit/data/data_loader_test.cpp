@@ -141,6 +141,22 @@ TEST(DataLoader, SequentialBatchesAndLen) {
   EXPECT_EQ(loader.position(), (LoaderPosition{1, 0}));
 }
 
+// PyTorch's DataLoader(dataset, 32): the batch size as the second argument (issue 46).
+TEST(DataLoader, BatchSizeAsTheSecondArgument) {
+  DataLoader loader(small(), 4);
+  EXPECT_EQ(loader.options().batch_size, 4);
+  EXPECT_FALSE(loader.options().shuffle);
+  EXPECT_EQ(loader.len(), 3);
+  auto batches = drain(loader);
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(batches[0], (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_EQ(batches[2], (std::vector<double>{8, 9}));
+  const int64_t n = 5;
+  EXPECT_EQ(DataLoader(small(), n).len(), 2);  // any integer type
+  EXPECT_EQ(DataLoader(small(), {}).options().batch_size, 1);  // {} is still the default options
+  EXPECT_THROW(DataLoader(small(), 0), ValueError);
+}
+
 TEST(DataLoader, DropLast) {
   DataLoader loader(small(), {.batch_size = 4, .drop_last = true});
   EXPECT_EQ(loader.len(), 2);

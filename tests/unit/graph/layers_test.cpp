@@ -112,6 +112,25 @@ TEST(Layers, Figure4GraphFunction) {
   EXPECT_NE(g.to_dot().find("Linear"), std::string::npos);
 }
 
+// One output needs no braces (issue 46): Graph::build(l1, {x1}) is Graph::build({l1}, {x1}).
+TEST(Layers, BuildWithOneOutputWithoutBraces) {
+  nn::Input x1(2, Float32, "x1");
+  nn::Linear l1(x1, 3, {}, "l1");
+  nn::Activation a1(l1, nn::relu, "a1");
+  const Graph g = Graph::build(a1, {x1});
+  const Graph braced = Graph::build({a1}, {x1});
+  EXPECT_EQ(g.nodes(), braced.nodes());
+  EXPECT_EQ(g.inputs(), std::vector<nn::Layer>{x1});
+  EXPECT_EQ(g.outputs(), std::vector<nn::Layer>{a1});
+  const Graph sub = Graph::build(a1, {l1});  // a chosen start layer, as with braces
+  EXPECT_EQ(sub.nodes().size(), 2u);
+  EXPECT_EQ(Graph::build(l1).inputs(), std::vector<nn::Layer>{x1});  // every Input reached
+  const Tensor v = uniform({4, 2});
+  EXPECT_TRUE(allclose(g.compile()(v), braced.compile()(v)));
+  // several outputs still take the list
+  EXPECT_EQ(Graph::build({l1, a1}, {x1}).outputs().size(), 2u);
+}
+
 TEST(Layers, GraphValidationErrors) {
   nn::Input x(2, Float32, "xin");
   nn::Input y(3, Float32, "yin");

@@ -140,3 +140,13 @@ TEST(ScalarSemantics, FloatToIntegerConversionsAreDefinedForEveryValue) {
   EXPECT_EQ(full({2}, inf, Int64).to_vector<int64_t>(), (std::vector<int64_t>{lo, lo}));
   EXPECT_EQ(full({2}, -2.5, Int32).to_vector<int32_t>(), (std::vector<int32_t>{-2, -2}));
 }
+
+// PyTorch's loss.item() is a Python float: without a type, item() is a double (issue 46).
+TEST(ScalarSemantics, ItemWithoutATypeIsADouble) {
+  static_assert(std::is_same_v<decltype(scalar_tensor(1.0).item()), double>);
+  Tensor loss = mean(tensor<float>({0.25f, 0.5f}));
+  EXPECT_EQ(loss.item(), 0.375);
+  EXPECT_EQ(scalar_tensor(int64_t(7)).item(), 7.0);
+  EXPECT_EQ(tensor({2.5}).item(), 2.5);  // a one-element 1-d tensor too
+  EXPECT_THROW(tensor({1.0, 2.0}).item(), ValueError);
+}
