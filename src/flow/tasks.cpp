@@ -126,6 +126,16 @@ int64_t system_clock_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+bool Tasks::ready(const store::Store& store) {
+  store::Session read(store, store::Access::Read);
+  for (const store::SchemaPart* part : {&detail::task_schema(), &detail::stream_schema()}) {
+    const auto rows = read.query("SELECT version FROM loom_schema_parts WHERE part = ?", {part->name});
+    if (rows.empty() || rows[0].integer(0) != part->migrations.back().version) return false;
+  }
+  read.commit();
+  return true;
+}
+
 Tasks::Tasks(store::Store store, Clock clock) : store_(std::move(store)), clock_(clock ? std::move(clock) : Clock(system_clock_ms)) {
   store_.ensure_schema(detail::task_schema());    // flow's tables, created on first use of a store
   store_.ensure_schema(detail::stream_schema());  // and the stream controllers' (after: it extends tasks)

@@ -1,7 +1,10 @@
 #pragma once
 // Dynamic batching: requests queue up; one worker thread takes the first and every queued
-// request of the same signature (the inputs' shapes past the batch dimension) up to max_batch
-// rows, waiting at most max_wait for more, runs them as one call and hands each its rows.
+// request of the same model version and signature (the inputs' dtypes and shapes past the batch
+// dimension) up to max_batch rows, waiting at most max_wait for more, runs them as one call and
+// hands each its rows. Only a request whose inputs all have the same number of rows, for a model
+// whose outputs provably have one row per input row (Loaded::batchable), joins others: any other
+// runs alone, since its answer could not be cut out of a batch's outputs.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -19,6 +22,8 @@
 
 namespace loom::serve::detail {
 
+struct Loaded;  // a loaded model version (server.cpp)
+
 struct BatchResult {
   std::vector<Tensor> outputs;  // this request's rows
   int64_t version = 0;          // the model version that computed them
@@ -26,21 +31,26 @@ struct BatchResult {
 
 class Batcher {
  public:
-  // `run` computes the outputs of concatenated inputs and says which version did; `batched`
-  // tells whether the model's outputs can be split by rows (each has the batch dimension first).
-  using Run = std::function<BatchResult(const std::vector<Tensor>& inputs)>;
+  // `run` computes a model version's outputs of (concatenated) inputs and says which version did.
+  using Run = std::function<BatchResult(const Loaded& model, const std::vector<Tensor>& inputs)>;
   using Observe = std::function<void(int64_t requests, int64_t rows)>;
   Batcher(Run run, Observe observe, int64_t max_batch, int64_t max_wait_us, int64_t max_queue);
   ~Batcher();  // runs what is queued, then stops
 
-  // Queues one request (inputs with the batch dimension first); nullopt when the queue is full.
-  std::optional<std::future<BatchResult>> submit(std::vector<Tensor> inputs, bool batchable);
+  // Queues one request for `model`, the version its inputs were checked against and the one that
+  // answers it (a versioned route must not be answered by the version the alias moved to while it
+  // waited); nullopt when the queue is full. `batchable`: the model's outputs have one row per
+  // input row (the batch dimension first in every input and output, by the shape rules); the
+  // request then joins others when its inputs all have the same number of rows.
+  std::optional<std::future<BatchResult>> submit(std::vector<Tensor> inputs, std::shared_ptr<const Loaded> model,
+                                                 bool batchable);
   int64_t queued() const;
 
  private:
   struct Job {
     std::vector<Tensor> inputs;
-    int64_t rows = 0;
+    std::shared_ptr<const Loaded> model;
+    int64_t rows = 0;       // every input's rows when it may join others (signature not "")
     std::string signature;  // "" for a job that runs alone
     std::promise<BatchResult> done;
     std::chrono::steady_clock::time_point queued;

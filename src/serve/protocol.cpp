@@ -50,7 +50,8 @@ std::optional<DType> datatype_of(const std::string& name) {
   return std::nullopt;
 }
 
-std::vector<Tensor> parse_inputs(const nlohmann::json& body, const std::vector<TensorSpec>& specs) {
+std::vector<Tensor> parse_inputs(const nlohmann::json& body, const std::vector<TensorSpec>& specs, std::string_view binary) {
+  size_t binary_used = 0;  // the parts of `binary` taken by the inputs so far
   if (!body.is_object()) throw BadRequest("the request body must be a JSON object with \"inputs\"");
   const auto it = body.find("inputs");
   if (it == body.end() || !it->is_array())
@@ -96,7 +97,24 @@ std::vector<Tensor> parse_inputs(const nlohmann::json& body, const std::vector<T
       throw BadRequest("input '" + name + "' has shape " + shape_text(shape) + ", the model takes " + shape_text(spec.shape) +
                        " (-1: any size)");
 
-    if (!in.contains("data")) throw BadRequest("input '" + name + "' has no \"data\"");
+    if (in.contains("parameters") && in["parameters"].is_object() && in["parameters"].contains("binary_data_size")) {
+      const auto size = loom::detail::json_to_int(in["parameters"]["binary_data_size"], 0, std::numeric_limits<int64_t>::max());
+      if (count > std::numeric_limits<int64_t>::max() / 8) throw BadRequest("input '" + name + "' has a shape with too many elements");
+      const int64_t want = count * static_cast<int64_t>(itemsize(spec.dtype));
+      if (!size || *size != want)
+        throw BadRequest("input '" + name + "' has \"binary_data_size\" " + in["parameters"]["binary_data_size"].dump() + ", its shape " +
+                         shape_text(shape) + " of " + datatype_name(spec.dtype) + " takes " + std::to_string(want) + " bytes");
+      if (static_cast<uint64_t>(want) > binary.size() - binary_used)
+        throw BadRequest("input '" + name + "' needs " + std::to_string(want) + " bytes of binary data, the body has " +
+                         std::to_string(binary.size() - binary_used) + " left after the JSON and the inputs before it");
+      std::string bytes(binary.substr(binary_used, static_cast<size_t>(want)));
+      binary_used += static_cast<size_t>(want);
+      if (spec.dtype == DType::Bool)  // a byte other than 0 or 1 would not be a valid bool
+        for (char& c : bytes) c = c != 0 ? 1 : 0;
+      out[k] = from_data(bytes.data(), shape, spec.dtype);  // Loom's dtypes are little-endian in memory, as the wire's
+      continue;
+    }
+    if (!in.contains("data")) throw BadRequest("input '" + name + "' has no \"data\" (nor \"parameters\": {\"binary_data_size\"})");
     std::vector<const nlohmann::json*> values;
     // the body's size bounds the count: a shape claiming more than the data holds is refused below
     flatten(in["data"], values, static_cast<size_t>(count), name);
@@ -142,6 +160,9 @@ std::vector<Tensor> parse_inputs(const nlohmann::json& body, const std::vector<T
   }
   for (size_t k = 0; k < specs.size(); ++k)
     if (!out[k].defined()) throw BadRequest("input '" + specs[k].name + "' is missing (the model's inputs: " + valid + ")");
+  if (binary_used != binary.size())
+    throw BadRequest("the body has " + std::to_string(binary.size() - binary_used) +
+                     " bytes of binary data after the JSON that no input's \"binary_data_size\" takes");
   return out;
 }
 
@@ -160,6 +181,17 @@ nlohmann::json output_json(const std::string& name, const Tensor& value) {
                                                                      : loom::detail::json_float(x));
   }
   j["data"] = std::move(data);
+  return j;
+}
+
+nlohmann::json output_binary(const std::string& name, const Tensor& value, std::string& binary) {
+  const Tensor c = value.contiguous();
+  const size_t n = c.nbytes();
+  binary.append(static_cast<const char*>(c.data_ptr()), n);
+  nlohmann::json j{{"name", name}, {"datatype", datatype_name(value.dtype())}};
+  j["shape"] = nlohmann::json::array();
+  for (int64_t d : value.shape()) j["shape"].push_back(d);
+  j["parameters"] = {{"binary_data_size", n}};
   return j;
 }
 

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loom/core/dtype.h"
@@ -32,7 +33,18 @@ struct TensorSpec {
 // once, its datatype the spec's, its shape matching (rank and every fixed size), its data (flat
 // or nested, row-major) exactly shape's element count of valid values. BadRequest naming the
 // input and what would be valid otherwise.
-std::vector<Tensor> parse_inputs(const nlohmann::json& body, const std::vector<TensorSpec>& specs);
+//
+// The binary tensor extension (Triton's, tritonclient's default): an input whose "parameters"
+// hold "binary_data_size": N takes its data as N raw little-endian bytes, row-major, from
+// `binary` (what follows the JSON in the body), the inputs' parts in the order the request lists
+// them; N must be the shape's element count times the datatype's size, and the parts must use
+// `binary` exactly.
+std::vector<Tensor> parse_inputs(const nlohmann::json& body, const std::vector<TensorSpec>& specs, std::string_view binary = {});
+
+// An output in the binary extension: {"name", "datatype", "shape", "parameters":
+// {"binary_data_size": N}}, its N raw bytes (row-major, little-endian; BOOL one byte each)
+// appended to `binary`.
+nlohmann::json output_binary(const std::string& name, const Tensor& value, std::string& binary);
 
 // {"name", "datatype", "shape", "data"} of one output (data flat, row-major; NaN and infinities
 // as "NaN", "Infinity", "-Infinity", as in every Loom JSON).

@@ -3,6 +3,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -30,11 +32,7 @@ ModelSource ModelSource::fixed(const std::string& name, Graph graph) {
   return {name, [] { return int64_t{1}; }, [graph](int64_t) { return graph; }};
 }
 
-namespace {
-
-using detail::BadRequest;
-using detail::TensorSpec;
-using Clock = std::chrono::steady_clock;
+namespace detail {
 
 // One loaded version: its graph as a function and what the protocol says about it.
 struct Loaded {
@@ -42,22 +40,54 @@ struct Loaded {
   Graph graph;
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> run;
   std::vector<TensorSpec> inputs, outputs;
-  bool batchable = true;  // every input and output has the batch dimension first
+  // Requests may share a batch: every output has exactly one row per input row (Batcher).
+  bool batchable = false;
 };
+
+}  // namespace detail
+
+namespace {
+
+using detail::BadRequest;
+using detail::Loaded;
+using detail::TensorSpec;
+using Clock = std::chrono::steady_clock;
+
+// Whether the graph maps rows to rows, by its layers' shape rules: every input has an open
+// leading (batch) dimension and, compiled for a batch of b rows, every output has b rows, for two
+// sizes of b (one size could match a fixed leading size by chance). A concatenation along the
+// batch axis, ids flattened into one list of embeddings or a sum over the batch fail it: their
+// requests run alone, since a request's rows could not be cut out of a shared batch's outputs.
+bool rows_follow_batch(const Graph& graph) {
+  for (const int64_t rows : {int64_t{2}, int64_t{3}}) {
+    CompileOptions options;
+    for (const auto& l : graph.inputs()) {
+      Shape shape = l.shape();
+      if (shape.empty() || shape[0] != -1) return false;
+      shape[0] = rows;
+      options.input_shapes.push_back(shape);
+    }
+    // the shape rules only: no pass changes what the outputs are
+    options.remove_dead_nodes = options.eliminate_common_subexpressions = options.fold_constants = false;
+    options.fuse_conv_epilogues = options.blocked_layouts = options.fuse_elementwise = false;
+    try {
+      for (const Shape& out : graph.compile(options).output_shapes())
+        if (out.empty() || out[0] != rows) return false;
+    } catch (const Error&) {  // the rules cannot size it for that batch: no proof
+      return false;
+    }
+  }
+  return !graph.inputs().empty();
+}
 
 std::shared_ptr<const Loaded> load_version(const ModelSource& source, int64_t version) {
   auto m = std::make_shared<Loaded>();
   m->version = version;
   m->graph = source.load(version);
   m->run = m->graph.as_function();
-  for (const auto& l : m->graph.inputs()) {
-    m->inputs.push_back({l.name(), l.dtype(), l.shape()});
-    m->batchable = m->batchable && !l.shape().empty() && l.shape()[0] == -1;
-  }
-  for (const auto& l : m->graph.outputs()) {
-    m->outputs.push_back({l.name(), l.dtype(), l.shape()});
-    m->batchable = m->batchable && !l.shape().empty() && l.shape()[0] == -1;
-  }
+  for (const auto& l : m->graph.inputs()) m->inputs.push_back({l.name(), l.dtype(), l.shape()});
+  for (const auto& l : m->graph.outputs()) m->outputs.push_back({l.name(), l.dtype(), l.shape()});
+  m->batchable = rows_follow_batch(m->graph);
   return m;
 }
 
@@ -65,12 +95,14 @@ std::shared_ptr<const Loaded> load_version(const ModelSource& source, int64_t ve
 // the bad byte) becomes U+FFFD instead of making dump() throw.
 std::string dump_json(const nlohmann::json& body) { return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-HttpResponse json_response(int status, const nlohmann::json& body) { return {status, "application/json", dump_json(body)}; }
+HttpResponse json_response(int status, const nlohmann::json& body) { return {status, "application/json", dump_json(body), {}}; }
 
 HttpResponse error(int status, const std::string& message) {
   return json_response(status, {{"error", message}});
 }
 
+// The path's segments, each percent-decoded after the split: "team%2Fmlp" is one segment
+// "team/mlp", a model name with a slash.
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
   size_t i = 0;
@@ -78,10 +110,23 @@ std::vector<std::string> split_path(const std::string& path) {
     while (i < path.size() && path[i] == '/') ++i;
     const size_t j = path.find('/', i);
     const size_t end = j == std::string::npos ? path.size() : j;
-    if (end > i) parts.push_back(path.substr(i, end - i));
+    if (end > i) parts.push_back(detail::percent_decode(path.substr(i, end - i)));
     i = end;
   }
   return parts;
+}
+
+// How many segments from p[at] spell `name`: one when encoded ("team%2Fmlp"), or as many as it
+// has parts when sent with its slashes as they are (tritonclient quotes names keeping '/');
+// 0 when they do not spell it.
+size_t name_segments(const std::vector<std::string>& p, size_t at, const std::string& name) {
+  if (at < p.size() && p[at] == name) return 1;
+  std::string joined;
+  for (size_t k = at; k < p.size() && joined.size() < name.size(); ++k) {
+    joined += (k == at ? "" : "/") + p[k];
+    if (joined == name) return k - at + 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -103,11 +148,10 @@ struct Server::Impl {
     return model;
   }
 
-  detail::BatchResult run(const std::vector<Tensor>& inputs) {
-    const auto m = current();
+  static detail::BatchResult run(const Loaded& m, const std::vector<Tensor>& inputs) {
     NoGrad no_grad;
     nn::ModeScope eval(nn::Mode::Eval);
-    return {m->run(inputs), m->version};
+    return {m.run(inputs), m.version};
   }
 
   HttpResponse metadata(const Loaded& m) const {
@@ -121,14 +165,44 @@ struct Server::Impl {
                                {"outputs", outputs}});
   }
 
-  HttpResponse infer(const Loaded& m, const std::string& body) {
+  // A boolean member `key` of the object `parent["parameters"]`, `fallback` when absent; BadRequest
+  // when it is there and not a boolean.
+  static bool flag(const nlohmann::json& parent, const char* key, bool fallback) {
+    if (!parent.contains("parameters")) return fallback;
+    const auto& p = parent["parameters"];
+    if (!p.is_object()) throw BadRequest("\"parameters\" must be an object");
+    if (!p.contains(key)) return fallback;
+    if (!p[key].is_boolean()) throw BadRequest(std::string("parameter \"") + key + "\" must be true or false");
+    return p[key].get<bool>();
+  }
+
+  HttpResponse infer(const std::shared_ptr<const Loaded>& model, const HttpRequest& r) {
+    const Loaded& m = *model;
+    // The binary tensor extension: the JSON is the body's first Inference-Header-Content-Length
+    // bytes, raw input data follows.
+    std::string_view text = r.body, binary;
+    if (!r.binary_header_length.empty()) {
+      size_t n = 0;
+      const std::string& h = r.binary_header_length;
+      const auto [end, ec] = std::from_chars(h.data(), h.data() + h.size(), n);
+      if (ec != std::errc() || end != h.data() + h.size() || n > r.body.size())
+        return error(400, "the Inference-Header-Content-Length header is " + loom::detail::quote_text(r.binary_header_length) +
+                              ": it must be the length of the JSON at the body's start (0 to " + std::to_string(r.body.size()) + ")");
+      text = text.substr(0, n);
+      binary = std::string_view(r.body).substr(n);
+    }
     std::string parse_error;
-    const auto json = loom::detail::parse_json(body, &parse_error);
+    const auto json = loom::detail::parse_json(text, &parse_error);
     if (!json) return error(400, "the request body is not JSON: " + parse_error);
     std::vector<Tensor> inputs;
-    std::vector<size_t> wanted;  // positions of the outputs asked for
+    std::vector<size_t> wanted;      // positions of the outputs asked for
+    std::vector<bool> as_binary;     // each in the binary extension
     try {
-      inputs = detail::parse_inputs(*json, m.inputs);
+      inputs = detail::parse_inputs(*json, m.inputs, binary);
+      // the protocol's id is a string, echoed; a number would come back changed or not at all
+      if (json->contains("id") && !(*json)["id"].is_string())
+        throw BadRequest("\"id\" must be a string (it is echoed in the answer), not " + std::string((*json)["id"].type_name()));
+      const bool all_binary = flag(*json, "binary_data_output", false);
       if (json->contains("outputs")) {
         const auto& outs = (*json)["outputs"];
         if (!outs.is_array()) throw BadRequest("\"outputs\" must be an array of {\"name\"}");
@@ -144,14 +218,15 @@ struct Server::Impl {
             throw BadRequest("unknown output " + loom::detail::quote_text(name) + " (the model's outputs: " + valid + ")");
           }
           wanted.push_back(k);
+          as_binary.push_back(flag(o, "binary_data", all_binary));
         }
       }
+      if (wanted.empty())
+        for (size_t k = 0; k < m.outputs.size(); ++k) wanted.push_back(k), as_binary.push_back(all_binary);
     } catch (const BadRequest& e) {
       return error(400, e.what());
     }
-    if (wanted.empty())
-      for (size_t k = 0; k < m.outputs.size(); ++k) wanted.push_back(k);
-    auto future = batcher->submit(std::move(inputs), m.batchable);
+    auto future = batcher->submit(std::move(inputs), model, m.batchable);
     if (!future) return error(503, "the server is busy: " + std::to_string(options.max_queue) + " requests are waiting");
     detail::BatchResult result;
     try {
@@ -160,16 +235,28 @@ struct Server::Impl {
       return error(400, std::string("the model could not run on these inputs: ") + e.what());
     }
     nlohmann::json out = {{"model_name", source.name}, {"model_version", std::to_string(result.version)}};
-    if (json->contains("id") && (*json)["id"].is_string()) out["id"] = (*json)["id"];
+    if (json->contains("id")) out["id"] = (*json)["id"];
     out["outputs"] = nlohmann::json::array();
-    for (size_t k : wanted) {
+    std::string raw;  // the binary outputs' bytes, after the JSON
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      const size_t k = wanted[i];
       const std::string& name = k < m.outputs.size() ? m.outputs[k].name : std::to_string(k);
-      out["outputs"].push_back(detail::output_json(name, result.outputs.at(k)));
+      out["outputs"].push_back(as_binary[i] ? detail::output_binary(name, result.outputs.at(k), raw)
+                                            : detail::output_json(name, result.outputs.at(k)));
     }
-    return json_response(200, out);
+    HttpResponse response = json_response(200, out);
+    if (std::find(as_binary.begin(), as_binary.end(), true) != as_binary.end()) {
+      response.headers["Inference-Header-Content-Length"] = std::to_string(response.body.size());
+      response.content_type = "application/octet-stream";
+      response.body += raw;
+    }
+    return response;
   }
 
   HttpResponse route(const HttpRequest& r, std::string& route_name) {
+    if (!detail::host_allowed(options.host, r.host))
+      return error(403, "this server answers requests for 127.0.0.1 or localhost only, not for " + loom::detail::quote_text(r.host) +
+                            " (another site's name resolving to this machine); serve on another --host to be reached by name");
     const auto p = split_path(r.path);
     const bool get = r.method == "GET" || r.method == "HEAD";
     auto only = [&](const char* method) {
@@ -178,7 +265,7 @@ struct Server::Impl {
     if (p.size() == 1 && p[0] == "metrics") {
       route_name = "metrics";
       if (!get) return only("GET");
-      return {200, "text/plain; version=0.0.4", metrics.text(current()->version, batcher->queued())};
+      return {200, "text/plain; version=0.0.4", metrics.text(current()->version, batcher->queued()), {}};
     }
     if (p.empty() || p[0] != "v2") return error(404, "no route " + loom::detail::quote_text(r.path) + " (the API is under /v2)");
     if (p.size() == 1) {
@@ -192,15 +279,17 @@ struct Server::Impl {
       return json_response(200, {{p[2], true}});
     }
     if (p.size() >= 3 && p[1] == "models") {
-      if (p[2] != source.name)
-        return error(404, "no model " + loom::detail::quote_text(p[2]) + " (this server serves '" + source.name + "')");
-      size_t next = 3;
-      const auto m = current();  // one version for the whole request
-      if (p.size() >= 5 && p[3] == "versions") {
-        if (p[4] != std::to_string(m->version))
-          return error(404, "model '" + source.name + "' version " + loom::detail::quote_text(p[4]) +
+      const size_t named = name_segments(p, 2, source.name);
+      if (named == 0)
+        return error(404, "no model " + loom::detail::quote_text(p[2]) + " (this server serves " + loom::detail::quote_text(source.name) +
+                              (source.name.find('/') != std::string::npos ? ", its '/' sent as %2F or as it is" : "") + ")");
+      size_t next = 2 + named;
+      const auto m = current();  // one version for the whole request: it also answers an infer
+      if (p.size() >= next + 2 && p[next] == "versions") {
+        if (p[next + 1] != std::to_string(m->version))
+          return error(404, "model " + loom::detail::quote_text(source.name) + " version " + loom::detail::quote_text(p[next + 1]) +
                                 " is not served (serving version " + std::to_string(m->version) + ")");
-        next = 5;
+        next += 2;
       }
       if (p.size() == next) {
         route_name = "metadata";
@@ -215,7 +304,7 @@ struct Server::Impl {
       if (p.size() == next + 1 && p[next] == "infer") {
         route_name = "infer";
         if (r.method != "POST") return only("POST");
-        return infer(*m, r.body);
+        return infer(m, r);
       }
     }
     return error(404, "no route " + loom::detail::quote_text(r.path));
@@ -234,7 +323,7 @@ Server::Server(ModelSource source, ServeOptions options) : impl_(std::make_uniqu
   impl_->model = load_version(impl_->source, impl_->source.current_version());
   Impl* impl = impl_.get();
   impl_->batcher = std::make_unique<detail::Batcher>(
-      [impl](const std::vector<Tensor>& inputs) { return impl->run(inputs); },
+      [](const Loaded& m, const std::vector<Tensor>& inputs) { return Impl::run(m, inputs); },
       [impl](int64_t requests, int64_t rows) { impl->metrics.batch(requests, rows); }, impl_->options.max_batch,
       impl_->options.max_wait_us, impl_->options.max_queue);
 }
@@ -282,24 +371,28 @@ void Server::start() {
   const int threads = impl_->options.threads;
   // cpp-httplib takes ownership of the queue it is handed.
   http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http->set_payload_max_length(static_cast<size_t>(impl_->options.max_request_bytes));
   // a client may send many requests on one connection, as load balancers and clients with pools do
   http->set_keep_alive_max_count(1000);
+  // on every answer, cpp-httplib's own refusals included (it adds default headers to each)
+  http->set_default_headers({{"X-Content-Type-Options", "nosniff"},
+                             {"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"},
+                             {"Referrer-Policy", "no-referrer"},
+                             {"Cache-Control", "no-store"}});
   auto serve = [this](const httplib::Request& req, httplib::Response& res) {
-    const HttpResponse r = handle({req.method, req.path, req.body});
+    const HttpResponse r = handle({req.method, detail::raw_path(req), req.body, req.get_header_value("Host"),
+                                   req.get_header_value("Inference-Header-Content-Length")});
     res.status = r.status;
-    res.set_header("X-Content-Type-Options", "nosniff");
+    for (const auto& h : r.headers) res.set_header(h.first, h.second);
     res.set_content(r.body, r.content_type);
   };
-  detail::route_every_method(*http, serve);
-  // cpp-httplib's own refusals (a body past the limit, a malformed request) as JSON errors too
-  http->set_error_handler([this](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    const std::string message = res.status == 413 ? "the request body is larger than " +
-                                                        std::to_string(impl_->options.max_request_bytes) + " bytes"
-                                                  : "the request could not be read";
+  // refusals before the request reaches handle (a body past the limit, a malformed request): JSON
+  // errors as handle's, counted in /metrics
+  auto refuse = [this](httplib::Response& res, int status, const std::string& message) {
+    res.status = status;
     res.set_content(dump_json(nlohmann::json{{"error", message}}), "application/json");
-  });
+    impl_->metrics.request("other", status, 0);
+  };
+  detail::serve_every_request(*http, serve, static_cast<size_t>(impl_->options.max_request_bytes), refuse);
   auto listener = std::make_shared<detail::Listener>(std::move(http), impl_->options.host, impl_->options.port, "Server");
   impl_->listener = listener;
   if (impl_->options.reload_poll_ms > 0)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -39,24 +40,28 @@ constexpr const char* kPolicy =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+// The path's segments, each percent-decoded after the split (the page encodes names with
+// encodeURIComponent: a model "team/mlp" is the one segment "team%2Fmlp").
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
   size_t i = 1;
   while (i <= path.size()) {
     const size_t j = std::min(path.find('/', i), path.size());
-    parts.push_back(path.substr(i, j - i));
+    parts.push_back(serve::detail::percent_decode(path.substr(i, j - i)));
     i = j + 1;
   }
   if (!parts.empty() && parts.back().empty()) parts.pop_back();  // a trailing slash
   return parts;
 }
 
-bool loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]"; }
-
-// The name in a Host header ("name:port", "[v6]:port").
-std::string host_name(const std::string& header) {
-  if (!header.empty() && header[0] == '[') return header.substr(0, header.find(']') + 1);
-  return header.substr(0, header.find(':'));
+// The headers every answer carries, errors included.
+const std::map<std::string, std::string>& security_headers() {
+  static const std::map<std::string, std::string> headers = {{"Content-Security-Policy", kPolicy},
+                                                             {"X-Content-Type-Options", "nosniff"},
+                                                             {"Referrer-Policy", "no-referrer"},
+                                                             {"X-Frame-Options", "DENY"},
+                                                             {"Cache-Control", "no-store"}};
+  return headers;
 }
 
 // Constant-time comparison: how long it takes does not tell how much of a guess was right.
@@ -76,7 +81,7 @@ struct Dashboard::Impl {
 
   Response route(const Request& r) {
     if (r.path.empty() || r.path[0] != '/') throw HttpError(400, "the path must start with '/'");
-    if (loopback(options.host) && !r.host.empty() && !loopback(host_name(r.host)))
+    if (!serve::detail::host_allowed(options.host, r.host))
       throw HttpError(403, "this dashboard answers requests for 127.0.0.1 or localhost only, not for " +
                                loom::detail::quote_text(r.host) + " (another site's name resolving to this machine)");
     const bool writing = r.method != "GET" && r.method != "HEAD";
@@ -129,11 +134,7 @@ Response Dashboard::handle(const Request& request) {
   } catch (const std::exception& e) {
     response = detail::json_response({{"error", std::string("internal error: ") + e.what()}}, 500);
   }
-  response.headers["Content-Security-Policy"] = kPolicy;
-  response.headers["X-Content-Type-Options"] = "nosniff";
-  response.headers["Referrer-Policy"] = "no-referrer";
-  response.headers["X-Frame-Options"] = "DENY";
-  response.headers["Cache-Control"] = "no-store";
+  for (const auto& [name, value] : security_headers()) response.headers[name] = value;
   return response;
 }
 
@@ -144,13 +145,17 @@ void Dashboard::start() {
   const int threads = impl_->options.threads;
   // cpp-httplib takes ownership of the queue it is handed.
   http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http->set_payload_max_length(1 << 20);  // the writing requests' bodies are a few bytes
+  // on every answer, cpp-httplib's own refusals included (it adds default headers to each)
+  http->set_default_headers(httplib::Headers(security_headers().begin(), security_headers().end()));
   auto serve = [this](const httplib::Request& req, httplib::Response& res) {
-    Request r{req.method, req.path, {}, req.body, req.get_header_value("X-Loom-Token"), req.get_header_value("Host")};
+    Request r{req.method, serve::detail::raw_path(req), {}, req.body, req.get_header_value("X-Loom-Token"), req.get_header_value("Host")};
     for (const auto& kv : req.params) r.query[kv.first] = kv.second;
     const Response out = handle(r);
     res.status = out.status;
-    for (const auto& h : out.headers) res.set_header(h.first, h.second);
+    for (const auto& h : out.headers) {
+      res.headers.erase(h.first);  // a default header replaced, not repeated
+      res.set_header(h.first, h.second);
+    }
     // cpp-httplib compresses JSON and SVG (and text/*) with Brotli at its slowest quality when the
     // browser accepts it (seconds for 100 runs' curves); it leaves these types with a charset as
     // is, and the page, its script and styles (text/...) when given by a provider of known length.
@@ -165,12 +170,10 @@ void Dashboard::start() {
     const bool text = type == "application/json" || type == "image/svg+xml";
     res.set_content(out.body, text ? type + "; charset=utf-8" : type);
   };
-  serve::detail::route_every_method(*http, serve);
-  http->set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    res.set_header("Content-Security-Policy", kPolicy);
-    res.set_content(nlohmann::json{{"error", res.status == 413 ? "the request body is larger than 1 MiB" : "the request could not be read"}}.dump(),
-                    "application/json");
+  // the writing requests' bodies are a few bytes
+  serve::detail::serve_every_request(*http, serve, 1 << 20, [](httplib::Response& res, int status, const std::string& message) {
+    res.status = status;
+    res.set_content(detail::json_response({{"error", message}}, status).body, "application/json; charset=utf-8");
   });
   impl_->listener = std::make_shared<serve::detail::Listener>(std::move(http), impl_->options.host, impl_->options.port, "Dashboard");
 }

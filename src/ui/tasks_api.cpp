@@ -67,7 +67,9 @@ Response list(store::Store& store, const Request& r) {
       throw HttpError(400, "parameter 'status' is " + quote_text(*s) + " (valid: pending, running, finished, failed, cancelled)");
     }
   }
-  const std::vector<flow::TaskInfo> tasks = flow::Tasks(store).list(filter);
+  // A store without flow's tables has no queue yet: an empty one is shown, and the tables are
+  // not created (Tasks(store) would create them, a write a read-only dashboard never makes).
+  const std::vector<flow::TaskInfo> tasks = flow::Tasks::ready(store) ? flow::Tasks(store).list(filter) : std::vector<flow::TaskInfo>{};
   const std::string cursor = cursor_of(tasks);
   if (param(r, "cursor") == cursor) return json_response({{"cursor", cursor}, {"changed", false}});
   std::map<std::string, int64_t> counts;
@@ -102,6 +104,7 @@ Response tasks_api(store::Store& store, const Request& r, const std::vector<std:
     const auto [end, ec] = std::from_chars(p[1].data(), p[1].data() + p[1].size(), id);
     if (ec != std::errc() || end != p[1].data() + p[1].size() || id < 1)
       throw HttpError(400, "task id " + quote_text(p[1]) + " is not a task id (valid: 1, 2, ...)");
+    if (!flow::Tasks::ready(store)) throw HttpError(404, "no task " + std::to_string(id) + " (this store has no task queue)");
     flow::Tasks tasks(store);
     bool cancelled = false;
     try {

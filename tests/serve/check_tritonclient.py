@@ -54,6 +54,14 @@ try:
     for i in range(6):
         one = infer(x[i:i + 1]).as_numpy("l2")
         check(f"row {i}", np.array_equal(one.ravel(), np.array(expected["v1"][3 * i:3 * i + 3], dtype=np.float32)))
+    # tritonclient's defaults: input data in binary, every output in binary (the binary tensor
+    # extension: JSON, then raw bytes, the JSON's length in Inference-Header-Content-Length)
+    default = http.InferInput("x", [6, 4], "FP32")
+    default.set_data_from_numpy(x)
+    for outputs in (None, [http.InferRequestedOutput("l2")]):
+        got = client.infer("mlp", [default], outputs=outputs).as_numpy("l2")
+        check(f"binary data, outputs {outputs}: {got}", got is not None and got.shape == (6, 3) and
+              np.array_equal(got.ravel(), np.array(expected["v1"], dtype=np.float32)))
     # a wrong datatype is the protocol's error, with Loom's message
     try:
         bad = http.InferInput("x", [1, 4], "FP64")

@@ -148,6 +148,10 @@ LOOM_API int64_t system_clock_ms();
 class LOOM_API Tasks {
  public:
   explicit Tasks(store::Store store, Clock clock = {});
+  // Whether `store` holds flow's tables at this library's version, found by reading only: when
+  // false, constructing Tasks on it would create or migrate them (a write), which a read-only
+  // reader (the dashboard, loom ui) must not do; it has no task queue to show yet.
+  static bool ready(const store::Store& store);
 
   // A new pending task; returns its id. ValueError (nothing written) for an invalid kind
   // (1-128 characters of [A-Za-z0-9_.:/-]), hyper-parameters that are not a JSON object or an

@@ -15,6 +15,7 @@
 // 127.0.0.1 unless told otherwise. Every route only reads, so none needs a token.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -54,13 +55,18 @@ struct LOOM_API ModelSource {
 // One HTTP exchange, without the socket.
 struct LOOM_API HttpRequest {
   std::string method;  // "GET", "POST", ...
-  std::string path;    // "/v2/models/mnist/infer" (no query string)
+  std::string path;    // "/v2/models/mnist/infer" as sent, percent-encoded (no query string)
   std::string body;
+  std::string host{};  // the Host header ("" when absent)
+  // The binary tensor extension's Inference-Header-Content-Length header ("" when absent): the
+  // body's first that many bytes are the JSON, the inputs' raw data follows.
+  std::string binary_header_length{};
 };
 struct LOOM_API HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::map<std::string, std::string> headers{};  // besides Content-Type (the binary extension's)
 };
 
 class LOOM_API Server {
@@ -73,7 +79,8 @@ class LOOM_API Server {
   Server& operator=(const Server&) = delete;
 
   // Answers one request: every route of the protocol, /metrics, and JSON errors
-  // ({"error": "..."}) with 400 (bad request), 404 (no such route or model), 405, 413, 503.
+  // ({"error": "..."}) with 400 (bad request), 403 (a Host header naming another machine while
+  // listening on loopback: DNS rebinding), 404 (no such route or model), 405, 413, 503.
   HttpResponse handle(const HttpRequest& request);
 
   // Listens on host:port in background threads (IOError when the address cannot be bound).

@@ -29,7 +29,7 @@ namespace loom::ui {
 // One HTTP exchange, without the socket.
 struct LOOM_API Request {
   std::string method = "GET";
-  std::string path;                           // "/api/runs" (no query string)
+  std::string path;                           // "/api/runs" as sent, percent-encoded (no query string)
   std::map<std::string, std::string> query;   // the query string's parameters, decoded
   std::string body;
   std::string token;                          // the X-Loom-Token header ("" when absent)

@@ -6,6 +6,7 @@
 #include <loom/core/grad_mode.h>
 #include <loom/core/tensor.h>
 #include <loom/graph/graph.h>
+#include <loom/nn/layers.h>
 #include <loom/ops/creation.h>
 #include <loom/ops/random.h>
 #include <loom/serve/server.h>
@@ -14,10 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <cstring>
+#include <functional>
 #include <future>
 #include <thread>
 #include <vector>
 
+#include "unit/serve/raw_http.h"
 #include "unit/store/store_test_util.h"
 
 using namespace loom;
@@ -256,4 +261,322 @@ TEST(Serve, OverLoopbackHttp) {
   auto again = httplib::Client("127.0.0.1", s.port()).Get("/v2/health/live");
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 200);
+}
+
+namespace {
+
+// An input of an infer request: {"name", "shape", "datatype", "data"}.
+json input_json(const std::string& name, const Tensor& t) {
+  json shape = json::array();
+  for (int64_t d : t.shape()) shape.push_back(d);
+  json data = json::array();
+  if (t.dtype() == Int64) {
+    for (int64_t v : t.to_vector<int64_t>()) data.push_back(v);
+    return {{"name", name}, {"shape", shape}, {"datatype", "INT64"}, {"data", data}};
+  }
+  for (float v : t.to_vector<float>()) data.push_back(v);
+  return {{"name", name}, {"shape", shape}, {"datatype", "FP32"}, {"data", data}};
+}
+
+// A graph's outputs as the answer's "outputs" hold them: (shape, values as doubles) each.
+using Outputs = std::vector<std::pair<std::vector<int64_t>, std::vector<double>>>;
+Outputs outputs_of(const std::vector<Tensor>& ts) {
+  Outputs out;
+  for (const Tensor& t : ts) out.push_back({t.shape(), t.astype(Float64).to_vector<double>()});
+  return out;
+}
+Outputs outputs_of(const json& answer) {
+  Outputs out;
+  for (const auto& o : answer["outputs"]) out.push_back({o["shape"].get<std::vector<int64_t>>(), o["data"].get<std::vector<double>>()});
+  return out;
+}
+
+// Sends `clients` threads' requests (`per_client` each, inputs from make(client, request)) at
+// once and checks each answer is the graph's outputs on that request's inputs alone. The graphs
+// here only copy, add and gather values, so any mix-up shows, whatever the CPU's arithmetic.
+void expect_own_answers(serve::Server& s, const Graph& g, const std::function<std::vector<Tensor>(int, int)>& make,
+                        int clients = 16, int per_client = 4) {
+  const auto reference = g.as_function();
+  const std::vector<std::string> names = [&] {
+    std::vector<std::string> v;
+    for (const auto& l : g.inputs()) v.push_back(l.name());
+    return v;
+  }();
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(clients);
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      for (int i = 0; i < per_client; ++i) {
+        const std::vector<Tensor> in = make(c, i);
+        json body = {{"id", "c" + std::to_string(c)}, {"inputs", json::array()}};
+        for (size_t k = 0; k < in.size(); ++k) body["inputs"].push_back(input_json(names[k], in[k]));
+        const auto r = s.handle({"POST", "/v2/models/m/infer", body.dump()});
+        if (r.status != 200) {
+          failures[c] += "request " + std::to_string(i) + ": " + r.body + "\n";
+          continue;
+        }
+        if (outputs_of(json::parse(r.body)) != outputs_of(reference(in)))
+          failures[c] += "request " + std::to_string(i) + " got another answer: " + r.body + "\n";
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int c = 0; c < clients; ++c) EXPECT_EQ(failures[c], "") << "client " << c;
+}
+
+int64_t metric(serve::Server& s, const std::string& name) {
+  const std::string text = s.handle({"GET", "/metrics", ""}).body;
+  const size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + name.size() + 2));
+}
+
+}  // namespace
+
+// A request's rows of a batch's outputs were cut by the row count of its first input, so models
+// whose outputs do not have one row per input row gave clients each other's answers. Only graphs
+// whose shape rules give every output the batch's rows are batched; the rest run alone.
+TEST(Serve, OnlyModelsMappingRowsToRowsAreBatched) {
+  const serve::ServeOptions batching{.max_batch = 64, .max_wait_us = 3000, .reload_poll_ms = 0};
+  auto rows = [](int64_t n, int64_t cols, float base) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < n * cols; ++i) v.push_back(base + static_cast<float>(i));
+    return from_vector<float>(v, {n, cols});
+  };
+  {  // a concatenation along the batch axis: 2n rows for n
+    nn::Input x(4, Float32, "x");
+    nn::Concat c({x, x}, 0, "c");
+    const Graph g = Graph::build({c}, {x});
+    serve::Server s(serve::ModelSource::fixed("m", g), batching);
+    expect_own_answers(s, g, [&](int c, int i) { return std::vector<Tensor>{rows(1 + (c + i) % 3, 4, 100.0f * c + 10.0f * i)}; });
+    EXPECT_EQ(metric(s, "loom_batch_requests_count"), 16 * 4);  // every request ran alone
+    EXPECT_EQ(metric(s, "loom_batch_requests_sum"), 16 * 4);
+  }
+  {  // two inputs of different row counts, concatenated
+    nn::Input x(4, Float32, "x"), y(4, Float32, "y");
+    nn::Concat xy({x, y}, 0, "xy");
+    const Graph g = Graph::build({xy}, {x, y});
+    serve::Server s(serve::ModelSource::fixed("m", g), batching);
+    expect_own_answers(s, g, [&](int c, int i) {
+      return std::vector<Tensor>{rows(1 + c % 2, 4, 1000.0f * c + 10.0f * i), rows(1 + (c + i) % 3, 4, -1000.0f * c - 10.0f * i)};
+    });
+  }
+  {  // an embedding of ids next to another input: the rules allow batches, but a request whose
+     // inputs have different row counts has no share to cut, so it runs alone
+    nn::Input x(2, Float32, "x"), ids(Shape{-1}, Int64, "ids");
+    nn::Add twice(x, x, "twice");
+    nn::Lookup emb(ids, 64, 3, {}, "emb");
+    const Graph g = Graph::build({twice, emb}, {x, ids});
+    serve::Server s(serve::ModelSource::fixed("m", g), batching);
+    expect_own_answers(s, g, [&](int c, int i) {
+      std::vector<int64_t> v;
+      for (int k = 0; k < 1 + (c + i) % 4; ++k) v.push_back((c * 4 + i + k) % 64);
+      return std::vector<Tensor>{rows(1, 2, 10.0f * c + i), from_vector<int64_t>(v, {static_cast<int64_t>(v.size())})};
+    });
+    // with equal row counts, the same model's requests still share batches
+    expect_own_answers(s, g, [&](int c, int i) {
+      return std::vector<Tensor>{rows(2, 2, 10.0f * c + i), from_vector<int64_t>({(c + i) % 64, (c + 2 * i) % 64}, {2})};
+    });
+    EXPECT_LT(metric(s, "loom_batch_requests_count"), 2 * 16 * 4);
+  }
+}
+
+// A versioned route is answered by that version, even when the alias moved while it waited.
+TEST(Serve, VersionedRouteIsAnsweredByThatVersion) {
+  nn::Input x(4, Float32, "x");
+  nn::Add twice(x, x, "twice");
+  nn::Add thrice(twice, x, "thrice");
+  const Graph v1 = Graph::build({twice}, {x}), v2 = Graph::build({thrice}, {x});
+  std::atomic<int64_t> version{1};
+  serve::ModelSource source{"m", [&] { return version.load(); }, [&](int64_t v) { return v == 1 ? v1 : v2; }};
+  // a request waits up to 1 s in the queue for company: the alias moves meanwhile
+  serve::Server s(source, {.max_batch = 64, .max_wait_us = 1000000, .reload_poll_ms = 0});
+  const auto in = random_rows(2, 3);
+  auto versioned = std::async(std::launch::async, [&] { return s.handle({"POST", "/v2/models/m/versions/1/infer", infer_body(in, 2).dump()}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  version = 2;
+  ASSERT_TRUE(s.reload());
+  const auto r = versioned.get();
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["model_version"], "1");
+  EXPECT_EQ(data_of(json::parse(r.body)), direct(v1, in, 2));
+  // the version in force now answers the route without a version; version 1's route is gone
+  const auto now = s.handle({"POST", "/v2/models/m/infer", infer_body(in, 2).dump()});
+  EXPECT_EQ(json::parse(now.body)["model_version"], "2");
+  EXPECT_EQ(data_of(json::parse(now.body)), direct(v2, in, 2));
+  EXPECT_EQ(s.handle({"POST", "/v2/models/m/versions/1/infer", infer_body(in, 2).dump()}).status, 404);
+}
+
+// The body limit holds while a body is read, whatever its transfer encoding: a chunked body past
+// it is refused after at most the limit is read (it was read whole, 256 MiB, before a 400), and
+// a Content-Length past it is refused at once (it waited for the 100 GB, 5 s, before its 413).
+TEST(Serve, BodyLimitHoldsWhileReadingWhateverTheEncoding) {
+  serve::Server s(serve::ModelSource::fixed("mlp", loom_test::small_mlp(4)), {.port = 0, .max_request_bytes = 4096, .reload_poll_ms = 0});
+  s.start();
+  {
+    loom_test::RawConnection c(s.port());
+    ASSERT_TRUE(c.connected());
+    std::string answer;
+    std::thread reader([&] { answer = c.read_all(std::chrono::seconds(20)); });
+    size_t sent = c.send("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         "Transfer-Encoding: chunked\r\n\r\n");
+    const std::string chunk = "100000\r\n" + std::string(1 << 20, ' ') + "\r\n";  // 1 MiB chunks
+    for (int i = 0; i < 256; ++i) {
+      const size_t n = c.send(chunk);
+      sent += n;
+      if (n < chunk.size()) break;  // the server stopped reading
+    }
+    if (sent >= 256u << 20) c.send("0\r\n\r\n");
+    reader.join();
+    EXPECT_EQ(loom_test::status_of(answer), 413) << answer.substr(0, 300);
+    EXPECT_NE(answer.find("larger than 4096 bytes"), std::string::npos) << answer.substr(0, 300);
+    // what the server read is bounded by the limit; what the client could send, by the sockets' buffers
+    EXPECT_LT(sent, 64u << 20);
+  }
+  {
+    loom_test::RawConnection c(s.port());
+    ASSERT_TRUE(c.connected());
+    const auto t0 = std::chrono::steady_clock::now();
+    c.send("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           "Content-Length: 100000000000\r\n\r\n{");
+    const std::string answer = c.read_all(std::chrono::seconds(10));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    EXPECT_EQ(loom_test::status_of(answer), 413) << answer.substr(0, 300);
+    EXPECT_TRUE(loom_test::has_header_line(answer, "X-Content-Type-Options: nosniff")) << answer;
+    EXPECT_TRUE(loom_test::has_header_line(answer, "Cache-Control: no-store")) << answer;
+  }
+  {  // a malformed request: a JSON error with the same headers as every answer
+    loom_test::RawConnection c(s.port());
+    c.send("NOT AN HTTP REQUEST\r\n\r\n");
+    const std::string answer = c.read_all(std::chrono::seconds(5));
+    EXPECT_EQ(loom_test::status_of(answer), 400) << answer;
+    EXPECT_NE(answer.find("{\"error\":"), std::string::npos) << answer;
+    EXPECT_TRUE(loom_test::has_header_line(answer, "X-Content-Type-Options: nosniff")) << answer;
+    EXPECT_TRUE(loom_test::has_header_line(answer, "Content-Security-Policy: default-src 'none'; frame-ancestors 'none'")) << answer;
+  }
+  // the server still answers
+  auto live = httplib::Client("127.0.0.1", s.port()).Get("/v2/health/live");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->status, 200);
+}
+
+// `curl -d @body.json` sends application/x-www-form-urlencoded (so do urllib and others):
+// cpp-httplib parsed such a body as a form and refused it past 8 KiB with 413.
+TEST(Serve, JsonIsTakenWhateverTheContentTypeSays) {
+  const Graph g = loom_test::small_mlp(4);
+  serve::Server s(serve::ModelSource::fixed("mlp", g), {.port = 0, .reload_poll_ms = 0});
+  s.start();
+  const auto x = random_rows(300, 5);  // about 12 kB of JSON
+  const std::string body = infer_body(x, 300).dump();
+  ASSERT_GT(body.size(), 8192u);
+  httplib::Client c("127.0.0.1", s.port());
+  for (const char* type : {"application/x-www-form-urlencoded", "text/plain", "application/json"}) {
+    auto r = c.Post("/v2/models/mlp/infer", body, type);
+    ASSERT_TRUE(r) << type;
+    ASSERT_EQ(r->status, 200) << type << ": " << r->body.substr(0, 300);
+    EXPECT_EQ(data_of(json::parse(r->body)).size(), 300u * 3) << type;
+  }
+}
+
+// A store accepts "team/mlp": the server's routes reach it with the slash encoded (%2F) or as it
+// is (tritonclient quotes names keeping '/').
+TEST(Serve, NamesWithASlashAreReachable) {
+  const Graph g = loom_test::small_mlp(4);
+  serve::Server s(serve::ModelSource::fixed("team/mlp", g), {.port = 0, .reload_poll_ms = 0});
+  const auto x = random_rows(2, 9);
+  for (const std::string prefix : {"/v2/models/team%2Fmlp", "/v2/models/team%2fmlp", "/v2/models/team/mlp"}) {
+    EXPECT_EQ(call(s, "GET", prefix).status, 200) << prefix;
+    EXPECT_EQ(call(s, "GET", prefix + "/versions/1/ready").status, 200) << prefix;
+    const auto r = call(s, "POST", prefix + "/versions/1/infer", infer_body(x, 2).dump());
+    ASSERT_EQ(r.status, 200) << prefix << ": " << r.body;
+    EXPECT_EQ(json::parse(r.body)["model_name"], "team/mlp");
+    EXPECT_EQ(data_of(json::parse(r.body)), direct(g, x, 2));
+  }
+  EXPECT_EQ(call(s, "GET", "/v2/models/team").status, 404);
+  EXPECT_EQ(call(s, "GET", "/v2/models/team%2Fother").status, 404);
+  // over HTTP, where cpp-httplib decodes the path before routing (the raw one is routed)
+  s.start();
+  httplib::Client c("127.0.0.1", s.port());
+  c.set_url_encode(false);
+  auto r = c.Post("/v2/models/team%2Fmlp/infer", infer_body(x, 2).dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(data_of(json::parse(r->body)), direct(g, x, 2));
+}
+
+// A page of another site whose name resolves to 127.0.0.1 (DNS rebinding) must not run inference:
+// on loopback only requests for this machine's names are answered, as the dashboard does.
+TEST(Serve, HostCheckOnLoopback) {
+  serve::Server s(serve::ModelSource::fixed("mlp", loom_test::small_mlp(1)), {.reload_poll_ms = 0});
+  const auto body = infer_body(random_rows(1, 1), 1).dump();
+  for (const std::string host : {"", "127.0.0.1", "127.0.0.1:8000", "localhost:8000", "[::1]:8000"})
+    EXPECT_EQ(s.handle({"POST", "/v2/models/mlp/infer", body, host}).status, 200) << host;
+  for (const std::string host : {"evil.example", "evil.example:8000", "127.0.0.1.evil.example:8000", "[::2]:8000"}) {
+    const auto r = s.handle({"POST", "/v2/models/mlp/infer", body, host});
+    EXPECT_EQ(r.status, 403) << host;
+    EXPECT_NE(r.body.find("127.0.0.1 or localhost only"), std::string::npos) << r.body;
+  }
+  // served on another address on purpose, any name reaches it
+  serve::Server open(serve::ModelSource::fixed("mlp", loom_test::small_mlp(1)), {.host = "0.0.0.0", .reload_poll_ms = 0});
+  EXPECT_EQ(open.handle({"POST", "/v2/models/mlp/infer", body, "models.example:8000"}).status, 200);
+}
+
+// The protocol's id is a string: a number was dropped from the answer without a word.
+TEST(Serve, NumericIdIsRefusedClearly) {
+  serve::Server s(serve::ModelSource::fixed("mlp", loom_test::small_mlp(1)), {.reload_poll_ms = 0});
+  json body = infer_body(random_rows(1, 1), 1);
+  body["id"] = 42;
+  const auto r = call(s, "POST", "/v2/models/mlp/infer", body.dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("\\\"id\\\" must be a string"), std::string::npos) << r.body;
+  body["id"] = "42";
+  EXPECT_EQ(json::parse(call(s, "POST", "/v2/models/mlp/infer", body.dump()).body)["id"], "42");
+}
+
+// The binary tensor extension (tritonclient's default): the JSON, then each input's raw bytes;
+// outputs asked for in binary come after the answer's JSON, whose length a header gives.
+TEST(Serve, BinaryTensorExtension) {
+  const Graph g = loom_test::small_mlp(2);
+  serve::Server s(serve::ModelSource::fixed("mlp", g), {.reload_poll_ms = 0});
+  const auto x = random_rows(3, 11);
+  const std::string raw(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
+  json head = {{"id", "b1"},
+               {"inputs", {{{"name", "x"}, {"shape", {3, 4}}, {"datatype", "FP32"}, {"parameters", {{"binary_data_size", raw.size()}}}}}},
+               {"outputs", {{{"name", "l2"}, {"parameters", {{"binary_data", true}}}}}}};
+  const std::string text = head.dump();
+  auto r = s.handle({"POST", "/v2/models/mlp/infer", text + raw, "", std::to_string(text.size())});
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(r.headers.count("Inference-Header-Content-Length"), 1u);
+  const size_t n = std::stoul(r.headers["Inference-Header-Content-Length"]);
+  const json out = json::parse(r.body.substr(0, n));
+  EXPECT_EQ(out["id"], "b1");
+  EXPECT_EQ(out["outputs"][0]["parameters"]["binary_data_size"], 3 * 3 * 4);
+  ASSERT_EQ(r.body.size(), n + 3 * 3 * 4);
+  std::vector<float> got(9);
+  std::memcpy(got.data(), r.body.data() + n, 36);
+  EXPECT_EQ(got, direct(g, x, 3));
+  // binary input, JSON output: no header, the body is JSON
+  head.erase("outputs");
+  const std::string text2 = head.dump();
+  r = s.handle({"POST", "/v2/models/mlp/infer", text2 + raw, "", std::to_string(text2.size())});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers.count("Inference-Header-Content-Length"), 0u);
+  EXPECT_EQ(data_of(json::parse(r.body)), direct(g, x, 3));
+  // "binary_data_output" asks for every output in binary
+  head["parameters"] = {{"binary_data_output", true}};
+  const std::string text3 = head.dump();
+  r = s.handle({"POST", "/v2/models/mlp/infer", text3 + raw, "", std::to_string(text3.size())});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.size(), std::stoul(r.headers["Inference-Header-Content-Length"]) + 36);
+  // sizes that do not add up are refused, naming the input
+  auto bad = [&](const std::string& body, const std::string& length, const std::string& says) {
+    const auto b = s.handle({"POST", "/v2/models/mlp/infer", body, "", length});
+    EXPECT_EQ(b.status, 400) << b.body;
+    EXPECT_NE(b.body.find(says), std::string::npos) << b.body;
+  };
+  bad(text2 + raw.substr(0, 20), std::to_string(text2.size()), "needs 48 bytes of binary data, the body has 20");
+  bad(text2 + raw + "xx", std::to_string(text2.size()), "2 bytes of binary data after the JSON");
+  bad(text2 + raw, "99999", "Inference-Header-Content-Length");
+  bad(text2 + raw, "-1", "Inference-Header-Content-Length");
+  json wrong = head;
+  wrong["inputs"][0]["parameters"]["binary_data_size"] = 47;
+  bad(wrong.dump() + raw, std::to_string(wrong.dump().size()), "takes 48 bytes");
 }

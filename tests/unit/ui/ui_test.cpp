@@ -4,6 +4,8 @@
 // 401 without the token, the Content-Security-Policy on every answer, every bad parameter a
 // JSON error naming what is valid.
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <sqlite3.h>
 #include <loom/data/image.h>
 #include <loom/flow/tasks.h>
 #include <loom/graph/graph.h>
@@ -18,8 +20,10 @@
 #include <cmath>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "unit/common/core_test_util.h"
+#include "unit/serve/raw_http.h"
 #include "unit/ui/ui_test_store.h"
 
 using namespace loom;
@@ -366,6 +370,108 @@ TEST_F(Ui, EveryAnswerCarriesTheContentSecurityPolicy) {
   ui::Request rebound = get("/api/runs");
   rebound.host = "evil.example:8080";
   EXPECT_TRUE(contains_all(body(d.handle(rebound), 403)["error"], {"'evil.example:8080'", "127.0.0.1 or localhost"}));
+}
+
+// The store accepts names with '/' ("team/mlp"); the page encodes names in paths
+// (encodeURIComponent: "team%2Fmlp"), and each segment is decoded after the path is split.
+TEST_F(Ui, NamesWithASlashAreReachableEncoded) {
+  store.models().save("team/mlp", loom_test::small_mlp(3));
+  store::DatasetWriter w = store.datasets().create("team/digits", {.fields = {"label"}});
+  w.append({.tensors = {{"label", scalar_tensor(1.0, Int64)}}, .metadata = R"({"label": 1})"});
+  w.commit();
+  ui::Dashboard d(store, {.port = 0});
+  const json models = body(d.handle(get("/api/models/team%2Fmlp")));
+  EXPECT_EQ(models["versions"].size(), 1u);
+  EXPECT_EQ(d.handle(get("/api/models/team%2Fmlp/1/architecture")).status, 200);
+  EXPECT_EQ(body(d.handle(get("/api/datasets/team%2Fdigits")))["versions"].size(), 1u);
+  EXPECT_EQ(body(d.handle(get("/api/datasets/team%2Fdigits/1/samples")))["samples"].size(), 1u);
+  EXPECT_EQ(d.handle(get("/api/models/team%2Fother")).status, 404);
+  // over HTTP, where cpp-httplib decodes the path before routing (the raw one is routed)
+  d.start();
+  httplib::Client c("127.0.0.1", d.port());
+  c.set_url_encode(false);
+  for (const char* path : {"/api/models/team%2Fmlp", "/api/models/team%2Fmlp/1/architecture", "/api/datasets/team%2Fdigits"}) {
+    auto r = c.Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+  }
+}
+
+// Read-only means no write of any kind: the tasks page on a store without flow's tables showed
+// an empty queue after creating them (21 to 29 tables).
+TEST(UiReadOnly, ADashboardWritesNothingToTheStore) {
+  loom_test::TempDir tmp;
+  const std::string path = (tmp.dir / "plain.db").string();
+  store::Store s = store::Store::open(path);
+  const int64_t run = s.runs().start("mnist", "r1", "{}").id;
+  s.runs().log_epoch(run, 0, {{"loss", 1.0}});
+  s.runs().finish(run);
+  s.models().save("mlp", loom_test::small_mlp(1));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto integer = [&](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK) << sql;
+    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW) << sql;
+    const int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+  };
+  const int64_t tables = integer("SELECT count(*) FROM sqlite_master WHERE type = 'table'");
+  const int64_t data_version = integer("PRAGMA data_version");  // moves when another connection commits
+  ui::Dashboard d(s);
+  const json tasks = json::parse(d.handle({"GET", "/api/tasks", {}, "", "", ""}).body);
+  EXPECT_EQ(tasks["changed"], true);
+  EXPECT_EQ(tasks["tasks"], json::array());
+  EXPECT_EQ(tasks["counts"]["pending"], 0);
+  EXPECT_EQ(json::parse(d.handle({"GET", "/api/tasks", {{"cursor", tasks["cursor"]}}, "", "", ""}).body)["changed"], false);
+  for (const char* route : {"/", "/api/runs", "/api/runs/curves", "/api/models", "/api/models/mlp", "/api/models/mlp/1/architecture",
+                            "/api/datasets"}) {
+    ui::Request r{"GET", route, {}, "", "", ""};
+    if (std::string(route) == "/api/runs/curves") r.query = {{"runs", std::to_string(run)}};
+    EXPECT_EQ(d.handle(r).status, 200) << route;
+  }
+  EXPECT_EQ(integer("SELECT count(*) FROM sqlite_master WHERE type = 'table'"), tables);
+  EXPECT_EQ(integer("PRAGMA data_version"), data_version);
+  sqlite3_close(db);
+  // with writes allowed, cancelling on a store without a queue is a missing task, still no write
+  ui::Dashboard writes(s, {.allow_writes = true});
+  EXPECT_EQ(writes.handle({"POST", "/api/tasks/1/cancel", {}, "", writes.token(), ""}).status, 404);
+  EXPECT_FALSE(flow::Tasks::ready(s));
+  flow::Tasks queue(s);  // made by a program that uses the queue
+  EXPECT_TRUE(flow::Tasks::ready(s));
+}
+
+// Refusals made before a request reaches the handlers (a body past 1 MiB, chunked or of a
+// declared length, a malformed request) carry every header the other answers carry.
+TEST_F(Ui, RefusalsOverHttpCarryTheSecurityHeaders) {
+  ui::Dashboard d(store, {.port = 0, .allow_writes = true});
+  d.start();
+  const char* policy = "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                       "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  auto check = [&](const std::string& request, const std::string& more, int status) {
+    loom_test::RawConnection c(d.port());
+    ASSERT_TRUE(c.connected());
+    std::string answer;
+    std::thread reader([&] { answer = c.read_all(std::chrono::seconds(10)); });
+    c.send(request);
+    for (int i = 0; i < 8 && !more.empty(); ++i)
+      if (c.send(more) < more.size()) break;
+    reader.join();
+    EXPECT_EQ(loom_test::status_of(answer), status) << answer.substr(0, 400);
+    for (const std::string line : {std::string(policy), std::string("X-Content-Type-Options: nosniff"), std::string("X-Frame-Options: DENY"),
+                                   std::string("Referrer-Policy: no-referrer"), std::string("Cache-Control: no-store")})
+      EXPECT_TRUE(loom_test::has_header_line(answer, line)) << line << "\n" << answer.substr(0, 600);
+  };
+  const std::string post = "POST /api/tasks/1/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Loom-Token: " + d.token() + "\r\n";
+  check(post + "Content-Length: 100000000000\r\n\r\n{", "", 413);
+  check(post + "Transfer-Encoding: chunked\r\n\r\n", "100000\r\n" + std::string(1 << 20, 'x') + "\r\n", 413);
+  check("NOT AN HTTP REQUEST\r\n\r\n", "", 400);
+  // and the ordinary answers over HTTP carry each header once
+  auto r = httplib::Client("127.0.0.1", d.port()).Get("/api/runs");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers.count("Content-Security-Policy"), 1u);
+  EXPECT_EQ(r->headers.count("X-Frame-Options"), 1u);
 }
 
 TEST(UiToken, RandomTokensAreLongAndDistinct) {
