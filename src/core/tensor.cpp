@@ -274,6 +274,27 @@ Tensor Tensor::detach() const {
   return Tensor(impl_->storage, impl_->shape, impl_->strides, impl_->offset, impl_->dtype);
 }
 
+// The next nodes this one holds last are destroyed by the outermost ~Node on this thread, in
+// a loop, instead of inside this destructor: dropping the output of a chain of a million ops
+// (an RNN unrolled far, a deep graph) would otherwise nest a million destructors.
+Node::~Node() {
+  // the outermost destructor's list, on its stack (a thread_local object with a destructor
+  // could be gone when a node dies during thread exit)
+  thread_local std::vector<std::shared_ptr<Node>>* deferred = nullptr;
+  std::vector<std::shared_ptr<Node>> mine;
+  const bool outermost = deferred == nullptr;
+  if (outermost) deferred = &mine;
+  for (std::shared_ptr<Node>& n : next)
+    if (n && n.use_count() == 1) deferred->push_back(std::move(n));
+  if (!outermost) return;
+  while (!mine.empty()) {
+    std::shared_ptr<Node> n = std::move(mine.back());
+    mine.pop_back();
+    n.reset();  // may defer more, into `mine`
+  }
+  deferred = nullptr;
+}
+
 std::shared_ptr<Node> gradient_edge(const Tensor& t) {
   if (!t.requires_grad()) return nullptr;
   const auto& impl = t.impl();

@@ -39,36 +39,51 @@ Graph GraphAccess::build(const std::vector<Layer>& output_handles, const std::ve
   for (const Layer& l : inputs) {
     if (!given.insert(l.impl().get()).second) throw ValueError("Graph::build: input '" + l.name() + "' is given twice");
   }
-  // depth-first post-order from each output; `path` detects cycles
+  // depth-first post-order from each output, on an explicit stack rather than the call stack:
+  // a chain of a million layers is as deep as the stack would need frames (issue 46). The
+  // stack is the current path, so a layer met again while on it closes a cycle.
   std::unordered_map<const LayerImpl*, size_t> pos;
   std::unordered_set<const LayerImpl*> on_path;
-  std::vector<Layer> path;
+  struct Frame {
+    Layer layer;
+    size_t next = 0;  // the next input to visit
+  };
+  std::vector<Frame> path;
   std::vector<Layer> free_inputs;
-  auto visit = [&](auto&& self, const Layer& handle) -> void {
+  // pushes `handle`'s node unless it is placed already; throws on a cycle
+  auto enter = [&](const Layer& handle) {
     const Layer l = handle.node();
     const LayerImpl* key = l.impl().get();
     if (pos.count(key)) return;
     if (on_path.count(key)) {
       std::string cycle;
       bool in = false;
-      for (const Layer& p : path) {
-        if (p.impl().get() == key) in = true;
-        if (in) cycle += p.name() + " -> ";
+      for (const Frame& p : path) {
+        if (p.layer.impl().get() == key) in = true;
+        if (in) cycle += p.layer.name() + " -> ";
       }
       throw ValueError("Graph::build: the graph has a cycle: " + cycle + l.name());
     }
     on_path.insert(key);
-    path.push_back(l);
-    if (!given.count(key)) {
-      if (is_input_kind(l) && !inputs.empty()) free_inputs.push_back(l);
-      for (const Layer& i : l.inputs()) self(self, i);
-    }
-    path.pop_back();
-    on_path.erase(key);
-    pos[key] = g.nodes_.size();
-    g.nodes_.push_back(l);
+    if (!given.count(key) && is_input_kind(l) && !inputs.empty()) free_inputs.push_back(l);
+    path.push_back({l, 0});
   };
-  for (const Layer& o : outputs) visit(visit, o);
+  for (const Layer& o : outputs) {
+    enter(o);
+    while (!path.empty()) {
+      Frame& f = path.back();
+      const LayerImpl* key = f.layer.impl().get();
+      if (!given.count(key) && f.next < f.layer.inputs().size()) {
+        const Layer next = f.layer.inputs()[f.next++];  // a copy: enter() may reallocate `path`
+        enter(next);
+        continue;
+      }
+      on_path.erase(key);
+      pos[key] = g.nodes_.size();
+      g.nodes_.push_back(std::move(f.layer));
+      path.pop_back();
+    }
+  }
   // names identify layers in saved files, copy_state and layer(name)
   std::unordered_map<std::string, const Layer*> by_name;
   for (const Layer& l : g.nodes_) {

@@ -136,6 +136,27 @@ std::string unique_name(const std::string& prefix, const std::string& name) {
   return prefix + "_" + std::to_string(++counter);
 }
 
+// As ~Node (core/tensor.cpp): the inputs this layer holds last are destroyed by the outermost
+// ~LayerImpl on this thread, in a loop, not inside this destructor.
+LayerImpl::~LayerImpl() {
+  thread_local std::vector<std::shared_ptr<LayerImpl>>* deferred = nullptr;  // the outermost's, on its stack
+  std::vector<std::shared_ptr<LayerImpl>> mine;
+  const bool outermost = deferred == nullptr;
+  if (outermost) deferred = &mine;
+  for (Layer& l : inputs) {
+    std::shared_ptr<LayerImpl> p = l.impl();
+    l = Layer();
+    if (p && p.use_count() == 1) deferred->push_back(std::move(p));
+  }
+  if (!outermost) return;
+  while (!mine.empty()) {
+    std::shared_ptr<LayerImpl> p = std::move(mine.back());
+    mine.pop_back();
+    p.reset();  // may defer more, into `mine`
+  }
+  deferred = nullptr;
+}
+
 void LayerImpl::check_inputs(const std::vector<Layer>& new_inputs) const {
   if (new_inputs.size() != inputs.size())
     throw ValueError(std::string(kind()) + " '" + name + "': reuse_with got " + std::to_string(new_inputs.size()) +

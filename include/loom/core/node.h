@@ -12,7 +12,9 @@ namespace loom {
 
 class LOOM_API Node {
  public:
-  virtual ~Node() = default;
+  // Not recursive: a node holds the next ones, so a chain of a million ops would otherwise be
+  // destroyed a stack frame per node (docs/autograd.md).
+  virtual ~Node();
   // Gradients of the inputs given the gradient of the output; an undefined Tensor means zero.
   virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
   virtual const char* name() const = 0;

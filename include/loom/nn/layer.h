@@ -89,7 +89,9 @@ LOOM_API std::ostream& operator<<(std::ostream& os, const Layer& layer);
 // rebuilds it from them (nn/registry.h; docs/layers.md, "Writing a layer").
 class LOOM_API LayerImpl {
  public:
-  virtual ~LayerImpl() = default;
+  // Not recursive: a layer holds its inputs, so the last handle to a chain of a million
+  // layers would otherwise destroy them a stack frame per layer.
+  virtual ~LayerImpl();
   virtual const char* kind() const = 0;
   // The layer's op on tensors, one per input (the mode selects train/eval behaviour).
   virtual Tensor compute(const std::vector<Tensor>& inputs, Mode mode) = 0;
