@@ -370,6 +370,10 @@ bool activation(B& b, const nn::ActivationFn& fn, const std::string& x, const st
   else if (fn.is(nn::leaky_relu)) b.node("LeakyRelu", {x}, {out}, {{"alpha", 0.01f}});
   else if (fn.is(nn::softmax)) b.node("Softmax", {x}, {out}, {{"axis", int64_t{-1}}});
   else if (fn.is(nn::log_softmax)) b.node("LogSoftmax", {x}, {out}, {{"axis", int64_t{-1}}});
+  else if (fn.is(nn::relu6))
+    b.node("Clip", {x, b.tensor(scalar_tensor(0.0, b.layer().dtype()), "min"), b.tensor(scalar_tensor(6.0, b.layer().dtype()), "max")}, {out});
+  else if (fn.is(nn::hard_sigmoid)) b.node("HardSigmoid", {x}, {out}, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}});
+  else if (fn.is(nn::hard_swish)) b.node("HardSwish", {x}, {out});
   else if (fn.is(nn::gelu)) {  // opset 17 has no Gelu: x * (1 + erf(x / sqrt 2)) / 2
     const std::string t = b.fresh("gelu_scaled"), e = b.fresh("gelu_erf"), p = b.fresh("gelu_plus1"), h = b.fresh("gelu_half_x");
     b.node("Mul", {x, b.tensor(scalar_tensor(1.0 / std::sqrt(2.0), b.layer().dtype()), "inv_sqrt2")}, {t});

@@ -10,6 +10,7 @@
 #include <functional>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -37,7 +38,8 @@ const std::vector<std::string> kClaimed = {
     "Add",         "AveragePool", "BatchNormalization", "Concat",  "Constant",  "Conv",      "ConvTranspose", "Dropout",   "Elu",
     "Flatten",     "GRU",         "Gather",             "Gemm",    "GlobalAveragePool",  "GlobalMaxPool", "Identity", "LSTM", "LayerNormalization",
     "LeakyRelu",   "LogSoftmax",  "MatMul",             "MaxPool", "Mean",      "Mul",       "OneHot",    "RNN",     "Relu",
-    "Reshape",     "Sigmoid",     "Softmax",            "Softplus", "Sub",      "Sum",       "Tanh",      "Transpose"};
+    "Reshape",     "Sigmoid",     "Softmax",            "Softplus", "Sub",      "Sum",       "Tanh",      "Transpose",
+    "Clip",        "HardSigmoid", "HardSwish",          "Pad",     "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum"};
 
 // Sizes an attribute may give (pads, strides, dilations, kernel sizes): bounded, so that a hostile
 // file cannot make a layer's output shape enormous.
@@ -60,9 +62,17 @@ double float_attr(float f) {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& m, std::string folder) : m_(m), g_(m.graph()), folder_(std::move(folder)) {}
+  Importer(const onnx::ModelProto& m, std::string folder, const OnnxImportOptions& options)
+      : m_(m), g_(m.graph()), folder_(std::move(folder)) {
+    if (options.max_tensor_bytes < 0)
+      throw ValueError("import_onnx: OnnxImportOptions::max_tensor_bytes is " + std::to_string(options.max_tensor_bytes) +
+                       " (valid: 0 for the machine's physical memory, or a number of bytes)");
+    reads_.max_bytes = static_cast<uint64_t>(options.max_tensor_bytes);
+  }
 
   Graph run() {
+    check_versions();
+    check_single_writers();
     opset_ = 0;
     for (const auto& o : m_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
@@ -75,15 +85,29 @@ class Importer {
     if (g_.sparse_initializer_size() > 0) failures_.push_back("sparse initializers are not imported");
     std::vector<nn::Layer> inputs;
     for (const auto& v : g_.input()) {
-      if (consts_.count(v.name())) continue;  // an initializer listed as an input (IR < 4)
+      if (consts_.count(v.name())) {
+        // an initializer listed as an input: from IR 4 on, a default the caller may override
+        // (ONNX IR); before, every initializer was listed so, and is a constant
+        if (m_.ir_version() >= 4) defaults_.insert(v.name());
+        continue;
+      }
       inputs.push_back(make_input(v));
     }
     for (const auto& n : g_.node())
       for (const auto& i : n.input()) ++uses_[i];
     for (const auto& o : g_.output()) ++uses_[o.name()];
-    // Constant nodes first (they read nothing): patterns look ahead at constants defined later
+    // Constant nodes first (they read nothing): patterns look ahead at constants defined later.
+    // Identity nodes of constants too: torch.onnx writes a weight shared by several layers (or
+    // equal in them: nn.TransformerEncoder's copies of its layer) once, read through Identity
+    // nodes, and the patterns need the weights behind them.
     for (int k = 0; k < g_.node_size(); ++k) {
       const onnx::NodeProto& n = g_.node(k);
+      if (n.op_type() == "Identity" && n.domain().empty() && n.input_size() == 1 && consts_.count(n.input(0)) && n.attribute_size() == 0 &&
+          n.output_size() == 1 && !n.output(0).empty() && !is_graph_output(n.output(0))) {
+        consts_[n.output(0)] = consts_.at(n.input(0));
+        done_.insert(k);
+        continue;
+      }
       if (n.op_type() != "Constant" || !n.domain().empty()) continue;
       node_ = &n;
       index_ = k;
@@ -101,6 +125,7 @@ class Importer {
     find_zero_states();
     find_adaptive_pools();
     find_attention();
+    find_shape_arithmetic();
     for (int k = 0; k < g_.node_size(); ++k) {
       if (done_.count(k)) continue;
       const onnx::NodeProto& n = g_.node(k);
@@ -109,6 +134,13 @@ class Importer {
       bool poisoned = false;
       for (const auto& i : n.input())
         if (poisoned_.count(i)) poisoned = true;
+      // a node of an operator no converter reads is listed by its operator, wherever it is (also
+      // downstream of a refused node, which cannot be examined further)
+      if (!has_converter(n)) {
+        unsupported(n);
+        poison(n);
+        continue;
+      }
       if (poisoned) {
         poison(n);
         continue;
@@ -136,9 +168,16 @@ class Importer {
       if (l.name() != sanitize(o.name()) || is_input(l)) l = nn::Activation(l, nn::identity, unique(o.name()));  // the output's name
       outputs.push_back(l);
     }
-    if (!failures_.empty()) {
-      std::string msg = "import_onnx: " + std::to_string(failures_.size()) + " node" + (failures_.size() == 1 ? "" : "s") +
-                        " cannot be imported:";
+    if (!failures_.empty() || !unsupported_.empty()) {
+      size_t count = failures_.size();
+      std::string ops;
+      for (const auto& [op, u] : unsupported_) {
+        count += static_cast<size_t>(u.count);
+        ops += (ops.empty() ? "" : ", ") + op + " (" + std::to_string(u.count) + (u.count == 1 ? " node: '" : " nodes, the first '") + u.first + "')";
+      }
+      std::string msg = "import_onnx: " + std::to_string(count) + " node" + (count == 1 ? "" : "s") + " cannot be imported:";
+      if (!unsupported_.empty())
+        msg += "\n  operators Loom has no layer for (" + std::to_string(unsupported_.size()) + "; docs/onnx.md lists the imported ones): " + ops;
       for (const std::string& f : failures_) msg += "\n  " + f;
       throw ValueError(msg);
     }
@@ -184,6 +223,68 @@ class Importer {
   std::map<int, Adaptive> adaptive_;  // the exporter's adaptive pooling, by the index of its last node
   const onnx::NodeProto* node_ = nullptr;
   int index_ = 0;
+
+  // operator -> how many nodes of it and the first one's name, in the order first met
+  struct UnsupportedOp {
+    int64_t count = 0;
+    std::string first;
+  };
+  std::vector<std::pair<std::string, UnsupportedOp>> unsupported_;
+  // a Pad's output folded into the AveragePool reading it: the padded layer and the pads (begins, ends)
+  std::unordered_map<std::string, std::pair<nn::Layer, std::vector<int64_t>>> folded_pads_;
+  // integer values computed from shapes (Shape, then Gather, Concat, ...), read only by other such
+  // nodes and by Reshape's target shape, which evaluates them at import (find_shape_arithmetic)
+  std::unordered_set<std::string> shape_values_;
+  std::unordered_set<std::string> defaults_;  // initializers that are also graph inputs (IR >= 4)
+
+  // The model's IR version is one libonnx reads (a newer one may change what fields mean).
+  void check_versions() const {
+    if (m_.ir_version() > onnx::IR_VERSION)
+      throw ValueError("import_onnx: the model's IR version " + std::to_string(m_.ir_version()) + " is newer than " +
+                       std::to_string(static_cast<int>(onnx::IR_VERSION)) + ", the last one Loom's ONNX library reads");
+  }
+  // Each value is defined once (ONNX graphs are in single static assignment form, which
+  // onnx.checker and ONNX Runtime enforce): an initializer, a graph input, or one node's output.
+  // Two definitions would leave which one a reader sees to the order of the file.
+  void check_single_writers() const {
+    std::unordered_map<std::string, std::string> defined;  // value -> what defines it, for the message
+    for (const auto& t : g_.initializer())
+      if (!t.name().empty() && !defined.emplace(t.name(), "an initializer").second)
+        throw ValueError("import_onnx: two initializers are named '" + t.name() + "' (each value of an ONNX graph is defined once)");
+    for (const auto& v : g_.input()) {
+      auto [it, fresh] = defined.emplace(v.name(), "a graph input");
+      if (!fresh && it->second != "an initializer")  // an initializer listed as an input is its default
+        throw ValueError("import_onnx: two graph inputs are named '" + v.name() + "' (each value of an ONNX graph is defined once)");
+    }
+    for (const auto& n : g_.node())
+      for (const auto& o : n.output()) {
+        if (o.empty()) continue;
+        const std::string here = "node '" + node_name(n) + "' (" + n.op_type() + ")";
+        auto [it, fresh] = defined.emplace(o, here);
+        if (!fresh)
+          throw ValueError("import_onnx: the value '" + o + "' is written by " + here + " and also by " + it->second +
+                           " (each value of an ONNX graph is defined once)");
+      }
+  }
+  // Whether import_node has a converter for the node's operator (its conditions aside).
+  static bool has_converter(const onnx::NodeProto& n) {
+    static const std::unordered_set<std::string> ops = {
+        "Add", "AveragePool", "BatchNormalization", "Concat", "Constant", "Conv", "ConvTranspose", "Div" /* in gelu's formula */, "Dropout", "Elu",
+        "Flatten", "GRU", "Gather", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Identity", "LSTM", "LayerNormalization", "LeakyRelu",
+        "LogSoftmax", "MatMul", "MaxPool", "Mean", "Mul", "OneHot", "RNN", "Relu", "Reshape", "Sigmoid", "Softmax", "Softplus",
+        "Sub", "Sum", "Tanh", "Transpose", "Clip", "HardSigmoid", "HardSwish", "Pad", "ReduceMax", "ReduceMean", "ReduceMin",
+        "ReduceSum"};
+    return (n.domain().empty() || n.domain() == "ai.onnx") && ops.count(n.op_type()) > 0;
+  }
+  void unsupported(const onnx::NodeProto& n) {
+    const std::string op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type();
+    auto it = std::find_if(unsupported_.begin(), unsupported_.end(), [&](const auto& u) { return u.first == op; });
+    if (it == unsupported_.end()) {
+      unsupported_.emplace_back(op, UnsupportedOp{0, node_name(n)});
+      it = std::prev(unsupported_.end());
+    }
+    ++it->second.count;
+  }
 
   bool is_input(const nn::Layer& l) const { return inputs_.count(l.impl().get()) > 0; }
   static std::string node_name(const onnx::NodeProto& n) {
@@ -272,6 +373,17 @@ class Importer {
     if (auto it = values_.find(name); it != values_.end()) return it->second;
     if (time_major_.count(name))
       throw Unsupported("its input '" + name + "' is time-major (time, batch, ...): Loom's layers keep the batch axis first");
+    if (shape_values_.count(name))
+      throw Unsupported("its input '" + name + "' is computed from shapes (Loom evaluates those only as a Reshape's target shape)");
+    if (auto it = consts_.find(name); it != consts_.end() && defaults_.count(name)) {
+      // an input with a default, read as a value: an Input holding the initializer, not among
+      // the graph's inputs (a run reads its value), overridable by nn::Input::set_value
+      nn::Input in(it->second.shape(), it->second.dtype(), unique(name));
+      in.set_default(it->second);
+      values_[name] = in;
+      batchless_.insert(in.impl().get());
+      return in;
+    }
     if (auto it = consts_.find(name); it != consts_.end()) {  // a constant operand as a Constant layer
       nn::Layer c = nn::Constant(it->second, unique(name));
       values_[name] = c;
@@ -303,9 +415,11 @@ class Importer {
     if (uses_.count(v) == 0 || uses_.at(v) != 1) return -1;
     for (const auto& o : g_.output())
       if (o.name() == v) return -1;
-    for (int k = index_ + 1; k < g_.node_size(); ++k)
-      for (const auto& i : g_.node(k).input())
-        if (i == v) return k;
+    // from the readers' index, not a scan of the nodes after this one: a scan per node is
+    // quadratic in a long chain
+    if (auto it = readers_.find(v); it != readers_.end())
+      for (const auto& [k, i] : it->second)
+        if (k > index_) return k;
     return -1;
   }
   // Loom's layers that compute (convolutions, pooling, normalization, activations) take
@@ -345,8 +459,11 @@ class Importer {
     if (op == "MaxPool" || op == "AveragePool") return import_pool(op == "MaxPool");
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return import_global_pool(op == "GlobalMaxPool");
     if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Softplus" || op == "Identity" || op == "Elu" || op == "LeakyRelu" ||
-        op == "Softmax" || op == "LogSoftmax")
+        op == "Softmax" || op == "LogSoftmax" || op == "HardSigmoid" || op == "HardSwish")
       return import_activation(op);
+    if (op == "Clip") return import_clip();
+    if (op == "Pad") return import_pad();
+    if (op == "ReduceMean" || op == "ReduceMax" || op == "ReduceSum" || op == "ReduceMin") return import_reduce(op);
     if (op == "Dropout") return import_dropout();
     if (op == "Flatten") return import_flatten();
     if (op == "Reshape") return import_reshape();
@@ -636,7 +753,12 @@ class Importer {
   void import_pool(bool max) {
     only_attrs({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides", "storage_order"});
     single_output();
-    const nn::Layer x = floating(value(0));
+    // a zero Pad before it (torch's nn.AvgPool2d with padding and count_include_pad): its widths
+    // are the pooling's padding, counted in the averages as Loom's average pooling counts them
+    std::vector<int64_t> padded;
+    const auto folded = node_->input_size() > 0 ? folded_pads_.find(node_->input(0)) : folded_pads_.end();
+    if (folded != folded_pads_.end()) padded = folded->second.second;
+    const nn::Layer x = floating(folded != folded_pads_.end() ? folded->second.first : value(0));
     const std::vector<int64_t> k = attr_ints("kernel_shape");
     for (int64_t v : k)
       if (v < 1 || v > kMaxAttr) throw Unsupported("kernel_shape holds " + std::to_string(v));
@@ -648,10 +770,14 @@ class Importer {
     const auto strides = per_axis("strides", 2);
     std::vector<int64_t> pad;
     bool any_pad = false;
-    for (const auto& [b, e] : pads_of(2)) {
+    if (auto_pad == "VALID" && !padded.empty()) throw Unsupported("auto_pad 'VALID' after a Pad");
+    size_t axis = 0;
+    for (auto [b, e] : pads_of(2)) {
+      any_pad = any_pad || b != 0 || e != 0;  // the node's own padding (the Pad's zeros are data: always counted)
+      if (!padded.empty()) b += padded[axis], e += padded[axis + 2];
+      ++axis;
       if (b != e) throw Unsupported("asymmetric pads (Loom pads both sides alike)");
       pad.push_back(b);
-      any_pad = any_pad || b != 0;
     }
     if (auto_pad == "VALID") pad = {0, 0}, any_pad = false;
     const bool ceil = attr_int("ceil_mode", 0) != 0;
@@ -699,7 +825,14 @@ class Importer {
     else if (op == "Tanh") fn = &nn::tanh;
     else if (op == "Softplus") fn = &nn::softplus;
     else if (op == "Identity") fn = &nn::identity;
-    else if (op == "Elu") {
+    else if (op == "HardSwish") fn = &nn::hard_swish;
+    else if (op == "HardSigmoid") {  // torch's Hardsigmoid: alpha 1/6, beta 1/2 (ONNX's defaults are Keras' 0.2 and 0.5)
+      only_attrs({"alpha", "beta"});
+      if (attr_float("alpha", 0.2f) != 1.0f / 6.0f || attr_float("beta", 0.5f) != 0.5f)
+        throw Unsupported("alpha " + std::to_string(attr_float("alpha", 0.2f)) + ", beta " + std::to_string(attr_float("beta", 0.5f)) +
+                          " (Loom's hard_sigmoid is torch's: alpha 1/6, beta 0.5)");
+      fn = &nn::hard_sigmoid;
+    } else if (op == "Elu") {
       only_attrs({"alpha"});
       if (attr_float("alpha", 1.0f) != 1.0f) throw Unsupported("alpha " + std::to_string(attr_float("alpha", 1.0f)) + " (Loom's elu has alpha 1)");
       fn = &nn::elu;
@@ -715,8 +848,236 @@ class Importer {
       if (axis != r - 1) throw Unsupported("axis " + std::to_string(attr_int("axis", 0)) + " of rank " + std::to_string(r) + " (Loom's softmax is over the last axis)");
       fn = op == "Softmax" ? &nn::softmax : &nn::log_softmax;
     }
-    if (op != "Elu" && op != "LeakyRelu" && op != "Softmax" && op != "LogSoftmax") only_attrs({});
+    if (op != "Elu" && op != "LeakyRelu" && op != "Softmax" && op != "LogSoftmax" && op != "HardSigmoid") only_attrs({});
     set(out(), nn::Activation(x, *fn, unique(out())));
+  }
+
+  // ------------------------------------------------------------------ torch's MobileNets, DenseNet, MNASNet
+  // Clip(x, 0, 6): torch's ReLU6 (mobilenet_v2), as relu6; Clip(x, 0) as relu. The bounds are
+  // inputs from opset 11 on, attributes before.
+  void import_clip() {
+    single_output();
+    const nn::Layer x = floating(value(0));
+    std::optional<double> lo, hi;
+    const auto bound = [&](size_t i, const char* what) -> std::optional<double> {
+      if (!has_input(i)) return std::nullopt;
+      const Tensor& t = constant(i, what);
+      if (t.numel() != 1) throw Unsupported(std::string("its ") + what + " has " + std::to_string(t.numel()) + " values (a scalar is valid)");
+      return scalar_of(t);
+    };
+    if (opset_ < 11) {
+      only_attrs({"min", "max"});
+      if (attr("min") && attr_float("min", 0) > std::numeric_limits<float>::lowest()) lo = float_attr(attr_float("min", 0));
+      if (attr("max") && attr_float("max", 0) < std::numeric_limits<float>::max()) hi = float_attr(attr_float("max", 0));
+    } else {
+      only_attrs({});
+      lo = bound(1, "min");
+      hi = bound(2, "max");
+    }
+    const auto str = [](const std::optional<double>& v, const char* none) { return v ? std::to_string(*v) : std::string(none); };
+    if (lo == 0.0 && hi == 6.0) return set(out(), nn::Activation(x, nn::relu6, unique(out())));
+    if (lo == 0.0 && !hi) return set(out(), nn::Activation(x, nn::relu, unique(out())));
+    throw Unsupported("the bounds [" + str(lo, "-inf") + ", " + str(hi, "inf") + "] (Loom's activations clip to [0, 6] (relu6) or [0, inf) (relu))");
+  }
+
+  // Pad with zeros: none at all (torch writes one before every nn.AvgPool2d) is no layer; widths
+  // on the spatial axes before an AveragePool that reads nothing else are that pooling's padding.
+  void import_pad() {
+    single_output();
+    only_attrs({"mode", "pads", "value"});
+    const std::string mode = attr_string("mode", "constant");
+    if (mode != "constant") throw Unsupported("mode '" + mode + "' (Loom folds zero constant padding only)");
+    std::vector<int64_t> pads;
+    double fill = 0;
+    if (opset_ < 11) {
+      pads = attr_ints("pads");
+      fill = attr_float("value", 0.0f);
+    } else {
+      pads = ints_of(constant(1, "pads"));
+      if (has_input(2)) fill = scalar_of(constant(2, "constant_value"));
+      if (has_input(3)) throw Unsupported("its axes input");
+    }
+    const nn::Layer x = value(0);
+    const int64_t r = rank_of(x);
+    if (static_cast<int64_t>(pads.size()) != 2 * r) throw Unsupported("pads has " + std::to_string(pads.size()) + " values for rank " + std::to_string(r));
+    bool zero = true;
+    for (int64_t p : pads) {
+      if (p < 0 || p > kMaxAttr) throw Unsupported("the pad width " + std::to_string(p) + " (valid: 0 to 2^20)");
+      zero = zero && p == 0;
+    }
+    if (zero) return set(out(), x);  // nothing added: the value itself
+    if (fill != 0) throw Unsupported("the value " + std::to_string(fill) + " (Loom folds zero padding into an average pooling)");
+    const int k = sole_reader(out());
+    const bool pool = k >= 0 && g_.node(k).op_type() == "AveragePool" && g_.node(k).domain().empty() && g_.node(k).input(0) == out();
+    if (!pool || r != 4 || pads[0] || pads[1] || pads[4] || pads[5])
+      throw Unsupported("zero padding other than of the spatial axes before an AveragePool reading nothing else (which Loom folds into the pooling)");
+    folded_pads_[out()] = {x, {pads[2], pads[3], pads[6], pads[7]}};
+  }
+
+  // ReduceMean / ReduceMax / ReduceSum / ReduceMin over axes after the batch (x.mean([2, 3]) in
+  // mnasnet): the kept axes moved first and joined, the reduced ones joined after them, a
+  // GlobalPool over those, and the kept axes (with ones for the reduced, keepdims) restored.
+  // The axes are an attribute before opset 18 (ReduceSum: before 13), an input from then on.
+  void import_reduce(const std::string& op) {
+    single_output();
+    only_attrs({"axes", "keepdims", "noop_with_empty_axes"});
+    const bool axes_input = opset_ >= 18 || (op == "ReduceSum" && opset_ >= 13);
+    if (axes_input && attr("axes")) throw Unsupported("axes as an attribute at opset " + std::to_string(opset_) + " (an input there)");
+    const nn::Layer x = floating(value(0));
+    const int64_t r = rank_of(x);
+    std::vector<int64_t> axes = axes_input ? (has_input(1) ? ints_of(constant(1, "axes")) : std::vector<int64_t>{}) : attr_ints("axes");
+    if (axes.empty()) {
+      if (attr_int("noop_with_empty_axes", 0) != 0) return set(out(), nn::Activation(x, nn::identity, unique(out())));
+      for (int64_t a = 0; a < r; ++a) axes.push_back(a);
+    }
+    std::vector<bool> reduced(static_cast<size_t>(r), false);
+    for (int64_t a : axes) {
+      const int64_t n = norm_axis(a, r);
+      if (reduced[static_cast<size_t>(n)]) throw Unsupported("the axis " + std::to_string(a) + " is given twice");
+      reduced[static_cast<size_t>(n)] = true;
+    }
+    if (reduced[0]) throw Unsupported("it reduces the batch axis 0 (Loom's layers keep the batch)");
+    const bool keepdims = attr_int("keepdims", 1) != 0;
+    const Shape& in = x.shape();
+    Axes perm;
+    Shape kept_dims;
+    int64_t kept = 1, red = 1;
+    for (int64_t a = 1; a < r; ++a)
+      if (!reduced[static_cast<size_t>(a)]) perm.push_back(a - 1), kept_dims.push_back(in[static_cast<size_t>(a)]);
+    for (int64_t a = 1; a < r; ++a) {
+      if (in[static_cast<size_t>(a)] < 0) throw Unsupported("the axis " + std::to_string(a) + " is sized at run time (the reduction is reshaped at import)");
+      if (reduced[static_cast<size_t>(a)]) perm.push_back(a - 1), red *= in[static_cast<size_t>(a)];
+      else kept *= in[static_cast<size_t>(a)];
+    }
+    if (red == 0 || kept == 0) throw Unsupported("an empty axis");
+    const bool max = op == "ReduceMax" || op == "ReduceMin";
+    const std::string name = unique(out());
+    nn::Layer h = x;
+    if (op == "ReduceMin") h = negated(h, name + "/negated");
+    bool identity_perm = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity_perm = identity_perm && perm[i] == static_cast<int64_t>(i);
+    if (!identity_perm) h = nn::Transpose(h, perm, unique(name + "/kept_first"));
+    // (N, C, spatial...) is what GlobalPool pools: one kept axis and the reduced ones after it as they are
+    if (kept_dims.size() != 1 || r < 3) h = nn::Reshape(h, {kept, red}, unique(name + "/joined"));
+    h = nn::GlobalPool(h, max ? nn::GlobalPool::Mode::Max : nn::GlobalPool::Mode::Avg, unique(name + "/pooled"));
+    if (op == "ReduceSum") h = scaled(h, static_cast<double>(red), name + "/sum");
+    if (op == "ReduceMin") h = negated(h, name + "/min");
+    Shape target;
+    for (int64_t a = 1; a < r; ++a)
+      if (!reduced[static_cast<size_t>(a)]) target.push_back(in[static_cast<size_t>(a)]);
+      else if (keepdims) target.push_back(1);
+    if (target.empty()) throw Unsupported("it reduces every axis after the batch without keepdims (a layer's output keeps an axis after the batch)");
+    if (target != Shape{kept}) h = nn::Reshape(h, target, name);
+    else h = nn::Activation(h, nn::identity, name);  // the value's name on its layer
+    set(out(), h);
+  }
+  // h * factor (a constant without a batch axis) and -h
+  nn::Layer scaled(const nn::Layer& h, double factor, const std::string& name) {
+    const nn::Layer c = nn::Constant(full({1}, factor, h.dtype()), unique(name + "/factor"));
+    batchless_.insert(c.impl().get());
+    return nn::Multiply({h, c}, unique(name));
+  }
+  nn::Layer negated(const nn::Layer& h, const std::string& name) { return scaled(h, -1.0, name); }
+
+  // ------------------------------------------------------------------ shapes computed at import
+  // torch.onnx writes x.view(n, groups, c / groups, h, w) (shufflenet's channel shuffle) as a
+  // Reshape to Concat(Unsqueeze(Gather(Shape(x), 0)), ...): values computed from shapes, which
+  // Loom's static shapes give at import. Nodes that compute integers from Shape and constants
+  // only, and whose values are read only by such nodes or as a Reshape's target shape, are not
+  // layers: the Reshape evaluates them (evaluated_target).
+  void find_shape_arithmetic() {
+    static const std::unordered_set<std::string> arithmetic = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Add", "Sub",
+                                                              "Mul", "Div", "Slice", "Identity"};
+    std::vector<int> candidates;
+    std::unordered_set<std::string> derived;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const onnx::NodeProto& n = g_.node(k);
+      if (done_.count(k) || !n.domain().empty() || n.output_size() != 1 || n.output(0).empty()) continue;
+      bool ok = n.op_type() == "Shape";
+      if (!ok && arithmetic.count(n.op_type())) {
+        bool any = false;
+        ok = true;
+        for (const auto& i : n.input()) {
+          if (derived.count(i)) any = true;
+          else if (auto c = consts_.find(i); !(c != consts_.end() && is_integral(c->second.dtype()) && c->second.numel() <= 16)) ok = false;
+        }
+        ok = ok && any;
+      }
+      if (!ok) continue;
+      derived.insert(n.output(0));
+      candidates.push_back(k);
+    }
+    // readers come after writers: from the last, keep a node whose readers are all kept or Reshapes' shapes
+    std::unordered_set<int> kept;
+    for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+      const std::string& v = g_.node(*it).output(0);
+      if (is_graph_output(v)) continue;
+      bool ok = readers_.count(v) > 0;
+      if (ok)
+        for (const auto& [k, i] : readers_.at(v)) {
+          const onnx::NodeProto& rn = g_.node(k);
+          ok = ok && ((rn.op_type() == "Reshape" && rn.domain().empty() && i == 1) || kept.count(k));
+        }
+      if (ok) kept.insert(*it);
+    }
+    for (int k : kept) {
+      done_.insert(k);
+      shape_values_.insert(g_.node(k).output(0));
+    }
+  }
+  // The target shape `v` of the Reshape being imported, evaluated with the layers' shapes at two
+  // batch sizes: a value equal at both is a constant; the batch size itself, first, is 0 (keep
+  // the batch). Unsupported when a shape read is sized at run time beyond the batch, or the
+  // batch is computed with.
+  std::vector<int64_t> evaluated_target(const std::string& v) {
+    // the values whose shapes are read (Shape nodes' inputs), found back from v
+    std::vector<std::string> read;
+    std::vector<std::string> stack{v};
+    std::unordered_set<std::string> seen{v};
+    while (!stack.empty()) {
+      const std::string w = stack.back();
+      stack.pop_back();
+      const onnx::NodeProto* n = producer_of(w);
+      if (!n || !shape_values_.count(w)) continue;
+      if (n->op_type() == "Shape") {
+        read.push_back(n->input(0));
+        continue;
+      }
+      for (const auto& i : n->input())
+        if (seen.insert(i).second) stack.push_back(i);
+    }
+    std::vector<std::vector<int64_t>> results;
+    for (const int64_t batch : {7, 11}) {
+      std::map<std::string, std::vector<int64_t>> shapes;
+      for (const std::string& w : read) {
+        auto it = values_.find(w);
+        if (it == values_.end()) continue;  // an initializer's shape: eval_ints reads it
+        std::vector<int64_t> dims(it->second.shape().begin(), it->second.shape().end());
+        for (size_t d = 0; d < dims.size(); ++d) {
+          if (dims[d] >= 0) continue;
+          if (d != 0) throw Unsupported("its target shape reads the shape of '" + w + "', whose axis " + std::to_string(d) + " is sized at run time");
+          dims[d] = batch;
+        }
+        shapes[w] = dims;
+      }
+      ints_memo_.clear();
+      std::set<int> nodes;
+      auto r = eval_ints(v, shapes, nodes);
+      ints_memo_.clear();
+      if (!r) throw Unsupported("its target shape '" + v + "' is computed in a way Loom does not evaluate at import");
+      results.push_back(*r);
+    }
+    std::vector<int64_t> target = results[0];
+    if (results[1].size() != target.size()) throw Unsupported("its target shape's length depends on the batch size");
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (results[1][i] == target[i]) continue;
+      if (i == 0 && target[0] == 7 && results[1][0] == 11) {
+        target[0] = 0;  // the batch, copied
+        continue;
+      }
+      throw Unsupported("its target shape computes with the batch size (axis " + std::to_string(i) + ")");
+    }
+    return target;
   }
 
   void import_dropout() {
@@ -747,8 +1108,10 @@ class Importer {
     single_output();
     if (attr("shape")) throw Unsupported("the shape as an attribute (opset < 5)");
     const nn::Layer x = value(0);
-    std::vector<int64_t> s = ints_of(constant(1, "shape"));
+    const bool computed = has_input(1) && shape_values_.count(node_->input(1));
+    std::vector<int64_t> s = computed ? evaluated_target(node_->input(1)) : ints_of(constant(1, "shape"));
     const bool allowzero = attr_int("allowzero", 0) != 0;
+    if (computed && allowzero) throw Unsupported("allowzero with a computed target shape");
     const Shape& in = x.shape();
     if (s.empty() || in.empty()) throw Unsupported("a reshape from or to a scalar");
     // the batch axis must stay: 0 (copied), or the same fixed size
@@ -2141,18 +2504,20 @@ class Importer {
   }
 };
 
-Graph import_model(const onnx::ModelProto& m, const std::string& folder) { return Importer(m, folder).run(); }
+Graph import_model(const onnx::ModelProto& m, const std::string& folder, const OnnxImportOptions& options) {
+  return Importer(m, folder, options).run();
+}
 
 }  // namespace
 
 std::vector<std::string> onnx_importable_operators() { return kClaimed; }
 
-Graph import_onnx(const std::string& path) {
+Graph import_onnx(const std::string& path, const OnnxImportOptions& options) {
   const onnx::ModelProto m = detail::read_model_file(path);
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  return import_model(m, parent.empty() ? std::filesystem::path(".").string() : parent.string());
+  return import_model(m, parent.empty() ? std::filesystem::path(".").string() : parent.string(), options);
 }
 
-Graph decode_onnx(const std::string& bytes) { return import_model(detail::parse_model(bytes), ""); }
+Graph decode_onnx(const std::string& bytes, const OnnxImportOptions& options) { return import_model(detail::parse_model(bytes), "", options); }
 
 }  // namespace loom::io

@@ -11,7 +11,9 @@
 #include <iterator>
 #include <limits>
 
+#include "loom/core/error.h"
 #include "loom/core/file.h"
+#include "loom/core/memory.h"
 #include "loom/ops/creation.h"
 
 namespace loom::io::detail {
@@ -39,14 +41,53 @@ int64_t checked_numel(const onnx::TensorProto& t, Shape& shape) {
   return n;
 }
 
+// The machine's physical memory: no import can hold more (the default cap).
+uint64_t physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{1} << 40;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+// Counts `bytes` of `t` against the import's cap and the memory limit, before they are allocated.
+void reserve(const onnx::TensorProto& t, uint64_t bytes, ExternalReads& reads) {
+  const bool by_default = reads.max_bytes == 0;
+  const uint64_t cap = by_default ? physical_memory() : reads.max_bytes;
+  if (bytes > cap || reads.loaded > cap - bytes)
+    throw OutOfMemoryError("import_onnx: " + tname(t) + " takes " + std::to_string(bytes) + " bytes, which with the " +
+                           std::to_string(reads.loaded) + " bytes of the tensors before it is past the import's limit of " +
+                           std::to_string(cap) + " bytes (" +
+                           (by_default ? "by default the machine's physical memory" : "OnnxImportOptions::max_tensor_bytes") +
+                           "; raise OnnxImportOptions::max_tensor_bytes to load more)");
+  const MemoryStats ms = memory_stats();
+  if (ms.limit_bytes >= 0 && static_cast<int64_t>(bytes) > ms.limit_bytes - ms.current_bytes)
+    throw OutOfMemoryError("import_onnx: " + tname(t) + " takes " + std::to_string(bytes) + " bytes; " + std::to_string(ms.current_bytes) +
+                           " are in use and the memory limit (set_memory_limit) is " + std::to_string(ms.limit_bytes));
+  reads.loaded += bytes;
+}
+
+// A tensor of `shape` to load `t` into; OutOfMemoryError naming `t` when the system has not the memory.
+Tensor allocate(const Shape& shape, DType dtype, const onnx::TensorProto& t) {
+  try {
+    return empty(shape, dtype);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemoryError("import_onnx: " + tname(t) + ": the system could not allocate its " + std::to_string(shape_numel(shape) * static_cast<int64_t>(itemsize(dtype))) + " bytes");
+  }
+}
+
 template <class T, class Field>
 Tensor from_field(const Field& f, int64_t n, const Shape& shape, DType dtype, const onnx::TensorProto& t) {
   if (static_cast<int64_t>(f.size()) != n)
     throw IOError("import_onnx: " + tname(t) + " holds " + std::to_string(f.size()) + " values for " + std::to_string(n) + " elements");
-  Tensor out = empty(shape, dtype);
+  Tensor out = allocate(shape, dtype, t);
   T* p = static_cast<T*>(out.data_ptr());
   for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(f.Get(static_cast<int>(i)));
   return out;
+}
+
+void normalize_bools(Tensor& out) {
+  if (out.dtype() != DType::Bool) return;  // one byte per bool; anything but 0 is true
+  auto* p = static_cast<uint8_t*>(out.data_ptr());
+  for (int64_t i = 0; i < out.numel(); ++i) p[i] = p[i] != 0;
 }
 
 Tensor from_bytes(const char* data, size_t size, int64_t n, const Shape& shape, DType dtype, const onnx::TensorProto& t) {
@@ -54,12 +95,9 @@ Tensor from_bytes(const char* data, size_t size, int64_t n, const Shape& shape, 
   if (size != want)
     throw IOError("import_onnx: " + tname(t) + " holds " + std::to_string(size) + " bytes for " + std::to_string(n) + " elements (" +
                   std::to_string(want) + " bytes)");
-  Tensor out = empty(shape, dtype);
+  Tensor out = allocate(shape, dtype, t);
   if (want) std::memcpy(out.data_ptr(), data, want);
-  if (dtype == DType::Bool) {  // one byte per bool; anything but 0 is true
-    auto* p = static_cast<uint8_t*>(out.data_ptr());
-    for (size_t i = 0; i < want; ++i) p[i] = p[i] != 0;
-  }
+  normalize_bools(out);
   return out;
 }
 
@@ -69,8 +107,8 @@ uint64_t parse_u64(const std::string& s, const onnx::TensorProto& t, const char*
   return std::stoull(s);
 }
 
-// The external data of `t`: `location` relative to `folder`, staying inside it.
-std::string read_external(const onnx::TensorProto& t, const std::string& folder, size_t want, ExternalReads& reads) {
+// The external data of `t` into `dst` (`want` bytes): `location` relative to `folder`, staying inside it.
+void read_external(const onnx::TensorProto& t, const std::string& folder, size_t want, ExternalReads& reads, char* dst) {
   if (folder.empty()) throw IOError("import_onnx: " + tname(t) + " has external data; decode_onnx reads models whose tensors are inside (import_onnx reads files)");
   std::string location;
   uint64_t offset = 0, length = 0;
@@ -114,14 +152,12 @@ std::string read_external(const onnx::TensorProto& t, const std::string& folder,
                     location + "' overlaps another tensor's");
     ranges.emplace(offset, offset + length);
   }
-  std::string out(length, '\0');
   size_t done = 0;
   while (done < length) {
-    const ssize_t r = ::pread(f.fd(), out.data() + done, length - done, static_cast<off_t>(offset + done));
+    const ssize_t r = ::pread(f.fd(), dst + done, length - done, static_cast<off_t>(offset + done));
     if (r <= 0) throw IOError("import_onnx: " + tname(t) + ": reading its external data from '" + location + "' failed");
     done += static_cast<size_t>(r);
   }
-  return out;
 }
 
 }  // namespace
@@ -149,10 +185,16 @@ Tensor to_tensor(const onnx::TensorProto& t, const std::string& folder, External
   if (!dtype) throw IOError("import_onnx: " + tname(t) + " has the element type " + std::to_string(t.data_type()) + ", which Loom has no dtype for");
   Shape shape;
   const int64_t n = checked_numel(t, shape);
+  const size_t want = static_cast<size_t>(n) * itemsize(*dtype);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    const std::string bytes = read_external(t, folder, static_cast<size_t>(n) * itemsize(*dtype), reads);
-    return from_bytes(bytes.data(), bytes.size(), n, shape, *dtype, t);
+    if (folder.empty()) throw IOError("import_onnx: " + tname(t) + " has external data; decode_onnx reads models whose tensors are inside (import_onnx reads files)");
+    reserve(t, want, reads);
+    Tensor out = allocate(shape, *dtype, t);
+    read_external(t, folder, want, reads, static_cast<char*>(out.data_ptr()));
+    normalize_bools(out);
+    return out;
   }
+  reserve(t, want, reads);
   if (t.has_raw_data()) return from_bytes(t.raw_data().data(), t.raw_data().size(), n, shape, *dtype, t);
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT: return from_field<float>(t.float_data(), n, shape, *dtype, t);

@@ -53,9 +53,14 @@ const ActivationFn leaky_relu{"leaky_relu", [](const Tensor& x) { return loom::l
 const ActivationFn softplus{"softplus", [](const Tensor& x) { return loom::softplus(x); }};
 const ActivationFn softmax{"softmax", [](const Tensor& x) { return loom::softmax(x, -1); }};
 const ActivationFn log_softmax{"log_softmax", [](const Tensor& x) { return loom::log_softmax(x, -1); }};
+const ActivationFn relu6{"relu6", [](const Tensor& x) { return loom::clip(x, 0.0, 6.0); }};
+// written as torch computes them, so that imported MobileNets round as torch's do
+const ActivationFn hard_sigmoid{"hard_sigmoid", [](const Tensor& x) { return loom::clip(x + 3.0, 0.0, 6.0) / 6.0; }};
+const ActivationFn hard_swish{"hard_swish", [](const Tensor& x) { return x * (loom::clip(x + 3.0, 0.0, 6.0) / 6.0); }};
 
 const ActivationFn& activation_by_name(const std::string& name) {
-  static const ActivationFn* all[] = {&identity, &relu, &tanh, &sigmoid, &gelu, &elu, &leaky_relu, &softplus, &softmax, &log_softmax};
+  static const ActivationFn* all[] = {&identity, &relu, &tanh, &sigmoid, &gelu, &elu, &leaky_relu, &softplus, &softmax, &log_softmax,
+                                     &relu6,    &hard_sigmoid, &hard_swish};
   std::string known;
   for (const ActivationFn* f : all) {
     if (f->name == name) return *f;

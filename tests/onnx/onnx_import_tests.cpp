@@ -6,12 +6,16 @@
 #include <loom/loom.h>
 #include <onnx/onnx_pb.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
+
+#include <unistd.h>
 
 using namespace loom;
 namespace fs = std::filesystem;
@@ -469,7 +473,12 @@ TEST(OnnxImport, UnclaimedRefusedByName) {
       ADD_FAILURE() << c << " imported";
     } catch (const ValueError& e) {
       const std::string msg = e.what();
-      EXPECT_NE(msg.find(m.graph().node(0).op_type() + " (node '"), std::string::npos) << msg;
+      // an operator without a layer is counted in the summary; a claimed one in another form (a
+      // 3-d MatMul of two inputs) is refused by node name with the reason
+      const std::string op = m.graph().node(0).op_type();
+      EXPECT_TRUE(msg.find("no layer for (1; docs/onnx.md lists the imported ones): " + op + " (1 node: '") != std::string::npos ||
+                  msg.find(op + " (node '") != std::string::npos)
+          << msg;
     }
   }
 }
@@ -494,7 +503,9 @@ TEST(OnnxImport, ClaimedCasesRefusedWithReason) {
   }
 }
 
-// Every unsupported node at once, each by op type and node name.
+// Every unsupported node at once: each operator no layer expresses with its count and first node
+// (downstream of a refused node too: issue 46 found mobilenet_v3's HardSigmoids never named),
+// each node refused for its attributes by name and reason.
 TEST(OnnxImport, UnsupportedListedAllAtOnce) {
   onnx::ModelProto m;
   m.set_ir_version(8);
@@ -515,22 +526,28 @@ TEST(OnnxImport, UnsupportedListedAllAtOnce) {
     return n;
   };
   node("Abs", "abs_node", "x", "a");
-  node("Relu", "relu_node", "a", "b");  // downstream of a refused node: not listed again
-  node("Exp", "exp_node", "x", "c");
+  node("Relu", "relu_node", "a", "b");  // downstream of a refused node: not examined, not listed
+  node("Abs", "abs_2", "b", "b2");      // but an operator without a layer is counted wherever it is
+  node("Exp", "exp_node", "b2", "c");
+  node("Exp", "exp_2", "c", "c2");
+  node("Abs", "abs_3", "c2", "c3");
+  node("Foo", "foo", "x", "f")->set_domain("com.example");
   auto* e = node("Elu", "elu_node", "x", "d");
   auto* alpha = e->add_attribute();
   alpha->set_name("alpha");
   alpha->set_type(onnx::AttributeProto::FLOAT);
   alpha->set_f(0.5f);
-  for (const char* o : {"b", "c", "d"}) g->add_output()->set_name(o);
+  for (const char* o : {"c3", "d", "f"}) g->add_output()->set_name(o);
   try {
     io::decode_onnx(m.SerializeAsString());
     FAIL() << "imported";
   } catch (const ValueError& err) {
     const std::string msg = err.what();
-    EXPECT_NE(msg.find("3 nodes cannot be imported"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("Abs (node 'abs_node')"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("Exp (node 'exp_node')"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("7 nodes cannot be imported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("operators Loom has no layer for (3; docs/onnx.md lists the imported ones): Abs (3 nodes, the first 'abs_node'), "
+                       "Exp (2 nodes, the first 'exp_node'), com.example.Foo (1 node: 'foo')"),
+              std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("Elu (node 'elu_node'): alpha"), std::string::npos) << msg;
     EXPECT_EQ(msg.find("relu_node"), std::string::npos) << msg;
   }
@@ -550,6 +567,61 @@ TEST(OnnxImport, TorchvisionResNet18) {
   std::printf("torchvision ResNet-18 (torch.onnx, opset 17): max |Loom - torch| = %.3g, %.3g relative to the logits' largest magnitude %.3g\n",
               diff, diff / scale, scale);
   EXPECT_LE(diff / scale, 1e-4);
+}
+
+// torchvision models whose torch.onnx exports were refused (issue 46), random-init at 64 x 64
+// (make_torch_vision.py): each imports, holds the layers its pattern maps to, and gives torch's
+// outputs for a batch other than the traced one.
+TEST(OnnxImport, TorchvisionPatterns) {
+  const char* d = std::getenv("LOOM_TORCH_VISION_DIR");
+  if (!d || !*d) GTEST_SKIP() << "LOOM_TORCH_VISION_DIR not set (ctest's onnx_torch_vision fixture writes it)";
+  const fs::path dir(d);
+  // the model, and a layer that shows its pattern imported: kind and (for activations) function
+  const std::vector<std::tuple<const char*, const char*, const char*>> models = {
+      {"densenet121", "AvgPool2D", ""},             // the zero Pad before each AveragePool: no layer
+      {"mobilenet_v2", "Activation", "relu6"},       // Clip(0, 6)
+      {"mnasnet0_5", "GlobalPool", ""},              // ReduceMean over (2, 3)
+      {"mobilenet_v3_small", "Activation", "hard_swish"},
+      {"channel_shuffle", "Reshape", ""},            // shufflenet's: to shapes computed by Shape, Gather, Concat
+      {"encoder2", "TransformerEncoderLayer", ""}};  // the second layer's weights behind Identity nodes
+  for (const auto& [name, kind, fn] : models) {
+    SCOPED_TRACE(name);
+    Graph g;
+    try {
+      g = io::import_onnx((dir / (std::string(name) + ".onnx")).string());
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+      continue;
+    }
+    int found = 0;
+    for (const nn::Layer& l : g.nodes()) {
+      if (std::string(l.kind()) != kind) continue;
+      const auto* a = nn::attributes_of<nn::ActivationAttributes>(l);
+      if (!*fn || (a && a->fn.name == fn)) ++found;
+    }
+    EXPECT_GT(found, std::string(name) == "encoder2" ? 1 : 0) << kind << " " << fn;
+    const Tensor x = data::load_npy((dir / (std::string(name) + "_input.npy")).string());
+    const Tensor want = data::load_npy((dir / (std::string(name) + "_output.npy")).string());
+    nn::ModeScope eval(nn::Mode::Eval);
+    NoGrad inference;
+    const Tensor got = g.compile().run({x}).at(0);
+    ASSERT_EQ(got.shape(), want.shape());
+    const double scale = max(abs(astype(want, Float64))).item<double>(), diff = max_abs_diff(got, want);
+    std::printf("torchvision %s (torch.onnx, opset 17): %zu layers, max |Loom - torch| = %.3g (%.3g relative)\n", name, g.nodes().size(), diff,
+                diff / scale);
+    EXPECT_LE(diff / scale, 1e-4);
+  }
+  // shufflenet_v2 itself: its channel shuffle imports, but x.chunk(2, dim=1) is written as Slices
+  // whose bounds come from Shape, and Loom has no layer that slices channels: refused, listing both
+  try {
+    io::import_onnx((dir / "shufflenet_v2_x0_5.onnx").string());
+    ADD_FAILURE() << "shufflenet_v2_x0_5 imported: move it to the models above";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("operators Loom has no layer for (2; docs/onnx.md lists the imported ones): Shape (13 nodes, the "
+                                         "first '/stage2/stage2.1/Shape'), Slice (26 nodes, the first '/stage2/stage2.1/Slice')"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // torch's Linear (Gemm transB), GELU (its Erf formula), LayerNorm and LogSoftmax (torch drops the Dropout)
@@ -980,6 +1052,204 @@ TEST(OnnxImport, HostileExternalData) {
   m2.mutable_graph()->mutable_initializer(1)->set_name("w2");
   expect_refused<IOError>(m2.SerializeAsString(), "overlaps another tensor's", model);
   fs::remove_all(root);
+}
+
+
+// A sparse external data file (no disk blocks) whose tensor claims 32 GiB: refused before
+// anything is allocated, by the import's cap (the machine's memory by default, or
+// OnnxImportOptions::max_tensor_bytes) and by the memory limit, naming the tensor (issue 46:
+// std::bad_alloc escaped).
+TEST(OnnxImport, HostileSparseExternalData) {
+  const fs::path dir = tmp_dir("sparse");
+  constexpr int64_t kFloats = int64_t{1} << 33;
+  {
+    std::ofstream(dir / "big.bin", std::ios::binary).flush();
+    ASSERT_EQ(::truncate((dir / "big.bin").c_str(), static_cast<off_t>(kFloats * 4)), 0) << "ftruncate to 32 GiB";
+  }
+  const auto huge = [](onnx::TensorProto& w) {
+    w.set_dims(0, 2);
+    w.set_dims(1, kFloats / 2);
+    external(w, "big.bin", 0, kFloats * 4);
+  };
+  const std::string model = (dir / "m.onnx").string();
+  std::ofstream(model, std::ios::binary) << tiny_model(huge);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (static_cast<double>(pages) * static_cast<double>(page) < static_cast<double>(kFloats * 4)) {
+    try {
+      io::import_onnx(model);
+      ADD_FAILURE() << "a 32 GiB tensor was loaded";
+    } catch (const OutOfMemoryError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("tensor 'w' takes 34359738368 bytes"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("the machine's physical memory"), std::string::npos) << msg;
+    }
+  }
+  io::OnnxImportOptions capped;
+  capped.max_tensor_bytes = int64_t{1} << 30;
+  try {
+    io::import_onnx(model, capped);
+    ADD_FAILURE() << "past the cap";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' takes 34359738368 bytes, which with the 0 bytes of the tensors before it is past "
+                                         "the import's limit of 1073741824 bytes (OnnxImportOptions::max_tensor_bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  // the memory limit, with the cap raised past the request
+  io::OnnxImportOptions raised;
+  raised.max_tensor_bytes = int64_t{1} << 40;
+  set_memory_limit(int64_t{1} << 30);
+  try {
+    io::import_onnx(model, raised);
+    ADD_FAILURE() << "past the memory limit";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' takes 34359738368 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the memory limit (set_memory_limit) is 1073741824"), std::string::npos) << e.what();
+  }
+  set_memory_limit(-1);
+  // the cap counts every tensor: two of 16 bytes under a cap of 24
+  io::OnnxImportOptions small;
+  small.max_tensor_bytes = 24;
+  onnx::ModelProto two;
+  ASSERT_TRUE(two.ParseFromString(tiny_model([](onnx::TensorProto&) {})));
+  *two.mutable_graph()->add_initializer() = two.graph().initializer(0);
+  two.mutable_graph()->mutable_initializer(1)->set_name("w2");
+  try {
+    io::decode_onnx(two.SerializeAsString(), small);
+    ADD_FAILURE() << "past the cap in all";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w2' takes 16 bytes, which with the 16 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(io::decode_onnx(tiny_model([](onnx::TensorProto&) {}), small));
+  fs::remove_all(dir);
+}
+
+// Values defined twice (two nodes writing one value, two initializers of one name, a node
+// writing an initializer or an input): refused naming the value and both writers, as
+// onnx.checker and ONNX Runtime refuse them (issue 46: the later one won silently).
+TEST(OnnxImport, ValuesDefinedTwiceRefused) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(tiny_model([](onnx::TensorProto&) {})));
+  m.mutable_graph()->mutable_node(0)->set_name("mm");
+  {
+    onnx::ModelProto twice = m;
+    auto* n = twice.mutable_graph()->add_node();
+    n->set_op_type("Relu");
+    n->set_name("second");
+    n->add_input("x");
+    n->add_output("y");
+    expect_refused<ValueError>(twice.SerializeAsString(), "the value 'y' is written by node 'second' (Relu) and also by node 'mm' (MatMul)");
+  }
+  {
+    onnx::ModelProto twice = m;
+    *twice.mutable_graph()->add_initializer() = twice.graph().initializer(0);
+    expect_refused<ValueError>(twice.SerializeAsString(), "two initializers are named 'w'");
+  }
+  {
+    onnx::ModelProto over = m;
+    over.mutable_graph()->mutable_node(0)->set_output(0, "w");
+    over.mutable_graph()->mutable_output(0)->set_name("w");
+    expect_refused<ValueError>(over.SerializeAsString(), "the value 'w' is written by node 'mm' (MatMul) and also by an initializer");
+  }
+  {
+    onnx::ModelProto over = m;
+    over.mutable_graph()->mutable_node(0)->set_output(0, "x");
+    over.mutable_graph()->mutable_output(0)->set_name("x");
+    expect_refused<ValueError>(over.SerializeAsString(), "the value 'x' is written by node 'mm' (MatMul) and also by a graph input");
+  }
+}
+
+// A model of an IR version newer than libonnx knows: refused, naming the last one read.
+TEST(OnnxImport, NewerIrVersionRefused) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(tiny_model([](onnx::TensorProto&) {})));
+  m.set_ir_version(999);
+  expect_refused<ValueError>(m.SerializeAsString(), "the model's IR version 999 is newer than " + std::to_string(static_cast<int>(onnx::IR_VERSION)));
+  m.set_ir_version(onnx::IR_VERSION);
+  EXPECT_NO_THROW(io::decode_onnx(m.SerializeAsString()));
+}
+
+
+// A chain of 200,000 Relu nodes (issue 46: 50,000 crashed the importer in Graph::build's
+// recursion): imported, run, exported and imported again, and freed, without recursion on its
+// depth.
+TEST(OnnxImport, MillionNodeChain) {
+  constexpr int kNodes = 200'000;  // a million took 60 s of CPU (import, run, export): a tenth of it 20 times past the old crash
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::string bytes;
+  {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    auto* in = g->add_input();
+    in->set_name("v0");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_param("batch");
+    tt->mutable_shape()->add_dim()->set_dim_value(3);
+    for (int k = 0; k < kNodes; ++k) {
+      auto* n = g->add_node();
+      n->set_op_type("Relu");
+      n->add_input("v" + std::to_string(k));
+      n->add_output("v" + std::to_string(k + 1));
+    }
+    g->add_output()->set_name("v" + std::to_string(kNodes));
+    bytes = m.SerializeAsString();
+  }
+  {
+    const Graph g = io::decode_onnx(bytes);
+    ASSERT_EQ(g.nodes().size(), static_cast<size_t>(kNodes + 1));
+    const double imported = seconds();
+    const Tensor x = from_vector<float>({-1, 2, -3}, {1, 3});
+    EXPECT_TRUE(allclose(g.compile().run({x}).at(0), relu(x)));
+    const std::string again = io::encode_onnx(g);
+    onnx::ModelProto back;
+    ASSERT_TRUE(back.ParseFromString(again));
+    EXPECT_EQ(back.graph().node_size(), kNodes);
+    std::printf("a chain of 200,000 Relu nodes: imported in %.1f s, run and exported by %.1f s\n", imported, seconds());
+  }
+  std::printf("... and freed: %.1f s in all\n", seconds());
+}
+
+
+// A graph input that is also an initializer (IR >= 4) is an input with a default: an Input layer
+// holding the initializer, which a run reads unless the caller sets another value (issue 46: it
+// became a constant, the input lost). Before IR 4 every initializer was listed as an input: a constant.
+TEST(OnnxImport, InitializerInputIsAnOverridableDefault) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  for (const char* name : {"x", "b"}) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    if (std::string(name) == "x") tt->mutable_shape()->add_dim()->set_dim_param("batch");
+    tt->mutable_shape()->add_dim()->set_dim_value(3);
+  }
+  auto* b = g->add_initializer();
+  b->set_name("b");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(3);
+  for (float v : {1.0f, 2.0f, 3.0f}) b->add_float_data(v);
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input("x");
+  n->add_input("b");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  const Graph imported = io::decode_onnx(m.SerializeAsString());
+  ASSERT_EQ(imported.inputs().size(), 1u);  // the caller gives x; b has its value
+  ASSERT_STREQ(imported.layer("b").kind(), "Input");
+  const Tensor x = from_vector<float>({10, 20, 30, 40, 50, 60}, {2, 3});
+  EXPECT_TRUE(allclose(imported.compile().run({x}).at(0), from_vector<float>({11, 22, 33, 41, 52, 63}, {2, 3})));
+  nn::Input(imported.layer("b").impl()).set_value(from_vector<float>({-1, -2, -3}, {3}));
+  EXPECT_TRUE(allclose(imported.compile().run({x}).at(0), from_vector<float>({9, 18, 27, 39, 48, 57}, {2, 3})));
+  m.set_ir_version(3);  // every initializer listed as an input: a constant
+  EXPECT_STREQ(io::decode_onnx(m.SerializeAsString()).layer("b").kind(), "Constant");
 }
 
 }  // namespace

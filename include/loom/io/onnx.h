@@ -110,11 +110,20 @@ LOOM_API void export_onnx(const Graph& graph, const std::string& path, const Onn
 // against its data before anything is allocated; external data must lie inside the model's
 // folder (no absolute path, no "..", no symlink leading out: IOError).
 
+struct LOOM_API OnnxImportOptions {
+  // The most bytes the model's tensors (initializers and Constant values, inline and external
+  // data together) may take once loaded; 0: the machine's physical memory. Each tensor is
+  // counted before it is allocated, and also against the memory limit (set_memory_limit): a
+  // tensor past either is an OutOfMemoryError naming it (a file's size does not bound memory:
+  // a sparse external data file of 32 GiB holds no disk blocks).
+  int64_t max_tensor_bytes = 0;
+};
+
 // The ONNX operators import_onnx maps to layers (under the conditions of docs/onnx.md).
 LOOM_API std::vector<std::string> onnx_importable_operators();
 // The model in the file `path` (external data read from beside it).
-LOOM_API Graph import_onnx(const std::string& path);
+LOOM_API Graph import_onnx(const std::string& path, const OnnxImportOptions& options = {});
 // The model in `bytes` (a serialized ModelProto; a tensor with external data is refused).
-LOOM_API Graph decode_onnx(const std::string& bytes);
+LOOM_API Graph decode_onnx(const std::string& bytes, const OnnxImportOptions& options = {});
 
 }  // namespace loom::io

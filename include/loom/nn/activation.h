@@ -18,6 +18,9 @@ struct LOOM_API ActivationFn {
   bool is(const ActivationFn& other) const { return name == other.name && fn.target_type() == other.fn.target_type(); }
 };
 LOOM_API extern const ActivationFn identity, relu, tanh, sigmoid, gelu, elu, leaky_relu, softplus, softmax, log_softmax;
+// PyTorch's ReLU6 (min(max(x, 0), 6)), Hardsigmoid (relu6(x + 3) / 6) and Hardswish (x hardsigmoid(x)),
+// which MobileNets use; ONNX's Clip(0, 6), HardSigmoid(1/6, 1/2) and HardSwish.
+LOOM_API extern const ActivationFn relu6, hard_sigmoid, hard_swish;
 // The named activation; throws ValueError listing the known names.
 LOOM_API const ActivationFn& activation_by_name(const std::string& name);
 

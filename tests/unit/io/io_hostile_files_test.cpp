@@ -393,3 +393,25 @@ TEST(IoHostileFiles, SavesRemoveTemporariesOfKilledSavesOfTheSameTarget) {
   EXPECT_TRUE(fs::exists(lookalike));
   EXPECT_EQ(io::load_safetensors(target).at("a").item<float>(), 1.0f);
 }
+
+// torch.save's files (a zip archive since torch 1.6; a bare pickle, protocol 2 and up, before)
+// given to the safetensors loader: named as PyTorch pickles with the fix, not read as a header
+// size ("the header size ... is absurdly large", issue 46).
+TEST(IoHostileFiles, TorchPickleNamedAsSuch) {
+  TempDir dir;
+  const std::string zip = dir / "model.pt", pickle = dir / "old.pt";
+  {
+    std::ofstream z(zip, std::ios::binary);
+    const unsigned char zip_head[] = {'P', 'K', 3, 4, 0, 0, 8, 8, 0, 0};     // a local file header
+    const unsigned char pickle_head[] = {0x80, 2, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20};  // PROTO 2, LONG1 (torch's magic number)
+    z << std::string(reinterpret_cast<const char*>(zip_head), sizeof zip_head) << std::string(200, '\0');
+    std::ofstream p(pickle, std::ios::binary);
+    p << std::string(reinterpret_cast<const char*>(pickle_head), sizeof pickle_head) << std::string(200, '\0');
+  }
+  for (const std::string& path : {zip, pickle}) {
+    SCOPED_TRACE(path);
+    const std::string msg = error_message<IOError>([&] { io::load_safetensors(path); });
+    EXPECT_TRUE(contains_all(msg, {"this is a PyTorch pickle", "save a state dict with safetensors", "docs/torch_weights.md"})) << msg;
+    EXPECT_EQ(msg.find("absurdly large"), std::string::npos) << msg;
+  }
+}
