@@ -112,13 +112,16 @@ Header read_header(const Source& src) {
   if (src.size < 8) bad(src, "the file has " + u64s(src.size) + " bytes, fewer than the 8 of the header size");
   unsigned char head[8];
   src.read(0, 8, head);
+  const uint64_t n = read_u64_le(head);
   // torch.save's files (a zip archive since torch 1.6, a bare pickle before): named as such, not
-  // read as a header size of 8 bytes of "PK\3\4..." or of a pickle's opcodes
-  if ((head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4) || head[0] == 0x80)
-    bad(src, std::string("this is a PyTorch pickle (torch.save's ") + (head[0] == 'P' ? "zip archive" : "pickle") +
+  // read as a header size of 8 bytes of "PK\3\4..." or of a pickle's opcodes. Only a size that
+  // cannot be a header's is taken for one: a real header of 128 bytes starts with 0x80 too.
+  const bool zip = head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4;
+  const bool pickle = head[0] == 0x80 && head[1] >= 2 && head[1] <= 5;  // PROTO 2 to 5
+  if ((zip || pickle) && (n > kMaxHeader || n > src.size - 8))
+    bad(src, std::string("this is a PyTorch pickle (torch.save's ") + (zip ? "zip archive" : "pickle") +
                  "), not safetensors: save a state dict with safetensors (safetensors.torch.save_file(model.state_dict(), path); "
                  "docs/torch_weights.md)");
-  const uint64_t n = read_u64_le(head);
   if (n > kMaxHeader) bad(src, "the header size " + u64s(n) + " is absurdly large (the limit is " + u64s(kMaxHeader) + " bytes)");
   if (n > src.size - 8)
     bad(src, "the header size " + u64s(n) + " runs past the end of the file (" + u64s(src.size - 8) + " bytes follow the size)");

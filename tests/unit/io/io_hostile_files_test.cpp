@@ -414,4 +414,21 @@ TEST(IoHostileFiles, TorchPickleNamedAsSuch) {
     EXPECT_TRUE(contains_all(msg, {"this is a PyTorch pickle", "save a state dict with safetensors", "docs/torch_weights.md"})) << msg;
     EXPECT_EQ(msg.find("absurdly large"), std::string::npos) << msg;
   }
+  // a real safetensors file whose header is 128 bytes also starts with 0x80 (and one of
+  // 0x4b50 with "PK"): read as the file it is (the first check had refused every such file, a
+  // model version in the store among them)
+  for (const size_t header : {size_t{128}, size_t{0x4b50}}) {
+    SCOPED_TRACE(header);
+    std::string json = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    json.resize(header, ' ');
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((header >> (8 * i)) & 0xff);
+    const float one = 1.5f;
+    bytes += json + std::string(reinterpret_cast<const char*>(&one), sizeof one);
+    const std::string path = dir / "real.safetensors";
+    std::ofstream(path, std::ios::binary) << bytes;
+    const auto tensors = io::load_safetensors(path);
+    ASSERT_EQ(tensors.count("a"), 1u);
+    EXPECT_EQ(tensors.at("a").item<float>(), 1.5f);
+  }
 }
