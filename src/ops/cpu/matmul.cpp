@@ -160,7 +160,7 @@ Tensor contiguous_copy(const Tensor& t) {
 // batch_invariance.h): every element through simd gemm_rows (or gemm_rows_bt for b stored
 // transposed: a Linear with transpose_weights, PyTorch's (out, in) weights), whose bits depend
 // on its row of a, its column of b and K only. So the threads may share the work any way, and
-// rows and columns split freely: tasks of up to 64 rows by 256 columns. gemm_rows takes whole
+// rows and columns split freely (tasks below). gemm_rows takes whole
 // vectors of columns; the rest go through a zero-padded K x W copy of b's last columns and a
 // scratch block of out, so that they take the same multiply-adds.
 void sgemm_invariant(const Tensor& out, const Tensor& a_in, const BlasView& va, const Tensor& b, const BlasView& vb,
@@ -180,7 +180,13 @@ void sgemm_invariant(const Tensor& out, const Tensor& a_in, const BlasView& va, 
   for (int64_t i = 0; tail && i < batch; ++i)
     for (int64_t k = 0; k < K; ++k)
       std::memcpy(b_tail.data() + (i * K + k) * W, B + i * sb + k * vb.ld + n_main, static_cast<size_t>(tail) * sizeof(float));
-  constexpr int64_t kRows = 64, kCols = 256;
+  // tasks of 64 rows by 256 columns, smaller (down to 64 columns, then 8 rows) while there are
+  // fewer than two per thread: any split gives the same bits
+  int64_t kRows = 64, kCols = 256;
+  const int64_t want = 2 * get_num_threads();
+  const auto count = [&] { return batch * ((M + kRows - 1) / kRows) * ((N + kCols - 1) / kCols); };
+  while (count() < want && kCols > 64 && N > kCols / 2) kCols /= 2;
+  while (count() < want && kRows > 8 && M > kRows / 2) kRows /= 2;
   const int64_t row_tasks = (M + kRows - 1) / kRows, col_tasks = (N + kCols - 1) / kCols;
   const int64_t per_matrix = row_tasks * col_tasks;
   parallel_for(0, batch * per_matrix, 1, [&](int64_t t0, int64_t t1) {
