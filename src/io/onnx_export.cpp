@@ -440,6 +440,11 @@ void export_flip(B& b, const nn::FlipAttributes& a) {
          {b.output()});
 }
 
+void export_slice(B& b, const nn::AxisSliceAttributes& a) {
+  b.node("Slice", {b.input(0), b.ints({a.start}, "starts"), b.ints({a.stop}, "ends"), b.ints({a.axis + 1}, "axes"), b.ints({a.step}, "steps")},
+         {b.output()});
+}
+
 void export_lookup(B& b, const nn::LookupAttributes&) {
   b.node("Gather", {b.tensor(b.layer().state().param("weights"), "weights"), b.input(0)}, {b.output()}, {{"axis", int64_t{0}}});
 }
@@ -725,7 +730,7 @@ bool export_builtin(B& b) {
       try_kind<nn::BatchNormOptions>(b, export_batch_norm) || try_kind<nn::LayerNormAttributes>(b, export_layer_norm) ||
       try_kind<nn::ActivationAttributes>(b, export_activation) || try_kind<nn::MergeAttributes>(b, export_merge) ||
       try_kind<nn::ReshapeAttributes>(b, export_reshape) || try_kind<nn::TransposeAttributes>(b, export_transpose) ||
-      try_kind<nn::FlipAttributes>(b, export_flip) || try_kind<nn::LookupAttributes>(b, export_lookup) ||
+      try_kind<nn::FlipAttributes>(b, export_flip) || try_kind<nn::AxisSliceAttributes>(b, export_slice) || try_kind<nn::LookupAttributes>(b, export_lookup) ||
       try_kind<nn::OneHotAttributes>(b, export_one_hot) || try_kind<nn::RNNAttributes>(b, export_rnn) || try_kind<nn::CellAttributes>(b, export_cell) ||
       try_kind<nn::DropConnectAttributes>(b, export_drop_connect) ||
       try_kind<nn::AttentionAttributes>(b, export_attention) || try_kind<nn::TransformerEncoderAttributes>(b, export_encoder))

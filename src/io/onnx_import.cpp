@@ -38,7 +38,7 @@ const std::vector<std::string> kClaimed = {
     "Add",         "AveragePool", "BatchNormalization", "Concat",  "Constant",  "Conv",      "ConvTranspose", "Dropout",   "Elu",
     "Flatten",     "GRU",         "Gather",             "Gemm",    "GlobalAveragePool",  "GlobalMaxPool", "Identity", "LSTM", "LayerNormalization",
     "LeakyRelu",   "LogSoftmax",  "MatMul",             "MaxPool", "Mean",      "Mul",       "OneHot",    "RNN",     "Relu",
-    "Reshape",     "Sigmoid",     "Softmax",            "Softplus", "Sub",      "Sum",       "Tanh",      "Transpose",
+    "Reshape",     "Sigmoid",     "Slice",   "Softmax",            "Softplus", "Sub",      "Sum",       "Tanh",      "Transpose",
     "Clip",        "HardSigmoid", "HardSwish",          "Pad",     "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum"};
 
 // Sizes an attribute may give (pads, strides, dilations, kernel sizes): bounded, so that a hostile
@@ -271,7 +271,7 @@ class Importer {
     static const std::unordered_set<std::string> ops = {
         "Add", "AveragePool", "BatchNormalization", "Concat", "Constant", "Conv", "ConvTranspose", "Div" /* in gelu's formula */, "Dropout", "Elu",
         "Flatten", "GRU", "Gather", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Identity", "LSTM", "LayerNormalization", "LeakyRelu",
-        "LogSoftmax", "MatMul", "MaxPool", "Mean", "Mul", "OneHot", "RNN", "Relu", "Reshape", "Sigmoid", "Softmax", "Softplus",
+        "LogSoftmax", "MatMul", "MaxPool", "Mean", "Mul", "OneHot", "RNN", "Relu", "Reshape", "Sigmoid", "Slice", "Softmax", "Softplus",
         "Sub", "Sum", "Tanh", "Transpose", "Clip", "HardSigmoid", "HardSwish", "Pad", "ReduceMax", "ReduceMean", "ReduceMin",
         "ReduceSum"};
     return (n.domain().empty() || n.domain() == "ai.onnx") && ops.count(n.op_type()) > 0;
@@ -468,6 +468,7 @@ class Importer {
     if (op == "Flatten") return import_flatten();
     if (op == "Reshape") return import_reshape();
     if (op == "Transpose") return import_transpose();
+    if (op == "Slice") return import_slice();
     if (op == "Concat") return import_concat();
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Sum" || op == "Mean") return import_merge(op);
     throw Unsupported("no Loom layer for this operator");
@@ -983,8 +984,9 @@ class Importer {
   // torch.onnx writes x.view(n, groups, c / groups, h, w) (shufflenet's channel shuffle) as a
   // Reshape to Concat(Unsqueeze(Gather(Shape(x), 0)), ...): values computed from shapes, which
   // Loom's static shapes give at import. Nodes that compute integers from Shape and constants
-  // only, and whose values are read only by such nodes or as a Reshape's target shape, are not
-  // layers: the Reshape evaluates them (evaluated_target).
+  // only, and whose values are read only by such nodes, as a Reshape's target shape or as the
+  // bounds of a Slice (torch's x.chunk(2, dim=1): shufflenet's split), are not layers: the Reshape
+  // or Slice evaluates them (evaluated_target, evaluated_bounds).
   void find_shape_arithmetic() {
     static const std::unordered_set<std::string> arithmetic = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Add", "Sub",
                                                               "Mul", "Div", "Slice", "Identity"};
@@ -1007,7 +1009,9 @@ class Importer {
       derived.insert(n.output(0));
       candidates.push_back(k);
     }
-    // readers come after writers: from the last, keep a node whose readers are all kept or Reshapes' shapes
+    // readers come after writers: from the last, keep a node whose readers are all kept, Reshapes'
+    // shapes or Slices' bounds
+    const std::unordered_set<int> candidate(candidates.begin(), candidates.end());
     std::unordered_set<int> kept;
     for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
       const std::string& v = g_.node(*it).output(0);
@@ -1016,7 +1020,9 @@ class Importer {
       if (ok)
         for (const auto& [k, i] : readers_.at(v)) {
           const onnx::NodeProto& rn = g_.node(k);
-          ok = ok && ((rn.op_type() == "Reshape" && rn.domain().empty() && i == 1) || kept.count(k));
+          // a Reshape's target shape, or the bounds of a Slice of data (x.chunk: its own arithmetic)
+          ok = ok && ((rn.op_type() == "Reshape" && rn.domain().empty() && i == 1) ||
+                      (rn.op_type() == "Slice" && rn.domain().empty() && i >= 1 && !candidate.count(k)) || kept.count(k));
         }
       if (ok) kept.insert(*it);
     }
@@ -1030,6 +1036,28 @@ class Importer {
   // the batch). Unsupported when a shape read is sized at run time beyond the batch, or the
   // batch is computed with.
   std::vector<int64_t> evaluated_target(const std::string& v) {
+    const auto results = at_two_batch_sizes(v, "its target shape");
+    std::vector<int64_t> target = results[0];
+    if (results[1].size() != target.size()) throw Unsupported("its target shape's length depends on the batch size");
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (results[1][i] == target[i]) continue;
+      if (i == 0 && target[0] == 7 && results[1][0] == 11) {
+        target[0] = 0;  // the batch, copied
+        continue;
+      }
+      throw Unsupported("its target shape computes with the batch size (axis " + std::to_string(i) + ")");
+    }
+    return target;
+  }
+  // The integers `v` (a Slice's bounds) computed from shapes, which must not depend on the batch.
+  std::vector<int64_t> evaluated_bounds(const std::string& v, const std::string& what) {
+    const auto results = at_two_batch_sizes(v, what);
+    if (results[0] != results[1]) throw Unsupported(what + " '" + v + "' depend on the batch size");
+    return results[0];
+  }
+  // The integers `v` evaluated from the layers' shapes with the batch at 7 and at 11. Unsupported
+  // when a shape read is sized at run time beyond the batch.
+  std::array<std::vector<int64_t>, 2> at_two_batch_sizes(const std::string& v, const std::string& what) {
     // the values whose shapes are read (Shape nodes' inputs), found back from v
     std::vector<std::string> read;
     std::vector<std::string> stack{v};
@@ -1046,7 +1074,7 @@ class Importer {
       for (const auto& i : n->input())
         if (seen.insert(i).second) stack.push_back(i);
     }
-    std::vector<std::vector<int64_t>> results;
+    std::array<std::vector<int64_t>, 2> results;
     for (const int64_t batch : {7, 11}) {
       std::map<std::string, std::vector<int64_t>> shapes;
       for (const std::string& w : read) {
@@ -1055,7 +1083,7 @@ class Importer {
         std::vector<int64_t> dims(it->second.shape().begin(), it->second.shape().end());
         for (size_t d = 0; d < dims.size(); ++d) {
           if (dims[d] >= 0) continue;
-          if (d != 0) throw Unsupported("its target shape reads the shape of '" + w + "', whose axis " + std::to_string(d) + " is sized at run time");
+          if (d != 0) throw Unsupported(what + " reads the shape of '" + w + "', whose axis " + std::to_string(d) + " is sized at run time");
           dims[d] = batch;
         }
         shapes[w] = dims;
@@ -1064,20 +1092,58 @@ class Importer {
       std::set<int> nodes;
       auto r = eval_ints(v, shapes, nodes);
       ints_memo_.clear();
-      if (!r) throw Unsupported("its target shape '" + v + "' is computed in a way Loom does not evaluate at import");
-      results.push_back(*r);
+      if (!r) throw Unsupported(what + " '" + v + "' is computed in a way Loom does not evaluate at import");
+      results[batch == 7 ? 0 : 1] = *r;
     }
-    std::vector<int64_t> target = results[0];
-    if (results[1].size() != target.size()) throw Unsupported("its target shape's length depends on the batch size");
-    for (size_t i = 0; i < target.size(); ++i) {
-      if (results[1][i] == target[i]) continue;
-      if (i == 0 && target[0] == 7 && results[1][0] == 11) {
-        target[0] = 0;  // the batch, copied
+    return results;
+  }
+
+  // Slice of data: each axis after the batch becomes an AxisSlice layer (step >= 1) or, reversed whole
+  // (step -1, as Loom's exporter writes Flip), a Flip. Bounds are constants or computed from
+  // shapes (torch's x.chunk), and are resolved against the input's sizes here.
+  void import_slice() {
+    only_attrs({});
+    single_output();
+    nn::Layer x = value(0);
+    const int64_t rank = rank_of(x);
+    const auto ints = [&](int i, const std::string& what) -> std::vector<int64_t> {
+      if (has_input(i) && shape_values_.count(node_->input(i))) return evaluated_bounds(node_->input(i), "its " + what);
+      return ints_of(constant(i, what.c_str()));
+    };
+    const std::vector<int64_t> starts = ints(1, "starts"), ends = ints(2, "ends");
+    std::vector<int64_t> axes, steps;
+    if (has_input(3)) axes = ints(3, "axes");
+    else for (int64_t a = 0; a < static_cast<int64_t>(starts.size()); ++a) axes.push_back(a);
+    if (has_input(4)) steps = ints(4, "steps");
+    else steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      throw Unsupported("its starts, ends, axes and steps have different lengths");
+    std::set<int64_t> seen;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      const int64_t axis = norm_axis(axes[k], rank);
+      if (!seen.insert(axis).second) throw Unsupported("the axis " + std::to_string(axes[k]) + " is given twice");
+      if (axis == 0) throw Unsupported("it slices the batch axis 0 (Loom's layers keep every sample)");
+      const int64_t n = x.shape()[axis];
+      if (n < 0) throw Unsupported("the axis " + std::to_string(axis) + " is sized at run time");
+      const int64_t step = steps[k];
+      if (step == 0) throw Unsupported("a step of 0");
+      // ONNX's bounds: negative from the end, then clamped ([0, n] going forward, [-1, n-1] back)
+      const auto bound = [n](int64_t i, int64_t lo, int64_t hi) {
+        if (i < 0) i = i < -n ? -n - 1 : i + n;  // (the min: beyond the start)
+        return std::clamp(i, lo, hi);
+      };
+      const std::string name = unique(starts.size() == 1 ? out() : out() + "/axis" + std::to_string(axis));
+      if (step < 0) {
+        if (step != -1 || bound(starts[k], -1, n - 1) != n - 1 || bound(ends[k], -1, n - 1) != -1)
+          throw Unsupported("a negative step other than -1 over the whole axis (a Flip)");
+        x = nn::Flip(x, {axis - 1}, name);
         continue;
       }
-      throw Unsupported("its target shape computes with the batch size (axis " + std::to_string(i) + ")");
+      const int64_t b = bound(starts[k], 0, n), e = bound(ends[k], 0, n);
+      if (b == 0 && e == n && step == 1) continue;  // the whole axis
+      x = nn::AxisSlice(x, axis - 1, b, std::max(b, e), step, name);
     }
-    return target;
+    set(out(), x);
   }
 
   void import_dropout() {

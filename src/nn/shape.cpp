@@ -1,5 +1,7 @@
 #include "loom/nn/shape.h"
 
+#include <algorithm>
+
 #include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 #include "loom/ops/manipulation.h"
@@ -78,6 +80,26 @@ struct FlipImpl final : KindBase<FlipImpl, FlipAttributes> {
   }
 };
 
+struct AxisSliceImpl final : KindBase<AxisSliceImpl, AxisSliceAttributes> {
+  bool pure() const override { return true; }
+  const char* kind() const override { return "AxisSlice"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override { return slice(in[0], attrs.axis + 1, attrs.start, attrs.stop, attrs.step); }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& x = in.at(0);
+    if (attrs.axis + 1 >= static_cast<int64_t>(x.size()))
+      throw ShapeError(detail::who(*this) + ": axis " + std::to_string(attrs.axis) + " is past the " + std::to_string(x.size() > 0 ? x.size() - 1 : 0) +
+                       " axes after the batch axis of an input of shape " + shape_str(x));
+    Shape out = x;
+    const int64_t n = x[attrs.axis + 1];
+    if (n < 0) return {out};  // sized at run time
+    // NumPy's bounds: negative from the end, then clamped to [0, n]
+    const auto bound = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
+    const int64_t b = bound(attrs.start), e = bound(attrs.stop);
+    out[attrs.axis + 1] = e > b ? (e - b + attrs.step - 1) / attrs.step : 0;
+    return {out};
+  }
+};
+
 }  // namespace
 
 Reshape::Reshape(const Layer& input, const Shape& shape, const std::string& name) {
@@ -140,10 +162,33 @@ Flip::Flip(const Layer& input, const Axes& axes, const std::string& name) {
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
+AxisSlice::AxisSlice(const Layer& input, int64_t axis, int64_t start, int64_t stop, int64_t step, const std::string& name) {
+  require_input(input, "AxisSlice");
+  const int64_t rank = static_cast<int64_t>(input.shape().size()) - 1;
+  if (axis < 0 || axis >= rank)
+    throw ValueError("AxisSlice: axis " + std::to_string(axis) + " is not an axis after the batch axis of '" + input.name() + "' " +
+                     shape_str(input.shape()) + " (valid: 0.." + std::to_string(rank - 1) + ")");
+  if (step < 1) throw ValueError("AxisSlice: step " + std::to_string(step) + " must be at least 1 (nn::Flip reverses an axis)");
+  const int64_t lim = Field::kMaxSize;
+  if (start < -lim || start > lim || stop < -lim || stop > lim)
+    throw ValueError("AxisSlice: start " + std::to_string(start) + " and stop " + std::to_string(stop) + " must lie in [-2^40, 2^40]");
+  auto impl = std::make_shared<AxisSliceImpl>();
+  impl->attrs = {axis, start, stop, step};
+  impl->inputs = {input};
+  impl->dtype = input.dtype();
+  impl->name = unique_name("axis_slice", name);
+  impl->shape = detail::shape_by_rule(*impl, {input});
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
 void detail::register_shape_layers(AddKind add) {
   add("Reshape", [](const LayerSpec& s) -> Layer { return Reshape(s.input(), read_attributes<ReshapeAttributes>(s.options).shape, s.name); });
   add("Transpose", [](const LayerSpec& s) -> Layer { return Transpose(s.input(), read_attributes<TransposeAttributes>(s.options).perm, s.name); });
   add("Flip", [](const LayerSpec& s) -> Layer { return Flip(s.input(), read_attributes<FlipAttributes>(s.options).axes, s.name); });
+  add("AxisSlice", [](const LayerSpec& s) -> Layer {
+    const AxisSliceAttributes a = read_attributes<AxisSliceAttributes>(s.options);
+    return AxisSlice(s.input(), a.axis, a.start, a.stop, a.step, s.name);
+  });
 }
 
 }  // namespace loom::nn

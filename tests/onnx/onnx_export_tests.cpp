@@ -254,6 +254,12 @@ std::map<std::string, std::function<Case()>> kind_cases() {
     h = nn::Flip(h, {0}, "flip");
     return one(h, x, {2, 2, 3});
   };
+  m["slice_channels_and_columns"] = [] {
+    auto x = image(6);
+    nn::Layer a = nn::AxisSlice(x, 0, 0, 3, 1, "half");  // x.chunk(2, dim=1)[0]
+    nn::Layer b = nn::AxisSlice(nn::AxisSlice(x, 0, 1, 100, 2, "odd"), 2, -3, nn::Field::kMaxSize, 1, "right");
+    return one(nn::Concat({a, nn::AxisSlice(b, 2, 0, 1, 1, "col")}, 3, "cat"), x, {6, 4, 5});
+  };
   m["drop_connect"] = [] {
     nn::Input x(6, Float32, "x");
     return one(nn::DropConnect(x, 4, 0.3, {}, "dc"), x, {6});

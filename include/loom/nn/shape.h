@@ -1,5 +1,5 @@
 #pragma once
-// Layers that rearrange their input: Reshape, Flatten, Transpose, Flip.
+// Layers that rearrange their input: Reshape, Flatten, Transpose, Flip, AxisSlice.
 #include <string>
 #include <vector>
 
@@ -24,6 +24,18 @@ struct LOOM_API TransposeAttributes {
   template <class Visit>
   void fields(Visit&& visit) {
     visit("perm", perm, Field::range(-Field::kMaxSize, Field::kMaxSize));
+  }
+};
+// AxisSlice: [start, stop) with `step` along `axis` after the batch axis (from 0); start and stop
+// count from the end when negative and are clamped to the axis, as NumPy's x[:, start:stop:step].
+struct LOOM_API AxisSliceAttributes {
+  int64_t axis = 0, start = 0, stop = Field::kMaxSize, step = 1;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("axis", axis, Field::range(0, Field::kMaxSize));
+    visit("start", start, Field::range(-Field::kMaxSize, Field::kMaxSize));
+    visit("stop", stop, Field::range(-Field::kMaxSize, Field::kMaxSize));
+    visit("step", step, Field::range(1, Field::kMaxSize));
   }
 };
 struct LOOM_API FlipAttributes {
@@ -60,6 +72,15 @@ class LOOM_API Transpose : public Layer {
 class LOOM_API Flip : public Layer {
  public:
   Flip(const Layer& input, const Axes& axes, const std::string& name = "");
+};
+
+// Takes a range of one axis after the batch axis (indexed from 0, as Transpose's perm):
+// AxisSlice(x, 0, 0, c / 2) is the first half of (batch, c, height, width) images' channels, as
+// x[:, :c // 2] (torch's x.chunk(2, dim=1)). `stop` defaults to the end; `step` >= 1 (Flip
+// reverses). Differentiable (a view; its gradient fills the rest with zeros).
+class LOOM_API AxisSlice : public Layer {
+ public:
+  AxisSlice(const Layer& input, int64_t axis, int64_t start, int64_t stop = Field::kMaxSize, int64_t step = 1, const std::string& name = "");
 };
 
 }  // namespace loom::nn

@@ -342,6 +342,44 @@ TEST(Layers, DotHighlightsSharedState) {
   EXPECT_NE(dot.find("fillcolor=lightblue"), std::string::npos);
 }
 
+// AxisSlice takes a range of one axis after the batch axis, as NumPy's x[:, ..., start:stop:step]:
+// values and shapes for plain, negative, clamped and stepped bounds, the gradient (zeros outside
+// the range), and bad arguments named.
+TEST(Layers, AxisSliceTakesARangeOfOneAxis) {
+  nn::Input img(Shape{-1, 6, 3, 4}, Float32, "img");
+  const Tensor v = arange(0, 144, 1).astype(Float32).reshape({2, 6, 3, 4});
+  img.set_value(v);
+  nn::AxisSlice first(img, 0, 0, 3, 1, "first");  // x.chunk(2, dim=1)[0]
+  nn::AxisSlice second(img, 0, 3);                // to the end
+  nn::AxisSlice tail(img, 2, -3, -1);             // x[..., -3:-1]
+  nn::AxisSlice stepped(img, 0, 1, 100, 2);       // clamped stop, every other channel
+  nn::AxisSlice empty(img, 1, 2, 1);              // stop before start: empty
+  EXPECT_EQ(first.shape(), (Shape{-1, 3, 3, 4}));
+  EXPECT_EQ(tail.shape(), (Shape{-1, 6, 3, 2}));
+  EXPECT_EQ(stepped.shape(), (Shape{-1, 3, 3, 4}));
+  EXPECT_EQ(empty.shape(), (Shape{-1, 6, 0, 4}));
+  EXPECT_TRUE(array_equal(first(), slice(v, 1, 0, 3)));
+  EXPECT_TRUE(array_equal(second(), slice(v, 1, 3, 6)));
+  EXPECT_TRUE(array_equal(tail(), slice(v, 3, 1, 3)));
+  EXPECT_TRUE(array_equal(stepped(), slice(v, 1, 1, 6, 2)));
+  EXPECT_EQ(stepped().at({0, 1, 0, 0}), 36.0);  // channel 3 of sample 0
+  EXPECT_EQ(empty().numel(), 0);
+  EXPECT_THROW(nn::AxisSlice(img, 3, 0, 1), ValueError);   // only 3 axes after the batch axis
+  EXPECT_THROW(nn::AxisSlice(img, -1, 0, 1), ValueError);
+  EXPECT_THROW(nn::AxisSlice(img, 0, 0, 1, 0), ValueError);  // step 0
+  EXPECT_THROW(nn::AxisSlice(img, 0, 0, 1, -1), ValueError);  // reversing is Flip's
+
+  // gradient: d sum(w * x[:, 1:6:2]) / dx is w in the taken channels and 0 elsewhere
+  Tensor x = uniform({2, 6, 3, 4}).requires_grad_(true);
+  const Tensor w = uniform({2, 3, 3, 4});
+  nn::Input xi(Shape{-1, 6, 3, 4}, Float32, "xi");
+  const Plan p = Graph::build({nn::AxisSlice(xi, 0, 1, 6, 2, "s")}, {xi}).compile();
+  sum(p(x) * w).backward();
+  Tensor want = zeros({2, 6, 3, 4});
+  slice(want, 1, 1, 6, 2) = w;  // writes through the view
+  EXPECT_TRUE(array_equal(x.grad(), want));
+}
+
 // Flip reverses the given axes after the batch axis: values as flip(), gradients through it, the
 // shape kept, bad axes named; a network applied to an image and its mirror image through one
 // Module (test-time augmentation, as the main job) gives the mean of the two direct calls.

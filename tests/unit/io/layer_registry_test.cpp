@@ -164,6 +164,10 @@ std::map<std::string, std::function<Case()>> cases() {
     Input x(Shape{-1, 2, 3, 5}, Float32, "x");
     return Case{Graph::build({Flip(x, {2, 0}, "f")}, {x}), {data({2, 2, 3, 5})}};
   };
+  c["AxisSlice"] = [] {
+    Input x(Shape{-1, 6, 5}, Float32, "x");
+    return Case{Graph::build({AxisSlice(x, 1, -4, 5, 2, "s")}, {x}), {data({2, 6, 5})}};
+  };
   c["Residual"] = [] {
     Input x(4, Float32, "x");
     return Case{Graph::build({Residual(x, Linear(x, 6, {}, "block"), "res")}, {x}), {data({2, 4})}};
