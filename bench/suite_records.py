@@ -150,7 +150,9 @@ def ui(rows: list[dict]) -> list[dict]:
         text = ("p95 in ms. Loom: runs list of 50 / 100 / 1,000 rows "
                 + p95(loom, "runs list, page of 50", "runs list, page of 100", "runs list, 1000 rows")
                 + ", sorted by a metric " + ms(loom["runs list sorted by val_accuracy"]) + ", filtered " + ms(loom["runs list filtered lr=0.005"])
-                + "; curves (SVG) of 1 / 2 / 10 / 100 runs " + p95(loom, "curves SVG, 1 run", "curves SVG, 2 runs", "curves SVG, 10 runs", "curves SVG, 100 runs")
+                + "; curves (SVG) of 1 / 2 / 10 / 100 / 1,000 runs "
+                + p95(loom, "curves SVG, 1 run", "curves SVG, 2 runs", "curves SVG, 10 runs", "curves SVG, 100 runs", "curves SVG, 1000 runs")
+                + ", as JSON of 100 / 1,000 runs " + p95(loom, "curves JSON, 100 runs", "curves JSON, 1000 runs")
                 + "; compare 2 / 100 runs " + p95(loom, "compare, 2 runs", "compare, 100 runs")
                 + "; group-by SVG / JSON " + p95(loom, "group by lr, SVG", "group by optimizer, JSON")
                 + f"; models, datasets, samples, tasks, the page ≤ {max(rest):.1f}. MLflow {fill.get('mlflow', {}).get('version', '')}, "

@@ -3,6 +3,7 @@
 #include "loom/train/plot.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -18,16 +19,16 @@ namespace {
 const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
+// std::to_chars prints as printf's "%.1f" and "%.6g" do, without the locale and several times
+// faster: the curves of 1,000 runs write about 100,000 coordinates (docs/ui.md).
 std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f", v);
-  return b;
+  char b[400];  // "%.1f" of the largest double: 309 digits
+  return std::string(b, std::to_chars(b, b + sizeof b, v, std::chars_format::fixed, 1).ptr);
 }
 
 std::string value_text(double v) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
+  return std::string(b, std::to_chars(b, b + sizeof b, v, std::chars_format::general, 6).ptr);
 }
 
 // Text and attribute values.

@@ -175,10 +175,12 @@ Response curves(store::Store& store, const Request& r) {
   const int64_t height = int_param(r, "height", 360, 150, 2000);
   const double weight = real_param(r, "smoothing", 0, 0, 0.99);
   const std::string format = choice_param(r, "format", {"svg", "json"});
-  // Only the asked-for metric's epochs are read; every metric's only to say which are valid.
-  const auto asked = param(r, "metric");
-  std::vector<store::RunInfo> runs = load(store, ids, asked ? std::vector<std::string>{*asked} : std::vector<std::string>{});
-  if (asked && std::all_of(runs.begin(), runs.end(), [&](const store::RunInfo& run) { return run.metrics.at(*asked).values.empty(); }))
+  // Only the asked-for metric's epochs are read, or those of "loss", the default when the runs
+  // have it (a quarter of the rows of a run of four metrics); every metric's only to say which are
+  // valid, or to find the default otherwise.
+  const std::string first = param(r, "metric").value_or("loss");
+  std::vector<store::RunInfo> runs = load(store, ids, {first});
+  if (std::all_of(runs.begin(), runs.end(), [&](const store::RunInfo& run) { return run.metrics.at(first).values.empty(); }))
     runs = load(store, ids);
   const std::string metric = metric_of(r, metric_names_of(runs));
   std::vector<Series> series;

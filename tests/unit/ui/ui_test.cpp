@@ -125,6 +125,18 @@ TEST_F(Ui, CurvesOverlayOnePathPerRunWithFullNames) {
   ASSERT_EQ(t["series"][0]["x"].size(), loom_test::kUiEpochs);
   for (size_t e = 0; e < loom_test::kUiEpochs; ++e)
     EXPECT_DOUBLE_EQ(t["series"][0]["x"][e], (info.metrics.at("loss").times_ms[e] - info.started_ms) / 1000.0);
+  // without a metric: "loss" when the runs have it, else their first metric by name
+  EXPECT_EQ(t["metric"], "loss");
+  const int64_t no_loss = store.runs().start("other", "no-loss").id;
+  store.runs().log_epoch(no_loss, 0, {{"top5", 0.5}, {"recall", 0.25}});
+  const json first = body(d.handle(get("/api/runs/curves", {{"runs", std::to_string(no_loss)}, {"format", "json"}})));
+  EXPECT_EQ(first["metric"], "recall");
+  ASSERT_EQ(first["series"].size(), 1u);
+  EXPECT_DOUBLE_EQ(first["series"][0]["y"][0], 0.25);
+  const json mixed = body(d.handle(get("/api/runs/curves", {{"runs", std::to_string(no_loss) + "," + std::to_string(r[1])}, {"format", "json"}})));
+  EXPECT_EQ(mixed["metric"], "loss");
+  EXPECT_EQ(mixed["series"][0]["y"].size(), 0u);  // the run without loss: an empty curve
+  EXPECT_EQ(mixed["series"][1]["y"].size(), loom_test::kUiEpochs);
   EXPECT_EQ(body(d.handle(get("/api/runs/curves", {{"runs", "99999"}})), 404)["error"], "store: no run 99999");
   EXPECT_TRUE(contains_all(body(d.handle(get("/api/runs/curves", {{"runs", "1,x"}})), 400)["error"], {"positive integers"}));
   EXPECT_TRUE(contains_all(body(d.handle(get("/api/runs/curves", {{"runs", std::to_string(r[0])}, {"metric", "acc"}})), 400)["error"],
