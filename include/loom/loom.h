@@ -24,6 +24,7 @@
 #include "loom/ops/nn.h"
 #include "loom/ops/losses.h"
 #include "loom/ops/attention.h"
+#include "loom/ops/rotary.h"
 #include "loom/ops/recurrent.h"
 #include "loom/ops/registry.h"
 #include "loom/autograd/autograd.h"

@@ -353,6 +353,31 @@ void export_layer_norm(B& b, const nn::LayerNormAttributes& a) {
          {{"axis", int64_t{-1}}, {"epsilon", static_cast<float>(a.eps)}});
 }
 
+// opset 17 has no RMSNormalization (opset 23 does): x / sqrt(mean(x^2) + eps) * weight over the last axis
+void export_rms_norm(B& b, const nn::RMSNormAttributes& a) {
+  const std::string sq = b.fresh("rms_square"), ms = b.fresh("rms_mean"), eps = b.fresh("rms_plus_eps"), r = b.fresh("rms_root"),
+                    n = b.fresh("rms_normalized");
+  b.node("Mul", {b.input(0), b.input(0)}, {sq});
+  b.node("ReduceMean", {sq}, {ms}, {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{1}}});
+  b.node("Add", {ms, b.tensor(scalar_tensor(a.eps, b.layer().dtype()), "eps")}, {eps});
+  b.node("Sqrt", {eps}, {r});
+  b.node("Div", {b.input(0), r}, {n});
+  b.node("Mul", {n, b.tensor(b.layer().state().param("weight"), "weight")}, {b.output()});
+}
+
+// down(silu(x gate) * (x up)) as MatMuls
+void export_swiglu(B& b, const nn::SwiGLUAttributes&) {
+  nn::State& s = b.layer().state();
+  const std::string g = b.fresh("swiglu_gate"), sg = b.fresh("swiglu_sigmoid"), a = b.fresh("swiglu_silu"), u = b.fresh("swiglu_up"),
+                    h = b.fresh("swiglu_gated");
+  b.node("MatMul", {b.input(0), b.tensor(s.param("gate"), "gate")}, {g});
+  b.node("Sigmoid", {g}, {sg});
+  b.node("Mul", {g, sg}, {a});
+  b.node("MatMul", {b.input(0), b.tensor(s.param("up"), "up")}, {u});
+  b.node("Mul", {a, u}, {h});
+  b.node("MatMul", {h, b.tensor(s.param("down"), "down")}, {b.output()});
+}
+
 // y = act(x) into `out`; false for a function ONNX has no form of here.
 bool activation(B& b, const nn::ActivationFn& fn, const std::string& x, const std::string& out) {
   struct Simple {
@@ -381,6 +406,23 @@ bool activation(B& b, const nn::ActivationFn& fn, const std::string& x, const st
     b.node("Add", {e, b.tensor(scalar_tensor(1.0, b.layer().dtype()), "one")}, {p});
     b.node("Mul", {x, b.tensor(scalar_tensor(0.5, b.layer().dtype()), "half")}, {h});
     b.node("Mul", {h, p}, {out});
+  } else if (fn.is(nn::gelu_tanh)) {  // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))), as loom::gelu computes it
+    const auto c = [&](double v, const char* name) { return b.tensor(scalar_tensor(v, b.layer().dtype()), name); };
+    const std::string x2 = b.fresh("gelu_x2"), x3 = b.fresh("gelu_x3"), k = b.fresh("gelu_cubic"), in = b.fresh("gelu_inner"),
+                      sc = b.fresh("gelu_scaled"), th = b.fresh("gelu_tanh"), p = b.fresh("gelu_plus1"), h = b.fresh("gelu_half_x");
+    b.node("Mul", {x, x}, {x2});
+    b.node("Mul", {x2, x}, {x3});
+    b.node("Mul", {x3, c(0.044715, "gelu_coefficient")}, {k});
+    b.node("Add", {x, k}, {in});
+    b.node("Mul", {in, c(std::sqrt(2.0 / M_PI), "sqrt_2_over_pi")}, {sc});
+    b.node("Tanh", {sc}, {th});
+    b.node("Add", {th, c(1.0, "one")}, {p});
+    b.node("Mul", {x, c(0.5, "half")}, {h});
+    b.node("Mul", {h, p}, {out});
+  } else if (fn.is(nn::silu)) {  // x * sigmoid(x)
+    const std::string s = b.fresh("silu_sigmoid");
+    b.node("Sigmoid", {x}, {s});
+    b.node("Mul", {x, s}, {out});
   } else
     return false;
   return true;
@@ -728,6 +770,7 @@ bool export_builtin(B& b) {
       try_kind<nn::ConvTransposeAttributes>(b, export_conv_transpose) || try_kind<nn::PoolAttributes>(b, export_pool) ||
       try_kind<nn::AdaptiveAvgPoolAttributes>(b, export_adaptive_avg_pool) ||
       try_kind<nn::BatchNormOptions>(b, export_batch_norm) || try_kind<nn::LayerNormAttributes>(b, export_layer_norm) ||
+      try_kind<nn::RMSNormAttributes>(b, export_rms_norm) || try_kind<nn::SwiGLUAttributes>(b, export_swiglu) ||
       try_kind<nn::ActivationAttributes>(b, export_activation) || try_kind<nn::MergeAttributes>(b, export_merge) ||
       try_kind<nn::ReshapeAttributes>(b, export_reshape) || try_kind<nn::TransposeAttributes>(b, export_transpose) ||
       try_kind<nn::FlipAttributes>(b, export_flip) || try_kind<nn::AxisSliceAttributes>(b, export_slice) || try_kind<nn::LookupAttributes>(b, export_lookup) ||

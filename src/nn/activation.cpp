@@ -57,10 +57,12 @@ const ActivationFn relu6{"relu6", [](const Tensor& x) { return loom::clip(x, 0.0
 // written as torch computes them, so that imported MobileNets round as torch's do
 const ActivationFn hard_sigmoid{"hard_sigmoid", [](const Tensor& x) { return loom::clip(x + 3.0, 0.0, 6.0) / 6.0; }};
 const ActivationFn hard_swish{"hard_swish", [](const Tensor& x) { return x * (loom::clip(x + 3.0, 0.0, 6.0) / 6.0); }};
+const ActivationFn silu{"silu", [](const Tensor& x) { return loom::silu(x); }};
+const ActivationFn gelu_tanh{"gelu_tanh", [](const Tensor& x) { return loom::gelu(x, true); }};
 
 const ActivationFn& activation_by_name(const std::string& name) {
   static const ActivationFn* all[] = {&identity, &relu, &tanh, &sigmoid, &gelu, &elu, &leaky_relu, &softplus, &softmax, &log_softmax,
-                                     &relu6,    &hard_sigmoid, &hard_swish};
+                                     &relu6,    &hard_sigmoid, &hard_swish, &silu, &gelu_tanh};
   std::string known;
   for (const ActivationFn* f : all) {
     if (f->name == name) return *f;

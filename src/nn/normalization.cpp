@@ -123,6 +123,17 @@ struct LayerNormImpl final : KindBase<LayerNormImpl, LayerNormAttributes> {
   }
 };
 
+struct RMSNormImpl final : KindBase<RMSNormImpl, RMSNormAttributes> {
+  bool pure() const override { return true; }
+  const char* kind() const override { return "RMSNorm"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    return rms_norm(in[0], {in[0].shape().back()}, state->param("weight"), attrs.eps);
+  }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    return normalized_shape(*this, in.at(0), true, state->param("weight").shape()[0]);
+  }
+};
+
 }  // namespace
 
 // the forms without input (bound by their first call; nn/registry.h unbound_layer)
@@ -130,6 +141,9 @@ BatchNorm::BatchNorm(BatchNormOptions o, const std::string& name)
     : Layer(unbound_layer("BatchNorm", [o](const LayerSpec& s) -> Layer { return BatchNorm(s.input(), o, s.name); }, name)) {}
 LayerNorm::LayerNorm(double eps, const std::string& name)
     : Layer(unbound_layer("LayerNorm", [eps](const LayerSpec& s) -> Layer { return LayerNorm(s.input(), eps, s.name); }, name)) {}
+
+RMSNorm::RMSNorm(double eps, const std::string& name)
+    : Layer(unbound_layer("RMSNorm", [eps](const LayerSpec& s) -> Layer { return RMSNorm(s.input(), eps, s.name); }, name)) {}
 
 BatchNorm::BatchNorm(const Layer& input, BatchNormOptions o, const std::string& name) {
   if (!input.defined()) throw ValueError("BatchNorm: the input layer is undefined");
@@ -176,11 +190,27 @@ LayerNorm::LayerNorm(const Layer& input, double eps, const std::string& name) {
   static_cast<Layer&>(*this) = Layer(impl);
 }
 
+RMSNorm::RMSNorm(const Layer& input, double eps, const std::string& name) {
+  if (!input.defined()) throw ValueError("RMSNorm: the input layer is undefined");
+  const int64_t n = input.n_units();
+  if (n <= 0) throw ShapeError("RMSNorm: input '" + input.name() + "' must have a known last axis, got " + shape_str(input.shape()));
+  if (!(eps >= 0)) throw ValueError("RMSNorm: eps must be >= 0, got " + std::to_string(eps));
+  auto impl = std::make_shared<RMSNormImpl>();
+  impl->attrs.eps = eps;
+  impl->inputs = {input};
+  impl->dtype = input.dtype();
+  impl->name = unique_name("rms_norm", name);
+  impl->state->add_param("weight", initialize(Init::ones(), {n}, input.dtype()).requires_grad_());
+  impl->shape = detail::shape_by_rule(*impl, {input});
+  static_cast<Layer&>(*this) = Layer(impl);
+}
+
 void detail::register_normalization_layers(AddKind add) {
   add("BatchNorm", [](const LayerSpec& s) -> Layer { return BatchNorm(s.input(), read_attributes<BatchNormOptions>(s.options), s.name); });
   add("LayerNorm", [](const LayerSpec& s) -> Layer {
     return LayerNorm(s.input(), read_attributes<LayerNormAttributes>(s.options).eps, s.name);
   });
+  add("RMSNorm", [](const LayerSpec& s) -> Layer { return RMSNorm(s.input(), read_attributes<RMSNormAttributes>(s.options).eps, s.name); });
 }
 
 }  // namespace loom::nn

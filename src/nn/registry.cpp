@@ -57,6 +57,7 @@ void register_layers() {
     detail::register_normalization_layers(add);
     detail::register_recurrent_layers(add);
     detail::register_attention_layers(add);
+    detail::register_feed_forward_layers(add);
     detail::register_sparse_layers(add);
     detail::register_module_layer(add);
   });

@@ -387,6 +387,7 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   }
   return x * 0.5 * (1.0 + erf(x * M_SQRT1_2));
 }
+Tensor silu(const Tensor& x) { return x * sigmoid(x); }
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   // log(1 + exp(beta x)) / beta, linear above the threshold (as in PyTorch), stable below it
   Tensor bx = x * beta;

@@ -114,6 +114,25 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   return y;
 }
 
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
+  const char* op = "rms_norm";
+  detail::check_defined(x, op);
+  detail::check_float(x, op, "input x");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k >= 1 && k <= x.ndim();
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.shape()[x.ndim() - k + i] == normalized_shape[i];
+  if (!ok)
+    throw ShapeError(std::string(op) + ": normalized_shape " + shape_str(normalized_shape) +
+                     " must be non-empty and match the trailing axes of input x " + describe(x));
+  check_param(weight, x, normalized_shape, op, "weight");
+  if (!(eps >= 0)) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  Axes axes;
+  for (int64_t i = 0; i < k; ++i) axes.push_back(x.ndim() - k + i);
+  Tensor y = multiply(x, rsqrt(mean(square(x), axes, true) + eps));
+  if (weight.defined()) y = multiply(y, weight);
+  return y;
+}
+
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
   const char* op = "layer_norm";

@@ -18,7 +18,7 @@ const std::vector<OpInfo>& op_registry() {
       {"expm1", "elementwise", true}, {"sqrt", "elementwise", true}, {"rsqrt", "elementwise", true},
       {"square", "elementwise", true}, {"sin", "elementwise", true}, {"cos", "elementwise", true},
       {"tanh", "elementwise", true}, {"sigmoid", "elementwise", true}, {"relu", "elementwise", true},
-      {"leaky_relu", "elementwise", true}, {"elu", "elementwise", true}, {"gelu", "elementwise", true},
+      {"leaky_relu", "elementwise", true}, {"elu", "elementwise", true}, {"gelu", "elementwise", true}, {"silu", "elementwise", true},
       {"softplus", "elementwise", true}, {"erf", "elementwise", true}, {"floor", "elementwise", false},
       {"ceil", "elementwise", false}, {"round", "elementwise", false}, {"astype", "elementwise", true},
       // reductions
@@ -46,10 +46,10 @@ const std::vector<OpInfo>& op_registry() {
       // neural networks (docs/nn_ops.md)
       {"conv1d", "nn", true}, {"conv2d", "nn", true}, {"conv2d_transpose", "nn", true},
       {"max_pool2d", "nn", true}, {"avg_pool2d", "nn", true}, {"global_avg_pool2d", "nn", true},
-      {"global_max_pool2d", "nn", true}, {"batch_norm", "nn", true}, {"layer_norm", "nn", true},
+      {"global_max_pool2d", "nn", true}, {"batch_norm", "nn", true}, {"layer_norm", "nn", true}, {"rms_norm", "nn", true},
       {"dropout", "nn", true}, {"embedding", "nn", true}, {"cross_entropy", "nn", true},
       {"nll_loss", "nn", true}, {"binary_cross_entropy_with_logits", "nn", true},
-      {"scaled_dot_product_attention", "nn", true}, {"lstm_cell", "nn", true},
+      {"scaled_dot_product_attention", "nn", true}, {"lstm_cell", "nn", true}, {"rotary_embedding", "nn", true},
   };
   return ops;
 }

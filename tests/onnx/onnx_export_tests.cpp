@@ -170,7 +170,8 @@ std::map<std::string, std::function<Case()>> kind_cases() {
     return one(nn::Linear(x, 3, {}, "fc"), x, {5, 6});
   };
   // by name: the named constants (nn::relu, ...) are not exported from libloom (no LOOM_API) at this commit
-  for (const char* name : {"identity", "relu", "tanh", "sigmoid", "gelu", "elu", "leaky_relu", "softplus", "softmax", "log_softmax"})
+  for (const char* name : {"identity", "relu", "tanh", "sigmoid", "gelu", "elu", "leaky_relu", "softplus", "softmax", "log_softmax",
+                           "silu", "gelu_tanh"})
     m[std::string("activation_") + name] = [name] {
       const nn::ActivationFn* fn = &nn::activation_by_name(name);
       nn::Input x(7, Float32, "x");
@@ -217,6 +218,14 @@ std::map<std::string, std::function<Case()>> kind_cases() {
   m["layer_norm"] = [] {
     nn::Input x(Shape{-1, 4, 6}, Float32, "x");
     return one(nn::LayerNorm(x, 1e-5, "ln"), x, {4, 6});
+  };
+  m["rms_norm"] = [] {
+    nn::Input x(Shape{-1, 4, 6}, Float32, "x");
+    return one(nn::RMSNorm(x, 1e-5, "rms"), x, {4, 6});
+  };
+  m["swiglu"] = [] {
+    nn::Input x(Shape{-1, 5, 6}, Float32, "x");
+    return one(nn::SwiGLU(x, 16, nn::Init::glorot_uniform(), "mlp"), x, {5, 6});
   };
   m["max_pool"] = [] {
     auto x = image();

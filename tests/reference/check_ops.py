@@ -15,6 +15,7 @@ Loom's gradients must match in shape, dtype and value. Prints one line per op an
 "N passed, M failed" (counting cases); exits 1 on any failure.
 """
 import json
+import math
 import os
 import sys
 import warnings
@@ -44,12 +45,12 @@ DECOMPOSITION = {
 }
 TRANSCENDENTAL = {
     "divide", "power", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-    "erf", "elu", "gelu", "softplus", "lstm_cell",
+    "erf", "elu", "gelu", "softplus", "lstm_cell", "silu", "rotary_embedding",
 }
 REDUCTION = {
     "sum", "mean", "prod", "var", "std", "logsumexp", "cumsum", "softmax", "log_softmax", "matmul", "linear", "dot",
     "outer", "tensordot", "conv1d", "conv2d", "conv2d_transpose", "avg_pool2d", "global_avg_pool2d",
-    "batch_norm", "layer_norm", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits",
+    "batch_norm", "layer_norm", "rms_norm", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits",
     "scaled_dot_product_attention", "einsum", "kron", "sparse.mm",
 }
 
@@ -214,6 +215,7 @@ for _name in ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "ta
 R["leaky_relu"] = lambda xs, attrs, cot: F.leaky_relu(fl(xs[0]), attrs["negative_slope"])
 R["elu"] = lambda xs, attrs, cot: F.elu(fl(xs[0]), attrs["alpha"])
 R["gelu"] = lambda xs, attrs, cot: F.gelu(fl(xs[0]), approximate=attrs["approximate"])
+R["silu"] = lambda xs, attrs, cot: F.silu(fl(xs[0]))
 R["softplus"] = lambda xs, attrs, cot: F.softplus(fl(xs[0]), attrs["beta"], attrs["threshold"])
 for _name in ["floor", "ceil", "round"]:
     # integer input: returned unchanged (NumPy keeps the dtype)
@@ -653,6 +655,39 @@ def _layer_norm(xs, a, cot):
     w = xs[1] if a["weight"] else None
     b = xs[2 if a["weight"] else 1] if a["bias"] else None
     return F.layer_norm(xs[0], a["normalized_shape"], w, b, a["eps"])
+
+
+@replay("rms_norm")
+def _rms_norm(xs, a, cot):
+    # torch 1.13 has no F.rms_norm: its documented formula
+    x = xs[0]
+    dims_ = tuple(range(x.dim() - len(a["normalized_shape"]), x.dim()))
+    y = x * torch.rsqrt((x * x).mean(dim=dims_, keepdim=True) + a["eps"])
+    return y * xs[1] if a["weight"] else y
+
+
+@replay("rotary_embedding")
+def _rotary_embedding(xs, a, cot):
+    # the rotate-half form of transformers' Llama (apply_rotary_pos_emb), its frequencies as
+    # _compute_default_rope_parameters / _compute_llama3_parameters compute them, in x's dtype
+    x = xs[0]
+    d, t = x.shape[-1], x.shape[-2]
+    dt = x.dtype
+    inv = 1.0 / (a["base"] ** (torch.arange(0, d, 2, dtype=torch.int64).to(dt) / d))
+    if a["llama3_factor"]:
+        f, lo, hi, old = a["llama3_factor"], a["low_freq_factor"], a["high_freq_factor"], a["original_max_positions"]
+        wl = 2 * math.pi / inv
+        scaled = torch.where(wl > old / lo, inv / f, inv)
+        smooth = (old / wl - lo) / (hi - lo)
+        smoothed = (1 - smooth) * scaled / f + smooth * scaled
+        medium = ~(wl < old / hi) & ~(wl > old / lo)
+        inv = torch.where(medium, smoothed, scaled)
+    pos = (torch.arange(a["offset"], a["offset"] + t, dtype=torch.float64) / a["linear_factor"]).to(dt)
+    ang = pos[:, None] * inv[None, :]
+    emb = torch.cat([ang, ang], -1)
+    cos, sin = emb.to(torch.float64).cos().to(dt), emb.to(torch.float64).sin().to(dt)
+    rotated = torch.cat([-x[..., d // 2:], x[..., : d // 2]], -1)
+    return x * cos + rotated * sin
 
 
 @replay("lstm_cell")

@@ -22,6 +22,7 @@
 #include <loom/ops/normalization.h>
 #include <loom/ops/pooling.h>
 #include <loom/ops/random.h>
+#include <loom/ops/rotary.h>
 #include <loom/ops/recurrent.h>
 #include <loom/ops/reduction.h>
 #include <loom/ops/registry.h>
@@ -332,6 +333,7 @@ void elementwise_cases(Table& t) {
         [](const In& in) { return loom::gelu(in[0], true); }, "{\"approximate\":\"tanh\"}");
   t.add("gelu", "f32 tanh approximation", {X({2, 5})}, [](const In& in) { return loom::gelu(in[0], true); },
         "{\"approximate\":\"tanh\"}");
+  unary(t, "silu", [](auto& x) { return loom::silu(x); }, Domain::Wide, "{}");
   unary(t, "softplus", [](auto& x) { return loom::softplus(x, 2.0, 5.0); }, Domain::Wide, "{\"beta\":2.0,\"threshold\":5.0}");
   t.add("softplus", "f64 default beta/threshold, large inputs", {X({2, 4}, F64).vals({-30, -5, 0.5, 19, 21, 25, -1, 3})},
         [](const In& in) { return loom::softplus(in[0]); }, "{\"beta\":1.0,\"threshold\":20.0}");
@@ -1208,6 +1210,31 @@ void nn_cases(Table& t) {
   ln("f32 (2,3,40) over (3,40) strided view, affine", {X({2, 3, 40}).lay(S_), X({3, 40}), X({3, 40})}, {3, 40}, true, true);
   ln("f32 (5,33) reversed view, no affine", {X({5, 33}).lay(R_)}, {33}, false, false);
   ln("f32 empty batch (0,8) affine", {X({0, 8}), X({8}), X({8})}, {8}, true, true);
+
+  // rms_norm(x, normalized_shape, weight): inputs x, then the weight when given
+  auto rms = [&t](const std::string& label, std::vector<InputSpec> in, Shape ns, bool has_w, double eps) {
+    t.add("rms_norm", label, in, [=](const In& x) { return loom::rms_norm(x[0], ns, has_w ? x[1] : Tensor(), eps); },
+          "{\"normalized_shape\":" + jl(ns) + ",\"eps\":" + std::to_string(eps) + ",\"weight\":" + jb(has_w) + "}");
+  };
+  rms("f32 (2,3,8) over (8,) weight", {X({2, 3, 8}), X({8})}, {8}, true, 1e-6);
+  rms("f64 (2,3,4) over (3,4) weight", {X({2, 3, 4}, F64), X({3, 4}, F64)}, {3, 4}, true, 1e-5);
+  rms("f32 (5,6) no weight", {X({5, 6})}, {6}, false, 1e-6);
+  rms("f32 transposed input view (4,3)", {X({4, 3}).lay(T_), X({3})}, {3}, true, 1e-6);
+  rms("f32 empty batch (0,8)", {X({0, 8}), X({8})}, {8}, true, 1e-6);
+
+  // rotary_embedding(x (..., T, D), offset, base, scaling): Llama's rotate-half pairs
+  auto rope = [&t](const std::string& label, std::vector<InputSpec> in, int64_t offset, RotaryOptions o) {
+    t.add("rotary_embedding", label, in, [=](const In& x) { return loom::rotary_embedding(x[0], offset, o); },
+          "{\"offset\":" + std::to_string(offset) + ",\"base\":" + std::to_string(o.base) + ",\"linear_factor\":" +
+              std::to_string(o.linear_factor) + ",\"llama3_factor\":" + std::to_string(o.llama3_factor) + ",\"low_freq_factor\":" +
+              std::to_string(o.low_freq_factor) + ",\"high_freq_factor\":" + std::to_string(o.high_freq_factor) +
+              ",\"original_max_positions\":" + std::to_string(o.original_max_positions) + "}");
+  };
+  rope("f32 (2,3,5,8) heads, positions 0..4", {X({2, 3, 5, 8})}, 0, {});
+  rope("f64 (4,6) offset 7, base 500000", {X({4, 6}, F64)}, 7, {.base = 500000.0});
+  rope("f32 (2,4,16) linear scaling 4, offset 100", {X({2, 4, 16})}, 100, {.linear_factor = 4.0});
+  rope("f64 (3,64) Llama 3 scaling", {X({3, 64}, F64)}, 2000, {.base = 500000.0, .llama3_factor = 8.0, .original_max_positions = 64});
+  rope("f32 (2,5,8) strided view", {X({2, 5, 8}).lay(S_)}, 3, {});
 
   // lstm_cell(gates (B, 4n), c (B, n)) -> [h2, c2]: batch 1, one unit, widths around the
   // vector lengths (tails), saturating gates, strided / transposed / reversed views, empty batch

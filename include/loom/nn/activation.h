@@ -21,6 +21,9 @@ LOOM_API extern const ActivationFn identity, relu, tanh, sigmoid, gelu, elu, lea
 // PyTorch's ReLU6 (min(max(x, 0), 6)), Hardsigmoid (relu6(x + 3) / 6) and Hardswish (x hardsigmoid(x)),
 // which MobileNets use; ONNX's Clip(0, 6), HardSigmoid(1/6, 1/2) and HardSwish.
 LOOM_API extern const ActivationFn relu6, hard_sigmoid, hard_swish;
+// x sigmoid(x) (torch's SiLU; Llama's SwiGLU gate) and GELU with the tanh approximation (GPT-2's
+// "gelu_new", torch's gelu(approximate="tanh")).
+LOOM_API extern const ActivationFn silu, gelu_tanh;
 // The named activation; throws ValueError listing the known names.
 LOOM_API const ActivationFn& activation_by_name(const std::string& name);
 

@@ -9,6 +9,7 @@
 #include "loom/nn/conv.h"
 #include "loom/nn/dropout.h"
 #include "loom/nn/embedding.h"
+#include "loom/nn/feed_forward.h"
 #include "loom/nn/input.h"
 #include "loom/nn/lambda.h"
 #include "loom/nn/linear.h"

@@ -36,6 +36,15 @@ struct LOOM_API LayerNormAttributes {
   }
 };
 
+// What an RMSNorm layer is besides its input and state.
+struct LOOM_API RMSNormAttributes {
+  double eps = 1e-6;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("eps", eps);
+  }
+};
+
 // Normalizes over axis 1 with batch statistics in Train mode (updating the running averages)
 // and the running averages in Eval mode; buffers "running_mean" and "running_var".
 class LOOM_API BatchNorm : public Layer {
@@ -53,6 +62,15 @@ class LOOM_API LayerNorm : public Layer {
  public:
   LayerNorm(const Layer& input, double eps = 1e-5, const std::string& name = "");
   explicit LayerNorm(double eps = 1e-5, const std::string& name = "");  // bound by its first call
+};
+
+// Root-mean-square normalization over the last axis (n_units) with a learnable weight ("weight",
+// ones at first) and no bias: Llama's RMSNorm (loom::rms_norm). eps 1e-6 as transformers' default
+// (a Llama config's rms_norm_eps).
+class LOOM_API RMSNorm : public Layer {
+ public:
+  RMSNorm(const Layer& input, double eps = 1e-6, const std::string& name = "");
+  explicit RMSNorm(double eps = 1e-6, const std::string& name = "");  // bound by its first call
 };
 
 }  // namespace loom::nn

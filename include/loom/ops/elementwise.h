@@ -56,6 +56,8 @@ LOOM_API Tensor relu(const Tensor& x);
 LOOM_API Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 LOOM_API Tensor elu(const Tensor& x, double alpha = 1.0);
 LOOM_API Tensor gelu(const Tensor& x, bool tanh_approximation = false);
+// x * sigmoid(x) (torch.nn.functional.silu; Swish with beta 1): the gate of Llama's SwiGLU.
+LOOM_API Tensor silu(const Tensor& x);
 LOOM_API Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 
 // dtype conversion (differentiable between floating types)

@@ -22,6 +22,11 @@ LOOM_API Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Te
 LOOM_API Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 
+// Root-mean-square normalization (Zhang & Sennrich 2019; torch.nn.functional.rms_norm, Llama's
+// RMSNorm): x / sqrt(mean(x^2 over `normalized_shape`) + eps), times weight (of shape
+// normalized_shape) when given. No centring, no bias. Differentiable in x and weight.
+LOOM_API Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(), double eps = 1e-6);
+
 // Training-mode batch norm in parts, for batch norm whose statistics are reduced across
 // replicas between the parts (loom::nn::BatchNorm with sync defines synchronized batch norm
 // from them as a custom op, loom/autograd/custom_op.h). Fused CPU kernels for a float32 or

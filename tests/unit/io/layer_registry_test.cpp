@@ -17,6 +17,7 @@
 #include <loom/nn/conv.h>
 #include <loom/nn/dropout.h>
 #include <loom/nn/embedding.h>
+#include <loom/nn/feed_forward.h>
 #include <loom/nn/init.h>
 #include <loom/nn/input.h>
 #include <loom/nn/lambda.h>
@@ -163,6 +164,14 @@ std::map<std::string, std::function<Case()>> cases() {
   c["Flip"] = [] {
     Input x(Shape{-1, 2, 3, 5}, Float32, "x");
     return Case{Graph::build({Flip(x, {2, 0}, "f")}, {x}), {data({2, 2, 3, 5})}};
+  };
+  c["RMSNorm"] = [] {
+    Input x(Shape{-1, 3, 6}, Float32, "x");
+    return Case{Graph::build({RMSNorm(x, 1e-5, "rms")}, {x}), {data({2, 3, 6})}};
+  };
+  c["SwiGLU"] = [] {
+    Input x(Shape{-1, 3, 6}, Float32, "x");
+    return Case{Graph::build({SwiGLU(x, 10, Init::glorot_uniform(), "mlp")}, {x}), {data({2, 3, 6})}};
   };
   c["AxisSlice"] = [] {
     Input x(Shape{-1, 6, 5}, Float32, "x");
