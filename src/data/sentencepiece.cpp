@@ -90,11 +90,11 @@ const SentencePieceApi& api() {
 
 }  // namespace
 
-struct SentencePieceTokenizer::Impl {
+struct detail::SentencePieceImpl {
   const SentencePieceApi* api = nullptr;
   void* handle = nullptr;
   int32_t size = 0;
-  ~Impl() {
+  ~SentencePieceImpl() {
     if (handle) api->release(handle);
   }
   void check_id(int32_t id, const char* op) const {
@@ -112,7 +112,7 @@ bool SentencePieceTokenizer::available(std::string* why) {
 
 SentencePieceTokenizer SentencePieceTokenizer::from_bytes(std::string_view model_bytes, const std::string& origin) {
   const SentencePieceApi& a = api();
-  auto impl = std::make_shared<Impl>();
+  auto impl = std::make_shared<detail::SentencePieceImpl>();
   impl->api = &a;
   const std::string err = a.load(model_bytes, &impl->handle);
   if (!err.empty())

@@ -175,7 +175,7 @@ struct AddedToken {
 
 }  // namespace
 
-struct BpeTokenizer::Impl {
+struct detail::BpeImpl {
   std::string origin;
   // model
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab;  // model and added tokens
@@ -212,12 +212,12 @@ struct BpeTokenizer::Impl {
 
 namespace {
 
-const json& need(const json& j, const char* key, const std::string& where, const BpeTokenizer::Impl& t) {
+const json& need(const json& j, const char* key, const std::string& where, const detail::BpeImpl& t) {
   if (!j.is_object() || !j.contains(key)) t.fail(where + " has no \"" + key + "\"");
   return j.at(key);
 }
 
-bool get_bool(const json& j, const char* key, bool dflt, const std::string& where, const BpeTokenizer::Impl& t) {
+bool get_bool(const json& j, const char* key, bool dflt, const std::string& where, const detail::BpeImpl& t) {
   if (!j.contains(key) || j.at(key).is_null()) return dflt;
   if (!j.at(key).is_boolean()) t.fail(where + "." + key + " must be true or false");
   return j.at(key).get<bool>();
@@ -228,7 +228,7 @@ std::string type_of(const json& j) {
   return "(no type)";
 }
 
-void parse_post_processor(const json& p, BpeTokenizer::Impl& t) {
+void parse_post_processor(const json& p, detail::BpeImpl& t) {
   if (p.is_null()) return;
   const std::string type = type_of(p);
   if (type == "ByteLevel") return;  // trims offsets only: the ids are unchanged
@@ -268,7 +268,7 @@ void parse_post_processor(const json& p, BpeTokenizer::Impl& t) {
   if (!seen_sequence) t.fail("post_processor.single has no Sequence item");
 }
 
-void parse_byte_level(const json& p, bool alone, BpeTokenizer::Impl& t) {
+void parse_byte_level(const json& p, bool alone, detail::BpeImpl& t) {
   t.add_prefix_space = get_bool(p, "add_prefix_space", true, "pre_tokenizer(ByteLevel)", t);
   if (t.add_prefix_space && !alone)
     t.fail("pre_tokenizer: ByteLevel with add_prefix_space after a Split is not supported (valid: add_prefix_space "
@@ -277,7 +277,7 @@ void parse_byte_level(const json& p, bool alone, BpeTokenizer::Impl& t) {
     t.byte_level = std::make_unique<Regex>(kGpt2Pattern, "BpeTokenizer");
 }
 
-void parse_split(const json& p, BpeTokenizer::Impl& t) {
+void parse_split(const json& p, detail::BpeImpl& t) {
   const json& pattern = need(p, "pattern", "pre_tokenizer(Split)", t);
   std::string re;
   if (pattern.is_object() && pattern.contains("Regex") && pattern.at("Regex").is_string()) {
@@ -297,7 +297,7 @@ void parse_split(const json& p, BpeTokenizer::Impl& t) {
   t.splits.push_back(std::make_unique<Regex>(re, "BpeTokenizer: " + t.origin + ": pre_tokenizer(Split)"));
 }
 
-void parse_pre_tokenizer(const json& p, BpeTokenizer::Impl& t) {
+void parse_pre_tokenizer(const json& p, detail::BpeImpl& t) {
   const std::string type = type_of(p);
   if (type == "ByteLevel") return parse_byte_level(p, true, t);
   if (type == "Sequence") {
@@ -314,7 +314,7 @@ void parse_pre_tokenizer(const json& p, BpeTokenizer::Impl& t) {
   t.fail("pre_tokenizer \"" + type + "\" is not supported (valid: ByteLevel, Sequence[Split..., ByteLevel])");
 }
 
-void set_token(BpeTokenizer::Impl& t, int32_t id, const std::string& token, bool special, bool added) {
+void set_token(detail::BpeImpl& t, int32_t id, const std::string& token, bool special, bool added) {
   if (id >= static_cast<int32_t>(t.tokens.size())) {
     t.tokens.resize(id + 1);
     t.token_bytes.resize(id + 1);
@@ -330,7 +330,7 @@ void set_token(BpeTokenizer::Impl& t, int32_t id, const std::string& token, bool
 }  // namespace
 
 BpeTokenizer BpeTokenizer::from_json(std::string_view text, const std::string& origin) {
-  auto t = std::make_shared<Impl>();
+  auto t = std::make_shared<detail::BpeImpl>();
   t->origin = origin;
   std::string err;
   auto parsed = loom::detail::parse_json(text, &err);
@@ -465,7 +465,7 @@ const std::string& BpeTokenizer::id_to_token(int32_t id) const {
 // Merges by rank, lowest first and leftmost among equals (as tokenizers' Word::merge_all): a
 // linked list of symbols and a heap of candidate pairs, each checked when popped against the
 // symbols it was made from. O(n log n) however long the piece.
-void BpeTokenizer::Impl::merge(std::vector<int32_t>& syms) const {
+void detail::BpeImpl::merge(std::vector<int32_t>& syms) const {
   const int n = static_cast<int>(syms.size());
   if (n < 2) return;
   struct Cand {
@@ -507,7 +507,7 @@ void BpeTokenizer::Impl::merge(std::vector<int32_t>& syms) const {
   syms.resize(w);
 }
 
-void BpeTokenizer::Impl::bpe(std::string_view piece, std::vector<int32_t>& out) const {
+void detail::BpeImpl::bpe(std::string_view piece, std::vector<int32_t>& out) const {
   const bool cacheable = piece.size() <= kCacheMaxPiece;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex);
@@ -550,7 +550,7 @@ void BpeTokenizer::Impl::bpe(std::string_view piece, std::vector<int32_t>& out) 
 
 // Step k of the pre-tokenizer on a piece: a Split keeps each match and each gap between matches
 // as pieces (behavior "Isolated"); after the Splits, ByteLevel's expression when it has one.
-void BpeTokenizer::Impl::split_step(size_t step, std::string_view piece, std::vector<int32_t>& out) const {
+void detail::BpeImpl::split_step(size_t step, std::string_view piece, std::vector<int32_t>& out) const {
   const Regex* re = step < splits.size() ? splits[step].get() : step == splits.size() ? byte_level.get() : nullptr;
   if (step > splits.size() || (step == splits.size() && !re)) return bpe(piece, out);
   if (!re) return split_step(step + 1, piece, out);
@@ -573,7 +573,7 @@ void BpeTokenizer::Impl::split_step(size_t step, std::string_view piece, std::ve
 
 // Text between added tokens: valid UTF-8 runs are pre-tokenized, each byte that starts no
 // well-formed sequence is a piece of its own (the rule in tokenizer.h).
-void BpeTokenizer::Impl::encode_segment(std::string_view text, std::vector<int32_t>& out) const {
+void detail::BpeImpl::encode_segment(std::string_view text, std::vector<int32_t>& out) const {
   std::string prefixed;
   if (add_prefix_space && !text.empty() && text[0] != ' ') {
     prefixed.reserve(text.size() + 1);
@@ -600,7 +600,7 @@ void BpeTokenizer::Impl::encode_segment(std::string_view text, std::vector<int32
   }
 }
 
-void BpeTokenizer::Impl::split_added(size_t set, std::string_view text, std::vector<int32_t>& out) const {
+void detail::BpeImpl::split_added(size_t set, std::string_view text, std::vector<int32_t>& out) const {
   if (set == added.size()) return encode_segment(text, out);
   const auto& tokens = added[set];
   if (tokens.empty()) return split_added(set + 1, text, out);

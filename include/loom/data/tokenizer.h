@@ -17,6 +17,11 @@
 
 namespace loom::data {
 
+namespace detail {  // the tokenizers' state, private to libloom (not exported)
+struct BpeImpl;
+struct SentencePieceImpl;
+}  // namespace detail
+
 // Byte-level BPE. Encoding: added tokens (special or not) are found first, leftmost-longest, and
 // kept whole; the text between them is cut by the pre-tokenizer's regular expressions (Split
 // with behavior "Isolated", then ByteLevel's own GPT-2 expression when use_regex), each piece's
@@ -49,11 +54,10 @@ class LOOM_API BpeTokenizer {
   std::optional<int32_t> token_to_id(std::string_view token) const;
   const std::string& id_to_token(int32_t id) const;  // as written in tokenizer.json
 
-  struct Impl;
 
  private:
-  explicit BpeTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
-  std::shared_ptr<const Impl> impl_;
+  explicit BpeTokenizer(std::shared_ptr<const detail::BpeImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const detail::BpeImpl> impl_;
 };
 
 // A SentencePiece model (`tokenizer.model`, as Llama 2 ships it; BPE or unigram) through Debian's
@@ -83,11 +87,10 @@ class LOOM_API SentencePieceTokenizer {
   int32_t eos_id() const;
   int32_t pad_id() const;
 
-  struct Impl;
 
  private:
-  explicit SentencePieceTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
-  std::shared_ptr<const Impl> impl_;
+  explicit SentencePieceTokenizer(std::shared_ptr<const detail::SentencePieceImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const detail::SentencePieceImpl> impl_;
 };
 
 // What train_sentencepiece does with a corpus (sentencepiece's trainer flags of the same names).
