@@ -204,6 +204,31 @@ TEST(BpeTokenizer, RefusesWhatItDoesNotRead) {
   EXPECT_NE(error_of<IOError>([] { BpeTokenizer::load("/nonexistent/tokenizer.json"); }).find("/nonexistent/tokenizer.json"), std::string::npos);
 }
 
+TEST(BpeTokenizer, HostileFilesFailCleanly) {
+  // an expression that backtracks exponentially: PCRE2's match limit ends it with a ValueError
+  json j = tiny_json();
+  j["pre_tokenizer"] = {{"type", "Sequence"},
+                        {"pretokenizers", json::array({json{{"type", "Split"}, {"pattern", {{"Regex", "(a|aa)+$"}}},
+                                                            {"behavior", "Isolated"}, {"invert", false}},
+                                                       json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}};
+  const BpeTokenizer t = BpeTokenizer::from_json(j.dump());
+  const std::string msg = error_of<ValueError>([&] { t.encode(std::string(200, 'a') + "b"); });
+  EXPECT_NE(msg.find("PCRE2"), std::string::npos) << msg;
+  // nesting far deeper than any tokenizer.json: refused before a DOM is built
+  EXPECT_NE(error_of<ValueError>([] { BpeTokenizer::from_json(std::string(100000, '[')); }).find("not a tokenizer.json"),
+            std::string::npos);
+  json k = tiny_json();
+  k["model"]["vocab"]["neg"] = -1;
+  EXPECT_NE(error_of<ValueError>([&] { BpeTokenizer::from_json(k.dump()); }).find("has id -1"), std::string::npos);
+  json m = tiny_json();
+  m["model"]["merges"].push_back(7);
+  EXPECT_NE(error_of<ValueError>([&] { BpeTokenizer::from_json(m.dump()); }).find("must be \"a b\" or [\"a\", \"b\"]"),
+            std::string::npos);
+  json a = tiny_json();
+  a["added_tokens"].push_back(json{{"id", 301}, {"content", ""}});
+  EXPECT_NE(error_of<ValueError>([&] { BpeTokenizer::from_json(a.dump()); }).find("an empty content"), std::string::npos);
+}
+
 TEST(SentencePieceTokenizer, TrainsLoadsEncodesAndDecodes) {
   std::string why;
   if (!data::SentencePieceTokenizer::available(&why)) GTEST_SKIP() << why;
