@@ -410,7 +410,8 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view text, const std::string& o
       t->fail("model.merges[" + std::to_string(rank) + "] (" + loom::detail::quote_text(a) + ", " + loom::detail::quote_text(b) +
               ") names a token that is not in model.vocab");
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(ia->second)) << 32) | static_cast<uint32_t>(ib->second);
-    t->merges.emplace(key, std::make_pair(rank, ic->second));  // the first (lowest) rank of a pair wins
+    // a pair listed twice takes its last rank, as tokenizers' map of merges (built in order) does
+    t->merges.insert_or_assign(key, std::make_pair(rank, ic->second));
     ++rank;
   }
 

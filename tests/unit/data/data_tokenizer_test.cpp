@@ -100,6 +100,15 @@ TEST(BpeTokenizer, MergesByRankLeftmostFirst) {
   EXPECT_FALSE(t.token_to_id("nope").has_value());
 }
 
+TEST(BpeTokenizer, APairListedTwiceTakesItsLastRank) {
+  // as tokenizers' map of merges, built in order: "a b" at ranks 6 and 8, "b c" at 7
+  json j = tiny_json();
+  j["model"]["vocab"]["ab"] = 262;
+  j["model"]["vocab"]["bc"] = 263;
+  for (const char* m : {"a b", "b c", "a b"}) j["model"]["merges"].push_back(m);
+  EXPECT_EQ(BpeTokenizer::from_json(j.dump()).encode("abc"), ids({'a', 263}));
+}
+
 TEST(BpeTokenizer, SpecialTokensAreMatchedBeforePreTokenizing) {
   const BpeTokenizer t = tiny();
   EXPECT_EQ(t.encode("hello<|endoftext|>hello"), ids({259, 300, 259}));
