@@ -31,6 +31,9 @@ PACKAGES=(
   chromium chromium-driver python3-selenium
   # the dashboard draws a model's graph with Graphviz's dot when it is installed (tested when it is)
   graphviz
+  # data::BpeTokenizer: PCRE2 runs tokenizer.json's pre-tokenizer expressions (Unicode properties,
+  # lookahead); data::SentencePieceTokenizer: Debian's SentencePiece library and trainer
+  libpcre2-dev libsentencepiece-dev
   # the text examples' corpus (word2vec, character LSTM): fortune cookies in /usr/share/games/fortunes
   fortunes
 )
@@ -49,8 +52,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # the tests' Python peers: ONNX Runtime in build/onnx-venv, TensorBoard's reader in
-# build/tensorboard-venv, the Triton client in build/serve-venv (each does nothing when it is
-# there already)
-for venv in onnx tensorboard serve; do
+# build/tensorboard-venv, the Triton client in build/serve-venv, tokenizers and sentencepiece in
+# build/text-venv (each does nothing when it is there already)
+for venv in onnx tensorboard serve text; do
   bash "$(dirname "$0")/test_venv.sh" "$venv"
 done

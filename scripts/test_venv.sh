@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes one of the tests' Python environments: `bash scripts/test_venv.sh NAME` makes a venv of
 # Debian's python3 (python3-venv) in build/NAME-venv holding tests/NAME/requirements.txt's pinned
-# PyPI packages (onnx: ONNX Runtime; tensorboard: TensorBoard's event reader). Run by
-# scripts/setup.sh; does nothing when the venv already holds these requirements.
+# PyPI packages (onnx: ONNX Runtime; tensorboard: TensorBoard's event reader; text: tokenizers and
+# sentencepiece). Run by scripts/setup.sh; does nothing when the venv already holds these
+# requirements.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: scripts/test_venv.sh NAME (a folder of tests/ with a requirements.txt)}

@@ -1,10 +1,17 @@
 #include "loom/data/text.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <map>
 
 #include "data/gz_file.h"
+#include "loom/core/describe.h"
 #include "loom/core/file.h"
+#include "loom/core/index.h"
 #include "loom/ops/creation.h"
 
 namespace loom::data {
@@ -180,6 +187,79 @@ Example SequenceBatcher::get(int64_t i) const {
     throw IndexError("SequenceBatcher::get: window " + std::to_string(i) + " is outside [0, " + std::to_string(n_windows_) + ")");
   const int64_t s = i * steps_;
   return {rows_.index({Slice(), Slice(s, s + steps_)}), rows_.index({Slice(), Slice(s + 1, s + steps_ + 1)})};
+}
+
+void write_token_file(const std::string& path, const std::vector<int32_t>& ids, TokenWidth width) {
+  const size_t w = static_cast<size_t>(width);
+  const int64_t limit = width == TokenWidth::UInt16 ? 65535 : INT32_MAX;
+  std::string bytes(ids.size() * w, '\0');
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    if (id < 0 || id > limit)
+      throw ValueError("write_token_file: id " + std::to_string(id) + " at position " + std::to_string(i) + " does not fit " +
+                       (w == 2 ? "UInt16 (valid: 0 to 65535)" : "UInt32 (valid: 0 to 2^31 - 1)"));
+    for (size_t b = 0; b < w; ++b) bytes[i * w + b] = static_cast<char>((static_cast<uint32_t>(id) >> (8 * b)) & 0xFF);
+  }
+  write_file_atomic(path, bytes);
+}
+
+Tensor read_token_file(const std::string& path, TokenWidth width) {
+  const char* op = "read_token_file";
+  const size_t w = static_cast<size_t>(width);
+  RegularFile f(path, op);
+  if (f.size() % w != 0)
+    throw ValueError(std::string(op) + ": '" + path + "' has " + std::to_string(f.size()) + " bytes, not a multiple of " +
+                     std::to_string(w) + " (" + (w == 2 ? "UInt16" : "UInt32") + " ids): the file ends inside an id, or the width is wrong");
+  const int64_t n = static_cast<int64_t>(f.size() / w);
+  Tensor ids = empty({n}, Int32);
+  int32_t* out = ids.data<int32_t>();
+  // read in blocks straight into the tensor: the file is never held twice in memory
+  std::vector<unsigned char> block(std::min<uint64_t>(f.size(), 1 << 20) + 1);
+  int64_t done = 0;
+  while (done < n) {
+    const size_t want = std::min<size_t>((block.size() - 1) / w, static_cast<size_t>(n - done)) * w;
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t r = ::read(f.fd(), block.data() + got, want - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        throw IOError(std::string(op) + ": '" + path + "' ended or failed after " + std::to_string(done * w + got) + " of " +
+                      std::to_string(f.size()) + " bytes" + (r < 0 ? std::string(" (") + std::strerror(errno) + ")" : ""));
+      got += static_cast<size_t>(r);
+    }
+    for (size_t k = 0; k < want / w; ++k) {
+      const unsigned char* p = block.data() + k * w;
+      const uint32_t v = w == 2 ? (p[0] | (p[1] << 8)) : (p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24));
+      if (v > static_cast<uint32_t>(INT32_MAX))
+        throw ValueError(std::string(op) + ": '" + path + "' holds id " + std::to_string(v) + " at position " + std::to_string(done + k) +
+                         " (valid: 0 to 2^31 - 1)");
+      out[done + k] = static_cast<int32_t>(v);
+    }
+    done += static_cast<int64_t>(want / w);
+  }
+  return ids;
+}
+
+TokenWindows::TokenWindows(Tensor ids, int64_t steps, int64_t stride) : ids_(std::move(ids)), steps_(steps), stride_(stride ? stride : steps) {
+  if (!ids_.defined() || ids_.ndim() != 1 || !is_integral(ids_.dtype()))
+    throw ValueError("TokenWindows: ids must be a 1-D integer tensor, got " + (ids_.defined() ? describe(ids_) : std::string("an undefined tensor")));
+  if (steps < 1) throw ValueError("TokenWindows: steps must be >= 1, got " + std::to_string(steps));
+  if (stride < 0) throw ValueError("TokenWindows: stride must be >= 0 (0: steps), got " + std::to_string(stride));
+  const int64_t n = ids_.dim(0);
+  if (n < steps + 1)
+    throw ValueError("TokenWindows: " + std::to_string(n) + " ids hold no window of " + std::to_string(steps) +
+                     " steps (valid: at least steps + 1 = " + std::to_string(steps + 1) + " ids: the inputs and the target after the last)");
+  n_windows_ = (n - steps - 1) / stride_ + 1;
+}
+
+TokenWindows::TokenWindows(const std::string& path, TokenWidth width, int64_t steps, int64_t stride)
+    : TokenWindows(read_token_file(path, width), steps, stride) {}
+
+Example TokenWindows::get(int64_t i) const {
+  if (i < 0 || i >= n_windows_)
+    throw IndexError("TokenWindows::get: window " + std::to_string(i) + " is outside [0, " + std::to_string(n_windows_) + ")");
+  const int64_t s = i * stride_;
+  return {ids_.index({Slice(s, s + steps_)}), ids_.index({Slice(s + 1, s + steps_ + 1)})};
 }
 
 }  // namespace loom::data

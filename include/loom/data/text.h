@@ -1,6 +1,7 @@
 #pragma once
 // Text for language modelling: a Vocabulary of whitespace tokens, files to token ids, and
-// (batch, steps) windows over a token stream as in the PTB examples.
+// (batch, steps) windows over a token stream as in the PTB examples; token files and the
+// (input, target) windows of a language model's training (TokenWindows).
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -78,6 +79,42 @@ class LOOM_API SequenceBatcher : public Dataset {
   Tensor rows_;
   int64_t steps_;
   int64_t n_windows_;
+};
+
+// Token files: the ids of a tokenized corpus as raw little-endian unsigned integers of 2 bytes
+// (UInt16, nanoGPT's train.bin, vocabularies up to 65536) or 4 (UInt32), no header.
+enum class TokenWidth : uint8_t { UInt16 = 2, UInt32 = 4 };
+
+// Writes `ids` as a token file, atomically. Throws ValueError naming the first id that does not
+// fit the width (or is negative).
+LOOM_API void write_token_file(const std::string& path, const std::vector<int32_t>& ids, TokenWidth width);
+// Reads a token file once into an int32 tensor (n,). Throws IOError for an unreadable file and
+// ValueError for a size that is not a multiple of the width or a UInt32 id of 2^31 or more.
+LOOM_API Tensor read_token_file(const std::string& path, TokenWidth width);
+
+// (input, target) windows of `steps` tokens over a 1-D stream of ids, for training a language
+// model on random windows: window i starts at s = i * stride, input = ids[s : s + steps] and
+// target = ids[s + 1 : s + steps + 1] (the next token at each step). There are
+// (n - steps - 1) / stride + 1 windows; the tail that fills no window is not used. get(i)
+// returns views of `ids` (no copy per window; a batch copies once, when it is stacked). Shuffle
+// with the loader (LoaderOptions{.shuffle = true, .seed = s}): a seeded permutation of the
+// windows per epoch, the same for the same seed.
+class LOOM_API TokenWindows : public Dataset {
+ public:
+  // ids: a 1-D integer tensor (read_token_file's, or a tokenizer's ids); stride 0 means steps
+  // (windows side by side). Throws ValueError for steps < 1, stride < 0 or fewer than steps + 1 ids.
+  TokenWindows(Tensor ids, int64_t steps, int64_t stride = 0);
+  // Over a token file (read once, read_token_file).
+  TokenWindows(const std::string& path, TokenWidth width, int64_t steps, int64_t stride = 0);
+  int64_t size() const override { return n_windows_; }
+  Example get(int64_t i) const override;
+  const Tensor& ids() const { return ids_; }
+  int64_t steps() const { return steps_; }
+  int64_t stride() const { return stride_; }
+
+ private:
+  Tensor ids_;
+  int64_t steps_ = 0, stride_ = 0, n_windows_ = 0;
 };
 
 }  // namespace loom::data
