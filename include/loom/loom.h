@@ -73,6 +73,7 @@
 #include "loom/train/callbacks.h"
 #include "loom/train/clip.h"
 #include "loom/train/data_parallel.h"
+#include "loom/train/generation.h"
 #include "loom/train/history.h"
 #include "loom/train/loss.h"
 #include "loom/train/losses.h"
