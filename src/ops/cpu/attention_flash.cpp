@@ -188,6 +188,25 @@ struct Plane {
   }
 };
 
+// dst (cols x ldd, zero beyond rows) = src (rows x cols)^T: float32 operands laid out so that a
+// product with them is A B, which gemm_rows runs in its register tiles (A B^T through
+// gemm_rows_bt folds every element's lanes at the end: several times slower at these sizes).
+template <typename T>
+void transpose_into(T* dst, int64_t ldd, const T* src, int64_t rows, int64_t cols) {
+  for (int64_t c = 0; c < cols; ++c) std::fill(dst + c * ldd + rows, dst + (c + 1) * ldd, T(0));
+  for (int64_t r0 = 0; r0 < rows; r0 += 16)
+    for (int64_t c0 = 0; c0 < cols; c0 += 16)
+      for (int64_t r = r0; r < std::min(rows, r0 + 16); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + 16); ++c) dst[c * ldd + r] = src[r * cols + c];
+}
+
+// Rounded up to a multiple of 16 floats (any vector width's multiple).
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+// The row stride of a transposed operand of n columns: 16 floats more than round16(n), so that
+// its rows are not a power of two apart (a column written down 16 rows 1 KiB apart fell in one
+// cache set: the transposes took a fifth of the forward's time at S = 256).
+int64_t transposed_ld(int64_t n) { return round16(n) + 16; }
+
 template <typename T>
 void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionParams& p, int64_t E, int64_t Ev) {
   const TileOps<T> ops;
@@ -196,6 +215,14 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
   const T scale = static_cast<T>(p.scale);
   const T ninf = -std::numeric_limits<T>::infinity();
   const bool dropout = p.dropout_p > 0;
+  // float32: k transposed per key / value head (E x Sp), so that q k^T is a gemm_rows product
+  constexpr bool kT = std::is_same_v<T, float>;
+  const int64_t Sp = transposed_ld(S);
+  std::vector<T> kt(kT ? static_cast<size_t>(p.B * p.Hkv * E * Sp) : 0);
+  if constexpr (kT)
+    parallel_range(0, p.B * p.Hkv, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h) transpose_into(kt.data() + h * E * Sp, Sp, k + h * S * E, S, E);
+    });
   parallel_range(0, p.B * H * nqt, 1, [&](int64_t t0, int64_t t1) {
     std::vector<T> qs(static_cast<size_t>(kBr * E)), s(static_cast<size_t>(kBr * kBc)), pv(static_cast<size_t>(kBr * Ev)),
         acc(static_cast<size_t>(kBr * Ev)), m(kBr), l(kBr), alpha(kBr);
@@ -213,7 +240,12 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
       for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
         const int64_t bc = std::min(kBc, S - j0);
         if (!plane.tile_live(i0, br, j0, bc)) continue;
-        ops.gemm_nt(s.data(), kBc, qs.data(), E, K + j0 * E, E, br, bc, E);
+        if constexpr (kT) {
+          const int64_t bcp = std::min(kBc, round16(bc));  // the zero columns past S give scores left unread
+          ops.gemm_nn(s.data(), kBc, qs.data(), E, kt.data() + kvh * E * Sp + j0, Sp, br, bcp, E);
+        } else {
+          ops.gemm_nt(s.data(), kBc, qs.data(), E, K + j0 * E, E, br, bc, E);
+        }
         if (plane.tile_masked(i0, j0, bc))
           for (int64_t r = 0; r < br; ++r)
             for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] = plane.masked(s[r * kBc + c], i0 + r, j0 + c);
@@ -257,7 +289,12 @@ void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, con
   const int64_t L = p.L, S = p.S, H = p.H, group = p.H / p.Hkv;
   const T scale = static_cast<T>(p.scale);
   const bool dropout = p.dropout_p > 0;
+  // float32: the scaled q and dO of each query head transposed (E x Lp, Ev x Lp), so that
+  // k q^T and v dO^T are gemm_rows products
+  constexpr bool kT = std::is_same_v<T, float>;
+  const int64_t Lp = transposed_ld(L);
   parallel_range(0, p.B * p.Hkv, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<T> qst(kT ? static_cast<size_t>(group * E * Lp) : 0), got(kT ? static_cast<size_t>(group * Ev * Lp) : 0);
     std::vector<T> qs(static_cast<size_t>(group * L * E)), dd(static_cast<size_t>(group * L)), st(kBc * kBr), pd, dpt(kBc * kBr),
         ds(kBr * kBc), tmp(static_cast<size_t>(std::max(kBc, kBr) * std::max(E, Ev)));
     if (dropout) pd.resize(kBc * kBr);
@@ -273,6 +310,11 @@ void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, con
       const T* O = out + (b * H + h0) * L * Ev;
       const T* LSE = lse + (b * H + h0) * L;
       ops.scale(qs.data(), Q, scale, group * L * E);
+      if constexpr (kT)
+        for (int64_t g = 0; g < group; ++g) {
+          transpose_into(qst.data() + g * E * Lp, Lp, qs.data() + g * L * E, L, E);
+          transpose_into(got.data() + g * Ev * Lp, Lp, GO + g * L * Ev, L, Ev);
+        }
       for (int64_t r = 0; r < group * L; ++r) {
         T d = 0;
         for (int64_t e = 0; e < Ev; ++e) d += GO[r * Ev + e] * O[r * Ev + e];
@@ -297,7 +339,9 @@ void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, con
             const T* lse_i = LSE + g * L + i0;
             const T* d_i = dd.data() + g * L + i0;
             // P^T (bc x br)
-            ops.gemm_nt(st.data(), kBr, Kj, E, Qi, E, bc, br, E);
+            const int64_t brp = std::min(kBr, round16(br));  // columns past L: left unread
+            if constexpr (kT) ops.gemm_nn(st.data(), kBr, Kj, E, qst.data() + g * E * Lp + i0, Lp, bc, brp, E);
+            else ops.gemm_nt(st.data(), kBr, Kj, E, Qi, E, bc, br, E);
             if (plane.tile_masked(i0, j0, bc))
               for (int64_t c = 0; c < bc; ++c)
                 for (int64_t r = 0; r < br; ++r) st[c * kBr + r] = plane.masked(st[c * kBr + r], i0 + r, j0 + c);
@@ -312,7 +356,8 @@ void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, con
             ops.gemm_nn(tmp.data(), Ev, pt, kBr, GOi, Ev, bc, Ev, br);
             ops.add(dV + j0 * Ev, tmp.data(), bc * Ev);
             // dP^T = V_j dO_i^T, through the dropout; dS^T = P^T (dP^T - D)
-            ops.gemm_nt(dpt.data(), kBr, Vj, Ev, GOi, Ev, bc, br, Ev);
+            if constexpr (kT) ops.gemm_nn(dpt.data(), kBr, Vj, Ev, got.data() + g * Ev * Lp + i0, Lp, bc, brp, Ev);
+            else ops.gemm_nt(dpt.data(), kBr, Vj, Ev, GOi, Ev, bc, br, Ev);
             if (dropout)
               for (int64_t c = 0; c < bc; ++c)
                 for (int64_t r = 0; r < br; ++r) dpt[c * kBr + r] *= plane.drop(i0 + r, j0 + c);
