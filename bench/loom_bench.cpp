@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,6 +64,40 @@ const Gemm kGemms[] = {{"256", 256, 256, 256}, {"1024", 1024, 1024, 1024}, {"204
 // Keeps a result alive so the compiler cannot drop the call.
 volatile float g_sink = 0;
 
+// Causal self-attention (8, 6, T, 64), float32: the fused kernel behind
+// scaled_dot_product_attention, forward and forward + backward, and the math form it replaced
+// (the composite of matmul, where and softmax that forms the (T, T) scores), written out here.
+void attention_workloads(loom::Generator& gen) {
+  using namespace loom;
+  for (const int64_t T : {int64_t{256}, int64_t{1024}}) {
+    const std::string t = std::to_string(T);
+    const std::vector<std::string> names = {"attention_causal_T" + t + "_fwd", "attention_causal_T" + t + "_fwdbwd",
+                                            "attention_math_causal_T" + t + "_fwd", "attention_math_causal_T" + t + "_fwdbwd"};
+    if (std::none_of(names.begin(), names.end(), wanted)) continue;
+    Tensor q = randn({8, 6, T, 64}, Float32, Device::cpu(), &gen), k = randn({8, 6, T, 64}, Float32, Device::cpu(), &gen),
+           v = randn({8, 6, T, 64}, Float32, Device::cpu(), &gen), g = randn({8, 6, T, 64}, Float32, Device::cpu(), &gen);
+    const Tensor keep = less_equal(reshape(arange(T), {1, T}), reshape(arange(T), {T, 1}));
+    auto math = [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+      Tensor s = matmul(a, swapaxes(b, -1, -2)) * (1.0 / 8.0);
+      s = where(keep, s, scalar_tensor(-INFINITY, Float32));
+      return matmul(softmax(s, -1), c);
+    };
+    auto fused = [](const Tensor& a, const Tensor& b, const Tensor& c) { return scaled_dot_product_attention(a, b, c, Tensor(), true); };
+    const int samples = T > 256 ? 5 : 11;
+    const double budget = T > 256 ? 4.0 : 2.0;
+    for (int m = 0; m < 2; ++m) {
+      const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> f =
+          m ? std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>(math) : fused;
+      emit(names[2 * m], [&] { g_sink = f(q, k, v).data<float>()[0]; }, samples, budget);
+      emit(names[2 * m + 1], [&] {
+        GradModeScope on(true);
+        std::vector<Tensor> in{q.detach().requires_grad_(true), k.detach().requires_grad_(true), v.detach().requires_grad_(true)};
+        g_sink = grad(f(in[0], in[1], in[2]), in, g)[0].data<float>()[0];
+      }, samples, budget);
+    }
+  }
+}
+
 void loom_workloads() {
   using namespace loom;
   NoGrad no_grad;
@@ -93,6 +128,7 @@ void loom_workloads() {
   emit("softmax_128x1000", [&] { g_sink = softmax(s, 1).data<float>()[0]; });
   Tensor e1 = randn({1}, Float32, Device::cpu(), &gen), e2 = zeros({1});
   emit("overhead_add_1elem", [&] { g_sink = add(e1, e2).data<float>()[0]; });
+  attention_workloads(gen);
 }
 
 std::vector<float> random_floats(size_t n, unsigned seed) {

@@ -596,14 +596,30 @@ std::string split_heads(B& b, const std::string& x, int64_t heads, int64_t e, co
   return t;
 }
 
+// (N, Hkv, S, d) -> (N, Hkv * group, S, d), each head repeated over its group of query heads
+// (grouped-query attention; torch's repeat_interleave): Unsqueeze, Expand, Reshape.
+std::string repeat_heads(B& b, const std::string& x, int64_t kv_heads, int64_t group, int64_t d, const std::string& tag) {
+  if (group == 1) return x;
+  const std::string u = b.fresh(tag + "_grouped"), e = b.fresh(tag + "_expanded"), r = b.fresh(tag + "_repeated");
+  b.node("Unsqueeze", {x, b.ints({2}, "axis2")}, {u});  // (N, Hkv, 1, S, d)
+  b.node("Expand", {u, b.ints({1, 1, group, 1, 1}, "group_shape")}, {e});
+  b.node("Reshape", {e, b.ints({0, kv_heads * group, -1, d}, "repeated_shape")}, {r});
+  return r;
+}
+
 // Loom's attend (nn/attention.cpp) on values q (N, L, E), k and v (N, S, E); `keep` (N, S) bool
 // or empty. Scores are scaled by 1 / sqrt(E / H); masked scores are -inf before the softmax.
+// kv_heads < heads: grouped-query attention (k and v projected to kv_heads heads).
 void attend(B& b, const nn::State& s, const std::string& q, const std::string& k, const std::string& v, int64_t heads, bool causal,
-            const std::string& keep, const std::string& out) {
+            const std::string& keep, const std::string& out, int64_t kv_heads = 0) {
   const int64_t e = s.param("q_weight").shape()[0], d = e / heads;
+  if (kv_heads <= 0) kv_heads = heads;
+  const int64_t group = heads / kv_heads;
   const std::string qh = split_heads(b, affine(b, q, s, "q_weight", "q_bias", "q"), heads, e, "q");
-  const std::string kh = split_heads(b, affine(b, k, s, "k_weight", "k_bias", "k"), heads, e, "k");
-  const std::string vh = split_heads(b, affine(b, v, s, "v_weight", "v_bias", "v"), heads, e, "v");
+  const std::string kh = repeat_heads(b, split_heads(b, affine(b, k, s, "k_weight", "k_bias", "k"), kv_heads, d * kv_heads, "k"),
+                                      kv_heads, group, d, "k");
+  const std::string vh = repeat_heads(b, split_heads(b, affine(b, v, s, "v_weight", "v_bias", "v"), kv_heads, d * kv_heads, "v"),
+                                      kv_heads, group, d, "v");
   const std::string kt = b.fresh("k_t"), raw = b.fresh("scores_raw");
   b.node("Transpose", {kh}, {kt}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   b.node("MatMul", {qh, kt}, {raw});
@@ -645,7 +661,7 @@ void attend(B& b, const nn::State& s, const std::string& q, const std::string& k
 
 void export_attention(B& b, const nn::AttentionAttributes& a) {
   const std::string keep = b.layer().inputs().size() > 3 ? b.input(3) : "";
-  attend(b, b.layer().state(), b.input(0), b.input(1), b.input(2), a.n_heads, a.causal, keep, b.output());
+  attend(b, b.layer().state(), b.input(0), b.input(1), b.input(2), a.n_heads, a.causal, keep, b.output(), a.n_kv_heads);
 }
 
 const nn::State& child_state(const nn::State& s, const std::string& name) {

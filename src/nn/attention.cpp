@@ -10,6 +10,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/nn.h"
 #include "loom/ops/normalization.h"
+#include "loom/ops/random.h"
 #include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 
@@ -17,11 +18,17 @@ namespace loom::nn {
 
 namespace {
 
-void add_attention_params(State& s, int64_t e, bool bias, DType dtype) {
-  for (const char* w : {"q_weight", "k_weight", "v_weight", "out_weight"})
-    s.add_param(w, initialize(Init::glorot_uniform(), {e, e}, dtype).requires_grad_());
+// kv: the key and value projections' units (e, or fewer with grouped-query attention).
+void add_attention_params(State& s, int64_t e, bool bias, DType dtype, int64_t kv) {
+  for (const char* w : {"q_weight", "k_weight", "v_weight", "out_weight"}) {
+    const bool is_kv = w[0] == 'k' || w[0] == 'v';
+    s.add_param(w, initialize(Init::glorot_uniform(), {e, is_kv ? kv : e}, dtype).requires_grad_());
+  }
   if (bias)
-    for (const char* b : {"q_bias", "k_bias", "v_bias", "out_bias"}) s.add_param(b, initialize(Init::zeros(), {e}, dtype).requires_grad_());
+    for (const char* b : {"q_bias", "k_bias", "v_bias", "out_bias"}) {
+      const bool is_kv = b[0] == 'k' || b[0] == 'v';
+      s.add_param(b, initialize(Init::zeros(), {is_kv ? kv : e}, dtype).requires_grad_());
+    }
 }
 
 Tensor project(const State& s, const Tensor& x, const char* w, const char* b) {
@@ -35,11 +42,21 @@ Tensor split_heads(const Tensor& x, int64_t h) {
   return permute(reshape(x, {n, l, h, e / h}), {0, 2, 1, 3});
 }
 
+// How one call attends besides its heads' count and causality: key / value heads (grouped-query
+// attention when fewer than the heads) and dropout on the weights (p = 0: none).
+struct AttendExtras {
+  int64_t kv_heads = 0;  // 0: as many as the query heads
+  double dropout = 0;
+  Generator* gen = nullptr;
+};
+
 // Multi-head attention on tensors; `keep` (N, S) bool marks real key positions (may be undefined).
-Tensor attend(const State& s, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal, const Tensor& keep) {
+Tensor attend(const State& s, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal, const Tensor& keep,
+              const AttendExtras& x = {}) {
+  const int64_t kv_heads = x.kv_heads > 0 ? x.kv_heads : heads;
   Tensor qh = split_heads(project(s, q, "q_weight", "q_bias"), heads);
-  Tensor kh = split_heads(project(s, k, "k_weight", "k_bias"), heads);
-  Tensor vh = split_heads(project(s, v, "v_weight", "v_bias"), heads);
+  Tensor kh = split_heads(project(s, k, "k_weight", "k_bias"), kv_heads);
+  Tensor vh = split_heads(project(s, v, "v_weight", "v_bias"), kv_heads);
   Tensor mask;
   if (keep.defined()) {
     mask = reshape(astype(keep, Bool), {keep.dim(0), 1, 1, keep.dim(1)});  // broadcast over heads and queries
@@ -50,7 +67,7 @@ Tensor attend(const State& s, const Tensor& q, const Tensor& k, const Tensor& v,
       causal = false;
     }
   }
-  Tensor o = scaled_dot_product_attention(qh, kh, vh, mask, causal);
+  Tensor o = scaled_dot_product_attention(qh, kh, vh, mask, causal, std::nullopt, x.dropout, kv_heads != heads, x.gen);
   const int64_t n = q.dim(0), l = q.dim(1), e = q.dim(2);
   return project(s, reshape(permute(o, {0, 2, 1, 3}), {n, l, e}), "out_weight", "out_bias");
 }
@@ -63,6 +80,16 @@ void check_units(const Layer& l, int64_t e, int64_t heads, const char* kind) {
     throw ShapeError(std::string(kind) + ": input '" + l.name() + "' has " + std::to_string(l.n_units()) + " units, expected " + std::to_string(e));
   if (heads <= 0 || e % heads != 0)
     throw ValueError(std::string(kind) + ": " + std::to_string(e) + " units do not split into " + std::to_string(heads) + " heads");
+}
+
+// Key / value heads of a grouped-query attention: 0 means n_heads; otherwise in [1, n_heads]
+// and dividing n_heads. Returns the resolved count.
+int64_t check_kv_heads(int64_t kv, int64_t heads, const char* kind) {
+  if (kv == 0) return heads;
+  if (kv < 0 || kv > heads || heads % kv != 0)
+    throw ValueError(std::string(kind) + ": n_kv_heads " + std::to_string(kv) + " must divide n_heads " + std::to_string(heads) +
+                     " (valid: a divisor of n_heads, e.g. 1 for multi-query attention, or 0 / n_heads for none)");
+  return kv;
 }
 
 
@@ -91,9 +118,11 @@ int64_t check_mask(const Shape& mask, int64_t batch, int64_t length, const Shape
 
 struct MHAImpl final : KindBase<MHAImpl, AttentionAttributes> {
   bool has_mask = false;
+  std::shared_ptr<Generator> gen = std::make_shared<Generator>(0);  // the weights' dropout
   const char* kind() const override { return "MultiHeadAttention"; }
-  Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    return attend(*state, in[0], in[1], in[2], attrs.n_heads, attrs.causal, has_mask ? in[3] : Tensor());
+  Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
+    const AttendExtras x{.kv_heads = attrs.n_kv_heads, .dropout = mode == Mode::Train ? attrs.dropout : 0.0, .gen = gen.get()};
+    return attend(*state, in[0], in[1], in[2], attrs.n_heads, attrs.causal, has_mask ? in[3] : Tensor(), x);
   }
   // query (N, L, E), key and value (N, S, E) [, mask (N, S)] -> (N, L, E)
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
@@ -157,8 +186,11 @@ MultiHeadAttention::MultiHeadAttention(const Layer& q, const Layer& k, const Lay
   if (!q.defined()) throw ValueError("MultiHeadAttention: the query layer is undefined");
   const int64_t e = q.n_units();
   for (const Layer* l : {&q, &k, &v}) check_units(*l, e, heads, kind);
+  const int64_t kv_heads = check_kv_heads(o.n_kv_heads, heads, kind);
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    throw ValueError(std::string(kind) + ": dropout must be in [0, 1), got " + std::to_string(o.dropout));
   auto impl = std::make_shared<MHAImpl>();
-  impl->attrs = {.n_heads = heads, .causal = o.causal, .bias = o.bias};
+  impl->attrs = {.n_heads = heads, .causal = o.causal, .bias = o.bias, .n_kv_heads = kv_heads, .dropout = o.dropout};
   impl->inputs = {q, k, v};
   if (padding_mask) {
     impl->has_mask = true;
@@ -166,7 +198,7 @@ MultiHeadAttention::MultiHeadAttention(const Layer& q, const Layer& k, const Lay
   }
   impl->dtype = q.dtype();
   impl->name = unique_name("attention", name);
-  add_attention_params(*impl->state, e, o.bias, q.dtype());
+  add_attention_params(*impl->state, e, o.bias, q.dtype(), e / heads * kv_heads);
   impl->shape = detail::shape_by_rule(*impl, impl->inputs);
   static_cast<Layer&>(*this) = Layer(impl);
 }
@@ -194,7 +226,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(const Layer& input, int64_t hea
   impl->dtype = input.dtype();
   impl->name = unique_name("transformer_encoder", name);
   auto att = std::make_shared<State>();
-  add_attention_params(*att, e, true, input.dtype());
+  add_attention_params(*att, e, true, input.dtype(), e);
   auto ff = std::make_shared<State>();
   ff->add_param("w1", initialize(Init::glorot_uniform(), {e, o.ff_units}, input.dtype()).requires_grad_());
   ff->add_param("b1", initialize(Init::zeros(), {o.ff_units}, input.dtype()).requires_grad_());
@@ -218,7 +250,8 @@ void detail::register_attention_layers(AddKind add) {
     std::optional<Layer> mask;
     if (s.inputs.size() == 4) mask = s.inputs[3];
     const auto a = read_attributes<AttentionAttributes>(s.options);
-    return MultiHeadAttention(s.inputs[0], s.inputs[1], s.inputs[2], a.n_heads, {.causal = a.causal, .bias = a.bias}, mask, s.name);
+    return MultiHeadAttention(s.inputs[0], s.inputs[1], s.inputs[2], a.n_heads,
+                              {.causal = a.causal, .bias = a.bias, .n_kv_heads = a.n_kv_heads, .dropout = a.dropout}, mask, s.name);
   });
   add("TransformerEncoderLayer", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(1, 2);  // the input (and a padding mask)

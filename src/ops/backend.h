@@ -104,6 +104,26 @@ struct AdagradStep {
   double weight_decay, eps;
 };
 
+// Fused scaled dot-product attention (ops/attention.h) over contiguous q (B, H, L, E), k (B, Hkv,
+// S, E), v (B, Hkv, S, Ev), all of one float dtype, L, S, E, Ev >= 1: query head h reads key /
+// value head h / group (group = H / Hkv; grouped-query attention without copying k and v).
+struct AttentionParams {
+  int64_t B = 1, H = 1, Hkv = 1, L = 0, S = 0, E = 0, Ev = 0;
+  double scale = 1;
+  bool causal = false;  // j > i masked (top-left aligned)
+  // Optional mask, bool (true = attend) or of the operands' dtype (added to the scaled
+  // scores): element (b * H + h, i, j) at mask_offset[b * H + h] + i * mask_stride_l +
+  // j * mask_stride_s (zero strides: broadcast), so a (N, 1, 1, S) padding mask is read as it is.
+  Tensor mask;
+  std::vector<int64_t> mask_offset;
+  int64_t mask_stride_l = 0, mask_stride_s = 0;
+  // Dropout on the attention weights: weight (bh, i, j) kept, times 1 / (1 - p), where
+  // unit53(random_mix(dropout_key, (bh * L + i) * S + j)) < 1 - p: bernoulli's draw over the
+  // scores' shape with that key, so the math form with dropout reproduces it.
+  double dropout_p = 0;
+  uint64_t dropout_key = 0;
+};
+
 struct Backend {
   // dst and src have the same shape (src may be a broadcast view); converts dtypes.
   void (*copy)(const Tensor& dst, const Tensor& src);
@@ -221,6 +241,16 @@ struct Backend {
   // the target, 0 in ignored rows: the composite's bits.
   void (*cross_entropy_rows_backward_f32)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& m,
                                           const Tensor& ls, const Tensor& t, int64_t ignore_index);
+
+  // Fused attention (FlashAttention): out (B, H, L, Ev) and lse (B, H, L; log-sum-exp of each
+  // row's scaled, masked scores; +inf for a row with every position masked, whose output is
+  // NaN) without forming the L x S scores; and its backward for gout (out's shape), recomputing
+  // the weights from lse: dq, dk, dv (q's, k's, v's shapes). Null: the op runs its math form.
+  void (*attention_forward)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const AttentionParams& p);
+  void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& gout, const Tensor& q,
+                             const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                             const AttentionParams& p);
 
   // --- optimizer updates (the fused path of train's optimizers): elements [begin, end) of
   // contiguous tensors of one dtype, float32 or float64, updated in place; an undefined state

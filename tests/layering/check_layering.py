@@ -50,8 +50,10 @@ TEST_LEVEL = {**RANK, "common": RANK["core"]}
 
 # Private headers of another part that a test reaches, each a test's own need (the library's
 # files may not): conv_infer_test compares the inference path with oneDNN's and Loom's kernels
-# called directly. Like PENDING, each entry no longer included must leave the list.
+# called directly; attention_flash_test holds the fused attention kernel to the math form. Like
+# PENDING, each entry no longer included must leave the list.
 TEST_PRIVATE = {
+    ("tests/unit/autograd/attention_flash_test.cpp", "ops/attention_internal.h"),
     ("tests/unit/train/conv_infer_test.cpp", "ops/cpu/nn_kernels.h"),
     ("tests/unit/train/conv_infer_test.cpp", "ops/cpu/onednn.h"),
 }

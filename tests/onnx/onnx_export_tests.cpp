@@ -385,6 +385,12 @@ std::map<std::string, std::function<Case()>> kind_cases() {
     return Case{Graph::build({nn::MultiHeadAttention(q, kv, kv, 3, {.causal = false, .bias = false}, keep, "mha")}, {q, kv, keep}),
                 {{4, 6}, {7, 6}, {7}}};
   };
+  m["attention_grouped_query"] = [] {  // 4 query heads on 2 key / value heads: Expand of the kv heads
+    nn::Input q(Shape{-1, 4, 8}, Float32, "query"), kv(Shape{-1, 6, 8}, Float32, "memory");
+    return Case{Graph::build({nn::MultiHeadAttention(q, kv, kv, 4, {.causal = true, .bias = true, .n_kv_heads = 2}, std::nullopt, "mha")},
+                             {q, kv}),
+                {{4, 8}, {6, 8}}};
+  };
   m["transformer_encoder_post_norm"] = [] {
     nn::Input x(Shape{-1, -1, 8}, Float32, "x");
     nn::TransformerOptions o{.ff_units = 16, .dropout = 0.1, .activation = nn::activation_by_name("relu"), .norm_first = false, .eps = 1e-5, .causal = false};

@@ -749,6 +749,9 @@ def _bce(xs, a, cot):
 def _sdpa(xs, a, cot):
     # torch 1.13 has no F.scaled_dot_product_attention: its documented math form
     q, k, v = xs[:3]
+    if a.get("enable_gqa"):  # torch 2.5's flag: each key / value head repeated over its query heads
+        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
+        v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)
     scale = a["scale"] if a["scale"] is not None else 1.0 / np.sqrt(q.shape[-1])
     s = torch.matmul(q, k.transpose(-2, -1)) * scale
     if a["is_causal"]:

@@ -1323,11 +1323,12 @@ void nn_cases(Table& t) {
   bce("f32 pos_weight (4,), none", {X({2, 4}), X({2, 4}).dom(U), X({4}).dom(Domain::Positive)}, "none", false, true);
   bce("f32 0-d", {X({}), X({}).dom(U)}, "mean", false, false);
 
-  auto sdpa = [&t](const std::string& label, std::vector<InputSpec> in, bool causal, std::optional<double> scale, bool gc = true) {
+  auto sdpa = [&t](const std::string& label, std::vector<InputSpec> in, bool causal, std::optional<double> scale, bool gc = true,
+                   bool gqa = false) {
     const bool mask = in.size() == 4;
     t.add("scaled_dot_product_attention", label, in, [=](const In& x) {
-      return loom::scaled_dot_product_attention(x[0], x[1], x[2], mask ? x[3] : Tensor(), causal, scale);
-    }, "{\"is_causal\":" + jb(causal) + ",\"scale\":" + (scale ? jd(*scale) : "null") + "}", gc);
+      return loom::scaled_dot_product_attention(x[0], x[1], x[2], mask ? x[3] : Tensor(), causal, scale, 0.0, gqa);
+    }, "{\"is_causal\":" + jb(causal) + ",\"scale\":" + (scale ? jd(*scale) : "null") + ",\"enable_gqa\":" + jb(gqa) + "}", gc);
   };
   sdpa("f32 (2,3,4) (2,5,4) (2,5,6)", {X({2, 3, 4}), X({2, 5, 4}), X({2, 5, 6})}, false, nullopt);
   sdpa("f64 float mask (3,5), scale 0.5", {X({2, 3, 4}, F64), X({2, 5, 4}, F64), X({2, 5, 2}, F64), X({3, 5}, F64)}, false, 0.5);
@@ -1336,6 +1337,14 @@ void nn_cases(Table& t) {
   sdpa("f32 causal (4,4)", {X({2, 4, 3}), X({2, 4, 3}), X({2, 4, 3})}, true, nullopt);
   sdpa("f64 broadcast batch (2,1,3,4) (3,5,4)", {X({2, 1, 3, 4}, F64), X({3, 5, 4}, F64), X({3, 5, 4}, F64)}, false, nullopt);
   sdpa("f32 transposed q view", {X({4, 3}).lay(T_), X({5, 3}), X({5, 2}).lay(S_)}, false, nullopt);
+  // the fused kernel's tiles (64 x 64): several of them, partial ones, causal ones skipped, a
+  // padding mask (N, 1, 1, S) masking whole tiles; grouped-query and multi-query heads
+  sdpa("f32 causal (1,2,70,16) (1,2,90,16), tiles", {X({1, 2, 70, 16}), X({1, 2, 90, 16}), X({1, 2, 90, 8})}, true, nullopt, false);
+  sdpa("f64 float mask (2,1,1,130), tiles", {X({2, 1, 5, 8}, F64), X({2, 1, 130, 8}, F64), X({2, 1, 130, 4}, F64), X({2, 1, 1, 130}, F64)},
+       false, nullopt, false);
+  sdpa("f32 gqa 4 query heads on 2", {X({1, 4, 3, 8}), X({1, 2, 5, 8}), X({1, 2, 5, 6})}, false, nullopt, true, true);
+  sdpa("f64 gqa causal, multi-query (1 kv head)", {X({2, 3, 4, 4}, F64), X({2, 1, 4, 4}, F64), X({2, 1, 4, 4}, F64)}, true, nullopt,
+       true, true);
 }
 
 }  // namespace

@@ -12,24 +12,38 @@ namespace loom::nn {
 struct LOOM_API AttentionOptions {
   bool causal = false;  // position i attends to positions <= i
   bool bias = true;
+  // Key / value heads: 0 (or n_heads) for ordinary multi-head attention; fewer for grouped-query
+  // attention (n_heads a multiple of it: each key / value head serves n_heads / n_kv_heads query
+  // heads), 1 for multi-query attention. The key and value projections are then (E, n_kv_heads *
+  // E / n_heads).
+  int64_t n_kv_heads = 0;
+  // Dropout on the attention weights in training (torch.nn.MultiheadAttention's dropout), drawn
+  // from the layer's own generator (seeded 0 when the layer is built), in [0, 1).
+  double dropout = 0;
 };
 
 // What a MultiHeadAttention layer is besides its inputs and state (nn/attributes.h).
 struct LOOM_API AttentionAttributes {
   int64_t n_heads = 1;
   bool causal = false, bias = true;
+  int64_t n_kv_heads = 0;  // as the layer was built: n_heads unless grouped (0 in files written before it: n_heads)
+  double dropout = 0;      // on the attention weights, in training
   template <class Visit>
   void fields(Visit&& visit) {
     visit("n_heads", n_heads, Field::sizes(1));
     visit("causal", causal);
     visit("bias", bias);
+    visit("n_kv_heads", n_kv_heads, Field::sizes(0).absent_ok());
+    visit("dropout", dropout, Field::may_be_absent());
   }
 };
 
-// Projects query, key and value with separate (E, E) weights (PyTorch's in_proj split in three),
-// attends per head, and projects the concatenated heads (out_proj). `padding_mask`, when given,
-// is a bool layer (N, S): true for real key positions, false for padding to ignore. Shape rule:
-// query (N, L, E), key and value (N, S, E) -> (N, L, E) for any N, L and S (one batch, one S).
+// Projects query, key and value with separate weights (PyTorch's in_proj split in three: (E, E),
+// or (E, n_kv_heads * E / n_heads) for key and value with grouped-query attention), attends per
+// head (scaled_dot_product_attention's fused kernel; grouped heads are not copied), and projects
+// the concatenated heads (out_proj). `padding_mask`, when given, is a bool layer (N, S): true for
+// real key positions, false for padding to ignore. Shape rule: query (N, L, E), key and value
+// (N, S, E) -> (N, L, E) for any N, L and S (one batch, one S).
 class LOOM_API MultiHeadAttention : public Layer {
  public:
   MultiHeadAttention(const Layer& query, const Layer& key, const Layer& value, int64_t n_heads, AttentionOptions options = {},

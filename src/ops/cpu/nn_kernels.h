@@ -57,6 +57,12 @@ void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const T
                 const Tensor& bias, int64_t cols, double eps);
 void layer_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
                          const Tensor& mean, const Tensor& rstd, const Tensor& weight, int64_t cols);
+// fused attention (attention_flash.cpp): see Backend
+void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                       const detail::AttentionParams& p);
+void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& gout, const Tensor& q,
+                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                        const detail::AttentionParams& p);
 void lstm_cell(const Tensor& out, const Tensor& ws, const Tensor& gates, const Tensor& c);
 void lstm_cell_backward(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws, const Tensor& c);
 

@@ -48,6 +48,8 @@ void register_cpu_backend() {
       .softmax_lastdim_f32 = cpu::softmax_lastdim_f32,
       .cross_entropy_rows_f32 = cpu::cross_entropy_rows_f32,
       .cross_entropy_rows_backward_f32 = cpu::cross_entropy_rows_backward_f32,
+      .attention_forward = cpu::attention_forward,
+      .attention_backward = cpu::attention_backward,
       .sgd_update = cpu::sgd_update,
       .adam_update = cpu::adam_update,
       .rmsprop_update = cpu::rmsprop_update,

@@ -10,9 +10,11 @@
 #include <loom/nn/attention.h>
 #include <loom/nn/input.h>
 #include <loom/nn/layer.h>
+#include <loom/nn/mode.h>
 #include <loom/nn/state.h>
 #include <loom/ops/creation.h>
 #include <loom/ops/elementwise.h>
+#include <loom/ops/indexing.h>
 #include <loom/ops/random.h>
 #include <loom/ops/reduction.h>
 
@@ -93,4 +95,59 @@ TEST(AttentionLayers, CausalAttentionIgnoresTheFuture) {
   EXPECT_TRUE(allclose(ya.index({0, Slice(0, 3)}), yb.index({0, Slice(0, 3)}), 1e-6, 1e-7));
   EXPECT_FALSE(allclose(ya.index({0, 3}), yb.index({0, 3})));
   EXPECT_THROW(nn::MultiHeadAttention(x, x, x, 4), ValueError);  // 6 units do not split into 4 heads
+}
+
+// Grouped-query attention: 6 heads on 2 key / value heads equals ordinary multi-head attention
+// whose key and value weights repeat each key / value head's columns for its 3 query heads.
+TEST(AttentionLayers, GroupedQueryAttentionEqualsRepeatedKeyValueHeads) {
+  const int64_t E = 12, H = 6, KV = 2, D = E / H, N = 2, L = 5, S = 7;
+  nn::Input q(Shape{-1, L, E}, Float64, "q"), kv(Shape{-1, S, E}, Float64, "kv");
+  nn::Input keep(Shape{-1, S}, Bool, "keep");
+  nn::MultiHeadAttention gqa(q, kv, kv, H, {.causal = false, .n_kv_heads = KV}, keep);
+  nn::MultiHeadAttention mha(q, kv, kv, H, {.causal = false}, keep);
+  EXPECT_EQ(gqa.state().param("k_weight").shape(), (Shape{E, KV * D}));
+  EXPECT_EQ(gqa.state().param("v_bias").shape(), (Shape{KV * D}));
+  EXPECT_EQ(gqa.options().get_int("n_kv_heads"), KV);
+  // the same parameters, the key / value ones widened: head h reads key / value head h / 3
+  for (const char* name : {"q_weight", "out_weight", "q_bias", "out_bias"}) set(mha.state(), name, gqa.state().param(name).detach() + 0.0);
+  std::vector<int64_t> cols;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t d = 0; d < D; ++d) cols.push_back(h / (H / KV) * D + d);
+  const Tensor idx = from_vector<int64_t>(cols, {E});
+  for (const char* name : {"k_weight", "v_weight"}) {
+    set(gqa.state(), name, uniform({E, KV * D}, -0.5, 0.5, Float64));
+    set(mha.state(), name, take(gqa.state().param(name).detach(), idx, 1));
+  }
+  for (const char* name : {"k_bias", "v_bias"}) {
+    set(gqa.state(), name, uniform({KV * D}, -0.5, 0.5, Float64));
+    set(mha.state(), name, take(gqa.state().param(name).detach(), idx, 0));
+  }
+  q.set_value(uniform({N, L, E}, -1, 1, Float64));
+  kv.set_value(uniform({N, S, E}, -1, 1, Float64));
+  keep.set_value(from_vector<bool>({true, true, true, true, true, true, true, true, true, true, false, false, false, false}, {N, S}));
+  EXPECT_TRUE(allclose(gqa(), mha(), 1e-12, 1e-12));
+  // n_kv_heads must divide n_heads
+  std::string m;
+  try {
+    nn::MultiHeadAttention(q, kv, kv, H, {.n_kv_heads = 4});
+  } catch (const ValueError& e) {
+    m = e.what();
+  }
+  EXPECT_NE(m.find("n_kv_heads 4 must divide n_heads 6"), std::string::npos) << m;
+}
+
+// Dropout on the attention weights: only in training, reproducible from the layer's generator.
+TEST(AttentionLayers, AttentionDropoutOnlyInTraining) {
+  nn::Input x(Shape{-1, 6, 8}, Float32, "x");
+  nn::MultiHeadAttention drop(x, x, x, 2, {.dropout = 0.5});
+  nn::MultiHeadAttention plain(x, x, x, 2, {});
+  for (const char* name : {"q_weight", "k_weight", "v_weight", "out_weight"}) set(plain.state(), name, drop.state().param(name).detach() + 0.0f);
+  x.set_value(uniform({3, 6, 8}));
+  EXPECT_TRUE(allclose(drop(), plain()));  // evaluation: no dropout
+  Tensor trained;
+  {
+    nn::ModeScope train(nn::Mode::Train);
+    trained = drop();
+  }
+  EXPECT_FALSE(allclose(trained, plain()));
 }

@@ -1,0 +1,460 @@
+// Fused scaled dot-product attention on the CPU (FlashAttention-2's algorithm): queries in tiles
+// of kBr rows against keys in tiles of kBc, an online softmax (running max m and sum l per row,
+// the output accumulator rescaled by exp(m_old - m_new) when the max grows), so that no L x S
+// tensor is ever formed; a step's memory is O(tile) per thread plus the (L) log-sum-exp per row.
+// The backward recomputes each tile's weights from the saved log-sum-exp (P = exp(s - lse)) and
+// takes D = rowsum(dO * O), dV += P^T dO, dP = dO V^T, dS = P (dP - D), dQ += dS K scale,
+// dK += dS^T Q scale.
+//
+// Threads: the forward splits (batch, head, query tile) over the pool, the backward (batch, key /
+// value head): one task owns its rows of dK and dV, and of dQ for the query heads that read its
+// key / value head, so nothing is shared and no atomics are needed. Each task runs its tiles in a
+// fixed order, so the results do not depend on the thread count.
+//
+// float32 runs the products on the SIMD table's batch-invariant GEMM blocks (gemm_rows for A B,
+// gemm_rows_bt for A B^T) and exp / max / elementwise rows from the same table; gemm_rows wants
+// the columns a multiple of the vector width, so a head size that is not is zero-padded at entry
+// (zeros change no dot product). float64 runs plain loops with the same tiling.
+//
+// The backward works on transposed tiles (keys as rows: S^T = K Q^T): P^T and dS^T are then the
+// left operands of dV += P^T dO and dK += dS^T Q as gemm_rows takes them, and only dS needs an
+// explicit transpose (for dQ).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "ops/cpu/loops.h"
+#include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/simd/simd.h"
+#include "ops/dispatch.h"
+#include "ops/internal.h"
+#include "ops/random_mix.h"
+
+namespace loom::cpu {
+
+namespace {
+
+using detail::AttentionParams;
+
+constexpr int64_t kBr = 64;  // query rows per tile
+constexpr int64_t kBc = 64;  // key rows per tile
+
+// The arithmetic a tile needs, per element type: float32 through the SIMD table, float64 loops.
+template <typename T>
+struct TileOps;
+
+template <>
+struct TileOps<float> {
+  const simd::Table& t = simd::table();
+  // c (m x n) = a (m x K) b^T (b: n x K)
+  void gemm_nt(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+               int64_t K) const {
+    t.gemm_rows_bt(c, ldc, a, lda, b, ldb, m, n, K);
+  }
+  // c (m x n) = a (m x K) b (K x n); n a multiple of the vector width (the caller pads)
+  void gemm_nn(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+               int64_t K) const {
+    t.gemm_rows(c, ldc, a, lda, b, ldb, m, n, K);
+  }
+  float max(const float* x, int64_t n) const { return t.max(x, n); }
+  float exp_sum(float* x, int64_t n, float m) const { return t.exp_sum(x, x, n, m); }
+  // x = exp(x - sub) elementwise
+  void exp_minus(float* x, const float* sub, int64_t n) const {
+    t.binary_vv[simd::kSub](x, x, sub, n);
+    t.unary[simd::kExp](x, x, n);
+  }
+  // o = o * a + x
+  void scale_add(float* o, float a, const float* x, int64_t n) const {
+    if (a != 1.0f) t.binary_vs[simd::kMul](o, o, a, n);
+    t.binary_vv[simd::kAdd](o, o, x, n);
+  }
+  void add(float* o, const float* x, int64_t n) const { t.binary_vv[simd::kAdd](o, o, x, n); }
+  void scale(float* o, const float* x, float a, int64_t n) const { t.binary_vs[simd::kMul](o, x, a, n); }
+  // dp = p * (dp - d) elementwise
+  void dsoft(float* dp, const float* p, const float* d, int64_t n) const {
+    t.binary_vv[simd::kSub](dp, dp, d, n);
+    t.binary_vv[simd::kMul](dp, dp, p, n);
+  }
+};
+
+template <>
+struct TileOps<double> {
+  void gemm_nt(double* c, int64_t ldc, const double* a, int64_t lda, const double* b, int64_t ldb, int64_t m, int64_t n,
+               int64_t K) const {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += a[i * lda + k] * b[j * ldb + k];
+        c[i * ldc + j] = s;
+      }
+  }
+  void gemm_nn(double* c, int64_t ldc, const double* a, int64_t lda, const double* b, int64_t ldb, int64_t m, int64_t n,
+               int64_t K) const {
+    for (int64_t i = 0; i < m; ++i) {
+      double* ci = c + i * ldc;
+      std::fill(ci, ci + n, 0.0);
+      for (int64_t k = 0; k < K; ++k) {
+        const double aik = a[i * lda + k];
+        const double* bk = b + k * ldb;
+        for (int64_t j = 0; j < n; ++j) ci[j] += aik * bk[j];
+      }
+    }
+  }
+  double max(const double* x, int64_t n) const {
+    double m = x[0];
+    for (int64_t i = 1; i < n; ++i)
+      if (x[i] > m || std::isnan(x[i])) m = std::isnan(m) ? m : x[i];
+    return m;
+  }
+  double exp_sum(double* x, int64_t n, double m) const {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += (x[i] = std::exp(x[i] - m));
+    return s;
+  }
+  void exp_minus(double* x, const double* sub, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i] - sub[i]);
+  }
+  void scale_add(double* o, double a, const double* x, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) o[i] = o[i] * a + x[i];
+  }
+  void add(double* o, const double* x, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) o[i] += x[i];
+  }
+  void scale(double* o, const double* x, double a, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) o[i] = x[i] * a;
+  }
+  void dsoft(double* dp, const double* p, const double* d, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) dp[i] = p[i] * (dp[i] - d[i]);
+  }
+};
+
+// The mask, causality and dropout of one (batch * head) plane, read per element.
+template <typename T>
+struct Plane {
+  const AttentionParams& p;
+  int64_t bh;
+  const bool* bmask = nullptr;  // bool mask at this plane's offset
+  const T* fmask = nullptr;     // float mask at this plane's offset
+  T keep_scale = 1;             // 1 / (1 - p) in T, as the math form rounds it
+  double keep_below = 1;        // 1 - p
+
+  Plane(const AttentionParams& params, int64_t bh_) : p(params), bh(bh_) {
+    if (p.mask.defined()) {
+      const int64_t off = p.mask_offset[static_cast<size_t>(bh)];
+      if (p.mask.dtype() == DType::Bool) bmask = static_cast<const bool*>(p.mask.data_ptr()) + off;
+      else fmask = static_cast<const T*>(p.mask.data_ptr()) + off;
+    }
+    if (p.dropout_p > 0) {
+      keep_scale = static_cast<T>(1.0 / (1.0 - p.dropout_p));
+      keep_below = 1.0 - p.dropout_p;
+    }
+  }
+  int64_t at(int64_t i, int64_t j) const { return i * p.mask_stride_l + j * p.mask_stride_s; }
+  // Whether the tile [i0, i0 + br) x [j0, j0 + bc) has a position that is not masked out.
+  bool tile_live(int64_t i0, int64_t br, int64_t j0, int64_t bc) const {
+    if (p.causal && j0 > i0 + br - 1) return false;
+    if (bmask) {
+      for (int64_t r = 0; r < br; ++r)
+        for (int64_t c = 0; c < bc; ++c)
+          if (bmask[at(i0 + r, j0 + c)]) return true;
+      return false;
+    }
+    if (fmask) {
+      const T ninf = -std::numeric_limits<T>::infinity();
+      for (int64_t r = 0; r < br; ++r)
+        for (int64_t c = 0; c < bc; ++c)
+          if (!(fmask[at(i0 + r, j0 + c)] == ninf)) return true;
+      return false;
+    }
+    return true;
+  }
+  // Whether positions of the tile need masking at all (a causal tile that reaches past the diagonal).
+  bool tile_masked(int64_t i0, int64_t j0, int64_t bc) const { return bmask || fmask || (p.causal && j0 + bc - 1 > i0); }
+  // The masked score at (i, j) from the scaled score s.
+  T masked(T s, int64_t i, int64_t j) const {
+    if (p.causal && j > i) return -std::numeric_limits<T>::infinity();
+    if (bmask) return bmask[at(i, j)] ? s : -std::numeric_limits<T>::infinity();
+    if (fmask) return s + fmask[at(i, j)];
+    return s;
+  }
+  // The dropout factor of weight (i, j): 0 or 1 / (1 - p).
+  T drop(int64_t i, int64_t j) const {
+    const uint64_t idx = static_cast<uint64_t>((bh * p.L + i) * p.S + j);
+    const double u = static_cast<double>(detail::random_mix(p.dropout_key, idx) >> 11) * 0x1.0p-53;
+    return u < keep_below ? keep_scale : T(0);
+  }
+};
+
+// dst (cols x ldd, zero beyond rows) = src (rows x cols)^T: float32 operands laid out so that a
+// product with them is A B, which gemm_rows runs in its register tiles (A B^T through
+// gemm_rows_bt folds every element's lanes at the end: several times slower at these sizes).
+template <typename T>
+void transpose_into(T* dst, int64_t ldd, const T* src, int64_t rows, int64_t cols) {
+  for (int64_t c = 0; c < cols; ++c) std::fill(dst + c * ldd + rows, dst + (c + 1) * ldd, T(0));
+  for (int64_t r0 = 0; r0 < rows; r0 += 16)
+    for (int64_t c0 = 0; c0 < cols; c0 += 16)
+      for (int64_t r = r0; r < std::min(rows, r0 + 16); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + 16); ++c) dst[c * ldd + r] = src[r * cols + c];
+}
+
+// Rounded up to a multiple of 16 floats (any vector width's multiple).
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+// The row stride of a transposed operand of n columns: 16 floats more than round16(n), so that
+// its rows are not a power of two apart (a column written down 16 rows 1 KiB apart fell in one
+// cache set: the transposes took a fifth of the forward's time at S = 256).
+int64_t transposed_ld(int64_t n) { return round16(n) + 16; }
+
+template <typename T>
+void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionParams& p, int64_t E, int64_t Ev) {
+  const TileOps<T> ops;
+  const int64_t L = p.L, S = p.S, H = p.H, group = p.H / p.Hkv;
+  const int64_t nqt = (L + kBr - 1) / kBr;
+  const T scale = static_cast<T>(p.scale);
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const bool dropout = p.dropout_p > 0;
+  // float32: k transposed per key / value head (E x Sp), so that q k^T is a gemm_rows product
+  constexpr bool kT = std::is_same_v<T, float>;
+  const int64_t Sp = transposed_ld(S);
+  std::vector<T> kt(kT ? static_cast<size_t>(p.B * p.Hkv * E * Sp) : 0);
+  if constexpr (kT)
+    parallel_range(0, p.B * p.Hkv, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h) transpose_into(kt.data() + h * E * Sp, Sp, k + h * S * E, S, E);
+    });
+  parallel_range(0, p.B * H * nqt, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<T> qs(static_cast<size_t>(kBr * E)), s(static_cast<size_t>(kBr * kBc)), pv(static_cast<size_t>(kBr * Ev)),
+        acc(static_cast<size_t>(kBr * Ev)), m(kBr), l(kBr), alpha(kBr);
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t bh = task / nqt, i0 = (task % nqt) * kBr, br = std::min(kBr, L - i0);
+      const int64_t b = bh / H, h = bh % H, kvh = b * p.Hkv + h / group;
+      const Plane<T> plane(p, bh);
+      ops.scale(qs.data(), q + (bh * L + i0) * E, scale, br * E);  // the scale folded into q
+      const T* K = k + kvh * S * E;
+      const T* V = v + kvh * S * Ev;
+      std::fill(m.begin(), m.end(), ninf);
+      std::fill(l.begin(), l.end(), T(0));
+      std::fill(acc.begin(), acc.end(), T(0));
+      const int64_t j_end = p.causal ? std::min(S, i0 + br) : S;  // causal: no key beyond the last row
+      for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
+        const int64_t bc = std::min(kBc, S - j0);
+        if (!plane.tile_live(i0, br, j0, bc)) continue;
+        if constexpr (kT) {
+          const int64_t bcp = std::min(kBc, round16(bc));  // the zero columns past S give scores left unread
+          ops.gemm_nn(s.data(), kBc, qs.data(), E, kt.data() + kvh * E * Sp + j0, Sp, br, bcp, E);
+        } else {
+          ops.gemm_nt(s.data(), kBc, qs.data(), E, K + j0 * E, E, br, bc, E);
+        }
+        if (plane.tile_masked(i0, j0, bc))
+          for (int64_t r = 0; r < br; ++r)
+            for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] = plane.masked(s[r * kBc + c], i0 + r, j0 + c);
+        for (int64_t r = 0; r < br; ++r) {
+          T* row = s.data() + r * kBc;
+          const T mt = ops.max(row, bc);
+          const T mn = std::max(m[r], mt);
+          if (mn == ninf) {  // every position so far masked: no weight yet
+            std::fill(row, row + bc, T(0));
+            alpha[r] = 1;
+            continue;
+          }
+          alpha[r] = std::exp(m[r] - mn);
+          l[r] = l[r] * alpha[r] + ops.exp_sum(row, bc, mn);
+          m[r] = mn;
+        }
+        if (dropout)
+          for (int64_t r = 0; r < br; ++r)
+            for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] *= plane.drop(i0 + r, j0 + c);
+        ops.gemm_nn(pv.data(), Ev, s.data(), kBc, V + j0 * Ev, Ev, br, Ev, bc);
+        for (int64_t r = 0; r < br; ++r) ops.scale_add(acc.data() + r * Ev, alpha[r], pv.data() + r * Ev, Ev);
+      }
+      for (int64_t r = 0; r < br; ++r) {
+        T* o = out + (bh * L + i0 + r) * Ev;
+        if (l[r] > 0) {
+          ops.scale(o, acc.data() + r * Ev, T(1) / l[r], Ev);
+          lse[bh * L + i0 + r] = m[r] + std::log(l[r]);
+        } else {  // every position masked: NaN, as the math form's softmax of -inf
+          std::fill(o, o + Ev, std::numeric_limits<T>::quiet_NaN());
+          lse[bh * L + i0 + r] = std::numeric_limits<T>::infinity();
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, const T* v, const T* out, const T* lse,
+                   const AttentionParams& p, int64_t E, int64_t Ev) {
+  const TileOps<T> ops;
+  const int64_t L = p.L, S = p.S, H = p.H, group = p.H / p.Hkv;
+  const T scale = static_cast<T>(p.scale);
+  const bool dropout = p.dropout_p > 0;
+  // float32: the scaled q and dO of each query head transposed (E x Lp, Ev x Lp), so that
+  // k q^T and v dO^T are gemm_rows products
+  constexpr bool kT = std::is_same_v<T, float>;
+  const int64_t Lp = transposed_ld(L);
+  parallel_range(0, p.B * p.Hkv, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<T> qst(kT ? static_cast<size_t>(group * E * Lp) : 0), got(kT ? static_cast<size_t>(group * Ev * Lp) : 0);
+    std::vector<T> qs(static_cast<size_t>(group * L * E)), dd(static_cast<size_t>(group * L)), st(kBc * kBr), pd, dpt(kBc * kBr),
+        ds(kBr * kBc), tmp(static_cast<size_t>(std::max(kBc, kBr) * std::max(E, Ev)));
+    if (dropout) pd.resize(kBc * kBr);
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t b = task / p.Hkv, h0 = (task % p.Hkv) * group;  // query heads h0 .. h0 + group
+      const T* K = k + task * S * E;
+      const T* V = v + task * S * Ev;
+      T* dK = dk + task * S * E;
+      T* dV = dv + task * S * Ev;
+      T* dQ = dq + (b * H + h0) * L * E;  // the group's query heads are consecutive
+      const T* Q = q + (b * H + h0) * L * E;
+      const T* GO = go + (b * H + h0) * L * Ev;
+      const T* O = out + (b * H + h0) * L * Ev;
+      const T* LSE = lse + (b * H + h0) * L;
+      ops.scale(qs.data(), Q, scale, group * L * E);
+      if constexpr (kT)
+        for (int64_t g = 0; g < group; ++g) {
+          transpose_into(qst.data() + g * E * Lp, Lp, qs.data() + g * L * E, L, E);
+          transpose_into(got.data() + g * Ev * Lp, Lp, GO + g * L * Ev, L, Ev);
+        }
+      for (int64_t r = 0; r < group * L; ++r) {
+        T d = 0;
+        for (int64_t e = 0; e < Ev; ++e) d += GO[r * Ev + e] * O[r * Ev + e];
+        dd[r] = std::isinf(LSE[r]) ? T(0) : d;  // a fully masked row (NaN output) takes no gradient
+      }
+      std::fill(dQ, dQ + group * L * E, T(0));
+      std::fill(dK, dK + S * E, T(0));
+      std::fill(dV, dV + S * Ev, T(0));
+      for (int64_t j0 = 0; j0 < S; j0 += kBc) {
+        const int64_t bc = std::min(kBc, S - j0);
+        const T* Kj = K + j0 * E;
+        const T* Vj = V + j0 * Ev;
+        for (int64_t g = 0; g < group; ++g) {
+          const int64_t bh = b * H + h0 + g;
+          const Plane<T> plane(p, bh);
+          const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows before j0 see none of these keys
+          for (int64_t i0 = i_start; i0 < L; i0 += kBr) {
+            const int64_t br = std::min(kBr, L - i0);
+            if (!plane.tile_live(i0, br, j0, bc)) continue;
+            const T* Qi = qs.data() + (g * L + i0) * E;
+            const T* GOi = GO + (g * L + i0) * Ev;
+            const T* lse_i = LSE + g * L + i0;
+            const T* d_i = dd.data() + g * L + i0;
+            // P^T (bc x br)
+            const int64_t brp = std::min(kBr, round16(br));  // columns past L: left unread
+            if constexpr (kT) ops.gemm_nn(st.data(), kBr, Kj, E, qst.data() + g * E * Lp + i0, Lp, bc, brp, E);
+            else ops.gemm_nt(st.data(), kBr, Kj, E, Qi, E, bc, br, E);
+            if (plane.tile_masked(i0, j0, bc))
+              for (int64_t c = 0; c < bc; ++c)
+                for (int64_t r = 0; r < br; ++r) st[c * kBr + r] = plane.masked(st[c * kBr + r], i0 + r, j0 + c);
+            for (int64_t c = 0; c < bc; ++c) ops.exp_minus(st.data() + c * kBr, lse_i, br);
+            const T* pt = st.data();
+            if (dropout) {
+              for (int64_t c = 0; c < bc; ++c)
+                for (int64_t r = 0; r < br; ++r) pd[c * kBr + r] = st[c * kBr + r] * plane.drop(i0 + r, j0 + c);
+              pt = pd.data();
+            }
+            // dV_j += P^T dO_i
+            ops.gemm_nn(tmp.data(), Ev, pt, kBr, GOi, Ev, bc, Ev, br);
+            ops.add(dV + j0 * Ev, tmp.data(), bc * Ev);
+            // dP^T = V_j dO_i^T, through the dropout; dS^T = P^T (dP^T - D)
+            if constexpr (kT) ops.gemm_nn(dpt.data(), kBr, Vj, Ev, got.data() + g * Ev * Lp + i0, Lp, bc, brp, Ev);
+            else ops.gemm_nt(dpt.data(), kBr, Vj, Ev, GOi, Ev, bc, br, Ev);
+            if (dropout)
+              for (int64_t c = 0; c < bc; ++c)
+                for (int64_t r = 0; r < br; ++r) dpt[c * kBr + r] *= plane.drop(i0 + r, j0 + c);
+            for (int64_t c = 0; c < bc; ++c) ops.dsoft(dpt.data() + c * kBr, st.data() + c * kBr, d_i, br);
+            // dK_j += dS^T (Q_i scale)
+            ops.gemm_nn(tmp.data(), E, dpt.data(), kBr, Qi, E, bc, E, br);
+            ops.add(dK + j0 * E, tmp.data(), bc * E);
+            // dQ_i += dS K_j (scaled at the end)
+            for (int64_t r = 0; r < br; ++r)
+              for (int64_t c = 0; c < bc; ++c) ds[r * kBc + c] = dpt[c * kBr + r];
+            ops.gemm_nn(tmp.data(), E, ds.data(), kBc, Kj, E, br, E, bc);
+            ops.add(dQ + (g * L + i0) * E, tmp.data(), br * E);
+          }
+        }
+      }
+      ops.scale(dQ, dQ, scale, group * L * E);
+    }
+  });
+}
+
+// Rows of n values padded with zeros to np (np >= n).
+Tensor pad_rows(const Tensor& x, int64_t n, int64_t np) {
+  if (n == np) return x;
+  const int64_t rows = x.numel() / n;
+  Tensor y = detail::alloc({rows, np}, x.dtype(), x.device());
+  const float* s = static_cast<const float*>(x.data_ptr());
+  float* d = static_cast<float*>(y.data_ptr());
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(d + r * np, s + r * n, static_cast<size_t>(n) * sizeof(float));
+    std::fill(d + r * np + n, d + (r + 1) * np, 0.0f);
+  }
+  return y;
+}
+
+// The first n of each row of np values copied into dst (rows of n).
+void unpad_rows(const Tensor& dst, const Tensor& x, int64_t n, int64_t np) {
+  if (n == np) return;
+  const int64_t rows = dst.numel() / n;
+  const float* s = static_cast<const float*>(x.data_ptr());
+  float* d = static_cast<float*>(dst.data_ptr());
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(d + r * n, s + r * np, static_cast<size_t>(n) * sizeof(float));
+}
+
+// float32 head sizes padded to the vector width gemm_rows wants.
+int64_t padded(int64_t n) {
+  const int64_t w = simd::table().lanes;
+  return (n + w - 1) / w * w;
+}
+
+}  // namespace
+
+void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                       const AttentionParams& p) {
+  detail::dispatch_float(q.dtype(), "scaled_dot_product_attention", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t Ep = padded(p.E), Evp = padded(p.Ev);
+      const Tensor qp = pad_rows(q, p.E, Ep), kp = pad_rows(k, p.E, Ep), vp = pad_rows(v, p.Ev, Evp);
+      const Tensor op = Evp == p.Ev ? out : detail::alloc({out.numel() / p.Ev, Evp}, out.dtype(), out.device());
+      forward_impl<float>(static_cast<float*>(op.data_ptr()), static_cast<float*>(lse.data_ptr()),
+                          static_cast<const float*>(qp.data_ptr()), static_cast<const float*>(kp.data_ptr()),
+                          static_cast<const float*>(vp.data_ptr()), p, Ep, Evp);
+      unpad_rows(out, op, p.Ev, Evp);
+    } else {
+      forward_impl<T>(static_cast<T*>(out.data_ptr()), static_cast<T*>(lse.data_ptr()), static_cast<const T*>(q.data_ptr()),
+                      static_cast<const T*>(k.data_ptr()), static_cast<const T*>(v.data_ptr()), p, p.E, p.Ev);
+    }
+  });
+}
+
+void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& gout, const Tensor& q,
+                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const AttentionParams& p) {
+  detail::dispatch_float(q.dtype(), "scaled_dot_product_attention", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t Ep = padded(p.E), Evp = padded(p.Ev);
+      const Tensor qp = pad_rows(q, p.E, Ep), kp = pad_rows(k, p.E, Ep), vp = pad_rows(v, p.Ev, Evp);
+      const Tensor gp = pad_rows(gout, p.Ev, Evp), op = pad_rows(out, p.Ev, Evp);
+      auto grad_buf = [](const Tensor& g, int64_t n, int64_t np) {
+        return n == np ? g : detail::alloc({g.numel() / n, np}, g.dtype(), g.device());
+      };
+      const Tensor dqp = grad_buf(dq, p.E, Ep), dkp = grad_buf(dk, p.E, Ep), dvp = grad_buf(dv, p.Ev, Evp);
+      backward_impl<float>(static_cast<float*>(dqp.data_ptr()), static_cast<float*>(dkp.data_ptr()),
+                           static_cast<float*>(dvp.data_ptr()), static_cast<const float*>(gp.data_ptr()),
+                           static_cast<const float*>(qp.data_ptr()), static_cast<const float*>(kp.data_ptr()),
+                           static_cast<const float*>(vp.data_ptr()), static_cast<const float*>(op.data_ptr()),
+                           static_cast<const float*>(lse.data_ptr()), p, Ep, Evp);
+      unpad_rows(dq, dqp, p.E, Ep);
+      unpad_rows(dk, dkp, p.E, Ep);
+      unpad_rows(dv, dvp, p.Ev, Evp);
+    } else {
+      backward_impl<T>(static_cast<T*>(dq.data_ptr()), static_cast<T*>(dk.data_ptr()), static_cast<T*>(dv.data_ptr()),
+                       static_cast<const T*>(gout.data_ptr()), static_cast<const T*>(q.data_ptr()),
+                       static_cast<const T*>(k.data_ptr()), static_cast<const T*>(v.data_ptr()),
+                       static_cast<const T*>(out.data_ptr()), static_cast<const T*>(lse.data_ptr()), p, p.E, p.Ev);
+    }
+  });
+}
+
+}  // namespace loom::cpu
