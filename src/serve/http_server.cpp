@@ -152,6 +152,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   // Arms the phase's deadline; an earlier one no longer counts.
   void deadline(std::chrono::milliseconds after) {
     const uint64_t id = ++deadline_id;
+    timed_out = false;
     timer.expires_after(after);
     timer.async_wait([self = shared_from_this(), id](beast::error_code ec) {
       if (ec || id != self->deadline_id || self->state == State::closed) return;
@@ -238,6 +239,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
 
   void dispatch() {
     state = State::handling;
+    no_deadline();  // a handler takes what it takes; the drain's limit bounds it on stop()
     auto& req = parser->get();
     HttpRequestData data;
     data.method = std::string(view(req.method_string()));

@@ -192,3 +192,118 @@ TEST(ServeHttp, StopAnswersEveryAcceptedRequest) {
   EXPECT_EQ(loom_test::status_of(kept.read_all(milliseconds(3000))), 200);  // its answer, then closed
   EXPECT_EQ(loom_test::exchange(port, kLive, milliseconds(1000)), "") << "still accepting after stop()";
 }
+
+// Each phase of a request has a deadline of its own, a total: a header trickled a byte every
+// 100 ms is cut at header_timeout_ms (the per-read timeout it had could never cut it), a body
+// likewise at body_timeout_ms, each with a 408 naming the limit; a connection that sends nothing
+// is closed at idle_timeout_ms. The server answers others meanwhile.
+TEST(ServeHttp, SlowHeadersAndBodiesAreCutAtTheirDeadlines) {
+  serve::Server s(serve::ModelSource::fixed("mlp", loom_test::small_mlp(4)),
+                  {.port = 0, .reload_poll_ms = 0, .header_timeout_ms = 600, .body_timeout_ms = 600, .idle_timeout_ms = 800});
+  s.start();
+  auto trickle = [&](const std::string& first, const std::string& slowly) {
+    loom_test::RawConnection c(s.port());
+    EXPECT_TRUE(c.connected());
+    std::string answer;
+    std::atomic<bool> done{false};
+    const auto t0 = Clock::now();
+    double cut = 0;
+    std::thread reader([&] {
+      answer = c.read_all(milliseconds(5000));
+      cut = seconds_since(t0);
+      done = true;
+    });
+    c.send(first);
+    for (size_t i = 0; i < slowly.size() && !done; ++i) {
+      c.send(slowly.substr(i, 1));
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    reader.join();
+    return std::make_pair(answer, cut);
+  };
+  const std::string header = "GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + std::string(40, 'a') + "\r\n\r\n";
+  const auto [slow_header, header_cut] = trickle(header.substr(0, 1), header.substr(1));  // 6 s at that pace
+  EXPECT_EQ(loom_test::status_of(slow_header), 408) << slow_header;
+  EXPECT_NE(slow_header.find("header did not arrive within 600 ms"), std::string::npos) << slow_header;
+  EXPECT_TRUE(loom_test::has_header_line(slow_header, "X-Content-Type-Options: nosniff")) << slow_header;
+  EXPECT_GT(header_cut, 0.5);
+  EXPECT_LT(header_cut, 2.5);
+  const std::string body(60, ' ');
+  const auto [slow_body, body_cut] = trickle("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 60\r\n\r\n", body);
+  EXPECT_EQ(loom_test::status_of(slow_body), 408) << slow_body;
+  EXPECT_NE(slow_body.find("body did not arrive within 600 ms"), std::string::npos) << slow_body;
+  EXPECT_LT(body_cut, 2.5);
+  {  // idle: closed without an answer
+    loom_test::RawConnection c(s.port());
+    const auto t0 = Clock::now();
+    EXPECT_EQ(c.read_all(milliseconds(5000)), "");
+    EXPECT_GT(seconds_since(t0), 0.7);
+    EXPECT_LT(seconds_since(t0), 3.0);
+  }
+  EXPECT_EQ(loom_test::status_of(loom_test::exchange(s.port(), kLive, milliseconds(3000))), 200);
+}
+
+// Past max_connections a client is told so (503, JSON) and closed, rather than left waiting in
+// a queue no thread will reach; once a connection closes, a new one is served.
+TEST(ServeHttp, PastTheConnectionCapAClientIsToldSo) {
+  serve::Server s(serve::ModelSource::fixed("mlp", loom_test::small_mlp(4)), {.port = 0, .reload_poll_ms = 0, .max_connections = 4});
+  s.start();
+  std::vector<std::unique_ptr<loom_test::RawConnection>> held;
+  for (int i = 0; i < 4; ++i) held.push_back(std::make_unique<loom_test::RawConnection>(s.port()));
+  std::this_thread::sleep_for(milliseconds(200));
+  const std::string refused = loom_test::exchange(s.port(), kLive, milliseconds(3000));
+  EXPECT_EQ(loom_test::status_of(refused), 503) << refused;
+  EXPECT_NE(refused.find("limit of 4 connections"), std::string::npos) << refused;
+  held.pop_back();
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(loom_test::status_of(loom_test::exchange(s.port(), kLive, milliseconds(3000))), 200);
+}
+
+// The HTTP layer's answers: HEAD has the headers and no body, a kept-alive connection carries
+// requests one after another (and two sent at once, pipelined), an HTTP/1.0 client is closed
+// after its answer, and `Expect: 100-continue` (curl, for bodies over 1 KiB) is answered at once.
+TEST(ServeHttp, KeepAlivePipeliningHeadAndContinue) {
+  serve::Server s(serve::ModelSource::fixed("mlp", loom_test::small_mlp(4)), {.port = 0, .reload_poll_ms = 0});
+  s.start();
+  {
+    loom_test::RawConnection c(s.port());
+    const std::string one = "GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    c.send(one + one + "HEAD /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    const std::string all = c.read_all(milliseconds(3000));
+    size_t answers = 0;
+    for (size_t at = all.find("HTTP/1.1 200"); at != std::string::npos; at = all.find("HTTP/1.1 200", at + 1)) ++answers;
+    EXPECT_EQ(answers, 3u) << all;
+    const std::string last = all.substr(all.rfind("HTTP/1.1 200"));
+    EXPECT_TRUE(loom_test::has_header_line(last, "Content-Length: 13")) << last;  // {"live":true}
+    EXPECT_EQ(last.substr(last.find("\r\n\r\n") + 4), "") << "a HEAD answer with a body";
+  }
+  {
+    loom_test::RawConnection c(s.port());
+    c.send("GET /v2/health/live HTTP/1.0\r\n\r\n");
+    const auto t0 = Clock::now();
+    EXPECT_EQ(loom_test::status_of(c.read_all(milliseconds(3000))), 200);
+    EXPECT_LT(seconds_since(t0), 1.0) << "an HTTP/1.0 connection was kept open";
+  }
+  {
+    loom_test::RawConnection c(s.port());
+    const std::string body = infer_request({1, 2, 3, 4}, 1);
+    const std::string head = body.substr(0, body.find("\r\n\r\n")) + "\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n";
+    c.send(head);
+    const std::string go_on = c.read_all(milliseconds(300));
+    EXPECT_EQ(go_on, "HTTP/1.1 100 Continue\r\n\r\n");
+    c.send(body.substr(body.find("\r\n\r\n") + 4));
+    EXPECT_EQ(loom_test::status_of(c.read_all(milliseconds(3000))), 200);
+  }
+}
+
+// The deadlines are the reading's: a request whose handling takes longer (here a batch waiting
+// 800 ms for others) is answered, not cut at the header's or body's deadline.
+TEST(ServeHttp, HandlingMayTakeLongerThanTheReadingDeadlines) {
+  serve::Server s(serve::ModelSource::fixed("mlp", loom_test::small_mlp(4)),
+                  {.port = 0, .max_wait_us = 800000, .reload_poll_ms = 0, .header_timeout_ms = 300, .body_timeout_ms = 300});
+  s.start();
+  loom_test::RawConnection c(s.port());
+  c.send(infer_request({1, 2, 3, 4}, 1));
+  const std::string answer = c.read_all(milliseconds(3000));
+  EXPECT_EQ(loom_test::status_of(answer), 200) << answer;
+}
