@@ -61,8 +61,11 @@ constexpr uint32_t kHeaderLimit = 16 << 10;
 // destroy the refusal in the client's buffer before it reads it.
 constexpr size_t kLingerBytes = 1 << 20;
 constexpr std::chrono::milliseconds kLinger{1000};
-// When draining, a connection between requests gets this long for a request already on its way.
+// When draining, a connection between requests gets this long for a request already on its way,
+// and one in the middle of a header this long to finish it (rather than its header_timeout: slow
+// clients cannot hold a stop for long); a body being read keeps its own deadline.
 constexpr std::chrono::milliseconds kDrainGrace{200};
+constexpr std::chrono::milliseconds kDrainHeaderGrace{1000};
 
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -130,6 +133,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   State state = State::waiting;
   uint64_t deadline_id = 0;
   bool timed_out = false;
+  bool cut_by_drain = false;  // the header's deadline is the drain's
   bool close_after = false;  // the answer being written ends the connection
   bool http10_keep_alive = false;
   bool head = false;
@@ -221,6 +225,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
   void read_failed(beast::error_code ec, bool in_header) {
     no_deadline();
     const auto& o = server.options;
+    if (timed_out && in_header && cut_by_drain)
+      return refuse(408, "the server is stopping, and the request's header did not arrive within " + ms_text(kDrainHeaderGrace) +
+                             " of it");
     if (timed_out)
       return refuse(408, in_header ? "the request's header did not arrive within " + ms_text(o.header_timeout)
                                    : "the request's body did not arrive within " + ms_text(o.body_timeout));
@@ -368,10 +375,16 @@ void HttpServer::Impl::drain() {
   acceptor.close(ec);
   // connections between requests get a moment for a request already sent, then close; the rest
   // close after their answer (write() adds Connection: close)
-  std::vector<std::shared_ptr<Connection>> waiting;
-  for (Connection* c : open)
+  std::vector<std::shared_ptr<Connection>> waiting, in_header;
+  for (Connection* c : open) {
     if (c->state == Connection::State::waiting) waiting.push_back(c->shared_from_this());
+    if (c->state == Connection::State::reading && c->parser && !c->parser->is_header_done()) in_header.push_back(c->shared_from_this());
+  }
   for (auto& c : waiting) c->deadline(kDrainGrace);
+  for (auto& c : in_header) {
+    c->deadline(kDrainHeaderGrace);
+    c->cut_by_drain = true;
+  }
 }
 
 HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler, HttpErrorWriter error, const std::string& who)

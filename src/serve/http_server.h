@@ -72,8 +72,8 @@ class HttpServer {
   bool sleep_while_running(std::chrono::milliseconds period);
   // Drains, then returns: stops accepting (connections already in the listen queue are taken in
   // first), answers every request received, in flight or waiting for a worker, each answer
-  // closing its connection, and closes the connections between requests; after drain_timeout
-  // what is left is closed. Again: nothing.
+  // closing its connection, gives a header being received 1 s more (then 408), and closes the
+  // connections between requests; after drain_timeout what is left is closed. Again: nothing.
   void stop();
   // Connections open now (tests, metrics).
   int64_t connections() const;
