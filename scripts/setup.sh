@@ -24,7 +24,10 @@ PACKAGES=(
   # backend test data (import tests); python3-venv for the tests' Python peers
   # (scripts/test_venv.sh: PyPI, pinned in tests/<name>/requirements.txt)
   libonnx-dev libprotobuf-dev libonnx-testdata python3-venv
-  # loom::serve: cpp-httplib, the model server's and the dashboard's HTTP
+  # loom::serve: the model server's and the dashboard's event-driven HTTP layer is Boost.Beast
+  # on Boost.Asio (header-only; src/serve/http_server.cpp, docs/serve.md "HTTP")
+  libboost-dev
+  # cpp-httplib: the HTTP client of the serve and ui unit tests and of bench/serve_load
   libcpp-httplib-dev
   # the dashboard's browser test (tests/ui): headless Chromium driven through selenium, all
   # Debian's (the driver is never downloaded)

@@ -1,6 +1,5 @@
 #include "loom/serve/server.h"
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -18,7 +17,7 @@
 #include "loom/store/models.h"
 #include "metrics.h"
 #include "protocol.h"
-#include "serve/listener.h"
+#include "serve/http_server.h"
 
 namespace loom::serve {
 
@@ -140,7 +139,7 @@ struct Server::Impl {
   std::mutex reload_mutex;  // one reload at a time
   std::unique_ptr<detail::Batcher> batcher;
   std::mutex start_mutex;                      // start and stop
-  std::shared_ptr<detail::Listener> listener;  // a waiter keeps the one it waits on
+  std::shared_ptr<detail::HttpServer> listener;  // a waiter keeps the one it waits on
   std::thread poller;
 
   std::shared_ptr<const Loaded> current() const {
@@ -315,9 +314,10 @@ Server::Server(ModelSource source, ServeOptions options) : impl_(std::make_uniqu
   if (source.name.empty() || !source.current_version || !source.load)
     throw ValueError("Server: the model source needs a name, current_version and load");
   if (options.max_batch < 1 || options.max_wait_us < 0 || options.max_request_bytes < 1 || options.max_queue < 1 ||
-      options.reload_poll_ms < 0 || options.threads < 1 || options.port < 0 || options.port > 65535)
-    throw ValueError("Server: options out of range (max_batch, max_queue, max_request_bytes, threads >= 1; "
-                     "max_wait_us, reload_poll_ms >= 0; port 0 to 65535)");
+      options.reload_poll_ms < 0 || options.threads < 1 || options.port < 0 || options.port > 65535 ||
+      options.max_connections < 1 || options.header_timeout_ms < 1 || options.body_timeout_ms < 1 || options.idle_timeout_ms < 1)
+    throw ValueError("Server: options out of range (max_batch, max_queue, max_request_bytes, threads, max_connections, "
+                     "header_timeout_ms, body_timeout_ms, idle_timeout_ms >= 1; max_wait_us, reload_poll_ms >= 0; port 0 to 65535)");
   impl_->source = std::move(source);
   impl_->options = std::move(options);
   impl_->model = load_version(impl_->source, impl_->source.current_version());
@@ -367,33 +367,34 @@ void Server::start() {
   std::lock_guard lock(impl_->start_mutex);
   if (impl_->listener && impl_->listener->running()) return;
   if (impl_->poller.joinable()) impl_->poller.join();  // an earlier start's, stopped
-  auto http = std::make_unique<httplib::Server>();
-  const int threads = impl_->options.threads;
-  // cpp-httplib takes ownership of the queue it is handed.
-  http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  // a client may send many requests on one connection, as load balancers and clients with pools do
-  http->set_keep_alive_max_count(1000);
-  // on every answer, cpp-httplib's own refusals included (it adds default headers to each)
-  http->set_default_headers({{"X-Content-Type-Options", "nosniff"},
-                             {"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"},
-                             {"Referrer-Policy", "no-referrer"},
-                             {"Cache-Control", "no-store"}});
-  auto serve = [this](const httplib::Request& req, httplib::Response& res) {
-    const HttpResponse r = handle({req.method, detail::raw_path(req), req.body, req.get_header_value("Host"),
-                                   req.get_header_value("Inference-Header-Content-Length")});
-    res.status = r.status;
-    for (const auto& h : r.headers) res.set_header(h.first, h.second);
-    res.set_content(r.body, r.content_type);
+  const ServeOptions& o = impl_->options;
+  detail::HttpServerOptions http;
+  http.host = o.host;
+  http.port = o.port;
+  http.workers = o.threads;
+  http.max_connections = o.max_connections;
+  http.max_body_bytes = o.max_request_bytes;
+  http.header_timeout = std::chrono::milliseconds(o.header_timeout_ms);
+  http.body_timeout = std::chrono::milliseconds(o.body_timeout_ms);
+  http.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
+  // on every answer, the HTTP layer's own refusals included
+  http.default_headers = {{"X-Content-Type-Options", "nosniff"},
+                          {"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"},
+                          {"Referrer-Policy", "no-referrer"},
+                          {"Cache-Control", "no-store"}};
+  auto serve = [this](const detail::HttpRequestData& req) {
+    const HttpResponse r = handle({req.method, req.path, req.body, req.header("Host"), req.header("Inference-Header-Content-Length")});
+    detail::HttpAnswer answer{r.status, {{"Content-Type", r.content_type}}, r.body};
+    for (const auto& h : r.headers) answer.headers.emplace_back(h.first, h.second);
+    return answer;
   };
-  // refusals before the request reaches handle (a body past the limit, a malformed request): JSON
-  // errors as handle's, counted in /metrics
-  auto refuse = [this](httplib::Response& res, int status, const std::string& message) {
-    res.status = status;
-    res.set_content(dump_json(nlohmann::json{{"error", message}}), "application/json");
+  // refusals before the request reaches handle (a body past the limit or too slow, a malformed
+  // request, the connection cap): JSON errors as handle's, counted in /metrics
+  auto refuse = [this](int status, const std::string& message) {
     impl_->metrics.request("other", status, 0);
+    return detail::HttpAnswer{status, {{"Content-Type", "application/json"}}, dump_json(nlohmann::json{{"error", message}})};
   };
-  detail::serve_every_request(*http, serve, static_cast<size_t>(impl_->options.max_request_bytes), refuse);
-  auto listener = std::make_shared<detail::Listener>(std::move(http), impl_->options.host, impl_->options.port, "Server");
+  auto listener = std::make_shared<detail::HttpServer>(std::move(http), serve, refuse, "Server");
   impl_->listener = listener;
   if (impl_->options.reload_poll_ms > 0)
     impl_->poller = std::thread([this, listener] {
@@ -412,7 +413,7 @@ int Server::port() const {
 }
 
 void Server::wait() {
-  std::shared_ptr<detail::Listener> listener;
+  std::shared_ptr<detail::HttpServer> listener;
   {
     std::lock_guard lock(impl_->start_mutex);
     listener = impl_->listener;

@@ -1,7 +1,6 @@
 // The dashboard's routing, safety checks and HTTP server (loom/ui/dashboard.h).
 #include "loom/ui/dashboard.h"
 
-#include <httplib.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
@@ -13,7 +12,7 @@
 
 #include "core/utf8.h"
 #include "loom/core/error.h"
-#include "serve/listener.h"
+#include "serve/http_server.h"
 #include "ui/api.h"
 
 namespace loom::ui {
@@ -77,7 +76,7 @@ struct Dashboard::Impl {
   store::Store store;
   DashboardOptions options;
   std::mutex start_mutex;                             // start and stop
-  std::shared_ptr<serve::detail::Listener> listener;  // a waiter keeps the one it waits on
+  std::shared_ptr<serve::detail::HttpServer> listener;  // a waiter keeps the one it waits on
 
   Response route(const Request& r) {
     if (r.path.empty() || r.path[0] != '/') throw HttpError(400, "the path must start with '/'");
@@ -110,8 +109,10 @@ struct Dashboard::Impl {
 };
 
 Dashboard::Dashboard(store::Store store, DashboardOptions options) : impl_(std::make_unique<Impl>(std::move(store))) {
-  if (options.threads < 1 || options.port < 0 || options.port > 65535)
-    throw ValueError("Dashboard: options out of range (threads >= 1, port 0 to 65535)");
+  if (options.threads < 1 || options.port < 0 || options.port > 65535 || options.max_connections < 1 ||
+      options.header_timeout_ms < 1 || options.idle_timeout_ms < 1)
+    throw ValueError("Dashboard: options out of range (threads, max_connections, header_timeout_ms, idle_timeout_ms >= 1; "
+                     "port 0 to 65535)");
   if (options.allow_writes && options.token.empty()) options.token = random_token();
   if (!options.allow_writes) options.token.clear();
   if (options.allow_writes && options.token.size() < 16)
@@ -141,41 +142,34 @@ Response Dashboard::handle(const Request& request) {
 void Dashboard::start() {
   std::lock_guard lock(impl_->start_mutex);
   if (impl_->listener && impl_->listener->running()) return;
-  auto http = std::make_unique<httplib::Server>();
-  const int threads = impl_->options.threads;
-  // cpp-httplib takes ownership of the queue it is handed.
-  http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  // on every answer, cpp-httplib's own refusals included (it adds default headers to each)
-  http->set_default_headers(httplib::Headers(security_headers().begin(), security_headers().end()));
-  auto serve = [this](const httplib::Request& req, httplib::Response& res) {
-    Request r{req.method, serve::detail::raw_path(req), {}, req.body, req.get_header_value("X-Loom-Token"), req.get_header_value("Host")};
-    for (const auto& kv : req.params) r.query[kv.first] = kv.second;
+  const DashboardOptions& o = impl_->options;
+  serve::detail::HttpServerOptions http;
+  http.host = o.host;
+  http.port = o.port;
+  http.workers = o.threads;
+  http.max_connections = o.max_connections;
+  http.max_body_bytes = 1 << 20;  // the writing requests' bodies are a few bytes
+  http.header_timeout = std::chrono::milliseconds(o.header_timeout_ms);
+  http.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
+  // on every answer, the HTTP layer's own refusals included
+  http.default_headers.assign(security_headers().begin(), security_headers().end());
+  auto serve = [this](const serve::detail::HttpRequestData& req) {
+    Request r{req.method, req.path, {}, req.body, req.header("X-Loom-Token"), req.header("Host")};
+    for (auto& [name, value] : serve::detail::parse_query(req.query)) r.query[name] = value;
     const Response out = handle(r);
-    res.status = out.status;
-    for (const auto& h : out.headers) {
-      res.headers.erase(h.first);  // a default header replaced, not repeated
-      res.set_header(h.first, h.second);
-    }
-    // cpp-httplib compresses JSON and SVG (and text/*) with Brotli at its slowest quality when the
-    // browser accepts it (seconds for 100 runs' curves); it leaves these types with a charset as
-    // is, and the page, its script and styles (text/...) when given by a provider of known length.
+    // JSON and SVG are sent as UTF-8, said so (a browser would guess otherwise); the pages,
+    // scripts and styles carry their own type
     const std::string& type = out.content_type;
-    if (type.rfind("text/", 0) == 0) {
-      auto body = std::make_shared<const std::string>(out.body);
-      res.set_content_provider(body->size(), type, [body](size_t offset, size_t length, httplib::DataSink& sink) {
-        return sink.write(body->data() + offset, std::min(length, body->size() - offset));
-      });
-      return;
-    }
     const bool text = type == "application/json" || type == "image/svg+xml";
-    res.set_content(out.body, text ? type + "; charset=utf-8" : type);
+    serve::detail::HttpAnswer answer{out.status, {{"Content-Type", text ? type + "; charset=utf-8" : type}}, out.body};
+    for (const auto& h : out.headers) answer.headers.emplace_back(h.first, h.second);
+    return answer;
   };
-  // the writing requests' bodies are a few bytes
-  serve::detail::serve_every_request(*http, serve, 1 << 20, [](httplib::Response& res, int status, const std::string& message) {
-    res.status = status;
-    res.set_content(detail::json_response({{"error", message}}, status).body, "application/json; charset=utf-8");
-  });
-  impl_->listener = std::make_shared<serve::detail::Listener>(std::move(http), impl_->options.host, impl_->options.port, "Dashboard");
+  auto refuse = [](int status, const std::string& message) {
+    Response r = detail::json_response({{"error", message}}, status);
+    return serve::detail::HttpAnswer{status, {{"Content-Type", "application/json; charset=utf-8"}}, r.body};
+  };
+  impl_->listener = std::make_shared<serve::detail::HttpServer>(std::move(http), serve, refuse, "Dashboard");
 }
 
 int Dashboard::port() const {
@@ -184,7 +178,7 @@ int Dashboard::port() const {
 }
 
 void Dashboard::wait() {
-  std::shared_ptr<serve::detail::Listener> listener;
+  std::shared_ptr<serve::detail::HttpServer> listener;
   {
     std::lock_guard lock(impl_->start_mutex);
     listener = impl_->listener;

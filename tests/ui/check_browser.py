@@ -185,8 +185,8 @@ def main():
         assert blocked.startswith("http://192.0.2.1") and "img-src" in blocked, blocked
         status, headers, _ = request("GET", "/")
         assert "script-src 'self'" in headers.get("Content-Security-Policy", ""), headers
-        # JSON and SVG answers, the page, its script and styles are not sent through cpp-httplib's
-        # Brotli (seconds for a large answer, tens of ms for the script on every visit)
+        # JSON and SVG answers, the page, its script and styles come uncompressed (the HTTP layer
+        # before, cpp-httplib, used Brotli: seconds for a large answer, tens of ms for the script)
         curves = urllib.request.Request(base + "/api/runs/curves?runs=" + ",".join(map(str, runs)), headers={"Accept-Encoding": "br, gzip"})
         with urllib.request.urlopen(curves, timeout=10) as r:
             assert r.headers.get("Content-Encoding") is None, dict(r.headers)

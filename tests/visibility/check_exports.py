@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 PRIVATE = ("loom::cpu::", "(anonymous namespace)", "dnnl::", "dnnl_", "cblas_", "sqlite3_",
-           "ZSTD_", "PQ", "SHA256", "EVP_", "MPI_", "httplib::")
+           "ZSTD_", "PQ", "SHA256", "EVP_", "MPI_", "httplib::", "boost::")
 LIBS = {  # library -> (a namespace it must export, most exported symbols expected)
     "libloom.so": ("loom::Tensor::", 2000),
     "libloom_store.so": ("loom::store::", 400),

@@ -97,6 +97,10 @@ std::pair<std::string, std::optional<int64_t>> split_version(const Args& args, c
 // escaped (\x1b, \u{9b}; loom::detail::escape_text). Everything the command line prints goes
 // through it (print_table, print_fields, messages) or through print_json.
 std::string terminal_text(const std::string& text, bool keep_lines = false);
+// Raises this process's open-file limit to its hard limit (often 1024 soft, far more hard): a
+// server holds a descriptor per connection, and `loom serve` / `loom ui` hold up to
+// --max-connections of them. Says on stderr when the limit stays below `wanted`.
+void raise_open_files_limit(int64_t wanted);
 
 // An aligned table on stdout: a header row, then the rows; columns two spaces apart; every cell
 // through terminal_text (on one line).

@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <sys/resource.h>
+
 #include "cli.h"
 #include "core/utf8.h"
 
@@ -289,5 +291,18 @@ std::string produced_by_text(const store::Provenance& p) {
 }
 
 nlohmann::ordered_json produced_by_json(const store::Provenance& p) { return {{"task_id", p.task_id}, {"run_id", p.run_id}}; }
+
+void raise_open_files_limit(int64_t wanted) {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &r) != 0) ::getrlimit(RLIMIT_NOFILE, &r);
+  }
+  // a few dozen descriptors are the store's, the listener's and the standard streams'
+  if (r.rlim_cur != RLIM_INFINITY && static_cast<int64_t>(r.rlim_cur) < wanted + 64)
+    std::cerr << "warning: this process may open " << r.rlim_cur << " files, fewer than the " << wanted
+              << " connections allowed: connections past it wait in the listen queue (raise 'ulimit -n')" << std::endl;
+}
 
 }  // namespace loom::cli

@@ -27,17 +27,22 @@ options:
   --max-wait-us U   how long a batch's first request waits for others (default 0: a batch
                     is what queued while the previous one ran)
   --reload-ms M     how often the alias is checked (default 1000; 0: never)
-  --threads T       connections served at once (default 8)
+  --threads T       requests handled at once (default 8); connections are not bound to
+                    threads: idle and slow clients hold none
+  --max-connections N   connections open at once; past it a client is answered 503
+                    (default 10000)
   --max-request-bytes N   larger request bodies are refused (default 16777216)
 
-The server stops on SIGINT or SIGTERM. options: --store URL (see 'loom --help')
+On SIGINT or SIGTERM the server stops accepting, answers every request it has received
+(those waiting for a thread too), closes its connections and exits.
+options: --store URL (see 'loom --help')
 )";
 
 }  // namespace
 
 int serve_main(const std::vector<std::string>& args) {
   Args a(args,
-         {{"--host", "H"}, {"--port", "N"}, {"--max-batch", "B"}, {"--max-wait-us", "U"}, {"--reload-ms", "M"}, {"--threads", "T"},
+         {{"--host", "H"}, {"--port", "N"}, {"--max-batch", "B"}, {"--max-wait-us", "U"}, {"--reload-ms", "M"}, {"--threads", "T"}, {"--max-connections", "N"},
           {"--max-request-bytes", "N"}},
          1, 1, "serve", "NAME[@ALIAS|:VERSION]", kUsage);
   const std::string ref = a.positional()[0];
@@ -49,6 +54,8 @@ int serve_main(const std::vector<std::string>& args) {
   options.max_wait_us = a.integer("--max-wait-us", 0, 0);
   options.reload_poll_ms = a.integer("--reload-ms", 1000, 0);
   options.threads = static_cast<int>(std::min<int64_t>(a.integer("--threads", 8, 1), 1024));
+  options.max_connections = a.integer("--max-connections", 10000, 1);
+  raise_open_files_limit(options.max_connections);
   options.max_request_bytes = a.integer("--max-request-bytes", 16 << 20, 1);
 
   store::Store s = a.open_store();

@@ -23,20 +23,27 @@ options:
   --port N          the port (default 8080; 0: any free port, printed)
   --allow-writes    allow moving aliases and cancelling tasks, with the token printed at start
                     (given in the page's "write token" box); read-only otherwise
-  --threads T       connections served at once (default 8)
+  --threads T       requests handled at once (default 8); connections are not bound to
+                    threads: idle and slow clients hold none
+  --max-connections N   connections open at once; past it a client is answered 503
+                    (default 10000)
 
-The dashboard stops on SIGINT or SIGTERM. options: --store URL (see 'loom --help')
+On SIGINT or SIGTERM the dashboard stops accepting, answers every request it has received
+(those waiting for a thread too), closes its connections and exits.
+options: --store URL (see 'loom --help')
 )";
 
 }  // namespace
 
 int ui_main(const std::vector<std::string>& args) {
-  Args a(args, {{"--host", "H"}, {"--port", "N"}, {"--allow-writes", ""}, {"--threads", "T"}}, 0, 0, "ui", "", kUsage);
+  Args a(args, {{"--host", "H"}, {"--port", "N"}, {"--allow-writes", ""}, {"--threads", "T"}, {"--max-connections", "N"}}, 0, 0, "ui", "", kUsage);
   ui::DashboardOptions options;
   options.host = a.value("--host").value_or("127.0.0.1");
   options.port = static_cast<int>(a.integer("--port", 8080, 0));
   if (options.port > 65535) a.fail("--port must be 0 to 65535");
   options.threads = static_cast<int>(std::min<int64_t>(a.integer("--threads", 8, 1), 1024));
+  options.max_connections = a.integer("--max-connections", 10000, 1);
+  raise_open_files_limit(options.max_connections);
   options.allow_writes = a.flag("--allow-writes");
 
   store::Store s = a.open_store();

@@ -11,8 +11,10 @@
 // batch ran, and those arriving within max_wait_us of the first) and run as one call of the graph; each gets its own rows back, equal to what
 // predict gives on them alone. When the alias moves to another version the server loads it and
 // switches between batches, without dropping a request. `handle` answers one request without a
-// socket (what the tests drive); `start` serves them over HTTP (cpp-httplib) on `host` only,
-// 127.0.0.1 unless told otherwise. Every route only reads, so none needs a token.
+// socket (what the tests drive); `start` serves them over HTTP on `host` only, 127.0.0.1 unless
+// told otherwise: an event loop holds every connection (Boost.Beast on Asio, private to the
+// library), idle and slow clients cost no thread, headers and bodies have deadlines, and stop()
+// answers every request received before it closes. Every route only reads, so none needs a token.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -35,7 +37,12 @@ struct LOOM_API ServeOptions {
   int64_t max_request_bytes = 16 << 20;   // a larger body is refused (413)
   int64_t max_queue = 4096;               // requests waiting to run; past it, 503
   int64_t reload_poll_ms = 1000;          // how often the alias is checked (0: never)
-  int threads = 8;                        // HTTP connections served at once
+  int threads = 8;                        // requests handled at once (workers; connections are
+                                          // not bound to them: an idle or slow one holds none)
+  int64_t max_connections = 10000;        // open at once; past it a connection is answered 503
+  int64_t header_timeout_ms = 10000;      // a request's first byte to the end of its header (408)
+  int64_t body_timeout_ms = 60000;        // the end of the header to the end of the body (408)
+  int64_t idle_timeout_ms = 60000;        // a connection waiting for a request is closed after it
 };
 
 // Where the served graph comes from: a name for the protocol, the version in force now, and
@@ -87,7 +94,8 @@ class LOOM_API Server {
   void start();
   int port() const;  // the bound port once started
   void wait();       // blocks until stop()
-  void stop();       // stops listening; requests in flight are answered first
+  void stop();       // stops accepting; every request received (running, or waiting for a
+                     // worker) is answered first, connections between requests are closed
 
   int64_t version() const;  // the version served now
   bool reload();            // checks the source now; true when it switched to another version

@@ -10,7 +10,9 @@
 //   dashboard.wait();    // until stop()
 //
 // `handle` answers one request without a socket (what the tests drive); `start` serves them
-// over HTTP (cpp-httplib) on `host` only, 127.0.0.1 unless told otherwise. Safe by default:
+// over HTTP on `host` only, 127.0.0.1 unless told otherwise, on the model server's event-driven
+// HTTP layer (idle and slow clients hold no thread; header and body deadlines; stop() answers
+// every request received). Safe by default:
 // every route reads, unless `allow_writes`, and then a writing request (moving an alias,
 // cancelling a task) must carry the token in the X-Loom-Token header; every response carries a
 // Content-Security-Policy allowing only the dashboard's own scripts, styles and requests. On a
@@ -48,7 +50,10 @@ struct LOOM_API DashboardOptions {
   int port = 8080;             // 0: a free port, port() tells which
   bool allow_writes = false;   // moving aliases and cancelling tasks (403 otherwise)
   std::string token;           // the writing requests' token; empty: a random one (random_token)
-  int threads = 8;             // HTTP connections served at once
+  int threads = 8;             // requests handled at once (workers; an idle or slow connection holds none)
+  int64_t max_connections = 10000;    // open at once; past it a connection is answered 503
+  int64_t header_timeout_ms = 10000;  // a request's first byte to the end of its header (408)
+  int64_t idle_timeout_ms = 60000;    // a connection waiting for a request is closed after it
 };
 
 // 32 hexadecimal digits from OpenSSL's RAND_bytes (128 bits); IOError if it cannot give them.
@@ -74,7 +79,7 @@ class LOOM_API Dashboard {
   void start();
   int port() const;  // the bound port once started
   void wait();       // blocks until stop()
-  void stop();
+  void stop();       // stops accepting; every request received is answered first
 
  private:
   struct Impl;

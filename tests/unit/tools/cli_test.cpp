@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "core/utf8.h"
+#include "unit/serve/raw_http.h"
 #include "unit/store/store_test_util.h"
 
 extern char** environ;
@@ -97,6 +98,8 @@ class Cli {
   }
 
   CliResult operator()(const std::vector<std::string>& args) { return wait(spawn(args)); }
+  // What the latest spawn has written on stdout so far.
+  std::string output_so_far() const { return read(out_path()); }
 
  private:
   std::string out_path() const { return dir_ + "/out" + std::to_string(n_); }
@@ -617,6 +620,43 @@ TEST_P(CliStore, AgentStopsOnSigterm) {
   const CliResult r = loom.wait(pid, std::chrono::seconds(20));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, ": ran 1 task\n")) << r.out << r.err << tasks.get(id).attempts << " " << tasks.list().size();
+}
+
+// Issue 46: on SIGTERM, `loom serve` closed the requests it had accepted but not yet given a
+// thread. Two idle connections held its 2 threads there; here 8 inference requests are received,
+// each batch waiting 400 ms for more (so most wait for a worker when the signal comes): SIGTERM
+// answers all 8, then exits 0.
+TEST_P(CliStore, ServeAnswersEveryReceivedRequestOnSigterm) {
+  const std::string u = url();
+  store::Store::open(u).models().save("mlp", loom_test::small_mlp(1), {{"accuracy", 0.8}});
+  Cli loom(tmp.dir.string());
+  const pid_t pid = loom.spawn({"serve", "mlp", "--store", u, "--port", "0", "--threads", "2", "--reload-ms", "0",
+                                 "--max-wait-us", "400000"});
+  int port = 0;
+  for (int i = 0; i < 300 && port == 0; ++i) {  // "serving mlp (version 1) on http://127.0.0.1:PORT/v2"
+    const std::string out = loom.output_so_far();
+    const size_t at = out.find("127.0.0.1:");
+    if (at != std::string::npos && out.find("/v2", at) != std::string::npos) port = std::atoi(out.c_str() + at + 10);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GT(port, 0) << loom.output_so_far();
+  loom_test::RawConnection idle1(port), idle2(port);
+  std::vector<std::unique_ptr<loom_test::RawConnection>> clients;
+  std::vector<std::string> answers(8);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 8; ++i) {
+    clients.push_back(std::make_unique<loom_test::RawConnection>(port));
+    const std::string body = R"({"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]})";
+    clients.back()->send("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body.size()) +
+                         "\r\n\r\n" + body);
+    readers.emplace_back([&, i] { answers[i] = clients[i]->read_all(std::chrono::seconds(15)); });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  for (auto& r : readers) r.join();
+  const CliResult r = loom.wait(pid, std::chrono::seconds(30));
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(loom_test::status_of(answers[i]), 200) << "request " << i << ": " << answers[i].substr(0, 200);
 }
 
 // Text from the store is shown escaped wherever it goes to a terminal: an ESC ] 0 ; ... BEL

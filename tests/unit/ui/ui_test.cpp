@@ -486,6 +486,46 @@ TEST_F(Ui, RefusalsOverHttpCarryTheSecurityHeaders) {
   EXPECT_EQ(r->headers.count("X-Frame-Options"), 1u);
 }
 
+// Issue 46: the dashboard stopped answering once 8 connections (its threads) sent their headers
+// a byte every 2 s. With 64 such clients and 200 idle connections held it answers at once, and
+// stop() answers the requests it received without waiting for the slow headers' deadline.
+TEST_F(Ui, SlowAndIdleClientsHoldNoThread) {
+  ASSERT_GE(loom_test::raise_open_files(), 1000u);
+  ui::Dashboard d(store, {.port = 0});
+  d.start();
+  int failed = 0;
+  const std::vector<int> slow = loom_test::connect_many(d.port(), 64, std::chrono::milliseconds(5000), &failed);
+  const std::vector<int> idle = loom_test::connect_many(d.port(), 200, std::chrono::milliseconds(5000), &failed);
+  ASSERT_EQ(failed, 0);
+  for (int fd : slow) ::send(fd, "G", 1, MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int fd : slow) ::send(fd, "E", 1, MSG_NOSIGNAL);
+  const std::string get = "GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string answer = loom_test::exchange(d.port(), get, std::chrono::milliseconds(3000));
+    EXPECT_EQ(loom_test::status_of(answer), 200) << answer.substr(0, 300);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  }
+  // requests received when stop() begins are answered, then closed
+  std::vector<std::unique_ptr<loom_test::RawConnection>> last;
+  std::vector<std::string> answers(8);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 8; ++i) {
+    last.push_back(std::make_unique<loom_test::RawConnection>(d.port()));
+    last.back()->send("GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    readers.emplace_back([&, i] { answers[i] = last[i]->read_all(std::chrono::seconds(10)); });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  d.stop();  // the slow clients' headers get 1 s more, not the rest of their 10 s
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+  for (auto& r : readers) r.join();
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(loom_test::status_of(answers[i]), 200) << i << ": " << answers[i].substr(0, 300);
+  for (int fd : slow) ::close(fd);
+  for (int fd : idle) ::close(fd);
+}
+
 TEST(UiToken, RandomTokensAreLongAndDistinct) {
   std::set<std::string> seen;
   for (int i = 0; i < 100; ++i) {

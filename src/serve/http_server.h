@@ -1,0 +1,102 @@
+#pragma once
+// The HTTP/1.1 server both the model server and the dashboard run on (the seam serve offers ui,
+// tests/layering), event-driven: one thread waits on every connection at once (Boost.Asio's
+// epoll loop, Boost.Beast's parser, both confined to http_server.cpp), and a small pool of
+// workers runs the handler, so that neither idle nor slow clients hold a thread and a handler
+// that blocks (inference, a store query) never stops the loop. Deadlines are totals, not idle
+// times: a header trickled a byte a second is cut at header_timeout whatever its pace.
+// docs/serve.md ("HTTP") says why Beast and what each limit is for.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loom::serve::detail {
+
+// One request, read whole (its body no larger than max_body_bytes).
+struct HttpRequestData {
+  std::string method;                                       // as sent: "GET", "POST", ...
+  std::string path;                                         // as sent, percent-encoded, without the query
+  std::string query;                                        // after '?', as sent ("" when none)
+  std::vector<std::pair<std::string, std::string>> headers;  // in order, names as sent
+  std::string body;
+  // The value of header `name` (any case), "" when absent.
+  std::string header(const std::string& name) const;
+};
+
+// One answer. Content-Length and Connection are the server's to write.
+struct HttpAnswer {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;  // Content-Type among them
+  std::string body;
+};
+
+using HttpHandler = std::function<HttpAnswer(const HttpRequestData&)>;
+// The server's own refusals (413, 408, 400, 503, ...) in the caller's format: status and message.
+using HttpErrorWriter = std::function<HttpAnswer(int status, const std::string& message)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;                     // 0: a free port
+  int workers = 8;                  // handlers run at once
+  int64_t max_connections = 10000;  // past it a connection is answered 503 and closed
+  int64_t max_body_bytes = 1 << 20;  // a larger body is refused (413) while it is read
+  std::chrono::milliseconds header_timeout{10000};  // first byte of a request to the end of its header
+  std::chrono::milliseconds body_timeout{60000};    // end of the header to the end of the body
+  std::chrono::milliseconds idle_timeout{60000};    // a connection waiting for a request's first byte
+  std::chrono::milliseconds write_timeout{60000};   // an answer written to a client that does not read
+  std::chrono::milliseconds drain_timeout{30000};   // stop(): the longest wait for requests in flight
+  // Added to every answer, refusals included, unless the answer sets the same header.
+  std::vector<std::pair<std::string, std::string>> default_headers;
+};
+
+struct Connection;  // http_server.cpp's
+
+class HttpServer {
+ public:
+  // Binds host:port (SO_REUSEADDR only: a second server on the same port is refused, not given
+  // part of its requests) with a backlog of SOMAXCONN and starts serving; IOError naming `who`
+  // and the address when it cannot bind.
+  HttpServer(HttpServerOptions options, HttpHandler handler, HttpErrorWriter error, const std::string& who);
+  ~HttpServer();  // stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const;
+  bool running() const;
+  void wait();  // until stop()
+  // Sleeps `period`, or less when stopped meanwhile: false once stopped (a background poller's loop).
+  bool sleep_while_running(std::chrono::milliseconds period);
+  // Drains, then returns: stops accepting (connections already in the listen queue are taken in
+  // first), answers every request received, in flight or waiting for a worker, each answer
+  // closing its connection, gives a header being received 1 s more (then 408), and closes the
+  // connections between requests; after drain_timeout what is left is closed. Again: nothing.
+  void stop();
+  // Connections open now (tests, metrics).
+  int64_t connections() const;
+
+ private:
+  friend struct Connection;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// One segment of a path, percent-decoded ("team%2Fmlp" -> "team/mlp"); a '%' not followed by two
+// hexadecimal digits stays as it is.
+std::string percent_decode(const std::string& segment);
+
+// A query string's parameters ("a=1&b=x+y" -> a: "1", b: "x y"), each decoded; a name given
+// twice keeps its last value.
+std::vector<std::pair<std::string, std::string>> parse_query(const std::string& query);
+
+// Whether a request naming `host_header` (its Host header, "name[:port]", "[v6]:port") may be
+// answered by a server listening on `listen_host`. On a loopback address only requests for
+// 127.0.0.1, localhost or [::1] are: a page of another site whose name was made to resolve to
+// this machine (DNS rebinding) names its own host. Any host is fine on other addresses, and an
+// absent header (HTTP/1.0, a program) too.
+bool host_allowed(const std::string& listen_host, const std::string& host_header);
+
+}  // namespace loom::serve::detail
