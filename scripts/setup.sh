@@ -31,6 +31,9 @@ PACKAGES=(
   chromium chromium-driver python3-selenium
   # the dashboard draws a model's graph with Graphviz's dot when it is installed (tested when it is)
   graphviz
+  # the Python module (python/, docs/python.md): Python's headers to build it against
+  # /usr/bin/python3, pytest to run its tests there (nanobind comes from PyPI, pinned, below)
+  python3-dev python3-pytest
   # the text examples' corpus (word2vec, character LSTM): fortune cookies in /usr/share/games/fortunes
   fortunes
 )
@@ -50,7 +53,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # the tests' Python peers: ONNX Runtime in build/onnx-venv, TensorBoard's reader in
 # build/tensorboard-venv, the Triton client in build/serve-venv (each does nothing when it is
-# there already)
+# there already); nanobind, the Python module's bindings, in build/python-venv
 for venv in onnx tensorboard serve; do
   bash "$(dirname "$0")/test_venv.sh" "$venv"
 done
+bash "$(dirname "$0")/test_venv.sh" python python/requirements-build.txt  # a path from the checkout
