@@ -1,4 +1,4 @@
-# Decides LOOM_PYTHON (the Python module, python/CMakeLists.txt) and finds what it needs: the
+# Decides LOOM_PYTHON_ENABLED (the Python module, python/CMakeLists.txt) and finds what it needs: the
 # interpreter the tests run (/usr/bin/python3, whose Debian packages numpy and torch are the
 # tests' references), its headers, and nanobind's CMake files.
 if(NOT DEFINED Python_EXECUTABLE AND EXISTS /usr/bin/python3)
@@ -22,12 +22,17 @@ if(Python_FOUND AND NOT LOOM_NANOBIND_DIR)
   endforeach()
 endif()
 
-set(loom_python_default OFF)
-if(Python_FOUND AND LOOM_NANOBIND_DIR AND NOT LOOM_SANITIZE)
-  set(loom_python_default ON)
-endif()
-option(LOOM_PYTHON "Build the Python module (python/, docs/python.md)" ${loom_python_default})
-if(LOOM_PYTHON)
+# AUTO (the default) decides at each configure, so a build folder configured before
+# scripts/setup.sh made the venv picks the module up at its next configure.
+set(LOOM_PYTHON AUTO CACHE STRING "Build the Python module (python/, docs/python.md): ON, OFF or AUTO (on where Python's headers and nanobind are found, off in sanitizer builds)")
+set_property(CACHE LOOM_PYTHON PROPERTY STRINGS AUTO ON OFF)
+if(LOOM_PYTHON STREQUAL "AUTO")
+  set(LOOM_PYTHON_ENABLED OFF)
+  if(Python_FOUND AND LOOM_NANOBIND_DIR AND NOT LOOM_SANITIZE)
+    set(LOOM_PYTHON_ENABLED ON)
+  endif()
+elseif(LOOM_PYTHON)
+  set(LOOM_PYTHON_ENABLED ON)
   if(NOT Python_FOUND)
     message(FATAL_ERROR "LOOM_PYTHON needs Python's headers (Debian: python3-dev; scripts/setup.sh installs it)")
   endif()
@@ -35,7 +40,11 @@ if(LOOM_PYTHON)
     message(FATAL_ERROR "LOOM_PYTHON needs nanobind: run scripts/setup.sh (it makes build/python-venv from "
                         "python/requirements-build.txt), or set LOOM_NANOBIND_DIR to `python -m nanobind --cmake_dir`")
   endif()
+else()
+  set(LOOM_PYTHON_ENABLED OFF)
+endif()
+if(LOOM_PYTHON_ENABLED)
   message(STATUS "Python module: ${Python_EXECUTABLE} (${Python_VERSION}), nanobind from ${LOOM_NANOBIND_DIR}")
 else()
-  message(STATUS "Python module: off (Python headers found: ${Python_FOUND}; nanobind: '${LOOM_NANOBIND_DIR}')")
+  message(STATUS "Python module: off (LOOM_PYTHON=${LOOM_PYTHON}; Python headers found: ${Python_FOUND}; nanobind: '${LOOM_NANOBIND_DIR}')")
 endif()
