@@ -170,3 +170,30 @@ def test_no_leak_over_a_hundred_thousand_conversions():
     grown = rss_bytes() - rss
     # one leaked tensor per round would be > 100000 * 64 bytes = 6.4 MB
     assert grown < 4 * 2**20, f"RSS grew by {grown} bytes over 10^5 conversions"
+
+
+def test_other_buffers_and_bfloat16_through_dlpack():
+    import array
+
+    raw = bytearray(8)
+    t = loom.asarray(memoryview(raw).cast("f"))  # any writable buffer, not only NumPy's
+    t[1] = 2.5
+    assert np.frombuffer(raw, np.float32)[1] == 2.5
+    ints = array.array("q", [1, 2, 3])
+    assert loom.asarray(ints).dtype == loom.int64 and loom.asarray(ints).data_ptr() == ints.buffer_info()[0]
+    assert loom.asarray(b"\x01\x02").dtype == loom.uint8  # bytes: read-only, so a copy
+    torch = pytest.importorskip("torch")
+    x = torch.arange(4, dtype=torch.bfloat16)
+    b = loom.asarray(x)
+    assert b.dtype == loom.bfloat16 and b.data_ptr() == x.data_ptr()
+    assert b.astype(loom.float32).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_import_loom_loads_libloom_only():
+    import subprocess
+
+    maps = subprocess.run([sys.executable, "-c", "import loom; print(open('/proc/self/maps').read())"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "libloom.so" in maps
+    for other in ("libloom_store", "libloom_serve", "libloom_dist", "libsqlite3", "libpq", "libmpi"):
+        assert other not in maps, other
