@@ -139,10 +139,10 @@ Tensor from_buffer(nb::handle obj) {
   Shape shape(v.shape, v.shape + v.ndim);
   std::vector<int64_t> strides(v.strides, v.strides + v.ndim);
   if (!dtype) {
-    const std::string format = v.format ? v.format : "B";
-    delete held;
-    throw DTypeError("loom.asarray: a buffer of format '" + format + "' (" + std::to_string(v.itemsize) +
-                     "-byte items) has no Loom dtype; valid: " + kValidDTypes);
+    const std::string what = "a buffer of format '" + std::string(v.format ? v.format : "B") + "' (" +
+                             std::to_string(v.itemsize) + "-byte items)";
+    delete held;  // releases the view `v` names
+    throw DTypeError("loom.asarray: " + what + " has no Loom dtype; valid: " + kValidDTypes);
   }
   const bool aligned = element_aligned(v.buf, strides, shape, static_cast<int64_t>(v.itemsize));
   if (swapped || !aligned) {

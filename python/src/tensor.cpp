@@ -109,15 +109,22 @@ void def_operator(nb::class_<Tensor>& cls, const char* name, const char* rname) 
   if (rname) cls.def(rname, [](nb::handle self, nb::handle other) { return binary(F, other, self); });
 }
 
-// a += b writes into a's memory (every view of it sees the change), as NumPy's does.
-template <Binary F>
+// a += b is Loom's in-place operator: it writes into a's memory (every view of it sees the
+// change) with its checks (a leaf that requires grad, a result dtype a cannot hold).
+using InPlace = Tensor& (*)(Tensor&, const Tensor&);
+using InPlaceScalar = Tensor& (*)(Tensor&, Scalar);
+template <InPlace F, InPlaceScalar FS>
 void def_inplace(nb::class_<Tensor>& cls, const char* name) {
   cls.def(name, [](nb::handle self, nb::handle other) {
     Tensor& t = nb::cast<Tensor&>(self);
-    const Tensor result = binary(F, self, other);
-    {
+    if (is_python_scalar(other)) {
+      const Scalar s = to_scalar(other);
       MaybeRelease release(elements_of(t));
-      t.copy_(result);
+      FS(t, s);
+    } else {
+      const Tensor o = as_tensor(other);
+      MaybeRelease release(elements_of(t, o));
+      F(t, o);
     }
     return nb::borrow(self);
   });
@@ -310,10 +317,10 @@ void bind_tensor(nb::module_& m) {
   def_operator<op_and>(cls, "__and__", "__rand__");
   def_operator<op_or>(cls, "__or__", "__ror__");
   def_operator<op_xor>(cls, "__xor__", "__rxor__");
-  def_inplace<op_add>(cls, "__iadd__");
-  def_inplace<op_sub>(cls, "__isub__");
-  def_inplace<op_mul>(cls, "__imul__");
-  def_inplace<op_div>(cls, "__itruediv__");
+  def_inplace<static_cast<InPlace>(&operator+=), static_cast<InPlaceScalar>(&operator+=)>(cls, "__iadd__");
+  def_inplace<static_cast<InPlace>(&operator-=), static_cast<InPlaceScalar>(&operator-=)>(cls, "__isub__");
+  def_inplace<static_cast<InPlace>(&operator*=), static_cast<InPlaceScalar>(&operator*=)>(cls, "__imul__");
+  def_inplace<static_cast<InPlace>(&operator/=), static_cast<InPlaceScalar>(&operator/=)>(cls, "__itruediv__");
   cls.attr("__hash__") = nb::none();  // == is elementwise, as NumPy's
   // NumPy defers to the tensor's reflected operators (np_array + t gives a loom.Tensor)
   cls.attr("__array_priority__") = 1000;

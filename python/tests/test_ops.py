@@ -262,3 +262,17 @@ def test_errors_are_python_classes_with_loom_messages():
         loom.ones((2,)).backward()
     assert isinstance(e.value, RuntimeError)
     assert issubclass(loom.OutOfMemoryError, MemoryError) and issubclass(loom.IOError, OSError)
+
+
+def test_in_place_operators_write_through_views_with_loom_checks():
+    x = np.zeros((2, 3), np.float32)
+    t = loom.asarray(x)
+    row = t[1]
+    row += 2
+    row *= loom.tensor([1.0, 2.0, 3.0])
+    row -= np.ones(3, np.float32)
+    row /= 2
+    np.testing.assert_array_equal(x, [[0, 0, 0], [0.5, 1.5, 2.5]])
+    leaf = loom.ones((2,)).requires_grad_()
+    with pytest.raises(loom.AutogradError):
+        leaf += 1
