@@ -103,10 +103,24 @@ Tensor op_xor(const Tensor& a, const Tensor& b) { return logical_xor(a, b); }
 
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 
+// What an operator takes as its other operand; anything else gets NotImplemented, so that
+// Python tries the other side and then its default (t == None is False, t + "a" a TypeError).
+bool operand_like(nb::handle obj) {
+  return nb::isinstance<Tensor>(obj) || is_python_scalar(obj) || PyObject_CheckBuffer(obj.ptr()) ||
+         nb::hasattr(obj, "__dlpack__") || PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr());
+}
+
 template <Binary F>
 void def_operator(nb::class_<Tensor>& cls, const char* name, const char* rname) {
-  cls.def(name, [](nb::handle self, nb::handle other) { return binary(F, self, other); });
-  if (rname) cls.def(rname, [](nb::handle self, nb::handle other) { return binary(F, other, self); });
+  cls.def(name, [](nb::handle self, nb::handle other) -> nb::object {
+    if (!operand_like(other)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(binary(F, self, other));
+  }, nb::arg("other").none());
+  if (rname)
+    cls.def(rname, [](nb::handle self, nb::handle other) -> nb::object {
+      if (!operand_like(other)) return nb::borrow(Py_NotImplemented);
+      return nb::cast(binary(F, other, self));
+    }, nb::arg("other").none());
 }
 
 // a += b is Loom's in-place operator: it writes into a's memory (every view of it sees the

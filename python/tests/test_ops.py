@@ -276,3 +276,11 @@ def test_in_place_operators_write_through_views_with_loom_checks():
     leaf = loom.ones((2,)).requires_grad_()
     with pytest.raises(loom.AutogradError):
         leaf += 1
+
+
+def test_operators_leave_other_operands_to_python():
+    t = loom.ones((2,))
+    assert (t == None) is False and (t != None) is True  # noqa: E711 (Python's identity default)
+    with pytest.raises(TypeError):
+        t + "a"
+    assert t not in [None, "x"]
