@@ -83,8 +83,16 @@ void bind_nn(nb::module_& m) {
     return avg_pool2d(t, k, s, p, ceil_mode, count_include_pad, divisor_override);
   }, nb::arg("x"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,
         nb::arg("ceil_mode") = false, nb::arg("count_include_pad") = true, nb::arg("divisor_override") = 0);
-  m.def("global_avg_pool2d", [](nb::handle x) { return global_avg_pool2d(as_tensor(x)); }, nb::arg("x"));
-  m.def("global_max_pool2d", [](nb::handle x) { return global_max_pool2d(as_tensor(x)); }, nb::arg("x"));
+  m.def("global_avg_pool2d", [](nb::handle x) {
+    const Tensor t = as_tensor(x);
+    nb::gil_scoped_release release;
+    return global_avg_pool2d(t);
+  }, nb::arg("x"));
+  m.def("global_max_pool2d", [](nb::handle x) {
+    const Tensor t = as_tensor(x);
+    nb::gil_scoped_release release;
+    return global_max_pool2d(t);
+  }, nb::arg("x"));
   m.def("batch_norm", [](nb::handle x, nb::handle running_mean, nb::handle running_var, nb::handle weight, nb::handle bias,
                          bool training, double momentum, double eps) {
     const Tensor tx = as_tensor(x), rm = optional_tensor(running_mean), rv = optional_tensor(running_var);
@@ -102,10 +110,14 @@ void bind_nn(nb::module_& m) {
         nb::arg("eps") = 1e-5);
   m.def("dropout", [](nb::handle x, double p, bool training, nb::handle generator) {
     Generator* g = generator.is_none() ? nullptr : &nb::cast<Generator&>(generator);
-    return dropout(as_tensor(x), p, training, g);
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return dropout(t, p, training, g);
   }, nb::arg("x"), nb::arg("p") = 0.5, nb::arg("training") = true, nb::arg("generator") = nb::none());
   m.def("embedding", [](nb::handle weight, nb::handle ids, int64_t padding_idx) {
-    return embedding(as_tensor(weight), as_tensor(ids), padding_idx);
+    const Tensor w = as_tensor(weight), i = as_tensor(ids);
+    MaybeRelease release(elements_of(w, i));
+    return embedding(w, i, padding_idx);
   }, nb::arg("weight"), nb::arg("ids"), nb::arg("padding_idx") = -1);
   m.def("cross_entropy", [](nb::handle logits, nb::handle target, nb::handle weight, const std::string& red,
                             int64_t ignore_index, double label_smoothing) {
@@ -138,7 +150,11 @@ void bind_nn(nb::module_& m) {
     return scaled_dot_product_attention(tq, tk, tv, tm, is_causal, scale);
   }, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("mask") = nb::none(), nb::arg("is_causal") = false,
         nb::arg("scale") = nb::none());
-  m.def("lstm_cell", [](nb::handle gates, nb::handle c) { return lstm_cell(as_tensor(gates), as_tensor(c)); },
+  m.def("lstm_cell", [](nb::handle gates, nb::handle c) {
+    const Tensor g = as_tensor(gates), tc = as_tensor(c);
+    nb::gil_scoped_release release;
+    return lstm_cell(g, tc);
+  },
         nb::arg("gates"), nb::arg("c"), "The LSTM cell's pointwise part: gates (N, 4H) and c (N, H) to [h, c] packed (N, 2H).");
 }
 

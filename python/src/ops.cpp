@@ -68,6 +68,13 @@ LOOM_UNARY(ceil) LOOM_UNARY(round) LOOM_UNARY(flatten) LOOM_UNARY(count_nonzero)
 LOOM_REDUCE(sum) LOOM_REDUCE(mean) LOOM_REDUCE(prod) LOOM_REDUCE(max) LOOM_REDUCE(min) LOOM_REDUCE(logsumexp)
 LOOM_REDUCE(all) LOOM_REDUCE(any)
 
+// Runs f with the GIL released when the operands are large (MaybeRelease's rule).
+template <class F>
+Tensor released(int64_t elements, F&& f) {
+  MaybeRelease release(elements);
+  return f();
+}
+
 std::optional<Scalar> optional_scalar(nb::handle obj) {
   if (obj.is_none()) return std::nullopt;
   return to_scalar(obj);
@@ -152,12 +159,24 @@ void bind_ops(nb::module_& m) {
     MaybeRelease release(elements_of(t));
     return clip(t, optional_scalar(lo), optional_scalar(hi));
   }, nb::arg("x"), nb::arg("a_min") = nb::none(), nb::arg("a_max") = nb::none());
-  m.def("leaky_relu", [](nb::handle x, double slope) { return leaky_relu(as_tensor(x), slope); }, nb::arg("x"),
+  m.def("leaky_relu", [](nb::handle x, double slope) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return leaky_relu(t, slope); });
+  }, nb::arg("x"),
         nb::arg("negative_slope") = 0.01);
-  m.def("elu", [](nb::handle x, double alpha) { return elu(as_tensor(x), alpha); }, nb::arg("x"), nb::arg("alpha") = 1.0);
-  m.def("gelu", [](nb::handle x, bool approximate) { return gelu(as_tensor(x), approximate); }, nb::arg("x"),
+  m.def("elu", [](nb::handle x, double alpha) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return elu(t, alpha); });
+  }, nb::arg("x"), nb::arg("alpha") = 1.0);
+  m.def("gelu", [](nb::handle x, bool approximate) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return gelu(t, approximate); });
+  }, nb::arg("x"),
         nb::arg("approximate") = false, "approximate=True: the tanh approximation.");
-  m.def("softplus", [](nb::handle x, double beta, double threshold) { return softplus(as_tensor(x), beta, threshold); },
+  m.def("softplus", [](nb::handle x, double beta, double threshold) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return softplus(t, beta, threshold); });
+  },
         nb::arg("x"), nb::arg("beta") = 1.0, nb::arg("threshold") = 20.0);
   m.def("astype", [](nb::handle x, nb::handle dtype) {
     const Tensor t = as_tensor(x);
@@ -177,9 +196,15 @@ void bind_ops(nb::module_& m) {
     MaybeRelease release(elements_of(t));
     return loom::std(t, to_axes(axis), ddof, keepdims);
   }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false);
-  m.def("argmax", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) { return argmax(as_tensor(x), axis, keepdims); },
+  m.def("argmax", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return argmax(t, axis, keepdims); });
+  },
         nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
-  m.def("argmin", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) { return argmin(as_tensor(x), axis, keepdims); },
+  m.def("argmin", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return argmin(t, axis, keepdims); });
+  },
         nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
   m.def("cumsum", [](nb::handle x, std::optional<int64_t> axis) {
     const Tensor t = as_tensor(x);
@@ -198,7 +223,11 @@ void bind_ops(nb::module_& m) {
   }, nb::arg("x"), nb::arg("axis") = -1);
 
   // manipulation (views where NumPy's are views)
-  m.def("reshape", [](nb::handle x, nb::handle shape) { return reshape(as_tensor(x), to_shape(shape)); }, nb::arg("x"),
+  m.def("reshape", [](nb::handle x, nb::handle shape) {
+    const Tensor t = as_tensor(x);
+    const Shape s = to_shape(shape);
+    return released(elements_of(t), [&] { return reshape(t, s); });  // copies when no view fits
+  }, nb::arg("x"),
         nb::arg("shape"));
   m.def("transpose", [](nb::handle x, nb::handle axes) { return transpose(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
         nb::arg("axes") = nb::none());
@@ -253,30 +282,51 @@ void bind_ops(nb::module_& m) {
         }
       }
     }
-    return pad(t, widths, to_scalar(constant_values));
+    const Scalar value = to_scalar(constant_values);
+    return released(elements_of(t), [&] { return pad(t, widths, value); });
   }, nb::arg("x"), nb::arg("pad_width"), nb::arg("constant_values") = 0);
-  m.def("tile", [](nb::handle x, nb::handle reps) { return tile(as_tensor(x), to_shape(reps)); }, nb::arg("x"), nb::arg("reps"));
-  m.def("repeat", [](nb::handle x, int64_t repeats, std::optional<int64_t> axis) { return repeat(as_tensor(x), repeats, axis); },
+  m.def("tile", [](nb::handle x, nb::handle reps) {
+    const Tensor t = as_tensor(x);
+    const Shape r = to_shape(reps);
+    return released(elements_of(t), [&] { return tile(t, r); });
+  }, nb::arg("x"), nb::arg("reps"));
+  m.def("repeat", [](nb::handle x, int64_t repeats, std::optional<int64_t> axis) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return repeat(t, repeats, axis); });
+  },
         nb::arg("x"), nb::arg("repeats"), nb::arg("axis") = nb::none());
-  m.def("flip", [](nb::handle x, nb::handle axis) { return flip(as_tensor(x), to_axes(axis)); }, nb::arg("x"),
+  m.def("flip", [](nb::handle x, nb::handle axis) {
+    const Tensor t = as_tensor(x);
+    const Axes a = to_axes(axis);
+    return released(elements_of(t), [&] { return flip(t, a); });
+  }, nb::arg("x"),
         nb::arg("axis") = nb::none());
 
   // indexing
-  m.def("index", [](nb::handle x, nb::handle key) { return index(as_tensor(x), to_index(key)); }, nb::arg("x"), nb::arg("key"),
+  m.def("index", [](nb::handle x, nb::handle key) {
+    const Tensor t = as_tensor(x);
+    const auto k = to_index(key);
+    return released(elements_of(t), [&] { return index(t, k); });
+  }, nb::arg("x"), nb::arg("key"),
         "x[key] (basic indices give views, arrays and masks copies).");
   m.def("index_put", [](nb::handle x, nb::handle key, nb::handle values, bool accumulate) {
     const Tensor t = as_tensor(x);
-    return index_put(t, to_index(key), operand_for(values, t), accumulate);
+    const auto k = to_index(key);
+    const Tensor v = operand_for(values, t);
+    return released(elements_of(t, v), [&] { return index_put(t, k, v, accumulate); });
   }, nb::arg("x"), nb::arg("key"), nb::arg("values"), nb::arg("accumulate") = false,
         "A copy of x with x[key] = values (or +=, accumulate=True), differentiable.");
   m.def("take", [](nb::handle x, nb::handle indices, std::optional<int64_t> axis) {
-    return take(as_tensor(x), as_tensor(indices), axis);
+    const Tensor t = as_tensor(x), i = as_tensor(indices);
+    return released(elements_of(t, i), [&] { return take(t, i, axis); });
   }, nb::arg("x"), nb::arg("indices"), nb::arg("axis") = nb::none());
   m.def("take_along_axis", [](nb::handle x, nb::handle indices, int64_t axis) {
-    return take_along_axis(as_tensor(x), as_tensor(indices), axis);
+    const Tensor t = as_tensor(x), i = as_tensor(indices);
+    return released(elements_of(t, i), [&] { return take_along_axis(t, i, axis); });
   }, nb::arg("x"), nb::arg("indices"), nb::arg("axis"));
   m.def("scatter_add", [](nb::handle x, int64_t axis, nb::handle indices, nb::handle src) {
-    return scatter_add(as_tensor(x), axis, as_tensor(indices), as_tensor(src));
+    const Tensor t = as_tensor(x), i = as_tensor(indices), v = as_tensor(src);
+    return released(elements_of(t, i, v), [&] { return scatter_add(t, axis, i, v); });
   }, nb::arg("x"), nb::arg("axis"), nb::arg("indices"), nb::arg("src"));
   m.def("nonzero", [](nb::handle x) {
     nb::list out;
