@@ -37,6 +37,9 @@ PACKAGES=(
   # data::BpeTokenizer: PCRE2 runs tokenizer.json's pre-tokenizer expressions (Unicode properties,
   # lookahead); data::SentencePieceTokenizer: Debian's SentencePiece library and trainer
   libpcre2-dev libsentencepiece-dev
+  # the Python module (python/, docs/python.md): Python's headers to build it against
+  # /usr/bin/python3, pytest to run its tests there (nanobind comes from PyPI, pinned, below)
+  python3-dev python3-pytest
   # the text examples' corpus (word2vec, character LSTM): fortune cookies in /usr/share/games/fortunes
   fortunes
 )
@@ -56,7 +59,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # the tests' Python peers: ONNX Runtime in build/onnx-venv, TensorBoard's reader in
 # build/tensorboard-venv, the Triton client in build/serve-venv, tokenizers and sentencepiece in
-# build/text-venv (each does nothing when it is there already)
+# build/text-venv (each does nothing when it is there already); nanobind, the Python module's
+# bindings, in build/python-venv
 for venv in onnx tensorboard serve text; do
   bash "$(dirname "$0")/test_venv.sh" "$venv"
 done
+bash "$(dirname "$0")/test_venv.sh" python python/requirements-build.txt  # a path from the checkout

@@ -2,12 +2,14 @@
 # Makes one of the tests' Python environments: `bash scripts/test_venv.sh NAME` makes a venv of
 # Debian's python3 (python3-venv) in build/NAME-venv holding tests/NAME/requirements.txt's pinned
 # PyPI packages (onnx: ONNX Runtime; tensorboard: TensorBoard's event reader; text: tokenizers and
-# sentencepiece). Run by scripts/setup.sh; does nothing when the venv already holds these
-# requirements.
+# sentencepiece). `bash scripts/test_venv.sh NAME FILE` takes them from FILE, a path from the
+# checkout (python: the Python module's build requirement, nanobind, in
+# python/requirements-build.txt). Run by scripts/setup.sh; does nothing when the venv already
+# holds these requirements.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: scripts/test_venv.sh NAME (a folder of tests/ with a requirements.txt)}
-req=tests/$name/requirements.txt
+req=${2:-tests/$name/requirements.txt}
 [ -f "$req" ] || { echo "test_venv: no $req" >&2; exit 2; }
 venv=build/$name-venv
 stamp="$venv/.requirements"

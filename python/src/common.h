@@ -1,0 +1,71 @@
+#pragma once
+// Shared pieces of the Python module's translation units (docs/python.md): converting Python
+// objects to tensors, dtypes and index expressions, and the rule for releasing the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "loom/core/dtype.h"
+#include "loom/core/index.h"
+#include "loom/core/scalar.h"
+#include "loom/core/shape.h"
+#include "loom/core/tensor.h"
+
+namespace nb = nanobind;
+
+namespace loom::python {
+
+// The dtype named by a loom.DType, a string ("float32"), a NumPy dtype or scalar type, or the
+// Python types bool/int/float (NumPy's defaults: bool, int64, float64). DTypeError otherwise.
+DType to_dtype(nb::handle obj);
+
+// loom.asarray's rule: a Tensor as it is; an object with the buffer protocol or DLPack whose
+// memory Loom can represent, without a copy (its memory kept alive by the tensor); a copy
+// otherwise (read-only, byte-swapped, or unaligned memory; anything else through NumPy).
+Tensor as_tensor(nb::handle obj, std::optional<DType> dtype = std::nullopt);
+// loom.tensor's rule: always a copy, never sharing the object's memory.
+Tensor copy_tensor(nb::handle obj, std::optional<DType> dtype = std::nullopt);
+
+// An operand of an operator or op: a Tensor, a Python scalar (kept a Scalar, so that Loom's
+// scalar promotion applies: float32 + 1.0 stays float32), or anything as_tensor takes.
+bool is_python_scalar(nb::handle obj);
+Scalar to_scalar(nb::handle obj);
+
+// A NumPy index expression (int, slice, None, Ellipsis, bool, arrays, tuples of these).
+std::vector<TensorIndex> to_index(nb::handle key);
+
+Shape to_shape(nb::handle obj);  // an int or a sequence of ints
+Axes to_axes(nb::handle obj);    // None (all axes), an int or a sequence of ints
+
+// The GIL is released around Loom calls that can take long, so that other Python threads run
+// meanwhile; a call on small operands keeps it (releasing and taking it back costs more than
+// the op). Never while Loom calls back into Python: no binding passes a Python callable down.
+inline constexpr int64_t kReleaseGilElements = 1 << 14;
+class MaybeRelease {
+ public:
+  explicit MaybeRelease(int64_t elements) {
+    if (elements >= kReleaseGilElements) release_.emplace();
+  }
+
+ private:
+  std::optional<nb::gil_scoped_release> release_;
+};
+inline int64_t elements_of(const Tensor& t) { return t.defined() ? t.numel() : 0; }
+template <class... T>
+int64_t elements_of(const Tensor& a, const T&... rest) {
+  return elements_of(a) + elements_of(rest...);
+}
+
+void bind_errors(nb::module_& m);
+void bind_tensor(nb::module_& m);
+void bind_ops(nb::module_& m);
+void bind_linalg_random_autograd(nb::module_& m);
+void bind_nn(nb::module_& m);
+
+}  // namespace loom::python

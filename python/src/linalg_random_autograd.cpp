@@ -1,0 +1,160 @@
+// loom.linalg (NumPy's names), loom.random (a Generator per stream, NumPy's default_rng
+// style, and the process-wide one) and the functional gradient.
+#include <string>
+
+#include "common.h"
+#include "loom/autograd/autograd.h"
+#include "loom/core/error.h"
+#include "loom/ops/linalg.h"
+#include "loom/ops/random.h"
+
+namespace loom::python {
+
+namespace {
+
+template <class F>
+Tensor released(const Tensor& a, F&& f) {
+  MaybeRelease release(elements_of(a));
+  return f();
+}
+
+Shape size_of(nb::handle size) { return size.is_none() ? Shape{} : to_shape(size); }
+DType dtype_or(nb::handle dtype, DType fallback) { return dtype.is_none() ? fallback : to_dtype(dtype); }
+
+}  // namespace
+
+void bind_linalg_random_autograd(nb::module_& m) {
+  nb::module_ la = m.def_submodule("linalg", "NumPy's linalg: decompositions and solves, differentiable.");
+  la.def("norm", [](nb::handle x, nb::handle ord, nb::handle axis, bool keepdims) {
+    const Tensor t = as_tensor(x);
+    const std::optional<Axes> axes = axis.is_none() ? std::nullopt : std::optional<Axes>(to_axes(axis));
+    if (nb::isinstance<nb::str>(ord)) {
+      const std::string o = nb::cast<std::string>(ord);
+      return released(t, [&] { return linalg::norm(t, o, axes, keepdims); });
+    }
+    const std::optional<double> o = ord.is_none() ? std::nullopt : std::optional<double>(nb::cast<double>(ord));
+    return released(t, [&] { return linalg::norm(t, o, axes, keepdims); });
+  }, nb::arg("x"), nb::arg("ord") = nb::none(), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  la.def("svd", [](nb::handle a, bool full_matrices) {
+    const Tensor t = as_tensor(a);
+    linalg::SVD r;
+    {
+      nb::gil_scoped_release release;
+      r = linalg::svd(t, full_matrices);
+    }
+    return nb::make_tuple(r.U, r.S, r.Vh);
+  }, nb::arg("a"), nb::arg("full_matrices") = true, "(U, S, Vh) with a = U @ diag(S) @ Vh.");
+  la.def("svdvals", [](nb::handle a) {
+    const Tensor t = as_tensor(a);
+    nb::gil_scoped_release release;
+    return linalg::svdvals(t);
+  }, nb::arg("a"));
+  la.def("qr", [](nb::handle a) {
+    const Tensor t = as_tensor(a);
+    linalg::QR r;
+    {
+      nb::gil_scoped_release release;
+      r = linalg::qr(t);
+    }
+    return nb::make_tuple(r.Q, r.R);
+  }, nb::arg("a"), "(Q, R), reduced.");
+  la.def("eigh", [](nb::handle a, const std::string& uplo) {
+    const Tensor t = as_tensor(a);
+    linalg::Eigh r;
+    {
+      nb::gil_scoped_release release;
+      r = linalg::eigh(t, uplo);
+    }
+    return nb::make_tuple(r.eigenvalues, r.eigenvectors);
+  }, nb::arg("a"), nb::arg("UPLO") = "L", "(eigenvalues ascending, eigenvectors).");
+  la.def("eigvalsh", [](nb::handle a, const std::string& uplo) {
+    const Tensor t = as_tensor(a);
+    nb::gil_scoped_release release;
+    return linalg::eigvalsh(t, uplo);
+  }, nb::arg("a"), nb::arg("UPLO") = "L");
+  la.def("cholesky", [](nb::handle a, bool upper) {
+    const Tensor t = as_tensor(a);
+    nb::gil_scoped_release release;
+    return linalg::cholesky(t, upper);
+  }, nb::arg("a"), nb::arg("upper") = false);
+  la.def("solve", [](nb::handle a, nb::handle b) {
+    const Tensor ta = as_tensor(a), tb = as_tensor(b);
+    nb::gil_scoped_release release;
+    return linalg::solve(ta, tb);
+  }, nb::arg("a"), nb::arg("b"));
+  la.def("inv", [](nb::handle a) {
+    const Tensor t = as_tensor(a);
+    nb::gil_scoped_release release;
+    return linalg::inv(t);
+  }, nb::arg("a"));
+  la.def("det", [](nb::handle a) {
+    const Tensor t = as_tensor(a);
+    nb::gil_scoped_release release;
+    return linalg::det(t);
+  }, nb::arg("a"));
+  la.def("slogdet", [](nb::handle a) {
+    const Tensor t = as_tensor(a);
+    linalg::SlogDet r;
+    {
+      nb::gil_scoped_release release;
+      r = linalg::slogdet(t);
+    }
+    return nb::make_tuple(r.sign, r.logabsdet);
+  }, nb::arg("a"), "(sign, logabsdet).");
+  la.def("lstsq", [](nb::handle a, nb::handle b, std::optional<double> rcond) {
+    const Tensor ta = as_tensor(a), tb = as_tensor(b);
+    nb::gil_scoped_release release;
+    return linalg::lstsq(ta, tb, rcond);
+  }, nb::arg("a"), nb::arg("b"), nb::arg("rcond") = nb::none(),
+         "The minimum-norm least-squares solution x alone (NumPy returns (x, residuals, rank, s)).");
+  la.def("matmul", [](nb::handle a, nb::handle b) {
+    const Tensor ta = as_tensor(a), tb = as_tensor(b);
+    nb::gil_scoped_release release;
+    return matmul(ta, tb);
+  }, nb::arg("x1"), nb::arg("x2"));
+
+  nb::module_ rnd = m.def_submodule("random", "Random tensors: loom.random.Generator streams and the process-wide one.");
+  nb::class_<Generator>(rnd, "Generator", "A counter-based stream: the same seed draws the same values at any thread count.")
+      .def(nb::init<uint64_t>(), nb::arg("seed") = 0)
+      .def_prop_ro("seed", &Generator::seed)
+      .def_prop_ro("counter", &Generator::counter)
+      .def("set_state", &Generator::set_state, nb::arg("seed"), nb::arg("counter"));
+  // Each draw takes generator=None (the process-wide stream) or a loom.random.Generator.
+  auto gen = [](nb::handle g) -> Generator* { return g.is_none() ? nullptr : &nb::cast<Generator&>(g); };
+  rnd.def("seed", &manual_seed, nb::arg("seed"), "Resets the process-wide stream.");
+  rnd.def("default_rng", [](uint64_t seed) { return Generator(seed); }, nb::arg("seed") = 0);
+  rnd.def("uniform", [gen](double low, double high, nb::handle size, nb::handle dtype, nb::handle g) {
+    return uniform(size_of(size), low, high, dtype_or(dtype, Float32), default_device(), gen(g));
+  }, nb::arg("low") = 0.0, nb::arg("high") = 1.0, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(),
+          nb::arg("generator") = nb::none());
+  rnd.def("random", [gen](nb::handle size, nb::handle dtype, nb::handle g) {
+    return uniform(size_of(size), 0.0, 1.0, dtype_or(dtype, Float32), default_device(), gen(g));
+  }, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none());
+  rnd.def("normal", [gen](double loc, double scale, nb::handle size, nb::handle dtype, nb::handle g) {
+    return normal(size_of(size), loc, scale, dtype_or(dtype, Float32), default_device(), gen(g));
+  }, nb::arg("loc") = 0.0, nb::arg("scale") = 1.0, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(),
+          nb::arg("generator") = nb::none());
+  rnd.def("standard_normal", [gen](nb::handle size, nb::handle dtype, nb::handle g) {
+    return randn(size_of(size), dtype_or(dtype, Float32), default_device(), gen(g));
+  }, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none());
+  rnd.def("integers", [gen](int64_t low, std::optional<int64_t> high, nb::handle size, nb::handle dtype, nb::handle g) {
+    const int64_t lo = high ? low : 0, hi = high ? *high : low;  // NumPy: integers(high) draws from [0, high)
+    return randint(lo, hi, size_of(size), dtype_or(dtype, Int64), default_device(), gen(g));
+  }, nb::arg("low"), nb::arg("high") = nb::none(), nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(),
+          nb::arg("generator") = nb::none(), "Integers in [low, high).");
+  rnd.def("bernoulli", [gen](double p, nb::handle size, nb::handle dtype, nb::handle g) {
+    return bernoulli(size_of(size), p, dtype_or(dtype, Float32), default_device(), gen(g));
+  }, nb::arg("p"), nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none());
+  rnd.def("permutation", [gen](int64_t n, nb::handle g) { return permutation(n, default_device(), gen(g)); }, nb::arg("n"),
+          nb::arg("generator") = nb::none());
+
+  // loom.grad's core (python/loom/__init__.py adds the form that takes a function): the
+  // gradients of output with respect to inputs, returned, not accumulated.
+  m.def("_grad", [](const Tensor& output, const std::vector<Tensor>& inputs, nb::handle seed) {
+    const Tensor s = seed.is_none() ? Tensor() : as_tensor(seed);
+    nb::gil_scoped_release release;  // a backward pass runs no Python code
+    return grad(output, inputs, s);
+  }, nb::arg("output"), nb::arg("inputs"), nb::arg("grad_output") = nb::none());
+}
+
+}  // namespace loom::python

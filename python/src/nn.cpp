@@ -1,0 +1,161 @@
+// The registry's neural-network ops (docs/nn_ops.md) under their registry names, with
+// torch.nn.functional's argument names: loom.conv2d(x, w, b, stride=2, padding="same").
+#include <string>
+
+#include "common.h"
+#include "loom/core/error.h"
+#include "loom/ops/attention.h"
+#include "loom/ops/conv.h"
+#include "loom/ops/losses.h"
+#include "loom/ops/nn.h"
+#include "loom/ops/normalization.h"
+#include "loom/ops/pooling.h"
+#include "loom/ops/random.h"
+#include "loom/ops/recurrent.h"
+
+namespace loom::python {
+
+namespace {
+
+Tensor optional_tensor(nb::handle obj) { return obj.is_none() ? Tensor() : as_tensor(obj); }
+
+IntList int_list(nb::handle obj) {
+  if (obj.is_none()) return IntList();
+  if (PyLong_Check(obj.ptr())) return IntList(nb::cast<int64_t>(obj));
+  return IntList(to_shape(obj));
+}
+
+ConvPadding conv_padding(nb::handle obj) {
+  if (nb::isinstance<nb::str>(obj)) return ConvPadding(nb::cast<std::string>(obj));
+  if (PyLong_Check(obj.ptr())) return ConvPadding(nb::cast<int64_t>(obj));
+  return ConvPadding(to_shape(obj));
+}
+
+Reduction reduction(const std::string& name) {
+  if (name == "mean") return Reduction::Mean;
+  if (name == "sum") return Reduction::Sum;
+  if (name == "none") return Reduction::None;
+  throw ValueError("loom: reduction '" + name + "' is not one of 'mean', 'sum', 'none'");
+}
+
+}  // namespace
+
+void bind_nn(nb::module_& m) {
+  m.def("conv1d", [](nb::handle x, nb::handle w, nb::handle b, nb::handle stride, nb::handle padding, nb::handle dilation,
+                     int64_t groups) {
+    const Tensor tx = as_tensor(x), tw = as_tensor(w), tb = optional_tensor(b);
+    const IntList s = int_list(stride), d = int_list(dilation);
+    const ConvPadding p = conv_padding(padding);
+    nb::gil_scoped_release release;
+    return conv1d(tx, tw, tb, s, p, d, groups);
+  }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1, nb::arg("padding") = 0,
+        nb::arg("dilation") = 1, nb::arg("groups") = 1);
+  m.def("conv2d", [](nb::handle x, nb::handle w, nb::handle b, nb::handle stride, nb::handle padding, nb::handle dilation,
+                     int64_t groups) {
+    const Tensor tx = as_tensor(x), tw = as_tensor(w), tb = optional_tensor(b);
+    const IntList s = int_list(stride), d = int_list(dilation);
+    const ConvPadding p = conv_padding(padding);
+    nb::gil_scoped_release release;
+    return conv2d(tx, tw, tb, s, p, d, groups);
+  }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1, nb::arg("padding") = 0,
+        nb::arg("dilation") = 1, nb::arg("groups") = 1);
+  m.def("conv2d_transpose", [](nb::handle x, nb::handle w, nb::handle b, nb::handle stride, nb::handle padding,
+                               nb::handle output_padding, int64_t groups, nb::handle dilation) {
+    const Tensor tx = as_tensor(x), tw = as_tensor(w), tb = optional_tensor(b);
+    const IntList s = int_list(stride), p = int_list(padding), op = int_list(output_padding), d = int_list(dilation);
+    nb::gil_scoped_release release;
+    return conv2d_transpose(tx, tw, tb, s, p, op, groups, d);
+  }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1, nb::arg("padding") = 0,
+        nb::arg("output_padding") = 0, nb::arg("groups") = 1, nb::arg("dilation") = 1);
+  m.def("max_pool2d", [](nb::handle x, nb::handle kernel_size, nb::handle stride, nb::handle padding, nb::handle dilation,
+                         bool ceil_mode) {
+    const Tensor t = as_tensor(x);
+    const IntList k = int_list(kernel_size), s = int_list(stride), p = int_list(padding), d = int_list(dilation);
+    nb::gil_scoped_release release;
+    return max_pool2d(t, k, s, p, d, ceil_mode);
+  }, nb::arg("x"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0, nb::arg("dilation") = 1,
+        nb::arg("ceil_mode") = false);
+  m.def("avg_pool2d", [](nb::handle x, nb::handle kernel_size, nb::handle stride, nb::handle padding, bool ceil_mode,
+                         bool count_include_pad, int64_t divisor_override) {
+    const Tensor t = as_tensor(x);
+    const IntList k = int_list(kernel_size), s = int_list(stride), p = int_list(padding);
+    nb::gil_scoped_release release;
+    return avg_pool2d(t, k, s, p, ceil_mode, count_include_pad, divisor_override);
+  }, nb::arg("x"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,
+        nb::arg("ceil_mode") = false, nb::arg("count_include_pad") = true, nb::arg("divisor_override") = 0);
+  m.def("global_avg_pool2d", [](nb::handle x) {
+    const Tensor t = as_tensor(x);
+    nb::gil_scoped_release release;
+    return global_avg_pool2d(t);
+  }, nb::arg("x"));
+  m.def("global_max_pool2d", [](nb::handle x) {
+    const Tensor t = as_tensor(x);
+    nb::gil_scoped_release release;
+    return global_max_pool2d(t);
+  }, nb::arg("x"));
+  m.def("batch_norm", [](nb::handle x, nb::handle running_mean, nb::handle running_var, nb::handle weight, nb::handle bias,
+                         bool training, double momentum, double eps) {
+    const Tensor tx = as_tensor(x), rm = optional_tensor(running_mean), rv = optional_tensor(running_var);
+    const Tensor w = optional_tensor(weight), b = optional_tensor(bias);
+    nb::gil_scoped_release release;
+    return batch_norm(tx, rm, rv, w, b, training, momentum, eps);
+  }, nb::arg("x"), nb::arg("running_mean"), nb::arg("running_var"), nb::arg("weight") = nb::none(),
+        nb::arg("bias") = nb::none(), nb::arg("training") = false, nb::arg("momentum") = 0.1, nb::arg("eps") = 1e-5);
+  m.def("layer_norm", [](nb::handle x, nb::handle normalized_shape, nb::handle weight, nb::handle bias, double eps) {
+    const Tensor tx = as_tensor(x), w = optional_tensor(weight), b = optional_tensor(bias);
+    const Shape shape = to_shape(normalized_shape);
+    nb::gil_scoped_release release;
+    return layer_norm(tx, shape, w, b, eps);
+  }, nb::arg("x"), nb::arg("normalized_shape"), nb::arg("weight") = nb::none(), nb::arg("bias") = nb::none(),
+        nb::arg("eps") = 1e-5);
+  m.def("dropout", [](nb::handle x, double p, bool training, nb::handle generator) {
+    Generator* g = generator.is_none() ? nullptr : &nb::cast<Generator&>(generator);
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return dropout(t, p, training, g);
+  }, nb::arg("x"), nb::arg("p") = 0.5, nb::arg("training") = true, nb::arg("generator") = nb::none());
+  m.def("embedding", [](nb::handle weight, nb::handle ids, int64_t padding_idx) {
+    const Tensor w = as_tensor(weight), i = as_tensor(ids);
+    MaybeRelease release(elements_of(w, i));
+    return embedding(w, i, padding_idx);
+  }, nb::arg("weight"), nb::arg("ids"), nb::arg("padding_idx") = -1);
+  m.def("cross_entropy", [](nb::handle logits, nb::handle target, nb::handle weight, const std::string& red,
+                            int64_t ignore_index, double label_smoothing) {
+    const Tensor l = as_tensor(logits), t = as_tensor(target), w = optional_tensor(weight);
+    const Reduction r = reduction(red);
+    nb::gil_scoped_release release;
+    return cross_entropy(l, t, w, r, ignore_index, label_smoothing);
+  }, nb::arg("logits"), nb::arg("target"), nb::arg("weight") = nb::none(), nb::arg("reduction") = "mean",
+        nb::arg("ignore_index") = -100, nb::arg("label_smoothing") = 0.0);
+  m.def("nll_loss", [](nb::handle log_probs, nb::handle target, nb::handle weight, const std::string& red,
+                       int64_t ignore_index) {
+    const Tensor l = as_tensor(log_probs), t = as_tensor(target), w = optional_tensor(weight);
+    const Reduction r = reduction(red);
+    nb::gil_scoped_release release;
+    return nll_loss(l, t, w, r, ignore_index);
+  }, nb::arg("log_probs"), nb::arg("target"), nb::arg("weight") = nb::none(), nb::arg("reduction") = "mean",
+        nb::arg("ignore_index") = -100);
+  m.def("binary_cross_entropy_with_logits", [](nb::handle logits, nb::handle targets, nb::handle weight,
+                                               nb::handle pos_weight, const std::string& red) {
+    const Tensor l = as_tensor(logits), t = as_tensor(targets), w = optional_tensor(weight), pw = optional_tensor(pos_weight);
+    const Reduction r = reduction(red);
+    nb::gil_scoped_release release;
+    return binary_cross_entropy_with_logits(l, t, w, pw, r);
+  }, nb::arg("logits"), nb::arg("targets"), nb::arg("weight") = nb::none(), nb::arg("pos_weight") = nb::none(),
+        nb::arg("reduction") = "mean");
+  m.def("scaled_dot_product_attention", [](nb::handle q, nb::handle k, nb::handle v, nb::handle mask, bool is_causal,
+                                           std::optional<double> scale) {
+    const Tensor tq = as_tensor(q), tk = as_tensor(k), tv = as_tensor(v), tm = optional_tensor(mask);
+    nb::gil_scoped_release release;
+    return scaled_dot_product_attention(tq, tk, tv, tm, is_causal, scale);
+  }, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("mask") = nb::none(), nb::arg("is_causal") = false,
+        nb::arg("scale") = nb::none());
+  m.def("lstm_cell", [](nb::handle gates, nb::handle c) {
+    const Tensor g = as_tensor(gates), tc = as_tensor(c);
+    nb::gil_scoped_release release;
+    return lstm_cell(g, tc);
+  },
+        nb::arg("gates"), nb::arg("c"), "The LSTM cell's pointwise part: gates (N, 4H) and c (N, H) to [h, c] packed (N, 2H).");
+}
+
+}  // namespace loom::python

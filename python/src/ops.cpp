@@ -1,0 +1,398 @@
+// The registry's elementwise, reduction, manipulation and indexing ops under their NumPy names
+// (loom.exp, loom.sum, ...), and creation (zeros, arange, ...). Python scalars next to tensors
+// follow Loom's weak-scalar promotion (Scalar::result_dtype_with).
+#include <string>
+
+#include "common.h"
+#include "loom/core/error.h"
+#include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/indexing.h"
+#include "loom/ops/linalg.h"
+#include "loom/ops/manipulation.h"
+#include "loom/ops/reduction.h"
+
+namespace loom::python {
+
+Tensor binary(Tensor (*f)(const Tensor&, const Tensor&), nb::handle a, nb::handle b);  // tensor.cpp
+Tensor operand_for(nb::handle obj, const Tensor& other);                               // tensor.cpp
+void weak_scalar_operands(nb::handle a, nb::handle b, Tensor& ta, Tensor& tb);         // tensor.cpp
+
+namespace {
+
+using Unary = Tensor (*)(const Tensor&);
+using Binary = Tensor (*)(const Tensor&, const Tensor&);
+
+template <Unary F>
+void def_unary(nb::module_& m, const char* name) {
+  m.def(name, [](nb::handle x) {
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return F(t);
+  }, nb::arg("x"));
+}
+
+template <Binary F>
+void def_binary(nb::module_& m, const char* name) {
+  m.def(name, [](nb::handle a, nb::handle b) { return binary(F, a, b); }, nb::arg("x1"), nb::arg("x2"));
+}
+
+// Reductions over axis=None (all), an int or a tuple, as NumPy's.
+using Reduce = Tensor (*)(const Tensor&, const Axes&, bool);
+template <Reduce F>
+void def_reduce(nb::module_& m, const char* name) {
+  m.def(name, [](nb::handle x, nb::handle axis, bool keepdims) {
+    const Tensor t = as_tensor(x);
+    const Axes axes = to_axes(axis);
+    MaybeRelease release(elements_of(t));
+    return F(t, axes, keepdims);
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+}
+
+#define LOOM_UNARY(name) \
+  Tensor name##_fn(const Tensor& x) { return loom::name(x); }
+#define LOOM_BINARY(name) \
+  Tensor name##_fn(const Tensor& a, const Tensor& b) { return loom::name(a, b); }
+#define LOOM_REDUCE(name) \
+  Tensor name##_fn(const Tensor& x, const Axes& axes, bool keepdims) { return loom::name(x, axes, keepdims); }
+
+LOOM_BINARY(add) LOOM_BINARY(subtract) LOOM_BINARY(multiply) LOOM_BINARY(divide) LOOM_BINARY(power)
+LOOM_BINARY(maximum) LOOM_BINARY(minimum) LOOM_BINARY(mod) LOOM_BINARY(floor_divide) LOOM_BINARY(equal)
+LOOM_BINARY(not_equal) LOOM_BINARY(less) LOOM_BINARY(less_equal) LOOM_BINARY(greater) LOOM_BINARY(greater_equal)
+LOOM_BINARY(logical_and) LOOM_BINARY(logical_or) LOOM_BINARY(logical_xor) LOOM_BINARY(matmul) LOOM_BINARY(dot)
+LOOM_BINARY(outer) LOOM_BINARY(kron)
+LOOM_UNARY(logical_not) LOOM_UNARY(abs) LOOM_UNARY(sign) LOOM_UNARY(negative) LOOM_UNARY(exp) LOOM_UNARY(log)
+LOOM_UNARY(log1p) LOOM_UNARY(expm1) LOOM_UNARY(sqrt) LOOM_UNARY(rsqrt) LOOM_UNARY(square) LOOM_UNARY(sin)
+LOOM_UNARY(cos) LOOM_UNARY(tanh) LOOM_UNARY(sigmoid) LOOM_UNARY(relu) LOOM_UNARY(erf) LOOM_UNARY(floor)
+LOOM_UNARY(ceil) LOOM_UNARY(round) LOOM_UNARY(flatten) LOOM_UNARY(count_nonzero)
+LOOM_REDUCE(sum) LOOM_REDUCE(mean) LOOM_REDUCE(prod) LOOM_REDUCE(max) LOOM_REDUCE(min) LOOM_REDUCE(logsumexp)
+LOOM_REDUCE(all) LOOM_REDUCE(any)
+
+// Runs f with the GIL released when the operands are large (MaybeRelease's rule).
+template <class F>
+Tensor released(int64_t elements, F&& f) {
+  MaybeRelease release(elements);
+  return f();
+}
+
+std::optional<Scalar> optional_scalar(nb::handle obj) {
+  if (obj.is_none()) return std::nullopt;
+  return to_scalar(obj);
+}
+
+std::vector<Tensor> tensors(nb::handle seq) {
+  std::vector<Tensor> out;
+  for (nb::handle item : seq) out.push_back(as_tensor(item));
+  return out;
+}
+
+std::optional<DType> optional_dtype(nb::handle dtype) {
+  if (dtype.is_none()) return std::nullopt;
+  return to_dtype(dtype);
+}
+
+}  // namespace
+
+void bind_ops(nb::module_& m) {
+  def_binary<add_fn>(m, "add");
+  def_binary<subtract_fn>(m, "subtract");
+  def_binary<multiply_fn>(m, "multiply");
+  def_binary<divide_fn>(m, "divide");
+  def_binary<power_fn>(m, "power");
+  def_binary<maximum_fn>(m, "maximum");
+  def_binary<minimum_fn>(m, "minimum");
+  def_binary<mod_fn>(m, "mod");
+  def_binary<floor_divide_fn>(m, "floor_divide");
+  def_binary<equal_fn>(m, "equal");
+  def_binary<not_equal_fn>(m, "not_equal");
+  def_binary<less_fn>(m, "less");
+  def_binary<less_equal_fn>(m, "less_equal");
+  def_binary<greater_fn>(m, "greater");
+  def_binary<greater_equal_fn>(m, "greater_equal");
+  def_binary<logical_and_fn>(m, "logical_and");
+  def_binary<logical_or_fn>(m, "logical_or");
+  def_binary<logical_xor_fn>(m, "logical_xor");
+  def_binary<matmul_fn>(m, "matmul");
+  def_binary<dot_fn>(m, "dot");
+  def_binary<outer_fn>(m, "outer");
+  def_binary<kron_fn>(m, "kron");
+  def_unary<logical_not_fn>(m, "logical_not");
+  def_unary<abs_fn>(m, "abs");
+  def_unary<sign_fn>(m, "sign");
+  def_unary<negative_fn>(m, "negative");
+  def_unary<exp_fn>(m, "exp");
+  def_unary<log_fn>(m, "log");
+  def_unary<log1p_fn>(m, "log1p");
+  def_unary<expm1_fn>(m, "expm1");
+  def_unary<sqrt_fn>(m, "sqrt");
+  def_unary<rsqrt_fn>(m, "rsqrt");
+  def_unary<square_fn>(m, "square");
+  def_unary<sin_fn>(m, "sin");
+  def_unary<cos_fn>(m, "cos");
+  def_unary<tanh_fn>(m, "tanh");
+  def_unary<sigmoid_fn>(m, "sigmoid");
+  def_unary<relu_fn>(m, "relu");
+  def_unary<erf_fn>(m, "erf");
+  def_unary<floor_fn>(m, "floor");
+  def_unary<ceil_fn>(m, "ceil");
+  def_unary<round_fn>(m, "round");
+  def_unary<flatten_fn>(m, "flatten");
+  def_unary<count_nonzero_fn>(m, "count_nonzero");
+  def_reduce<sum_fn>(m, "sum");
+  def_reduce<mean_fn>(m, "mean");
+  def_reduce<prod_fn>(m, "prod");
+  def_reduce<max_fn>(m, "max");
+  def_reduce<min_fn>(m, "min");
+  def_reduce<logsumexp_fn>(m, "logsumexp");
+  def_reduce<all_fn>(m, "all");
+  def_reduce<any_fn>(m, "any");
+
+  m.def("where", [](nb::handle condition, nb::handle a, nb::handle b) {
+    const Tensor c = as_tensor(condition);
+    Tensor ta, tb;
+    weak_scalar_operands(a, b, ta, tb);
+    MaybeRelease release(elements_of(c, ta, tb));
+    return where(c, ta, tb);
+  }, nb::arg("condition"), nb::arg("x"), nb::arg("y"));
+  m.def("clip", [](nb::handle x, nb::handle lo, nb::handle hi) {
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return clip(t, optional_scalar(lo), optional_scalar(hi));
+  }, nb::arg("x"), nb::arg("a_min") = nb::none(), nb::arg("a_max") = nb::none());
+  m.def("leaky_relu", [](nb::handle x, double slope) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return leaky_relu(t, slope); });
+  }, nb::arg("x"),
+        nb::arg("negative_slope") = 0.01);
+  m.def("elu", [](nb::handle x, double alpha) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return elu(t, alpha); });
+  }, nb::arg("x"), nb::arg("alpha") = 1.0);
+  m.def("gelu", [](nb::handle x, bool approximate) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return gelu(t, approximate); });
+  }, nb::arg("x"),
+        nb::arg("approximate") = false, "approximate=True: the tanh approximation.");
+  m.def("softplus", [](nb::handle x, double beta, double threshold) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return softplus(t, beta, threshold); });
+  },
+        nb::arg("x"), nb::arg("beta") = 1.0, nb::arg("threshold") = 20.0);
+  m.def("astype", [](nb::handle x, nb::handle dtype) {
+    const Tensor t = as_tensor(x);
+    const DType d = to_dtype(dtype);
+    MaybeRelease release(elements_of(t));
+    return astype(t, d);
+  }, nb::arg("x"), nb::arg("dtype"));
+
+  // reductions with arguments of their own
+  m.def("var", [](nb::handle x, nb::handle axis, int64_t ddof, bool keepdims) {
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return var(t, to_axes(axis), ddof, keepdims);
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false);
+  m.def("std", [](nb::handle x, nb::handle axis, int64_t ddof, bool keepdims) {
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return loom::std(t, to_axes(axis), ddof, keepdims);
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false);
+  m.def("argmax", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return argmax(t, axis, keepdims); });
+  },
+        nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  m.def("argmin", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return argmin(t, axis, keepdims); });
+  },
+        nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  m.def("cumsum", [](nb::handle x, std::optional<int64_t> axis) {
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return axis ? cumsum(t, *axis) : cumsum(flatten(t), 0);  // NumPy: no axis, the flattened array
+  }, nb::arg("x"), nb::arg("axis") = nb::none());
+  m.def("softmax", [](nb::handle x, int64_t axis) {
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return softmax(t, axis);
+  }, nb::arg("x"), nb::arg("axis") = -1);
+  m.def("log_softmax", [](nb::handle x, int64_t axis) {
+    const Tensor t = as_tensor(x);
+    MaybeRelease release(elements_of(t));
+    return log_softmax(t, axis);
+  }, nb::arg("x"), nb::arg("axis") = -1);
+
+  // manipulation (views where NumPy's are views)
+  m.def("reshape", [](nb::handle x, nb::handle shape) {
+    const Tensor t = as_tensor(x);
+    const Shape s = to_shape(shape);
+    return released(elements_of(t), [&] { return reshape(t, s); });  // copies when no view fits
+  }, nb::arg("x"),
+        nb::arg("shape"));
+  m.def("transpose", [](nb::handle x, nb::handle axes) { return transpose(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
+        nb::arg("axes") = nb::none());
+  m.def("permute_dims", [](nb::handle x, nb::handle axes) { return permute(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
+        nb::arg("axes"));
+  m.def("swapaxes", [](nb::handle x, int64_t a, int64_t b) { return swapaxes(as_tensor(x), a, b); }, nb::arg("x"),
+        nb::arg("axis1"), nb::arg("axis2"));
+  m.def("moveaxis", [](nb::handle x, int64_t s, int64_t d) { return moveaxis(as_tensor(x), s, d); }, nb::arg("x"),
+        nb::arg("source"), nb::arg("destination"));
+  m.def("squeeze", [](nb::handle x, nb::handle axis) { return squeeze(as_tensor(x), to_axes(axis)); }, nb::arg("x"),
+        nb::arg("axis") = nb::none());
+  m.def("expand_dims", [](nb::handle x, int64_t axis) { return expand_dims(as_tensor(x), axis); }, nb::arg("x"),
+        nb::arg("axis"));
+  m.def("broadcast_to", [](nb::handle x, nb::handle shape) { return broadcast_to(as_tensor(x), to_shape(shape)); },
+        nb::arg("x"), nb::arg("shape"));
+  m.def("slice", [](nb::handle x, int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
+    return slice(as_tensor(x), axis, start, stop, step);
+  }, nb::arg("x"), nb::arg("axis"), nb::arg("start") = nb::none(), nb::arg("stop") = nb::none(), nb::arg("step") = 1,
+        "x[start:stop:step] along one axis, a view.");
+  m.def("concatenate", [](nb::handle xs, int64_t axis) {
+    const auto ts = tensors(xs);
+    nb::gil_scoped_release release;
+    return concatenate(ts, axis);
+  }, nb::arg("arrays"), nb::arg("axis") = 0);
+  m.def("stack", [](nb::handle xs, int64_t axis) {
+    const auto ts = tensors(xs);
+    nb::gil_scoped_release release;
+    return stack(ts, axis);
+  }, nb::arg("arrays"), nb::arg("axis") = 0);
+  m.def("split", [](nb::handle x, nb::handle sections, int64_t axis) {
+    const Tensor t = as_tensor(x);
+    if (PyLong_Check(sections.ptr())) return split(t, nb::cast<int64_t>(sections), axis);
+    return split(t, to_shape(sections), axis);
+  }, nb::arg("x"), nb::arg("indices_or_sections"), nb::arg("axis") = 0);
+  m.def("unbind", [](nb::handle x, int64_t axis) { return unbind(as_tensor(x), axis); }, nb::arg("x"), nb::arg("axis") = 0);
+  m.def("pad", [](nb::handle x, nb::handle pad_width, nb::handle constant_values) {
+    const Tensor t = as_tensor(x);
+    // NumPy's forms: n, (before, after), or one (before, after) per axis
+    std::vector<std::pair<int64_t, int64_t>> widths;
+    if (PyLong_Check(pad_width.ptr())) {
+      widths.assign(static_cast<size_t>(t.ndim()), {nb::cast<int64_t>(pad_width), nb::cast<int64_t>(pad_width)});
+    } else {
+      const auto items = nb::cast<std::vector<nb::object>>(pad_width);
+      const bool one_pair = items.size() == 2 && PyLong_Check(items[0].ptr());
+      if (one_pair) {
+        widths.assign(static_cast<size_t>(t.ndim()), {nb::cast<int64_t>(items[0]), nb::cast<int64_t>(items[1])});
+      } else {
+        for (const auto& item : items) {
+          const Shape pair = to_shape(item);
+          if (pair.size() != 2) throw ValueError("loom.pad: each axis's pad_width is (before, after), got " + std::to_string(pair.size()) + " numbers");
+          widths.emplace_back(pair[0], pair[1]);
+        }
+      }
+    }
+    const Scalar value = to_scalar(constant_values);
+    return released(elements_of(t), [&] { return pad(t, widths, value); });
+  }, nb::arg("x"), nb::arg("pad_width"), nb::arg("constant_values") = 0);
+  m.def("tile", [](nb::handle x, nb::handle reps) {
+    const Tensor t = as_tensor(x);
+    const Shape r = to_shape(reps);
+    return released(elements_of(t), [&] { return tile(t, r); });
+  }, nb::arg("x"), nb::arg("reps"));
+  m.def("repeat", [](nb::handle x, int64_t repeats, std::optional<int64_t> axis) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return repeat(t, repeats, axis); });
+  },
+        nb::arg("x"), nb::arg("repeats"), nb::arg("axis") = nb::none());
+  m.def("flip", [](nb::handle x, nb::handle axis) {
+    const Tensor t = as_tensor(x);
+    const Axes a = to_axes(axis);
+    return released(elements_of(t), [&] { return flip(t, a); });
+  }, nb::arg("x"),
+        nb::arg("axis") = nb::none());
+
+  // indexing
+  m.def("index", [](nb::handle x, nb::handle key) {
+    const Tensor t = as_tensor(x);
+    const auto k = to_index(key);
+    return released(elements_of(t), [&] { return index(t, k); });
+  }, nb::arg("x"), nb::arg("key"),
+        "x[key] (basic indices give views, arrays and masks copies).");
+  m.def("index_put", [](nb::handle x, nb::handle key, nb::handle values, bool accumulate) {
+    const Tensor t = as_tensor(x);
+    const auto k = to_index(key);
+    const Tensor v = operand_for(values, t);
+    return released(elements_of(t, v), [&] { return index_put(t, k, v, accumulate); });
+  }, nb::arg("x"), nb::arg("key"), nb::arg("values"), nb::arg("accumulate") = false,
+        "A copy of x with x[key] = values (or +=, accumulate=True), differentiable.");
+  m.def("take", [](nb::handle x, nb::handle indices, std::optional<int64_t> axis) {
+    const Tensor t = as_tensor(x), i = as_tensor(indices);
+    return released(elements_of(t, i), [&] { return take(t, i, axis); });
+  }, nb::arg("x"), nb::arg("indices"), nb::arg("axis") = nb::none());
+  m.def("take_along_axis", [](nb::handle x, nb::handle indices, int64_t axis) {
+    const Tensor t = as_tensor(x), i = as_tensor(indices);
+    return released(elements_of(t, i), [&] { return take_along_axis(t, i, axis); });
+  }, nb::arg("x"), nb::arg("indices"), nb::arg("axis"));
+  m.def("scatter_add", [](nb::handle x, int64_t axis, nb::handle indices, nb::handle src) {
+    const Tensor t = as_tensor(x), i = as_tensor(indices), v = as_tensor(src);
+    return released(elements_of(t, i, v), [&] { return scatter_add(t, axis, i, v); });
+  }, nb::arg("x"), nb::arg("axis"), nb::arg("indices"), nb::arg("src"));
+  m.def("nonzero", [](nb::handle x) {
+    nb::list out;
+    for (auto& t : nonzero(as_tensor(x))) out.append(nb::cast(t));
+    return nb::tuple(out);
+  }, nb::arg("x"));
+
+  // linear algebra at the top level, as NumPy's
+  m.def("tensordot", [](nb::handle a, nb::handle b, nb::handle axes) {
+    const Tensor ta = as_tensor(a), tb = as_tensor(b);
+    if (PyLong_Check(axes.ptr())) {
+      const int64_t n = nb::cast<int64_t>(axes);
+      nb::gil_scoped_release release;
+      return tensordot(ta, tb, n);
+    }
+    const auto pair = nb::cast<std::vector<nb::object>>(axes);  // NumPy's (axes_a, axes_b)
+    if (pair.size() != 2) throw ValueError("loom.tensordot: axes is an int or a pair (axes_a, axes_b), got " + std::to_string(pair.size()) + " items");
+    const Axes axes_a = to_axes(pair[0]), axes_b = to_axes(pair[1]);
+    nb::gil_scoped_release release;
+    return tensordot(ta, tb, axes_a, axes_b);
+  }, nb::arg("a"), nb::arg("b"), nb::arg("axes") = 2);
+  m.def("einsum", [](const std::string& subscripts, nb::args operands) {
+    const auto ts = tensors(operands);
+    nb::gil_scoped_release release;
+    return einsum(subscripts, ts);
+  }, nb::arg("subscripts"), nb::arg("operands"));
+  m.def("linear", [](nb::handle x, nb::handle w, nb::handle bias) {
+    const Tensor tx = as_tensor(x), tw = as_tensor(w);
+    const Tensor tb = bias.is_none() ? Tensor() : as_tensor(bias);
+    nb::gil_scoped_release release;
+    return linear(tx, tw, tb);
+  }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), "x @ weight.T + bias (torch's linear).");
+
+  // creation
+  m.def("zeros", [](nb::handle shape, nb::handle dtype) { return zeros(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
+        nb::arg("shape"), nb::arg("dtype") = nb::none());
+  m.def("ones", [](nb::handle shape, nb::handle dtype) { return ones(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
+        nb::arg("shape"), nb::arg("dtype") = nb::none());
+  m.def("empty", [](nb::handle shape, nb::handle dtype) { return empty(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
+        nb::arg("shape"), nb::arg("dtype") = nb::none());
+  m.def("full", [](nb::handle shape, nb::handle value, nb::handle dtype) {
+    const Scalar s = to_scalar(value);
+    return full(to_shape(shape), s, optional_dtype(dtype).value_or(s.natural_dtype()));
+  }, nb::arg("shape"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
+  m.def("zeros_like", [](nb::handle x) { return zeros_like(as_tensor(x)); }, nb::arg("x"));
+  m.def("ones_like", [](nb::handle x) { return ones_like(as_tensor(x)); }, nb::arg("x"));
+  m.def("full_like", [](nb::handle x, nb::handle value) { return full_like(as_tensor(x), to_scalar(value)); }, nb::arg("x"),
+        nb::arg("fill_value"));
+  m.def("arange", [](nb::handle start, nb::handle stop, nb::handle step, nb::handle dtype) {
+    // NumPy's forms: arange(stop), arange(start, stop[, step]); integers give int64
+    const bool ints = PyLong_Check(start.ptr()) && (stop.is_none() || PyLong_Check(stop.ptr())) && PyLong_Check(step.ptr());
+    const double lo = stop.is_none() ? 0.0 : nb::cast<double>(start);
+    const double hi = stop.is_none() ? nb::cast<double>(start) : nb::cast<double>(stop);
+    return arange(lo, hi, nb::cast<double>(step), optional_dtype(dtype).value_or(ints ? Int64 : Float32));
+  }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1, nb::arg("dtype") = nb::none());
+  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, nb::handle dtype) {
+    return linspace(start, stop, num, endpoint, optional_dtype(dtype).value_or(Float32));
+  }, nb::arg("start"), nb::arg("stop"), nb::arg("num") = 50, nb::arg("endpoint") = true, nb::arg("dtype") = nb::none());
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, nb::handle dtype) {
+    return eye(n, mm, k, optional_dtype(dtype).value_or(Float32));
+  }, nb::arg("N"), nb::arg("M") = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none());
+  m.def("allclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan) {
+    return allclose(as_tensor(a), as_tensor(b), rtol, atol, equal_nan);
+  }, nb::arg("a"), nb::arg("b"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false);
+  m.def("array_equal", [](nb::handle a, nb::handle b) { return array_equal(as_tensor(a), as_tensor(b)); }, nb::arg("a1"),
+        nb::arg("a2"));
+}
+
+}  // namespace loom::python
