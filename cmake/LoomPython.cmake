@@ -9,8 +9,13 @@ find_package(Python 3.8 COMPONENTS Interpreter Development.Module)
 # nanobind, pinned in python/requirements-build.txt: the venv scripts/setup.sh makes beside the
 # checkout's build folder, this build folder's, or the interpreter's own site-packages.
 set(LOOM_NANOBIND_DIR "" CACHE PATH "nanobind's CMake folder (python -m nanobind --cmake_dir); found when empty")
+set(loom_nanobind_pythons ${CMAKE_SOURCE_DIR}/build/python-venv/bin/python ${CMAKE_BINARY_DIR}/python-venv/bin/python
+    ${Python_EXECUTABLE})
+if(SKBUILD)  # pip install .: the build environment holds the nanobind pyproject.toml pins
+  set(loom_nanobind_pythons ${Python_EXECUTABLE})
+endif()
 if(Python_FOUND AND NOT LOOM_NANOBIND_DIR)
-  foreach(py ${CMAKE_SOURCE_DIR}/build/python-venv/bin/python ${CMAKE_BINARY_DIR}/python-venv/bin/python ${Python_EXECUTABLE})
+  foreach(py ${loom_nanobind_pythons})
     if(EXISTS ${py})
       execute_process(COMMAND ${py} -m nanobind --cmake_dir OUTPUT_VARIABLE dir RESULT_VARIABLE rc
                       OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
