@@ -660,6 +660,7 @@ void attend(B& b, const nn::State& s, const std::string& q, const std::string& k
 }
 
 void export_attention(B& b, const nn::AttentionAttributes& a) {
+  if (a.rotary) throw ValueError("a rotary position embedding is not exported (opset 17 has no form of it here)");
   const std::string keep = b.layer().inputs().size() > 3 ? b.input(3) : "";
   attend(b, b.layer().state(), b.input(0), b.input(1), b.input(2), a.n_heads, a.causal, keep, b.output(), a.n_kv_heads);
 }

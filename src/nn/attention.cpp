@@ -11,6 +11,7 @@
 #include "loom/ops/nn.h"
 #include "loom/ops/normalization.h"
 #include "loom/ops/random.h"
+#include "loom/ops/rotary.h"
 #include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 
@@ -48,6 +49,7 @@ struct AttendExtras {
   int64_t kv_heads = 0;  // 0: as many as the query heads
   double dropout = 0;
   Generator* gen = nullptr;
+  std::optional<RotaryOptions> rotary;  // of the queries' and keys' heads
 };
 
 // Multi-head attention on tensors; `keep` (N, S) bool marks real key positions (may be undefined).
@@ -57,6 +59,10 @@ Tensor attend(const State& s, const Tensor& q, const Tensor& k, const Tensor& v,
   Tensor qh = split_heads(project(s, q, "q_weight", "q_bias"), heads);
   Tensor kh = split_heads(project(s, k, "k_weight", "k_bias"), kv_heads);
   Tensor vh = split_heads(project(s, v, "v_weight", "v_bias"), kv_heads);
+  if (x.rotary) {
+    qh = rotary_embedding(qh, 0, *x.rotary);
+    kh = rotary_embedding(kh, 0, *x.rotary);
+  }
   Tensor mask;
   if (keep.defined()) {
     mask = reshape(astype(keep, Bool), {keep.dim(0), 1, 1, keep.dim(1)});  // broadcast over heads and queries
@@ -121,7 +127,8 @@ struct MHAImpl final : KindBase<MHAImpl, AttentionAttributes> {
   std::shared_ptr<Generator> gen = std::make_shared<Generator>(0);  // the weights' dropout
   const char* kind() const override { return "MultiHeadAttention"; }
   Tensor compute(const std::vector<Tensor>& in, Mode mode) override {
-    const AttendExtras x{.kv_heads = attrs.n_kv_heads, .dropout = mode == Mode::Train ? attrs.dropout : 0.0, .gen = gen.get()};
+    const AttendExtras x{.kv_heads = attrs.n_kv_heads, .dropout = mode == Mode::Train ? attrs.dropout : 0.0, .gen = gen.get(),
+                         .rotary = attrs.rotary_options()};
     return attend(*state, in[0], in[1], in[2], attrs.n_heads, attrs.causal, has_mask ? in[3] : Tensor(), x);
   }
   // query (N, L, E), key and value (N, S, E) [, mask (N, S)] -> (N, L, E)
@@ -189,8 +196,21 @@ MultiHeadAttention::MultiHeadAttention(const Layer& q, const Layer& k, const Lay
   const int64_t kv_heads = check_kv_heads(o.n_kv_heads, heads, kind);
   if (!(o.dropout >= 0 && o.dropout < 1))
     throw ValueError(std::string(kind) + ": dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  if (o.rotary) {
+    if ((e / heads) % 2) throw ValueError(std::string(kind) + ": a rotary embedding needs an even head size, not " + std::to_string(e / heads));
+    rotary_frequencies(e / heads, *o.rotary);  // its options' check, naming what is out of range
+  }
   auto impl = std::make_shared<MHAImpl>();
   impl->attrs = {.n_heads = heads, .causal = o.causal, .bias = o.bias, .n_kv_heads = kv_heads, .dropout = o.dropout};
+  if (o.rotary) {
+    impl->attrs.rotary = true;
+    impl->attrs.rotary_base = o.rotary->base;
+    impl->attrs.rotary_linear_factor = o.rotary->linear_factor;
+    impl->attrs.rotary_llama3_factor = o.rotary->llama3_factor;
+    impl->attrs.rotary_low_freq_factor = o.rotary->low_freq_factor;
+    impl->attrs.rotary_high_freq_factor = o.rotary->high_freq_factor;
+    impl->attrs.rotary_original_max_positions = o.rotary->original_max_positions;
+  }
   impl->inputs = {q, k, v};
   if (padding_mask) {
     impl->has_mask = true;
@@ -251,7 +271,8 @@ void detail::register_attention_layers(AddKind add) {
     if (s.inputs.size() == 4) mask = s.inputs[3];
     const auto a = read_attributes<AttentionAttributes>(s.options);
     return MultiHeadAttention(s.inputs[0], s.inputs[1], s.inputs[2], a.n_heads,
-                              {.causal = a.causal, .bias = a.bias, .n_kv_heads = a.n_kv_heads, .dropout = a.dropout}, mask, s.name);
+                              {.causal = a.causal, .bias = a.bias, .n_kv_heads = a.n_kv_heads, .dropout = a.dropout, .rotary = a.rotary_options()},
+                              mask, s.name);
   });
   add("TransformerEncoderLayer", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(1, 2);  // the input (and a padding mask)

@@ -6,6 +6,7 @@
 #include "loom/nn/activation.h"
 #include "loom/nn/attributes.h"
 #include "loom/nn/layer.h"
+#include "loom/ops/rotary.h"
 
 namespace loom::nn {
 
@@ -20,6 +21,9 @@ struct LOOM_API AttentionOptions {
   // Dropout on the attention weights in training (torch.nn.MultiheadAttention's dropout), drawn
   // from the layer's own generator (seeded 0 when the layer is built), in [0, 1).
   double dropout = 0;
+  // Rotary position embedding of the queries and keys after their projection, per head (Llama's;
+  // loom::rotary_embedding, positions from 0): none when absent. The head size must be even.
+  std::optional<RotaryOptions> rotary;
 };
 
 // What a MultiHeadAttention layer is besides its inputs and state (nn/attributes.h).
@@ -28,6 +32,11 @@ struct LOOM_API AttentionAttributes {
   bool causal = false, bias = true;
   int64_t n_kv_heads = 0;  // as the layer was built: n_heads unless grouped (0 in files written before it: n_heads)
   double dropout = 0;      // on the attention weights, in training
+  // the rotary embedding's options when `rotary` (files written before it have none)
+  bool rotary = false;
+  double rotary_base = 10000.0, rotary_linear_factor = 1.0, rotary_llama3_factor = 0.0, rotary_low_freq_factor = 1.0,
+         rotary_high_freq_factor = 4.0;
+  int64_t rotary_original_max_positions = 8192;
   template <class Visit>
   void fields(Visit&& visit) {
     visit("n_heads", n_heads, Field::sizes(1));
@@ -35,6 +44,20 @@ struct LOOM_API AttentionAttributes {
     visit("bias", bias);
     visit("n_kv_heads", n_kv_heads, Field::sizes(0).absent_ok());
     visit("dropout", dropout, Field::may_be_absent());
+    visit("rotary", rotary, Field::may_be_absent());
+    visit("rotary_base", rotary_base, Field::may_be_absent());
+    visit("rotary_linear_factor", rotary_linear_factor, Field::may_be_absent());
+    visit("rotary_llama3_factor", rotary_llama3_factor, Field::may_be_absent());
+    visit("rotary_low_freq_factor", rotary_low_freq_factor, Field::may_be_absent());
+    visit("rotary_high_freq_factor", rotary_high_freq_factor, Field::may_be_absent());
+    visit("rotary_original_max_positions", rotary_original_max_positions, Field::sizes(1).absent_ok());
+  }
+  // the options of `rotary_embedding` the fields above hold (none when not `rotary`)
+  std::optional<RotaryOptions> rotary_options() const {
+    if (!rotary) return std::nullopt;
+    return RotaryOptions{.base = rotary_base, .linear_factor = rotary_linear_factor, .llama3_factor = rotary_llama3_factor,
+                         .low_freq_factor = rotary_low_freq_factor, .high_freq_factor = rotary_high_freq_factor,
+                         .original_max_positions = rotary_original_max_positions};
   }
 };
 

@@ -259,7 +259,9 @@ std::map<std::string, std::function<Case()>> cases() {
     Input q(Shape{-1, 3, 8}, Float32, "q"), kv(Shape{-1, 4, 8}, Float32, "kv");
     // grouped-query (2 query heads on 1 key / value head: (8, 4) key and value weights), with
     // dropout on the weights (training only): both attributes go through the file
-    return Case{Graph::build({MultiHeadAttention(q, kv, kv, 2, {.causal = false, .bias = false, .n_kv_heads = 1, .dropout = 0.25},
+    // and a rotary embedding with Llama 3's scaling
+    const RotaryOptions rope{.base = 5e5, .llama3_factor = 8, .original_max_positions = 16};
+    return Case{Graph::build({MultiHeadAttention(q, kv, kv, 2, {.causal = false, .bias = false, .n_kv_heads = 1, .dropout = 0.25, .rotary = rope},
                                                  std::nullopt, "mha")},
                              {q, kv}),
                 {data({2, 3, 8}), data({2, 4, 8})}};

@@ -17,6 +17,10 @@
 #include <loom/ops/indexing.h>
 #include <loom/ops/random.h>
 #include <loom/ops/reduction.h>
+#include <loom/ops/attention.h>
+#include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/rotary.h>
 
 using namespace loom;
 
@@ -134,6 +138,33 @@ TEST(AttentionLayers, GroupedQueryAttentionEqualsRepeatedKeyValueHeads) {
     m = e.what();
   }
   EXPECT_NE(m.find("n_kv_heads 4 must divide n_heads 6"), std::string::npos) << m;
+}
+
+// Rotary position embedding in the layer (Llama's attention): the queries' and keys' heads turned
+// by loom::rotary_embedding (checked against PyTorch in tests/reference) before the causal,
+// grouped attention; the options saved and read back; odd head sizes and bad bases refused.
+TEST(AttentionLayers, RotaryEmbeddingTurnsTheQueriesAndKeysHeads) {
+  const int64_t E = 16, H = 4, KV = 2, D = E / H, N = 2, L = 6;
+  const RotaryOptions rope{.base = 500000.0, .llama3_factor = 8.0, .original_max_positions = 4};
+  nn::Input x(Shape{-1, L, E}, Float64, "x");
+  nn::MultiHeadAttention att(x, x, x, H, {.causal = true, .bias = false, .n_kv_heads = KV, .rotary = rope}, std::nullopt, "self_attn");
+  const Tensor v = uniform({N, L, E}, -1, 1, Float64);
+  x.set_value(v);
+  const nn::State& s = att.state();
+  const auto heads = [&](const char* w, int64_t h) { return permute(reshape(matmul(v, s.param(w)), {N, L, h, D}), {0, 2, 1, 3}); };
+  const Tensor qh = rotary_embedding(heads("q_weight", H), 0, rope), kh = rotary_embedding(heads("k_weight", KV), 0, rope);
+  const Tensor o = scaled_dot_product_attention(qh, kh, heads("v_weight", KV), Tensor(), true, std::nullopt, 0.0, true);
+  const Tensor want = matmul(reshape(permute(o, {0, 2, 1, 3}), {N, L, E}), s.param("out_weight"));
+  EXPECT_TRUE(allclose(att(), want, 1e-12, 1e-12));
+  // without the rotation the layer computes something else
+  nn::MultiHeadAttention plain(x, x, x, H, {.causal = true, .bias = false, .n_kv_heads = KV});
+  for (const char* name : {"q_weight", "k_weight", "v_weight", "out_weight"}) set(plain.state(), name, s.param(name).detach() + 0.0);
+  EXPECT_FALSE(allclose(plain(), want, 1e-6, 1e-6));
+  EXPECT_TRUE(att.options().get_bool("rotary"));
+  EXPECT_EQ(att.options().get_float("rotary_base"), 500000.0);
+  nn::Input odd(Shape{-1, 3, 6}, Float32, "odd");
+  EXPECT_THROW(nn::MultiHeadAttention(odd, odd, odd, 2, {.rotary = RotaryOptions{}}), ValueError);  // head size 3
+  EXPECT_THROW(nn::MultiHeadAttention(x, x, x, H, {.rotary = RotaryOptions{.base = 0.5}}), ValueError);
 }
 
 // Dropout on the attention weights: only in training, reproducible from the layer's generator.
