@@ -12,6 +12,7 @@
 #include "loom/ops/pooling.h"
 #include "loom/ops/random.h"
 #include "loom/ops/recurrent.h"
+#include "loom/ops/rotary.h"
 
 namespace loom::python {
 
@@ -108,6 +109,23 @@ void bind_nn(nb::module_& m) {
     return layer_norm(tx, shape, w, b, eps);
   }, nb::arg("x"), nb::arg("normalized_shape"), nb::arg("weight") = nb::none(), nb::arg("bias") = nb::none(),
         nb::arg("eps") = 1e-5);
+  m.def("rms_norm", [](nb::handle x, nb::handle normalized_shape, nb::handle weight, double eps) {
+    const Tensor tx = as_tensor(x), w = optional_tensor(weight);
+    const Shape shape = to_shape(normalized_shape);
+    nb::gil_scoped_release release;
+    return rms_norm(tx, shape, w, eps);
+  }, nb::arg("x"), nb::arg("normalized_shape"), nb::arg("weight") = nb::none(), nb::arg("eps") = 1e-6);
+  m.def("rotary_embedding", [](nb::handle x, int64_t offset, double base, double linear_factor, double llama3_factor,
+                               double low_freq_factor, double high_freq_factor, int64_t original_max_positions) {
+    const Tensor t = as_tensor(x);
+    const RotaryOptions o{.base = base, .linear_factor = linear_factor, .llama3_factor = llama3_factor,
+                          .low_freq_factor = low_freq_factor, .high_freq_factor = high_freq_factor,
+                          .original_max_positions = original_max_positions};
+    nb::gil_scoped_release release;
+    return rotary_embedding(t, offset, o);
+  }, nb::arg("x"), nb::arg("offset") = 0, nb::arg("base") = 10000.0, nb::arg("linear_factor") = 1.0, nb::arg("llama3_factor") = 0.0,
+        nb::arg("low_freq_factor") = 1.0, nb::arg("high_freq_factor") = 4.0, nb::arg("original_max_positions") = 8192,
+        "Rotary position embedding of x (..., T, D), Llama's rotate-half pairs, positions offset, offset + 1, ...");
   m.def("dropout", [](nb::handle x, double p, bool training, nb::handle generator) {
     Generator* g = generator.is_none() ? nullptr : &nb::cast<Generator&>(generator);
     const Tensor t = as_tensor(x);

@@ -173,6 +173,10 @@ void bind_ops(nb::module_& m) {
     return released(elements_of(t), [&] { return gelu(t, approximate); });
   }, nb::arg("x"),
         nb::arg("approximate") = false, "approximate=True: the tanh approximation.");
+  m.def("silu", [](nb::handle x) {
+    const Tensor t = as_tensor(x);
+    return released(elements_of(t), [&] { return silu(t); });
+  }, nb::arg("x"), "x * sigmoid(x).");
   m.def("softplus", [](nb::handle x, double beta, double threshold) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return softplus(t, beta, threshold); });

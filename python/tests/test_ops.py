@@ -236,6 +236,20 @@ def bound(name):
     return callable(obj)
 
 
+def test_transformer_ops_match_numpy():
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, 8).astype(np.float32)
+    close(loom.silu(x), x / (1 + np.exp(-x)))
+    close(loom.rms_norm(x, [8], w, 1e-5), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * w)
+    # rotate-half pairs at positions 3, 4, 5 with inv_freq base^(-2i/D)
+    d = 8
+    inv = 1.0 / (100.0 ** (np.arange(0, d, 2) / d))
+    ang = np.arange(3, 6)[:, None] * inv[None, :]
+    cos, sin = np.cos(np.concatenate([ang, ang], -1)), np.sin(np.concatenate([ang, ang], -1))
+    rotated = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], -1)
+    close(loom.rotary_embedding(x, offset=3, base=100.0), x * cos + rotated * sin, rtol=1e-5, atol=1e-5)
+
+
 def test_every_registry_op_is_bound_under_its_name():
     names = [name for name, _, _ in loom.op_registry()]
     assert len(names) > 100
