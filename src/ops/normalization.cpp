@@ -27,6 +27,22 @@ void check_param(const Tensor& t, const Tensor& x, const Shape& want, const char
                      describe(x) + ", got " + describe(t));
 }
 
+// x (floating) whose trailing axes are `normalized_shape` (layer_norm's and rms_norm's operand):
+// those axes, or the error naming both shapes.
+Axes trailing_axes(const Tensor& x, const Shape& normalized_shape, const char* op) {
+  detail::check_defined(x, op);
+  detail::check_float(x, op, "input x");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k >= 1 && k <= x.ndim();
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.shape()[x.ndim() - k + i] == normalized_shape[i];
+  if (!ok)
+    throw ShapeError(std::string(op) + ": normalized_shape " + shape_str(normalized_shape) +
+                     " must be non-empty and match the trailing axes of input x " + describe(x));
+  Axes axes;
+  for (int64_t i = 0; i < k; ++i) axes.push_back(x.ndim() - k + i);
+  return axes;
+}
+
 }  // namespace
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
@@ -116,18 +132,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
   const char* op = "rms_norm";
-  detail::check_defined(x, op);
-  detail::check_float(x, op, "input x");
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  bool ok = k >= 1 && k <= x.ndim();
-  for (int64_t i = 0; ok && i < k; ++i) ok = x.shape()[x.ndim() - k + i] == normalized_shape[i];
-  if (!ok)
-    throw ShapeError(std::string(op) + ": normalized_shape " + shape_str(normalized_shape) +
-                     " must be non-empty and match the trailing axes of input x " + describe(x));
+  const Axes axes = trailing_axes(x, normalized_shape, op);
   check_param(weight, x, normalized_shape, op, "weight");
   if (!(eps >= 0)) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
-  Axes axes;
-  for (int64_t i = 0; i < k; ++i) axes.push_back(x.ndim() - k + i);
   Tensor y = multiply(x, rsqrt(mean(square(x), axes, true) + eps));
   if (weight.defined()) y = multiply(y, weight);
   return y;
@@ -136,14 +143,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
   const char* op = "layer_norm";
-  detail::check_defined(x, op);
-  detail::check_float(x, op, "input x");
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  bool ok = k >= 1 && k <= x.ndim();
-  for (int64_t i = 0; ok && i < k; ++i) ok = x.shape()[x.ndim() - k + i] == normalized_shape[i];
-  if (!ok)
-    throw ShapeError(std::string(op) + ": normalized_shape " + shape_str(normalized_shape) +
-                     " must be non-empty and match the trailing axes of input x " + describe(x));
+  const Axes axes = trailing_axes(x, normalized_shape, op);
   check_param(weight, x, normalized_shape, op, "weight");
   check_param(bias, x, normalized_shape, op, "bias");
   if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
@@ -183,8 +183,6 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     });
   }
 
-  Axes axes;
-  for (int64_t i = x.ndim() - k; i < x.ndim(); ++i) axes.push_back(i);
   Tensor mu = mean(x, axes, true);
   Tensor centered = subtract(x, mu);
   Tensor v = mean(square(centered), axes, true);
