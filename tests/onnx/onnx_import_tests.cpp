@@ -71,6 +71,21 @@ io::TensorMap weights(const Graph& g) {
   return m;
 }
 
+// A model at IR 8 and opset 17 with one float input `input` of shape (batch, features), for the
+// tests that write their graphs node by node.
+onnx::ModelProto batch_model(const char* input, int64_t features) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* in = m.mutable_graph()->add_input();
+  in->set_name(input);
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  tt->mutable_shape()->add_dim()->set_dim_value(features);
+  return m;
+}
+
 // Loom -> ONNX -> Loom: the same weights under the same keys, bit for bit, and the same outputs.
 void round_trip(const Graph& g, const std::vector<Shape>& samples) {
   randomize_state(g);
@@ -525,16 +540,8 @@ TEST(OnnxImport, ClaimedCasesRefusedWithReason) {
 // (downstream of a refused node too: issue 46 found mobilenet_v3's HardSigmoids never named),
 // each node refused for its attributes by name and reason.
 TEST(OnnxImport, UnsupportedListedAllAtOnce) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = batch_model("x", 4);
   auto* g = m.mutable_graph();
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  tt->mutable_shape()->add_dim()->set_dim_param("batch");
-  tt->mutable_shape()->add_dim()->set_dim_value(4);
   const auto node = [&](const char* op, const char* name, const char* x, const char* y) {
     auto* n = g->add_node();
     n->set_op_type(op);
@@ -575,16 +582,8 @@ TEST(OnnxImport, UnsupportedListedAllAtOnce) {
 // axis, a negative step that is not a whole-axis reversal, an axis given twice.
 TEST(OnnxImport, SliceRefusedWithReason) {
   const auto model = [](std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int64_t> axes, std::vector<int64_t> steps) {
-    onnx::ModelProto m;
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(17);
+    onnx::ModelProto m = batch_model("x", 6);
     auto* g = m.mutable_graph();
-    auto* in = g->add_input();
-    in->set_name("x");
-    auto* tt = in->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    tt->mutable_shape()->add_dim()->set_dim_param("batch");
-    tt->mutable_shape()->add_dim()->set_dim_value(6);
     auto* n = g->add_node();
     n->set_op_type("Slice");
     n->set_name("cut");
@@ -970,16 +969,8 @@ TEST(OnnxImport, AttentionHostileEdits) {
 
 // ------------------------------------------------------------------ hostile files
 std::string tiny_model(const std::function<void(onnx::TensorProto&)>& weight) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = batch_model("x", 2);
   auto* g = m.mutable_graph();
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  tt->mutable_shape()->add_dim()->set_dim_param("batch");
-  tt->mutable_shape()->add_dim()->set_dim_value(2);
   auto* w = g->add_initializer();
   w->set_name("w");
   w->set_data_type(onnx::TensorProto::FLOAT);
@@ -1235,16 +1226,8 @@ TEST(OnnxImport, MillionNodeChain) {
   const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   std::string bytes;
   {
-    onnx::ModelProto m;
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(17);
+    onnx::ModelProto m = batch_model("v0", 3);
     auto* g = m.mutable_graph();
-    auto* in = g->add_input();
-    in->set_name("v0");
-    auto* tt = in->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    tt->mutable_shape()->add_dim()->set_dim_param("batch");
-    tt->mutable_shape()->add_dim()->set_dim_value(3);
     for (int k = 0; k < kNodes; ++k) {
       auto* n = g->add_node();
       n->set_op_type("Relu");
