@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "loom/core/error.h"
+#include "loom/core/grad_mode.h"
+#include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 
 namespace loom::train {
@@ -108,6 +110,139 @@ std::string Utf8Stream::push(std::string_view bytes) {
 std::string Utf8Stream::finish() {
   std::string out;
   out.swap(pending_);
+  return out;
+}
+
+RecomputingModel::RecomputingModel(zoo::Network network, int64_t pad_id) : network_(std::move(network)), pad_id_(pad_id) {
+  if (network_.inputs.size() != 1)
+    throw ValueError("RecomputingModel: the network must have one input, ids (1, T); it has " + std::to_string(network_.inputs.size()));
+  const Shape& in = network_.inputs[0].shape();
+  if (in.size() != 2 || !is_integral(network_.inputs[0].dtype()))
+    throw ValueError("RecomputingModel: the network's input must be integer ids (batch, T), got " + shape_str(in) + " " +
+                     dtype_name(network_.inputs[0].dtype()));
+  window_ = in[1];
+}
+
+Tensor RecomputingModel::feed(const std::vector<int64_t>& tokens) {
+  if (tokens.empty()) throw ValueError("RecomputingModel::feed: no tokens (feed at least one)");
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  const auto n = static_cast<int64_t>(tokens_.size());
+  const int64_t from = window_ > 0 ? std::max<int64_t>(0, n - window_) : 0;
+  const int64_t length = window_ > 0 ? window_ : n;
+  std::vector<int64_t> ids(static_cast<size_t>(length), pad_id_);
+  std::copy(tokens_.begin() + from, tokens_.end(), ids.begin());
+  NoGrad no_grad;
+  const Tensor logits = network_(from_vector<int64_t>(ids, {1, length}));
+  if (logits.ndim() != 3 || logits.shape()[0] != 1 || logits.shape()[1] != length)
+    throw ValueError("RecomputingModel: the network must answer logits (1, T, vocab) for ids (1, T), got " + shape_str(logits.shape()));
+  return logits[0][n - from - 1];
+}
+
+namespace {
+
+void check(const GenerationOptions& o, const std::vector<int64_t>& prompt, bool can_decode) {
+  const auto bad = [](const std::string& what) { throw ValueError("generate: " + what); };
+  if (prompt.empty()) bad("the prompt has no tokens (give at least one, e.g. the model's begin-of-text token)");
+  if (o.max_new_tokens < 0) bad("max_new_tokens " + std::to_string(o.max_new_tokens) + " (valid: >= 0)");
+  if (!o.stop_strings.empty() && !can_decode) bad("stop strings need a decode function (the tokenizer's) to read the text");
+  for (const std::string& s : o.stop_strings)
+    if (s.empty()) bad("an empty stop string (each must have at least one byte)");
+  check(o.sampling);
+}
+
+// Where `text` is cut for the first stop string it holds that ends past byte `searched` (the
+// length before the newest bytes: a stop may straddle them); npos when none does.
+size_t stop_at(const std::string& text, size_t searched, const std::vector<std::string>& stops) {
+  size_t cut = std::string::npos;
+  for (const std::string& s : stops) {
+    const size_t at = text.find(s, searched >= s.size() ? searched - s.size() + 1 : 0);
+    if (at != std::string::npos) cut = std::min(cut, at);
+  }
+  return cut;
+}
+
+// The bytes of decoded text that later tokens cannot change: all but a trailing run of U+FFFD,
+// which a decoder writes for a character whose last bytes have not come yet.
+size_t settled(const std::string& text) {
+  size_t n = text.size();
+  while (n >= 3 && text.compare(n - 3, 3, "\xEF\xBF\xBD") == 0) n -= 3;
+  return n;
+}
+
+// The text the tokens add to what `given` holds (decode(tokens) must begin with it), through
+// `stream`; `given` then holds the settled part of decode(tokens).
+std::string new_text(const DecodeFn& decode, const std::vector<int64_t>& tokens, std::string& given, Utf8Stream& stream,
+                     bool last) {
+  const std::string text = decode(tokens);
+  const size_t end = last ? text.size() : settled(text);
+  if (end <= given.size() || text.compare(0, given.size(), given) != 0) return last ? stream.finish() : std::string();
+  std::string out = stream.push(std::string_view(text).substr(given.size(), end - given.size()));
+  given.assign(text, 0, end);
+  return last ? out + stream.finish() : out;
+}
+
+}  // namespace
+
+// The bytes at the end of `text` that may begin a stop string: held back from the stream until
+// the next tokens tell.
+size_t held(const std::string& text, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  for (const std::string& s : stops)
+    for (size_t n = std::min(s.size() - 1, text.size()); n > hold; --n)
+      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
+        hold = n;
+        break;
+      }
+  return hold;
+}
+
+Generation generate(NextTokenModel& model, const std::vector<int64_t>& prompt, const GenerationOptions& options,
+                    const DecodeFn& decode, const OnToken& on_token) {
+  check(options, prompt, static_cast<bool>(decode));
+  Generation out;
+  Generator generator(options.seed);
+  std::vector<int64_t> history = prompt;
+  std::string given;  // the decoded bytes taken into out.text so far (before `stream` cuts them at characters)
+  Utf8Stream stream;
+  size_t shown = 0;  // the bytes of out.text passed to on_token
+  // Passes out.text's new bytes to on_token (but those that may begin a stop string unless
+  // `all`); false when the callback asks to stop.
+  const auto show = [&](int64_t token, bool all) {
+    const size_t end = all ? out.text.size() : out.text.size() - held(out.text, options.stop_strings);
+    const std::string_view text = std::string_view(out.text).substr(shown, end > shown ? end - shown : 0);
+    shown = std::max(shown, end);
+    return !on_token || on_token(token, text);
+  };
+  model.reset();
+  Tensor logits = model.feed(prompt);
+  while (static_cast<int64_t>(out.tokens.size()) < options.max_new_tokens) {
+    const int64_t token = sample_token(logits, options.sampling, history, generator);
+    history.push_back(token);
+    const bool stop_token = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end();
+    const bool last = stop_token || static_cast<int64_t>(out.tokens.size()) + 1 == options.max_new_tokens;
+    if (decode && !stop_token) {
+      out.tokens.push_back(token);
+      const size_t searched = out.text.size();
+      out.text += new_text(decode, out.tokens, given, stream, last);
+      if (const size_t cut = stop_at(out.text, searched, options.stop_strings); cut != std::string::npos) {
+        out.text.resize(cut);
+        out.finish = Generation::Finish::StopString;
+        show(token, true);
+        return out;
+      }
+    } else {
+      if (decode) out.text += new_text(decode, out.tokens, given, stream, true);  // what the stop token leaves
+      out.tokens.push_back(token);
+    }
+    if (stop_token) out.finish = Generation::Finish::StopToken;
+    if (!show(token, last)) {
+      out.finish = Generation::Finish::Callback;
+      if (decode) out.text += stream.finish();
+      return out;
+    }
+    if (last) break;
+    logits = model.feed({token});
+  }
   return out;
 }
 

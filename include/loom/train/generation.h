@@ -1,9 +1,11 @@
 #pragma once
-// Choosing the next token of a language model from its logits (docs/text.md, "Generation"):
-// greedy, temperature, top-k, top-p (nucleus), min-p and the repetition penalty, applied in
-// transformers' order with a seeded loom::Generator; and the text of a stream of token bytes cut
-// at whole UTF-8 characters.
+// Text generation (docs/text.md, "Generation"): choosing the next token of a language model from
+// its logits (greedy, temperature, top-k, top-p (nucleus), min-p and the repetition penalty,
+// applied in transformers' order with a seeded loom::Generator), the text of a stream of token
+// bytes cut at whole UTF-8 characters, and generate(), the loop of both over a model that is fed
+// tokens and answers the next token's logits.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "loom/core/api.h"
 #include "loom/core/tensor.h"
 #include "loom/ops/random.h"
+#include "loom/zoo/models.h"
 
 namespace loom::train {
 
@@ -46,5 +49,61 @@ class LOOM_API Utf8Stream {
  private:
   std::string pending_;
 };
+
+// A language model as generate() drives it: fed tokens one batch after another, it answers the
+// logits of the token that follows all it was fed since reset(). A model with a key/value cache
+// reads only the new tokens; RecomputingModel below reads the whole text each time.
+class LOOM_API NextTokenModel {
+ public:
+  virtual ~NextTokenModel() = default;
+  // Forgets every token fed so far.
+  virtual void reset() = 0;
+  // Feeds `tokens` (at least one) after those fed before; returns the logits (vocab,) of the next.
+  virtual Tensor feed(const std::vector<int64_t>& tokens) = 0;
+};
+
+// A causal language model that is a layer graph with one input, ids (1, T) int64, and one output,
+// logits (1, T, vocab), run on the text so far at every token (no cache). When the graph's input
+// has a fixed length T, the text's last T tokens are given, padded on the right with `pad_id`
+// (causal attention never looks at later positions, so the padding changes nothing).
+class LOOM_API RecomputingModel : public NextTokenModel {
+ public:
+  explicit RecomputingModel(zoo::Network network, int64_t pad_id = 0);
+  void reset() override { tokens_.clear(); }
+  Tensor feed(const std::vector<int64_t>& tokens) override;
+
+ private:
+  zoo::Network network_;
+  int64_t window_ = -1;  // the input's fixed length, or -1
+  int64_t pad_id_ = 0;
+  std::vector<int64_t> tokens_;
+};
+
+struct LOOM_API GenerationOptions {
+  SamplingOptions sampling;  // how each token is chosen (greedy when sampling.temperature is 0)
+  int64_t max_new_tokens = 128;
+  std::vector<int64_t> stop_tokens;       // generation ends after one of these (kept in the tokens, not in the text)
+  std::vector<std::string> stop_strings;  // or when the text reaches one of these (the text is cut before it)
+  uint64_t seed = 0;                      // of the draws: the same seed, model and prompt give the same tokens
+};
+
+struct LOOM_API Generation {
+  std::vector<int64_t> tokens;  // the new tokens (the prompt's not included)
+  std::string text;             // their text (when generate() was given a decode function)
+  enum class Finish { Length, StopToken, StopString, Callback } finish = Finish::Length;
+};
+
+// The text of a sequence of token ids (a tokenizer's decode).
+using DecodeFn = std::function<std::string(const std::vector<int64_t>& ids)>;
+// Called with each new token and the text it completes (whole UTF-8 characters only: a token that
+// ends inside a character shows nothing until the one that completes it); returning false stops.
+using OnToken = std::function<bool(int64_t token, std::string_view text)>;
+
+// Feeds the prompt to `model` (after reset()), then chooses one token at a time with
+// options.sampling (repetition penalty over prompt and new tokens) until max_new_tokens, a stop
+// token, a stop string or the callback ends it. Stop strings need `decode`. ValueError for an
+// empty prompt, max_new_tokens < 0, stop strings without decode, or sampling options out of range.
+LOOM_API Generation generate(NextTokenModel& model, const std::vector<int64_t>& prompt, const GenerationOptions& options,
+                             const DecodeFn& decode = {}, const OnToken& on_token = {});
 
 }  // namespace loom::train

@@ -1,11 +1,15 @@
 // Choosing the next token (train/generation.h): greedy and its ties, the repetition penalty, the
 // distributions that temperature, top-k, top-p and min-p leave (frequencies over many seeded
 // draws against the probabilities computed here), reproducibility by seed, refusals; and the
-// UTF-8 stream that holds back a character split across tokens.
+// UTF-8 stream that holds back a character split across tokens; generate()'s loop over a model
+// (what it feeds, when it stops, the text it streams, reproducibility) and RecomputingModel.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/core/tensor.h>
 #include <loom/ops/creation.h>
+#include <loom/nn/layers.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/reduction.h>
 #include <loom/train/generation.h>
 
 #include <cmath>
@@ -127,4 +131,139 @@ TEST(Utf8Stream, HoldsBackACharacterSplitAcrossTokens) {
   EXPECT_EQ(s.push("\xE2"), "");
   EXPECT_EQ(s.finish(), "\xE2");  // what is left at the end
   EXPECT_EQ(s.finish(), "");
+}
+
+namespace {
+
+// A model over a vocabulary of 6 whose greedy next token is (last + 1) % 6, and which records
+// what it is fed.
+struct CountingModel : train::NextTokenModel {
+  std::vector<std::vector<int64_t>> fed;
+  int resets = 0;
+  void reset() override { ++resets; }
+  Tensor feed(const std::vector<int64_t>& tokens) override {
+    fed.push_back(tokens);
+    std::vector<float> z(6, 0.0f);
+    z[static_cast<size_t>((tokens.back() + 1) % 6)] = 5.0f;
+    return from_vector<float>(z, {6});
+  }
+};
+
+// Token i's bytes: letters, and the two halves of "é" (4, 5).
+std::string decode_bytes(const std::vector<int64_t>& ids) {
+  static const char* bytes[] = {"a", "b", "c", "d", "\xC3", "\xA9"};
+  std::string s;
+  for (int64_t id : ids) s += bytes[id];
+  return s;
+}
+
+}  // namespace
+
+TEST(Generate, FeedsThePromptOnceThenEachNewToken) {
+  CountingModel m;
+  const auto g = train::generate(m, {0, 1}, {.sampling = {.temperature = 0}, .max_new_tokens = 4});
+  EXPECT_EQ(g.tokens, (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(g.finish, train::Generation::Finish::Length);
+  EXPECT_EQ(m.resets, 1);
+  // the prompt, then every new token but the last (nothing asks for the logits after it)
+  EXPECT_EQ(m.fed, (std::vector<std::vector<int64_t>>{{0, 1}, {2}, {3}, {4}}));
+  EXPECT_TRUE(train::generate(m, {0}, {.max_new_tokens = 0}).tokens.empty());
+}
+
+TEST(Generate, StopsAtAStopTokenAStopStringOrTheCallback) {
+  CountingModel m;
+  auto g = train::generate(m, {0}, {.sampling = {.temperature = 0}, .max_new_tokens = 10, .stop_tokens = {3}}, decode_bytes);
+  EXPECT_EQ(g.tokens, (std::vector<int64_t>{1, 2, 3}));  // the stop token is kept ...
+  EXPECT_EQ(g.text, "bc");                               // ... but not in the text
+  EXPECT_EQ(g.finish, train::Generation::Finish::StopToken);
+
+  std::string streamed;
+  g = train::generate(m, {0}, {.sampling = {.temperature = 0}, .max_new_tokens = 10, .stop_strings = {"cd"}}, decode_bytes,
+                      [&](int64_t, std::string_view text) {
+                        streamed += text;
+                        return true;
+                      });
+  EXPECT_EQ(g.tokens, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(g.text, "b");  // cut before the stop string, which straddled two tokens
+  EXPECT_EQ(streamed, "b");
+  EXPECT_EQ(g.finish, train::Generation::Finish::StopString);
+  // what might begin a stop string waits for the next token, then shows when it does not
+  std::vector<std::string> pieces;
+  g = train::generate(m, {0}, {.sampling = {.temperature = 0}, .max_new_tokens = 3, .stop_strings = {"cx"}}, decode_bytes,
+                      [&](int64_t, std::string_view text) {
+                        pieces.emplace_back(text);
+                        return true;
+                      });
+  EXPECT_EQ(g.text, "bcd");
+  EXPECT_EQ(pieces, (std::vector<std::string>{"b", "", "cd"}));
+
+  int calls = 0;
+  g = train::generate(m, {0}, {.sampling = {.temperature = 0}, .max_new_tokens = 10}, {}, [&](int64_t, std::string_view) {
+    return ++calls < 2;
+  });
+  EXPECT_EQ(g.tokens.size(), 2u);
+  EXPECT_EQ(g.finish, train::Generation::Finish::Callback);
+}
+
+TEST(Generate, StreamsWholeCharactersOnly) {
+  CountingModel m;
+  std::vector<std::string> pieces;
+  const auto g = train::generate(m, {2}, {.sampling = {.temperature = 0}, .max_new_tokens = 4}, decode_bytes,
+                                 [&](int64_t, std::string_view text) {
+                                   pieces.emplace_back(text);
+                                   return true;
+                                 });
+  EXPECT_EQ(g.tokens, (std::vector<int64_t>{3, 4, 5, 0}));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"d", "", "\xC3\xA9", "a"}));  // é waits for its second byte
+  EXPECT_EQ(g.text, "d\xC3\xA9" "a");
+}
+
+TEST(Generate, TheSameSeedGivesTheSameTokens) {
+  struct Flat : train::NextTokenModel {  // every token equally likely
+    void reset() override {}
+    Tensor feed(const std::vector<int64_t>&) override { return zeros({50}); }
+  } m;
+  const train::GenerationOptions o{.sampling = {.temperature = 1}, .max_new_tokens = 32, .seed = 5};
+  const auto a = train::generate(m, {0}, o), b = train::generate(m, {0}, o);
+  EXPECT_EQ(a.tokens, b.tokens);
+  auto other = o;
+  other.seed = 6;
+  EXPECT_NE(train::generate(m, {0}, other).tokens, a.tokens);
+}
+
+TEST(Generate, RefusesWhatItCannotDo) {
+  CountingModel m;
+  EXPECT_THROW(train::generate(m, {}, {}), ValueError);                                  // no prompt
+  EXPECT_THROW(train::generate(m, {0}, {.max_new_tokens = -1}), ValueError);
+  EXPECT_THROW(train::generate(m, {0}, {.stop_strings = {"x"}}), ValueError);             // no decode to read them
+  EXPECT_THROW(train::generate(m, {0}, {.stop_strings = {""}}, decode_bytes), ValueError);
+  EXPECT_THROW(train::generate(m, {0}, {.sampling = {.top_p = 0}}), ValueError);
+}
+
+// A causal stand-in for a language model: position t's logits (vocab 5) count each id among the
+// ids up to t, so they tell which tokens were read (and that the padding after t was not).
+zoo::Network prefix_counts(int64_t window) {
+  nn::Input ids(Shape{-1, window}, Int64, "ids");
+  nn::Layer out = nn::Lambda(
+      {ids}, [](const std::vector<Tensor>& x) { return cumsum(equal(x[0].expand_dims(-1), arange(5, Int64)).astype(Float32), 1); },
+      Shape{-1, window, 5}, Float32, "prefix_counts");
+  return zoo::Network{.name = "prefix", .graph = Graph::build(out, {ids}), .inputs = {ids}, .output = out};
+}
+
+TEST(RecomputingModel, AnswersTheLogitsAtTheLastRealPosition) {
+  for (const int64_t window : {int64_t{-1}, int64_t{8}}) {
+    train::RecomputingModel m(prefix_counts(window), /*pad_id=*/4);
+    EXPECT_EQ(m.feed({1, 2, 2}).to_vector<float>(), (std::vector<float>{0, 1, 2, 0, 0})) << "window " << window;
+    EXPECT_EQ(m.feed({3}).to_vector<float>(), (std::vector<float>{0, 1, 2, 1, 0}));
+    m.reset();
+    EXPECT_EQ(m.feed({0}).to_vector<float>(), (std::vector<float>{1, 0, 0, 0, 0}));
+    EXPECT_THROW(m.feed({}), ValueError);
+  }
+  // past a fixed window, its last 8 tokens are read
+  train::RecomputingModel m(prefix_counts(8));
+  m.feed({0, 0, 0, 0, 0, 1, 1, 1, 1, 1});
+  EXPECT_EQ(m.feed({2}).to_vector<float>(), (std::vector<float>{2, 5, 1, 0, 0}));
+  nn::Input floats(Shape{-1, 8}, Float32, "x");
+  EXPECT_THROW(train::RecomputingModel(zoo::Network{.name = "f", .graph = Graph::build(floats, {floats}), .inputs = {floats}, .output = floats}),
+               ValueError);
 }
