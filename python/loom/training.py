@@ -128,6 +128,11 @@ class Model:
         return self._native.epochs_done
 
     @property
+    def steps(self):
+        """How many optimizer steps (batches) the model has trained."""
+        return self._native.steps
+
+    @property
     def lr(self):
         return self._native.lr
 

@@ -211,26 +211,27 @@ nb::dict history_dict(const train::History& h) {
 class PyCallback final : public train::Callback {
  public:
   PyCallback(nb::object cb) : cb_(std::move(cb)) {}
-  void on_train_begin(train::Model&) override { call("on_train_begin", nb::dict()); }
-  void on_train_end(train::Model& m, const train::History&) override { call("on_train_end", logs_dict(last_)); }
-  void on_epoch_begin(train::Model&, int64_t epoch) override { call("on_epoch_begin", epoch, nb::dict()); }
+  // Every argument is converted after the GIL is taken (in call): Python objects are made only
+  // with it held.
+  void on_train_begin(train::Model&) override { call("on_train_begin", train::Logs{}); }
+  void on_train_end(train::Model&, const train::History&) override { call("on_train_end", last_); }
+  void on_epoch_begin(train::Model&, int64_t epoch) override { call("on_epoch_begin", epoch, train::Logs{}); }
   void on_epoch_end(train::Model&, int64_t epoch, const train::Logs& logs) override {
     last_ = logs;
     call("on_epoch_end", epoch, logs);
   }
-  void on_batch_begin(train::Model&, int64_t step) override { call("on_train_batch_begin", step - 1, nb::dict()); }
+  void on_batch_begin(train::Model&, int64_t step) override { call("on_train_batch_begin", step - 1, train::Logs{}); }
   void on_batch_end(train::Model&, int64_t step, const train::Logs& logs) override { call("on_train_batch_end", step - 1, logs); }
 
  private:
   template <class... A>
-  void call(const char* hook, A&&... args) {
+  void call(const char* hook, const A&... args) {
     nb::gil_scoped_acquire acquire;
     if (!nb::hasattr(cb_, hook)) return;
     cb_.attr(hook)(convert(args)...);
   }
   static nb::object convert(int64_t v) { return nb::int_(v); }
   static nb::object convert(const train::Logs& l) { return logs_dict(l); }
-  static nb::object convert(nb::dict d) { return d; }
   nb::object cb_;
   train::Logs last_;
 };
@@ -425,6 +426,7 @@ void bind_train(nb::module_& m) {
       .def_prop_ro("epochs_done", [](PyModel& self) { return self.model->epochs_done(); })
       .def_prop_rw("lr", [](PyModel& self) { return self.model->optimizer().lr(); },
                    [](PyModel& self, double lr) { self.model->optimizer().set_lr(lr); })
+      .def_prop_ro("steps", [](PyModel& self) { return self.model->optimizer().steps(); }, "Optimizer steps taken (batches trained).")
       .def_prop_ro("optimizer_name", [](PyModel& self) { return self.model->optimizer().name(); })
       .def("summary", [](PyModel& self) { return self.model->summary(); });
 }
