@@ -5,11 +5,12 @@
 //       with every value at 17 significant digits (exact)
 //   loom_py_peer save <model.safetensors>              a seeded MLP written by io::save_model
 //   loom_py_peer load <model.safetensors> <x.npy> <y.npy>   the model loaded by io::load_model,
-//       its output for x written to y.npy
+//       its output for x without gradients written to y.npy
 #include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "loom/core/grad_mode.h"
 #include "loom/data/npy.h"
 #include "loom/io/model.h"
 #include "loom/ops/random.h"
@@ -54,6 +55,7 @@ int save(const std::string& path) {
 
 int load(const std::string& path, const std::string& x_path, const std::string& y_path) {
   const Graph g = io::load_model(path);
+  NoGrad off;  // inference, as the Python side runs it (with loom.no_grad())
   data::save_npy(y_path, g.compile()(data::load_npy(x_path)));
   return 0;
 }
