@@ -8,13 +8,14 @@ import sys as _sys
 
 from . import _core
 from ._core import *  # noqa: F401,F403  (the ops, Tensor, asarray, tensor, the errors)
-from ._core import DType, Graph, Layer, Module, Plan, Sequential, Tensor, io, linalg, random, zoo
+from ._core import DType, Graph, Layer, Module, Plan, Sequential, Tensor, data, io, linalg, random, zoo
 
 # Importable as modules too: `import loom.linalg`, `from loom.random import Generator`.
 _sys.modules[__name__ + ".linalg"] = linalg
 _sys.modules[__name__ + ".random"] = random
 _sys.modules[__name__ + ".zoo"] = zoo
 _sys.modules[__name__ + ".io"] = io
+_sys.modules[__name__ + ".data"] = data
 
 from . import callbacks, layers, losses, metrics, optimizers, schedules  # noqa: E402
 from .layers import Input  # noqa: E402

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "common.h"
+#include "loom/data/idx.h"
+#include "loom/data/npy.h"
 #include "loom/graph/graph.h"
 #include "loom/io/model.h"
 #include "loom/io/onnx.h"
@@ -101,6 +103,16 @@ void bind_io(nb::module_& m) {
     nb::gil_scoped_release release;
     io::export_onnx(g, path, o);
   }, nb::arg("graph"), nb::arg("path"), nb::arg("dynamic_batch") = true, nb::arg("batch_size") = 1, nb::arg("fold_batch_norm") = false);
+  // The data readers that the examples use (Fashion-MNIST's IDX files, NumPy's .npy).
+  nb::module_ data = m.def_submodule("data", "Readers of data files (include/loom/data).");
+  data.def("read_idx", [](const std::string& path) {
+    nb::gil_scoped_release release;
+    return data::read_idx(path);
+  }, nb::arg("path"), "An IDX file (MNIST's format), plain or gzip, as a tensor of its dtype and shape.");
+  data.def("load_npy", [](const std::string& path) {
+    nb::gil_scoped_release release;
+    return data::load_npy(path);
+  }, nb::arg("path"));
   io.def("import_onnx", [](const std::string& path) {
     nb::gil_scoped_release release;
     return io::import_onnx(path);
