@@ -203,24 +203,32 @@ def test_native_callbacks(tmp_path):
 
 def test_a_python_loss_and_metric_and_no_cycle_left_to_the_collector():
     x, y = data(n=64)
-    holder = {}
-    called = []
 
-    def loss(prediction, target):
-        called.append(holder["model"].epochs_done)  # refers to the model: a cycle through the stored loss
-        return loom.cross_entropy(prediction, target)
+    class Loss:
+        """A loss that refers to its model: model -> _Model -> this loss -> model, a cycle
+        through the Python callable the _Model stores."""
+
+        def __init__(self):
+            self.model = None
+            self.calls = 0
+
+        def __call__(self, prediction, target):
+            self.calls += 1
+            assert self.model.epochs_done == 0
+            return loom.cross_entropy(prediction, target)
 
     def mean_logit(prediction, target):
         return float(loom.mean(prediction).tolist())
 
+    loss = Loss()
     model = mlp_model(loss=loss, metrics=[mean_logit])
-    holder["model"] = model
+    loss.model = model
     native = weakref.ref(model._native)
     history = model.fit(x, y, epochs=1, batch_size=32, verbose=0)
-    assert len(called) == 2 and "mean_logit" in history
+    assert loss.calls == 2 and "mean_logit" in history
     # the same training with the named loss gives the same losses: the Python loss was used
     named = mlp_model().fit(x, y, epochs=1, batch_size=32, verbose=0)
     np.testing.assert_allclose(history["loss"], named["loss"], rtol=1e-6)
-    del model, holder, loss
+    del model, loss
     gc.collect()
-    assert native() is None  # _Model's tp_traverse showed the loss to the collector
+    assert native() is None  # _Model's tp_traverse showed the loss to the collector, tp_clear broke the cycle
