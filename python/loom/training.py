@@ -63,12 +63,14 @@ class Model:
         """A model from a file save() (or loom.io.save_model, or C++'s io::save_model) wrote."""
         return cls(_core.io.load_model(path), loss, optimizer, metrics)
 
-    def fit(self, x, y, epochs=1, batch_size=32, validation_split=0.0, shuffle=True, seed=0, callbacks=None,
-            verbose=1, progress_every=100):
+    def fit(self, x, y=None, epochs=1, batch_size=32, validation_split=0.0, validation_data=None, shuffle=True, seed=0,
+            callbacks=None, verbose=1, progress_every=100):
         """Trains on the samples (rows) of x and y: x one array per graph input (an array, or a
-        list of them), y the targets. Returns the History of every epoch the model trained.
-        The GIL is released while it trains; Ctrl-C stops it after the batch running then
-        (the model keeps that batch's update) and raises KeyboardInterrupt."""
+        list of them), y the targets; or on a loom.data.DataLoader x (y None), whose batches are
+        the inputs then the target. validation_data is (x_val, y_val) or a DataLoader. Returns
+        the History of every epoch the model trained. The GIL is released while it trains;
+        Ctrl-C stops it after the batch running then (the model keeps that batch's update) and
+        raises KeyboardInterrupt."""
         cbs = list(callbacks or [])
         natives = []
         for cb in cbs:
@@ -80,13 +82,29 @@ class Model:
                 if hasattr(cb, "set_params"):
                     cb.set_params({"epochs": epochs, "batch_size": batch_size, "verbose": verbose})
                 natives.append(cb)
+        validation = self._validation_loader(validation_data, batch_size)
+        if isinstance(x, _core.data.DataLoader):
+            if y is not None:
+                raise TypeError("loom.Model.fit: with a DataLoader the targets are its batches' last field; y must be None")
+        elif y is None:
+            raise TypeError("loom.Model.fit: give the targets y (or a loom.data.DataLoader as x)")
         self._stop_training = False
         series = self._native._fit(x, y, int(epochs), int(batch_size), float(validation_split), bool(shuffle), int(seed),
-                                   natives, bool(verbose), int(progress_every))
+                                   natives, bool(verbose), int(progress_every), validation)
         return History(series)
 
-    def evaluate(self, x, y, batch_size=32):
-        """{"loss": ..., metric: ...} over the samples, in Eval mode."""
+    @staticmethod
+    def _validation_loader(validation_data, batch_size):
+        if validation_data is None or isinstance(validation_data, _core.data.DataLoader):
+            return validation_data
+        xv, yv = validation_data
+        fields = list(xv) if isinstance(xv, (list, tuple)) else [xv]
+        return _core.data.DataLoader(_core.data.TensorDataset(*fields, yv), batch_size=int(batch_size))
+
+    def evaluate(self, x, y=None, batch_size=32):
+        """{"loss": ..., metric: ...} over the samples (or a DataLoader's batches), in Eval mode."""
+        if isinstance(x, _core.data.DataLoader):
+            return self._native._evaluate_loader(x)
         return self._native.evaluate(x, y, batch_size)
 
     def predict(self, x, batch_size=256):

@@ -1,12 +1,15 @@
 // Files (docs/python.md "Files"): model files, state files, safetensors dicts and ONNX, each a
 // thin binding of loom/io. Every call releases the GIL while it reads or writes.
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/shared_ptr.h>
 
 #include <map>
 #include <string>
 
 #include "common.h"
+#include "loom/data/dataset.h"
 #include "loom/data/idx.h"
+#include "loom/data/loader.h"
 #include "loom/data/npy.h"
 #include "loom/graph/graph.h"
 #include "loom/io/model.h"
@@ -113,6 +116,40 @@ void bind_io(nb::module_& m) {
     nb::gil_scoped_release release;
     return data::load_npy(path);
   }, nb::arg("path"));
+
+  // Loom's loaders over arrays: what Model.fit takes besides arrays (batches of the dataset's
+  // fields: the graph's inputs, then the target).
+  nb::class_<data::Dataset>(data, "Dataset", "A dataset of Loom's (its examples are lists of tensors).")
+      .def("__len__", &data::Dataset::size);
+  nb::class_<data::TensorDataset, data::Dataset>(data, "_TensorDataset");
+  data.def("TensorDataset", [](nb::args arrays) -> std::shared_ptr<data::Dataset> {
+    std::vector<Tensor> ts;
+    for (nb::handle a : arrays) ts.push_back(as_tensor(a));
+    return std::make_shared<data::TensorDataset>(std::move(ts));
+  }, "Examples are the rows of the arrays (one field each, all with as many rows).");
+  nb::class_<data::DataLoader>(data, "DataLoader", "Batches of a dataset, optionally shuffled per epoch (include/loom/data/loader.h).")
+      .def("__init__", [](data::DataLoader* self, std::shared_ptr<data::Dataset> dataset, int64_t batch_size, bool shuffle, uint64_t seed,
+                          bool drop_last, int n_jobs) {
+        data::LoaderOptions o;
+        o.batch_size = batch_size, o.shuffle = shuffle, o.seed = seed, o.drop_last = drop_last, o.n_jobs = n_jobs;
+        new (self) data::DataLoader(std::move(dataset), o);
+      }, nb::arg("dataset"), nb::arg("batch_size") = 1, nb::arg("shuffle") = false, nb::arg("seed") = 0, nb::arg("drop_last") = false,
+           nb::arg("n_jobs") = 0)
+      .def("__len__", &data::DataLoader::size, "Batches per epoch.")
+      .def("__iter__", [](nb::handle self) { return self; }, "One epoch: iterating again gives the next.")
+      .def("__next__", [](data::DataLoader& l) {
+        std::optional<data::Batch> b;
+        {
+          nb::gil_scoped_release release;
+          b = l.next();
+        }
+        if (!b) throw nb::stop_iteration();
+        return *b;
+      })
+      .def_prop_ro("position", [](const data::DataLoader& l) { return nb::make_tuple(l.position().epoch, l.position().batch); },
+                   "(epoch, batches delivered in it).")
+      .def("set_position", [](data::DataLoader& l, int64_t epoch, int64_t batch) { l.set_position({epoch, batch}); },
+           nb::arg("epoch"), nb::arg("batch") = 0);
   io.def("import_onnx", [](const std::string& path) {
     nb::gil_scoped_release release;
     return io::import_onnx(path);

@@ -16,6 +16,8 @@
 
 #include "common.h"
 #include "loom/core/error.h"
+#include "loom/data/dataset.h"
+#include "loom/data/loader.h"
 #include "loom/graph/graph.h"
 #include "loom/train/callbacks.h"
 #include "loom/train/model.h"
@@ -374,25 +376,41 @@ void bind_train(nb::module_& m) {
         else opt = make_optimizer(nb::cast<std::string>(optimizer[0]), nb::cast<nb::dict>(optimizer[1]), g.parameters());
         self->model = std::make_unique<train::Model>(g, std::move(l), std::move(opt), std::move(ms));
       }, nb::arg("graph"), nb::arg("loss"), nb::arg("optimizer"), nb::arg("metrics").none())
+      // x, y arrays (or lists of them), or x a loom.data.DataLoader and y None; validation a
+      // DataLoader or None.
       .def("_fit", [](PyModel& self, nb::handle x, nb::handle y, int epochs, int64_t batch_size, double validation_split, bool shuffle,
-                      uint64_t seed, nb::handle callbacks, bool progress, int progress_every) {
-        const std::vector<Tensor> xs = tensors_of(x), ys = tensors_of(y);
+                      uint64_t seed, nb::handle callbacks, bool progress, int progress_every, nb::handle validation) {
         auto interrupt = std::make_shared<InterruptCheck>();
         train::FitOptions o;
         o.epochs = epochs, o.batch_size = batch_size, o.validation_split = validation_split, o.shuffle = shuffle, o.seed = seed;
         o.progress = progress, o.progress_every = progress_every;
+        if (!validation.is_none()) o.validation = &nb::cast<data::DataLoader&>(validation);
         for (nb::handle cb : nb::borrow<nb::sequence>(callbacks)) {
           if (nb::isinstance<NativeCallback>(cb)) o.callbacks.push_back(nb::cast<NativeCallback&>(cb).cb);
           else o.callbacks.push_back(std::make_shared<PyCallback>(nb::borrow(cb)));
         }
         o.callbacks.push_back(interrupt);
         train::History h;
-        {
+        if (nb::isinstance<data::DataLoader>(x)) {
+          data::DataLoader& loader = nb::cast<data::DataLoader&>(x);
+          nb::gil_scoped_release release;
+          h = self.model->fit(loader, o);
+        } else {
+          const std::vector<Tensor> xs = tensors_of(x), ys = tensors_of(y);
           nb::gil_scoped_release release;
           h = self.model->fit(xs, ys, o);
         }
         interrupt->rethrow();
         return history_dict(h);
+      }, nb::arg("x"), nb::arg("y").none(), nb::arg("epochs"), nb::arg("batch_size"), nb::arg("validation_split"), nb::arg("shuffle"),
+         nb::arg("seed"), nb::arg("callbacks"), nb::arg("progress"), nb::arg("progress_every"), nb::arg("validation").none())
+      .def("_evaluate_loader", [](PyModel& self, data::DataLoader& loader) {
+        train::Logs logs;
+        {
+          nb::gil_scoped_release release;
+          logs = self.model->evaluate(loader);
+        }
+        return logs_dict(logs);
       })
       .def("evaluate", [](PyModel& self, nb::handle x, nb::handle y, int64_t batch_size) {
         const std::vector<Tensor> xs = tensors_of(x), ys = tensors_of(y);

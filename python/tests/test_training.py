@@ -232,3 +232,22 @@ def test_a_python_loss_and_metric_and_no_cycle_left_to_the_collector():
     del model, loss
     gc.collect()
     assert native() is None  # _Model's tp_traverse showed the loss to the collector, tp_clear broke the cycle
+
+
+def test_loaders_and_validation_data_give_the_arrays_history():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((100, 20)).astype(np.float32)
+    y = rng.integers(0, 10, 100)
+    split = mlp_model().fit(x, y, epochs=2, batch_size=16, seed=7, validation_split=0.2, verbose=0)
+    given = mlp_model().fit(x[:80], y[:80], epochs=2, batch_size=16, seed=7, validation_data=(x[80:], y[80:]), verbose=0)
+    train = loom.data.DataLoader(loom.data.TensorDataset(x[:80], y[:80]), batch_size=16, shuffle=True, seed=7)
+    val = loom.data.DataLoader(loom.data.TensorDataset(x[80:], y[80:]), batch_size=16)
+    model = mlp_model()
+    loaded = model.fit(train, epochs=2, validation_data=val, verbose=0)
+    assert dict(split) == dict(given) == dict(loaded)  # fit(x, y) batches as that loader does
+    assert model.evaluate(val) == {"loss": loaded["val_loss"][-1], "accuracy": loaded["val_accuracy"][-1]}
+    assert len(train) == 5 and train.position == (2, 0)
+    batches = list(train)  # one epoch
+    assert len(batches) == 5 and [t.shape for t in batches[0]] == [(16, 20), (16,)]
+    with pytest.raises(TypeError, match="y must be None"):
+        model.fit(train, y, verbose=0)
