@@ -8,7 +8,7 @@ import sys as _sys
 
 from . import _core
 from ._core import *  # noqa: F401,F403  (the ops, Tensor, asarray, tensor, the errors)
-from ._core import DType, Graph, Layer, Module, Plan, Sequential, Tensor, data, io, linalg, random, zoo
+from ._core import DType, Graph, Layer, Module, Plan, Sequential, Tensor, TrainStep, data, io, linalg, random, zoo
 
 # Importable as modules too: `import loom.linalg`, `from loom.random import Generator`.
 _sys.modules[__name__ + ".linalg"] = linalg

@@ -50,27 +50,38 @@ struct PyModel {
   std::shared_ptr<HeldCallables> held = std::make_shared<HeldCallables>();
 };
 
-int model_traverse(PyObject* self, visitproc visit, void* arg) {
+// loom.TrainStep: one compiled training step (train::TrainStep), run by hand.
+struct PyStep {
+  std::unique_ptr<train::TrainStep> step;
+  std::shared_ptr<HeldCallables> held = std::make_shared<HeldCallables>();
+};
+
+template <class Holder>
+int held_traverse(PyObject* self, visitproc visit, void* arg) {
   // nb::inst_ptr is valid once the instance is constructed; before that there is nothing held
   if (nb::inst_ready(self)) {
-    PyModel* m = nb::inst_ptr<PyModel>(self);
-    for (const nb::object& o : m->held->objects) Py_VISIT(o.ptr());
+    Holder* h = nb::inst_ptr<Holder>(self);
+    for (const nb::object& o : h->held->objects) Py_VISIT(o.ptr());
   }
   Py_VISIT(Py_TYPE(self));
   return 0;
 }
 
-int model_clear(PyObject* self) {
+template <class Holder>
+int held_clear(PyObject* self) {
   if (nb::inst_ready(self)) {
-    PyModel* m = nb::inst_ptr<PyModel>(self);
-    for (nb::object& o : m->held->objects) o.reset();
+    Holder* h = nb::inst_ptr<Holder>(self);
+    for (nb::object& o : h->held->objects) o.reset();
   }
   return 0;
 }
 
-PyType_Slot model_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(model_traverse)},
-                             {Py_tp_clear, reinterpret_cast<void*>(model_clear)},
+PyType_Slot model_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(held_traverse<PyModel>)},
+                             {Py_tp_clear, reinterpret_cast<void*>(held_clear<PyModel>)},
                              {0, nullptr}};
+PyType_Slot step_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(held_traverse<PyStep>)},
+                            {Py_tp_clear, reinterpret_cast<void*>(held_clear<PyStep>)},
+                            {0, nullptr}};
 
 Graph graph_of(nb::handle obj) {
   if (nb::isinstance<Graph>(obj)) return nb::cast<Graph>(obj);
@@ -447,6 +458,32 @@ void bind_train(nb::module_& m) {
       .def_prop_ro("steps", [](PyModel& self) { return self.model->optimizer().steps(); }, "Optimizer steps taken (batches trained).")
       .def_prop_ro("optimizer_name", [](PyModel& self) { return self.model->optimizer().name(); })
       .def("summary", [](PyModel& self) { return self.model->summary(); });
+
+  nb::class_<PyStep>(m, "TrainStep", nb::type_slots(step_slots), nb::is_weak_referenceable(),
+                     "One training step compiled once (train::TrainStep): step(x, y) runs zero_grad, forward, loss, backward "
+                     "and the optimizer's update on one batch, without the GIL, and returns the loss.")
+      .def("__init__", [](PyStep* self, nb::handle graph, nb::handle loss, nb::handle optimizer, double clip_grad_norm) {
+        new (self) PyStep();
+        const Graph g = graph_of(graph);
+        train::Loss l = make_loss(nb::hasattr(loss, "_loom_name") ? nb::handle(loss.attr("_loom_name")) : loss, self->held);
+        std::shared_ptr<train::Optimizer> opt;
+        if (nb::isinstance<nb::str>(optimizer)) opt = train::make_optimizer(nb::cast<std::string>(optimizer), g.parameters());
+        else opt = make_optimizer(nb::cast<std::string>(optimizer.attr("_spec")()[0]), nb::cast<nb::dict>(optimizer.attr("_spec")()[1]),
+                                  g.parameters());
+        train::TrainStepOptions o;
+        o.clip_grad_norm = clip_grad_norm;
+        self->step = std::make_unique<train::TrainStep>(g, l.function(), std::move(opt), o);
+      }, nb::arg("graph"), nb::arg("loss"), nb::arg("optimizer") = "adam", nb::arg("clip_grad_norm") = 0.0)
+      .def("__call__", [](PyStep& self, nb::handle x, nb::handle y) {
+        std::vector<Tensor> batch = tensors_of(x);
+        for (const Tensor& t : tensors_of(y)) batch.push_back(t);
+        nb::gil_scoped_release release;
+        return self.step->operator()(batch).loss.detach();
+      }, nb::arg("x"), nb::arg("y"), "One step on the batch (x: the graph's inputs, y the target); the loss (0-d).")
+      .def_prop_rw("lr", [](PyStep& self) { return self.step->optimizer().lr(); },
+                   [](PyStep& self, double lr) { self.step->optimizer().set_lr(lr); })
+      .def_prop_ro("steps", [](PyStep& self) { return self.step->stats().steps; })
+      .def("dump", [](PyStep& self) { return self.step->dump(); });
 }
 
 }  // namespace loom::python

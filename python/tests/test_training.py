@@ -251,3 +251,17 @@ def test_loaders_and_validation_data_give_the_arrays_history():
     assert len(batches) == 5 and [t.shape for t in batches[0]] == [(16, 20), (16,)]
     with pytest.raises(TypeError, match="y must be None"):
         model.fit(train, y, verbose=0)
+
+
+def test_a_train_step_by_hand_takes_fits_steps():
+    x, y = data(n=64)
+    seen = []
+    recorder = loom.callbacks.LambdaCallback(on_batch_end=lambda batch, logs: seen.append(logs["loss"]))
+    mlp_model().fit(x, y, epochs=1, batch_size=16, shuffle=False, callbacks=[recorder], verbose=0)
+    loom.random.seed(0)
+    net = loom.zoo.mlp(20, [32], 10)
+    step = loom.TrainStep(net.graph, loom.losses.sparse_categorical_crossentropy, loom.optimizers.Adam())
+    losses = [step(x[i:i + 16], y[i:i + 16]).tolist() for i in range(0, 64, 16)]
+    assert step.steps == 4 and step.lr == 1e-3
+    assert losses[0] == seen[0]  # the same first step, bit for bit
+    np.testing.assert_allclose(np.cumsum(losses) / np.arange(1, 5), seen, rtol=1e-12)  # fit logs the running mean
