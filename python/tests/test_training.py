@@ -265,3 +265,23 @@ def test_a_train_step_by_hand_takes_fits_steps():
     assert step.steps == 4 and step.lr == 1e-3
     assert losses[0] == seen[0]  # the same first step, bit for bit
     np.testing.assert_allclose(np.cumsum(losses) / np.arange(1, 5), seen, rtol=1e-12)  # fit logs the running mean
+
+
+def test_an_exception_in_a_python_loss_arrives_as_itself():
+    x, y = data(n=64)
+    raised = ZeroDivisionError("in the loss")
+    calls = []
+
+    def loss(prediction, target):
+        calls.append(1)
+        if len(calls) == 2:
+            raise raised
+        return loom.cross_entropy(prediction, target)
+
+    model = mlp_model(loss=loss)
+    with pytest.raises(ZeroDivisionError) as info:
+        model.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    assert info.value is raised and model.steps == 1
+    assert model.predict(x[:2]).shape == (2, 10)
+    history = model.fit(x, y, epochs=1, batch_size=16, verbose=0)  # the step trains on after it
+    assert np.isfinite(history["loss"][0]) and model.steps == 5
