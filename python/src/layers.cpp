@@ -105,9 +105,11 @@ void bind_layers(nb::module_& m) {
       .def("__call__",
            [](const nn::Layer& l, nb::args args) -> nb::object {
              if (args.size() == 0) {  // the graph that ends here, on its Inputs' current values
-               nb::gil_scoped_release release;
-               Tensor out = l();
-               nb::gil_scoped_acquire acquire;
+               Tensor out;
+               {
+                 nb::gil_scoped_release release;
+                 out = l();
+               }
                return nb::cast(std::move(out));
              }
              bool layers = true;

@@ -285,3 +285,12 @@ def test_an_exception_in_a_python_loss_arrives_as_itself():
     assert model.predict(x[:2]).shape == (2, 10)
     history = model.fit(x, y, epochs=1, batch_size=16, verbose=0)  # the step trains on after it
     assert np.isfinite(history["loss"][0]) and model.steps == 5
+
+
+def test_the_progress_bar_draws_on_standard_output(capfd):
+    x, y = data(n=64)
+    mlp_model().fit(x, y, epochs=2, batch_size=16, validation_split=0.25, verbose=1)
+    out = capfd.readouterr().out  # the C++ bar writes to file descriptor 1
+    assert "Epoch 1/2" in out and "Epoch 2/2" in out and "val_accuracy" in out
+    mlp_model().fit(x, y, epochs=1, batch_size=16, verbose=0)
+    assert "Epoch" not in capfd.readouterr().out
