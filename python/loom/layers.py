@@ -82,6 +82,7 @@ class LayerKind:
                 raise TypeError(f"loom.layers.{self.kind}: positional arguments are input layers, got "
                                 f"{type(x).__name__}; options are keyword arguments ({', '.join(self.defaults) or 'none'})")
         text = self.options(kwargs)
+        name = name or ""
         if inputs or self.source:
             return _core._make_layer(self.kind, list(inputs), text, name)
         return _core._unbound_layer(self.kind, text, name)

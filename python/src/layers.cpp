@@ -5,6 +5,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -96,9 +97,27 @@ CompileOptions compile_options(nb::handle input_shapes, const nb::kwargs& flags)
   return o;
 }
 
+// `with loom.train_mode():` — nn::ModeScope for the block (the mode is per thread; __enter__
+// and __exit__ of one `with` run on the same thread).
+struct ModeContext {
+  nn::Mode mode;
+  std::vector<std::shared_ptr<nn::ModeScope>> scopes;  // one per nested entry of this object
+};
+
 }  // namespace
 
 void bind_layers(nb::module_& m) {
+  nb::class_<ModeContext>(m, "_ModeContext")
+      .def("__enter__", [](ModeContext& c) { c.scopes.push_back(std::make_shared<nn::ModeScope>(c.mode)); })
+      .def("__exit__", [](ModeContext& c, nb::args) {
+        if (!c.scopes.empty()) c.scopes.pop_back();
+        return false;
+      });
+  m.def("train_mode", [] { return ModeContext{nn::Mode::Train, {}}; },
+        "`with loom.train_mode():` layers and plans run in Train mode (dropout active, batch norm on batch statistics) on this thread.");
+  m.def("eval_mode", [] { return ModeContext{nn::Mode::Eval, {}}; }, "`with loom.eval_mode():` Eval mode (the default) on this thread.");
+  m.def("is_training", [] { return nn::current_mode() == nn::Mode::Train; }, "Whether this thread runs layers in Train mode.");
+
   // ------------------------------------------------------------------ Layer
   nb::class_<nn::Layer>(m, "Layer",
                         "A TensorX layer: a stateful function and the end node of the graph that feeds it (docs/python.md).")

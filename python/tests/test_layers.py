@@ -553,3 +553,20 @@ def test_zoo_networks():
     with loom.no_grad():
         assert net(np.zeros((3, 784), np.float32)).shape == (3, 10)
     assert "Total params" in net.summary()
+
+
+def test_train_mode_turns_dropout_on():
+    x = loom.Input(1000)
+    drop = L.Dropout(x, probability=0.5, seed=3)
+    plan = loom.Graph.build(drop, [x]).compile()
+    ones = np.ones((2, 1000), np.float32)
+    with loom.no_grad():
+        assert not loom.is_training()
+        np.testing.assert_array_equal(plan(ones).numpy(), ones)  # Eval: the identity
+        with loom.train_mode():
+            assert loom.is_training()
+            y = plan(ones).numpy()
+            with loom.eval_mode():
+                np.testing.assert_array_equal(plan(ones).numpy(), ones)
+        assert not loom.is_training()
+    assert set(np.unique(y)) == {0.0, 2.0} and 0.4 < (y == 0).mean() < 0.6  # inverted dropout
