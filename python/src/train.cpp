@@ -10,6 +10,8 @@
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/shared_ptr.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <string>
