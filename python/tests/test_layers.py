@@ -570,3 +570,24 @@ def test_train_mode_turns_dropout_on():
                 np.testing.assert_array_equal(plan(ones).numpy(), ones)
         assert not loom.is_training()
     assert set(np.unique(y)) == {0.0, 2.0} and 0.4 < (y == 0).mean() < 0.6  # inverted dropout
+
+
+def test_a_sequential_keeps_no_python_step():
+    """A Python function step is called while the Sequential is built and not kept: no layer
+    holds a Python object the collector cannot see."""
+    import gc
+    import weakref
+
+    class Step:
+        def __call__(self, h):
+            return L.Linear(h, n_units=2)
+
+    step = Step()
+    alive = weakref.ref(step)
+    seq = loom.Sequential([step, L.Activation(fn="tanh")], input=loom.Input(4))
+    assert seq.kind == "Sequential" and seq.shape == (-1, 2)
+    del step
+    gc.collect()
+    assert alive() is None
+    with pytest.raises(TypeError, match="when the input is given"):
+        loom.Sequential([lambda h: h])  # without input the steps would be kept: refused
