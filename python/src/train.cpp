@@ -256,9 +256,13 @@ class PyCallback final : public train::Callback {
 // the main thread only). When one raises (KeyboardInterrupt), training stops after this batch —
 // the model holds that batch's update and stays usable — and the exception is raised again once
 // fit has returned.
+// Only the main thread runs signal handlers, so a fit on another thread skips the check (and the
+// wait for the GIL it costs when other Python threads are busy: up to the switch interval).
 class InterruptCheck final : public train::Callback {
  public:
+  explicit InterruptCheck(bool main_thread) : main_thread_(main_thread) {}
   void on_batch_end(train::Model& m, int64_t, const train::Logs&) override {
+    if (!main_thread_) return;
     nb::gil_scoped_acquire acquire;
     if (PyErr_CheckSignals() == 0) return;
     PyErr_Fetch(&type_, &value_, &traceback_);
@@ -278,6 +282,7 @@ class InterruptCheck final : public train::Callback {
   }
 
  private:
+  bool main_thread_;
   PyObject *type_ = nullptr, *value_ = nullptr, *traceback_ = nullptr;
 };
 
@@ -393,7 +398,9 @@ void bind_train(nb::module_& m) {
       // DataLoader or None.
       .def("_fit", [](PyModel& self, nb::handle x, nb::handle y, int epochs, int64_t batch_size, double validation_split, bool shuffle,
                       uint64_t seed, nb::handle callbacks, bool progress, int progress_every, nb::handle validation) {
-        auto interrupt = std::make_shared<InterruptCheck>();
+        const bool main_thread = nb::module_::import_("threading").attr("current_thread")().is(
+            nb::module_::import_("threading").attr("main_thread")());
+        auto interrupt = std::make_shared<InterruptCheck>(main_thread);
         train::FitOptions o;
         o.epochs = epochs, o.batch_size = batch_size, o.validation_split = validation_split, o.shuffle = shuffle, o.seed = seed;
         o.progress = progress, o.progress_every = progress_every;

@@ -294,3 +294,17 @@ def test_the_progress_bar_draws_on_standard_output(capfd):
     assert "Epoch 1/2" in out and "Epoch 2/2" in out and "val_accuracy" in out
     mlp_model().fit(x, y, epochs=1, batch_size=16, verbose=0)
     assert "Epoch" not in capfd.readouterr().out
+
+
+def test_fit_on_another_thread():
+    x, y = data(n=64)
+    results = {}
+
+    def train():
+        results["history"] = mlp_model().fit(x, y, epochs=2, batch_size=16, verbose=0)
+
+    thread = threading.Thread(target=train)
+    thread.start()
+    thread.join()
+    same = mlp_model().fit(x, y, epochs=2, batch_size=16, verbose=0)
+    assert dict(results["history"]) == dict(same)
