@@ -1,4 +1,5 @@
-"""Loom from Python: tensors, NumPy-named ops, autograd (docs/python.md).
+"""Loom from Python: tensors, NumPy-named ops, autograd, layers and graphs, training, files
+(docs/python.md).
 
 `import loom` loads libloom only. The store, flow, dist and serve parts are to be submodules
 that load their own libraries when imported.
@@ -7,11 +8,31 @@ import sys as _sys
 
 from . import _core
 from ._core import *  # noqa: F401,F403  (the ops, Tensor, asarray, tensor, the errors)
-from ._core import DType, Tensor, linalg, random
+from ._core import DType, Graph, Layer, Module, Plan, Sequential, Tensor, TrainStep, data, io, linalg, random, zoo
 
 # Importable as modules too: `import loom.linalg`, `from loom.random import Generator`.
 _sys.modules[__name__ + ".linalg"] = linalg
 _sys.modules[__name__ + ".random"] = random
+_sys.modules[__name__ + ".zoo"] = zoo
+_sys.modules[__name__ + ".io"] = io
+_sys.modules[__name__ + ".data"] = data
+
+from . import callbacks, layers, losses, metrics, optimizers, schedules  # noqa: E402
+from .layers import Input  # noqa: E402
+from .training import History, Model  # noqa: E402
+
+load_model = io.load_model
+save_model = io.save_model
+
+
+def _layer_options(self):
+    """The layer's options as a dict (what it is saved with, and the keyword arguments of its kind)."""
+    import json
+
+    return json.loads(self._options_json)
+
+
+Layer.options = property(_layer_options)
 
 bool_ = DType.bool_
 uint8 = DType.uint8

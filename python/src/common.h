@@ -45,7 +45,8 @@ Axes to_axes(nb::handle obj);    // None (all axes), an int or a sequence of int
 
 // The GIL is released around Loom calls that can take long, so that other Python threads run
 // meanwhile; a call on small operands keeps it (releasing and taking it back costs more than
-// the op). Never while Loom calls back into Python: no binding passes a Python callable down.
+// the op). Code that Loom calls back (fit's callbacks, a loss written in Python: train.cpp)
+// takes the GIL back for the call and releases it again when it returns.
 inline constexpr int64_t kReleaseGilElements = 1 << 14;
 class MaybeRelease {
  public:
@@ -67,5 +68,8 @@ void bind_tensor(nb::module_& m);
 void bind_ops(nb::module_& m);
 void bind_linalg_random_autograd(nb::module_& m);
 void bind_nn(nb::module_& m);
+void bind_layers(nb::module_& m);  // layers.cpp: Layer, Module, Graph, Plan, the zoo
+void bind_train(nb::module_& m);   // train.cpp: Model, fit, callbacks
+void bind_io(nb::module_& m);      // io.cpp: model, state, safetensors and ONNX files
 
 }  // namespace loom::python

@@ -92,12 +92,15 @@ using namespace loom;
 using namespace loom::python;
 
 NB_MODULE(_core, m) {
-  m.doc() = "Loom's native module: tensors, ops, autograd (docs/python.md)";
+  m.doc() = "Loom's native module: tensors, ops, autograd, layers, graphs, training, files (docs/python.md)";
   bind_errors(m);
   bind_tensor(m);
   bind_ops(m);
   bind_linalg_random_autograd(m);
   bind_nn(m);
+  bind_layers(m);
+  bind_train(m);
+  bind_io(m);
 
   m.def("set_num_threads", &set_num_threads, nb::arg("n"), "Threads of Loom's pool (1 runs every op inline).");
   m.def("get_num_threads", &get_num_threads);

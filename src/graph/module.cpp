@@ -132,11 +132,11 @@ Sequential::Sequential(const Layer& input, std::vector<Step> steps, const std::s
     : Layer(Sequential(std::move(steps), name)(input).impl()) {}
 
 void detail::register_module_layer(AddKind add) {
-  add("Module", [](const LayerSpec& s) { return module_from(s, "Module"); });
-  add("Sequential", [](const LayerSpec& s) { return module_from(s, "Sequential"); });
+  add("Module", [](const LayerSpec& s) { return module_from(s, "Module"); }, {});
+  add("Sequential", [](const LayerSpec& s) { return module_from(s, "Sequential"); }, {});
   add("ModuleOutput", [](const LayerSpec& s) {
     return module_output(s.input(), static_cast<size_t>(s.options.get_int("index", 0, INT32_MAX)), s.name);
-  });
+  }, {Options().set_int("index", 0)});
 }
 
 }  // namespace loom::nn

@@ -39,7 +39,7 @@ Activation::Activation(const Layer& input, ActivationFn fn, const std::string& n
 void detail::register_activation_layers(AddKind add) {
   add("Activation", [](const LayerSpec& s) -> Layer {
     return Activation(s.input(), read_attributes<ActivationAttributes>(s.options).fn, s.name);
-  });
+  }, {write_attributes(ActivationAttributes{})});
 }
 
 // ---------------------------------------------------------------- activation functions

@@ -273,7 +273,7 @@ void detail::register_attention_layers(AddKind add) {
     return MultiHeadAttention(s.inputs[0], s.inputs[1], s.inputs[2], a.n_heads,
                               {.causal = a.causal, .bias = a.bias, .n_kv_heads = a.n_kv_heads, .dropout = a.dropout, .rotary = a.rotary_options()},
                               mask, s.name);
-  });
+  }, {write_attributes(AttentionAttributes{})});
   add("TransformerEncoderLayer", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(1, 2);  // the input (and a padding mask)
     const auto a = read_attributes<TransformerEncoderAttributes>(s.options);
@@ -287,7 +287,7 @@ void detail::register_attention_layers(AddKind add) {
     std::optional<Layer> mask;
     if (s.inputs.size() == 2) mask = s.inputs[1];
     return TransformerEncoderLayer(s.inputs[0], a.n_heads, o, mask, s.name);
-  });
+  }, {write_attributes(TransformerEncoderAttributes{})});
 }
 
 }  // namespace loom::nn

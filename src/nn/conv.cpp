@@ -207,8 +207,8 @@ Layer make_conv_layer(const LayerSpec& s, bool one_d) {
 }  // namespace
 
 void detail::register_conv_layers(AddKind add) {
-  add("Conv1D", [](const LayerSpec& s) { return make_conv_layer(s, true); });
-  add("Conv2D", [](const LayerSpec& s) { return make_conv_layer(s, false); });
+  add("Conv1D", [](const LayerSpec& s) { return make_conv_layer(s, true); }, {write_attributes(ConvAttributes{})});
+  add("Conv2D", [](const LayerSpec& s) { return make_conv_layer(s, false); }, {write_attributes(ConvAttributes{})});
   add("Conv2DTranspose", [](const LayerSpec& s) -> Layer {
     const auto a = read_attributes<ConvTransposeAttributes>(s.options);
     ConvTransposeOptions o;
@@ -219,7 +219,7 @@ void detail::register_conv_layers(AddKind add) {
     o.groups = a.groups;
     o.bias = a.bias;
     return Conv2DTranspose(s.input(), a.filters, a.kernel_size, o, s.name);
-  });
+  }, {write_attributes(ConvTransposeAttributes{})});
 }
 
 }  // namespace loom::nn

@@ -71,7 +71,7 @@ void detail::register_dropout_layers(AddKind add) {
   add("Dropout", [](const LayerSpec& s) -> Layer {
     const auto a = read_attributes<DropoutAttributes>(s.options);
     return Dropout(s.input(), a.probability, a.seed, s.name);
-  });
+  }, {write_attributes(DropoutAttributes{})});
 }
 
 }  // namespace loom::nn

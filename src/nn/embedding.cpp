@@ -121,11 +121,11 @@ void detail::register_embedding_layers(AddKind add) {
   add("OneHot", [](const LayerSpec& s) -> Layer {
     const auto a = read_attributes<OneHotAttributes>(s.options);
     return OneHot(s.input(), a.n_classes, a.dtype, s.name);
-  });
+  }, {write_attributes(OneHotAttributes{})});
   add("Lookup", [](const LayerSpec& s) -> Layer {
     const auto a = read_attributes<LookupAttributes>(s.options);
     return Lookup(s.input(), a.vocab_size, a.n_units, {a.padding_id, a.init, a.combiner}, s.name);
-  });
+  }, {write_attributes(LookupAttributes{})});
 }
 
 }  // namespace loom::nn

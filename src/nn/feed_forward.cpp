@@ -54,7 +54,7 @@ void detail::register_feed_forward_layers(AddKind add) {
   add("SwiGLU", [](const LayerSpec& s) -> Layer {
     const SwiGLUAttributes a = read_attributes<SwiGLUAttributes>(s.options);
     return SwiGLU(s.input(), a.hidden, a.weight_init, s.name);
-  });
+  }, {write_attributes(SwiGLUAttributes{})});
 }
 
 }  // namespace loom::nn

@@ -206,11 +206,11 @@ void detail::register_input_layers(AddKind add) {
     s.expect_inputs(0, 0);
     const auto a = read_attributes<InputAttributes>(s.options);
     return Input(a.shape, a.dtype, s.name);
-  });
-  add("Constant", [](const LayerSpec& s) -> Layer { return Constant(constant_from(s.options), s.name); });
+  }, {write_attributes(InputAttributes{}), true});
+  add("Constant", [](const LayerSpec& s) -> Layer { return Constant(constant_from(s.options), s.name); }, {Options(), true});
   // A Param keeps its own options() (detail::ParamImpl): its "value" is the current one, which
   // changes while training, not a fixed attribute.
-  add("Param", [](const LayerSpec& s) -> Layer { return Param(s.options.get_float("value"), s.name); });
+  add("Param", [](const LayerSpec& s) -> Layer { return Param(s.options.get_float("value"), s.name); }, {Options().set_float("value", 0.0), true});
 }
 
 }  // namespace loom::nn

@@ -85,7 +85,7 @@ void detail::register_linear_layers(AddKind add) {
     const LinearOptions o{
         .bias = a.bias, .weight_init = a.weight_init, .bias_init = a.bias_init, .shared_weights = tied, .transpose_weights = a.transpose_weights};
     return Linear(s.input(), a.n_units, o, s.name);
-  });
+  }, {write_attributes(LinearAttributes{})});
 }
 
 }  // namespace loom::nn

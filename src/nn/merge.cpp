@@ -181,22 +181,22 @@ Gate::Gate(const Layer& input, const Layer& gate_input, const std::string& name)
 }
 
 void detail::register_merge_layers(AddKind add) {
-  add("Add", [](const LayerSpec& s) -> Layer { return Add(s.inputs, s.name); });
+  add("Add", [](const LayerSpec& s) -> Layer { return Add(s.inputs, s.name); }, {});
   add("Subtract", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
     return Subtract(s.inputs[0], s.inputs[1], s.name);
-  });
-  add("Multiply", [](const LayerSpec& s) -> Layer { return Multiply(s.inputs, s.name); });
-  add("Mean", [](const LayerSpec& s) -> Layer { return Mean(s.inputs, s.name); });
-  add("Concat", [](const LayerSpec& s) -> Layer { return Concat(s.inputs, read_attributes<MergeAttributes>(s.options).axis, s.name); });
+  }, {});
+  add("Multiply", [](const LayerSpec& s) -> Layer { return Multiply(s.inputs, s.name); }, {});
+  add("Mean", [](const LayerSpec& s) -> Layer { return Mean(s.inputs, s.name); }, {});
+  add("Concat", [](const LayerSpec& s) -> Layer { return Concat(s.inputs, read_attributes<MergeAttributes>(s.options).axis, s.name); }, {write_attributes(MergeAttributes{})});
   add("Residual", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
     return Residual(s.inputs[0], s.inputs[1], s.name);
-  });
+  }, {});
   add("Gate", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
     return Gate(s.inputs[0], s.inputs[1], s.name);
-  });
+  }, {});
 }
 
 }  // namespace loom::nn

@@ -206,11 +206,11 @@ RMSNorm::RMSNorm(const Layer& input, double eps, const std::string& name) {
 }
 
 void detail::register_normalization_layers(AddKind add) {
-  add("BatchNorm", [](const LayerSpec& s) -> Layer { return BatchNorm(s.input(), read_attributes<BatchNormOptions>(s.options), s.name); });
+  add("BatchNorm", [](const LayerSpec& s) -> Layer { return BatchNorm(s.input(), read_attributes<BatchNormOptions>(s.options), s.name); }, {write_attributes(BatchNormOptions{})});
   add("LayerNorm", [](const LayerSpec& s) -> Layer {
     return LayerNorm(s.input(), read_attributes<LayerNormAttributes>(s.options).eps, s.name);
-  });
-  add("RMSNorm", [](const LayerSpec& s) -> Layer { return RMSNorm(s.input(), read_attributes<RMSNormAttributes>(s.options).eps, s.name); });
+  }, {write_attributes(LayerNormAttributes{})});
+  add("RMSNorm", [](const LayerSpec& s) -> Layer { return RMSNorm(s.input(), read_attributes<RMSNormAttributes>(s.options).eps, s.name); }, {write_attributes(RMSNormAttributes{})});
 }
 
 }  // namespace loom::nn

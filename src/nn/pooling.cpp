@@ -196,16 +196,16 @@ Layer make_pool_layer(const LayerSpec& s, bool max) {
 }  // namespace
 
 void detail::register_pooling_layers(AddKind add) {
-  add("MaxPool2D", [](const LayerSpec& s) { return make_pool_layer(s, true); });
-  add("AvgPool2D", [](const LayerSpec& s) { return make_pool_layer(s, false); });
+  add("MaxPool2D", [](const LayerSpec& s) { return make_pool_layer(s, true); }, {write_attributes(PoolAttributes{})});
+  add("AvgPool2D", [](const LayerSpec& s) { return make_pool_layer(s, false); }, {write_attributes(PoolAttributes{})});
   add("GlobalPool", [](const LayerSpec& s) -> Layer {
     const std::string mode = s.options.get_string("mode");
     if (mode != "max" && mode != "avg") s.options.fail("has the mode '" + mode + "' (valid: \"max\", \"avg\")");
     return GlobalPool(s.input(), mode == "max" ? GlobalPool::Mode::Max : GlobalPool::Mode::Avg, s.name);
-  });
+  }, {Options().set_string("mode", "avg")});
   add("AdaptiveAvgPool2D", [](const LayerSpec& s) -> Layer {
     return AdaptiveAvgPool2D(s.input(), IntList(read_attributes<AdaptiveAvgPoolAttributes>(s.options).output_size), s.name);
-  });
+  }, {write_attributes(AdaptiveAvgPoolAttributes{})});
 }
 
 }  // namespace loom::nn

@@ -248,17 +248,17 @@ void detail::register_recurrent_layers(AddKind add) {
     s.expect_inputs(2, 2);
     const auto a = read_attributes<CellAttributes>(s.options);
     return RNNCell(s.inputs[0], s.inputs[1], a.n_units, cell_options(a), s.name);
-  });
+  }, {write_attributes(CellAttributes{})});
   add("LSTMCell", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
     const auto a = read_attributes<CellAttributes>(s.options);
     return LSTMCell(s.inputs[0], s.inputs[1], a.n_units, cell_options(a), s.name);
-  });
+  }, {write_attributes(CellAttributes{})});
   add("GRUCell", [](const LayerSpec& s) -> Layer {
     s.expect_inputs(2, 2);
     const auto a = read_attributes<CellAttributes>(s.options);
     return GRUCell(s.inputs[0], s.inputs[1], a.n_units, cell_options(a), s.name);
-  });
+  }, {write_attributes(CellAttributes{})});
   add("RNN", [](const LayerSpec& s) -> Layer {
     const auto a = read_attributes<RNNAttributes>(s.options);
     const std::optional<CellKind> cell = cell_by_name(a.cell);
@@ -271,7 +271,7 @@ void detail::register_recurrent_layers(AddKind add) {
     o.stateful = a.stateful;
     o.cell_options = {.activation = a.activation, .bias = a.bias};
     return RNN(s.input(), a.n_units, o, s.name);
-  });
+  }, {write_attributes(RNNAttributes{})});
 }
 
 }  // namespace loom::nn

@@ -5,7 +5,9 @@
 
 namespace loom::nn::detail {
 
-using AddKind = void (*)(const std::string& kind, LayerFactory factory);
+// Each built-in kind is added with its KindInfo (nn/registry.h): its options' defaults, from its
+// attributes struct where it has one.
+using AddKind = void (*)(const std::string& kind, LayerFactory factory, KindInfo info);
 
 void register_input_layers(AddKind add);          // nn/input.cpp
 void register_linear_layers(AddKind add);         // nn/linear.cpp

@@ -9,9 +9,14 @@ namespace loom::nn {
 
 namespace {
 
+struct Kind {
+  LayerFactory factory;
+  KindInfo info;
+};
+
 struct Registry {
   std::mutex mutex;
-  std::map<std::string, LayerFactory> kinds;
+  std::map<std::string, Kind> kinds;
 };
 
 Registry& raw_registry() {
@@ -19,12 +24,12 @@ Registry& raw_registry() {
   return r;
 }
 
-void add(const std::string& kind, LayerFactory factory) {
+void add(const std::string& kind, LayerFactory factory, KindInfo info) {
   if (kind.empty()) throw ValueError("register_layer_kind: the kind name is empty");
   if (!factory) throw ValueError("register_layer_kind: kind '" + kind + "' has an empty factory");
   Registry& r = raw_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (!r.kinds.emplace(kind, std::move(factory)).second)
+  if (!r.kinds.emplace(kind, Kind{std::move(factory), std::move(info)}).second)
     throw ValueError("register_layer_kind: kind '" + kind + "' is already registered (kind names must be unique)");
 }
 
@@ -63,9 +68,9 @@ void register_layers() {
   });
 }
 
-void register_layer_kind(const std::string& kind, LayerFactory factory) {
+void register_layer_kind(const std::string& kind, LayerFactory factory, KindInfo info) {
   registry();
-  add(kind, std::move(factory));
+  add(kind, std::move(factory), std::move(info));
 }
 
 bool is_layer_kind_registered(const std::string& kind) {
@@ -82,6 +87,14 @@ std::vector<std::string> registered_layer_kinds() {
   return out;
 }
 
+KindInfo layer_kind_info(const std::string& kind) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.kinds.find(kind);
+  if (it == r.kinds.end()) throw ValueError("layer_kind_info: unknown kind '" + kind + "' (registered kinds: " + kind_list(r) + ")");
+  return it->second.info;
+}
+
 Layer make_layer(const std::string& kind, const LayerSpec& spec) {
   Registry& r = registry();
   LayerFactory factory;
@@ -92,7 +105,7 @@ Layer make_layer(const std::string& kind, const LayerSpec& spec) {
       throw ValueError(spec.options.where() + " has unknown kind '" + kind + "' (registered kinds: " + kind_list(r) +
                        "; register a user-defined kind with nn::register_layer_kind, a Lambda's kind with nn::register_lambda_kind, "
                        "before loading)");
-    factory = it->second;
+    factory = it->second.factory;
   }
   return factory(spec);
 }

@@ -182,13 +182,13 @@ AxisSlice::AxisSlice(const Layer& input, int64_t axis, int64_t start, int64_t st
 }
 
 void detail::register_shape_layers(AddKind add) {
-  add("Reshape", [](const LayerSpec& s) -> Layer { return Reshape(s.input(), read_attributes<ReshapeAttributes>(s.options).shape, s.name); });
-  add("Transpose", [](const LayerSpec& s) -> Layer { return Transpose(s.input(), read_attributes<TransposeAttributes>(s.options).perm, s.name); });
-  add("Flip", [](const LayerSpec& s) -> Layer { return Flip(s.input(), read_attributes<FlipAttributes>(s.options).axes, s.name); });
+  add("Reshape", [](const LayerSpec& s) -> Layer { return Reshape(s.input(), read_attributes<ReshapeAttributes>(s.options).shape, s.name); }, {write_attributes(ReshapeAttributes{})});
+  add("Transpose", [](const LayerSpec& s) -> Layer { return Transpose(s.input(), read_attributes<TransposeAttributes>(s.options).perm, s.name); }, {write_attributes(TransposeAttributes{})});
+  add("Flip", [](const LayerSpec& s) -> Layer { return Flip(s.input(), read_attributes<FlipAttributes>(s.options).axes, s.name); }, {write_attributes(FlipAttributes{})});
   add("AxisSlice", [](const LayerSpec& s) -> Layer {
     const AxisSliceAttributes a = read_attributes<AxisSliceAttributes>(s.options);
     return AxisSlice(s.input(), a.axis, a.start, a.stop, a.step, s.name);
-  });
+  }, {write_attributes(AxisSliceAttributes{})});
 }
 
 }  // namespace loom::nn

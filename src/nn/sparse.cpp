@@ -174,12 +174,12 @@ void detail::register_sparse_layers(AddKind add) {
     s.expect_inputs(0, 0);
     const auto a = read_attributes<SparseInputAttributes>(s.options);
     return SparseInput(a.n_units, a.dtype, s.name);
-  });
+  }, {write_attributes(SparseInputAttributes{}), true});
   add("DropConnect", [](const LayerSpec& s) -> Layer {
     const auto a = read_attributes<DropConnectAttributes>(s.options);
     const DropConnectOptions o{.bias = a.bias, .weight_init = a.weight_init, .bias_init = a.bias_init, .seed = a.seed};
     return DropConnect(s.input(), a.n_units, a.probability, o, s.name);
-  });
+  }, {write_attributes(DropConnectAttributes{})});
 }
 
 }  // namespace loom::nn

@@ -30,10 +30,25 @@ struct LOOM_API LayerSpec {
 
 using LayerFactory = std::function<Layer(const LayerSpec&)>;
 
+// What a kind declares besides its factory, for code that builds layers from keyword arguments
+// without knowing the kind (the Python module's loom.layers): every option its factory reads,
+// each with its default value (a kind on KindBase<Impl, A>: write_attributes(A{})), so that the
+// caller knows the keys, fills those it is not given and converts values to the defaults' JSON
+// types; and whether the kind takes no input layers (Input, Constant, Param, SparseInput).
+// A field without a usable default (Linear's n_units is 0) is still listed: the factory's own
+// range check names it when the caller does not give it.
+struct LOOM_API KindInfo {
+  Options defaults;
+  bool source = false;
+};
+
 // Registers `kind` (the name LayerImpl::kind() returns). Throws ValueError for an empty name, an
 // empty factory, or a kind already registered (built-in kinds included). Thread-safe.
-LOOM_API void register_layer_kind(const std::string& kind, LayerFactory factory);
+LOOM_API void register_layer_kind(const std::string& kind, LayerFactory factory, KindInfo info = {});
 LOOM_API bool is_layer_kind_registered(const std::string& kind);
+// What `kind` was registered with (an empty KindInfo for a kind registered without one);
+// ValueError naming the registered kinds for an unknown one.
+LOOM_API KindInfo layer_kind_info(const std::string& kind);
 // Every registered kind, sorted.
 LOOM_API std::vector<std::string> registered_layer_kinds();
 // Builds a layer of a registered kind; ValueError naming the registered kinds otherwise.

@@ -427,6 +427,49 @@ TEST(LayerRegistry, RegistrationErrors) {
   EXPECT_TRUE(nn::is_layer_kind_registered("Linear"));
 }
 
+// KindInfo: the defaults a kind is registered with are its attributes' defaults, the keys the
+// layer saves; building from them plus the required fields gives the layer the kind's own
+// constructor gives (what the Python module's loom.layers relies on).
+TEST(LayerRegistry, KindInfoListsEveryOptionWithItsDefault) {
+  const nn::KindInfo linear = nn::layer_kind_info("Linear");
+  EXPECT_FALSE(linear.source);
+  EXPECT_EQ(linear.defaults.to_json(), nn::write_attributes(nn::LinearAttributes{}).to_json());
+  EXPECT_TRUE(nn::layer_kind_info("Input").source);
+  EXPECT_TRUE(nn::layer_kind_info("Param").source);
+  EXPECT_FALSE(nn::layer_kind_info("Add").source);
+
+  nn::Input x(4, Float32, "ki_x");
+  nn::Options o = linear.defaults;
+  o.set_int("n_units", 3).set_bool("bias", false);
+  const nn::Layer built = nn::make_layer("Linear", {.name = "ki_built", .inputs = {x}, .options = o, .tied = {}});
+  const nn::Linear direct(x, 3, {.bias = false}, "ki_direct");
+  EXPECT_EQ(built.options().to_json(), direct.options().to_json());
+  EXPECT_EQ(built.shape(), direct.shape());
+
+  // the same for a kind whose defaults leave per-axis lists empty (the factory fills them)
+  nn::Options c = nn::layer_kind_info("Conv2D").defaults;
+  c.set_int("filters", 2).set_ints("kernel_size", {3});
+  nn::Input img(Shape{-1, 1, 5, 5}, Float32, "ki_img");
+  EXPECT_EQ(nn::make_layer("Conv2D", {.name = "ki_conv", .inputs = {img}, .options = c, .tied = {}}).options().to_json(),
+            nn::Conv2D(img, 2, 3, {}, "ki_conv_direct").options().to_json());
+
+  EXPECT_TRUE(contains_all(error_message<ValueError>([] { nn::layer_kind_info("NoSuchKind"); }), {"'NoSuchKind'", "Linear"}));
+}
+
+TEST(LayerRegistry, UserKindKeepsItsKindInfo) {
+  register_scale();
+  EXPECT_EQ(nn::layer_kind_info("Scale").defaults.to_json(), "{}");  // registered without one
+  static std::once_flag once;
+  std::call_once(once, [] {
+    nn::register_layer_kind(
+        "ScaleWithInfo", [](const nn::LayerSpec& s) -> nn::Layer { return Scale(s.input(), s.options.get_float("offset"), s.name); },
+        {.defaults = nn::Options().set_float("offset", 1.5), .source = false});
+  });
+  const nn::KindInfo info = nn::layer_kind_info("ScaleWithInfo");
+  EXPECT_EQ(info.defaults.get_float("offset"), 1.5);
+  EXPECT_FALSE(info.source);
+}
+
 TEST(LayerRegistry, OptionsCheckTypesAndRanges) {
   nn::Options o = nn::Options::from_json(R"({"n": 3, "f": "NaN", "big": 1e300, "s": "x", "v": [1, 2]})", "layer 'l'");
   EXPECT_EQ(o.get_int("n", 1, 10), 3);

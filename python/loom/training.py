@@ -1,0 +1,162 @@
+"""loom.Model: a graph with a loss, an optimizer and metrics, trained by fit on NumPy arrays
+(docs/python.md, "Training"), over train::Model."""
+from . import _core
+from . import callbacks as _callbacks
+
+
+class History(dict):
+    """What fit returns: a dict of lists, one value per epoch ("loss", "accuracy", "val_loss",
+    "val_accuracy", "lr"), over every epoch the model trained. As Keras' History object, it is
+    also `.history` (itself) and `.epoch`."""
+
+    @property
+    def history(self):
+        return self
+
+    @property
+    def epoch(self):
+        return list(range(max((len(v) for v in self.values()), default=0)))
+
+
+def _loss_arg(loss):
+    if isinstance(loss, str):
+        return loss
+    name = getattr(loss, "_loom_name", None)
+    if name is not None:
+        return name  # a loom.losses object: Loom's own loss, no call into Python per step
+    if callable(loss):
+        return loss
+    raise TypeError("loom.Model: loss is a name ('sparse_categorical_crossentropy', ...), a loom.losses object "
+                    "or a function (prediction, target) -> Tensor")
+
+
+def _optimizer_arg(optimizer):
+    if isinstance(optimizer, str):
+        return optimizer
+    spec = getattr(optimizer, "_spec", None)
+    if spec is None:
+        raise TypeError("loom.Model: optimizer is a name ('adam', 'sgd', ...) or a loom.optimizers object")
+    return spec()
+
+
+def _metric_arg(metric):
+    spec = getattr(metric, "_spec", None)
+    return spec() if spec is not None else metric
+
+
+class Model:
+    """model = loom.Model(graph, loss="sparse_categorical_crossentropy", optimizer="adam",
+    metrics=["accuracy"]); history = model.fit(x, y, epochs=5, batch_size=64, validation_split=0.1).
+
+    `graph` is a loom.Graph (or a loom.zoo network). `loss`, `optimizer` and each metric are
+    names (Keras') or objects of loom.losses, loom.optimizers, loom.metrics; a loss may also be a
+    Python function (prediction, target) -> Tensor and a metric a function -> float (called with
+    the GIL taken back, each step)."""
+
+    def __init__(self, graph, loss, optimizer="adam", metrics=None):
+        self._native = _core._Model(graph, _loss_arg(loss), _optimizer_arg(optimizer),
+                                    None if metrics is None else [_metric_arg(m) for m in metrics])
+        self._stop_training = False
+
+    @classmethod
+    def load(cls, path, loss, optimizer="adam", metrics=None):
+        """A model from a file save() (or loom.io.save_model, or C++'s io::save_model) wrote."""
+        return cls(_core.io.load_model(path), loss, optimizer, metrics)
+
+    def fit(self, x, y=None, epochs=1, batch_size=32, validation_split=0.0, validation_data=None, shuffle=True, seed=0,
+            callbacks=None, verbose=1, progress_every=100):
+        """Trains on the samples (rows) of x and y: x one array per graph input (an array, or a
+        list of them), y the targets; or on a loom.data.DataLoader x (y None), whose batches are
+        the inputs then the target. validation_data is (x_val, y_val) or a DataLoader. Returns
+        the History of every epoch the model trained. The GIL is released while it trains;
+        Ctrl-C stops it after the batch running then (the model keeps that batch's update) and
+        raises KeyboardInterrupt."""
+        cbs = list(callbacks or [])
+        natives = []
+        for cb in cbs:
+            if isinstance(cb, _callbacks._Native):
+                natives.append(cb._native_for(self))
+            else:
+                if hasattr(cb, "set_model"):
+                    cb.set_model(self)
+                if hasattr(cb, "set_params"):
+                    cb.set_params({"epochs": epochs, "batch_size": batch_size, "verbose": verbose})
+                natives.append(cb)
+        validation = self._validation_loader(validation_data, batch_size)
+        if isinstance(x, _core.data.DataLoader):
+            if y is not None:
+                raise TypeError("loom.Model.fit: with a DataLoader the targets are its batches' last field; y must be None")
+        elif y is None:
+            raise TypeError("loom.Model.fit: give the targets y (or a loom.data.DataLoader as x)")
+        self._stop_training = False
+        series = self._native._fit(x, y, int(epochs), int(batch_size), float(validation_split), bool(shuffle), int(seed),
+                                   natives, bool(verbose), int(progress_every), validation)
+        return History(series)
+
+    @staticmethod
+    def _validation_loader(validation_data, batch_size):
+        if validation_data is None or isinstance(validation_data, _core.data.DataLoader):
+            return validation_data
+        xv, yv = validation_data
+        fields = list(xv) if isinstance(xv, (list, tuple)) else [xv]
+        return _core.data.DataLoader(_core.data.TensorDataset(*fields, yv), batch_size=int(batch_size))
+
+    def evaluate(self, x, y=None, batch_size=32):
+        """{"loss": ..., metric: ...} over the samples (or a DataLoader's batches), in Eval mode."""
+        if isinstance(x, _core.data.DataLoader):
+            return self._native._evaluate_loader(x)
+        return self._native.evaluate(x, y, batch_size)
+
+    def predict(self, x, batch_size=256):
+        return self._native.predict(x, batch_size)
+
+    def save(self, path):
+        self._native.save(path)
+
+    def save_checkpoint(self, path):
+        self._native.save_checkpoint(path)
+
+    def load_checkpoint(self, path):
+        self._native.load_checkpoint(path)
+
+    def summary(self):
+        return self._native.summary()
+
+    @property
+    def stop_training(self):
+        """Set it to True in a callback (Keras' idiom) to stop fit after the current batch."""
+        return self._stop_training
+
+    @stop_training.setter
+    def stop_training(self, value):
+        self._stop_training = bool(value)
+        if value:
+            self._native.stop_training()
+
+    @property
+    def graph(self):
+        return self._native.graph
+
+    @property
+    def history(self):
+        return History(self._native.history)
+
+    @property
+    def epochs_done(self):
+        return self._native.epochs_done
+
+    @property
+    def steps(self):
+        """How many optimizer steps (batches) the model has trained."""
+        return self._native.steps
+
+    @property
+    def lr(self):
+        return self._native.lr
+
+    @lr.setter
+    def lr(self, value):
+        self._native.lr = value
+
+    def parameters(self):
+        return self.graph.parameters()
