@@ -2,8 +2,8 @@
 # Makes one of the tests' Python environments: `bash scripts/test_venv.sh NAME` makes a venv of
 # Debian's python3 (python3-venv) in build/NAME-venv holding tests/NAME/requirements.txt's pinned
 # PyPI packages (onnx: ONNX Runtime; tensorboard: TensorBoard's event reader; text: tokenizers and
-# sentencepiece; hf: Hugging Face transformers). `bash scripts/test_venv.sh NAME FILE` takes them from FILE, a path from the
-# checkout (python: the Python module's build requirement, nanobind, in
+# sentencepiece; hf: transformers). `bash scripts/test_venv.sh NAME FILE` takes them from FILE, a
+# path from the checkout (python: the Python module's build requirement, nanobind, in
 # python/requirements-build.txt). Run by scripts/setup.sh; does nothing when the venv already
 # holds these requirements. A requirements file holding the line
 #   # test_venv: system-site-packages
