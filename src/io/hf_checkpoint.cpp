@@ -103,6 +103,7 @@ zoo::GptConfig read_gpt(const ConfigReader& r) {
   c.activation_function = r.text("activation_function", c.activation_function);
   c.layer_norm_epsilon = r.number("layer_norm_epsilon", c.layer_norm_epsilon, 0, 1);
   c.initializer_range = r.number("initializer_range", c.initializer_range, 0, 1e3);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", c.tie_word_embeddings);
   r.only("scale_attn_weights", true, "attention always scales by 1/sqrt(head size)");
   r.only("scale_attn_by_inverse_layer_idx", false, "attention does not scale by the layer's index");
   r.only("add_cross_attention", false, "decoder has no cross-attention");
@@ -171,7 +172,7 @@ zoo::LlamaConfig read_llama(const ConfigReader& r) {
 int64_t parameter_count(const zoo::GptConfig& c) {
   const int64_t e = c.n_embd, inner = c.n_inner > 0 ? c.n_inner : 4 * e;
   const int64_t block = 2 * e + (3 * e * e + 3 * e) + (e * e + e) + 2 * e + (e * inner + inner) + (inner * e + e);
-  return c.vocab_size * e + c.n_positions * e + c.n_layer * block + 2 * e;
+  return c.vocab_size * e * (c.tie_word_embeddings ? 1 : 2) + c.n_positions * e + c.n_layer * block + 2 * e;
 }
 int64_t parameter_count(const zoo::LlamaConfig& c) {
   const int64_t h = c.hidden_size, kv = h / c.num_attention_heads * c.num_key_value_heads;
@@ -277,7 +278,7 @@ json gpt_json(const zoo::GptConfig& c) {
             {"layer_norm_epsilon", c.layer_norm_epsilon},
             {"initializer_range", c.initializer_range},
             {"scale_attn_weights", true},
-            {"tie_word_embeddings", true},
+            {"tie_word_embeddings", c.tie_word_embeddings},
             {"torch_dtype", "float32"}};
   return j;
 }
@@ -339,8 +340,11 @@ TorchMap hf_torch_map(const zoo::Network& network) {
     }
     same("transformer.ln_f.weight", "transformer.ln_f/weight");
     same("transformer.ln_f.bias", "transformer.ln_f/bias");
-    // the head is wte (saved by some writers all the same); the causal mask buffers of older files
-    map.ignore = {"lm_head.weight", "transformer.h.{i}.attn.bias", "transformer.h.{i}.attn.masked_bias"};
+    // a tied head is wte (saved by some writers all the same); the causal mask buffers of older files
+    if (c->tie_word_embeddings) map.ignore.push_back("lm_head.weight");
+    else transposed("lm_head.weight", "lm_head/weights");
+    map.ignore.push_back("transformer.h.{i}.attn.bias");
+    map.ignore.push_back("transformer.h.{i}.attn.masked_bias");
     return map;
   }
   if (const auto* c = std::get_if<zoo::LlamaConfig>(&network.config)) {

@@ -360,10 +360,12 @@ Network gpt(const GptConfig& c) {
     h = nn::Add(h, x, p + ".mlp_residual");
   }
   h = nn::LayerNorm(h, c.layer_norm_epsilon, "transformer.ln_f");
-  // GPT2LMHeadModel always ties its head to wte
-  Layer logits = nn::Linear(h, c.vocab_size, {.bias = false, .shared_weights = wte.state().param("weights"), .transpose_weights = true},
-                            "lm_head");
-  Network net = finish(m, {ids}, logits);
+  nn::LinearOptions head{.bias = false, .weight_init = w};
+  if (c.tie_word_embeddings) {
+    head.shared_weights = wte.state().param("weights");
+    head.transpose_weights = true;
+  }
+  Network net = finish(m, {ids}, nn::Linear(h, c.vocab_size, head, "lm_head"));
   net.config = c;
   return net;
 }

@@ -34,9 +34,9 @@ CASES = {
     # GPT-2: tied head, learned positions, c_attn split into q, k, v
     "gpt2": dict(family="gpt2", config=dict(vocab_size=96, n_positions=32, n_embd=48, n_layer=3, n_head=4),
                  length=12),
-    # GPT-2 saved in bfloat16: converted to float32 on load
+    # GPT-2 saved in bfloat16 (converted to float32 on load), its head untied
     "gpt2_bf16": dict(family="gpt2", config=dict(vocab_size=96, n_positions=32, n_embd=48, n_layer=2, n_head=4,
-                                                  layer_norm_epsilon=1e-6),
+                                                  layer_norm_epsilon=1e-6, tie_word_embeddings=False),
                       length=9, dtype=torch.bfloat16),
     # Llama: grouped-query attention (2 key / value heads for 8), untied head
     "llama_gqa": dict(family="llama", config=dict(vocab_size=96, hidden_size=64, intermediate_size=112, num_hidden_layers=3,

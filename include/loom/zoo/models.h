@@ -32,6 +32,7 @@ struct LOOM_API GptConfig {
   // "gelu_new" or "gelu_pytorch_tanh" (GELU's tanh approximation, GPT-2's), "gelu", "relu", "silu"
   std::string activation_function = "gelu_new";
   double layer_norm_epsilon = 1e-5;
+  bool tie_word_embeddings = true;  // lm_head reads wte's table (GPT-2's); false: its own weights
   double initializer_range = 0.02;  // the standard deviation of the weights drawn at build
 };
 
@@ -156,7 +157,8 @@ LOOM_API Network transformer_classifier(int64_t vocab_size, int64_t seq_len, int
 // blocks transformer.h.<i> [ln_1 (LayerNorm) -> attn (causal MultiHeadAttention with biases) ->
 // residual Add -> ln_2 -> mlp.c_fc (Linear, n_inner) -> activation -> mlp.c_proj (Linear) ->
 // residual Add], transformer.ln_f, and lm_head, a Linear without bias reading wte's table
-// transposed (tied: one tensor, counted once). Output: logits (batch, T, vocab_size). No dropout
+// transposed (tied: one tensor, counted once; its own (n_embd, vocab) weights when
+// tie_word_embeddings is false). Output: logits (batch, T, vocab_size). No dropout
 // layers (an inference graph: transformers' dropouts are identities in eval mode). Layer names
 // are transformers' module names; the attention's q, k and v are apart where GPT-2 packs them in
 // c_attn (io::hf_torch_map splits them).

@@ -62,21 +62,27 @@ std::string gpt_error_after(const TempDir& tmp, Edit edit) {
 TEST(HfCheckpoint, GptRoundTripKeepsLogitsAndConfig) {
   TempDir tmp;
   manual_seed(0);
-  zoo::GptConfig c = small_gpt();
-  c.n_inner = 40;
-  c.activation_function = "gelu_pytorch_tanh";
-  const zoo::Network net = zoo::gpt(c);
-  io::save_hf_checkpoint(net, tmp / "gpt");
-  EXPECT_EQ(read_config(tmp / "gpt").at("model_type"), "gpt2");
-  const io::TensorMap saved = io::load_safetensors(tmp / "gpt/model.safetensors");
-  EXPECT_FALSE(saved.count("lm_head.weight"));  // tied: transformers re-ties it
-  EXPECT_EQ(saved.at("transformer.h.1.attn.c_attn.weight").shape(), (Shape{32, 96}));
-  const zoo::Network back = io::load_hf_checkpoint(tmp / "gpt");
-  const auto& bc = std::get<zoo::GptConfig>(back.config);
-  EXPECT_EQ(bc.n_inner, 40);
-  EXPECT_EQ(bc.activation_function, "gelu_pytorch_tanh");
-  const Tensor ids = randint(0, 40, {2, 7});
-  EXPECT_TRUE(array_equal(logits(back, ids), logits(net, ids)));
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    zoo::GptConfig c = small_gpt();
+    c.n_inner = 40;
+    c.activation_function = "gelu_pytorch_tanh";
+    c.tie_word_embeddings = tied;
+    const zoo::Network net = zoo::gpt(c);
+    const std::string dir = tmp / (tied ? "tied" : "untied");
+    io::save_hf_checkpoint(net, dir);
+    EXPECT_EQ(read_config(dir).at("model_type"), "gpt2");
+    const io::TensorMap saved = io::load_safetensors(dir + "/model.safetensors");
+    EXPECT_EQ(saved.count("lm_head.weight"), tied ? 0u : 1u);  // tied: transformers re-ties it
+    EXPECT_EQ(saved.at("transformer.h.1.attn.c_attn.weight").shape(), (Shape{32, 96}));
+    const zoo::Network back = io::load_hf_checkpoint(dir);
+    const auto& bc = std::get<zoo::GptConfig>(back.config);
+    EXPECT_EQ(bc.n_inner, 40);
+    EXPECT_EQ(bc.activation_function, "gelu_pytorch_tanh");
+    EXPECT_EQ(bc.tie_word_embeddings, tied);
+    const Tensor ids = randint(0, 40, {2, 7});
+    EXPECT_TRUE(array_equal(logits(back, ids), logits(net, ids)));
+  }
 }
 
 TEST(HfCheckpoint, LlamaRoundTripsTiedAndUntied) {

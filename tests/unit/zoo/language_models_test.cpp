@@ -60,6 +60,12 @@ TEST(ZooLanguageModels, GptHasTransformersNamesAndCount) {
   nn::ModeScope eval(nn::Mode::Eval);
   const Tensor logits = net(randint(0, 50, {2, 7}));
   EXPECT_EQ(logits.shape(), (Shape{2, 7, 50}));
+  // untied (tie_word_embeddings false): lm_head's own (32, 50) weights, 29,184 as transformers counts
+  zoo::GptConfig c = small_gpt();
+  c.tie_word_embeddings = false;
+  const zoo::Network untied = zoo::gpt(c);
+  EXPECT_EQ(untied.parameter_count(), 29184);
+  EXPECT_NE(untied.graph.layer("lm_head").state().param("weights").impl(), untied.graph.layer("transformer.wte").state().param("weights").impl());
 }
 
 TEST(ZooLanguageModels, LlamaHasTransformersNamesAndCounts) {
