@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -39,7 +40,8 @@ zoo::LlamaConfig small_llama(bool tied) {
 }
 
 json read_config(const std::string& dir) { return json::parse(read_file(dir + "/config.json")); }
-void write_config(const std::string& dir, const json& j) { write_file_atomic(dir + "/config.json", j.dump()); }
+// (a plain write: the hostile-values test writes hundreds, and an atomic write's fsyncs would dominate it)
+void write_config(const std::string& dir, const json& j) { std::ofstream(dir + "/config.json", std::ios::trunc) << j.dump(); }
 
 Tensor logits(const zoo::Network& net, const Tensor& ids) {
   nn::ModeScope eval(nn::Mode::Eval);
@@ -271,4 +273,39 @@ TEST(HfCheckpoint, SavingNeedsALanguageModel) {
   const std::string msg = error_message<ValueError>([&] { io::save_hf_checkpoint(zoo::mlp(4, {8}, 2), tmp / "mlp"); });
   EXPECT_NE(msg.find("was not built by zoo::gpt or zoo::llama"), std::string::npos) << msg;
   EXPECT_FALSE(std::filesystem::exists(tmp / "mlp"));
+}
+
+// Every field of both families' config.json set to values of every JSON type, out of range or
+// absurd: each load either succeeds or throws a loom::Error (the config's own HfCheckpointError,
+// a weight that no longer fits), never another exception, and never allocates past what the
+// files hold (a large vocabulary over a small file is refused before the network is built).
+TEST(HfCheckpoint, HostileConfigValuesGiveLoomErrors) {
+  TempDir tmp;
+  const std::vector<json> values = {json("x"), json(-1), json(0), json(1), json(3), json(1e300), json(int64_t{1} << 62),
+                                    json(0.5), json::array(), json::object(), json(true), json(nullptr),
+                                    json{{"rope_type", "llama3"}, {"factor", 1e300}}};
+  int loaded = 0, refused = 0;
+  for (const bool gpt : {true, false}) {
+    const std::string dir = tmp / (gpt ? "gpt" : "llama");
+    if (gpt) io::save_hf_checkpoint(zoo::gpt(small_gpt()), dir);
+    else io::save_hf_checkpoint(zoo::llama(small_llama(false)), dir);
+    const json original = read_config(dir);
+    for (const auto& [key, unused] : original.items())
+      for (const json& v : values) {
+        SCOPED_TRACE(key + " = " + v.dump());
+        json j = original;
+        j[key] = v;
+        write_config(dir, j);
+        try {
+          io::load_hf_checkpoint(dir);
+          ++loaded;
+        } catch (const Error&) {
+          ++refused;
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << "not a loom::Error: " << e.what();
+        }
+      }
+  }
+  EXPECT_GT(refused, 100);
+  EXPECT_GT(loaded, 10);  // null (the default) and values that keep the model, such as another epsilon
 }
