@@ -181,6 +181,13 @@ int64_t parameter_count(const zoo::LlamaConfig& c) {
   return c.vocab_size * h * (c.tie_word_embeddings ? 1 : 2) + c.num_hidden_layers * block + h;
 }
 
+// Whether a file is there; a folder that cannot be read (permissions) reads as absent, and the
+// read that follows names the reason, as an IOError rather than std::filesystem's exception.
+bool present(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
+}
+
 // A shard's name from the index: a file of the folder, never a path out of it.
 void check_shard_name(const std::string& dir, const std::string& name) {
   const fs::path p(name);
@@ -197,7 +204,7 @@ TensorMap read_weights(const std::string& dir, int64_t parameters) {
   const fs::path folder(dir);
   std::vector<std::string> files;
   std::map<std::string, std::string> shard_of;  // key -> shard, from the index
-  if (fs::exists(folder / "model.safetensors.index.json")) {
+  if (present(folder / "model.safetensors.index.json")) {
     const json index = read_json(dir, "model.safetensors.index.json", kMaxIndexBytes);
     if (!index.contains("weight_map") || !index.at("weight_map").is_object())
       fail(dir, "model.safetensors.index.json has no weight_map object");
@@ -210,10 +217,10 @@ TensorMap read_weights(const std::string& dir, int64_t parameters) {
       if (seen.insert(name).second) files.push_back(name);
     }
     if (files.empty()) fail(dir, "model.safetensors.index.json's weight_map is empty");
-  } else if (fs::exists(folder / "model.safetensors")) {
+  } else if (present(folder / "model.safetensors")) {
     files.push_back("model.safetensors");
   } else {
-    const bool pickle = fs::exists(folder / "pytorch_model.bin") || fs::exists(folder / "pytorch_model.bin.index.json");
+    const bool pickle = present(folder / "pytorch_model.bin") || present(folder / "pytorch_model.bin.index.json");
     fail(dir, std::string("no model.safetensors or model.safetensors.index.json") +
                   (pickle ? " (only PyTorch pickles: save with save_pretrained(safe_serialization=True))" : ""));
   }
@@ -369,7 +376,8 @@ TorchMap hf_torch_map(const zoo::Network& network) {
 }
 
 zoo::Network load_hf_checkpoint(const std::string& dir) {
-  if (!fs::is_directory(dir)) throw IOError("load_hf_checkpoint: '" + dir + "' is not a folder");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw IOError("load_hf_checkpoint: '" + dir + "' is not a folder");
   const json j = read_json(dir, "config.json", kMaxConfigBytes);
   const ConfigReader r{dir, j};
   const std::string type = r.text("model_type", "");

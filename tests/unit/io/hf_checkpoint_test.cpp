@@ -309,3 +309,17 @@ TEST(HfCheckpoint, HostileConfigValuesGiveLoomErrors) {
   EXPECT_GT(refused, 100);
   EXPECT_GT(loaded, 10);  // null (the default) and values that keep the model, such as another epsilon
 }
+
+// A path that is no folder is an IOError; a folder of PyTorch pickles only says to save safetensors.
+TEST(HfCheckpoint, FoldersWithoutSafetensorsAreNamed) {
+  TempDir tmp;
+  EXPECT_NE(error_message<IOError>([&] { io::load_hf_checkpoint(tmp / "absent"); }).find("is not a folder"), std::string::npos);
+  const std::string dir = tmp / "gpt";
+  io::save_hf_checkpoint(zoo::gpt(small_gpt()), dir);
+  std::filesystem::rename(dir + "/model.safetensors", dir + "/pytorch_model.bin");
+  const std::string msg = error_message<io::HfCheckpointError>([&] { io::load_hf_checkpoint(dir); });
+  EXPECT_NE(msg.find("no model.safetensors or model.safetensors.index.json (only PyTorch pickles: save with "
+                     "save_pretrained(safe_serialization=True))"),
+            std::string::npos)
+      << msg;
+}
