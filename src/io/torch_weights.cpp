@@ -238,7 +238,7 @@ TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, c
       }
       t = t.transpose();
     }
-    const std::string from_shape = shape_str(value.shape());
+    const std::string from_shape = value.defined() ? shape_str(value.shape()) : std::string("(undefined)");
     if (loom_keys.size() == 1) {
       if (r.layout == TorchLayout::Transpose) shape_note[loom_keys[0]] = " (transposed from " + from_shape + ")";
       out.emplace(loom_keys[0], t);
