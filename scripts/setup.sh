@@ -59,9 +59,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # the tests' Python peers: ONNX Runtime in build/onnx-venv, TensorBoard's reader in
 # build/tensorboard-venv, the Triton client in build/serve-venv, tokenizers and sentencepiece in
-# build/text-venv (each does nothing when it is there already); nanobind, the Python module's
-# bindings, in build/python-venv
-for venv in onnx tensorboard serve text; do
+# build/text-venv, transformers (on Debian's python3-torch, seen through the venv's system site
+# packages) in build/hf-venv (each does nothing when it is there already); nanobind, the Python
+# module's bindings, in build/python-venv
+for venv in onnx tensorboard serve text hf; do
   bash "$(dirname "$0")/test_venv.sh" "$venv"
 done
 bash "$(dirname "$0")/test_venv.sh" python python/requirements-build.txt  # a path from the checkout

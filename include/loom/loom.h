@@ -69,6 +69,7 @@
 #include "loom/io/model.h"
 #include "loom/io/onnx.h"
 #include "loom/io/torch_weights.h"
+#include "loom/io/hf_checkpoint.h"
 #include "loom/io/tensorboard.h"
 #include "loom/train/callbacks.h"
 #include "loom/train/clip.h"

@@ -253,6 +253,14 @@ def _():
     np.testing.assert_array_equal(y, s["lk/weights"][ids])
 
 
+@case("PositionEmbedding")
+def _():
+    x = loom.Input((-1, -1), dtype=loom.int64)
+    ids = RNG.integers(0, 10, (2, 5))
+    y, s = run(L.PositionEmbedding(x, n_positions=8, n_units=3, name="pe"), [x], [ids])
+    np.testing.assert_array_equal(y, s["pe/weights"][:5])  # rows 0..T-1, whatever the ids
+
+
 @case("MaxPool2D")
 def _():
     x = loom.Input((-1, 3, 4, 4))

@@ -11,6 +11,7 @@
 #include "loom/core/grad_mode.h"
 #include "loom/io/model.h"
 #include "loom/ops/creation.h"
+#include "loom/ops/manipulation.h"
 
 namespace loom::io {
 
@@ -95,21 +96,38 @@ std::string substitute(const Pattern& p, const Bindings& b) {
 
 struct CompiledRule {
   const TorchRule* rule;
-  Pattern torch, loom;
+  Pattern torch;
+  std::vector<Pattern> loom;  // the one Loom key, or the split's pieces in order
 };
+
+std::string rule_text(const TorchRule& r) {
+  if (r.split.empty()) return "'" + r.torch + "' -> '" + r.loom + "'";
+  std::string s = "'" + r.torch + "' -> split into";
+  for (size_t i = 0; i < r.split.size(); ++i) s += (i ? ", '" : " '") + r.split[i] + "'";
+  return s;
+}
 
 std::vector<CompiledRule> compile_rules(const TorchMap& map) {
   std::vector<CompiledRule> out;
   for (const TorchRule& r : map.rules) {
-    CompiledRule c{&r, parse(r.torch, "PyTorch"), parse(r.loom, "Loom")};
-    for (const Pattern::Piece& piece : c.loom.pieces)
-      if (piece.placeholder) {
-        bool found = false;
-        for (const Pattern::Piece& t : c.torch.pieces) found = found || (t.placeholder && t.text == piece.text);
-        if (!found)
-          throw ValueError("TorchMap: the rule '" + r.torch + "' -> '" + r.loom + "' uses {" + piece.text +
-                           "} on the Loom side only");
-      }
+    CompiledRule c{&r, parse(r.torch, "PyTorch"), {}};
+    if (r.split.empty()) {
+      c.loom.push_back(parse(r.loom, "Loom"));
+    } else {
+      // one target or the other, so that a rule never says two things
+      if (!r.loom.empty())
+        throw ValueError("TorchMap: the rule " + rule_text(r) + " also names the Loom key '" + r.loom + "' (leave `loom` empty with `split`)");
+      if (r.split.size() < 2) throw ValueError("TorchMap: the rule " + rule_text(r) + " splits into fewer than 2 pieces");
+      if (r.split_axis < 0) throw ValueError("TorchMap: the rule " + rule_text(r) + " has split_axis " + std::to_string(r.split_axis) + " (valid: 0 or more)");
+      for (const std::string& piece : r.split) c.loom.push_back(parse(piece, "Loom"));
+    }
+    for (const Pattern& l : c.loom)
+      for (const Pattern::Piece& piece : l.pieces)
+        if (piece.placeholder) {
+          bool found = false;
+          for (const Pattern::Piece& t : c.torch.pieces) found = found || (t.placeholder && t.text == piece.text);
+          if (!found) throw ValueError("TorchMap: the rule " + rule_text(r) + " uses {" + piece.text + "} on the Loom side only");
+        }
     out.push_back(std::move(c));
   }
   return out;
@@ -182,6 +200,7 @@ TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, c
   TensorMap out;
   std::map<std::string, std::string> origin;  // Loom key -> the PyTorch key that filled it
   std::set<std::string> reported;             // Loom keys with a problem named already
+  std::map<std::string, std::string> shape_note;  // Loom key -> how its shape came from the PyTorch one
   for (const auto& [key, value] : state_dict) {
     bool ignored = false;
     for (const Pattern& p : ignore) ignored = ignored || matches(p, key);
@@ -197,22 +216,46 @@ TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, c
       unmapped.push_back(key);
       continue;
     }
-    const std::string loom_key = rule->loom.literal() ? rule->rule->loom : substitute(rule->loom, b);
-    if (auto [it, fresh] = origin.emplace(loom_key, key); !fresh) {
-      problems.push_back("'" + it->second + "' and '" + key + "' both map to '" + loom_key + "'");
-      continue;
-    }
+    const TorchRule& r = *rule->rule;
+    std::vector<std::string> loom_keys;
+    for (const Pattern& l : rule->loom) loom_keys.push_back(l.literal() ? (l.pieces.empty() ? "" : l.pieces[0].text) : substitute(l, b));
+    bool taken = false;
+    for (const std::string& loom_key : loom_keys)
+      if (auto [it, fresh] = origin.emplace(loom_key, key); !fresh) {
+        problems.push_back("'" + it->second + "' and '" + key + "' both map to '" + loom_key + "'");
+        taken = true;
+      }
+    if (taken) continue;
+    auto refuse = [&](const std::string& why) {
+      problems.push_back("'" + key + "' -> " + (loom_keys.size() == 1 ? "'" + loom_keys[0] + "'" : rule_text(r)) + " " + why);
+      for (const std::string& k : loom_keys) reported.insert(k);
+    };
     Tensor t = value;
-    if (rule->rule->layout == TorchLayout::Transpose) {
+    if (r.layout == TorchLayout::Transpose) {
       if (!t.defined() || t.ndim() != 2) {
-        problems.push_back("'" + key + "' -> '" + loom_key + "' is to be transposed but has shape " +
-                           (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) + ", not a matrix");
-        reported.insert(loom_key);
+        refuse("is to be transposed but has shape " + (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) + ", not a matrix");
         continue;
       }
       t = t.transpose();
     }
-    out.emplace(loom_key, t);
+    const std::string from_shape = value.defined() ? shape_str(value.shape()) : std::string("(undefined)");
+    if (loom_keys.size() == 1) {
+      if (r.layout == TorchLayout::Transpose) shape_note[loom_keys[0]] = " (transposed from " + from_shape + ")";
+      out.emplace(loom_keys[0], t);
+      continue;
+    }
+    const int64_t parts = static_cast<int64_t>(loom_keys.size());
+    if (!t.defined() || r.split_axis >= t.ndim() || t.dim(r.split_axis) % parts != 0) {
+      refuse("has shape " + (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) + ", which does not split into " +
+             std::to_string(parts) + " equal pieces along axis " + std::to_string(r.split_axis));
+      continue;
+    }
+    const std::vector<Tensor> pieces = loom::split(t, parts, r.split_axis);
+    for (int64_t j = 0; j < parts; ++j) {
+      out.emplace(loom_keys[j], pieces[j]);
+      shape_note[loom_keys[j]] = " (piece " + std::to_string(j + 1) + " of " + std::to_string(parts) + " of " + from_shape +
+                                 (r.layout == TorchLayout::Transpose ? " transposed" : "") + ")";
+    }
   }
   if (!unmapped.empty())
     problems.push_back("no rule maps the PyTorch keys " + quoted_list(unmapped) + " (add rules, or ignore them)");
@@ -245,11 +288,8 @@ TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, c
       problems.push_back(s + " fill one shared tensor: map it once");
     } else {
       std::string what = from(i.keys[0]) + " " + i.detail;
-      if (i.kind == detail::StateIssue::Kind::Shape) {
-        auto o = origin.find(i.keys[0]);
-        if (o != origin.end() && state_dict.at(o->second).defined() && state_dict.at(o->second).shape() != out.at(i.keys[0]).shape())
-          what += " (transposed from " + shape_str(state_dict.at(o->second).shape()) + ")";
-      }
+      if (i.kind == detail::StateIssue::Kind::Shape)
+        if (auto n = shape_note.find(i.keys[0]); n != shape_note.end()) what += n->second;
       problems.push_back(what);
     }
   }
@@ -270,6 +310,33 @@ TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, c
                       (problems.size() == 1 ? " problem" : " problems") + "):";
     for (const std::string& p : problems) msg += "\n  - " + p;
     throw ValueError(msg);
+  }
+  return out;
+}
+
+TensorMap torch_state_from_graph(const Graph& graph, const TorchMap& map) {
+  // every name of every tensor (graph_state lists a shared tensor once; a map may name either)
+  std::unordered_map<std::string, Tensor> tensors;
+  for (const nn::Layer& l : graph.nodes()) {
+    for (const auto& [path, t] : l.state().all_params()) tensors.emplace(l.name() + "/" + path, t);
+    for (const auto& [path, t] : l.state().all_buffers()) tensors.emplace(l.name() + "/" + path, t);
+  }
+  TensorMap out;
+  for (const CompiledRule& c : compile_rules(map)) {
+    const TorchRule& r = *c.rule;
+    bool exact = c.torch.literal();
+    for (const Pattern& l : c.loom) exact = exact && l.literal();
+    if (!exact) throw ValueError("torch_state_from_graph: the rule " + rule_text(r) + " has placeholders (valid: exact keys only)");
+    std::vector<Tensor> pieces;
+    for (const Pattern& l : c.loom) {
+      const std::string k = l.pieces.empty() ? "" : l.pieces[0].text;
+      auto it = tensors.find(k);
+      if (it == tensors.end()) throw ValueError("torch_state_from_graph: the rule " + rule_text(r) + " names '" + k + "', which the graph does not have");
+      pieces.push_back(it->second.detach());
+    }
+    Tensor t = pieces.size() == 1 ? pieces[0] : concatenate(pieces, r.split_axis);
+    if (r.layout == TorchLayout::Transpose) t = t.transpose();
+    out[r.torch] = t.contiguous();
   }
   return out;
 }

@@ -74,7 +74,47 @@ struct LookupImpl final : KindBase<LookupImpl, LookupAttributes> {
   }
 };
 
+// The table's first T rows for a sequence of T positions (the input's axis 1).
+struct PositionEmbeddingImpl final : KindBase<PositionEmbeddingImpl, PositionEmbeddingAttributes> {
+  bool pure() const override { return true; }
+  const char* kind() const override { return "PositionEmbedding"; }
+  Tensor compute(const std::vector<Tensor>& in, Mode) override {
+    const int64_t t = in[0].ndim() >= 2 ? in[0].dim(1) : -1;
+    check_length(t, in[0].shape());
+    const Tensor& table = state->param("weights");
+    return embedding(table, arange(t, DType::Int64, table.device()));
+  }
+  void check_length(int64_t t, const Shape& s) const {
+    if (s.size() < 2)
+      throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(s) + " (valid: (batch, positions, ...))");
+    if (t > attrs.n_positions)
+      throw ShapeError(detail::who(*this) + ": a sequence of " + std::to_string(t) + " positions, longer than its " +
+                       std::to_string(attrs.n_positions) + " learned positions (valid: at most " + std::to_string(attrs.n_positions) + ")");
+  }
+  // (N, T, ...) -> (T, n_units)
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
+    const Shape& s = in.at(0);
+    check_length(s.size() >= 2 ? s[1] : -1, s);
+    return {Shape{s[1], attrs.n_units}};
+  }
+};
+
 }  // namespace
+
+PositionEmbedding::PositionEmbedding(const Layer& sequence, int64_t n_positions, int64_t n_units, Init init, const std::string& name) {
+  require_input(sequence, "PositionEmbedding");
+  if (n_positions <= 0 || n_units <= 0)
+    throw ValueError("PositionEmbedding: n_positions and n_units must be positive, got " + std::to_string(n_positions) + " and " +
+                     std::to_string(n_units));
+  auto impl = std::make_shared<PositionEmbeddingImpl>();
+  impl->attrs = {n_positions, n_units, init};
+  impl->inputs = {sequence};
+  impl->dtype = DType::Float32;
+  impl->name = unique_name("position_embedding", name);
+  impl->shape = detail::shape_by_rule(*impl, {sequence});
+  impl->state->add_param("weights", initialize(init, {n_positions, n_units}).requires_grad_());
+  static_cast<Layer&>(*this) = Layer(impl);
+}
 
 OneHot::OneHot(const Layer& ids, int64_t n_classes, DType dtype, const std::string& name) {
   require_input(ids, "OneHot");
@@ -126,6 +166,10 @@ void detail::register_embedding_layers(AddKind add) {
     const auto a = read_attributes<LookupAttributes>(s.options);
     return Lookup(s.input(), a.vocab_size, a.n_units, {a.padding_id, a.init, a.combiner}, s.name);
   }, {write_attributes(LookupAttributes{})});
+  add("PositionEmbedding", [](const LayerSpec& s) -> Layer {
+    const auto a = read_attributes<PositionEmbeddingAttributes>(s.options);
+    return PositionEmbedding(s.input(), a.n_positions, a.n_units, a.init, s.name);
+  }, {write_attributes(PositionEmbeddingAttributes{})});
 }
 
 }  // namespace loom::nn

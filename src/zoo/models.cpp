@@ -7,6 +7,8 @@
 #include "loom/nn/attention.h"
 #include "loom/nn/conv.h"
 #include "loom/nn/embedding.h"
+#include "loom/nn/feed_forward.h"
+#include "loom/nn/linear.h"
 #include "loom/nn/merge.h"
 #include "loom/nn/normalization.h"
 #include "loom/nn/pooling.h"
@@ -314,6 +316,98 @@ Network transformer_classifier(int64_t vocab_size, int64_t seq_len, int64_t d_mo
   h = nn::GlobalPool(h, nn::GlobalPool::Mode::Avg, "mean_pool");  // mean over time
   Layer out = nn::Linear(h, num_classes, {}, "classifier");
   return finish(m, {ids}, out);
+}
+
+namespace {
+
+// The activation a GPT-2 config names, by transformers' ACT2FN names.
+const nn::ActivationFn& gpt_activation(const std::string& name) {
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return nn::gelu_tanh;  // both GELU's tanh approximation
+  if (name == "gelu") return nn::gelu;
+  if (name == "relu") return nn::relu;
+  if (name == "silu" || name == "swish") return nn::silu;
+  throw ValueError("zoo::gpt: activation_function '" + name + "' (valid: gelu_new, gelu_pytorch_tanh, gelu, relu, silu)");
+}
+
+// The token ids every decoder takes: (batch, positions), both known only at run time.
+nn::Input token_ids() { return nn::Input(Shape{-1, -1}, Int64, "input_ids"); }
+
+}  // namespace
+
+Network gpt(const GptConfig& c) {
+  const std::string m = "gpt";
+  require_positive(c.vocab_size, "vocab_size", m);
+  require_positive(c.n_positions, "n_positions", m);
+  require_positive(c.n_embd, "n_embd", m);
+  require_positive(c.n_layer, "n_layer", m);
+  require_positive(c.n_head, "n_head", m);
+  if (c.n_inner < 0) throw ValueError("zoo::gpt: n_inner must be positive, or 0 for 4 * n_embd, got " + std::to_string(c.n_inner));
+  if (c.n_embd % c.n_head != 0)
+    throw ValueError("zoo::gpt: n_embd " + std::to_string(c.n_embd) + " must be a multiple of n_head " + std::to_string(c.n_head));
+  const nn::ActivationFn& act = gpt_activation(c.activation_function);
+  const nn::Init w = nn::Init::normal(0, c.initializer_range);
+  const int64_t inner = c.n_inner > 0 ? c.n_inner : 4 * c.n_embd;
+  nn::Input ids = token_ids();
+  nn::Lookup wte(ids, c.vocab_size, c.n_embd, {.init = w}, "transformer.wte");
+  Layer h = nn::Add(wte, nn::PositionEmbedding(ids, c.n_positions, c.n_embd, w, "transformer.wpe"), "transformer.embed");
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string p = "transformer.h." + std::to_string(i);
+    Layer x = nn::LayerNorm(h, c.layer_norm_epsilon, p + ".ln_1");
+    h = nn::Add(h, nn::MultiHeadAttention(x, x, x, c.n_head, {.causal = true}, std::nullopt, p + ".attn"), p + ".attn_residual");
+    x = nn::LayerNorm(h, c.layer_norm_epsilon, p + ".ln_2");
+    x = nn::Linear(x, inner, {.weight_init = w}, p + ".mlp.c_fc");
+    x = nn::Linear(nn::Activation(x, act, p + ".mlp.act"), c.n_embd, {.weight_init = w}, p + ".mlp.c_proj");
+    h = nn::Add(h, x, p + ".mlp_residual");
+  }
+  h = nn::LayerNorm(h, c.layer_norm_epsilon, "transformer.ln_f");
+  nn::LinearOptions head{.bias = false, .weight_init = w};
+  if (c.tie_word_embeddings) {
+    head.shared_weights = wte.state().param("weights");
+    head.transpose_weights = true;
+  }
+  Network net = finish(m, {ids}, nn::Linear(h, c.vocab_size, head, "lm_head"));
+  net.config = c;
+  return net;
+}
+
+Network llama(const LlamaConfig& c) {
+  const std::string m = "llama";
+  require_positive(c.vocab_size, "vocab_size", m);
+  require_positive(c.hidden_size, "hidden_size", m);
+  require_positive(c.intermediate_size, "intermediate_size", m);
+  require_positive(c.num_hidden_layers, "num_hidden_layers", m);
+  require_positive(c.num_attention_heads, "num_attention_heads", m);
+  require_positive(c.max_position_embeddings, "max_position_embeddings", m);
+  const int64_t heads = c.num_attention_heads, kv = c.num_key_value_heads > 0 ? c.num_key_value_heads : heads;
+  if (c.hidden_size % heads != 0)
+    throw ValueError("zoo::llama: hidden_size " + std::to_string(c.hidden_size) + " must be a multiple of num_attention_heads " +
+                     std::to_string(heads));
+  if (c.num_key_value_heads < 0 || heads % kv != 0)
+    throw ValueError("zoo::llama: num_key_value_heads " + std::to_string(c.num_key_value_heads) + " must divide num_attention_heads " +
+                     std::to_string(heads) + " (or be 0 for as many)");
+  if ((c.hidden_size / heads) % 2 != 0)
+    throw ValueError("zoo::llama: the head size " + std::to_string(c.hidden_size / heads) + " must be even (the rotary embedding turns pairs)");
+  const nn::Init w = nn::Init::normal(0, c.initializer_range);
+  nn::Input ids = token_ids();
+  nn::Lookup embed(ids, c.vocab_size, c.hidden_size, {.init = w}, "model.embed_tokens");
+  Layer h = embed;
+  const nn::AttentionOptions attention{.causal = true, .bias = c.attention_bias, .n_kv_heads = kv, .rotary = c.rope};
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    Layer x = nn::RMSNorm(h, c.rms_norm_eps, p + ".input_layernorm");
+    h = nn::Add(h, nn::MultiHeadAttention(x, x, x, heads, attention, std::nullopt, p + ".self_attn"), p + ".attn_residual");
+    x = nn::RMSNorm(h, c.rms_norm_eps, p + ".post_attention_layernorm");
+    h = nn::Add(h, nn::SwiGLU(x, c.intermediate_size, w, p + ".mlp"), p + ".mlp_residual");
+  }
+  h = nn::RMSNorm(h, c.rms_norm_eps, "model.norm");
+  nn::LinearOptions head{.bias = false, .weight_init = w};
+  if (c.tie_word_embeddings) {
+    head.shared_weights = embed.state().param("weights");
+    head.transpose_weights = true;
+  }
+  Network net = finish(m, {ids}, nn::Linear(h, c.vocab_size, head, "lm_head"));
+  net.config = c;
+  return net;
 }
 
 }  // namespace loom::zoo

@@ -477,10 +477,28 @@ TEST(OnnxExport, EveryRegisteredKindHasACase) {
   std::set<std::string> covered;
   for (const auto& cases : {kind_cases(), zoo_cases()})
     for (const auto& [name, make] : cases) collect_kinds(make().graph, covered);
+  // kinds the exporter refuses by name for now (RefusesKindsWithoutAnExporter below): GPT-2's
+  // learned positions, until the exporter's refactoring lands
+  const std::set<std::string> refused = {"PositionEmbedding"};
   std::vector<std::string> missing;
   for (const std::string& k : nn::registered_layer_kinds())
-    if (k != "SparseInput" && !covered.count(k)) missing.push_back(k);  // SparseInput: its own test below
+    if (k != "SparseInput" && !refused.count(k) && !covered.count(k)) missing.push_back(k);  // SparseInput: its own test below
   EXPECT_TRUE(missing.empty()) << "registered kinds no ONNX case exports: " << ::testing::PrintToString(missing);
+}
+
+// A kind without an exporter is refused with an error naming the layer and its kind, before any
+// file is written.
+TEST(OnnxExport, RefusesKindsWithoutAnExporter) {
+  nn::Input ids(Shape{-1, -1}, Int64, "ids");
+  const nn::Layer sum = nn::Add(nn::Lookup(ids, 7, 4, {}, "wte"), nn::PositionEmbedding(ids, 6, 4, nn::Init::normal(0, 0.02), "wpe"), "embed");
+  const std::string path = out_dir() + "/position_embedding.onnx";
+  try {
+    io::export_onnx(Graph::build({sum}, {ids}), path);
+    FAIL() << "exported a PositionEmbedding";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("wpe (PositionEmbedding): no ONNX exporter for this kind"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 // A SparseInput is a model input taking its dense rows (ONNX inputs are dense): Linear and

@@ -18,6 +18,7 @@
 // layout conversion) and dtypes must agree; every problem is listed in one ValueError, and on
 // error the graph is unchanged (the checks are load_graph_state's, io/model.h).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loom/core/api.h"
@@ -34,9 +35,21 @@ enum class TorchLayout {
 };
 
 struct LOOM_API TorchRule {
+  TorchRule() = default;
+  TorchRule(std::string torch_key, std::string loom_key, TorchLayout layout_ = TorchLayout::Same)
+      : torch(std::move(torch_key)), loom(std::move(loom_key)), layout(layout_) {}
+  // a split rule: {"h.0.attn.c_attn.weight", {"h.0.attn/q_weight", "h.0.attn/k_weight", "h.0.attn/v_weight"}, 1}
+  TorchRule(std::string torch_key, std::vector<std::string> pieces, int64_t axis, TorchLayout layout_ = TorchLayout::Same)
+      : torch(std::move(torch_key)), layout(layout_), split(std::move(pieces)), split_axis(axis) {}
+
   std::string torch;  // a PyTorch state_dict key or pattern
-  std::string loom;   // the Loom key it fills (graph_state's), with the same placeholders
+  std::string loom;   // the Loom key it fills (graph_state's), with the same placeholders; empty with `split`
   TorchLayout layout = TorchLayout::Same;
+  // A packed PyTorch tensor that fills several Loom tensors (GPT-2's c_attn: q, k and v side by
+  // side): after the layout conversion it is cut along `split_axis` into split.size() equal
+  // pieces, piece j filling the Loom key split[j] (placeholders as `loom`'s). Empty: `loom`.
+  std::vector<std::string> split;
+  int64_t split_axis = 0;
 };
 
 struct LOOM_API TorchMap {
@@ -75,6 +88,14 @@ LOOM_API TorchMap torchvision_map(const zoo::Network& network);
 // mismatches (naming both keys). `source` names the state dict in messages.
 LOOM_API TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, const TorchMap& map,
                                        const std::string& source = "state_dict");
+// The reverse of convert_torch_state: the graph's tensors as the PyTorch state dict `map`
+// describes (Transpose undone, split pieces concatenated), in the graph's dtypes, one entry per
+// rule (a tensor shared under two Loom names is written once per rule that names it). The rules
+// must be exact keys (no placeholders: torch_map_by_names's kind); ValueError naming the rule
+// for a placeholder, or for a Loom key the graph does not have. Keep and ignore patterns are not
+// written.
+LOOM_API TensorMap torch_state_from_graph(const Graph& graph, const TorchMap& map);
+
 // convert_torch_state, then the copy into the graph (all or nothing).
 LOOM_API void load_torch_state(const Graph& graph, const TensorMap& state_dict, const TorchMap& map,
                                const std::string& source = "state_dict");

@@ -60,4 +60,26 @@ class LOOM_API Lookup : public Layer {
 };
 using Embedding = Lookup;
 
+// What a PositionEmbedding layer is besides its input and state (nn/attributes.h).
+struct LOOM_API PositionEmbeddingAttributes {
+  int64_t n_positions = 0, n_units = 0;
+  Init init = Init::normal(0, 0.02);
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("n_positions", n_positions, Field::sizes(1));
+    visit("n_units", n_units, Field::sizes(1));
+    visit("init", init);
+  }
+};
+
+// Learned absolute positions (GPT-2's wpe): for an input (N, T, ...) whose axis 1 is the
+// sequence, the rows 0 .. T-1 of a (n_positions, n_units) table "weights", shape (T, n_units),
+// which an Add broadcasts over the batch. Only the input's length is read (ids of any integer
+// dtype, or features). A sequence longer than n_positions is a ShapeError naming both.
+class LOOM_API PositionEmbedding : public Layer {
+ public:
+  PositionEmbedding(const Layer& sequence, int64_t n_positions, int64_t n_units, Init init = Init::normal(0, 0.02),
+                    const std::string& name = "");
+};
+
 }  // namespace loom::nn

@@ -11,13 +11,48 @@
 // height and width unless stated; the output is the logits (no softmax).
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "loom/core/api.h"
 #include "loom/graph/graph.h"
 #include "loom/nn/layers.h"
+#include "loom/ops/rotary.h"
 
 namespace loom::zoo {
+
+// GPT-2's configuration, field for field as transformers' GPT2Config (config.json) names it.
+struct LOOM_API GptConfig {
+  int64_t vocab_size = 50257;
+  int64_t n_positions = 1024;  // learned positions: the longest sequence
+  int64_t n_embd = 768;
+  int64_t n_layer = 12;
+  int64_t n_head = 12;
+  int64_t n_inner = 0;  // the MLP's width; 0 (config.json's null) for 4 * n_embd
+  // "gelu_new" or "gelu_pytorch_tanh" (GELU's tanh approximation, GPT-2's), "gelu", "relu", "silu"
+  std::string activation_function = "gelu_new";
+  double layer_norm_epsilon = 1e-5;
+  bool tie_word_embeddings = true;  // lm_head reads wte's table (GPT-2's); false: its own weights
+  double initializer_range = 0.02;  // the standard deviation of the weights drawn at build
+};
+
+// Llama's configuration, as transformers' LlamaConfig names it. `rope` holds rope_theta (base)
+// and rope_scaling (linear, or Llama 3's llama3_factor, low / high_freq_factor and
+// original_max_position_embeddings).
+struct LOOM_API LlamaConfig {
+  int64_t vocab_size = 32000;
+  int64_t hidden_size = 4096;
+  int64_t intermediate_size = 11008;
+  int64_t num_hidden_layers = 32;
+  int64_t num_attention_heads = 32;
+  int64_t num_key_value_heads = 0;  // grouped-query attention: a divisor of the heads; 0 for as many as the heads
+  int64_t max_position_embeddings = 2048;  // written to config.json; RoPE itself has no table
+  double rms_norm_eps = 1e-6;
+  RotaryOptions rope;
+  bool attention_bias = false;  // biases on q, k, v and o_proj
+  bool tie_word_embeddings = false;  // lm_head reads embed_tokens' table
+  double initializer_range = 0.02;
+};
 
 struct LOOM_API Network {
   std::string name;
@@ -28,6 +63,9 @@ struct LOOM_API Network {
   // The zoo's builders set it; a Network assembled by hand without it (or whose graph was
   // replaced since) compiles its graph on each call.
   std::shared_ptr<const Plan> plan;
+  // The configuration a language model was built from (gpt, llama; io::save_hf_checkpoint writes
+  // it as config.json); monostate for the other models.
+  std::variant<std::monostate, GptConfig, LlamaConfig> config;
 
   // The i-th Input layer (to set_value it before output()).
   nn::Input input(size_t i = 0) const { return nn::Input(inputs.at(i).impl()); }
@@ -113,5 +151,26 @@ LOOM_API Network lstm_lm(int64_t vocab_size, int64_t embedding, int64_t hidden, 
 // Linear(num_classes).
 LOOM_API Network transformer_classifier(int64_t vocab_size, int64_t seq_len, int64_t d_model, int64_t n_heads, int64_t ff_units,
                              int64_t n_layers, int64_t num_classes, double dropout = 0.1);
+
+// GPT-2 (transformers' GPT2LMHeadModel) as a graph on token ids (batch, T) int64, T at most
+// n_positions: transformer.wte (Lookup) + transformer.wpe (PositionEmbedding), n_layer pre-norm
+// blocks transformer.h.<i> [ln_1 (LayerNorm) -> attn (causal MultiHeadAttention with biases) ->
+// residual Add -> ln_2 -> mlp.c_fc (Linear, n_inner) -> activation -> mlp.c_proj (Linear) ->
+// residual Add], transformer.ln_f, and lm_head, a Linear without bias reading wte's table
+// transposed (tied: one tensor, counted once; its own (n_embd, vocab) weights when
+// tie_word_embeddings is false). Output: logits (batch, T, vocab_size). No dropout
+// layers (an inference graph: transformers' dropouts are identities in eval mode). Layer names
+// are transformers' module names; the attention's q, k and v are apart where GPT-2 packs them in
+// c_attn (io::hf_torch_map splits them).
+LOOM_API Network gpt(const GptConfig& config = {});
+
+// Llama (transformers' LlamaForCausalLM) on token ids (batch, T) int64: model.embed_tokens
+// (Lookup), num_hidden_layers blocks model.layers.<i> [input_layernorm (RMSNorm) -> self_attn
+// (causal MultiHeadAttention: grouped-query with num_key_value_heads, the rotary embedding of
+// `rope`, biases only with attention_bias) -> residual Add -> post_attention_layernorm -> mlp
+// (SwiGLU, intermediate_size) -> residual Add], model.norm (RMSNorm), and lm_head: a Linear
+// without bias, its own (hidden, vocab) weights, or embed_tokens' table transposed with
+// tie_word_embeddings. Output: logits (batch, T, vocab_size).
+LOOM_API Network llama(const LlamaConfig& config = {});
 
 }  // namespace loom::zoo

@@ -193,6 +193,11 @@ std::map<std::string, std::function<Case()>> cases() {
     Input x(Shape{-1, 3}, Int64, "ids");
     return Case{Graph::build({Lookup(x, 7, 4, {.padding_id = 0, .init = Init::uniform(-1, 1)}, "emb")}, {x}), {ids({2, 3}, 7)}};
   };
+  c["PositionEmbedding"] = [] {
+    Input x(Shape{-1, -1}, Int64, "ids");
+    const Layer pos = PositionEmbedding(x, 6, 4, Init::uniform(-1, 1), "wpe");
+    return Case{Graph::build({Add(Lookup(x, 7, 4, {}, "wte"), pos, "embed")}, {x}), {ids({2, 5}, 7)}};
+  };
   c["Conv1D"] = [] {
     Input x(Shape{-1, 2, 9}, Float32, "x");
     return Case{Graph::build({Conv1D(x, 3, 3, {.stride = 2, .padding = 1, .dilation = 1, .bias = false}, "conv")}, {x}), {data({2, 2, 9})}};

@@ -1,0 +1,46 @@
+#pragma once
+// Hugging Face checkpoints of decoder-only language models: a folder as transformers'
+// save_pretrained writes it (config.json, and model.safetensors or shards
+// model-0000i-of-0000n.safetensors with model.safetensors.index.json) into the zoo's gpt and llama
+// networks, and those networks back into such a folder. See docs/torch_weights.md.
+//
+// Reading is strict: config.json's model_type must be gpt2 or llama, every setting Loom's
+// graph does not express is refused by name, every size is bounded and the files must hold
+// the weights the config implies before anything is allocated, shard names from the index
+// must stay inside the folder, and every tensor must be used exactly once with the expected
+// shape (after GPT-2's c_attn is split into q, k and v). Weights in float32, bfloat16 or
+// float16 are converted to float32.
+#include <string>
+
+#include "loom/core/api.h"
+#include "loom/core/error.h"
+#include "loom/io/torch_weights.h"
+#include "loom/zoo/models.h"
+
+namespace loom::io {
+
+// What load_hf_checkpoint finds wrong with a folder: its config.json (an unknown model_type, a
+// setting Loom does not model, a size out of range), its index (a shard outside the folder, a
+// key in the wrong shard), or its weights (missing, unexpected, misshapen keys, each named).
+class HfCheckpointError : public ValueError {
+  using ValueError::ValueError;
+};
+
+// The map between transformers' state dict (GPT2LMHeadModel's, LlamaForCausalLM's) and a network
+// made by zoo::gpt or zoo::llama: exact keys, Linear weights transposed (Llama's nn.Linear),
+// GPT-2's Conv1D weights as they are ((in, out), Loom's layout), GPT-2's c_attn split into the
+// attention's q, k and v. A tied lm_head has no rule (it is the embedding's table). ValueError
+// for a network without a gpt or llama config.
+LOOM_API TorchMap hf_torch_map(const zoo::Network& network);
+
+// The network config.json describes, with the folder's weights loaded (float32).
+// HfCheckpointError as above; IOError for a file that cannot be read or is not valid
+// safetensors.
+LOOM_API zoo::Network load_hf_checkpoint(const std::string& dir);
+
+// Writes `network` (zoo::gpt or zoo::llama) as transformers reads it with from_pretrained:
+// dir/config.json and dir/model.safetensors (float32, metadata format "pt"), the folder made if
+// needed. ValueError for a network without a gpt or llama config; IOError when writing fails.
+LOOM_API void save_hf_checkpoint(const zoo::Network& network, const std::string& dir);
+
+}  // namespace loom::io

@@ -1,0 +1,107 @@
+// Hugging Face checkpoints in Loom (tests/hf/check_hf.py makes OUT):
+//   loom_hf_check OUT   for each case of OUT/cases.txt: io::load_hf_checkpoint(OUT/<case>/hf),
+//                       then transformers' parameter names, shapes and count (params.txt) against
+//                       the network's (through io::hf_torch_map), its logits against transformers'
+//                       (io.safetensors) within 1e-4 of their largest magnitude, and
+//                       io::save_hf_checkpoint into OUT/<case>/loom for check_hf.py check.
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loom/core/error.h"
+#include "loom/io/hf_checkpoint.h"
+#include "loom/io/safetensors.h"
+#include "loom/nn/mode.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/reduction.h"
+
+using namespace loom;
+
+namespace {
+
+constexpr double kTolerance = 1e-4;  // relative to the reference logits' largest magnitude
+int failures = 0;
+
+void fail(const std::string& c, const std::string& what) {
+  std::fprintf(stderr, "FAIL %s: %s\n", c.c_str(), what.c_str());
+  ++failures;
+}
+
+std::string shape_text(const Shape& s) {
+  std::string out;
+  for (int64_t d : s) out += " " + std::to_string(d);
+  return out;
+}
+
+void check_case(const std::string& out, const std::string& c) {
+  const std::string folder = out + "/" + c;
+  const zoo::Network net = io::load_hf_checkpoint(folder + "/hf");
+
+  // transformers' named parameters (tied ones once) against Loom's tensors in transformers' names
+  std::ifstream params(folder + "/params.txt");
+  int64_t count = 0;
+  params >> count;
+  std::map<std::string, std::string> want;  // name -> shape
+  std::string line;
+  std::getline(params, line);
+  while (std::getline(params, line)) {
+    const size_t space = line.find(' ');
+    want[line.substr(0, space)] = space == std::string::npos ? "" : line.substr(space);
+  }
+  std::map<std::string, std::string> have;
+  for (const auto& [name, t] : io::torch_state_from_graph(net.graph, io::hf_torch_map(net))) have[name] = shape_text(t.shape());
+  if (have != want) {
+    for (const auto& [n, s] : want)
+      if (!have.count(n) || have[n] != s) fail(c, "transformers' '" + n + "' (" + s + " ) is " + (have.count(n) ? "(" + have[n] + " ) in Loom" : "not in Loom"));
+    for (const auto& [n, s] : have)
+      if (!want.count(n)) fail(c, "Loom's '" + n + "' is not a parameter of transformers' model");
+  }
+  if (net.parameter_count() != count)
+    fail(c, "Loom counts " + std::to_string(net.parameter_count()) + " parameters, transformers " + std::to_string(count));
+
+  const io::TensorMap ref = io::load_safetensors(folder + "/io.safetensors");
+  nn::ModeScope eval(nn::Mode::Eval);
+  const Tensor logits = net(ref.at("input_ids"));
+  const Tensor& want_logits = ref.at("logits");
+  double rel = 1;
+  if (logits.shape() != want_logits.shape()) {
+    fail(c, "logits of shape " + shape_str(logits.shape()) + ", transformers' " + shape_str(want_logits.shape()));
+  } else {
+    rel = max(abs(logits - want_logits)).item<double>() / max(abs(want_logits)).item<double>();
+    if (!(rel <= kTolerance)) fail(c, "logits differ by " + std::to_string(rel) + " of their largest magnitude");
+  }
+  std::printf("%s: %zu named parameters, %lld in all, as transformers'; logits %s, max relative difference %.2e\n", c.c_str(),
+              have.size(), static_cast<long long>(count), shape_str(logits.shape()).c_str(), rel);
+  io::save_hf_checkpoint(net, folder + "/loom");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: loom_hf_check OUT (made by tests/hf/check_hf.py make OUT)\n");
+    return 2;
+  }
+  const std::string out = argv[1];
+  std::ifstream cases(out + "/cases.txt");
+  if (!cases) {
+    std::fprintf(stderr, "no %s/cases.txt: run tests/hf/check_hf.py make %s first\n", out.c_str(), out.c_str());
+    return 2;
+  }
+  int n = 0;
+  for (std::string c; std::getline(cases, c);) {
+    if (c.empty()) continue;
+    ++n;
+    try {
+      check_case(out, c);
+    } catch (const Error& e) {
+      fail(c, e.what());
+    }
+  }
+  if (n == 0) fail("cases.txt", "no cases");
+  std::printf("%d cases, %d failures\n", n, failures);
+  return failures ? 1 : 0;
+}
