@@ -1,0 +1,121 @@
+// The cached decoder (train/decoder.h) against the same network run on the whole text: for GPT-2
+// and Llama (grouped-query heads, RoPE with Llama 3's scaling, a tied head), every position of a
+// 64-token sequence fed as a prompt, in chunks and one token at a time gives the full run's logits
+// within 1e-5 relative; truncate, reset, the cache's fixed memory, generate() over it, refusals.
+#include <gtest/gtest.h>
+#include <loom/core/error.h>
+#include <loom/core/grad_mode.h>
+#include <loom/core/memory.h>
+#include <loom/core/tensor.h>
+#include <loom/ops/creation.h>
+#include <loom/ops/elementwise.h>
+#include <loom/ops/manipulation.h>
+#include <loom/ops/random.h>
+#include <loom/ops/reduction.h>
+#include <loom/train/decoder.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace loom;
+
+namespace {
+
+constexpr int64_t kVocab = 97, kLength = 64;
+
+zoo::Network small_gpt() {
+  manual_seed(3);
+  return zoo::gpt({.vocab_size = kVocab, .n_positions = 80, .n_embd = 32, .n_layer = 2, .n_head = 4, .initializer_range = 0.2});
+}
+
+zoo::Network small_llama() {
+  manual_seed(4);
+  zoo::LlamaConfig c{.vocab_size = kVocab, .hidden_size = 32, .intermediate_size = 48, .num_hidden_layers = 2,
+                     .num_attention_heads = 4, .num_key_value_heads = 2, .max_position_embeddings = 128,
+                     .tie_word_embeddings = true, .initializer_range = 0.2};
+  c.rope = {.base = 500000.0, .llama3_factor = 8.0, .low_freq_factor = 1.0, .high_freq_factor = 4.0, .original_max_positions = 16};
+  return zoo::llama(c);
+}
+
+std::vector<int64_t> random_ids(uint64_t seed) {
+  Generator g(seed);
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < kLength; ++i) ids.push_back(static_cast<int64_t>(g.next_key() % kVocab));
+  return ids;
+}
+
+// The network's logits (T, vocab) for the whole sequence at once.
+Tensor full_logits(const zoo::Network& net, const std::vector<int64_t>& ids) {
+  NoGrad no_grad;
+  return net(from_vector<int64_t>(ids, {1, static_cast<int64_t>(ids.size())}))[0];
+}
+
+// max |a - b| / max |b|
+double relative(const Tensor& a, const Tensor& b) {
+  const double diff = max(abs(a - b)).item<double>(), scale = max(abs(b)).item<double>();
+  return diff / scale;
+}
+
+void expect_cached_equals_full(const zoo::Network& net) {
+  const std::vector<int64_t> ids = random_ids(9);
+  const Tensor full = full_logits(net, ids);
+  train::CachedDecoder decoder(net);
+  // a prompt of 8, a chunk of 5 (positions 8-12, masked against the 8 cached), then one by one
+  Tensor prompt = decoder.feed_all({ids.begin(), ids.begin() + 8});
+  EXPECT_LT(relative(prompt, slice(full, 0, 0, 8)), 1e-5);
+  Tensor chunk = decoder.feed_all({ids.begin() + 8, ids.begin() + 13});
+  EXPECT_LT(relative(chunk, slice(full, 0, 8, 13)), 1e-5);
+  for (int64_t t = 13; t < kLength; ++t) {
+    const Tensor step = decoder.feed({ids[static_cast<size_t>(t)]});
+    ASSERT_LT(relative(step, full[t]), 1e-5) << net.name << " position " << t;
+  }
+  EXPECT_EQ(decoder.length(), kLength);
+  // back to position 30: the same logits again from there
+  decoder.truncate(30);
+  EXPECT_LT(relative(decoder.feed({ids[30]}), full[30]), 1e-5);
+  decoder.reset();
+  EXPECT_LT(relative(decoder.feed({ids.begin(), ids.begin() + 3}), full[2]), 1e-5);
+}
+
+}  // namespace
+
+TEST(CachedDecoder, GptEveryPositionEqualsTheFullRun) { expect_cached_equals_full(small_gpt()); }
+
+TEST(CachedDecoder, LlamaEveryPositionEqualsTheFullRun) { expect_cached_equals_full(small_llama()); }
+
+TEST(CachedDecoder, TheCacheIsAllocatedOnceAndTokensAddNoMemory) {
+  const zoo::Network net = small_llama();
+  train::CachedDecoder decoder(net, 100);
+  // 2 layers x (keys + values) x 2 kv heads x 100 positions x 8 floats
+  EXPECT_EQ(decoder.cache_bytes(), 2 * 2 * 2 * 100 * 8 * 4);
+  const std::vector<int64_t> ids = random_ids(5);
+  decoder.feed({ids.begin(), ids.begin() + 4});
+  decoder.feed({ids[4]});
+  const int64_t live = memory_stats().current_bytes;
+  for (int64_t t = 5; t < kLength; ++t) decoder.feed({ids[static_cast<size_t>(t)]});
+  EXPECT_EQ(memory_stats().current_bytes, live);  // nothing kept per token: the cache was there
+}
+
+TEST(CachedDecoder, GenerateGivesTheTokensOfRecomputation) {
+  const zoo::Network net = small_gpt();
+  train::CachedDecoder cached(net);
+  train::RecomputingModel recomputing(net);
+  const train::GenerationOptions greedy{.sampling = {.temperature = 0}, .max_new_tokens = 40};
+  EXPECT_EQ(train::generate(cached, {1, 2, 3}, greedy).tokens, train::generate(recomputing, {1, 2, 3}, greedy).tokens);
+  const train::GenerationOptions sampled{.sampling = {.temperature = 0.9, .top_k = 20}, .max_new_tokens = 40, .seed = 3};
+  EXPECT_EQ(train::generate(cached, {5}, sampled).tokens, train::generate(recomputing, {5}, sampled).tokens);
+}
+
+TEST(CachedDecoder, RefusesWhatItCannotHold) {
+  const zoo::Network gpt = small_gpt();
+  EXPECT_THROW(train::CachedDecoder(gpt, 81), ValueError);  // past the 80 learned positions
+  EXPECT_THROW(train::CachedDecoder(gpt, -1), ValueError);
+  EXPECT_THROW(train::CachedDecoder(zoo::mlp(4, {8}, 2)), ValueError);  // not a language model
+  train::CachedDecoder decoder(gpt, 10);
+  EXPECT_THROW(decoder.feed({}), ValueError);
+  decoder.feed({1, 2, 3, 4, 5, 6, 7, 8});
+  EXPECT_THROW(decoder.feed({1, 2, 3}), ValueError);  // 8 + 3 > 10
+  EXPECT_EQ(decoder.length(), 8);                       // and nothing was half fed
+  EXPECT_THROW(decoder.truncate(9), ValueError);
+  EXPECT_NO_THROW(decoder.feed({1, 2}));
+}
