@@ -74,6 +74,7 @@
 #include "loom/train/callbacks.h"
 #include "loom/train/clip.h"
 #include "loom/train/data_parallel.h"
+#include "loom/train/decoder.h"
 #include "loom/train/generation.h"
 #include "loom/train/history.h"
 #include "loom/train/loss.h"
