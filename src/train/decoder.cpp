@@ -10,6 +10,7 @@
 #include "loom/ops/attention.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
+#include "loom/ops/indexing.h"
 #include "loom/ops/linalg.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/rotary.h"
@@ -25,7 +26,13 @@ struct Block {
   std::vector<nn::Layer> mlp;  // applied in order
   int64_t heads = 0, kv_heads = 0, head_size = 0;
   std::optional<RotaryOptions> rotary;
-  Tensor keys, values;  // (kv_heads, max_length, head_size)
+  Tensor keys, values;  // (slots, kv_heads, max_length, head_size)
+};
+
+// The new tokens of one slot in a pass: rows [row, row + count) of the pass, positions
+// [start, start + count) of the slot.
+struct Span {
+  int64_t slot = 0, row = 0, count = 0, start = 0;
 };
 
 }  // namespace
@@ -35,58 +42,90 @@ struct CachedDecoder::Impl {
   nn::Layer embedding, positions;  // positions: GPT-2's learned table (undefined for Llama)
   std::vector<Block> blocks;
   nn::Layer final_norm, head;
-  int64_t max_length = 0, length = 0;
+  int64_t max_length = 0;
+  std::vector<int64_t> lengths;  // per slot
 
-  // (1, n, E) -> (1, n, E): the block's self-attention of positions [length, length + n).
-  Tensor attend(Block& b, const Tensor& x) const {
-    const int64_t n = x.dim(1), end = length + n;
+  // The self-attention of one slot's new positions, (heads, n, head_size) queries against its
+  // cache after the new keys and values (kv_heads, n, head_size) are written into it.
+  static Tensor attend_span(Block& b, Tensor q, Tensor k, const Tensor& v, const Span& span) {
+    const int64_t n = span.count, end = span.start + n;
+    if (b.rotary) {
+      q = rotary_embedding(q, span.start, *b.rotary);
+      k = rotary_embedding(k, span.start, *b.rotary);
+    }
+    const Tensor keys = b.keys[span.slot], values = b.values[span.slot];
+    slice(keys, 1, span.start, end).copy_(k);
+    slice(values, 1, span.start, end).copy_(v);
+    // new position i (absolute start + i) sees the cached positions up to its own: all of them
+    // for one token; top-left causal for a prompt from position 0; else an explicit mask
+    Tensor mask;
+    const bool causal = n > 1 && span.start == 0;
+    if (n > 1 && span.start > 0)
+      mask = less_equal(expand_dims(arange(end, Int64), 0), expand_dims(arange(n, Int64) + span.start, 1));
+    return scaled_dot_product_attention(q, slice(keys, 1, 0, end), slice(values, 1, 0, end), mask, causal, std::nullopt, 0.0,
+                                        b.kv_heads != b.heads);
+  }
+
+  // (1, T, E) -> (1, T, E): the block's self-attention of every span's new positions.
+  static Tensor attend(Block& b, const Tensor& x, const std::vector<Span>& spans) {
+    const int64_t t = x.dim(1);
     const nn::State& s = b.attention.state();
     const auto project = [&](const char* w, const char* bias, int64_t heads) {
       Tensor y = matmul(x, s.param(w));
       if (s.has_param(bias)) y = y + s.param(bias);
-      return permute(reshape(y, {n, heads, b.head_size}), {1, 0, 2});  // (heads, n, head_size)
+      return reshape(y, {t, heads, b.head_size});
     };
-    Tensor q = project("q_weight", "q_bias", b.heads), k = project("k_weight", "k_bias", b.kv_heads),
-           v = project("v_weight", "v_bias", b.kv_heads);
-    if (b.rotary) {
-      q = rotary_embedding(q, length, *b.rotary);
-      k = rotary_embedding(k, length, *b.rotary);
+    const Tensor q = project("q_weight", "q_bias", b.heads), k = project("k_weight", "k_bias", b.kv_heads),
+                 v = project("v_weight", "v_bias", b.kv_heads);
+    std::vector<Tensor> outs;
+    for (const Span& span : spans) {
+      const auto rows = [&](const Tensor& z) { return permute(slice(z, 0, span.row, span.row + span.count), {1, 0, 2}); };
+      const Tensor o = attend_span(b, rows(q), rows(k), rows(v), span);  // (heads, n, head_size)
+      outs.push_back(reshape(permute(o, {1, 0, 2}), {span.count, b.heads * b.head_size}));
     }
-    slice(b.keys, 1, length, end).copy_(k);
-    slice(b.values, 1, length, end).copy_(v);
-    // new position i (absolute length + i) sees the cached positions up to its own: all of them
-    // for one token; top-left causal for a prompt from position 0; else an explicit mask
-    Tensor mask;
-    bool causal = false;
-    if (n > 1 && length == 0) {
-      causal = true;
-    } else if (n > 1) {
-      mask = less_equal(expand_dims(arange(end, Int64), 0), expand_dims(arange(n, Int64) + length, 1));
-    }
-    const Tensor o = scaled_dot_product_attention(q, slice(b.keys, 1, 0, end), slice(b.values, 1, 0, end), mask, causal,
-                                                  std::nullopt, 0.0, b.kv_heads != b.heads);
-    Tensor y = matmul(reshape(permute(o, {1, 0, 2}), {1, n, b.heads * b.head_size}), s.param("out_weight"));
+    const Tensor o = outs.size() == 1 ? outs[0] : concatenate(outs, 0);
+    Tensor y = matmul(reshape(o, {1, t, b.heads * b.head_size}), s.param("out_weight"));
     return s.has_param("out_bias") ? y + s.param("out_bias") : y;
   }
 
-  // The hidden states (1, n, E) after the final norm for `tokens` at positions [length, ...).
-  Tensor run(const std::vector<int64_t>& tokens) {
-    if (tokens.empty()) throw ValueError("CachedDecoder: no tokens to feed (feed at least one)");
-    const auto n = static_cast<int64_t>(tokens.size());
-    if (length + n > max_length)
-      throw ValueError("CachedDecoder: " + std::to_string(length) + " positions held and " + std::to_string(n) +
-                       " more fed exceed the cache's " + std::to_string(max_length) + " (reset() or truncate() first, or a larger max_length)");
+  // The hidden states (T, E) after the final norm of every slot's new tokens, in slot order;
+  // `spans` says whose rows are where. Checks everything before it changes anything.
+  Tensor run(const std::vector<std::vector<int64_t>>& tokens, std::vector<Span>& spans) {
+    const auto slots = static_cast<int64_t>(lengths.size());
+    if (static_cast<int64_t>(tokens.size()) > slots)
+      throw ValueError("CachedDecoder: tokens for " + std::to_string(tokens.size()) + " slots, but the decoder has " + std::to_string(slots));
+    std::vector<int64_t> ids, positions_of;
+    for (int64_t slot = 0; slot < static_cast<int64_t>(tokens.size()); ++slot) {
+      const std::vector<int64_t>& new_tokens = tokens[static_cast<size_t>(slot)];
+      if (new_tokens.empty()) continue;
+      const auto n = static_cast<int64_t>(new_tokens.size()), start = lengths[static_cast<size_t>(slot)];
+      if (start + n > max_length)
+        throw ValueError("CachedDecoder: slot " + std::to_string(slot) + " holds " + std::to_string(start) + " positions, and " +
+                         std::to_string(n) + " more exceed its " + std::to_string(max_length) +
+                         " (reset() or truncate() first, or a larger max_length)");
+      spans.push_back({slot, static_cast<int64_t>(ids.size()), n, start});
+      ids.insert(ids.end(), new_tokens.begin(), new_tokens.end());
+      for (int64_t i = 0; i < n; ++i) positions_of.push_back(start + i);
+    }
+    if (ids.empty()) throw ValueError("CachedDecoder: no tokens to feed (feed at least one)");
+    const auto t = static_cast<int64_t>(ids.size());
     NoGrad no_grad;
-    Tensor h = embedding.compute(from_vector<int64_t>(tokens, {1, n}));
-    if (positions.defined()) h = h + slice(positions.state().param("weights"), 0, length, length + n);
+    Tensor h = embedding.compute(from_vector<int64_t>(ids, {1, t}));
+    if (positions.defined()) h = h + take(positions.state().param("weights"), from_vector<int64_t>(positions_of, {t}), 0);
     for (Block& b : blocks) {
-      h = h + attend(b, b.attention_norm.compute(h));
+      h = h + attend(b, b.attention_norm.compute(h), spans);
       Tensor m = b.mlp_norm.compute(h);
       for (const nn::Layer& layer : b.mlp) m = layer.compute(m);
       h = h + m;
     }
-    length += n;
-    return final_norm.compute(h);
+    for (const Span& span : spans) lengths[static_cast<size_t>(span.slot)] += span.count;
+    return final_norm.compute(h)[0];
+  }
+
+  void check_slot(int64_t slot, const char* what) const {
+    if (slot < 0 || slot >= static_cast<int64_t>(lengths.size()))
+      throw IndexError(std::string("CachedDecoder::") + what + ": slot " + std::to_string(slot) + " (valid: 0 to " +
+                       std::to_string(lengths.size() - 1) + ")");
   }
 };
 
@@ -120,7 +159,7 @@ Block block_of(const zoo::Network& net, const std::string& prefix, const std::st
 
 }  // namespace
 
-CachedDecoder::CachedDecoder(zoo::Network network, int64_t max_length) : impl_(std::make_shared<Impl>()) {
+CachedDecoder::CachedDecoder(zoo::Network network, int64_t max_length, int64_t slots) : impl_(std::make_shared<Impl>()) {
   Impl& d = *impl_;
   d.network = std::move(network);
   const zoo::Network& net = d.network;
@@ -144,6 +183,7 @@ CachedDecoder::CachedDecoder(zoo::Network network, int64_t max_length) : impl_(s
   }
   d.head = layer_of(net, "lm_head");
   if (max_length < 0) throw ValueError("CachedDecoder: max_length " + std::to_string(max_length) + " (valid: >= 1, or 0 for the model's)");
+  if (slots < 1) throw ValueError("CachedDecoder: slots " + std::to_string(slots) + " (valid: >= 1)");
   // GPT-2 cannot go past its position table; RoPE has no table, so Llama may
   d.max_length = max_length == 0 ? limit : max_length;
   if (d.positions.defined() && d.max_length > limit)
@@ -151,33 +191,54 @@ CachedDecoder::CachedDecoder(zoo::Network network, int64_t max_length) : impl_(s
                      " learned positions (n_positions)");
   const DType dtype = d.embedding.state().param("weights").dtype();
   for (Block& b : d.blocks) {
-    b.keys = zeros({b.kv_heads, d.max_length, b.head_size}, dtype);
-    b.values = zeros({b.kv_heads, d.max_length, b.head_size}, dtype);
+    b.keys = zeros({slots, b.kv_heads, d.max_length, b.head_size}, dtype);
+    b.values = zeros({slots, b.kv_heads, d.max_length, b.head_size}, dtype);
   }
+  d.lengths.assign(static_cast<size_t>(slots), 0);
 }
 
-void CachedDecoder::reset() { impl_->length = 0; }
-
 Tensor CachedDecoder::feed(const std::vector<int64_t>& tokens) {
-  const Tensor h = impl_->run(tokens);
+  std::vector<Span> spans;
+  const Tensor h = impl_->run({tokens}, spans);
   NoGrad no_grad;
-  return impl_->head.compute(slice(h, 1, h.dim(1) - 1, h.dim(1))).reshape({-1});
+  return impl_->head.compute(slice(h, 0, h.dim(0) - 1, h.dim(0)))[0];
 }
 
 Tensor CachedDecoder::feed_all(const std::vector<int64_t>& tokens) {
-  const Tensor h = impl_->run(tokens);
+  std::vector<Span> spans;
+  const Tensor h = impl_->run({tokens}, spans);
   NoGrad no_grad;
-  return impl_->head.compute(h)[0];
+  return impl_->head.compute(h);
 }
 
-void CachedDecoder::truncate(int64_t length) {
-  if (length < 0 || length > impl_->length)
-    throw ValueError("CachedDecoder::truncate: length " + std::to_string(length) + " (valid: 0 to the " +
-                     std::to_string(impl_->length) + " positions held)");
-  impl_->length = length;
+Tensor CachedDecoder::feed_slots(const std::vector<std::vector<int64_t>>& tokens) {
+  std::vector<Span> spans;
+  const Tensor h = impl_->run(tokens, spans);
+  std::vector<int64_t> last;
+  for (const Span& span : spans) last.push_back(span.row + span.count - 1);
+  NoGrad no_grad;
+  return impl_->head.compute(take(h, from_vector<int64_t>(last, {static_cast<int64_t>(last.size())}), 0));
 }
 
-int64_t CachedDecoder::length() const { return impl_->length; }
+void CachedDecoder::reset(int64_t slot) {
+  impl_->check_slot(slot, "reset");
+  impl_->lengths[static_cast<size_t>(slot)] = 0;
+}
+
+void CachedDecoder::truncate(int64_t length, int64_t slot) {
+  impl_->check_slot(slot, "truncate");
+  const int64_t held = impl_->lengths[static_cast<size_t>(slot)];
+  if (length < 0 || length > held)
+    throw ValueError("CachedDecoder::truncate: length " + std::to_string(length) + " (valid: 0 to the " + std::to_string(held) +
+                     " positions slot " + std::to_string(slot) + " holds)");
+  impl_->lengths[static_cast<size_t>(slot)] = length;
+}
+
+int64_t CachedDecoder::length(int64_t slot) const {
+  impl_->check_slot(slot, "length");
+  return impl_->lengths[static_cast<size_t>(slot)];
+}
+int64_t CachedDecoder::slots() const { return static_cast<int64_t>(impl_->lengths.size()); }
 int64_t CachedDecoder::max_length() const { return impl_->max_length; }
 
 int64_t CachedDecoder::cache_bytes() const {

@@ -1,7 +1,8 @@
 // The cached decoder (train/decoder.h) against the same network run on the whole text: for GPT-2
 // and Llama (grouped-query heads, RoPE with Llama 3's scaling, a tied head), every position of a
 // 64-token sequence fed as a prompt, in chunks and one token at a time gives the full run's logits
-// within 1e-5 relative; truncate, reset, the cache's fixed memory, generate() over it, refusals.
+// within 1e-5 relative; several sequences of different lengths decoded in one pass as each
+// alone; truncate, reset, the cache's fixed memory, generate() over it, refusals.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/core/grad_mode.h>
@@ -83,6 +84,40 @@ TEST(CachedDecoder, GptEveryPositionEqualsTheFullRun) { expect_cached_equals_ful
 
 TEST(CachedDecoder, LlamaEveryPositionEqualsTheFullRun) { expect_cached_equals_full(small_llama()); }
 
+TEST(CachedDecoder, SlotsOfDifferentLengthsInOnePassEqualEachAlone) {
+  for (const zoo::Network& net : {small_gpt(), small_llama()}) {
+    const std::vector<int64_t> a = random_ids(1), b = random_ids(2), c = random_ids(3);
+    const Tensor fa = full_logits(net, a), fb = full_logits(net, b), fc = full_logits(net, c);
+    train::CachedDecoder decoder(net, 0, 3);
+    // prompts of 5, 11 and 2 tokens in one pass, no padding
+    Tensor z = decoder.feed_slots({{a.begin(), a.begin() + 5}, {b.begin(), b.begin() + 11}, {c.begin(), c.begin() + 2}});
+    ASSERT_EQ(z.shape(), (Shape{3, kVocab}));
+    EXPECT_LT(relative(z[0], fa[4]), 1e-5) << net.name;
+    EXPECT_LT(relative(z[1], fb[10]), 1e-5);
+    EXPECT_LT(relative(z[2], fc[1]), 1e-5);
+    // then one token each, slot 1 sitting out a step and slot 2 joining with a chunk
+    z = decoder.feed_slots({{a[5]}, {}, {c.begin() + 2, c.begin() + 6}});
+    ASSERT_EQ(z.shape(), (Shape{2, kVocab}));
+    EXPECT_LT(relative(z[0], fa[5]), 1e-5);
+    EXPECT_LT(relative(z[1], fc[5]), 1e-5);
+    for (int64_t t = 0; t < 20; ++t) {
+      z = decoder.feed_slots({{a[static_cast<size_t>(6 + t)]}, {b[static_cast<size_t>(11 + t)]}, {c[static_cast<size_t>(6 + t)]}});
+      ASSERT_LT(relative(z[0], fa[6 + t]), 1e-5) << net.name << " step " << t;
+      ASSERT_LT(relative(z[1], fb[11 + t]), 1e-5);
+      ASSERT_LT(relative(z[2], fc[6 + t]), 1e-5);
+    }
+    EXPECT_EQ(decoder.length(0), 26);
+    EXPECT_EQ(decoder.length(1), 31);
+    // a finished sequence leaves and a new one takes its slot
+    decoder.reset(1);
+    z = decoder.feed_slots({{}, {c.begin(), c.begin() + 7}});
+    EXPECT_LT(relative(z[0], fc[6]), 1e-5);
+    EXPECT_THROW(decoder.feed_slots({{1}, {1}, {1}, {1}}), ValueError);  // 4 slots of 3
+    EXPECT_THROW(decoder.feed_slots({{}, {}}), ValueError);              // nothing to feed
+    EXPECT_THROW(decoder.reset(3), IndexError);
+  }
+}
+
 TEST(CachedDecoder, TheCacheIsAllocatedOnceAndTokensAddNoMemory) {
   const zoo::Network net = small_llama();
   train::CachedDecoder decoder(net, 100);
@@ -116,6 +151,11 @@ TEST(CachedDecoder, RefusesWhatItCannotHold) {
   decoder.feed({1, 2, 3, 4, 5, 6, 7, 8});
   EXPECT_THROW(decoder.feed({1, 2, 3}), ValueError);  // 8 + 3 > 10
   EXPECT_EQ(decoder.length(), 8);                       // and nothing was half fed
+  train::CachedDecoder two(gpt, 10, 2);
+  two.feed_slots({{1}, {1, 2, 3, 4, 5, 6, 7, 8, 9}});
+  EXPECT_THROW(two.feed_slots({{1}, {1, 2}}), ValueError);  // slot 1 is full: slot 0 is not fed either
+  EXPECT_EQ(two.length(0), 1);
+  EXPECT_THROW(train::CachedDecoder(gpt, 10, 0), ValueError);
   EXPECT_THROW(decoder.truncate(9), ValueError);
   EXPECT_NO_THROW(decoder.feed({1, 2}));
 }
