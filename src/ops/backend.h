@@ -251,6 +251,10 @@ struct Backend {
   void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& gout, const Tensor& q,
                              const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                              const AttentionParams& p);
+  // out (M, N) float32 = x (M, K) float32 times the transpose of q (N, K) int8, q's row j scaled
+  // by scales (N, G) over each group of `group` columns (G = ceil(K / group)); all contiguous
+  // (ops/quantized.h). Null: no int8 kernel.
+  void (*matmul_int8)(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales, int64_t group);
 
   // --- optimizer updates (the fused path of train's optimizers): elements [begin, end) of
   // contiguous tensors of one dtype, float32 or float64, updated in place; an undefined state

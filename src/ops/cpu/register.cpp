@@ -50,6 +50,7 @@ void register_cpu_backend() {
       .cross_entropy_rows_backward_f32 = cpu::cross_entropy_rows_backward_f32,
       .attention_forward = cpu::attention_forward,
       .attention_backward = cpu::attention_backward,
+      .matmul_int8 = cpu::matmul_int8,
       .sgd_update = cpu::sgd_update,
       .adam_update = cpu::adam_update,
       .rmsprop_update = cpu::rmsprop_update,

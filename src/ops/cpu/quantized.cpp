@@ -1,0 +1,27 @@
+// int8 weight products (ops/quantized.h) on the CPU: the rows of q split between the threads,
+// each block through the SIMD table's gemm_rows_q8 (simd/quantized.inc), which turns the int8
+// values into floats in registers only.
+#include <algorithm>
+
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/loops.h"
+#include "ops/cpu/simd/simd.h"
+
+namespace loom::cpu {
+
+void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales, int64_t group) {
+  const int64_t m = x.dim(0), k = x.dim(1), n = q.dim(0);
+  float* o = out.data<float>();
+  const float* a = x.data<float>();
+  const auto* w = reinterpret_cast<const signed char*>(q.data<uint8_t>());
+  const float* s = scales.data<float>();
+  const int64_t ng = scales.dim(1);
+  const auto& table = simd::table();
+  // at least ~64 KiB of weights per task, and 4 rows (one tile's columns) at the least
+  const int64_t grain = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
+  parallel_range(0, n, grain, [&](int64_t j0, int64_t j1) {
+    table.gemm_rows_q8(o + j0, n, a, k, w + j0 * k, k, s + j0 * ng, group, m, j1 - j0, k);
+  });
+}
+
+}  // namespace loom::cpu
