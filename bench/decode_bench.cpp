@@ -10,7 +10,8 @@
 //       zoo::gpt's default (GPT-2 small: 124M parameters, float32, random weights) through
 //       train::CachedDecoder: a 32-token prompt, then 64 tokens one at a time, each fed back
 //       (greedy); tokens/s in wall time and in the process's CPU time divided by the threads
-//       (the machine may be shared); the bound is triad's bandwidth over the weights' bytes
+//       (the machine may be shared); the bound is triad's bandwidth over the bytes a token reads
+//       (CachedDecoder::weight_bytes); "decode_gpt2_124m_int8" the same with int8 weights
 //   {"name": "prefill_gpt2_124m_512", "threads": 1, "seconds": ...}
 //       one feed of a 512-token prompt from an empty cache
 //
@@ -71,27 +72,29 @@ int main(int argc, char** argv) {
 
   manual_seed(1);
   const zoo::Network net = zoo::gpt();
-  // the weights a token reads: every parameter once (the head is tied to the token table, and
-  // of the tables only one row each is read, so this slightly overstates the bytes)
-  const double weight_bytes = static_cast<double>(net.parameter_count()) * 4.0;
-  train::CachedDecoder decoder(net, 1024);
   std::vector<int64_t> prompt;
   for (int64_t i = 0; i < 32; ++i) prompt.push_back((i * 7919) % 50257);
-  int64_t next = 0;
   const auto greedy = [](const Tensor& logits) { return argmax(logits).item<int64_t>(); };
-  double best_wall = 1e30, best_cpu = 1e30;
-  for (int run = 0; run < 3; ++run) {
-    decoder.reset();
-    next = greedy(decoder.feed(prompt));
-    const double w0 = wall(), c0 = cpu();
-    for (int k = 0; k < 64; ++k) next = greedy(decoder.feed({next}));
-    best_wall = std::min(best_wall, (wall() - w0) / 64);
-    best_cpu = std::min(best_cpu, (cpu() - c0) / 64 / threads);
+  for (const bool int8 : {false, true}) {
+    train::CachedDecoder decoder(net, {.max_length = 1024, .int8_weights = int8});
+    int64_t next = 0;
+    double best_wall = 1e30, best_cpu = 1e30;
+    for (int run = 0; run < 3; ++run) {
+      decoder.reset();
+      next = greedy(decoder.feed(prompt));
+      const double w0 = wall(), c0 = cpu();
+      for (int k = 0; k < 64; ++k) next = greedy(decoder.feed({next}));
+      best_wall = std::min(best_wall, (wall() - w0) / 64);
+      best_cpu = std::min(best_cpu, (cpu() - c0) / 64 / threads);
+    }
+    // the bytes a token reads: the decoder's linear maps and norms (the embeddings' one row each aside)
+    const double bytes = static_cast<double>(decoder.weight_bytes());
+    std::printf("{\"name\": \"decode_gpt2_124m%s\", \"threads\": %d, \"tokens_per_s\": %.2f, \"cpu_tokens_per_s\": %.2f, "
+                "\"bound_tokens_per_s\": %.2f, \"weight_bytes\": %.0f}\n",
+                int8 ? "_int8" : "", threads, 1 / best_wall, 1 / best_cpu, bandwidth * 1e9 / bytes, bytes);
   }
-  std::printf("{\"name\": \"decode_gpt2_124m\", \"threads\": %d, \"tokens_per_s\": %.2f, \"cpu_tokens_per_s\": %.2f, "
-              "\"bound_tokens_per_s\": %.2f, \"weight_bytes\": %.0f}\n",
-              threads, 1 / best_wall, 1 / best_cpu, bandwidth * 1e9 / weight_bytes, weight_bytes);
 
+  train::CachedDecoder decoder(net, {.max_length = 1024});
   std::vector<int64_t> long_prompt;
   for (int64_t i = 0; i < 512; ++i) long_prompt.push_back((i * 104729) % 50257);
   double best_prefill = 1e30;

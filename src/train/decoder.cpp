@@ -12,6 +12,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/indexing.h"
 #include "loom/ops/linalg.h"
+#include "loom/nn/linear.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/rotary.h"
 
@@ -19,11 +20,31 @@ namespace loom::train {
 
 namespace {
 
-// One decoder block: its layers as the zoo named them, run one by one (Layer::compute), but for
-// the attention, which reads and writes the cache.
+// A linear map of the model, x (..., K) -> (..., N): the network's float weights (K, N), or their
+// int8 copy.
+struct Projection {
+  Tensor weights, bias;
+  std::optional<QuantizedMatrix> int8;
+
+  Tensor operator()(const Tensor& x) const {
+    const Tensor y = int8 ? matmul_int8(x, *int8) : matmul(x, weights);
+    return bias.defined() ? y + bias : y;
+  }
+  int64_t bytes() const {
+    const int64_t b = bias.defined() ? static_cast<int64_t>(bias.nbytes()) : 0;
+    return b + static_cast<int64_t>(int8 ? int8->values.nbytes() + int8->scales.nbytes() : weights.nbytes());
+  }
+};
+
+enum class Mlp { Gpt, SwiGlu };  // c_proj(act(c_fc(x))), or down(silu(gate(x)) * up(x))
+
+// One decoder block: its norms and activation run as the graph runs them (Layer::compute), its
+// linear maps as Projections, and its attention against the cache.
 struct Block {
-  nn::Layer attention_norm, attention, mlp_norm;
-  std::vector<nn::Layer> mlp;  // applied in order
+  nn::Layer attention_norm, mlp_norm, activation;
+  Projection q, k, v, out;
+  Mlp mlp = Mlp::Gpt;
+  Projection mlp_in, mlp_gate, mlp_out;  // c_fc / up, - / gate, c_proj / down
   int64_t heads = 0, kv_heads = 0, head_size = 0;
   std::optional<RotaryOptions> rotary;
   Tensor keys, values;  // (slots, kv_heads, max_length, head_size)
@@ -41,7 +62,8 @@ struct CachedDecoder::Impl {
   zoo::Network network;
   nn::Layer embedding, positions;  // positions: GPT-2's learned table (undefined for Llama)
   std::vector<Block> blocks;
-  nn::Layer final_norm, head;
+  nn::Layer final_norm;
+  Projection head;
   int64_t max_length = 0;
   std::vector<int64_t> lengths;  // per slot
 
@@ -69,14 +91,8 @@ struct CachedDecoder::Impl {
   // (1, T, E) -> (1, T, E): the block's self-attention of every span's new positions.
   static Tensor attend(Block& b, const Tensor& x, const std::vector<Span>& spans) {
     const int64_t t = x.dim(1);
-    const nn::State& s = b.attention.state();
-    const auto project = [&](const char* w, const char* bias, int64_t heads) {
-      Tensor y = matmul(x, s.param(w));
-      if (s.has_param(bias)) y = y + s.param(bias);
-      return reshape(y, {t, heads, b.head_size});
-    };
-    const Tensor q = project("q_weight", "q_bias", b.heads), k = project("k_weight", "k_bias", b.kv_heads),
-                 v = project("v_weight", "v_bias", b.kv_heads);
+    const Tensor q = reshape(b.q(x), {t, b.heads, b.head_size}), k = reshape(b.k(x), {t, b.kv_heads, b.head_size}),
+                 v = reshape(b.v(x), {t, b.kv_heads, b.head_size});
     std::vector<Tensor> outs;
     for (const Span& span : spans) {
       const auto rows = [&](const Tensor& z) { return permute(slice(z, 0, span.row, span.row + span.count), {1, 0, 2}); };
@@ -84,8 +100,7 @@ struct CachedDecoder::Impl {
       outs.push_back(reshape(permute(o, {1, 0, 2}), {span.count, b.heads * b.head_size}));
     }
     const Tensor o = outs.size() == 1 ? outs[0] : concatenate(outs, 0);
-    Tensor y = matmul(reshape(o, {1, t, b.heads * b.head_size}), s.param("out_weight"));
-    return s.has_param("out_bias") ? y + s.param("out_bias") : y;
+    return b.out(reshape(o, {1, t, b.heads * b.head_size}));
   }
 
   // The hidden states (T, E) after the final norm of every slot's new tokens, in slot order;
@@ -114,9 +129,8 @@ struct CachedDecoder::Impl {
     if (positions.defined()) h = h + take(positions.state().param("weights"), from_vector<int64_t>(positions_of, {t}), 0);
     for (Block& b : blocks) {
       h = h + attend(b, b.attention_norm.compute(h), spans);
-      Tensor m = b.mlp_norm.compute(h);
-      for (const nn::Layer& layer : b.mlp) m = layer.compute(m);
-      h = h + m;
+      const Tensor m = b.mlp_norm.compute(h);
+      h = h + (b.mlp == Mlp::Gpt ? b.mlp_out(b.activation.compute(b.mlp_in(m))) : b.mlp_out(silu(b.mlp_gate(m)) * b.mlp_in(m)));
     }
     for (const Span& span : spans) lengths[static_cast<size_t>(span.slot)] += span.count;
     return final_norm.compute(h)[0];
@@ -140,48 +154,79 @@ const nn::Layer& layer_of(const zoo::Network& net, const std::string& name) {
   }
 }
 
-// The block whose layers are `prefix` followed by these names.
-Block block_of(const zoo::Network& net, const std::string& prefix, const std::string& attention_norm, const std::string& attention,
-               const std::string& mlp_norm, const std::vector<std::string>& mlp) {
+// A Projection of the state's tensors `weights` and `bias` (bias optional), quantized when asked.
+Projection projection(const nn::State& s, const char* weights, const char* bias, const DecoderOptions& o) {
+  Projection p{s.param(weights), s.has_param(bias) ? s.param(bias) : Tensor(), std::nullopt};
+  if (o.int8_weights) p.int8 = quantize_int8(p.weights, std::min(o.int8_group, p.weights.dim(0)));
+  return p;
+}
+
+// A block of zoo::gpt (family Mlp::Gpt: ln_1, attn, ln_2, mlp.c_fc, mlp.act, mlp.c_proj) or of
+// zoo::llama (input_layernorm, self_attn, post_attention_layernorm, mlp): the layers named
+// `prefix` + those names.
+Block block_of(const zoo::Network& net, const std::string& prefix, Mlp mlp, const DecoderOptions& o) {
+  const bool gpt = mlp == Mlp::Gpt;
   Block b;
-  b.attention_norm = layer_of(net, prefix + attention_norm);
-  b.attention = layer_of(net, prefix + attention);
-  b.mlp_norm = layer_of(net, prefix + mlp_norm);
-  for (const std::string& m : mlp) b.mlp.push_back(layer_of(net, prefix + m));
-  const auto* a = nn::attributes_of<nn::AttentionAttributes>(b.attention);
-  if (!a) throw ValueError("CachedDecoder: layer '" + prefix + attention + "' is not a MultiHeadAttention");
+  b.mlp = mlp;
+  b.attention_norm = layer_of(net, prefix + (gpt ? ".ln_1" : ".input_layernorm"));
+  b.mlp_norm = layer_of(net, prefix + (gpt ? ".ln_2" : ".post_attention_layernorm"));
+  const nn::Layer& attention = layer_of(net, prefix + (gpt ? ".attn" : ".self_attn"));
+  const auto* a = nn::attributes_of<nn::AttentionAttributes>(attention);
+  if (!a) throw ValueError("CachedDecoder: layer '" + attention.name() + "' is not a MultiHeadAttention");
+  const nn::State& s = attention.state();
+  b.q = projection(s, "q_weight", "q_bias", o);
+  b.k = projection(s, "k_weight", "k_bias", o);
+  b.v = projection(s, "v_weight", "v_bias", o);
+  b.out = projection(s, "out_weight", "out_bias", o);
   b.heads = a->n_heads;
   b.kv_heads = a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads;
-  b.head_size = b.attention.state().param("q_weight").shape()[1] / b.heads;
+  b.head_size = b.q.weights.shape()[1] / b.heads;
   b.rotary = a->rotary_options();
+  if (gpt) {
+    b.activation = layer_of(net, prefix + ".mlp.act");
+    b.mlp_in = projection(layer_of(net, prefix + ".mlp.c_fc").state(), "weights", "bias", o);
+    b.mlp_out = projection(layer_of(net, prefix + ".mlp.c_proj").state(), "weights", "bias", o);
+  } else {
+    const nn::State& m = layer_of(net, prefix + ".mlp").state();
+    b.mlp_gate = projection(m, "gate", "", o);
+    b.mlp_in = projection(m, "up", "", o);
+    b.mlp_out = projection(m, "down", "", o);
+  }
   return b;
 }
 
 }  // namespace
 
-CachedDecoder::CachedDecoder(zoo::Network network, int64_t max_length, int64_t slots) : impl_(std::make_shared<Impl>()) {
+CachedDecoder::CachedDecoder(zoo::Network network, const DecoderOptions& options) : impl_(std::make_shared<Impl>()) {
   Impl& d = *impl_;
   d.network = std::move(network);
   const zoo::Network& net = d.network;
+  if (options.int8_group < 0)
+    throw ValueError("CachedDecoder: int8_group " + std::to_string(options.int8_group) + " (valid: 0 for one scale per output, or >= 1)");
   int64_t limit = 0;
   if (const auto* c = std::get_if<zoo::GptConfig>(&net.config)) {
     d.embedding = layer_of(net, "transformer.wte");
     d.positions = layer_of(net, "transformer.wpe");
-    for (int64_t i = 0; i < c->n_layer; ++i)
-      d.blocks.push_back(block_of(net, "transformer.h." + std::to_string(i), ".ln_1", ".attn", ".ln_2", {".mlp.c_fc", ".mlp.act", ".mlp.c_proj"}));
+    for (int64_t i = 0; i < c->n_layer; ++i) d.blocks.push_back(block_of(net, "transformer.h." + std::to_string(i), Mlp::Gpt, options));
     d.final_norm = layer_of(net, "transformer.ln_f");
     limit = c->n_positions;
   } else if (const auto* c = std::get_if<zoo::LlamaConfig>(&net.config)) {
     d.embedding = layer_of(net, "model.embed_tokens");
     for (int64_t i = 0; i < c->num_hidden_layers; ++i)
-      d.blocks.push_back(
-          block_of(net, "model.layers." + std::to_string(i), ".input_layernorm", ".self_attn", ".post_attention_layernorm", {".mlp"}));
+      d.blocks.push_back(block_of(net, "model.layers." + std::to_string(i), Mlp::SwiGlu, options));
     d.final_norm = layer_of(net, "model.norm");
     limit = c->max_position_embeddings;
   } else {
     throw ValueError("CachedDecoder: the network '" + net.name + "' is not a language model of zoo::gpt or zoo::llama (it has no such config)");
   }
-  d.head = layer_of(net, "lm_head");
+  // the head: a Linear (in, out), or the token table (vocab, in) read transposed when tied
+  const nn::Layer& head = layer_of(net, "lm_head");
+  const auto* h = nn::attributes_of<nn::LinearAttributes>(head);
+  if (!h) throw ValueError("CachedDecoder: layer 'lm_head' is not a Linear");
+  d.head = projection(head.state(), "weights", "bias", {});
+  if (h->transpose_weights) d.head.weights = d.head.weights.transpose();
+  if (options.int8_weights) d.head.int8 = quantize_int8(d.head.weights, std::min(options.int8_group, d.head.weights.dim(0)));
+  const int64_t max_length = options.max_length, slots = options.slots;
   if (max_length < 0) throw ValueError("CachedDecoder: max_length " + std::to_string(max_length) + " (valid: >= 1, or 0 for the model's)");
   if (slots < 1) throw ValueError("CachedDecoder: slots " + std::to_string(slots) + " (valid: >= 1)");
   // GPT-2 cannot go past its position table; RoPE has no table, so Llama may
@@ -201,14 +246,14 @@ Tensor CachedDecoder::feed(const std::vector<int64_t>& tokens) {
   std::vector<Span> spans;
   const Tensor h = impl_->run({tokens}, spans);
   NoGrad no_grad;
-  return impl_->head.compute(slice(h, 0, h.dim(0) - 1, h.dim(0)))[0];
+  return impl_->head(slice(h, 0, h.dim(0) - 1, h.dim(0)))[0];
 }
 
 Tensor CachedDecoder::feed_all(const std::vector<int64_t>& tokens) {
   std::vector<Span> spans;
   const Tensor h = impl_->run({tokens}, spans);
   NoGrad no_grad;
-  return impl_->head.compute(h);
+  return impl_->head(h);
 }
 
 Tensor CachedDecoder::feed_slots(const std::vector<std::vector<int64_t>>& tokens) {
@@ -217,7 +262,7 @@ Tensor CachedDecoder::feed_slots(const std::vector<std::vector<int64_t>>& tokens
   std::vector<int64_t> last;
   for (const Span& span : spans) last.push_back(span.row + span.count - 1);
   NoGrad no_grad;
-  return impl_->head.compute(take(h, from_vector<int64_t>(last, {static_cast<int64_t>(last.size())}), 0));
+  return impl_->head(take(h, from_vector<int64_t>(last, {static_cast<int64_t>(last.size())}), 0));
 }
 
 void CachedDecoder::reset(int64_t slot) {
@@ -240,6 +285,19 @@ int64_t CachedDecoder::length(int64_t slot) const {
 }
 int64_t CachedDecoder::slots() const { return static_cast<int64_t>(impl_->lengths.size()); }
 int64_t CachedDecoder::max_length() const { return impl_->max_length; }
+
+int64_t CachedDecoder::weight_bytes() const {
+  const auto norm = [](const nn::Layer& l) {
+    int64_t n = 0;
+    for (const Tensor& t : l.parameters()) n += static_cast<int64_t>(t.nbytes());
+    return n;
+  };
+  int64_t bytes = impl_->head.bytes() + norm(impl_->final_norm);
+  for (const Block& b : impl_->blocks)
+    bytes += b.q.bytes() + b.k.bytes() + b.v.bytes() + b.out.bytes() + b.mlp_in.bytes() + b.mlp_out.bytes() +
+             (b.mlp == Mlp::SwiGlu ? b.mlp_gate.bytes() : 0) + norm(b.attention_norm) + norm(b.mlp_norm);
+  return bytes;
+}
 
 int64_t CachedDecoder::cache_bytes() const {
   int64_t bytes = 0;

@@ -9,10 +9,22 @@
 
 #include "loom/core/api.h"
 #include "loom/core/tensor.h"
+#include "loom/ops/quantized.h"
 #include "loom/train/generation.h"
 #include "loom/zoo/models.h"
 
 namespace loom::train {
+
+struct LOOM_API DecoderOptions {
+  int64_t max_length = 0;  // positions each slot's cache holds; 0: the model's n_positions or max_position_embeddings
+  int64_t slots = 1;       // sequences decoded side by side
+  // Weight-only int8 (ops/quantized.h): every linear map of the blocks and the head is quantized
+  // once, here, symmetric per output (int8_group 0) or per group of int8_group inputs, and read as
+  // int8 at every token (a copy: training the network afterwards is not seen). Embeddings and
+  // norms stay float.
+  bool int8_weights = false;
+  int64_t int8_group = 0;
+};
 
 // Several sequences decode together in `slots`: each slot has its own cache and length, and one
 // feed_slots() pass reads the weights once for the new tokens of every slot (no padding: a slot
@@ -21,10 +33,10 @@ namespace loom::train {
 class LOOM_API CachedDecoder : public NextTokenModel {
  public:
   // Over `network`, a model built by zoo::gpt or zoo::llama (its `config` says which; ValueError
-  // for any other), sharing its weights: what trains the network changes what this decodes.
-  // Each slot's cache holds `max_length` positions (0: the model's n_positions or
-  // max_position_embeddings), allocated here, once, as the weights' dtype.
-  explicit CachedDecoder(zoo::Network network, int64_t max_length = 0, int64_t slots = 1);
+  // for any other), sharing its float weights: what trains the network changes what this
+  // decodes. The caches (options.slots of options.max_length positions) are allocated here, once,
+  // as the weights' dtype.
+  explicit CachedDecoder(zoo::Network network, const DecoderOptions& options = {});
 
   // Forgets every position of slot 0 (the cache's memory is kept).
   void reset() override { reset(0); }
@@ -46,6 +58,9 @@ class LOOM_API CachedDecoder : public NextTokenModel {
   int64_t slots() const;
   int64_t max_length() const;   // positions each slot can hold
   int64_t cache_bytes() const;  // the keys' and values' memory, every layer and slot
+  // The bytes of the weights one token reads: the blocks' and the head's linear maps (int8 or
+  // float) and the norms.
+  int64_t weight_bytes() const;
 
  private:
   struct Impl;

@@ -2,7 +2,8 @@
 // and Llama (grouped-query heads, RoPE with Llama 3's scaling, a tied head), every position of a
 // 64-token sequence fed as a prompt, in chunks and one token at a time gives the full run's logits
 // within 1e-5 relative; several sequences of different lengths decoded in one pass as each
-// alone; truncate, reset, the cache's fixed memory, generate() over it, refusals.
+// alone; int8 weights (the float decoder of the dequantized weights, and near the float one);
+// truncate, reset, the cache's fixed memory, generate() over it, refusals.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/core/grad_mode.h>
@@ -13,6 +14,7 @@
 #include <loom/ops/manipulation.h>
 #include <loom/ops/random.h>
 #include <loom/ops/reduction.h>
+#include <loom/ops/quantized.h>
 #include <loom/train/decoder.h>
 
 #include <cmath>
@@ -88,7 +90,7 @@ TEST(CachedDecoder, SlotsOfDifferentLengthsInOnePassEqualEachAlone) {
   for (const zoo::Network& net : {small_gpt(), small_llama()}) {
     const std::vector<int64_t> a = random_ids(1), b = random_ids(2), c = random_ids(3);
     const Tensor fa = full_logits(net, a), fb = full_logits(net, b), fc = full_logits(net, c);
-    train::CachedDecoder decoder(net, 0, 3);
+    train::CachedDecoder decoder(net, {.slots = 3});
     // prompts of 5, 11 and 2 tokens in one pass, no padding
     Tensor z = decoder.feed_slots({{a.begin(), a.begin() + 5}, {b.begin(), b.begin() + 11}, {c.begin(), c.begin() + 2}});
     ASSERT_EQ(z.shape(), (Shape{3, kVocab}));
@@ -120,7 +122,7 @@ TEST(CachedDecoder, SlotsOfDifferentLengthsInOnePassEqualEachAlone) {
 
 TEST(CachedDecoder, TheCacheIsAllocatedOnceAndTokensAddNoMemory) {
   const zoo::Network net = small_llama();
-  train::CachedDecoder decoder(net, 100);
+  train::CachedDecoder decoder(net, {.max_length = 100});
   // 2 layers x (keys + values) x 2 kv heads x 100 positions x 8 floats
   EXPECT_EQ(decoder.cache_bytes(), 2 * 2 * 2 * 100 * 8 * 4);
   const std::vector<int64_t> ids = random_ids(5);
@@ -143,19 +145,56 @@ TEST(CachedDecoder, GenerateGivesTheTokensOfRecomputation) {
 
 TEST(CachedDecoder, RefusesWhatItCannotHold) {
   const zoo::Network gpt = small_gpt();
-  EXPECT_THROW(train::CachedDecoder(gpt, 81), ValueError);  // past the 80 learned positions
-  EXPECT_THROW(train::CachedDecoder(gpt, -1), ValueError);
+  EXPECT_THROW(train::CachedDecoder(gpt, {.max_length = 81}), ValueError);  // past the 80 learned positions
+  EXPECT_THROW(train::CachedDecoder(gpt, {.max_length = -1}), ValueError);
+  EXPECT_THROW(train::CachedDecoder(gpt, {.int8_weights = true, .int8_group = -1}), ValueError);
   EXPECT_THROW(train::CachedDecoder(zoo::mlp(4, {8}, 2)), ValueError);  // not a language model
-  train::CachedDecoder decoder(gpt, 10);
+  train::CachedDecoder decoder(gpt, {.max_length = 10});
   EXPECT_THROW(decoder.feed({}), ValueError);
   decoder.feed({1, 2, 3, 4, 5, 6, 7, 8});
   EXPECT_THROW(decoder.feed({1, 2, 3}), ValueError);  // 8 + 3 > 10
   EXPECT_EQ(decoder.length(), 8);                       // and nothing was half fed
-  train::CachedDecoder two(gpt, 10, 2);
+  train::CachedDecoder two(gpt, {.max_length = 10, .slots = 2});
   two.feed_slots({{1}, {1, 2, 3, 4, 5, 6, 7, 8, 9}});
   EXPECT_THROW(two.feed_slots({{1}, {1, 2}}), ValueError);  // slot 1 is full: slot 0 is not fed either
   EXPECT_EQ(two.length(0), 1);
-  EXPECT_THROW(train::CachedDecoder(gpt, 10, 0), ValueError);
+  EXPECT_THROW(train::CachedDecoder(gpt, {.max_length = 10, .slots = 0}), ValueError);
   EXPECT_THROW(decoder.truncate(9), ValueError);
   EXPECT_NO_THROW(decoder.feed({1, 2}));
+}
+
+TEST(CachedDecoder, Int8WeightsAreTheFloatDecoderOfTheDequantizedWeights) {
+  for (const int64_t group : {int64_t{0}, int64_t{16}}) {
+    zoo::LlamaConfig c{.vocab_size = kVocab, .hidden_size = 32, .intermediate_size = 48, .num_hidden_layers = 2,
+                       .num_attention_heads = 4, .num_key_value_heads = 2, .tie_word_embeddings = false, .initializer_range = 0.2};
+    manual_seed(8);
+    const zoo::Network net = zoo::llama(c);
+    manual_seed(8);
+    const zoo::Network rounded = zoo::llama(c);
+    // every matrix of the blocks and the head replaced by what its int8 form stands for
+    for (const auto& layer : rounded.graph.nodes()) {
+      if (std::string(layer.kind()) == "Lookup") continue;
+      for (auto [name, t] : layer.state().all_params())
+        if (t.ndim() == 2) {
+          NoGrad no_grad;
+          t.copy_(dequantize(quantize_int8(t, std::min(group, t.dim(0)))));
+        }
+    }
+    train::CachedDecoder int8(net, {.int8_weights = true, .int8_group = group}), reference(rounded);
+    const std::vector<int64_t> ids = random_ids(4);
+    EXPECT_LT(relative(int8.feed_all({ids.begin(), ids.begin() + 10}), reference.feed_all({ids.begin(), ids.begin() + 10})), 1e-5);
+    for (int64_t t = 10; t < 30; ++t)
+      ASSERT_LT(relative(int8.feed({ids[static_cast<size_t>(t)]}), reference.feed({ids[static_cast<size_t>(t)]})), 1e-5) << t;
+    // a quarter of the bytes, and near the float decoder
+    train::CachedDecoder exact(net);
+    EXPECT_LT(int8.weight_bytes() * 3, exact.weight_bytes()) << int8.weight_bytes() << " vs " << exact.weight_bytes();
+    exact.feed({ids.begin(), ids.begin() + 10});
+    int8.reset();
+    EXPECT_LT(relative(int8.feed({ids.begin(), ids.begin() + 11}), exact.feed({ids[10]})), 0.05);
+  }
+  // GPT-2's head is its token table: quantized for the head, float for the embedding
+  const zoo::Network gpt = small_gpt();
+  train::CachedDecoder int8(gpt, {.int8_weights = true}), exact(gpt);
+  const std::vector<int64_t> ids = random_ids(6);
+  EXPECT_LT(relative(int8.feed({ids.begin(), ids.begin() + 20}), exact.feed({ids.begin(), ids.begin() + 20})), 0.05);
 }
