@@ -128,54 +128,13 @@ AttentionBlock Importer::match_attention(int k) const {
   int64_t d = 0;
   const std::vector<int64_t> qperm = perm_of(*qt);
   if (qperm == std::vector<int64_t>{0, 2, 1, 3}) {  // Loom's exporter
-    int64_t hq = 0, hk = 0, hv = 0, dq = 0, dk = 0, dv = 0;
-    a.q = loom_heads(qs, a.wq, a.bq, hq, dq, nodes, "the query projection");
-    const auto& kt2 = need(ks, "Transpose", nodes, "the keys");
-    need_perm(kt2, {0, 1, 3, 2}, "the keys");
-    a.k = loom_heads(kt2.input(0), a.wk, a.bk, hk, dk, nodes, "the key projection");
-    a.v = loom_heads(pv.input(1), a.wv, a.bv, hv, dv, nodes, "the value projection");
-    if (hq != hk || hq != hv || dq != dk || dq != dv)
-      throw Unsupported("the queries, keys and values are split into different heads " + ints_str({hq, dq}) + ", " + ints_str({hk, dk}) + ", " +
-                        ints_str({hv, dv}));
-    a.heads = hq;
-    d = dq;
-    const int kot = only_reader(pv.output(0));
-    if (kot < 0 || g_.node(kot).op_type() != "Transpose") throw Unsupported("the attended values are not Transposed (0, 2, 1, 3) (the heads back)");
-    need_perm(g_.node(kot), {0, 2, 1, 3}, "the attended values");
-    nodes.insert(kot);
-    const int kr = only_reader(g_.node(kot).output(0));
-    if (kr < 0 || g_.node(kr).op_type() != "Reshape" || g_.node(kr).input_size() != 2 || !const_is(g_.node(kr).input(1), {0, 0, hq * dq}, {3}))
-      throw Unsupported("the attended values are not Reshaped to (0, 0, " + std::to_string(hq * dq) + ") (the heads concatenated)");
-    nodes.insert(kr);
-    a.out = out_projection(g_.node(kr).output(0), a, nodes);
+    loom_block(a, pv, qs, ks, d, nodes);
     if (a.causal && (causal_q != a.q || causal_k != a.k)) throw Unsupported("the causal mask is computed from other values than the queries and keys");
   } else {  // torch.onnx
     if (a.causal || !a.keep.empty()) throw Unsupported("a mask on the scores (Where) in torch.onnx's form is not imported");
     torch_heads(a, pv, qs, ks, d, nodes);
   }
-  const int64_t e = a.wq.defined() ? a.wq.shape()[0] : 0;
-  for (const Tensor* w : {&a.wq, &a.wk, &a.wv, &a.wo})
-    if (w->shape() != Shape{e, e}) throw Unsupported("a projection's weights of the shape " + shape_str(w->shape()) + " (valid: (E, E), E the units)");
-  if (a.heads < 1 || d < 1 || a.heads * d != e) throw Unsupported(std::to_string(a.heads) + " heads of " + std::to_string(d) + " do not make " + std::to_string(e) + " units");
-  const bool bias = a.bq.defined();
-  if (a.bk.defined() != bias || a.bv.defined() != bias || a.bo.defined() != bias)
-    throw Unsupported("some projections have a bias and others none (Loom's MultiHeadAttention has all four or none)");
-  a.bq = bias_vector(a.bq, e, "the query projection");
-  a.bk = bias_vector(a.bk, e, "the key projection");
-  a.bv = bias_vector(a.bv, e, "the value projection");
-  a.bo = bias_vector(a.bo, e, "the out projection");
-  if (std::abs(scale * std::sqrt(static_cast<double>(d)) - 1) > 1e-6)
-    throw Unsupported("the scores are scaled by " + std::to_string(scale) + ", not 1/sqrt(" + std::to_string(d) + ") (the head size)");
-  // closed: the block's values are read by its own nodes only, but its output
-  for (int m : nodes)
-    for (const auto& o : g_.node(m).output()) {
-      if (o.empty() || o == a.out) continue;
-      if (is_graph_output(o)) throw Unsupported("the block's value '" + o + "' is a graph output");
-      for (int r : readers_of(o))
-        if (!nodes.count(r)) throw Unsupported("the block's value '" + o + "' is read by the node '" + node_name(g_.node(r)) + "' outside it");
-    }
-  int last = 0;
-  if (!producer_of(a.out, &last) || *nodes.rbegin() != last) throw Unsupported("the block's nodes are not in topological order");
+  check_attention(a, d, scale);
   return a;
 }
 
@@ -315,6 +274,60 @@ std::string Importer::loom_masks(std::string s, AttentionBlock& a, std::set<int>
     }
     s = w->input(2);
   }
+}
+
+// Loom's exporter's form, from the queries `qs` (N, H, L, d) and the keys `ks`: each of q, k, v
+// split into heads by loom_heads, the weighted sum `pv` put back into (N, L, E) and projected.
+void Importer::loom_block(AttentionBlock& a, const onnx::NodeProto& pv, const std::string& qs, const std::string& ks, int64_t& d, std::set<int>& nodes) const {
+  int64_t hq = 0, hk = 0, hv = 0, dq = 0, dk = 0, dv = 0;
+  a.q = loom_heads(qs, a.wq, a.bq, hq, dq, nodes, "the query projection");
+  const auto& kt2 = need(ks, "Transpose", nodes, "the keys");
+  need_perm(kt2, {0, 1, 3, 2}, "the keys");
+  a.k = loom_heads(kt2.input(0), a.wk, a.bk, hk, dk, nodes, "the key projection");
+  a.v = loom_heads(pv.input(1), a.wv, a.bv, hv, dv, nodes, "the value projection");
+  if (hq != hk || hq != hv || dq != dk || dq != dv)
+    throw Unsupported("the queries, keys and values are split into different heads " + ints_str({hq, dq}) + ", " + ints_str({hk, dk}) + ", " +
+                      ints_str({hv, dv}));
+  a.heads = hq;
+  d = dq;
+  const int kot = only_reader(pv.output(0));
+  if (kot < 0 || g_.node(kot).op_type() != "Transpose") throw Unsupported("the attended values are not Transposed (0, 2, 1, 3) (the heads back)");
+  need_perm(g_.node(kot), {0, 2, 1, 3}, "the attended values");
+  nodes.insert(kot);
+  const int kr = only_reader(g_.node(kot).output(0));
+  if (kr < 0 || g_.node(kr).op_type() != "Reshape" || g_.node(kr).input_size() != 2 || !const_is(g_.node(kr).input(1), {0, 0, hq * dq}, {3}))
+    throw Unsupported("the attended values are not Reshaped to (0, 0, " + std::to_string(hq * dq) + ") (the heads concatenated)");
+  nodes.insert(kr);
+  a.out = out_projection(g_.node(kr).output(0), a, nodes);
+}
+
+// The block's weights (E, E), its heads making E, its biases all or none, its scale 1/sqrt(d), and
+// closed: its values read by its own nodes only, but its output.
+void Importer::check_attention(AttentionBlock& a, int64_t d, double scale) const {
+  std::set<int>& nodes = a.nodes;
+  const int64_t e = a.wq.defined() ? a.wq.shape()[0] : 0;
+  for (const Tensor* w : {&a.wq, &a.wk, &a.wv, &a.wo})
+    if (w->shape() != Shape{e, e}) throw Unsupported("a projection's weights of the shape " + shape_str(w->shape()) + " (valid: (E, E), E the units)");
+  if (a.heads < 1 || d < 1 || a.heads * d != e) throw Unsupported(std::to_string(a.heads) + " heads of " + std::to_string(d) + " do not make " + std::to_string(e) + " units");
+  const bool bias = a.bq.defined();
+  if (a.bk.defined() != bias || a.bv.defined() != bias || a.bo.defined() != bias)
+    throw Unsupported("some projections have a bias and others none (Loom's MultiHeadAttention has all four or none)");
+  a.bq = bias_vector(a.bq, e, "the query projection");
+  a.bk = bias_vector(a.bk, e, "the key projection");
+  a.bv = bias_vector(a.bv, e, "the value projection");
+  a.bo = bias_vector(a.bo, e, "the out projection");
+  if (std::abs(scale * std::sqrt(static_cast<double>(d)) - 1) > 1e-6)
+    throw Unsupported("the scores are scaled by " + std::to_string(scale) + ", not 1/sqrt(" + std::to_string(d) + ") (the head size)");
+  // closed: the block's values are read by its own nodes only, but its output
+  for (int m : nodes)
+    for (const auto& o : g_.node(m).output()) {
+      if (o.empty() || o == a.out) continue;
+      if (is_graph_output(o)) throw Unsupported("the block's value '" + o + "' is a graph output");
+      for (int r : readers_of(o))
+        if (!nodes.count(r)) throw Unsupported("the block's value '" + o + "' is read by the node '" + node_name(g_.node(r)) + "' outside it");
+    }
+  int last = 0;
+  if (!producer_of(a.out, &last) || *nodes.rbegin() != last) throw Unsupported("the block's nodes are not in topological order");
 }
 
 // The out projection reading the concatenated heads `c`: MatMul (+ Add) or Gemm; returns its value.

@@ -87,127 +87,153 @@ TorchHead Importer::torch_head(const std::string& t, const std::vector<int64_t>&
   return h;
 }
 
+// The block in torch.onnx's form from its queries `qs` (N H, L, d), keys `ks` (N H, d, S) and
+// weighted sum `pv`: its heads (torch_head), its output (torch_output), its shape arithmetic
+// checked at two probe sizes (N, L, S) (torch_probe), then the weights each head takes.
 void Importer::torch_heads(AttentionBlock& a, const onnx::NodeProto& pv, const std::string& qs, const std::string& ks, int64_t& d, std::set<int>& nodes) const {
-  TorchHead hs[3] = {torch_head(qs, {1, 0, 2}, "the queries", nodes), torch_head(ks, {1, 2, 0}, "the keys", nodes),
-                     torch_head(pv.input(1), {1, 0, 2}, "the values", nodes)};
-  a.q = hs[0].x;
-  a.k = hs[1].x;
-  a.v = hs[2].x;
-  // the output: MatMul -> Transpose (1, 0, 2) -> Reshape (L N, E) -> projection -> Reshape (L, N, E) -> Transpose (1, 0, 2)
-  const int kt1 = only_reader(pv.output(0));
-  if (kt1 < 0 || g_.node(kt1).op_type() != "Transpose") throw Unsupported("the attended values are not Transposed (1, 0, 2)");
-  need_perm(g_.node(kt1), {1, 0, 2}, "the attended values");
-  nodes.insert(kt1);
-  const int kr1 = only_reader(g_.node(kt1).output(0));
-  if (kr1 < 0 || g_.node(kr1).op_type() != "Reshape" || g_.node(kr1).input_size() != 2) throw Unsupported("the attended values are not Reshaped to (L N, E)");
-  nodes.insert(kr1);
-  const std::string y = out_projection(g_.node(kr1).output(0), a, nodes);
-  const int kr2 = reader_besides_shapes(y, "Reshape");
-  if (kr2 < 0 || g_.node(kr2).input_size() != 2) throw Unsupported("the out projection is not Reshaped to (L, N, E)");
-  nodes.insert(kr2);
-  const int kt2 = only_reader(g_.node(kr2).output(0));
+  TorchBlock t;
+  t.head[0] = torch_head(qs, {1, 0, 2}, "the queries", nodes);
+  t.head[1] = torch_head(ks, {1, 2, 0}, "the keys", nodes);
+  t.head[2] = torch_head(pv.input(1), {1, 0, 2}, "the values", nodes);
+  a.q = t.head[0].x;
+  a.k = t.head[1].x;
+  a.v = t.head[2].x;
+  torch_output(a, pv, t, nodes);
+  for (const auto& probe : {std::array<int64_t, 3>{2, 3, 4}, std::array<int64_t, 3>{3, 7, 5}}) torch_probe(a, pv, t, probe, nodes);
+  a.heads = t.heads;
+  d = t.e / t.heads;
+  Tensor* ws[3] = {&a.wq, &a.wk, &a.wv};
+  Tensor* bs[3] = {&a.bq, &a.bk, &a.bv};
+  for (int i = 0; i < 3; ++i) {
+    const TorchHead& h = t.head[i];
+    *ws[i] = slice(h.w, 1, t.cols[i][0], t.cols[i][1]).contiguous();
+    if (h.b.defined()) {
+      const Tensor b = bias_vector(h.b, h.w.shape()[1], i == 0 ? "the query projection" : i == 1 ? "the key projection" : "the value projection");
+      *bs[i] = slice(b, 0, t.cols[i][0], t.cols[i][1]).contiguous();
+    }
+  }
+}
+
+// The output: MatMul -> Transpose (1, 0, 2) -> Reshape (L N, E) -> projection -> Reshape (L, N, E)
+// -> Transpose (1, 0, 2); sets a.out, a.wo (a.bo) and the units E.
+void Importer::torch_output(AttentionBlock& a, const onnx::NodeProto& pv, TorchBlock& t, std::set<int>& nodes) const {
+  t.kt1 = only_reader(pv.output(0));
+  if (t.kt1 < 0 || g_.node(t.kt1).op_type() != "Transpose") throw Unsupported("the attended values are not Transposed (1, 0, 2)");
+  need_perm(g_.node(t.kt1), {1, 0, 2}, "the attended values");
+  nodes.insert(t.kt1);
+  t.kr1 = only_reader(g_.node(t.kt1).output(0));
+  if (t.kr1 < 0 || g_.node(t.kr1).op_type() != "Reshape" || g_.node(t.kr1).input_size() != 2) throw Unsupported("the attended values are not Reshaped to (L N, E)");
+  nodes.insert(t.kr1);
+  t.y = out_projection(g_.node(t.kr1).output(0), a, nodes);
+  t.kr2 = reader_besides_shapes(t.y, "Reshape");
+  if (t.kr2 < 0 || g_.node(t.kr2).input_size() != 2) throw Unsupported("the out projection is not Reshaped to (L, N, E)");
+  nodes.insert(t.kr2);
+  const int kt2 = only_reader(g_.node(t.kr2).output(0));
   if (kt2 < 0 || g_.node(kt2).op_type() != "Transpose") throw Unsupported("the result is not Transposed back to batch first");
   need_perm(g_.node(kt2), {1, 0, 2}, "the result");
   nodes.insert(kt2);
   a.out = g_.node(kt2).output(0);
-  const int64_t e = a.wo.defined() && a.wo.ndim() == 2 ? a.wo.shape()[0] : 0;
-  if (e < 1) throw Unsupported("the out projection's weights of the shape " + shape_str(a.wo.shape()));
-  // the shape arithmetic at two probe sizes (N, L, S): the columns (and rows) each head takes, its split
-  std::vector<int64_t> cols[3], rows[3], brows[3];
-  int64_t heads = 0;
-  for (const auto& probe : {std::array<int64_t, 3>{2, 3, 4}, std::array<int64_t, 3>{3, 7, 5}}) {
-    const int64_t n = probe[0], l = probe[1], s_len = a.k == a.q ? l : probe[2];
-    ints_memo_.clear();
-    std::map<std::string, std::vector<int64_t>> shapes;
-    const auto len_of = [&](const std::string& x) { return x == a.q ? l : s_len; };
-    for (const TorchHead& h : hs) {  // the inputs first: torch's weight Slices read their shapes
-      shapes[h.x] = {n, len_of(h.x), e};
-      shapes[h.xt] = {len_of(h.x), n, e};
-    }
-    for (int i = 0; i < 3; ++i) {
-      TorchHead& h = hs[i];
-      const std::string hn = i == 0 ? "the queries" : i == 1 ? "the keys" : "the values";
-      const int64_t len = len_of(h.x);
-      // the projection's weights (in, cols), at this probe
-      if (!h.w_slice.empty()) {
-        const auto r = initializer_rows(h.w_slice, shapes, nodes);
-        if (!rows[i].empty() && rows[i] != std::vector<int64_t>{r.first, r.second}) throw Unsupported(hn + ": the weights' Slice takes other rows at another size");
-        rows[i] = {r.first, r.second};
-        h.w = transpose(slice(consts_.at(producer_of(h.w_slice)->input(0)), 0, r.first, r.second)).contiguous();
-      }
-      if (!h.b_slice.empty()) {
-        const auto r = initializer_rows(h.b_slice, shapes, nodes);
-        if (!brows[i].empty() && brows[i] != std::vector<int64_t>{r.first, r.second}) throw Unsupported(hn + ": the bias' Slice takes other values at another size");
-        brows[i] = {r.first, r.second};
-        h.b = slice(consts_.at(producer_of(h.b_slice)->input(0)), 0, r.first, r.second).contiguous();
-      }
-      const int64_t in = h.w.shape()[0], c = h.w.shape()[1];
-      if (in != e) throw Unsupported(hn + ": the projection's weights of the shape " + shape_str(h.w.shape()) + " take " + std::to_string(in) + " features, not " + std::to_string(e));
-      shapes[h.x] = {n, len, e};
-      shapes[h.xt] = {len, n, e};
-      shapes[h.mm] = {len, n, c};
-      shapes[h.proj] = {len, n, c};
-      if (!h.slice.empty()) {
-        const auto& sl = *producer_of(h.slice);
-        std::vector<std::optional<std::vector<int64_t>>> v;
-        for (int j = 1; j < sl.input_size(); ++j) v.push_back(eval_ints(sl.input(j), shapes, nodes));
-        for (const auto& x : v)
-          if (!x || x->size() != 1) throw Unsupported("the Slice (node '" + node_name(sl) + "') has bounds the importer cannot evaluate");
-        const int64_t axis = v.size() > 2 ? (*v[2])[0] : 0;
-        if (axis != 2 && axis != -1) throw Unsupported("the Slice (node '" + node_name(sl) + "') is not on the last axis");
-        if (v.size() > 3 && (*v[3])[0] != 1) throw Unsupported("the Slice (node '" + node_name(sl) + "') has a step");
-        const int64_t b = std::clamp((*v[0])[0] < 0 ? (*v[0])[0] + c : (*v[0])[0], int64_t{0}, c),
-                      en = std::clamp((*v[1])[0] < 0 ? (*v[1])[0] + c : (*v[1])[0], int64_t{0}, c);
-        if (en - b != e)
-          throw Unsupported("the Slice (node '" + node_name(sl) + "') takes " + std::to_string(en - b) + " of the packed projection's columns, not " + std::to_string(e));
-        if (!cols[i].empty() && cols[i] != std::vector<int64_t>{b, en}) throw Unsupported("the Slice (node '" + node_name(sl) + "') takes other columns at another size");
-        cols[i] = {b, en};
-        shapes[h.slice] = {len, n, e};
-      } else {
-        if (c != e) throw Unsupported(hn + ": the projection gives " + std::to_string(c) + " units, not " + std::to_string(e));
-        cols[i] = {0, e};
-      }
-      const onnx::NodeProto& rn = *producer_of(h.reshape);
-      const auto target = eval_ints(rn.input(1), shapes, nodes);
-      if (!target) throw Unsupported("the Reshape (node '" + node_name(rn) + "') has a shape the importer cannot evaluate");
-      const auto got = reshaped({len, n, e}, *target);
-      if (!got) throw Unsupported("the Reshape (node '" + node_name(rn) + "') to " + ints_str(*target) + " does not fit " + ints_str({len, n, e}));
-      const std::vector<int64_t>& t = *got;
-      if (t.size() != 3 || t[0] != len || t[1] % n != 0 || t[1] / n < 1 || t[1] / n * t[2] != e || (heads && t[1] / n != heads))
-        throw Unsupported("the Reshape (node '" + node_name(rn) + "') gives " + ints_str(t) + " at (N, L) = " + ints_str({n, len}) +
-                          ", not (L, N heads, E / heads) with the same heads for q, k and v");
-      heads = t[1] / n;
-      shapes[h.reshape] = t;
-    }
-    const auto check = [&](int kr, const std::vector<int64_t>& in, const std::vector<int64_t>& want) {
-      const auto target = eval_ints(g_.node(kr).input(1), shapes, nodes);
-      const auto got = target ? reshaped(in, *target) : std::nullopt;
-      if (!got || *got != want)
-        throw Unsupported("the Reshape (node '" + node_name(g_.node(kr)) + "') gives " + (got ? ints_str(*got) : std::string("a shape the importer cannot evaluate")) +
-                          " at (N, L) = " + ints_str({n, l}) + ", not " + ints_str(want));
-      shapes[g_.node(kr).output(0)] = want;
-    };
-    shapes[pv.output(0)] = {n * heads, l, e / heads};
-    shapes[g_.node(kt1).output(0)] = {l, n * heads, e / heads};
-    check(kr1, {l, n * heads, e / heads}, {l * n, e});
-    shapes[y] = {l * n, e};
-    for (int m : nodes)
-      if (g_.node(m).output_size() == 1 && g_.node(m).output(0) != y && (g_.node(m).op_type() == "Gemm" || g_.node(m).op_type() == "MatMul") &&
-          g_.node(m).input(0) == g_.node(kr1).output(0))
-        shapes[g_.node(m).output(0)] = {l * n, e};
-    check(kr2, {l * n, e}, {l, n, e});
+  t.e = a.wo.defined() && a.wo.ndim() == 2 ? a.wo.shape()[0] : 0;
+  if (t.e < 1) throw Unsupported("the out projection's weights of the shape " + shape_str(a.wo.shape()));
+}
+
+// The shape arithmetic at one probe size (N, L, S): the columns (and rows) each head takes and its
+// split into heads, the same at every probe, and the Reshapes of the output giving (L N, E) and
+// (L, N, E).
+void Importer::torch_probe(const AttentionBlock& a, const onnx::NodeProto& pv, TorchBlock& t, const std::array<int64_t, 3>& probe,
+                           std::set<int>& nodes) const {
+  const int64_t n = probe[0], l = probe[1], s_len = a.k == a.q ? l : probe[2], e = t.e;
+  ints_memo_.clear();
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const TorchHead& h : t.head) {  // the inputs first: torch's weight Slices read their shapes
+    shapes[h.x] = {n, h.x == a.q ? l : s_len, e};
+    shapes[h.xt] = {h.x == a.q ? l : s_len, n, e};
   }
-  a.heads = heads;
-  d = e / heads;
-  Tensor* ws[3] = {&a.wq, &a.wk, &a.wv};
-  Tensor* bs[3] = {&a.bq, &a.bk, &a.bv};
-  for (int i = 0; i < 3; ++i) {
-    *ws[i] = slice(hs[i].w, 1, cols[i][0], cols[i][1]).contiguous();
-    if (hs[i].b.defined()) {
-      const Tensor b = bias_vector(hs[i].b, hs[i].w.shape()[1], i == 0 ? "the query projection" : i == 1 ? "the key projection" : "the value projection");
-      *bs[i] = slice(b, 0, cols[i][0], cols[i][1]).contiguous();
-    }
+  for (int i = 0; i < 3; ++i) torch_head_at(t, i, n, t.head[i].x == a.q ? l : s_len, shapes, nodes);
+  const int64_t heads = t.heads;
+  const auto check = [&](int kr, const std::vector<int64_t>& in, const std::vector<int64_t>& want) {
+    const auto target = eval_ints(g_.node(kr).input(1), shapes, nodes);
+    const auto got = target ? reshaped(in, *target) : std::nullopt;
+    if (!got || *got != want)
+      throw Unsupported("the Reshape (node '" + node_name(g_.node(kr)) + "') gives " + (got ? ints_str(*got) : std::string("a shape the importer cannot evaluate")) +
+                        " at (N, L) = " + ints_str({n, l}) + ", not " + ints_str(want));
+    shapes[g_.node(kr).output(0)] = want;
+  };
+  shapes[pv.output(0)] = {n * heads, l, e / heads};
+  shapes[g_.node(t.kt1).output(0)] = {l, n * heads, e / heads};
+  check(t.kr1, {l, n * heads, e / heads}, {l * n, e});
+  shapes[t.y] = {l * n, e};
+  for (int m : nodes)
+    if (g_.node(m).output_size() == 1 && g_.node(m).output(0) != t.y && (g_.node(m).op_type() == "Gemm" || g_.node(m).op_type() == "MatMul") &&
+        g_.node(m).input(0) == g_.node(t.kr1).output(0))
+      shapes[g_.node(m).output(0)] = {l * n, e};
+  check(t.kr2, {l * n, e}, {l, n, e});
+}
+
+// Head i (q, k, v) at a probe of batch n and its length: the rows of the weights (and bias) it
+// slices, the columns of a packed projection, and its Reshape into (L, N heads, E / heads).
+void Importer::torch_head_at(TorchBlock& t, int i, int64_t n, int64_t len, std::map<std::string, std::vector<int64_t>>& shapes,
+                             std::set<int>& nodes) const {
+  TorchHead& h = t.head[i];
+  const int64_t e = t.e;
+  const std::string hn = i == 0 ? "the queries" : i == 1 ? "the keys" : "the values";
+  // the projection's weights (in, cols), at this probe
+  if (!h.w_slice.empty()) {
+    const auto r = initializer_rows(h.w_slice, shapes, nodes);
+    if (!t.rows[i].empty() && t.rows[i] != std::vector<int64_t>{r.first, r.second}) throw Unsupported(hn + ": the weights' Slice takes other rows at another size");
+    t.rows[i] = {r.first, r.second};
+    h.w = transpose(slice(consts_.at(producer_of(h.w_slice)->input(0)), 0, r.first, r.second)).contiguous();
   }
+  if (!h.b_slice.empty()) {
+    const auto r = initializer_rows(h.b_slice, shapes, nodes);
+    if (!t.brows[i].empty() && t.brows[i] != std::vector<int64_t>{r.first, r.second}) throw Unsupported(hn + ": the bias' Slice takes other values at another size");
+    t.brows[i] = {r.first, r.second};
+    h.b = slice(consts_.at(producer_of(h.b_slice)->input(0)), 0, r.first, r.second).contiguous();
+  }
+  const int64_t in = h.w.shape()[0], c = h.w.shape()[1];
+  if (in != e) throw Unsupported(hn + ": the projection's weights of the shape " + shape_str(h.w.shape()) + " take " + std::to_string(in) + " features, not " + std::to_string(e));
+  shapes[h.x] = {n, len, e};
+  shapes[h.xt] = {len, n, e};
+  shapes[h.mm] = {len, n, c};
+  shapes[h.proj] = {len, n, c};
+  if (!h.slice.empty()) {
+    const std::vector<int64_t> cols = packed_columns(*producer_of(h.slice), c, e, shapes, nodes);
+    if (!t.cols[i].empty() && t.cols[i] != cols) throw Unsupported("the Slice (node '" + node_name(*producer_of(h.slice)) + "') takes other columns at another size");
+    t.cols[i] = cols;
+    shapes[h.slice] = {len, n, e};
+  } else {
+    if (c != e) throw Unsupported(hn + ": the projection gives " + std::to_string(c) + " units, not " + std::to_string(e));
+    t.cols[i] = {0, e};
+  }
+  const onnx::NodeProto& rn = *producer_of(h.reshape);
+  const auto target = eval_ints(rn.input(1), shapes, nodes);
+  if (!target) throw Unsupported("the Reshape (node '" + node_name(rn) + "') has a shape the importer cannot evaluate");
+  const auto got = reshaped({len, n, e}, *target);
+  if (!got) throw Unsupported("the Reshape (node '" + node_name(rn) + "') to " + ints_str(*target) + " does not fit " + ints_str({len, n, e}));
+  const std::vector<int64_t>& s = *got;
+  if (s.size() != 3 || s[0] != len || s[1] % n != 0 || s[1] / n < 1 || s[1] / n * s[2] != e || (t.heads && s[1] / n != t.heads))
+    throw Unsupported("the Reshape (node '" + node_name(rn) + "') gives " + ints_str(s) + " at (N, L) = " + ints_str({n, len}) +
+                      ", not (L, N heads, E / heads) with the same heads for q, k and v");
+  t.heads = s[1] / n;
+  shapes[h.reshape] = s;
+}
+
+// [begin, end) of the c columns of a packed projection that the Slice `sl` takes: E of them, on
+// the last axis, without a step.
+std::vector<int64_t> Importer::packed_columns(const onnx::NodeProto& sl, int64_t c, int64_t e, const std::map<std::string, std::vector<int64_t>>& shapes,
+                                              std::set<int>& nodes) const {
+  std::vector<std::optional<std::vector<int64_t>>> v;
+  for (int j = 1; j < sl.input_size(); ++j) v.push_back(eval_ints(sl.input(j), shapes, nodes));
+  for (const auto& x : v)
+    if (!x || x->size() != 1) throw Unsupported("the Slice (node '" + node_name(sl) + "') has bounds the importer cannot evaluate");
+  const int64_t axis = v.size() > 2 ? (*v[2])[0] : 0;
+  if (axis != 2 && axis != -1) throw Unsupported("the Slice (node '" + node_name(sl) + "') is not on the last axis");
+  if (v.size() > 3 && (*v[3])[0] != 1) throw Unsupported("the Slice (node '" + node_name(sl) + "') has a step");
+  const int64_t b = std::clamp((*v[0])[0] < 0 ? (*v[0])[0] + c : (*v[0])[0], int64_t{0}, c),
+                en = std::clamp((*v[1])[0] < 0 ? (*v[1])[0] + c : (*v[1])[0], int64_t{0}, c);
+  if (en - b != e)
+    throw Unsupported("the Slice (node '" + node_name(sl) + "') takes " + std::to_string(en - b) + " of the packed projection's columns, not " + std::to_string(e));
+  return {b, en};
 }
 
 }  // namespace loom::io::detail

@@ -244,9 +244,17 @@ class Importer {
   void find_zero_states();
   bool read_as_sequence_only(const std::string& v) const;
   void import_rnn(const std::string& op);
+  RecurrentNode recurrent_node(const std::string& op);
+  void recurrent_weights(RecurrentNode& r);
+  nn::ActivationFn recurrent_activation(const std::string& op, int64_t dirs) const;
+  RecurrentReaders y_readers(int64_t dirs) const;
+  RecurrentReaders y_h_readers(int64_t dirs) const;
+  void set_recurrent_params(const nn::Layer& l, const RecurrentNode& r);
   // ------------------------------------------------------------------ import_attention.cpp
   void find_attention();
   AttentionBlock match_attention(int k) const;
+  void loom_block(AttentionBlock& a, const onnx::NodeProto& pv, const std::string& qs, const std::string& ks, int64_t& d, std::set<int>& nodes) const;
+  void check_attention(AttentionBlock& a, int64_t d, double scale) const;
   std::string peel_scale(const std::string& v, double& scale, std::set<int>& nodes) const;
   std::string projection(const std::string& y, Tensor& w, Tensor& b, std::set<int>& nodes, const std::string& what) const;
   static Tensor bias_vector(const Tensor& b, int64_t units, const std::string& what);
@@ -262,9 +270,19 @@ class Importer {
   bool slice_of_initializer(const std::string& v) const;
   TorchHead torch_head(const std::string& t, const std::vector<int64_t>& perm, const std::string& what, std::set<int>& nodes) const;
   void torch_heads(AttentionBlock& a, const onnx::NodeProto& pv, const std::string& qs, const std::string& ks, int64_t& d, std::set<int>& nodes) const;
+  void torch_output(AttentionBlock& a, const onnx::NodeProto& pv, TorchBlock& t, std::set<int>& nodes) const;
+  void torch_probe(const AttentionBlock& a, const onnx::NodeProto& pv, TorchBlock& t, const std::array<int64_t, 3>& probe, std::set<int>& nodes) const;
+  void torch_head_at(TorchBlock& t, int i, int64_t n, int64_t len, std::map<std::string, std::vector<int64_t>>& shapes, std::set<int>& nodes) const;
+  std::vector<int64_t> packed_columns(const onnx::NodeProto& sl, int64_t c, int64_t e, const std::map<std::string, std::vector<int64_t>>& shapes,
+                                      std::set<int>& nodes) const;
   // ------------------------------------------------------------------ import_encoder.cpp
   std::optional<std::string> activation_after(const std::string& h, nn::ActivationFn& act, std::set<int>& nodes) const;
   std::optional<EncoderBlock> match_encoder(const AttentionBlock& a) const;
+  EncoderForm norm_first_encoder(EncoderBlock& e, double& eps1, double& eps2) const;
+  bool post_norm_encoder(EncoderBlock& e, double& eps1, double& eps2) const;
+  const onnx::NodeProto* residual_add(const std::string& v, const std::string& other, int& k) const;
+  bool encoder_norm(const onnx::NodeProto& n, const AttentionBlock& a, Tensor& w, Tensor& b, double& eps) const;
+  bool feed_forward(const std::string& h, EncoderBlock& e, std::string& f) const;
 };
 
 }  // namespace loom::io::detail
