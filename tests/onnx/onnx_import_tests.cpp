@@ -655,6 +655,51 @@ TEST(OnnxImport, SliceRefusedWithReason) {
   EXPECT_TRUE(array_equal(g.compile().run({x}).at(0), flip(x, {1})));
 }
 
+// The registry's entries cover opset ranges: Clip's bounds are attributes before opset 11 and
+// inputs from then on, each range read by its own entry. Clip(0, 6) as attributes at opset 10 is
+// relu6; the same node at opset 11 is refused for its attribute, and with the bounds as inputs it
+// is relu6 again.
+TEST(OnnxImport, ClipReadByItsOpsetsEntry) {
+  const auto model = [](int64_t opset, bool inputs) {
+    onnx::ModelProto m = batch_model("x", 4);
+    m.mutable_opset_import(0)->set_version(opset);
+    auto* g = m.mutable_graph();
+    auto* n = g->add_node();
+    n->set_op_type("Clip");
+    n->set_name("clip");
+    n->add_input("x");
+    for (auto [name, v] : std::vector<std::pair<const char*, float>>{{"min", 0.0f}, {"max", 6.0f}}) {
+      if (inputs) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::FLOAT);
+        t->add_float_data(v);
+        n->add_input(name);
+      } else {
+        auto* a = n->add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(v);
+      }
+    }
+    n->add_output("y");
+    g->add_output()->set_name("y");
+    return m.SerializeAsString();
+  };
+  const Tensor x = from_vector<float>({-2, 0.5f, 3, 7, 6.5f, -0.25f, 1, 9}, {2, 4});
+  const Tensor want = clip(x, 0.0, 6.0);
+  for (const auto& [opset, inputs] : std::vector<std::pair<int64_t, bool>>{{10, false}, {6, false}, {11, true}, {17, true}}) {
+    const Graph g = io::decode_onnx(model(opset, inputs));
+    EXPECT_TRUE(allclose(g.compile().run({x}).at(0), want)) << "opset " << opset;
+  }
+  try {
+    io::decode_onnx(model(11, false));
+    ADD_FAILURE() << "Clip's bounds as attributes imported at opset 11";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("Clip (node 'clip'): the attribute 'min' is not imported"), std::string::npos) << e.what();
+  }
+}
+
 // ------------------------------------------------------------------ torchvision's ResNet-18
 TEST(OnnxImport, TorchvisionResNet18) {
   const char* d = std::getenv("LOOM_TORCH_ONNX_DIR");

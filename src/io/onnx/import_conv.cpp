@@ -174,14 +174,15 @@ void Importer::import_global_pool(bool max) {
 
 // Pad with zeros: none at all (torch writes one before every nn.AvgPool2d) is no layer; widths
 // on the spatial axes before an AveragePool that reads nothing else are that pooling's padding.
-void Importer::import_pad() {
+// The widths are attributes before opset 11, inputs from then on (the registry's two entries).
+void Importer::import_pad(bool widths_as_inputs) {
   single_output();
   only_attrs({"mode", "pads", "value"});
   const std::string mode = attr_string("mode", "constant");
   if (mode != "constant") throw Unsupported("mode '" + mode + "' (Loom folds zero constant padding only)");
   std::vector<int64_t> pads;
   double fill = 0;
-  if (opset_ < 11) {
+  if (!widths_as_inputs) {
     pads = attr_ints("pads");
     fill = attr_float("value", 0.0f);
   } else {
@@ -348,7 +349,9 @@ std::vector<Converter> Importer::conv_converters() {
       {"", "AveragePool", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_pool(false); }},
       {"", "GlobalAveragePool", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_global_pool(false); }},
       {"", "GlobalMaxPool", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_global_pool(true); }},
-      {"", "Pad", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_pad(); }},
+      // the widths (and value): attributes before opset 11, inputs from then on
+      {"", "Pad", kFirstOpset, 10, true, [](Importer& im) { im.import_pad(false); }},
+      {"", "Pad", 11, kLastOpset, true, [](Importer& im) { im.import_pad(true); }},
       {"", "ReduceMean", kFirstOpset, kLastOpset, true, reduce},
       {"", "ReduceMax", kFirstOpset, kLastOpset, true, reduce},
       {"", "ReduceMin", kFirstOpset, kLastOpset, true, reduce},

@@ -68,8 +68,8 @@ void Importer::import_activation(const std::string& op) {
 }
 
 // Clip(x, 0, 6): torch's ReLU6 (mobilenet_v2), as relu6; Clip(x, 0) as relu. The bounds are
-// inputs from opset 11 on, attributes before.
-void Importer::import_clip() {
+// inputs from opset 11 on, attributes before (the registry's two entries).
+void Importer::import_clip(bool bounds_as_inputs) {
   single_output();
   const nn::Layer x = floating(value(0));
   std::optional<double> lo, hi;
@@ -79,7 +79,7 @@ void Importer::import_clip() {
     if (t.numel() != 1) throw Unsupported(std::string("its ") + what + " has " + std::to_string(t.numel()) + " values (a scalar is valid)");
     return scalar_of(t);
   };
-  if (opset_ < 11) {
+  if (!bounds_as_inputs) {
     only_attrs({"min", "max"});
     if (attr("min") && attr_float("min", 0) > std::numeric_limits<float>::lowest()) lo = float_attr(attr_float("min", 0));
     if (attr("max") && attr_float("max", 0) < std::numeric_limits<float>::max()) hi = float_attr(attr_float("max", 0));
@@ -202,7 +202,9 @@ std::vector<Converter> Importer::elementwise_converters() {
       {"", "HardSwish", kFirstOpset, kLastOpset, true, activation},
       {"", "Softmax", kFirstOpset, kLastOpset, true, activation},
       {"", "LogSoftmax", kFirstOpset, kLastOpset, true, activation},
-      {"", "Clip", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_clip(); }},
+      // the bounds: attributes before opset 11, inputs from then on
+      {"", "Clip", kFirstOpset, 10, true, [](Importer& im) { im.import_clip(false); }},
+      {"", "Clip", 11, kLastOpset, true, [](Importer& im) { im.import_clip(true); }},
       {"", "Dropout", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_dropout(); }},
       {"", "Add", kFirstOpset, kLastOpset, true, merge},
       {"", "Sub", kFirstOpset, kLastOpset, true, merge},

@@ -196,7 +196,7 @@ class Importer {
   void import_constant();
   void import_identity();
   void import_activation(const std::string& op);
-  void import_clip();
+  void import_clip(bool bounds_as_inputs);
   void import_dropout();
   void import_merge(const std::string& op);
   bool gelu_at(int k0, const std::string& x, std::string& y, std::vector<int>& ks) const;
@@ -218,7 +218,7 @@ class Importer {
   void import_conv_transpose();
   void import_pool(bool max);
   void import_global_pool(bool max);
-  void import_pad();
+  void import_pad(bool widths_as_inputs);
   void import_reduce(const std::string& op);
   int64_t adaptive_matrix_size(const std::string& p, const std::string& x, int64_t axis, std::set<int>& nodes) const;
   void find_adaptive_pools();
