@@ -32,12 +32,13 @@ struct ModuleImpl final : LayerBase<ModuleImpl> {
 // Output `index` of its one input, a module with several outputs (the Plan passes it that output).
 struct ModuleOutputImpl final : LayerBase<ModuleOutputImpl> {
   bool pure() const override { return true; }
-  size_t index = 0;
+  ModuleOutputAttributes attrs;
+  const void* attributes(const std::type_info& type) const override { return type == typeid(ModuleOutputAttributes) ? &attrs : nullptr; }
   const char* kind() const override { return "ModuleOutput"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override { return in[0]; }
-  size_t reads_output() const override { return index; }
+  size_t reads_output() const override { return static_cast<size_t>(attrs.index); }
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(0)}; }
-  Options options() const override { return Options().set_int("index", static_cast<int64_t>(index)); }
+  Options options() const override { return Options().set_int("index", attrs.index); }
 };
 
 Layer make_module(const std::vector<Layer>& inputs, const std::vector<Layer>& outputs, const std::string& name, const char* kind) {
@@ -103,7 +104,7 @@ Layer module_output(const Layer& handle, size_t i, const std::string& name) {
     throw IndexError("module_output: " + std::string(module.kind()) + " '" + module.name() + "' has " + std::to_string(n) + " outputs, index " +
                      std::to_string(i) + " is out of range");
   auto impl = std::make_shared<ModuleOutputImpl>();
-  impl->index = i;
+  impl->attrs.index = static_cast<int64_t>(i);
   impl->inputs = {module};
   impl->shape = g->outputs()[i].shape();
   if (!impl->shape.empty() && !module.shape().empty()) impl->shape[0] = module.shape()[0];  // the batch follows reuse_with

@@ -73,6 +73,8 @@ InputImpl& input_impl(const Layer& l) {
 // ---------------------------------------------------------------- Constant, Param
 struct ConstantImpl final : LayerBase<ConstantImpl> {
   bool pure() const override { return true; }
+  ConstantAttributes attrs;
+  const void* attributes(const std::type_info& type) const override { return type == typeid(ConstantAttributes) ? &attrs : nullptr; }
   Tensor value;
   const char* kind() const override { return "Constant"; }
   Tensor compute(const std::vector<Tensor>&, Mode) override { return value; }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/nn/input.h"
 #include "loom/nn/layer.h"
 #include "loom/nn/options.h"
 #include "loom/nn/registry.h"
@@ -96,6 +97,8 @@ struct ParamData {
 
 struct ParamImpl final : LayerBase<ParamImpl> {
   std::shared_ptr<ParamData> data;
+  ParamAttributes attrs;
+  const void* attributes(const std::type_info& type) const override { return type == typeid(ParamAttributes) ? &attrs : nullptr; }
   const char* kind() const override { return "Param"; }
   Tensor compute(const std::vector<Tensor>&, Mode) override { return scalar_tensor(data->value, DType::Float32); }
   Options options() const override { return Options().set_float("value", data->value); }

@@ -103,16 +103,19 @@ std::shared_ptr<MergeImpl> make_merge(const std::vector<Layer>& inputs, MergeMod
 
 struct ResidualImpl final : LayerBase<ResidualImpl> {
   bool pure() const override { return true; }
-  bool project = false;
+  ResidualAttributes attrs;
+  const void* attributes(const std::type_info& type) const override { return type == typeid(ResidualAttributes) ? &attrs : nullptr; }
   const char* kind() const override { return "Residual"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    return (project ? matmul(in[0], state->param("projection")) : in[0]) + in[1];
+    return (attrs.projected ? matmul(in[0], state->param("projection")) : in[0]) + in[1];
   }
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(1)}; }  // the block's
 };
 
 struct GateImpl final : LayerBase<GateImpl> {
   bool pure() const override { return true; }
+  GateAttributes attrs;
+  const void* attributes(const std::type_info& type) const override { return type == typeid(GateAttributes) ? &attrs : nullptr; }
   const char* kind() const override { return "Gate"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     return in[0] * sigmoid(matmul(in[1], state->param("weights")) + state->param("bias"));
@@ -161,7 +164,7 @@ Residual::Residual(const Layer& input, const Layer& block, const std::string& na
   impl->dtype = block.dtype();
   impl->name = unique_name("residual", name);
   if (input.n_units() != block.n_units()) {
-    impl->project = true;
+    impl->attrs.projected = true;
     impl->state->add_param("projection", initialize(Init::glorot_uniform(), {input.n_units(), block.n_units()}, block.dtype()).requires_grad_());
   }
   static_cast<Layer&>(*this) = Layer(impl);

@@ -68,15 +68,16 @@ std::shared_ptr<PoolImpl> make_pool(bool max, const Layer& input, const IntList&
 
 struct GlobalPoolImpl final : LayerBase<GlobalPoolImpl> {
   bool pure() const override { return true; }
-  bool max = false;
+  GlobalPoolAttributes attrs;
+  const void* attributes(const std::type_info& type) const override { return type == typeid(GlobalPoolAttributes) ? &attrs : nullptr; }
   const char* kind() const override { return "GlobalPool"; }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
     Axes spatial;
     for (int64_t a = 2; a < in[0].ndim(); ++a) spatial.push_back(a);
-    return max ? loom::max(in[0], spatial) : mean(in[0], spatial);
+    return attrs.max ? loom::max(in[0], spatial) : mean(in[0], spatial);
   }
   // its attribute is an enum the field list has no type for: written as "max" / "avg" here
-  Options options() const override { return Options().set_string("mode", max ? "max" : "avg"); }
+  Options options() const override { return Options().set_string("mode", attrs.max ? "max" : "avg"); }
   // (N, C, spatial...) -> (N, C)
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
     const Shape& x = in.at(0);
@@ -129,7 +130,7 @@ GlobalPool::GlobalPool(const Layer& input, Mode mode, const std::string& name) {
   if (input.shape().size() < 3)
     throw ShapeError("GlobalPool: input '" + input.name() + "' has shape " + shape_str(input.shape()) + " (valid: (batch, channels, spatial...))");
   auto impl = std::make_shared<GlobalPoolImpl>();
-  impl->max = mode == Mode::Max;
+  impl->attrs.max = mode == Mode::Max;
   impl->inputs = {input};
   impl->dtype = input.dtype();
   impl->name = unique_name("global_pool", name);

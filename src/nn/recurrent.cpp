@@ -66,19 +66,18 @@ int64_t broadcast_size(int64_t a, int64_t b, const LayerImpl& l, const Shape& x,
 }
 
 struct CellImpl final : KindBase<CellImpl, CellAttributes> {
-  CellKind cell = CellKind::RNN;
   const char* kind() const override {
-    return cell == CellKind::LSTM ? "LSTMCell" : cell == CellKind::GRU ? "GRUCell" : "RNNCell";
+    return attrs.cell == CellKind::LSTM ? "LSTMCell" : attrs.cell == CellKind::GRU ? "GRUCell" : "RNNCell";
   }
   Tensor compute(const std::vector<Tensor>& in, Mode) override {
-    return cell_step(cell, *state, attrs.activation, input_projection(cell, *state, in[0]), in[1], attrs.n_units);
+    return cell_step(attrs.cell, *state, attrs.activation, input_projection(attrs.cell, *state, in[0]), in[1], attrs.n_units);
   }
   // (x (..., features), state (..., n or 2n)) -> (..., n or 2n): the state's units, the leading
   // sizes of x and the state broadcast
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
     const Shape& x = in.at(0);
     const Shape& h = in.at(1);
-    const int64_t n = attrs.n_units, units = cell == CellKind::LSTM ? 2 * n : n;
+    const int64_t n = attrs.n_units, units = attrs.cell == CellKind::LSTM ? 2 * n : n;
     const int64_t features = state->param("w_ih").shape()[0];
     if (x.empty() || h.empty())
       throw ShapeError(detail::who(*this) + ": inputs of shapes " + shape_str(x) + " and " + shape_str(h) +
@@ -88,7 +87,7 @@ struct CellImpl final : KindBase<CellImpl, CellAttributes> {
                        " features; its weights take " + std::to_string(features));
     if (h.back() >= 0 && h.back() != units)
       throw ShapeError(detail::who(*this) + ": a state of shape " + shape_str(h) + " has " + std::to_string(h.back()) + " units; a cell of " +
-                       std::to_string(n) + " units needs " + std::to_string(units) + (cell == CellKind::LSTM ? " ([h, c] packed)" : ""));
+                       std::to_string(n) + " units needs " + std::to_string(units) + (attrs.cell == CellKind::LSTM ? " ([h, c] packed)" : ""));
     const size_t rank = std::max(x.size(), h.size());
     Shape out(rank, 1);
     out.back() = units;
@@ -111,8 +110,7 @@ std::shared_ptr<CellImpl> make_cell(CellKind kind, const Layer& input, const Lay
                      " units; a cell of " + std::to_string(n) + " units needs " + std::to_string(state_units) +
                      (kind == CellKind::LSTM ? " ([h, c] packed)" : ""));
   auto impl = std::make_shared<CellImpl>();
-  impl->cell = kind;
-  impl->attrs = {.n_units = n, .activation = o.activation, .bias = o.bias};
+  impl->attrs = {.cell = kind, .n_units = n, .activation = o.activation, .bias = o.bias};
   impl->inputs = {input, st};
   impl->dtype = input.dtype();
   impl->name = unique_name(std::string(what) + "_cell", name);

@@ -610,6 +610,38 @@ TEST(OnnxExport, EveryUnexportableLayerIsListedAtOnce) {
   EXPECT_TRUE(io::onnx_unexportable(Graph::build({nn::Activation(x, nn::activation_by_name("tanh"), "t")}, {x})).empty());
 }
 
+// Kinds of one's own named as built-in kinds: an exporter is found by the type of a kind's
+// attributes, never by its name, so these are unexportable (no exporter registered for them), not
+// written as the built-in kind (before, the one named "Residual" was written as an Add of its
+// inputs, silently, and the one named "GlobalPool" refused for lacking GlobalPool's "mode" option).
+struct NamedResidualImpl final : nn::KindBase<NamedResidualImpl, ScaleAttributes> {
+  const char* kind() const override { return "Residual"; }
+  Tensor compute(const std::vector<Tensor>& in, nn::Mode) override { return in[0] * in[1] * attrs.scale; }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(0)}; }
+};
+struct NamedGlobalPoolImpl final : nn::KindBase<NamedGlobalPoolImpl, ScaleAttributes> {
+  const char* kind() const override { return "GlobalPool"; }
+  Tensor compute(const std::vector<Tensor>& in, nn::Mode) override { return in[0] * attrs.scale; }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override { return {in.at(0)}; }
+};
+
+TEST(OnnxExport, KindsAreFoundByTheirAttributesNotTheirNames) {
+  nn::Input x(4, Float32, "x"), y(4, Float32, "y");
+  auto residual = std::make_shared<NamedResidualImpl>();
+  residual->inputs = {x, y};
+  residual->name = "product";
+  residual->shape = residual->output_shapes({x.shape(), y.shape()}).at(0);
+  const nn::Layer pool = make_kind<NamedGlobalPoolImpl>(nn::Layer(residual), 2.0, "scaled");
+  const std::vector<std::string> bad = io::onnx_unexportable(Graph::build({pool}, {x, y}));
+  ASSERT_EQ(bad.size(), 2u);
+  EXPECT_EQ(bad[0], "product (Residual): no ONNX exporter for this kind");
+  EXPECT_EQ(bad[1], "scaled (GlobalPool): no ONNX exporter for this kind");
+  // the built-in kinds of those names still export, by their attributes
+  nn::Input img(Shape{-1, 3, 4, 4}, Float32, "img");
+  const nn::Layer res = nn::Residual(x, nn::Linear(x, 6, {}, "fc"), "res");
+  EXPECT_TRUE(io::onnx_unexportable(Graph::build({nn::GlobalPool(img, nn::GlobalPool::Mode::Max, "gp"), res}, {img, x})).empty());
+}
+
 TEST(OnnxExport, FixedBatch) {
   nn::Input x(3, Float32, "x");
   const Graph g = Graph::build({nn::Linear(x, 2, {}, "fc")}, {x});

@@ -6,6 +6,7 @@
 #include <loom/loom.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +17,8 @@
 #include <tuple>
 
 #include <unistd.h>
+
+#include "io/onnx/registry.h"  // the importer's registry (LOOM_INTERNAL): the conformance test iterates it
 
 using namespace loom;
 namespace fs = std::filesystem;
@@ -422,13 +425,47 @@ onnx::ModelProto read_model(const fs::path& p) {
   return m;
 }
 
+// Whether the registry claims the node's operator at the model's opset of the node's domain.
+bool claimed_by_registry(const std::vector<io::detail::OnnxConverterInfo>& registry, const onnx::ModelProto& m, const onnx::NodeProto& n) {
+  const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+  int64_t opset = 0;
+  for (const auto& o : m.opset_import())
+    if ((o.domain() == "ai.onnx" ? "" : o.domain()) == domain) opset = o.version();
+  for (const auto& c : registry)
+    if (c.claimed && c.domain == domain && c.op == n.op_type() && c.since <= opset && opset <= c.until) return true;
+  return false;
+}
+
+// The registry is the claimed list: onnx_importable_operators() lists its claimed operators, each
+// once; an operator's entries cover disjoint opsets (so one converter reads each node).
+TEST(OnnxImport, RegistryIsTheClaimedList) {
+  const auto registry = io::detail::onnx_import_registry();
+  std::vector<std::string> claimed;
+  for (const auto& c : registry) {
+    EXPECT_LE(c.since, c.until) << c.op;
+    if (c.claimed && std::find(claimed.begin(), claimed.end(), c.op) == claimed.end()) claimed.push_back(c.op);
+    for (const auto& d : registry)
+      if (&d != &c && d.domain == c.domain && d.op == c.op) EXPECT_TRUE(d.until < c.since || c.until < d.since) << c.op << " has overlapping entries";
+  }
+  EXPECT_EQ(io::onnx_importable_operators(), claimed);
+  // Div is read only as the first node of gelu's formula: a converter, not a claimed operator
+  bool div = false;
+  for (const auto& c : registry) div = div || (c.op == "Div" && !c.claimed);
+  EXPECT_TRUE(div);
+  EXPECT_EQ(std::count(claimed.begin(), claimed.end(), "Div"), 0);
+}
+
 TEST(OnnxImport, Conformance) {
   ASSERT_TRUE(fs::is_directory(kNodeCases)) << "libonnx-testdata is not installed";
-  const std::vector<std::string> claimed = io::onnx_importable_operators();
-  const std::set<std::string> claim(claimed.begin(), claimed.end());
+  const std::vector<io::detail::OnnxConverterInfo> registry = io::detail::onnx_import_registry();
   std::string list;
-  for (const auto& c : claimed) list += (list.empty() ? "" : ", ") + c;
-  std::printf("claimed operators (%zu): %s\n", claimed.size(), list.c_str());
+  size_t n_claimed = 0;
+  for (const auto& c : registry)
+    if (c.claimed) {
+      list += (list.empty() ? "" : ", ") + (c.domain.empty() ? "" : c.domain + ".") + c.op + " [" + std::to_string(c.since) + ", " + std::to_string(c.until) + "]";
+      ++n_claimed;
+    }
+  std::printf("claimed operators (%zu registry entries): %s\n", n_claimed, list.c_str());
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(kNodeCases)) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
@@ -436,7 +473,7 @@ TEST(OnnxImport, Conformance) {
   for (const fs::path& dir : cases) {
     const onnx::ModelProto m = read_model(dir / "model.onnx");
     bool ours = m.graph().node_size() > 0;
-    for (const auto& n : m.graph().node()) ours = ours && n.domain().empty() && claim.count(n.op_type());
+    for (const auto& n : m.graph().node()) ours = ours && claimed_by_registry(registry, m, n);
     const std::string name = dir.filename().string();
     if (!ours) {
       ++unclaimed;
@@ -616,6 +653,51 @@ TEST(OnnxImport, SliceRefusedWithReason) {
   ASSERT_EQ(std::string(g.nodes().back().kind()), "Flip");
   const Tensor x = arange(0, 12, 1).astype(Float32).reshape({2, 6});
   EXPECT_TRUE(array_equal(g.compile().run({x}).at(0), flip(x, {1})));
+}
+
+// The registry's entries cover opset ranges: Clip's bounds are attributes before opset 11 and
+// inputs from then on, each range read by its own entry. Clip(0, 6) as attributes at opset 10 is
+// relu6; the same node at opset 11 is refused for its attribute, and with the bounds as inputs it
+// is relu6 again.
+TEST(OnnxImport, ClipReadByItsOpsetsEntry) {
+  const auto model = [](int64_t opset, bool inputs) {
+    onnx::ModelProto m = batch_model("x", 4);
+    m.mutable_opset_import(0)->set_version(opset);
+    auto* g = m.mutable_graph();
+    auto* n = g->add_node();
+    n->set_op_type("Clip");
+    n->set_name("clip");
+    n->add_input("x");
+    for (auto [name, v] : std::vector<std::pair<const char*, float>>{{"min", 0.0f}, {"max", 6.0f}}) {
+      if (inputs) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::FLOAT);
+        t->add_float_data(v);
+        n->add_input(name);
+      } else {
+        auto* a = n->add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(v);
+      }
+    }
+    n->add_output("y");
+    g->add_output()->set_name("y");
+    return m.SerializeAsString();
+  };
+  const Tensor x = from_vector<float>({-2, 0.5f, 3, 7, 6.5f, -0.25f, 1, 9}, {2, 4});
+  const Tensor want = clip(x, 0.0, 6.0);
+  for (const auto& [opset, inputs] : std::vector<std::pair<int64_t, bool>>{{10, false}, {6, false}, {11, true}, {17, true}}) {
+    const Graph g = io::decode_onnx(model(opset, inputs));
+    EXPECT_TRUE(allclose(g.compile().run({x}).at(0), want)) << "opset " << opset;
+  }
+  try {
+    io::decode_onnx(model(11, false));
+    ADD_FAILURE() << "Clip's bounds as attributes imported at opset 11";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("Clip (node 'clip'): the attribute 'min' is not imported"), std::string::npos) << e.what();
+  }
 }
 
 // ------------------------------------------------------------------ torchvision's ResNet-18

@@ -27,6 +27,11 @@ class LOOM_API Module : public Layer {
 // The inner graph of a layer of kind "Module" or "Sequential" (also one made by reuse_with);
 // null otherwise.
 LOOM_API const Graph* module_graph(const Layer& layer);
+// What a ModuleOutput layer is besides its module, read by type (attributes_of): the index of the
+// module's output it reads.
+struct LOOM_API ModuleOutputAttributes {
+  int64_t index = 0;
+};
 // A layer (kind "ModuleOutput") reading output i of `module`, a Module with several outputs or a
 // reuse_with of one; ValueError naming the module otherwise or when i is out of range.
 LOOM_API Layer module_output(const Layer& module, size_t i, const std::string& name = "");

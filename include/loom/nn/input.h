@@ -41,6 +41,11 @@ class LOOM_API Input : public Layer {
   explicit Input(std::shared_ptr<LayerImpl> impl);  // view a Layer of kind "Input" as Input
 };
 
+// A Constant's and a Param's attributes: none besides their value (their output, saved by each
+// kind's own options()), structs that the kinds are read by type with (attributes_of).
+struct LOOM_API ConstantAttributes {};
+struct LOOM_API ParamAttributes {};
+
 // A fixed tensor as a layer.
 class LOOM_API Constant : public Layer {
  public:

@@ -25,6 +25,16 @@ struct LOOM_API MergeAttributes {
   }
 };
 
+// What a Residual layer is besides its inputs and state, read by type (attributes_of): whether the
+// input is projected to the block's units (its "projection" weights) before the sum. Not saved:
+// the units of the inputs say it.
+struct LOOM_API ResidualAttributes {
+  bool projected = false;
+};
+// A Gate layer's attributes: none besides its inputs and state (its weights and bias), a struct
+// that the kind is read by type with (attributes_of).
+struct LOOM_API GateAttributes {};
+
 // Combines several layers with a merge mode; Concat joins them along `axis`.
 class LOOM_API Merge : public Layer {
  public:

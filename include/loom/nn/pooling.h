@@ -42,6 +42,13 @@ class LOOM_API AvgPool2D : public Layer {
   explicit AvgPool2D(IntList kernel_size, PoolOptions options = {}, const std::string& name = "");  // bound by its first call
 };
 
+// What a GlobalPool layer is besides its input, read by type (attributes_of): the maximum or the
+// average. Saved by the kind's own options() as "mode" ("max" / "avg"), an enum nn/attributes.h
+// has no field type for.
+struct LOOM_API GlobalPoolAttributes {
+  bool max = false;
+};
+
 // Averages (or takes the maximum) over all spatial positions: (N, C, ...) -> (N, C).
 class LOOM_API GlobalPool : public Layer {
  public:

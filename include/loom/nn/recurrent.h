@@ -25,6 +25,7 @@ struct LOOM_API CellOptions {
 // What an RNNCell, LSTMCell or GRUCell is besides its inputs and state (nn/attributes.h); the
 // cell's kind is the layer's kind, and the initializers only shape the first weights.
 struct LOOM_API CellAttributes {
+  CellKind cell = CellKind::RNN;  // RNNCell, LSTMCell or GRUCell: the kind says which, so it is not a saved field
   int64_t n_units = 0;
   ActivationFn activation = tanh;  // used by RNN cells only, saved by all
   bool bias = true;
