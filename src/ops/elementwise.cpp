@@ -382,7 +382,7 @@ Tensor elu(const Tensor& x, double alpha) {
 }
 // The tanh form's composite is nine elementwise ops (nine full-size intermediates, nine recorded
 // nodes); float32 takes the backend's fused kernel where it has one: the same bits forward, one
-// recorded node keeping x and t = tanh(...), its gradient in one pass.
+// recorded node keeping x alone, its gradient in one pass.
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   if (tanh_approximation) {
     const double c = std::sqrt(2.0 / M_PI);
@@ -391,13 +391,12 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
     if (x.dtype() == DType::Float32 && x.numel() > 0 && b.gelu_tanh_f32 && b.gelu_tanh_backward_f32) {
       const Tensor xc = detail::contiguous_raw(x);
       Tensor y = detail::alloc(x.shape(), DType::Float32, x.device());
-      Tensor t = detail::alloc(x.shape(), DType::Float32, x.device());
-      b.gelu_tanh_f32(y, t, xc);
+      b.gelu_tanh_f32(y, xc);
       if (!detail::needs_grad({&x})) return y;
-      return detail::record("gelu", {x}, y, [xd = detail::save(xc), t](const Tensor& g) {
+      return detail::record("gelu", {x}, y, [xd = detail::save(xc)](const Tensor& g) {
         const Tensor& xs = xd.get();
         Tensor gx = detail::alloc(xs.shape(), DType::Float32, xs.device());
-        detail::backend(xs.device()).gelu_tanh_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs, t);
+        detail::backend(xs.device()).gelu_tanh_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs);
         return Grads{gx};
       });
     }
