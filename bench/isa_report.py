@@ -25,7 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_results  # noqa: E402
 
 TRAIN = [("train_mlp", "MLP 784-512-512-10 step, Adam"), ("train_cnn", "Fashion-MNIST CNN step"),
-         ("train_ptb_lstm", "PTB-small LSTM step"), ("train_word2vec", "word2vec SGNS step")]
+         ("train_ptb_lstm", "PTB-small LSTM step"), ("train_word2vec", "word2vec SGNS step"),
+         ("train_gpt", "GPT step (d 384, 4 layers, T 256, batch 8)"),
+         ("train_gpt_T1024", "GPT step (d 384, 4 layers, T 1024, batch 2)")]
 RESNET_LINE = re.compile(r"batch\s+(\d+)\s+threads\s+(\d+):\s+([\d.]+) ms wall")
 
 
@@ -118,6 +120,8 @@ TABLE_ROWS = {"train_mlp": ("train_steps", "MLP 784-512-512-10, Adam"),
               "train_cnn": ("train_steps", "Fashion-MNIST CNN"),
               "train_ptb_lstm": ("train_steps", "PTB-small LSTM"),
               "train_word2vec": ("train_steps", "word2vec SGNS"),
+              "train_gpt": ("train_steps", "GPT (d 384, 6 heads, 4 layers, bytes), T 256, batch 8, AdamW"),
+              "train_gpt_T1024": ("train_steps", "GPT (the same), T 1024, batch 2, AdamW"),
               "fused_relu_mul_add_1e6": ("ops", "relu(a*b+c), 1e6 floats, compiled plan vs `addcmul(out=)`+`relu_`")}
 
 

@@ -47,8 +47,9 @@ void emit(const std::string& name, const std::function<void()>& fn, int samples 
   if (!wanted(name)) return;
   const Result r = measure(fn, 0.01, samples, budget_s);
   if (g_opt.details)
-    std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.9g, \"min\": %.9g, \"samples\": %d}\n",
-                name.c_str(), g_opt.threads, r.median, r.min, r.samples);
+    std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.9g, \"min\": %.9g, \"samples\": %d, "
+                "\"cpu_seconds\": %.9g}\n",
+                name.c_str(), g_opt.threads, r.median, r.min, r.samples, r.cpu_median);
   else
     std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.9g}\n", name.c_str(), g_opt.threads, r.median);
   std::fflush(stdout);
@@ -64,18 +65,26 @@ const Gemm kGemms[] = {{"256", 256, 256, 256}, {"1024", 1024, 1024, 1024}, {"204
 // Keeps a result alive so the compiler cannot drop the call.
 volatile float g_sink = 0;
 
-// Causal self-attention (8, 6, T, 64), float32: the fused kernel behind
+// Causal self-attention (B, H, T, 64), float32: the fused kernel behind
 // scaled_dot_product_attention, forward and forward + backward, and the math form it replaced
 // (the composite of matmul, where and softmax that forms the (T, T) scores), written out here.
+// (8, 6) heads at T 256 and 1024; (1, 6) at T 4096, so that one forward + backward stays near a
+// second on one core (and the math form, whose (T, T) tensors would take 400 MB each, is left
+// out there). bench/torch_peer.py runs the same shapes.
 void attention_workloads(loom::Generator& gen) {
   using namespace loom;
-  for (const int64_t T : {int64_t{256}, int64_t{1024}}) {
+  struct Shape4 {
+    int64_t B, H, T;
+  };
+  for (const Shape4 sh : {Shape4{8, 6, 256}, Shape4{8, 6, 1024}, Shape4{1, 6, 4096}}) {
+    const int64_t B = sh.B, H = sh.H, T = sh.T;
     const std::string t = std::to_string(T);
+    const bool with_math = T <= 1024;
     const std::vector<std::string> names = {"attention_causal_T" + t + "_fwd", "attention_causal_T" + t + "_fwdbwd",
                                             "attention_math_causal_T" + t + "_fwd", "attention_math_causal_T" + t + "_fwdbwd"};
     if (std::none_of(names.begin(), names.end(), wanted)) continue;
-    Tensor q = randn({8, 6, T, 64}, Float32, Device::cpu(), &gen), k = randn({8, 6, T, 64}, Float32, Device::cpu(), &gen),
-           v = randn({8, 6, T, 64}, Float32, Device::cpu(), &gen), g = randn({8, 6, T, 64}, Float32, Device::cpu(), &gen);
+    Tensor q = randn({B, H, T, 64}, Float32, Device::cpu(), &gen), k = randn({B, H, T, 64}, Float32, Device::cpu(), &gen),
+           v = randn({B, H, T, 64}, Float32, Device::cpu(), &gen), g = randn({B, H, T, 64}, Float32, Device::cpu(), &gen);
     const Tensor keep = less_equal(reshape(arange(T), {1, T}), reshape(arange(T), {T, 1}));
     auto math = [&](const Tensor& a, const Tensor& b, const Tensor& c) {
       Tensor s = matmul(a, swapaxes(b, -1, -2)) * (1.0 / 8.0);
@@ -85,7 +94,7 @@ void attention_workloads(loom::Generator& gen) {
     auto fused = [](const Tensor& a, const Tensor& b, const Tensor& c) { return scaled_dot_product_attention(a, b, c, Tensor(), true); };
     const int samples = T > 256 ? 5 : 11;
     const double budget = T > 256 ? 4.0 : 2.0;
-    for (int m = 0; m < 2; ++m) {
+    for (int m = 0; m < (with_math ? 2 : 1); ++m) {
       const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> f =
           m ? std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>(math) : fused;
       emit(names[2 * m], [&] { g_sink = f(q, k, v).data<float>()[0]; }, samples, budget);

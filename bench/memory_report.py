@@ -24,7 +24,9 @@ import bench_results  # noqa: E402
 
 # docs/benchmarks.md's rows (as in bench/results/) and their goal, Loom / PyTorch
 ROWS = {"train_cnn": ("Fashion-MNIST CNN", 1), "train_mlp": ("MLP 784-512-512-10", None),
-        "train_word2vec": ("word2vec SGNS", None), "train_ptb_lstm": ("PTB-small LSTM", None)}
+        "train_word2vec": ("word2vec SGNS", None), "train_ptb_lstm": ("PTB-small LSTM", None),
+        "train_gpt": ("GPT (d 384, 4 layers), T 256, batch 8", None),
+        "train_gpt_T1024": ("GPT (d 384, 4 layers), T 1024, batch 2", 1)}
 
 
 def load(path: str) -> dict[tuple[str, int], dict]:

@@ -33,7 +33,11 @@ WORKLOADS = [
     "sgemm_256", "sgemm_1024", "sgemm_2048", "sgemm_128x784x512",
     "add_1e6", "fused_relu_mul_add_1e6", "sum_axis1_1024", "sum_axis0_1024",
     "softmax_128x1000", "overhead_add_1elem",
-]
+] + [f"attention{form}_causal_T{t}_{what}" for t in (256, 1024, 4096) for form in ("", "_math")
+     for what in ("fwd", "fwdbwd") if not (form and t > 1024)]
+
+# loom_bench's attention shapes: (B, H) per T, head size 64
+ATTENTION_SHAPES = {256: (8, 6), 1024: (8, 6), 4096: (1, 6)}
 
 MARKER = "LOOM_TORCH_PEER_ENV"
 
@@ -101,7 +105,7 @@ def foreign_cpu(before, after) -> float:
 
 
 def measure(fn, target_sample_s=0.01, samples=21, budget_s=1.0):
-    """(median, min, n) seconds per call of fn(); calibrates calls per sample."""
+    """(median, min, n, median process CPU) seconds per call of fn(); calibrates calls per sample."""
     t0 = time.perf_counter()
     n = 0
     while n < 3 or time.perf_counter() - t0 < 0.05:
@@ -109,14 +113,15 @@ def measure(fn, target_sample_s=0.01, samples=21, budget_s=1.0):
         n += 1
     per = (time.perf_counter() - t0) / n
     inner = max(1, int(target_sample_s / per))
-    res = []
+    res, cpu = [], []
     start = time.perf_counter()
     while len(res) < samples and (len(res) < 5 or time.perf_counter() - start < budget_s):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         for _ in range(inner):
             fn()
+        cpu.append((time.process_time() - c) / inner)
         res.append((time.perf_counter() - t) / inner)
-    return statistics.median(res), min(res), len(res)
+    return statistics.median(res), min(res), len(res), statistics.median(cpu)
 
 
 def run(threads: int, only: set[str], impl: str, details: bool,
@@ -131,10 +136,10 @@ def run(threads: int, only: set[str], impl: str, details: bool,
         if only and name not in only:
             return
         snap = _cpu_snapshot()
-        med, mn, n = measure(fn, **kw)
+        med, mn, n, cpu = measure(fn, **kw)
         rec = {"name": name, "threads": threads, "seconds": med}
         if details:
-            rec.update({"impl": how, "min": mn, "samples": n,
+            rec.update({"impl": how, "min": mn, "samples": n, "cpu_seconds": cpu,
                         "foreign_cpu": round(foreign_cpu(snap, _cpu_snapshot()), 3),
                         "torch": torch.__version__,
                         "torch_threads": torch.get_num_threads(),
@@ -200,6 +205,41 @@ def run(threads: int, only: set[str], impl: str, details: bool,
             emit("overhead_add_1elem", "a+b", lambda: e1 + e2)
         else:
             emit("overhead_add_1elem", "add_out", lambda: torch.add(e1, e2, out=eo))
+
+    # Causal self-attention (B, H, T, 64), as loom_bench's attention_workloads: the fused
+    # F.scaled_dot_product_attention (its flash kernel on CPU) and the math form written out;
+    # forward alone under inference_mode, forward + backward through torch.autograd.grad.
+    F = torch.nn.functional
+    for T, (B, H) in ATTENTION_SHAPES.items():
+        mine = [w for w in WORKLOADS if w.startswith("attention") and f"_T{T}_" in w]
+        if only and not (only & set(mine)):
+            continue
+        q, k, v, g = (torch.randn(B, H, T, 64) for _ in range(4))
+        keep = torch.ones(T, T, dtype=torch.bool).tril()
+
+        def math(a, b, c):
+            s = (a @ b.transpose(-1, -2)) * (1.0 / 8.0)
+            return torch.softmax(s.masked_fill(~keep, float("-inf")), -1) @ c
+
+        def fused(a, b, c):
+            return F.scaled_dot_product_attention(a, b, c, is_causal=True)
+
+        samples, budget = (5, 4.0) if T > 256 else (11, 2.0)
+        for form, f in (("", fused), ("_math", math)):
+            name = f"attention{form}_causal_T{T}"
+            if name + "_fwd" not in WORKLOADS:
+                continue
+
+            def fwd(f=f):
+                with torch.inference_mode():
+                    return f(q, k, v)[0, 0, 0, 0].item()
+
+            def fwdbwd(f=f):
+                a, b, c = (x.detach().requires_grad_() for x in (q, k, v))
+                return torch.autograd.grad(f(a, b, c), (a, b, c), g)[0][0, 0, 0, 0].item()
+
+            emit(name + "_fwd", "sdpa" if not form else "math", fwd, samples=samples, budget_s=budget)
+            emit(name + "_fwdbwd", "sdpa" if not form else "math", fwdbwd, samples=samples, budget_s=budget)
 
 
 def main() -> None:

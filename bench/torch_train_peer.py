@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""PyTorch (CPU) peer of bench/train_bench.cpp: training throughput of the same four models.
+"""PyTorch (CPU) peer of bench/train_bench.cpp: training throughput of the same models.
 
 Prints one JSON object per line, the same names as train_bench:
 
-    {"name": "train_mlp", "threads": 1, "seconds": 0.0031}
+    {"name": "train_mlp", "threads": 1, "seconds": 0.0031, "cpu_seconds": 0.0031}
 
 `seconds` is the median wall time of one training step (zero_grad, forward, loss, backward,
 [clip_grad_norm_,] optimizer.step, loss.item()) after 3 warm-up steps, on the same synthetic
-in-memory batch at every step. Models, shapes, losses and optimizers match train_bench.cpp
+in-memory batch at every step; `cpu_seconds` the median process CPU time of one step (every
+thread's; on a loaded machine the steadier figure at 1 thread). Models, shapes, losses and optimizers match train_bench.cpp
 (see its header). With --compile (on by default) each model is also run through
 torch.compile (forward + loss + backward; the optimizer step stays eager) and reported as
 "<name>_compiled" (compile time, with the warm-up, is excluded but printed to stderr); a
@@ -49,7 +50,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_peer import thread_env  # noqa: E402  (no torch import at module level)
 
-NAMES = ["train_mlp", "train_cnn", "train_ptb_lstm", "train_word2vec"]
+NAMES = ["train_mlp", "train_cnn", "train_ptb_lstm", "train_word2vec", "train_gpt", "train_gpt_T1024"]
+# train_gpt's sizes (train_bench.cpp's header): (T, batch) per name
+GPT_SHAPES = {"train_gpt": (256, 8), "train_gpt_T1024": (1024, 2)}
 MARKER = "LOOM_TORCH_TRAIN_PEER_ENV"
 
 
@@ -116,6 +119,41 @@ def build(name, torch, adam_impl):
         negatives = torch.randint(0, V, (B, K), generator=g)
         opt = torch.optim.SGD(model.parameters(), lr=0.5)
         return model, lambda m: m(center, context, negatives), opt, None
+    if name in GPT_SHAPES:
+        T, B = GPT_SHAPES[name]
+        V, D, H, L = 256, 384, 6, 4
+
+        class GPT(nn.Module):
+            """GPT-2's form: token + learned position embeddings, pre-norm blocks
+            (nn.TransformerEncoderLayer with norm_first and a causal mask given as is_causal, which
+            reaches F.scaled_dot_product_attention's fused CPU kernel), final LayerNorm, linear head."""
+
+            def __init__(self):
+                super().__init__()
+                self.wte = nn.Embedding(V, D)
+                self.wpe = nn.Embedding(T, D)
+                nn.init.normal_(self.wte.weight, 0, 0.02)
+                nn.init.normal_(self.wpe.weight, 0, 0.02)
+                self.h = nn.ModuleList(nn.TransformerEncoderLayer(
+                    D, H, 4 * D, dropout=0.0, activation=lambda x: F.gelu(x, approximate="tanh"),
+                    batch_first=True, norm_first=True) for _ in range(L))
+                self.ln_f = nn.LayerNorm(D)
+                self.lm_head = nn.Linear(D, V)
+                self.register_buffer("pos", torch.arange(T), persistent=False)
+                self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(T), persistent=False)
+
+            def forward(self, ids):
+                x = self.wte(ids) + self.wpe(self.pos)
+                for block in self.h:
+                    x = block(x, src_mask=self.mask, is_causal=True)
+                return self.lm_head(self.ln_f(x))
+
+        model = GPT()
+        ids = torch.randint(0, V, (B, T), generator=g)
+        target = torch.randint(0, V, (B * T,), generator=g)
+        adamw_kw = {} if adam_impl == "default" else {adam_impl: True}
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, **adamw_kw)
+        return model, lambda m: F.cross_entropy(m(ids).reshape(B * T, V), target), opt, None
     raise ValueError(name)
 
 
@@ -135,14 +173,16 @@ def make_step(torch, model, loss_fn, opt, clip):
 
 
 def time_steps(step, steps):
+    """(median wall seconds, median process CPU seconds, first loss, last loss) of the timed steps."""
     for _ in range(3):
         step()
-    times, losses = [], []
+    times, cpu, losses = [], [], []
     for _ in range(steps):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         losses.append(step())
+        cpu.append(time.process_time() - c)
         times.append(time.perf_counter() - t)
-    return statistics.median(times), losses[0], losses[-1]
+    return statistics.median(times), statistics.median(cpu), losses[0], losses[-1]
 
 
 def proc_status_bytes(field):
@@ -256,8 +296,8 @@ def run(threads, only, steps, compile_too, adam_impl):
                       file=sys.stderr, flush=True)
                 continue
             first = time.perf_counter() - t0
-            med, l0, l1 = time_steps(step, steps)
-            print(json.dumps({"name": label, "threads": threads, "seconds": med}), flush=True)
+            med, cpu, l0, l1 = time_steps(step, steps)
+            print(json.dumps({"name": label, "threads": threads, "seconds": med, "cpu_seconds": cpu}), flush=True)
             print(f"# {label} threads {threads}: first step {first:.2f} s, loss {l0:.4f} -> {l1:.4f} "
                   f"over {steps} timed steps", file=sys.stderr, flush=True)
 
@@ -269,7 +309,7 @@ def main():
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
     ap.add_argument("--adam", choices=["default", "foreach", "fused"], default="fused",
-                    help="torch.optim.Adam implementation (fused: one kernel over each tensor, "
+                    help="torch.optim.Adam / AdamW implementation (fused: one kernel over each tensor, "
                          "the fastest on CPU here)")
     ap.add_argument("--memory", action="store_true",
                     help="print peak memory of one training step instead of times (see above)")

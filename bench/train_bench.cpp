@@ -1,8 +1,10 @@
-// Training throughput: one optimizer step (forward, loss, backward, [clipping,] update) of four
+// Training throughput: one optimizer step (forward, loss, backward, [clipping,] update) of
 // small standard models on synthetic in-memory data, timed per step. Prints one JSON object per
 // line, like loom_bench:
-//   {"name": "train_mlp", "threads": 1, "seconds": 0.00123}
-// `seconds` is the median wall time of one training step after 3 warm-up steps. The peer is
+//   {"name": "train_mlp", "threads": 1, "seconds": 0.00123, "cpu_seconds": 0.00124}
+// `seconds` is the median wall time of one training step after 3 warm-up steps, `cpu_seconds`
+// the median process CPU time (every thread's) of one step: on a machine other programs load,
+// the 1-thread CPU time is the steadier figure (time spent waiting for a core is not in it). The peer is
 // bench/torch_train_peer.py (same models, shapes, losses and optimizers); docs/benchmarks.md
 // ("Training throughput") has the results.
 //
@@ -19,6 +21,14 @@
 //                   -log s(u.v) - sum_k log s(-n_k.v) (log s(x) = -softplus(-x)); the negative
 //                   scores are one batched matmul (128, 64, 128) x (128, 128, 1); dense
 //                   gradients of both tables; SGD(lr 0.5)
+//   train_gpt       decoder-only byte LM in GPT-2's form: token + learned position embeddings
+//                   (nn::Lookup; positions an nn::Constant arange read through a Lookup), 4
+//                   pre-norm blocks (nn::TransformerEncoderLayer: norm_first, causal, 6 heads,
+//                   d 384, feed-forward 1536 with GELU(tanh), no dropout), final LayerNorm,
+//                   linear head to 256 bytes; T 256, batch 8; cross-entropy over all 2048
+//                   tokens; AdamW(1e-3, weight decay 0.01)
+//   train_gpt_T1024 the same model at T 1024, batch 2 (the same 2048 tokens a step; attention's
+//                   share grows with T)
 //
 // The same batch is used at every step, so the loss must fall over the timed steps: the first
 // and last loss go to stderr, and the program fails (exit 1) when a loss did not decrease.
@@ -55,6 +65,7 @@
 #include <vector>
 
 #include "loom/loom.h"
+#include "timing.h"
 
 using namespace loom;
 
@@ -78,23 +89,26 @@ std::vector<Tensor> graph_params(const Graph& g) { return g.parameters(); }
 using Step = std::function<float()>;
 
 struct Result {
-  double median = 0;
+  double median = 0, cpu_median = 0;
   float first_loss = 0, last_loss = 0;
 };
 
 Result time_steps(const Step& step, int steps) {
   for (int i = 0; i < 3; ++i) step();  // warm-up: allocator caches, oneDNN primitives, optimizer state
-  std::vector<double> t;
+  std::vector<double> t, c;
   Result r;
   for (int i = 0; i < steps; ++i) {
-    const double a = now_s();
+    const double a = now_s(), ca = bench::cpu_ms() * 1e-3;
     const float loss = step();
+    c.push_back(bench::cpu_ms() * 1e-3 - ca);
     t.push_back(now_s() - a);
     if (i == 0) r.first_loss = loss;
     r.last_loss = loss;
   }
   std::sort(t.begin(), t.end());
+  std::sort(c.begin(), c.end());
   r.median = t[t.size() / 2];
+  r.cpu_median = c[c.size() / 2];
   return r;
 }
 
@@ -214,6 +228,44 @@ Step make_word2vec() {
   };
 }
 
+// GPT-2's form from the existing layers (train_gpt, train_gpt_T1024 above). zoo::gpt is not used
+// so that the benchmark measures exactly these layers, as the peer's twin does.
+std::function<Step()> make_gpt(int64_t T, int64_t B) {
+  return [T, B]() -> Step {
+    constexpr int64_t V = 256, D = 384, H = 6, L = 4;
+    nn::Input ids(Shape{-1, T}, Int64, "ids");
+    nn::Layer tok = nn::Lookup(ids, V, D, {.init = nn::Init::normal(0, 0.02)}, "wte");
+    nn::Constant positions(arange(T, Int64), "positions");
+    nn::Layer pos = nn::Lookup(positions, T, D, {.init = nn::Init::normal(0, 0.02)}, "wpe");
+    nn::Layer h = nn::Add(tok, pos, "embed");
+    for (int64_t i = 0; i < L; ++i)
+      h = nn::TransformerEncoderLayer(h, H,
+                                      {.ff_units = 4 * D, .dropout = 0, .activation = nn::gelu_tanh, .norm_first = true,
+                                       .causal = true},
+                                      std::nullopt, "h." + std::to_string(i));
+    h = nn::LayerNorm(h, 1e-5, "ln_f");
+    nn::Layer logits = nn::Linear(h, V, {}, "lm_head");
+    Graph g = Graph::build({logits}, {ids});
+    auto opt = std::make_shared<train::AdamW>(graph_params(g), train::AdamWOptions{.lr = 1e-3});
+    auto step = std::make_shared<train::TrainStep>(
+        g, [](const Tensor& y, const Tensor& t) { return cross_entropy(y.reshape({-1, V}), t); }, opt);
+    Generator gen(5);
+    Tensor x = randint(0, V, {B, T}, Int64, default_device(), &gen);
+    Tensor y = randint(0, V, {B * T}, Int64, default_device(), &gen);
+    return [step, x, y] { return (*step)({x, y}).loss.item<float>(); };
+  };
+}
+
+// --only's comma-separated names, matched whole (train_gpt must not select train_gpt_T1024).
+bool selected(const std::string& only, const std::string& name) {
+  if (only.empty()) return true;
+  std::stringstream ss(only);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (item == name) return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,13 +298,15 @@ int main(int argc, char** argv) {
       {"train_cnn", make_cnn},
       {"train_ptb_lstm", make_lstm},
       {"train_word2vec", make_word2vec},
+      {"train_gpt", make_gpt(256, 8)},
+      {"train_gpt_T1024", make_gpt(1024, 2)},
   };
   bool ok = true;
   if (memory) {
     for (int t : threads) {
       set_num_threads(t);
       for (const auto& [name, make] : cases) {
-        if (!only.empty() && only.find(name) == std::string::npos) continue;
+        if (!selected(only, name)) continue;
         if (!child) {
           ok = run_child("/proc/self/exe", name, t) && ok;
           continue;
@@ -271,10 +325,11 @@ int main(int argc, char** argv) {
   for (int t : threads) {
     set_num_threads(t);
     for (const auto& [name, make] : cases) {
-      if (!only.empty() && only.find(name) == std::string::npos) continue;
+      if (!selected(only, name)) continue;
       manual_seed(0);  // initializers and dropout masks
       const Result r = time_steps(make(), steps);
-      std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.6g}\n", name.c_str(), t, r.median);
+      std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.6g, \"cpu_seconds\": %.6g}\n", name.c_str(), t,
+                  r.median, r.cpu_median);
       std::fflush(stdout);
       const bool fell = r.last_loss < r.first_loss;
       std::fprintf(stderr, "# %s threads %d: loss %.4f -> %.4f over %d timed steps%s\n", name.c_str(), t, r.first_loss,

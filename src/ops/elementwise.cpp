@@ -380,9 +380,26 @@ Tensor elu(const Tensor& x, double alpha) {
   const Tensor neg = x <= 0.0;
   return where(neg, expm1(where(neg, x, 0.0)) * alpha, x);
 }
+// The tanh form's composite is nine elementwise ops (nine full-size intermediates, nine recorded
+// nodes); float32 takes the backend's fused kernel where it has one: the same bits forward, one
+// recorded node keeping x alone, its gradient in one pass.
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   if (tanh_approximation) {
     const double c = std::sqrt(2.0 / M_PI);
+    detail::check_defined(x, "gelu");
+    const detail::Backend& b = detail::backend(x.device());
+    if (x.dtype() == DType::Float32 && x.numel() > 0 && b.gelu_tanh_f32 && b.gelu_tanh_backward_f32) {
+      const Tensor xc = detail::contiguous_raw(x);
+      Tensor y = detail::alloc(x.shape(), DType::Float32, x.device());
+      b.gelu_tanh_f32(y, xc);
+      if (!detail::needs_grad({&x})) return y;
+      return detail::record("gelu", {x}, y, [xd = detail::save(xc)](const Tensor& g) {
+        const Tensor& xs = xd.get();
+        Tensor gx = detail::alloc(xs.shape(), DType::Float32, xs.device());
+        detail::backend(xs.device()).gelu_tanh_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs);
+        return Grads{gx};
+      });
+    }
     return x * 0.5 * (1.0 + tanh((x + x * x * x * 0.044715) * c));
   }
   return x * 0.5 * (1.0 + erf(x * M_SQRT1_2));

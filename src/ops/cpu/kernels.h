@@ -28,8 +28,10 @@ Tensor nonzero(const Tensor& x);
 void random(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
 void elementwise_chain(const Tensor& out, const detail::ElementwiseChain& chain, const std::vector<Tensor>& inputs);
 void init_blas_threads();
-// fused fast paths of composite ops (softmax.cpp, cross_entropy.cpp): see Backend
+// fused fast paths of composite ops (softmax.cpp, gelu.cpp, cross_entropy.cpp): see Backend
 void softmax_lastdim_f32(const Tensor& out, const Tensor& x, bool log);
+void gelu_tanh_f32(const Tensor& out, const Tensor& x);
+void gelu_tanh_backward_f32(const Tensor& gx, const Tensor& g, const Tensor& x);
 void cross_entropy_rows_f32(const Tensor& loss, const Tensor& m, const Tensor& ls, const Tensor& x, const Tensor& t,
                             int64_t ignore_index);
 void cross_entropy_rows_backward_f32(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& m, const Tensor& ls,

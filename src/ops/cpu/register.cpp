@@ -46,6 +46,8 @@ void register_cpu_backend() {
       .lstm_cell = cpu::lstm_cell,
       .lstm_cell_backward = cpu::lstm_cell_backward,
       .softmax_lastdim_f32 = cpu::softmax_lastdim_f32,
+      .gelu_tanh_f32 = cpu::gelu_tanh_f32,
+      .gelu_tanh_backward_f32 = cpu::gelu_tanh_backward_f32,
       .cross_entropy_rows_f32 = cpu::cross_entropy_rows_f32,
       .cross_entropy_rows_backward_f32 = cpu::cross_entropy_rows_backward_f32,
       .attention_forward = cpu::attention_forward,

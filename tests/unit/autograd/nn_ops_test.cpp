@@ -447,6 +447,53 @@ TEST(NNForward, FusedCrossEntropyIsTheCompositeBitForBit) {
   EXPECT_TRUE(allclose(x32.grad().astype(Float64), x64g.grad(), 1e-5, 1e-8));
 }
 
+// float32 gelu with the tanh approximation takes the fused kernel: its output must be the
+// composite's (the nine elementwise ops, written out here) bit for bit, at odd sizes (vector
+// tails, blocks, a size the pool splits), on a non-contiguous input and at 1 or 2 threads; one
+// recorded node; its gradient that of the float64 composite.
+TEST(NNForward, FusedGeluTanhIsTheComposite) {
+  const int saved = get_num_threads();
+  Generator gen(12);
+  const double c = std::sqrt(2.0 / M_PI);
+  auto composite = [c](const Tensor& x) { return x * 0.5 * (1.0 + tanh((x + x * x * x * 0.044715) * c)); };
+  for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{1025}, int64_t{70001}}) {
+    Tensor base = randn({n, 3}, Float32, default_device(), &gen) * 3.0;
+    Tensor seed = randn({n, 3}, Float32, default_device(), &gen);
+    for (bool strided : {false, true}) {
+      Tensor source = strided ? base.transpose().copy() : base;
+      Tensor first;
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        const std::string what = std::to_string(n) + (strided ? " strided, " : ", ") + std::to_string(threads) + " threads";
+        Tensor x = (strided ? source.transpose() : source).detach().requires_grad_();
+        if (n > 1) EXPECT_EQ(x.is_contiguous(), !strided);
+        Tensor y = gelu(x, true);
+        EXPECT_TRUE(array_equal(y, composite(x.detach()))) << what;
+        ASSERT_NE(y.impl()->grad_fn, nullptr);
+        EXPECT_STREQ(y.impl()->grad_fn->name(), "gelu");
+        y.backward(seed);
+        // against float64; 1 - t^2 cancels where tanh nears 1, so float32's composite is off by
+        // as much: the fused gradient may not be further off than it
+        Tensor x64 = x.detach().astype(Float64).requires_grad_();
+        composite(x64).backward(seed.astype(Float64));
+        Tensor x32 = x.detach().requires_grad_();
+        composite(x32).backward(seed);
+        const double err = max(abs(x.grad().astype(Float64) - x64.grad())).item<double>();
+        const double err_composite = max(abs(x32.grad().astype(Float64) - x64.grad())).item<double>();
+        EXPECT_LE(err, 2 * err_composite + 1e-6) << what << ": " << err << " against the composite's " << err_composite;
+        EXPECT_TRUE(allclose(x.grad().astype(Float64), x64.grad(), 1e-4, 1e-5)) << what;
+        if (threads == 1) first = x.grad();
+        else EXPECT_TRUE(array_equal(x.grad(), first)) << what;  // elementwise: the same bits at any thread count
+      }
+    }
+  }
+  set_num_threads(saved);
+  // saturated tails: the gradient goes to 0 below and to 1 above, without NaN
+  Tensor x = from_vector<float>({-30.0f, -10.0f, 0.0f, 10.0f, 30.0f}, {5}).requires_grad_();
+  gelu(x, true).sum().backward();
+  EXPECT_TRUE(allclose(x.grad(), from_vector<float>({0.0f, 0.0f, 0.5f, 1.0f, 1.0f}, {5}), 1e-6, 1e-6));
+}
+
 TEST(NNForward, NllLossMatchesTorch) {
   Tensor lp = log_softmax(wave({4, 5}, 0.37, 0.1) * 3.0, 1);
   Tensor tgt = from_vector<int64_t>({1, 2, 4, 0}, {4});
