@@ -113,6 +113,26 @@ Args::Args(const std::vector<std::string>& command_args, const std::vector<Optio
   if (n < min_positional) fail("missing argument (loom " + command_ + " " + operands_ + ")");
   if (max_positional >= 0 && n > max_positional)
     fail("unexpected argument '" + positional_[max_positional] + "'");
+  check_required(options);
+}
+
+// The options the verb declares `required` (Option): each given, or one of each `one_of`.
+void Args::check_required(const std::vector<Option>& options) const {
+  for (const Option& o : options) {
+    if (!o.required) continue;
+    if (o.one_of.empty()) {
+      if (!flag(o.name) && !value(o.name)) fail("missing " + o.name + (o.value.empty() ? "" : " " + o.value));
+      continue;
+    }
+    std::vector<std::string> alternatives;
+    int given = 0;
+    for (const Option& p : options)
+      if (p.one_of == o.one_of) {
+        alternatives.push_back(p.name);
+        given += flag(p.name) || value(p.name);
+      }
+    if (given != 1) fail("give one of " + join(alternatives, " and "));
+  }
 }
 
 std::optional<std::string> Args::value(const std::string& name) const {
