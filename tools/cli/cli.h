@@ -102,7 +102,7 @@ std::pair<std::string, std::optional<int64_t>> split_version(const Args& args, c
 
 // Text from a store, a program or the command line as it may be shown on a terminal: control
 // characters (C0 but newline and tab when `keep_lines`, DEL, C1) and bytes that are not UTF-8
-// escaped (\x1b, \u{9b}; loom::detail::escape_text). Everything the command line prints goes
+// escaped (\x1b, \u{9b}; loom::escape_text, loom/core/text.h). Everything the command line prints goes
 // through it (print_table, print_fields, messages) or through print_json.
 std::string terminal_text(const std::string& text, bool keep_lines = false);
 // Raises this process's open-file limit to its hard limit (often 1024 soft, far more hard): a

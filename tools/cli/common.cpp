@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 
 #include "cli.h"
-#include "core/utf8.h"
+#include "loom/core/text.h"
 
 namespace loom::cli {
 
@@ -191,7 +191,7 @@ std::pair<std::string, std::optional<int64_t>> split_version(const Args& args, c
   return {ref.substr(0, colon), parse_integer(args, ref.substr(colon + 1), "the version in '" + ref + "'")};
 }
 
-std::string terminal_text(const std::string& text, bool keep_lines) { return loom::detail::escape_text(text, keep_lines); }
+std::string terminal_text(const std::string& text, bool keep_lines) { return escape_text(text, keep_lines); }
 
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& cells) {
   // escaped first (a cell may hold anything a store holds), then aligned

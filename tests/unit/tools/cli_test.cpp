@@ -949,6 +949,19 @@ TEST(Cli, UsageAndStoreErrors) {
     EXPECT_TRUE(r.err.empty()) << r.err;
   }
   EXPECT_TRUE(contains(loom({"agent", "--help"}).out, "--stop-when-idle"));
+  // a verb's --help is its own: its usage and what each of its options is
+  r = loom({"runs", "top", "--help"});
+  EXPECT_EQ(r.out.rfind("usage: loom runs top --metric M [--at final|max|min]", 0), 0u) << r.out;
+  EXPECT_TRUE(contains(r.out, "--metric M")) << r.out;
+  EXPECT_FALSE(contains(r.out, "compare")) << r.out;
+  r = loom({"models", "alias", "set", "--help"});
+  EXPECT_EQ(r.out.rfind("usage: loom models alias set NAME ALIAS VERSION [--replace]", 0), 0u) << r.out;
+  r = loom({"models", "alias", "rename", "a", "b"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "models alias: unknown command 'rename' (valid: set, delete)")) << r.err;
+  r = loom({"controllers", "create", "c", "--dataset", "d"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "controllers create: give one of --kind and --plan")) << r.err;
 }
 
 // docs/cli.md's table of commands is what `loom help --markdown` makes of the command line's
