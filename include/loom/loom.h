@@ -10,6 +10,7 @@
 #include "loom/core/parallel.h"
 #include "loom/core/shape_io.h"
 #include "loom/core/tensor.h"
+#include "loom/core/text.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/indexing.h"

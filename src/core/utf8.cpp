@@ -28,7 +28,12 @@ bool is_utf8(std::string_view s) {
   return true;
 }
 
+}  // namespace loom::detail
+
+namespace loom {
+
 std::string escape_text(std::string_view s, bool keep_lines, size_t max_bytes) {
+  using detail::utf8_sequence_length;
   static const char* hex = "0123456789abcdef";
   std::string out;
   out.reserve(s.size() < 256 ? s.size() : 256);
@@ -57,6 +62,10 @@ std::string escape_text(std::string_view s, bool keep_lines, size_t max_bytes) {
   if (i < s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
   return out;
 }
+
+}  // namespace loom
+
+namespace loom::detail {
 
 std::string quote_text(std::string_view s, size_t max_bytes) { return "'" + escape_text(s, false, max_bytes) + "'"; }
 

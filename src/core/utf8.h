@@ -6,21 +6,19 @@
 #include <string_view>
 
 #include "loom/core/api.h"
+#include "loom/core/text.h"
 
 namespace loom::detail {
 
 // The length (1 to 4) of the well-formed sequence starting at s[i], or 0 if none does.
-LOOM_API size_t utf8_sequence_length(std::string_view s, size_t i);
-LOOM_API bool is_utf8(std::string_view s);
+LOOM_INTERNAL size_t utf8_sequence_length(std::string_view s, size_t i);
+LOOM_INTERNAL bool is_utf8(std::string_view s);
 
-// `s` with everything that could act on a terminal, or is not UTF-8, written as an escape:
-// C0 controls as \xNN (\n, \t and \r as such; newline and tab kept as they are when
-// `keep_lines`), DEL as \x7f, C1 controls (U+0080 to U+009F) as \u{NN}, and each byte that
-// starts no well-formed UTF-8 sequence as \xNN. Other text, backslashes included, is kept. At
-// most `max_bytes` of `s` are shown (cut at a character), then "... (N bytes)".
-LOOM_API std::string escape_text(std::string_view s, bool keep_lines = false, size_t max_bytes = std::string_view::npos);
+// escape_text (loom/core/text.h, public: the command line prints through it) by the name the
+// library's files use.
+using loom::escape_text;
 
 // "'<escape_text(s)>'" with at most `max_bytes` of `s`: a value quoted in an error message.
-LOOM_API std::string quote_text(std::string_view s, size_t max_bytes = 100);
+LOOM_INTERNAL std::string quote_text(std::string_view s, size_t max_bytes = 100);
 
 }  // namespace loom::detail

@@ -5,7 +5,12 @@ Every file of a part (src/<part>/, include/loom/<part>/, tools/<part>/) may incl
 headers of its own part and of the parts below it (loom/<part>/...), its own part's private
 headers (src/<part>/...) and the internal interfaces that a lower part declares for the parts
 above it (INTERFACES below). Anything else fails: an include of a higher part, or of another
-part's private header.
+part's private header. A relative include ("../store/db.h") is read as the header it reaches. The
+command line (tools/) is a program over the public API: it includes no private header at all.
+Public headers mark what they export LOOM_API, private ones LOOM_INTERNAL (docs/architecture.md,
+"Libraries"); either in the other's place fails. And the libraries link in the same order: a
+library's target_link_libraries (CMakeLists.txt, tools/*/CMakeLists.txt) names no library of a
+higher part.
 
 The unit tests follow the same order (docs/testing.md): a test in tests/unit/<part>/ (built into
 loom_<part>_tests) may include what a file of <part> may, the helpers of its own and lower parts'
@@ -60,6 +65,74 @@ TEST_PRIVATE = {
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')
 
+# Each library target (and its alias) and the parts it is built from, lowest to highest.
+LIBRARIES = {
+    "loom": ("core", "train"), "loom::loom": ("core", "train"),
+    "loom_store": ("store", "flow"), "loom::store": ("store", "flow"),
+    "loom_serve": ("serve", "ui"), "loom::serve": ("serve", "ui"),
+    "loom_dist": ("dist", "dist"), "loom::dist": ("dist", "dist"),
+    "loom_cli": ("tools", "tools"),
+}
+LINK = re.compile(r"target_link_libraries\(\s*([\w:]+)([^)]*)\)")
+
+
+def resolve(root, path, h):
+    """An include as the include path reads it: a relative one ("../store/db.h") as the header
+    it reaches (store/db.h, loom/train/model.h), from the including file's folder or, failing
+    that, from src/ and include/."""
+    if not (h.startswith(".") or "/../" in h or "/./" in h):
+        return h
+    for base in (os.path.dirname(path), os.path.join(root, "src"), os.path.join(root, "include")):
+        target = os.path.normpath(os.path.join(base, h))
+        if os.path.exists(target):
+            break
+    rel = os.path.relpath(target, root)
+    for prefix in ("src/", "include/"):
+        if rel.startswith(prefix):
+            return rel[len(prefix):]
+    return rel
+
+
+def mark_violations(root):
+    """LOOM_API in a private header (src/) or LOOM_INTERNAL in a public one (include/loom/)."""
+    found = []
+    for base, wrong, right in (("src", "LOOM_API", "LOOM_INTERNAL"), ("include/loom", "LOOM_INTERNAL", "LOOM_API")):
+        for dirpath, _, files in os.walk(os.path.join(root, base)):
+            for f in sorted(files):
+                if not f.endswith(".h") or f == "api.h":
+                    continue
+                path = os.path.join(dirpath, f)
+                with open(path, errors="replace") as fh:
+                    for n, line in enumerate(fh, 1):
+                        if re.search(rf"\b{wrong}\b", line):
+                            found.append(f"{os.path.relpath(path, root)}:{n}: {wrong} in a "
+                                         f"{'private' if base == 'src' else 'public'} header (mark it {right})")
+    return found
+
+
+def link_violations(root):
+    """A library target linking one of a higher part (CMake's own link lists)."""
+    found = []
+    files = [os.path.join(root, "CMakeLists.txt")]
+    for dirpath, _, names in os.walk(os.path.join(root, "tools")):
+        files += [os.path.join(dirpath, n) for n in names if n == "CMakeLists.txt"]
+    for path in files:
+        if not os.path.exists(path):
+            continue
+        text = re.sub(r"#[^\n]*", "", open(path, errors="replace").read())
+        for m in LINK.finditer(text):
+            target = m.group(1)
+            if target not in LIBRARIES:
+                continue
+            for dep in m.group(2).split():
+                if dep in LIBRARIES and RANK[LIBRARIES[dep][1]] >= RANK[LIBRARIES[target][0]] and \
+                        LIBRARIES[dep] != LIBRARIES[target]:
+                    line = text.count("\n", 0, m.start()) + 1
+                    (lo, hi), (dep_lo, dep_hi) = LIBRARIES[target], LIBRARIES[dep]
+                    found.append(f"{os.path.relpath(path, root)}:{line}: {target} ({lo} to {hi}) links {dep} "
+                                 f"({dep_lo} to {dep_hi}): a library links only the libraries of parts below its own")
+    return found
+
 
 def part_of(rel):
     p = rel.split("/")
@@ -89,7 +162,7 @@ def violations(root):
                         m = INCLUDE.match(line)
                         if not m:
                             continue
-                        h = m.group(1)
+                        h = resolve(root, path, m.group(1))
                         if h.startswith("loom/"):
                             q = h.split("/")[1]
                             if q in RANK and RANK[q] > RANK[part]:
@@ -100,6 +173,8 @@ def violations(root):
                             continue
                         if (rel, h) in PENDING:
                             pending_seen.add((rel, h))
+                        elif part == "tools":
+                            found.append(f"{rel}:{n}: includes {h}, a private header of {q}: the command line uses the public API")
                         elif h in INTERFACES and RANK[q] < RANK[part]:
                             pass
                         elif h in INTERFACES:
@@ -108,7 +183,7 @@ def violations(root):
                             found.append(f"{rel}:{n}: includes {h}, a private header of {q}")
     for rel, h in sorted(PENDING - pending_seen):
         found.append(f"{rel} no longer includes {h}: remove it from PENDING in {os.path.basename(__file__)}")
-    return found + test_violations(root)
+    return found + test_violations(root) + mark_violations(root) + link_violations(root)
 
 
 def includes(path):
@@ -128,12 +203,9 @@ def test_violations(root):
         level = TEST_LEVEL[folder]
         for n, h in includes(path):
             at = f"{where}{os.path.relpath(path, root)}:{n}"
-            if h.startswith("."):  # a relative path: to what it names under the root
-                h = os.path.relpath(os.path.normpath(os.path.join(os.path.dirname(path), h)), root)
-                if h.startswith("src/"):
-                    h = h[len("src/"):]
-                elif h.startswith("tests/"):
-                    h = h[len("tests/"):]
+            h = resolve(root, path, h)
+            if h.startswith("tests/"):  # a relative path to a helper
+                h = h[len("tests/"):]
             if h == "loom/loom.h":
                 found.append(f"{at}: includes {h}, the umbrella: a test includes its part's headers")
                 continue
@@ -198,9 +270,16 @@ def plant(root):
         for d in ("src", "include", "tools", "tests/unit", "tests/reference"):
             shutil.copytree(os.path.join(root, d), os.path.join(tmp, d),
                             ignore=shutil.ignore_patterns("*.o", "build*"))
+        shutil.copy(os.path.join(root, "CMakeLists.txt"), os.path.join(tmp, "CMakeLists.txt"))
         planted = {
             "src/core/tensor.cpp": '#include "loom/train/model.h"',
             "src/nn/linear.cpp": '#include "store/db.h"',
+            "src/ops/creation.cpp": '#include "../store/db.h"',
+            "src/graph/graph.cpp": '#include "../../include/loom/train/model.h"',
+            "tools/cli/runs.cpp": '#include "core/utf8.h"',
+            "src/store/db.h": "LOOM_API void planted();",
+            "include/loom/nn/layer.h": "LOOM_INTERNAL void planted();",
+            "CMakeLists.txt": "target_link_libraries(loom PRIVATE loom::store)",
             "tests/unit/ops/dtype_test.cpp": "#include <loom/loom.h>",
             "tests/unit/core/file_test.cpp": "#include <loom/ops/creation.h>",
             "tests/unit/graph/layers_test.cpp": '#include "unit/train/train_test_util.h"',

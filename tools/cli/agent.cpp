@@ -11,29 +11,6 @@ namespace loom::cli {
 
 namespace {
 
-const char* kUsage = R"(usage: loom agent --command KIND=PROGRAM... [options]
-
-Claims tasks of the given kinds and runs each as a child process: the task's hyper-parameters
-are its stdin (and the file named by $LOOM_TASK_HYPER_PARAMETERS), its result is the JSON it
-prints on stdout (docs/workflow.md, "Task kinds"). SIGINT or SIGTERM stops the agent after the
-task it is running; a second one ends it at once (the task is then replayed by another agent
-once its lease expires).
-
-options:
-  --command KIND=PROGRAM   run tasks of KIND with PROGRAM, split into words like a shell
-                           does (quotes and backslashes; no variables or globs), e.g.
-                           --command "eval=/usr/bin/python3 eval.py --fast"; repeatable
-  --kinds K1,K2            the kinds to claim (default: every --command kind)
-  --name NAME              the agent's name in its tasks (default: <host>:<pid>)
-  --poll-ms MS             the longest wait when no task is claimable; a submission or a
-                           finished dependency wakes the agent at once (default 500)
-  --stop-when-idle         return when no task is pending
-  --max-tasks N            return after N tasks
-  --batch K                claim and record up to K tasks per commit (1: one at a time, for
-                           long tasks; default 0: adapt, so that a batch runs about 10 ms)
-  --store URL, --json      (see 'loom --help'); --json prints {"tasks": N} at the end
-)";
-
 // "a 'b c' \"d\\\"e\"" -> {a, b c, d"e}: whitespace separates words, single quotes keep
 // everything, double quotes keep all but \" and \\, a backslash outside quotes escapes.
 std::vector<std::string> shell_words(const Args& a, const std::string& text) {
@@ -80,15 +57,8 @@ extern "C" void on_stop_signal(int) {
   if (flow::Agent* agent = g_agent.load()) agent->stop();
 }
 
-}  // namespace
-
-int agent_main(const std::vector<std::string>& args) {
-  Args a(args,
-         {{"--command", "KIND=PROGRAM", true}, {"--kinds", "K1,K2"}, {"--name", "NAME"}, {"--poll-ms", "MS"},
-          {"--stop-when-idle", ""}, {"--max-tasks", "N"}, {"--batch", "K"}},
-         0, 0, "agent", "", kUsage);
+int run(const Args& a) {
   const auto commands = a.values("--command");
-  if (commands.empty()) a.fail("missing --command KIND=PROGRAM (what runs the tasks of a kind)");
   flow::AgentOptions options{.poll_ms = a.integer("--poll-ms", 500, 0),
                              .stop_when_idle = a.flag("--stop-when-idle"),
                              .max_tasks = a.integer("--max-tasks", 0, 0),
@@ -127,6 +97,31 @@ int agent_main(const std::vector<std::string>& args) {
   if (a.json()) print_json({{"tasks", ran}});
   else std::cout << "loom agent " << terminal_text(agent.name()) << ": ran " << ran << " task" << (ran == 1 ? "" : "s") << '\n';
   return kExitOk;
+}
+
+}  // namespace
+
+const Group& agent_group() {
+  static const Group g{
+      "agent", "run an agent that claims tasks and runs them as commands",
+      {{"", "", 0, 0,
+        {{.name = "--command", .value = "KIND=PROGRAM", .repeated = true,
+          .help = "run tasks of KIND with PROGRAM, split into words as a shell does (quotes and backslashes; no "
+                  "variables or globs), e.g. --command \"eval=/usr/bin/python3 eval.py --fast\"",
+          .required = true},
+         {"--kinds", "K1,K2", false, "", "the kinds to claim (default: every --command kind)"},
+         {"--name", "NAME", false, "", "the agent's name in its tasks (default: <host>:<pid>)"},
+         {"--poll-ms", "MS", false, "", "the longest wait when no task is claimable; a submission or a finished dependency wakes the agent at once (default 500)"},
+         {"--stop-when-idle", "", false, "", "return when no task is pending"},
+         {"--max-tasks", "N", false, "", "return after N tasks"},
+         {"--batch", "K", false, "", "claim and record up to K tasks per commit (1: one at a time, for long tasks; default 0: adapt, so that a batch runs about 10 ms)"}},
+        "an agent that runs each claimed task as PROGRAM, a child process: the task's hyper-parameters are its stdin "
+        "(and the file named by $LOOM_TASK_HYPER_PARAMETERS), its result the JSON it prints on stdout "
+        "(docs/workflow.md, Task kinds). SIGINT or SIGTERM stops it after the task it is running; a second one ends it "
+        "at once (the task is then replayed by another agent once its lease expires). At the end it prints how many "
+        "tasks it ran ({\"tasks\": N} with --json)",
+        run}}};
+  return g;
 }
 
 }  // namespace loom::cli

@@ -48,6 +48,13 @@ struct Option {
   std::string value;         // the value's placeholder ("T"); empty: a flag
   bool repeated = false;
   std::string short_name;    // "-n", or empty
+  // What it is, in the verb's --help (and in "missing --metric M (<help>)").
+  std::string help = {};
+  // The command line refuses the verb without it ("missing --metric M"); shown without [ ].
+  bool required = false;
+  // Options with the same `one_of` are alternatives, shown as "(--kind K | --plan FILE)"; when
+  // they are `required`, exactly one must be given.
+  std::string one_of = {};
 };
 
 // A command's arguments once parsed. The global options (--store URL, --json, --help) are
@@ -79,6 +86,7 @@ class Args {
   store::Store open_store() const;
 
  private:
+  void check_required(const std::vector<Option>& options) const;
   std::map<std::string, std::vector<std::string>> values_;
   std::set<std::string> flags_;
   std::vector<std::string> positional_;
@@ -94,7 +102,7 @@ std::pair<std::string, std::optional<int64_t>> split_version(const Args& args, c
 
 // Text from a store, a program or the command line as it may be shown on a terminal: control
 // characters (C0 but newline and tab when `keep_lines`, DEL, C1) and bytes that are not UTF-8
-// escaped (\x1b, \u{9b}; loom::detail::escape_text). Everything the command line prints goes
+// escaped (\x1b, \u{9b}; loom::escape_text, loom/core/text.h). Everything the command line prints goes
 // through it (print_table, print_fields, messages) or through print_json.
 std::string terminal_text(const std::string& text, bool keep_lines = false);
 // Raises this process's open-file limit to its hard limit (often 1024 soft, far more hard): a
@@ -126,17 +134,36 @@ nlohmann::ordered_json json_value(const std::string& text);
 std::string produced_by_text(const store::Provenance& p);
 nlohmann::ordered_json produced_by_json(const store::Provenance& p);
 
-// The command groups: `args` is everything after the group's name.
-int models_main(const std::vector<std::string>& args);
-int datasets_main(const std::vector<std::string>& args);
-int runs_main(const std::vector<std::string>& args);
-int tasks_main(const std::vector<std::string>& args);
-int plans_main(const std::vector<std::string>& args);
-int searches_main(const std::vector<std::string>& args);
-int queries_main(const std::vector<std::string>& args);
-int controllers_main(const std::vector<std::string>& args);
-int agent_main(const std::vector<std::string>& args);
-int serve_main(const std::vector<std::string>& args);
-int ui_main(const std::vector<std::string>& args);
+// A verb of a command group, declared once in its group's table (the group's file): dispatch,
+// its --help and its group's, and the reference in docs/cli.md (`loom help --markdown`, held
+// to the docs by cli_test) all come from this entry (commands.cpp).
+struct Verb {
+  std::string name;      // "list"; "alias set": a verb of a sub-group; empty: the group is one command
+  std::string operands;  // the positional arguments as usage shows them: "NAME[:VERSION|@ALIAS]"
+  int min_positional = 0;
+  int max_positional = 0;  // < 0: any number
+  std::vector<Option> options;
+  std::string help;  // what it does (paragraphs a blank line apart; wrapped when shown)
+  int (*run)(const Args&) = nullptr;
+};
+
+struct Group {
+  std::string name;     // "models"
+  std::string summary;  // its line in `loom --help`
+  std::vector<Verb> verbs;
+};
+
+// The command groups, in the order `loom --help` lists them (main.cpp's table); each group's
+// table of verbs is in its own file.
+const std::vector<const Group*>& groups();
+
+// Runs the verb of `g` that `args` (everything after the group's name) names.
+int run_group(const Group& g, const std::vector<std::string>& args);
+std::vector<std::string> group_names();
+std::string main_help();                             // loom --help
+std::string group_help(const Group& g);              // loom GROUP --help
+std::string verb_help(const Group& g, const Verb& v);  // loom GROUP VERB --help
+// docs/cli.md's table of commands, from the same tables.
+std::string markdown_reference();
 
 }  // namespace loom::cli

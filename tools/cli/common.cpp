@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 
 #include "cli.h"
-#include "core/utf8.h"
+#include "loom/core/text.h"
 
 namespace loom::cli {
 
@@ -113,6 +113,26 @@ Args::Args(const std::vector<std::string>& command_args, const std::vector<Optio
   if (n < min_positional) fail("missing argument (loom " + command_ + " " + operands_ + ")");
   if (max_positional >= 0 && n > max_positional)
     fail("unexpected argument '" + positional_[max_positional] + "'");
+  check_required(options);
+}
+
+// The options the verb declares `required` (Option): each given, or one of each `one_of`.
+void Args::check_required(const std::vector<Option>& options) const {
+  for (const Option& o : options) {
+    if (!o.required) continue;
+    if (o.one_of.empty()) {
+      if (!flag(o.name) && !value(o.name)) fail("missing " + o.name + (o.value.empty() ? "" : " " + o.value));
+      continue;
+    }
+    std::vector<std::string> alternatives;
+    int given = 0;
+    for (const Option& p : options)
+      if (p.one_of == o.one_of) {
+        alternatives.push_back(p.name);
+        given += flag(p.name) || value(p.name);
+      }
+    if (given != 1) fail("give one of " + join(alternatives, " and "));
+  }
 }
 
 std::optional<std::string> Args::value(const std::string& name) const {
@@ -171,7 +191,7 @@ std::pair<std::string, std::optional<int64_t>> split_version(const Args& args, c
   return {ref.substr(0, colon), parse_integer(args, ref.substr(colon + 1), "the version in '" + ref + "'")};
 }
 
-std::string terminal_text(const std::string& text, bool keep_lines) { return loom::detail::escape_text(text, keep_lines); }
+std::string terminal_text(const std::string& text, bool keep_lines) { return escape_text(text, keep_lines); }
 
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& cells) {
   // escaped first (a cell may hold anything a store holds), then aligned

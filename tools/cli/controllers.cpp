@@ -12,27 +12,6 @@ namespace {
 using flow::BatchInfo;
 using flow::ControllerInfo;
 
-const char* kUsage = R"(usage: loom controllers COMMAND [options]
-
-commands:
-  create NAME (--dataset D | --query Q) (--kind K | --plan FILE) [--hyper JSON]
-         [--min-samples N] [--min-fraction F] [--max-wait-ms T] [--priority P]
-         [--max-attempts N] [--timeout-ms T] [--lease-ms L] [--output-model M]
-                       a controller that submits a task of kind K (or the plan in FILE, as
-                       'loom plans submit' reads it) for each batch of new versions of D (or
-                       of the named query Q's dataset, counting what Q selects) once it holds
-                       N samples, F times the earlier batches', or its oldest version is T ms
-                       old (none given: any new sample)
-  list                 the controllers, their batches so far and what is pending
-  show NAME            one controller and its batches (versions, samples, task)
-  run NAME [--once] [--max-batches N] [--recheck-ms T]
-                       runs the controller (woken by dataset commits) until interrupted, N
-                       batches were submitted, or with --once until nothing is significant
-  delete NAME          deletes the controller and its batch records (its tasks stay)
-
-options: --store URL, --json (see 'loom --help')
-)";
-
 std::string rule_text(const flow::ControllerSpec& s) {
   std::vector<std::string> rules;
   if (s.min_samples > 0) rules.push_back(std::to_string(s.min_samples) + " samples");
@@ -77,18 +56,13 @@ std::string versions_text(const std::vector<int64_t>& vs) {
   return join(parts);
 }
 
-int create(const std::vector<std::string>& args) {
-  Args a(args, {{"--dataset", "D"}, {"--query", "Q"}, {"--kind", "K"}, {"--hyper", "JSON"}, {"--min-samples", "N"},
-                {"--min-fraction", "F"}, {"--max-wait-ms", "T"}, {"--priority", "P"}, {"--max-attempts", "N"},
-                {"--timeout-ms", "T"}, {"--lease-ms", "L"}, {"--output-model", "M"}, {"--plan", "FILE"}},
-         1, 1, "controllers create", "NAME", kUsage);
+int create(const Args& a) {
   flow::ControllerSpec s;
   s.name = a.positional()[0];
   s.dataset = a.value("--dataset").value_or("");
   s.query = a.value("--query").value_or("");
-  const auto kind = a.value("--kind");
+  const auto kind = a.value("--kind");  // (one of --kind and --plan: the table requires it)
   const auto plan = a.value("--plan");
-  if (kind.has_value() == plan.has_value()) a.fail("give one of --kind and --plan");
   if (kind) s.kind = *kind;
   else s.plan = flow::Plan::from_json(read_input(*plan, "controllers create"), "controllers create: " + *plan);
   s.hyper_parameters = a.value("--hyper").value_or("{}");
@@ -110,8 +84,7 @@ int create(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int list(const std::vector<std::string>& args) {
-  Args a(args, {}, 0, 0, "controllers list", "", kUsage);
+int list(const Args& a) {
   const std::vector<ControllerInfo> found = flow::Controllers(flow::Tasks(a.open_store())).list();
   if (a.json()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -129,8 +102,7 @@ int list(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "controllers show", "NAME", kUsage);
+int show(const Args& a) {
   const flow::Controllers controllers(flow::Tasks(a.open_store()));
   const ControllerInfo c = controllers.get(a.positional()[0]);
   const std::vector<BatchInfo> batches = controllers.batches(c.spec.name);
@@ -165,8 +137,7 @@ int show(const std::vector<std::string>& args) {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
-int run(const std::vector<std::string>& args) {
-  Args a(args, {{"--once", ""}, {"--max-batches", "N"}, {"--recheck-ms", "T"}}, 1, 1, "controllers run", "NAME", kUsage);
+int run(const Args& a) {
   const int64_t max_batches = a.integer("--max-batches", 0, 0);
   const int64_t recheck_ms = a.integer("--recheck-ms", 1000, 1);
   flow::Controllers controllers(flow::Tasks(a.open_store()));
@@ -199,8 +170,7 @@ int run(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int remove(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "controllers delete", "NAME", kUsage);
+int remove(const Args& a) {
   flow::Controllers(flow::Tasks(a.open_store())).remove(a.positional()[0]);
   if (a.json()) print_json({{"deleted", a.positional()[0]}});
   return kExitOk;
@@ -208,13 +178,37 @@ int remove(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int controllers_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"create", "list", "show", "run", "delete"}, "controllers", kUsage);
-  if (sub == "create") return create(rest);
-  if (sub == "list") return list(rest);
-  if (sub == "show") return show(rest);
-  if (sub == "run") return run(rest);
-  return remove(rest);
+const Group& controllers_group() {
+  static const Group g{
+      "controllers", "create, list, show, run and delete stream controllers (tasks for new data)",
+      {{"create", "NAME", 1, 1,
+        {{.name = "--dataset", .value = "D", .help = "the dataset whose new versions it batches", .one_of = "source"},
+         {.name = "--query", .value = "Q", .help = "a named query: its dataset's new versions, counting what Q selects", .one_of = "source"},
+         {.name = "--kind", .value = "K", .help = "submit a task of kind K per batch", .required = true, .one_of = "submits"},
+         {.name = "--plan", .value = "FILE", .help = "submit the plan in FILE per batch (as loom plans submit reads it)", .required = true, .one_of = "submits"},
+         {"--hyper", "JSON", false, "", "the tasks' hyper-parameters (default {})"},
+         {"--min-samples", "N", false, "", "significant at N new samples"},
+         {"--min-fraction", "F", false, "", "significant at F times the samples of the earlier batches"},
+         {"--max-wait-ms", "T", false, "", "significant once its oldest version is T ms old"},
+         {"--priority", "P", false, "", "the tasks' priority"},
+         {"--max-attempts", "N", false, "", "the tasks' claims allowed"},
+         {"--timeout-ms", "T", false, "", "the tasks' longest attempt"},
+         {"--lease-ms", "L", false, "", "the tasks' lease"},
+         {"--output-model", "M", false, "", "lineage: the model the tasks write"}},
+        "a stream controller (docs/workflow.md, Stream controllers): one task of kind K, or the plan in FILE, per "
+        "significant batch of new versions (none of --min-samples, --min-fraction and --max-wait-ms given: any new "
+        "sample)",
+        create},
+       {"list", "", 0, 0, {}, "controllers with their batches so far and what is pending", list},
+       {"show", "NAME", 1, 1, {}, "one controller with its batches (versions, samples, task)", show},
+       {"run", "NAME", 1, 1,
+        {{"--once", "", false, "", "submit what is significant now and return"},
+         {"--max-batches", "N", false, "", "return after N batches"},
+         {"--recheck-ms", "T", false, "", "how often the time rules are checked without a commit (default 1000)"}},
+        "runs it, woken by dataset commits, printing each batch, until SIGINT/SIGTERM or N batches",
+        run},
+       {"delete", "NAME", 1, 1, {}, "deletes a controller and its batch records (its tasks stay)", remove}}};
+  return g;
 }
 
 }  // namespace loom::cli

@@ -12,16 +12,6 @@ namespace {
 
 using store::DatasetInfo;
 
-const char* kUsage = R"(usage: loom datasets COMMAND [options]
-
-commands:
-  list [--name N] [--tag T]...   the committed versions of every dataset (or of N) carrying
-                                 every tag, by name then version
-  show NAME[:VERSION]            one version (default: the latest) with its fields
-
-options: --store URL, --json (see 'loom --help')
-)";
-
 std::string field_text(const store::FieldInfo& f) { return f.name + ":" + dtype_name(f.dtype) + shape_str(f.shape); }
 
 nlohmann::ordered_json to_json(const DatasetInfo& d) {
@@ -38,8 +28,7 @@ nlohmann::ordered_json to_json(const DatasetInfo& d) {
   return j;
 }
 
-int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--name", "N"}, {"--tag", "T", true}}, 0, 0, "datasets list", "", kUsage);
+int list(const Args& a) {
   const auto found = a.open_store().datasets().find({.name = a.value("--name"), .tags = a.values("--tag")});
   if (a.json()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -58,8 +47,7 @@ int list(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "datasets show", "NAME[:VERSION]", kUsage);
+int show(const Args& a) {
   const std::string& ref = a.positional()[0];
   const store::Datasets datasets = a.open_store().datasets();
   const auto [name, version] = split_version(a, ref);
@@ -84,9 +72,17 @@ int show(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int datasets_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show"}, "datasets", kUsage);
-  return sub == "list" ? list(rest) : show(rest);
+const Group& datasets_group() {
+  static const Group g{"datasets", "list and show dataset versions",
+                       {{"list", "", 0, 0,
+                         {{"--name", "N", false, "", "only the versions of dataset N"},
+                          {"--tag", "T", true, "", "only versions carrying tag T (every one given)"}},
+                         "committed dataset versions, by name then version: samples, shards, fields (x:float32(28, 28)), tags",
+                         list},
+                        {"show", "NAME[:VERSION]", 1, 1, {},
+                         "one version (default: the latest) with a table of its fields and the task and run that produced it",
+                         show}}};
+  return g;
 }
 
 }  // namespace loom::cli

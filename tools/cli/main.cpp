@@ -1,63 +1,69 @@
 // `loom`: inspect a store's models, datasets, runs and tasks, submit and cancel tasks, run an
 // agent (docs/cli.md). Exit codes: 0 success, 1 a loom::Error, 2 a bad command line, 3 not found.
 // Messages quote stored text and arguments: printed through terminal_text.
+#include <algorithm>
 #include <iostream>
-#include <map>
 
 #include "cli.h"
 #include "loom/store/error.h"
 
+namespace loom::cli {
+
+// Each defined with its verbs in its own file (models.cpp, ...).
+const Group& models_group();
+const Group& datasets_group();
+const Group& runs_group();
+const Group& tasks_group();
+const Group& plans_group();
+const Group& searches_group();
+const Group& queries_group();
+const Group& controllers_group();
+const Group& agent_group();
+const Group& serve_group();
+const Group& ui_group();
+
+const std::vector<const Group*>& groups() {
+  static const std::vector<const Group*> all = {&models_group(),   &datasets_group(),    &runs_group(),  &tasks_group(),
+                                                &plans_group(),    &searches_group(),    &queries_group(),
+                                                &controllers_group(), &agent_group(),    &serve_group(), &ui_group()};
+  return all;
+}
+
 namespace {
 
-const char* kUsage = R"(usage: loom [--store URL] [--json] COMMAND ...
+// `loom help`: the usage; `loom help --markdown`: docs/cli.md's table of commands.
+int help(const std::vector<std::string>& rest) {
+  if (std::find(rest.begin(), rest.end(), "--markdown") != rest.end()) std::cout << markdown_reference();
+  else std::cout << main_help();
+  return kExitOk;
+}
 
-Inspect a Loom store, submit tasks and run agents (docs/cli.md).
-
-commands:
-  models    list, show, top and alias model versions
-  datasets  list and show dataset versions
-  runs      list, show, top and compare training runs
-  tasks     list, show, submit, cancel and replay tasks; read task events
-  plans     submit, list, show, cancel and replay plans (tasks with dependencies)
-  searches  list and show hyper-parameter searches and their trials
-  queries   create, list, show and delete named queries over datasets
-  controllers  create, list, show and run stream controllers (tasks for new data)
-  agent     run an agent that claims tasks and runs them as commands
-  serve     serve a model over HTTP (Open Inference Protocol v2)
-  ui        a web dashboard of the store's runs, models, datasets and tasks
-
-global options (also accepted after the command):
-  --store URL   the store: an SQLite file (sqlite:///path too) or postgresql://...;
-                default $LOOM_STORE. The command line never creates a store.
-  --json        JSON for scripts instead of tables
-  --help, -h    usage of loom or of a command group
-
-exit codes: 0 success, 1 error (a loom::Error, message on stderr), 2 bad command line,
-3 not found (no such store, model, version, alias, dataset, run or task)
-)";
+// The group that args[i...] names (leading global options taken first), run.
+int dispatch(const std::vector<std::string>& args, std::string& help_hint) {
+  const size_t i = take_global_options(args, 0, "", main_help());
+  const std::string valid = " (valid: " + join(group_names(), ", ") + ")";
+  if (i == args.size()) throw UsageError("missing command" + valid);
+  const std::string& name = args[i];
+  const std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+  if (name == "help") return help(rest);
+  for (const Group* g : groups())
+    if (g->name == name) {
+      help_hint = "loom " + name + " --help";
+      return run_group(*g, rest);
+    }
+  throw UsageError("unknown command '" + name + "'" + valid);
+}
 
 }  // namespace
 
+}  // namespace loom::cli
+
 int main(int argc, char** argv) {
   using namespace loom::cli;
-  std::vector<std::string> args(argv + 1, argv + argc);
+  const std::vector<std::string> args(argv + 1, argv + argc);
   std::string help_hint = "loom --help";
   try {
-    // leading global options, then the command group
-    const size_t i = take_global_options(args, 0, "", kUsage);
-    if (i == args.size()) throw UsageError("missing command (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)");
-    const std::string group = args[i];
-    const std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-    if (group == "help") throw HelpRequested{kUsage};
-    const std::map<std::string, int (*)(const std::vector<std::string>&)> groups = {
-        {"models", models_main}, {"datasets", datasets_main}, {"runs", runs_main}, {"tasks", tasks_main}, {"plans", plans_main},
-        {"searches", searches_main}, {"queries", queries_main}, {"controllers", controllers_main},
-        {"agent", agent_main}, {"serve", serve_main}, {"ui", ui_main}};
-    auto it = groups.find(group);
-    if (it == groups.end())
-      throw UsageError("unknown command '" + group + "' (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)");
-    help_hint = "loom " + group + " --help";
-    return it->second(rest);
+    return dispatch(args, help_hint);
   } catch (const HelpRequested& h) {
     std::cout << h.text;
     return kExitOk;

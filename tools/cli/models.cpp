@@ -11,26 +11,6 @@ namespace {
 
 using store::ModelInfo;
 
-const char* kUsage = R"(usage: loom models COMMAND [options]
-
-commands:
-  list [--name N] [--tag T]... [--where 'METRIC OP VALUE']...
-        the versions of every model (or of N) carrying every tag and satisfying every
-        condition (OP one of < <= == != >= >), by name then version
-  show NAME[:VERSION|@ALIAS]
-        one version (default: the latest) with its hyper-parameters
-  top [NAME] --metric M [--min] [-n K] [--tag T]...
-        the K (default 1) versions with the highest (--min: lowest) value of M
-  alias set NAME ALIAS VERSION [--replace]
-        name a version; --replace moves an alias that names another version
-  alias delete NAME ALIAS
-  export NAME[:VERSION|@ALIAS] --onnx FILE
-        write the version's graph and weights as an ONNX model (opset 17, dynamic batch;
-        docs/onnx.md); fails listing every layer that cannot be exported
-
-options: --store URL, --json (see 'loom --help')
-)";
-
 // "NAME", "NAME:3" or "NAME@production" (the last ':' or '@' with a version or alias after it).
 ModelInfo get_model(const Args& a, const store::Models& models, const std::string& ref) {
   if (const auto [name, version] = split_version(a, ref); version) return models.get(name, *version);
@@ -98,15 +78,13 @@ store::MetricFilter parse_where(const Args& a, const std::string& text) {
   a.fail("--where '" + text + "' is not 'METRIC OP VALUE' (OP one of < <= == != >= >)");
 }
 
-int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--name", "N"}, {"--tag", "T", true}, {"--where", "'METRIC OP VALUE'", true}}, 0, 0, "models list", "", kUsage);
+int list(const Args& a) {
   store::ModelQuery q{.name = a.value("--name"), .tags = a.values("--tag")};
   for (const auto& w : a.values("--where")) q.metrics.push_back(parse_where(a, w));
   return print_versions(a, a.open_store().models().find(q));
 }
 
-int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "models show", "NAME[:VERSION|@ALIAS]", kUsage);
+int show(const Args& a) {
   const ModelInfo v = get_model(a, a.open_store().models(), a.positional()[0]);
   if (a.json()) {
     print_json(to_json(v));
@@ -124,32 +102,28 @@ int show(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int top(const std::vector<std::string>& args) {
-  Args a(args, {{"--metric", "M"}, {"--min", ""}, {"-n", "K"}, {"--tag", "T", true}}, 0, 1, "models top", "[NAME]", kUsage);
+int top(const Args& a) {
   const auto metric = a.value("--metric");
-  if (!metric) a.fail("missing --metric M (the metric to rank by)");
   store::ModelQuery q{.tags = a.values("--tag")};
   if (!a.positional().empty()) q.name = a.positional()[0];
   const auto order = a.flag("--min") ? store::Order::Min : store::Order::Max;
   return print_versions(a, a.open_store().models().find_top(*metric, order, a.integer("-n", 1, 1), q));
 }
 
-int alias(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"set", "delete"}, "models alias", kUsage);
-  if (sub == "set") {
-    Args a(rest, {{"--replace", ""}}, 3, 3, "models alias set", "NAME ALIAS VERSION", kUsage);
-    const auto& p = a.positional();
-    const int64_t version = parse_integer(a, p[2], "VERSION");
-    try {
-      a.open_store().models().set_alias(p[0], p[1], version, a.flag("--replace"));
-    } catch (const store::ConflictError& e) {
-      throw store::ConflictError(std::string(e.what()) + " (on the command line: --replace)");
-    }
-    if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"version", version}});
-    else std::cout << terminal_text(p[0] + "@" + p[1]) << " -> version " << version << '\n';
-    return kExitOk;
+int alias_set(const Args& a) {
+  const auto& p = a.positional();
+  const int64_t version = parse_integer(a, p[2], "VERSION");
+  try {
+    a.open_store().models().set_alias(p[0], p[1], version, a.flag("--replace"));
+  } catch (const store::ConflictError& e) {
+    throw store::ConflictError(std::string(e.what()) + " (on the command line: --replace)");
   }
-  Args a(rest, {}, 2, 2, "models alias delete", "NAME ALIAS", kUsage);
+  if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"version", version}});
+  else std::cout << terminal_text(p[0] + "@" + p[1]) << " -> version " << version << '\n';
+  return kExitOk;
+}
+
+int alias_delete(const Args& a) {
   const auto& p = a.positional();
   a.open_store().models().remove_alias(p[0], p[1]);
   if (a.json()) print_json({{"name", p[0]}, {"alias", p[1]}, {"deleted", true}});
@@ -157,10 +131,8 @@ int alias(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int export_model(const std::vector<std::string>& args) {
-  Args a(args, {{"--onnx", "FILE"}}, 1, 1, "models export", "NAME[:VERSION|@ALIAS]", kUsage);
+int export_model(const Args& a) {
   const auto file = a.value("--onnx");
-  if (!file) a.fail("missing --onnx FILE (the ONNX file to write)");
   store::Store st = a.open_store();
   const ModelInfo v = get_model(a, st.models(), a.positional()[0]);
   const Graph graph = st.models().load(v);
@@ -173,13 +145,36 @@ int export_model(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int models_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "alias", "export"}, "models", kUsage);
-  if (sub == "list") return list(rest);
-  if (sub == "show") return show(rest);
-  if (sub == "top") return top(rest);
-  if (sub == "export") return export_model(rest);
-  return alias(rest);
+const Group& models_group() {
+  static const Group g{
+      "models", "list, show, rank, alias and export model versions",
+      {{"list", "", 0, 0,
+        {{"--name", "N", false, "", "only the versions of model N"},
+         {"--tag", "T", true, "", "only versions carrying tag T (every one given)"},
+         {"--where", "'METRIC OP VALUE'", true, "", "only versions whose METRIC satisfies the condition (OP one of < <= == != >= >)"}},
+        "the versions carrying every tag and satisfying every condition, by name then version",
+        list},
+       {"show", "NAME[:VERSION|@ALIAS]", 1, 1, {},
+        "one version (default: the latest): metrics, hyper-parameters, tags, aliases, weights and the task and run that "
+        "produced it",
+        show},
+       {"top", "[NAME]", 0, 1,
+        {{.name = "--metric", .value = "M", .help = "the metric to rank by", .required = true},
+         {"--min", "", false, "", "rank the lowest first"},
+         {"-n", "K", false, "", "how many versions (default 1)"},
+         {"--tag", "T", true, "", "only versions carrying tag T"}},
+        "the K versions with the highest (--min: lowest) value of M",
+        top},
+       {"alias set", "NAME ALIAS VERSION", 3, 3, {{"--replace", "", false, "", "move an alias that names another version"}},
+        "names a version; --replace moves an alias that names another one",
+        alias_set},
+       {"alias delete", "NAME ALIAS", 2, 2, {}, "removes an alias", alias_delete},
+       {"export", "NAME[:VERSION|@ALIAS]", 1, 1,
+        {{.name = "--onnx", .value = "FILE", .help = "the ONNX file to write", .required = true}},
+        "writes the version's graph and weights as an ONNX model (opset 17, dynamic batch; docs/onnx.md); fails listing "
+        "every layer that cannot be exported",
+        export_model}}};
+  return g;
 }
 
 }  // namespace loom::cli

@@ -13,26 +13,6 @@ namespace {
 using flow::PlanInfo;
 using flow::TaskInfo;
 
-const char* kUsage = R"(usage: loom plans COMMAND [options]
-
-commands:
-  submit FILE
-        submits the plan in FILE (JSON; '-': stdin) in one transaction; prints its id:
-        {"name": "...", "tasks": [{"name": "a", "kind": "K", "hyper_parameters": {...},
-          "depends_on": ["other task's name", ...], "after": [task id, ...], "lineage": {...},
-          "priority": P, "max_attempts": N, "timeout_ms": T, "lease_ms": L}, ...]}
-  list [--limit N]
-        plans in submission order with their status and how many tasks finished
-  show ID
-        one plan and its tasks (dependencies, waiting, status, result or error)
-  cancel ID
-        cancels every pending or running task of the plan
-  replay ID
-        reopens the plan's failed and cancelled tasks and what depends on them
-
-options: --store URL, --json (see 'loom --help')
-)";
-
 nlohmann::ordered_json task_json(const TaskInfo& t) {
   nlohmann::ordered_json j;
   j["id"] = t.id;
@@ -75,8 +55,7 @@ nlohmann::ordered_json plan_json(const PlanInfo& p, bool with_tasks) {
 
 int64_t plan_id(const Args& a) { return parse_integer(a, a.positional()[0], "ID"); }
 
-int submit(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "plans submit", "FILE", kUsage);
+int submit(const Args& a) {
   const std::string file = a.positional()[0];
   const flow::Plan plan = flow::Plan::from_json(read_input(file, "plans submit"), "plans submit: " + file);
   flow::Plans plans{flow::Tasks(a.open_store())};
@@ -91,8 +70,7 @@ int submit(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--limit", "N"}}, 0, 0, "plans list", "", kUsage);
+int list(const Args& a) {
   const auto plans = flow::Plans(flow::Tasks(a.open_store())).list(a.integer("--limit", 0, 0));
   if (a.json()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -108,8 +86,7 @@ int list(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "plans show", "ID", kUsage);
+int show(const Args& a) {
   const PlanInfo p = flow::Plans(flow::Tasks(a.open_store())).get(plan_id(a));
   if (a.json()) {
     print_json(plan_json(p, true));
@@ -133,8 +110,7 @@ int show(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int cancel(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "plans cancel", "ID", kUsage);
+int cancel(const Args& a) {
   const int64_t id = plan_id(a);
   const int64_t n = flow::Plans(flow::Tasks(a.open_store())).cancel(id);
   if (a.json()) print_json({{"id", id}, {"cancelled", n}});
@@ -142,8 +118,7 @@ int cancel(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int replay(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "plans replay", "ID", kUsage);
+int replay(const Args& a) {
   const int64_t id = plan_id(a);
   const std::vector<int64_t> reopened = flow::Plans(flow::Tasks(a.open_store())).replay(id);
   if (a.json()) {
@@ -159,13 +134,19 @@ int replay(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int plans_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"submit", "list", "show", "cancel", "replay"}, "plans", kUsage);
-  if (sub == "submit") return submit(rest);
-  if (sub == "list") return list(rest);
-  if (sub == "show") return show(rest);
-  if (sub == "cancel") return cancel(rest);
-  return replay(rest);
+const Group& plans_group() {
+  static const Group g{
+      "plans", "submit, list, show, cancel and replay plans (tasks with dependencies)",
+      {{"submit", "FILE", 1, 1, {},
+        "submits the plan in FILE (JSON, '-' for stdin; docs/cli.md, Plan files) in one transaction; prints its id",
+        submit},
+       {"list", "", 0, 0, {{"--limit", "N", false, "", "at most N plans (0, the default: all)"}},
+        "plans in submission order with their status and how many of their tasks finished",
+        list},
+       {"show", "ID", 1, 1, {}, "one plan and its tasks: dependencies, how many they still wait for, status, result or error", show},
+       {"cancel", "ID", 1, 1, {}, "cancels every pending or running task of the plan; prints how many it ended", cancel},
+       {"replay", "ID", 1, 1, {}, "reopens the plan's failed and cancelled tasks and what depends on them", replay}}};
+  return g;
 }
 
 }  // namespace loom::cli

@@ -11,21 +11,6 @@ namespace {
 
 using store::NamedQuery;
 
-const char* kUsage = R"(usage: loom queries COMMAND [options]
-
-commands:
-  list                 the named queries, by name
-  show NAME            one query, the versions it covers now and how many samples it selects
-  create NAME --dataset D [--versions V] [--tag T]... [--where 'KEY OP VALUE']...
-         [--order-by KEY [--descending]] [--offset N] [--limit N] [--field F]...
-                       stores a query: V is 'all' (the default: every version, new ones
-                       joining), 'latest', a version N, a range A..B or A.. (A to the latest);
-                       OP one of < <= == != >= > (strings: == and !=)
-  delete NAME          deletes a query (the data stays)
-
-options: --store URL, --json (see 'loom --help')
-)";
-
 std::string versions_text(const NamedQuery& q) {
   if (q.first_version == 0) return "latest";
   if (q.last_version == 0) return q.first_version == 1 ? "all" : std::to_string(q.first_version) + "..";
@@ -48,8 +33,7 @@ nlohmann::ordered_json to_json(const NamedQuery& q) {
   return j;
 }
 
-int list(const std::vector<std::string>& args) {
-  Args a(args, {}, 0, 0, "queries list", "", kUsage);
+int list(const Args& a) {
   const std::vector<NamedQuery> found = a.open_store().queries().list();
   if (a.json()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -67,8 +51,7 @@ int list(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "queries show", "NAME", kUsage);
+int show(const Args& a) {
   const store::Queries queries = a.open_store().queries();
   const NamedQuery q = queries.get(a.positional()[0]);
   const std::shared_ptr<store::QueryView> view = queries.open(q.name);
@@ -120,15 +103,10 @@ store::Predicate parse_where(const Args& a, const std::string& text) {
   a.fail("--where '" + text + "' has no operator (valid: KEY OP VALUE, OP one of < <= == != >= >)");
 }
 
-int create(const std::vector<std::string>& args) {
-  Args a(args, {{"--dataset", "D"}, {"--versions", "V"}, {"--tag", "T", true}, {"--where", "'KEY OP VALUE'", true},
-                {"--order-by", "KEY"}, {"--descending", ""}, {"--offset", "N"}, {"--limit", "N"}, {"--field", "F", true}},
-         1, 1, "queries create", "NAME", kUsage);
+int create(const Args& a) {
   NamedQuery q;
   q.name = a.positional()[0];
-  const auto dataset = a.value("--dataset");
-  if (!dataset) a.fail("--dataset is required");
-  q.dataset = *dataset;
+  q.dataset = *a.value("--dataset");
   const std::string v = a.value("--versions").value_or("all");
   if (v == "all") q.first_version = 1, q.last_version = 0;
   else if (v == "latest") q.first_version = 0, q.last_version = 0;
@@ -151,8 +129,7 @@ int create(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int remove(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "queries delete", "NAME", kUsage);
+int remove(const Args& a) {
   a.open_store().queries().remove(a.positional()[0]);
   if (a.json()) print_json({{"deleted", a.positional()[0]}});
   return kExitOk;
@@ -160,12 +137,26 @@ int remove(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int queries_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show", "create", "delete"}, "queries", kUsage);
-  if (sub == "list") return list(rest);
-  if (sub == "show") return show(rest);
-  if (sub == "create") return create(rest);
-  return remove(rest);
+const Group& queries_group() {
+  static const Group g{
+      "queries", "create, list, show and delete named queries over datasets",
+      {{"list", "", 0, 0, {}, "the named queries, by name", list},
+       {"show", "NAME", 1, 1, {}, "one query with the versions it covers now and how many samples it selects", show},
+       {"create", "NAME", 1, 1,
+        {{.name = "--dataset", .value = "D", .help = "the dataset it selects from", .required = true},
+         {"--versions", "V", false, "", "all (the default: every version, new ones joining), latest, a version N, a range A..B or A.. (A to the latest)"},
+         {"--tag", "T", true, "", "only samples of versions carrying tag T"},
+         {"--where", "'KEY OP VALUE'", true, "", "only samples whose KEY satisfies the condition (OP one of < <= == != >= >; strings: == and !=)"},
+         {"--order-by", "KEY", false, "", "the samples' order (default: their index)"},
+         {"--descending", "", false, "", "--order-by, highest first"},
+         {"--offset", "N", false, "", "skip the first N samples"},
+         {"--limit", "N", false, "", "at most N samples"},
+         {"--field", "F", true, "", "only field F (default: all)"}},
+        "stores a named query (docs/store.md, Named queries); an unknown dataset exits 3, a name taken or a bad "
+        "predicate 1",
+        create},
+       {"delete", "NAME", 1, 1, {}, "deletes a named query (the data stays)", remove}}};
+  return g;
 }
 
 }  // namespace loom::cli

@@ -15,26 +15,6 @@ namespace {
 
 using store::RunInfo;
 
-const char* kUsage = R"(usage: loom runs COMMAND [options]
-
-commands:
-  list [--experiment E] [--name N] [--status S] [--tag T]...
-        runs (S one of running, finished, failed), in start order, with each metric's
-        last value
-  show ID
-        one run with its learning curves (one row per epoch)
-  top --metric M [--at final|max|min] [-n K] [--experiment E] [--tag T]...
-        the K (default 1) runs with the best value of M: its last epoch's (final, the
-        default; highest first), or its highest (max) or lowest (min) over all epochs
-  compare ID ID... [--metric M]...
-        the curves of several runs side by side (default: every metric)
-  export ID... --tensorboard DIR
-        TensorBoard event files of each run's curves in DIR/<name>-<id>/{train,validation}
-        (as train::TensorBoardLogger writes them): tensorboard --logdir DIR shows them
-
-options: --store URL, --json (see 'loom --help')
-)";
-
 std::string final_metrics(const RunInfo& r) {
   std::vector<std::string> parts;
   for (const auto& [k, c] : r.metrics)
@@ -105,14 +85,12 @@ store::RunQuery query_of(const Args& a) {
   return q;
 }
 
-int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--experiment", "E"}, {"--name", "N"}, {"--status", "S"}, {"--tag", "T", true}}, 0, 0, "runs list", "", kUsage);
+int list(const Args& a) {
   const store::RunQuery q = query_of(a);
   return print_runs(a, a.open_store().runs().find(q));
 }
 
-int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "runs show", "ID", kUsage);
+int show(const Args& a) {
   const RunInfo r = a.open_store().runs().get(parse_integer(a, a.positional()[0], "ID"));
   if (a.json()) {
     print_json(to_json(r));
@@ -139,11 +117,8 @@ int show(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int top(const std::vector<std::string>& args) {
-  Args a(args, {{"--metric", "M"}, {"--at", "final|max|min"}, {"-n", "K"}, {"--experiment", "E"}, {"--tag", "T", true}}, 0, 0,
-         "runs top", "", kUsage);
+int top(const Args& a) {
   const auto metric = a.value("--metric");
-  if (!metric) a.fail("missing --metric M (the metric to rank by)");
   const std::string at_name = a.value("--at").value_or("final");
   if (at_name != "final" && at_name != "max" && at_name != "min")
     a.fail("unknown --at '" + at_name + "' (valid: final, max, min)");
@@ -152,8 +127,7 @@ int top(const std::vector<std::string>& args) {
   return print_runs(a, a.open_store().runs().find_top(*metric, at, a.integer("-n", 1, 1), q));
 }
 
-int compare(const std::vector<std::string>& args) {
-  Args a(args, {{"--metric", "M", true}}, 2, -1, "runs compare", "ID ID...", kUsage);
+int compare(const Args& a) {
   std::vector<int64_t> ids;
   for (const auto& p : a.positional()) ids.push_back(parse_integer(a, p, "ID"));
   const auto runs = a.open_store().runs().compare(ids, a.values("--metric"));
@@ -179,10 +153,8 @@ std::string run_folder(const RunInfo& r) {
   return slug + "-" + std::to_string(r.id);
 }
 
-int export_runs(const std::vector<std::string>& args) {
-  Args a(args, {{"--tensorboard", "DIR"}}, 1, -1, "runs export", "ID...", kUsage);
+int export_runs(const Args& a) {
   const auto dir = a.value("--tensorboard");
-  if (!dir) a.fail("missing --tensorboard DIR (the folder to write event files in)");
   std::vector<int64_t> ids;
   for (const auto& p : a.positional()) ids.push_back(parse_integer(a, p, "ID"));
   const auto runs = a.open_store().runs().compare(ids);  // every run exists before anything is written
@@ -205,13 +177,34 @@ int export_runs(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int runs_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show", "top", "compare", "export"}, "runs", kUsage);
-  if (sub == "list") return list(rest);
-  if (sub == "show") return show(rest);
-  if (sub == "top") return top(rest);
-  if (sub == "export") return export_runs(rest);
-  return compare(rest);
+const Group& runs_group() {
+  static const Group g{
+      "runs", "list, show, rank, compare and export training runs",
+      {{"list", "", 0, 0,
+        {{"--experiment", "E", false, "", "only the runs of experiment E"},
+         {"--name", "N", false, "", "only runs named N"},
+         {"--status", "S", false, "", "only runs in state S: running, finished or failed"},
+         {"--tag", "T", true, "", "only runs carrying tag T (every one given)"}},
+        "runs in start order with each metric's last value",
+        list},
+       {"show", "ID", 1, 1, {}, "one run and its learning curves, one row per epoch", show},
+       {"top", "", 0, 0,
+        {{.name = "--metric", .value = "M", .help = "the metric to rank by", .required = true},
+         {"--at", "final|max|min", false, "", "its last epoch's value (final, the default; highest first), or its highest (max) or lowest (min) over all epochs"},
+         {"-n", "K", false, "", "how many runs (default 1)"},
+         {"--experiment", "E", false, "", "only the runs of experiment E"},
+         {"--tag", "T", true, "", "only runs carrying tag T"}},
+        "the K best runs by their last (final), highest or lowest value of M",
+        top},
+       {"compare", "ID ID...", 2, -1, {{"--metric", "M", true, "", "only metric M (default: every metric)"}},
+        "the curves of several runs side by side (columns ID:METRIC)",
+        compare},
+       {"export", "ID...", 1, -1,
+        {{.name = "--tensorboard", .value = "DIR", .help = "the folder to write event files in", .required = true}},
+        "TensorBoard event files of each run's curves in DIR/<name>-<id>/{train,validation}, laid out as "
+        "train::TensorBoardLogger writes them (tensorboard --logdir DIR shows them); the name made one safe path component",
+        export_runs}}};
+  return g;
 }
 
 }  // namespace loom::cli

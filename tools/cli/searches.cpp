@@ -12,27 +12,6 @@ namespace loom::cli {
 
 namespace {
 
-const char* kUsage = R"(usage: loom searches COMMAND [options]
-
-commands:
-  start --kind K --metric M --trials N --param NAME=SPEC... [--mode min|max] [--sampler random|tpe|grid]
-        [--seed S] [--grid-points N] [--asha R] [--asha-min r] [--asha-eta ETA] [--step-budget N]
-        [--concurrent N] [--hyper-parameters JSON] [--name NAME] [--timeout-ms MS]
-        runs a search to its end and shows it: each trial a task of kind K (run by agents, 'loom
-        agent --command K=PROGRAM' for a program that reports 'STEP VALUE' lines on descriptor 3),
-        its hyper-parameters the sampled ones added to --hyper-parameters, its value the result's
-        field M (else its last report). SPEC: uniform:LOW:HIGH, log_uniform:LOW:HIGH,
-        int:LOW:HIGH or choice:V1,V2,... (each a JSON value, else a string). --asha R stops poor
-        trials early (rungs at r, r*ETA, ... up to R steps; r 1 and ETA 3 by default).
-  list [--limit N]
-        searches in start order: sampler, metric, ASHA's rungs, trials and the best value
-  show ID
-        one search and its trials (task, state, value, steps, parameters), the best marked
-
-options: --store URL, --json (see 'loom --help')
-A search's trials are tasks ('loom tasks show ID'); from C++ it is flow::search.
-)";
-
 std::string asha_text(const flow::SearchInfo& s) {
   if (!s.asha) return "-";
   return "r=" + std::to_string(s.asha->min_resource) + " R=" + std::to_string(s.asha->max_resource) +
@@ -78,8 +57,7 @@ nlohmann::ordered_json search_json(const flow::SearchInfo& s) {
   return j;
 }
 
-int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--limit", "N"}}, 0, 0, "searches list", "", kUsage);
+int list(const Args& a) {
   const flow::Tasks tasks(a.open_store());
   std::vector<flow::SearchInfo> searches;
   for (const flow::SearchInfo& s : flow::list_searches(tasks, a.integer("--limit", 0, 0))) searches.push_back(flow::get_search(tasks, s.id));
@@ -146,15 +124,7 @@ void add_param(const Args& a, flow::SearchSpace& space, const std::string& text)
 
 int print_search(const Args& a, const flow::SearchInfo& s);
 
-int start(const std::vector<std::string>& args) {
-  Args a(args,
-         {{"--kind", "K"}, {"--metric", "M"}, {"--trials", "N"}, {"--param", "NAME=SPEC", true}, {"--mode", "min|max"},
-          {"--sampler", "random|tpe|grid"}, {"--seed", "S"}, {"--grid-points", "N"}, {"--asha", "R"}, {"--asha-min", "r"},
-          {"--asha-eta", "ETA"}, {"--step-budget", "N"}, {"--concurrent", "N"}, {"--hyper-parameters", "JSON"}, {"--name", "NAME"},
-          {"--timeout-ms", "MS"}},
-         0, 0, "searches start", "", kUsage);
-  for (const char* required : {"--kind", "--metric", "--trials", "--param"})
-    if (!a.value(required)) a.fail(std::string("missing ") + required);
+int start(const Args& a) {
   flow::SearchSpace space;
   for (const std::string& p : a.values("--param")) add_param(a, space, p);
   const std::string mode = a.value("--mode").value_or("min");
@@ -184,8 +154,7 @@ int start(const std::vector<std::string>& args) {
   return print_search(a, s);
 }
 
-int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "searches show", "ID", kUsage);
+int show(const Args& a) {
   return print_search(a, flow::get_search(flow::Tasks(a.open_store()), parse_integer(a, a.positional()[0], "ID")));
 }
 
@@ -215,11 +184,41 @@ int print_search(const Args& a, const flow::SearchInfo& s) {
 
 }  // namespace
 
-int searches_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"start", "list", "show"}, "searches", kUsage);
-  if (sub == "start") return start(rest);
-  if (sub == "list") return list(rest);
-  return show(rest);
+const Group& searches_group() {
+  static const Group g{
+      "searches", "start, list and show hyper-parameter searches and their trials",
+      {{"start", "", 0, 0,
+        {{.name = "--kind", .value = "K", .help = "each trial a task of kind K", .required = true},
+         {.name = "--metric", .value = "M", .help = "a trial's value: its result's field M (else its last report)", .required = true},
+         {.name = "--trials", .value = "N", .help = "how many trials", .required = true},
+         {.name = "--param", .value = "NAME=SPEC", .repeated = true,
+          .help = "a sampled hyper-parameter; SPEC: uniform:LOW:HIGH, log_uniform:LOW:HIGH, int:LOW:HIGH or "
+                  "choice:V1,V2,... (each a JSON value, else a string: act=choice:relu,gelu)",
+          .required = true},
+         {"--mode", "min|max", false, "", "minimize (the default) or maximize M"},
+         {"--sampler", "random|tpe|grid", false, "", "how trials are sampled (default random)"},
+         {"--seed", "S", false, "", "the sampler's seed"},
+         {"--grid-points", "N", false, "", "points per continuous parameter of the grid (default 5)"},
+         {"--asha", "R", false, "", "stop poor trials at rungs r, r*ETA, ... up to R steps"},
+         {"--asha-min", "r", false, "", "ASHA's first rung (default 1)"},
+         {"--asha-eta", "ETA", false, "", "ASHA's reduction factor (default 3)"},
+         {"--step-budget", "N", false, "", "steps all trials may spend together"},
+         {"--concurrent", "N", false, "", "trials running at once (default 4)"},
+         {"--hyper-parameters", "JSON", false, "", "hyper-parameters every trial gets besides the sampled ones"},
+         {"--name", "NAME", false, "", "the search's name"},
+         {"--timeout-ms", "MS", false, "", "give up after MS ms"}},
+        "runs a search to its end (flow::search; docs/workflow.md, Search) and shows it as show does: each trial a task "
+        "of kind K that agents run (a command kind, loom agent --command K=PROGRAM, reports STEP VALUE lines on "
+        "descriptor 3 for ASHA), its hyper-parameters the sampled ones plus --hyper-parameters",
+        start},
+       {"list", "", 0, 0, {{"--limit", "N", false, "", "at most N searches (0, the default: all)"}},
+        "hyper-parameter searches in start order: sampler, metric, ASHA's rungs, trials, steps spent, best value",
+        list},
+       {"show", "ID", 1, 1, {},
+        "one search and its trials: task id (loom tasks show ID), state (completed, stopped by ASHA, ...), value, steps, "
+        "parameters; the best marked *",
+        show}}};
+  return g;
 }
 
 }  // namespace loom::cli

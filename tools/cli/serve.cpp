@@ -13,38 +13,7 @@ namespace loom::cli {
 
 namespace {
 
-const char* kUsage = R"(usage: loom serve NAME[@ALIAS|:VERSION] [options]
-
-Serves a model version of the store over HTTP, speaking the Open Inference Protocol v2 (as
-Triton and KServe do): GET /v2/health/ready, GET /v2/models/NAME, POST /v2/models/NAME/infer,
-GET /metrics (Prometheus). With @ALIAS (default: latest) the server follows the alias: when it
-moves to another version, that version is loaded and served from the next batch on.
-
-options:
-  --host H          the address to listen on (default 127.0.0.1: this machine only)
-  --port N          the port (default 8000; 0: any free port, printed)
-  --max-batch B     rows of concurrent requests run as one batch (default 32; 1: no batching)
-  --max-wait-us U   how long a batch's first request waits for others (default 0: a batch
-                    is what queued while the previous one ran)
-  --reload-ms M     how often the alias is checked (default 1000; 0: never)
-  --threads T       requests handled at once (default 8); connections are not bound to
-                    threads: idle and slow clients hold none
-  --max-connections N   connections open at once; past it a client is answered 503
-                    (default 10000)
-  --max-request-bytes N   larger request bodies are refused (default 16777216)
-
-On SIGINT or SIGTERM the server stops accepting, answers every request it has received
-(those waiting for a thread too), closes its connections and exits.
-options: --store URL (see 'loom --help')
-)";
-
-}  // namespace
-
-int serve_main(const std::vector<std::string>& args) {
-  Args a(args,
-         {{"--host", "H"}, {"--port", "N"}, {"--max-batch", "B"}, {"--max-wait-us", "U"}, {"--reload-ms", "M"}, {"--threads", "T"}, {"--max-connections", "N"},
-          {"--max-request-bytes", "N"}},
-         1, 1, "serve", "NAME[@ALIAS|:VERSION]", kUsage);
+int run(const Args& a) {
   const std::string ref = a.positional()[0];
   serve::ServeOptions options;
   options.host = a.value("--host").value_or("127.0.0.1");
@@ -86,6 +55,29 @@ int serve_main(const std::vector<std::string>& args) {
   server.stop();
   std::cout << "stopped" << std::endl;
   return kExitOk;
+}
+
+}  // namespace
+
+const Group& serve_group() {
+  static const Group g{
+      "serve", "serve a model over HTTP (Open Inference Protocol v2)",
+      {{"", "NAME[@ALIAS|:VERSION]", 1, 1,
+        {{"--host", "H", false, "", "the address to listen on (default 127.0.0.1: this machine only)"},
+         {"--port", "N", false, "", "the port (default 8000; 0: any free port, printed)"},
+         {"--max-batch", "B", false, "", "rows of concurrent requests run as one batch (default 32; 1: no batching)"},
+         {"--max-wait-us", "U", false, "", "how long a batch's first request waits for others (default 0: a batch is what queued while the previous one ran)"},
+         {"--reload-ms", "M", false, "", "how often the alias is checked (default 1000; 0: never)"},
+         {"--threads", "T", false, "", "requests handled at once (default 8); connections are not bound to threads: idle and slow clients hold none"},
+         {"--max-connections", "N", false, "", "connections open at once; past it a client is answered 503 (default 10000)"},
+         {"--max-request-bytes", "N", false, "", "larger request bodies are refused (default 16777216)"}},
+        "serves the version over HTTP in the Open Inference Protocol v2, as Triton and KServe do (GET /v2/health/ready, "
+        "GET /v2/models/NAME, POST /v2/models/NAME/infer, GET /metrics for Prometheus; docs/serve.md), following the "
+        "alias (default: latest) as it moves: the version it names then is loaded and served from the next batch on. "
+        "SIGINT or SIGTERM stops it: it stops accepting, answers every request it has received (those waiting for a "
+        "thread too), closes its connections and exits",
+        run}}};
+  return g;
 }
 
 }  // namespace loom::cli

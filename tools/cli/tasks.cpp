@@ -11,31 +11,6 @@ namespace {
 
 using flow::TaskInfo;
 
-const char* kUsage = R"(usage: loom tasks COMMAND [options]
-
-commands:
-  list [--kind K] [--status S] [--limit N]
-        tasks in submission order (S one of pending, running, finished, failed, cancelled)
-  show ID
-        one task with its hyper-parameters, result and last error
-  submit KIND [--hyper JSON] [--priority P] [--max-attempts N] [--timeout-ms T] [--lease-ms L]
-              [--after ID]... [--input-dataset NAME[:VERSION]] [--input-query Q]
-              [--input-model NAME[:VERSION]] [--output-model NAME] [--output-dataset NAME]
-        a new pending task (hyper-parameters: a JSON object, default {}), claimable once the
-        tasks named by --after have finished; its lineage as given (checked against the store);
-        prints its id
-  cancel ID
-        cancels a pending or running task (a task that has ended stays as it is) and the tasks
-        that depend on it
-  replay ID
-        reopens an ended task and every task that depends on it (pending again, no attempts)
-  events [--after N] [--plan P] [--wait-ms T] [--limit N]
-        task events (finished, failed, cancelled, replayed) after event N, oldest first; with
-        --wait-ms, waits up to T ms for the first one when there is none yet
-
-options: --store URL, --json (see 'loom --help')
-)";
-
 nlohmann::ordered_json lineage_json(const flow::Lineage& l) {
   return {{"input_dataset", l.input_dataset}, {"input_dataset_version", l.input_dataset_version},
           {"input_dataset_query", l.input_dataset_query}, {"input_model", l.input_model},
@@ -81,8 +56,7 @@ std::string deps_text(const TaskInfo& t) {
 
 int64_t task_id(const Args& a) { return parse_integer(a, a.positional()[0], "ID"); }
 
-int list(const std::vector<std::string>& args) {
-  Args a(args, {{"--kind", "K"}, {"--status", "S"}, {"--limit", "N"}}, 0, 0, "tasks list", "", kUsage);
+int list(const Args& a) {
   flow::TaskFilter filter{.kind = a.value("--kind"), .limit = a.integer("--limit", 0, 0)};
   if (const auto s = a.value("--status")) {
     try {
@@ -107,8 +81,7 @@ int list(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int show(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "tasks show", "ID", kUsage);
+int show(const Args& a) {
   const TaskInfo t = flow::Tasks(a.open_store()).get(task_id(a));
   if (a.json()) {
     print_json(to_json(t));
@@ -140,11 +113,7 @@ int show(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int submit(const std::vector<std::string>& args) {
-  Args a(args, {{"--hyper", "JSON"}, {"--priority", "P"}, {"--max-attempts", "N"}, {"--timeout-ms", "T"}, {"--lease-ms", "L"},
-          {"--after", "ID", true}, {"--input-dataset", "NAME[:VERSION]"}, {"--input-query", "Q"},
-          {"--input-model", "NAME[:VERSION]"}, {"--output-model", "NAME"}, {"--output-dataset", "NAME"}},
-         1, 1, "tasks submit", "KIND", kUsage);
+int submit(const Args& a) {
   const flow::TaskOptions defaults;
   std::vector<int64_t> after;
   for (const std::string& v : a.values("--after")) after.push_back(parse_integer(a, v, "--after"));
@@ -174,8 +143,7 @@ int submit(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int cancel(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "tasks cancel", "ID", kUsage);
+int cancel(const Args& a) {
   const int64_t id = task_id(a);
   flow::Tasks tasks(a.open_store());
   const bool cancelled = tasks.cancel(id);
@@ -186,8 +154,7 @@ int cancel(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int replay(const std::vector<std::string>& args) {
-  Args a(args, {}, 1, 1, "tasks replay", "ID", kUsage);
+int replay(const Args& a) {
   const std::vector<int64_t> reopened = flow::Tasks(a.open_store()).replay(task_id(a));
   if (a.json()) {
     print_json({{"id", task_id(a)}, {"reopened", reopened}});
@@ -199,8 +166,7 @@ int replay(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int events(const std::vector<std::string>& args) {
-  Args a(args, {{"--after", "N"}, {"--plan", "P"}, {"--wait-ms", "T"}, {"--limit", "N"}}, 0, 0, "tasks events", "", kUsage);
+int events(const Args& a) {
   const int64_t after = a.integer("--after", 0, 0), wait_ms = a.integer("--wait-ms", 0, 0), limit = a.integer("--limit", 0, 0);
   std::optional<int64_t> plan;
   if (a.value("--plan")) plan = a.integer("--plan", 0, 1);
@@ -234,14 +200,46 @@ int events(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int tasks_main(const std::vector<std::string>& args) {
-  const auto [sub, rest] = subcommand(args, {"list", "show", "submit", "cancel", "replay", "events"}, "tasks", kUsage);
-  if (sub == "list") return list(rest);
-  if (sub == "show") return show(rest);
-  if (sub == "submit") return submit(rest);
-  if (sub == "replay") return replay(rest);
-  if (sub == "events") return events(rest);
-  return cancel(rest);
+const Group& tasks_group() {
+  static const Group g{
+      "tasks", "list, show, submit, cancel and replay tasks; read task events",
+      {{"list", "", 0, 0,
+        {{"--kind", "K", false, "", "only tasks of kind K"},
+         {"--status", "S", false, "", "only tasks in state S: pending, running, finished, failed or cancelled"},
+         {"--limit", "N", false, "", "at most N tasks (0, the default: all)"}},
+        "tasks in submission order",
+        list},
+       {"show", "ID", 1, 1, {}, "one task: hyper-parameters, attempts, agent, times, plan, dependencies, lineage, result, last error", show},
+       {"submit", "KIND", 1, 1,
+        {{"--hyper", "JSON", false, "", "its hyper-parameters: a JSON object (default {})"},
+         {"--priority", "P", false, "", "higher runs first (default 0)"},
+         {"--max-attempts", "N", false, "", "claims allowed (default 3)"},
+         {"--timeout-ms", "T", false, "", "an attempt's longest run (default 0: none)"},
+         {"--lease-ms", "L", false, "", "how long a claim lives without a heartbeat (default 30000)"},
+         {"--after", "ID", true, "", "claimable once task ID has finished (docs/workflow.md, Plans)"},
+         {"--input-dataset", "NAME[:VERSION]", false, "", "lineage: the dataset it reads (docs/workflow.md, Lineage)"},
+         {"--input-query", "Q", false, "", "lineage: the selection of the input dataset it reads"},
+         {"--input-model", "NAME[:VERSION]", false, "", "lineage: the model it starts from"},
+         {"--output-model", "NAME", false, "", "lineage: the model it writes"},
+         {"--output-dataset", "NAME", false, "", "lineage: the dataset it writes"}},
+        "a new pending task, claimable once the tasks named by --after have finished; its lineage as given (checked "
+        "against the store), shown by tasks show, and models show and datasets show print the task and run that "
+        "produced a version; prints its id",
+        submit},
+       {"cancel", "ID", 1, 1, {},
+        "cancels a pending or running task and, transitively, the tasks that depend on it; a task that already ended is "
+        "left as it is (said so, exit code 0)",
+        cancel},
+       {"replay", "ID", 1, 1, {}, "reopens an ended task and every task that depends on it (pending again, no attempts); prints the reopened ids", replay},
+       {"events", "", 0, 0,
+        {{"--after", "N", false, "", "events after event N (default 0)"},
+         {"--plan", "P", false, "", "only the events of plan P's tasks"},
+         {"--wait-ms", "T", false, "", "wait up to T ms for the first event when there is none yet"},
+         {"--limit", "N", false, "", "at most N events (0, the default: all)"}},
+        "task events (finished, failed, cancelled, replayed) after event N, oldest first; with --wait-ms, woken by the "
+        "commit, not polling",
+        events}}};
+  return g;
 }
 
 }  // namespace loom::cli

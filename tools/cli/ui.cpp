@@ -11,32 +11,7 @@ namespace loom::cli {
 
 namespace {
 
-const char* kUsage = R"(usage: loom ui [options]
-
-Serves a web dashboard of the store: runs (a table with each metric's final, best and worst
-value, learning curves over epochs or wall-clock time, a diff of hyper-parameters, groups),
-models (versions, aliases, lineage, architecture), datasets (versions, fields, a sample query,
-image previews) and the task queue (live). Open the printed address in a browser.
-
-options:
-  --host H          the address to listen on (default 127.0.0.1: this machine only)
-  --port N          the port (default 8080; 0: any free port, printed)
-  --allow-writes    allow moving aliases and cancelling tasks, with the token printed at start
-                    (given in the page's "write token" box); read-only otherwise
-  --threads T       requests handled at once (default 8); connections are not bound to
-                    threads: idle and slow clients hold none
-  --max-connections N   connections open at once; past it a client is answered 503
-                    (default 10000)
-
-On SIGINT or SIGTERM the dashboard stops accepting, answers every request it has received
-(those waiting for a thread too), closes its connections and exits.
-options: --store URL (see 'loom --help')
-)";
-
-}  // namespace
-
-int ui_main(const std::vector<std::string>& args) {
-  Args a(args, {{"--host", "H"}, {"--port", "N"}, {"--allow-writes", ""}, {"--threads", "T"}, {"--max-connections", "N"}}, 0, 0, "ui", "", kUsage);
+int run(const Args& a) {
   ui::DashboardOptions options;
   options.host = a.value("--host").value_or("127.0.0.1");
   options.port = static_cast<int>(a.integer("--port", 8080, 0));
@@ -66,6 +41,25 @@ int ui_main(const std::vector<std::string>& args) {
   dashboard.stop();
   std::cout << "stopped" << std::endl;
   return kExitOk;
+}
+
+}  // namespace
+
+const Group& ui_group() {
+  static const Group g{
+      "ui", "a web dashboard of the store's runs, models, datasets and tasks",
+      {{"", "", 0, 0,
+        {{"--host", "H", false, "", "the address to listen on (default 127.0.0.1: this machine only)"},
+         {"--port", "N", false, "", "the port (default 8080; 0: any free port, printed)"},
+         {"--allow-writes", "", false, "", "allow moving aliases and cancelling tasks, with the token printed at start (given in the page's write token box); read-only otherwise"},
+         {"--threads", "T", false, "", "requests handled at once (default 8); connections are not bound to threads: idle and slow clients hold none"},
+         {"--max-connections", "N", false, "", "connections open at once; past it a client is answered 503 (default 10000)"}},
+        "the web dashboard of the store (docs/ui.md): runs (each metric's final, best and worst value, learning curves "
+        "over epochs or wall-clock time, a diff of hyper-parameters, groups), models (versions, aliases, lineage, "
+        "architecture), datasets (versions, fields, a sample query, image previews) and the task queue (live), on "
+        "http://127.0.0.1:8080/ until SIGINT or SIGTERM (every request received is answered first)",
+        run}}};
+  return g;
 }
 
 }  // namespace loom::cli
