@@ -4,7 +4,9 @@
 random weights (nothing downloaded: HF_HUB_OFFLINE=1), every parameter perturbed so that norms
 and biases are not their initial ones, written with save_pretrained(safe_serialization=True)
 into OUT/<case>/hf (in bfloat16 or float16 for some cases, sharded for one), with
-OUT/<case>/io.safetensors (token ids and transformers' float32 logits of the weights as saved)
+OUT/<case>/io.safetensors (token ids and transformers' float32 logits of the weights as saved;
+for the *_generate cases also the tokens transformers' greedy generate() writes after the first
+8 ids, and the end-of-text id)
 and OUT/<case>/params.txt (the number of parameters, then each named parameter and its shape).
 loom_hf_check then loads each folder with io::load_hf_checkpoint, compares names, counts and
 logits, and writes Loom's own checkpoint into OUT/<case>/loom.
@@ -57,7 +59,16 @@ CASES = {
                                                           rope_scaling=dict(rope_type="linear", factor=2.0),
                                                           attention_bias=True, tie_word_embeddings=False),
                               length=16, dtype=torch.float16, shard="40KB"),
+    # greedy generation, 128 new tokens after an 8-token prompt, against transformers' generate()
+    "gpt2_generate": dict(family="gpt2", config=dict(vocab_size=96, n_positions=160, n_embd=48, n_layer=2, n_head=4),
+                          length=12, generate=128),
+    "llama_generate": dict(family="llama", config=dict(vocab_size=96, hidden_size=64, intermediate_size=96,
+                                                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                       max_position_embeddings=256, tie_word_embeddings=False),
+                           length=12, generate=128),
 }
+
+PROMPT = 8  # tokens before generation
 
 
 def build(case):
@@ -98,7 +109,16 @@ def make(out):
         if problems:
             raise SystemExit(f"{name}: transformers reads its own checkpoint with problems: {problems}")
         ids = torch.randint(0, case["config"]["vocab_size"], (2, case["length"]), dtype=torch.int64)
-        save_file({"input_ids": ids, "logits": logits_of(model, ids).contiguous()}, os.path.join(folder, "io.safetensors"))
+        io = {"input_ids": ids, "logits": logits_of(model, ids).contiguous()}
+        if "generate" in case:
+            # greedy, with transformers' own cache; both sides stop at the config's end-of-text token
+            eos = model.generation_config.eos_token_id
+            with torch.no_grad():
+                written = model.generate(ids[:1, :PROMPT], do_sample=False, max_new_tokens=case["generate"],
+                                         pad_token_id=eos, attention_mask=torch.ones(1, PROMPT, dtype=torch.int64))
+            io["generated"] = written[0, PROMPT:].contiguous()
+            io["eos"] = torch.tensor([eos], dtype=torch.int64)
+        save_file(io, os.path.join(folder, "io.safetensors"))
         with open(os.path.join(folder, "params.txt"), "w") as f:
             f.write(f"{sum(p.numel() for p in model.parameters())}\n")
             for n, p in model.named_parameters():

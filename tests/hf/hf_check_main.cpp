@@ -3,7 +3,9 @@
 //                       then transformers' parameter names, shapes and count (params.txt) against
 //                       the network's (through io::hf_torch_map), its logits against transformers'
 //                       (io.safetensors) within 1e-4 of their largest magnitude, and
-//                       io::save_hf_checkpoint into OUT/<case>/loom for check_hf.py check.
+//                       io::save_hf_checkpoint into OUT/<case>/loom for check_hf.py check; for
+//                       the *_generate cases, greedy generation through train::CachedDecoder
+//                       against transformers' generate(), token for token.
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -17,12 +19,15 @@
 #include "loom/nn/mode.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/reduction.h"
+#include "loom/train/decoder.h"
+#include "loom/train/generation.h"
 
 using namespace loom;
 
 namespace {
 
 constexpr double kTolerance = 1e-4;  // relative to the reference logits' largest magnitude
+constexpr size_t kPrompt = 8;        // tokens before generation (check_hf.py's PROMPT)
 int failures = 0;
 
 void fail(const std::string& c, const std::string& what) {
@@ -34,6 +39,23 @@ std::string shape_text(const Shape& s) {
   std::string out;
   for (int64_t d : s) out += " " + std::to_string(d);
   return out;
+}
+
+// Greedy decoding through the cached decoder against transformers' generate(do_sample=False):
+// the same tokens after the same 8-token prompt, stopping at the same end-of-text token.
+void check_generation(const std::string& c, const zoo::Network& net, const io::TensorMap& ref) {
+  const std::vector<int64_t> ids = ref.at("input_ids")[0].to_vector<int64_t>();
+  const std::vector<int64_t> want = ref.at("generated").to_vector<int64_t>();
+  train::CachedDecoder decoder(net);
+  const train::Generation got =
+      train::generate(decoder, {ids.begin(), ids.begin() + kPrompt},
+                      {.sampling = {.temperature = 0}, .max_new_tokens = 128, .stop_tokens = {ref.at("eos").to_vector<int64_t>()[0]}});
+  size_t same = 0;
+  while (same < want.size() && same < got.tokens.size() && want[same] == got.tokens[same]) ++same;
+  if (got.tokens != want)
+    fail(c, "greedy generation differs from transformers' at new token " + std::to_string(same) + " of " + std::to_string(want.size()));
+  std::printf("%s: greedy generation through the cached decoder, %zu new tokens, equal to transformers' generate() for %zu\n",
+              c.c_str(), got.tokens.size(), same);
 }
 
 void check_case(const std::string& out, const std::string& c) {
@@ -75,6 +97,7 @@ void check_case(const std::string& out, const std::string& c) {
   }
   std::printf("%s: %zu named parameters, %lld in all, as transformers'; logits %s, max relative difference %.2e\n", c.c_str(),
               have.size(), static_cast<long long>(count), shape_str(logits.shape()).c_str(), rel);
+  if (ref.count("generated")) check_generation(c, net, ref);
   io::save_hf_checkpoint(net, folder + "/loom");
 }
 

@@ -21,11 +21,13 @@ const Group& controllers_group();
 const Group& agent_group();
 const Group& serve_group();
 const Group& ui_group();
+const Group& generate_group();
 
 const std::vector<const Group*>& groups() {
   static const std::vector<const Group*> all = {&models_group(),   &datasets_group(),    &runs_group(),  &tasks_group(),
                                                 &plans_group(),    &searches_group(),    &queries_group(),
-                                                &controllers_group(), &agent_group(),    &serve_group(), &ui_group()};
+                                                &controllers_group(), &agent_group(),    &serve_group(), &ui_group(),
+                                                &generate_group()};
   return all;
 }
 

@@ -10,12 +10,18 @@
 #include <loom/flow/plans.h>
 #include <loom/flow/agent.h>
 #include <loom/flow/search.h>
+#include <loom/core/text.h>
+#include <loom/data/tokenizer.h>
 #include <loom/graph/graph.h>
+#include <loom/io/hf_checkpoint.h>
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
 #include <loom/store/models.h>
 #include <loom/store/runs.h>
 #include <loom/store/store.h>
+#include <loom/train/decoder.h>
+#include <loom/train/generation.h>
+#include <loom/zoo/models.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -32,6 +38,7 @@
 #include <thread>
 
 #include "core/utf8.h"
+#include "unit/common/tiny_bpe.h"
 #include "unit/serve/raw_http.h"
 #include "unit/store/store_test_util.h"
 
@@ -995,7 +1002,7 @@ TEST(Cli, DocsReferenceIsTheHelp) {
   for (const std::string& l : lines(main_help.out.substr(main_help.out.find("commands:\n") + 10)))
     if (l.rfind("  ", 0) == 0 && l.size() > 2 && l[2] != ' ') groups.push_back(l.substr(2, l.find(' ', 2) - 2));
     else if (l.empty()) break;
-  EXPECT_EQ(groups.size(), 11u) << main_help.out;
+  EXPECT_EQ(groups.size(), 12u) << main_help.out;
   for (const std::string& g : groups) {
     SCOPED_TRACE(g);
     const CliResult help = loom({g, "--help"});
@@ -1042,4 +1049,40 @@ TEST(Cli, PasswordsNeverInMessages) {
       for (const std::string& part : secret) EXPECT_FALSE(contains(r.err, part)) << "'" << part << "' in: " << r.err;
     }
   }
+}
+
+// `loom generate` on a GPT-2 folder written by io::save_hf_checkpoint with a byte-level BPE
+// tokenizer.json: what it streams is the prompt and then what train::generate writes through the
+// cached decoder (greedy, and seeded sampling), as the terminal is shown it; refusals.
+TEST(CliGenerate, StreamsWhatGenerateWrites) {
+  loom_test::TempDir tmp;
+  const std::string dir = tmp.dir.string();
+  const std::string folder = dir + "/tiny-gpt2";
+  manual_seed(2);
+  const zoo::Network net = zoo::gpt({.vocab_size = 301, .n_positions = 64, .n_embd = 32, .n_layer = 1, .n_head = 2});
+  io::save_hf_checkpoint(net, folder);
+  std::ofstream(folder + "/tokenizer.json") << test_tokenizers::tiny_json().dump();
+  const data::BpeTokenizer tokenizer = data::BpeTokenizer::load(folder + "/tokenizer.json");
+  const auto expected = [&](const std::string& prompt, const train::GenerationOptions& o) {
+    const std::vector<int32_t> p = tokenizer.encode(prompt);
+    train::CachedDecoder decoder(net);
+    const train::Generation g = train::generate(decoder, {p.begin(), p.end()}, o, [&](const std::vector<int64_t>& ids) {
+      return tokenizer.decode(std::vector<int32_t>(ids.begin(), ids.end()), true);
+    });
+    return escape_text(prompt + g.text, true) + "\n";
+  };
+  Cli cli(dir);
+  CliResult r = cli({"generate", folder, "--prompt", "hello", "--max-new-tokens", "12"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, expected("hello", {.sampling = {.temperature = 0}, .max_new_tokens = 12}));
+  r = cli({"generate", folder, "--prompt", "aa", "--max-new-tokens", "9", "--temperature", "0.9", "--top-k", "20", "--seed", "4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, expected("aa", {.sampling = {.temperature = 0.9, .top_k = 20}, .max_new_tokens = 9, .seed = 4}));
+  // refusals: a bad number, a folder without a tokenizer, a folder that is no model
+  EXPECT_EQ(cli({"generate", folder, "--temperature", "warm"}).code, 2);
+  std::filesystem::remove(folder + "/tokenizer.json");
+  r = cli({"generate", folder});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no tokenizer"), std::string::npos) << r.err;
+  EXPECT_NE(cli({"generate", dir + "/nothing"}).code, 0);
 }
