@@ -914,7 +914,7 @@ TEST(Cli, UsageAndStoreErrors) {
 
   r = loom({});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "missing command (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui, generate)")) << r.err;
   r = loom({"ui", "--port", "70000", "--store", missing});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "--port must be 0 to 65535")) << r.err;
@@ -926,7 +926,7 @@ TEST(Cli, UsageAndStoreErrors) {
   EXPECT_TRUE(contains(r.out, "--allow-writes")) << r.out;
   r = loom({"modles", "list"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown command 'modles' (valid: models, datasets, runs, tasks, plans, searches, queries, controllers, agent, serve, ui, generate)")) << r.err;
   r = loom({"tasks", "lst"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "unknown command 'lst' (valid: list, show, submit, cancel, replay, events)")) << r.err;
