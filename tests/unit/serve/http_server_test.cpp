@@ -107,8 +107,11 @@ TEST(ServeHttp, IdleAndSlowConnectionsDoNotSlowOtherClients) {
   // the idle server again, after: a machine busy with other work shows in both baselines
   const auto idle_after = timed_requests(s.port(), 400, &failures);
   const double idle_p99 = std::max(loom_test::quantile(idle_before, 0.99), loom_test::quantile(idle_after, 0.99));
-  EXPECT_LE(loaded_p99, 2 * idle_p99) << "p99 " << loaded_p99 * 1e3 << " ms with 1,050 connections held, " << idle_p99 * 1e3
-                                      << " ms idle";
+  // twice the idle p99, but never less than 10 ms: a p99 of a few tenths of a millisecond moves by
+  // more than 2x with a neighbour's work alone (2.0 against 0.37 ms once in CI's chroot), while a
+  // server that let held connections block others would stall requests for seconds
+  EXPECT_LE(loaded_p99, std::max(2 * idle_p99, 0.010))
+      << "p99 " << loaded_p99 * 1e3 << " ms with 1,050 connections held, " << idle_p99 * 1e3 << " ms idle";
   std::printf("[ measured ] p99 of a request on a fresh connection: idle %.3f ms, with 1,000 idle + 50 slow connections %.3f ms\n",
               idle_p99 * 1e3, loaded_p99 * 1e3);
 }
