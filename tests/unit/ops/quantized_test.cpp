@@ -19,23 +19,10 @@
 #include "loom/ops/random.h"
 #include "loom/ops/reduction.h"
 #include "ops/cpu/simd/simd.h"
+#include "unit/ops/simd_tables.h"
 
 using namespace loom;
 namespace simd = loom::cpu::simd;
-
-namespace {
-
-std::vector<const simd::Table*> runnable_tables() {
-  std::vector<const simd::Table*> ts{&simd::baseline::get()};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ts.push_back(&simd::avx2::get());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw"))
-    ts.push_back(&simd::avx512::get());
-  return ts;
-}
-
-}  // namespace
 
 TEST(QuantizeInt8, RoundsToTheNearestStepOfEachGroupsScale) {
   // K = 4 inputs, N = 2 outputs; groups of 2 inputs

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/cpu/simd/simd.h"
+#include "unit/ops/simd_tables.h"
 #include "loom/core/device.h"
 #include "loom/core/dim_vector.h"
 #include "loom/core/dtype.h"
@@ -27,15 +28,6 @@ namespace simd = loom::cpu::simd;
 
 namespace {
 
-std::vector<const simd::Table*> runnable_tables() {
-  std::vector<const simd::Table*> ts{&simd::baseline::get()};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ts.push_back(&simd::avx2::get());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw"))
-    ts.push_back(&simd::avx512::get());
-  return ts;
-}
 
 int64_t ordered(float f) {
   int32_t i;
