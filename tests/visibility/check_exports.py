@@ -4,7 +4,10 @@
   - a symbol of a private namespace (the CPU kernels loom::cpu, anonymous namespaces) or
     of a library Loom uses privately (oneDNN, OpenBLAS, SQLite, zstd, ...) being exported;
   - a library exporting no symbol of its own public namespace (e.g. the preset was lost);
-  - more exported symbols than LIMIT per library (the count today, with headroom).
+  - more exported symbols than LIMIT per library (the count today, with headroom);
+  - a public exception class (include/loom: one deriving from loom::Error) whose type info its
+    library keeps hidden: it must be marked LOOM_API, so that a program's catch and typeid see
+    the library's one type, not a copy of its own that matches only by name.
 
 A private declaration that Loom's other libraries or its white-box tests reach is marked
 LOOM_INTERNAL in its src/ header; its symbols are allowed (read from the headers here).
@@ -21,7 +24,9 @@ PRIVATE = ("loom::cpu::", "(anonymous namespace)", "dnnl::", "dnnl_", "cblas_", 
            "ZSTD_", "PQ", "SHA256", "EVP_", "MPI_", "httplib::", "boost::")
 LIBS = {  # library -> (a namespace it must export, most exported symbols expected)
     "libloom.so": ("loom::Tensor::", 2000),
-    "libloom_store.so": ("loom::store::", 400),
+    # (about 40 of them the type info and vtables of the exception classes it throws, its own
+    # and core's, exported so that a program catches the library's types)
+    "libloom_store.so": ("loom::store::", 450),
     "libloom_dist.so": ("loom::dist::", 100),
     "libloom_serve.so": ("loom::serve::", 100),
 }
@@ -63,6 +68,47 @@ def problems(lib, symbols, internal=frozenset()):
     return found
 
 
+# Where a public exception class of each namespace is thrown from.
+EXCEPTION_LIBS = {"loom::store": "libloom_store.so", "loom::flow": "libloom_store.so", "loom::dist": "libloom_dist.so",
+                  "loom::serve": "libloom_serve.so", "loom::ui": "libloom_serve.so"}
+
+
+def exception_classes(root):
+    """The public exception classes, qualified ("loom::store::NotFoundError"): the classes of
+    include/loom deriving from loom::Error, directly or through another of them."""
+    decl = re.compile(r"^\s*class\s+(?:LOOM_API\s+)?(\w+)\s*(?:final\s*)?:\s*public\s+([\w:]+)")
+    namespace = re.compile(r"^namespace\s+([\w:]+)\s*\{")
+    declared = []  # (qualified name, base's last name), in the headers' order
+    for dirpath, _, files in sorted(os.walk(os.path.join(root, "include", "loom"))):
+        for f in sorted(files):
+            if not f.endswith(".h"):
+                continue
+            ns = "loom"
+            for line in open(os.path.join(dirpath, f), encoding="utf-8"):
+                if m := namespace.match(line):
+                    ns = m.group(1)
+                elif m := decl.match(line):
+                    declared.append((f"{ns}::{m.group(1)}", m.group(2).split("::")[-1]))
+    found, bases = ["loom::Error"], {"Error"}
+    while True:  # (a base may be declared in a header read later)
+        more = [c for c, base in declared if base in bases and c not in found]
+        if not more:
+            return found
+        found += more
+        bases |= {c.split("::")[-1] for c in more}
+
+
+def exception_problems(symbols_of, classes):
+    """A public exception class whose library does not export its type info. `symbols_of`:
+    library -> its exported symbols (a library not built is skipped)."""
+    found = []
+    for c in classes:
+        lib = EXCEPTION_LIBS.get(c.rsplit("::", 1)[0], "libloom.so")
+        if lib in symbols_of and f"typeinfo for {c}" not in symbols_of[lib]:
+            found.append(f"{lib} keeps the type info of {c} hidden: mark the class LOOM_API")
+    return found
+
+
 def exported(path):
     out = subprocess.run(["nm", "-D", "-C", "--defined-only", path], check=True,
                          capture_output=True, text=True).stdout
@@ -88,6 +134,11 @@ def self_test():
         if not problems("libloom.so", syms):
             print(f"self-test: planted {what} was not caught")
             ok = False
+    classes = ["loom::ShapeError", "loom::store::NotFoundError"]
+    libs = {"libloom.so": good + ["typeinfo for loom::ShapeError"], "libloom_store.so": ["typeinfo for loom::store::NotFoundError"]}
+    if exception_problems(libs, classes) or not exception_problems({**libs, "libloom_store.so": []}, classes):
+        print("self-test: a hidden exception type info was not caught (or a visible one was)")
+        ok = False
     print("self-test", "ok" if ok else "FAILED")
     return 0 if ok else 1
 
@@ -98,11 +149,15 @@ def main(argv):
     build = argv[1]
     internal = internal_names(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     print(f"{len(internal)} names declared LOOM_INTERNAL: {', '.join(sorted(internal))}")
-    found = []
+    found, symbols_of = [], {}
     for lib in LIBS:
         syms = exported(f"{build}/{lib}")
+        symbols_of[lib] = set(syms)
         print(f"{lib}: {len(syms)} exported symbols")
         found += problems(lib, syms, internal)
+    classes = exception_classes(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    print(f"{len(classes)} public exception classes")
+    found += exception_problems(symbols_of, classes)
     for p in found[:50]:
         print(p)
     return 1 if found else 0

@@ -48,7 +48,7 @@ struct Option {
   std::string value;         // the value's placeholder ("T"); empty: a flag
   bool repeated = false;
   std::string short_name;    // "-n", or empty
-  // What it is, in the verb's --help (and in "missing --metric M (<help>)").
+  // What it is, in the verb's --help.
   std::string help = {};
   // The command line refuses the verb without it ("missing --metric M"); shown without [ ].
   bool required = false;

@@ -13,13 +13,13 @@ class LOOM_API Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
-class ShapeError : public Error { using Error::Error; };
-class DTypeError : public Error { using Error::Error; };
-class DeviceError : public Error { using Error::Error; };
-class IndexError : public Error { using Error::Error; };
-class ValueError : public Error { using Error::Error; };
-class OutOfMemoryError : public Error { using Error::Error; };
-class AutogradError : public Error { using Error::Error; };
-class IOError : public Error { using Error::Error; };
+class LOOM_API ShapeError : public Error { using Error::Error; };
+class LOOM_API DTypeError : public Error { using Error::Error; };
+class LOOM_API DeviceError : public Error { using Error::Error; };
+class LOOM_API IndexError : public Error { using Error::Error; };
+class LOOM_API ValueError : public Error { using Error::Error; };
+class LOOM_API OutOfMemoryError : public Error { using Error::Error; };
+class LOOM_API AutogradError : public Error { using Error::Error; };
+class LOOM_API IOError : public Error { using Error::Error; };
 
 }  // namespace loom

@@ -22,7 +22,7 @@ namespace loom::dist {
 
 // An MPI call failed (the message names the collective, dtype, shape and MPI's error), or a
 // Context is used wrongly (none alive, two at once, MPI already finalized).
-class DistError : public Error { using Error::Error; };
+class LOOM_API DistError : public Error { using Error::Error; };
 
 enum class ReduceOp { Sum, Mean, Max };
 LOOM_API const char* reduce_op_name(ReduceOp op);  // "sum", "mean", "max"

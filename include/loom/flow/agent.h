@@ -137,7 +137,7 @@ class LOOM_API Agent {
 
 // Runs `command` for `claim` (what Agent does for a command kind); returns the result JSON
 // text or throws TaskFailure with the reason. Exposed for tests and tools.
-class TaskFailure : public Error { using Error::Error; };
+class LOOM_API TaskFailure : public Error { using Error::Error; };
 LOOM_API std::string run_command(const Command& command, const Claim& claim, TaskContext& ctx);
 
 }  // namespace loom::flow

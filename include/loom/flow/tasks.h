@@ -25,7 +25,7 @@ namespace loom::flow {
 
 // The claim's token is no longer current (the task was reclaimed after its lease expired,
 // finished, failed or cancelled): the stale agent's result or error was not recorded.
-class ClaimLostError : public store::ConflictError { using store::ConflictError::ConflictError; };
+class LOOM_API ClaimLostError : public store::ConflictError { using store::ConflictError::ConflictError; };
 
 enum class Status { Pending, Running, Finished, Failed, Cancelled };
 LOOM_API const char* status_name(Status s);  // "pending", "running", "finished", "failed", "cancelled"
