@@ -20,11 +20,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <condition_variable>
 #include <list>
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include <openssl/crypto.h>
 
 #include "loom/core/error.h"
 
@@ -81,6 +84,38 @@ std::string HttpRequestData::header(const std::string& name) const {
 
 struct Connection;
 
+// The pieces of a streamed answer between their producer (a worker) and the event loop, which
+// takes them in the order written.
+struct StreamChannel {
+  // A producer far ahead of a slow client waits at this many bytes queued rather than growing them.
+  static constexpr size_t kMaxQueued = 1 << 20;
+  std::mutex mutex;
+  std::condition_variable room;  // the queue was taken, or the stream failed
+  std::string queued;            // chunks, framed, not yet taken by the loop
+  bool ended = false;            // the producer returned
+  bool broken = false;           // it threw: the answer is cut (no last chunk), so the client sees it incomplete
+  bool failed = false;           // the client is gone: writes answer false
+
+  // Queues one chunk; false once failed.
+  bool write(std::string_view piece) {
+    std::unique_lock lock(mutex);
+    room.wait(lock, [&] { return failed || queued.size() < kMaxQueued; });
+    if (failed) return false;
+    if (piece.empty()) return true;  // an empty chunk would end the answer
+    char size[24];
+    std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+    queued += size;
+    queued += piece;
+    queued += "\r\n";
+    return true;
+  }
+  void fail() {
+    std::lock_guard lock(mutex);
+    failed = true;
+    room.notify_all();
+  }
+};
+
 struct HttpServer::Impl {
   HttpServerOptions options;
   HttpHandler handler;
@@ -121,7 +156,7 @@ struct HttpServer::Impl {
 // One client connection: waiting for a request, reading it, handled by a worker, writing the
 // answer, and again while it is kept alive. Each phase has one deadline, armed on entering it.
 struct Connection : std::enable_shared_from_this<Connection> {
-  enum class State { waiting, reading, handling, writing, lingering, closed };
+  enum class State { waiting, reading, handling, writing, streaming, lingering, closed };
 
   Connection(HttpServer::Impl& s, tcp::socket sock) : server(s), socket(std::move(sock)), timer(s.io) {}
 
@@ -139,6 +174,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
   bool head = false;
   std::string out;
   size_t lingered = 0;
+  std::shared_ptr<StreamChannel> channel;  // while streaming
+  bool stream_writing = false;             // a write of the stream is in flight (`out` is its buffer)
+  bool stream_terminated = false;          // the last chunk is in `out`
   std::list<Connection*>::iterator at;
 
   void start(bool refuse_as_full) {
@@ -269,6 +307,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
         answer = self->server.refusal(500, std::string("internal error: ") + e.what());
       }
       auto& io = self->server.io;
+      if (answer.stream && !self->head) return self->produce(std::move(answer));
       asio::post(io, [self = std::move(self), answer = std::move(answer)]() mutable { self->write(std::move(answer)); });
     });
   }
@@ -280,22 +319,112 @@ struct Connection : std::enable_shared_from_this<Connection> {
     write(server.refusal(status, message));
   }
 
+  // The status line and headers of `answer`, the server's defaults among them, and `length`
+  // (Content-Length or Transfer-Encoding).
+  std::string head_of(const HttpAnswer& answer, const std::string& length) const {
+    const beast::string_view reason = http::obsolete_reason(static_cast<http::status>(answer.status));
+    std::string text = "HTTP/1.1 " + std::to_string(answer.status) + " " + std::string(reason.empty() ? "Unknown" : reason) + "\r\n";
+    auto has = [&](const std::string& name) {
+      return std::any_of(answer.headers.begin(), answer.headers.end(), [&](const auto& h) { return same_name(h.first, name); });
+    };
+    for (const auto& [k, v] : answer.headers) text += k + ": " + v + "\r\n";
+    for (const auto& [k, v] : server.options.default_headers)
+      if (!has(k)) text += k + ": " + v + "\r\n";
+    text += length + "\r\n";
+    if (close_after) text += "Connection: close\r\n";
+    else if (http10_keep_alive) text += "Connection: keep-alive\r\n";
+    return text + "\r\n";
+  }
+
+  // On the worker: runs a streamed answer's producer, its pieces going to the loop through a
+  // channel (pump() sends them).
+  void produce(HttpAnswer answer) {
+    auto pipe = std::make_shared<StreamChannel>();
+    auto producer = std::move(answer.stream);
+    auto self = shared_from_this();
+    asio::post(server.io, [self, pipe, answer = std::move(answer)]() mutable { self->start_stream(std::move(answer), pipe); });
+    const StreamWriter writer = [&](std::string_view piece) {
+      if (!pipe->write(piece)) return false;
+      asio::post(server.io, [self] { self->pump(); });
+      return true;
+    };
+    bool broken = false;
+    try {
+      producer(writer);
+    } catch (const std::exception&) {
+      broken = true;  // the status is sent already: the answer can only be cut
+    }
+    {
+      std::lock_guard lock(pipe->mutex);
+      pipe->ended = true;
+      pipe->broken = broken;
+    }
+    asio::post(server.io, [self] { self->pump(); });
+  }
+
+  void start_stream(HttpAnswer answer, std::shared_ptr<StreamChannel> pipe) {
+    if (state == State::closed) return pipe->fail();  // closed while the handler ran (drain timeout)
+    if (server.draining) close_after = true;
+    state = State::streaming;
+    channel = std::move(pipe);
+    stream_terminated = false;
+    out = head_of(answer, "Transfer-Encoding: chunked");
+    watch_close();
+    pump();
+  }
+
+  // Sends what the producer queued, then (once it has returned) the last chunk.
+  void pump() {
+    if (state != State::streaming || stream_writing) return;
+    bool ended = false, broken = false;
+    {
+      std::lock_guard lock(channel->mutex);
+      out += channel->queued;
+      channel->queued.clear();
+      ended = channel->ended;
+      broken = channel->broken;
+      channel->room.notify_all();
+    }
+    if (ended && broken && out.empty()) return close();
+    if (ended && !broken && !stream_terminated) {
+      out += "0\r\n\r\n";
+      stream_terminated = true;
+    }
+    if (out.empty()) return;
+    stream_writing = true;
+    deadline(server.options.write_timeout);
+    asio::async_write(socket, asio::buffer(out), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->state != State::streaming) return;
+      self->stream_writing = false;
+      self->no_deadline();
+      self->out.clear();
+      if (ec) return self->close();
+      if (!self->stream_terminated) return self->pump();
+      self->channel.reset();
+      if (self->close_after) return self->linger();
+      self->wait_request();
+    });
+  }
+
+  // While streaming: a client that closes its connection is seen at once, so that its producer's
+  // next write answers false rather than filling a dead socket. A pipelined request's bytes
+  // (readable, not a close) stay unread until the answer ends.
+  void watch_close() {
+    socket.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (self->state != State::streaming) return;
+      if (ec) return self->close();
+      char byte = 0;
+      beast::error_code error;
+      const size_t n = self->socket.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, error);
+      if (error || n == 0) self->close();
+    });
+  }
+
   void write(HttpAnswer answer) {
     if (state == State::closed) return;  // closed while the handler ran (drain timeout)
     if (server.draining) close_after = true;
     state = State::writing;
-    const beast::string_view reason = http::obsolete_reason(static_cast<http::status>(answer.status));
-    out = "HTTP/1.1 " + std::to_string(answer.status) + " " + std::string(reason.empty() ? "Unknown" : reason) + "\r\n";
-    auto has = [&](const std::string& name) {
-      return std::any_of(answer.headers.begin(), answer.headers.end(), [&](const auto& h) { return same_name(h.first, name); });
-    };
-    for (const auto& [k, v] : answer.headers) out += k + ": " + v + "\r\n";
-    for (const auto& [k, v] : server.options.default_headers)
-      if (!has(k)) out += k + ": " + v + "\r\n";
-    out += "Content-Length: " + std::to_string(answer.body.size()) + "\r\n";
-    if (close_after) out += "Connection: close\r\n";
-    else if (http10_keep_alive) out += "Connection: keep-alive\r\n";
-    out += "\r\n";
+    out = head_of(answer, "Content-Length: " + std::to_string(answer.body.size()));
     if (!head) out += answer.body;
     deadline(server.options.write_timeout);
     asio::async_write(socket, asio::buffer(out), [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -330,6 +459,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   void close() {
     if (state == State::closed) return;
     state = State::closed;
+    if (channel) channel->fail();
     no_deadline();
     beast::error_code ignored;
     socket.close(ignored);
@@ -529,6 +659,18 @@ bool host_allowed(const std::string& listen_host, const std::string& host_header
   const std::string name = host_header[0] == '[' ? host_header.substr(0, host_header.find(']') + 1)
                                                  : host_header.substr(0, host_header.find(':'));
   return loopback(name);
+}
+
+std::vector<std::pair<std::string, std::string>> api_headers() {
+  return {{"X-Content-Type-Options", "nosniff"},
+          {"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"},
+          {"Referrer-Policy", "no-referrer"},
+          {"Cache-Control", "no-store"}};
+}
+
+bool same_secret(const std::string& given, const std::string& expected) {
+  if (given.size() != expected.size() || expected.empty()) return false;
+  return CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
 }
 
 }  // namespace loom::serve::detail

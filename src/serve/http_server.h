@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,11 +28,22 @@ struct HttpRequestData {
   std::string header(const std::string& name) const;
 };
 
-// One answer. Content-Length and Connection are the server's to write.
+// Writes one piece of a streamed answer, sent as soon as the connection can take it; false once
+// the client is gone (it closed the connection, a write failed or took past write_timeout, or the
+// server closed it past its drain): the producer should stop.
+using StreamWriter = std::function<bool(std::string_view piece)>;
+
+// One answer. Content-Length (or Transfer-Encoding) and Connection are the server's to write.
 struct HttpAnswer {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;  // Content-Type among them
   std::string body;
+  // When set, the answer is streamed (server-sent events) and `body` is not sent: the status and
+  // headers go out at once with Transfer-Encoding: chunked, then `stream` runs on the handler's
+  // worker, each piece it writes going out as one chunk; the answer ends when it returns. A
+  // client closing its connection meanwhile is seen at once (the writer answers false), not at
+  // the next write.
+  std::function<void(const StreamWriter&)> stream{};
 };
 
 using HttpHandler = std::function<HttpAnswer(const HttpRequestData&)>;
@@ -98,5 +110,13 @@ std::vector<std::pair<std::string, std::string>> parse_query(const std::string& 
 // this machine (DNS rebinding) names its own host. Any host is fine on other addresses, and an
 // absent header (HTTP/1.0, a program) too.
 bool host_allowed(const std::string& listen_host, const std::string& host_header);
+
+// The headers every answer of the model servers (serve::Server, serve::TextServer) carries, their
+// refusals included: nothing in them is a page to render, frame or cache.
+std::vector<std::pair<std::string, std::string>> api_headers();
+
+// Compares a secret a client sent with the expected one in constant time (how long it takes does
+// not tell how much of a guess was right); false when either is empty.
+bool same_secret(const std::string& given, const std::string& expected);
 
 }  // namespace loom::serve::detail

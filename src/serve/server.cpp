@@ -378,10 +378,7 @@ void Server::start() {
   http.body_timeout = std::chrono::milliseconds(o.body_timeout_ms);
   http.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
   // on every answer, the HTTP layer's own refusals included
-  http.default_headers = {{"X-Content-Type-Options", "nosniff"},
-                          {"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"},
-                          {"Referrer-Policy", "no-referrer"},
-                          {"Cache-Control", "no-store"}};
+  http.default_headers = detail::api_headers();  // on every answer, the HTTP layer's own refusals included
   auto serve = [this](const detail::HttpRequestData& req) {
     const HttpResponse r = handle({req.method, req.path, req.body, req.header("Host"), req.header("Inference-Header-Content-Length")});
     detail::HttpAnswer answer{r.status, {{"Content-Type", r.content_type}}, r.body};

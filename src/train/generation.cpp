@@ -196,54 +196,68 @@ size_t held(const std::string& text, const std::vector<std::string>& stops) {
   return hold;
 }
 
+GenerationState::GenerationState(std::vector<int64_t> prompt, GenerationOptions options, DecodeFn decode)
+    : prompt_(std::move(prompt)), options_(std::move(options)), decode_(std::move(decode)), generator_(options_.seed) {
+  check(options_, prompt_, static_cast<bool>(decode_));
+  history_ = prompt_;
+  done_ = options_.max_new_tokens == 0;
+}
+
+// out_.text's bytes not handed out yet, but those that may begin a stop string unless `all`.
+std::string GenerationState::show(bool all) {
+  const size_t end = all ? out_.text.size() : out_.text.size() - held(out_.text, options_.stop_strings);
+  std::string text = end > shown_ ? out_.text.substr(shown_, end - shown_) : std::string();
+  shown_ = std::max(shown_, end);
+  return text;
+}
+
+GenerationState::Step GenerationState::next(const Tensor& logits) {
+  if (done_) throw ValueError("GenerationState::next: the generation has ended (" + std::to_string(out_.tokens.size()) + " tokens)");
+  const int64_t token = sample_token(logits, options_.sampling, history_, generator_);
+  history_.push_back(token);
+  const auto& stops = options_.stop_tokens;
+  const bool stop_token = std::find(stops.begin(), stops.end(), token) != stops.end();
+  const bool last = stop_token || static_cast<int64_t>(out_.tokens.size()) + 1 == options_.max_new_tokens;
+  if (decode_ && !stop_token) {
+    out_.tokens.push_back(token);
+    const size_t searched = out_.text.size();
+    out_.text += new_text(decode_, out_.tokens, given_, stream_, last);
+    if (const size_t cut = stop_at(out_.text, searched, options_.stop_strings); cut != std::string::npos) {
+      out_.text.resize(cut);
+      out_.finish = Generation::Finish::StopString;
+      done_ = true;
+      return {token, show(true), true};
+    }
+  } else {
+    if (decode_) out_.text += new_text(decode_, out_.tokens, given_, stream_, true);  // what the stop token leaves
+    out_.tokens.push_back(token);
+  }
+  if (stop_token) out_.finish = Generation::Finish::StopToken;
+  done_ = last;
+  return {token, show(last), last};
+}
+
+std::string GenerationState::cancel() {
+  if (out_.finish != Generation::Finish::StopString) out_.finish = Generation::Finish::Callback;
+  done_ = true;
+  if (decode_) out_.text += stream_.finish();
+  return show(true);
+}
+
 Generation generate(NextTokenModel& model, const std::vector<int64_t>& prompt, const GenerationOptions& options,
                     const DecodeFn& decode, const OnToken& on_token) {
-  check(options, prompt, static_cast<bool>(decode));
-  Generation out;
-  Generator generator(options.seed);
-  std::vector<int64_t> history = prompt;
-  std::string given;  // the decoded bytes taken into out.text so far (before `stream` cuts them at characters)
-  Utf8Stream stream;
-  size_t shown = 0;  // the bytes of out.text passed to on_token
-  // Passes out.text's new bytes to on_token (but those that may begin a stop string unless
-  // `all`); false when the callback asks to stop.
-  const auto show = [&](int64_t token, bool all) {
-    const size_t end = all ? out.text.size() : out.text.size() - held(out.text, options.stop_strings);
-    const std::string_view text = std::string_view(out.text).substr(shown, end > shown ? end - shown : 0);
-    shown = std::max(shown, end);
-    return !on_token || on_token(token, text);
-  };
+  GenerationState state(prompt, options, decode);
   model.reset();
   Tensor logits = model.feed(prompt);
-  while (static_cast<int64_t>(out.tokens.size()) < options.max_new_tokens) {
-    const int64_t token = sample_token(logits, options.sampling, history, generator);
-    history.push_back(token);
-    const bool stop_token = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end();
-    const bool last = stop_token || static_cast<int64_t>(out.tokens.size()) + 1 == options.max_new_tokens;
-    if (decode && !stop_token) {
-      out.tokens.push_back(token);
-      const size_t searched = out.text.size();
-      out.text += new_text(decode, out.tokens, given, stream, last);
-      if (const size_t cut = stop_at(out.text, searched, options.stop_strings); cut != std::string::npos) {
-        out.text.resize(cut);
-        out.finish = Generation::Finish::StopString;
-        show(token, true);
-        return out;
-      }
-    } else {
-      if (decode) out.text += new_text(decode, out.tokens, given, stream, true);  // what the stop token leaves
-      out.tokens.push_back(token);
+  while (!state.done()) {
+    const GenerationState::Step step = state.next(logits);
+    if (on_token && !on_token(step.token, step.text)) {
+      if (state.result().finish != Generation::Finish::StopString) state.cancel();  // a stop string had ended it anyway
+      break;
     }
-    if (stop_token) out.finish = Generation::Finish::StopToken;
-    if (!show(token, last)) {
-      out.finish = Generation::Finish::Callback;
-      if (decode) out.text += stream.finish();
-      return out;
-    }
-    if (last) break;
-    logits = model.feed({token});
+    if (!step.done) logits = model.feed({step.token});
   }
-  return out;
+  return state.result();
 }
 
 }  // namespace loom::train

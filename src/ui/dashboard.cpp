@@ -1,7 +1,6 @@
 // The dashboard's routing, safety checks and HTTP server (loom/ui/dashboard.h).
 #include "loom/ui/dashboard.h"
 
-#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -63,12 +62,6 @@ const std::map<std::string, std::string>& security_headers() {
   return headers;
 }
 
-// Constant-time comparison: how long it takes does not tell how much of a guess was right.
-bool same_token(const std::string& given, const std::string& expected) {
-  if (given.size() != expected.size() || expected.empty()) return false;
-  return CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
-}
-
 }  // namespace
 
 struct Dashboard::Impl {
@@ -94,7 +87,7 @@ struct Dashboard::Impl {
       if (r.method != "POST") throw HttpError(405, "use GET, or POST for writing requests, not " + loom::detail::quote_text(r.method));
       if (!options.allow_writes)
         throw HttpError(403, "this dashboard is read-only: writing requests (moving an alias, cancelling a task) need 'loom ui --allow-writes'");
-      if (!same_token(r.token, options.token))
+      if (!serve::detail::same_secret(r.token, options.token))
         throw HttpError(401, std::string("a writing request needs the token 'loom ui' printed at start, in the X-Loom-Token header (") +
                                  (r.token.empty() ? "none was given" : "the one given is not it") + ")");
     }

@@ -2,60 +2,20 @@
 // terminal as it is written (docs/cli.md, docs/text.md).
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli.h"
 #include "loom/core/parallel.h"
-#include "loom/data/tokenizer.h"
-#include "loom/io/hf_checkpoint.h"
 #include "loom/train/decoder.h"
 #include "loom/train/generation.h"
+#include "loom/train/language_model.h"
 
 namespace loom::cli {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// The folder's tokenizer, as encode and decode functions: tokenizer.json (byte-level BPE) or
-// tokenizer.model (SentencePiece).
-struct Tokenizer {
-  std::function<std::vector<int64_t>(const std::string&)> encode;
-  train::DecodeFn decode;
-};
-
-Tokenizer tokenizer_of(const Args& a, const fs::path& dir) {
-  const auto widen = [](const std::vector<int32_t>& ids) { return std::vector<int64_t>(ids.begin(), ids.end()); };
-  const auto narrow = [](const std::vector<int64_t>& ids) { return std::vector<int32_t>(ids.begin(), ids.end()); };
-  if (fs::exists(dir / "tokenizer.json")) {
-    const auto bpe = data::BpeTokenizer::load((dir / "tokenizer.json").string());
-    return {[=](const std::string& t) { return widen(bpe.encode(t)); }, [=](const std::vector<int64_t>& ids) { return bpe.decode(narrow(ids), true); }};
-  }
-  if (fs::exists(dir / "tokenizer.model")) {
-    const auto spm = data::SentencePieceTokenizer::load((dir / "tokenizer.model").string());
-    return {[=](const std::string& t) { return widen(spm.encode(t, spm.bos_id() >= 0)); },
-            [=](const std::vector<int64_t>& ids) { return spm.decode(narrow(ids)); }};
-  }
-  a.fail("no tokenizer in " + dir.string() + " (tokenizer.json, byte-level BPE, or tokenizer.model, SentencePiece)");
-}
-
-// config.json's end-of-text token(s): one id or a list (Llama 3), none when absent.
-std::vector<int64_t> end_tokens(const fs::path& dir) {
-  std::ifstream in(dir / "config.json");
-  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  std::vector<int64_t> ids;
-  if (!config.is_object() || !config.contains("eos_token_id")) return ids;
-  const auto& eos = config["eos_token_id"];
-  if (eos.is_number_integer()) ids.push_back(eos.get<int64_t>());
-  if (eos.is_array())
-    for (const auto& e : eos)
-      if (e.is_number_integer()) ids.push_back(e.get<int64_t>());
-  return ids;
-}
 
 double real(const Args& a, const std::string& name, double def) {
   const auto v = a.value(name);
@@ -72,11 +32,10 @@ double real(const Args& a, const std::string& name, double def) {
 int run(const Args& a) {
   const fs::path dir = a.positional().at(0);
   if (const auto threads = a.value("--threads")) set_num_threads(static_cast<int>(a.integer("--threads", 1, 1)));
-  const zoo::Network net = io::load_hf_checkpoint(dir.string());
-  const Tokenizer tokenizer = tokenizer_of(a, dir);
+  const train::LanguageModel model = train::LanguageModel::load(dir.string());
   const std::string prompt = a.value("--prompt").value_or("");
-  std::vector<int64_t> prompt_ids = tokenizer.encode(prompt);
-  const std::vector<int64_t> eos = end_tokens(dir);
+  std::vector<int64_t> prompt_ids = model.encode(prompt, true);
+  const std::vector<int64_t>& eos = model.end_tokens;
   if (prompt_ids.empty()) {
     if (eos.empty()) a.fail("the prompt has no tokens and the model names no end-of-text token to start from (give --prompt)");
     prompt_ids.push_back(eos[0]);  // GPT-2's way to start from nothing: after an end of text
@@ -91,10 +50,10 @@ int run(const Args& a) {
   o.seed = static_cast<uint64_t>(a.integer("--seed", 0, 0));
   o.stop_tokens = eos;
   o.stop_strings = a.values("--stop");
-  train::CachedDecoder decoder(net, {.max_length = a.integer("--max-length", 0, 0), .int8_weights = a.flag("--int8")});
+  train::CachedDecoder decoder(model.network, {.max_length = a.integer("--max-length", 0, 0), .int8_weights = a.flag("--int8")});
   std::fputs(terminal_text(prompt, true).c_str(), stdout);
   std::fflush(stdout);
-  train::generate(decoder, prompt_ids, o, tokenizer.decode, [](int64_t, std::string_view text) {
+  train::generate(decoder, prompt_ids, o, model.decode, [](int64_t, std::string_view text) {
     std::fputs(terminal_text(std::string(text), true).c_str(), stdout);
     std::fflush(stdout);
     return true;

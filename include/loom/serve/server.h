@@ -68,6 +68,7 @@ struct LOOM_API HttpRequest {
   // The binary tensor extension's Inference-Header-Content-Length header ("" when absent): the
   // body's first that many bytes are the JSON, the inputs' raw data follows.
   std::string binary_header_length{};
+  std::string authorization{};  // the Authorization header ("" when absent): TextServer's api_key
 };
 struct LOOM_API HttpResponse {
   int status = 200;

@@ -99,6 +99,46 @@ using DecodeFn = std::function<std::string(const std::vector<int64_t>& ids)>;
 // ends inside a character shows nothing until the one that completes it); returning false stops.
 using OnToken = std::function<bool(int64_t token, std::string_view text)>;
 
+// One sequence's generation step by step, for a caller that runs the model itself (the server's
+// continuous batching feeds many sequences to one CachedDecoder pass): next() is given the logits
+// that follow the prompt, then those that follow each token it chose, and chooses as generate()
+// does, with the same stops, holdback of text that may begin a stop string, and seeded draws.
+class LOOM_API GenerationState {
+ public:
+  // ValueError as generate() for an empty prompt, max_new_tokens < 0, stop strings without
+  // decode, or sampling options out of range.
+  GenerationState(std::vector<int64_t> prompt, GenerationOptions options, DecodeFn decode = {});
+
+  struct Step {
+    int64_t token = -1;
+    std::string text;   // what the token adds to the text shown (whole characters, none that may begin a stop string)
+    bool done = false;  // no more tokens: result().finish says why
+  };
+  // The next token from the logits (vocab,) that follow the sequence so far. ValueError once done().
+  Step next(const Tensor& logits);
+  // Ends the generation (finish Callback, unless a stop string ended it); returns the text held
+  // back until now (bytes that might have begun a stop string, an unfinished character).
+  std::string cancel();
+
+  bool done() const { return done_; }
+  const Generation& result() const { return out_; }
+  const std::vector<int64_t>& prompt() const { return prompt_; }
+
+ private:
+  std::string show(bool all);
+
+  std::vector<int64_t> prompt_;
+  GenerationOptions options_;
+  DecodeFn decode_;
+  Generator generator_;
+  std::vector<int64_t> history_;
+  Generation out_;
+  std::string given_;  // the decoded bytes taken into out_.text so far
+  Utf8Stream stream_;
+  size_t shown_ = 0;  // the bytes of out_.text handed out as Step::text
+  bool done_ = false;
+};
+
 // Feeds the prompt to `model` (after reset()), then chooses one token at a time with
 // options.sampling (repetition penalty over prompt and new tokens) until max_new_tokens, a stop
 // token, a stop string or the callback ends it. Stop strings need `decode`. ValueError for an

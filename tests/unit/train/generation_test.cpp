@@ -10,6 +10,7 @@
 #include <loom/nn/layers.h>
 #include <loom/ops/elementwise.h>
 #include <loom/ops/reduction.h>
+#include <loom/train/chat_template.h>
 #include <loom/train/generation.h>
 
 #include <cmath>
@@ -229,6 +230,57 @@ TEST(Generate, TheSameSeedGivesTheSameTokens) {
   auto other = o;
   other.seed = 6;
   EXPECT_NE(train::generate(m, {0}, other).tokens, a.tokens);
+}
+
+// The state generate() loops over, driven step by step as the server's continuous batching does:
+// the same tokens and text pieces as generate, cancel() ending it and giving what was held back.
+TEST(GenerationState, StepsAsGenerateDoes) {
+  CountingModel m;
+  const train::GenerationOptions o{.sampling = {.temperature = 0}, .max_new_tokens = 6, .stop_strings = {"cx"}};
+  std::vector<std::string> streamed;
+  const auto g = train::generate(m, {1}, o, decode_bytes, [&](int64_t, std::string_view text) {
+    streamed.emplace_back(text);
+    return true;
+  });
+  train::GenerationState state({1}, o, decode_bytes);
+  std::vector<std::string> stepped;
+  Tensor logits = m.feed({1});
+  while (!state.done()) {
+    const auto step = state.next(logits);
+    stepped.push_back(step.text);
+    if (!step.done) logits = m.feed({step.token});
+  }
+  EXPECT_EQ(stepped, streamed);
+  EXPECT_EQ(state.result().tokens, g.tokens);
+  EXPECT_EQ(state.result().text, g.text);
+  EXPECT_THROW(state.next(logits), ValueError);
+  // cancelled while "c" is held (it may begin "cx"): the held text comes back
+  train::GenerationState cut({0}, o, decode_bytes);
+  EXPECT_EQ(cut.next(m.feed({0})).text, "b");
+  EXPECT_EQ(cut.next(m.feed({1})).text, "");  // "c" held back
+  EXPECT_EQ(cut.cancel(), "c");
+  EXPECT_TRUE(cut.done());
+  EXPECT_EQ(cut.result().finish, train::Generation::Finish::Callback);
+  EXPECT_TRUE(train::GenerationState({0}, {.max_new_tokens = 0}).done());
+  EXPECT_THROW(train::GenerationState({}, {}), ValueError);
+}
+
+TEST(ChatTemplate, FormatsEachRoleAndRefusesBadTemplates) {
+  const auto t = train::ChatTemplate::parse(
+      R"({"bos": "<s>", "user": "[U]{content}[/U]", "assistant": "{content}</s>", "generation_prompt": "", "stop": ["</s>"]})");
+  EXPECT_EQ(t.apply({{"user", "hi"}, {"assistant", "yo"}, {"user", "again"}}), "<s>[U]hi[/U]yo</s>[U]again[/U]");
+  EXPECT_EQ(t.stop(), (std::vector<std::string>{"</s>"}));
+  EXPECT_EQ(t.roles(), (std::vector<std::string>{"assistant", "user"}));
+  try {
+    t.apply({{"system", "x"}});
+    ADD_FAILURE() << "a role without a format was accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("no format for role \"system\" (the template has assistant, user)"), std::string::npos) << e.what();
+  }
+  for (const char* bad : {"[1]", "{\"user\": \"no content\"}", "{\"user\": \"{content}{content}\"}", "{\"user\": 3}",
+                          "{\"stop\": [\"x\"]}", "{\"user\": \"{content}\", \"stop\": [\"\"]}", "not json"})
+    EXPECT_THROW(train::ChatTemplate::parse(bad), ValueError) << bad;
+  EXPECT_TRUE(train::ChatTemplate().empty());
 }
 
 TEST(Generate, RefusesWhatItCannotDo) {
