@@ -1,6 +1,6 @@
 """The installed package at work (tests/python/pip_install.sh runs it in the fresh venv that
 `pip install .` filled, from a folder outside the checkout): loom and its libloom come from the
-venv, the stubs came with it, and a small MLP's loss falls over a few epochs of Model.fit."""
+venv, the stubs came with it, and a small MLP's loss falls at every one of six epochs of Model.fit."""
 import os
 import sys
 
@@ -20,8 +20,10 @@ rng = np.random.default_rng(0)
 x = rng.standard_normal((256, 8)).astype(np.float32)
 y = (x[:, 0] + x[:, 1] > 0).astype(np.int64) + (x[:, 2] > 1).astype(np.int64)  # three classes
 loom.random.seed(0)
-model = loom.Model(loom.zoo.mlp(8, [16], 3), loss="sparse_categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
+model = loom.Model(loom.zoo.mlp(8, [16], 3), loss="sparse_categorical_crossentropy", optimizer=loom.optimizers.Adam(lr=1e-2),
+                   metrics=["accuracy"])
 losses = model.fit(x, y, epochs=6, batch_size=32, verbose=0)["loss"]
 print("losses by epoch:", [round(v, 4) for v in losses])
-assert losses[-1] < 0.8 * losses[0], f"the loss did not fall: {losses}"
+# 1.17 to 0.47 on the machine of docs/python.md
+assert all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.6 * losses[0], f"the loss did not fall: {losses}"
 print(f"pip_train: loom {package}, libloom {sorted(mapped)}: the loss fell from {losses[0]:.4f} to {losses[-1]:.4f}")
