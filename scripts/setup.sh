@@ -61,8 +61,10 @@ fi
 # build/tensorboard-venv, the Triton client in build/serve-venv, tokenizers and sentencepiece in
 # build/text-venv, transformers (on Debian's python3-torch, seen through the venv's system site
 # packages) in build/hf-venv (each does nothing when it is there already); nanobind, the Python
-# module's bindings, in build/python-venv
+# module's bindings, in build/python-venv; mypy, scikit-build-core and nanobind, the Python
+# package's checks (stubs, mypy, pip install: docs/python.md), in build/pytools-venv
 for venv in onnx tensorboard serve text hf; do
   bash "$(dirname "$0")/test_venv.sh" "$venv"
 done
 bash "$(dirname "$0")/test_venv.sh" python python/requirements-build.txt  # a path from the checkout
+bash "$(dirname "$0")/test_venv.sh" pytools python/requirements-tools.txt

@@ -32,7 +32,9 @@ def _layer_options(self):
     return json.loads(self._options_json)
 
 
-Layer.options = property(_layer_options)
+# Members added in Python are set with setattr: the stubs declare them (python/stubs.pat), and
+# mypy, reading the stubs, takes a plain assignment for the replacement of a method.
+setattr(Layer, "options", property(_layer_options))
 
 bool_ = DType.bool_
 uint8 = DType.uint8
@@ -97,7 +99,9 @@ def _method(fn, name):
         return fn(self, *args, **kwargs)
 
     method.__name__ = name
-    method.__doc__ = fn.__doc__
+    # the op's docstring without the signature nanobind puts first (the method's differs)
+    doc = next((entry[1] for entry in fn.__nb_signature__ if entry[1]), "")
+    method.__doc__ = f"t.{name}(...) is loom.{name}(t, ...): {doc}"
     return method
 
 
@@ -121,11 +125,10 @@ def _transpose(self, *axes):
 
 
 def _tolist(self):
+    """The elements as nested Python lists (a Python number for a 0-d tensor), as NumPy's tolist."""
     return self.numpy().tolist() if self.dtype != bfloat16 else self.astype(float32).numpy().tolist()
 
 
-Tensor.reshape = _reshape
-Tensor.transpose = _transpose
-Tensor.permute = _transpose
-Tensor.tolist = _tolist
-del _name
+for _name, _fn in (("reshape", _reshape), ("transpose", _transpose), ("permute", _transpose), ("tolist", _tolist)):
+    setattr(Tensor, _name, _fn)
+del _name, _fn

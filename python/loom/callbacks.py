@@ -75,7 +75,7 @@ class _Native:
         self._kind = kind
         self._kwargs = kwargs
         # per model, dropped with it (a schedule holds the model's optimizer)
-        self._made = weakref.WeakKeyDictionary()
+        self._made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _native_for(self, model):
         if model not in self._made:
@@ -121,7 +121,9 @@ class _PythonSchedule(Callback):
         self.schedule = schedule
 
     def on_epoch_begin(self, epoch, logs=None):
-        self.model.lr = float(self.schedule(epoch, self.model.lr))
+        model = self.model
+        assert model is not None, "fit sets the model before it calls a hook"
+        model.lr = float(self.schedule(epoch, model.lr))
 
 
 def LearningRateScheduler(schedule):

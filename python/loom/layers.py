@@ -17,7 +17,7 @@ import json as _json
 
 from . import _core
 
-_kinds = {}
+_kinds: dict = {}  # LayerKind by name, made on first use
 
 
 def _dtype_name(value):

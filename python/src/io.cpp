@@ -63,7 +63,7 @@ void bind_io(nb::module_& m) {
     const io::Metadata md = metadata_of(metadata);
     nb::gil_scoped_release release;
     io::save_state(path, g, e, md);
-  }, nb::arg("path"), nb::arg("graph"), nb::arg("extra") = nb::none(), nb::arg("metadata") = nb::none());
+  }, nb::arg("path"), nb::arg("graph"), nb::arg("extra") = nb::none(), nb::arg("metadata") = nb::none(), "Writes the graph's weights (and extra tensors and string metadata, when given) to a safetensors file, atomically.");
   io.def("load_state", [](const std::string& path, nb::handle graph) {
     const Graph g = graph_arg(graph);
     io::Checkpoint c;
@@ -80,7 +80,7 @@ void bind_io(nb::module_& m) {
     const io::TensorMap t = tensor_map(tensors);
     nb::gil_scoped_release release;
     io::load_graph_state(g, t, "loom.io.load_graph_state");
-  }, nb::arg("graph"), nb::arg("tensors"));
+  }, nb::arg("graph"), nb::arg("tensors"), "Sets the graph's parameters and buffers from a dict by key, strictly: every one of them, nothing else.");
   io.def("save_safetensors", [](const std::string& path, nb::handle tensors, nb::handle metadata) {
     const io::TensorMap t = tensor_map(tensors);
     const io::Metadata md = metadata_of(metadata);
@@ -98,14 +98,14 @@ void bind_io(nb::module_& m) {
   io.def("load_safetensors_metadata", [](const std::string& path) {
     nb::gil_scoped_release release;
     return io::load_safetensors_metadata(path);
-  }, nb::arg("path"));
+  }, nb::arg("path"), "The string metadata of a safetensors file's header, as a dict.");
   io.def("export_onnx", [](nb::handle graph, const std::string& path, bool dynamic_batch, int64_t batch_size, bool fold_batch_norm) {
     const Graph g = graph_arg(graph);
     io::OnnxExportOptions o;
     o.dynamic_batch = dynamic_batch, o.batch_size = batch_size, o.fold_batch_norm = fold_batch_norm;
     nb::gil_scoped_release release;
     io::export_onnx(g, path, o);
-  }, nb::arg("graph"), nb::arg("path"), nb::arg("dynamic_batch") = true, nb::arg("batch_size") = 1, nb::arg("fold_batch_norm") = false);
+  }, nb::arg("graph"), nb::arg("path"), nb::arg("dynamic_batch") = true, nb::arg("batch_size") = 1, nb::arg("fold_batch_norm") = false, "Writes the graph as an ONNX model (dynamic_batch: the batch axis open, else batch_size; fold_batch_norm: batch norm folded into the preceding convolution).");
   // The data readers that the examples use (Fashion-MNIST's IDX files, NumPy's .npy).
   nb::module_ data = m.def_submodule("data", "Readers of data files (include/loom/data).");
   data.def("read_idx", [](const std::string& path) {
@@ -115,7 +115,7 @@ void bind_io(nb::module_& m) {
   data.def("load_npy", [](const std::string& path) {
     nb::gil_scoped_release release;
     return data::load_npy(path);
-  }, nb::arg("path"));
+  }, nb::arg("path"), "A NumPy .npy file as a tensor of its dtype and shape.");
 
   // Loom's loaders over arrays: what Model.fit takes besides arrays (batches of the dataset's
   // fields: the graph's inputs, then the target).
@@ -126,7 +126,7 @@ void bind_io(nb::module_& m) {
     std::vector<Tensor> ts;
     for (nb::handle a : arrays) ts.push_back(as_tensor(a));
     return std::make_shared<data::TensorDataset>(std::move(ts));
-  }, "Examples are the rows of the arrays (one field each, all with as many rows).");
+  }, nb::sig("def TensorDataset(*arrays: object) -> Dataset"), "Examples are the rows of the arrays (one field each, all with as many rows).");
   nb::class_<data::DataLoader>(data, "DataLoader", "Batches of a dataset, optionally shuffled per epoch (include/loom/data/loader.h).")
       .def("__init__", [](data::DataLoader* self, std::shared_ptr<data::Dataset> dataset, int64_t batch_size, bool shuffle, uint64_t seed,
                           bool drop_last, int n_jobs) {
@@ -136,7 +136,7 @@ void bind_io(nb::module_& m) {
       }, nb::arg("dataset"), nb::arg("batch_size") = 1, nb::arg("shuffle") = false, nb::arg("seed") = 0, nb::arg("drop_last") = false,
            nb::arg("n_jobs") = 0)
       .def("__len__", &data::DataLoader::size, "Batches per epoch.")
-      .def("__iter__", [](nb::handle self) { return self; }, "One epoch: iterating again gives the next.")
+      .def("__iter__", [](nb::handle self) { return self; }, nb::sig("def __iter__(self) -> DataLoader"), "One epoch: iterating again gives the next.")
       .def("__next__", [](data::DataLoader& l) {
         std::optional<data::Batch> b;
         {
@@ -149,7 +149,7 @@ void bind_io(nb::module_& m) {
       .def_prop_ro("position", [](const data::DataLoader& l) { return nb::make_tuple(l.position().epoch, l.position().batch); },
                    "(epoch, batches delivered in it).")
       .def("set_position", [](data::DataLoader& l, int64_t epoch, int64_t batch) { l.set_position({epoch, batch}); },
-           nb::arg("epoch"), nb::arg("batch") = 0);
+           nb::arg("epoch"), nb::arg("batch") = 0, "Moves the loader to (epoch, batch): it then yields exactly the batches an uninterrupted run would have yielded next.");
   io.def("import_onnx", [](const std::string& path) {
     nb::gil_scoped_release release;
     return io::import_onnx(path);

@@ -147,6 +147,7 @@ void bind_layers(nb::module_& m) {
              }
              return nb::cast(std::move(out));
            },
+           nb::sig("def __call__(self, *args: object) -> typing.Any"),
            "layer(x, ...) with layers: the Keras-style call (the first call of a layer made without input builds it; "
            "later calls are reuse_with). With tensors or arrays: the layer's value on them, now. With nothing: the value "
            "of the graph that ends here.")
@@ -165,24 +166,24 @@ void bind_layers(nb::module_& m) {
            },
            nb::arg("inputs"), nb::kw_only(), nb::arg("name") = "",
            "A layer of the same kind on new inputs, sharing this layer's state (weights).")
-      .def_prop_ro("name", &nn::Layer::name)
-      .def_prop_ro("kind", [](const nn::Layer& l) { return std::string(l.kind()); })
-      .def_prop_ro("inputs", &nn::Layer::inputs)
+      .def_prop_ro("name", &nn::Layer::name, "The layer's name, unique in its graph.")
+      .def_prop_ro("kind", [](const nn::Layer& l) { return std::string(l.kind()); }, "The layer kind's registered name (\"Linear\", \"Activation\", ...).")
+      .def_prop_ro("inputs", &nn::Layer::inputs, "The layers this layer reads, in order.")
       .def_prop_ro("shape", [](const nn::Layer& l) { return shape_tuple(l.shape()); },
                    "Output shape; -1 marks a size known only at run time (the batch).")
-      .def_prop_ro("n_units", &nn::Layer::n_units)
-      .def_prop_ro("dtype", &nn::Layer::dtype)
+      .def_prop_ro("n_units", &nn::Layer::n_units, "The last dimension of the output.")
+      .def_prop_ro("dtype", &nn::Layer::dtype, "The output's dtype.")
       .def_prop_ro("bound", &nn::Layer::bound, "False for a layer made without input that has not been called yet.")
-      .def_prop_ro("node", &nn::Layer::node)
+      .def_prop_ro("node", &nn::Layer::node, "The graph node this handle stands for: itself, or for a layer made without input the layer its first call built.")
       .def("parameters", &nn::Layer::parameters, "The trainable tensors of this layer's state, each once.")
-      .def_prop_ro("weights", &nn::Layer::weights)
+      .def_prop_ro("weights", &nn::Layer::weights, "The trainable tensors of this layer's state, each once (as parameters()).")
       .def_prop_ro("_options_json", [](const nn::Layer& l) { return l.options().to_json(); })
-      .def("shares_state_with", [](const nn::Layer& a, const nn::Layer& b) { return a.shared_state() == b.shared_state(); })
+      .def("shares_state_with", [](const nn::Layer& a, const nn::Layer& b) { return a.shared_state() == b.shared_state(); }, "Whether this layer and other share one state (weights): reuse_with and Keras-style calls of one layer do.")
       // An Input's value (the graph reads it when called without arguments).
-      .def("set_value", [](const nn::Layer& l, nb::handle v) { as_input(l, "set_value").set_value(as_tensor(v)); }, nb::arg("value"))
-      .def_prop_ro("value", [](const nn::Layer& l) { return as_input(l, "value").value(); })
-      .def("has_value", [](const nn::Layer& l) { return as_input(l, "has_value").has_value(); })
-      .def("clear", [](const nn::Layer& l) { as_input(l, "clear").clear(); })
+      .def("set_value", [](const nn::Layer& l, nb::handle v) { as_input(l, "set_value").set_value(as_tensor(v)); }, nb::arg("value"), "Sets an Input layer's value, read when the graph is called without arguments (its shape and dtype checked).")
+      .def_prop_ro("value", [](const nn::Layer& l) { return as_input(l, "value").value(); }, "An Input layer's value (ValueError when it holds none).")
+      .def("has_value", [](const nn::Layer& l) { return as_input(l, "has_value").has_value(); }, "Whether an Input layer holds a value.")
+      .def("clear", [](const nn::Layer& l) { as_input(l, "clear").clear(); }, "Drops an Input layer's value.")
       .def("__eq__", [](const nn::Layer& a, nb::handle b) {
         return nb::isinstance<nn::Layer>(b) && a == nb::cast<nn::Layer>(b);
       })
@@ -214,11 +215,11 @@ void bind_layers(nb::module_& m) {
   }, nb::arg("inputs"), nb::arg("outputs"), nb::arg("name") = "",
         "A subgraph from `inputs` to `outputs` as one layer (kind Module); reuse_with shares every inner weight.");
   m.def("module_output", [](const nn::Layer& module, size_t i, const std::string& name) { return nn::module_output(module, i, name); },
-        nb::arg("module"), nb::arg("index"), nb::arg("name") = "");
+        nb::arg("module"), nb::arg("index"), nb::arg("name") = "", "A layer (kind ModuleOutput) reading output index of module, a Module with several outputs or a reuse_with of one.");
   m.def("module_graph", [](const nn::Layer& l) -> std::optional<Graph> {
     const Graph* g = nn::module_graph(l);
     return g ? std::optional<Graph>(*g) : std::nullopt;
-  });
+  }, "The inner graph of a layer of kind Module or Sequential, or None for other kinds.");
   m.def("Sequential", [](nb::handle steps, nb::handle input, const std::string& name) -> nn::Layer {
     std::vector<nn::Step> s;
     for (nb::handle step : nb::borrow<nb::sequence>(steps)) {
@@ -251,7 +252,8 @@ void bind_layers(nb::module_& m) {
           outs = p.run(xs);
         }
         return plan_result(std::move(outs));
-      })
+      }, nb::sig("def __call__(self, *args: object) -> typing.Any"),
+           "The outputs for one tensor (or array) per graph input: a tensor for one output, a list for several.")
       .def("run", [](const Plan& p, nb::handle inputs) {
         std::vector<Tensor> xs;
         if (!inputs.is_none())
@@ -259,20 +261,20 @@ void bind_layers(nb::module_& m) {
         nb::gil_scoped_release release;
         return p.run(xs);
       }, nb::arg("inputs") = nb::none(), "Every output, as a list, for the inputs given positionally.")
-      .def_prop_ro("graph", &Plan::graph)
+      .def_prop_ro("graph", &Plan::graph, "The graph the plan was compiled from.")
       .def_prop_ro("input_shapes", [](const Plan& p) {
         nb::list out;
         for (const Shape& s : p.input_shapes()) out.append(shape_tuple(s));
         return out;
-      })
+      }, "The shapes the plan was compiled for, one per input (-1: open at run time).")
       .def_prop_ro("output_shapes", [](const Plan& p) {
         nb::list out;
         for (const Shape& s : p.output_shapes()) out.append(shape_tuple(s));
         return out;
-      })
-      .def_prop_ro("shape_polymorphic", &Plan::shape_polymorphic)
-      .def("peak_bytes", &Plan::peak_bytes)
-      .def("dump", &Plan::dump)
+      }, "The compiled shape of each output (-1: sized at run time).")
+      .def_prop_ro("shape_polymorphic", &Plan::shape_polymorphic, "Whether some input dimension is open (-1): the plan then runs any size there.")
+      .def("peak_bytes", &Plan::peak_bytes, "The bytes of activations live at once at the plan's peak, from the compiled shapes; -1 when some shape is open.")
+      .def("dump", &Plan::dump, "The optimized plan as text: each step, what each pass removed, merged or folded, and the peak bytes.")
       .def("__repr__", &Plan::dump);
 
   nb::class_<Graph>(m, "Graph", "A layer graph traced back from its outputs (Graph.build).")
@@ -281,17 +283,17 @@ void bind_layers(nb::module_& m) {
                             inputs.is_none() ? std::vector<nn::Layer>{} : layer_list(inputs, "Graph.build inputs"));
       }, nb::arg("outputs"), nb::arg("inputs") = nb::none(),
                   "Traces from `outputs` back to `inputs` (every Input reached when not given).")
-      .def_prop_ro("nodes", &Graph::nodes)
-      .def_prop_ro("inputs", &Graph::inputs)
-      .def_prop_ro("outputs", &Graph::outputs)
-      .def("edges", &Graph::edges)
-      .def("layer", &Graph::layer, nb::arg("name"))
-      .def("parameters", &Graph::parameters)
-      .def("parameter_count", [](const Graph& g) { return zoo::parameter_count(g); })
+      .def_prop_ro("nodes", &Graph::nodes, "The layers in dependency order.")
+      .def_prop_ro("inputs", &Graph::inputs, "The graph's Input layers, in the order a call takes their values.")
+      .def_prop_ro("outputs", &Graph::outputs, "The graph's output layers.")
+      .def("edges", &Graph::edges, "The edges as (from, to) positions in nodes.")
+      .def("layer", &Graph::layer, nb::arg("name"), "The layer named name (ValueError listing the graph's layer names when there is none).")
+      .def("parameters", &Graph::parameters, "Every trainable tensor of the graph's layers (inner Module layers included), each once, in node order.")
+      .def("parameter_count", [](const Graph& g) { return zoo::parameter_count(g); }, "The number of elements of the graph's trainable tensors, each counted once.")
       .def("summary", &Graph::summary, "A Keras-like table of the layers, shapes and parameter counts.")
       .def("to_dot", &Graph::to_dot, "Graphviz DOT text of the graph.")
-      .def("to_json", [](const Graph& g) { return graph_to_json(g); })
-      .def_static("from_json", [](const std::string& text) { return graph_from_json(text); })
+      .def("to_json", [](const Graph& g) { return graph_to_json(g); }, "The architecture as JSON text (no weights); Graph.from_json reads it back.")
+      .def_static("from_json", [](const std::string& text) { return graph_from_json(text); }, "A graph from the JSON text of to_json, with newly initialized weights.")
       .def("compile", [](const Graph& g, nb::handle input_shapes, const nb::kwargs& flags) {
         const CompileOptions o = compile_options(input_shapes, flags);
         nb::gil_scoped_release release;
@@ -306,21 +308,22 @@ void bind_layers(nb::module_& m) {
           outs = g.as_function()(xs);
         }
         return plan_result(std::move(outs));
-      })
+      }, nb::sig("def __call__(self, *args: object) -> typing.Any"),
+           "The graph run without compiling on one tensor (or array) per input: a tensor for one output, a list for several.")
       .def("__repr__", &Graph::summary);
   m.def("copy_state", &copy_state, nb::arg("source"), nb::arg("target"),
         "Copies every parameter and buffer of `source` into the layer of the same name in `target`.");
 
   // ------------------------------------------------------------------ the zoo
   nb::module_ zm = m.def_submodule("zoo", "Ready-made networks as graphs (include/loom/zoo/models.h).");
-  nb::class_<zoo::Network>(zm, "Network")
-      .def_ro("name", &zoo::Network::name)
-      .def_ro("graph", &zoo::Network::graph)
-      .def_ro("inputs", &zoo::Network::inputs)
-      .def_ro("output", &zoo::Network::output)
-      .def("parameters", &zoo::Network::parameters)
-      .def("parameter_count", &zoo::Network::parameter_count)
-      .def("summary", [](const zoo::Network& n) { return n.graph.summary(); })
+  nb::class_<zoo::Network>(zm, "Network", "A zoo model: its graph, its Input layers and its output layer; called on a tensor, its output.")
+      .def_ro("name", &zoo::Network::name, "The network's name.")
+      .def_ro("graph", &zoo::Network::graph, "The network's graph.")
+      .def_ro("inputs", &zoo::Network::inputs, "The network's Input layers, in the order its graph takes them.")
+      .def_ro("output", &zoo::Network::output, "The network's output layer.")
+      .def("parameters", &zoo::Network::parameters, "The trainable tensors of every layer of the graph, each once.")
+      .def("parameter_count", &zoo::Network::parameter_count, "The number of elements of the trainable tensors, each counted once.")
+      .def("summary", [](const zoo::Network& n) { return n.graph.summary(); }, "A Keras-like table of the graph's layers, shapes and parameter counts.")
       .def("__call__", [](const zoo::Network& n, nb::handle x) {
         const Tensor t = as_tensor(x);
         nb::gil_scoped_release release;
@@ -328,30 +331,30 @@ void bind_layers(nb::module_& m) {
       });
   zm.def("mlp", [](int64_t in_units, const std::vector<int64_t>& hidden, int64_t out_units, const std::string& activation, double dropout) {
     return zoo::mlp(in_units, hidden, out_units, nn::activation_by_name(activation), dropout);
-  }, nb::arg("in_units"), nb::arg("hidden"), nb::arg("out_units"), nb::arg("activation") = "relu", nb::arg("dropout") = 0.0);
-  zm.def("lenet", &zoo::lenet, nb::arg("num_classes") = 10);
+  }, nb::arg("in_units"), nb::arg("hidden"), nb::arg("out_units"), nb::arg("activation") = "relu", nb::arg("dropout") = 0.0, "Input (batch, in_units) -> [Linear(h) -> activation -> Dropout(dropout)] per hidden width -> Linear(out_units); no Dropout layers when dropout is 0.");
+  zm.def("lenet", &zoo::lenet, nb::arg("num_classes") = 10, "LeNet-5 for (batch, 1, 28, 28) images: 61,706 parameters for 10 classes.");
   zm.def("fashion_cnn", [](int64_t num_classes, const std::vector<int64_t>& widths, int64_t convs_per_block, int64_t hidden) {
     return zoo::fashion_cnn(num_classes, {.widths = widths, .convs_per_block = convs_per_block, .hidden = hidden});
   }, nb::arg("num_classes") = 10, nb::arg("widths") = std::vector<int64_t>{32, 64, 128}, nb::arg("convs_per_block") = 1,
-         nb::arg("hidden") = 256);
+         nb::arg("hidden") = 256, "The Fashion-MNIST CNN for (N, 1, 28, 28): per width a block of convs_per_block 3x3 convolutions with BatchNorm and ReLU and a 2x2 max pool, then Linear(hidden) and Linear(num_classes), with Dropout(0.25).");
   zm.def("vgg", &zoo::vgg, nb::arg("config"), nb::arg("num_classes") = 1000, nb::arg("batch_norm") = false, nb::arg("dropout") = 0.5,
-         nb::arg("in_channels") = 3, nb::arg("classifier_units") = 4096, nb::arg("name") = "vgg");
-  zm.def("vgg11", &zoo::vgg11, nb::arg("num_classes") = 1000, nb::arg("batch_norm") = false);
-  zm.def("vgg16", &zoo::vgg16, nb::arg("num_classes") = 1000, nb::arg("batch_norm") = false);
-  zm.def("vgg19", &zoo::vgg19, nb::arg("num_classes") = 1000, nb::arg("batch_norm") = false);
+         nb::arg("in_channels") = 3, nb::arg("classifier_units") = 4096, nb::arg("name") = "vgg", "VGG from a torchvision configuration: integers are 3x3 conv + ReLU widths, 0 a 2x2 max pool; batch_norm adds BatchNorm after each conv.");
+  zm.def("vgg11", &zoo::vgg11, nb::arg("num_classes") = 1000, nb::arg("batch_norm") = false, "VGG-11 (configuration A), torchvision's layout.");
+  zm.def("vgg16", &zoo::vgg16, nb::arg("num_classes") = 1000, nb::arg("batch_norm") = false, "VGG-16 (configuration D), torchvision's layout.");
+  zm.def("vgg19", &zoo::vgg19, nb::arg("num_classes") = 1000, nb::arg("batch_norm") = false, "VGG-19 (configuration E), torchvision's layout.");
   zm.def("resnet", &zoo::resnet, nb::arg("blocks_per_stage"), nb::arg("num_classes") = 1000, nb::arg("in_channels") = 3,
-         nb::arg("name") = "resnet");
-  zm.def("resnet18", &zoo::resnet18, nb::arg("num_classes") = 1000);
-  zm.def("resnet34", &zoo::resnet34, nb::arg("num_classes") = 1000);
+         nb::arg("name") = "resnet", "ResNet with torchvision's BasicBlock, blocks_per_stage blocks in each of its four stages.");
+  zm.def("resnet18", &zoo::resnet18, nb::arg("num_classes") = 1000, "ResNet-18 (blocks 2, 2, 2, 2), torchvision's layout.");
+  zm.def("resnet34", &zoo::resnet34, nb::arg("num_classes") = 1000, "ResNet-34 (blocks 3, 4, 6, 3), torchvision's layout.");
   zm.def("densenet", &zoo::densenet, nb::arg("growth_rate"), nb::arg("block_config"), nb::arg("num_init_features"), nb::arg("bn_size") = 4,
-         nb::arg("compression") = 0.5, nb::arg("num_classes") = 1000, nb::arg("in_channels") = 3, nb::arg("name") = "densenet");
-  zm.def("densenet121", &zoo::densenet121, nb::arg("num_classes") = 1000);
+         nb::arg("compression") = 0.5, nb::arg("num_classes") = 1000, nb::arg("in_channels") = 3, nb::arg("name") = "densenet", "DenseNet-BC as torchvision's: dense blocks of block_config layers growing by growth_rate channels, with transitions.");
+  zm.def("densenet121", &zoo::densenet121, nb::arg("num_classes") = 1000, "DenseNet-121 (growth 32, blocks 6, 12, 24, 16, 64 initial features), torchvision's layout.");
   zm.def("unet", &zoo::unet, nb::arg("in_channels") = 1, nb::arg("num_classes") = 2, nb::arg("base_width") = 64, nb::arg("depth") = 4,
-         nb::arg("batch_norm") = false);
+         nb::arg("batch_norm") = false, "U-Net with same-padded convolutions, depth down and up steps; height and width must be multiples of 2 ** depth.");
   zm.def("lstm_lm", &zoo::lstm_lm, nb::arg("vocab_size"), nb::arg("embedding"), nb::arg("hidden"), nb::arg("n_layers") = 2,
-         nb::arg("dropout") = 0.0);
+         nb::arg("dropout") = 0.0, "An LSTM language model: ids (batch, time) int64 -> embedding -> n_layers LSTM layers of hidden units -> logits (batch, time, vocab).");
   zm.def("transformer_classifier", &zoo::transformer_classifier, nb::arg("vocab_size"), nb::arg("seq_len"), nb::arg("d_model"),
-         nb::arg("n_heads"), nb::arg("ff_units"), nb::arg("n_layers"), nb::arg("num_classes"), nb::arg("dropout") = 0.1);
+         nb::arg("n_heads"), nb::arg("ff_units"), nb::arg("n_layers"), nb::arg("num_classes"), nb::arg("dropout") = 0.1, "A transformer encoder classifier: ids (batch, seq_len) int64 -> embedding + learned positions -> n_layers post-norm encoder layers -> mean over time -> Linear(num_classes).");
 }
 
 }  // namespace loom::python

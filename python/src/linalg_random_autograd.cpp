@@ -34,7 +34,7 @@ void bind_linalg_random_autograd(nb::module_& m) {
     }
     const std::optional<double> o = ord.is_none() ? std::nullopt : std::optional<double>(nb::cast<double>(ord));
     return released(t, [&] { return linalg::norm(t, o, axes, keepdims); });
-  }, nb::arg("x"), nb::arg("ord") = nb::none(), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  }, nb::arg("x"), nb::arg("ord") = nb::none(), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, "The vector or matrix norm of x (torch.linalg.norm's rules): vector norms (one axis, or a 1-d x) with ord = p, inf, -inf or 0; matrix norms (two axes) with ord = 1, -1, 2, -2, inf, -inf, \"fro\" or \"nuc\"; no ord and no axis: the 2-norm of the flattened x.");
   la.def("svd", [](nb::handle a, bool full_matrices) {
     const Tensor t = as_tensor(a);
     linalg::SVD r;
@@ -48,7 +48,7 @@ void bind_linalg_random_autograd(nb::module_& m) {
     const Tensor t = as_tensor(a);
     nb::gil_scoped_release release;
     return linalg::svdvals(t);
-  }, nb::arg("a"));
+  }, nb::arg("a"), "The singular values of a, descending.");
   la.def("qr", [](nb::handle a) {
     const Tensor t = as_tensor(a);
     linalg::QR r;
@@ -71,27 +71,27 @@ void bind_linalg_random_autograd(nb::module_& m) {
     const Tensor t = as_tensor(a);
     nb::gil_scoped_release release;
     return linalg::eigvalsh(t, uplo);
-  }, nb::arg("a"), nb::arg("UPLO") = "L");
+  }, nb::arg("a"), nb::arg("UPLO") = "L", "The eigenvalues of the symmetric matrix a, ascending (UPLO: the triangle read).");
   la.def("cholesky", [](nb::handle a, bool upper) {
     const Tensor t = as_tensor(a);
     nb::gil_scoped_release release;
     return linalg::cholesky(t, upper);
-  }, nb::arg("a"), nb::arg("upper") = false);
+  }, nb::arg("a"), nb::arg("upper") = false, "The Cholesky factor of the symmetric positive-definite a: lower L with a = L @ L.T, or upper U with a = U.T @ U (upper=True).");
   la.def("solve", [](nb::handle a, nb::handle b) {
     const Tensor ta = as_tensor(a), tb = as_tensor(b);
     nb::gil_scoped_release release;
     return linalg::solve(ta, tb);
-  }, nb::arg("a"), nb::arg("b"));
+  }, nb::arg("a"), nb::arg("b"), "x with a @ x = b, for square non-singular a (LinAlgError otherwise).");
   la.def("inv", [](nb::handle a) {
     const Tensor t = as_tensor(a);
     nb::gil_scoped_release release;
     return linalg::inv(t);
-  }, nb::arg("a"));
+  }, nb::arg("a"), "The inverse of the square non-singular a (LinAlgError otherwise).");
   la.def("det", [](nb::handle a) {
     const Tensor t = as_tensor(a);
     nb::gil_scoped_release release;
     return linalg::det(t);
-  }, nb::arg("a"));
+  }, nb::arg("a"), "The determinant of a (batched over leading axes).");
   la.def("slogdet", [](nb::handle a) {
     const Tensor t = as_tensor(a);
     linalg::SlogDet r;
@@ -111,32 +111,32 @@ void bind_linalg_random_autograd(nb::module_& m) {
     const Tensor ta = as_tensor(a), tb = as_tensor(b);
     nb::gil_scoped_release release;
     return matmul(ta, tb);
-  }, nb::arg("x1"), nb::arg("x2"));
+  }, nb::arg("x1"), nb::arg("x2"), "x1 @ x2 (numpy.linalg.matmul).");
 
   nb::module_ rnd = m.def_submodule("random", "Random tensors: loom.random.Generator streams and the process-wide one.");
   nb::class_<Generator>(rnd, "Generator", "A counter-based stream: the same seed draws the same values at any thread count.")
       .def(nb::init<uint64_t>(), nb::arg("seed") = 0)
-      .def_prop_ro("seed", &Generator::seed)
-      .def_prop_ro("counter", &Generator::counter)
-      .def("set_state", &Generator::set_state, nb::arg("seed"), nb::arg("counter"));
+      .def_prop_ro("seed", &Generator::seed, "The seed the generator was made with.")
+      .def_prop_ro("counter", &Generator::counter, "How many draws the generator has made: with the seed, its state.")
+      .def("set_state", &Generator::set_state, nb::arg("seed"), nb::arg("counter"), "Puts the generator at (seed, counter), as saved from its seed and counter properties.");
   // Each draw takes generator=None (the process-wide stream) or a loom.random.Generator.
   auto gen = [](nb::handle g) -> Generator* { return g.is_none() ? nullptr : &nb::cast<Generator&>(g); };
   rnd.def("seed", &manual_seed, nb::arg("seed"), "Resets the process-wide stream.");
-  rnd.def("default_rng", [](uint64_t seed) { return Generator(seed); }, nb::arg("seed") = 0);
+  rnd.def("default_rng", [](uint64_t seed) { return Generator(seed); }, nb::arg("seed") = 0, "A new Generator(seed), as numpy.random.default_rng.");
   rnd.def("uniform", [gen](double low, double high, nb::handle size, nb::handle dtype, nb::handle g) {
     return uniform(size_of(size), low, high, dtype_or(dtype, Float32), default_device(), gen(g));
   }, nb::arg("low") = 0.0, nb::arg("high") = 1.0, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(),
-          nb::arg("generator") = nb::none());
+          nb::arg("generator") = nb::none(), "Values drawn uniformly from [low, high) of shape size (None: one value), float32 unless dtype says.");
   rnd.def("random", [gen](nb::handle size, nb::handle dtype, nb::handle g) {
     return uniform(size_of(size), 0.0, 1.0, dtype_or(dtype, Float32), default_device(), gen(g));
-  }, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none());
+  }, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none(), "Values drawn uniformly from [0, 1) of shape size (None: one value).");
   rnd.def("normal", [gen](double loc, double scale, nb::handle size, nb::handle dtype, nb::handle g) {
     return normal(size_of(size), loc, scale, dtype_or(dtype, Float32), default_device(), gen(g));
   }, nb::arg("loc") = 0.0, nb::arg("scale") = 1.0, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(),
-          nb::arg("generator") = nb::none());
+          nb::arg("generator") = nb::none(), "Values drawn from the normal distribution N(loc, scale**2) of shape size (None: one value).");
   rnd.def("standard_normal", [gen](nb::handle size, nb::handle dtype, nb::handle g) {
     return randn(size_of(size), dtype_or(dtype, Float32), default_device(), gen(g));
-  }, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none());
+  }, nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none(), "Values drawn from N(0, 1) of shape size (None: one value).");
   rnd.def("integers", [gen](int64_t low, std::optional<int64_t> high, nb::handle size, nb::handle dtype, nb::handle g) {
     const int64_t lo = high ? low : 0, hi = high ? *high : low;  // NumPy: integers(high) draws from [0, high)
     return randint(lo, hi, size_of(size), dtype_or(dtype, Int64), default_device(), gen(g));
@@ -144,9 +144,9 @@ void bind_linalg_random_autograd(nb::module_& m) {
           nb::arg("generator") = nb::none(), "Integers in [low, high).");
   rnd.def("bernoulli", [gen](double p, nb::handle size, nb::handle dtype, nb::handle g) {
     return bernoulli(size_of(size), p, dtype_or(dtype, Float32), default_device(), gen(g));
-  }, nb::arg("p"), nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none());
+  }, nb::arg("p"), nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none(), "1 with probability p, 0 otherwise, of shape size (None: one value).");
   rnd.def("permutation", [gen](int64_t n, nb::handle g) { return permutation(n, default_device(), gen(g)); }, nb::arg("n"),
-          nb::arg("generator") = nb::none());
+          nb::arg("generator") = nb::none(), "The integers 0..n-1 in a random order.");
 
   // loom.grad's core (python/loom/__init__.py adds the form that takes a function): the
   // gradients of output with respect to inputs, returned, not accumulated.

@@ -103,9 +103,9 @@ NB_MODULE(_core, m) {
   bind_io(m);
 
   m.def("set_num_threads", &set_num_threads, nb::arg("n"), "Threads of Loom's pool (1 runs every op inline).");
-  m.def("get_num_threads", &get_num_threads);
+  m.def("get_num_threads", &get_num_threads, "Threads of Loom's pool (the calling thread included).");
   m.def("is_grad_enabled", &grad_enabled, "Whether ops record gradients on this thread.");
-  m.def("set_grad_enabled", &set_grad_enabled, nb::arg("enabled"));
+  m.def("set_grad_enabled", &set_grad_enabled, nb::arg("enabled"), "Turns gradient recording on or off on this thread (loom.no_grad and loom.enable_grad use it).");
   m.def(
       "op_registry",
       [] {

@@ -24,29 +24,29 @@ using Unary = Tensor (*)(const Tensor&);
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 
 template <Unary F>
-void def_unary(nb::module_& m, const char* name) {
+void def_unary(nb::module_& m, const char* name, const char* doc) {
   m.def(name, [](nb::handle x) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return F(t);
-  }, nb::arg("x"));
+  }, nb::arg("x"), doc);
 }
 
 template <Binary F>
-void def_binary(nb::module_& m, const char* name) {
-  m.def(name, [](nb::handle a, nb::handle b) { return binary(F, a, b); }, nb::arg("x1"), nb::arg("x2"));
+void def_binary(nb::module_& m, const char* name, const char* doc) {
+  m.def(name, [](nb::handle a, nb::handle b) { return binary(F, a, b); }, nb::arg("x1"), nb::arg("x2"), doc);
 }
 
 // Reductions over axis=None (all), an int or a tuple, as NumPy's.
 using Reduce = Tensor (*)(const Tensor&, const Axes&, bool);
 template <Reduce F>
-void def_reduce(nb::module_& m, const char* name) {
+void def_reduce(nb::module_& m, const char* name, const char* doc) {
   m.def(name, [](nb::handle x, nb::handle axis, bool keepdims) {
     const Tensor t = as_tensor(x);
     const Axes axes = to_axes(axis);
     MaybeRelease release(elements_of(t));
     return F(t, axes, keepdims);
-  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, doc);
 }
 
 #define LOOM_UNARY(name) \
@@ -94,58 +94,58 @@ std::optional<DType> optional_dtype(nb::handle dtype) {
 }  // namespace
 
 void bind_ops(nb::module_& m) {
-  def_binary<add_fn>(m, "add");
-  def_binary<subtract_fn>(m, "subtract");
-  def_binary<multiply_fn>(m, "multiply");
-  def_binary<divide_fn>(m, "divide");
-  def_binary<power_fn>(m, "power");
-  def_binary<maximum_fn>(m, "maximum");
-  def_binary<minimum_fn>(m, "minimum");
-  def_binary<mod_fn>(m, "mod");
-  def_binary<floor_divide_fn>(m, "floor_divide");
-  def_binary<equal_fn>(m, "equal");
-  def_binary<not_equal_fn>(m, "not_equal");
-  def_binary<less_fn>(m, "less");
-  def_binary<less_equal_fn>(m, "less_equal");
-  def_binary<greater_fn>(m, "greater");
-  def_binary<greater_equal_fn>(m, "greater_equal");
-  def_binary<logical_and_fn>(m, "logical_and");
-  def_binary<logical_or_fn>(m, "logical_or");
-  def_binary<logical_xor_fn>(m, "logical_xor");
-  def_binary<matmul_fn>(m, "matmul");
-  def_binary<dot_fn>(m, "dot");
-  def_binary<outer_fn>(m, "outer");
-  def_binary<kron_fn>(m, "kron");
-  def_unary<logical_not_fn>(m, "logical_not");
-  def_unary<abs_fn>(m, "abs");
-  def_unary<sign_fn>(m, "sign");
-  def_unary<negative_fn>(m, "negative");
-  def_unary<exp_fn>(m, "exp");
-  def_unary<log_fn>(m, "log");
-  def_unary<log1p_fn>(m, "log1p");
-  def_unary<expm1_fn>(m, "expm1");
-  def_unary<sqrt_fn>(m, "sqrt");
-  def_unary<rsqrt_fn>(m, "rsqrt");
-  def_unary<square_fn>(m, "square");
-  def_unary<sin_fn>(m, "sin");
-  def_unary<cos_fn>(m, "cos");
-  def_unary<tanh_fn>(m, "tanh");
-  def_unary<sigmoid_fn>(m, "sigmoid");
-  def_unary<relu_fn>(m, "relu");
-  def_unary<erf_fn>(m, "erf");
-  def_unary<floor_fn>(m, "floor");
-  def_unary<ceil_fn>(m, "ceil");
-  def_unary<round_fn>(m, "round");
-  def_unary<flatten_fn>(m, "flatten");
-  def_unary<count_nonzero_fn>(m, "count_nonzero");
-  def_reduce<sum_fn>(m, "sum");
-  def_reduce<mean_fn>(m, "mean");
-  def_reduce<prod_fn>(m, "prod");
-  def_reduce<max_fn>(m, "max");
-  def_reduce<min_fn>(m, "min");
-  def_reduce<logsumexp_fn>(m, "logsumexp");
-  def_reduce<all_fn>(m, "all");
-  def_reduce<any_fn>(m, "any");
+  def_binary<add_fn>(m, "add", "x1 + x2, elementwise, broadcasting and promoting as NumPy.");
+  def_binary<subtract_fn>(m, "subtract", "x1 - x2, elementwise, broadcasting and promoting as NumPy.");
+  def_binary<multiply_fn>(m, "multiply", "x1 * x2, elementwise, broadcasting and promoting as NumPy.");
+  def_binary<divide_fn>(m, "divide", "x1 / x2, elementwise (true division: integers give float64), broadcasting as NumPy.");
+  def_binary<power_fn>(m, "power", "x1 ** x2, elementwise, broadcasting and promoting as NumPy.");
+  def_binary<maximum_fn>(m, "maximum", "The larger of x1 and x2, elementwise.");
+  def_binary<minimum_fn>(m, "minimum", "The smaller of x1 and x2, elementwise.");
+  def_binary<mod_fn>(m, "mod", "x1 % x2, elementwise, with the sign of x2 as NumPy's mod.");
+  def_binary<floor_divide_fn>(m, "floor_divide", "x1 // x2, elementwise: the floor of the quotient.");
+  def_binary<equal_fn>(m, "equal", "x1 == x2, elementwise: a bool tensor.");
+  def_binary<not_equal_fn>(m, "not_equal", "x1 != x2, elementwise: a bool tensor.");
+  def_binary<less_fn>(m, "less", "x1 < x2, elementwise: a bool tensor.");
+  def_binary<less_equal_fn>(m, "less_equal", "x1 <= x2, elementwise: a bool tensor.");
+  def_binary<greater_fn>(m, "greater", "x1 > x2, elementwise: a bool tensor.");
+  def_binary<greater_equal_fn>(m, "greater_equal", "x1 >= x2, elementwise: a bool tensor.");
+  def_binary<logical_and_fn>(m, "logical_and", "x1 and x2 (as truth values), elementwise: a bool tensor.");
+  def_binary<logical_or_fn>(m, "logical_or", "x1 or x2 (as truth values), elementwise: a bool tensor.");
+  def_binary<logical_xor_fn>(m, "logical_xor", "x1 xor x2 (as truth values), elementwise: a bool tensor.");
+  def_binary<matmul_fn>(m, "matmul", "x1 @ x2: the matrix product, batched over leading axes as NumPy's matmul.");
+  def_binary<dot_fn>(m, "dot", "NumPy's dot: the inner product of vectors, the matrix product of matrices.");
+  def_binary<outer_fn>(m, "outer", "The outer product of two vectors (flattened first, as NumPy's).");
+  def_binary<kron_fn>(m, "kron", "The Kronecker product of x1 and x2.");
+  def_unary<logical_not_fn>(m, "logical_not", "not x (as a truth value), elementwise: a bool tensor.");
+  def_unary<abs_fn>(m, "abs", "|x|, elementwise.");
+  def_unary<sign_fn>(m, "sign", "-1, 0 or 1 by the sign of x, elementwise.");
+  def_unary<negative_fn>(m, "negative", "-x, elementwise.");
+  def_unary<exp_fn>(m, "exp", "e ** x, elementwise.");
+  def_unary<log_fn>(m, "log", "The natural logarithm of x, elementwise.");
+  def_unary<log1p_fn>(m, "log1p", "log(1 + x), elementwise, accurate near 0.");
+  def_unary<expm1_fn>(m, "expm1", "exp(x) - 1, elementwise, accurate near 0.");
+  def_unary<sqrt_fn>(m, "sqrt", "The square root of x, elementwise.");
+  def_unary<rsqrt_fn>(m, "rsqrt", "1 / sqrt(x), elementwise.");
+  def_unary<square_fn>(m, "square", "x * x, elementwise.");
+  def_unary<sin_fn>(m, "sin", "The sine of x (radians), elementwise.");
+  def_unary<cos_fn>(m, "cos", "The cosine of x (radians), elementwise.");
+  def_unary<tanh_fn>(m, "tanh", "The hyperbolic tangent of x, elementwise.");
+  def_unary<sigmoid_fn>(m, "sigmoid", "1 / (1 + exp(-x)), elementwise.");
+  def_unary<relu_fn>(m, "relu", "max(x, 0), elementwise.");
+  def_unary<erf_fn>(m, "erf", "The error function of x, elementwise.");
+  def_unary<floor_fn>(m, "floor", "The largest integer not above x, elementwise.");
+  def_unary<ceil_fn>(m, "ceil", "The smallest integer not below x, elementwise.");
+  def_unary<round_fn>(m, "round", "x rounded to the nearest integer, halves to even (NumPy's round), elementwise.");
+  def_unary<flatten_fn>(m, "flatten", "x as one axis: reshape(x, -1), a view where the strides allow.");
+  def_unary<count_nonzero_fn>(m, "count_nonzero", "How many elements of x are not zero (a scalar tensor).");
+  def_reduce<sum_fn>(m, "sum", "The sum over axis (None: every axis; an int or a tuple), keepdims as NumPy's.");
+  def_reduce<mean_fn>(m, "mean", "The mean over axis (None: every axis; an int or a tuple), keepdims as NumPy's.");
+  def_reduce<prod_fn>(m, "prod", "The product over axis (None: every axis; an int or a tuple), keepdims as NumPy's.");
+  def_reduce<max_fn>(m, "max", "The largest element over axis (None: every axis; an int or a tuple), keepdims as NumPy's.");
+  def_reduce<min_fn>(m, "min", "The smallest element over axis (None: every axis; an int or a tuple), keepdims as NumPy's.");
+  def_reduce<logsumexp_fn>(m, "logsumexp", "log(sum(exp(x))) over axis, computed without overflow; keepdims as NumPy's.");
+  def_reduce<all_fn>(m, "all", "Whether every element over axis is true (a bool tensor); keepdims as NumPy's.");
+  def_reduce<any_fn>(m, "any", "Whether some element over axis is true (a bool tensor); keepdims as NumPy's.");
 
   m.def("where", [](nb::handle condition, nb::handle a, nb::handle b) {
     const Tensor c = as_tensor(condition);
@@ -153,21 +153,21 @@ void bind_ops(nb::module_& m) {
     weak_scalar_operands(a, b, ta, tb);
     MaybeRelease release(elements_of(c, ta, tb));
     return where(c, ta, tb);
-  }, nb::arg("condition"), nb::arg("x"), nb::arg("y"));
+  }, nb::arg("condition"), nb::arg("x"), nb::arg("y"), "Elementwise: x where condition holds, y elsewhere (broadcasting the three).");
   m.def("clip", [](nb::handle x, nb::handle lo, nb::handle hi) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return clip(t, optional_scalar(lo), optional_scalar(hi));
-  }, nb::arg("x"), nb::arg("a_min") = nb::none(), nb::arg("a_max") = nb::none());
+  }, nb::arg("x"), nb::arg("a_min") = nb::none(), nb::arg("a_max") = nb::none(), "x limited to [a_min, a_max] elementwise (None: no bound on that side).");
   m.def("leaky_relu", [](nb::handle x, double slope) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return leaky_relu(t, slope); });
   }, nb::arg("x"),
-        nb::arg("negative_slope") = 0.01);
+        nb::arg("negative_slope") = 0.01, "x where x > 0, negative_slope * x elsewhere (torch's leaky_relu).");
   m.def("elu", [](nb::handle x, double alpha) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return elu(t, alpha); });
-  }, nb::arg("x"), nb::arg("alpha") = 1.0);
+  }, nb::arg("x"), nb::arg("alpha") = 1.0, "x where x > 0, alpha * (exp(x) - 1) elsewhere (torch's elu).");
   m.def("gelu", [](nb::handle x, bool approximate) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return gelu(t, approximate); });
@@ -181,50 +181,50 @@ void bind_ops(nb::module_& m) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return softplus(t, beta, threshold); });
   },
-        nb::arg("x"), nb::arg("beta") = 1.0, nb::arg("threshold") = 20.0);
+        nb::arg("x"), nb::arg("beta") = 1.0, nb::arg("threshold") = 20.0, "log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (torch's softplus).");
   m.def("astype", [](nb::handle x, nb::handle dtype) {
     const Tensor t = as_tensor(x);
     const DType d = to_dtype(dtype);
     MaybeRelease release(elements_of(t));
     return astype(t, d);
-  }, nb::arg("x"), nb::arg("dtype"));
+  }, nb::arg("x"), nb::arg("dtype"), "x converted to dtype (a new tensor).");
 
   // reductions with arguments of their own
   m.def("var", [](nb::handle x, nb::handle axis, int64_t ddof, bool keepdims) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return var(t, to_axes(axis), ddof, keepdims);
-  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false);
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false, "The variance over axis, dividing by n - ddof; keepdims as NumPy's.");
   m.def("std", [](nb::handle x, nb::handle axis, int64_t ddof, bool keepdims) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return loom::std(t, to_axes(axis), ddof, keepdims);
-  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false);
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false, "The standard deviation over axis, dividing by n - ddof; keepdims as NumPy's.");
   m.def("argmax", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return argmax(t, axis, keepdims); });
   },
-        nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+        nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, "The index of the largest element along axis (None: of the flattened x).");
   m.def("argmin", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return argmin(t, axis, keepdims); });
   },
-        nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+        nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, "The index of the smallest element along axis (None: of the flattened x).");
   m.def("cumsum", [](nb::handle x, std::optional<int64_t> axis) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return axis ? cumsum(t, *axis) : cumsum(flatten(t), 0);  // NumPy: no axis, the flattened array
-  }, nb::arg("x"), nb::arg("axis") = nb::none());
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), "The running sum along axis (None: of the flattened x).");
   m.def("softmax", [](nb::handle x, int64_t axis) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return softmax(t, axis);
-  }, nb::arg("x"), nb::arg("axis") = -1);
+  }, nb::arg("x"), nb::arg("axis") = -1, "exp(x) / sum(exp(x)) along axis, computed without overflow.");
   m.def("log_softmax", [](nb::handle x, int64_t axis) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return log_softmax(t, axis);
-  }, nb::arg("x"), nb::arg("axis") = -1);
+  }, nb::arg("x"), nb::arg("axis") = -1, "log(softmax(x)) along axis, computed without overflow.");
 
   // manipulation (views where NumPy's are views)
   m.def("reshape", [](nb::handle x, nb::handle shape) {
@@ -232,21 +232,21 @@ void bind_ops(nb::module_& m) {
     const Shape s = to_shape(shape);
     return released(elements_of(t), [&] { return reshape(t, s); });  // copies when no view fits
   }, nb::arg("x"),
-        nb::arg("shape"));
+        nb::arg("shape"), "x with a new shape of the same size (-1: inferred); a view where the strides allow, else a copy.");
   m.def("transpose", [](nb::handle x, nb::handle axes) { return transpose(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
-        nb::arg("axes") = nb::none());
+        nb::arg("axes") = nb::none(), "x with its axes permuted (None: reversed), a view.");
   m.def("permute_dims", [](nb::handle x, nb::handle axes) { return permute(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
-        nb::arg("axes"));
+        nb::arg("axes"), "x with its axes in the order axes, a view (the array API's permute_dims).");
   m.def("swapaxes", [](nb::handle x, int64_t a, int64_t b) { return swapaxes(as_tensor(x), a, b); }, nb::arg("x"),
-        nb::arg("axis1"), nb::arg("axis2"));
+        nb::arg("axis1"), nb::arg("axis2"), "x with axis1 and axis2 exchanged, a view.");
   m.def("moveaxis", [](nb::handle x, int64_t s, int64_t d) { return moveaxis(as_tensor(x), s, d); }, nb::arg("x"),
-        nb::arg("source"), nb::arg("destination"));
+        nb::arg("source"), nb::arg("destination"), "x with axis source moved to position destination, a view.");
   m.def("squeeze", [](nb::handle x, nb::handle axis) { return squeeze(as_tensor(x), to_axes(axis)); }, nb::arg("x"),
-        nb::arg("axis") = nb::none());
+        nb::arg("axis") = nb::none(), "x without its axes of size 1 (None: all of them), a view.");
   m.def("expand_dims", [](nb::handle x, int64_t axis) { return expand_dims(as_tensor(x), axis); }, nb::arg("x"),
-        nb::arg("axis"));
+        nb::arg("axis"), "x with a new axis of size 1 at position axis, a view.");
   m.def("broadcast_to", [](nb::handle x, nb::handle shape) { return broadcast_to(as_tensor(x), to_shape(shape)); },
-        nb::arg("x"), nb::arg("shape"));
+        nb::arg("x"), nb::arg("shape"), "x broadcast to shape (NumPy's rules), a view with zero strides.");
   m.def("slice", [](nb::handle x, int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
     return slice(as_tensor(x), axis, start, stop, step);
   }, nb::arg("x"), nb::arg("axis"), nb::arg("start") = nb::none(), nb::arg("stop") = nb::none(), nb::arg("step") = 1,
@@ -255,18 +255,18 @@ void bind_ops(nb::module_& m) {
     const auto ts = tensors(xs);
     nb::gil_scoped_release release;
     return concatenate(ts, axis);
-  }, nb::arg("arrays"), nb::arg("axis") = 0);
+  }, nb::arg("arrays"), nb::arg("axis") = 0, "The tensors joined along an existing axis.");
   m.def("stack", [](nb::handle xs, int64_t axis) {
     const auto ts = tensors(xs);
     nb::gil_scoped_release release;
     return stack(ts, axis);
-  }, nb::arg("arrays"), nb::arg("axis") = 0);
+  }, nb::arg("arrays"), nb::arg("axis") = 0, "The tensors, of one shape, joined along a new axis.");
   m.def("split", [](nb::handle x, nb::handle sections, int64_t axis) {
     const Tensor t = as_tensor(x);
     if (PyLong_Check(sections.ptr())) return split(t, nb::cast<int64_t>(sections), axis);
     return split(t, to_shape(sections), axis);
-  }, nb::arg("x"), nb::arg("indices_or_sections"), nb::arg("axis") = 0);
-  m.def("unbind", [](nb::handle x, int64_t axis) { return unbind(as_tensor(x), axis); }, nb::arg("x"), nb::arg("axis") = 0);
+  }, nb::arg("x"), nb::arg("indices_or_sections"), nb::arg("axis") = 0, "x cut along axis into a list of views: into n equal parts (an int) or at the given indices.");
+  m.def("unbind", [](nb::handle x, int64_t axis) { return unbind(as_tensor(x), axis); }, nb::arg("x"), nb::arg("axis") = 0, "The slices of x along axis, as a list of views with that axis removed.");
   m.def("pad", [](nb::handle x, nb::handle pad_width, nb::handle constant_values) {
     const Tensor t = as_tensor(x);
     // NumPy's forms: n, (before, after), or one (before, after) per axis
@@ -288,23 +288,23 @@ void bind_ops(nb::module_& m) {
     }
     const Scalar value = to_scalar(constant_values);
     return released(elements_of(t), [&] { return pad(t, widths, value); });
-  }, nb::arg("x"), nb::arg("pad_width"), nb::arg("constant_values") = 0);
+  }, nb::arg("x"), nb::arg("pad_width"), nb::arg("constant_values") = 0, "x padded with constant_values: pad_width is n, (before, after), or one (before, after) per axis.");
   m.def("tile", [](nb::handle x, nb::handle reps) {
     const Tensor t = as_tensor(x);
     const Shape r = to_shape(reps);
     return released(elements_of(t), [&] { return tile(t, r); });
-  }, nb::arg("x"), nb::arg("reps"));
+  }, nb::arg("x"), nb::arg("reps"), "x repeated reps times along each axis, as NumPy's tile.");
   m.def("repeat", [](nb::handle x, int64_t repeats, std::optional<int64_t> axis) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return repeat(t, repeats, axis); });
   },
-        nb::arg("x"), nb::arg("repeats"), nb::arg("axis") = nb::none());
+        nb::arg("x"), nb::arg("repeats"), nb::arg("axis") = nb::none(), "Each element of x repeated repeats times along axis (None: of the flattened x).");
   m.def("flip", [](nb::handle x, nb::handle axis) {
     const Tensor t = as_tensor(x);
     const Axes a = to_axes(axis);
     return released(elements_of(t), [&] { return flip(t, a); });
   }, nb::arg("x"),
-        nb::arg("axis") = nb::none());
+        nb::arg("axis") = nb::none(), "x with the order of its elements reversed along axis (None: every axis).");
 
   // indexing
   m.def("index", [](nb::handle x, nb::handle key) {
@@ -323,20 +323,20 @@ void bind_ops(nb::module_& m) {
   m.def("take", [](nb::handle x, nb::handle indices, std::optional<int64_t> axis) {
     const Tensor t = as_tensor(x), i = as_tensor(indices);
     return released(elements_of(t, i), [&] { return take(t, i, axis); });
-  }, nb::arg("x"), nb::arg("indices"), nb::arg("axis") = nb::none());
+  }, nb::arg("x"), nb::arg("indices"), nb::arg("axis") = nb::none(), "The elements of x at indices along axis (None: of the flattened x), as NumPy's take.");
   m.def("take_along_axis", [](nb::handle x, nb::handle indices, int64_t axis) {
     const Tensor t = as_tensor(x), i = as_tensor(indices);
     return released(elements_of(t, i), [&] { return take_along_axis(t, i, axis); });
-  }, nb::arg("x"), nb::arg("indices"), nb::arg("axis"));
+  }, nb::arg("x"), nb::arg("indices"), nb::arg("axis"), "The elements of x at indices along axis, indices broadcasting with x (NumPy's take_along_axis).");
   m.def("scatter_add", [](nb::handle x, int64_t axis, nb::handle indices, nb::handle src) {
     const Tensor t = as_tensor(x), i = as_tensor(indices), v = as_tensor(src);
     return released(elements_of(t, i, v), [&] { return scatter_add(t, axis, i, v); });
-  }, nb::arg("x"), nb::arg("axis"), nb::arg("indices"), nb::arg("src"));
+  }, nb::arg("x"), nb::arg("axis"), nb::arg("indices"), nb::arg("src"), "A copy of x where src is added at indices along axis (torch's scatter_add).");
   m.def("nonzero", [](nb::handle x) {
     nb::list out;
     for (auto& t : nonzero(as_tensor(x))) out.append(nb::cast(t));
     return nb::tuple(out);
-  }, nb::arg("x"));
+  }, nb::arg("x"), "The indices of the non-zero elements: a tuple of one index tensor per axis, as NumPy's.");
 
   // linear algebra at the top level, as NumPy's
   m.def("tensordot", [](nb::handle a, nb::handle b, nb::handle axes) {
@@ -351,12 +351,12 @@ void bind_ops(nb::module_& m) {
     const Axes axes_a = to_axes(pair[0]), axes_b = to_axes(pair[1]);
     nb::gil_scoped_release release;
     return tensordot(ta, tb, axes_a, axes_b);
-  }, nb::arg("a"), nb::arg("b"), nb::arg("axes") = 2);
+  }, nb::arg("a"), nb::arg("b"), nb::arg("axes") = 2, "The sum of products over axes: an int n (the last n of a with the first n of b) or a pair (axes_a, axes_b).");
   m.def("einsum", [](const std::string& subscripts, nb::args operands) {
     const auto ts = tensors(operands);
     nb::gil_scoped_release release;
     return einsum(subscripts, ts);
-  }, nb::arg("subscripts"), nb::arg("operands"));
+  }, nb::arg("subscripts"), nb::arg("operands"), "Einstein summation over the operands, in NumPy's subscripts notation (\"ij,jk->ik\").");
   m.def("linear", [](nb::handle x, nb::handle w, nb::handle bias) {
     const Tensor tx = as_tensor(x), tw = as_tensor(w);
     const Tensor tb = bias.is_none() ? Tensor() : as_tensor(bias);
@@ -366,37 +366,37 @@ void bind_ops(nb::module_& m) {
 
   // creation
   m.def("zeros", [](nb::handle shape, nb::handle dtype) { return zeros(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
-        nb::arg("shape"), nb::arg("dtype") = nb::none());
+        nb::arg("shape"), nb::arg("dtype") = nb::none(), "A new tensor of shape filled with 0 (dtype: float32 unless given).");
   m.def("ones", [](nb::handle shape, nb::handle dtype) { return ones(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
-        nb::arg("shape"), nb::arg("dtype") = nb::none());
+        nb::arg("shape"), nb::arg("dtype") = nb::none(), "A new tensor of shape filled with 1 (dtype: float32 unless given).");
   m.def("empty", [](nb::handle shape, nb::handle dtype) { return empty(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
-        nb::arg("shape"), nb::arg("dtype") = nb::none());
+        nb::arg("shape"), nb::arg("dtype") = nb::none(), "A new tensor of shape whose values are not set (dtype: float32 unless given).");
   m.def("full", [](nb::handle shape, nb::handle value, nb::handle dtype) {
     const Scalar s = to_scalar(value);
     return full(to_shape(shape), s, optional_dtype(dtype).value_or(s.natural_dtype()));
-  }, nb::arg("shape"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
-  m.def("zeros_like", [](nb::handle x) { return zeros_like(as_tensor(x)); }, nb::arg("x"));
-  m.def("ones_like", [](nb::handle x) { return ones_like(as_tensor(x)); }, nb::arg("x"));
+  }, nb::arg("shape"), nb::arg("fill_value"), nb::arg("dtype") = nb::none(), "A new tensor of shape filled with fill_value (dtype: that of the value unless given).");
+  m.def("zeros_like", [](nb::handle x) { return zeros_like(as_tensor(x)); }, nb::arg("x"), "A new tensor of x's shape and dtype filled with 0.");
+  m.def("ones_like", [](nb::handle x) { return ones_like(as_tensor(x)); }, nb::arg("x"), "A new tensor of x's shape and dtype filled with 1.");
   m.def("full_like", [](nb::handle x, nb::handle value) { return full_like(as_tensor(x), to_scalar(value)); }, nb::arg("x"),
-        nb::arg("fill_value"));
+        nb::arg("fill_value"), "A new tensor of x's shape and dtype filled with fill_value.");
   m.def("arange", [](nb::handle start, nb::handle stop, nb::handle step, nb::handle dtype) {
     // NumPy's forms: arange(stop), arange(start, stop[, step]); integers give int64
     const bool ints = PyLong_Check(start.ptr()) && (stop.is_none() || PyLong_Check(stop.ptr())) && PyLong_Check(step.ptr());
     const double lo = stop.is_none() ? 0.0 : nb::cast<double>(start);
     const double hi = stop.is_none() ? nb::cast<double>(start) : nb::cast<double>(stop);
     return arange(lo, hi, nb::cast<double>(step), optional_dtype(dtype).value_or(ints ? Int64 : Float32));
-  }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1, nb::arg("dtype") = nb::none());
+  }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1, nb::arg("dtype") = nb::none(), "Evenly spaced values in [start, stop) by step: arange(stop) or arange(start, stop, step); integers give int64, else float32.");
   m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, nb::handle dtype) {
     return linspace(start, stop, num, endpoint, optional_dtype(dtype).value_or(Float32));
-  }, nb::arg("start"), nb::arg("stop"), nb::arg("num") = 50, nb::arg("endpoint") = true, nb::arg("dtype") = nb::none());
+  }, nb::arg("start"), nb::arg("stop"), nb::arg("num") = 50, nb::arg("endpoint") = true, nb::arg("dtype") = nb::none(), "num evenly spaced values from start to stop (stop included unless endpoint=False).");
   m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, nb::handle dtype) {
     return eye(n, mm, k, optional_dtype(dtype).value_or(Float32));
-  }, nb::arg("N"), nb::arg("M") = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none());
+  }, nb::arg("N"), nb::arg("M") = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none(), "An N x M matrix (M: N when None) with ones on diagonal k and zeros elsewhere.");
   m.def("allclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan) {
     return allclose(as_tensor(a), as_tensor(b), rtol, atol, equal_nan);
-  }, nb::arg("a"), nb::arg("b"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false);
+  }, nb::arg("a"), nb::arg("b"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false, "Whether |a - b| <= atol + rtol * |b| everywhere (NaNs equal with equal_nan=True).");
   m.def("array_equal", [](nb::handle a, nb::handle b) { return array_equal(as_tensor(a), as_tensor(b)); }, nb::arg("a1"),
-        nb::arg("a2"));
+        nb::arg("a2"), "Whether a1 and a2 have one shape and equal elements.");
 }
 
 }  // namespace loom::python

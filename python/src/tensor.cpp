@@ -110,17 +110,24 @@ bool operand_like(nb::handle obj) {
          nb::hasattr(obj, "__dlpack__") || PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr());
 }
 
+// The signature the stubs show (scripts/python_stubs.sh) for an operator that returns a Tensor
+// through a Python object (NotImplemented is not part of an operator's type, as in typeshed's).
+// nanobind copies the text when it makes the function.
+std::string operator_sig(const char* name, const char* params) {
+  return std::string("def ") + name + "(self, " + params + ") -> Tensor";
+}
+
 template <Binary F>
 void def_operator(nb::class_<Tensor>& cls, const char* name, const char* rname) {
   cls.def(name, [](nb::handle self, nb::handle other) -> nb::object {
     if (!operand_like(other)) return nb::borrow(Py_NotImplemented);
     return nb::cast(binary(F, self, other));
-  }, nb::arg("other").none());
+  }, nb::arg("other").none(), nb::sig(operator_sig(name, "other: object | None").c_str()));
   if (rname)
     cls.def(rname, [](nb::handle self, nb::handle other) -> nb::object {
       if (!operand_like(other)) return nb::borrow(Py_NotImplemented);
       return nb::cast(binary(F, other, self));
-    }, nb::arg("other").none());
+    }, nb::arg("other").none(), nb::sig(operator_sig(rname, "other: object | None").c_str()));
 }
 
 // a += b is Loom's in-place operator: it writes into a's memory (every view of it sees the
@@ -141,7 +148,7 @@ void def_inplace(nb::class_<Tensor>& cls, const char* name) {
       F(t, o);
     }
     return nb::borrow(self);
-  });
+  }, nb::sig(operator_sig(name, "other: object, /").c_str()));
 }
 
 std::string text(const Tensor& t) {
@@ -167,23 +174,23 @@ void bind_tensor(nb::module_& m) {
        new (self) Tensor(copy_tensor(data, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype))));
      }, nb::arg("data"), nb::arg("dtype") = nb::none())
       // geometry (strides in bytes, as NumPy's; Loom's C++ strides are in elements)
-      .def_prop_ro("shape", [](const Tensor& t) { return int_tuple(t.shape()); })
+      .def_prop_ro("shape", [](const Tensor& t) { return int_tuple(t.shape()); }, "The size of each axis, a tuple.")
       .def_prop_ro("strides", [](const Tensor& t) {
         std::vector<int64_t> bytes(t.strides().begin(), t.strides().end());
         for (auto& s : bytes) s *= static_cast<int64_t>(t.itemsize());
         return int_tuple(bytes);
-      })
-      .def_prop_ro("ndim", &Tensor::ndim)
-      .def_prop_ro("size", &Tensor::numel)
-      .def_prop_ro("itemsize", &Tensor::itemsize)
-      .def_prop_ro("nbytes", &Tensor::nbytes)
-      .def_prop_ro("dtype", &Tensor::dtype)
-      .def_prop_ro("device", [](const Tensor& t) { return t.device().str(); })
-      .def_prop_ro("T", [](const Tensor& t) { return t.transpose(); })
+      }, "The step between elements along each axis, in bytes (NumPy's unit; C++ counts elements).")
+      .def_prop_ro("ndim", &Tensor::ndim, "The number of axes.")
+      .def_prop_ro("size", &Tensor::numel, "The number of elements.")
+      .def_prop_ro("itemsize", &Tensor::itemsize, "The bytes of one element.")
+      .def_prop_ro("nbytes", &Tensor::nbytes, "The bytes of the elements (size * itemsize).")
+      .def_prop_ro("dtype", &Tensor::dtype, "The element type, a loom.DType.")
+      .def_prop_ro("device", [](const Tensor& t) { return t.device().str(); }, "The device the memory is on, by name (\"cpu\").")
+      .def_prop_ro("T", [](const Tensor& t) { return t.transpose(); }, "The tensor with its axes reversed, a view.")
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
            "The address of the first element (as torch's data_ptr).")
-      .def("is_contiguous", &Tensor::is_contiguous)
-      .def("shares_memory_with", &Tensor::shares_storage_with, nb::arg("other"))
+      .def("is_contiguous", &Tensor::is_contiguous, "Whether the elements lie in row-major order without gaps.")
+      .def("shares_memory_with", &Tensor::shares_storage_with, nb::arg("other"), "Whether this tensor and other are views of the same memory.")
       .def("__len__", [](const Tensor& t) {
         if (t.ndim() == 0) throw nb::type_error("len() of a 0-d tensor");
         return t.dim(0);
@@ -196,7 +203,7 @@ void bind_tensor(nb::module_& m) {
         if (t.dtype() == DType::Bool) return nb::bool_(t.item<double>() != 0);
         if (t.dtype() == DType::UInt8 || t.dtype() == DType::Int32 || t.dtype() == DType::Int64) return nb::int_(t.item<int64_t>());
         return nb::float_(t.item<double>());
-      })
+      }, nb::sig("def item(self) -> bool | int | float"), "The value of a one-element tensor as a Python bool, int or float (by dtype).")
       // Loom's own text, as C++ prints it: tensor([...], dtype=float32)
       .def("__repr__", &text)
       .def("__str__", &text)
@@ -205,26 +212,26 @@ void bind_tensor(nb::module_& m) {
         const DType d = to_dtype(dtype);
         MaybeRelease release(elements_of(t));
         return t.astype(d);
-      }, nb::arg("dtype"))
+      }, nb::arg("dtype"), "A copy converted to dtype.")
       .def("copy", [](const Tensor& t) {
         MaybeRelease release(elements_of(t));
         return t.copy();
-      })
+      }, "A copy with memory of its own, contiguous.")
       .def("contiguous", [](const Tensor& t) {
         MaybeRelease release(elements_of(t));
         return t.contiguous();
-      })
+      }, "The tensor itself when contiguous, else a contiguous copy.")
       .def("fill_", [](nb::handle self, nb::handle value) {
         nb::cast<Tensor&>(self).fill_(to_scalar(value));
         return nb::borrow(self);
-      }, nb::arg("value"))
+      }, nb::arg("value"), nb::sig("def fill_(self, value: object) -> Tensor"), "Sets every element to value, in place; returns the tensor.")
       .def("copy_", [](nb::handle self, nb::handle src) {
         Tensor& t = nb::cast<Tensor&>(self);
         const Tensor s = as_tensor(src);
         MaybeRelease release(elements_of(t));
         t.copy_(s);
         return nb::borrow(self);
-      }, nb::arg("src"))
+      }, nb::arg("src"), nb::sig("def copy_(self, src: object) -> Tensor"), "Copies src (broadcast to this tensor's shape) into this tensor's memory; returns the tensor.")
       // NumPy export without a copy: NumPy keeps this Tensor object as the array's base, so the
       // memory lives as long as either does.
       .def_prop_ro("__array_interface__", [](const Tensor& t) {
@@ -240,6 +247,7 @@ void bind_tensor(nb::module_& m) {
         return d;
       })
       .def("numpy", [](nb::handle self) { return nb::module_::import_("numpy").attr("asarray")(self); },
+           nb::sig("def numpy(self) -> numpy.typing.NDArray[typing.Any]"),
            "A NumPy array over the same memory (no copy); writes go both ways.")
       .def("__dlpack__", [](nb::handle self, nb::handle stream) {
         const Tensor& t = nb::cast<const Tensor&>(self);
@@ -282,29 +290,29 @@ void bind_tensor(nb::module_& m) {
         t.index_put_(index, v);
       })
       // autograd
-      .def_prop_rw("requires_grad", &Tensor::requires_grad, [](Tensor& t, bool v) { t.requires_grad_(v); })
+      .def_prop_rw("requires_grad", &Tensor::requires_grad, [](Tensor& t, bool v) { t.requires_grad_(v); }, "Whether backward() computes a gradient for this tensor (settable on leaves).")
       .def("requires_grad_", [](nb::handle self, bool v) {
         nb::cast<Tensor&>(self).requires_grad_(v);
         return nb::borrow(self);
-      }, nb::arg("requires_grad") = true)
+      }, nb::arg("requires_grad") = true, nb::sig("def requires_grad_(self, requires_grad: bool = True) -> Tensor"), "Sets requires_grad, in place; returns the tensor.")
       .def_prop_ro("grad", [](const Tensor& t) -> std::optional<Tensor> {
         Tensor g = t.grad();
         if (!g.defined()) return std::nullopt;
         return g;
-      })
-      .def_prop_ro("is_leaf", &Tensor::is_leaf)
-      .def("zero_grad", &Tensor::zero_grad)
-      .def("detach", &Tensor::detach)
+      }, "The gradient accumulated by backward(), or None before one.")
+      .def_prop_ro("is_leaf", &Tensor::is_leaf, "Whether the tensor was made by the user rather than computed by a recorded op.")
+      .def("zero_grad", &Tensor::zero_grad, "Drops the accumulated gradient (grad becomes None).")
+      .def("detach", &Tensor::detach, "A view of the same memory without history (requires_grad False).")
       .def("backward", [](const Tensor& t, nb::handle grad, bool retain_graph) {
         const Tensor seed = grad.is_none() ? Tensor() : operand(grad, t);
         nb::gil_scoped_release release;  // no Python code runs in a backward pass (no hooks bound)
         loom::backward(t, seed, retain_graph);
-      }, nb::arg("grad") = nb::none(), nb::arg("retain_graph") = false)
+      }, nb::arg("grad") = nb::none(), nb::arg("retain_graph") = false, "Accumulates the gradients of this tensor into the .grad of the leaves it was computed from. grad seeds a non-scalar tensor; retain_graph=True keeps the graph for another backward.")
       .def("__neg__", [](const Tensor& t) {
         MaybeRelease release(elements_of(t));
         return negative(t);
       })
-      .def("__pos__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__pos__", [](nb::handle self) { return nb::borrow(self); }, nb::sig("def __pos__(self) -> Tensor"))
       .def("__abs__", [](const Tensor& t) {
         MaybeRelease release(elements_of(t));
         return loom::abs(t);
@@ -346,7 +354,7 @@ void bind_tensor(nb::module_& m) {
   m.def("tensor", [](nb::handle obj, nb::handle dtype) {
     return copy_tensor(obj, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
   }, nb::arg("data"), nb::arg("dtype") = nb::none(), "A new tensor holding a copy of data.");
-  m.def("from_dlpack", [](nb::handle obj) { return as_tensor(obj); }, nb::arg("obj"));
+  m.def("from_dlpack", [](nb::handle obj) { return as_tensor(obj); }, nb::arg("obj"), "A tensor over the memory of a DLPack producer (a torch tensor, a JAX array), without a copy (as asarray).");
 }
 
 }  // namespace loom::python

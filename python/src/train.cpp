@@ -458,15 +458,15 @@ void bind_train(nb::module_& m) {
         nb::gil_scoped_release release;
         self.model->load_checkpoint(path);
       }, nb::arg("path"), "All or nothing: a bad file leaves the model as it was.")
-      .def("stop_training", [](PyModel& self) { self.model->stop_training(); })
-      .def_prop_ro("graph", [](PyModel& self) { return self.model->graph(); })
-      .def_prop_ro("history", [](PyModel& self) { return history_dict(self.model->history()); })
-      .def_prop_ro("epochs_done", [](PyModel& self) { return self.model->epochs_done(); })
+      .def("stop_training", [](PyModel& self) { self.model->stop_training(); }, "Asks fit to stop after the current batch (as setting stop_training = True from a callback).")
+      .def_prop_ro("graph", [](PyModel& self) { return self.model->graph(); }, "The graph the model trains.")
+      .def_prop_ro("history", [](PyModel& self) { return history_dict(self.model->history()); }, "Every epoch's logs across fit calls: a dict of lists (loss, metrics, val_..., lr).")
+      .def_prop_ro("epochs_done", [](PyModel& self) { return self.model->epochs_done(); }, "The epochs trained across fit calls.")
       .def_prop_rw("lr", [](PyModel& self) { return self.model->optimizer().lr(); },
-                   [](PyModel& self, double lr) { self.model->optimizer().set_lr(lr); })
+                   [](PyModel& self, double lr) { self.model->optimizer().set_lr(lr); }, "The optimizer's learning rate (settable).")
       .def_prop_ro("steps", [](PyModel& self) { return self.model->optimizer().steps(); }, "Optimizer steps taken (batches trained).")
-      .def_prop_ro("optimizer_name", [](PyModel& self) { return self.model->optimizer().name(); })
-      .def("summary", [](PyModel& self) { return self.model->summary(); });
+      .def_prop_ro("optimizer_name", [](PyModel& self) { return self.model->optimizer().name(); }, "The optimizer's name (\"adam\", \"sgd\", ...).")
+      .def("summary", [](PyModel& self) { return self.model->summary(); }, "The inference graph's summary table, then the optimizer (name, learning rate, the tensors and values it trains) and the metrics.");
 
   nb::class_<PyStep>(m, "TrainStep", nb::type_slots(step_slots), nb::is_weak_referenceable(),
                      "One training step compiled once (train::TrainStep): step(x, y) runs zero_grad, forward, loss, backward "
@@ -490,9 +490,9 @@ void bind_train(nb::module_& m) {
         return self.step->operator()(batch).loss.detach();
       }, nb::arg("x"), nb::arg("y"), "One step on the batch (x: the graph's inputs, y the target); the loss (0-d).")
       .def_prop_rw("lr", [](PyStep& self) { return self.step->optimizer().lr(); },
-                   [](PyStep& self, double lr) { self.step->optimizer().set_lr(lr); })
-      .def_prop_ro("steps", [](PyStep& self) { return self.step->stats().steps; })
-      .def("dump", [](PyStep& self) { return self.step->dump(); });
+                   [](PyStep& self, double lr) { self.step->optimizer().set_lr(lr); }, "The optimizer's learning rate (settable).")
+      .def_prop_ro("steps", [](PyStep& self) { return self.step->stats().steps; }, "Steps taken.")
+      .def("dump", [](PyStep& self) { return self.step->dump(); }, "The compiled step as text: the forward plan, the loss, backward and update stages, and the last step's memory figures.");
 }
 
 }  // namespace loom::python

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+
 #include "loom/core/error.h"
 
 namespace loom {
@@ -55,6 +57,16 @@ class ThreadPool {
     // take (job_mu_ keeps generation_ still while they start).
     const uint64_t current = generation_.load();
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, current] { worker_loop(current); });
+  }
+
+  // Around fork() (pool() below): no job runs and no worker holds mu_ while the process is copied.
+  void lock_for_fork() {
+    job_mu_.lock();
+    mu_.lock();
+  }
+  void unlock_after_fork() {
+    mu_.unlock();
+    job_mu_.unlock();
   }
 
   // Returns false when another thread owns the pool (the caller then runs inline).
@@ -146,8 +158,46 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
 };
 
+// The pool, made at first use and leaked (it outlives static tensors). A process forked while it
+// exists (os.fork in Python, fork() in C++) inherits the pool's memory but none of its worker
+// threads: a job there would wait forever for workers that do not exist. So fork is bracketed
+// (pthread_atfork): before it, the forking thread takes the pool's locks, which waits for a job
+// running on another thread to end and keeps the workers from holding the pool's mutex at the
+// instant of the copy; after it, the parent lets go, and the child drops the copied pool (leaked
+// again: its std::thread objects name threads the child lacks, and its condition variables may
+// count their waiters) and makes a new one of the same size at its next parallel job.
+std::mutex g_pool_mu;                      // making or dropping the pool
+std::atomic<ThreadPool*> g_pool{nullptr};  // read without the lock on every parallel_for
+int g_child_threads = 0;                   // the forked child's pool size (0: the default)
+
+void before_fork() {
+  g_pool_mu.lock();
+  if (ThreadPool* p = g_pool.load()) p->lock_for_fork();
+}
+
+void after_fork_in_parent() {
+  if (ThreadPool* p = g_pool.load()) p->unlock_after_fork();
+  g_pool_mu.unlock();
+}
+
+void after_fork_in_child() {
+  // Only async-signal-safe work here (no allocation, no thread): the new pool is made lazily.
+  if (ThreadPool* p = g_pool.load()) g_child_threads = p->size();
+  g_pool.store(nullptr);
+  g_pool_mu.unlock();  // this thread took it before the fork, and is the child's one thread
+}
+
 ThreadPool& pool() {
-  static ThreadPool* p = new ThreadPool(default_thread_count());  // leaked: outlives static tensors
+  if (ThreadPool* p = g_pool.load(std::memory_order_acquire)) return *p;
+  std::lock_guard<std::mutex> lock(g_pool_mu);
+  ThreadPool* p = g_pool.load();
+  if (!p) {
+    // once per process (a forked child inherits the handlers); it fails only when out of memory
+    static const bool registered = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+    (void)registered;
+    p = new ThreadPool(g_child_threads > 0 ? g_child_threads : default_thread_count());
+    g_pool.store(p, std::memory_order_release);
+  }
   return *p;
 }
 
