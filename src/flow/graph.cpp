@@ -104,10 +104,9 @@ void check_lineage(const store::Store& store, const char* op, const Lineage& l) 
   if (l.input_model_version > 0) store.models().get(l.input_model, l.input_model_version);
 }
 
-Lineage lineage_of(const Row& r, size_t i) {
-  const auto text = [&](size_t k) { return r.is_null(k) ? std::string() : r.text(k); };
-  const auto integer = [&](size_t k) { return r.is_null(k) ? int64_t(0) : r.integer(k); };
-  return {text(i), integer(i + 1), text(i + 2), text(i + 3), integer(i + 4), text(i + 5), text(i + 6), integer(i + 7), text(i + 8)};
+const std::string& lineage_columns() {
+  static const std::string columns = store::column_list<Lineage>();
+  return columns;
 }
 
 std::string skip_locked(const Session& session) { return session.backend() == "postgresql" ? " FOR UPDATE SKIP LOCKED" : ""; }
@@ -144,16 +143,20 @@ int64_t check_dependencies(Session& session, const char* op, const std::vector<i
 
 int64_t insert_task(Session& session, const std::string& kind, const std::string& hyper, const TaskOptions& o, int64_t plan_id,
                     const std::string& name, const std::vector<int64_t>& depends_on, int64_t waiting, int64_t now) {
+  std::vector<Value> params{kind, hyper, o.priority, o.max_attempts, o.timeout_ms, o.lease_ms, now, plan_id ? Value(plan_id) : Value(),
+                            name.empty() ? Value() : Value(name), waiting};
+  std::string lineage_marks;
+  // the lineage's values in its columns' order (none given: NULL)
+  store::detail::visit_fields(o.lineage, [&](const char*, const auto& v, store::RecordField = {}) {
+    params.push_back(opt(v));
+    lineage_marks += ", ?";
+  });
   const int64_t id =
       session
           .query("INSERT INTO tasks (kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, "
-                 "created_ms, plan_id, name, waiting, " + std::string(kLineageColumns) +
-                 ") VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                 {kind, hyper, o.priority, o.max_attempts, o.timeout_ms, o.lease_ms, now, plan_id ? Value(plan_id) : Value(),
-                  name.empty() ? Value() : Value(name), waiting, opt(o.lineage.input_dataset), opt(o.lineage.input_dataset_version),
-                  opt(o.lineage.input_dataset_query), opt(o.lineage.input_model), opt(o.lineage.input_model_version),
-                  opt(o.lineage.output_model), opt(o.lineage.output_dataset), opt(o.lineage.input_dataset_last_version),
-                  opt(o.lineage.input_query)})[0]
+                 "created_ms, plan_id, name, waiting, " + lineage_columns() + ") VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?, ?, ?, ?" +
+                 lineage_marks + ") RETURNING id",
+                 params)[0]
           .integer(0);
   for (int64_t d : depends_on) session.execute("INSERT INTO task_dependencies (task_id, depends_on) VALUES (?, ?)", {id, d});
   if (waiting == 0) session.notify(kReadyChannel);

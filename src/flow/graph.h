@@ -28,11 +28,8 @@ inline constexpr const char* kReadyChannel = "loom_task_ready";
 
 // ValueError / store::NotFoundError for a bad Lineage (tasks.h); reads the store's catalogs.
 void check_lineage(const store::Store& store, const char* op, const Lineage& l);
-// The lineage columns of the tasks table, in Lineage's order, and a Lineage from them.
-inline constexpr const char* kLineageColumns =
-    "input_dataset, input_dataset_version, input_dataset_query, input_model, input_model_version, output_model, output_dataset, "
-    "input_dataset_last_version, input_query";
-Lineage lineage_of(const store::SqlRow& r, size_t first);
+// The lineage columns of the tasks table, from Lineage's fields (loom/store/record.h).
+const std::string& lineage_columns();
 
 // Takes the events' lock: the first statement of every session that may record an event.
 void lock_events(store::Session& session);

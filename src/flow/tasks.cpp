@@ -32,41 +32,30 @@ using detail::record_event;
 
 namespace {
 
-constexpr const char* kStatusNames[] = {"pending", "running", "finished", "failed", "cancelled"};
-
-constexpr const char* kColumns =
-    "SELECT id, kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, agent, "
-    "lease_expires_ms, result, error, created_ms, started_ms, finished_ms, plan_id, name, waiting, input_dataset, "
-    "input_dataset_version, input_dataset_query, input_model, input_model_version, output_model, output_dataset, input_dataset_last_version, "
-    "input_query FROM tasks";
+// The columns of a TaskInfo, from its field list (loom/store/record.h).
+const std::string& select_tasks() {
+  static const std::string sql = "SELECT " + store::column_list<TaskInfo>() + " FROM tasks";
+  return sql;
+}
 
 int64_t int_or_zero(const Row& r, size_t i) { return r.is_null(i) ? 0 : r.integer(i); }
 std::string text_or_empty(const Row& r, size_t i) { return r.is_null(i) ? std::string() : r.text(i); }
 
 TaskInfo info_of(const Row& r) {
-  TaskInfo t;
-  t.id = r.integer(0);
-  t.kind = r.text(1);
-  t.hyper_parameters = r.text(2);
-  t.priority = r.integer(3);
-  t.status = parse_status(r.text(4));
-  t.attempts = r.integer(5);
-  t.max_attempts = r.integer(6);
-  t.timeout_ms = r.integer(7);
-  t.lease_ms = r.integer(8);
-  t.token = r.integer(9);
-  t.agent = text_or_empty(r, 10);
-  t.lease_expires_ms = int_or_zero(r, 11);
-  t.result = text_or_empty(r, 12);
-  t.error = text_or_empty(r, 13);
-  t.created_ms = r.integer(14);
-  t.started_ms = int_or_zero(r, 15);
-  t.finished_ms = int_or_zero(r, 16);
-  t.plan_id = int_or_zero(r, 17);
-  t.name = text_or_empty(r, 18);
-  t.waiting = r.integer(19);
-  t.lineage = detail::lineage_of(r, 20);
-  return t;
+  static const store::RowReader<TaskInfo> reader;
+  return reader.read(r);
+}
+
+// What a claim reads of a task: its columns, and the reader of its lineage among them.
+const std::pair<std::string, store::RowReader<Lineage>>& claim_columns() {
+  static const auto columns = [] {
+    std::vector<std::string> names{"id", "kind", "hyper_parameters", "token", "max_attempts", "timeout_ms", "lease_ms", "attempts"};
+    for (std::string& c : store::column_names<Lineage>()) names.push_back(std::move(c));
+    std::string list;
+    for (const std::string& c : names) list += (list.empty() ? "" : ", ") + c;
+    return std::pair<std::string, store::RowReader<Lineage>>(list, store::RowReader<Lineage>(names));
+  }();
+  return columns;
 }
 
 // Fills the depends_on of `tasks` (ordered by id) from one query.
@@ -114,13 +103,9 @@ void detail::check_kind(const char* op, const std::string& kind) {
                      " (valid: 1 to 128 characters of [A-Za-z0-9_.:/-])");
 }
 
-const char* status_name(Status s) { return kStatusNames[static_cast<int>(s)]; }
+const char* status_name(Status s) { return store::to_string(s); }
 
-Status parse_status(const std::string& name) {
-  for (int i = 0; i < 5; ++i)
-    if (name == kStatusNames[i]) return static_cast<Status>(i);
-  throw ValueError("unknown task status '" + name + "' (valid: pending, running, finished, failed, cancelled)");
-}
+Status parse_status(const std::string& name) { return store::parse_state<Status>(name); }
 
 int64_t system_clock_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -155,7 +140,7 @@ int64_t Tasks::submit(const std::string& kind, const std::string& hyper_paramete
 
 TaskInfo Tasks::get(int64_t id) const {
   Session session(store_, Access::Read);
-  const std::vector<Row> rows = session.query(std::string(kColumns) + " WHERE id = ?", {id});
+  const std::vector<Row> rows = session.query(select_tasks() + " WHERE id = ?", {id});
   if (rows.empty()) throw store::NotFoundError("tasks: there is no task " + std::to_string(id));
   std::vector<TaskInfo> one{info_of(rows[0])};
   attach_dependencies(session, one);
@@ -165,7 +150,7 @@ TaskInfo Tasks::get(int64_t id) const {
 std::vector<TaskInfo> Tasks::list(const TaskFilter& f) const {
   if (f.kind) check_kind("list", *f.kind);
   if (f.limit < 0) throw ValueError("list: limit " + std::to_string(f.limit) + " is negative (valid: 0 for all, or a count)");
-  std::string sql = std::string(kColumns) + " WHERE 1 = 1";
+  std::string sql = select_tasks() + " WHERE 1 = 1";
   std::vector<Value> params;
   if (f.kind) {
     sql += " AND kind = ?";
@@ -303,8 +288,7 @@ std::vector<Claim> Tasks::claim_in(Session& session, const std::vector<std::stri
   // claiming at the same time still finds work.
   params.emplace_back(max == 1 ? int64_t{1} : 2 * max);
   const std::vector<Row> rows =
-      session.query("SELECT id, kind, hyper_parameters, token, max_attempts, timeout_ms, lease_ms, attempts, " +
-                    std::string(detail::kLineageColumns) + " FROM tasks "
+      session.query("SELECT " + claim_columns().first + " FROM tasks "
                     "WHERE status = 'pending' AND waiting = 0 AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT ?" +
                     detail::skip_locked(session),
                     params);
@@ -320,7 +304,7 @@ std::vector<Claim> Tasks::claim_in(Session& session, const std::vector<std::stri
     c.hyper_parameters = r.text(2);
     c.token = r.integer(3) + 1;
     c.attempt = r.integer(7) + 1;
-    c.lineage = detail::lineage_of(r, 8);
+    c.lineage = claim_columns().second.read(r);
     c.max_attempts = r.integer(4);
     c.timeout_ms = r.integer(5);
     c.lease_ms = r.integer(6);

@@ -37,20 +37,30 @@ void check_alias(const char* op, const std::string& alias) {
 
 std::string what(const std::string& name, int64_t version) { return "model '" + name + "' version " + std::to_string(version); }
 
-constexpr const char* kInfoColumns =
-    "SELECT m.id, m.name, m.version, m.created_ms, m.hyper_parameters, m.weights, b.size, m.task_id, m.run_id FROM models m "
-    "JOIN blobs b ON b.sha256 = m.weights";
+// A version's columns: its row's (ModelInfo's fields, loom/store/record.h) with the weights
+// blob's size, which the reader finds by name; the row's id for its metrics, tags and aliases.
+const std::vector<std::string>& info_columns() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n{"id"};
+    for (std::string& c : column_names<ModelInfo>()) n.push_back(std::move(c));
+    return n;
+  }();
+  return names;
+}
+
+const std::string& select_versions() {
+  static const std::string sql = [] {
+    std::string list;
+    for (const std::string& c : info_columns()) list += (list.empty() ? "" : ", ") + std::string(c == "size" ? "b." : "m.") + c;
+    return "SELECT " + list + " FROM models m JOIN blobs b ON b.sha256 = m.weights";
+  }();
+  return sql;
+}
 
 ModelInfo info_of(detail::Connection& conn, const Row& r) {
-  ModelInfo info;
+  static const RowReader<ModelInfo> reader(info_columns());
+  ModelInfo info = reader.read(r);
   const int64_t id = r.integer(0);
-  info.name = r.text(1);
-  info.version = r.integer(2);
-  info.created_ms = r.integer(3);
-  info.hyper_parameters = r.text(4);
-  info.weights_sha256 = r.text(5);
-  info.weights_bytes = static_cast<uint64_t>(r.integer(6));
-  info.produced_by = {r.is_null(7) ? 0 : r.integer(7), r.is_null(8) ? 0 : r.integer(8)};
   for (const Row& m : conn.query("SELECT metric, value FROM model_metrics WHERE model_id = ? ORDER BY metric", {id}))
     info.metrics.emplace(m.text(0), m.real(1));
   for (const Row& t : conn.query("SELECT tag FROM model_tags WHERE model_id = ? ORDER BY tag", {id})) info.tags.push_back(t.text(0));
@@ -192,13 +202,13 @@ std::vector<std::string> Models::names() const {
 
 std::vector<ModelInfo> Models::versions(const std::string& name) const {
   Session session = open_session(*impl_, Access::Read);
-  return infos(connection(session), std::string(kInfoColumns) + " WHERE m.name = ? ORDER BY m.version", {name});
+  return infos(connection(session), select_versions() + " WHERE m.name = ? ORDER BY m.version", {name});
 }
 
 ModelInfo Models::get(const std::string& name, int64_t version) const {
   Session session = open_session(*impl_, Access::Read);
   detail::Connection& conn = connection(session);
-  std::vector<ModelInfo> found = infos(conn, std::string(kInfoColumns) + " WHERE m.name = ? AND m.version = ?", {name, version});
+  std::vector<ModelInfo> found = infos(conn, select_versions() + " WHERE m.name = ? AND m.version = ?", {name, version});
   if (found.empty()) throw NotFoundError("store: no " + what(name, version) + ": " + versions_help(conn, name));
   return found[0];
 }
@@ -216,7 +226,7 @@ ModelInfo Models::get(const std::string& name) const { return get(name, std::str
 
 std::vector<ModelInfo> Models::find(const ModelQuery& query) const {
   std::vector<Value> params;
-  const std::string sql = std::string(kInfoColumns) + where(query, params) + " ORDER BY m.name, m.version";
+  const std::string sql = select_versions() + where(query, params) + " ORDER BY m.name, m.version";
   Session session = open_session(*impl_, Access::Read);
   return infos(connection(session), sql, params);
 }
@@ -225,7 +235,7 @@ std::vector<ModelInfo> Models::find_top(const std::string& metric, Order order, 
   check_label("find_top", "metric name", metric);
   if (k < 1) throw ValueError("find_top: k is " + std::to_string(k) + " (valid: k >= 1)");
   std::vector<Value> params{metric};
-  const std::string sql = std::string(kInfoColumns) + " JOIN model_metrics k ON k.model_id = m.id AND k.metric = ?" +
+  const std::string sql = select_versions() + " JOIN model_metrics k ON k.model_id = m.id AND k.metric = ?" +
                           where(query, params) + " ORDER BY k.value " + (order == Order::Max ? "DESC" : "ASC") +
                           ", m.created_ms, m.id LIMIT ?";
   params.emplace_back(k);

@@ -28,21 +28,15 @@ namespace {
 
 std::string what(int64_t run) { return "run " + std::to_string(run); }
 
-constexpr const char* kColumns =
-    "SELECT r.id, r.experiment, r.name, r.status, r.hyper_parameters, r.started_ms, r.ended_ms, r.error, r.checkpoint FROM runs r";
+// The columns of a RunInfo, from its field list (loom/store/record.h).
+const std::string& select_runs() {
+  static const std::string sql = "SELECT " + column_list<RunInfo>("r") + " FROM runs r";
+  return sql;
+}
 
 RunInfo run_of(const Row& r) {
-  RunInfo info;
-  info.id = r.integer(0);
-  info.experiment = r.text(1);
-  info.name = r.text(2);
-  info.status = r.text(3);
-  info.hyper_parameters = r.text(4);
-  info.started_ms = r.integer(5);
-  info.ended_ms = r.is_null(6) ? 0 : r.integer(6);
-  info.error = r.is_null(7) ? "" : r.text(7);
-  info.checkpoint_sha256 = r.is_null(8) ? "" : r.text(8);
-  return info;
+  static const RowReader<RunInfo> reader;
+  return reader.read(r);
 }
 
 // `metric IN (?, ...)` for `only` (empty: every metric), its names appended to `params`.
@@ -63,9 +57,9 @@ std::vector<RunInfo> load_runs(detail::Connection& conn, const std::string& wher
                                const std::vector<std::string>* only, bool curves = true) {
   std::vector<RunInfo> out;
   std::map<int64_t, size_t> at;
-  for (const Row& r : conn.query(std::string(kColumns) + where + " ORDER BY r.id", params)) {
-    at[r.integer(0)] = out.size();
+  for (const Row& r : conn.query(select_runs() + where + " ORDER BY r.id", params)) {
     out.push_back(run_of(r));
+    at[out.back().id] = out.size() - 1;
     if (only)
       for (const std::string& m : *only) out.back().metrics[m];
   }
@@ -92,10 +86,11 @@ RunInfo info_of(detail::Connection& conn, int64_t run, const std::vector<std::st
   return std::move(runs[0]);
 }
 
-Row run_row(detail::Connection& conn, int64_t run) {
-  std::vector<Row> rows = conn.query(std::string(kColumns) + " WHERE r.id = ?", {run});
+// The run's row (without tags and curves).
+RunInfo run_row(detail::Connection& conn, int64_t run) {
+  std::vector<Row> rows = conn.query(select_runs() + " WHERE r.id = ?", {run});
   if (rows.empty()) throw NotFoundError("store: no " + what(run));
-  return std::move(rows[0]);
+  return run_of(rows[0]);
 }
 
 // The value of a run's metric series that `at` selects, as an SQL expression (NULL when none).
@@ -117,7 +112,7 @@ std::string where(const RunQuery& q, std::vector<Value>& params) {
   };
   eq("experiment", q.experiment);
   eq("name", q.name);
-  eq("status", q.status);
+  if (q.status) eq("status", std::string(to_string(*q.status)));
   for (const std::string& tag : q.tags) {
     check_label("find", "tag", tag);
     sql += " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.tag = ?)";
@@ -189,8 +184,8 @@ RunInfo Runs::start(const std::string& experiment, const std::string& name, cons
   Session session = open_session(*impl_, Access::Write);
   detail::Connection& conn = connection(session);
   const int64_t id = conn.query("INSERT INTO runs (experiment, name, status, hyper_parameters, started_ms) "
-                                "VALUES (?, ?, 'running', ?, ?) RETURNING id",
-                                {experiment, name, hyper->dump(), now_ms()})[0]
+                                "VALUES (?, ?, ?, ?, ?) RETURNING id",
+                                {experiment, name, std::string(to_string(RunStatus::Running)), hyper->dump(), now_ms()})[0]
                          .integer(0);
   if (name.empty()) conn.execute("UPDATE runs SET name = ? WHERE id = ?", {experiment + "-" + std::to_string(id), id});
   for (const std::string& t : tag_set) conn.execute("INSERT INTO run_tags (run_id, tag) VALUES (?, ?)", {id, t});
@@ -204,8 +199,8 @@ void Runs::log_epoch(int64_t run, int64_t epoch, const std::map<std::string, dou
   for (const auto& [k, v] : metrics) check_label("log_epoch", "metric name", k);
   Session session = open_session(*impl_, Access::Write);
   detail::Connection& conn = connection(session);
-  const Row row = run_row(conn, run);
-  if (row.text(3) != "running") throw ConflictError("log_epoch: " + what(run) + " has ended (" + row.text(3) + ")");
+  const RunInfo row = run_row(conn, run);
+  if (row.status != RunStatus::Running) throw ConflictError("log_epoch: " + what(run) + " has ended (" + to_string(row.status) + ")");
   const int64_t now = now_ms();
   for (const auto& [k, v] : metrics) {
     conn.execute("INSERT INTO run_metrics (run_id, metric, epoch, value, time_ms) VALUES (?, ?, ?, ?, ?) "
@@ -230,11 +225,11 @@ void Runs::set_checkpoint(int64_t run, const std::string& bytes) {
   {
     Session session = open_session(*impl_, Access::Write);
     detail::Connection& conn = connection(session);
-    const Row row = run_row(conn, run);
+    const RunInfo row = run_row(conn, run);
     impl_->blobs->add_ref(conn, blob);  // durable before the row commits
     conn.execute("UPDATE runs SET checkpoint = ? WHERE id = ?", {blob.sha256, run});
-    if (!row.is_null(8)) {
-      old = row.text(8);
+    if (!row.checkpoint_sha256.empty()) {
+      old = row.checkpoint_sha256;
       unreferenced = impl_->blobs->release(conn, old);
     }
     session.commit();
@@ -242,15 +237,15 @@ void Runs::set_checkpoint(int64_t run, const std::string& bytes) {
   if (unreferenced) detail::remove_unreferenced(*impl_, {old});
 }
 
-void Runs::finish(int64_t run, const std::string& status, const std::string& error) {
-  if (status != "finished" && status != "failed")
-    throw ValueError("finish: status '" + status + "' for " + what(run) + " (valid: finished, failed)");
+void Runs::finish(int64_t run, RunStatus status, const std::string& error) {
+  if (status != RunStatus::Finished && status != RunStatus::Failed)
+    throw ValueError("finish: status '" + std::string(to_string(status)) + "' for " + what(run) + " (valid: finished, failed)");
   Session session = open_session(*impl_, Access::Write);
   detail::Connection& conn = connection(session);
-  const Row row = run_row(conn, run);
-  if (row.text(3) != "running") throw ConflictError("finish: " + what(run) + " has already ended (" + row.text(3) + ")");
+  const RunInfo row = run_row(conn, run);
+  if (row.status != RunStatus::Running) throw ConflictError("finish: " + what(run) + " has already ended (" + to_string(row.status) + ")");
   conn.execute("UPDATE runs SET status = ?, ended_ms = ?, error = ? WHERE id = ?",
-               {status, now_ms(), error.empty() ? Value() : Value(storable_text(error)), run});
+               {std::string(to_string(status)), now_ms(), error.empty() ? Value() : Value(storable_text(error)), run});
   session.commit();
 }
 
@@ -355,9 +350,9 @@ std::string Runs::checkpoint(int64_t run) const {
   {
     Session session = open_session(*impl_, Access::Read);
     detail::Connection& conn = connection(session);
-    const Row row = run_row(conn, run);
-    if (row.is_null(8)) throw NotFoundError("store: " + what(run) + " has no checkpoint");
-    ref = impl_->blobs->ref(conn, row.text(8), what(run) + " checkpoint");
+    const RunInfo row = run_row(conn, run);
+    if (row.checkpoint_sha256.empty()) throw NotFoundError("store: " + what(run) + " has no checkpoint");
+    ref = impl_->blobs->ref(conn, row.checkpoint_sha256, what(run) + " checkpoint");
     stored = impl_->blobs->stored(conn, ref, what(run) + " checkpoint");
   }
   return impl_->blobs->decode(ref, stored, what(run) + " checkpoint");  // verified outside the lock
@@ -371,10 +366,10 @@ void Runs::remove(int64_t run) {
   {
     Session session = open_session(*impl_, Access::Write);
     detail::Connection& conn = connection(session);
-    const Row row = run_row(conn, run);
+    const RunInfo row = run_row(conn, run);
     conn.execute("DELETE FROM runs WHERE id = ?", {run});  // metrics and tags cascade
-    if (!row.is_null(8)) {
-      blob = row.text(8);
+    if (!row.checkpoint_sha256.empty()) {
+      blob = row.checkpoint_sha256;
       unreferenced = impl_->blobs->release(conn, blob);
     }
     session.commit();
@@ -396,7 +391,7 @@ StoreLogger::StoreLogger(Store store, std::string experiment, std::string hyper_
 StoreLogger::~StoreLogger() {
   if (!running_) return;
   try {
-    store_.runs().finish(run_, "failed", "training stopped before on_train_end (an exception in fit)");
+    store_.runs().finish(run_, RunStatus::Failed, "training stopped before on_train_end (an exception in fit)");
   } catch (...) {  // a destructor must not throw; the run stays "running"
   }
 }
@@ -429,7 +424,7 @@ void StoreLogger::on_train_end(train::Model& model, const train::History&) {
     std::filesystem::remove_all(dir, ec);
     store_.runs().set_checkpoint(run_, bytes);
   }
-  store_.runs().finish(run_, "finished");
+  store_.runs().finish(run_, RunStatus::Finished);
   running_ = false;
 }
 

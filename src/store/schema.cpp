@@ -12,14 +12,18 @@ namespace loom::store::detail {
 
 namespace {
 
-struct Migration {
-  int64_t version;
-  std::vector<const char*> ddl;  // templates for Dialect::render
-};
+constexpr const char* kSchemaTable = "loom_schema";
+constexpr const char* kStorePart = "loom.store";
 
-// Append only: a released migration is never edited; a change of schema is a new entry.
-const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> list = {
+}  // namespace
+
+// The store's own part, as the parts above it are (loom/store/schema_part.h), but with its
+// version in loom_schema, where every store since the first keeps it. Append only: a released
+// migration is never edited; a change of schema is a new entry. The upgrade tests are generated
+// from this list (tests/unit/store/store_upgrade_test.cpp): a store stopped at each version
+// opens, migrates and reads.
+const SchemaPart& store_schema() {
+  static const SchemaPart part{kStorePart, {
       {1,
        {
            // Content-addressed blobs (files "<db>.blobs/<sha[0:2]>/<sha[2:]>"): the uncompressed
@@ -125,16 +129,11 @@ const std::vector<Migration>& migrations() {
            "MIN(value) AS lo, MAX(value) AS hi FROM run_metrics GROUP BY run_id, metric) a "
            "JOIN run_metrics f ON f.run_id = a.run_id AND f.metric = a.metric AND f.epoch = a.last",
        }},
-  };
-  return list;
+  }};
+  return part;
 }
 
-constexpr const char* kSchemaTable = "loom_schema";
-constexpr const char* kStorePart = "loom.store";
-
-}  // namespace
-
-int64_t library_schema_version() { return migrations().back().version; }
+int64_t library_schema_version() { return store_schema().migrations.back().version; }
 
 int64_t check_store(Connection& conn) {
   const std::vector<std::string> tables = conn.tables();
@@ -168,9 +167,9 @@ int64_t migrate(StoreImpl& impl) {
     conn.execute("INSERT INTO loom_schema (application, version) VALUES ('loom.store', 0)");
     current = 0;
   }
-  for (const Migration& m : migrations()) {
+  for (const SchemaMigration& m : store_schema().migrations) {
     if (m.version <= current) continue;
-    for (const char* ddl : m.ddl) conn.execute(conn.dialect().render(ddl));
+    for (const std::string& ddl : m.ddl) conn.execute(conn.dialect().render(ddl));
     conn.execute("UPDATE loom_schema SET version = ?", {m.version});
     current = m.version;
   }

@@ -9,6 +9,9 @@ namespace loom::store::detail {
 
 struct StoreImpl;
 
+// The store's own tables: the part "loom.store", its version kept in the loom_schema table.
+LOOM_INTERNAL const SchemaPart& store_schema();
+
 // The schema version this library writes and understands.
 int64_t library_schema_version();
 

@@ -32,7 +32,7 @@ nlohmann::json lineage(store::Store& store, const store::Provenance& p) {
   if (p.run_id > 0) {
     try {
       const store::RunInfo run = store.runs().get(p.run_id);
-      out["run"] = {{"name", run.name}, {"experiment", run.experiment}, {"status", run.status}};
+      out["run"] = {{"name", run.name}, {"experiment", run.experiment}, {"status", store::to_string(run.status)}};
     } catch (const store::NotFoundError&) {  // the run was removed since
       out["run"] = nullptr;
     }
@@ -40,18 +40,12 @@ nlohmann::json lineage(store::Store& store, const store::Provenance& p) {
   return out;
 }
 
+// A version as its record's JSON (loom/store/record.h: the keys of `loom models --json`), its
+// producing run named in `produced_by.run`.
 nlohmann::json version_json(store::Store& store, const store::ModelInfo& m) {
-  nlohmann::json metrics = nlohmann::json::object();
-  for (const auto& [k, v] : m.metrics) metrics[k] = json_number(v);
-  return {{"version", m.version},
-          {"created_ms", m.created_ms},
-          {"metrics", metrics},
-          {"tags", m.tags},
-          {"aliases", m.aliases},
-          {"hyper_parameters", parse_object(m.hyper_parameters)},
-          {"weights_bytes", m.weights_bytes},
-          {"weights_sha256", m.weights_sha256},
-          {"produced_by", lineage(store, m.produced_by)}};
+  nlohmann::json out = store::record_json<nlohmann::json>(m);
+  out["produced_by"] = lineage(store, m.produced_by);
+  return out;
 }
 
 std::vector<store::ModelInfo> versions_of(store::Store& store, const std::string& name) {

@@ -38,7 +38,11 @@ store::MetricSummary summarize(const store::Curve& c) {
   return s;
 }
 
-nlohmann::json run_json(const store::RunInfo& r, const std::map<std::string, store::MetricSummary>& summaries) {
+// A run as the record's JSON (loom/store/record.h: the keys of `loom runs --json`, its curves
+// left out: a table needs only their summaries) and each metric in brief under "summaries".
+nlohmann::json run_json(store::RunInfo r, const std::map<std::string, store::MetricSummary>& summaries) {
+  r.metrics.clear();
+  nlohmann::json out = store::record_json<nlohmann::json>(r);
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& [name, s] : summaries) {
     const bool low = lower_is_better(name);
@@ -47,17 +51,14 @@ nlohmann::json run_json(const store::RunInfo& r, const std::map<std::string, sto
                      {"worst", json_number(low ? s.max : s.min)},
                      {"epochs", s.epochs}};
   }
-  return {{"id", r.id},          {"experiment", r.experiment},
-          {"name", r.name},      {"status", r.status},
-          {"tags", r.tags},      {"hyper_parameters", parse_object(r.hyper_parameters)},
-          {"started_ms", r.started_ms}, {"ended_ms", r.ended_ms},
-          {"error", r.error},    {"metrics", metrics}};
+  out["summaries"] = std::move(metrics);
+  return out;
 }
 
 bool matches(const store::RunInfo& r, const std::string& needle) {
   if (needle.empty()) return true;
   auto has = [&](const std::string& s) { return s.find(needle) != std::string::npos; };
-  if (has(r.name) || has(r.experiment) || has(r.status) || has(r.hyper_parameters)) return true;
+  if (has(r.name) || has(r.experiment) || has(store::to_string(r.status)) || has(r.hyper_parameters)) return true;
   for (const auto& t : r.tags)
     if (has(t)) return true;
   // "lr=0.01" finds a hyper-parameter by its key and value as the table shows them
@@ -120,7 +121,7 @@ Response list(store::Store& store, const Request& r) {
     auto key = [&](const store::RunInfo& run) -> std::pair<std::string, int64_t> {
       if (sort == "name") return {run.name, 0};
       if (sort == "experiment") return {run.experiment, 0};
-      if (sort == "status") return {run.status, 0};
+      if (sort == "status") return {store::to_string(run.status), 0};
       if (sort == "started") return {"", run.started_ms};
       return {"", run.id};
     };

@@ -15,25 +15,13 @@ namespace {
 
 using loom::detail::quote_text;
 
-nlohmann::json task_json(const flow::TaskInfo& t) {
-  return {{"id", t.id},
-          {"kind", t.kind},
-          {"name", t.name},
-          {"plan_id", t.plan_id},
-          {"status", flow::status_name(t.status)},
-          {"priority", t.priority},
-          {"attempts", t.attempts},
-          {"max_attempts", t.max_attempts},
-          {"agent", t.agent},
-          {"token", t.token},
-          {"lease_expires_ms", t.lease_expires_ms},
-          {"error", t.error},
-          {"created_ms", t.created_ms},
-          {"started_ms", t.started_ms},
-          {"finished_ms", t.finished_ms},
-          {"depends_on", t.depends_on},
-          {"waiting", t.waiting},
-          {"hyper_parameters", parse_object(t.hyper_parameters)}};
+// A task as its record's JSON (loom/store/record.h): the keys of `loom tasks --json`.
+nlohmann::json task_json(const flow::TaskInfo& t) { return store::record_json<nlohmann::json>(t); }
+
+std::string valid_statuses() {
+  std::string out;
+  for (const std::string& s : store::state_names<flow::Status>()) out += (out.empty() ? "" : ", ") + s;
+  return out;
 }
 
 // A fingerprint of everything the page shows (FNV-1a over the tasks' changing fields): equal
@@ -64,7 +52,7 @@ Response list(store::Store& store, const Request& r) {
     try {
       filter.status = flow::parse_status(*s);
     } catch (const ValueError&) {
-      throw HttpError(400, "parameter 'status' is " + quote_text(*s) + " (valid: pending, running, finished, failed, cancelled)");
+      throw HttpError(400, "parameter 'status' is " + quote_text(*s) + " (valid: " + valid_statuses() + ")");
     }
   }
   // A store without flow's tables has no queue yet: an empty one is shown, and the tables are
@@ -73,7 +61,7 @@ Response list(store::Store& store, const Request& r) {
   const std::string cursor = cursor_of(tasks);
   if (param(r, "cursor") == cursor) return json_response({{"cursor", cursor}, {"changed", false}});
   std::map<std::string, int64_t> counts;
-  for (const char* s : {"pending", "running", "finished", "failed", "cancelled"}) counts[s] = 0;
+  for (const std::string& s : store::state_names<flow::Status>()) counts[s] = 0;
   std::map<std::string, nlohmann::json> agents;
   nlohmann::json list = nlohmann::json::array();
   for (const auto& t : tasks) {

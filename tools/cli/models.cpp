@@ -25,21 +25,8 @@ std::string metrics_text(const store::Metrics& m) {
   return join(parts, " ");
 }
 
-nlohmann::ordered_json to_json(const ModelInfo& v) {
-  nlohmann::ordered_json j;
-  j["name"] = v.name;
-  j["version"] = v.version;
-  j["created_ms"] = v.created_ms;
-  j["metrics"] = nlohmann::ordered_json::object();
-  for (const auto& [k, x] : v.metrics) j["metrics"][k] = x;
-  j["hyper_parameters"] = json_value(v.hyper_parameters);
-  j["tags"] = v.tags;
-  j["aliases"] = v.aliases;
-  j["weights_sha256"] = v.weights_sha256;
-  j["weights_bytes"] = v.weights_bytes;
-  j["produced_by"] = produced_by_json(v.produced_by);
-  return j;
-}
+// The version record's JSON (loom/store/record.h): the dashboard's keys too.
+nlohmann::ordered_json to_json(const ModelInfo& v) { return store::record_json<nlohmann::ordered_json>(v); }
 
 int print_versions(const Args& a, const std::vector<ModelInfo>& versions) {
   if (a.json()) {

@@ -13,24 +13,8 @@ namespace {
 using flow::PlanInfo;
 using flow::TaskInfo;
 
-nlohmann::ordered_json task_json(const TaskInfo& t) {
-  nlohmann::ordered_json j;
-  j["id"] = t.id;
-  j["name"] = t.name;
-  j["kind"] = t.kind;
-  j["status"] = flow::status_name(t.status);
-  j["depends_on"] = t.depends_on;
-  j["waiting"] = t.waiting;
-  j["hyper_parameters"] = json_value(t.hyper_parameters);
-  j["attempts"] = t.attempts;
-  j["max_attempts"] = t.max_attempts;
-  j["agent"] = t.agent;
-  j["result"] = json_value(t.result);
-  j["error"] = t.error;
-  j["started_ms"] = t.started_ms;
-  j["finished_ms"] = t.finished_ms;
-  return j;
-}
+// A plan's task as its record's JSON (loom/store/record.h), as `loom tasks show --json` prints it.
+nlohmann::ordered_json task_json(const TaskInfo& t) { return store::record_json<nlohmann::ordered_json>(t); }
 
 int64_t finished_count(const PlanInfo& p) {
   int64_t n = 0;

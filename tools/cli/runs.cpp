@@ -22,22 +22,8 @@ std::string final_metrics(const RunInfo& r) {
   return join(parts, " ");
 }
 
-nlohmann::ordered_json to_json(const RunInfo& r) {
-  nlohmann::ordered_json j;
-  j["id"] = r.id;
-  j["experiment"] = r.experiment;
-  j["name"] = r.name;
-  j["status"] = r.status;
-  j["hyper_parameters"] = json_value(r.hyper_parameters);
-  j["tags"] = r.tags;
-  j["started_ms"] = r.started_ms;
-  j["ended_ms"] = r.ended_ms;
-  j["error"] = r.error;
-  j["metrics"] = nlohmann::ordered_json::object();
-  for (const auto& [k, c] : r.metrics) j["metrics"][k] = {{"epochs", c.epochs}, {"values", c.values}};  // NaN: null
-  j["checkpoint_sha256"] = r.checkpoint_sha256;
-  return j;
-}
+// The run record's JSON (loom/store/record.h): the dashboard's keys too.
+nlohmann::ordered_json to_json(const RunInfo& r) { return store::record_json<nlohmann::ordered_json>(r); }
 
 int print_runs(const Args& a, const std::vector<RunInfo>& runs) {
   if (a.json()) {
@@ -48,7 +34,7 @@ int print_runs(const Args& a, const std::vector<RunInfo>& runs) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : runs)
-    rows.push_back({std::to_string(r.id), r.experiment, r.name, r.status, format_time(r.started_ms), format_time(r.ended_ms),
+    rows.push_back({std::to_string(r.id), r.experiment, r.name, store::to_string(r.status), format_time(r.started_ms), format_time(r.ended_ms),
                     final_metrics(r), join(r.tags)});
   print_table({"ID", "EXPERIMENT", "NAME", "STATUS", "STARTED", "ENDED", "METRICS", "TAGS"}, rows);
   return kExitOk;
@@ -78,10 +64,14 @@ void print_curves(const std::vector<std::string>& names, const std::vector<const
 }
 
 store::RunQuery query_of(const Args& a) {
-  store::RunQuery q{.experiment = a.value("--experiment"), .name = a.value("--name"), .status = a.value("--status"),
-                    .tags = a.values("--tag")};
-  if (q.status && *q.status != "running" && *q.status != "finished" && *q.status != "failed")
-    a.fail("unknown status '" + *q.status + "' (valid: running, finished, failed)");
+  store::RunQuery q{.experiment = a.value("--experiment"), .name = a.value("--name"), .tags = a.values("--tag")};
+  if (const auto s = a.value("--status")) {
+    try {
+      q.status = store::parse_state<store::RunStatus>(*s);
+    } catch (const ValueError& e) {
+      a.fail(std::string("--status: ") + e.what());
+    }
+  }
   return q;
 }
 
@@ -99,7 +89,7 @@ int show(const Args& a) {
   print_fields({{"id", std::to_string(r.id)},
                 {"experiment", r.experiment},
                 {"name", r.name},
-                {"status", r.status + (r.error.empty() ? "" : " (" + r.error + ")")},
+                {"status", store::to_string(r.status) + (r.error.empty() ? "" : " (" + r.error + ")")},
                 {"started", format_time(r.started_ms)},
                 {"ended", format_time(r.ended_ms)},
                 {"hyper-parameters", r.hyper_parameters},

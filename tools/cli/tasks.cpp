@@ -11,41 +11,12 @@ namespace {
 
 using flow::TaskInfo;
 
-nlohmann::ordered_json lineage_json(const flow::Lineage& l) {
-  return {{"input_dataset", l.input_dataset}, {"input_dataset_version", l.input_dataset_version},
-          {"input_dataset_query", l.input_dataset_query}, {"input_model", l.input_model},
-          {"input_model_version", l.input_model_version}, {"output_model", l.output_model}, {"output_dataset", l.output_dataset},
-          {"input_dataset_last_version", l.input_dataset_last_version}, {"input_query", l.input_query}};
-}
-
 std::string versioned(const std::string& name, int64_t version) {
   return name.empty() ? "-" : version ? name + ":" + std::to_string(version) : name + " (latest)";
 }
 
-nlohmann::ordered_json to_json(const TaskInfo& t) {
-  nlohmann::ordered_json j;
-  j["id"] = t.id;
-  j["kind"] = t.kind;
-  j["status"] = flow::status_name(t.status);
-  j["hyper_parameters"] = json_value(t.hyper_parameters);
-  j["priority"] = t.priority;
-  j["attempts"] = t.attempts;
-  j["max_attempts"] = t.max_attempts;
-  j["timeout_ms"] = t.timeout_ms;
-  j["lease_ms"] = t.lease_ms;
-  j["agent"] = t.agent;
-  j["result"] = json_value(t.result);
-  j["error"] = t.error;
-  j["created_ms"] = t.created_ms;
-  j["started_ms"] = t.started_ms;
-  j["finished_ms"] = t.finished_ms;
-  j["plan_id"] = t.plan_id;
-  j["name"] = t.name;
-  j["depends_on"] = t.depends_on;
-  j["waiting"] = t.waiting;
-  j["lineage"] = lineage_json(t.lineage);
-  return j;
-}
+// The task record's JSON (loom/store/record.h): the dashboard's keys too.
+nlohmann::ordered_json to_json(const TaskInfo& t) { return store::record_json<nlohmann::ordered_json>(t); }
 
 std::string deps_text(const TaskInfo& t) {
   if (t.depends_on.empty()) return "-";

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "loom/core/api.h"
+#include "loom/store/record.h"
 #include "loom/store/session.h"
 #include "loom/store/store.h"
 
@@ -28,8 +29,10 @@ namespace loom::flow {
 class LOOM_API ClaimLostError : public store::ConflictError { using store::ConflictError::ConflictError; };
 
 enum class Status { Pending, Running, Finished, Failed, Cancelled };
-LOOM_API const char* status_name(Status s);  // "pending", "running", "finished", "failed", "cancelled"
-// The status of a name; ValueError naming the valid ones otherwise.
+// A status's one spelling, stored in the tasks table and shown everywhere (loom/store/record.h).
+constexpr store::Spellings<5> spellings(Status) { return {"task status", {"pending", "running", "finished", "failed", "cancelled"}}; }
+LOOM_API const char* status_name(Status s);  // store::to_string(s)
+// The status of a name; ValueError naming the valid ones otherwise (store::parse_state<Status>).
 LOOM_API Status parse_status(const std::string& name);
 inline bool is_terminal(Status s) { return s == Status::Finished || s == Status::Failed || s == Status::Cancelled; }
 
@@ -50,6 +53,20 @@ struct LOOM_API Lineage {
   // A named query it reads (store::Queries): it must exist, and be over input_dataset when both
   // are given (ValueError otherwise).
   std::string input_query;
+
+  // Its columns of the tasks table and its keys (loom/store/record.h).
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("input_dataset", input_dataset);
+    visit("input_dataset_version", input_dataset_version);
+    visit("input_dataset_query", input_dataset_query);
+    visit("input_model", input_model);
+    visit("input_model_version", input_model_version);
+    visit("output_model", output_model);
+    visit("output_dataset", output_dataset);
+    visit("input_dataset_last_version", input_dataset_last_version);
+    visit("input_query", input_query);
+  }
 };
 
 struct LOOM_API TaskOptions {
@@ -95,6 +112,36 @@ struct LOOM_API TaskInfo {
   std::vector<int64_t> depends_on;  // in id order
   int64_t waiting = 0;           // dependencies not finished yet: claimable when 0 (and pending)
   Lineage lineage;
+
+  // Its columns of the tasks table and its JSON's keys, listed once (loom/store/record.h): the
+  // store's reader, `loom tasks --json`, `loom plans show --json` and the dashboard's
+  // /api/tasks all come from this list.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    using store::RecordField;
+    visit("id", id);
+    visit("kind", kind);
+    visit("status", status);
+    visit("hyper_parameters", hyper_parameters, RecordField::json());
+    visit("priority", priority);
+    visit("attempts", attempts);
+    visit("max_attempts", max_attempts);
+    visit("timeout_ms", timeout_ms);
+    visit("lease_ms", lease_ms);
+    visit("token", token);
+    visit("agent", agent);
+    visit("lease_expires_ms", lease_expires_ms);
+    visit("result", result, RecordField::json());
+    visit("error", error);
+    visit("created_ms", created_ms);
+    visit("started_ms", started_ms);
+    visit("finished_ms", finished_ms);
+    visit("plan_id", plan_id);
+    visit("name", name);
+    visit("depends_on", depends_on, RecordField::not_stored());  // task_dependencies
+    visit("waiting", waiting);
+    visit("lineage", lineage);
+  }
 };
 
 // What an agent holds while it runs a task.

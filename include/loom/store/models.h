@@ -15,6 +15,7 @@
 #include "loom/graph/graph.h"
 #include "loom/store/catalog.h"
 #include "loom/store/provenance.h"
+#include "loom/store/record.h"
 #include "loom/store/store.h"
 
 namespace loom::train {
@@ -36,6 +37,22 @@ struct LOOM_API ModelInfo {
   std::string weights_sha256;         // the weights blob (hex)
   uint64_t weights_bytes = 0;         // its uncompressed size
   Provenance produced_by;             // the task and run that saved it (0: none)
+
+  // Its columns and its JSON's keys, listed once (loom/store/record.h): the store's reader,
+  // `loom models --json` and the dashboard's /api/models/NAME come from this list.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("name", name);
+    visit("version", version);
+    visit("created_ms", created_ms);
+    visit("metrics", metrics, RecordField::not_stored());  // model_metrics
+    visit("hyper_parameters", hyper_parameters, RecordField::json());
+    visit("tags", tags, RecordField::not_stored());        // model_tags
+    visit("aliases", aliases, RecordField::not_stored());  // model_aliases
+    visit("weights_sha256", weights_sha256, RecordField::in_column("weights"));
+    visit("weights_bytes", weights_bytes, RecordField::in_column("size"));  // the blob's
+    visit("produced_by", produced_by);
+  }
 };
 
 // The catalog's query (loom/store/catalog.h): name, tags, metric filters.

@@ -1,6 +1,6 @@
 #pragma once
 // Training runs in a Store (docs/store.md, "Runs"): an experiment name, a run name,
-// hyper-parameters (a JSON object), tags, a status ("running", then "finished" or "failed"),
+// hyper-parameters (a JSON object), tags, a status (running, then finished or failed: RunStatus),
 // start and end times, per-epoch metric series (the learning curves) and the final checkpoint
 // (a blob). StoreLogger records all of it from Model::fit:
 //
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "loom/core/api.h"
+#include "loom/store/record.h"
 #include "loom/store/store.h"
 #include "loom/train/callbacks.h"
 
@@ -29,14 +30,27 @@ struct LOOM_API Curve {
   std::vector<int64_t> epochs;
   std::vector<double> values;
   std::vector<int64_t> times_ms;
+
+  // Its JSON's keys (loom/store/record.h); its rows are run_metrics'.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("epochs", epochs, RecordField::not_stored());
+    visit("values", values, RecordField::not_stored());
+    visit("times_ms", times_ms, RecordField::not_stored());
+  }
 };
 using Curves = std::map<std::string, Curve>;
+
+// A run is running until it ends, finished or failed.
+enum class RunStatus { Running, Finished, Failed };
+// Each status's one spelling, stored in the runs table and shown everywhere (loom/store/record.h).
+constexpr Spellings<3> spellings(RunStatus) { return {"run status", {"running", "finished", "failed"}}; }
 
 struct LOOM_API RunInfo {
   int64_t id = 0;
   std::string experiment;
   std::string name;
-  std::string status;               // "running", "finished", "failed"
+  RunStatus status = RunStatus::Running;
   std::string hyper_parameters;     // a JSON object, as text
   std::vector<std::string> tags;    // sorted
   int64_t started_ms = 0;           // Unix time in milliseconds
@@ -44,6 +58,23 @@ struct LOOM_API RunInfo {
   std::string error;                // why a failed run failed
   Curves metrics;
   std::string checkpoint_sha256;    // empty: none
+
+  // Its columns of the runs table and its JSON's keys, listed once (loom/store/record.h): the
+  // store's reader, `loom runs --json` and the dashboard's /api/runs come from this list.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("id", id);
+    visit("experiment", experiment);
+    visit("name", name);
+    visit("status", status);
+    visit("hyper_parameters", hyper_parameters, RecordField::json());
+    visit("tags", tags, RecordField::not_stored());  // run_tags
+    visit("started_ms", started_ms);
+    visit("ended_ms", ended_ms);
+    visit("error", error);
+    visit("metrics", metrics, RecordField::not_stored());  // run_metrics
+    visit("checkpoint_sha256", checkpoint_sha256, RecordField::in_column("checkpoint"));
+  }
 };
 
 // Which value of a metric's series a filter compares: the last epoch's, or the highest or
@@ -84,7 +115,7 @@ struct LOOM_API RunMetricFilter {
 struct LOOM_API RunQuery {
   std::optional<std::string> experiment;
   std::optional<std::string> name;
-  std::optional<std::string> status;
+  std::optional<RunStatus> status;
   std::vector<std::string> tags;             // a run must carry all of them
   std::vector<RunMetricFilter> metrics;      // and satisfy all of them
 };
@@ -104,10 +135,10 @@ class LOOM_API Runs {
   // Stores `bytes` (a Model::save_checkpoint file) as the run's checkpoint blob, replacing and
   // releasing any previous one.
   void set_checkpoint(int64_t run, const std::string& bytes);
-  // Ends a running run: status "finished" or "failed" (with `error`, stored as every backend
-  // can: a NUL or a byte that is not UTF-8 becomes '?', as in a task's error). ValueError for
-  // another status, ConflictError for a run that has already ended.
-  void finish(int64_t run, const std::string& status = "finished", const std::string& error = "");
+  // Ends a running run: Finished or Failed (with `error`, stored as every backend can: a NUL or
+  // a byte that is not UTF-8 becomes '?', as in a task's error). ValueError for Running,
+  // ConflictError for a run that has already ended.
+  void finish(int64_t run, RunStatus status = RunStatus::Finished, const std::string& error = "");
 
   RunInfo get(int64_t run) const;                                    // NotFoundError
   // The runs matching `query` by id (start order), with only `metrics`' curves when given.

@@ -82,7 +82,7 @@ async function loadRuns() {
       el('td', {class: 'status-' + r.status, title: r.error}, r.status),
       el('td', {}, ...r.tags.map((t) => el('span', {class: 'badge'}, t))), el('td', {}, hp(r.hyper_parameters)),
       ...data.metrics.map((m) => {
-        const s = r.metrics[m];
+        const s = r.summaries[m];
         return s ? el('td', {class: 'num'}, fmt(s.final), el('div', {class: 'sub'}, `best ${fmt(s.best)} · worst ${fmt(s.worst)}`))
                  : el('td', {}, '');
       }));
@@ -139,8 +139,8 @@ async function compareRuns() {
   const head = el('tr', {}, el('th', {}, 'hyper-parameter'), ...data.runs.map((r) => el('th', {}, `${r.name} (${r.id})`)));
   const rows = data.hyper_parameters.map((p) => el('tr', {class: p.differs ? 'differs' : ''}, el('td', {}, p.key),
     ...p.values.map((v) => el('td', {}, v == null ? '—' : typeof v === 'string' ? v : JSON.stringify(v)))));
-  const metrics = [...new Set(data.runs.flatMap((r) => Object.keys(r.metrics)))].sort();
-  const mrows = metrics.map((m) => el('tr', {}, el('td', {}, m + ' (final)'), ...data.runs.map((r) => el('td', {class: 'num'}, r.metrics[m] ? fmt(r.metrics[m].final) : '—'))));
+  const metrics = [...new Set(data.runs.flatMap((r) => Object.keys(r.summaries)))].sort();
+  const mrows = metrics.map((m) => el('tr', {}, el('td', {}, m + ' (final)'), ...data.runs.map((r) => el('td', {class: 'num'}, r.summaries[m] ? fmt(r.summaries[m].final) : '—'))));
   $('compare').replaceChildren(el('h3', {}, 'Compare'), el('table', {class: 'grid', id: 'compare-table'}, el('thead', {}, head), el('tbody', {}, ...rows, ...mrows)),
                                rows.length ? '' : el('p', {class: 'hint'}, 'no hyper-parameter differs'));
 }

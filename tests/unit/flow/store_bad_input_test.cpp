@@ -349,7 +349,7 @@ TEST_P(StoreBadInput, TextWithNulIsAlikeOnBothBackends) {
 
   // free texts: what neither backend can hold becomes '?', the rest is kept
   const std::string hostile = std::string("err\0or \xff\x1b[2J \xc2\x9b", 15);
-  s.runs().finish(run, "failed", hostile);
+  s.runs().finish(run, store::RunStatus::Failed, hostile);
   EXPECT_EQ(s.runs().get(run).error, "err?or ?\x1b[2J \xc2\x9b");
   const auto claim = tasks.claim({"nul"}, std::string("agent\0\xfe", 7));
   ASSERT_TRUE(claim);

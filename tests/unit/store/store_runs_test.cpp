@@ -70,7 +70,7 @@ TEST_P(StoreRuns, StoreLoggerRecordsATinyFit) {
   ASSERT_GT(logger->run_id(), 0);
   const store::RunInfo run = s.runs().get(logger->run_id());
   EXPECT_EQ(run.experiment, "blobs");
-  EXPECT_EQ(run.status, "finished");
+  EXPECT_EQ(run.status, store::RunStatus::Finished);
   EXPECT_GT(run.ended_ms, 0);
   EXPECT_EQ(run.tags, std::vector<std::string>{"tiny"});
   EXPECT_EQ(nlohmann::json::parse(run.hyper_parameters)["epochs"], 2);
@@ -109,10 +109,10 @@ TEST_P(StoreRuns, AFitThatThrowsEndsFailedWhenTheLoggerGoes) {
     };
     EXPECT_THROW(model.fit(train, {.epochs = 3, .callbacks = {logger, boom}, .progress = false}), ValueError);
     id = logger->run_id();
-    EXPECT_EQ(s.runs().get(id).status, "running");
+    EXPECT_EQ(s.runs().get(id).status, store::RunStatus::Running);
   }
   const store::RunInfo run = s.runs().get(id);
-  EXPECT_EQ(run.status, "failed");
+  EXPECT_EQ(run.status, store::RunStatus::Failed);
   EXPECT_FALSE(run.error.empty());
   EXPECT_EQ(run.metrics.at("loss").epochs.size(), 2u);
   EXPECT_TRUE(run.checkpoint_sha256.empty());
@@ -126,7 +126,7 @@ TEST_P(StoreRuns, QueriesByMetricsOnTheFinalOrBestEpochAndCompares) {
   std::vector<int64_t> ids;
   for (size_t r = 0; r < curves.size(); ++r) {
     const store::RunInfo info = runs.start(r < 2 ? "exp" : "other", "", "{}", r == 1 ? std::vector<std::string>{"x"} : std::vector<std::string>{});
-    EXPECT_EQ(info.status, "running");
+    EXPECT_EQ(info.status, store::RunStatus::Running);
     EXPECT_EQ(info.name, info.experiment + "-" + std::to_string(info.id));
     for (size_t e = 0; e < curves[r].size(); ++e) runs.log_epoch(info.id, e, {{"val_acc", curves[r][e]}, {"loss", 1.0 / (e + 1)}});
     runs.finish(info.id);
@@ -157,7 +157,7 @@ TEST_P(StoreRuns, QueriesByMetricsOnTheFinalOrBestEpochAndCompares) {
   EXPECT_THROW(runs.log_epoch(ids[0], 5, {{"val_acc", 1}}), store::ConflictError);  // ended
   EXPECT_THROW(runs.finish(ids[0]), store::ConflictError);
   EXPECT_THROW(runs.start("e", "", "[1]"), ValueError);
-  EXPECT_THROW(runs.finish(ids[0], "done"), ValueError);
+  EXPECT_THROW(runs.finish(ids[0], store::RunStatus::Running), ValueError);  // not an end
 }
 
 TEST_P(StoreRuns, NaNMetricsRoundTripAndCheckpointsAreReferenceCounted) {

@@ -687,7 +687,7 @@ TEST_P(CliStore, StoredControlCharactersAreEscaped) {
     w.commit();
     run = s.runs().start("exp", "r", hyper, {"t"}).id;
     s.runs().log_epoch(run, 0, {{"loss", 1.0}, {"other", 2.0}});
-    s.runs().finish(run, "failed", hostile);
+    s.runs().finish(run, store::RunStatus::Failed, hostile);
     flow::Tasks tasks(s);
     task = tasks.submit("train", hyper, {.max_attempts = 1});
     const auto claim = tasks.claim({"train"}, "agent" + title);

@@ -66,12 +66,12 @@ TEST_F(Ui, RunsTableHasEachMetricsFinalBestAndWorst) {
     std::vector<double> loss, acc;
     for (size_t e = 0; e < loom_test::kUiEpochs; ++e) loss.push_back(loom_test::ui_loss(r, e)), acc.push_back(loom_test::ui_accuracy(r, e));
     // loss: lower is better; accuracy: higher
-    EXPECT_DOUBLE_EQ(run["metrics"]["loss"]["final"], loss.back());
-    EXPECT_DOUBLE_EQ(run["metrics"]["loss"]["best"], *std::min_element(loss.begin(), loss.end()));
-    EXPECT_DOUBLE_EQ(run["metrics"]["loss"]["worst"], *std::max_element(loss.begin(), loss.end()));
-    EXPECT_DOUBLE_EQ(run["metrics"]["val_accuracy"]["best"], *std::max_element(acc.begin(), acc.end()));
-    EXPECT_DOUBLE_EQ(run["metrics"]["val_accuracy"]["worst"], *std::min_element(acc.begin(), acc.end()));
-    EXPECT_EQ(run["metrics"]["loss"]["epochs"], loom_test::kUiEpochs);
+    EXPECT_DOUBLE_EQ(run["summaries"]["loss"]["final"], loss.back());
+    EXPECT_DOUBLE_EQ(run["summaries"]["loss"]["best"], *std::min_element(loss.begin(), loss.end()));
+    EXPECT_DOUBLE_EQ(run["summaries"]["loss"]["worst"], *std::max_element(loss.begin(), loss.end()));
+    EXPECT_DOUBLE_EQ(run["summaries"]["val_accuracy"]["best"], *std::max_element(acc.begin(), acc.end()));
+    EXPECT_DOUBLE_EQ(run["summaries"]["val_accuracy"]["worst"], *std::min_element(acc.begin(), acc.end()));
+    EXPECT_EQ(run["summaries"]["loss"]["epochs"], loom_test::kUiEpochs);
   }
   EXPECT_EQ(j["runs"][0]["hyper_parameters"]["lr"], 0.1);
 }

@@ -1,0 +1,108 @@
+// A task declared once (loom/store/record.h, docs/architecture.md "Records"): its columns,
+// reader and JSON come from TaskInfo::fields(); a task goes through the database and through
+// JSON unchanged; a stored status that is no spelling is a BadStateError naming the valid ones.
+// On SQLite and PostgreSQL.
+#include <gtest/gtest.h>
+#include <loom/core/error.h>
+#include <loom/flow/tasks.h>
+#include <loom/store/error.h>
+#include <loom/store/record.h>
+#include <loom/store/store.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "unit/flow/flow_test_util.h"
+#include "unit/store/store_test_util.h"
+
+using namespace loom;
+using loom_test::contains_all;
+using loom_test::error_message;
+using loom_test::FreshStore;
+using loom_test::raw_sql;
+using ordered_json = nlohmann::ordered_json;
+
+class FlowRecords : public loom_test::FlowBackendTest {};
+INSTANTIATE_STORE_BACKENDS(FlowRecords);
+
+TEST(FlowRecordsSpelling, TaskStatusesHaveOneSpellingEach) {
+  EXPECT_EQ(store::state_names<flow::Status>(), (std::vector<std::string>{"pending", "running", "finished", "failed", "cancelled"}));
+  for (const std::string& s : store::state_names<flow::Status>()) {
+    EXPECT_EQ(flow::status_name(flow::parse_status(s)), s);
+    EXPECT_STREQ(store::to_string(store::parse_state<flow::Status>(s)), s.c_str());
+  }
+  EXPECT_TRUE(contains_all(error_message<ValueError>([] { flow::parse_status("done"); }),
+                           {"unknown task status 'done'", "valid: pending, running, finished, failed, cancelled"}));
+}
+
+TEST(FlowRecordsSpelling, TheTaskColumnsAreTheTableWithItsLineageFlattened) {
+  const std::vector<std::string> columns = store::column_names<flow::TaskInfo>();
+  EXPECT_EQ(columns.front(), "id");
+  EXPECT_EQ(columns.back(), "input_query");
+  EXPECT_EQ(std::count(columns.begin(), columns.end(), "depends_on"), 0);  // task_dependencies' rows
+  EXPECT_EQ(std::count(columns.begin(), columns.end(), "input_dataset"), 1);
+}
+
+TEST_P(FlowRecords, ATaskRoundTripsThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  loom_test::ManualClock clock;
+  flow::Tasks tasks(fs.store, clock.clock());
+  const int64_t first = tasks.submit("prep", R"({"n": 1})");
+  const int64_t id = tasks.submit("train", R"({"lr": 0.5, "opt": {"name": "sgd"}})",
+                                  {.priority = 4, .max_attempts = 2, .timeout_ms = 5000, .depends_on = {first},
+                                   .lineage = {.output_model = "head", .output_dataset = "preds"}});
+  auto c = tasks.claim({"prep"}, "agent-a");
+  ASSERT_TRUE(c);
+  tasks.finish(*c, R"({"rows": 10})");
+  clock.advance(7);
+  auto t = tasks.claim({"train"}, "agent-b");
+  ASSERT_TRUE(t);
+  tasks.finish(*t, R"({"accuracy": 0.9, "notes": ["a", "b"]})");
+
+  const flow::TaskInfo info = tasks.get(id);
+  EXPECT_EQ(info.status, flow::Status::Finished);
+  EXPECT_EQ(info.depends_on, std::vector<int64_t>{first});
+  EXPECT_EQ(info.agent, "agent-b");
+  EXPECT_EQ(info.lineage.output_model, "head");
+  const ordered_json j = store::record_json<ordered_json>(info);
+  // one key set: the record's fields, whoever prints it
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  std::vector<std::string> fields;
+  store::detail::visit_fields(info, [&](const char* key, const auto&, store::RecordField = {}) { fields.emplace_back(key); });
+  EXPECT_EQ(keys, fields);
+  EXPECT_EQ(j["status"], "finished");
+  EXPECT_EQ(j["hyper_parameters"]["opt"]["name"], "sgd");
+  EXPECT_EQ(j["result"]["notes"], ordered_json({"a", "b"}));
+  EXPECT_EQ(j["lineage"]["output_dataset"], "preds");
+  EXPECT_EQ(j["depends_on"], ordered_json({first}));
+  EXPECT_EQ(j["token"], 1);
+  const flow::TaskInfo back = store::record_from_json<flow::TaskInfo>(nlohmann::json::parse(j.dump()), "task");
+  EXPECT_EQ(store::record_json<ordered_json>(back).dump(), j.dump());
+  EXPECT_EQ(back.hyper_parameters, info.hyper_parameters);
+  EXPECT_EQ(back.result, info.result);
+  EXPECT_EQ(back.started_ms, info.started_ms);
+
+  // a pending task's empty result is null, and back
+  const int64_t pending = tasks.submit("later");
+  const ordered_json p = store::record_json<ordered_json>(tasks.get(pending));
+  EXPECT_TRUE(p["result"].is_null());
+  EXPECT_EQ(store::record_from_json<flow::TaskInfo>(p, "task").result, "");
+}
+
+TEST_P(FlowRecords, AStoredStatusThatIsNoSpellingIsABadStateError) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  const int64_t id = tasks.submit("train");
+  // the table's CHECK keeps the library's own writes right: another program's are set aside
+  if (loom_test::is_pg_url(url())) {
+    raw_sql(url(), "ALTER TABLE tasks DROP CONSTRAINT tasks_status_check");
+    raw_sql(url(), "UPDATE tasks SET status = 'paused' WHERE id = " + std::to_string(id));
+  } else {
+    raw_sql(url(), "PRAGMA ignore_check_constraints = ON; UPDATE tasks SET status = 'paused' WHERE id = " + std::to_string(id));
+  }
+  EXPECT_TRUE(contains_all(error_message<store::BadStateError>([&] { tasks.get(id); }),
+                           {"column 'status'", "'paused'", "task status", "valid: pending, running, finished, failed, cancelled"}));
+  EXPECT_THROW(tasks.list(), store::BadStateError);
+}
