@@ -1,4 +1,4 @@
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 
 #include <nlohmann/json.hpp>
 
