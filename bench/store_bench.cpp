@@ -247,7 +247,7 @@ struct PlanRun {
 };
 
 // Submits the plan, runs it with a.agents agent processes, returns every task's times.
-PlanRun run_plan(const Args& a, const flow::Plan& plan) {
+PlanRun run_plan(const Args& a, const flow::TaskGraph& plan) {
   flow::Plans plans{flow::Tasks(store::Store::open(a.store))};
   const double t0 = bench::now_s();
   const int64_t id = plans.submit(plan);
@@ -275,7 +275,7 @@ PlanRun run_plan(const Args& a, const flow::Plan& plan) {
 void dag(const Args& a) {
   const int64_t n = a.tasks_given ? a.tasks : 1000;
   if (n < 3) usage("dag needs --tasks >= 3");
-  flow::Plan plan{.name = "dag bench"};
+  flow::TaskGraph plan{.name = "dag bench"};
   plan.tasks.push_back({.name = "root", .kind = "noop"});
   flow::PlanTask sink{.name = "sink", .kind = "noop"};
   for (int64_t i = 0; i < n - 2; ++i) {
@@ -295,7 +295,7 @@ void dag(const Args& a) {
 void chain(const Args& a) {
   const int64_t n = a.tasks_given ? a.tasks : 100;
   if (n < 2) usage("chain needs --tasks >= 2");
-  flow::Plan plan{.name = "chain bench"};
+  flow::TaskGraph plan{.name = "chain bench"};
   for (int64_t i = 0; i < n; ++i) {
     plan.tasks.push_back({.name = "t" + std::to_string(i), .kind = "noop"});
     if (i > 0) plan.tasks.back().depends_on = {"t" + std::to_string(i - 1)};

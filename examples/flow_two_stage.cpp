@@ -1,6 +1,6 @@
 // The TensorLayer paper's training plan (../shared/seeds/003, section 2.3): "multiple tasks can
 // form a training plan to be scheduled by the master". Two stages, the second depending on the
-// first, submitted as one flow::Plan and run by an agent:
+// first, submitted as one flow::TaskGraph and run by an agent:
 //
 //   1. train_cnn: a CNN learns Fashion-MNIST and is saved in the store ("fashion-cnn"), its
 //      version recording the task that produced it;

@@ -125,6 +125,92 @@ Parsed open(const std::string& path, const CsvOptions& o) {
   return p;
 }
 
+// The 0-based fields of a row of `width` fields that read_csv keeps: by header name, by index
+// (negative from the end), or all.
+std::vector<int64_t> kept_fields(const CsvOptions& o, const std::vector<std::string>& header, int64_t width, int64_t line_no,
+                                 const Fail& fail) {
+  std::vector<int64_t> keep;
+  if (!o.names.empty()) {
+    for (const std::string& name : o.names) {
+      int64_t at = -1;
+      for (size_t i = 0; i < header.size(); ++i)
+        if (header[i] == name) at = static_cast<int64_t>(i);
+      if (at < 0) {
+        std::string all;
+        for (const auto& h : header) all += (all.empty() ? "" : ", ") + h;
+        fail(line_no, 0, "no column named '" + name + "' in the header (columns: " + all + ")");
+      }
+      keep.push_back(at);
+    }
+  } else if (!o.columns.empty()) {
+    for (int64_t c : o.columns) {
+      const int64_t at = c < 0 ? c + width : c;
+      if (at < 0 || at >= width)
+        fail(line_no, 0, "column " + std::to_string(c) + " does not exist in rows of " + std::to_string(width) + " fields");
+      keep.push_back(at);
+    }
+  } else {
+    for (int64_t i = 0; i < width; ++i) keep.push_back(i);
+  }
+  return keep;
+}
+
+// A floating field, as float64; a finite value float32 cannot hold is refused when reading float32.
+double parse_float(const std::string& f, const char* b, const char* e, DType dtype, int64_t line_no, int64_t col, const Fail& fail) {
+  double v;
+  const auto r = std::from_chars(b, e, v);
+  if (r.ec == std::errc::result_out_of_range) fail(line_no, col, "'" + f + "' is out of the range of float64");
+  if (r.ec != std::errc() || r.ptr != e) fail(line_no, col, "'" + f + "' is not a number");
+  // A finite value that float32 rounds to infinity (|v| >= 2^128 - 2^103, halfway past its
+  // largest value) would turn into inf silently; an explicit inf stays inf.
+  if (dtype == Float32 && std::isfinite(v) && std::fabs(v) >= std::ldexp(1.0, 128) - std::ldexp(1.0, 103))
+    fail(line_no, col, "'" + f + "' is out of the range of float32 (valid: magnitudes up to 3.4028234663852886e+38)");
+  return v;
+}
+
+// A boolean field: 0, 1, true, false (or True, TRUE, ...).
+int64_t parse_bool(const std::string& f, const char* b, const char* e, int64_t line_no, int64_t col, const Fail& fail) {
+  if (f == "true" || f == "True" || f == "TRUE") return 1;
+  if (f == "false" || f == "False" || f == "FALSE") return 0;
+  int64_t v;
+  const auto r = std::from_chars(b, e, v);
+  if (r.ec != std::errc() || r.ptr != e || (v != 0 && v != 1))
+    fail(line_no, col, "'" + f + "' is not a boolean (valid: 0, 1, true, false)");
+  return v;
+}
+
+// An integer field, in the range of `dtype` (int64, int32 or uint8).
+int64_t parse_int(const std::string& f, const char* b, const char* e, DType dtype, int64_t line_no, int64_t col, const Fail& fail) {
+  int64_t v;
+  const auto r = std::from_chars(b, e, v);
+  if (r.ec == std::errc::result_out_of_range)
+    fail(line_no, col, "'" + f + "' is out of the range of int64 (valid: -9223372036854775808 to 9223372036854775807)");
+  if (r.ec != std::errc() || r.ptr != e) fail(line_no, col, "'" + f + "' is not an integer (dtype " + dtype_name(dtype) + ")");
+  const bool fits = dtype == Int64 ||
+                    (dtype == Int32 && v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max()) ||
+                    (dtype == UInt8 && v >= 0 && v <= 255);
+  if (!fits)
+    fail(line_no, col,
+         "'" + f + "' is out of the range of " + dtype_name(dtype) + (dtype == Int32 ? " (valid: -2147483648 to 2147483647)" : " (valid: 0 to 255)"));
+  return v;
+}
+
+// The kept fields of one row, parsed as `dtype` and appended to `fvals` (floating) or `ivals`.
+void parse_row(const std::vector<std::string>& fields, const std::vector<int64_t>& keep, DType dtype, int64_t line_no, const Fail& fail,
+               std::vector<double>& fvals, std::vector<int64_t>& ivals) {
+  for (int64_t at : keep) {
+    const std::string& f = fields[static_cast<size_t>(at)];
+    const int64_t col = at + 1;
+    if (f.empty()) fail(line_no, col, "the field is empty (missing value)");
+    const char* b = f.data();
+    const char* e = f.data() + f.size();
+    if (*b == '+' && e - b > 1 && b[1] != '-') ++b;
+    if (is_floating(dtype)) fvals.push_back(parse_float(f, b, e, dtype, line_no, col, fail));
+    else if (dtype == Bool) ivals.push_back(parse_bool(f, b, e, line_no, col, fail));
+    else ivals.push_back(parse_int(f, b, e, dtype, line_no, col, fail));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> read_csv_header(const std::string& path, const CsvOptions& options) {
@@ -141,36 +227,9 @@ Tensor read_csv(const std::string& path, const CsvOptions& o) {
     throw DTypeError(std::string("read_csv: dtype ") + dtype_name(o.dtype) + " is a storage type (read float32 and convert)");
   Parsed p = open(path, o);
   Lines lines{p.text, p.data_pos, p.data_line};
-
   int64_t width = o.header ? static_cast<int64_t>(p.header.size()) : -1;  // fields per line
   std::vector<int64_t> keep;  // 0-based field positions
-  auto resolve = [&](int64_t w, int64_t line_no) {
-    if (!o.names.empty()) {
-      for (const std::string& name : o.names) {
-        int64_t at = -1;
-        for (size_t i = 0; i < p.header.size(); ++i)
-          if (p.header[i] == name) at = static_cast<int64_t>(i);
-        if (at < 0) {
-          std::string all;
-          for (const auto& h : p.header) all += (all.empty() ? "" : ", ") + h;
-          fail(line_no, 0, "no column named '" + name + "' in the header (columns: " + all + ")");
-        }
-        keep.push_back(at);
-      }
-    } else if (!o.columns.empty()) {
-      for (int64_t c : o.columns) {
-        const int64_t at = c < 0 ? c + w : c;
-        if (at < 0 || at >= w)
-          fail(line_no, 0, "column " + std::to_string(c) + " does not exist in rows of " + std::to_string(w) + " fields");
-        keep.push_back(at);
-      }
-    } else {
-      for (int64_t i = 0; i < w; ++i) keep.push_back(i);
-    }
-  };
-  if (o.header) resolve(width, p.data_line);
-
-  const bool floating = is_floating(o.dtype);
+  if (o.header) keep = kept_fields(o, p.header, width, p.data_line, fail);
   std::vector<double> fvals;
   std::vector<int64_t> ivals;
   int64_t rows = 0;
@@ -179,62 +238,19 @@ Tensor read_csv(const std::string& path, const CsvOptions& o) {
     if (blank(line)) continue;
     const std::vector<std::string> fields = split(line, o.delimiter, lines.line_no, fail);
     const int64_t n = static_cast<int64_t>(fields.size());
-    if (width < 0) {
+    if (width < 0) {  // no header: the first row sets the width
       width = n;
-      resolve(width, lines.line_no);
+      keep = kept_fields(o, p.header, width, lines.line_no, fail);
     }
     if (n != width)
       fail(lines.line_no, 0,
            "the line has " + std::to_string(n) + " fields but " + (o.header ? std::string("the header has ") : std::string("the first row has ")) +
                std::to_string(width));
-    for (int64_t at : keep) {
-      const std::string& f = fields[static_cast<size_t>(at)];
-      const int64_t col = at + 1;
-      if (f.empty()) fail(lines.line_no, col, "the field is empty (missing value)");
-      const char* b = f.data();
-      const char* e = f.data() + f.size();
-      if (*b == '+' && e - b > 1 && b[1] != '-') ++b;
-      if (floating) {
-        double v;
-        const auto r = std::from_chars(b, e, v);
-        if (r.ec == std::errc::result_out_of_range)
-          fail(lines.line_no, col, "'" + f + "' is out of the range of float64");
-        if (r.ec != std::errc() || r.ptr != e) fail(lines.line_no, col, "'" + f + "' is not a number");
-        // A finite value that float32 rounds to infinity (|v| >= 2^128 - 2^103, halfway past its
-        // largest value) would turn into inf silently; an explicit inf stays inf.
-        if (o.dtype == Float32 && std::isfinite(v) && std::fabs(v) >= std::ldexp(1.0, 128) - std::ldexp(1.0, 103))
-          fail(lines.line_no, col, "'" + f + "' is out of the range of float32 (valid: magnitudes up to 3.4028234663852886e+38)");
-        fvals.push_back(v);
-      } else if (o.dtype == Bool) {
-        int64_t v;
-        if (f == "true" || f == "True" || f == "TRUE") v = 1;
-        else if (f == "false" || f == "False" || f == "FALSE") v = 0;
-        else {
-          const auto r = std::from_chars(b, e, v);
-          if (r.ec != std::errc() || r.ptr != e || (v != 0 && v != 1))
-            fail(lines.line_no, col, "'" + f + "' is not a boolean (valid: 0, 1, true, false)");
-        }
-        ivals.push_back(v);
-      } else {
-        int64_t v;
-        const auto r = std::from_chars(b, e, v);
-        if (r.ec == std::errc::result_out_of_range)
-          fail(lines.line_no, col, "'" + f + "' is out of the range of int64 (valid: -9223372036854775808 to 9223372036854775807)");
-        if (r.ec != std::errc() || r.ptr != e)
-          fail(lines.line_no, col, "'" + f + "' is not an integer (dtype " + dtype_name(o.dtype) + ")");
-        const bool fits = o.dtype == Int64 || (o.dtype == Int32 && v >= std::numeric_limits<int32_t>::min() &&
-                                               v <= std::numeric_limits<int32_t>::max()) ||
-                          (o.dtype == UInt8 && v >= 0 && v <= 255);
-        if (!fits)
-          fail(lines.line_no, col, "'" + f + "' is out of the range of " + dtype_name(o.dtype) +
-                                       (o.dtype == Int32 ? " (valid: -2147483648 to 2147483647)" : " (valid: 0 to 255)"));
-        ivals.push_back(v);
-      }
-    }
+    parse_row(fields, keep, o.dtype, lines.line_no, fail, fvals, ivals);
     ++rows;
   }
   const Shape shape{rows, static_cast<int64_t>(keep.size())};
-  if (floating) {
+  if (is_floating(o.dtype)) {
     Tensor t = from_vector(fvals, shape, Device::cpu());
     return o.dtype == Float64 ? t : t.astype(o.dtype);
   }

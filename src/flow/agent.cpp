@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "core/utf8.h"
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 #include "flow/kind.h"
-#include "loom/store/listener.h"
+#include "loom/store/notifications.h"
 
 namespace loom::flow {
 
@@ -203,7 +203,7 @@ int64_t Agent::run(const AgentOptions& options) {
   // it: on PostgreSQL it is a connection), then the agent looks once more, so that no commit
   // after it goes unnoticed. Without it (the system's inotify instances used up, say) the
   // agent still works, waking at poll_ms.
-  std::optional<store::Listener> ready;
+  std::optional<store::Notifications> ready;
   bool listening = false;  // tried to make it
   int64_t ran = 0;
   std::vector<TaskEnd> ends;  // the last tasks' ends, recorded with the next claims

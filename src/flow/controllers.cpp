@@ -8,10 +8,10 @@
 
 #include "core/json_util.h"
 #include "core/utf8.h"
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 #include "flow/kind.h"
 #include "loom/store/datasets.h"
-#include "loom/store/listener.h"
+#include "loom/store/notifications.h"
 #include "loom/store/queries.h"
 #include "loom/store/session.h"
 
@@ -48,7 +48,7 @@ ControllerInfo info_of(const Row& r) {
   c.batches = r.integer(13);
   c.samples = r.integer(14);
   c.created_ms = r.integer(15);
-  if (!r.is_null(16)) s.plan = Plan::from_json(r.text(16), "stream controller '" + s.name + "': its plan");
+  if (!r.is_null(16)) s.plan = TaskGraph::from_json(r.text(16), "stream controller '" + s.name + "': its plan");
   return c;
 }
 
@@ -143,8 +143,8 @@ void read_batch(Lineage& l, const ControllerSpec& s, const BatchInfo& b) {
 
 // The controller's plan for batch `b`: "stream" in every task's hyper-parameters, and the
 // batch's data in the lineage of the tasks that read it (ControllerSpec::plan says which).
-Plan plan_for(const ControllerSpec& s, const BatchInfo& b, const nlohmann::json& stream) {
-  Plan plan = s.plan;
+TaskGraph plan_for(const ControllerSpec& s, const BatchInfo& b, const nlohmann::json& stream) {
+  TaskGraph plan = s.plan;
   plan.name += ": batch " + std::to_string(b.batch);
   for (PlanTask& t : plan.tasks) {
     t.hyper_parameters = with_stream(t.hyper_parameters, stream);
@@ -314,7 +314,7 @@ std::optional<BatchInfo> Controllers::step(const std::string& name) {
   nlohmann::json stream = {{"controller", name}, {"batch", b.batch}, {"dataset", s.dataset}, {"versions", b.versions}, {"samples", b.samples}};
   if (!s.query.empty()) stream["query"] = s.query;
   if (!s.plan.tasks.empty()) {
-    const Plan plan = plan_for(s, b, stream);
+    const TaskGraph plan = plan_for(s, b, stream);
     b.plan_id = detail::insert_plan(session, plan, detail::check_plan(plan), now);
   } else {
     TaskOptions o = task_options(s);
@@ -334,7 +334,7 @@ std::optional<BatchInfo> Controllers::step(const std::string& name) {
 int64_t Controllers::run(const std::string& name, const std::function<bool()>& stop, int64_t recheck_ms) {
   if (recheck_ms < 1) throw ValueError("run: recheck_ms " + std::to_string(recheck_ms) + " is out of range (valid: 1 or more)");
   // Made before the first look: a version committed after it wakes the wait below.
-  store::Listener commits(tasks_.store(), store::kDatasetVersionChannel);
+  store::Notifications commits(tasks_.store(), store::kDatasetVersionChannel);
   int64_t submitted = 0;
   while (!stop()) {
     while (step(name)) {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 
 namespace loom::flow {
 
@@ -20,7 +20,7 @@ int64_t submit_cross_validation(Plans& plans, const CrossValidation& cv) {
     if (base.contains(key))
       throw ValueError(std::string("cross-validation: hyper_parameters hold \"") + key + "\", which each fold is given (valid: other keys)");
   base["n_splits"] = cv.n_splits;
-  Plan plan;
+  TaskGraph plan;
   plan.name = cv.name;
   PlanTask aggregate;
   aggregate.name = "aggregate";

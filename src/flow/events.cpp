@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 #include "loom/store/session.h"
 
 namespace loom::flow {
@@ -55,7 +55,7 @@ std::optional<TaskEvent> Subscription::next(int64_t timeout_ms) {
   for (;;) {
     if (ready_.empty()) {
       // Reading after the last event seen is enough: ids are taken and committed in one order
-      // (the events' lock, src/flow/graph.h), so no lower id can commit later.
+      // (the events' lock, src/flow/dependencies.h), so no lower id can commit later.
       const int64_t last = ready_.empty() ? cursor_ : ready_.back().id;
       for (TaskEvent& e : read_events(tasks_, last, 256, options_.plan_id)) ready_.push_back(std::move(e));
     }

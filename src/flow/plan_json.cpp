@@ -1,4 +1,4 @@
-// Plan <-> JSON: the text `loom plans submit` reads and a stream controller stores as its
+// TaskGraph <-> JSON: the text `loom plans submit` reads and a stream controller stores as its
 // template (docs/workflow.md, "Plans"). Only the shape is checked here; Plans::submit checks
 // names, kinds, options and dependencies.
 #include <nlohmann/json.hpp>
@@ -64,14 +64,14 @@ json lineage_json(const Lineage& l) {
 
 }  // namespace
 
-std::string Plan::to_json() const {
+std::string TaskGraph::to_json() const {
   json j{{"name", name}, {"tasks", json::array()}};
   for (const PlanTask& t : tasks) {
     json task{{"name", t.name}, {"kind", t.kind}};
     try {
       task["hyper_parameters"] = json::parse(t.hyper_parameters);
     } catch (const json::exception&) {
-      throw ValueError("Plan::to_json: the hyper-parameters of task '" + t.name + "' are not valid JSON");
+      throw ValueError("TaskGraph::to_json: the hyper-parameters of task '" + t.name + "' are not valid JSON");
     }
     task["depends_on"] = t.depends_on;
     if (!t.options.depends_on.empty()) task["after"] = t.options.depends_on;
@@ -86,7 +86,7 @@ std::string Plan::to_json() const {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Plan Plan::from_json(const std::string& text, const std::string& where) {
+TaskGraph TaskGraph::from_json(const std::string& text, const std::string& where) {
   json j;
   try {
     j = json::parse(text);
@@ -98,7 +98,7 @@ Plan Plan::from_json(const std::string& text, const std::string& where) {
     if (key != "name" && key != "tasks") bad(where, "unknown key \"" + key + "\" (valid: name, tasks)");
   if (!j.contains("name") || !j["name"].is_string()) bad(where, "\"name\" must be a string");
   if (!j.contains("tasks") || !j["tasks"].is_array()) bad(where, "\"tasks\" must be an array of tasks");
-  Plan plan{.name = j["name"].get<std::string>(), .tasks = {}};
+  TaskGraph plan{.name = j["name"].get<std::string>(), .tasks = {}};
   for (size_t i = 0; i < j["tasks"].size(); ++i) {
     const json& t = j["tasks"][i];
     const std::string at = "tasks[" + std::to_string(i) + "]";

@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "core/utf8.h"
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 #include "flow/kind.h"
-#include "loom/store/listener.h"
+#include "loom/store/notifications.h"
 #include "loom/store/session.h"
 #include "loom/store/text.h"
 
@@ -48,7 +48,7 @@ Status plan_status(const std::vector<TaskInfo>& tasks) {
 
 // The plan's tasks in an order where each comes after its dependencies (Kahn's algorithm);
 // ValueError naming the tasks of a cycle.
-std::vector<size_t> topological_order(const Plan& plan, const std::map<std::string, size_t>& index) {
+std::vector<size_t> topological_order(const TaskGraph& plan, const std::map<std::string, size_t>& index) {
   const size_t n = plan.tasks.size();
   std::vector<std::vector<size_t>> dependents(n);
   std::vector<size_t> missing(n, 0);
@@ -95,7 +95,7 @@ int64_t PlanInfo::task_id(const std::string& name) const {
 
 namespace detail {
 
-CheckedPlan check_plan(const Plan& plan) {
+CheckedPlan check_plan(const TaskGraph& plan) {
   if (plan.name.empty() || plan.name.size() > 256)
     throw ValueError("submit plan: the plan's name must be 1 to 256 bytes (it is " + std::to_string(plan.name.size()) + ")");
   if (plan.tasks.empty()) throw ValueError("submit plan: the plan '" + plan.name + "' has no tasks (valid: one or more)");
@@ -113,7 +113,7 @@ CheckedPlan check_plan(const Plan& plan) {
   return checked;
 }
 
-int64_t insert_plan(Session& session, const Plan& plan, const CheckedPlan& checked, int64_t now) {
+int64_t insert_plan(Session& session, const TaskGraph& plan, const CheckedPlan& checked, int64_t now) {
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < plan.tasks.size(); ++i) index.emplace(plan.tasks[i].name, i);
   const int64_t plan_id =
@@ -134,7 +134,7 @@ int64_t insert_plan(Session& session, const Plan& plan, const CheckedPlan& check
 
 }  // namespace detail
 
-int64_t Plans::submit(const Plan& plan) {
+int64_t Plans::submit(const TaskGraph& plan) {
   const detail::CheckedPlan checked = detail::check_plan(plan);
   for (const PlanTask& t : plan.tasks) detail::check_lineage(tasks_.store(), "submit plan", t.options.lineage);
   Session session(tasks_.store(), Access::RowWrite);
@@ -215,7 +215,7 @@ std::vector<int64_t> Plans::replay(int64_t id) {
 
 PlanInfo Plans::wait(int64_t id, int64_t timeout_ms, int64_t poll_ms) const {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  store::Listener events(tasks_.store(), detail::kEventChannel);  // before the first read: no end is missed
+  store::Notifications events(tasks_.store(), detail::kEventChannel);  // before the first read: no end is missed
   for (;;) {
     PlanInfo p = get(id);
     bool done = true;

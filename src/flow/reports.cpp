@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 #include "flow/search_schema.h"
 #include "flow/task_schema.h"
 #include "loom/store/error.h"

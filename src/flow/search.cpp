@@ -7,11 +7,11 @@
 #include <map>
 #include <thread>
 
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 #include "flow/kind.h"
 #include "flow/search_schema.h"
 #include "loom/store/error.h"
-#include "loom/store/listener.h"
+#include "loom/store/notifications.h"
 #include "loom/store/session.h"
 #include "loom/store/text.h"
 
@@ -181,7 +181,7 @@ SearchInfo search(Tasks tasks, const SearchSpace& space, Sampler& sampler, const
     session.commit();
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
-  store::Listener events(tasks.store(), detail::kEventChannel);  // a trial's end wakes the loop below
+  store::Notifications events(tasks.store(), detail::kEventChannel);  // a trial's end wakes the loop below
   std::map<int64_t, Point> points;  // by trial number
   int64_t submitted = 0;
   bool exhausted = false;

@@ -10,10 +10,10 @@
 
 #include "core/json_util.h"
 #include "core/utf8.h"
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 #include "flow/kind.h"
 #include "flow/task_schema.h"
-#include "loom/store/listener.h"
+#include "loom/store/notifications.h"
 #include "loom/store/session.h"
 #include "loom/store/text.h"
 
@@ -420,7 +420,7 @@ std::vector<DependencyResult> Tasks::results_of_dependencies(int64_t id) const {
 
 std::vector<TaskInfo> Tasks::wait(const std::vector<int64_t>& ids, int64_t timeout_ms, int64_t poll_ms) const {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  store::Listener events(store_, detail::kEventChannel);  // before the first read: no end is missed
+  store::Notifications events(store_, detail::kEventChannel);  // before the first read: no end is missed
   for (;;) {
     std::vector<TaskInfo> out;
     bool done = true;

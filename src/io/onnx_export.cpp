@@ -25,6 +25,7 @@
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
+#include "nn/conv_padding.h"
 
 namespace loom::io {
 
@@ -248,7 +249,7 @@ void export_folded(OnnxBuilder& b, const nn::Layer& c, const nn::BatchNormOption
     const Tensor wf = astype(w * reshape(scale, per_filter), dt);
     b.node("Conv", {b.input(0), b.tensor(wf, "folded_weights"), b.tensor(astype(bias, dt), "folded_bias")}, {b.output()},
            {{"kernel_shape", a->kernel_size}, {"strides", a->stride}, {"dilations", a->dilation}, {"group", a->groups},
-            {"pads", detail::onnx_pads(detail::conv_pads(a->padding, *a))}});
+            {"pads", detail::onnx_pads(nn::conv_padding(*a))}});
     return;
   }
   const std::string y = b.fresh("matmul");

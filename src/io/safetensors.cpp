@@ -108,7 +108,9 @@ uint64_t read_u64_le(const unsigned char* p) {
   return v;
 }
 
-Header read_header(const Source& src) {
+// The header's JSON text: its size from the first 8 bytes (a torch.save file named as such),
+// then the text, which must begin with '{'.
+std::string read_header_text(const Source& src) {
   if (src.size < 8) bad(src, "the file has " + u64s(src.size) + " bytes, fewer than the 8 of the header size");
   unsigned char head[8];
   src.read(0, 8, head);
@@ -128,84 +130,99 @@ Header read_header(const Source& src) {
   std::string text(n, '\0');
   if (n) src.read(8, n, text.data());
   if (n == 0 || text[0] != '{') bad(src, "the header does not begin with '{'");
-  const json j = parse_strict(src, text);
-  if (!j.is_object()) bad(src, "the header is not a JSON object");
+  return text;
+}
 
-  Header h;
-  h.data_start = 8 + n;
-  const uint64_t buffer = src.size - h.data_start;
-  for (const auto& [name, info] : j.items()) {
-    if (name == "__metadata__") {
-      if (!info.is_object()) bad(src, "'__metadata__' is not an object of strings");
-      for (const auto& [k, v] : info.items()) {
-        if (!v.is_string()) bad(src, "the metadata value of '" + k + "' is not a string (" + v.dump() + ")");
-        h.metadata.emplace(k, v.get<std::string>());
-      }
-      continue;
-    }
-    const std::string where = "tensor '" + name + "'";
-    if (!info.is_object()) bad(src, where + " is not described by an object");
-    for (const auto& [k, v] : info.items())
-      if (k != "dtype" && k != "shape" && k != "data_offsets") bad(src, where + " has the unknown field '" + k + "'");
-    for (const char* k : {"dtype", "shape", "data_offsets"})
-      if (!info.contains(k)) bad(src, where + " lacks the field '" + k + "'");
-    const json& jd = info["dtype"];
-    if (!jd.is_string()) bad(src, where + ": 'dtype' is not a string");
-    const std::string dname = jd.get<std::string>();
-    const DTypeName* found = nullptr;
-    for (const auto& d : kDTypes)
-      if (dname == d.name) found = &d;
-    if (!found) bad(src, where + " has the unknown dtype '" + dname + "'");
-    if (!found->dtype)
-      bad(src, where + " has the dtype '" + dname + "', which Loom does not support (supported: BOOL U8 I32 I64 F16 BF16 F32 F64)");
-    Entry e{name, *found->dtype, {}, 0, 0};
-    const json& js = info["shape"];
-    if (!js.is_array()) bad(src, where + ": 'shape' is not an array");
-    uint64_t count = 1;
-    bool overflow = false;
-    for (const json& d : js) {
-      if (!d.is_number_unsigned()) bad(src, where + ": the shape " + js.dump() + " holds something other than a non-negative integer");
-      const uint64_t v = d.get<uint64_t>();
-      if (v > static_cast<uint64_t>(INT64_MAX) || (v != 0 && count > UINT64_MAX / v)) overflow = true;
-      else count *= v;
-      e.shape.push_back(static_cast<int64_t>(v));
-    }
-    const uint64_t item = itemsize(e.dtype);
-    if (overflow || count > static_cast<uint64_t>(INT64_MAX) / item)
-      bad(src, where + ": the shape " + js.dump() + " overflows (element count times itemsize exceeds 64 bits)");
-    // the check above misses a product with a zero: [0, 2^62, 2^62] must not load either
-    shape_nbytes(e.shape, item, ("load_safetensors: '" + src.name + "': " + where + " declares").c_str());
-    const uint64_t nbytes = count * item;
-    const json& jo = info["data_offsets"];
-    if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
-      bad(src, where + ": 'data_offsets' is not a pair of non-negative integers (" + jo.dump() + ")");
-    e.begin = jo[0].get<uint64_t>();
-    e.end = jo[1].get<uint64_t>();
-    if (e.begin > e.end) bad(src, where + " has data_offsets [" + u64s(e.begin) + ", " + u64s(e.end) + "] that end before they begin");
-    if (e.end > buffer)
-      bad(src, where + " has data_offsets [" + u64s(e.begin) + ", " + u64s(e.end) + "] out of range: the data buffer has " +
-                   u64s(buffer) + " bytes");
-    if (e.end - e.begin != nbytes)
-      bad(src, where + ": dtype " + dname + " and shape " + js.dump() + " need " + u64s(nbytes) + " bytes but data_offsets [" +
-                   u64s(e.begin) + ", " + u64s(e.end) + "] span " + u64s(e.end - e.begin));
-    h.entries.push_back(std::move(e));
+// '__metadata__': an object of strings.
+void read_metadata(const Source& src, const json& info, Metadata& metadata) {
+  if (!info.is_object()) bad(src, "'__metadata__' is not an object of strings");
+  for (const auto& [k, v] : info.items()) {
+    if (!v.is_string()) bad(src, "the metadata value of '" + k + "' is not a string (" + v.dump() + ")");
+    metadata.emplace(k, v.get<std::string>());
   }
-  // The tensors must tile the data buffer: no overlap, no hole, nothing left over.
-  std::stable_sort(h.entries.begin(), h.entries.end(),
+}
+
+// One tensor's description: exactly dtype (one Loom reads), shape (whose byte size fits 64
+// bits) and data_offsets, a range of the data buffer (`buffer` bytes) as long as the shape needs.
+Entry read_entry(const Source& src, const std::string& name, const json& info, uint64_t buffer) {
+  const std::string where = "tensor '" + name + "'";
+  if (!info.is_object()) bad(src, where + " is not described by an object");
+  for (const auto& [k, v] : info.items())
+    if (k != "dtype" && k != "shape" && k != "data_offsets") bad(src, where + " has the unknown field '" + k + "'");
+  for (const char* k : {"dtype", "shape", "data_offsets"})
+    if (!info.contains(k)) bad(src, where + " lacks the field '" + k + "'");
+  const json& jd = info["dtype"];
+  if (!jd.is_string()) bad(src, where + ": 'dtype' is not a string");
+  const std::string dname = jd.get<std::string>();
+  const DTypeName* found = nullptr;
+  for (const auto& d : kDTypes)
+    if (dname == d.name) found = &d;
+  if (!found) bad(src, where + " has the unknown dtype '" + dname + "'");
+  if (!found->dtype)
+    bad(src, where + " has the dtype '" + dname + "', which Loom does not support (supported: BOOL U8 I32 I64 F16 BF16 F32 F64)");
+  Entry e{name, *found->dtype, {}, 0, 0};
+  const json& js = info["shape"];
+  if (!js.is_array()) bad(src, where + ": 'shape' is not an array");
+  uint64_t count = 1;
+  bool overflow = false;
+  for (const json& d : js) {
+    if (!d.is_number_unsigned()) bad(src, where + ": the shape " + js.dump() + " holds something other than a non-negative integer");
+    const uint64_t v = d.get<uint64_t>();
+    if (v > static_cast<uint64_t>(INT64_MAX) || (v != 0 && count > UINT64_MAX / v)) overflow = true;
+    else count *= v;
+    e.shape.push_back(static_cast<int64_t>(v));
+  }
+  const uint64_t item = itemsize(e.dtype);
+  if (overflow || count > static_cast<uint64_t>(INT64_MAX) / item)
+    bad(src, where + ": the shape " + js.dump() + " overflows (element count times itemsize exceeds 64 bits)");
+  // the check above misses a product with a zero: [0, 2^62, 2^62] must not load either
+  shape_nbytes(e.shape, item, ("load_safetensors: '" + src.name + "': " + where + " declares").c_str());
+  const uint64_t nbytes = count * item;
+  const json& jo = info["data_offsets"];
+  if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
+    bad(src, where + ": 'data_offsets' is not a pair of non-negative integers (" + jo.dump() + ")");
+  e.begin = jo[0].get<uint64_t>();
+  e.end = jo[1].get<uint64_t>();
+  if (e.begin > e.end) bad(src, where + " has data_offsets [" + u64s(e.begin) + ", " + u64s(e.end) + "] that end before they begin");
+  if (e.end > buffer)
+    bad(src, where + " has data_offsets [" + u64s(e.begin) + ", " + u64s(e.end) + "] out of range: the data buffer has " + u64s(buffer) +
+                 " bytes");
+  if (e.end - e.begin != nbytes)
+    bad(src, where + ": dtype " + dname + " and shape " + js.dump() + " need " + u64s(nbytes) + " bytes but data_offsets [" +
+                 u64s(e.begin) + ", " + u64s(e.end) + "] span " + u64s(e.end - e.begin));
+  return e;
+}
+
+// The tensors must tile the data buffer: no overlap, no hole, nothing left over. Sorts them
+// into data order.
+void check_tiling(const Source& src, std::vector<Entry>& entries, uint64_t buffer) {
+  std::stable_sort(entries.begin(), entries.end(),
                    [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   uint64_t at = 0;
   const Entry* prev = nullptr;
-  for (const Entry& e : h.entries) {
-    if (e.begin < at)
-      bad(src, "tensors '" + prev->name + "' and '" + e.name + "' overlap (bytes [" + u64s(e.begin) + ", " + u64s(at) + "))");
-    if (e.begin > at)
-      bad(src, "the data buffer has a hole: no tensor covers bytes [" + u64s(at) + ", " + u64s(e.begin) + ")");
+  for (const Entry& e : entries) {
+    if (e.begin < at) bad(src, "tensors '" + prev->name + "' and '" + e.name + "' overlap (bytes [" + u64s(e.begin) + ", " + u64s(at) + "))");
+    if (e.begin > at) bad(src, "the data buffer has a hole: no tensor covers bytes [" + u64s(at) + ", " + u64s(e.begin) + ")");
     at = e.end;
     prev = &e;
   }
   if (at != buffer)
-    bad(src, "the data buffer has " + u64s(buffer - at) + " bytes after the last tensor (tensors cover " + u64s(at) + " of " +
-                 u64s(buffer) + " bytes)");
+    bad(src, "the data buffer has " + u64s(buffer - at) + " bytes after the last tensor (tensors cover " + u64s(at) + " of " + u64s(buffer) +
+                 " bytes)");
+}
+
+Header read_header(const Source& src) {
+  const std::string text = read_header_text(src);
+  const json j = parse_strict(src, text);
+  if (!j.is_object()) bad(src, "the header is not a JSON object");
+  Header h;
+  h.data_start = 8 + text.size();
+  const uint64_t buffer = src.size - h.data_start;
+  for (const auto& [name, info] : j.items()) {
+    if (name == "__metadata__") read_metadata(src, info, h.metadata);
+    else h.entries.push_back(read_entry(src, name, info, buffer));
+  }
+  check_tiling(src, h.entries, buffer);
   return h;
 }
 

@@ -186,132 +186,161 @@ TorchMap torchvision_map(const zoo::Network& network) {
                    "' has no torchvision counterpart (resnet*, vgg*, densenet* do); write a TorchMap for it");
 }
 
-TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, const TorchMap& map, const std::string& source) {
-  const std::vector<CompiledRule> rules = compile_rules(map);
-  std::vector<Pattern> ignore, keep;
-  for (const std::string& s : map.ignore) ignore.push_back(parse(s, "ignore"));
-  for (const std::string& s : map.keep) keep.push_back(parse(s, "keep"));
-  // exact rules by key (the first of each), so that maps of a few hundred layers stay linear
-  std::unordered_map<std::string, size_t> exact;
-  for (size_t i = 0; i < rules.size(); ++i)
-    if (rules[i].torch.literal()) exact.emplace(rules[i].rule->torch, i);
+namespace {
 
-  std::vector<std::string> problems, unmapped;
+// What a conversion has made so far: the tensors by Loom key, where each came from and how its
+// shape was derived (for the graph's shape errors), and every problem, all named at the end.
+struct Conversion {
   TensorMap out;
-  std::map<std::string, std::string> origin;  // Loom key -> the PyTorch key that filled it
-  std::set<std::string> reported;             // Loom keys with a problem named already
+  std::vector<std::string> problems, unmapped;
+  std::map<std::string, std::string> origin;      // Loom key -> the PyTorch key that filled it
+  std::set<std::string> reported;                 // Loom keys with a problem named already
   std::map<std::string, std::string> shape_note;  // Loom key -> how its shape came from the PyTorch one
-  for (const auto& [key, value] : state_dict) {
-    bool ignored = false;
-    for (const Pattern& p : ignore) ignored = ignored || matches(p, key);
-    if (ignored) continue;
-    const CompiledRule* rule = nullptr;
-    Bindings b;
-    auto e = exact.find(key);
-    for (size_t i = 0; i < rules.size() && !rule; ++i) {
-      if (e != exact.end() && i == e->second) rule = &rules[i];
-      else if (!rules[i].torch.literal() && matches(rules[i].torch, key, &b)) rule = &rules[i];
-    }
-    if (!rule) {
-      unmapped.push_back(key);
-      continue;
-    }
-    const TorchRule& r = *rule->rule;
-    std::vector<std::string> loom_keys;
-    for (const Pattern& l : rule->loom) loom_keys.push_back(l.literal() ? (l.pieces.empty() ? "" : l.pieces[0].text) : substitute(l, b));
-    bool taken = false;
-    for (const std::string& loom_key : loom_keys)
-      if (auto [it, fresh] = origin.emplace(loom_key, key); !fresh) {
-        problems.push_back("'" + it->second + "' and '" + key + "' both map to '" + loom_key + "'");
-        taken = true;
-      }
-    if (taken) continue;
-    auto refuse = [&](const std::string& why) {
-      problems.push_back("'" + key + "' -> " + (loom_keys.size() == 1 ? "'" + loom_keys[0] + "'" : rule_text(r)) + " " + why);
-      for (const std::string& k : loom_keys) reported.insert(k);
-    };
-    Tensor t = value;
-    if (r.layout == TorchLayout::Transpose) {
-      if (!t.defined() || t.ndim() != 2) {
-        refuse("is to be transposed but has shape " + (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) + ", not a matrix");
-        continue;
-      }
-      t = t.transpose();
-    }
-    const std::string from_shape = value.defined() ? shape_str(value.shape()) : std::string("(undefined)");
-    if (loom_keys.size() == 1) {
-      if (r.layout == TorchLayout::Transpose) shape_note[loom_keys[0]] = " (transposed from " + from_shape + ")";
-      out.emplace(loom_keys[0], t);
-      continue;
-    }
-    const int64_t parts = static_cast<int64_t>(loom_keys.size());
-    if (!t.defined() || r.split_axis >= t.ndim() || t.dim(r.split_axis) % parts != 0) {
-      refuse("has shape " + (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) + ", which does not split into " +
-             std::to_string(parts) + " equal pieces along axis " + std::to_string(r.split_axis));
-      continue;
-    }
-    const std::vector<Tensor> pieces = loom::split(t, parts, r.split_axis);
-    for (int64_t j = 0; j < parts; ++j) {
-      out.emplace(loom_keys[j], pieces[j]);
-      shape_note[loom_keys[j]] = " (piece " + std::to_string(j + 1) + " of " + std::to_string(parts) + " of " + from_shape +
-                                 (r.layout == TorchLayout::Transpose ? " transposed" : "") + ")";
-    }
+};
+
+// The map's rules, compiled; exact rules found by key (the first of each), so that maps of a
+// few hundred layers stay linear.
+class RuleIndex {
+ public:
+  explicit RuleIndex(const TorchMap& map) : rules_(compile_rules(map)) {
+    for (size_t i = 0; i < rules_.size(); ++i)
+      if (rules_[i].torch.literal()) exact_.emplace(rules_[i].rule->torch, i);
   }
-  if (!unmapped.empty())
-    problems.push_back("no rule maps the PyTorch keys " + quoted_list(unmapped) + " (add rules, or ignore them)");
+  // The first rule (in the map's order) that takes `key`, its pattern's bindings in `b`.
+  const CompiledRule* find(const std::string& key, Bindings& b) const {
+    auto e = exact_.find(key);
+    for (size_t i = 0; i < rules_.size(); ++i) {
+      if (e != exact_.end() && i == e->second) return &rules_[i];
+      if (!rules_[i].torch.literal() && matches(rules_[i].torch, key, &b)) return &rules_[i];
+    }
+    return nullptr;
+  }
 
-  // kept tensors: the graph's own values for keep patterns no rule filled
-  if (!keep.empty())
-    for (const auto& [k, t] : graph_state(graph))
-      if (!out.count(k))
-        for (const Pattern& p : keep)
-          if (matches(p, k)) {
-            NoGrad off;
-            Tensor copy = empty_like(t);
-            copy.copy_(t);
-            out.emplace(k, copy);
-            break;
-          }
+ private:
+  std::vector<CompiledRule> rules_;
+  std::unordered_map<std::string, size_t> exact_;
+};
 
-  // the graph's checks (those of load_graph_state), worded for the PyTorch side
-  const detail::StateCheck c = detail::check_state(graph, out);
-  auto from = [&](const std::string& loom_key) {
-    auto it = origin.find(loom_key);
-    return it == origin.end() ? "'" + loom_key + "' (kept)" : "'" + it->second + "' -> '" + loom_key + "'";
+// One PyTorch tensor into the Loom key(s) its rule names: as is, transposed, or split into
+// equal pieces along the rule's axis.
+void convert_tensor(Conversion& c, const std::string& key, const Tensor& value, const CompiledRule& rule, const Bindings& b) {
+  const TorchRule& r = *rule.rule;
+  std::vector<std::string> loom_keys;
+  for (const Pattern& l : rule.loom) loom_keys.push_back(l.literal() ? (l.pieces.empty() ? "" : l.pieces[0].text) : substitute(l, b));
+  bool taken = false;
+  for (const std::string& loom_key : loom_keys)
+    if (auto [it, fresh] = c.origin.emplace(loom_key, key); !fresh) {
+      c.problems.push_back("'" + it->second + "' and '" + key + "' both map to '" + loom_key + "'");
+      taken = true;
+    }
+  if (taken) return;
+  auto refuse = [&](const std::string& why) {
+    c.problems.push_back("'" + key + "' -> " + (loom_keys.size() == 1 ? "'" + loom_keys[0] + "'" : rule_text(r)) + " " + why);
+    for (const std::string& k : loom_keys) c.reported.insert(k);
   };
-  for (const detail::StateIssue& i : c.issues) {
+  Tensor t = value;
+  if (r.layout == TorchLayout::Transpose) {
+    if (!t.defined() || t.ndim() != 2)
+      return refuse("is to be transposed but has shape " + (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) +
+                    ", not a matrix");
+    t = t.transpose();
+  }
+  const std::string from_shape = value.defined() ? shape_str(value.shape()) : std::string("(undefined)");
+  if (loom_keys.size() == 1) {
+    if (r.layout == TorchLayout::Transpose) c.shape_note[loom_keys[0]] = " (transposed from " + from_shape + ")";
+    c.out.emplace(loom_keys[0], t);
+    return;
+  }
+  const int64_t parts = static_cast<int64_t>(loom_keys.size());
+  if (!t.defined() || r.split_axis >= t.ndim() || t.dim(r.split_axis) % parts != 0)
+    return refuse("has shape " + (t.defined() ? shape_str(t.shape()) : std::string("(undefined)")) + ", which does not split into " +
+                  std::to_string(parts) + " equal pieces along axis " + std::to_string(r.split_axis));
+  const std::vector<Tensor> pieces = loom::split(t, parts, r.split_axis);
+  for (int64_t j = 0; j < parts; ++j) {
+    c.out.emplace(loom_keys[j], pieces[j]);
+    c.shape_note[loom_keys[j]] = " (piece " + std::to_string(j + 1) + " of " + std::to_string(parts) + " of " + from_shape +
+                                 (r.layout == TorchLayout::Transpose ? " transposed" : "") + ")";
+  }
+}
+
+// Kept tensors: the graph's own values (copies) for keep patterns no rule filled.
+void keep_graph_values(const Graph& graph, const std::vector<Pattern>& keep, TensorMap& out) {
+  if (keep.empty()) return;
+  for (const auto& [k, t] : graph_state(graph))
+    if (!out.count(k))
+      for (const Pattern& p : keep)
+        if (matches(p, k)) {
+          NoGrad off;
+          Tensor copy = empty_like(t);
+          copy.copy_(t);
+          out.emplace(k, copy);
+          break;
+        }
+}
+
+// The graph's checks (those of load_graph_state), worded for the PyTorch side: each Loom key
+// named with the PyTorch key it came from.
+void check_against_graph(const Graph& graph, Conversion& c) {
+  const detail::StateCheck check = detail::check_state(graph, c.out);
+  auto from = [&](const std::string& loom_key) {
+    auto it = c.origin.find(loom_key);
+    return it == c.origin.end() ? "'" + loom_key + "' (kept)" : "'" + it->second + "' -> '" + loom_key + "'";
+  };
+  for (const detail::StateIssue& i : check.issues) {
     if (i.kind == detail::StateIssue::Kind::Doubly) {
       std::vector<std::string> froms;
       for (const std::string& k : i.keys) froms.push_back(from(k));
       std::string s;
       for (size_t j = 0; j < froms.size(); ++j) s += (j ? " and " : "") + froms[j];
-      problems.push_back(s + " fill one shared tensor: map it once");
+      c.problems.push_back(s + " fill one shared tensor: map it once");
     } else {
       std::string what = from(i.keys[0]) + " " + i.detail;
       if (i.kind == detail::StateIssue::Kind::Shape)
-        if (auto n = shape_note.find(i.keys[0]); n != shape_note.end()) what += n->second;
-      problems.push_back(what);
+        if (auto n = c.shape_note.find(i.keys[0]); n != c.shape_note.end()) what += n->second;
+      c.problems.push_back(what);
     }
   }
   std::vector<std::string> missing;
-  for (const std::string& k : c.missing)
-    if (!reported.count(k)) missing.push_back(k);
-  if (!missing.empty()) problems.push_back("no PyTorch key fills the graph's " + quoted_list(missing));
-  if (!c.unexpected.empty()) {
+  for (const std::string& k : check.missing)
+    if (!c.reported.count(k)) missing.push_back(k);
+  if (!missing.empty()) c.problems.push_back("no PyTorch key fills the graph's " + quoted_list(missing));
+  if (!check.unexpected.empty()) {
     std::vector<std::string> froms;
-    for (const std::string& k : c.unexpected) froms.push_back(from(k));
+    for (const std::string& k : check.unexpected) froms.push_back(from(k));
     std::string s;
     for (size_t j = 0; j < froms.size() && j < 12; ++j) s += (j ? ", " : "") + froms[j];
     if (froms.size() > 12) s += ", ... (" + std::to_string(froms.size()) + " in all)";
-    problems.push_back(s + ": the graph has no such tensor");
+    c.problems.push_back(s + ": the graph has no such tensor");
   }
-  if (!problems.empty()) {
-    std::string msg = "load_torch_state: " + source + " does not fit the graph (" + std::to_string(problems.size()) +
-                      (problems.size() == 1 ? " problem" : " problems") + "):";
-    for (const std::string& p : problems) msg += "\n  - " + p;
+}
+
+}  // namespace
+
+TensorMap convert_torch_state(const Graph& graph, const TensorMap& state_dict, const TorchMap& map, const std::string& source) {
+  const RuleIndex rules(map);
+  std::vector<Pattern> ignore, keep;
+  for (const std::string& s : map.ignore) ignore.push_back(parse(s, "ignore"));
+  for (const std::string& s : map.keep) keep.push_back(parse(s, "keep"));
+  Conversion c;
+  for (const auto& [key, value] : state_dict) {
+    bool ignored = false;
+    for (const Pattern& p : ignore) ignored = ignored || matches(p, key);
+    if (ignored) continue;
+    Bindings b;
+    if (const CompiledRule* rule = rules.find(key, b)) convert_tensor(c, key, value, *rule, b);
+    else c.unmapped.push_back(key);
+  }
+  if (!c.unmapped.empty())
+    c.problems.push_back("no rule maps the PyTorch keys " + quoted_list(c.unmapped) + " (add rules, or ignore them)");
+  keep_graph_values(graph, keep, c.out);
+  check_against_graph(graph, c);
+  if (!c.problems.empty()) {
+    std::string msg = "load_torch_state: " + source + " does not fit the graph (" + std::to_string(c.problems.size()) +
+                      (c.problems.size() == 1 ? " problem" : " problems") + "):";
+    for (const std::string& p : c.problems) msg += "\n  - " + p;
     throw ValueError(msg);
   }
-  return out;
+  return std::move(c.out);
 }
 
 TensorMap torch_state_from_graph(const Graph& graph, const TorchMap& map) {

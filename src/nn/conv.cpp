@@ -1,5 +1,6 @@
 #include "loom/nn/conv.h"
 
+#include "nn/conv_padding.h"
 #include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 
@@ -64,7 +65,6 @@ struct ConvImpl final : KindBase<ConvImpl, ConvAttributes> {
   std::vector<Shape> output_shapes(const std::vector<Shape>& in) const override {
     const ConvAttributes& a = attrs;
     const Shape& x = in.at(0);
-    const char* k = kind();
     if (x.size() != dims() + 2)
       throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " (valid: " +
                        (dims() == 1 ? "(batch, channels, length)" : "(batch, channels, height, width)") + ")");
@@ -72,7 +72,7 @@ struct ConvImpl final : KindBase<ConvImpl, ConvAttributes> {
     if (x[1] >= 0 && x[1] != cin)
       throw ShapeError(detail::who(*this) + ": an input of shape " + shape_str(x) + " has " + std::to_string(x[1]) +
                        " channels; its weights take " + std::to_string(cin));
-    const auto p = pads(a.padding, a.kernel_size, a.dilation, a.stride, k);
+    const auto p = conv_padding(a);
     Shape out{x[0], a.filters};
     for (size_t i = 0; i < dims(); ++i) {
       const int64_t s = conv_out(x[2 + i], a.kernel_size[i], a.stride[i], a.dilation[i], p[i].first, p[i].second);
@@ -102,7 +102,7 @@ std::shared_ptr<ConvImpl> make_conv(size_t dims, const Layer& input, int64_t fil
   if (filters <= 0 || o.groups <= 0 || cin % o.groups != 0 || filters % o.groups != 0)
     throw ValueError(std::string(kind) + ": " + std::to_string(cin) + " input channels and " + std::to_string(filters) +
                      " filters must both be positive multiples of groups=" + std::to_string(o.groups));
-  pads(o.padding, a.kernel_size, a.dilation, a.stride, kind);  // a bad padding is refused before any weight is made
+  conv_padding(a);  // a bad padding is refused before any weight is made
   impl->inputs = {input};
   impl->dtype = input.dtype();
   impl->name = unique_name(dims == 1 ? "conv1d" : "conv2d", name);
@@ -150,6 +150,10 @@ struct ConvTImpl final : KindBase<ConvTImpl, ConvTransposeAttributes> {
 };
 
 }  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> conv_padding(const ConvAttributes& a) {
+  return pads(a.padding, a.kernel_size, a.dilation, a.stride, a.kernel_size.size() == 1 ? "Conv1D" : "Conv2D");
+}
 
 Conv1D::Conv1D(const Layer& input, int64_t filters, int64_t k, ConvOptions o, const std::string& name)
     : Layer(make_conv(1, input, filters, k, o, name)) {}

@@ -57,13 +57,25 @@ Tensor detail::scaled_dot_product_attention_math(const Tensor& q, const Tensor& 
   return matmul(weights, vv);
 }
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                                    bool is_causal, std::optional<double> scale, double dropout_p, bool enable_gqa,
-                                    Generator* generator) {
+namespace {
+
+// The operands' sizes and batch shapes, checked: q (..., L, E), k (..., S, E), v (..., S, Ev),
+// the batch axes broadcasting (with enable_gqa, k's and v's heads counted as q's).
+struct AttentionShapes {
+  int64_t L = 0, E = 0, S = 0, Ev = 0;
+  Shape kb, vb;        // k's and v's batch axes (with enable_gqa, their head axis as q's)
+  Shape batch;         // the broadcast batch axes
+  Shape score_shape;   // batch, L, S
+  int64_t group = 1;   // query heads per key / value head (enable_gqa)
+  std::string shapes;  // " (q: ..., k: ..., v: ...)", for error messages
+};
+
+AttentionShapes check_operands(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p, bool enable_gqa) {
   const char* op = kOp;
   for (const Tensor* t : {&q, &k, &v}) detail::check_defined(*t, op);
-  const std::string shapes =
-      " (q: " + describe(q) + ", k: " + describe(k) + ", v: " + describe(v) + ")";
+  AttentionShapes a;
+  a.shapes = " (q: " + describe(q) + ", k: " + describe(k) + ", v: " + describe(v) + ")";
+  const std::string& shapes = a.shapes;
   const int64_t min_rank = enable_gqa ? 3 : 2;
   if (q.ndim() < min_rank || k.ndim() < min_rank || v.ndim() < min_rank)
     throw ShapeError(std::string(op) + (enable_gqa ? ": with enable_gqa, q, k and v must have at least 3 axes (..., heads, L, E), "
@@ -77,69 +89,96 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   detail::check_same_device(q, v, op);
   if (!(dropout_p >= 0.0 && dropout_p < 1.0))
     throw ValueError(std::string(op) + ": dropout_p must be in [0, 1), got " + std::to_string(dropout_p));
-  const int64_t L = q.dim(-2), E = q.dim(-1), S = k.dim(-2), Ev = v.dim(-1);
-  if (k.dim(-1) != E)
-    throw ShapeError(std::string(op) + ": q and k must have the same embedding size (last axis)" + shapes);
-  if (v.dim(-2) != S)
-    throw ShapeError(std::string(op) + ": k and v must have the same sequence length (axis -2)" + shapes);
-  Shape qb(q.shape().begin(), q.shape().end() - 2), kb(k.shape().begin(), k.shape().end() - 2),
-      vb(v.shape().begin(), v.shape().end() - 2);
-  int64_t group = 1;  // query heads per key / value head (enable_gqa)
+  a.L = q.dim(-2), a.E = q.dim(-1), a.S = k.dim(-2), a.Ev = v.dim(-1);
+  if (k.dim(-1) != a.E) throw ShapeError(std::string(op) + ": q and k must have the same embedding size (last axis)" + shapes);
+  if (v.dim(-2) != a.S) throw ShapeError(std::string(op) + ": k and v must have the same sequence length (axis -2)" + shapes);
+  Shape qb(q.shape().begin(), q.shape().end() - 2);
+  a.kb = Shape(k.shape().begin(), k.shape().end() - 2);
+  a.vb = Shape(v.shape().begin(), v.shape().end() - 2);
   if (enable_gqa) {
     const int64_t H = q.dim(-3), Hkv = k.dim(-3);
-    if (v.dim(-3) != Hkv)
-      throw ShapeError(std::string(op) + ": k and v must have the same number of heads (axis -3)" + shapes);
+    if (v.dim(-3) != Hkv) throw ShapeError(std::string(op) + ": k and v must have the same number of heads (axis -3)" + shapes);
     if (Hkv == 0 || H % Hkv != 0)
       throw ValueError(std::string(op) + ": with enable_gqa, q's " + std::to_string(H) + " heads (axis -3) must be a multiple of k's and v's " +
                        std::to_string(Hkv) + " (each key / value head serves a group of query heads)" + shapes);
-    group = H / Hkv;
-    kb.back() = vb.back() = H;  // for the batch rule: as if repeated
+    a.group = H / Hkv;
+    a.kb.back() = a.vb.back() = H;  // for the batch rule: as if repeated
   }
-  Shape batch;
   try {
-    batch = broadcast_shapes(broadcast_shapes(qb, kb, op), vb, op);
+    a.batch = broadcast_shapes(broadcast_shapes(qb, a.kb, op), a.vb, op);
   } catch (const ShapeError&) {
     throw ShapeError(std::string(op) + ": the batch axes of q, k and v do not broadcast" + shapes);
   }
-  Shape score_shape = batch;
-  score_shape.push_back(L);
-  score_shape.push_back(S);
-  if (mask.defined()) {
-    if (is_causal)
-      throw ValueError(std::string(op) + ": give either a mask or is_causal=true, not both (fold the causal mask "
-                                         "into the explicit mask)");
-    detail::check_same_device(q, mask, op);
-    if (mask.dtype() != DType::Bool && !is_floating(mask.dtype()))
-      throw DTypeError(std::string(op) + ": mask must be bool (true = attend) or floating (added to the scores), got " +
-                       describe(mask));
-    bool ok = true;
-    try {
-      ok = broadcast_shapes(mask.shape(), score_shape, op) == score_shape;
-    } catch (const ShapeError&) {
-      ok = false;
-    }
-    if (!ok)
-      throw ShapeError(std::string(op) + ": mask " + describe(mask) + " does not broadcast to the scores' shape " +
-                       shape_str(score_shape) + shapes);
+  a.score_shape = a.batch;
+  a.score_shape.push_back(a.L);
+  a.score_shape.push_back(a.S);
+  return a;
+}
+
+// A mask is bool (true = attend) or floating (added to the scores), on q's device, broadcasting
+// to the scores, and not given with is_causal.
+void check_mask(const Tensor& q, const Tensor& mask, bool is_causal, const AttentionShapes& a) {
+  const char* op = kOp;
+  if (!mask.defined()) return;
+  if (is_causal)
+    throw ValueError(std::string(op) + ": give either a mask or is_causal=true, not both (fold the causal mask "
+                                       "into the explicit mask)");
+  detail::check_same_device(q, mask, op);
+  if (mask.dtype() != DType::Bool && !is_floating(mask.dtype()))
+    throw DTypeError(std::string(op) + ": mask must be bool (true = attend) or floating (added to the scores), got " + describe(mask));
+  bool ok = true;
+  try {
+    ok = broadcast_shapes(mask.shape(), a.score_shape, op) == a.score_shape;
+  } catch (const ShapeError&) {
+    ok = false;
   }
+  if (!ok)
+    throw ShapeError(std::string(op) + ": mask " + describe(mask) + " does not broadcast to the scores' shape " + shape_str(a.score_shape) +
+                     a.shapes);
+}
 
-  const auto& be = detail::backend(q.device());
+// Whether the backend's fused kernel applies: it has one, float32 or float64, no empty axis, and
+// a floating mask of q's dtype that needs no gradient.
+bool fused_applies(const detail::Backend& be, const Tensor& q, const Tensor& mask, const AttentionShapes& a) {
   const bool float_mask = mask.defined() && mask.dtype() != DType::Bool;
-  const bool fused = be.attention_forward && be.attention_backward &&
-                     (q.dtype() == DType::Float32 || q.dtype() == DType::Float64) && L > 0 && S > 0 && E > 0 && Ev > 0 &&
-                     shape_numel(batch) > 0 && !(float_mask && (mask.dtype() != q.dtype() || detail::needs_grad({&mask})));
-  if (!fused) return detail::scaled_dot_product_attention_math(q, k, v, mask, is_causal, scale, dropout_p, enable_gqa, generator);
+  return be.attention_forward && be.attention_backward && (q.dtype() == DType::Float32 || q.dtype() == DType::Float64) && a.L > 0 &&
+         a.S > 0 && a.E > 0 && a.Ev > 0 && shape_numel(a.batch) > 0 &&
+         !(float_mask && (mask.dtype() != q.dtype() || detail::needs_grad({&mask})));
+}
 
-  // The kernel's layout: q (B, H, L, E) and k, v (B, Hkv, S, E / Ev), contiguous. The head axis
-  // is batch's last (H = 1 without one); k and v keep fewer heads than q without a copy when
-  // they have 1 (multi-query) or enable_gqa says so. Other broadcast batch axes are copied
-  // (O(S E) per batch item, never L x S); the rule sums their gradients back.
+// The mask as the kernel reads it: contiguous, with the offset of each (batch, head) row's
+// scores and the strides along L and S of its broadcast view.
+void set_mask(detail::AttentionParams& p, const Tensor& mask, const AttentionShapes& a) {
+  p.mask = detail::contiguous_raw(mask.detach());
+  const Tensor view = detail::broadcast_view(p.mask, a.score_shape);
+  const size_t nb = a.batch.size();
+  p.mask_offset.resize(static_cast<size_t>(p.B * p.H));
+  for (int64_t bh = 0; bh < p.B * p.H; ++bh) {
+    int64_t rest = bh, off = 0;
+    for (size_t d = nb; d-- > 0;) {
+      off += rest % a.batch[d] * view.strides()[d];
+      rest /= a.batch[d];
+    }
+    p.mask_offset[static_cast<size_t>(bh)] = off;
+  }
+  p.mask_stride_l = view.strides()[nb];
+  p.mask_stride_s = view.strides()[nb + 1];
+}
+
+// The kernel's layout: q (B, H, L, E) and k, v (B, Hkv, S, E / Ev), contiguous. The head axis
+// is batch's last (H = 1 without one); k and v keep fewer heads than q without a copy when
+// they have 1 (multi-query) or enable_gqa says so. Other broadcast batch axes are copied
+// (O(S E) per batch item, never L x S); the rule sums their gradients back.
+Tensor fused_attention(const detail::Backend& be, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool is_causal,
+                       std::optional<double> scale, double dropout_p, bool enable_gqa, Generator* generator, const AttentionShapes& a) {
+  const char* op = kOp;
+  const Shape& batch = a.batch;
   const int64_t H = batch.empty() ? 1 : batch.back();
   const int64_t B = shape_numel(batch) / H;
   auto head_axis = [&](const Shape& s) { return s.empty() ? int64_t{1} : s.back(); };
   int64_t Hkv = H;
-  if (enable_gqa) Hkv = H / group;
-  else if (H > 1 && head_axis(kb) == 1 && head_axis(vb) == 1) Hkv = 1;
+  if (enable_gqa) Hkv = H / a.group;
+  else if (H > 1 && head_axis(a.kb) == 1 && head_axis(a.vb) == 1) Hkv = 1;
   Shape kv_batch = batch;
   if (!kv_batch.empty()) kv_batch.back() = Hkv;
   auto layout = [&](const Tensor& t, Shape s, int64_t rows, int64_t cols) {
@@ -148,34 +187,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     return detail::contiguous_raw(detail::broadcast_view(t.detach(), s));
   };
   detail::AttentionParams p;
-  p.B = B, p.H = H, p.Hkv = Hkv, p.L = L, p.S = S, p.E = E, p.Ev = Ev;
-  p.scale = default_scale(scale, E);
+  p.B = B, p.H = H, p.Hkv = Hkv, p.L = a.L, p.S = a.S, p.E = a.E, p.Ev = a.Ev;
+  p.scale = default_scale(scale, a.E);
   p.causal = is_causal;
-  if (mask.defined()) {
-    p.mask = detail::contiguous_raw(mask.detach());
-    const Tensor view = detail::broadcast_view(p.mask, score_shape);
-    const size_t nb = batch.size();
-    p.mask_offset.resize(static_cast<size_t>(B * H));
-    for (int64_t bh = 0; bh < B * H; ++bh) {
-      int64_t rest = bh, off = 0;
-      for (size_t d = nb; d-- > 0;) {
-        off += rest % batch[d] * view.strides()[d];
-        rest /= batch[d];
-      }
-      p.mask_offset[static_cast<size_t>(bh)] = off;
-    }
-    p.mask_stride_l = view.strides()[nb];
-    p.mask_stride_s = view.strides()[nb + 1];
-  }
+  if (mask.defined()) set_mask(p, mask, a);
   if (dropout_p > 0) {
     p.dropout_p = dropout_p;
     p.dropout_key = (generator ? *generator : default_generator()).next_key();
   }
-  const Tensor qc = layout(q, batch, L, E), kc = layout(k, kv_batch, S, E), vc = layout(v, kv_batch, S, Ev);
+  const Tensor qc = layout(q, batch, a.L, a.E), kc = layout(k, kv_batch, a.S, a.E), vc = layout(v, kv_batch, a.S, a.Ev);
   Shape out_shape = batch, lse_shape = batch;
-  out_shape.push_back(L);
-  out_shape.push_back(Ev);
-  lse_shape.push_back(L);
+  out_shape.push_back(a.L);
+  out_shape.push_back(a.Ev);
+  lse_shape.push_back(a.L);
   Tensor out = detail::alloc(out_shape, q.dtype(), q.device(), op);
   Tensor lse = detail::alloc(lse_shape, q.dtype(), q.device(), op);
   be.attention_forward(out, lse, qc, kc, vc, p);
@@ -193,6 +217,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                               .attention_backward(dq, dk, dv, detail::contiguous_raw(g), qt, kt, vt, o, lse, p);
                           return std::vector<Tensor>{dq, dk, dv};
                         });
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                    bool is_causal, std::optional<double> scale, double dropout_p, bool enable_gqa,
+                                    Generator* generator) {
+  const AttentionShapes a = check_operands(q, k, v, dropout_p, enable_gqa);
+  check_mask(q, mask, is_causal, a);
+  const auto& be = detail::backend(q.device());
+  if (!fused_applies(be, q, mask, a))
+    return detail::scaled_dot_product_attention_math(q, k, v, mask, is_causal, scale, dropout_p, enable_gqa, generator);
+  return fused_attention(be, q, k, v, mask, is_causal, scale, dropout_p, enable_gqa, generator, a);
 }
 
 }  // namespace loom

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
@@ -152,29 +153,38 @@ Operand contract(Operand a, Operand b, const std::vector<bool>& keep) {
   return {reshape(matmul(ta, tb), out), labels};
 }
 
-}  // namespace
+// The subscripts without spaces, split at "->" into the operands' terms and the output's.
+struct Subscripts {
+  std::vector<std::string> terms;
+  std::optional<std::string> output;  // none: implicit
+};
 
-Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands) {
+Subscripts split_subscripts(const std::string& subscripts) {
   std::string subs;
   for (char c : subscripts)
     if (c != ' ') subs += c;
-  if (operands.empty()) throw ValueError("einsum: no operands (give at least one tensor)");
-  for (const Tensor& t : operands) detail::check_defined(t, "einsum");
   const size_t arrow = subs.find("->");
   const std::string lhs = subs.substr(0, arrow);
-  std::vector<std::string> terms;
+  Subscripts r;
   for (size_t s = 0;;) {
     const size_t c = lhs.find(',', s);
-    terms.push_back(lhs.substr(s, c == std::string::npos ? std::string::npos : c - s));
+    r.terms.push_back(lhs.substr(s, c == std::string::npos ? std::string::npos : c - s));
     if (c == std::string::npos) break;
     s = c + 1;
   }
+  if (arrow != std::string::npos) r.output = subs.substr(arrow + 2);
+  return r;
+}
+
+// Each operand's term parsed and held to its number of axes; `ell` becomes the number of axes
+// "..." stands for (the most any operand gives it).
+std::vector<Term> parse_operand_terms(const std::string& subscripts, const std::vector<std::string>& terms,
+                                      const std::vector<Tensor>& operands, int64_t& ell) {
   if (terms.size() != operands.size())
     fail(subscripts, std::to_string(terms.size()) + " operand term(s) for " + std::to_string(operands.size()) +
                          " operand(s) (give one comma-separated term per tensor)");
-  // ellipsis ranks and labels per operand
   std::vector<Term> parsed;
-  int64_t ell = 0;
+  ell = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
     parsed.push_back(parse_term(subscripts, terms[i], "operand " + std::to_string(i)));
     const Term& t = parsed.back();
@@ -187,9 +197,20 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
     if (t.ellipsis) ell = std::max(ell, nd - named);
   }
   if (ell > 64) fail(subscripts, "more than 64 axes under \"...\"");
-  std::vector<Operand> ops;
-  std::vector<int> count(kEllipsisBase + 64, 0), occurrences(kEllipsisBase + 64, 0);
+  return parsed;
+}
+
+// What the operands say of each label: in how many operands it is, how often it is written,
+// and its size (a size-1 axis broadcasts to the others').
+struct LabelStats {
+  std::vector<int> count = std::vector<int>(kEllipsisBase + 64, 0), occurrences = std::vector<int>(kEllipsisBase + 64, 0);
   std::map<int, int64_t> size;
+};
+
+// The operands with one label per axis ("..." expanded, right-aligned), their sizes checked.
+std::vector<Operand> label_operands(const std::string& subscripts, const std::vector<Term>& parsed,
+                                    const std::vector<Tensor>& operands, int64_t ell, LabelStats& stats) {
+  std::vector<Operand> ops;
   for (size_t i = 0; i < parsed.size(); ++i) {
     const Term& t = parsed[i];
     Labels ls = t.letters_before;
@@ -198,84 +219,119 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
       for (int64_t j = 0; j < e; ++j) ls.push_back(kEllipsisBase + static_cast<int>(ell - e + j));
     }
     ls.insert(ls.end(), t.letters_after.begin(), t.letters_after.end());
-    std::vector<bool> seen(count.size(), false);
+    std::vector<bool> seen(stats.count.size(), false);
     for (size_t k = 0; k < ls.size(); ++k) {
-      if (!seen[ls[k]]) ++count[ls[k]];
-      ++occurrences[ls[k]];
+      if (!seen[ls[k]]) ++stats.count[ls[k]];
+      ++stats.occurrences[ls[k]];
       seen[ls[k]] = true;
       const int64_t n = operands[i].shape()[k];
-      auto it = size.find(ls[k]);
-      if (it == size.end() || it->second == 1) size[ls[k]] = n;
+      auto it = stats.size.find(ls[k]);
+      if (it == stats.size.end() || it->second == 1) stats.size[ls[k]] = n;
       else if (n != 1 && n != it->second)
         fail(subscripts, "label " + label_name(ls[k]) + " has sizes " + std::to_string(it->second) + " and " +
                              std::to_string(n) + " (sizes of one label must match, or be 1 to broadcast)");
     }
     ops.push_back({operands[i], ls});
   }
-  // output labels
+  return ops;
+}
+
+// The output's labels: as written after "->" (each in some operand, none twice), else NumPy's
+// implicit output: "..." first, then the labels written exactly once, sorted.
+Labels output_labels(const std::string& subscripts, const std::optional<std::string>& output, int64_t ell, const LabelStats& stats) {
   Labels out;
-  if (arrow != std::string::npos) {
-    const Term t = parse_term(subscripts, subs.substr(arrow + 2), "the output");
-    out = t.letters_before;
-    if (t.ellipsis)
-      for (int64_t j = 0; j < ell; ++j) out.push_back(kEllipsisBase + static_cast<int>(j));
-    out.insert(out.end(), t.letters_after.begin(), t.letters_after.end());
-    std::vector<bool> seen(count.size(), false);
-    for (int l : out) {
-      if (l < kEllipsisBase && count[l] == 0) fail(subscripts, "output label " + label_name(l) + " is in no operand");
-      if (seen[l]) fail(subscripts, "output label " + label_name(l) + " is repeated");
-      seen[l] = true;
-    }
-  } else {  // implicit: "..." first, then the labels used exactly once, sorted
+  if (!output) {
     for (int64_t j = 0; j < ell; ++j) out.push_back(kEllipsisBase + static_cast<int>(j));
     for (int l = 0; l < kEllipsisBase; ++l)
-      if (occurrences[l] == 1) out.push_back(l);
+      if (stats.occurrences[l] == 1) out.push_back(l);
+    return out;
   }
-  std::vector<bool> in_out(count.size(), false);
-  for (int l : out) in_out[l] = true;
-  // needed(i): labels of the output and of the operands other than those in `skip`
-  auto needed = [&](const std::vector<size_t>& skip) {
-    std::vector<bool> k = in_out;
-    for (size_t j = 0; j < ops.size(); ++j)
-      if (std::find(skip.begin(), skip.end(), j) == skip.end())
-        for (int l : ops[j].labels) k[l] = true;
-    return k;
-  };
-  for (auto& o : ops) o = diagonals(std::move(o), subscripts);
-  for (size_t i = 0; i < ops.size(); ++i) ops[i] = sum_unneeded(ops[i], needed({i}));
-  while (ops.size() > 1) {
-    // greedy: the pair with the smallest result (then the first such pair)
-    size_t bi = 0, bj = 1;
-    double best = -1;
-    for (size_t i = 0; i < ops.size(); ++i)
-      for (size_t j = i + 1; j < ops.size(); ++j) {
-        const std::vector<bool> k = needed({i, j});
-        std::vector<bool> counted(count.size(), false);
-        double cost = 1;
-        for (const Operand* o : {&ops[i], &ops[j]})
-          for (int l : o->labels)
-            if (k[l] && !counted[l]) {
-              counted[l] = true;
-              cost *= static_cast<double>(size[l]);
-            }
-        if (best < 0 || cost < best) {
-          best = cost;
-          bi = i;
-          bj = j;
-        }
+  const Term t = parse_term(subscripts, *output, "the output");
+  out = t.letters_before;
+  if (t.ellipsis)
+    for (int64_t j = 0; j < ell; ++j) out.push_back(kEllipsisBase + static_cast<int>(j));
+  out.insert(out.end(), t.letters_after.begin(), t.letters_after.end());
+  std::vector<bool> seen(stats.count.size(), false);
+  for (int l : out) {
+    if (l < kEllipsisBase && stats.count[l] == 0) fail(subscripts, "output label " + label_name(l) + " is in no operand");
+    if (seen[l]) fail(subscripts, "output label " + label_name(l) + " is repeated");
+    seen[l] = true;
+  }
+  return out;
+}
+
+// The labels of the output and of the operands other than those in `skip`: what must survive
+// a step that consumes the skipped ones.
+std::vector<bool> needed_labels(const std::vector<Operand>& ops, const std::vector<bool>& in_out, const std::vector<size_t>& skip) {
+  std::vector<bool> k = in_out;
+  for (size_t j = 0; j < ops.size(); ++j)
+    if (std::find(skip.begin(), skip.end(), j) == skip.end())
+      for (int l : ops[j].labels) k[l] = true;
+  return k;
+}
+
+// Greedy: the pair whose result is smallest (then the first such pair).
+std::pair<size_t, size_t> cheapest_pair(const std::vector<Operand>& ops, const std::vector<bool>& in_out, const LabelStats& stats) {
+  size_t bi = 0, bj = 1;
+  double best = -1;
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (size_t j = i + 1; j < ops.size(); ++j) {
+      const std::vector<bool> k = needed_labels(ops, in_out, {i, j});
+      std::vector<bool> counted(stats.count.size(), false);
+      double cost = 1;
+      for (const Operand* o : {&ops[i], &ops[j]})
+        for (int l : o->labels)
+          if (k[l] && !counted[l]) {
+            counted[l] = true;
+            cost *= static_cast<double>(stats.size.at(l));
+          }
+      if (best < 0 || cost < best) {
+        best = cost;
+        bi = i;
+        bj = j;
       }
-    Operand c = contract(ops[bi], ops[bj], needed({bi, bj}));
+    }
+  return {bi, bj};
+}
+
+// Diagonals and early sums per operand, then pairwise contractions down to one operand.
+Operand contract_all(std::vector<Operand> ops, const std::vector<bool>& in_out, const LabelStats& stats, const std::string& subscripts) {
+  for (auto& o : ops) o = diagonals(std::move(o), subscripts);
+  for (size_t i = 0; i < ops.size(); ++i) ops[i] = sum_unneeded(ops[i], needed_labels(ops, in_out, {i}));
+  while (ops.size() > 1) {
+    const auto [bi, bj] = cheapest_pair(ops, in_out, stats);
+    Operand c = contract(ops[bi], ops[bj], needed_labels(ops, in_out, {bi, bj}));
     ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(bj));
     ops[bi] = std::move(c);
   }
-  Operand r = sum_unneeded(ops[0], in_out);
+  return sum_unneeded(ops[0], in_out);
+}
+
+// The last operand's axes in the output's order, at the output's sizes: a label broadcast from
+// size 1 in the only operand that carries it keeps the full size.
+Tensor arrange_output(const Operand& r, const Labels& out, const LabelStats& stats) {
   Axes perm;
   for (int l : out) perm.push_back(std::find(r.labels.begin(), r.labels.end(), l) - r.labels.begin());
   Tensor y = permute(r.t, perm);
-  // a label broadcast from size 1 in the only operand that carries it keeps the full size
   Shape full;
-  for (int l : out) full.push_back(size[l]);
+  for (int l : out) full.push_back(stats.size.at(l));
   return y.shape() == full ? y : broadcast_to(y, full);
+}
+
+}  // namespace
+
+Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands) {
+  const Subscripts split = split_subscripts(subscripts);
+  if (operands.empty()) throw ValueError("einsum: no operands (give at least one tensor)");
+  for (const Tensor& t : operands) detail::check_defined(t, "einsum");
+  int64_t ell = 0;
+  const std::vector<Term> parsed = parse_operand_terms(subscripts, split.terms, operands, ell);
+  LabelStats stats;
+  std::vector<Operand> ops = label_operands(subscripts, parsed, operands, ell, stats);
+  const Labels out = output_labels(subscripts, split.output, ell, stats);
+  std::vector<bool> in_out(stats.count.size(), false);
+  for (int l : out) in_out[l] = true;
+  return arrange_output(contract_all(std::move(ops), in_out, stats, subscripts), out, stats);
 }
 
 }  // namespace loom

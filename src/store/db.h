@@ -36,7 +36,7 @@ using TxMode = Access;
 // ValueError unless `channel` is 1 to 63 characters of [a-z0-9_] (a notification channel).
 LOOM_INTERNAL void check_channel(const std::string& channel);
 
-// Waits for the notifications of one channel (store::Listener), on a connection or a file
+// Waits for the notifications of one channel (store::Notifications), on a connection or a file
 // watch of its own.
 class Waiter {
  public:
@@ -68,7 +68,7 @@ class Connection {
   // Makes the commit of the open transaction wake the waiters of `channel` (a checked name;
   // store::Session::notify). Nothing is sent if the transaction rolls back.
   virtual void notify(const std::string& channel) = 0;
-  // A waiter on `channel` (store::Listener).
+  // A waiter on `channel` (store::Notifications).
   virtual std::unique_ptr<Waiter> listen(const std::string& channel) = 0;
 
   virtual void begin(TxMode mode) = 0;

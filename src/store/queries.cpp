@@ -11,7 +11,6 @@
 
 namespace loom::store {
 
-using detail::check_label;
 using detail::connection;
 using detail::open_session;
 using detail::Row;

@@ -17,7 +17,6 @@
 
 namespace loom::store {
 
-using detail::check_label;
 using detail::Row;
 using detail::connection;
 using detail::open_session;

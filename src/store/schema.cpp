@@ -15,121 +15,148 @@ namespace {
 constexpr const char* kSchemaTable = "loom_schema";
 constexpr const char* kStorePart = "loom.store";
 
+// Content-addressed blobs and the model catalog: names, versions, metrics, tags, aliases.
+SchemaMigration models_and_blobs() {
+  return {1,
+          {
+              // Content-addressed blobs (files "<db>.blobs/<sha[0:2]>/<sha[2:]>"): the uncompressed
+              // size and SHA-256, the stored (zstd) size, and how many rows reference each.
+              "CREATE TABLE blobs (sha256 {text} PRIMARY KEY, size {int} NOT NULL, stored_size {int} NOT NULL, "
+              "refcount {int} NOT NULL CHECK (refcount > 0), created_ms {int} NOT NULL)",
+              // Version numbers are never reused, even after the latest version is deleted.
+              "CREATE TABLE model_names (name {text} PRIMARY KEY, last_version {int} NOT NULL)",
+              "CREATE TABLE models (id {id}, name {text} NOT NULL REFERENCES model_names(name), version {int} NOT NULL, "
+              "created_ms {int} NOT NULL, architecture {text} NOT NULL, hyper_parameters {text} NOT NULL, "
+              "weights {text} NOT NULL REFERENCES blobs(sha256), UNIQUE (name, version))",
+              "CREATE TABLE model_metrics (model_id {int} NOT NULL REFERENCES models(id) ON DELETE CASCADE, "
+              "metric {text} NOT NULL, value {real} NOT NULL, PRIMARY KEY (model_id, metric))",
+              "CREATE INDEX model_metrics_by_metric ON model_metrics (metric, value)",
+              "CREATE TABLE model_tags (model_id {int} NOT NULL REFERENCES models(id) ON DELETE CASCADE, "
+              "tag {text} NOT NULL, PRIMARY KEY (model_id, tag))",
+              "CREATE INDEX model_tags_by_tag ON model_tags (tag)",
+              "CREATE TABLE model_aliases (name {text} NOT NULL, alias {text} NOT NULL, "
+              "model_id {int} NOT NULL REFERENCES models(id), PRIMARY KEY (name, alias))",
+          }};
+}
+
+SchemaMigration blob_bytes_in_database() {
+  return {2,
+          {
+              // The compressed bytes of blobs kept in the database (PostgreSQL: a store shared by
+              // several machines has no common directory; SQLite keeps files and leaves this empty).
+              "CREATE TABLE blob_data (sha256 {text} PRIMARY KEY REFERENCES blobs(sha256) ON DELETE CASCADE, data {blob} NOT NULL)",
+          }};
+}
+
+// Was the task queue of loom::flow, whose tables are now flow's own schema part
+// (src/flow/task_schema.cpp): created when flow first uses a store, with IF NOT EXISTS, so
+// a database that applied this migration keeps its tasks.
+SchemaMigration former_task_queue() { return {3, {}}; }
+
+// Datasets and runs.
+SchemaMigration datasets_and_runs() {
+  return {4,
+          {
+              "CREATE TABLE dataset_names (name {text} PRIMARY KEY, last_version {int} NOT NULL)",
+              // committed = 0 while a writer is appending (a draft, invisible to readers).
+              "CREATE TABLE datasets (id {id}, name {text} NOT NULL REFERENCES dataset_names(name), version {int} NOT NULL, "
+              "created_ms {int} NOT NULL, committed {int} NOT NULL, fields {text} NOT NULL, samples {int} NOT NULL, "
+              "shards {int} NOT NULL, UNIQUE (name, version))",
+              "CREATE TABLE dataset_tags (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+              "tag {text} NOT NULL, PRIMARY KEY (dataset_id, tag))",
+              "CREATE INDEX dataset_tags_by_tag ON dataset_tags (tag)",
+              "CREATE TABLE dataset_shards (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+              "shard {int} NOT NULL, blob {text} NOT NULL REFERENCES blobs(sha256), samples {int} NOT NULL, "
+              "PRIMARY KEY (dataset_id, shard))",
+              "CREATE TABLE dataset_samples (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+              "idx {int} NOT NULL, shard {int} NOT NULL, position {int} NOT NULL, metadata {text} NOT NULL, "
+              "PRIMARY KEY (dataset_id, idx))",
+              // The top-level scalar metadata values, for predicates and ordering in SQL: a number
+              // (booleans as 1/0) in num or a string in str.
+              "CREATE TABLE dataset_sample_meta (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+              "idx {int} NOT NULL, mkey {text} NOT NULL, num {real}, str {text}, PRIMARY KEY (dataset_id, idx, mkey))",
+              "CREATE INDEX dataset_sample_meta_by_key ON dataset_sample_meta (dataset_id, mkey, num)",
+              "CREATE TABLE dataset_sample_tags (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+              "idx {int} NOT NULL, tag {text} NOT NULL, PRIMARY KEY (dataset_id, idx, tag))",
+              "CREATE INDEX dataset_sample_tags_by_tag ON dataset_sample_tags (dataset_id, tag)",
+              // Runs: status 'running', 'finished' or 'failed'; ended_ms and checkpoint NULL until set.
+              "CREATE TABLE runs (id {id}, experiment {text} NOT NULL, name {text} NOT NULL, status {text} NOT NULL, "
+              "hyper_parameters {text} NOT NULL, started_ms {int} NOT NULL, ended_ms {int}, error {text}, "
+              "checkpoint {text} REFERENCES blobs(sha256))",
+              "CREATE INDEX runs_by_experiment ON runs (experiment)",
+              "CREATE TABLE run_tags (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, tag {text} NOT NULL, "
+              "PRIMARY KEY (run_id, tag))",
+              // value NULL: a NaN (SQLite cannot store one).
+              "CREATE TABLE run_metrics (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, metric {text} NOT NULL, "
+              "epoch {int} NOT NULL, value {real}, PRIMARY KEY (run_id, metric, epoch))",
+          }};
+}
+
+// The versions of the schema parts above the store (Store::ensure_schema), by name.
+SchemaMigration schema_parts() {
+  return {5,
+          {
+              "CREATE TABLE loom_schema_parts (part {text} PRIMARY KEY, version {int} NOT NULL)",
+          }};
+}
+
+// Lineage (store::Provenance): the task and run that produced a version (NULL: none).
+SchemaMigration lineage() {
+  return {6,
+          {
+              "ALTER TABLE models ADD COLUMN task_id {int}",
+              "ALTER TABLE models ADD COLUMN run_id {int}",
+              "ALTER TABLE datasets ADD COLUMN task_id {int}",
+              "ALTER TABLE datasets ADD COLUMN run_id {int}",
+          }};
+}
+
+// The wall-clock time each epoch's metrics were logged (Unix ms; NULL for older rows).
+SchemaMigration metric_times() {
+  return {7,
+          {
+              "ALTER TABLE run_metrics ADD COLUMN time_ms {int}",
+          }};
+}
+
+// Named queries (store::Queries): a SampleQuery (JSON) over versions first..last of a
+// dataset (last 0: up to the latest; both 0: the latest only).
+SchemaMigration named_queries() {
+  return {8,
+          {
+              "CREATE TABLE dataset_queries (name {text} PRIMARY KEY, dataset {text} NOT NULL, first_version {int} NOT NULL, "
+              "last_version {int} NOT NULL, query {text} NOT NULL, created_ms {int} NOT NULL)",
+          }};
+}
+
+// Each metric of a run in brief (Runs::summaries reads these instead of every epoch, so a
+// table of 1,000 runs is quick): the epoch count, the last epoch and its value, the lowest
+// and highest values (NULL: none but NaN). Runs::log_epoch keeps them in its transaction;
+// an older store's are computed here from its epochs.
+SchemaMigration run_metric_summaries() {
+  return {9,
+          {
+              "CREATE TABLE run_metric_summaries (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, metric {text} NOT NULL, "
+              "epochs {int} NOT NULL, last_epoch {int} NOT NULL, final_value {real}, min_value {real}, max_value {real}, "
+              "PRIMARY KEY (run_id, metric))",
+              "INSERT INTO run_metric_summaries (run_id, metric, epochs, last_epoch, final_value, min_value, max_value) "
+              "SELECT a.run_id, a.metric, a.n, a.last, f.value, a.lo, a.hi FROM (SELECT run_id, metric, COUNT(*) AS n, MAX(epoch) AS last, "
+              "MIN(value) AS lo, MAX(value) AS hi FROM run_metrics GROUP BY run_id, metric) a "
+              "JOIN run_metrics f ON f.run_id = a.run_id AND f.metric = a.metric AND f.epoch = a.last",
+          }};
+}
+
 }  // namespace
 
 // The store's own part, as the parts above it are (loom/store/schema_part.h), but with its
 // version in loom_schema, where every store since the first keeps it. Append only: a released
-// migration is never edited; a change of schema is a new entry. The upgrade tests are generated
-// from this list (tests/unit/store/store_upgrade_test.cpp): a store stopped at each version
-// opens, migrates and reads.
+// migration is never edited; a change of schema is a new entry (a function above, named for what
+// it adds). The upgrade tests are generated from this list (tests/unit/store/store_upgrade_test.cpp):
+// a store stopped at each version opens, migrates and reads.
 const SchemaPart& store_schema() {
-  static const SchemaPart part{kStorePart, {
-      {1,
-       {
-           // Content-addressed blobs (files "<db>.blobs/<sha[0:2]>/<sha[2:]>"): the uncompressed
-           // size and SHA-256, the stored (zstd) size, and how many rows reference each.
-           "CREATE TABLE blobs (sha256 {text} PRIMARY KEY, size {int} NOT NULL, stored_size {int} NOT NULL, "
-           "refcount {int} NOT NULL CHECK (refcount > 0), created_ms {int} NOT NULL)",
-           // Version numbers are never reused, even after the latest version is deleted.
-           "CREATE TABLE model_names (name {text} PRIMARY KEY, last_version {int} NOT NULL)",
-           "CREATE TABLE models (id {id}, name {text} NOT NULL REFERENCES model_names(name), version {int} NOT NULL, "
-           "created_ms {int} NOT NULL, architecture {text} NOT NULL, hyper_parameters {text} NOT NULL, "
-           "weights {text} NOT NULL REFERENCES blobs(sha256), UNIQUE (name, version))",
-           "CREATE TABLE model_metrics (model_id {int} NOT NULL REFERENCES models(id) ON DELETE CASCADE, "
-           "metric {text} NOT NULL, value {real} NOT NULL, PRIMARY KEY (model_id, metric))",
-           "CREATE INDEX model_metrics_by_metric ON model_metrics (metric, value)",
-           "CREATE TABLE model_tags (model_id {int} NOT NULL REFERENCES models(id) ON DELETE CASCADE, "
-           "tag {text} NOT NULL, PRIMARY KEY (model_id, tag))",
-           "CREATE INDEX model_tags_by_tag ON model_tags (tag)",
-           "CREATE TABLE model_aliases (name {text} NOT NULL, alias {text} NOT NULL, "
-           "model_id {int} NOT NULL REFERENCES models(id), PRIMARY KEY (name, alias))",
-       }},
-      {2,
-       {
-           // The compressed bytes of blobs kept in the database (PostgreSQL: a store shared by
-           // several machines has no common directory; SQLite keeps files and leaves this empty).
-           "CREATE TABLE blob_data (sha256 {text} PRIMARY KEY REFERENCES blobs(sha256) ON DELETE CASCADE, data {blob} NOT NULL)",
-       }},
-      // Was the task queue of loom::flow, whose tables are now flow's own schema part
-      // (src/flow/task_schema.cpp): created when flow first uses a store, with IF NOT EXISTS, so
-      // a database that applied this migration keeps its tasks.
-      {3, {}},
-      // Datasets and runs.
-      {4,
-       {
-           "CREATE TABLE dataset_names (name {text} PRIMARY KEY, last_version {int} NOT NULL)",
-           // committed = 0 while a writer is appending (a draft, invisible to readers).
-           "CREATE TABLE datasets (id {id}, name {text} NOT NULL REFERENCES dataset_names(name), version {int} NOT NULL, "
-           "created_ms {int} NOT NULL, committed {int} NOT NULL, fields {text} NOT NULL, samples {int} NOT NULL, "
-           "shards {int} NOT NULL, UNIQUE (name, version))",
-           "CREATE TABLE dataset_tags (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
-           "tag {text} NOT NULL, PRIMARY KEY (dataset_id, tag))",
-           "CREATE INDEX dataset_tags_by_tag ON dataset_tags (tag)",
-           "CREATE TABLE dataset_shards (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
-           "shard {int} NOT NULL, blob {text} NOT NULL REFERENCES blobs(sha256), samples {int} NOT NULL, "
-           "PRIMARY KEY (dataset_id, shard))",
-           "CREATE TABLE dataset_samples (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
-           "idx {int} NOT NULL, shard {int} NOT NULL, position {int} NOT NULL, metadata {text} NOT NULL, "
-           "PRIMARY KEY (dataset_id, idx))",
-           // The top-level scalar metadata values, for predicates and ordering in SQL: a number
-           // (booleans as 1/0) in num or a string in str.
-           "CREATE TABLE dataset_sample_meta (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
-           "idx {int} NOT NULL, mkey {text} NOT NULL, num {real}, str {text}, PRIMARY KEY (dataset_id, idx, mkey))",
-           "CREATE INDEX dataset_sample_meta_by_key ON dataset_sample_meta (dataset_id, mkey, num)",
-           "CREATE TABLE dataset_sample_tags (dataset_id {int} NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
-           "idx {int} NOT NULL, tag {text} NOT NULL, PRIMARY KEY (dataset_id, idx, tag))",
-           "CREATE INDEX dataset_sample_tags_by_tag ON dataset_sample_tags (dataset_id, tag)",
-           // Runs: status 'running', 'finished' or 'failed'; ended_ms and checkpoint NULL until set.
-           "CREATE TABLE runs (id {id}, experiment {text} NOT NULL, name {text} NOT NULL, status {text} NOT NULL, "
-           "hyper_parameters {text} NOT NULL, started_ms {int} NOT NULL, ended_ms {int}, error {text}, "
-           "checkpoint {text} REFERENCES blobs(sha256))",
-           "CREATE INDEX runs_by_experiment ON runs (experiment)",
-           "CREATE TABLE run_tags (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, tag {text} NOT NULL, "
-           "PRIMARY KEY (run_id, tag))",
-           // value NULL: a NaN (SQLite cannot store one).
-           "CREATE TABLE run_metrics (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, metric {text} NOT NULL, "
-           "epoch {int} NOT NULL, value {real}, PRIMARY KEY (run_id, metric, epoch))",
-       }},
-      // The versions of the schema parts above the store (Store::ensure_schema), by name.
-      {5,
-       {
-           "CREATE TABLE loom_schema_parts (part {text} PRIMARY KEY, version {int} NOT NULL)",
-       }},
-      // Lineage (store::Provenance): the task and run that produced a version (NULL: none).
-      {6,
-       {
-           "ALTER TABLE models ADD COLUMN task_id {int}",
-           "ALTER TABLE models ADD COLUMN run_id {int}",
-           "ALTER TABLE datasets ADD COLUMN task_id {int}",
-           "ALTER TABLE datasets ADD COLUMN run_id {int}",
-       }},
-      // The wall-clock time each epoch's metrics were logged (Unix ms; NULL for older rows).
-      {7,
-       {
-           "ALTER TABLE run_metrics ADD COLUMN time_ms {int}",
-       }},
-      // Named queries (store::Queries): a SampleQuery (JSON) over versions first..last of a
-      // dataset (last 0: up to the latest; both 0: the latest only).
-      {8,
-       {
-           "CREATE TABLE dataset_queries (name {text} PRIMARY KEY, dataset {text} NOT NULL, first_version {int} NOT NULL, "
-           "last_version {int} NOT NULL, query {text} NOT NULL, created_ms {int} NOT NULL)",
-       }},
-      // Each metric of a run in brief (Runs::summaries reads these instead of every epoch, so a
-      // table of 1,000 runs is quick): the epoch count, the last epoch and its value, the lowest
-      // and highest values (NULL: none but NaN). Runs::log_epoch keeps them in its transaction;
-      // an older store's are computed here from its epochs.
-      {9,
-       {
-           "CREATE TABLE run_metric_summaries (run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE, metric {text} NOT NULL, "
-           "epochs {int} NOT NULL, last_epoch {int} NOT NULL, final_value {real}, min_value {real}, max_value {real}, "
-           "PRIMARY KEY (run_id, metric))",
-           "INSERT INTO run_metric_summaries (run_id, metric, epochs, last_epoch, final_value, min_value, max_value) "
-           "SELECT a.run_id, a.metric, a.n, a.last, f.value, a.lo, a.hi FROM (SELECT run_id, metric, COUNT(*) AS n, MAX(epoch) AS last, "
-           "MIN(value) AS lo, MAX(value) AS hi FROM run_metrics GROUP BY run_id, metric) a "
-           "JOIN run_metrics f ON f.run_id = a.run_id AND f.metric = a.metric AND f.epoch = a.last",
-       }},
-  }};
+  static const SchemaPart part{kStorePart,
+                               {models_and_blobs(), blob_bytes_in_database(), former_task_queue(), datasets_and_runs(),
+                                schema_parts(), lineage(), metric_times(), named_queries(), run_metric_summaries()}};
   return part;
 }
 

@@ -109,7 +109,9 @@ std::vector<double> smooth(const std::vector<double>& y, double weight) {
   return out;
 }
 
-std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o) {
+namespace {
+
+void check_plot_arguments(const std::vector<PlotSeries>& series, const PlotOptions& o) {
   if (o.width < 200 || o.height < 150)
     throw ValueError("line_plot_svg: size " + std::to_string(o.width) + " x " + std::to_string(o.height) +
                      " pixels (valid: a width of at least 200 and a height of at least 150)");
@@ -118,9 +120,24 @@ std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptio
       throw ValueError("line_plot_svg: series '" + s.id + "' has " + std::to_string(s.x.size()) + " x, " + std::to_string(s.y.size()) +
                        " y, " + std::to_string(s.lo.size()) + " lo and " + std::to_string(s.hi.size()) +
                        " hi values (valid: as many x as y, and a band of none or as many)");
+}
+
+// The plotting area in pixels and the value ranges it shows: the finite points and bands of
+// every series, widened when flat and padded by 5% vertically.
+struct Frame {
+  static constexpr double kLeft = 70, kRight = 20, kBottom = 44, kLegendLine = 18;
+  double top = 0, pw = 0, ph = 0;
+  double xmin = 0, xmax = 1, ymin = 0, ymax = 1;
+  bool empty = true;  // no finite point: the unit square, and a note
+  double X(double v) const { return kLeft + (v - xmin) / (xmax - xmin) * pw; }
+  double Y(double v) const { return top + (ymax - v) / (ymax - ymin) * ph; }
+};
+
+Frame plot_frame(const std::vector<PlotSeries>& series, const PlotOptions& o) {
+  Frame f;
   const double title_h = o.title.empty() ? 0 : 28;
-  const double kLeft = 70, kRight = 20, kTop = 16 + title_h, kBottom = 44, kLegendLine = 18;
-  const double pw = o.width - kLeft - kRight, ph = o.height - kTop - kBottom;
+  f.top = 16 + title_h;
+  f.pw = o.width - Frame::kLeft - Frame::kRight, f.ph = o.height - f.top - Frame::kBottom;
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
   for (const PlotSeries& s : series)
     for (size_t i = 0; i < s.x.size(); ++i) {
@@ -131,34 +148,33 @@ std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptio
       ymin = std::min({ymin, s.y[i], lo});
       ymax = std::max({ymax, s.y[i], hi});
     }
-  const bool empty = !std::isfinite(xmin);
-  if (empty) xmin = 0, xmax = 1, ymin = 0, ymax = 1;
+  f.empty = !std::isfinite(xmin);
+  if (f.empty) xmin = 0, xmax = 1, ymin = 0, ymax = 1;
   if (xmax == xmin) xmin -= 0.5, xmax += 0.5;
   if (ymax == ymin) ymin -= std::max(0.5, std::abs(ymin) * 0.1), ymax += std::max(0.5, std::abs(ymax) * 0.1);
   const double pad = (ymax - ymin) * 0.05;
-  ymin -= pad, ymax += pad;
-  auto X = [&](double v) { return kLeft + (v - xmin) / (xmax - xmin) * pw; };
-  auto Y = [&](double v) { return kTop + (ymax - v) / (ymax - ymin) * ph; };
+  f.xmin = xmin, f.xmax = xmax, f.ymin = ymin - pad, f.ymax = ymax + pad;
+  return f;
+}
 
-  const bool legend = series.size() <= kMaxLegendSeries;
-  const std::string width = std::to_string(o.width);
-  const double total_h = o.height + kLegendLine * static_cast<double>(legend ? series.size() : 1) + 8;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" width=\"" + width + "\" height=\"" + num(total_h) +
-                    "\" viewBox=\"0 0 " + width + " " + num(total_h) + "\" font-family=\"sans-serif\">";
-  svg += "<rect x=\"0\" y=\"0\" width=\"" + width + "\" height=\"" + num(total_h) + "\" fill=\"#fff\"/>";
+// The title, the grid with its ticks' values, the frame, the axes' labels, and a note when
+// there is nothing to draw.
+std::string axes_svg(const Frame& f, const PlotOptions& o) {
+  const double kLeft = Frame::kLeft, kTop = f.top, pw = f.pw, ph = f.ph;
+  std::string svg;
   if (!o.title.empty())
     svg += "<text x=\"" + num(kLeft + pw / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\">" +
            escape(o.title) + "</text>";
-  const double ys = nice_step(ymax - ymin, 5);
-  for (double v = std::ceil(ymin / ys) * ys; v <= ymax + 1e-12; v += ys) {
-    svg += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(Y(v)) + "\" x2=\"" + num(kLeft + pw) + "\" y2=\"" + num(Y(v)) +
-           "\" stroke=\"#e5e5e5\"/><text x=\"" + num(kLeft - 6) + "\" y=\"" + num(Y(v) + 4) +
+  const double ys = nice_step(f.ymax - f.ymin, 5);
+  for (double v = std::ceil(f.ymin / ys) * ys; v <= f.ymax + 1e-12; v += ys) {
+    svg += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(f.Y(v)) + "\" x2=\"" + num(kLeft + pw) + "\" y2=\"" + num(f.Y(v)) +
+           "\" stroke=\"#e5e5e5\"/><text x=\"" + num(kLeft - 6) + "\" y=\"" + num(f.Y(v) + 4) +
            "\" text-anchor=\"end\" font-size=\"11\" fill=\"#555\">" + value_text(std::abs(v) < ys * 1e-9 ? 0 : v) + "</text>";
   }
-  const double xs = nice_step(xmax - xmin, std::max(2, static_cast<int>(pw / 90)));
-  for (double v = std::ceil(xmin / xs) * xs; v <= xmax + 1e-12; v += xs)
-    svg += "<line x1=\"" + num(X(v)) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(X(v)) + "\" y2=\"" + num(kTop + ph) +
-           "\" stroke=\"#f0f0f0\"/><text x=\"" + num(X(v)) + "\" y=\"" + num(kTop + ph + 16) +
+  const double xs = nice_step(f.xmax - f.xmin, std::max(2, static_cast<int>(pw / 90)));
+  for (double v = std::ceil(f.xmin / xs) * xs; v <= f.xmax + 1e-12; v += xs)
+    svg += "<line x1=\"" + num(f.X(v)) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(f.X(v)) + "\" y2=\"" + num(kTop + ph) +
+           "\" stroke=\"#f0f0f0\"/><text x=\"" + num(f.X(v)) + "\" y=\"" + num(kTop + ph + 16) +
            "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#555\">" + value_text(std::abs(v) < xs * 1e-9 ? 0 : v) + "</text>";
   svg += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
          "\" fill=\"none\" stroke=\"#999\"/>";
@@ -166,53 +182,69 @@ std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptio
          escape(o.x_label) + "</text>";
   svg += "<text x=\"14\" y=\"" + num(kTop + ph / 2) + "\" text-anchor=\"middle\" font-size=\"12\" transform=\"rotate(-90 14 " +
          num(kTop + ph / 2) + ")\">" + escape(o.y_label) + "</text>";
-  if (empty)
+  if (f.empty)
     svg += "<text x=\"" + num(kLeft + pw / 2) + "\" y=\"" + num(kTop + ph / 2) +
            "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#888\">no values to draw</text>";
+  return svg;
+}
 
-  for (size_t k = 0; k < series.size(); ++k) {
-    const PlotSeries& s = series[k];
-    const std::string colour = s.colour.empty() ? kColours[k % std::size(kColours)] : escape(s.colour);
-    const std::string id = escape(s.id);
-    const std::string dash = s.dashed ? "\" stroke-dasharray=\"7 4" : "";
-    const std::vector<size_t> keep = downsample(s.x, s.y, xmin, xmax, static_cast<int>(pw));
-    svg += "<g class=\"series\" data-series=\"" + id + "\">";
-    if (!s.lo.empty() && !keep.empty()) {
-      std::string band;
-      for (size_t i : keep) band += (band.empty() ? "M" : "L") + num(X(s.x[i])) + "," + num(Y(s.hi[i]));
-      for (auto it = keep.rbegin(); it != keep.rend(); ++it) band += "L" + num(X(s.x[*it])) + "," + num(Y(s.lo[*it]));
-      svg += "<path class=\"band\" d=\"" + band + "Z\" fill=\"" + colour + "\" fill-opacity=\"0.18\" stroke=\"none\"/>";
-    }
-    std::string d;
-    bool pen_down = false;
-    for (size_t i : keep) {
-      if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) {
-        pen_down = false;
-        continue;
-      }
-      d += (pen_down ? "L" : "M") + num(X(s.x[i])) + "," + num(Y(s.y[i]));
-      pen_down = true;
-    }
-    svg += "<path class=\"curve\" data-series=\"" + id + "\" d=\"" + (d.empty() ? "M0,0" : d) + "\" fill=\"none\" stroke=\"" + colour +
-           "\" stroke-width=\"" + (legend ? "1.8" : "1.2") + dash + "\">" + (legend ? "" : "<title>" + escape(s.label) + "</title>") + "</path>";
-    if (!legend) {
-      svg += "</g>";
+// Series k: its band, its curve (broken at non-finite points) and, with a legend, its points
+// (with their values on hover) and its legend entry; without one, the curve's title names it.
+std::string series_svg(const PlotSeries& s, size_t k, const Frame& f, const PlotOptions& o, bool legend) {
+  const double kLeft = Frame::kLeft;
+  const std::string colour = s.colour.empty() ? kColours[k % std::size(kColours)] : escape(s.colour);
+  const std::string id = escape(s.id);
+  const std::string dash = s.dashed ? "\" stroke-dasharray=\"7 4" : "";
+  const std::vector<size_t> keep = downsample(s.x, s.y, f.xmin, f.xmax, static_cast<int>(f.pw));
+  std::string svg = "<g class=\"series\" data-series=\"" + id + "\">";
+  if (!s.lo.empty() && !keep.empty()) {
+    std::string band;
+    for (size_t i : keep) band += (band.empty() ? "M" : "L") + num(f.X(s.x[i])) + "," + num(f.Y(s.hi[i]));
+    for (auto it = keep.rbegin(); it != keep.rend(); ++it) band += "L" + num(f.X(s.x[*it])) + "," + num(f.Y(s.lo[*it]));
+    svg += "<path class=\"band\" d=\"" + band + "Z\" fill=\"" + colour + "\" fill-opacity=\"0.18\" stroke=\"none\"/>";
+  }
+  std::string d;
+  bool pen_down = false;
+  for (size_t i : keep) {
+    if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) {
+      pen_down = false;
       continue;
     }
-    for (size_t i : keep) {
-      if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
-      svg += "<circle class=\"point\" cx=\"" + num(X(s.x[i])) + "\" cy=\"" + num(Y(s.y[i])) + "\" r=\"3\" fill=\"" + colour +
-             "\" fill-opacity=\"" + (o.markers ? "1" : "0") + "\"><title>" + escape(s.label) + "\n" + escape(o.x_label) + " " +
-             value_text(s.x[i]) + ": " + value_text(s.y[i]) + "</title></circle>";
-    }
-    svg += "</g>";
-    const double ly = o.height + kLegendLine * static_cast<double>(k) + 4;
-    svg += "<g class=\"legend\" data-series=\"" + id + "\"><line x1=\"" + num(kLeft) + "\" y1=\"" + num(ly + 5) + "\" x2=\"" +
-           num(kLeft + 22) + "\" y2=\"" + num(ly + 5) + "\" stroke=\"" + colour + "\" stroke-width=\"3" + dash + "\"/><text x=\"" +
-           num(kLeft + 28) + "\" y=\"" + num(ly + 9) + "\" font-size=\"12\">" + escape(s.label) + "</text></g>";
+    d += (pen_down ? "L" : "M") + num(f.X(s.x[i])) + "," + num(f.Y(s.y[i]));
+    pen_down = true;
   }
+  svg += "<path class=\"curve\" data-series=\"" + id + "\" d=\"" + (d.empty() ? "M0,0" : d) + "\" fill=\"none\" stroke=\"" + colour +
+         "\" stroke-width=\"" + (legend ? "1.8" : "1.2") + dash + "\">" + (legend ? "" : "<title>" + escape(s.label) + "</title>") + "</path>";
+  if (!legend) return svg + "</g>";
+  for (size_t i : keep) {
+    if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
+    svg += "<circle class=\"point\" cx=\"" + num(f.X(s.x[i])) + "\" cy=\"" + num(f.Y(s.y[i])) + "\" r=\"3\" fill=\"" + colour +
+           "\" fill-opacity=\"" + (o.markers ? "1" : "0") + "\"><title>" + escape(s.label) + "\n" + escape(o.x_label) + " " +
+           value_text(s.x[i]) + ": " + value_text(s.y[i]) + "</title></circle>";
+  }
+  svg += "</g>";
+  const double ly = o.height + Frame::kLegendLine * static_cast<double>(k) + 4;
+  svg += "<g class=\"legend\" data-series=\"" + id + "\"><line x1=\"" + num(kLeft) + "\" y1=\"" + num(ly + 5) + "\" x2=\"" +
+         num(kLeft + 22) + "\" y2=\"" + num(ly + 5) + "\" stroke=\"" + colour + "\" stroke-width=\"3" + dash + "\"/><text x=\"" +
+         num(kLeft + 28) + "\" y=\"" + num(ly + 9) + "\" font-size=\"12\">" + escape(s.label) + "</text></g>";
+  return svg;
+}
+
+}  // namespace
+
+std::string line_plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o) {
+  check_plot_arguments(series, o);
+  const Frame f = plot_frame(series, o);
+  const bool legend = series.size() <= kMaxLegendSeries;
+  const std::string width = std::to_string(o.width);
+  const double total_h = o.height + Frame::kLegendLine * static_cast<double>(legend ? series.size() : 1) + 8;
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" width=\"" + width + "\" height=\"" + num(total_h) +
+                    "\" viewBox=\"0 0 " + width + " " + num(total_h) + "\" font-family=\"sans-serif\">";
+  svg += "<rect x=\"0\" y=\"0\" width=\"" + width + "\" height=\"" + num(total_h) + "\" fill=\"#fff\"/>";
+  svg += axes_svg(f, o);
+  for (size_t k = 0; k < series.size(); ++k) svg += series_svg(series[k], k, f, o, legend);
   if (!legend)
-    svg += "<text class=\"legend-count\" x=\"" + num(kLeft) + "\" y=\"" + num(o.height + 13) + "\" font-size=\"12\">" +
+    svg += "<text class=\"legend-count\" x=\"" + num(Frame::kLeft) + "\" y=\"" + num(o.height + 13) + "\" font-size=\"12\">" +
            std::to_string(series.size()) + " series: hover a curve for its name</text>";
   svg += "</svg>";
   return svg;

@@ -36,12 +36,13 @@ RANK = {p: i for i, p in enumerate(ORDER)}
 # installed, not for users): the JSON and UTF-8 helpers every reader and writer shares, the
 # backend table (the one door to kernels, through which train's optimizers reach theirs), the
 # fused kernels the plan compiler emits, the layer kinds' JSON options and registration that
-# graph's serialisation and modules read, and the HTTP server the model server and the
+# graph's serialisation and modules read, the convolution layers' padding rule the ONNX exporter
+# writes pads by, and the HTTP server the model server and the
 # dashboard share.
 INTERFACES = {
     "core/json_util.h", "core/utf8.h",
     "ops/backend.h", "ops/internal.h", "ops/conv_fused.h", "ops/fused_elementwise.h",
-    "nn/options_json.h", "nn/register_kinds.h",
+    "nn/options_json.h", "nn/register_kinds.h", "nn/conv_padding.h",
     "serve/http_server.h",
 }
 

@@ -64,7 +64,7 @@ int create(const Args& a) {
   const auto kind = a.value("--kind");  // (one of --kind and --plan: the table requires it)
   const auto plan = a.value("--plan");
   if (kind) s.kind = *kind;
-  else s.plan = flow::Plan::from_json(read_input(*plan, "controllers create"), "controllers create: " + *plan);
+  else s.plan = flow::TaskGraph::from_json(read_input(*plan, "controllers create"), "controllers create: " + *plan);
   s.hyper_parameters = a.value("--hyper").value_or("{}");
   s.min_samples = a.integer("--min-samples", 0, 0);
   if (const auto f = a.value("--min-fraction")) {

@@ -41,7 +41,7 @@ int64_t plan_id(const Args& a) { return parse_integer(a, a.positional()[0], "ID"
 
 int submit(const Args& a) {
   const std::string file = a.positional()[0];
-  const flow::Plan plan = flow::Plan::from_json(read_input(file, "plans submit"), "plans submit: " + file);
+  const flow::TaskGraph plan = flow::TaskGraph::from_json(read_input(file, "plans submit"), "plans submit: " + file);
   flow::Plans plans{flow::Tasks(a.open_store())};
   const PlanInfo p = plans.get(plans.submit(plan));
   if (a.json()) {

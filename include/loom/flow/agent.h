@@ -82,7 +82,7 @@ struct LOOM_API AgentOptions {
   std::vector<std::string> kinds;  // empty: every registered kind
   // The longest wait when no task is claimable: a commit that makes one claimable (a
   // submission, a finished dependency, a retry, a replay) wakes the agent at once, through a
-  // store::Listener; a lease running out is caught at this interval.
+  // store::Notifications; a lease running out is caught at this interval.
   int64_t poll_ms = 500;
   bool stop_when_idle = false;     // return when no task is pending
   int64_t max_tasks = 0;           // return after this many tasks (0: no limit)

@@ -52,7 +52,7 @@ struct LOOM_API ControllerSpec {
   // its dataset, version range and query. E.g. train a model on the new samples, then a
   // second model on its features (a task depending on the first); outputs are named in the
   // tasks' own lineage. Checked when the controller is created, as Plans::submit checks.
-  Plan plan;
+  TaskGraph plan;
 };
 
 struct LOOM_API ControllerInfo {
@@ -93,7 +93,7 @@ class LOOM_API Controllers {
   // controller took them first). NotFoundError for an unknown controller.
   std::optional<BatchInfo> step(const std::string& name);
   // Runs the controller until `stop` returns true (checked after every wake): steps, then
-  // sleeps until a dataset version is committed (store::Listener on
+  // sleeps until a dataset version is committed (store::Notifications on
   // store::kDatasetVersionChannel), a time window ends, or recheck_ms passes (a wake lost with
   // a killed writer is caught then). Returns the number of batches it submitted.
   int64_t run(const std::string& name, const std::function<bool()>& stop, int64_t recheck_ms = 1000);

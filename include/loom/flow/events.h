@@ -15,7 +15,7 @@
 
 #include "loom/core/api.h"
 #include "loom/flow/tasks.h"
-#include "loom/store/listener.h"
+#include "loom/store/notifications.h"
 
 namespace loom::flow {
 
@@ -59,7 +59,7 @@ class LOOM_API Subscription {
  private:
   Tasks tasks_;
   SubscriptionOptions options_;
-  store::Listener listener_;  // made before the first read: no commit falls between them
+  store::Notifications listener_;  // made before the first read: no commit falls between them
   std::deque<TaskEvent> ready_;
   int64_t cursor_ = 0;
 };

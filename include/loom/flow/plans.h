@@ -25,18 +25,20 @@ struct LOOM_API PlanTask {
   std::vector<std::string> depends_on;  // names of tasks of this plan
 };
 
-struct LOOM_API Plan {
+// The tasks of a plan and the dependencies between them, as submitted (Plans::submit); a plan
+// is a TaskGraph in the store. (loom::Plan is another thing: a compiled layer graph.)
+struct LOOM_API TaskGraph {
   std::string name;  // free text for people (1 to 256 bytes of UTF-8)
   std::vector<PlanTask> tasks;
 
-  // The plan as JSON (what `loom plans submit` reads and a stream controller stores):
+  // The task graph as JSON (what `loom plans submit` reads and a stream controller stores):
   //   {"name": "...", "tasks": [{"name": "a", "kind": "K", "hyper_parameters": {...},
   //     "depends_on": ["other task's name"], "after": [task id], "lineage": {...},
   //     "priority": P, "max_attempts": N, "timeout_ms": T, "lease_ms": L}]}
   // from_json checks the text's shape only (ValueError starting with `where` and naming the
   // key at fault); Plans::submit checks the rest.
   std::string to_json() const;
-  static Plan from_json(const std::string& text, const std::string& where = "plan");
+  static TaskGraph from_json(const std::string& text, const std::string& where = "plan");
 };
 
 struct LOOM_API PlanInfo {
@@ -59,7 +61,7 @@ class LOOM_API Plans {
   // a bad or repeated name, a dependency on a name not in the plan or on the task itself, a
   // cycle (naming its tasks) or a task's bad kind, hyper-parameters or options; NotFoundError /
   // ConflictError for an id in options.depends_on as for Tasks::submit.
-  int64_t submit(const Plan& plan);
+  int64_t submit(const TaskGraph& plan);
 
   PlanInfo get(int64_t id) const;            // NotFoundError for an unknown id
   std::vector<PlanInfo> list(int64_t limit = 0) const;  // in id order; 0: all

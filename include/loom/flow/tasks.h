@@ -257,7 +257,7 @@ class LOOM_API Tasks {
   int64_t reclaim_expired();
 
   // Waits until every task in `ids` has ended or `timeout_ms` passes (real time); returns
-  // their states in the order given. Woken by the tasks' end events (store::Listener); poll_ms
+  // their states in the order given. Woken by the tasks' end events (store::Notifications); poll_ms
   // bounds the wait between two reads, should a wake be missed.
   std::vector<TaskInfo> wait(const std::vector<int64_t>& ids, int64_t timeout_ms, int64_t poll_ms = 100) const;
 

@@ -182,7 +182,7 @@ struct LOOM_API ImportOptions {
   Provenance produced_by;  // recorded with the version
 };
 
-// The notification channel (store::Listener) on which every commit of a dataset version wakes
+// The notification channel (store::Notifications) on which every commit of a dataset version wakes
 // its waiters, in every process on the store (stream controllers, loom/flow/controllers.h).
 inline constexpr const char* kDatasetVersionChannel = "loom_dataset_versions";
 

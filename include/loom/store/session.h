@@ -64,10 +64,10 @@ class LOOM_API Session {
   // replaced by the backend's column types.
   std::string render(const std::string& ddl) const;
 
-  // Makes this session's commit wake the store::Listener(s) of `channel` (1 to 63 characters of
+  // Makes this session's commit wake the store::Notifications(s) of `channel` (1 to 63 characters of
   // [a-z0-9_]; ValueError otherwise), in every process on the store: PostgreSQL NOTIFY, sent on
   // commit; SQLite: a file beside the database that waiters on this machine watch
-  // (loom/store/listener.h). Nothing is sent if the session rolls back.
+  // (loom/store/notifications.h). Nothing is sent if the session rolls back.
   void notify(const std::string& channel);
 
   // Commits and releases the lock. A second commit, or a statement after it, is a StoreError.

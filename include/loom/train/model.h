@@ -29,6 +29,7 @@ namespace loom::train {
 
 class Callback;
 class DataParallel;  // loom/train/data_parallel.h
+class FitRun;  // fit's phases (src/train/fit.cpp), not for use outside Model
 using Logs = std::map<std::string, double>;
 
 struct LOOM_API FitOptions {
@@ -141,6 +142,7 @@ class LOOM_API Model {
   void load_checkpoint(const std::string& path, data::DataLoader* loader = nullptr);
 
  private:
+  friend class FitRun;
   Model() = default;
   // Loss and predictions for one batch in the current mode.
   std::pair<Tensor, Tensor> forward(const data::Batch& batch);

@@ -13,6 +13,7 @@
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
+#include "nn/conv_padding.h"
 
 namespace loom::io::detail {
 
@@ -24,31 +25,6 @@ std::vector<int64_t> onnx_pads(const std::vector<std::pair<int64_t, int64_t>>& p
   for (const auto& x : p) out.push_back(x.first);
   for (const auto& x : p) out.push_back(x.second);
   return out;
-}
-
-// Conv's (before, after) padding per spatial axis: the rule of nn/conv.cpp.
-std::vector<std::pair<int64_t, int64_t>> conv_pads(const ConvPadding& p, const nn::ConvAttributes& a) {
-  const size_t n = a.kernel_size.size();
-  std::vector<std::pair<int64_t, int64_t>> out(n, {0, 0});
-  if (p.mode() == "valid") return out;
-  if (p.mode() == "same") {
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t total = a.dilation[i] * (a.kernel_size[i] - 1);
-      out[i] = {total / 2, total - total / 2};
-    }
-    return out;
-  }
-  const auto& v = p.values();
-  if (v.size() == 1) return std::vector<std::pair<int64_t, int64_t>>(n, {v[0], v[0]});
-  if (v.size() == n) {
-    for (size_t i = 0; i < n; ++i) out[i] = {v[i], v[i]};
-    return out;
-  }
-  if (v.size() == 2 * n) {
-    for (size_t i = 0; i < n; ++i) out[i] = {v[2 * i], v[2 * i + 1]};
-    return out;
-  }
-  throw ValueError("padding with " + std::to_string(v.size()) + " values");
 }
 
 // y = act(x) into `out`; false for a function ONNX has no form of here.
@@ -141,7 +117,7 @@ void export_conv(B& b, const nn::ConvAttributes& a) {
   if (a.bias) in.push_back(b.tensor(s.param("bias"), "bias"));
   b.node("Conv", in, {b.output()},
          {{"kernel_shape", a.kernel_size}, {"strides", a.stride}, {"dilations", a.dilation}, {"group", a.groups},
-          {"pads", onnx_pads(conv_pads(a.padding, a))}});
+          {"pads", onnx_pads(nn::conv_padding(a))}});
 }
 
 void export_conv_transpose(B& b, const nn::ConvTransposeAttributes& a) {

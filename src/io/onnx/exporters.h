@@ -19,8 +19,6 @@ bool export_builtin(OnnxBuilder& b);
 
 // ONNX pads: all the begins, then all the ends.
 std::vector<int64_t> onnx_pads(const std::vector<std::pair<int64_t, int64_t>>& p);
-// Conv's (before, after) padding per spatial axis: the rule of nn/conv.cpp.
-std::vector<std::pair<int64_t, int64_t>> conv_pads(const ConvPadding& p, const nn::ConvAttributes& a);
 // y = act(x) into `out`; false for a function ONNX has no form of here.
 bool activation(OnnxBuilder& b, const nn::ActivationFn& fn, const std::string& x, const std::string& out);
 

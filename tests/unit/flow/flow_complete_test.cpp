@@ -222,7 +222,7 @@ TEST_P(FlowComplete, TheDefaultBatchGrowsForShortTasksAndStaysOneForLongOnes) {
 // task's finish leaves one event.
 TEST_P(FlowComplete, BatchingAgentsRunAGraphOnceInDependencyOrder) {
   FreshStore fs(url());
-  flow::Plan p{.name = "fan"};
+  flow::TaskGraph p{.name = "fan"};
   p.tasks.push_back({.name = "root", .kind = "k"});
   flow::PlanTask mid{.name = "mid", .kind = "k"};
   for (int i = 0; i < 30; ++i) {

@@ -95,7 +95,7 @@ TEST_P(FlowControllerKill, KilledControllersSubmitEveryBatchExactlyOnce) {
   store::Store s = store::Store::open(db);
   flow::Tasks tasks(s);
   flow::Controllers controllers(tasks);
-  flow::Plan two_stages{.name = "soak", .tasks = {}};
+  flow::TaskGraph two_stages{.name = "soak", .tasks = {}};
   for (const char* stage : {"first", "second"}) {
     two_stages.tasks.push_back({.name = stage, .kind = "soak"});
     two_stages.tasks.back().options.max_attempts = 1000;

@@ -269,7 +269,7 @@ TEST_P(FlowControllers, APlanPerBatchReadsTheBatchInItsFirstStage) {
   fs.store.queries().create({.name = "labelled", .dataset = "points"});
   flow::Tasks tasks(fs.store);
   flow::Controllers controllers(tasks);
-  flow::Plan two_stage{.name = "cnn then rnn", .tasks = {}};
+  flow::TaskGraph two_stage{.name = "cnn then rnn", .tasks = {}};
   two_stage.tasks.push_back({.name = "cnn", .kind = "train_cnn", .hyper_parameters = R"({"lr": 0.01})"});
   two_stage.tasks.back().options.lineage.output_model = "cnn";
   two_stage.tasks.push_back({.name = "rnn", .kind = "train_rnn", .depends_on = {"cnn"}});
@@ -343,7 +343,7 @@ TEST_P(FlowControllers, BadPlansAreTypedErrorsAtCreation) {
   flow::Tasks tasks(fs.store);
   const int64_t outside = tasks.submit("t");
   flow::Controllers controllers(tasks);
-  const auto plan = [](std::vector<flow::PlanTask> t) { return flow::Plan{.name = "p", .tasks = std::move(t)}; };
+  const auto plan = [](std::vector<flow::PlanTask> t) { return flow::TaskGraph{.name = "p", .tasks = std::move(t)}; };
   const auto create = [&](flow::ControllerSpec s) { return error_message<ValueError>([&] { controllers.create(s); }); };
   EXPECT_NE(create({.name = "c", .dataset = "points", .kind = "t", .plan = plan({{.name = "a", .kind = "t"}})}).find("both a plan"),
             std::string::npos);
@@ -358,7 +358,7 @@ TEST_P(FlowControllers, BadPlansAreTypedErrorsAtCreation) {
   flow::PlanTask after{.name = "a", .kind = "t"};
   after.options.depends_on = {outside};
   EXPECT_NE(create({.name = "c", .dataset = "points", .plan = plan({after})}).find("outside"), std::string::npos);
-  flow::Plan long_name = plan({{.name = "a", .kind = "t"}});
+  flow::TaskGraph long_name = plan({{.name = "a", .kind = "t"}});
   long_name.name = std::string(201, 'x');
   EXPECT_NE(create({.name = "c", .dataset = "points", .plan = long_name}).find("batch N"), std::string::npos);
   flow::PlanTask bad_lineage{.name = "a", .kind = "t"};

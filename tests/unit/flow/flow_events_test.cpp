@@ -8,7 +8,7 @@
 #include <loom/flow/events.h>
 #include <loom/flow/plans.h>
 #include <loom/flow/tasks.h>
-#include <loom/store/listener.h>
+#include <loom/store/notifications.h>
 #include <loom/store/session.h>
 #include <loom/store/store.h>
 
@@ -126,7 +126,7 @@ TEST_P(FlowEvents, ACommitElsewhereWakesABlockedSubscriber) {
 
 TEST_P(FlowEvents, AListenerIsWokenByCommitsOnlyAndRefusesBadChannels) {
   FreshStore fs(url());
-  store::Listener listener(fs.store, "test_channel");
+  store::Notifications listener(fs.store, "test_channel");
   store::Store writer = store::Store::open(fs.url());
   {
     store::Session s(writer, store::Access::Write);
@@ -147,7 +147,7 @@ TEST_P(FlowEvents, AListenerIsWokenByCommitsOnlyAndRefusesBadChannels) {
   }
   EXPECT_TRUE(listener.wait(60'000));
   EXPECT_FALSE(listener.wait(0)) << "a wait consumes every pending notification";
-  EXPECT_THROW(store::Listener(fs.store, "Bad-Channel"), ValueError);
+  EXPECT_THROW(store::Notifications(fs.store, "Bad-Channel"), ValueError);
   store::Session s(writer, store::Access::Write);
   EXPECT_THROW(s.notify(""), ValueError);
 }

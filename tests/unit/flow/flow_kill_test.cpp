@@ -230,7 +230,7 @@ TEST_P(FlowKill, KilledAgentsRunPlansInDependencyOrderAndNoEventIsLost) {
   int64_t submitted_plans = 0;
   auto top_up = [&] {
     while (tasks.list({.status = flow::Status::Pending}).size() < 30) {
-      flow::Plan p{.name = "soak-" + std::to_string(submitted_plans++)};
+      flow::TaskGraph p{.name = "soak-" + std::to_string(submitted_plans++)};
       for (const char* root : {"a", "b", "c"}) p.tasks.push_back({.name = root, .kind = "soak", .options = options});
       p.tasks.push_back({.name = "join", .kind = "soak", .options = options, .depends_on = {"a", "b", "c"}});
       p.tasks.push_back({.name = "last", .kind = "soak", .options = options, .depends_on = {"join"}});

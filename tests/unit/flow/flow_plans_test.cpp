@@ -38,8 +38,8 @@ std::string count(const std::string& url, const std::string& table) {
 }
 
 // A cross-validation plan: k fold tasks and an aggregate depending on all of them.
-flow::Plan cross_validation(int k) {
-  flow::Plan p{.name = "cv"};
+flow::TaskGraph cross_validation(int k) {
+  flow::TaskGraph p{.name = "cv"};
   flow::PlanTask mean{.name = "mean", .kind = "aggregate"};
   for (int i = 0; i < k; ++i) {
     p.tasks.push_back({.name = "fold-" + std::to_string(i), .kind = "train", .hyper_parameters = "{\"fold\": " + std::to_string(i) + "}"});
@@ -213,13 +213,13 @@ TEST_P(FlowPlans, BadPlansWriteNothing) {
   FreshStore fs(url());
   flow::Tasks tasks(fs.store);
   flow::Plans plans(tasks);
-  flow::Plan cycle{.name = "c",
+  flow::TaskGraph cycle{.name = "c",
                    .tasks = {{.name = "a", .kind = "k", .depends_on = {"c"}},
                              {.name = "b", .kind = "k", .depends_on = {"a"}},
                              {.name = "c", .kind = "k", .depends_on = {"b"}},
                              {.name = "free", .kind = "k"}}};
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { plans.submit(cycle); }), {"cycle", "'a'", "'b'", "'c'"}));
-  flow::Plan p = cross_validation(2);
+  flow::TaskGraph p = cross_validation(2);
   p.tasks[2].depends_on.push_back("fold-7");
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { plans.submit(p); }), {"'fold-7'", "not a task of the plan"}));
   p = cross_validation(2);
@@ -306,7 +306,7 @@ TEST_P(FlowPlans, AStoreFromBeforePlansUpgradesAndKeepsItsTasks) {
 TEST_P(FlowPlans, ConcurrentAgentsNeverClaimADependentEarly) {
   FreshStore fs(url());
   const int64_t plan = flow::Plans(flow::Tasks(fs.store)).submit([] {
-    flow::Plan p{.name = "wide"};
+    flow::TaskGraph p{.name = "wide"};
     for (int i = 0; i < 12; ++i) {
       p.tasks.push_back({.name = "a" + std::to_string(i), .kind = "k"});
       p.tasks.push_back({.name = "b" + std::to_string(i), .kind = "k", .depends_on = {"a" + std::to_string(i)}});
@@ -356,7 +356,7 @@ TEST_P(FlowPlans, ConcurrentAgentsNeverClaimADependentEarly) {
 }
 
 TEST(FlowPlanJson, APlanRoundTripsAndBadTextNamesWhatIsWrong) {
-  flow::Plan p{.name = "two stages", .tasks = {}};
+  flow::TaskGraph p{.name = "two stages", .tasks = {}};
   p.tasks.push_back({.name = "cnn", .kind = "train", .hyper_parameters = R"({"lr": 0.01, "layers": [32, 64]})"});
   p.tasks.back().options.lineage = {.input_dataset = "fashion", .input_dataset_version = 3, .output_model = "cnn"};
   p.tasks.back().options.depends_on = {7, 9};
@@ -365,7 +365,7 @@ TEST(FlowPlanJson, APlanRoundTripsAndBadTextNamesWhatIsWrong) {
   p.tasks.back().options.max_attempts = 1;
   p.tasks.back().options.timeout_ms = 5000;
   p.tasks.back().options.lease_ms = 100;
-  const flow::Plan q = flow::Plan::from_json(p.to_json());
+  const flow::TaskGraph q = flow::TaskGraph::from_json(p.to_json());
   EXPECT_EQ(q.name, p.name);
   ASSERT_EQ(q.tasks.size(), 2u);
   EXPECT_EQ(nlohmann::json::parse(q.tasks[0].hyper_parameters), nlohmann::json::parse(p.tasks[0].hyper_parameters));
@@ -381,7 +381,7 @@ TEST(FlowPlanJson, APlanRoundTripsAndBadTextNamesWhatIsWrong) {
   EXPECT_EQ(q.tasks[1].options.lease_ms, 100);
   EXPECT_EQ(q.to_json(), p.to_json());
 
-  const auto fails = [](const std::string& text) { return error_message<ValueError>([&] { flow::Plan::from_json(text, "in.json"); }); };
+  const auto fails = [](const std::string& text) { return error_message<ValueError>([&] { flow::TaskGraph::from_json(text, "in.json"); }); };
   EXPECT_TRUE(contains_all(fails("{"), {"in.json", "not valid JSON"}));
   EXPECT_TRUE(contains_all(fails("[]"), {"JSON object"}));
   EXPECT_TRUE(contains_all(fails(R"({"name": "p", "tasks": [], "x": 1})"), {"unknown key \"x\""}));

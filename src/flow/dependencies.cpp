@@ -1,4 +1,4 @@
-#include "flow/graph.h"
+#include "flow/dependencies.h"
 
 #include <nlohmann/json.hpp>
 
@@ -72,20 +72,12 @@ void check_lineage(const store::Store& store, const char* op, const Lineage& l) 
   if (l.input_dataset_query.size() > 4096 || (!l.input_dataset_query.empty() && l.input_dataset.empty()))
     throw ValueError(std::string(op) + ": lineage input_dataset_query must be at most 4096 bytes and go with an input_dataset");
   const auto name = [&](const char* what, const std::string& s) {
-    // the store's rule for model and dataset names (docs/store.md)
-    bool ok = s.size() <= 256 && loom::detail::is_utf8(s);
-    for (size_t i = 0; ok && i < s.size(); ++i) {
-      const auto c = static_cast<unsigned char>(s[i]);
-      ok = c >= 0x20 && c != 0x7f && !(c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) < 0xa0);
-    }
-    if (!ok)
-      throw ValueError(std::string(op) + ": lineage " + what + " " + loom::detail::quote_text(s) +
-                       " is not a valid name (valid: 1 to 256 bytes of UTF-8 text without control characters)");
+    if (!s.empty()) store::check_label(op, what, s);  // the store's rule for model and dataset names; empty: none
   };
-  name("input_dataset", l.input_dataset);
-  name("input_model", l.input_model);
-  name("output_model", l.output_model);
-  name("output_dataset", l.output_dataset);
+  name("lineage input_dataset", l.input_dataset);
+  name("lineage input_model", l.input_model);
+  name("lineage output_model", l.output_model);
+  name("lineage output_dataset", l.output_dataset);
   if (l.input_dataset_last_version < 0 || (l.input_dataset_last_version > 0 && l.input_dataset_last_version < l.input_dataset_version) ||
       (l.input_dataset_last_version > 0 && l.input_dataset_version == 0))
     throw ValueError(std::string(op) + ": lineage input_dataset_last_version " + std::to_string(l.input_dataset_last_version) +

@@ -2,11 +2,11 @@
 // Waits for the notifications of a channel of a store, sent by the commits of sessions that
 // called Session::notify(channel), in any process (docs/store.md, "Notifications"):
 //
-//   store::Listener events(store, "my_channel");   // made before reading, so nothing is missed
+//   store::Notifications events(store, "my_channel");   // made before reading, so nothing is missed
 //   for (;;) { read what is new ...; events.wait(1000); }
 //
 // A notification says only that something was committed: the waiter reads the database for
-// what. PostgreSQL: LISTEN on a connection of the Listener's own, woken by the server on the
+// what. PostgreSQL: LISTEN on a connection of its own, woken by the server on the
 // commit of a NOTIFY, across machines. SQLite: an inotify watch on "<db>.<channel>.notify",
 // which a committing writer opens and closes, on one machine (a process on another machine
 // sharing the file is not woken; see the docs). A notification may be missed when its writer
@@ -25,16 +25,16 @@ namespace detail {
 class Waiter;
 }
 
-class LOOM_API Listener {
+class LOOM_API Notifications {
  public:
   // Starts listening on `channel` (1 to 63 characters of [a-z0-9_]; ValueError otherwise).
   // StoreError when the watch or the connection cannot be made.
-  Listener(const Store& store, const std::string& channel);
-  ~Listener();
-  Listener(Listener&&) noexcept;
-  Listener& operator=(Listener&&) noexcept;
+  Notifications(const Store& store, const std::string& channel);
+  ~Notifications();
+  Notifications(Notifications&&) noexcept;
+  Notifications& operator=(Notifications&&) noexcept;
 
-  // Blocks until a notification committed since this Listener was made and not yet consumed
+  // Blocks until a notification committed since this object was made and not yet consumed
   // by a wait arrives (true; all pending ones are consumed), or `timeout_ms` passes (false).
   bool wait(int64_t timeout_ms);
 

@@ -1,4 +1,4 @@
-#include "loom/store/listener.h"
+#include "loom/store/notifications.h"
 
 #include <cctype>
 
@@ -16,17 +16,17 @@ void detail::check_channel(const std::string& channel) {
   if (!ok) throw ValueError("store: invalid notification channel '" + channel + "' (valid: 1 to 63 characters of [a-z0-9_])");
 }
 
-Listener::Listener(const Store& store, const std::string& channel) {
+Notifications::Notifications(const Store& store, const std::string& channel) {
   detail::check_channel(channel);
   detail::StoreImpl& impl = detail::SessionAccess::impl(store);
   std::lock_guard<std::mutex> lock(impl.mutex);  // the connection makes the waiter, which owns its own
   waiter_ = impl.conn->listen(channel);
 }
 
-Listener::~Listener() = default;
-Listener::Listener(Listener&&) noexcept = default;
-Listener& Listener::operator=(Listener&&) noexcept = default;
+Notifications::~Notifications() = default;
+Notifications::Notifications(Notifications&&) noexcept = default;
+Notifications& Notifications::operator=(Notifications&&) noexcept = default;
 
-bool Listener::wait(int64_t timeout_ms) { return waiter_->wait(timeout_ms); }
+bool Notifications::wait(int64_t timeout_ms) { return waiter_->wait(timeout_ms); }
 
 }  // namespace loom::store

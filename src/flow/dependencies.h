@@ -19,7 +19,7 @@ void check_options(const char* op, const TaskOptions& o);
 // An error text as stored: its last 16 KiB, storable by every backend.
 std::string clip_error(const std::string& e);
 
-// The notification channel of task events (store::Listener).
+// The notification channel of task events (store::Notifications).
 inline constexpr const char* kEventChannel = "loom_task_events";
 // The channel that wakes idle agents: notified by every commit that may make a task claimable
 // (a submission without pending dependencies, a release of dependents, a retry, a replay). A
@@ -47,11 +47,11 @@ struct CheckedPlan {
   std::vector<std::string> hyper;
   std::vector<size_t> order;
 };
-CheckedPlan check_plan(const Plan& plan);
+CheckedPlan check_plan(const TaskGraph& plan);
 // Inserts a checked plan (its lineage checked too) in the caller's session: its row, then its
 // tasks, pending; NotFoundError / ConflictError for a bad id in a task's options.depends_on.
 // Returns the plan's id.
-int64_t insert_plan(store::Session& session, const Plan& plan, const CheckedPlan& checked, int64_t now);
+int64_t insert_plan(store::Session& session, const TaskGraph& plan, const CheckedPlan& checked, int64_t now);
 // Inserts a pending task (its arguments already checked); returns its id.
 int64_t insert_task(store::Session& session, const std::string& kind, const std::string& hyper, const TaskOptions& o,
                     int64_t plan_id, const std::string& name, const std::vector<int64_t>& depends_on, int64_t waiting,
