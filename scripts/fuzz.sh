@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(safetensors model graph_json state checkpoint npy npz idx csv text onnx image serve ui)
+all_targets=(safetensors model graph_json state checkpoint npy npz idx csv text onnx image serve text_serve ui)
 mode=fuzz
 seconds=25
 if [[ $# -gt 0 && $1 == replay ]]; then

@@ -263,11 +263,25 @@ int main(int argc, char** argv) {
     put("serve", "infer_version.txt", std::string("\x01/v2/models/mlp/versions/1/infer\n") + infer);
     put("serve", "infer_nested.txt", std::string("\x01/v2/models/mlp/infer\n") +
                                          R"({"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP64", "data": [[1, 2, 3, 4]]}]})");
-    put("serve", "metadata.txt", std::string("\x00/v2/models/mlp\n"));
-    put("serve", "ready.txt", std::string("\x00/v2/models/mlp/ready\n"));
-    put("serve", "health.txt", std::string("\x00/v2/health/live\n"));
-    put("serve", "server.txt", std::string("\x00/v2\n"));
-    put("serve", "metrics.txt", std::string("\x00/metrics\n"));
+    put("serve", "metadata.txt", std::string(1, '\0') + ("/v2/models/mlp\n"));
+    put("serve", "ready.txt", std::string(1, '\0') + ("/v2/models/mlp/ready\n"));
+    put("serve", "health.txt", std::string(1, '\0') + ("/v2/health/live\n"));
+    put("serve", "server.txt", std::string(1, '\0') + ("/v2\n"));
+    put("serve", "metrics.txt", std::string(1, '\0') + ("/metrics\n"));
+  }
+  // Requests to the generation server (fuzz_text_serve), as fuzz_serve's
+  {
+    const std::string post(1, '\x01'), get(1, '\0');
+    put("text_serve", "completion.txt", post + "/v1/completions\n" +
+                                            R"({"model": "tiny", "prompt": "hello", "max_tokens": 4, "temperature": 0.7, "top_k": 5, "seed": 1, "stop": ["x"]})");
+    put("text_serve", "completion_ids.txt", post + "/v1/completions\n" + R"({"prompt": [[1, 2, 300]], "max_tokens": 3, "echo": true})");
+    put("text_serve", "stream.txt", post + "/v1/completions\n" +
+                                        R"({"prompt": "aa", "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true}})");
+    put("text_serve", "chat.txt", post + "/v1/chat/completions\n" +
+                                      R"({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_tokens": 3, "stream": true})");
+    put("text_serve", "models.txt", get + "/v1/models\n");
+    put("text_serve", "model.txt", get + "/v1/models/tiny\n");
+    put("text_serve", "metrics.txt", get + "/metrics\n");
   }
   // Requests to the dashboard (fuzz_ui): the first byte (method, Host, token), then the path, the
   // query string and the body, one line each.
