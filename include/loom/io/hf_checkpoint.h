@@ -22,7 +22,7 @@ namespace loom::io {
 // What load_hf_checkpoint finds wrong with a folder: its config.json (an unknown model_type, a
 // setting Loom does not model, a size out of range), its index (a shard outside the folder, a
 // key in the wrong shard), or its weights (missing, unexpected, misshapen keys, each named).
-class HfCheckpointError : public ValueError {
+class LOOM_API HfCheckpointError : public ValueError {
   using ValueError::ValueError;
 };
 
