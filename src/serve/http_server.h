@@ -111,6 +111,12 @@ std::vector<std::pair<std::string, std::string>> parse_query(const std::string& 
 // absent header (HTTP/1.0, a program) too.
 bool host_allowed(const std::string& listen_host, const std::string& host_header);
 
+// The HTTP layer's options for a model server whose options name them as ServeOptions does
+// (serve::ServeOptions, serve::TextServeOptions): host, port, threads, max_connections,
+// max_request_bytes and the three timeouts in milliseconds; every answer gets api_headers().
+template <class ServerOptions>
+HttpServerOptions http_options(const ServerOptions& o);
+
 // The headers every answer of the model servers (serve::Server, serve::TextServer) carries, their
 // refusals included: nothing in them is a page to render, frame or cache.
 std::vector<std::pair<std::string, std::string>> api_headers();
@@ -118,5 +124,20 @@ std::vector<std::pair<std::string, std::string>> api_headers();
 // Compares a secret a client sent with the expected one in constant time (how long it takes does
 // not tell how much of a guess was right); false when either is empty.
 bool same_secret(const std::string& given, const std::string& expected);
+
+template <class ServerOptions>
+HttpServerOptions http_options(const ServerOptions& o) {
+  HttpServerOptions http;
+  http.host = o.host;
+  http.port = o.port;
+  http.workers = o.threads;
+  http.max_connections = o.max_connections;
+  http.max_body_bytes = o.max_request_bytes;
+  http.header_timeout = std::chrono::milliseconds(o.header_timeout_ms);
+  http.body_timeout = std::chrono::milliseconds(o.body_timeout_ms);
+  http.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
+  http.default_headers = api_headers();  // on every answer, the HTTP layer's own refusals included
+  return http;
+}
 
 }  // namespace loom::serve::detail

@@ -367,18 +367,7 @@ void Server::start() {
   std::lock_guard lock(impl_->start_mutex);
   if (impl_->listener && impl_->listener->running()) return;
   if (impl_->poller.joinable()) impl_->poller.join();  // an earlier start's, stopped
-  const ServeOptions& o = impl_->options;
-  detail::HttpServerOptions http;
-  http.host = o.host;
-  http.port = o.port;
-  http.workers = o.threads;
-  http.max_connections = o.max_connections;
-  http.max_body_bytes = o.max_request_bytes;
-  http.header_timeout = std::chrono::milliseconds(o.header_timeout_ms);
-  http.body_timeout = std::chrono::milliseconds(o.body_timeout_ms);
-  http.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
-  // on every answer, the HTTP layer's own refusals included
-  http.default_headers = detail::api_headers();  // on every answer, the HTTP layer's own refusals included
+  detail::HttpServerOptions http = detail::http_options(impl_->options);
   auto serve = [this](const detail::HttpRequestData& req) {
     const HttpResponse r = handle({req.method, req.path, req.body, req.header("Host"), req.header("Inference-Header-Content-Length")});
     detail::HttpAnswer answer{r.status, {{"Content-Type", r.content_type}}, r.body};

@@ -246,17 +246,7 @@ HttpResponse TextServer::handle(const HttpRequest& request) {
 void TextServer::start() {
   std::lock_guard lock(impl_->start_mutex);
   if (impl_->listener && impl_->listener->running()) return;
-  const TextServeOptions& o = impl_->options;
-  detail::HttpServerOptions http;
-  http.host = o.host;
-  http.port = o.port;
-  http.workers = o.threads;
-  http.max_connections = o.max_connections;
-  http.max_body_bytes = o.max_request_bytes;
-  http.header_timeout = std::chrono::milliseconds(o.header_timeout_ms);
-  http.body_timeout = std::chrono::milliseconds(o.body_timeout_ms);
-  http.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
-  http.default_headers = detail::api_headers();
+  detail::HttpServerOptions http = detail::http_options(impl_->options);
   Impl* impl = impl_.get();
   auto refuse = [impl](int status, const std::string& message) {
     impl->count("other", status);

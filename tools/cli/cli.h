@@ -1,6 +1,7 @@
 #pragma once
 // The `loom` command line (docs/cli.md): shared pieces of its command groups — argument
 // parsing, the store a command runs on, and output as aligned tables or JSON.
+#include <csignal>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -109,6 +110,10 @@ std::string terminal_text(const std::string& text, bool keep_lines = false);
 // server holds a descriptor per connection, and `loom serve` / `loom ui` hold up to
 // --max-connections of them. Says on stderr when the limit stays below `wanted`.
 void raise_open_files_limit(int64_t wanted);
+
+// Blocks SIGINT and SIGTERM in this thread and every thread started after it (a server's), so
+// that sigwait(&returned, ...) here takes them: `loom serve` and `loom ui` stop on them.
+sigset_t block_stop_signals();
 
 // An aligned table on stdout: a header row, then the rows; columns two spaces apart; every cell
 // through terminal_text (on one line).

@@ -1,4 +1,6 @@
 // Argument parsing, the store of a command and table/JSON output of the `loom` command line.
+#include <pthread.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -311,6 +313,15 @@ std::string produced_by_text(const store::Provenance& p) {
 }
 
 nlohmann::ordered_json produced_by_json(const store::Provenance& p) { return {{"task_id", p.task_id}, {"run_id", p.run_id}}; }
+
+sigset_t block_stop_signals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
 
 void raise_open_files_limit(int64_t wanted) {
   rlimit r{};

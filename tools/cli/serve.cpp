@@ -18,16 +18,6 @@ namespace loom::cli {
 
 namespace {
 
-// Blocks SIGINT and SIGTERM in every thread started after it; sigwait takes them.
-sigset_t block_stop_signals() {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  return stop_signals;
-}
-
 // A model folder (config.json): generation over OpenAI's API.
 int serve_text(const Args& a, const std::filesystem::path& dir) {
   serve::TextServeOptions options;

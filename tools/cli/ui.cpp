@@ -23,11 +23,7 @@ int run(const Args& a) {
 
   store::Store s = a.open_store();
   // SIGINT and SIGTERM are taken by sigwait below, in this thread, not by the server's threads
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = block_stop_signals();
 
   ui::Dashboard dashboard(std::move(s), options);
   dashboard.start();
