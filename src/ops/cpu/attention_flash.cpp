@@ -200,12 +200,18 @@ void transpose_into(T* dst, int64_t ldd, const T* src, int64_t rows, int64_t col
         for (int64_t c = c0; c < std::min(cols, c0 + 16); ++c) dst[c * ldd + r] = src[r * cols + c];
 }
 
+// src (rows x cols) as tiles of `tile` rows, each transposed into a contiguous (cols x tile)
+// block of dst (zeros past the last row). A tile's block is then one contiguous operand: a
+// whole transposed matrix (cols x rows) made the tiles' operands rows of it far apart (16 KiB
+// at S 4096), a page each, which the products' packing read slower than they multiplied.
+template <typename T>
+void transpose_tiles(T* dst, int64_t tile, const T* src, int64_t rows, int64_t cols) {
+  for (int64_t t0 = 0; t0 < rows; t0 += tile)
+    transpose_into(dst + t0 * cols, tile, src + t0 * cols, std::min(tile, rows - t0), cols);
+}
+
 // Rounded up to a multiple of 16 floats (any vector width's multiple).
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
-// The row stride of a transposed operand of n columns: 16 floats more than round16(n), so that
-// its rows are not a power of two apart (a column written down 16 rows 1 KiB apart fell in one
-// cache set: the transposes took a fifth of the forward's time at S = 256).
-int64_t transposed_ld(int64_t n) { return round16(n) + 16; }
 
 template <typename T>
 void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionParams& p, int64_t E, int64_t Ev) {
@@ -215,13 +221,14 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
   const T scale = static_cast<T>(p.scale);
   const T ninf = -std::numeric_limits<T>::infinity();
   const bool dropout = p.dropout_p > 0;
-  // float32: k transposed per key / value head (E x Sp), so that q k^T is a gemm_rows product
+  // float32: k transposed per key / value head and key tile (E x kBc each, tile_major), so that
+  // q k^T is a gemm_rows product over a contiguous block
   constexpr bool kT = std::is_same_v<T, float>;
-  const int64_t Sp = transposed_ld(S);
-  std::vector<T> kt(kT ? static_cast<size_t>(p.B * p.Hkv * E * Sp) : 0);
+  const int64_t nkt = (S + kBc - 1) / kBc;
+  std::vector<T> kt(kT ? static_cast<size_t>(p.B * p.Hkv * nkt * E * kBc) : 0);
   if constexpr (kT)
     parallel_range(0, p.B * p.Hkv, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h) transpose_into(kt.data() + h * E * Sp, Sp, k + h * S * E, S, E);
+      for (int64_t h = h0; h < h1; ++h) transpose_tiles(kt.data() + h * nkt * E * kBc, kBc, k + h * S * E, S, E);
     });
   parallel_range(0, p.B * H * nqt, 1, [&](int64_t t0, int64_t t1) {
     std::vector<T> qs(static_cast<size_t>(kBr * E)), s(static_cast<size_t>(kBr * kBc)), pv(static_cast<size_t>(kBr * Ev)),
@@ -242,7 +249,7 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
         if (!plane.tile_live(i0, br, j0, bc)) continue;
         if constexpr (kT) {
           const int64_t bcp = std::min(kBc, round16(bc));  // the zero columns past S give scores left unread
-          ops.gemm_nn(s.data(), kBc, qs.data(), E, kt.data() + kvh * E * Sp + j0, Sp, br, bcp, E);
+          ops.gemm_nn(s.data(), kBc, qs.data(), E, kt.data() + (kvh * nkt + j0 / kBc) * E * kBc, kBc, br, bcp, E);
         } else {
           ops.gemm_nt(s.data(), kBc, qs.data(), E, K + j0 * E, E, br, bc, E);
         }
@@ -289,12 +296,12 @@ void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, con
   const int64_t L = p.L, S = p.S, H = p.H, group = p.H / p.Hkv;
   const T scale = static_cast<T>(p.scale);
   const bool dropout = p.dropout_p > 0;
-  // float32: the scaled q and dO of each query head transposed (E x Lp, Ev x Lp), so that
-  // k q^T and v dO^T are gemm_rows products
+  // float32: the scaled q and dO of each query head transposed per query tile (E x kBr, Ev x
+  // kBr blocks, transpose_tiles), so that k q^T and v dO^T are gemm_rows products
   constexpr bool kT = std::is_same_v<T, float>;
-  const int64_t Lp = transposed_ld(L);
+  const int64_t nqt = (L + kBr - 1) / kBr;
   parallel_range(0, p.B * p.Hkv, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<T> qst(kT ? static_cast<size_t>(group * E * Lp) : 0), got(kT ? static_cast<size_t>(group * Ev * Lp) : 0);
+    std::vector<T> qst(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0), got(kT ? static_cast<size_t>(group * nqt * Ev * kBr) : 0);
     std::vector<T> qs(static_cast<size_t>(group * L * E)), dd(static_cast<size_t>(group * L)), st(kBc * kBr), pd, dpt(kBc * kBr),
         ds(kBr * kBc), tmp(static_cast<size_t>(std::max(kBc, kBr) * std::max(E, Ev)));
     if (dropout) pd.resize(kBc * kBr);
@@ -312,8 +319,8 @@ void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, con
       ops.scale(qs.data(), Q, scale, group * L * E);
       if constexpr (kT)
         for (int64_t g = 0; g < group; ++g) {
-          transpose_into(qst.data() + g * E * Lp, Lp, qs.data() + g * L * E, L, E);
-          transpose_into(got.data() + g * Ev * Lp, Lp, GO + g * L * Ev, L, Ev);
+          transpose_tiles(qst.data() + g * nqt * E * kBr, kBr, qs.data() + g * L * E, L, E);
+          transpose_tiles(got.data() + g * nqt * Ev * kBr, kBr, GO + g * L * Ev, L, Ev);
         }
       for (int64_t r = 0; r < group * L; ++r) {
         T d = 0;
@@ -340,7 +347,7 @@ void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, con
             const T* d_i = dd.data() + g * L + i0;
             // P^T (bc x br)
             const int64_t brp = std::min(kBr, round16(br));  // columns past L: left unread
-            if constexpr (kT) ops.gemm_nn(st.data(), kBr, Kj, E, qst.data() + g * E * Lp + i0, Lp, bc, brp, E);
+            if constexpr (kT) ops.gemm_nn(st.data(), kBr, Kj, E, qst.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, bc, brp, E);
             else ops.gemm_nt(st.data(), kBr, Kj, E, Qi, E, bc, br, E);
             if (plane.tile_masked(i0, j0, bc))
               for (int64_t c = 0; c < bc; ++c)
@@ -356,7 +363,7 @@ void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, con
             ops.gemm_nn(tmp.data(), Ev, pt, kBr, GOi, Ev, bc, Ev, br);
             ops.add(dV + j0 * Ev, tmp.data(), bc * Ev);
             // dP^T = V_j dO_i^T, through the dropout; dS^T = P^T (dP^T - D)
-            if constexpr (kT) ops.gemm_nn(dpt.data(), kBr, Vj, Ev, got.data() + g * Ev * Lp + i0, Lp, bc, brp, Ev);
+            if constexpr (kT) ops.gemm_nn(dpt.data(), kBr, Vj, Ev, got.data() + (g * nqt + i0 / kBr) * Ev * kBr, kBr, bc, brp, Ev);
             else ops.gemm_nt(dpt.data(), kBr, Vj, Ev, GOi, Ev, bc, br, Ev);
             if (dropout)
               for (int64_t c = 0; c < bc; ++c)

@@ -245,7 +245,8 @@ TEST(SimdKernels, BinaryOpsEqualScalarArithmeticAtEveryLength) {
         t->binary_vv[op](o.data(), x.data(), y.data(), n);
         for (int64_t i = 0; i < n; ++i)
           ASSERT_TRUE(same(o[i], scalar_binary(b, x[i], y[i]))) << t->isa << " op " << op << " n=" << n << " i=" << i;
-        for (float s : {1.5f, NAN, -1.0f}) {
+        // -0.0: a scalar broadcast as an add to +0.0 made -0.0 + -0.0 come out +0.0
+        for (float s : {1.5f, NAN, -1.0f, -0.0f}) {
           t->binary_vs[op](o.data(), x.data(), s, n);
           for (int64_t i = 0; i < n; ++i)
             ASSERT_TRUE(same(o[i], scalar_binary(b, x[i], s))) << t->isa << " vs op " << op << " n=" << n << " i=" << i;
