@@ -289,98 +289,137 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
   });
 }
 
+// Key tiles a backward task takes together against each query tile: the query side of a tile
+// (Q, dO and their transposes, dQ's rows: 80 KiB at head size 64) is then read once per block of
+// key tiles instead of once per key tile, while the block's K, V, dK and dV (64 KiB a tile) stay
+// in L2. The sums keep their order (dQ over key tiles ascending, dK and dV over query tiles
+// ascending), so the bits are those of one tile at a time.
+constexpr int64_t kKeyTilesPerBlock = 4;
+
+// The backward of one (batch, key / value head) task: its scratch, and the steps it runs.
 template <typename T>
-void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, const T* v, const T* out, const T* lse,
-                   const AttentionParams& p, int64_t E, int64_t Ev) {
-  const TileOps<T> ops;
-  const int64_t L = p.L, S = p.S, H = p.H, group = p.H / p.Hkv;
-  const T scale = static_cast<T>(p.scale);
-  const bool dropout = p.dropout_p > 0;
+struct BackwardTask {
+  static constexpr bool kT = std::is_same_v<T, float>;  // float32: transposed operands (see backward_impl)
+  const TileOps<T> ops{};
+  const AttentionParams& p;
+  const int64_t E, Ev, L, S, group, nqt;
+  const T scale;
   // float32: the scaled q and dO of each query head transposed per query tile (E x kBr, Ev x
   // kBr blocks, transpose_tiles), so that k q^T and v dO^T are gemm_rows products
-  constexpr bool kT = std::is_same_v<T, float>;
-  const int64_t nqt = (L + kBr - 1) / kBr;
-  parallel_range(0, p.B * p.Hkv, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<T> qst(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0), got(kT ? static_cast<size_t>(group * nqt * Ev * kBr) : 0);
-    std::vector<T> qs(static_cast<size_t>(group * L * E)), dd(static_cast<size_t>(group * L)), st(kBc * kBr), pd, dpt(kBc * kBr),
-        ds(kBr * kBc), tmp(static_cast<size_t>(std::max(kBc, kBr) * std::max(E, Ev)));
-    if (dropout) pd.resize(kBc * kBr);
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t b = task / p.Hkv, h0 = (task % p.Hkv) * group;  // query heads h0 .. h0 + group
-      const T* K = k + task * S * E;
-      const T* V = v + task * S * Ev;
-      T* dK = dk + task * S * E;
-      T* dV = dv + task * S * Ev;
-      T* dQ = dq + (b * H + h0) * L * E;  // the group's query heads are consecutive
-      const T* Q = q + (b * H + h0) * L * E;
-      const T* GO = go + (b * H + h0) * L * Ev;
-      const T* O = out + (b * H + h0) * L * Ev;
-      const T* LSE = lse + (b * H + h0) * L;
-      ops.scale(qs.data(), Q, scale, group * L * E);
-      if constexpr (kT)
-        for (int64_t g = 0; g < group; ++g) {
-          transpose_tiles(qst.data() + g * nqt * E * kBr, kBr, qs.data() + g * L * E, L, E);
-          transpose_tiles(got.data() + g * nqt * Ev * kBr, kBr, GO + g * L * Ev, L, Ev);
-        }
-      for (int64_t r = 0; r < group * L; ++r) {
-        T d = 0;
-        for (int64_t e = 0; e < Ev; ++e) d += GO[r * Ev + e] * O[r * Ev + e];
-        dd[r] = std::isinf(LSE[r]) ? T(0) : d;  // a fully masked row (NaN output) takes no gradient
+  std::vector<T> qst, got, qs, dd, st, pd, dpt, ds, tmp;
+  // this task's operands (set by start)
+  int64_t b = 0, h0 = 0;
+  const T *K = nullptr, *V = nullptr, *Q = nullptr, *GO = nullptr, *O = nullptr, *LSE = nullptr;
+  T *dK = nullptr, *dV = nullptr, *dQ = nullptr;
+
+  BackwardTask(const AttentionParams& params, int64_t E_, int64_t Ev_)
+      : p(params), E(E_), Ev(Ev_), L(p.L), S(p.S), group(p.H / p.Hkv), nqt((L + kBr - 1) / kBr),
+        scale(static_cast<T>(p.scale)), qst(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0),
+        got(kT ? static_cast<size_t>(group * nqt * Ev * kBr) : 0), qs(static_cast<size_t>(group * L * E)),
+        dd(static_cast<size_t>(group * L)), st(kBc * kBr), pd(p.dropout_p > 0 ? kBc * kBr : 0), dpt(kBc * kBr),
+        ds(kBr * kBc), tmp(static_cast<size_t>(std::max(kBc, kBr) * std::max(E, Ev))) {}
+
+  // Points at the task's heads, scales and transposes its queries, takes D = rowsum(dO * O) and
+  // zeroes its gradients.
+  void start(int64_t task, T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, const T* v, const T* out,
+             const T* lse) {
+    b = task / p.Hkv;
+    h0 = (task % p.Hkv) * group;  // query heads h0 .. h0 + group, consecutive
+    K = k + task * S * E;
+    V = v + task * S * Ev;
+    dK = dk + task * S * E;
+    dV = dv + task * S * Ev;
+    dQ = dq + (b * p.H + h0) * L * E;
+    Q = q + (b * p.H + h0) * L * E;
+    GO = go + (b * p.H + h0) * L * Ev;
+    O = out + (b * p.H + h0) * L * Ev;
+    LSE = lse + (b * p.H + h0) * L;
+    ops.scale(qs.data(), Q, scale, group * L * E);
+    if constexpr (kT)
+      for (int64_t g = 0; g < group; ++g) {
+        transpose_tiles(qst.data() + g * nqt * E * kBr, kBr, qs.data() + g * L * E, L, E);
+        transpose_tiles(got.data() + g * nqt * Ev * kBr, kBr, GO + g * L * Ev, L, Ev);
       }
-      std::fill(dQ, dQ + group * L * E, T(0));
-      std::fill(dK, dK + S * E, T(0));
-      std::fill(dV, dV + S * Ev, T(0));
-      for (int64_t j0 = 0; j0 < S; j0 += kBc) {
-        const int64_t bc = std::min(kBc, S - j0);
-        const T* Kj = K + j0 * E;
-        const T* Vj = V + j0 * Ev;
-        for (int64_t g = 0; g < group; ++g) {
-          const int64_t bh = b * H + h0 + g;
-          const Plane<T> plane(p, bh);
-          const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows before j0 see none of these keys
-          for (int64_t i0 = i_start; i0 < L; i0 += kBr) {
-            const int64_t br = std::min(kBr, L - i0);
-            if (!plane.tile_live(i0, br, j0, bc)) continue;
-            const T* Qi = qs.data() + (g * L + i0) * E;
-            const T* GOi = GO + (g * L + i0) * Ev;
-            const T* lse_i = LSE + g * L + i0;
-            const T* d_i = dd.data() + g * L + i0;
-            // P^T (bc x br)
-            const int64_t brp = std::min(kBr, round16(br));  // columns past L: left unread
-            if constexpr (kT) ops.gemm_nn(st.data(), kBr, Kj, E, qst.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, bc, brp, E);
-            else ops.gemm_nt(st.data(), kBr, Kj, E, Qi, E, bc, br, E);
-            if (plane.tile_masked(i0, j0, bc))
-              for (int64_t c = 0; c < bc; ++c)
-                for (int64_t r = 0; r < br; ++r) st[c * kBr + r] = plane.masked(st[c * kBr + r], i0 + r, j0 + c);
-            for (int64_t c = 0; c < bc; ++c) ops.exp_minus(st.data() + c * kBr, lse_i, br);
-            const T* pt = st.data();
-            if (dropout) {
-              for (int64_t c = 0; c < bc; ++c)
-                for (int64_t r = 0; r < br; ++r) pd[c * kBr + r] = st[c * kBr + r] * plane.drop(i0 + r, j0 + c);
-              pt = pd.data();
-            }
-            // dV_j += P^T dO_i
-            ops.gemm_nn(tmp.data(), Ev, pt, kBr, GOi, Ev, bc, Ev, br);
-            ops.add(dV + j0 * Ev, tmp.data(), bc * Ev);
-            // dP^T = V_j dO_i^T, through the dropout; dS^T = P^T (dP^T - D)
-            if constexpr (kT) ops.gemm_nn(dpt.data(), kBr, Vj, Ev, got.data() + (g * nqt + i0 / kBr) * Ev * kBr, kBr, bc, brp, Ev);
-            else ops.gemm_nt(dpt.data(), kBr, Vj, Ev, GOi, Ev, bc, br, Ev);
-            if (dropout)
-              for (int64_t c = 0; c < bc; ++c)
-                for (int64_t r = 0; r < br; ++r) dpt[c * kBr + r] *= plane.drop(i0 + r, j0 + c);
-            for (int64_t c = 0; c < bc; ++c) ops.dsoft(dpt.data() + c * kBr, st.data() + c * kBr, d_i, br);
-            // dK_j += dS^T (Q_i scale)
-            ops.gemm_nn(tmp.data(), E, dpt.data(), kBr, Qi, E, bc, E, br);
-            ops.add(dK + j0 * E, tmp.data(), bc * E);
-            // dQ_i += dS K_j (scaled at the end)
-            for (int64_t r = 0; r < br; ++r)
-              for (int64_t c = 0; c < bc; ++c) ds[r * kBc + c] = dpt[c * kBr + r];
-            ops.gemm_nn(tmp.data(), E, ds.data(), kBc, Kj, E, br, E, bc);
-            ops.add(dQ + (g * L + i0) * E, tmp.data(), br * E);
+    for (int64_t r = 0; r < group * L; ++r) {
+      T d = 0;
+      for (int64_t e = 0; e < Ev; ++e) d += GO[r * Ev + e] * O[r * Ev + e];
+      dd[r] = std::isinf(LSE[r]) ? T(0) : d;  // a fully masked row (NaN output) takes no gradient
+    }
+    std::fill(dQ, dQ + group * L * E, T(0));
+    std::fill(dK, dK + S * E, T(0));
+    std::fill(dV, dV + S * Ev, T(0));
+  }
+
+  // Every live (query tile, key tile) pair, key tiles in blocks of kKeyTilesPerBlock.
+  void run() {
+    for (int64_t jb = 0; jb < S; jb += kKeyTilesPerBlock * kBc) {
+      const int64_t jb_end = std::min(S, jb + kKeyTilesPerBlock * kBc);
+      for (int64_t g = 0; g < group; ++g) {
+        const Plane<T> plane(p, b * p.H + h0 + g);
+        const int64_t i_start = p.causal ? jb / kBr * kBr : 0;  // causal: rows before jb see none of these keys
+        for (int64_t i0 = i_start; i0 < L; i0 += kBr) {
+          const int64_t br = std::min(kBr, L - i0);
+          for (int64_t j0 = jb; j0 < jb_end; j0 += kBc) {
+            const int64_t bc = std::min(kBc, S - j0);
+            if (plane.tile_live(i0, br, j0, bc)) tile(plane, g, i0, br, j0, bc);
           }
         }
       }
-      ops.scale(dQ, dQ, scale, group * L * E);
+    }
+    ops.scale(dQ, dQ, scale, group * L * E);
+  }
+
+  // One tile: P^T recomputed from the log-sum-exp, then dV, dS, dK and dQ's parts.
+  void tile(const Plane<T>& plane, int64_t g, int64_t i0, int64_t br, int64_t j0, int64_t bc) {
+    const T* Kj = K + j0 * E;
+    const T* Vj = V + j0 * Ev;
+    const T* Qi = qs.data() + (g * L + i0) * E;
+    const T* GOi = GO + (g * L + i0) * Ev;
+    const T* lse_i = LSE + g * L + i0;
+    const T* d_i = dd.data() + g * L + i0;
+    // P^T (bc x br)
+    const int64_t brp = std::min(kBr, round16(br));  // columns past L: left unread
+    if constexpr (kT) ops.gemm_nn(st.data(), kBr, Kj, E, qst.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, bc, brp, E);
+    else ops.gemm_nt(st.data(), kBr, Kj, E, Qi, E, bc, br, E);
+    if (plane.tile_masked(i0, j0, bc))
+      for (int64_t c = 0; c < bc; ++c)
+        for (int64_t r = 0; r < br; ++r) st[c * kBr + r] = plane.masked(st[c * kBr + r], i0 + r, j0 + c);
+    for (int64_t c = 0; c < bc; ++c) ops.exp_minus(st.data() + c * kBr, lse_i, br);
+    const T* pt = st.data();
+    if (!pd.empty()) {
+      for (int64_t c = 0; c < bc; ++c)
+        for (int64_t r = 0; r < br; ++r) pd[c * kBr + r] = st[c * kBr + r] * plane.drop(i0 + r, j0 + c);
+      pt = pd.data();
+    }
+    // dV_j += P^T dO_i
+    ops.gemm_nn(tmp.data(), Ev, pt, kBr, GOi, Ev, bc, Ev, br);
+    ops.add(dV + j0 * Ev, tmp.data(), bc * Ev);
+    // dP^T = V_j dO_i^T, through the dropout; dS^T = P^T (dP^T - D)
+    if constexpr (kT) ops.gemm_nn(dpt.data(), kBr, Vj, Ev, got.data() + (g * nqt + i0 / kBr) * Ev * kBr, kBr, bc, brp, Ev);
+    else ops.gemm_nt(dpt.data(), kBr, Vj, Ev, GOi, Ev, bc, br, Ev);
+    if (!pd.empty())
+      for (int64_t c = 0; c < bc; ++c)
+        for (int64_t r = 0; r < br; ++r) dpt[c * kBr + r] *= plane.drop(i0 + r, j0 + c);
+    for (int64_t c = 0; c < bc; ++c) ops.dsoft(dpt.data() + c * kBr, st.data() + c * kBr, d_i, br);
+    // dK_j += dS^T (Q_i scale)
+    ops.gemm_nn(tmp.data(), E, dpt.data(), kBr, Qi, E, bc, E, br);
+    ops.add(dK + j0 * E, tmp.data(), bc * E);
+    // dQ_i += dS K_j (scaled at the end)
+    for (int64_t r = 0; r < br; ++r)
+      for (int64_t c = 0; c < bc; ++c) ds[r * kBc + c] = dpt[c * kBr + r];
+    ops.gemm_nn(tmp.data(), E, ds.data(), kBc, Kj, E, br, E, bc);
+    ops.add(dQ + (g * L + i0) * E, tmp.data(), br * E);
+  }
+};
+
+template <typename T>
+void backward_impl(T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, const T* v, const T* out, const T* lse,
+                   const AttentionParams& p, int64_t E, int64_t Ev) {
+  parallel_range(0, p.B * p.Hkv, 1, [&](int64_t t0, int64_t t1) {
+    BackwardTask<T> work(p, E, Ev);
+    for (int64_t task = t0; task < t1; ++task) {
+      work.start(task, dq, dk, dv, go, q, k, v, out, lse);
+      work.run();
     }
   });
 }
