@@ -234,7 +234,11 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
     std::vector<T> qs(static_cast<size_t>(kBr * E)), s(static_cast<size_t>(kBr * kBc)), pv(static_cast<size_t>(kBr * Ev)),
         acc(static_cast<size_t>(kBr * Ev)), m(kBr), l(kBr), alpha(kBr);
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t bh = task / nqt, i0 = (task % nqt) * kBr, br = std::min(kBr, L - i0);
+      // a plane's query tiles in the order 0, n-1, 1, n-2, ...: a causal tile's work grows with
+      // its index, so a contiguous chunk of tasks pairs light and heavy tiles and the threads'
+      // chunks weigh about the same
+      const int64_t bh = task / nqt, zig = task % nqt, qt = zig % 2 == 0 ? zig / 2 : nqt - 1 - zig / 2;
+      const int64_t i0 = qt * kBr, br = std::min(kBr, L - i0);
       const int64_t b = bh / H, h = bh % H, kvh = b * p.Hkv + h / group;
       const Plane<T> plane(p, bh);
       ops.scale(qs.data(), q + (bh * L + i0) * E, scale, br * E);  // the scale folded into q
