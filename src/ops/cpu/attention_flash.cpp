@@ -306,11 +306,13 @@ struct BackwardTask {
   static constexpr bool kT = std::is_same_v<T, float>;  // float32: transposed operands (see backward_impl)
   const TileOps<T> ops{};
   const AttentionParams& p;
-  const int64_t E, Ev, L, S, group, nqt;
+  const int64_t E, Ev, L, S, group, nqt, nkt;
   const T scale;
   // float32: the scaled q and dO of each query head transposed per query tile (E x kBr, Ev x
-  // kBr blocks, transpose_tiles), so that k q^T and v dO^T are gemm_rows products
-  std::vector<T> qst, got, qs, dd, st, pd, dpt, ds, tmp;
+  // kBr blocks, transpose_tiles), so that k q^T and v dO^T are gemm_rows products; k transposed
+  // per key tile (kt) and dQ accumulated transposed (dqt, E x kBr blocks), so that dQ^T += K^T
+  // dS^T takes dS^T as the products left it (dS K needed dS, a scalar transpose a tile)
+  std::vector<T> qst, got, kt, dqt, qs, dd, st, pd, dpt, ds, tmp;
   // this task's operands (set by start)
   int64_t b = 0, h0 = 0;
   const T *K = nullptr, *V = nullptr, *Q = nullptr, *GO = nullptr, *O = nullptr, *LSE = nullptr;
@@ -318,10 +320,12 @@ struct BackwardTask {
 
   BackwardTask(const AttentionParams& params, int64_t E_, int64_t Ev_)
       : p(params), E(E_), Ev(Ev_), L(p.L), S(p.S), group(p.H / p.Hkv), nqt((L + kBr - 1) / kBr),
-        scale(static_cast<T>(p.scale)), qst(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0),
-        got(kT ? static_cast<size_t>(group * nqt * Ev * kBr) : 0), qs(static_cast<size_t>(group * L * E)),
-        dd(static_cast<size_t>(group * L)), st(kBc * kBr), pd(p.dropout_p > 0 ? kBc * kBr : 0), dpt(kBc * kBr),
-        ds(kBr * kBc), tmp(static_cast<size_t>(std::max(kBc, kBr) * std::max(E, Ev))) {}
+        nkt((S + kBc - 1) / kBc), scale(static_cast<T>(p.scale)),
+        qst(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0), got(kT ? static_cast<size_t>(group * nqt * Ev * kBr) : 0),
+        kt(kT ? static_cast<size_t>(nkt * E * kBc) : 0), dqt(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0),
+        qs(static_cast<size_t>(group * L * E)), dd(static_cast<size_t>(group * L)), st(kBc * kBr),
+        pd(p.dropout_p > 0 ? kBc * kBr : 0), dpt(kBc * kBr), ds(kT ? 0 : kBr * kBc),
+        tmp(static_cast<size_t>(std::max(kBc, kBr) * std::max(E, Ev))) {}
 
   // Points at the task's heads, scales and transposes its queries, takes D = rowsum(dO * O) and
   // zeroes its gradients.
@@ -339,11 +343,14 @@ struct BackwardTask {
     O = out + (b * p.H + h0) * L * Ev;
     LSE = lse + (b * p.H + h0) * L;
     ops.scale(qs.data(), Q, scale, group * L * E);
-    if constexpr (kT)
+    if constexpr (kT) {
       for (int64_t g = 0; g < group; ++g) {
         transpose_tiles(qst.data() + g * nqt * E * kBr, kBr, qs.data() + g * L * E, L, E);
         transpose_tiles(got.data() + g * nqt * Ev * kBr, kBr, GO + g * L * Ev, L, Ev);
       }
+      transpose_tiles(kt.data(), kBc, K, S, E);
+      std::fill(dqt.begin(), dqt.end(), T(0));
+    }
     for (int64_t r = 0; r < group * L; ++r) {
       T d = 0;
       for (int64_t e = 0; e < Ev; ++e) d += GO[r * Ev + e] * O[r * Ev + e];
@@ -370,7 +377,15 @@ struct BackwardTask {
         }
       }
     }
-    ops.scale(dQ, dQ, scale, group * L * E);
+    if constexpr (kT)  // dQ = scale (dQ^T)^T
+      for (int64_t g = 0; g < group; ++g)
+        for (int64_t i0 = 0; i0 < L; i0 += kBr) {
+          const T* t = dqt.data() + (g * nqt + i0 / kBr) * E * kBr;
+          for (int64_t r = 0; r < std::min(kBr, L - i0); ++r)
+            for (int64_t e = 0; e < E; ++e) dQ[(g * L + i0 + r) * E + e] = t[e * kBr + r] * scale;
+        }
+    else
+      ops.scale(dQ, dQ, scale, group * L * E);
   }
 
   // One tile: P^T recomputed from the log-sum-exp, then dV, dS, dK and dQ's parts.
@@ -408,11 +423,17 @@ struct BackwardTask {
     // dK_j += dS^T (Q_i scale)
     ops.gemm_nn(tmp.data(), E, dpt.data(), kBr, Qi, E, bc, E, br);
     ops.add(dK + j0 * E, tmp.data(), bc * E);
-    // dQ_i += dS K_j (scaled at the end)
-    for (int64_t r = 0; r < br; ++r)
-      for (int64_t c = 0; c < bc; ++c) ds[r * kBc + c] = dpt[c * kBr + r];
-    ops.gemm_nn(tmp.data(), E, ds.data(), kBc, Kj, E, br, E, bc);
-    ops.add(dQ + (g * L + i0) * E, tmp.data(), br * E);
+    // dQ_i += dS K_j (scaled at the end); float32 as dQ_i^T += K_j^T dS^T, the same products in
+    // the same order (columns past L, as in P^T, left unread)
+    if constexpr (kT) {
+      ops.gemm_nn(tmp.data(), kBr, kt.data() + (j0 / kBc) * E * kBc, kBc, dpt.data(), kBr, E, brp, bc);
+      ops.add(dqt.data() + (g * nqt + i0 / kBr) * E * kBr, tmp.data(), E * kBr);
+    } else {
+      for (int64_t r = 0; r < br; ++r)
+        for (int64_t c = 0; c < bc; ++c) ds[r * kBc + c] = dpt[c * kBr + r];
+      ops.gemm_nn(tmp.data(), E, ds.data(), kBc, Kj, E, br, E, bc);
+      ops.add(dQ + (g * L + i0) * E, tmp.data(), br * E);
+    }
   }
 };
 
