@@ -180,6 +180,25 @@ struct Plane {
     if (fmask) return s + fmask[at(i, j)];
     return s;
   }
+  // The mask applied to a tile of scores: s[r * ld + c] is position (i0 + r, j0 + c), or with
+  // `keys_as_rows` s[c * ld + r]. Causality alone is a fill of each row's end (or each key
+  // row's start) with -inf: per element, a diagonal tile's masking cost as much as its product.
+  void mask_tile(T* s, int64_t ld, int64_t i0, int64_t br, int64_t j0, int64_t bc, bool keys_as_rows) const {
+    const T ninf = -std::numeric_limits<T>::infinity();
+    if (!bmask && !fmask) {
+      if (!p.causal) return;
+      if (keys_as_rows)  // key j0 + c is masked for the rows i0 + r < j0 + c
+        for (int64_t c = 0; c < bc; ++c) std::fill(s + c * ld, s + c * ld + std::clamp<int64_t>(j0 + c - i0, 0, br), ninf);
+      else  // row i0 + r masks the keys j0 + c > i0 + r
+        for (int64_t r = 0; r < br; ++r) std::fill(s + r * ld + std::clamp<int64_t>(i0 + r - j0 + 1, 0, bc), s + r * ld + bc, ninf);
+      return;
+    }
+    for (int64_t r = 0; r < br; ++r)
+      for (int64_t c = 0; c < bc; ++c) {
+        T& x = keys_as_rows ? s[c * ld + r] : s[r * ld + c];
+        x = masked(x, i0 + r, j0 + c);
+      }
+  }
   // The dropout factor of weight (i, j): 0 or 1 / (1 - p).
   T drop(int64_t i, int64_t j) const {
     const uint64_t idx = static_cast<uint64_t>((bh * p.L + i) * p.S + j);
@@ -257,9 +276,7 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
         } else {
           ops.gemm_nt(s.data(), kBc, qs.data(), E, K + j0 * E, E, br, bc, E);
         }
-        if (plane.tile_masked(i0, j0, bc))
-          for (int64_t r = 0; r < br; ++r)
-            for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] = plane.masked(s[r * kBc + c], i0 + r, j0 + c);
+        if (plane.tile_masked(i0, j0, bc)) plane.mask_tile(s.data(), kBc, i0, br, j0, bc, false);
         for (int64_t r = 0; r < br; ++r) {
           T* row = s.data() + r * kBc;
           const T mt = ops.max(row, bc);
@@ -400,9 +417,7 @@ struct BackwardTask {
     const int64_t brp = std::min(kBr, round16(br));  // columns past L: left unread
     if constexpr (kT) ops.gemm_nn(st.data(), kBr, Kj, E, qst.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, bc, brp, E);
     else ops.gemm_nt(st.data(), kBr, Kj, E, Qi, E, bc, br, E);
-    if (plane.tile_masked(i0, j0, bc))
-      for (int64_t c = 0; c < bc; ++c)
-        for (int64_t r = 0; r < br; ++r) st[c * kBr + r] = plane.masked(st[c * kBr + r], i0 + r, j0 + c);
+    if (plane.tile_masked(i0, j0, bc)) plane.mask_tile(st.data(), kBr, i0, br, j0, bc, true);
     for (int64_t c = 0; c < bc; ++c) ops.exp_minus(st.data() + c * kBr, lse_i, br);
     const T* pt = st.data();
     if (!pd.empty()) {
