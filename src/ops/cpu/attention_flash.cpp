@@ -213,10 +213,12 @@ struct Plane {
 template <typename T>
 void transpose_into(T* dst, int64_t ldd, const T* src, int64_t rows, int64_t cols) {
   for (int64_t c = 0; c < cols; ++c) std::fill(dst + c * ldd + rows, dst + (c + 1) * ldd, T(0));
-  for (int64_t r0 = 0; r0 < rows; r0 += 16)
-    for (int64_t c0 = 0; c0 < cols; c0 += 16)
-      for (int64_t r = r0; r < std::min(rows, r0 + 16); ++r)
-        for (int64_t c = c0; c < std::min(cols, c0 + 16); ++c) dst[c * ldd + r] = src[r * cols + c];
+  if constexpr (std::is_same_v<T, float>) {
+    simd::table().transpose(dst, ldd, src, cols, rows, cols);
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * cols + c];
+  }
 }
 
 // src (rows x cols) as tiles of `tile` rows, each transposed into a contiguous (cols x tile)

@@ -730,3 +730,23 @@ TEST(SimdKernels, WinogradTransformsComputeA3x3Correlation) {
       }
   }
 }
+
+TEST(SimdKernels, TransposeAtEveryShapeAndStride) {
+  for (const simd::Table* t : runnable_tables()) {
+    const int64_t w = t->lanes;
+    for (int64_t rows = 0; rows <= 2 * w + 3; ++rows)
+      for (int64_t cols = 0; cols <= 2 * w + 3; ++cols) {
+        const int64_t lds = cols + 5, ldd = rows + 3;
+        std::vector<float> src(static_cast<size_t>(std::max<int64_t>(rows * lds, 1)));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) + 0.5f;
+        // a guard value everywhere: what the transpose must not write stays
+        std::vector<float> dst(static_cast<size_t>(std::max<int64_t>(cols * ldd, 1)), -7.0f);
+        t->transpose(dst.data(), ldd, src.data(), lds, rows, cols);
+        for (int64_t c = 0; c < cols; ++c)
+          for (int64_t r = 0; r < ldd; ++r) {
+            const float want = r < rows ? src[static_cast<size_t>(r * lds + c)] : -7.0f;
+            ASSERT_EQ(dst[static_cast<size_t>(c * ldd + r)], want) << t->isa << " rows " << rows << " cols " << cols << " at " << r << ", " << c;
+          }
+      }
+  }
+}

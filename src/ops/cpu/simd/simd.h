@@ -137,6 +137,9 @@ struct Table {
   // ceil(K / group) (quantized.inc): the int8 values become floats in registers only.
   void (*gemm_rows_q8)(float* c, int64_t ldc, const float* a, int64_t lda, const signed char* q, int64_t ldq,
                        const float* scales, int64_t group, int64_t m, int64_t n, int64_t K);
+  // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (transpose.inc): W x W blocks
+  // in registers.
+  void (*transpose)(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols);
 };
 
 const Table& table();
