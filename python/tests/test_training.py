@@ -51,6 +51,28 @@ def test_fit_gives_the_cpp_history_bit_for_bit(tmp_path):
     assert history.history is history and history.epoch == [0, 1, 2]
 
 
+FASHION = "/usr/share/datasets/fashion-mnist"
+
+
+@needs_peer
+@pytest.mark.skipif(not os.path.exists(os.path.join(FASHION, "train-images-idx3-ubyte.gz")),
+                    reason="Fashion-MNIST is not in " + FASHION)
+def test_fashion_mnist_fit_gives_the_cpp_history_bit_for_bit(tmp_path):
+    # The first 4,000 training images as examples/python/fashion_mnist_mlp.py reads them: the
+    # MLP (784-32-10) trained from Python and by the C++ peer, with the same seeds and threads.
+    images = loom.data.read_idx(os.path.join(FASHION, "train-images-idx3-ubyte.gz")).numpy()[:4000]
+    labels = loom.data.read_idx(os.path.join(FASHION, "train-labels-idx1-ubyte.gz")).numpy()[:4000]
+    x = (images.reshape(len(images), 784) / np.float32(255)).astype(np.float32)
+    y = labels.astype(np.int64)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    subprocess.run([PEER, "fit", str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), str(tmp_path / "h.json")], check=True)
+    cpp = json.loads((tmp_path / "h.json").read_text())
+    history = mlp_model(features=784).fit(x, y, epochs=3, batch_size=32, validation_split=0.25, seed=7, verbose=0)
+    assert dict(history) == cpp
+    assert history["val_accuracy"][-1] > 0.6  # it learned: a real run, not a degenerate one
+
+
 def test_keras_hooks_and_logs():
     calls = []
 
