@@ -391,6 +391,27 @@ std::map<std::string, std::function<Case()>> kind_cases() {
                              {q, kv}),
                 {{4, 8}, {6, 8}}};
   };
+  m["attention_rotary_grouped_llama3"] = [] {  // RoPE of the q and k heads, Llama 3's scaling, 4 query heads on 2
+    nn::Input x(Shape{-1, 6, 16}, Float32, "x");
+    const RotaryOptions rope{.base = 500000.0, .llama3_factor = 8.0, .low_freq_factor = 1.0, .high_freq_factor = 4.0,
+                             .original_max_positions = 8};
+    return one(nn::MultiHeadAttention(x, x, x, 4, {.causal = true, .bias = false, .n_kv_heads = 2, .rotary = rope}, std::nullopt, "mha"),
+               x, {6, 16});
+  };
+  m["attention_rotary_linear_cross"] = [] {  // queries and keys of different lengths, each from position 0
+    nn::Input q(Shape{-1, 3, 8}, Float32, "query"), kv(Shape{-1, 5, 8}, Float32, "memory");
+    const RotaryOptions rope{.base = 10000.0, .linear_factor = 2.0};
+    return Case{Graph::build({nn::MultiHeadAttention(q, kv, kv, 2, {.causal = false, .bias = true, .rotary = rope}, std::nullopt, "mha")},
+                             {q, kv}),
+                {{3, 8}, {5, 8}}};
+  };
+  m["position_embedding"] = [] {  // GPT-2's token and learned position embeddings, added
+    nn::Input ids(Shape{-1, -1}, Int64, "ids");
+    const nn::Layer sum = nn::Add({nn::Lookup(ids, 7, 4, {}, "wte"), nn::PositionEmbedding(ids, 6, 4, nn::Init::normal(0, 0.02), "wpe")}, "embed");
+    Case c = one(sum, ids, {5});
+    c.id_range = 7;
+    return c;
+  };
   m["transformer_encoder_post_norm"] = [] {
     nn::Input x(Shape{-1, -1, 8}, Float32, "x");
     nn::TransformerOptions o{.ff_units = 16, .dropout = 0.1, .activation = nn::activation_by_name("relu"), .norm_first = false, .eps = 1e-5, .causal = false};
@@ -440,6 +461,19 @@ std::map<std::string, std::function<Case()>> zoo_cases() {
     c.id_range = 17;
     return c;
   };
+  m["zoo_gpt_small"] = [] {  // GPT-2's form: learned positions, GELU(tanh), tied head
+    Case c{zoo::gpt({.vocab_size = 23, .n_positions = 16, .n_embd = 8, .n_layer = 2, .n_head = 2}).graph, {{6}}};
+    c.id_range = 23;
+    return c;
+  };
+  m["zoo_llama_small"] = [] {  // Llama's form: RMSNorm, RoPE, SwiGLU, grouped-query attention
+    Case c{zoo::llama({.vocab_size = 23, .hidden_size = 8, .intermediate_size = 12, .num_hidden_layers = 2, .num_attention_heads = 2,
+                       .num_key_value_heads = 1})
+               .graph,
+           {{6}}};
+    c.id_range = 23;
+    return c;
+  };
   m["zoo_resnet18_folded"] = [net] {
     Case c = net(zoo::resnet18(7), {3, 32, 32});
     c.fold_batch_norm = true;
@@ -477,28 +511,10 @@ TEST(OnnxExport, EveryRegisteredKindHasACase) {
   std::set<std::string> covered;
   for (const auto& cases : {kind_cases(), zoo_cases()})
     for (const auto& [name, make] : cases) collect_kinds(make().graph, covered);
-  // kinds the exporter refuses by name for now (RefusesKindsWithoutAnExporter below): GPT-2's
-  // learned positions, until the exporter's refactoring lands
-  const std::set<std::string> refused = {"PositionEmbedding"};
   std::vector<std::string> missing;
   for (const std::string& k : nn::registered_layer_kinds())
-    if (k != "SparseInput" && !refused.count(k) && !covered.count(k)) missing.push_back(k);  // SparseInput: its own test below
+    if (k != "SparseInput" && !covered.count(k)) missing.push_back(k);  // SparseInput: its own test below
   EXPECT_TRUE(missing.empty()) << "registered kinds no ONNX case exports: " << ::testing::PrintToString(missing);
-}
-
-// A kind without an exporter is refused with an error naming the layer and its kind, before any
-// file is written.
-TEST(OnnxExport, RefusesKindsWithoutAnExporter) {
-  nn::Input ids(Shape{-1, -1}, Int64, "ids");
-  const nn::Layer sum = nn::Add(nn::Lookup(ids, 7, 4, {}, "wte"), nn::PositionEmbedding(ids, 6, 4, nn::Init::normal(0, 0.02), "wpe"), "embed");
-  const std::string path = out_dir() + "/position_embedding.onnx";
-  try {
-    io::export_onnx(Graph::build({sum}, {ids}), path);
-    FAIL() << "exported a PositionEmbedding";
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("wpe (PositionEmbedding): no ONNX exporter for this kind"), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 // A SparseInput is a model input taking its dense rows (ONNX inputs are dense): Linear and

@@ -296,6 +296,13 @@ void export_lookup(B& b, const nn::LookupAttributes&) {
   b.node("Gather", {b.tensor(b.layer().state().param("weights"), "weights"), b.input(0)}, {b.output()}, {{"axis", int64_t{0}}});
 }
 
+// GPT-2's learned positions: the table's rows 0 .. T-1, T the input's axis 1 (Shape, Slice)
+void export_position_embedding(B& b, const nn::PositionEmbeddingAttributes&) {
+  const std::string len = b.fresh("length");
+  b.node("Shape", {b.input(0)}, {len}, {{"start", int64_t{1}}, {"end", int64_t{2}}});
+  b.node("Slice", {b.tensor(b.layer().state().param("weights"), "weights"), b.ints({0}, "starts"), len, b.ints({0}, "axes")}, {b.output()});
+}
+
 void export_one_hot(B& b, const nn::OneHotAttributes& a) {
   const Tensor values = astype(from_vector<float>({0.0f, 1.0f}, {2}), a.dtype);
   b.node("OneHot", {b.input(0), b.ints({a.n_classes}, "depth"), b.tensor(values, "values")}, {b.output()}, {{"axis", int64_t{-1}}});
@@ -359,6 +366,7 @@ constexpr bool (*kBuiltins[])(B&) = {
     by_attributes<nn::FlipAttributes, export_flip>,
     by_attributes<nn::AxisSliceAttributes, export_slice>,
     by_attributes<nn::LookupAttributes, export_lookup>,
+    by_attributes<nn::PositionEmbeddingAttributes, export_position_embedding>,
     by_attributes<nn::OneHotAttributes, export_one_hot>,
     by_attributes<nn::ConstantAttributes, export_constant>,
     by_attributes<nn::ParamAttributes, export_param>,

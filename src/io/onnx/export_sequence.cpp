@@ -4,12 +4,15 @@
 #include "io/onnx/exporters.h"
 
 #include <cmath>
+#include <optional>
 
 #include "io/onnx_proto.h"
 #include "loom/core/error.h"
 #include "loom/nn/layers.h"
 #include "loom/ops/creation.h"
+#include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
+#include "loom/ops/rotary.h"
 
 namespace loom::io::detail {
 
@@ -56,17 +59,58 @@ std::string repeat_heads(B& b, const std::string& x, int64_t kv_heads, int64_t g
   return r;
 }
 
+// The rotary position embedding of heads x (N, H, T, d), positions 0 .. T-1 (loom::rotary_embedding
+// with offset 0): angles = (position / linear factor) * inv_freq in x's dtype, each half's pair
+// turned: x cos + rotate_half(x) sin, rotate_half(x) = (-x[d/2:], x[:d/2]). Opset 17 has no
+// rotary operator; these are Range, Cast, Mul, Cos, Sin, Slice, Neg and Concat.
+std::string rotary(B& b, const std::string& x, int64_t d, const RotaryOptions& o, const std::string& tag) {
+  const DType dtype = b.layer().dtype();
+  const std::string len = b.fresh(tag + "_len"), len0 = b.fresh(tag + "_len0"), pos = b.fresh(tag + "_positions"),
+                    posf = b.fresh(tag + "_positions_f"), col = b.fresh(tag + "_positions_col"), half = b.fresh(tag + "_angles_half"),
+                    angles = b.fresh(tag + "_angles"), c = b.fresh(tag + "_cos"), sn = b.fresh(tag + "_sin");
+  b.node("Shape", {x}, {len}, {{"start", int64_t{2}}, {"end", int64_t{3}}});
+  b.node("Squeeze", {len, b.ints({0}, "axis0")}, {len0});
+  b.node("Range", {b.tensor(scalar_tensor(int64_t{0}, DType::Int64), "zero"), len0, b.tensor(scalar_tensor(int64_t{1}, DType::Int64), "one")},
+         {pos});
+  b.node("Cast", {pos}, {posf}, {{"to", int64_t{dtype == DType::Float64 ? onnx::TensorProto::DOUBLE : onnx::TensorProto::FLOAT}}});
+  std::string scaled = posf;
+  if (o.linear_factor != 1.0) {
+    scaled = b.fresh(tag + "_positions_scaled");
+    b.node("Div", {posf, b.tensor(scalar_tensor(o.linear_factor, dtype), "rotary_linear_factor")}, {scaled});
+  }
+  b.node("Unsqueeze", {scaled, b.ints({1}, "axis1")}, {col});  // (T, 1)
+  b.node("Mul", {col, b.tensor(astype(rotary_frequencies(d, o), dtype), "rotary_inv_freq")}, {half});  // (T, d/2)
+  b.node("Concat", {half, half}, {angles}, {{"axis", int64_t{-1}}});
+  b.node("Cos", {angles}, {c});
+  b.node("Sin", {angles}, {sn});
+  const std::string first = b.fresh(tag + "_first_half"), second = b.fresh(tag + "_second_half"), neg = b.fresh(tag + "_second_neg"),
+                    turned = b.fresh(tag + "_rotated"), xc = b.fresh(tag + "_x_cos"), ts = b.fresh(tag + "_rotated_sin"), y = b.fresh(tag + "_rope");
+  b.node("Slice", {x, b.ints({0}, "rotary_start0"), b.ints({d / 2}, "rotary_mid"), b.ints({-1}, "last_axis")}, {first});
+  b.node("Slice", {x, b.ints({d / 2}, "rotary_mid"), b.ints({d}, "rotary_end"), b.ints({-1}, "last_axis")}, {second});
+  b.node("Neg", {second}, {neg});
+  b.node("Concat", {neg, first}, {turned}, {{"axis", int64_t{-1}}});
+  b.node("Mul", {x, c}, {xc});
+  b.node("Mul", {turned, sn}, {ts});
+  b.node("Add", {xc, ts}, {y});
+  return y;
+}
+
 // Loom's attend (nn/attention.cpp) on values q (N, L, E), k and v (N, S, E); `keep` (N, S) bool
 // or empty. Scores are scaled by 1 / sqrt(E / H); masked scores are -inf before the softmax.
 // kv_heads < heads: grouped-query attention (k and v projected to kv_heads heads).
 void attend(B& b, const nn::State& s, const std::string& q, const std::string& k, const std::string& v, int64_t heads, bool causal,
-            const std::string& keep, const std::string& out, int64_t kv_heads = 0) {
+            const std::string& keep, const std::string& out, int64_t kv_heads = 0,
+            const std::optional<RotaryOptions>& rope = std::nullopt) {
   const int64_t e = s.param("q_weight").shape()[0], d = e / heads;
   if (kv_heads <= 0) kv_heads = heads;
   const int64_t group = heads / kv_heads;
-  const std::string qh = split_heads(b, affine(b, q, s, "q_weight", "q_bias", "q"), heads, e, "q");
-  const std::string kh = repeat_heads(b, split_heads(b, affine(b, k, s, "k_weight", "k_bias", "k"), kv_heads, d * kv_heads, "k"),
-                                      kv_heads, group, d, "k");
+  std::string qh = split_heads(b, affine(b, q, s, "q_weight", "q_bias", "q"), heads, e, "q");
+  std::string kh_own = split_heads(b, affine(b, k, s, "k_weight", "k_bias", "k"), kv_heads, d * kv_heads, "k");
+  if (rope) {  // the queries' and the keys' heads, each from position 0 (nn/attention.cpp)
+    qh = rotary(b, qh, d, *rope, "q");
+    kh_own = rotary(b, kh_own, d, *rope, "k");
+  }
+  const std::string kh = repeat_heads(b, kh_own, kv_heads, group, d, "k");
   const std::string vh = repeat_heads(b, split_heads(b, affine(b, v, s, "v_weight", "v_bias", "v"), kv_heads, d * kv_heads, "v"),
                                       kv_heads, group, d, "v");
   const std::string kt = b.fresh("k_t"), raw = b.fresh("scores_raw");
@@ -201,9 +245,8 @@ void export_rnn(B& b, const nn::RNNAttributes& a) {
 }
 
 void export_attention(B& b, const nn::AttentionAttributes& a) {
-  if (a.rotary) throw ValueError("a rotary position embedding is not exported (opset 17 has no form of it here)");
   const std::string keep = b.layer().inputs().size() > 3 ? b.input(3) : "";
-  attend(b, b.layer().state(), b.input(0), b.input(1), b.input(2), a.n_heads, a.causal, keep, b.output(), a.n_kv_heads);
+  attend(b, b.layer().state(), b.input(0), b.input(1), b.input(2), a.n_heads, a.causal, keep, b.output(), a.n_kv_heads, a.rotary_options());
 }
 
 // torch.nn.TransformerEncoderLayer's computation in Eval mode (dropout the identity)
