@@ -234,80 +234,123 @@ void transpose_tiles(T* dst, int64_t tile, const T* src, int64_t rows, int64_t c
 // Rounded up to a multiple of 16 floats (any vector width's multiple).
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
+// Query tiles a forward task takes together: each key tile (K^T and V, 32 KiB at head size 64)
+// is read once for the group instead of once per query tile (at T = 4096 a head's K and V are
+// 2 MiB, past L2, and were read from L3 by every query tile). Each query tile still meets the
+// key tiles in ascending order, so the bits are those of one tile at a time.
+constexpr int64_t kQueryTilesPerGroup = 4;
+
+// The forward of one (batch, head, group of query tiles) task: its scratch, and the steps.
+template <typename T>
+struct ForwardTask {
+  static constexpr bool kT = std::is_same_v<T, float>;  // float32: k transposed (see forward_impl)
+  const TileOps<T> ops{};
+  const AttentionParams& p;
+  const int64_t E, Ev, L, S, nkt;
+  const T scale;
+  const T* kt;  // float32: the transposed key tiles of every key / value head
+  // per query tile of the group: the scaled queries, the running max and sum, the accumulator
+  std::vector<T> qs, m, l, acc;
+  std::vector<T> s, pv, alpha;  // one tile's scores, their product with V, the rescales
+
+  ForwardTask(const AttentionParams& params, int64_t E_, int64_t Ev_, const T* kt_)
+      : p(params), E(E_), Ev(Ev_), L(p.L), S(p.S), nkt((S + kBc - 1) / kBc), scale(static_cast<T>(p.scale)), kt(kt_),
+        qs(static_cast<size_t>(kQueryTilesPerGroup * kBr * E)), m(kQueryTilesPerGroup * kBr), l(kQueryTilesPerGroup * kBr),
+        acc(static_cast<size_t>(kQueryTilesPerGroup * kBr * Ev)), s(kBr * kBc), pv(static_cast<size_t>(kBr * Ev)), alpha(kBr) {}
+
+  // Query tiles [t0, t1) of plane bh: every live (query tile, key tile) pair, key tiles outermost.
+  void run(int64_t bh, int64_t t0, int64_t t1, T* out, T* lse, const T* q, const T* k, const T* v) {
+    const int64_t b = bh / p.H, h = bh % p.H, kvh = b * p.Hkv + h / (p.H / p.Hkv);
+    const Plane<T> plane(p, bh);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i0 = t * kBr, br = std::min(kBr, L - i0), g = t - t0;
+      ops.scale(qs.data() + g * kBr * E, q + (bh * L + i0) * E, scale, br * E);  // the scale folded into q
+      std::fill(m.begin() + g * kBr, m.begin() + (g + 1) * kBr, -std::numeric_limits<T>::infinity());
+      std::fill(l.begin() + g * kBr, l.begin() + (g + 1) * kBr, T(0));
+      std::fill(acc.begin() + g * kBr * Ev, acc.begin() + (g + 1) * kBr * Ev, T(0));
+    }
+    const int64_t j_end = p.causal ? std::min(S, std::min(L, t1 * kBr)) : S;  // causal: no key beyond the last row
+    for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
+      const int64_t bc = std::min(kBc, S - j0);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t i0 = t * kBr, br = std::min(kBr, L - i0);
+        if (plane.tile_live(i0, br, j0, bc)) tile(plane, kvh, t - t0, i0, br, j0, bc, k, v);
+      }
+    }
+    for (int64_t t = t0; t < t1; ++t) finish(bh, t - t0, t * kBr, std::min(kBr, L - t * kBr), out, lse);
+  }
+
+  // The online softmax's step for query tile g (rows i0 ..) against the key tile at j0.
+  void tile(const Plane<T>& plane, int64_t kvh, int64_t g, int64_t i0, int64_t br, int64_t j0, int64_t bc, const T* k,
+            const T* v) {
+    const T ninf = -std::numeric_limits<T>::infinity();
+    const T* Q = qs.data() + g * kBr * E;
+    T* M = m.data() + g * kBr;
+    T* Lsum = l.data() + g * kBr;
+    T* A = acc.data() + g * kBr * Ev;
+    if constexpr (kT) {
+      const int64_t bcp = std::min(kBc, round16(bc));  // the zero columns past S give scores left unread
+      ops.gemm_nn(s.data(), kBc, Q, E, kt + (kvh * nkt + j0 / kBc) * E * kBc, kBc, br, bcp, E);
+    } else {
+      ops.gemm_nt(s.data(), kBc, Q, E, k + (kvh * S + j0) * E, E, br, bc, E);
+    }
+    if (plane.tile_masked(i0, j0, bc)) plane.mask_tile(s.data(), kBc, i0, br, j0, bc, false);
+    for (int64_t r = 0; r < br; ++r) {
+      T* row = s.data() + r * kBc;
+      const T mn = std::max(M[r], ops.max(row, bc));
+      if (mn == ninf) {  // every position so far masked: no weight yet
+        std::fill(row, row + bc, T(0));
+        alpha[r] = 1;
+        continue;
+      }
+      alpha[r] = std::exp(M[r] - mn);
+      Lsum[r] = Lsum[r] * alpha[r] + ops.exp_sum(row, bc, mn);
+      M[r] = mn;
+    }
+    if (p.dropout_p > 0)
+      for (int64_t r = 0; r < br; ++r)
+        for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] *= plane.drop(i0 + r, j0 + c);
+    ops.gemm_nn(pv.data(), Ev, s.data(), kBc, v + (kvh * S + j0) * Ev, Ev, br, Ev, bc);
+    for (int64_t r = 0; r < br; ++r) ops.scale_add(A + r * Ev, alpha[r], pv.data() + r * Ev, Ev);
+  }
+
+  // Query tile g's rows divided by their sums, and their log-sum-exp.
+  void finish(int64_t bh, int64_t g, int64_t i0, int64_t br, T* out, T* lse) const {
+    for (int64_t r = 0; r < br; ++r) {
+      T* o = out + (bh * L + i0 + r) * Ev;
+      const T lr = l[g * kBr + r];
+      if (lr > 0) {
+        ops.scale(o, acc.data() + (g * kBr + r) * Ev, T(1) / lr, Ev);
+        lse[bh * L + i0 + r] = m[g * kBr + r] + std::log(lr);
+      } else {  // every position masked: NaN, as the math form's softmax of -inf
+        std::fill(o, o + Ev, std::numeric_limits<T>::quiet_NaN());
+        lse[bh * L + i0 + r] = std::numeric_limits<T>::infinity();
+      }
+    }
+  }
+};
+
 template <typename T>
 void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionParams& p, int64_t E, int64_t Ev) {
-  const TileOps<T> ops;
-  const int64_t L = p.L, S = p.S, H = p.H, group = p.H / p.Hkv;
-  const int64_t nqt = (L + kBr - 1) / kBr;
-  const T scale = static_cast<T>(p.scale);
-  const T ninf = -std::numeric_limits<T>::infinity();
-  const bool dropout = p.dropout_p > 0;
-  // float32: k transposed per key / value head and key tile (E x kBc each, tile_major), so that
-  // q k^T is a gemm_rows product over a contiguous block
+  // float32: k transposed per key / value head and key tile (E x kBc each, transpose_tiles), so
+  // that q k^T is a gemm_rows product over a contiguous block
   constexpr bool kT = std::is_same_v<T, float>;
-  const int64_t nkt = (S + kBc - 1) / kBc;
+  const int64_t nkt = (p.S + kBc - 1) / kBc, nqt = (p.L + kBr - 1) / kBr;
+  const int64_t ngroups = (nqt + kQueryTilesPerGroup - 1) / kQueryTilesPerGroup;
   std::vector<T> kt(kT ? static_cast<size_t>(p.B * p.Hkv * nkt * E * kBc) : 0);
   if constexpr (kT)
     parallel_range(0, p.B * p.Hkv, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h) transpose_tiles(kt.data() + h * nkt * E * kBc, kBc, k + h * S * E, S, E);
+      for (int64_t h = h0; h < h1; ++h) transpose_tiles(kt.data() + h * nkt * E * kBc, kBc, k + h * p.S * E, p.S, E);
     });
-  parallel_range(0, p.B * H * nqt, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<T> qs(static_cast<size_t>(kBr * E)), s(static_cast<size_t>(kBr * kBc)), pv(static_cast<size_t>(kBr * Ev)),
-        acc(static_cast<size_t>(kBr * Ev)), m(kBr), l(kBr), alpha(kBr);
+  parallel_range(0, p.B * p.H * ngroups, 1, [&](int64_t t0, int64_t t1) {
+    ForwardTask<T> work(p, E, Ev, kt.data());
     for (int64_t task = t0; task < t1; ++task) {
-      // a plane's query tiles in the order 0, n-1, 1, n-2, ...: a causal tile's work grows with
-      // its index, so a contiguous chunk of tasks pairs light and heavy tiles and the threads'
-      // chunks weigh about the same
-      const int64_t bh = task / nqt, zig = task % nqt, qt = zig % 2 == 0 ? zig / 2 : nqt - 1 - zig / 2;
-      const int64_t i0 = qt * kBr, br = std::min(kBr, L - i0);
-      const int64_t b = bh / H, h = bh % H, kvh = b * p.Hkv + h / group;
-      const Plane<T> plane(p, bh);
-      ops.scale(qs.data(), q + (bh * L + i0) * E, scale, br * E);  // the scale folded into q
-      const T* K = k + kvh * S * E;
-      const T* V = v + kvh * S * Ev;
-      std::fill(m.begin(), m.end(), ninf);
-      std::fill(l.begin(), l.end(), T(0));
-      std::fill(acc.begin(), acc.end(), T(0));
-      const int64_t j_end = p.causal ? std::min(S, i0 + br) : S;  // causal: no key beyond the last row
-      for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
-        const int64_t bc = std::min(kBc, S - j0);
-        if (!plane.tile_live(i0, br, j0, bc)) continue;
-        if constexpr (kT) {
-          const int64_t bcp = std::min(kBc, round16(bc));  // the zero columns past S give scores left unread
-          ops.gemm_nn(s.data(), kBc, qs.data(), E, kt.data() + (kvh * nkt + j0 / kBc) * E * kBc, kBc, br, bcp, E);
-        } else {
-          ops.gemm_nt(s.data(), kBc, qs.data(), E, K + j0 * E, E, br, bc, E);
-        }
-        if (plane.tile_masked(i0, j0, bc)) plane.mask_tile(s.data(), kBc, i0, br, j0, bc, false);
-        for (int64_t r = 0; r < br; ++r) {
-          T* row = s.data() + r * kBc;
-          const T mt = ops.max(row, bc);
-          const T mn = std::max(m[r], mt);
-          if (mn == ninf) {  // every position so far masked: no weight yet
-            std::fill(row, row + bc, T(0));
-            alpha[r] = 1;
-            continue;
-          }
-          alpha[r] = std::exp(m[r] - mn);
-          l[r] = l[r] * alpha[r] + ops.exp_sum(row, bc, mn);
-          m[r] = mn;
-        }
-        if (dropout)
-          for (int64_t r = 0; r < br; ++r)
-            for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] *= plane.drop(i0 + r, j0 + c);
-        ops.gemm_nn(pv.data(), Ev, s.data(), kBc, V + j0 * Ev, Ev, br, Ev, bc);
-        for (int64_t r = 0; r < br; ++r) ops.scale_add(acc.data() + r * Ev, alpha[r], pv.data() + r * Ev, Ev);
-      }
-      for (int64_t r = 0; r < br; ++r) {
-        T* o = out + (bh * L + i0 + r) * Ev;
-        if (l[r] > 0) {
-          ops.scale(o, acc.data() + r * Ev, T(1) / l[r], Ev);
-          lse[bh * L + i0 + r] = m[r] + std::log(l[r]);
-        } else {  // every position masked: NaN, as the math form's softmax of -inf
-          std::fill(o, o + Ev, std::numeric_limits<T>::quiet_NaN());
-          lse[bh * L + i0 + r] = std::numeric_limits<T>::infinity();
-        }
-      }
+      // a plane's groups of query tiles in the order 0, n-1, 1, n-2, ...: a causal group's work
+      // grows with its index, so a contiguous chunk of tasks pairs light and heavy groups and
+      // the threads' chunks weigh about the same
+      const int64_t bh = task / ngroups, zig = task % ngroups, grp = zig % 2 == 0 ? zig / 2 : ngroups - 1 - zig / 2;
+      const int64_t first = grp * kQueryTilesPerGroup;
+      work.run(bh, first, std::min(nqt, first + kQueryTilesPerGroup), out, lse, q, k, v);
     }
   });
 }
