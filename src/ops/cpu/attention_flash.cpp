@@ -243,12 +243,11 @@ constexpr int64_t kQueryTilesPerGroup = 4;
 // The forward of one (batch, head, group of query tiles) task: its scratch, and the steps.
 template <typename T>
 struct ForwardTask {
-  static constexpr bool kT = std::is_same_v<T, float>;  // float32: k transposed (see forward_impl)
   const TileOps<T> ops{};
   const AttentionParams& p;
   const int64_t E, Ev, L, S, nkt;
   const T scale;
-  const T* kt;  // float32: the transposed key tiles of every key / value head
+  const T* kt;  // the transposed key tiles of every key / value head, or null (see forward_impl)
   // per query tile of the group: the scaled queries, the running max and sum, the accumulator
   std::vector<T> qs, m, l, acc;
   std::vector<T> s, pv, alpha;  // one tile's scores, their product with V, the rescales
@@ -288,7 +287,7 @@ struct ForwardTask {
     T* M = m.data() + g * kBr;
     T* Lsum = l.data() + g * kBr;
     T* A = acc.data() + g * kBr * Ev;
-    if constexpr (kT) {
+    if (kt) {
       const int64_t bcp = std::min(kBc, round16(bc));  // the zero columns past S give scores left unread
       ops.gemm_nn(s.data(), kBc, Q, E, kt + (kvh * nkt + j0 / kBc) * E * kBc, kBc, br, bcp, E);
     } else {
@@ -333,17 +332,19 @@ struct ForwardTask {
 template <typename T>
 void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionParams& p, int64_t E, int64_t Ev) {
   // float32: k transposed per key / value head and key tile (E x kBc each, transpose_tiles), so
-  // that q k^T is a gemm_rows product over a contiguous block
-  constexpr bool kT = std::is_same_v<T, float>;
+  // that q k^T is a gemm_rows product over a contiguous block. Not for one or two query rows (a
+  // cached decoder's step): there the transpose cost more than the product it serves, and
+  // gemm_rows_bt's dot products read the keys as they are.
+  const bool kT = std::is_same_v<T, float> && p.L > 2;
   const int64_t nkt = (p.S + kBc - 1) / kBc, nqt = (p.L + kBr - 1) / kBr;
   const int64_t ngroups = (nqt + kQueryTilesPerGroup - 1) / kQueryTilesPerGroup;
   std::vector<T> kt(kT ? static_cast<size_t>(p.B * p.Hkv * nkt * E * kBc) : 0);
-  if constexpr (kT)
+  if (kT)
     parallel_range(0, p.B * p.Hkv, 1, [&](int64_t h0, int64_t h1) {
       for (int64_t h = h0; h < h1; ++h) transpose_tiles(kt.data() + h * nkt * E * kBc, kBc, k + h * p.S * E, p.S, E);
     });
   parallel_range(0, p.B * p.H * ngroups, 1, [&](int64_t t0, int64_t t1) {
-    ForwardTask<T> work(p, E, Ev, kt.data());
+    ForwardTask<T> work(p, E, Ev, kT ? kt.data() : nullptr);
     for (int64_t task = t0; task < t1; ++task) {
       // a plane's groups of query tiles in the order 0, n-1, 1, n-2, ...: a causal group's work
       // grows with its index, so a contiguous chunk of tasks pairs light and heavy groups and
