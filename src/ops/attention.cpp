@@ -165,7 +165,34 @@ void set_mask(detail::AttentionParams& p, const Tensor& mask, const AttentionSha
   p.mask_stride_s = view.strides()[nb + 1];
 }
 
-// The kernel's layout: q (B, H, L, E) and k, v (B, Hkv, S, E / Ev), contiguous. The head axis
+// The spacing of the (rows, cols) planes of a view whose rows are contiguous and whose planes
+// are evenly spaced (its batch axes flatten to one stride); 0 when it is packed already or
+// another layout (then the caller copies).
+int64_t plane_stride(const Tensor& t) {
+  const Shape& sh = t.shape();
+  const auto& st = t.strides();
+  const size_t n = sh.size();
+  if (t.is_contiguous() || n < 2 || st[n - 1] != 1 || st[n - 2] != sh[n - 1]) return 0;
+  int64_t stride = 0, span = 0;  // the planes' spacing, and what the axes after the current one cover
+  bool found = false;
+  for (size_t i = n - 2; i-- > 0;) {
+    if (sh[i] == 1) continue;
+    if (st[i] <= 0) return 0;  // a broadcast axis: planes repeat
+    if (!found) {
+      found = true;
+      stride = st[i];
+      span = stride * sh[i];
+    } else if (st[i] == span) {
+      span *= sh[i];
+    } else {
+      return 0;
+    }
+  }
+  return stride >= sh[n - 2] * sh[n - 1] ? stride : 0;
+}
+
+// The kernel's layout: q (B, H, L, E) and k, v (B, Hkv, S, E / Ev), contiguous (k and v may keep
+// evenly spaced planes instead: plane_stride). The head axis
 // is batch's last (H = 1 without one); k and v keep fewer heads than q without a copy when
 // they have 1 (multi-query) or enable_gqa says so. Other broadcast batch axes are copied
 // (O(S E) per batch item, never L x S); the rule sums their gradients back.
@@ -186,6 +213,16 @@ Tensor fused_attention(const detail::Backend& be, const Tensor& q, const Tensor&
     s.push_back(cols);
     return detail::contiguous_raw(detail::broadcast_view(t.detach(), s));
   };
+  // k or v read in place when its planes are evenly spaced with contiguous rows (a decoder's
+  // cache prefix) and no gradient needs the packed copy; `stride` gets the planes' spacing.
+  const bool grad = detail::needs_grad({&q, &k, &v});
+  auto layout_kv = [&](const Tensor& t, Shape s, int64_t rows, int64_t cols, int64_t& stride) {
+    s.push_back(rows);
+    s.push_back(cols);
+    const Tensor view = detail::broadcast_view(t.detach(), s);
+    stride = grad ? 0 : plane_stride(view);
+    return stride > 0 ? view : detail::contiguous_raw(view);
+  };
   detail::AttentionParams p;
   p.B = B, p.H = H, p.Hkv = Hkv, p.L = a.L, p.S = a.S, p.E = a.E, p.Ev = a.Ev;
   p.scale = default_scale(scale, a.E);
@@ -195,7 +232,8 @@ Tensor fused_attention(const detail::Backend& be, const Tensor& q, const Tensor&
     p.dropout_p = dropout_p;
     p.dropout_key = (generator ? *generator : default_generator()).next_key();
   }
-  const Tensor qc = layout(q, batch, a.L, a.E), kc = layout(k, kv_batch, a.S, a.E), vc = layout(v, kv_batch, a.S, a.Ev);
+  const Tensor qc = layout(q, batch, a.L, a.E), kc = layout_kv(k, kv_batch, a.S, a.E, p.k_plane_stride),
+               vc = layout_kv(v, kv_batch, a.S, a.Ev, p.v_plane_stride);
   Shape out_shape = batch, lse_shape = batch;
   out_shape.push_back(a.L);
   out_shape.push_back(a.Ev);

@@ -122,6 +122,10 @@ struct AttentionParams {
   // scores' shape with that key, so the math form with dropout reproduces it.
   double dropout_p = 0;
   uint64_t dropout_key = 0;
+  // Elements between consecutive (batch, head) planes of k and v, whose rows are contiguous; 0
+  // for packed planes (S * E, S * Ev). A cached decoder's keys are a prefix of each head's
+  // preallocated rows, read where they lie instead of copied at every step.
+  int64_t k_plane_stride = 0, v_plane_stride = 0;
 };
 
 struct Backend {

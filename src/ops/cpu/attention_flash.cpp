@@ -248,12 +248,13 @@ struct ForwardTask {
   const int64_t E, Ev, L, S, nkt;
   const T scale;
   const T* kt;  // the transposed key tiles of every key / value head, or null (see forward_impl)
+  const int64_t ks, vs;  // the spacing of k's and v's (batch, head) planes
   // per query tile of the group: the scaled queries, the running max and sum, the accumulator
   std::vector<T> qs, m, l, acc;
   std::vector<T> s, pv, alpha;  // one tile's scores, their product with V, the rescales
 
-  ForwardTask(const AttentionParams& params, int64_t E_, int64_t Ev_, const T* kt_)
-      : p(params), E(E_), Ev(Ev_), L(p.L), S(p.S), nkt((S + kBc - 1) / kBc), scale(static_cast<T>(p.scale)), kt(kt_),
+  ForwardTask(const AttentionParams& params, int64_t E_, int64_t Ev_, const T* kt_, int64_t ks_, int64_t vs_)
+      : p(params), E(E_), Ev(Ev_), L(p.L), S(p.S), nkt((S + kBc - 1) / kBc), scale(static_cast<T>(p.scale)), kt(kt_), ks(ks_), vs(vs_),
         qs(static_cast<size_t>(kQueryTilesPerGroup * kBr * E)), m(kQueryTilesPerGroup * kBr), l(kQueryTilesPerGroup * kBr),
         acc(static_cast<size_t>(kQueryTilesPerGroup * kBr * Ev)), s(kBr * kBc), pv(static_cast<size_t>(kBr * Ev)), alpha(kBr) {}
 
@@ -291,7 +292,7 @@ struct ForwardTask {
       const int64_t bcp = std::min(kBc, round16(bc));  // the zero columns past S give scores left unread
       ops.gemm_nn(s.data(), kBc, Q, E, kt + (kvh * nkt + j0 / kBc) * E * kBc, kBc, br, bcp, E);
     } else {
-      ops.gemm_nt(s.data(), kBc, Q, E, k + (kvh * S + j0) * E, E, br, bc, E);
+      ops.gemm_nt(s.data(), kBc, Q, E, k + kvh * ks + j0 * E, E, br, bc, E);
     }
     if (plane.tile_masked(i0, j0, bc)) plane.mask_tile(s.data(), kBc, i0, br, j0, bc, false);
     for (int64_t r = 0; r < br; ++r) {
@@ -309,7 +310,7 @@ struct ForwardTask {
     if (p.dropout_p > 0)
       for (int64_t r = 0; r < br; ++r)
         for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] *= plane.drop(i0 + r, j0 + c);
-    ops.gemm_nn(pv.data(), Ev, s.data(), kBc, v + (kvh * S + j0) * Ev, Ev, br, Ev, bc);
+    ops.gemm_nn(pv.data(), Ev, s.data(), kBc, v + kvh * vs + j0 * Ev, Ev, br, Ev, bc);
     for (int64_t r = 0; r < br; ++r) ops.scale_add(A + r * Ev, alpha[r], pv.data() + r * Ev, Ev);
   }
 
@@ -329,8 +330,10 @@ struct ForwardTask {
   }
 };
 
+// ks, vs: the spacing of k's and v's (batch, head) planes (S E and S Ev when packed).
 template <typename T>
-void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionParams& p, int64_t E, int64_t Ev) {
+void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionParams& p, int64_t E, int64_t Ev, int64_t ks,
+                  int64_t vs) {
   // float32: k transposed per key / value head and key tile (E x kBc each, transpose_tiles), so
   // that q k^T is a gemm_rows product over a contiguous block. Not for one or two query rows (a
   // cached decoder's step): there the transpose cost more than the product it serves, and
@@ -341,10 +344,10 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
   std::vector<T> kt(kT ? static_cast<size_t>(p.B * p.Hkv * nkt * E * kBc) : 0);
   if (kT)
     parallel_range(0, p.B * p.Hkv, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h) transpose_tiles(kt.data() + h * nkt * E * kBc, kBc, k + h * p.S * E, p.S, E);
+      for (int64_t h = h0; h < h1; ++h) transpose_tiles(kt.data() + h * nkt * E * kBc, kBc, k + h * ks, p.S, E);
     });
   parallel_range(0, p.B * p.H * ngroups, 1, [&](int64_t t0, int64_t t1) {
-    ForwardTask<T> work(p, E, Ev, kT ? kt.data() : nullptr);
+    ForwardTask<T> work(p, E, Ev, kT ? kt.data() : nullptr, ks, vs);
     for (int64_t task = t0; task < t1; ++task) {
       // a plane's groups of query tiles in the order 0, n-1, 1, n-2, ...: a causal group's work
       // grows with its index, so a contiguous chunk of tasks pairs light and heavy groups and
@@ -548,15 +551,20 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float>) {
       const int64_t Ep = padded(p.E), Evp = padded(p.Ev);
-      const Tensor qp = pad_rows(q, p.E, Ep), kp = pad_rows(k, p.E, Ep), vp = pad_rows(v, p.Ev, Evp);
+      // padding rewrites the rows: spaced planes are packed first
+      const Tensor kk = Ep != p.E ? detail::contiguous_raw(k) : k, vv = Evp != p.Ev ? detail::contiguous_raw(v) : v;
+      const int64_t ks = Ep == p.E && p.k_plane_stride ? p.k_plane_stride : p.S * Ep;
+      const int64_t vs = Evp == p.Ev && p.v_plane_stride ? p.v_plane_stride : p.S * Evp;
+      const Tensor qp = pad_rows(q, p.E, Ep), kp = pad_rows(kk, p.E, Ep), vp = pad_rows(vv, p.Ev, Evp);
       const Tensor op = Evp == p.Ev ? out : detail::alloc({out.numel() / p.Ev, Evp}, out.dtype(), out.device());
       forward_impl<float>(static_cast<float*>(op.data_ptr()), static_cast<float*>(lse.data_ptr()),
                           static_cast<const float*>(qp.data_ptr()), static_cast<const float*>(kp.data_ptr()),
-                          static_cast<const float*>(vp.data_ptr()), p, Ep, Evp);
+                          static_cast<const float*>(vp.data_ptr()), p, Ep, Evp, ks, vs);
       unpad_rows(out, op, p.Ev, Evp);
     } else {
       forward_impl<T>(static_cast<T*>(out.data_ptr()), static_cast<T*>(lse.data_ptr()), static_cast<const T*>(q.data_ptr()),
-                      static_cast<const T*>(k.data_ptr()), static_cast<const T*>(v.data_ptr()), p, p.E, p.Ev);
+                      static_cast<const T*>(k.data_ptr()), static_cast<const T*>(v.data_ptr()), p, p.E, p.Ev,
+                      p.k_plane_stride ? p.k_plane_stride : p.S * p.E, p.v_plane_stride ? p.v_plane_stride : p.S * p.Ev);
     }
   });
 }

@@ -282,3 +282,29 @@ TEST(FlashAttention, StepMemoryDoesNotGrowWithLTimesS) {
   EXPECT_LT(fused, ls_bytes / 2) << "fused peak " << fused << " bytes";
   EXPECT_GT(math, 2 * ls_bytes) << "math peak " << math << " bytes";
 }
+
+// A cached decoder's keys and values are a prefix of each head's preallocated rows: the kernel
+// reads those planes where they lie (no packed copy per step) and gives the packed copy's bits.
+TEST(FlashAttention, ReadsKeyAndValuePlanesWhereTheyLie) {
+  manual_seed(21);
+  const int64_t heads = 2, max_len = 100, S = 37, E = 64;
+  const Tensor keys = randn({heads, max_len, E}), values = randn({heads, max_len, E});
+  const Tensor k = slice(keys, 1, 0, S), v = slice(values, 1, 0, S);  // (heads, S, E), planes max_len * E apart
+  ASSERT_FALSE(k.is_contiguous());
+  for (const int64_t L : {int64_t{1}, int64_t{5}}) {
+    const Tensor q = randn({heads, L, E});
+    const bool causal = L > 1;
+    const Tensor want = scaled_dot_product_attention(q, k.contiguous(), v.contiguous(), Tensor(), causal);
+    const int64_t before = memory_stats().current_bytes;
+    reset_peak_memory();
+    const Tensor got = scaled_dot_product_attention(q, k, v, Tensor(), causal);
+    const int64_t added = memory_stats().peak_bytes - before;
+    EXPECT_TRUE(array_equal(got, want)) << "L " << L;
+    // the output and the log-sum-exp (and, from 3 rows on, the keys' transposed tiles), never a
+    // packed copy of k and v (2 x 18,944 bytes here)
+    if (L == 1) EXPECT_LT(added, 2 * S * E * 4) << "added " << added << " bytes";
+  }
+  // with gradients the planes are packed (the backward reads them so): still the same values
+  const Tensor kg = k.detach().requires_grad_(true), q = randn({heads, 3, E});
+  EXPECT_TRUE(allclose(scaled_dot_product_attention(q, kg, v, Tensor(), false), scaled_dot_product_attention(q, k.contiguous(), v, Tensor(), false)));
+}
