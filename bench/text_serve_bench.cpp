@@ -44,20 +44,7 @@ train::LanguageModel model() {
   train::LanguageModel m;
   m.network = zoo::gpt();
   nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
-  for (int b = 0; b < 256; ++b) {
-    // GPT-2's byte alphabet: printable bytes stand for themselves, the others for U+0100 onwards
-    const bool direct = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-    int cp = b;
-    if (!direct) {
-      cp = 256;
-      for (int k = 0; k < b; ++k)
-        if (!((k >= '!' && k <= '~') || (k >= 0xA1 && k <= 0xAC) || (k >= 0xAE && k <= 0xFF))) ++cp;
-    }
-    std::string s;
-    if (cp < 0x80) s += static_cast<char>(cp);
-    else s += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
-    vocab[s] = b;
-  }
+  for (int b = 0; b < 256; ++b) vocab[data::BpeTokenizer::byte_char(static_cast<uint8_t>(b))] = b;  // GPT-2's byte alphabet
   for (int id = 256; id < 50257; ++id)
     added.push_back({{"id", id}, {"content", "<|" + std::to_string(id) + "|>"}, {"single_word", false}, {"lstrip", false},
                      {"rstrip", false}, {"normalized", false}, {"special", true}});

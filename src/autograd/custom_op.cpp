@@ -76,16 +76,9 @@ struct Recorded {
   }
 };
 
-}  // namespace
-
-std::vector<Tensor> CustomOp::operator()(const std::vector<Tensor>& inputs) const {
-  const std::string label = op_label(name);
-  if (!forward) throw ValueError(label + ": no forward function");
-  if (!backward) throw ValueError(label + ": no backward function");
-  bool record = false;
-  if (grad_enabled())
-    for (const Tensor& t : inputs) record = record || (t.defined() && t.requires_grad());
-  std::vector<Tensor> saved;
+// The forward under NoGrad, its outputs checked: at least one, each defined.
+std::vector<Tensor> run_forward(const std::string& label, const CustomForward& forward, const std::vector<Tensor>& inputs,
+                                std::vector<Tensor>& saved) {
   std::vector<Tensor> outs;
   {
     NoGrad off;
@@ -93,15 +86,25 @@ std::vector<Tensor> CustomOp::operator()(const std::vector<Tensor>& inputs) cons
   }
   if (outs.empty()) throw ValueError(label + ": its forward returned no outputs (at least one)");
   for (size_t k = 0; k < outs.size(); ++k)
-    if (!outs[k].defined())
-      throw ValueError(label + ": its forward returned an undefined tensor as output " + std::to_string(k));
-  if (!record) return outs;
+    if (!outs[k].defined()) throw ValueError(label + ": its forward returned an undefined tensor as output " + std::to_string(k));
+  return outs;
+}
 
+bool records_history(const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+// What the backward of this application needs; `node_inputs` gets the defined inputs, which
+// the node is recorded on.
+std::shared_ptr<Recorded> record_of(const std::string& name, const CustomBackward& backward, const std::vector<Tensor>& inputs,
+                                    const std::vector<Tensor>& saved, const std::vector<Tensor>& outs, std::vector<Tensor>& node_inputs) {
   auto rec = std::make_shared<Recorded>();
   rec->name = name;
   rec->backward = backward;
   for (const Tensor& s : saved) rec->saved.emplace_back(s);
-  std::vector<Tensor> node_inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     rec->needs.push_back(t.defined() && t.requires_grad());
@@ -111,28 +114,30 @@ std::vector<Tensor> CustomOp::operator()(const std::vector<Tensor>& inputs) cons
       node_inputs.push_back(t);
     }
   }
-  std::vector<size_t> diff;
-  for (size_t k = 0; k < outs.size(); ++k) {
-    rec->out_shapes.push_back(outs[k].shape());
-    rec->out_dtypes.push_back(outs[k].dtype());
-    rec->out_diff.push_back(is_floating(outs[k].dtype()));
-    if (is_floating(outs[k].dtype())) diff.push_back(k);
+  for (const Tensor& o : outs) {
+    rec->out_shapes.push_back(o.shape());
+    rec->out_dtypes.push_back(o.dtype());
+    rec->out_diff.push_back(is_floating(o.dtype()));
   }
-  if (diff.empty()) return outs;
-  const char* op = intern(name);
+  return rec;
+}
+
+// One differentiable output, k: one node, the output's.
+void record_one_output(const char* op, const std::shared_ptr<Recorded>& rec, const std::vector<Tensor>& node_inputs,
+                       std::vector<Tensor>& outs, size_t k) {
   const size_t n_out = outs.size();
+  outs[k] = detail::record(op, node_inputs, outs[k], [rec, k, n_out](const Tensor& g) {
+    std::vector<Tensor> grads(n_out);
+    grads[k] = g;
+    return rec->run(std::move(grads));
+  });
+}
 
-  if (diff.size() == 1) {  // one node, the output's
-    const size_t k = diff[0];
-    outs[k] = detail::record(op, node_inputs, outs[k], [rec, k, n_out](const Tensor& g) {
-      std::vector<Tensor> grads(n_out);
-      grads[k] = g;
-      return rec->run(std::move(grads));
-    });
-    return outs;
-  }
-
-  // several: the hidden tensor of all differentiable outputs, flattened, in float64
+// Several differentiable outputs (`diff`): the hidden tensor of all of them, flattened, in
+// float64, recorded on the inputs; each output's node passes its gradient into its slot.
+void record_outputs(const char* op, const std::shared_ptr<Recorded>& rec, const std::vector<Tensor>& node_inputs,
+                    std::vector<Tensor>& outs, const std::vector<size_t>& diff) {
+  const size_t n_out = outs.size();
   std::vector<int64_t> offset(n_out, 0);
   int64_t total = 0;
   for (size_t k : diff) {
@@ -159,6 +164,26 @@ std::vector<Tensor> CustomOp::operator()(const std::vector<Tensor>& inputs) cons
       return std::vector<Tensor>{packed};
     });
   }
+}
+
+}  // namespace
+
+std::vector<Tensor> CustomOp::operator()(const std::vector<Tensor>& inputs) const {
+  const std::string label = op_label(name);
+  if (!forward) throw ValueError(label + ": no forward function");
+  if (!backward) throw ValueError(label + ": no backward function");
+  const bool record = records_history(inputs);
+  std::vector<Tensor> saved;
+  std::vector<Tensor> outs = run_forward(label, forward, inputs, saved);
+  if (!record) return outs;
+  std::vector<size_t> diff;  // the outputs that carry history: the floating ones
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (is_floating(outs[k].dtype())) diff.push_back(k);
+  if (diff.empty()) return outs;
+  std::vector<Tensor> node_inputs;
+  const std::shared_ptr<Recorded> rec = record_of(name, backward, inputs, saved, outs, node_inputs);
+  if (diff.size() == 1) record_one_output(intern(name), rec, node_inputs, outs, diff[0]);
+  else record_outputs(intern(name), rec, node_inputs, outs, diff);
   return outs;
 }
 

@@ -154,6 +154,12 @@ const std::string& BpeTokenizer::id_to_token(int32_t id) const {
   return impl_->tokens[id];
 }
 
+std::string BpeTokenizer::byte_char(uint8_t byte) {
+  std::string out;
+  detail::append_utf8(out, detail::byte_cp()[byte]);
+  return out;
+}
+
 // Merges by rank, lowest first and leftmost among equals (as tokenizers' Word::merge_all): a
 // linked list of symbols and a heap of candidate pairs, each checked when popped against the
 // symbols it was made from. O(n log n) however long the piece.

@@ -180,89 +180,125 @@ Outcome Agent::execute(const Claim& claim) {
   }
 }
 
-int64_t Agent::run(const AgentOptions& options) {
-  std::vector<std::string> kinds = options.kinds;
+namespace {
+
+// The kinds a run claims: those asked for, or every registered kind (function kinds first);
+// each must be registered. ValueError for those and for the run's numbers out of range.
+std::vector<std::string> kinds_to_run(const AgentOptions& options, const std::vector<std::string>& registered, const std::string& agent) {
+  std::vector<std::string> kinds = options.kinds.empty() ? registered : options.kinds;
   std::string known;
-  for (const auto& [k, f] : functions_) known += (known.empty() ? "" : ", ") + k;
-  for (const auto& [k, c] : commands_) known += (known.empty() ? "" : ", ") + k;
-  if (kinds.empty()) {
-    for (const auto& [k, f] : functions_) kinds.push_back(k);
-    for (const auto& [k, c] : commands_) kinds.push_back(k);
-  }
-  if (kinds.empty()) throw ValueError("Agent::run: agent '" + name_ + "' has no task kinds (register_kind or register_command first)");
+  for (const std::string& k : registered) known += (known.empty() ? "" : ", ") + k;
+  if (kinds.empty()) throw ValueError("Agent::run: agent '" + agent + "' has no task kinds (register_kind or register_command first)");
   for (const std::string& k : kinds)
-    if (!functions_.count(k) && !commands_.count(k))
+    if (std::find(registered.begin(), registered.end(), k) == registered.end())
       throw ValueError("Agent::run: unknown task kind '" + k + "' (registered: " + (known.empty() ? "none" : known) + ")");
   if (options.poll_ms < 0 || options.max_tasks < 0) throw ValueError("Agent::run: poll_ms and max_tasks must not be negative");
-
   if (options.batch < 0 || options.batch > 1000)
     throw ValueError("Agent::run: batch " + std::to_string(options.batch) + " is out of range (valid: 1 to 1000, or 0 to adapt)");
-  int64_t batch = options.batch > 0 ? options.batch : 1;  // adapting, it starts at 1
+  return kinds;
+}
 
-  // Made when the agent first finds nothing to claim (a run that stops when idle never needs
-  // it: on PostgreSQL it is a connection), then the agent looks once more, so that no commit
-  // after it goes unnoticed. Without it (the system's inotify instances used up, say) the
-  // agent still works, waking at poll_ms.
-  std::optional<store::Notifications> ready;
-  bool listening = false;  // tried to make it
+// Records the last tasks' ends and claims up to `want` tasks. A store error is printed, not
+// thrown: the database was busy or failed, and what was not committed is replayed when the
+// lease ends (escaped: the message may quote text from the database, shown on a terminal).
+std::vector<Claim> complete_and_claim(Tasks& tasks, const std::vector<TaskEnd>& ends, const std::vector<std::string>& kinds,
+                                      const std::string& agent, int64_t want) {
+  try {
+    return tasks.complete(ends, kinds, agent, want).claims;  // ends whose claim was lost are not recorded
+  } catch (const store::StoreError& e) {
+    std::fprintf(stderr, "loom agent %s: %s\n", loom::detail::escape_text(agent).c_str(), loom::detail::escape_text(e.what(), true).c_str());
+    return {};
+  }
+}
+
+// How an idle agent waits for a task to become ready. The notifications are made when the
+// agent first finds nothing to claim (a run that stops when idle never needs them: on
+// PostgreSQL they are a connection), then the agent looks once more, so that no commit after
+// they were made goes unnoticed. Without them (the system's inotify instances used up, say) the
+// agent still works, waking every poll_ms.
+class IdleWait {
+ public:
+  // True when the notifications were just made: the caller looks for a task once more.
+  bool start_listening(Tasks& tasks, const std::string& agent, int64_t poll_ms) {
+    if (tried_) return false;
+    tried_ = true;
+    try {
+      ready_.emplace(tasks.store(), detail::kReadyChannel);
+      return true;
+    } catch (const store::StoreError& e) {
+      std::fprintf(stderr, "loom agent %s: polling every %lld ms (%s)\n", loom::detail::escape_text(agent).c_str(),
+                   static_cast<long long>(poll_ms), loom::detail::escape_text(e.what(), true).c_str());
+      return false;
+    }
+  }
+  // Until a task may be ready, poll_ms or stop(): in slices of 10 ms, so that stop() is seen soon.
+  void wait(int64_t poll_ms, const std::atomic<bool>& stop) {
+    for (int64_t slept = 0; slept < poll_ms && !stop.load(); slept += 10) {
+      const int64_t slice = std::min<int64_t>(10, poll_ms - slept);
+      if (ready_ ? ready_->wait(slice) : (std::this_thread::sleep_for(std::chrono::milliseconds(slice)), false)) break;
+    }
+  }
+
+ private:
+  std::optional<store::Notifications> ready_;
+  bool tried_ = false;
+};
+
+// The next adaptive batch, which should run for about kAdaptiveBatchMs given how long this one's
+// tasks took. It shrinks at once and grows by doubling, so that a long task after a run of short
+// ones holds few behind it.
+int64_t adapted_batch(int64_t batch, std::chrono::steady_clock::time_point started, size_t tasks) {
+  const double per_task_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count() / static_cast<double>(tasks);
+  const double fits = AgentOptions::kAdaptiveBatchMs * 1000.0 / std::max(per_task_us, 1.0);
+  return std::clamp<int64_t>(std::min(static_cast<int64_t>(fits), 2 * batch), 1, AgentOptions::kAdaptiveBatchMax);
+}
+
+}  // namespace
+
+// Runs a batch of claims one after the other, heartbeating all of them while it runs; a claim
+// cancelled or lost while it waited its turn is skipped. Appends their ends.
+void Agent::run_claims(const std::vector<Claim>& claims, std::vector<TaskEnd>& ends) {
+  std::deque<TaskContext> contexts;
+  HeartbeatThread::Held held;
+  for (const Claim& c : claims) {
+    contexts.emplace_back(c, [this] { return tasks_.now_ms(); });
+    held.emplace_back(&c, &contexts.back());
+  }
+  HeartbeatThread heartbeat(tasks_, std::move(held));
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const StopReason r = contexts[i].stop_reason();
+    if (r == StopReason::Cancelled || r == StopReason::Lost) continue;
+    if (std::optional<TaskEnd> end = attempt(claims[i], contexts[i])) ends.push_back(std::move(*end));
+  }
+}
+
+int64_t Agent::run(const AgentOptions& options) {
+  std::vector<std::string> registered;
+  for (const auto& [k, f] : functions_) registered.push_back(k);
+  for (const auto& [k, c] : commands_) registered.push_back(k);
+  const std::vector<std::string> kinds = kinds_to_run(options, registered, name_);
+  int64_t batch = options.batch > 0 ? options.batch : 1;  // adapting, it starts at 1
+  IdleWait idle;
   int64_t ran = 0;
   std::vector<TaskEnd> ends;  // the last tasks' ends, recorded with the next claims
   for (;;) {
     const bool more = !stop_.load() && (options.max_tasks == 0 || ran < options.max_tasks);
     if (!more && ends.empty()) break;
     const int64_t want = !more ? 0 : options.max_tasks == 0 ? batch : std::min(batch, options.max_tasks - ran);
-    std::vector<Claim> claims;
-    try {
-      claims = tasks_.complete(ends, kinds, name_, want).claims;  // ends whose claim was lost are not recorded
-    } catch (const store::StoreError& e) {
-      // the database was busy or failed: what was not committed is replayed when the lease ends
-      // (escaped: the message may quote text from the database, shown on a terminal)
-      std::fprintf(stderr, "loom agent %s: %s\n", loom::detail::escape_text(name_).c_str(),
-                   loom::detail::escape_text(e.what(), true).c_str());
-    }
+    const std::vector<Claim> claims = complete_and_claim(tasks_, ends, kinds, name_, want);
     ends.clear();
     if (!more) break;
     if (claims.empty()) {
       if (options.stop_when_idle) break;
-      if (!listening) {
-        listening = true;
-        try {
-          ready.emplace(tasks_.store(), detail::kReadyChannel);
-          continue;  // a look after it was made
-        } catch (const store::StoreError& e) {
-          std::fprintf(stderr, "loom agent %s: polling every %lld ms (%s)\n", loom::detail::escape_text(name_).c_str(),
-                       static_cast<long long>(options.poll_ms), loom::detail::escape_text(e.what(), true).c_str());
-        }
-      }
-      // in slices of 10 ms, so that stop() is seen soon
-      for (int64_t slept = 0; slept < options.poll_ms && !stop_.load(); slept += 10) {
-        const int64_t slice = std::min<int64_t>(10, options.poll_ms - slept);
-        if (ready ? ready->wait(slice) : (std::this_thread::sleep_for(std::chrono::milliseconds(slice)), false)) break;
-      }
+      if (idle.start_listening(tasks_, name_, options.poll_ms)) continue;  // a look after it was made
+      idle.wait(options.poll_ms, stop_);
       continue;
     }
-    std::deque<TaskContext> contexts;  // heartbeated together while the batch runs
-    HeartbeatThread::Held held;
-    for (const Claim& c : claims) {
-      contexts.emplace_back(c, [this] { return tasks_.now_ms(); });
-      held.emplace_back(&c, &contexts.back());
-    }
-    HeartbeatThread heartbeat(tasks_, std::move(held));
     const auto started = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < claims.size(); ++i) {
-      ++ran;
-      const StopReason r = contexts[i].stop_reason();
-      if (r == StopReason::Cancelled || r == StopReason::Lost) continue;  // while it waited its turn
-      if (std::optional<TaskEnd> end = attempt(claims[i], contexts[i])) ends.push_back(std::move(*end));
-    }
-    if (options.batch == 0) {
-      // The next batch should run for about kAdaptiveBatchMs. It shrinks at once and grows by
-      // doubling, so that a long task after a run of short ones holds few behind it.
-      const double per_task_us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count() / static_cast<double>(claims.size());
-      const double fits = AgentOptions::kAdaptiveBatchMs * 1000.0 / std::max(per_task_us, 1.0);
-      batch = std::clamp<int64_t>(std::min(static_cast<int64_t>(fits), 2 * batch), 1, AgentOptions::kAdaptiveBatchMax);
-    }
+    run_claims(claims, ends);
+    ran += static_cast<int64_t>(claims.size());
+    if (options.batch == 0) batch = adapted_batch(batch, started, claims.size());
   }
   stop_.store(false);
   return ran;

@@ -13,37 +13,6 @@ using detail::require_rank;
 
 namespace {
 
-// (before, after) zero padding per spatial axis.
-std::vector<std::pair<int64_t, int64_t>> pads(const ConvPadding& p, const std::vector<int64_t>& k, const std::vector<int64_t>& dil,
-                                              const std::vector<int64_t>& stride, const char* kind) {
-  const size_t n = k.size();
-  std::vector<std::pair<int64_t, int64_t>> out(n, {0, 0});
-  if (p.mode() == "valid") return out;
-  if (p.mode() == "same") {
-    for (size_t i = 0; i < n; ++i) {
-      if (stride[i] != 1) throw ValueError(std::string(kind) + ": padding \"same\" needs stride 1");
-      const int64_t total = checked_mul(dil[i], k[i] - 1, kind);
-      out[i] = {total / 2, total - total / 2};
-    }
-    return out;
-  }
-  if (!p.mode().empty()) throw ValueError(std::string(kind) + ": unknown padding \"" + p.mode() + "\" (valid: \"same\", \"valid\", integers)");
-  const auto& v = p.values();
-  for (int64_t x : v)
-    if (x < 0 || x > kMaxExtent)
-      throw ValueError(std::string(kind) + ": padding " + ints(v) + " is invalid (valid: values in [0, 2^31])");
-  if (v.size() == 1) return std::vector<std::pair<int64_t, int64_t>>(n, {v[0], v[0]});
-  if (v.size() == n) {
-    for (size_t i = 0; i < n; ++i) out[i] = {v[i], v[i]};
-    return out;
-  }
-  if (v.size() == 2 * n) {
-    for (size_t i = 0; i < n; ++i) out[i] = {v[2 * i], v[2 * i + 1]};
-    return out;
-  }
-  throw ValueError(std::string(kind) + ": padding " + ints(v) + " must give 1, " + std::to_string(n) + " or " + std::to_string(2 * n) + " values");
-}
-
 // Output extent (the ops' rule, conv_output_size), -1 for an unknown input extent; 0 when the
 // window does not fit.
 int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t before, int64_t after) {
@@ -152,7 +121,8 @@ struct ConvTImpl final : KindBase<ConvTImpl, ConvTransposeAttributes> {
 }  // namespace
 
 std::vector<std::pair<int64_t, int64_t>> conv_padding(const ConvAttributes& a) {
-  return pads(a.padding, a.kernel_size, a.dilation, a.stride, a.kernel_size.size() == 1 ? "Conv1D" : "Conv2D");
+  // the ops' rule (loom/ops/conv.h), the one conv1d and conv2d resolve their padding by
+  return loom::conv_padding(a.kernel_size.size() == 1 ? "Conv1D" : "Conv2D", a.padding, a.kernel_size, a.dilation, a.stride);
 }
 
 Conv1D::Conv1D(const Layer& input, int64_t filters, int64_t k, ConvOptions o, const std::string& name)

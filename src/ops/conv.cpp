@@ -137,68 +137,69 @@ void check_operands(const char* op, const Tensor& x, const Tensor& w, const Tens
   }
 }
 
+}  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> conv_padding(const char* op, const ConvPadding& padding, const std::vector<int64_t>& kernel,
+                                                      const std::vector<int64_t>& dilation, const std::vector<int64_t>& stride) {
+  const size_t n = kernel.size();
+  std::vector<std::pair<int64_t, int64_t>> out(n, {0, 0});
+  if (padding.mode() == "valid") return out;
+  if (padding.mode() == "same") {
+    for (size_t i = 0; i < n; ++i)
+      if (stride[i] != 1)
+        throw ValueError(std::string(op) + ": padding='same' is only supported with stride 1, got stride " + detail::ints_str(stride) +
+                         " (use integer padding for strided convolutions)");
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t total = checked_mul(dilation[i], kernel[i] - 1, op);
+      out[i] = {total / 2, total - total / 2};
+    }
+    return out;
+  }
+  if (!padding.mode().empty())
+    throw ValueError(std::string(op) + ": unknown padding '" + padding.mode() + "' (valid: 'same', 'valid', or integers)");
+  const auto& v = padding.values();
+  if (v.size() != 1 && v.size() != n && v.size() != 2 * n)
+    throw ValueError(std::string(op) + ": padding must have 1, " + std::to_string(n) + " or " + std::to_string(2 * n) +
+                     " values (per axis, or before/after per axis), got " + detail::ints_str(v));
+  for (int64_t x : v)
+    if (x < 0 || x > (int64_t{1} << 31))
+      throw ValueError(std::string(op) + ": padding must be in [0, 2^31], got " + detail::ints_str(v));
+  for (size_t i = 0; i < n; ++i)
+    out[i] = v.size() == 2 * n ? std::make_pair(v[2 * i], v[2 * i + 1]) : v.size() == 1 ? std::make_pair(v[0], v[0]) : std::make_pair(v[i], v[i]);
+  return out;
+}
+
+namespace {
+
 // Resolves stride / padding / dilation of a forward convolution with `nsp` spatial axes into
 // 2-d params (a 1-d convolution uses the width axis).
 Conv2dParams forward_params(const char* op, const Tensor& x, const Tensor& w, const IntList& stride,
                             const ConvPadding& padding, const IntList& dilation, int64_t groups, size_t nsp) {
   const auto s = detail::per_axis(stride.values(), nsp, op, "stride", 1);
   const auto d = detail::per_axis(dilation.values(), nsp, op, "dilation", 1);
-  std::vector<int64_t> pl(nsp), pr(nsp);
-  if (!padding.mode().empty()) {
-    if (padding.mode() == "valid") {
-      // zeros
-    } else if (padding.mode() == "same") {
-      for (size_t i = 0; i < nsp; ++i)
-        if (s[i] != 1)
-          throw ValueError(std::string(op) + ": padding='same' is only supported with stride 1, got stride " +
-                           detail::ints_str(s) + " (use integer padding for strided convolutions)");
-      for (size_t i = 0; i < nsp; ++i) {
-        const int64_t total = checked_mul(d[i], w.shape()[2 + i] - 1, op);
-        pl[i] = total / 2;
-        pr[i] = total - pl[i];
-      }
-    } else {
-      throw ValueError(std::string(op) + ": unknown padding '" + padding.mode() +
-                       "' (valid: 'same', 'valid', or integers)");
-    }
-  } else {
-    const auto& v = padding.values();
-    if (v.size() == 1 || v.size() == nsp) {
-      const auto p = detail::per_axis(v, nsp, op, "padding", 0);
-      pl = p;
-      pr = p;
-    } else if (v.size() == 2 * nsp) {
-      for (size_t i = 0; i < nsp; ++i) {
-        pl[i] = v[2 * i];
-        pr[i] = v[2 * i + 1];
-      }
-      for (int64_t x : v)
-        if (x < 0) throw ValueError(std::string(op) + ": padding must be >= 0, got " + detail::ints_str(v));
-    } else {
-      throw ValueError(std::string(op) + ": padding must have 1, " + std::to_string(nsp) + " or " +
-                       std::to_string(2 * nsp) + " values (per axis, or before/after per axis), got " +
-                       detail::ints_str(v));
-    }
-  }
+  std::vector<int64_t> kernel(nsp);
+  for (size_t i = 0; i < nsp; ++i) kernel[i] = w.shape()[2 + i];
+  const auto pads = conv_padding(op, padding, kernel, d, s);
   Conv2dParams p{};
   const size_t off = 2 - nsp;  // 1-d: the height axis is trivial
   p.stride[0] = p.dilation[0] = 1;
   for (size_t i = 0; i < nsp; ++i) {
     p.stride[off + i] = s[i];
     p.dilation[off + i] = d[i];
-    p.pad_l[off + i] = pl[i];
-    p.pad_r[off + i] = pr[i];
+    p.pad_l[off + i] = pads[i].first;
+    p.pad_r[off + i] = pads[i].second;
   }
   p.groups = groups;
   // every output position needs a window inside the padded input
   for (size_t i = 0; i < nsp; ++i) {
     const int64_t in = x.shape()[2 + i], k = w.shape()[2 + i];
     // checked: stride, padding and dilation are arbitrary user values (the error names them)
-    if (checked_add(checked_add(in, pl[i], op), pr[i], op) < checked_add(checked_mul(d[i], k - 1, op), 1, op))
+    const int64_t pl = pads[i].first, pr = pads[i].second;
+    if (checked_add(checked_add(in, pl, op), pr, op) < checked_add(checked_mul(d[i], k - 1, op), 1, op))
       throw ShapeError(std::string(op) + ": the kernel (size " + std::to_string(k) + ", dilation " +
                        std::to_string(d[i]) + " -> " + std::to_string(d[i] * (k - 1) + 1) +
                        ") is larger than the padded input (size " + std::to_string(in) + " + padding " +
-                       std::to_string(pl[i] + pr[i]) + ") along spatial axis " + std::to_string(i) + " (x: " +
+                       std::to_string(pl + pr) + ") along spatial axis " + std::to_string(i) + " (x: " +
                        describe(x) + ", weight: " + describe(w) + ")");
   }
   return p;

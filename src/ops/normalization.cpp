@@ -45,15 +45,19 @@ Axes trailing_axes(const Tensor& x, const Shape& normalized_shape, const char* o
 
 }  // namespace
 
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum, double eps) {
+namespace {
+
+// batch_norm's operands: x is (N, C, ...), each of the four per-channel tensors (C,) or absent,
+// the running statistics both or neither, and in training not requiring grad nor broadcast (they
+// are updated in place).
+void check_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                      const Tensor& bias, bool training, double eps) {
   const char* op = "batch_norm";
   detail::check_defined(x, op);
   if (x.ndim() < 2)
     throw ShapeError(std::string(op) + ": input x must have at least 2 axes (N, C, ...), got " + describe(x));
   detail::check_float(x, op, "input x");
-  const int64_t C = x.shape()[1];
-  const Shape cshape{C};
+  const Shape cshape{x.shape()[1]};
   check_param(running_mean, x, cshape, op, "running_mean");
   check_param(running_var, x, cshape, op, "running_var");
   check_param(weight, x, cshape, op, "weight");
@@ -67,60 +71,72 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     detail::check_no_overlap(running_mean, "batch_norm (running_mean)");
     detail::check_no_overlap(running_var, "batch_norm (running_var)");
   }
+}
 
+// The values per channel statistics are taken over in training: more than one, or a ValueError.
+int64_t values_per_channel(const Tensor& x, int64_t C) {
+  const int64_t n = C > 0 ? x.numel() / C : 0;
+  if (n <= 1)
+    throw ValueError(std::string("batch_norm: expected more than 1 value per channel when training, got input x ") + describe(x));
+  return n;
+}
+
+// Training on the CPU in float32 or float64, the parameters of x's dtype: the backend's fused
+// kernels, one for the statistics and the output, one for all three gradients.
+bool fused_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, bool training) {
+  return training && x.device().type == DeviceType::CPU && x.shape()[1] > 0 &&
+         (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) && (!weight.defined() || weight.dtype() == x.dtype()) &&
+         (!bias.defined() || bias.dtype() == x.dtype());
+}
+
+Tensor batch_norm_fused(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                        const Tensor& bias, double momentum, double eps) {
+  const Shape cshape{x.shape()[1]};
+  const int64_t n = values_per_channel(x, x.shape()[1]);
+  Tensor xc = detail::contiguous_raw(x.detach());
+  Tensor wc = weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor();
+  Tensor bc = bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor();
+  Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
+  Tensor m = detail::alloc(cshape, x.dtype(), x.device()), v = detail::alloc(cshape, x.dtype(), x.device());
+  detail::backend(x.device()).batch_norm_train(y, m, v, xc, wc, bc, eps);
+  if (running_mean.defined()) batch_norm_update_running(running_mean, running_var, m, v, momentum, static_cast<double>(n));
+  std::vector<Tensor> inputs{x};
+  if (weight.defined()) inputs.push_back(weight);
+  if (bias.defined()) inputs.push_back(bias);
+  if (!detail::needs_grad(inputs)) return y;
+  return detail::record("batch_norm", inputs, y, [xc = detail::save(xc), wc = detail::save(wc), m, v, eps, has_w = weight.defined(), has_b = bias.defined()](const Tensor& g) {
+    Tensor gc = detail::contiguous_raw(g);
+    Tensor gx = detail::alloc(xc.shape(), xc.dtype(), xc.device());
+    Tensor gw = has_w ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
+    Tensor gb = has_b ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
+    detail::backend(xc.device()).batch_norm_backward(gx, gw, gb, gc, xc, m, v, wc, eps);
+    std::vector<Tensor> grads{gx};
+    if (has_w) grads.push_back(gw);
+    if (has_b) grads.push_back(gb);
+    return grads;
+  });
+}
+
+// The definition, composed of ops (their gradients recorded by each): the batch's statistics in
+// training (updating the running ones), the running ones in evaluation.
+Tensor batch_norm_composite(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                            const Tensor& bias, bool training, double momentum, double eps) {
+  const int64_t C = x.shape()[1];
+  const Shape cshape{C};
   Axes axes{0};
   for (int64_t i = 2; i < x.ndim(); ++i) axes.push_back(i);
   Shape bshape(static_cast<size_t>(x.ndim()), 1);  // (1, C, 1, ...)
   bshape[1] = C;
-
-  const bool fused = training && x.device().type == DeviceType::CPU && C > 0 &&
-                     (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) &&
-                     (!weight.defined() || weight.dtype() == x.dtype()) && (!bias.defined() || bias.dtype() == x.dtype());
-  if (fused) {
-    // one kernel for the statistics and the output, one for all three gradients
-    const int64_t n = x.numel() / C;
-    if (n <= 1)
-      throw ValueError(std::string(op) + ": expected more than 1 value per channel when training, got input x " +
-                       describe(x));
-    Tensor xc = detail::contiguous_raw(x.detach());
-    Tensor wc = weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor();
-    Tensor bc = bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor();
-    Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
-    Tensor m = detail::alloc(cshape, x.dtype(), x.device()), v = detail::alloc(cshape, x.dtype(), x.device());
-    detail::backend(x.device()).batch_norm_train(y, m, v, xc, wc, bc, eps);
-    if (running_mean.defined())
-      batch_norm_update_running(running_mean, running_var, m, v, momentum, static_cast<double>(n));
-    std::vector<Tensor> inputs{x};
-    if (weight.defined()) inputs.push_back(weight);
-    if (bias.defined()) inputs.push_back(bias);
-    if (!detail::needs_grad(inputs)) return y;
-    return detail::record("batch_norm", inputs, y, [xc = detail::save(xc), wc = detail::save(wc), m, v, eps, has_w = weight.defined(), has_b = bias.defined()](const Tensor& g) {
-      Tensor gc = detail::contiguous_raw(g);
-      Tensor gx = detail::alloc(xc.shape(), xc.dtype(), xc.device());
-      Tensor gw = has_w ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
-      Tensor gb = has_b ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
-      detail::backend(xc.device()).batch_norm_backward(gx, gw, gb, gc, xc, m, v, wc, eps);
-      std::vector<Tensor> grads{gx};
-      if (has_w) grads.push_back(gw);
-      if (has_b) grads.push_back(gb);
-      return grads;
-    });
-  }
-
   Tensor mean_b, var_b;  // broadcastable (1, C, 1, ...)
   if (training) {
-    const int64_t n = C > 0 ? x.numel() / C : 0;
-    if (n <= 1)
-      throw ValueError(std::string(op) + ": expected more than 1 value per channel when training, got input x " +
-                       describe(x));
+    const int64_t n = values_per_channel(x, C);
     mean_b = mean(x, axes, true);
     var_b = var(x, axes, 0, true);
     if (running_mean.defined())
-      batch_norm_update_running(running_mean, running_var, reshape(mean_b.detach(), cshape),
-                                   reshape(var_b.detach(), cshape), momentum, static_cast<double>(n));
+      batch_norm_update_running(running_mean, running_var, reshape(mean_b.detach(), cshape), reshape(var_b.detach(), cshape), momentum,
+                                static_cast<double>(n));
   } else {
-    if (!running_mean.defined())
-      throw ValueError(std::string(op) + ": evaluation (training=false) needs running_mean and running_var");
+    if (!running_mean.defined()) throw ValueError("batch_norm: evaluation (training=false) needs running_mean and running_var");
     mean_b = reshape(running_mean, bshape);
     var_b = reshape(running_var, bshape);
   }
@@ -128,6 +144,15 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (weight.defined()) y = multiply(y, reshape(weight, bshape));
   if (bias.defined()) y = add(y, reshape(bias, bshape));
   return y;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  check_batch_norm(x, running_mean, running_var, weight, bias, training, eps);
+  if (fused_batch_norm(x, weight, bias, training)) return batch_norm_fused(x, running_mean, running_var, weight, bias, momentum, eps);
+  return batch_norm_composite(x, running_mean, running_var, weight, bias, training, momentum, eps);
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {

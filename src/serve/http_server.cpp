@@ -19,17 +19,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
-#include <cstdio>
 #include <condition_variable>
 #include <list>
 #include <mutex>
 #include <optional>
 #include <thread>
 
-#include <openssl/crypto.h>
-
 #include "loom/core/error.h"
+#include "serve/http_stream.h"
 
 namespace loom::serve::detail {
 
@@ -40,21 +37,6 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]"; }
-
-bool same_name(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // A header's total size is bounded by this (request line included): 16 KiB, twice Beast's
 // default, as long URLs with query strings of filters (the dashboard's) stay well within it.
@@ -76,45 +58,7 @@ std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.cou
 
 }  // namespace
 
-std::string HttpRequestData::header(const std::string& name) const {
-  for (const auto& [k, v] : headers)
-    if (same_name(k, name)) return v;
-  return "";
-}
-
 struct Connection;
-
-// The pieces of a streamed answer between their producer (a worker) and the event loop, which
-// takes them in the order written.
-struct StreamChannel {
-  // A producer far ahead of a slow client waits at this many bytes queued rather than growing them.
-  static constexpr size_t kMaxQueued = 1 << 20;
-  std::mutex mutex;
-  std::condition_variable room;  // the queue was taken, or the stream failed
-  std::string queued;            // chunks, framed, not yet taken by the loop
-  bool ended = false;            // the producer returned
-  bool broken = false;           // it threw: the answer is cut (no last chunk), so the client sees it incomplete
-  bool failed = false;           // the client is gone: writes answer false
-
-  // Queues one chunk; false once failed.
-  bool write(std::string_view piece) {
-    std::unique_lock lock(mutex);
-    room.wait(lock, [&] { return failed || queued.size() < kMaxQueued; });
-    if (failed) return false;
-    if (piece.empty()) return true;  // an empty chunk would end the answer
-    char size[24];
-    std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
-    queued += size;
-    queued += piece;
-    queued += "\r\n";
-    return true;
-  }
-  void fail() {
-    std::lock_guard lock(mutex);
-    failed = true;
-    room.notify_all();
-  }
-};
 
 struct HttpServer::Impl {
   HttpServerOptions options;
@@ -239,7 +183,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   void after_header() {
     if (parser->is_done()) return dispatch();
     deadline(server.options.body_timeout);
-    if (same_name(view(parser->get()[http::field::expect]), "100-continue")) {
+    if (same_header_name(view(parser->get()[http::field::expect]), "100-continue")) {
       // curl asks before sending a body over 1 KiB and waits a second for this otherwise
       static const std::string go_on = "HTTP/1.1 100 Continue\r\n\r\n";
       asio::async_write(socket, asio::buffer(go_on), [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -325,7 +269,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     const beast::string_view reason = http::obsolete_reason(static_cast<http::status>(answer.status));
     std::string text = "HTTP/1.1 " + std::to_string(answer.status) + " " + std::string(reason.empty() ? "Unknown" : reason) + "\r\n";
     auto has = [&](const std::string& name) {
-      return std::any_of(answer.headers.begin(), answer.headers.end(), [&](const auto& h) { return same_name(h.first, name); });
+      return std::any_of(answer.headers.begin(), answer.headers.end(), [&](const auto& h) { return same_header_name(h.first, name); });
     };
     for (const auto& [k, v] : answer.headers) text += k + ": " + v + "\r\n";
     for (const auto& [k, v] : server.options.default_headers)
@@ -612,65 +556,24 @@ void HttpServer::stop() {
   s.loop.join();
 }
 
-std::string percent_decode(const std::string& segment) {
-  std::string out;
-  out.reserve(segment.size());
-  for (size_t i = 0; i < segment.size(); ++i) {
-    int hi = -1, lo = -1;
-    if (segment[i] == '%' && i + 2 < segment.size()) {
-      hi = hex_digit(segment[i + 1]);
-      lo = hex_digit(segment[i + 2]);
-    }
-    if (hi >= 0 && lo >= 0) {
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else {
-      out += segment[i];
-    }
+int HttpServerHolder::port() const {
+  std::lock_guard lock(mutex_);
+  return server_ ? server_->port() : 0;
+}
+
+void HttpServerHolder::wait() {
+  std::shared_ptr<HttpServer> server;
+  {
+    std::lock_guard lock(mutex_);
+    server = server_;
   }
-  return out;
+  if (server) server->wait();
 }
 
-std::vector<std::pair<std::string, std::string>> parse_query(const std::string& query) {
-  std::vector<std::pair<std::string, std::string>> out;
-  auto decode = [](std::string text) {
-    std::replace(text.begin(), text.end(), '+', ' ');  // a form's space
-    return percent_decode(text);
-  };
-  size_t i = 0;
-  while (i <= query.size()) {
-    const size_t end = std::min(query.find('&', i), query.size());
-    const std::string item = query.substr(i, end - i);
-    if (!item.empty()) {
-      const size_t eq = item.find('=');
-      const std::string name = decode(item.substr(0, eq));
-      const std::string value = eq == std::string::npos ? "" : decode(item.substr(eq + 1));
-      auto same = std::find_if(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; });
-      if (same != out.end()) same->second = value;
-      else out.emplace_back(name, value);
-    }
-    i = end + 1;
-  }
-  return out;
-}
-
-bool host_allowed(const std::string& listen_host, const std::string& host_header) {
-  if (!loopback(listen_host) || host_header.empty()) return true;
-  const std::string name = host_header[0] == '[' ? host_header.substr(0, host_header.find(']') + 1)
-                                                 : host_header.substr(0, host_header.find(':'));
-  return loopback(name);
-}
-
-std::vector<std::pair<std::string, std::string>> api_headers() {
-  return {{"X-Content-Type-Options", "nosniff"},
-          {"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"},
-          {"Referrer-Policy", "no-referrer"},
-          {"Cache-Control", "no-store"}};
-}
-
-bool same_secret(const std::string& given, const std::string& expected) {
-  if (given.size() != expected.size() || expected.empty()) return false;
-  return CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
+void HttpServerHolder::stop(const std::function<void()>& after) {
+  std::lock_guard lock(mutex_);
+  if (server_) server_->stop();
+  if (after) after();
 }
 
 }  // namespace loom::serve::detail

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -96,6 +97,31 @@ class HttpServer {
   std::shared_ptr<Impl> impl_;
 };
 
+// The HTTP server a model server (serve::Server, serve::TextServer) or the dashboard runs between
+// its start() and its stop(), held once for the three: port(), wait() and stop() may be called
+// from any thread while another starts or stops it.
+class HttpServerHolder {
+ public:
+  // Under the holder's lock: when no server is running, `make()` makes one (with whatever must
+  // start with it) and the holder keeps it; when one is running, nothing.
+  template <class Make>
+  void start(Make&& make) {
+    std::lock_guard lock(mutex_);
+    if (server_ && server_->running()) return;
+    server_ = make();
+  }
+  int port() const;  // 0 before the first start
+  // Until the server stops; a waiter keeps the server it waits on, whatever a later start holds.
+  void wait();
+  // Stops the server (HttpServer::stop), then runs `after` (what started with it, to end) under
+  // the lock, so that a start cannot come between.
+  void stop(const std::function<void()>& after = {});
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<HttpServer> server_;
+};
+
 // One segment of a path, percent-decoded ("team%2Fmlp" -> "team/mlp"); a '%' not followed by two
 // hexadecimal digits stays as it is.
 std::string percent_decode(const std::string& segment);
@@ -103,6 +129,9 @@ std::string percent_decode(const std::string& segment);
 // A query string's parameters ("a=1&b=x+y" -> a: "1", b: "x y"), each decoded; a name given
 // twice keeps its last value.
 std::vector<std::pair<std::string, std::string>> parse_query(const std::string& query);
+
+// Whether two header names are the same (header names are case-insensitive).
+bool same_header_name(std::string_view a, std::string_view b);
 
 // Whether a request naming `host_header` (its Host header, "name[:port]", "[v6]:port") may be
 // answered by a server listening on `listen_host`. On a loopback address only requests for

@@ -138,8 +138,7 @@ struct Server::Impl {
   std::shared_ptr<const Loaded> model;
   std::mutex reload_mutex;  // one reload at a time
   std::unique_ptr<detail::Batcher> batcher;
-  std::mutex start_mutex;                      // start and stop
-  std::shared_ptr<detail::HttpServer> listener;  // a waiter keeps the one it waits on
+  detail::HttpServerHolder http;
   std::thread poller;
 
   std::shared_ptr<const Loaded> current() const {
@@ -364,53 +363,44 @@ bool Server::reload() {
 }
 
 void Server::start() {
-  std::lock_guard lock(impl_->start_mutex);
-  if (impl_->listener && impl_->listener->running()) return;
-  if (impl_->poller.joinable()) impl_->poller.join();  // an earlier start's, stopped
-  detail::HttpServerOptions http = detail::http_options(impl_->options);
-  auto serve = [this](const detail::HttpRequestData& req) {
-    const HttpResponse r = handle({req.method, req.path, req.body, req.header("Host"), req.header("Inference-Header-Content-Length")});
-    detail::HttpAnswer answer{r.status, {{"Content-Type", r.content_type}}, r.body};
-    for (const auto& h : r.headers) answer.headers.emplace_back(h.first, h.second);
-    return answer;
-  };
-  // refusals before the request reaches handle (a body past the limit or too slow, a malformed
-  // request, the connection cap): JSON errors as handle's, counted in /metrics
-  auto refuse = [this](int status, const std::string& message) {
-    impl_->metrics.request("other", status, 0);
-    return detail::HttpAnswer{status, {{"Content-Type", "application/json"}}, dump_json(nlohmann::json{{"error", message}})};
-  };
-  auto listener = std::make_shared<detail::HttpServer>(std::move(http), serve, refuse, "Server");
-  impl_->listener = listener;
-  if (impl_->options.reload_poll_ms > 0)
-    impl_->poller = std::thread([this, listener] {
-      while (listener->sleep_while_running(std::chrono::milliseconds(impl_->options.reload_poll_ms))) {
-        try {
-          reload();
-        } catch (const std::exception&) {  // counted in /metrics; the old version keeps serving
+  // under the holder's lock: the earlier start's poller joined, the server made, its poller started
+  impl_->http.start([this] {
+    if (impl_->poller.joinable()) impl_->poller.join();  // an earlier start's, stopped
+    detail::HttpServerOptions http = detail::http_options(impl_->options);
+    auto serve = [this](const detail::HttpRequestData& req) {
+      const HttpResponse r = handle({req.method, req.path, req.body, req.header("Host"), req.header("Inference-Header-Content-Length")});
+      detail::HttpAnswer answer{r.status, {{"Content-Type", r.content_type}}, r.body};
+      for (const auto& h : r.headers) answer.headers.emplace_back(h.first, h.second);
+      return answer;
+    };
+    // refusals before the request reaches handle (a body past the limit or too slow, a malformed
+    // request, the connection cap): JSON errors as handle's, counted in /metrics
+    auto refuse = [this](int status, const std::string& message) {
+      impl_->metrics.request("other", status, 0);
+      return detail::HttpAnswer{status, {{"Content-Type", "application/json"}}, dump_json(nlohmann::json{{"error", message}})};
+    };
+    auto listener = std::make_shared<detail::HttpServer>(std::move(http), serve, refuse, "Server");
+    if (impl_->options.reload_poll_ms > 0)
+      impl_->poller = std::thread([this, listener] {
+        while (listener->sleep_while_running(std::chrono::milliseconds(impl_->options.reload_poll_ms))) {
+          try {
+            reload();
+          } catch (const std::exception&) {  // counted in /metrics; the old version keeps serving
+          }
         }
-      }
-    });
+      });
+    return listener;
+  });
 }
 
-int Server::port() const {
-  std::lock_guard lock(impl_->start_mutex);
-  return impl_->listener ? impl_->listener->port() : 0;
-}
+int Server::port() const { return impl_->http.port(); }
 
-void Server::wait() {
-  std::shared_ptr<detail::HttpServer> listener;
-  {
-    std::lock_guard lock(impl_->start_mutex);
-    listener = impl_->listener;
-  }
-  if (listener) listener->wait();
-}
+void Server::wait() { impl_->http.wait(); }
 
 void Server::stop() {
-  std::lock_guard lock(impl_->start_mutex);
-  if (impl_->listener) impl_->listener->stop();
-  if (impl_->poller.joinable()) impl_->poller.join();
+  impl_->http.stop([this] {
+    if (impl_->poller.joinable()) impl_->poller.join();
+  });
 }
 
 }  // namespace loom::serve

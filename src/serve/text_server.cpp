@@ -45,8 +45,7 @@ struct TextServer::Impl {
   detail::Histogram first_token_seconds{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}};
   detail::Histogram pass_sequences{{1, 2, 4, 8, 16, 32, 64}};
   std::atomic<uint64_t> tokens{0};
-  std::mutex start_mutex;
-  std::shared_ptr<detail::HttpServer> listener;
+  detail::HttpServerHolder http;
 
   void count(const std::string& route, int status) {
     std::lock_guard lock(metrics_mutex);
@@ -244,35 +243,22 @@ HttpResponse TextServer::handle(const HttpRequest& request) {
 }
 
 void TextServer::start() {
-  std::lock_guard lock(impl_->start_mutex);
-  if (impl_->listener && impl_->listener->running()) return;
-  detail::HttpServerOptions http = detail::http_options(impl_->options);
-  Impl* impl = impl_.get();
-  auto refuse = [impl](int status, const std::string& message) {
-    impl->count("other", status);
-    return error_answer(status, message, status >= 500 ? "server_error" : "invalid_request_error");
-  };
-  impl_->listener = std::make_shared<detail::HttpServer>(
-      std::move(http), [impl](const HttpRequestData& r) { return impl->answer(r); }, refuse, "TextServer");
+  impl_->http.start([this] {
+    detail::HttpServerOptions http = detail::http_options(impl_->options);
+    Impl* impl = impl_.get();
+    auto refuse = [impl](int status, const std::string& message) {
+      impl->count("other", status);
+      return error_answer(status, message, status >= 500 ? "server_error" : "invalid_request_error");
+    };
+    return std::make_shared<detail::HttpServer>(
+        std::move(http), [impl](const HttpRequestData& r) { return impl->answer(r); }, refuse, "TextServer");
+  });
 }
 
-int TextServer::port() const {
-  std::lock_guard lock(impl_->start_mutex);
-  return impl_->listener ? impl_->listener->port() : 0;
-}
+int TextServer::port() const { return impl_->http.port(); }
 
-void TextServer::wait() {
-  std::shared_ptr<detail::HttpServer> listener;
-  {
-    std::lock_guard lock(impl_->start_mutex);
-    listener = impl_->listener;
-  }
-  if (listener) listener->wait();
-}
+void TextServer::wait() { impl_->http.wait(); }
 
-void TextServer::stop() {
-  std::lock_guard lock(impl_->start_mutex);
-  if (impl_->listener) impl_->listener->stop();
-}
+void TextServer::stop() { impl_->http.stop(); }
 
 }  // namespace loom::serve

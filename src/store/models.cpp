@@ -11,6 +11,7 @@
 #include "loom/graph/serialize.h"
 #include "loom/io/model.h"
 #include "loom/train/model.h"
+#include "store/catalog_impl.h"
 #include "store/crash_point.h"
 #include "store/query.h"
 #include "store/store_impl.h"
@@ -34,7 +35,24 @@ void check_alias(const char* op, const std::string& alias) {
                      " (valid: 1 to 64 characters of [A-Za-z0-9_.-], not all digits, not 'latest')");
 }
 
-std::string what(const std::string& name, int64_t version) { return "model '" + name + "' version " + std::to_string(version); }
+// A model version's metrics are those saved with it (model_metrics), any name a label may be.
+void check_metric(const char* op, const std::string& metric) { check_label(op, "metric name", metric); }
+
+std::string metric_condition(const std::string& metric, const char* cmp, std::vector<Value>& params) {
+  params.emplace_back(metric);
+  return std::string(" AND EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id AND x.metric = ? AND x.value ") + cmp + " ?)";
+}
+
+detail::CatalogRanking ranking(const std::string& metric, std::vector<Value>& params) {
+  params.emplace_back(metric);
+  return {" JOIN model_metrics k ON k.model_id = m.id AND k.metric = ?", "k.value"};
+}
+
+// Every version is visible; the latest is the highest number.
+constexpr detail::CatalogTables kTables{"model", "model", "models", "m", "1 = 1", "m.version DESC", "model_tags", "model_id",
+                                        "model_names", check_metric, metric_condition, ranking};
+
+std::string what(const std::string& name, int64_t version) { return detail::version_text(kTables, name, version); }
 
 // A version's columns: its row's (ModelInfo's fields, loom/store/record.h) with the weights
 // blob's size, which the reader finds by name; the row's id for its metrics, tags and aliases.
@@ -62,38 +80,26 @@ ModelInfo info_of(detail::Connection& conn, const Row& r) {
   const int64_t id = r.integer(0);
   for (const Row& m : conn.query("SELECT metric, value FROM model_metrics WHERE model_id = ? ORDER BY metric", {id}))
     info.metrics.emplace(m.text(0), m.real(1));
-  for (const Row& t : conn.query("SELECT tag FROM model_tags WHERE model_id = ? ORDER BY tag", {id})) info.tags.push_back(t.text(0));
+  info.tags = detail::version_tags(conn, kTables, id);
   for (const Row& a : conn.query("SELECT alias FROM model_aliases WHERE model_id = ? ORDER BY alias", {id}))
     info.aliases.push_back(a.text(0));
   return info;
 }
 
-std::vector<ModelInfo> infos(detail::Connection& conn, const std::string& sql, const std::vector<Value>& params) {
-  std::vector<ModelInfo> out;
-  for (const Row& r : conn.query(sql, params)) out.push_back(info_of(conn, r));
-  return out;
-}
-
-std::string versions_help(detail::Connection& conn, const std::string& name) {
-  const std::vector<Row> rows = conn.query("SELECT MIN(version), MAX(version), COUNT(*) FROM models WHERE name = ?", {name});
-  if (rows.empty() || rows[0].integer(2) == 0) return "there is no model '" + name + "'";
-  return "'" + name + "' has " + std::to_string(rows[0].integer(2)) + " version(s) from " + std::to_string(rows[0].integer(0)) +
-         " to " + std::to_string(rows[0].integer(1));
+const detail::Catalog<ModelInfo>& catalog() {
+  static const detail::Catalog<ModelInfo> c(kTables, select_versions(), info_of);
+  return c;
 }
 
 // The model id and weights of a version, in the caller's transaction; NotFoundError otherwise.
 Row version_row(detail::Connection& conn, const std::string& name, int64_t version) {
   std::vector<Row> rows = conn.query("SELECT id, weights, architecture FROM models WHERE name = ? AND version = ?", {name, version});
-  if (rows.empty()) throw NotFoundError("store: no " + what(name, version) + ": " + versions_help(conn, name));
+  if (rows.empty()) throw NotFoundError("store: no " + what(name, version) + ": " + detail::versions_help(conn, kTables, name));
   return std::move(rows[0]);
 }
 
 int64_t resolve(detail::Connection& conn, const std::string& name, const std::string& alias) {
-  if (alias == "latest") {
-    const std::vector<Row> rows = conn.query("SELECT MAX(version) FROM models WHERE name = ?", {name});
-    if (rows.empty() || rows[0].is_null(0)) throw NotFoundError("store: no latest version: there is no model '" + name + "'");
-    return rows[0].integer(0);
-  }
+  if (alias == "latest") return detail::latest_version(conn, kTables, name);
   check_alias("get", alias);
   const std::vector<Row> rows = conn.query(
       "SELECT m.version FROM model_aliases a JOIN models m ON m.id = a.model_id WHERE a.name = ? AND a.alias = ?", {name, alias});
@@ -105,29 +111,6 @@ int64_t resolve(detail::Connection& conn, const std::string& name, const std::st
                         "; 'latest' names the highest version)");
   }
   return rows[0].integer(0);
-}
-
-// " WHERE ..." for a query, appending its parameters.
-std::string where(const ModelQuery& q, std::vector<Value>& params) {
-  std::string sql = " WHERE 1 = 1";
-  if (q.name) {
-    sql += " AND m.name = ?";
-    params.emplace_back(*q.name);
-  }
-  for (const std::string& tag : q.tags) {
-    check_label("find", "tag", tag);
-    sql += " AND EXISTS (SELECT 1 FROM model_tags t WHERE t.model_id = m.id AND t.tag = ?)";
-    params.emplace_back(tag);
-  }
-  for (const MetricFilter& f : q.metrics) {
-    check_label("find", "metric name", f.metric);
-    const char* op = detail::sql_comparison("find", "metric operator", f.op, "'" + f.metric + "'");
-    if (std::isnan(f.value)) throw ValueError("find: the value compared with metric '" + f.metric + "' is NaN");
-    sql += std::string(" AND EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id AND x.metric = ? AND x.value ") + op + " ?)";
-    params.emplace_back(f.metric);
-    params.emplace_back(f.value);
-  }
-  return sql;
 }
 
 }  // namespace
@@ -142,10 +125,7 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
     check_label("save", "metric name", k);
     if (std::isnan(v)) throw ValueError("save: metric '" + k + "' of '" + name + "' is NaN (valid: a number, infinities included)");
   }
-  std::vector<std::string> tag_set = tags;
-  std::sort(tag_set.begin(), tag_set.end());
-  tag_set.erase(std::unique(tag_set.begin(), tag_set.end()), tag_set.end());
-  for (const std::string& t : tag_set) check_label("save", "tag", t);
+  const std::vector<std::string> tag_set = detail::tag_set("save", tags);
   std::string parse_error;
   const std::optional<nlohmann::json> hyper = loom::detail::parse_json(hyper_parameters, &parse_error);
   if (!hyper || !hyper->is_object())
@@ -167,10 +147,7 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
   detail::Connection& conn = connection(session);
   impl_->blobs->add_ref(conn, blob);  // its bytes are durable before (or with) the commit below
   detail::crash_point("save:blob-written");
-  info.version = conn.query("INSERT INTO model_names (name, last_version) VALUES (?, 1) ON CONFLICT (name) "
-                            "DO UPDATE SET last_version = model_names.last_version + 1 RETURNING last_version",
-                            {name})[0]
-                     .integer(0);
+  info.version = detail::next_version(conn, kTables, name);
   detail::check_provenance(conn, "save", produced_by);
   info.produced_by = produced_by;
   const int64_t id = conn.query("INSERT INTO models (name, version, created_ms, architecture, hyper_parameters, weights, task_id, run_id) "
@@ -180,7 +157,7 @@ ModelInfo Models::save(const std::string& name, const Graph& graph, const Metric
                                  produced_by.run_id ? Value(produced_by.run_id) : Value()})[0]
                          .integer(0);
   for (const auto& [k, v] : metrics) conn.execute("INSERT INTO model_metrics (model_id, metric, value) VALUES (?, ?, ?)", {id, k, v});
-  for (const std::string& t : tag_set) conn.execute("INSERT INTO model_tags (model_id, tag) VALUES (?, ?)", {id, t});
+  detail::insert_tags(conn, kTables, id, tag_set);
   detail::crash_point("save:before-commit");
   session.commit();
   detail::crash_point("save:committed");
@@ -192,25 +169,11 @@ ModelInfo Models::save(const std::string& name, const train::Model& model, const
   return save(name, model.graph(), metrics, hyper_parameters, tags, produced_by);
 }
 
-std::vector<std::string> Models::names() const {
-  Session session = open_session(*impl_, Access::Read);
-  std::vector<std::string> out;
-  for (const Row& r : connection(session).query("SELECT DISTINCT name FROM models ORDER BY name")) out.push_back(r.text(0));
-  return out;
-}
+std::vector<std::string> Models::names() const { return catalog().names(*impl_); }
 
-std::vector<ModelInfo> Models::versions(const std::string& name) const {
-  Session session = open_session(*impl_, Access::Read);
-  return infos(connection(session), select_versions() + " WHERE m.name = ? ORDER BY m.version", {name});
-}
+std::vector<ModelInfo> Models::versions(const std::string& name) const { return catalog().versions(*impl_, name); }
 
-ModelInfo Models::get(const std::string& name, int64_t version) const {
-  Session session = open_session(*impl_, Access::Read);
-  detail::Connection& conn = connection(session);
-  std::vector<ModelInfo> found = infos(conn, select_versions() + " WHERE m.name = ? AND m.version = ?", {name, version});
-  if (found.empty()) throw NotFoundError("store: no " + what(name, version) + ": " + versions_help(conn, name));
-  return found[0];
-}
+ModelInfo Models::get(const std::string& name, int64_t version) const { return catalog().get(*impl_, name, version); }
 
 ModelInfo Models::get(const std::string& name, const std::string& alias) const {
   int64_t version = 0;
@@ -221,25 +184,12 @@ ModelInfo Models::get(const std::string& name, const std::string& alias) const {
   return get(name, version);
 }
 
-ModelInfo Models::get(const std::string& name) const { return get(name, std::string("latest")); }
+ModelInfo Models::get(const std::string& name) const { return catalog().latest(*impl_, name); }
 
-std::vector<ModelInfo> Models::find(const ModelQuery& query) const {
-  std::vector<Value> params;
-  const std::string sql = select_versions() + where(query, params) + " ORDER BY m.name, m.version";
-  Session session = open_session(*impl_, Access::Read);
-  return infos(connection(session), sql, params);
-}
+std::vector<ModelInfo> Models::find(const ModelQuery& query) const { return catalog().find(*impl_, query); }
 
 std::vector<ModelInfo> Models::find_top(const std::string& metric, Order order, int64_t k, const ModelQuery& query) const {
-  check_label("find_top", "metric name", metric);
-  if (k < 1) throw ValueError("find_top: k is " + std::to_string(k) + " (valid: k >= 1)");
-  std::vector<Value> params{metric};
-  const std::string sql = select_versions() + " JOIN model_metrics k ON k.model_id = m.id AND k.metric = ?" +
-                          where(query, params) + " ORDER BY k.value " + (order == Order::Max ? "DESC" : "ASC") +
-                          ", m.created_ms, m.id LIMIT ?";
-  params.emplace_back(k);
-  Session session = open_session(*impl_, Access::Read);
-  return infos(connection(session), sql, params);
+  return catalog().find_top(*impl_, metric, order, k, query);
 }
 
 Graph Models::load(const std::string& name, int64_t version) const {

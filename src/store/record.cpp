@@ -49,6 +49,16 @@ void not_a_column_type(const char* key) {
                    "' is a list or a map, which no column holds: declare it RecordField::not_stored()");
 }
 
+DType dtype_from_json(const std::string& where, const char* key, std::string_view text) {
+  static constexpr DType kAll[] = {Bool, UInt8, Int32, Int64, Float16, BFloat16, Float32, Float64};
+  std::vector<std::string> names;
+  for (DType d : kAll) {
+    if (text == dtype_name(d)) return d;
+    names.emplace_back(dtype_name(d));
+  }
+  throw ValueError(where + ": key '" + key + "': unknown dtype " + loom::detail::quote_text(text, 64) + " (valid: " + listed(names) + ")");
+}
+
 void column_error(const char* column, const std::exception& e) {
   throw StoreError(std::string("store: column '") + column + "': " + e.what());
 }

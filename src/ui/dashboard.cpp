@@ -68,8 +68,7 @@ struct Dashboard::Impl {
   explicit Impl(store::Store s) : store(std::move(s)) {}
   store::Store store;
   DashboardOptions options;
-  std::mutex start_mutex;                             // start and stop
-  std::shared_ptr<serve::detail::HttpServer> listener;  // a waiter keeps the one it waits on
+  serve::detail::HttpServerHolder http;
 
   Response route(const Request& r) {
     if (r.path.empty() || r.path[0] != '/') throw HttpError(400, "the path must start with '/'");
@@ -133,55 +132,42 @@ Response Dashboard::handle(const Request& request) {
 }
 
 void Dashboard::start() {
-  std::lock_guard lock(impl_->start_mutex);
-  if (impl_->listener && impl_->listener->running()) return;
-  const DashboardOptions& o = impl_->options;
-  serve::detail::HttpServerOptions http;
-  http.host = o.host;
-  http.port = o.port;
-  http.workers = o.threads;
-  http.max_connections = o.max_connections;
-  http.max_body_bytes = 1 << 20;  // the writing requests' bodies are a few bytes
-  http.header_timeout = std::chrono::milliseconds(o.header_timeout_ms);
-  http.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
-  // on every answer, the HTTP layer's own refusals included
-  http.default_headers.assign(security_headers().begin(), security_headers().end());
-  auto serve = [this](const serve::detail::HttpRequestData& req) {
-    Request r{req.method, req.path, {}, req.body, req.header("X-Loom-Token"), req.header("Host")};
-    for (auto& [name, value] : serve::detail::parse_query(req.query)) r.query[name] = value;
-    const Response out = handle(r);
-    // JSON and SVG are sent as UTF-8, said so (a browser would guess otherwise); the pages,
-    // scripts and styles carry their own type
-    const std::string& type = out.content_type;
-    const bool text = type == "application/json" || type == "image/svg+xml";
-    serve::detail::HttpAnswer answer{out.status, {{"Content-Type", text ? type + "; charset=utf-8" : type}}, out.body};
-    for (const auto& h : out.headers) answer.headers.emplace_back(h.first, h.second);
-    return answer;
-  };
-  auto refuse = [](int status, const std::string& message) {
-    Response r = detail::json_response({{"error", message}}, status);
-    return serve::detail::HttpAnswer{status, {{"Content-Type", "application/json; charset=utf-8"}}, r.body};
-  };
-  impl_->listener = std::make_shared<serve::detail::HttpServer>(std::move(http), serve, refuse, "Dashboard");
+  impl_->http.start([this] {
+    const DashboardOptions& o = impl_->options;
+    serve::detail::HttpServerOptions http;
+    http.host = o.host;
+    http.port = o.port;
+    http.workers = o.threads;
+    http.max_connections = o.max_connections;
+    http.max_body_bytes = 1 << 20;  // the writing requests' bodies are a few bytes
+    http.header_timeout = std::chrono::milliseconds(o.header_timeout_ms);
+    http.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
+    // on every answer, the HTTP layer's own refusals included
+    http.default_headers.assign(security_headers().begin(), security_headers().end());
+    auto serve = [this](const serve::detail::HttpRequestData& req) {
+      Request r{req.method, req.path, {}, req.body, req.header("X-Loom-Token"), req.header("Host")};
+      for (auto& [name, value] : serve::detail::parse_query(req.query)) r.query[name] = value;
+      const Response out = handle(r);
+      // JSON and SVG are sent as UTF-8, said so (a browser would guess otherwise); the pages,
+      // scripts and styles carry their own type
+      const std::string& type = out.content_type;
+      const bool text = type == "application/json" || type == "image/svg+xml";
+      serve::detail::HttpAnswer answer{out.status, {{"Content-Type", text ? type + "; charset=utf-8" : type}}, out.body};
+      for (const auto& h : out.headers) answer.headers.emplace_back(h.first, h.second);
+      return answer;
+    };
+    auto refuse = [](int status, const std::string& message) {
+      Response r = detail::json_response({{"error", message}}, status);
+      return serve::detail::HttpAnswer{status, {{"Content-Type", "application/json; charset=utf-8"}}, r.body};
+    };
+    return std::make_shared<serve::detail::HttpServer>(std::move(http), serve, refuse, "Dashboard");
+  });
 }
 
-int Dashboard::port() const {
-  std::lock_guard lock(impl_->start_mutex);
-  return impl_->listener ? impl_->listener->port() : 0;
-}
+int Dashboard::port() const { return impl_->http.port(); }
 
-void Dashboard::wait() {
-  std::shared_ptr<serve::detail::HttpServer> listener;
-  {
-    std::lock_guard lock(impl_->start_mutex);
-    listener = impl_->listener;
-  }
-  if (listener) listener->wait();
-}
+void Dashboard::wait() { impl_->http.wait(); }
 
-void Dashboard::stop() {
-  std::lock_guard lock(impl_->start_mutex);
-  if (impl_->listener) impl_->listener->stop();
-}
+void Dashboard::stop() { impl_->http.stop(); }
 
 }  // namespace loom::ui

@@ -131,13 +131,12 @@ int64_t version_of(const std::string& text, const std::string& what) {
   return v;
 }
 
+// The version's record (loom/store/record.h, the keys `loom datasets --json` prints), each field
+// marked whether the page can draw it as an image.
 nlohmann::json version_json(const store::DatasetInfo& d) {
-  nlohmann::json fields = nlohmann::json::array();
-  for (const auto& f : d.fields)
-    fields.push_back({{"name", f.name}, {"dtype", dtype_name(f.dtype)}, {"shape", f.shape}, {"image", image_shaped(f.shape)}});
-  return {{"version", d.version}, {"created_ms", d.created_ms}, {"samples", d.samples}, {"shards", d.shards},
-          {"fields", fields},     {"tags", d.tags},
-          {"produced_by", {{"task_id", d.produced_by.task_id}, {"run_id", d.produced_by.run_id}}}};
+  nlohmann::json out = store::record_json<nlohmann::json>(d);
+  for (size_t i = 0; i < d.schema.size(); ++i) out["fields"][i]["image"] = image_shaped(d.schema[i].shape);
+  return out;
 }
 
 template <class F>
@@ -189,7 +188,7 @@ Response datasets_api(store::Store& store, const Request& r, const std::vector<s
       for (int64_t i = 0; i < view->size(); ++i)
         samples.push_back({{"index", view->index(i)}, {"metadata", parse_object(view->metadata(i))}, {"tags", view->tags(i)}});
       nlohmann::json fields = nlohmann::json::array();
-      for (const auto& f : info.fields) fields.push_back({{"name", f.name}, {"shape", f.shape}, {"image", image_shaped(f.shape)}});
+      for (const auto& f : info.schema) fields.push_back({{"name", f.name}, {"shape", f.shape}, {"image", image_shaped(f.shape)}});
       return json_response({{"name", name}, {"version", version}, {"offset", q.offset}, {"fields", fields}, {"samples", samples}});
     }
     // /api/datasets/NAME/VERSION/samples/INDEX/FIELD.png
@@ -200,10 +199,10 @@ Response datasets_api(store::Store& store, const Request& r, const std::vector<s
         throw HttpError(404, "dataset " + quote_text(name) + " version " + std::to_string(version) + " has " +
                                  std::to_string(info.samples) + " samples (valid indices: 0 to " + std::to_string(info.samples - 1) + ")");
       const std::string field = p[5].substr(0, p[5].size() - 4);
-      const auto f = std::find_if(info.fields.begin(), info.fields.end(), [&](const store::FieldInfo& x) { return x.name == field; });
-      if (f == info.fields.end() || !image_shaped(f->shape)) {
+      const auto f = std::find_if(info.schema.begin(), info.schema.end(), [&](const store::FieldInfo& x) { return x.name == field; });
+      if (f == info.schema.end() || !image_shaped(f->shape)) {
         std::string valid;
-        for (const auto& x : info.fields)
+        for (const auto& x : info.schema)
           if (image_shaped(x.shape)) valid += (valid.empty() ? "" : ", ") + x.name;
         throw HttpError(404, "dataset " + quote_text(name) + " has no image-shaped field " + quote_text(field) +
                                  " (valid: " + (valid.empty() ? "none" : valid) + ")");

@@ -10,6 +10,9 @@ Markdown is rendered) say what the block needs:
     <!-- snippet-context: Graph graph = ...; Tensor x = ...; -->   declarations placed before it
     <!-- snippet: run -->                                          the program also runs it
     <!-- snippet: program -->                                      a whole program with its main
+    <!-- snippet: internal -->                                     code of Loom's own (tools/, src/): not
+                                                                   built here but in the source tree, by
+                                                                   check_internal_snippets.py
 
 Blocks that are not run are still compiled and linked. Usage:
     extract_snippets.py OUT_DIR file.md [file.md ...]
@@ -51,7 +54,7 @@ def blocks(path):
                 end += 1
             if end == len(lines):
                 sys.exit(f"{path}:{i + 1}: a ```cpp block is never closed")
-            directives = {"context": [], "run": False, "program": False}
+            directives = {"context": [], "run": False, "program": False, "internal": False}
             for c in above:
                 for body in COMMENT.findall(c):
                     body = body.strip()
@@ -59,8 +62,8 @@ def blocks(path):
                         directives["context"].append(body[len("snippet-context:"):].strip())
                     elif body.startswith("snippet:"):
                         word = body[len("snippet:"):].strip()
-                        if word not in ("run", "program"):
-                            sys.exit(f"{path}:{i + 1}: unknown snippet directive '{word}' (valid: run, program)")
+                        if word not in ("run", "program", "internal"):
+                            sys.exit(f"{path}:{i + 1}: unknown snippet directive '{word}' (valid: run, program, internal)")
                         directives[word] = True
             yield start, "\n".join(lines[start:end]), directives
             i = end + 1
@@ -78,6 +81,8 @@ def main():
         path = pathlib.Path(name)
         for line, code, d in blocks(path):
             where = f"{path.name}:{line}"
+            if d["internal"]:  # built against the source tree (check_internal_snippets.py)
+                continue
             if d["program"]:
                 programs += 1
                 (out / f"program_{programs}.cpp").write_text(f'#line {line + 1} "{path}"\n{code}\n', encoding="utf-8")

@@ -10,6 +10,13 @@ namespace loom_fuzz {
 
 void init() { loom::set_num_threads(1); }
 
+Request split_request(const uint8_t* data, size_t size) {
+  static const char* const methods[] = {"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"};
+  const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const size_t eol = rest.find('\n');
+  return {methods[data[0] % 6], rest.substr(0, eol), eol == std::string::npos ? "" : rest.substr(eol + 1)};
+}
+
 MemFile::MemFile(const uint8_t* data, size_t size) {
   fd_ = memfd_create("loom_fuzz", MFD_CLOEXEC);
   if (fd_ < 0) {

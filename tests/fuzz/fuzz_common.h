@@ -49,6 +49,14 @@ void expect_loom_errors(const char* target, F&& f) {
   }
 }
 
+// A request to a server's handler as the server targets (fuzz_serve, fuzz_text_serve) read it
+// from an input of at least one byte: the first byte chooses the method, the path runs to the
+// first newline, the rest is the body.
+struct Request {
+  std::string method, path, body;
+};
+Request split_request(const uint8_t* data, size_t size);
+
 // The graph and training setup behind the state and checkpoint targets and their seeds: the
 // files the seed writer saves from them load into them.
 struct Net {

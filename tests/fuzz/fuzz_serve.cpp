@@ -30,10 +30,8 @@ loom::serve::Server& server() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static const char* const methods[] = {"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"};
-  const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const size_t eol = rest.find('\n');
-  loom::serve::HttpRequest request{methods[data[0] % 6], rest.substr(0, eol), eol == std::string::npos ? "" : rest.substr(eol + 1)};
+  loom_fuzz::Request in = loom_fuzz::split_request(data, size);
+  const loom::serve::HttpRequest request{std::move(in.method), std::move(in.path), std::move(in.body)};
   const loom::serve::HttpResponse response = server().handle(request);
   if (response.status >= 500 && response.status != 503) {
     std::fprintf(stderr, "fuzz_serve: status %d for %s %s: %s\n", response.status, request.method.c_str(), request.path.c_str(),

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "fuzz/fuzz_common.h"
-#include "unit/common/tiny_bpe.h"
+#include "unit/data/tiny_bpe.h"
 
 namespace {
 
@@ -55,10 +55,8 @@ bool json_events(const std::string& body) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static const char* const methods[] = {"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"};
-  const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const size_t eol = rest.find('\n');
-  loom::serve::HttpRequest request{methods[data[0] % 6], rest.substr(0, eol), eol == std::string::npos ? "" : rest.substr(eol + 1)};
+  loom_fuzz::Request in = loom_fuzz::split_request(data, size);
+  const loom::serve::HttpRequest request{std::move(in.method), std::move(in.path), std::move(in.body)};
   const loom::serve::HttpResponse r = server().handle(request);
   const bool model_failed = r.status == 500 && r.body.find("the model failed on this request") != std::string::npos;
   if (r.status >= 500 && r.status != 503 && !model_failed) {

@@ -135,9 +135,8 @@ std::string shorten(const std::string& text, size_t width);  // "..." past `widt
 // A stored JSON text as a JSON value (null when empty).
 nlohmann::ordered_json json_value(const std::string& text);
 
-// What produced a version: "task 12, run 3" ("-" for nothing), and as JSON {"task_id", "run_id"}.
+// What produced a version: "task 12, run 3" ("-" for nothing).
 std::string produced_by_text(const store::Provenance& p);
-nlohmann::ordered_json produced_by_json(const store::Provenance& p);
 
 // A verb of a command group, declared once in its group's table (the group's file): dispatch,
 // its --help and its group's, and the reference in docs/cli.md (`loom help --markdown`, held

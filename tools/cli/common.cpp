@@ -312,8 +312,6 @@ std::string produced_by_text(const store::Provenance& p) {
   return parts.empty() ? "-" : join(parts, ", ");
 }
 
-nlohmann::ordered_json produced_by_json(const store::Provenance& p) { return {{"task_id", p.task_id}, {"run_id", p.run_id}}; }
-
 sigset_t block_stop_signals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

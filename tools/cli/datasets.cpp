@@ -14,19 +14,7 @@ using store::DatasetInfo;
 
 std::string field_text(const store::FieldInfo& f) { return f.name + ":" + dtype_name(f.dtype) + shape_str(f.shape); }
 
-nlohmann::ordered_json to_json(const DatasetInfo& d) {
-  nlohmann::ordered_json j;
-  j["name"] = d.name;
-  j["version"] = d.version;
-  j["created_ms"] = d.created_ms;
-  j["samples"] = d.samples;
-  j["shards"] = d.shards;
-  j["fields"] = nlohmann::ordered_json::array();
-  for (const auto& f : d.fields) j["fields"].push_back({{"name", f.name}, {"dtype", dtype_name(f.dtype)}, {"shape", f.shape}});
-  j["tags"] = d.tags;
-  j["produced_by"] = produced_by_json(d.produced_by);
-  return j;
-}
+nlohmann::ordered_json to_json(const DatasetInfo& d) { return store::record_json<nlohmann::ordered_json>(d); }
 
 int list(const Args& a) {
   const auto found = a.open_store().datasets().find({.name = a.value("--name"), .tags = a.values("--tag")});
@@ -39,7 +27,7 @@ int list(const Args& a) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& d : found) {
     std::vector<std::string> fields;
-    for (const auto& f : d.fields) fields.push_back(field_text(f));
+    for (const auto& f : d.schema) fields.push_back(field_text(f));
     rows.push_back({d.name, std::to_string(d.version), format_time(d.created_ms), std::to_string(d.samples),
                     std::to_string(d.shards), join(fields, " "), join(d.tags)});
   }
@@ -65,7 +53,7 @@ int show(const Args& a) {
                 {"produced by", produced_by_text(d.produced_by)}});
   std::cout << '\n';
   std::vector<std::vector<std::string>> rows;
-  for (const auto& f : d.fields) rows.push_back({f.name, dtype_name(f.dtype), shape_str(f.shape)});
+  for (const auto& f : d.schema) rows.push_back({f.name, dtype_name(f.dtype), shape_str(f.shape)});
   print_table({"FIELD", "DTYPE", "SHAPE"}, rows);
   return kExitOk;
 }

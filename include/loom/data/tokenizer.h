@@ -53,6 +53,9 @@ class LOOM_API BpeTokenizer {
   int64_t vocab_size() const;  // the largest id + 1, added tokens included
   std::optional<int32_t> token_to_id(std::string_view token) const;
   const std::string& id_to_token(int32_t id) const;  // as written in tokenizer.json
+  // GPT-2's byte alphabet (bytes_to_unicode), in which a byte-level vocabulary spells its
+  // tokens: the character, as UTF-8, standing for `byte` ("!" for '!', "Ġ" for ' ').
+  static std::string byte_char(uint8_t byte);
 
 
  private:

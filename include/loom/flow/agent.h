@@ -128,6 +128,8 @@ class LOOM_API Agent {
   // Runs a claimed task (heartbeated by the caller): its end, or nullopt when the task was
   // cancelled or its claim lost (nothing to record).
   std::optional<TaskEnd> attempt(const Claim& claim, TaskContext& ctx);
+  // Runs a batch of claims, heartbeated together, appending their ends (run's step).
+  void run_claims(const std::vector<Claim>& claims, std::vector<TaskEnd>& ends);
   Tasks tasks_;
   std::string name_;
   std::map<std::string, TaskFunction> functions_;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loom/core/api.h"
@@ -62,6 +63,15 @@ LOOM_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias
 // stride, dilation >= 1), saturating at INT64_MAX.
 LOOM_API int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride = 1, int64_t padding_before = 0, int64_t padding_after = 0,
                          int64_t dilation = 1);
+// The zeros a convolution adds, (before, after) per spatial axis: the one rule conv1d/conv2d and
+// the Conv layers (and through them the ONNX exporter) share. "valid" adds none; "same" (stride 1
+// only) adds dilation * (kernel - 1) in all, the odd one after, as PyTorch; values are 1 for every
+// axis, one per axis, or (before, after) per axis, each in [0, 2^31]. ValueError naming `op`
+// otherwise. `kernel`, `dilation` and `stride` have one value per spatial axis.
+LOOM_API std::vector<std::pair<int64_t, int64_t>> conv_padding(const char* op, const ConvPadding& padding,
+                                                               const std::vector<int64_t>& kernel,
+                                                               const std::vector<int64_t>& dilation,
+                                                               const std::vector<int64_t>& stride);
 LOOM_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
               ConvPadding padding = 0, IntList dilation = 1, int64_t groups = 1);
 // The adjoint (gradient) of conv2d with respect to its input, plus bias. Output size per axis:

@@ -23,6 +23,7 @@
 #include "loom/data/dataset.h"
 #include "loom/store/catalog.h"
 #include "loom/store/provenance.h"
+#include "loom/store/record.h"
 #include "loom/store/store.h"
 
 namespace loom::store {
@@ -37,6 +38,15 @@ struct LOOM_API FieldInfo {
   std::string name;
   DType dtype = Float32;
   Shape shape;  // of one sample
+
+  // Its JSON's keys (loom/store/record.h), {"name": "x", "dtype": "float32", "shape": [28, 28]}:
+  // a record of JSON only, as a version's row holds its field list in one column.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("name", name);
+    visit("dtype", dtype);
+    visit("shape", shape);
+  }
 };
 
 struct LOOM_API DatasetInfo {
@@ -45,9 +55,25 @@ struct LOOM_API DatasetInfo {
   int64_t created_ms = 0;          // Unix time in milliseconds
   int64_t samples = 0;
   int64_t shards = 0;
-  std::vector<FieldInfo> fields;   // in the dataset's field order (the order of an Example)
+  std::vector<FieldInfo> schema;   // its fields, in the dataset's field order (the order of an Example)
   std::vector<std::string> tags;   // sorted
   Provenance produced_by;          // the task and run that wrote it (0: none)
+
+  // Its columns and its JSON's keys, listed once (loom/store/record.h): the store's reader,
+  // `loom datasets --json` and the dashboard's /api/datasets/NAME come from this list.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("name", name);
+    visit("version", version);
+    visit("created_ms", created_ms);
+    visit("samples", samples);
+    visit("shards", shards);
+    // column `fields` holds the list as JSON in safetensors' dtype names ("F32"), which the
+    // catalog decodes and checks itself (src/store/datasets.cpp)
+    visit("fields", schema, RecordField::not_stored());
+    visit("tags", tags, RecordField::not_stored());  // dataset_tags
+    visit("produced_by", produced_by);
+  }
 };
 
 struct LOOM_API DatasetOptions {

@@ -21,8 +21,9 @@
 // rows by column name (RowReader), and its JSON with one key set (record_json,
 // record_from_json), which the command line, the dashboard and the server all print. A field
 // is an int64_t, uint64_t, double, bool, std::string, an enum with spellings (below), a vector
-// of integers, numbers or strings, a map from names to records, or a record (its columns
-// flattened into the table's, its JSON a nested object).
+// of integers, numbers, strings or records, a map from names to records, or a record (its columns
+// flattened into the table's, its JSON a nested object); in a record's JSON only (no column holds
+// them), a DType (its name, "float32") and a Shape (an array of integers).
 //
 // A state (a run's or a task's status) is an enum with one spelling per value, declared once
 // by a function found by argument-dependent lookup:
@@ -47,7 +48,9 @@
 #include <vector>
 
 #include "loom/core/api.h"
+#include "loom/core/dtype.h"
 #include "loom/core/error.h"
+#include "loom/core/shape.h"
 #include "loom/store/error.h"
 #include "loom/store/sql.h"
 
@@ -87,6 +90,9 @@ namespace detail {
 [[noreturn]] LOOM_API void record_type_error(const std::string& where, const char* key, const char* wanted, const char* found);
 [[noreturn]] LOOM_API void column_not_selected(const char* column, const std::vector<std::string>& selected);
 [[noreturn]] LOOM_API void column_error(const char* column, const std::exception& e);
+// The dtype named `text` (dtype_name's spelling); ValueError prefixed by `where` and the key,
+// naming the valid names, otherwise.
+LOOM_API DType dtype_from_json(const std::string& where, const char* key, std::string_view text);
 
 // A visitor that accepts any field: for recognising records and spelled enums.
 struct FieldProbe {
@@ -283,6 +289,12 @@ Json value_json(const T& v, RecordField f) {
     return parsed.is_discarded() ? Json(v) : parsed;
   } else if constexpr (std::is_same_v<T, double>) {
     return std::isfinite(v) ? Json(v) : Json(nullptr);
+  } else if constexpr (std::is_same_v<T, DType>) {
+    return Json(dtype_name(v));
+  } else if constexpr (std::is_same_v<T, Shape>) {
+    Json a = Json::array();
+    for (int64_t d : v) a.push_back(d);
+    return a;
   } else {
     return Json(v);
   }
@@ -350,6 +362,16 @@ void field_from_json(const Json& v, T& out, RecordField f, const std::string& wh
     } else {
       if (!v.is_number()) record_type_error(where, key, "a number or null", json_type(v));
       out = v.template get<double>();
+    }
+  } else if constexpr (std::is_same_v<T, DType>) {
+    if (!v.is_string()) record_type_error(where, key, "a string", json_type(v));
+    out = dtype_from_json(where, key, v.template get<std::string>());
+  } else if constexpr (std::is_same_v<T, Shape>) {
+    if (!v.is_array()) record_type_error(where, key, "an array of integers", json_type(v));
+    out.clear();
+    for (const auto& d : v) {
+      if (!d.is_number_integer()) record_type_error(where, key, "an array of integers", json_type(d));
+      out.push_back(d.template get<int64_t>());
     }
   } else if constexpr (is_vector<T>::value) {
     if (!v.is_array()) record_type_error(where, key, "an array", json_type(v));

@@ -743,6 +743,14 @@ TEST(NNErrors, ConvArguments) {
   EXPECT_TRUE(contains_all(m, {"conv2d", "unknown padding 'full'", "'same'", "'valid'"}));
   m = error_message<ValueError>([&] { conv2d(x, zeros({6, 4, 3, 3}), Tensor(), 2, "same"); });
   EXPECT_TRUE(contains_all(m, {"conv2d", "padding='same'", "stride 1", "(2, 2)"}));
+  // the padding rule is the one the Conv layers use (loom::conv_padding): values in [0, 2^31]
+  m = error_message<ValueError>([&] { conv2d(x, zeros({6, 4, 3, 3}), Tensor(), 1, int64_t{1} << 40); });
+  EXPECT_TRUE(contains_all(m, {"conv2d", "padding must be in [0, 2^31]", "1099511627776"}));
+  m = error_message<ValueError>([&] { conv2d(x, zeros({6, 4, 3, 3}), Tensor(), 1, ConvPadding({1, 1, 1})); });
+  EXPECT_TRUE(contains_all(m, {"conv2d", "padding must have 1, 2 or 4 values", "(1, 1, 1)"}));
+  EXPECT_EQ(conv_padding("conv2d", "same", {4, 3}, {1, 2}, {1, 1}), (std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {2, 2}}));
+  EXPECT_EQ(conv_padding("conv2d", ConvPadding({1, 2, 3, 4}), {3, 3}, {1, 1}, {2, 2}),
+            (std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {3, 4}}));
   m = error_message<ShapeError>([&] { conv2d(x, zeros({6, 4, 7, 3})); });
   EXPECT_TRUE(contains_all(m, {"conv2d", "kernel", "larger than the padded input", "(1, 4, 5, 5)"}));
   m = error_message<ShapeError>([&] { conv2d(x, zeros({6, 4, 3, 3}), zeros({5})); });

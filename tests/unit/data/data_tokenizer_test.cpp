@@ -14,7 +14,7 @@
 #include "loom/data/text.h"
 #include "loom/data/tokenizer.h"
 #include "loom/ops/creation.h"
-#include "unit/common/tiny_bpe.h"
+#include "unit/data/tiny_bpe.h"
 
 using namespace loom;
 using loom::data::BpeTokenizer;
@@ -56,6 +56,16 @@ TEST(BpeTokenizer, MergesByRankLeftmostFirst) {
   EXPECT_EQ(t.token_to_id("hell"), 258);
   EXPECT_EQ(t.id_to_token(260), byte_char(' ') + "w");
   EXPECT_FALSE(t.token_to_id("nope").has_value());
+}
+
+TEST(BpeTokenizer, ByteCharIsGpt2sByteAlphabet) {
+  // printable Latin-1 stands for itself; the 68 other bytes take U+0100 on, in byte order
+  EXPECT_EQ(data::BpeTokenizer::byte_char('!'), "!");
+  EXPECT_EQ(data::BpeTokenizer::byte_char(0xE9), "\u00e9");
+  EXPECT_EQ(data::BpeTokenizer::byte_char(0), "\u0100");
+  EXPECT_EQ(data::BpeTokenizer::byte_char(' '), "\u0120");   // GPT-2's Ġ
+  EXPECT_EQ(data::BpeTokenizer::byte_char(0x7F), "\u0121");
+  EXPECT_EQ(data::BpeTokenizer::byte_char(0xAD), "\u0143");  // the last one
 }
 
 TEST(BpeTokenizer, APairListedTwiceTakesItsLastRank) {

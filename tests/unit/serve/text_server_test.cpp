@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "unit/common/tiny_bpe.h"
+#include "unit/data/tiny_bpe.h"
 #include "unit/serve/raw_http.h"
 
 using namespace loom;

@@ -83,10 +83,10 @@ TEST_P(StoreDatasets, RoundTripIsBitExactWithMetadataAndTags) {
   EXPECT_EQ(info.version, 1);
   EXPECT_EQ(info.samples, 10);
   EXPECT_EQ(info.shards, 3);
-  ASSERT_EQ(info.fields.size(), 2u);
-  EXPECT_EQ(info.fields[0].name, "x");
-  EXPECT_EQ(info.fields[0].shape, (Shape{3, 2}));
-  EXPECT_EQ(info.fields[1].dtype, Int64);
+  ASSERT_EQ(info.schema.size(), 2u);
+  EXPECT_EQ(info.schema[0].name, "x");
+  EXPECT_EQ(info.schema[0].shape, (Shape{3, 2}));
+  EXPECT_EQ(info.schema[1].dtype, Int64);
   EXPECT_EQ(s.datasets().get("syn").tags, std::vector<std::string>{"synthetic"});
   auto view = s.datasets().query("syn", 1);
   ASSERT_EQ(view->size(), 10);

@@ -4,6 +4,8 @@
 // BadStateError naming the valid ones. On SQLite and PostgreSQL.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
+#include <loom/ops/creation.h>
+#include <loom/store/datasets.h>
 #include <loom/store/error.h>
 #include <loom/store/record.h>
 #include <loom/store/runs.h>
@@ -255,4 +257,39 @@ TEST_P(StoreRecordsDb, AStoredStateThatIsNoSpellingIsABadStateError) {
   // a column of the wrong type is named
   raw_sql(url(), "UPDATE runs SET ended_ms = 'soon' WHERE id = " + std::to_string(id));
   EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { s.runs().get(id); }), {"column 'ended_ms'"}));
+}
+
+TEST_P(StoreRecordsDb, ADatasetVersionRoundTripsThroughTheDatabaseAndJson) {
+  store::Store s = store::Store::open(url());
+  store::DatasetWriter w = s.datasets().create("points", {.fields = {"x", "y"}, .tags = {"b", "a"}, .shard_samples = 2});
+  for (int i = 0; i < 3; ++i) w.append({.tensors = {{"x", zeros({3, 2})}, {"y", full({}, i, Int64)}}});
+  w.commit();
+  const store::DatasetInfo info = s.datasets().get("points", 1);
+  EXPECT_EQ(info.samples, 3);
+  EXPECT_EQ(info.shards, 2);
+  EXPECT_EQ(info.tags, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(info.schema.size(), 2u);
+  EXPECT_EQ(info.schema[1].dtype, Int64);
+  // the columns its reader selects: the field list is decoded from its own column, the tags come from dataset_tags
+  EXPECT_EQ(store::column_list<store::DatasetInfo>(), "name, version, created_ms, samples, shards, task_id, run_id");
+
+  const ordered_json j = store::record_json<ordered_json>(info);
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"name", "version", "created_ms", "samples", "shards", "fields", "tags", "produced_by"}));
+  EXPECT_EQ(j["fields"][0], ordered_json({{"name", "x"}, {"dtype", "float32"}, {"shape", {3, 2}}}));
+  EXPECT_EQ(j["fields"][1]["shape"], ordered_json::array());
+  EXPECT_EQ(j["produced_by"], ordered_json({{"task_id", 0}, {"run_id", 0}}));
+  const store::DatasetInfo back = store::record_from_json<store::DatasetInfo>(j, "dataset");
+  EXPECT_EQ(store::record_json<ordered_json>(back).dump(), j.dump());
+  EXPECT_EQ(back.schema[0].shape, (Shape{3, 2}));
+
+  ordered_json dtype = j;
+  dtype["fields"][0]["dtype"] = "float33";
+  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { store::record_from_json<store::DatasetInfo>(dtype, "dataset"); }),
+                           {"dataset.fields", "'dtype'", "unknown dtype 'float33'", "valid: bool, uint8"}));
+  ordered_json shape = j;
+  shape["fields"][0]["shape"] = {3, "2"};
+  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { store::record_from_json<store::DatasetInfo>(shape, "dataset"); }),
+                           {"'shape'", "an array of integers"}));
 }

@@ -38,7 +38,7 @@
 #include <thread>
 
 #include "core/utf8.h"
-#include "unit/common/tiny_bpe.h"
+#include "unit/data/tiny_bpe.h"
 #include "unit/serve/raw_http.h"
 #include "unit/store/store_test_util.h"
 

@@ -5,8 +5,6 @@
 #include <loom/core/scalar.h>
 #include <loom/core/shape.h>
 #include <loom/core/tensor.h>
-#include <loom/graph/graph.h>
-#include <loom/graph/serialize.h>
 #include <loom/nn/activation.h>
 #include <loom/nn/attention.h>
 #include <loom/nn/conv.h>
@@ -88,29 +86,6 @@ TEST(ConvLayers, BatchNormTrainAndEval) {
   EXPECT_LT(abs(mean(ln(), {-1})).max().item<double>(), 1e-5);
 }
 
-TEST(ConvLayers, CnnSurvivesJson) {
-  nn::Input img(Shape{-1, 1, 12, 12}, Float32, "img");
-  nn::Conv2D c(img, 4, 3, {.padding = "same"}, "c");
-  nn::BatchNorm bn(c, {}, "bn");
-  nn::Activation r(bn, nn::relu, "r");
-  nn::MaxPool2D p(r, 2, {}, "p");
-  nn::Conv2DTranspose up(p, 2, 2, {.stride = 2}, "up");
-  nn::GlobalPool gp(up, nn::GlobalPool::Mode::Max, "gp");
-  nn::Input seq(Shape{-1, 3, 8}, Float32, "seq");
-  nn::TransformerEncoderLayer enc(seq, 2, {.ff_units = 12, .dropout = 0.0}, std::nullopt, "enc");
-  Graph g = Graph::build({gp, enc}, {img, seq});
-  Tensor a = uniform({2, 1, 12, 12}), b = uniform({2, 3, 8});
-  {
-    nn::ModeScope train(nn::Mode::Train);  // moves the batch-norm running averages
-    g.compile().run({a, b});
-  }
-  Graph back = graph_from_json(graph_to_json(g));
-  copy_state(g, back);  // parameters and buffers
-  auto x = g.compile().run({a, b}), y = back.compile().run({a, b});
-  EXPECT_TRUE(allclose(x[0], y[0]));
-  EXPECT_TRUE(allclose(x[1], y[1]));
-}
-
 // One shape rule for ops and layers: conv_output_size / pool_output_size agree with what the
 // ops compute and the layers declare over a grid of sizes, and stay exact at int64's edges.
 TEST(ConvLayers, ExportedShapeRulesAreTheOpsAndTheLayers) {
@@ -136,4 +111,16 @@ TEST(ConvLayers, ExportedShapeRulesAreTheOpsAndTheLayers) {
   EXPECT_EQ(conv_output_size(INT64_MAX, INT64_MAX, 1, 0, 0, INT64_MAX), 0);
   EXPECT_EQ(pool_output_size(INT64_MAX, 2, 1, 1), INT64_MAX);
   EXPECT_LE(pool_output_size(1, 3, 1), 0);
+}
+
+// The layers' padding is the ops' rule (loom::conv_padding), refusals named by the layer's kind.
+TEST(ConvLayers, PaddingIsTheOpsRule) {
+  nn::Input img(Shape{-1, 3, 8, 8}, Float32, "img");
+  nn::Conv2D even(img, 2, 4, {.padding = "same"});
+  EXPECT_EQ(even.shape(), (Shape{-1, 2, 8, 8}));  // 3 zeros: 1 before, 2 after, as conv2d
+  Tensor x = uniform({1, 3, 8, 8});
+  img.set_value(x);
+  EXPECT_TRUE(allclose(even(), conv2d(x, even.state().param("weights"), even.state().param("bias"), 1, "same")));
+  EXPECT_THROW(nn::Conv2D(img, 2, 3, {.stride = 2, .padding = "same"}), ValueError);
+  EXPECT_THROW(nn::Conv2D(img, 2, 3, {.padding = int64_t{1} << 40}), ValueError);
 }

@@ -8,8 +8,6 @@
 #include <loom/core/scalar.h>
 #include <loom/core/shape.h>
 #include <loom/core/tensor.h>
-#include <loom/graph/graph.h>
-#include <loom/graph/serialize.h>
 #include <loom/nn/input.h>
 #include <loom/nn/lambda.h>
 #include <loom/nn/layer.h>
@@ -124,17 +122,6 @@ TEST(Recurrent, GradientsFlowToAllWeights) {
     ASSERT_TRUE(p.grad().defined());
     EXPECT_GT(sum(abs(p.grad())).item<double>(), 0.0);
   }
-}
-
-TEST(Recurrent, JsonRoundTrip) {
-  nn::Input seq(Shape{-1, 5, 3}, Float32, "seq");
-  nn::RNN enc(seq, 4, {.cell = nn::CellKind::GRU, .bidirectional = true}, "enc");
-  nn::RNN dec(enc, 2, {.cell = nn::CellKind::LSTM, .return_sequences = false}, "dec");
-  Graph g = Graph::build({dec}, {seq});
-  Graph r = graph_from_json(graph_to_json(g));
-  copy_state(g, r);
-  Tensor x = uniform({2, 5, 3});
-  EXPECT_TRUE(allclose(g.compile()(x), r.compile()(x)));
 }
 
 // The layer's steps come from unbind(): its gradients are those of the per-step slices the

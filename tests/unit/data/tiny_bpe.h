@@ -1,31 +1,18 @@
 #pragma once
 // A byte-level BPE tokenizer.json of GPT-2's form for tests (data's tokenizer tests, the command
 // line's `loom generate`): written here, nothing downloaded.
+#include <loom/data/tokenizer.h>
 #include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace test_tokenizers {
 
-// GPT-2's byte alphabet: the character standing for byte b.
-inline std::string byte_char(int b) {
-  const bool direct = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-  int cp = b;
-  if (!direct) {
-    cp = 256;
-    for (int k = 0; k < b; ++k)
-      if (!((k >= '!' && k <= '~') || (k >= 0xA1 && k <= 0xAC) || (k >= 0xAE && k <= 0xFF))) ++cp;
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
+// GPT-2's byte alphabet: the character standing for byte b (data's, as the tokenizer reads it).
+inline std::string byte_char(int b) { return loom::data::BpeTokenizer::byte_char(static_cast<uint8_t>(b)); }
 
 // A byte-level BPE of GPT-2's form: byte b has id b, then the merges' tokens from 256 in rank
 // order: h e, l l, he ll, hell o, Ġ w, a a; <|endoftext|> is 300.
