@@ -291,17 +291,18 @@ struct PlanRun {
   std::vector<Tensor> values;
   std::vector<std::vector<Tensor>> multi;  // every output of a node with several
   std::vector<char> blocked;               // slots in the blocked layout (Eval, no gradients)
+  std::vector<Tensor> argv;                // the running step's arguments (kept: no allocation per step)
 
   PlanRun(const Compilation::Impl& plan, nn::Mode m)
       : p(plan), nodes(plan.graph->nodes()), mode(m), eval(m == nn::Mode::Eval), values(nodes.size()),
         multi(plan.has_multi ? nodes.size() : 0), blocked(eval && !grad_enabled() ? nodes.size() : 0, 0) {}
 
   // the step's arguments (a ModuleOutput reads one of its Module's outputs)
-  std::vector<Tensor> args(const Step& s) const {
-    std::vector<Tensor> a;
+  const std::vector<Tensor>& args(const Step& s) {
+    argv.clear();
     const size_t pick = nodes[s.node].impl()->reads_output();
-    for (size_t k : s.args) a.push_back(pick && p.has_multi && !multi[k].empty() ? multi[k].at(pick) : values[k]);
-    return a;
+    for (size_t k : s.args) argv.push_back(pick && p.has_multi && !multi[k].empty() ? multi[k].at(pick) : values[k]);
+    return argv;
   }
   size_t run(const Step& s, const LayerStep&) {
     values[s.node] = nodes[s.node].impl()->compute(args(s), mode);
@@ -344,7 +345,9 @@ struct PlanRun {
       throw ShapeError("Plan: " + label(nodes[k]) + " produced shape " + shape_str(got) + " but the plan was compiled for " +
                        shape_str(want) + " (compile without input shapes for a graph whose sizes vary otherwise)");
   }
+  // after a step: its arguments and the values nothing reads later
   void release(const std::vector<size_t>& frees) {
+    argv.clear();
     for (size_t f : frees) {
       values[f] = Tensor();
       if (p.has_multi) multi[f].clear();
