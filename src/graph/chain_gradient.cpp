@@ -4,8 +4,9 @@
 // backward) and applies each link's gradient with the very ops the ops' own rules use
 // (src/ops/elementwise.cpp): the gradients are bit for bit those of the links run one by one
 // where the sums of an input's contributions come in the same order (two contributions always).
+#include <algorithm>
+
 #include "graph/plan_impl.h"
-#include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 
 namespace loom {
@@ -34,13 +35,14 @@ Tensor operand(const Chain::Step& s, const std::vector<Tensor>& in) {
   return s.operand >= 0 ? in[static_cast<size_t>(s.operand)] : Tensor();
 }
 
-// Each link's input value, acc[0] (the chain's start) to acc[m - 1], and with `last` its output too.
-std::vector<Tensor> link_values(const Chain& chain, const std::vector<Tensor>& in, bool last) {
+// The chain's value before each link, acc[0] (its start) to acc[count], link by link.
+std::vector<Tensor> link_values(const Chain& chain, const std::vector<Tensor>& in, size_t count) {
   std::vector<Tensor> acc{in[static_cast<size_t>(chain.start)]};
-  const size_t m = chain.steps.size() - (last ? 0 : 1);
-  for (size_t i = 0; i < m; ++i) acc.push_back(apply(chain.steps[i], acc.back(), operand(chain.steps[i], in)));
+  for (size_t i = 0; i < count; ++i) acc.push_back(apply(chain.steps[i], acc.back(), operand(chain.steps[i], in)));
   return acc;
 }
+
+bool is_activation(Op op) { return op == Op::Relu || op == Op::Sigmoid || op == Op::Tanh; }
 
 // The link's gradients for its input value x and its other operand, from its output's gradient
 // g, each when needed: the expressions of add's, subtract's, multiply's, relu's, sigmoid's and
@@ -55,8 +57,7 @@ std::pair<Tensor, Tensor> link_gradient(const Chain::Step& s, const Tensor& g, c
               s.acc_first ? when(other_needed, [&] { return negative(g); }) : g};
     case Op::Mul:
       return {when(x_needed, [&] { return multiply(g, other); }), when(other_needed, [&] { return multiply(g, x); })};
-    case Op::Relu:  // 0 where out <= 0, so relu'(0) = 0 and relu'(NaN) = 1, as relu's rule
-      return {when(x_needed, [&] { return where(less_equal(out, zeros({}, out.dtype(), out.device())), 0.0, g); }), Tensor()};
+    case Op::Relu: return {when(x_needed, [&] { return detail::relu_backward(g, out); }), Tensor()};
     case Op::Sigmoid: return {when(x_needed, [&] { return multiply(g, multiply(out, 1.0 - out)); }), Tensor()};
     case Op::Tanh: return {when(x_needed, [&] { return multiply(g, 1.0 - square(out)); }), Tensor()};
   }
@@ -64,26 +65,34 @@ std::pair<Tensor, Tensor> link_gradient(const Chain::Step& s, const Tensor& g, c
 }
 
 // saved: the chain's inputs, then its output. Walks the links back from the output; where no
-// input before a link needs a gradient (its input value records none), the walk ends.
+// input before a link needs a gradient (its input value records none), the walk ends. Only the
+// values between links that a rule reads are recomputed (a Multiply's input value when its
+// operand needs a gradient, an activation's output): relu(a * b + c) recomputes none.
 std::vector<Tensor> chain_backward(const Chain& chain, const CustomGrad& grad) {
   const std::vector<bool>& needs = grad.needs_input_grad;
-  const size_t n = needs.size();
+  const size_t n = needs.size(), m = chain.steps.size();
   const std::vector<Tensor> in(grad.saved.begin(), grad.saved.begin() + static_cast<std::ptrdiff_t>(n));
-  const std::vector<Tensor> acc = link_values(chain, in, false);
+  auto other_needed = [&](const Chain::Step& s) { return s.operand >= 0 && needs[static_cast<size_t>(s.operand)]; };
   std::vector<bool> acc_needs{needs[static_cast<size_t>(chain.start)]};  // whether link i's input value needs one
-  for (const Chain::Step& s : chain.steps) acc_needs.push_back(acc_needs.back() || (s.operand >= 0 && needs[static_cast<size_t>(s.operand)]));
+  for (const Chain::Step& s : chain.steps) acc_needs.push_back(acc_needs.back() || other_needed(s));
+  size_t read = 0;  // the last value between links that a rule reads
+  for (size_t i = 0; i < m; ++i) {
+    if (chain.steps[i].op == Op::Mul && other_needed(chain.steps[i])) read = std::max(read, i);
+    if (is_activation(chain.steps[i].op) && acc_needs[i] && i + 1 < m) read = std::max(read, i + 1);
+  }
+  std::vector<Tensor> acc = link_values(chain, in, read);
+  acc.resize(m);
   std::vector<Tensor> grads(n);
   auto accumulate = [&](int i, const Tensor& g) {
     Tensor& sum = grads[static_cast<size_t>(i)];
     sum = sum.defined() ? add(sum, g) : g;
   };
   Tensor g = grad.output_grads[0];
-  for (size_t i = chain.steps.size(); i-- > 0;) {
+  for (size_t i = m; i-- > 0;) {
     const Chain::Step& s = chain.steps[i];
-    const Tensor& out = i + 1 < acc.size() ? acc[i + 1] : grad.saved[n];
-    const bool other_needed = s.operand >= 0 && needs[static_cast<size_t>(s.operand)];
-    auto [gx, go] = link_gradient(s, g, acc[i], operand(s, in), out, acc_needs[i], other_needed);
-    if (other_needed) accumulate(s.operand, go);
+    const Tensor& out = i + 1 < m ? acc[i + 1] : grad.saved[n];
+    auto [gx, go] = link_gradient(s, g, acc[i], operand(s, in), out, acc_needs[i], other_needed(s));
+    if (other_needed(s)) accumulate(s.operand, go);
     if (!acc_needs[i]) return grads;
     g = std::move(gx);
   }
@@ -98,7 +107,7 @@ std::shared_ptr<const CustomOp> differentiable_chain(std::shared_ptr<const detai
       "elementwise_chain",
       [chain](const std::vector<Tensor>& in, std::vector<Tensor>& saved) {
         Tensor y = detail::elementwise_chain(*chain, in);             // recording is off here: the one pass
-        if (!y.defined()) y = link_values(*chain, in, true).back();  // a backend without the kernel: link by link
+        if (!y.defined()) y = link_values(*chain, in, chain->steps.size()).back();  // a backend without the kernel: link by link
         saved = in;
         saved.push_back(y);
         return std::vector<Tensor>{y};

@@ -127,7 +127,9 @@ TEST(TrainStep, EqualsTheHandWrittenLoopBitForBit) {
 
 // A training step whose graph holds an elementwise chain runs it as one pass with one recorded
 // node (docs/compile.md, elementwise chains): losses and parameters after 4 steps are bit for bit
-// those of the links run one by one (a plan compiled without the fusion, the loop by hand).
+// those of the links run one by one (a plan compiled without the fusion, the loop by hand). The
+// chain's backward recomputes the values between links its rules read (relu's, sigmoid's and
+// tanh's outputs, t for the last product); c and b are each read by two links.
 TEST(TrainStep, AnElementwiseChainRunsFusedAndEqualsItsLinksBitForBit) {
   auto build = [] {
     manual_seed(7);
@@ -137,7 +139,8 @@ TEST(TrainStep, AnElementwiseChainRunsFusedAndEqualsItsLinksBitForBit) {
     nn::Activation r(nn::Add(ab, c, "abc"), nn::relu, "r");
     nn::Activation s(nn::Subtract(c, r, "d"), nn::sigmoid, "s");  // c read twice by the chain
     nn::Activation t(s, nn::tanh, "t");
-    nn::Linear y(t, 4, {}, "y");
+    nn::Multiply tb(t, b, "tb");  // a product of a value between links: its backward recomputes it
+    nn::Linear y(tb, 4, {}, "y");
     return Graph::build({y}, {x});
   };
   const Graph ga = build(), gb = build();
@@ -146,7 +149,7 @@ TEST(TrainStep, AnElementwiseChainRunsFusedAndEqualsItsLinksBitForBit) {
   auto opt_b = std::make_shared<tr::Adam>(gb.parameters(), tr::AdamOptions{.lr = 1e-2});
   tr::TrainStep step(ga, ce, opt_a);
   const std::string text = step.dump();
-  EXPECT_NE(text.find("fuse   Multiply 'ab' -> Add 'abc' -> Activation 'r' -> Subtract 'd' -> Activation 's' -> Activation 't'"),
+  EXPECT_NE(text.find("fuse   Multiply 'ab' -> Add 'abc' -> Activation 'r' -> Subtract 'd' -> Activation 's' -> Activation 't' -> Multiply 'tb'"),
             std::string::npos)
       << text;
   const Plan links = gb.compile(CompileOptions{.fuse_elementwise = false});
