@@ -1,9 +1,9 @@
 // An elementwise chain with its gradient (ChainStep::differentiable, docs/compile.md): a CustomOp
-// whose forward is the chain's one pass and whose backward recomputes the values between the
-// links (they are never stored, so a training step keeps only the chain's inputs and output for
-// backward) and applies each link's gradient with the very ops the ops' own rules use
-// (src/ops/elementwise.cpp): the gradients are bit for bit those of the links run one by one
-// where the sums of an input's contributions come in the same order (two contributions always).
+// whose forward is the chain's one pass and whose backward recomputes the values between links
+// that its rules read (they are never stored: the node saves the chain's inputs and output) and
+// applies each link's gradient with the ops its own rule uses (src/ops/elementwise.cpp; relu's
+// kernel through detail::relu_backward): the gradients are bit for bit those of the links run
+// one by one where an input's contributions are summed in the same order (two always are).
 #include <algorithm>
 
 #include "graph/plan_impl.h"
