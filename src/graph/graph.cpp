@@ -23,38 +23,52 @@ Graph Graph::build(const std::vector<Layer>& output_handles, const std::vector<L
   return GraphAccess::build(output_handles, input_handles, true);
 }
 
-Graph GraphAccess::build(const std::vector<Layer>& output_handles, const std::vector<Layer>& input_handles, bool unique_names) {
-  if (output_handles.empty()) throw ValueError("Graph::build: no output layers given");
-  for (const Layer& l : output_handles)
-    if (!l.defined()) throw ValueError("Graph::build: an output layer is undefined");
-  for (const Layer& l : input_handles)
-    if (!l.defined()) throw ValueError("Graph::build: an input layer is undefined");
-  // a layer made without input stands for the layer its first call built (Layer::node)
-  std::vector<Layer> outputs, inputs;
-  for (const Layer& l : output_handles) outputs.push_back(l.node());
-  for (const Layer& l : input_handles) inputs.push_back(l.node());
-  Graph g;
-  g.outputs_ = outputs;
-  std::unordered_set<const LayerImpl*> given;
-  for (const Layer& l : inputs) {
-    if (!given.insert(l.impl().get()).second) throw ValueError("Graph::build: input '" + l.name() + "' is given twice");
+namespace {
+
+using Given = std::unordered_set<const LayerImpl*>;
+
+// The handles as their nodes (a layer made without input stands for the layer its first call
+// built, Layer::node), each defined; `what` names them in the error.
+std::vector<Layer> nodes_of(const std::vector<Layer>& handles, const char* what) {
+  std::vector<Layer> out;
+  for (const Layer& l : handles) {
+    if (!l.defined()) throw ValueError(std::string("Graph::build: ") + what + " layer is undefined");
+    out.push_back(l.node());
   }
-  // depth-first post-order from each output, on an explicit stack rather than the call stack:
-  // a chain of a million layers is as deep as the stack would need frames (issue 46). The
-  // stack is the current path, so a layer met again while on it closes a cycle.
+  return out;
+}
+
+Given given_inputs(const std::vector<Layer>& inputs) {
+  Given given;
+  for (const Layer& l : inputs)
+    if (!given.insert(l.impl().get()).second) throw ValueError("Graph::build: input '" + l.name() + "' is given twice");
+  return given;
+}
+
+// The nodes the outputs reach, in depth-first post-order (stopping at the given inputs), each
+// node's position, and the Input layers met that are not given.
+struct Trace {
+  std::vector<Layer> nodes;
   std::unordered_map<const LayerImpl*, size_t> pos;
+  std::vector<Layer> free_inputs;
+};
+
+// Depth-first post-order from each output, on an explicit stack rather than the call stack: a
+// chain of a million layers is as deep as the stack would need frames (issue 46). The stack is
+// the current path, so a layer met again while on it closes a cycle.
+Trace trace(const std::vector<Layer>& outputs, const Given& given, bool inputs_given) {
+  Trace t;
   std::unordered_set<const LayerImpl*> on_path;
   struct Frame {
     Layer layer;
     size_t next = 0;  // the next input to visit
   };
   std::vector<Frame> path;
-  std::vector<Layer> free_inputs;
   // pushes `handle`'s node unless it is placed already; throws on a cycle
   auto enter = [&](const Layer& handle) {
     const Layer l = handle.node();
     const LayerImpl* key = l.impl().get();
-    if (pos.count(key)) return;
+    if (t.pos.count(key)) return;
     if (on_path.count(key)) {
       std::string cycle;
       bool in = false;
@@ -65,7 +79,7 @@ Graph GraphAccess::build(const std::vector<Layer>& output_handles, const std::ve
       throw ValueError("Graph::build: the graph has a cycle: " + cycle + l.name());
     }
     on_path.insert(key);
-    if (!given.count(key) && is_input_kind(l) && !inputs.empty()) free_inputs.push_back(l);
+    if (!given.count(key) && is_input_kind(l) && inputs_given) t.free_inputs.push_back(l);
     path.push_back({l, 0});
   };
   for (const Layer& o : outputs) {
@@ -79,49 +93,62 @@ Graph GraphAccess::build(const std::vector<Layer>& output_handles, const std::ve
         continue;
       }
       on_path.erase(key);
-      pos[key] = g.nodes_.size();
-      g.nodes_.push_back(std::move(f.layer));
+      t.pos[key] = t.nodes.size();
+      t.nodes.push_back(std::move(f.layer));
       path.pop_back();
     }
   }
-  // names identify layers in saved files, copy_state and layer(name)
+  return t;
+}
+
+// Names identify layers in saved files, copy_state and layer(name).
+void check_unique_names(const std::vector<Layer>& nodes) {
   std::unordered_map<std::string, const Layer*> by_name;
-  for (const Layer& l : g.nodes_) {
-    if (!unique_names) break;
+  for (const Layer& l : nodes) {
     auto [it, fresh] = by_name.emplace(l.name(), &l);
     if (!fresh)
       throw ValueError("Graph::build: two layers are named '" + l.name() + "' (of kinds " + it->second->kind() + " and " + l.kind() +
                        "); layer names must be unique in a graph: pass distinct names, or none for generated ones");
   }
+}
 
+// The graph's inputs: those given, each reaching an output, or else every Input layer met.
+// An Input that is not a graph input must hold a value to be read at run time.
+std::vector<Layer> graph_inputs(const Trace& t, const std::vector<Layer>& inputs, const std::vector<Layer>& outputs) {
   if (inputs.empty()) {
-    for (const Layer& l : g.nodes_)
-      if (is_input_kind(l)) g.inputs_.push_back(l);
-  } else {
-    for (const Layer& l : inputs) {
-      if (!pos.count(l.impl().get())) {
-        std::string outs;
-        for (const Layer& o : outputs) outs += (outs.empty() ? "'" : ", '") + o.name() + "'";
-        throw ValueError("Graph::build: input '" + l.name() + "' (" + l.kind() + ") reaches none of the outputs " + outs);
-      }
-      g.inputs_.push_back(l);
-    }
-    // an Input that is not a graph input must hold a value to be read at run time
-    for (const Layer& l : free_inputs) {
-      nn::Input in(l.impl());
-      if (!in.has_value()) {
-        std::string names;
-        for (const Layer& i : inputs) names += (names.empty() ? "'" : ", '") + i.name() + "'";
-        throw ValueError("Graph::build: the outputs depend on Input '" + l.name() +
-                         "', which is neither among the given inputs (" + names + ") nor holds a value");
-      }
-    }
+    std::vector<Layer> found;
+    for (const Layer& l : t.nodes)
+      if (is_input_kind(l)) found.push_back(l);
+    return found;
   }
-  g.args_.resize(g.nodes_.size());
-  for (size_t k = 0; k < g.nodes_.size(); ++k) {
-    if (given.count(g.nodes_[k].impl().get())) continue;
-    for (const Layer& i : g.nodes_[k].inputs()) g.args_[k].push_back(pos.at(i.node().impl().get()));
+  for (const Layer& l : inputs)
+    if (!t.pos.count(l.impl().get()))
+      throw ValueError("Graph::build: input '" + l.name() + "' (" + l.kind() + ") reaches none of the outputs " + names_of(outputs));
+  for (const Layer& l : t.free_inputs)
+    if (!nn::Input(l.impl()).has_value())
+      throw ValueError("Graph::build: the outputs depend on Input '" + l.name() + "', which is neither among the given inputs (" +
+                       names_of(inputs) + ") nor holds a value");
+  return inputs;
+}
+
+}  // namespace
+
+Graph GraphAccess::build(const std::vector<Layer>& output_handles, const std::vector<Layer>& input_handles, bool unique_names) {
+  if (output_handles.empty()) throw ValueError("Graph::build: no output layers given");
+  const std::vector<Layer> outputs = nodes_of(output_handles, "an output");
+  const std::vector<Layer> inputs = nodes_of(input_handles, "an input");
+  const Given given = given_inputs(inputs);
+  Trace t = trace(outputs, given, !inputs.empty());
+  if (unique_names) check_unique_names(t.nodes);
+  Graph g;
+  g.outputs_ = outputs;
+  g.inputs_ = graph_inputs(t, inputs, outputs);
+  g.args_.resize(t.nodes.size());
+  for (size_t k = 0; k < t.nodes.size(); ++k) {
+    if (given.count(t.nodes[k].impl().get())) continue;
+    for (const Layer& i : t.nodes[k].inputs()) g.args_[k].push_back(t.pos.at(i.node().impl().get()));
   }
+  g.nodes_ = std::move(t.nodes);
   return g;
 }
 

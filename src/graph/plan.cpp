@@ -101,14 +101,13 @@ std::vector<Shape> declared_shapes(const Layer& l) {
   return out;
 }
 
-// A Conv2D step and its fused epilogue (Impl::Step::fused_out) as one convolution. `blocked`
-// (empty: blocked layouts off for this run) says which slots hold the blocked layout; x is
-// read in its layout, the residual converted to the output's, and the output's is recorded.
-template <typename Step>
-Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x, std::vector<Tensor>& values,
-                 std::vector<char>& blocked) {
-  const FusedGeometry& geo = *s.geometry;
-  nn::State& cs = nodes[s.node].state();
+// A Conv2D step and its fused epilogue as one convolution. `blocked` (empty: blocked layouts
+// off for this run) says which slots hold the blocked layout; x is read in its layout, the
+// residual converted to the output's, and the output's is recorded.
+Tensor run_fused(const std::vector<Layer>& nodes, size_t conv, const ConvGroupStep& s, const Tensor& x, size_t x_slot,
+                 std::vector<Tensor>& values, std::vector<char>& blocked) {
+  const FusedGeometry& geo = s.geometry;
+  nn::State& cs = nodes[conv].state();
   detail::FusedConv e;
   if (s.bn != SIZE_MAX) {
     nn::State& bs = nodes[s.bn].state();
@@ -123,10 +122,10 @@ Tensor run_fused(const std::vector<Layer>& nodes, const Step& s, const Tensor& x
   // than the residual converted here, into the primitive's layout and the output back)
   const bool res_blocked = !blocked.empty() && s.residual != SIZE_MAX && blocked[s.residual];
   if (!blocked.empty()) {
-    e.x_blocked = blocked[s.args[0]];
+    e.x_blocked = blocked[x_slot];
     if (s.keep_blocked || res_blocked)
       e.out_blocked = detail::conv2d_fused_blocked(x, w, geo.stride, geo.padding, geo.dilation, geo.groups) > 0;
-    blocked[s.fused_out] = e.out_blocked && s.keep_blocked;
+    blocked[s.out] = e.out_blocked && s.keep_blocked;
   }
   if (s.residual != SIZE_MAX) {
     e.residual = s.residual_dies ? std::move(values[s.residual]) : values[s.residual];
@@ -237,101 +236,151 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& xs) const {
   return execute(xs);
 }
 
+namespace {
+
+// The tensor graph input i takes: the one given, else an Input layer's value; checked against
+// the compiled shape and the input's dtype.
+Tensor input_value(const Compilation::Impl& p, const std::vector<Tensor>& xs, size_t i, nn::Mode mode) {
+  const std::vector<Layer>& ins = p.graph->inputs();
+  const Layer& l = ins[i];
+  Tensor x;
+  if (!xs.empty()) {
+    x = xs[i];
+  } else if (is_source(l)) {
+    x = l.impl()->compute({}, mode);  // an Input's value or default; ValueError naming it otherwise
+  } else {
+    throw ValueError("Plan: graph input " + std::to_string(i) + " (" + label(l) +
+                     ") is not an Input layer (it has inputs of its own), so it holds no value to read: pass the input tensors (" + names_of(ins) + ")");
+  }
+  const Shape& want = p.input_shapes[i];
+  if (!x.defined() || !shape_matches(want, x.shape()))
+    throw ShapeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects shape " + shape_str(want) +
+                     (p.specialized ? " (compiled for it; -1: any size)" : " (-1: any size)") + ", got " +
+                     (x.defined() ? shape_str(x.shape()) : "an undefined tensor"));
+  // as Input::set_value: no silent promotion (int64 into a float32 graph would run in float64)
+  if (x.dtype() != l.dtype())
+    throw DTypeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects dtype " + dtype_name(l.dtype()) +
+                     ", got " + dtype_name(x.dtype()) + " (convert it with x.astype(" + dtype_constant(l.dtype()) +
+                     "), or create it with that dtype: tensor({...}, " + dtype_constant(l.dtype()) +
+                     "); C++ floating literals such as tensor({1.0, 2.0}) make float64, as NumPy)");
+  return x;
+}
+
+// True when recording is on and some tensor requires grad.
+bool records_gradients(const std::vector<Tensor>& ts) {
+  return grad_enabled() && std::any_of(ts.begin(), ts.end(), [](const Tensor& t) { return t.defined() && t.requires_grad(); });
+}
+
+// Operands an elementwise chain's differentiable node takes: float32 of one shape (a strided
+// one is read link by link inside it; a broadcast would give its gradients the wrong shape).
+bool chain_operands_fit(const std::vector<Tensor>& ts) {
+  return std::all_of(ts.begin(), ts.end(), [&](const Tensor& t) {
+    return t.defined() && t.dtype() == DType::Float32 && t.shape() == ts[0].shape() && t.device() == ts[0].device();
+  });
+}
+
+// One run of a plan: every slot's value, the values of nodes with several outputs, and which
+// slots hold the convolutions' blocked layout. Each step's action runs through an overload of
+// `run`, which returns the slot the step produced (SIZE_MAX: none, the step was done by another).
+struct PlanRun {
+  using Step = Compilation::Step;
+  const Compilation::Impl& p;
+  const std::vector<Layer>& nodes;
+  const nn::Mode mode;
+  const bool eval;  // fused convolution groups run in Eval mode only (Train-mode batch norm uses the batch's statistics)
+  std::vector<Tensor> values;
+  std::vector<std::vector<Tensor>> multi;  // every output of a node with several
+  std::vector<char> blocked;               // slots in the blocked layout (Eval, no gradients)
+  std::vector<Tensor> argv;                // the running step's arguments (kept: no allocation per step)
+
+  PlanRun(const Compilation::Impl& plan, nn::Mode m)
+      : p(plan), nodes(plan.graph->nodes()), mode(m), eval(m == nn::Mode::Eval), values(nodes.size()),
+        multi(plan.has_multi ? nodes.size() : 0), blocked(eval && !grad_enabled() ? nodes.size() : 0, 0) {}
+
+  // the step's arguments (a ModuleOutput reads one of its Module's outputs)
+  const std::vector<Tensor>& args(const Step& s) {
+    argv.clear();
+    const size_t pick = nodes[s.node].impl()->reads_output();
+    for (size_t k : s.args) argv.push_back(pick && p.has_multi && !multi[k].empty() ? multi[k].at(pick) : values[k]);
+    return argv;
+  }
+  size_t run(const Step& s, const LayerStep&) {
+    values[s.node] = nodes[s.node].impl()->compute(args(s), mode);
+    return s.node;
+  }
+  size_t run(const Step& s, const MultiOutputStep&) {
+    multi[s.node] = nodes[s.node].impl()->compute_outputs(args(s), mode);
+    values[s.node] = multi[s.node].at(0);
+    return s.node;
+  }
+  size_t run(const Step& s, const ConvGroupStep& g) {
+    if (!eval) return run(s, LayerStep{});
+    values[g.out] = run_fused(nodes, s.node, g, args(s)[0], s.args[0], values, blocked);
+    return g.out;
+  }
+  size_t run(const Step& s, const ConvMemberStep&) { return eval ? SIZE_MAX : run(s, LayerStep{}); }
+  size_t run(const Step& s, const BlockedPoolStep& b) {
+    if (blocked.empty() || !blocked[s.args[0]]) return run(s, LayerStep{});
+    values[s.node] = detail::max_pool2d_blocked(args(s)[0], b.kernel, b.stride, b.padding, b.ceil);
+    blocked[s.node] = 1;
+    return s.node;
+  }
+  size_t run(const Step& s, const ChainStep& c) {
+    std::vector<Tensor> operands;
+    for (size_t a : c.inputs) operands.push_back(values[a]);
+    if (!records_gradients(operands)) values[s.node] = detail::elementwise_chain(*c.chain, operands);
+    else if (chain_operands_fit(operands)) values[s.node] = (*c.differentiable)(operands)[0];
+    else values[s.node] = Tensor();
+    if (!values[s.node].defined())  // operands the one pass cannot take (a broadcast, a strided view): link by link
+      for (size_t k : c.links) run(p.steps[k], LayerStep{});
+    return s.node;
+  }
+  size_t run(const Step&, const ChainedStep&) { return SIZE_MAX; }
+
+  // a specialized plan checks each step's result against its compiled shape
+  void check_shape(size_t k) const {
+    const Shape& want = p.shapes[k][0];
+    const Shape& got = values[k].shape();
+    if (!shape_matches(want, got))
+      throw ShapeError("Plan: " + label(nodes[k]) + " produced shape " + shape_str(got) + " but the plan was compiled for " +
+                       shape_str(want) + " (compile without input shapes for a graph whose sizes vary otherwise)");
+  }
+  // after a step: its arguments and the values nothing reads later
+  void release(const std::vector<size_t>& frees) {
+    argv.clear();
+    for (size_t f : frees) {
+      values[f] = Tensor();
+      if (p.has_multi) multi[f].clear();
+    }
+  }
+};
+
+}  // namespace
+
 std::vector<Tensor> Plan::execute(const std::vector<Tensor>& xs) const {
   const Impl& p = *impl_;
-  const Graph& g = *p.graph;
-  const std::vector<Layer>& nodes = g.nodes();
-  const std::vector<Layer>& ins = g.inputs();
+  const std::vector<Layer>& ins = p.graph->inputs();
   if (!xs.empty() && xs.size() != ins.size()) {
     std::string names;
     for (const Layer& i : ins) names += (names.empty() ? "" : ", ") + i.name();
     throw ValueError("Plan: got " + std::to_string(xs.size()) + " input tensors for " + std::to_string(ins.size()) +
                      " graph inputs (" + names + "); pass all of them, or none to read the Input layers' values");
   }
-  const nn::Mode mode = nn::current_mode();
-  const size_t n = nodes.size();
-  std::vector<Tensor> values(n);
-  std::vector<std::vector<Tensor>> multi(p.has_multi ? n : 0);  // every output of a node with several
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const Layer& l = ins[i];
-    Tensor x;
-    if (!xs.empty()) {
-      x = xs[i];
-    } else if (is_source(l)) {
-      x = l.impl()->compute({}, mode);  // an Input's value or default; ValueError naming it otherwise
-    } else {
-      throw ValueError("Plan: graph input " + std::to_string(i) + " (" + label(l) +
-                       ") is not an Input layer (it has inputs of its own), so it holds no value to read: pass the input tensors (" + names_of(ins) + ")");
-    }
-    const Shape& want = p.input_shapes[i];
-    if (!x.defined() || !shape_matches(want, x.shape()))
-      throw ShapeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects shape " + shape_str(want) +
-                       (p.specialized ? " (compiled for it; -1: any size)" : " (-1: any size)") + ", got " +
-                       (x.defined() ? shape_str(x.shape()) : "an undefined tensor"));
-    // as Input::set_value: no silent promotion (int64 into a float32 graph would run in float64)
-    if (x.dtype() != l.dtype())
-      throw DTypeError("Plan: input " + std::to_string(i) + " ('" + l.name() + "') expects dtype " + dtype_name(l.dtype()) +
-                       ", got " + dtype_name(x.dtype()) + " (convert it with x.astype(" + dtype_constant(l.dtype()) +
-                       "), or create it with that dtype: tensor({...}, " + dtype_constant(l.dtype()) +
-                       "); C++ floating literals such as tensor({1.0, 2.0}) make float64, as NumPy)");
-    values[p.input_pos[i]] = std::move(x);
-  }
+  PlanRun run(p, nn::current_mode());
+  for (size_t i = 0; i < ins.size(); ++i) run.values[p.input_pos[i]] = input_value(p, xs, i, run.mode);
   for (const auto& [k, outs] : p.constants) {
-    values[k] = outs[0];
-    if (p.has_multi && outs.size() > 1) multi[k] = outs;
+    run.values[k] = outs[0];
+    if (p.has_multi && outs.size() > 1) run.multi[k] = outs;
   }
-  // fused groups run in Eval mode only (Train-mode batch norm uses the batch's statistics)
-  const bool fuse = mode == nn::Mode::Eval;
-  std::vector<char> blocked(fuse && !grad_enabled() ? n : 0, 0);  // slots in the blocked layout
-  std::vector<Tensor> args;
   for (const Impl::Step& s : p.steps) {
-    args.clear();
-    LayerImpl& node = *nodes[s.node].impl();
-    const size_t pick = node.reads_output();
-    for (size_t a : s.args) args.push_back(pick && p.has_multi && !multi[a].empty() ? multi[a].at(pick) : values[a]);
-    if (s.chained_away || (fuse && s.fused_away)) {
-      // done by its chain's last step, or by its group's convolution step
-    } else if (s.chain) {
-      std::vector<Tensor> operands;
-      for (size_t a : s.chain_inputs) operands.push_back(values[a]);
-      values[s.node] = detail::elementwise_chain(*s.chain, operands);
-      if (!values[s.node].defined()) {
-        // gradients needed, or operands the pass cannot take (broadcast, strided, ...): op by op
-        for (size_t k : s.chain_steps) {
-          const Impl::Step& m = p.steps[k];
-          std::vector<Tensor> margs;
-          for (size_t a : m.args) margs.push_back(values[a]);
-          values[m.node] = nodes[m.node].impl()->compute(margs, mode);
-        }
-      }
-    } else if (fuse && s.fused_out != SIZE_MAX) {
-      values[s.fused_out] = run_fused(nodes, s, args[0], values, blocked);
-    } else if (s.pool_blocked && !blocked.empty() && blocked[s.args[0]]) {
-      values[s.node] = detail::max_pool2d_blocked(args[0], s.pool_kernel, s.pool_stride, s.pool_padding, s.pool_ceil);
-      blocked[s.node] = 1;
-    } else if (node.n_outputs() > 1) {
-      multi[s.node] = node.compute_outputs(args, mode);
-      values[s.node] = multi[s.node].at(0);
-    } else {
-      values[s.node] = node.compute(args, mode);
-    }
-    const size_t produced = fuse && s.fused_out != SIZE_MAX ? s.fused_out : s.node;
-    if (p.specialized && !s.chained_away && !(fuse && s.fused_away)) {
-      const Shape& want = p.shapes[produced][0];
-      const Shape& got = values[produced].shape();
-      if (!shape_matches(want, got))
-        throw ShapeError("Plan: " + label(nodes[produced]) + " produced shape " + shape_str(got) + " but the plan was compiled for " +
-                         shape_str(want) + " (compile without input shapes for a graph whose sizes vary otherwise)");
-    }
-    for (size_t f : s.frees) {
-      values[f] = Tensor();
-      if (p.has_multi) multi[f].clear();
-    }
+    const size_t produced = std::visit([&](const auto& action) { return run.run(s, action); }, s.action);
+    if (p.specialized && produced != SIZE_MAX) run.check_shape(produced);
+    run.release(s.frees);
   }
   std::vector<Tensor> outs;
   outs.reserve(p.output_pos.size());
-  for (size_t k : p.output_pos) outs.push_back(values[k]);
-  if (mode == nn::Mode::Eval && grad_enabled()) warn_eval_mode_gradients(nodes, outs);
+  for (size_t k : p.output_pos) outs.push_back(run.values[k]);
+  if (run.mode == nn::Mode::Eval && grad_enabled()) warn_eval_mode_gradients(run.nodes, outs);
   return outs;
 }
 
@@ -371,11 +420,13 @@ std::string Plan::dump() const {
     for (size_t f : s.frees) fr += (fr.empty() ? "" : ", ") + nodes[f].name();
     if (!in.empty()) t += " <- " + in;
     if (!fr.empty()) t += "; frees " + fr;
-    if (s.chained_away) t += " (done by its elementwise chain)";
-    if (s.chain) t += " (runs the elementwise chain of " + std::to_string(s.chain_steps.size()) + " steps)";
-    if (s.keep_blocked) t += " (Eval, no gradients: '" + nodes[s.fused_out].name() + "' stays blocked)";
-    if (s.pool_blocked) t += " (Eval, no gradients: pools blocked when its input is)";
-    if (s.residual_dies) t += " (Eval: may write into the buffer of its residual '" + nodes[s.residual].name() + "')";
+    if (s.is<ChainedStep>()) t += " (done by its elementwise chain)";
+    if (const ChainStep* c = s.as<ChainStep>()) t += " (runs the elementwise chain of " + std::to_string(c->links.size()) + " steps)";
+    if (const ConvGroupStep* g = s.as<ConvGroupStep>(); g && g->keep_blocked)
+      t += " (Eval, no gradients: '" + nodes[g->out].name() + "' stays blocked)";
+    if (s.is<BlockedPoolStep>()) t += " (Eval, no gradients: pools blocked when its input is)";
+    if (const ConvGroupStep* g = s.as<ConvGroupStep>(); g && g->residual_dies)
+      t += " (Eval: may write into the buffer of its residual '" + nodes[g->residual].name() + "')";
     t += "\n";
   }
   std::string outs;

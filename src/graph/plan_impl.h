@@ -4,9 +4,11 @@
 // each pass reads what earlier ones decided and writes its own part.
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "graph/plan_internal.h"
+#include "loom/autograd/custom_op.h"
 #include "loom/graph/graph.h"
 #include "loom/nn/activation.h"
 #include "loom/nn/conv.h"
@@ -18,7 +20,7 @@
 
 namespace loom {
 
-// The options of a fused group's layers, read at compile time (not per run).
+// The options of a fused convolution group's layers, read at compile time (not per run).
 struct FusedGeometry {
   std::vector<int64_t> stride, dilation;
   ConvPadding padding = 0;
@@ -27,32 +29,61 @@ struct FusedGeometry {
   double bn_eps = 1e-5;
 };
 
+// What a step runs: one alternative per decision the passes make, each holding what it needs
+// (docs/compile.md). The schedule makes every step a LayerStep or MultiOutputStep; the fusion
+// passes turn steps into the others. Plan::execute runs the alternative it finds.
+// Runs its layer (LayerImpl::compute).
+struct LayerStep {};
+// Runs its layer of several outputs (a Module's; compute_outputs): its slot holds the first.
+struct MultiOutputStep {};
+// A Conv2D (float32) with its epilogue (conv epilogues): in Eval mode the group as one
+// convolution (ops/conv_fused.h) writing slot `out`, the last member's; in Train mode the
+// convolution alone, each member then running at its own step (ConvMemberStep).
+struct ConvGroupStep {
+  size_t out = SIZE_MAX, bn = SIZE_MAX, residual = SIZE_MAX;  // slots; SIZE_MAX: no such member
+  bool relu = false;
+  // Eval, no gradients: the output may stay in the backend's blocked layout (every reader is a
+  // fused convolution: blocked layouts); whether it does is decided per run from the shapes
+  bool keep_blocked = false;
+  // the residual is read by nothing after this step: its buffer may take the output (in place)
+  bool residual_dies = false;
+  FusedGeometry geometry;  // read from the layers' options once
+};
+// A BatchNorm, Add or ReLU of a ConvGroupStep's group: done by the group in Eval mode; runs its
+// layer in Train mode.
+struct ConvMemberStep {};
+// A MaxPool2D (float32) read only by fused convolutions (blocked layouts): pools in the blocked
+// layout when its input holds it (Eval, no gradients), its output then blocked; else its layer.
+struct BlockedPoolStep {
+  std::vector<int64_t> kernel, stride, padding;
+  bool ceil = false;
+};
+// The last link of an elementwise chain (elementwise chains): runs the whole chain in one pass
+// over the slots `inputs` (ops/fused_elementwise.h), with gradients as one recorded node whose
+// backward is the links' (chain_gradient.cpp). Operands the pass cannot take at run time (a
+// broadcast, a strided view) run the links' layers one by one, the steps `links` (this one last).
+struct ChainStep {
+  std::shared_ptr<const detail::ElementwiseChain> chain;
+  std::shared_ptr<const CustomOp> differentiable;  // the chain with its gradient
+  std::vector<size_t> inputs, links;
+};
+// A link of an elementwise chain before its last: done by the chain's step.
+struct ChainedStep {};
+
+using StepAction = std::variant<LayerStep, MultiOutputStep, ConvGroupStep, ConvMemberStep, BlockedPoolStep, ChainStep, ChainedStep>;
+
 struct Plan::Impl {
   struct Step {
     size_t node = 0;
     std::vector<size_t> args;   // value slots (node positions) it reads
     std::vector<size_t> frees;  // slots released after it
-    // Eval mode: this Conv2D step computes the fused group ending in slot `fused_out`
-    // (SIZE_MAX: none); a step with `fused_away` set is done by such a step and only frees
-    size_t fused_out = SIZE_MAX, bn = SIZE_MAX, residual = SIZE_MAX;
-    bool relu = false, fused_away = false;
-    // the fused group's output may stay in the backend's blocked layout (every reader is a
-    // fused convolution; conv_fused.h): decided per run from the shapes, when no gradient is on
-    bool keep_blocked = false;
-    // the residual is read by nothing after this step: its buffer may take the output
-    bool residual_dies = false;
-    // Eval, no gradients: this MaxPool2D (read only by fused convolutions) runs in the blocked
-    // layout when its input holds it, and its output then stays blocked
-    bool pool_blocked = false;
-    std::vector<int64_t> pool_kernel, pool_stride, pool_padding;
-    bool pool_ceil = false;
-    std::shared_ptr<const FusedGeometry> geometry;  // read from the layers' options once
-    // Any mode: this step ends an elementwise chain of the steps `chain_steps` (this one last),
-    // run in one pass (ops/fused_elementwise.h) over the slots `chain_inputs`; the chain's other
-    // steps have `chained_away` set and are done here.
-    std::shared_ptr<const detail::ElementwiseChain> chain;
-    std::vector<size_t> chain_inputs, chain_steps;
-    bool chained_away = false;
+    StepAction action;          // what it runs
+    template <class A>
+    bool is() const { return std::holds_alternative<A>(action); }
+    template <class A>
+    A* as() { return std::get_if<A>(&action); }
+    template <class A>
+    const A* as() const { return std::get_if<A>(&action); }
   };
   std::shared_ptr<const Graph> graph;
   std::vector<Shape> input_shapes;               // compiled, one per graph input
@@ -109,9 +140,9 @@ struct Compilation {
   }
 };
 
-// "Kind 'name'", as the dump and error messages name a node; "'a', 'b'" for several.
+// "Kind 'name'", as the dump and error messages name a node ("'a', 'b'" for several: names_of,
+// plan_internal.h).
 std::string label(const nn::Layer& l);
-std::string names_of(const std::vector<nn::Layer>& layers);
 
 // The kinds the passes recognise, by their attribute types (nn/attributes.h), never by a kind's
 // name or an option's key: each gives the layer's attributes, or nullptr for another kind.
@@ -142,5 +173,9 @@ void keep_blocked_layouts(Compilation& c);      // blocked_layouts.cpp
 void fuse_elementwise_chains(Compilation& c);   // elementwise_chains.cpp
 void write_in_place(Compilation& c);            // in_place.cpp
 void measure_peak_memory(Compilation& c);       // peak_memory.cpp
+
+// The chain as one op that autograd records (chain_gradient.cpp): its forward is the one pass,
+// its backward recomputes the links' values and applies each link's gradient rule.
+std::shared_ptr<const CustomOp> differentiable_chain(std::shared_ptr<const detail::ElementwiseChain> chain);
 
 }  // namespace loom

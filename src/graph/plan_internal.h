@@ -1,6 +1,7 @@
 #pragma once
 // The graph part's access to Graph internals: tracing without the unique-name rule (for
 // Layer::operator()(), which never needed names) and the node argument lists the compiler reads.
+#include <string>
 #include <vector>
 
 #include "loom/graph/graph.h"
@@ -14,5 +15,8 @@ struct GraphAccess {
   // Replaces the handle of the graph's one output node by a non-owning one (see eval.cpp).
   static void unown_output(Graph& g);
 };
+
+// "'a', 'b'": the layers' names, as messages list them.
+std::string names_of(const std::vector<nn::Layer>& layers);
 
 }  // namespace loom

@@ -21,4 +21,16 @@ Tensor elementwise_chain(const ElementwiseChain& chain, const std::vector<Tensor
   return out;
 }
 
+Tensor relu_backward(const Tensor& g, const Tensor& y) {
+  check_defined(g, "relu_backward");
+  check_defined(y, "relu_backward");
+  check_same_device(g, y, "relu_backward");
+  if (g.shape() != y.shape() || g.dtype() != y.dtype() || kernel_dtype(y.dtype()) != y.dtype())
+    throw ShapeError("relu_backward: the gradient (" + describe_operands({&g, &y}) +
+                     ") and relu's output must have one shape and a kernel dtype");
+  Tensor out = alloc(y.shape(), y.dtype(), y.device(), "relu_backward");
+  backend(y.device()).binary(BinaryOp::ReluGrad, out, g, y);
+  return out;
+}
+
 }  // namespace loom::detail

@@ -12,4 +12,9 @@ namespace loom::detail {
 // kernel, and of one shape. Otherwise an undefined tensor: the caller runs the ops one by one.
 Tensor elementwise_chain(const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
 
+// relu's gradient from its output y, g where y > 0 or is NaN and 0 elsewhere: the kernel of
+// relu's own rule, for the chain's backward (graph/chain_gradient.cpp), which has no public op
+// for it. g and y of one shape and dtype; nothing is recorded.
+Tensor relu_backward(const Tensor& g, const Tensor& y);
+
 }  // namespace loom::detail

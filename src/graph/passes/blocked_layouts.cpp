@@ -21,8 +21,9 @@ void keep_blocked_layouts(Compilation& c) {
   std::vector<size_t> capable(n, 0);  // the reads of each slot that a fused convolution makes
   std::vector<std::string> by(n);
   for (const Compilation::Step& s : p->steps) {
-    if (s.fused_out == SIZE_MAX || s.geometry->groups != 1) continue;
-    for (size_t a : {s.args[0], s.residual}) {
+    const ConvGroupStep* group = s.as<ConvGroupStep>();
+    if (!group || group->geometry.groups != 1) continue;
+    for (size_t a : {s.args[0], group->residual}) {
       if (a == SIZE_MAX) continue;
       ++capable[a];
       by[a] += (by[a].empty() ? "" : ", ") + label(nodes[s.node]);
@@ -34,20 +35,20 @@ void keep_blocked_layouts(Compilation& c) {
     const Layer& l = nodes[s.node];
     const size_t k = s.node;
     const nn::PoolAttributes* pool = max_pool2d_of(l);
-    if (!pool || l.dtype() != DType::Float32 || s.args.size() != 1 || is_out[k] || readers[k] == 0 || capable[k] != readers[k]) continue;
-    s.pool_blocked = true;
-    s.pool_kernel = pool->kernel_size;
-    s.pool_stride = pool->stride;
-    s.pool_padding = pool->padding;
-    s.pool_ceil = pool->ceil_mode;
+    if (!pool || !s.is<LayerStep>() || l.dtype() != DType::Float32 || s.args.size() != 1 || is_out[k] || readers[k] == 0 ||
+        capable[k] != readers[k])
+      continue;
+    s.action = BlockedPoolStep{pool->kernel_size, pool->stride, pool->padding, pool->ceil_mode};
     ++capable[s.args[0]];
     by[s.args[0]] += (by[s.args[0]].empty() ? "" : ", ") + label(l);
     c.note("block  " + label(l) + " pools in the convolutions' blocked layout (read only by fused " + by[k] + ")");
   }
   for (Compilation::Step& s : p->steps) {
-    const size_t k = s.fused_out;
-    if (k == SIZE_MAX || s.geometry->groups != 1 || is_out[k] || readers[k] == 0 || capable[k] != readers[k]) continue;
-    s.keep_blocked = true;
+    ConvGroupStep* group = s.as<ConvGroupStep>();
+    if (!group) continue;
+    const size_t k = group->out;
+    if (group->geometry.groups != 1 || is_out[k] || readers[k] == 0 || capable[k] != readers[k]) continue;
+    group->keep_blocked = true;
     c.note("block  " + label(nodes[k]) + " stays in the convolutions' blocked layout (read only by fused " +
                        by[k] + ")");
   }

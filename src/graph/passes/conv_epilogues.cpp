@@ -10,16 +10,16 @@ using nn::Layer;
 namespace {
 
 // What the fused convolution needs from the group's layers' attributes, read once here.
-std::shared_ptr<const FusedGeometry> fused_geometry(const nn::ConvAttributes& conv, const nn::BatchNormOptions* bn) {
-  auto g = std::make_shared<FusedGeometry>();
-  g->stride = conv.stride;
-  g->dilation = conv.dilation;
-  g->padding = conv.padding;
-  g->groups = conv.groups;
-  g->conv_bias = conv.bias;
+FusedGeometry fused_geometry(const nn::ConvAttributes& conv, const nn::BatchNormOptions* bn) {
+  FusedGeometry g;
+  g.stride = conv.stride;
+  g.dilation = conv.dilation;
+  g.padding = conv.padding;
+  g.groups = conv.groups;
+  g.conv_bias = conv.bias;
   if (bn) {
-    g->bn_affine = bn->affine;
-    g->bn_eps = bn->eps;
+    g.bn_affine = bn->affine;
+    g.bn_eps = bn->eps;
   }
   return g;
 }
@@ -46,7 +46,7 @@ void fuse_conv_epilogues(Compilation& c) {
     Compilation::Step& conv = p->steps[i];
     const Layer& cl = nodes[conv.node];
     const nn::ConvAttributes* conv_attrs = conv2d_of(cl);
-    if (conv.fused_away || !conv_attrs || conv.args.size() != 1 || cl.dtype() != DType::Float32 || c.pick(conv.node) != 0) continue;
+    if (!conv.is<LayerStep>() || !conv_attrs || conv.args.size() != 1 || cl.dtype() != DType::Float32 || c.pick(conv.node) != 0) continue;
     size_t end = conv.node, bn = SIZE_MAX, residual = SIZE_MAX;
     bool relu = false;
     std::vector<size_t> members;
@@ -76,12 +76,9 @@ void fuse_conv_epilogues(Compilation& c) {
       text += " + " + label(nodes[end]);
     }
     if (members.empty()) continue;
-    conv.fused_out = end;
-    conv.bn = bn;
-    conv.residual = residual;
-    conv.relu = relu;
-    conv.geometry = fused_geometry(*conv_attrs, bn == SIZE_MAX ? nullptr : batch_norm_of(nodes[bn]));
-    for (size_t m : members) p->steps[step_of[m]].fused_away = true;
+    conv.action = ConvGroupStep{.out = end, .bn = bn, .residual = residual, .relu = relu,
+                                .geometry = fused_geometry(*conv_attrs, bn == SIZE_MAX ? nullptr : batch_norm_of(nodes[bn]))};
+    for (size_t m : members) p->steps[step_of[m]].action = ConvMemberStep{};
     c.note("fuse   " + text + " (Eval mode: one convolution, batch norm folded, post-ops)");
   }
 }

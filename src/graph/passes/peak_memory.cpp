@@ -33,7 +33,7 @@ void measure_peak_memory(Compilation& c) {
   for (const Compilation::Step& s : p->steps) {
     // a Constant or a free Input hands out the tensor it holds: nothing new is allocated
     // (nor does a step done by its elementwise chain, which writes only the chain's output)
-    const bool holds = is_source(nodes[s.node]) || s.chained_away;
+    const bool holds = is_source(nodes[s.node]) || s.is<ChainedStep>();
     const int64_t out = holds ? 0 : bytes(s.node);
     int64_t during = out;
     if (const Graph* inner = nn::module_graph(nodes[s.node]); inner && known) {

@@ -25,7 +25,7 @@ void schedule_steps(Compilation& c) {
     s.node = k;
     for (size_t a : args[k]) s.args.push_back(alias[a]);
     for (size_t a : s.args) last[a] = p->steps.size();
-    p->has_multi = p->has_multi || nodes[k].impl()->n_outputs() > 1;
+    if (nodes[k].impl()->n_outputs() > 1) s.action = MultiOutputStep{}, p->has_multi = true;
     p->steps.push_back(std::move(s));
   }
   std::vector<bool> kept(n, false);

@@ -6,6 +6,7 @@
 #include <loom/core/dtype.h>
 #include <loom/core/error.h>
 #include <loom/core/memory.h>
+#include <loom/core/node.h>
 #include <loom/core/parallel.h>
 #include <loom/core/shape.h>
 #include <loom/core/tensor.h>
@@ -17,6 +18,7 @@
 #include <loom/nn/lambda.h>
 #include <loom/nn/layer.h>
 #include <loom/nn/linear.h>
+#include <loom/nn/merge.h>
 #include <loom/nn/mode.h>
 #include <loom/ops/elementwise.h>
 #include <loom/ops/losses.h>
@@ -30,6 +32,7 @@
 #include <loom/train/train_step.h>
 #include <loom/zoo/models.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -120,6 +123,59 @@ TEST(TrainStep, EqualsTheHandWrittenLoopBitForBit) {
     EXPECT_EQ(step.stats().steps, 4);
     EXPECT_GT(step.stats().arena_served, 0) << "steps 3 and 4 ran on the memory plan";
   }
+}
+
+// A training step whose graph holds an elementwise chain runs it as one pass with one recorded
+// node (docs/compile.md, elementwise chains): losses and parameters after 4 steps are bit for bit
+// those of the links run one by one (a plan compiled without the fusion, the loop by hand). The
+// chain's backward recomputes the values between links its rules read (relu's, sigmoid's and
+// tanh's outputs, t for the last product); c and b are each read by two links.
+TEST(TrainStep, AnElementwiseChainRunsFusedAndEqualsItsLinksBitForBit) {
+  auto build = [] {
+    manual_seed(7);
+    nn::Input x(12, Float32, "x");
+    nn::Linear a(x, 16, {}, "a"), b(x, 16, {}, "b"), c(x, 16, {}, "c");
+    nn::Multiply ab(a, b, "ab");
+    nn::Activation r(nn::Add(ab, c, "abc"), nn::relu, "r");
+    nn::Activation s(nn::Subtract(c, r, "d"), nn::sigmoid, "s");  // c read twice by the chain
+    nn::Activation t(s, nn::tanh, "t");
+    nn::Multiply tb(t, b, "tb");  // a product of a value between links: its backward recomputes it
+    nn::Linear y(tb, 4, {}, "y");
+    return Graph::build({y}, {x});
+  };
+  const Graph ga = build(), gb = build();
+  auto ce = [](const Tensor& p, const Tensor& l) { return cross_entropy(p, l); };
+  auto opt_a = std::make_shared<tr::Adam>(ga.parameters(), tr::AdamOptions{.lr = 1e-2});
+  auto opt_b = std::make_shared<tr::Adam>(gb.parameters(), tr::AdamOptions{.lr = 1e-2});
+  tr::TrainStep step(ga, ce, opt_a);
+  const std::string text = step.dump();
+  EXPECT_NE(text.find("fuse   Multiply 'ab' -> Add 'abc' -> Activation 'r' -> Subtract 'd' -> Activation 's' -> Activation 't' -> Multiply 'tb'"),
+            std::string::npos)
+      << text;
+  const Plan links = gb.compile(CompileOptions{.fuse_elementwise = false});
+  Generator data(8);
+  const Tensor xs = randn({10, 12}, Float32, default_device(), &data), ts = randint(0, 4, {10}, Int64, default_device(), &data);
+  for (int i = 0; i < 4; ++i) {
+    const tr::TrainStep::Result r = step({xs, ts});
+    nn::ModeScope train(nn::Mode::Train);
+    opt_b->zero_grad();
+    Tensor loss = ce(links(xs), ts);
+    loss.backward();
+    opt_b->step();
+    EXPECT_EQ(loss.item<float>(), r.loss.item<float>()) << "step " << i;
+  }
+  const std::vector<Tensor> pa = ga.parameters(), pb = gb.parameters();
+  ASSERT_EQ(pa.size(), 8u);
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(array_equal(pa[i], pb[i])) << "parameter " << i;
+  // the chain is one node of the step's graph: the head's input comes from it
+  nn::ModeScope train(nn::Mode::Train);
+  const Tensor h = step.plan().run({xs})[0];
+  ASSERT_TRUE(h.grad_fn());
+  auto is_chain = [](const std::shared_ptr<Node>& n) { return n && std::string(n->name()) == "elementwise_chain"; };
+  bool chain_node = false;  // the head's input, or the input of its product when the bias is added apart
+  for (const auto& n : h.grad_fn()->next)
+    chain_node = chain_node || is_chain(n) || (n && std::any_of(n->next.begin(), n->next.end(), is_chain));
+  EXPECT_TRUE(chain_node);
 }
 
 // At one thread: with several, two threads that need a block of the same size at the same

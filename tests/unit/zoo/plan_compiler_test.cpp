@@ -2,12 +2,14 @@
 // pass firing (visible in dump()) without changing results, the argument-free call reading Input
 // values, shape specialization and its errors, peak bytes against memory_stats.
 #include <gtest/gtest.h>
+#include <loom/autograd/autograd.h>
 
 #include <loom/core/dim_vector.h>
 #include <loom/core/dtype.h>
 #include <loom/core/error.h>
 #include <loom/core/grad_mode.h>
 #include <loom/core/memory.h>
+#include <loom/core/node.h>
 #include <loom/core/parallel.h>
 #include <loom/core/scalar.h>
 #include <loom/core/shape.h>
@@ -752,9 +754,9 @@ TEST(PlanCompiler, ConvEpilogueNeedsSoleReaders) {
   EXPECT_TRUE(has(dump3, "fuse   Conv2D 'c' + BatchNorm 'bn' (Eval")) << dump3;
 }
 
-// Elementwise chains run as one pass when no gradient is needed: bit for bit the ops one by one
-// (the same vector kernels), with gradients and for operands the pass cannot take (broadcast,
-// strided) the ops run one by one; the dump names each chain.
+// Elementwise chains run as one pass, bit for bit the ops one by one (the same vector kernels),
+// with gradients too (one recorded node, its gradients bit for bit the links'); for operands the
+// pass cannot take (broadcast, strided) the ops run one by one; the dump names each chain.
 TEST(PlanCompiler, ElementwiseChainsRunAsOnePass) {
   nn::Input a(Shape{-1, 300}, Float32, "a"), b(Shape{-1, 300}, Float32, "b"), c(Shape{-1, 300}, Float32, "c");
   nn::Multiply ab(a, b, "ab");
@@ -795,14 +797,34 @@ TEST(PlanCompiler, ElementwiseChainsRunAsOnePass) {
     const Tensor want_t = sigmoid(z - relu(strided * y + z));
     EXPECT_TRUE(array_equal(fused(strided, y, z), want_t * want_t));
   }
-  // with gradients: the ops one by one, so autograd sees them; gradients equal the plain plan's
+  // with gradients: the same one pass, recorded as one node whose backward applies the links'
+  // rules (their intermediates are recomputed, never stored): the values and every input's
+  // gradient bit for bit the plain plan's, link by link; an input that needs none gets none
   const Tensor xg = x.copy().requires_grad_(), xp = x.copy().requires_grad_();
-  Tensor out = fused(xg, y, z);
+  const Tensor zg = z.copy().requires_grad_(), zp = z.copy().requires_grad_();
+  const int64_t before = memory_stats().allocations;
+  Tensor out = fused(xg, y, zg);
+  EXPECT_EQ(memory_stats().allocations - before, 2) << "the chain's output and sq's, as without gradients";
+  ASSERT_TRUE(out.grad_fn());
+  ASSERT_TRUE(out.grad_fn()->next.at(0));
+  EXPECT_EQ(std::string(out.grad_fn()->next[0]->name()), "elementwise_chain");  // sq's input: the chain, one node
   EXPECT_TRUE(array_equal(out, expected));
   sum(out).backward();
-  sum(plain(xp, y, z)).backward();
+  sum(plain(xp, y, zp)).backward();
   ASSERT_TRUE(xg.grad().defined());
   EXPECT_TRUE(array_equal(xg.grad(), xp.grad()));
+  EXPECT_TRUE(array_equal(zg.grad(), zp.grad()));  // z is read twice in the chain: its two contributions summed
+  // each input's gradient through the chain alone, against the links one by one (y's too)
+  const Tensor yg = y.copy().requires_grad_(), yp = y.copy().requires_grad_();
+  const Tensor seed = normal({7, 300});
+  const std::vector<Tensor> gf = grad(fused.run({x, yg, z})[0], {yg}, seed);
+  const std::vector<Tensor> gp = grad(plain.run({x, yp, z})[0], {yp}, seed);
+  EXPECT_TRUE(array_equal(gf[0], gp[0]));
+  // a strided operand with gradients: the node reads it link by link, the same gradient
+  const Tensor strided = normal({300, 7}).T().requires_grad_(), strided_p = strided.detach().requires_grad_();
+  sum(fused(strided, y, z)).backward();
+  sum(plain(strided_p, y, z)).backward();
+  EXPECT_TRUE(array_equal(strided.grad(), strided_p.grad()));
 }
 
 // A link that is a graph output, or read by two layers, ends the chain; a lone op is no chain.
