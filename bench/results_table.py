@@ -29,10 +29,11 @@ measurement of one benchmark row on one machine, ISA level and thread count:
   source     "measured" (written by the benchmark) or where a transcribed figure comes from
   units      of loom's and the peers' values ("ms", "GFLOP/s", "B")
   loom       Loom's figure: a number, [low, high] (the rounds' range), or a string ("not recorded")
-  peers      [{name, value, ratio, goal, goal_op, units, label, suffix, ratio_note, ratio_text}]:
-             each peer's figure, the ratio (peer time / Loom time unless ratio_note says
-             otherwise), the goal it is held to (goal_op ">=" by default, or "<="; a ratio cell
-             is bold when every ratio in it meets it)
+  peers      [{name, value, ratio, goal, goal_op, units, label, suffix, ratio_note, ratio_text,
+             ratio_unit}]: each peer's figure, the ratio (peer time / Loom time unless ratio_note
+             says otherwise), the goal it is held to (goal_op ">=" by default, or "<="; a ratio
+             cell is bold when every ratio in it meets it), the ratio's unit when it is not the
+             record's ratio_unit (" %" for a share of a bound)
   values     {column: figure} for tables without peers (the main job)
   text       the figures as text, for the rows that list several (distributed, CI, store)
   load, load_in_label, context, date_text, label, loom_suffix, ratio_unit, goal_text:
@@ -105,6 +106,18 @@ TABLES = {
         "header": ["item", "machine, ISA, date", "figures"],
         "align": "---",
         "cells": ["row", "label", "text"],
+        "threads_in_label": False, "repeat_row": False},
+    "decode": {
+        "header": ["model, weights", "machine, ISA, date", "Loom, 1 / 2 threads", "bound, 1 / 2 threads",
+                   "of the bound", "llama.cpp, 1 / 2 threads", "ratio", "transformers, 1 / 2 threads", "ratio"],
+        "align": "---:|---:|---:|---:|---:|---:|---:",
+        "cells": ["row", "label", "loom", "peer:0", "ratio:0", "peer:1", "ratio:1", "peer:2", "ratio:2"],
+        "threads_in_label": False, "repeat_row": False},
+    "prefill": {
+        "header": ["prompt", "machine, ISA, date", "Loom, 1 / 2 threads", "llama.cpp F32, 1 / 2 threads", "ratio",
+                   "transformers, 1 / 2 threads", "ratio"],
+        "align": "---:|---:|---:|---:|---:",
+        "cells": ["row", "label", "loom", "peer:0", "ratio:0", "peer:1", "ratio:1"],
         "threads_in_label": False, "repeat_row": False},
     "ci_store": {
         "header": ["item", "machine, ISA, date", "figures"],
@@ -227,9 +240,9 @@ def ratio_cell(group: list[dict], i: int) -> str:
     ratios = [r["peers"][i].get("ratio") if i < len(r.get("peers", [])) else None for r in group]
     if all(x is None for x in ratios):
         return "—"
-    unit = first.get("ratio_unit", "")
-    text = " / ".join("—" if x is None else fig(x) + unit for x in ratios)
     p = peers[i]
+    unit = p.get("ratio_unit", first.get("ratio_unit", ""))
+    text = " / ".join("—" if x is None else fig(x) + unit for x in ratios)
     if p.get("goal") is not None and all(x is not None and meets(x, p["goal"], p.get("goal_op", ">=")) for x in ratios):
         text = f"**{text}**"
     return text + (f" {p['ratio_note']}" if p.get("ratio_note") else "")

@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
 #include "core/json_util.h"
+#include "io/hf_int8.h"
 #include "loom/core/file.h"
 #include "loom/io/model.h"
 #include "loom/io/safetensors.h"
@@ -198,9 +200,37 @@ void check_shard_name(const std::string& dir, const std::string& name) {
                   "', which is not a file inside the folder (valid: a relative path without '..')");
 }
 
+// config.json's quantization_config: absent for float weights, else Loom's int8 (hf_int8.h) and
+// its group (0: one scale per output).
+struct Quantization {
+  bool int8 = false;
+  int64_t group = 0;
+};
+
+Quantization read_quantization(const ConfigReader& r) {
+  if (!r.has("quantization_config")) return {};
+  const json& q = r.j.at("quantization_config");
+  const std::string valid = std::string(" (valid: {\"quant_method\": \"") + int8_files::kInt8QuantMethod +
+                            "\", \"bits\": 8, \"group_size\": 0 or more}, as save_hf_checkpoint writes it with int8)";
+  if (!q.is_object()) fail(r.dir, "config.json's quantization_config is " + q.dump() + valid);
+  if (!q.contains("quant_method") || q.at("quant_method") != int8_files::kInt8QuantMethod)
+    fail(r.dir, "config.json's quantization_config has quant_method " + (q.contains("quant_method") ? q.at("quant_method").dump() : "absent") +
+                valid);
+  if (!q.contains("bits") || detail::json_to_int(q.at("bits"), 8, 8) != 8)
+    fail(r.dir, "config.json's quantization_config has bits " + (q.contains("bits") ? q.at("bits").dump() : "absent") + valid);
+  const std::optional<int64_t> g = q.contains("group_size") ? detail::json_to_int(q.at("group_size"), 0, kMaxInner) : std::nullopt;
+  if (!g) fail(r.dir, "config.json's quantization_config has group_size " + (q.contains("group_size") ? q.at("group_size").dump() : "absent") + valid);
+  if (q.contains("symmetric") && q.at("symmetric") != true)
+    fail(r.dir, "config.json's quantization_config has symmetric " + q.at("symmetric").dump() + valid);
+  return {true, *g};
+}
+
 // The folder's weights by key: model.safetensors, or the shards the index names (each key in
-// the shard the index says, no shard holding keys the index does not list), converted to float32.
-TensorMap read_weights(const std::string& dir, int64_t parameters) {
+// the shard the index says, no shard holding keys the index does not list), converted to float32
+// but for int8 ones (kept as their bytes, their keys in *int8) and their scales (kept as they are,
+// for take_int8_weights to check). The files must hold `min_bytes` per parameter (2: bfloat16;
+// 1: int8).
+TensorMap read_weights(const std::string& dir, int64_t parameters, uint64_t min_bytes, std::set<std::string>& int8) {
   const fs::path folder(dir);
   std::vector<std::string> files;
   std::map<std::string, std::string> shard_of;  // key -> shard, from the index
@@ -230,14 +260,15 @@ TensorMap read_weights(const std::string& dir, int64_t parameters) {
     const std::string path = (folder / f).string();
     bytes += RegularFile(path, "load_hf_checkpoint").size();
   }
-  if (bytes / 2 < static_cast<uint64_t>(parameters))
+  if (bytes / min_bytes < static_cast<uint64_t>(parameters))
     fail(dir, "config.json implies " + std::to_string(parameters) + " parameters but the weight files hold " + std::to_string(bytes) +
-                  " bytes (at least 2 per parameter are needed)");
+                  " bytes (at least " + std::to_string(min_bytes) + " per parameter are needed)");
 
   TensorMap out;
   std::vector<std::string> misplaced;
   for (const std::string& f : files) {
-    for (auto& [key, t] : load_safetensors((folder / f).string())) {
+    std::set<std::string> int8_here;
+    for (auto& [key, t] : load_safetensors((folder / f).string(), nullptr, &int8_here)) {
       if (!shard_of.empty()) {
         auto it = shard_of.find(key);
         if (it == shard_of.end() || it->second != f) {
@@ -245,9 +276,11 @@ TensorMap read_weights(const std::string& dir, int64_t parameters) {
           continue;
         }
       }
-      if (t.dtype() != Float32 && t.dtype() != BFloat16 && t.dtype() != Float16)
+      const bool raw = int8_here.count(key) || key.ends_with(int8_files::kScaleSuffix);
+      if (int8_here.count(key)) int8.insert(key);
+      else if (t.dtype() != Float32 && t.dtype() != BFloat16 && t.dtype() != Float16)
         fail(dir, "'" + key + "' in " + f + " has dtype " + dtype_name(t.dtype()) + " (valid: float32, bfloat16, float16)");
-      if (!out.emplace(key, t.dtype() == Float32 ? t : t.astype(Float32)).second) fail(dir, "'" + key + "' is in two shards");
+      if (!out.emplace(key, raw || t.dtype() == Float32 ? t : t.astype(Float32)).second) fail(dir, "'" + key + "' is in two shards");
     }
   }
   for (const auto& [key, shard] : shard_of)
@@ -375,52 +408,62 @@ TorchMap hf_torch_map(const zoo::Network& network) {
   throw ValueError("hf_torch_map: the network '" + network.name + "' was not built by zoo::gpt or zoo::llama (it has no such config)");
 }
 
+namespace {
+
+// The network of `config` with the folder's weights: int8 ones kept as such (net.int8) and their
+// dequantized copies in the graph.
+template <class Config>
+zoo::Network load_network(const std::string& dir, const ConfigReader& r, const Config& c, const char* prefix) {
+  const Quantization q = read_quantization(r);
+  std::set<std::string> int8;
+  TensorMap state = read_weights(dir, parameter_count(c), q.int8 ? 1 : 2, int8);
+  zoo::Network net;
+  if constexpr (std::is_same_v<Config, zoo::GptConfig>) net = zoo::gpt(c);
+  else net = zoo::llama(c);
+  state = with_prefix(std::move(state), prefix);
+  std::set<std::string> int8_keys;  // as with_prefix named them
+  for (const std::string& k : int8) int8_keys.insert(state.count(k) || k == "lm_head.weight" ? k : prefix + k);
+  int8_files::take_int8_weights(dir, net, q.int8, q.group, state, int8_keys);
+  try {
+    load_torch_state(net.graph, state, hf_torch_map(net), "'" + dir + "'");
+  } catch (const ValueError& e) {
+    throw HfCheckpointError(e.what());
+  }
+  return net;
+}
+
+}  // namespace
+
 zoo::Network load_hf_checkpoint(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw IOError("load_hf_checkpoint: '" + dir + "' is not a folder");
   const json j = read_json(dir, "config.json", kMaxConfigBytes);
   const ConfigReader r{dir, j};
   const std::string type = r.text("model_type", "");
-  zoo::Network net;
-  if (type == "gpt2") {
-    const zoo::GptConfig c = read_gpt(r);
-    TensorMap state = read_weights(dir, parameter_count(c));
-    net = zoo::gpt(c);
-    state = with_prefix(std::move(state), "transformer.");
-    try {
-      load_torch_state(net.graph, state, hf_torch_map(net), "'" + dir + "'");
-    } catch (const ValueError& e) {
-      throw HfCheckpointError(e.what());
-    }
-    return net;
-  }
-  if (type == "llama") {
-    const zoo::LlamaConfig c = read_llama(r);
-    TensorMap state = read_weights(dir, parameter_count(c));
-    net = zoo::llama(c);
-    state = with_prefix(std::move(state), "model.");
-    try {
-      load_torch_state(net.graph, state, hf_torch_map(net), "'" + dir + "'");
-    } catch (const ValueError& e) {
-      throw HfCheckpointError(e.what());
-    }
-    return net;
-  }
+  if (type == "gpt2") return load_network(dir, r, read_gpt(r), "transformer.");
+  if (type == "llama") return load_network(dir, r, read_llama(r), "model.");
   fail(dir, "config.json's model_type is " + (j.contains("model_type") ? j.at("model_type").dump() : std::string("absent")) +
                 " (valid: gpt2, llama)");
 }
 
-void save_hf_checkpoint(const zoo::Network& network, const std::string& dir) {
+void save_hf_checkpoint(const zoo::Network& network, const std::string& dir, const HfSaveOptions& options) {
   json config;
   if (const auto* c = std::get_if<zoo::GptConfig>(&network.config)) config = gpt_json(*c);
   else if (const auto* c = std::get_if<zoo::LlamaConfig>(&network.config)) config = llama_json(*c);
   else throw ValueError("save_hf_checkpoint: the network '" + network.name + "' was not built by zoo::gpt or zoo::llama (it has no such config)");
-  const TensorMap state = torch_state_from_graph(network.graph, hf_torch_map(network));
+  if (options.int8_group < 0)
+    throw ValueError("save_hf_checkpoint: int8_group " + std::to_string(options.int8_group) + " (valid: 0 for one scale per output, or >= 1)");
+  TensorMap state = torch_state_from_graph(network.graph, hf_torch_map(network));
+  std::set<std::string> int8;
+  if (options.int8) {
+    const int64_t group = int8_files::put_int8_weights(network, options.int8_group, state, int8);
+    config["quantization_config"] = {{"quant_method", int8_files::kInt8QuantMethod}, {"bits", 8}, {"group_size", group}, {"symmetric", true}};
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IOError("save_hf_checkpoint: cannot make the folder '" + dir + "': " + ec.message());
   // transformers refuses safetensors files whose metadata lacks format "pt"
-  save_safetensors((fs::path(dir) / "model.safetensors").string(), state, {{"format", "pt"}});
+  save_safetensors((fs::path(dir) / "model.safetensors").string(), state, {{"format", "pt"}}, int8);
   write_file_atomic((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
 }
 

@@ -66,6 +66,7 @@ struct Entry {
   DType dtype;
   Shape shape;
   uint64_t begin, end;
+  bool int8 = false;  // I8 in the file, read as the UInt8 tensor of its bytes
 };
 
 struct Header {
@@ -144,7 +145,7 @@ void read_metadata(const Source& src, const json& info, Metadata& metadata) {
 
 // One tensor's description: exactly dtype (one Loom reads), shape (whose byte size fits 64
 // bits) and data_offsets, a range of the data buffer (`buffer` bytes) as long as the shape needs.
-Entry read_entry(const Source& src, const std::string& name, const json& info, uint64_t buffer) {
+Entry read_entry(const Source& src, const std::string& name, const json& info, uint64_t buffer, bool int8_ok) {
   const std::string where = "tensor '" + name + "'";
   if (!info.is_object()) bad(src, where + " is not described by an object");
   for (const auto& [k, v] : info.items())
@@ -158,9 +159,12 @@ Entry read_entry(const Source& src, const std::string& name, const json& info, u
   for (const auto& d : kDTypes)
     if (dname == d.name) found = &d;
   if (!found) bad(src, where + " has the unknown dtype '" + dname + "'");
-  if (!found->dtype)
+  // int8 (weight-only quantized checkpoints) only for a reader that asked: Loom has no int8
+  // dtype, so the values come as the UInt8 tensor of their bytes and the caller is told which
+  const bool int8 = int8_ok && dname == "I8";
+  if (!found->dtype && !int8)
     bad(src, where + " has the dtype '" + dname + "', which Loom does not support (supported: BOOL U8 I32 I64 F16 BF16 F32 F64)");
-  Entry e{name, *found->dtype, {}, 0, 0};
+  Entry e{name, int8 ? UInt8 : *found->dtype, {}, 0, 0, int8};
   const json& js = info["shape"];
   if (!js.is_array()) bad(src, where + ": 'shape' is not an array");
   uint64_t count = 1;
@@ -211,7 +215,7 @@ void check_tiling(const Source& src, std::vector<Entry>& entries, uint64_t buffe
                  " bytes)");
 }
 
-Header read_header(const Source& src) {
+Header read_header(const Source& src, bool int8_ok = false) {
   const std::string text = read_header_text(src);
   const json j = parse_strict(src, text);
   if (!j.is_object()) bad(src, "the header is not a JSON object");
@@ -220,14 +224,15 @@ Header read_header(const Source& src) {
   const uint64_t buffer = src.size - h.data_start;
   for (const auto& [name, info] : j.items()) {
     if (name == "__metadata__") read_metadata(src, info, h.metadata);
-    else h.entries.push_back(read_entry(src, name, info, buffer));
+    else h.entries.push_back(read_entry(src, name, info, buffer, int8_ok));
   }
   check_tiling(src, h.entries, buffer);
   return h;
 }
 
-TensorMap read_all(const Source& src, Metadata* metadata) {
-  Header h = read_header(src);
+TensorMap read_all(const Source& src, Metadata* metadata, std::set<std::string>* int8) {
+  Header h = read_header(src, int8 != nullptr);
+  if (int8) int8->clear();
   TensorMap out;
   for (const Entry& e : h.entries) {
     Tensor t = empty(e.shape, e.dtype, Device::cpu());
@@ -243,6 +248,7 @@ TensorMap read_all(const Source& src, Metadata* metadata) {
                          " at element " + u64s(i) + " (a bool must be 0 or 1)");
     }
     out.emplace(e.name, std::move(t));
+    if (e.int8) int8->insert(e.name);
   }
   if (metadata) *metadata = std::move(h.metadata);
   return out;
@@ -298,7 +304,15 @@ std::optional<DType> dtype_from_safetensors(const std::string& name) {
   return std::nullopt;
 }
 
-std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata) {
+std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata, const std::set<std::string>& int8) {
+  for (const std::string& name : int8) {
+    const auto it = tensors.find(name);
+    if (it == tensors.end() || !it->second.defined() || it->second.dtype() != UInt8)
+      throw ValueError("save_safetensors: '" + name + "' is to be written as I8 but is " +
+                       (it == tensors.end() ? std::string("not among the tensors") : !it->second.defined() ? std::string("undefined")
+                                                                                      : std::string("of dtype ") + dtype_name(it->second.dtype())) +
+                       " (valid: a UInt8 tensor of int8 bytes)");
+  }
   json header = json::object();
   std::vector<Tensor> data;
   uint64_t offset = 0;
@@ -307,7 +321,8 @@ std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadat
     if (!t.defined()) throw ValueError("save_safetensors: tensor '" + name + "' is undefined");
     Tensor c = t.detach().to(Device::cpu()).contiguous();
     const uint64_t n = c.nbytes();
-    header[name] = {{"dtype", safetensors_dtype_name(c.dtype())}, {"shape", c.shape()}, {"data_offsets", {offset, offset + n}}};
+    const char* dtype = int8.count(name) ? "I8" : safetensors_dtype_name(c.dtype());
+    header[name] = {{"dtype", dtype}, {"shape", c.shape()}, {"data_offsets", {offset, offset + n}}};
     offset += n;
     data.push_back(std::move(c));
   }
@@ -337,17 +352,17 @@ std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadat
   return out;
 }
 
-void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata) {
-  write_file_atomic(path, encode_safetensors(tensors, metadata));
+void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata, const std::set<std::string>& int8) {
+  write_file_atomic(path, encode_safetensors(tensors, metadata, int8));
 }
 
-TensorMap decode_safetensors(const std::string& bytes, Metadata* metadata, const std::string& source) {
-  return read_all(memory_source(bytes, source), metadata);
+TensorMap decode_safetensors(const std::string& bytes, Metadata* metadata, const std::string& source, std::set<std::string>* int8) {
+  return read_all(memory_source(bytes, source), metadata, int8);
 }
 
-TensorMap load_safetensors(const std::string& path, Metadata* metadata) {
+TensorMap load_safetensors(const std::string& path, Metadata* metadata, std::set<std::string>* int8) {
   RegularFile f(path, "load_safetensors");
-  return read_all(file_source(path, f), metadata);
+  return read_all(file_source(path, f), metadata, int8);
 }
 
 Metadata load_safetensors_metadata(const std::string& path) {

@@ -154,10 +154,29 @@ const nn::Layer& layer_of(const zoo::Network& net, const std::string& name) {
   }
 }
 
-// A Projection of the state's tensors `weights` and `bias` (bias optional), quantized when asked.
-Projection projection(const nn::State& s, const char* weights, const char* bias, const DecoderOptions& o) {
+// The int8 form of the (K, N) matrix `w`, the parameter `key` of the network: the network's own
+// when it has int8 forms (an int8 checkpoint's, used as they are, never quantized again), else
+// quantized here, per output (group 0) or per group of inputs.
+QuantizedMatrix int8_form(const zoo::Network& net, const std::string& key, const Tensor& w, int64_t group) {
+  if (net.int8.empty()) return quantize_int8(w, std::min(group, w.dim(0)));
+  const auto it = net.int8.find(key);
+  if (it == net.int8.end())
+    throw ValueError("CachedDecoder: the network has int8 weights but none for '" + key + "' (an int8 checkpoint has every linear map's)");
+  const QuantizedMatrix& q = it->second;
+  if (q.in_features() != w.dim(0) || q.out_features() != w.dim(1))
+    throw ValueError("CachedDecoder: the network's int8 '" + key + "' is " + std::to_string(q.in_features()) + " x " +
+                     std::to_string(q.out_features()) + " but its weights are " + shape_str(w.shape()) + " (valid: the same sizes)");
+  if (group != 0 && std::min(group, w.dim(0)) != q.group)
+    throw ValueError("CachedDecoder: int8_group " + std::to_string(group) + ", but the network's int8 weights ('" + key + "') are per group of " +
+                     std::to_string(q.group) + " inputs (valid: 0, or " + std::to_string(q.group) + ")");
+  return q;
+}
+
+// A Projection of the layer's tensors `weights` and `bias` (bias optional), int8 when asked.
+Projection projection(const zoo::Network& net, const nn::Layer& layer, const char* weights, const char* bias, const DecoderOptions& o) {
+  const nn::State& s = layer.state();
   Projection p{s.param(weights), s.has_param(bias) ? s.param(bias) : Tensor(), std::nullopt};
-  if (o.int8_weights) p.int8 = quantize_int8(p.weights, std::min(o.int8_group, p.weights.dim(0)));
+  if (o.int8_weights) p.int8 = int8_form(net, layer.name() + "/" + weights, p.weights, o.int8_group);
   return p;
 }
 
@@ -173,34 +192,37 @@ Block block_of(const zoo::Network& net, const std::string& prefix, Mlp mlp, cons
   const nn::Layer& attention = layer_of(net, prefix + (gpt ? ".attn" : ".self_attn"));
   const auto* a = nn::attributes_of<nn::AttentionAttributes>(attention);
   if (!a) throw ValueError("CachedDecoder: layer '" + attention.name() + "' is not a MultiHeadAttention");
-  const nn::State& s = attention.state();
-  b.q = projection(s, "q_weight", "q_bias", o);
-  b.k = projection(s, "k_weight", "k_bias", o);
-  b.v = projection(s, "v_weight", "v_bias", o);
-  b.out = projection(s, "out_weight", "out_bias", o);
+  b.q = projection(net, attention, "q_weight", "q_bias", o);
+  b.k = projection(net, attention, "k_weight", "k_bias", o);
+  b.v = projection(net, attention, "v_weight", "v_bias", o);
+  b.out = projection(net, attention, "out_weight", "out_bias", o);
   b.heads = a->n_heads;
   b.kv_heads = a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads;
   b.head_size = b.q.weights.shape()[1] / b.heads;
   b.rotary = a->rotary_options();
   if (gpt) {
     b.activation = layer_of(net, prefix + ".mlp.act");
-    b.mlp_in = projection(layer_of(net, prefix + ".mlp.c_fc").state(), "weights", "bias", o);
-    b.mlp_out = projection(layer_of(net, prefix + ".mlp.c_proj").state(), "weights", "bias", o);
+    b.mlp_in = projection(net, layer_of(net, prefix + ".mlp.c_fc"), "weights", "bias", o);
+    b.mlp_out = projection(net, layer_of(net, prefix + ".mlp.c_proj"), "weights", "bias", o);
   } else {
-    const nn::State& m = layer_of(net, prefix + ".mlp").state();
-    b.mlp_gate = projection(m, "gate", "", o);
-    b.mlp_in = projection(m, "up", "", o);
-    b.mlp_out = projection(m, "down", "", o);
+    const nn::Layer& m = layer_of(net, prefix + ".mlp");
+    b.mlp_gate = projection(net, m, "gate", "", o);
+    b.mlp_in = projection(net, m, "up", "", o);
+    b.mlp_out = projection(net, m, "down", "", o);
   }
   return b;
 }
 
 }  // namespace
 
-CachedDecoder::CachedDecoder(zoo::Network network, const DecoderOptions& options) : impl_(std::make_shared<Impl>()) {
+CachedDecoder::CachedDecoder(zoo::Network network, const DecoderOptions& asked) : impl_(std::make_shared<Impl>()) {
   Impl& d = *impl_;
   d.network = std::move(network);
   const zoo::Network& net = d.network;
+  // a network with int8 forms (an int8 checkpoint) decodes with them: its float weights are only
+  // their dequantized copies
+  DecoderOptions options = asked;
+  options.int8_weights = options.int8_weights || !net.int8.empty();
   if (options.int8_group < 0)
     throw ValueError("CachedDecoder: int8_group " + std::to_string(options.int8_group) + " (valid: 0 for one scale per output, or >= 1)");
   int64_t limit = 0;
@@ -223,9 +245,9 @@ CachedDecoder::CachedDecoder(zoo::Network network, const DecoderOptions& options
   const nn::Layer& head = layer_of(net, "lm_head");
   const auto* h = nn::attributes_of<nn::LinearAttributes>(head);
   if (!h) throw ValueError("CachedDecoder: layer 'lm_head' is not a Linear");
-  d.head = projection(head.state(), "weights", "bias", {});
+  d.head = projection(net, head, "weights", "bias", {});
   if (h->transpose_weights) d.head.weights = d.head.weights.transpose();
-  if (options.int8_weights) d.head.int8 = quantize_int8(d.head.weights, std::min(options.int8_group, d.head.weights.dim(0)));
+  if (options.int8_weights) d.head.int8 = int8_form(net, "lm_head/weights", d.head.weights, options.int8_group);
   const int64_t max_length = options.max_length, slots = options.slots;
   if (max_length < 0) throw ValueError("CachedDecoder: max_length " + std::to_string(max_length) + " (valid: >= 1, or 0 for the model's)");
   if (slots < 1) throw ValueError("CachedDecoder: slots " + std::to_string(slots) + " (valid: >= 1)");

@@ -33,14 +33,29 @@ class LOOM_API HfCheckpointError : public ValueError {
 // for a network without a gpt or llama config.
 LOOM_API TorchMap hf_torch_map(const zoo::Network& network);
 
-// The network config.json describes, with the folder's weights loaded (float32).
-// HfCheckpointError as above; IOError for a file that cannot be read or is not valid
+// The network config.json describes, with the folder's weights loaded (float32). An int8 folder
+// (config.json's quantization_config, below) loads its int8 values and scales as they are into
+// the network's `int8` (no quantizing again), and their dequantized copies into the graph.
+// HfCheckpointError as above, and for an int8 folder whose weights or scales are missing, of the
+// wrong dtype or shape, or out of range; IOError for a file that cannot be read or is not valid
 // safetensors.
 LOOM_API zoo::Network load_hf_checkpoint(const std::string& dir);
 
+struct LOOM_API HfSaveOptions {
+  // Weight-only int8 (docs/text.md, "int8 checkpoints"): every linear map of the blocks and the
+  // head as I8 values "<key>" (outputs, inputs) with F32 scales "<key>_scale" (outputs, groups),
+  // and config.json's quantization_config {"quant_method": "loom_int8", "bits": 8, "group_size":
+  // g, "symmetric": true}. The network's own int8 forms are written as they are when it has them
+  // (zoo::Network::int8), else its float weights are quantized as quantize_int8 does, per output
+  // (int8_group 0) or per group of int8_group inputs. transformers cannot read such a folder.
+  bool int8 = false;
+  int64_t int8_group = 0;
+};
+
 // Writes `network` (zoo::gpt or zoo::llama) as transformers reads it with from_pretrained:
 // dir/config.json and dir/model.safetensors (float32, metadata format "pt"), the folder made if
-// needed. ValueError for a network without a gpt or llama config; IOError when writing fails.
-LOOM_API void save_hf_checkpoint(const zoo::Network& network, const std::string& dir);
+// needed; int8 with options.int8. ValueError for a network without a gpt or llama config, or a
+// negative int8_group (or one other than the network's own int8 forms'); IOError when writing fails.
+LOOM_API void save_hf_checkpoint(const zoo::Network& network, const std::string& dir, const HfSaveOptions& options = {});
 
 }  // namespace loom::io

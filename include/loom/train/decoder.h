@@ -21,7 +21,9 @@ struct LOOM_API DecoderOptions {
   // Weight-only int8 (ops/quantized.h): every linear map of the blocks and the head is quantized
   // once, here, symmetric per output (int8_group 0) or per group of int8_group inputs, and read as
   // int8 at every token (a copy: training the network afterwards is not seen). Embeddings and
-  // norms stay float.
+  // norms stay float. A network that carries int8 forms (zoo::Network::int8, from an int8
+  // checkpoint) is decoded with them, as they are, whatever int8_weights says; int8_group must
+  // then be 0 or their group (ValueError otherwise).
   bool int8_weights = false;
   int64_t int8_group = 0;
 };

@@ -9,6 +9,7 @@
 //
 // Image models take channels-first float inputs (batch, channels, height, width) with dynamic
 // height and width unless stated; the output is the logits (no softmax).
+#include <map>
 #include <memory>
 #include <string>
 #include <variant>
@@ -17,6 +18,7 @@
 #include "loom/core/api.h"
 #include "loom/graph/graph.h"
 #include "loom/nn/layers.h"
+#include "loom/ops/quantized.h"
 #include "loom/ops/rotary.h"
 
 namespace loom::zoo {
@@ -66,6 +68,13 @@ struct LOOM_API Network {
   // The configuration a language model was built from (gpt, llama; io::save_hf_checkpoint writes
   // it as config.json); monostate for the other models.
   std::variant<std::monostate, GptConfig, LlamaConfig> config;
+  // Weight-only int8 forms of a language model's linear maps, as an int8 checkpoint holds them
+  // (io::load_hf_checkpoint; docs/text.md, "int8 checkpoints"), by the parameter each stands for,
+  // "<layer>/<parameter>" in Loom's (in, out) layout ("transformer.h.0.attn/q_weight",
+  // "lm_head/weights" for the head, tied or not). The graph's float weights are then their
+  // dequantized copies; train::CachedDecoder reads these instead, and io::save_hf_checkpoint
+  // writes them back as they are. Empty for a float model. Not updated by training.
+  std::map<std::string, QuantizedMatrix> int8;
 
   // The i-th Input layer (to set_value it before output()).
   nn::Input input(size_t i = 0) const { return nn::Input(inputs.at(i).impl()); }

@@ -2,7 +2,8 @@
 // them: round trips, the split rule of GPT-2's c_attn, 16-bit weights, shards, and the strict
 // refusals of a hostile or broken folder (unknown model types, settings Loom does not model,
 // sizes out of range, weights too small for the config, shard names outside the folder, missing,
-// unexpected and misshapen keys). Against transformers itself: the ctest hf_checkpoints_python.
+// unexpected and misshapen keys); int8 folders, bit for bit, and their refusals. Against
+// transformers itself: the ctest hf_checkpoints_python.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/core/file.h>
@@ -15,6 +16,7 @@
 #include <loom/ops/creation.h>
 #include <loom/ops/elementwise.h>
 #include <loom/ops/manipulation.h>
+#include <loom/ops/quantized.h>
 #include <loom/ops/random.h>
 #include <loom/zoo/models.h>
 
@@ -22,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "unit/common/core_test_util.h"
@@ -322,4 +325,131 @@ TEST(HfCheckpoint, FoldersWithoutSafetensorsAreNamed) {
                      "save_pretrained(safe_serialization=True))"),
             std::string::npos)
       << msg;
+}
+
+namespace {
+
+// The tensors of a saved folder's model.safetensors, with the names of its I8 ones.
+io::TensorMap read_model(const std::string& dir, std::set<std::string>& int8) {
+  return io::load_safetensors(dir + "/model.safetensors", nullptr, &int8);
+}
+void write_model(const std::string& dir, const io::TensorMap& tensors, const std::set<std::string>& int8) {
+  io::save_safetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}}, int8);
+}
+
+// Whether the head reads the token table (vocab 40, width 32: (40, 32) rather than (32, 40)).
+bool tied(const zoo::Network& net) { return net.graph.layer("lm_head").state().param("weights").dim(0) == 40; }
+
+// The (in, out) matrix of a parameter "<layer>/<name>" ("lm_head/weights": the head's, the token
+// table transposed when tied).
+Tensor matrix(const zoo::Network& net, const std::string& key) {
+  const size_t slash = key.rfind('/');
+  Tensor w = net.graph.layer(key.substr(0, slash)).state().param(key.substr(slash + 1));
+  return key == "lm_head/weights" && tied(net) ? w.transpose() : w;
+}
+
+}  // namespace
+
+// An int8 folder holds each linear map's int8 values (I8, outputs by inputs) and F32 scales, and
+// loads them back bit for bit, without quantizing again; saving what was loaded writes the same
+// bytes.
+TEST(HfCheckpoint, Int8WeightsRoundTripBitForBit) {
+  TempDir tmp;
+  for (const int64_t group : {int64_t{0}, int64_t{16}}) {
+    manual_seed(21);
+    for (const zoo::Network& net : {zoo::gpt(small_gpt()), zoo::llama(small_llama(false)), zoo::llama(small_llama(true))}) {
+      const std::string dir = tmp / (net.name + std::to_string(group)), again = dir + "_again";
+      io::save_hf_checkpoint(net, dir, {.int8 = true, .int8_group = group});
+      EXPECT_EQ(read_config(dir)["quantization_config"],
+                json({{"quant_method", "loom_int8"}, {"bits", 8}, {"group_size", group}, {"symmetric", true}}));
+      std::set<std::string> int8;
+      const io::TensorMap file = read_model(dir, int8);
+      const std::string attn = net.name == "gpt" ? "transformer.h.1.attn.c_attn.weight" : "model.layers.1.self_attn.q_proj.weight";
+      ASSERT_TRUE(int8.count(attn) && int8.count("lm_head.weight")) << net.name;
+      const int64_t rows = net.name == "gpt" ? 96 : 32, groups = group == 0 ? 1 : 2;
+      EXPECT_EQ(file.at(attn).shape(), (Shape{rows, 32}));
+      EXPECT_EQ(file.at(attn + "_scale").shape(), (Shape{rows, groups}));
+      EXPECT_EQ(file.at(attn + "_scale").dtype(), Float32);
+
+      const zoo::Network back = io::load_hf_checkpoint(dir);
+      const size_t maps = net.name == "gpt" ? 2 * 6 + 1 : 2 * 7 + 1;  // q, k, v, out, two (three) MLP maps per block, the head
+      ASSERT_EQ(back.int8.size(), maps) << net.name;
+      for (const auto& [key, q] : back.int8) {
+        const Tensor w = matrix(net, key);
+        const QuantizedMatrix want = quantize_int8(w, group == 0 ? 0 : std::min(group, w.dim(0)));
+        EXPECT_TRUE(array_equal(q.values, want.values) && array_equal(q.scales, want.scales)) << net.name << " " << key;
+        EXPECT_EQ(q.group, want.group) << key;
+        // the graph holds their dequantized copies (a tied head is the float token table)
+        if (key != "lm_head/weights" || !tied(net)) EXPECT_TRUE(array_equal(matrix(back, key), dequantize(q))) << key;
+      }
+      io::save_hf_checkpoint(back, again, {.int8 = true});
+      EXPECT_EQ(read_file(again + "/model.safetensors"), read_file(dir + "/model.safetensors")) << net.name;
+      // another group cannot be asked of weights already int8
+      if (group == 16) EXPECT_THROW(io::save_hf_checkpoint(back, again, {.int8 = true, .int8_group = 8}), ValueError);
+    }
+  }
+}
+
+// What is wrong with an int8 folder is named: a scale missing, misshapen, of another dtype or
+// negative, a float weight where int8 is due, a value of -128, int8 without quantization_config,
+// a scale with no weight, another quantization method.
+TEST(HfCheckpoint, Int8FoldersThatDoNotHoldTogetherAreRefusedByName) {
+  TempDir tmp;
+  const std::string dir = tmp / "gpt";
+  io::save_hf_checkpoint(zoo::gpt(small_gpt()), dir, {.int8 = true});
+  std::set<std::string> int8;
+  const io::TensorMap good = read_model(dir, int8);
+  const json config = read_config(dir);
+  const std::string w = "transformer.h.0.mlp.c_fc.weight", s = w + "_scale";
+  // the folder after `edit` of its tensors (and int8 names), loaded: the error's message
+  const auto error_after = [&](auto edit) {
+    io::TensorMap t = good;
+    std::set<std::string> names = int8;
+    edit(t, names);
+    write_model(dir, t, names);
+    return error_message<io::HfCheckpointError>([&] { io::load_hf_checkpoint(dir); });
+  };
+  std::string msg = error_after([&](io::TensorMap& t, std::set<std::string>&) { t.erase(s); });
+  EXPECT_NE(msg.find("'" + w + "' has no scales (valid: '" + s + "', F32)"), std::string::npos) << msg;
+  msg = error_after([&](io::TensorMap& t, std::set<std::string>&) { t[s] = ones({128, 2}); });
+  EXPECT_NE(msg.find("'" + s + "' has the shape (128, 2) (valid: (128, 1)"), std::string::npos) << msg;
+  msg = error_after([&](io::TensorMap& t, std::set<std::string>&) { t[s] = t[s].astype(Float16); });
+  EXPECT_NE(msg.find("'" + s + "' has the dtype float16 (valid: F32)"), std::string::npos) << msg;
+  msg = error_after([&](io::TensorMap& t, std::set<std::string>&) { t[s] = full({128, 1}, -1.0); });
+  EXPECT_NE(msg.find("'" + s + "' holds -1"), std::string::npos) << msg;
+  msg = error_after([&](io::TensorMap& t, std::set<std::string>& n) {
+    n.erase(w);
+    t[w] = zeros({32, 128});
+  });
+  EXPECT_NE(msg.find("'" + w + "' is not int8 (I8)"), std::string::npos) << msg;
+  msg = error_after([&](io::TensorMap& t, std::set<std::string>&) { t[w] = zeros({128, 16}, UInt8); });
+  EXPECT_NE(msg.find("'" + w + "' has the shape (128, 16) (valid: (128, 32)"), std::string::npos) << msg;
+  msg = error_after([&](io::TensorMap& t, std::set<std::string>&) { t[w] = full({128, 32}, 128.0, UInt8); });
+  EXPECT_NE(msg.find("'" + w + "' holds -128"), std::string::npos) << msg;
+  msg = error_after([&](io::TensorMap& t, std::set<std::string>&) { t["transformer.h.0.ln_1.weight_scale"] = ones({32}); });
+  EXPECT_NE(msg.find("'transformer.h.0.ln_1.weight_scale' is a scale without an int8 weight"), std::string::npos) << msg;
+  msg = error_after([&](io::TensorMap& t, std::set<std::string>& n) {
+    t.erase("lm_head.weight");
+    n.erase("lm_head.weight");
+  });
+  EXPECT_NE(msg.find("there is no 'lm_head.weight'"), std::string::npos) << msg;
+  // int8 tensors in a folder that says nothing of int8 (a larger vocabulary: its float table
+  // passes the 2 bytes per parameter of a float folder); another method's config
+  const std::string wide = tmp / "wide";
+  zoo::GptConfig c = small_gpt();
+  c.vocab_size = 400;
+  io::save_hf_checkpoint(zoo::gpt(c), wide, {.int8 = true});
+  json plain = read_config(wide);
+  plain.erase("quantization_config");
+  write_config(wide, plain);
+  msg = error_message<io::HfCheckpointError>([&] { io::load_hf_checkpoint(wide); });
+  EXPECT_NE(msg.find("is int8 (I8) but config.json has no quantization_config"), std::string::npos) << msg;
+  write_model(dir, good, int8);
+  json gptq = config;
+  gptq["quantization_config"]["quant_method"] = "gptq";
+  write_config(dir, gptq);
+  msg = error_message<io::HfCheckpointError>([&] { io::load_hf_checkpoint(dir); });
+  EXPECT_NE(msg.find("quant_method \"gptq\" (valid: {\"quant_method\": \"loom_int8\""), std::string::npos) << msg;
+  write_config(dir, config);
+  EXPECT_NO_THROW(io::load_hf_checkpoint(dir));
 }

@@ -2,13 +2,15 @@
 // and Llama (grouped-query heads, RoPE with Llama 3's scaling, a tied head), every position of a
 // 64-token sequence fed as a prompt, in chunks and one token at a time gives the full run's logits
 // within 1e-5 relative; several sequences of different lengths decoded in one pass as each
-// alone; int8 weights (the float decoder of the dequantized weights, and near the float one);
+// alone; int8 weights (the float decoder of the dequantized weights, and near the float one; an
+// int8 checkpoint decoding exactly as the network it was saved from);
 // truncate, reset, the cache's fixed memory, generate() over it, refusals.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/core/grad_mode.h>
 #include <loom/core/memory.h>
 #include <loom/core/tensor.h>
+#include <loom/io/hf_checkpoint.h>
 #include <loom/ops/creation.h>
 #include <loom/ops/elementwise.h>
 #include <loom/ops/manipulation.h>
@@ -18,7 +20,10 @@
 #include <loom/train/decoder.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
+
+#include "unit/common/core_test_util.h"
 
 using namespace loom;
 
@@ -197,4 +202,31 @@ TEST(CachedDecoder, Int8WeightsAreTheFloatDecoderOfTheDequantizedWeights) {
   train::CachedDecoder int8(gpt, {.int8_weights = true}), exact(gpt);
   const std::vector<int64_t> ids = random_ids(6);
   EXPECT_LT(relative(int8.feed({ids.begin(), ids.begin() + 20}), exact.feed({ids.begin(), ids.begin() + 20})), 0.05);
+}
+
+// An int8 checkpoint (io::save_hf_checkpoint with int8) loads its values and scales as they are:
+// the decoder of the loaded folder gives exactly the logits of the int8 decoder of the network
+// that was saved, for GPT-2 (tied head) and Llama (its own head), per output and per group of 16.
+TEST(CachedDecoder, Int8CheckpointDecodesAsTheNetworkItWasSavedFrom) {
+  loom_test::TempDir tmp;
+  for (const int64_t group : {int64_t{0}, int64_t{16}}) {
+    for (const zoo::Network& net : {small_gpt(), small_llama()}) {
+      const std::string dir = tmp / (net.name + std::to_string(group));
+      io::save_hf_checkpoint(net, dir, {.int8 = true, .int8_group = group});
+      const zoo::Network loaded = io::load_hf_checkpoint(dir);
+      ASSERT_FALSE(loaded.int8.empty());
+      // int8 without being asked (the folder's weights are int8), and the float network's are not
+      train::CachedDecoder original(net, {.int8_weights = true, .int8_group = group}), back(loaded), exact(net);
+      EXPECT_EQ(back.weight_bytes(), original.weight_bytes());
+      EXPECT_LT(back.weight_bytes() * 2, exact.weight_bytes());  // biases and norms stay float: about a third here
+      const std::vector<int64_t> ids = random_ids(5);
+      EXPECT_TRUE(array_equal(back.feed_all({ids.begin(), ids.begin() + 12}), original.feed_all({ids.begin(), ids.begin() + 12})))
+          << net.name << " group " << group;
+      for (int64_t t = 12; t < 24; ++t)
+        ASSERT_TRUE(array_equal(back.feed({ids[static_cast<size_t>(t)]}), original.feed({ids[static_cast<size_t>(t)]})))
+            << net.name << " group " << group << " position " << t;
+      // the int8 forms are the folder's: another group cannot be asked of them
+      if (group == 16) EXPECT_THROW(train::CachedDecoder(loaded, {.int8_group = 8}), ValueError);
+    }
+  }
 }
