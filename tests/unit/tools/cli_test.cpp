@@ -1086,3 +1086,24 @@ TEST(CliGenerate, StreamsWhatGenerateWrites) {
   EXPECT_NE(r.err.find("no tokenizer"), std::string::npos) << r.err;
   EXPECT_NE(cli({"generate", dir + "/nothing"}).code, 0);
 }
+
+// `loom generate` on a folder saved as int8 (io::save_hf_checkpoint with int8) writes what the
+// network's int8 decoder writes, without --int8: the folder's own int8 weights.
+TEST(CliGenerate, Int8FoldersDecodeWithTheirInt8Weights) {
+  loom_test::TempDir tmp;
+  const std::string dir = tmp.dir.string(), folder = dir + "/tiny-gpt2-int8";
+  manual_seed(2);
+  const zoo::Network net = zoo::gpt({.vocab_size = 301, .n_positions = 64, .n_embd = 32, .n_layer = 1, .n_head = 2, .initializer_range = 0.3});
+  io::save_hf_checkpoint(net, folder, {.int8 = true});
+  std::ofstream(folder + "/tokenizer.json") << test_tokenizers::tiny_json().dump();
+  const data::BpeTokenizer tokenizer = data::BpeTokenizer::load(folder + "/tokenizer.json");
+  const std::vector<int32_t> p = tokenizer.encode("hello");
+  train::CachedDecoder decoder(net, {.int8_weights = true});
+  const train::Generation g = train::generate(decoder, {p.begin(), p.end()}, {.sampling = {.temperature = 0}, .max_new_tokens = 16},
+                                              [&](const std::vector<int64_t>& ids) {
+                                                return tokenizer.decode(std::vector<int32_t>(ids.begin(), ids.end()), true);
+                                              });
+  const CliResult r = Cli(dir)({"generate", folder, "--prompt", "hello", "--max-new-tokens", "16"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, escape_text("hello" + g.text, true) + "\n");
+}
