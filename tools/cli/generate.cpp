@@ -84,7 +84,8 @@ const Group& generate_group() {
         "io::load_hf_checkpoint) with its tokenizer (tokenizer.json, byte-level BPE, or tokenizer.model, SentencePiece), "
         "and writes the continuation of --prompt through the cached decoder, each token as it comes (whole characters "
         "only); it stops after --max-new-tokens, at the model's end-of-text token (config.json's eos_token_id) or at a "
-        "--stop text",
+        "--stop text. --int8 quantizes the weights to int8 when loading; a folder saved as int8 (io::save_hf_checkpoint "
+        "with int8, docs/text.md#int8-checkpoints) is decoded with its own int8 weights without it",
         run}}};
   return g;
 }

@@ -1093,7 +1093,7 @@ TEST(CliGenerate, Int8FoldersDecodeWithTheirInt8Weights) {
   loom_test::TempDir tmp;
   const std::string dir = tmp.dir.string(), folder = dir + "/tiny-gpt2-int8";
   manual_seed(2);
-  const zoo::Network net = zoo::gpt({.vocab_size = 301, .n_positions = 64, .n_embd = 32, .n_layer = 1, .n_head = 2, .initializer_range = 0.3});
+  const zoo::Network net = zoo::gpt({.vocab_size = 301, .n_positions = 64, .n_embd = 32, .n_layer = 1, .n_head = 2});
   io::save_hf_checkpoint(net, folder, {.int8 = true});
   std::ofstream(folder + "/tokenizer.json") << test_tokenizers::tiny_json().dump();
   const data::BpeTokenizer tokenizer = data::BpeTokenizer::load(folder + "/tokenizer.json");
