@@ -241,7 +241,7 @@ Tensor fused_attention(const detail::Backend& be, const Tensor& q, const Tensor&
   Tensor out = detail::alloc(out_shape, q.dtype(), q.device(), op);
   Tensor lse = detail::alloc(lse_shape, q.dtype(), q.device(), op);
   be.attention_forward(out, lse, qc, kc, vc, p);
-  if (!detail::needs_grad({&q, &k, &v})) return out;
+  if (!grad) return out;
   return detail::record(op, {q, k, v}, out,
                         [p, qc = detail::save(qc), kc = detail::save(kc), vc = detail::save(vc), o = detail::save(out), lse](
                             const Tensor& g) {
