@@ -10,6 +10,14 @@
     import builtins
     import typing
 
+# the arithmetic operators, the type's number slots (python/src/tensor.cpp), which Python
+# describes as untyped slot wrappers
+^loom\._core\.Tensor\.__(r?)(add|sub|mul|mod|and|xor|or|floordiv|truediv|matmul)__$:
+    def __\1\2__(self, other: object | None, /) -> Tensor: ...
+
+^loom\._core\.Tensor\.__(r?)pow__$:
+    def __\1pow__(self, other: object | None, mod: None = None, /) -> Tensor: ...
+
 # NumPy's array methods that are the ops with the array first (python/loom/__init__.py)
 ^loom\._core\.Tensor\.sum$:
     def sum(self, axis: object | None = None, keepdims: bool = False) -> Tensor:

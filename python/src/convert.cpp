@@ -222,7 +222,14 @@ bool is_python_scalar(nb::handle obj) {
 
 Scalar to_scalar(nb::handle obj) {
   if (PyBool_Check(obj.ptr())) return Scalar(obj.ptr() == Py_True);
-  if (PyLong_Check(obj.ptr())) return Scalar(nb::cast<int64_t>(obj));
+  if (PyLong_Check(obj.ptr())) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow != 0)
+      throw ValueError("loom: a Python int of " + std::to_string(_PyLong_NumBits(obj.ptr())) +
+                       " bits does not fit int64 (Loom's widest integer); valid: integers in [-2**63, 2**63), or a float");
+    return Scalar(static_cast<int64_t>(v));
+  }
   return Scalar(nb::cast<double>(obj));
 }
 

@@ -117,17 +117,107 @@ std::string operator_sig(const char* name, const char* params) {
   return std::string("def ") + name + "(self, " + params + ") -> Tensor";
 }
 
+// The comparisons stay methods (rich comparison is one slot for all six, and t == None must
+// give False through Python's default rather than an error).
 template <Binary F>
-void def_operator(nb::class_<Tensor>& cls, const char* name, const char* rname) {
+void def_comparison(nb::class_<Tensor>& cls, const char* name) {
   cls.def(name, [](nb::handle self, nb::handle other) -> nb::object {
     if (!operand_like(other)) return nb::borrow(Py_NotImplemented);
     return nb::cast(binary(F, self, other));
   }, nb::arg("other").none(), nb::sig(operator_sig(name, "other: object | None").c_str()));
-  if (rname)
-    cls.def(rname, [](nb::handle self, nb::handle other) -> nb::object {
-      if (!operand_like(other)) return nb::borrow(Py_NotImplemented);
-      return nb::cast(binary(F, other, self));
-    }, nb::arg("other").none(), nb::sig(operator_sig(rname, "other: object | None").c_str()));
+}
+
+// The arithmetic operators are the type's number slots, which PyNumber_Add and the others call
+// directly: as methods, a one-element a + b spent most of its time reaching the op (Python's
+// lookup of __add__, nanobind's argument handling, an operand copy; docs/python.md,
+// "Overhead"). A slot gets its operands in the expression's order whichever side is the tensor,
+// so one function serves a + b and b + a. Operands that are tensors or Python scalars are
+// computed in the slot; anything else, and any operand that makes the op throw, goes to the
+// operator's nanobind function (`operator_functions`), which converts it as loom.asarray does
+// and raises the error its translator maps (the slot cannot raise a C++ exception itself).
+PyTypeObject* tensor_type = nullptr;
+
+enum class Arithmetic { add, sub, mul, truediv, floordiv, mod, pow, matmul, and_, or_, xor_, count };
+PyObject* operator_functions[static_cast<int>(Arithmetic::count)] = {};
+
+bool fast_operand(PyObject* obj) {
+  return Py_TYPE(obj) == tensor_type || PyFloat_CheckExact(obj) || PyLong_CheckExact(obj) || PyBool_Check(obj);
+}
+
+// A new loom.Tensor holding `t`, without nanobind's search for the C++ type's Python type.
+PyObject* wrap(Tensor&& t) {
+  nb::object out = nb::inst_alloc(nb::handle(reinterpret_cast<PyObject*>(tensor_type)));
+  new (nb::inst_ptr<Tensor>(out)) Tensor(std::move(t));
+  nb::inst_mark_ready(out);
+  return out.release().ptr();
+}
+
+template <Binary F>
+Tensor computed(PyObject* a, PyObject* b) {
+  if (Py_TYPE(a) == tensor_type && Py_TYPE(b) == tensor_type) {  // no handle copies
+    const Tensor& x = *nb::inst_ptr<Tensor>(a);
+    const Tensor& y = *nb::inst_ptr<Tensor>(b);
+    MaybeRelease release(elements_of(x, y));
+    return F(x, y);
+  }
+  return binary(F, a, b);
+}
+
+template <Binary F, Arithmetic Op>
+PyObject* number_slot(PyObject* a, PyObject* b) noexcept {
+  if (!operand_like(a) || !operand_like(b)) return Py_NewRef(Py_NotImplemented);
+  if (fast_operand(a) && fast_operand(b)) {
+    try {
+      return wrap(computed<F>(a, b));
+    } catch (...) {  // raised below, by the function that translates it
+    }
+  }
+  PyObject* args[2] = {a, b};
+  return PyObject_Vectorcall(operator_functions[static_cast<int>(Op)], args, 2, nullptr);
+}
+
+template <Binary F, Arithmetic Op>
+PyObject* power_slot(PyObject* a, PyObject* b, PyObject* modulus) noexcept {
+  if (modulus != Py_None) return Py_NewRef(Py_NotImplemented);  // pow(t, b, m): a TypeError
+  return number_slot<F, Op>(a, b);
+}
+
+template <Binary F, Arithmetic Op>
+void def_operator_function(nb::dict& functions, const char* name) {
+  nb::object f = nb::cpp_function([](nb::handle a, nb::handle b) { return binary(F, a, b); },
+                                  nb::arg("a").none(), nb::arg("b").none(), nb::name(name));
+  operator_functions[static_cast<int>(Op)] = f.ptr();  // kept alive by the module's dict
+  functions[name] = f;
+}
+
+const PyType_Slot number_slots[] = {
+    {Py_nb_add, reinterpret_cast<void*>(&number_slot<op_add, Arithmetic::add>)},
+    {Py_nb_subtract, reinterpret_cast<void*>(&number_slot<op_sub, Arithmetic::sub>)},
+    {Py_nb_multiply, reinterpret_cast<void*>(&number_slot<op_mul, Arithmetic::mul>)},
+    {Py_nb_true_divide, reinterpret_cast<void*>(&number_slot<op_div, Arithmetic::truediv>)},
+    {Py_nb_floor_divide, reinterpret_cast<void*>(&number_slot<op_floordiv, Arithmetic::floordiv>)},
+    {Py_nb_remainder, reinterpret_cast<void*>(&number_slot<op_mod, Arithmetic::mod>)},
+    {Py_nb_power, reinterpret_cast<void*>(&power_slot<op_pow, Arithmetic::pow>)},
+    {Py_nb_matrix_multiply, reinterpret_cast<void*>(&number_slot<op_matmul, Arithmetic::matmul>)},
+    {Py_nb_and, reinterpret_cast<void*>(&number_slot<op_and, Arithmetic::and_>)},
+    {Py_nb_or, reinterpret_cast<void*>(&number_slot<op_or, Arithmetic::or_>)},
+    {Py_nb_xor, reinterpret_cast<void*>(&number_slot<op_xor, Arithmetic::xor_>)},
+    {0, nullptr}};
+
+void def_operator_functions(nb::module_& m) {
+  nb::dict functions;
+  def_operator_function<op_add, Arithmetic::add>(functions, "add");
+  def_operator_function<op_sub, Arithmetic::sub>(functions, "subtract");
+  def_operator_function<op_mul, Arithmetic::mul>(functions, "multiply");
+  def_operator_function<op_div, Arithmetic::truediv>(functions, "true_divide");
+  def_operator_function<op_floordiv, Arithmetic::floordiv>(functions, "floor_divide");
+  def_operator_function<op_mod, Arithmetic::mod>(functions, "mod");
+  def_operator_function<op_pow, Arithmetic::pow>(functions, "power");
+  def_operator_function<op_matmul, Arithmetic::matmul>(functions, "matmul");
+  def_operator_function<op_and, Arithmetic::and_>(functions, "logical_and");
+  def_operator_function<op_or, Arithmetic::or_>(functions, "logical_or");
+  def_operator_function<op_xor, Arithmetic::xor_>(functions, "logical_xor");
+  m.attr("_operator_functions") = functions;
 }
 
 // a += b is Loom's in-place operator: it writes into a's memory (every view of it sees the
@@ -169,7 +259,10 @@ void bind_tensor(nb::module_& m) {
       .value("float32", DType::Float32)
       .value("float64", DType::Float64);
 
-  nb::class_<Tensor> cls(m, "Tensor", "A strided view of Loom memory, with autograd (docs/python.md).");
+  nb::class_<Tensor> cls(m, "Tensor", "A strided view of Loom memory, with autograd (docs/python.md).",
+                         nb::type_slots(number_slots));
+  tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  def_operator_functions(m);
   cls.def("__init__", [](Tensor* self, nb::handle data, nb::handle dtype) {
        new (self) Tensor(copy_tensor(data, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype))));
      }, nb::arg("data"), nb::arg("dtype") = nb::none())
@@ -322,23 +415,12 @@ void bind_tensor(nb::module_& m) {
           throw DTypeError("~t: Loom has no bitwise not of " + std::string(dtype_name(t.dtype())) + "; valid: a bool tensor (logical not)");
         return logical_not(t);
       });
-  def_operator<op_add>(cls, "__add__", "__radd__");
-  def_operator<op_sub>(cls, "__sub__", "__rsub__");
-  def_operator<op_mul>(cls, "__mul__", "__rmul__");
-  def_operator<op_div>(cls, "__truediv__", "__rtruediv__");
-  def_operator<op_floordiv>(cls, "__floordiv__", "__rfloordiv__");
-  def_operator<op_mod>(cls, "__mod__", "__rmod__");
-  def_operator<op_pow>(cls, "__pow__", "__rpow__");
-  def_operator<op_matmul>(cls, "__matmul__", "__rmatmul__");
-  def_operator<op_eq>(cls, "__eq__", nullptr);
-  def_operator<op_ne>(cls, "__ne__", nullptr);
-  def_operator<op_lt>(cls, "__lt__", nullptr);
-  def_operator<op_le>(cls, "__le__", nullptr);
-  def_operator<op_gt>(cls, "__gt__", nullptr);
-  def_operator<op_ge>(cls, "__ge__", nullptr);
-  def_operator<op_and>(cls, "__and__", "__rand__");
-  def_operator<op_or>(cls, "__or__", "__ror__");
-  def_operator<op_xor>(cls, "__xor__", "__rxor__");
+  def_comparison<op_eq>(cls, "__eq__");
+  def_comparison<op_ne>(cls, "__ne__");
+  def_comparison<op_lt>(cls, "__lt__");
+  def_comparison<op_le>(cls, "__le__");
+  def_comparison<op_gt>(cls, "__gt__");
+  def_comparison<op_ge>(cls, "__ge__");
   def_inplace<static_cast<InPlace>(&operator+=), static_cast<InPlaceScalar>(&operator+=)>(cls, "__iadd__");
   def_inplace<static_cast<InPlace>(&operator-=), static_cast<InPlaceScalar>(&operator-=)>(cls, "__isub__");
   def_inplace<static_cast<InPlace>(&operator*=), static_cast<InPlaceScalar>(&operator*=)>(cls, "__imul__");

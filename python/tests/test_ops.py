@@ -1,4 +1,6 @@
 """Ops, operators, indexing and errors against NumPy's values (docs/python.md)."""
+import operator
+
 import numpy as np
 import pytest
 
@@ -298,3 +300,44 @@ def test_operators_leave_other_operands_to_python():
     with pytest.raises(TypeError):
         t + "a"
     assert t not in [None, "x"]
+
+
+def test_operators_take_every_operand_kind_in_either_order():
+    # The arithmetic operators are number slots computed in place for tensors and Python
+    # scalars and handed to a converting function otherwise (python/src/tensor.cpp): every
+    # operand kind, on either side, gives NumPy's value and dtype, and an error raised on either
+    # path arrives as Loom's class with Loom's message.
+    x = np.array([[1.5, 2.0, 3.0]], np.float32)
+    y = np.array([[0.5], [4.0]], np.float32)
+    tx, ty = loom.asarray(x), loom.asarray(y)
+    column = [[2.0], [3.0]]
+    operands = [(tx, ty, x, y), (tx, y, x, y), (x, ty, x, y), (tx, 2, x, 2), (3, ty, 3, y),
+                (tx, 0.5, x, 0.5), (2.5, tx, 2.5, x), (tx, column, x, np.array(column, np.float32)),
+                (column, tx, np.array(column, np.float32), x)]
+    for op in [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+               operator.mod, operator.pow]:
+        for a, b, na, nb in operands:
+            got = op(a, b)
+            assert isinstance(got, loom.Tensor), (op, type(a), type(b))
+            want = np.asarray(op(na, nb))
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+            assert got.dtype.name == str(want.dtype), (op, type(a), type(b), got.dtype, want.dtype)
+    eye = np.eye(3, dtype=np.float32)
+    np.testing.assert_array_equal((tx @ loom.asarray(eye)).numpy(), x @ eye)
+    np.testing.assert_array_equal((x @ loom.asarray(eye)).numpy(), x @ eye)
+    b = loom.asarray(np.array([True, False]))
+    assert (b & True).numpy().tolist() == [True, False] and (False | b).numpy().tolist() == [True, False]
+    assert (b ^ b).numpy().tolist() == [False, False]
+    row = np.zeros((1, 2), np.float32)
+    for a, c in [(tx, loom.asarray(row)), (tx, row), (row, tx)]:  # computed in the slot; converted
+        with pytest.raises(loom.ShapeError, match="do not broadcast"):
+            a + c
+    with pytest.raises(TypeError):
+        pow(tx, 2, 3)
+    ints = loom.asarray(np.array([1, 2], np.int64))
+    for a, c in [(tx, 2 ** 70), (-(2 ** 64), tx), (ints, 2 ** 63), (2 ** 63, ints)]:  # beyond int64
+        with pytest.raises(loom.ValueError, match="does not fit int64"):
+            a + c
+    w = loom.tensor([1.0, 2.0]).requires_grad_()
+    (2 * w * w + w / 4 - 1).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [4.25, 8.25])
