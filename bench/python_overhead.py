@@ -4,8 +4,10 @@ NumPy and PyTorch in one process (docs/python.md, "Overhead").
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py [--repeat N]
 
-Prints the median over rounds of the time per call of each and Loom's ratio to the others.
-Torch is skipped when it does not import. One thread each (a one-element add never splits).
+Prints, for each, the fastest and the median round's time per call, and Loom's ratios to the
+others. The rounds of the three alternate, so that load from other processes falls on all alike;
+on a shared machine the fastest round is the figure closest to an idle core's. Torch is skipped
+when it does not import. One thread each (a one-element add never splits).
 """
 import argparse
 import os
@@ -20,42 +22,42 @@ import numpy as np  # noqa: E402
 import loom  # noqa: E402
 
 
-def per_call(fn, calls, rounds):
-    """The median over `rounds` of the seconds per call of fn over `calls` calls."""
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times)
+def seconds_per_call(fn, calls):
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=20000, help="calls per round")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=2000, help="calls per round")
+    parser.add_argument("--rounds", type=int, default=101)
     args = parser.parse_args()
 
-    results = {}
     la, lb = loom.ones((1,)), loom.ones((1,))
     na, nb = np.ones((1,), np.float32), np.ones((1,), np.float32)
-    results["loom"] = per_call(lambda: la + lb, args.calls, args.rounds)
-    results["numpy"] = per_call(lambda: na + nb, args.calls, args.rounds)
+    calls = {"loom": lambda: la + lb, "numpy": lambda: na + nb}
     try:
         import torch
 
         torch.set_num_threads(1)
         ta, tb = torch.ones(1), torch.ones(1)
-        results["torch"] = per_call(lambda: ta + tb, args.calls, args.rounds)
+        calls["torch"] = lambda: ta + tb
     except ImportError:
         pass
 
-    for name, seconds in results.items():
-        print(f"{name:6s} a + b (1 float32): {seconds * 1e9:8.0f} ns per call")
-    for name, seconds in results.items():
+    rounds = {name: [] for name in calls}
+    for _ in range(args.rounds):
+        for name, fn in calls.items():
+            rounds[name].append(seconds_per_call(fn, args.calls))
+    best = {name: min(times) for name, times in rounds.items()}
+    median = {name: statistics.median(times) for name, times in rounds.items()}
+    for name in calls:
+        print(f"{name:6s} a + b (1 float32): {best[name] * 1e9:6.0f} ns per call fastest, {median[name] * 1e9:6.0f} median")
+    for name in calls:
         if name != "loom":
-            print(f"loom / {name}: {results['loom'] / seconds:.2f}x")
+            print(f"loom / {name}: {best['loom'] / best[name]:.2f}x fastest, {median['loom'] / median[name]:.2f}x median")
 
 
 if __name__ == "__main__":

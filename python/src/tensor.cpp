@@ -165,12 +165,13 @@ Tensor computed(PyObject* a, PyObject* b) {
 
 template <Binary F, Arithmetic Op>
 PyObject* number_slot(PyObject* a, PyObject* b) noexcept {
-  if (!operand_like(a) || !operand_like(b)) return Py_NewRef(Py_NotImplemented);
   if (fast_operand(a) && fast_operand(b)) {
     try {
       return wrap(computed<F>(a, b));
     } catch (...) {  // raised below, by the function that translates it
     }
+  } else if (!operand_like(a) || !operand_like(b)) {
+    return Py_NewRef(Py_NotImplemented);
   }
   PyObject* args[2] = {a, b};
   return PyObject_Vectorcall(operator_functions[static_cast<int>(Op)], args, 2, nullptr);
