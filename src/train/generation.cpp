@@ -169,15 +169,27 @@ size_t settled(const std::string& text) {
   return n;
 }
 
-// The text the tokens add to what `given` holds (decode(tokens) must begin with it), through
-// `stream`; `given` then holds the settled part of decode(tokens).
-std::string new_text(const DecodeFn& decode, const std::vector<int64_t>& tokens, std::string& given, Utf8Stream& stream,
-                     bool last) {
-  const std::string text = decode(tokens);
+// The text the tokens add to what `window.given` holds, through `stream`. Only the tokens from
+// `window.start` on are decoded, not the whole generation each step (which grew with the square
+// of its length): a decoder may write a token differently at the start of a text (SentencePiece
+// drops the first piece's space), so the window keeps a few settled tokens before the new ones
+// and the new text is what decoding the window adds to decoding its settled part.
+std::string new_text(const DecodeFn& decode, const std::vector<int64_t>& tokens, GenerationState::DecodeWindow& window,
+                     Utf8Stream& stream, bool last) {
+  constexpr size_t kContext = 6;  // settled tokens kept before the new ones
+  const std::vector<int64_t> span(tokens.begin() + static_cast<std::ptrdiff_t>(window.start), tokens.end());
+  const std::string text = decode(span);
+  const std::string& given = window.given;
   const size_t end = last ? text.size() : settled(text);
   if (end <= given.size() || text.compare(0, given.size(), given) != 0) return last ? stream.finish() : std::string();
   std::string out = stream.push(std::string_view(text).substr(given.size(), end - given.size()));
-  given.assign(text, 0, end);
+  if (end == text.size() && tokens.size() > window.start + 2 * kContext) {
+    // every token's text is out: the window moves up to the last few
+    window.start = tokens.size() - kContext;
+    window.given = decode(std::vector<int64_t>(tokens.end() - static_cast<std::ptrdiff_t>(kContext), tokens.end()));
+  } else {
+    window.given.assign(text, 0, end);
+  }
   return last ? out + stream.finish() : out;
 }
 
@@ -221,7 +233,7 @@ GenerationState::Step GenerationState::next(const Tensor& logits) {
   if (decode_ && !stop_token) {
     out_.tokens.push_back(token);
     const size_t searched = out_.text.size();
-    out_.text += new_text(decode_, out_.tokens, given_, stream_, last);
+    out_.text += new_text(decode_, out_.tokens, window_, stream_, last);
     if (const size_t cut = stop_at(out_.text, searched, options_.stop_strings); cut != std::string::npos) {
       out_.text.resize(cut);
       out_.finish = Generation::Finish::StopString;
@@ -229,7 +241,7 @@ GenerationState::Step GenerationState::next(const Tensor& logits) {
       return {token, show(true), true};
     }
   } else {
-    if (decode_) out_.text += new_text(decode_, out_.tokens, given_, stream_, true);  // what the stop token leaves
+    if (decode_) out_.text += new_text(decode_, out_.tokens, window_, stream_, true);  // what the stop token leaves
     out_.tokens.push_back(token);
   }
   if (stop_token) out_.finish = Generation::Finish::StopToken;

@@ -103,6 +103,7 @@ using OnToken = std::function<bool(int64_t token, std::string_view text)>;
 // continuous batching feeds many sequences to one CachedDecoder pass): next() is given the logits
 // that follow the prompt, then those that follow each token it chose, and chooses as generate()
 // does, with the same stops, holdback of text that may begin a stop string, and seeded draws.
+
 class LOOM_API GenerationState {
  public:
   // ValueError as generate() for an empty prompt, max_new_tokens < 0, stop strings without
@@ -122,6 +123,12 @@ class LOOM_API GenerationState {
 
   bool done() const { return done_; }
   const Generation& result() const { return out_; }
+  // The tokens decoded at each step (src/train/generation.cpp, new_text): those from `start` on,
+  // whose settled text, `given`, is out already.
+  struct DecodeWindow {
+    size_t start = 0;
+    std::string given;
+  };
   const std::vector<int64_t>& prompt() const { return prompt_; }
 
  private:
@@ -133,7 +140,7 @@ class LOOM_API GenerationState {
   Generator generator_;
   std::vector<int64_t> history_;
   Generation out_;
-  std::string given_;  // the decoded bytes taken into out_.text so far
+  DecodeWindow window_;  // the tokens decoded at each step, and the text of their settled part
   Utf8Stream stream_;
   size_t shown_ = 0;  // the bytes of out_.text handed out as Step::text
   bool done_ = false;

@@ -219,6 +219,48 @@ TEST(Generate, StreamsWholeCharactersOnly) {
   EXPECT_EQ(g.text, "d\xC3\xA9" "a");
 }
 
+// A long generation decodes a window of its last tokens at each step, not all of them (which
+// grew with the square of the length), and still streams exactly the decode of all its tokens:
+// here with a decoder that, as SentencePiece does, drops the space of a text's first piece and
+// writes U+FFFD for a character cut short, and with characters split across tokens.
+TEST(Generate, ALongGenerationDecodesAWindowAndStreamsTheWholeText) {
+  CountingModel m;
+  size_t longest = 0;
+  const auto decode = [&](const std::vector<int64_t>& ids) {
+    longest = std::max(longest, ids.size());
+    static const char* pieces[] = {" a", "b", " c", "d", "\xC3", "\xA9"};
+    std::string s;
+    for (int64_t id : ids) s += pieces[id];
+    if (!s.empty() && s[0] == ' ') s.erase(0, 1);
+    if (!s.empty() && s.back() == '\xC3') s.replace(s.size() - 1, 1, "\xEF\xBF\xBD");
+    return s;
+  };
+  std::string streamed;
+  const auto g = train::generate(m, {5}, {.sampling = {.temperature = 0}, .max_new_tokens = 600}, decode,
+                                 [&](int64_t, std::string_view text) {
+                                   streamed += text;
+                                   return true;
+                                 });
+  ASSERT_EQ(g.tokens.size(), 600u);
+  longest = 0;
+  const std::string whole = decode(g.tokens);
+  EXPECT_EQ(g.text, whole);
+  EXPECT_EQ(streamed, whole);
+  std::string again;  // and the same at every length, the window moving or not
+  for (int n : {1, 5, 13, 14, 25, 61}) {
+    again.clear();
+    const auto h = train::generate(m, {5}, {.sampling = {.temperature = 0}, .max_new_tokens = n}, decode,
+                                   [&](int64_t, std::string_view text) {
+                                     again += text;
+                                     return true;
+                                   });
+    EXPECT_EQ(again, decode(h.tokens)) << n;
+  }
+  longest = 0;
+  train::generate(m, {5}, {.sampling = {.temperature = 0}, .max_new_tokens = 600}, decode);
+  EXPECT_LE(longest, 20u);  // a window of a few tokens, not the 600
+}
+
 TEST(Generate, TheSameSeedGivesTheSameTokens) {
   struct Flat : train::NextTokenModel {  // every token equally likely
     void reset() override {}
