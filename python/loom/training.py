@@ -2,6 +2,7 @@
 (docs/python.md, "Training"), over train::Model."""
 from . import _core
 from . import callbacks as _callbacks
+from . import schedules as _schedules
 
 
 class History(dict):
@@ -31,12 +32,20 @@ def _loss_arg(loss):
 
 
 def _optimizer_arg(optimizer):
+    """The optimizer's name or (name, kwargs), and the schedule given as its lr (or None)."""
     if isinstance(optimizer, str):
-        return optimizer
+        return optimizer, None
     spec = getattr(optimizer, "_spec", None)
     if spec is None:
         raise TypeError("loom.Model: optimizer is a name ('adam', 'sgd', ...) or a loom.optimizers object")
-    return spec()
+    name, kwargs = spec()
+    schedule = kwargs.get("lr")
+    if not isinstance(schedule, _schedules._Schedule):
+        return (name, kwargs), None
+    # Keras' learning_rate=schedule: the optimizer is made with the schedule's base rate (or its
+    # default lr), and the schedule, made over it, sets its rate from then on
+    del kwargs["lr"]
+    return (name, kwargs), schedule
 
 
 def _metric_arg(metric):
@@ -54,9 +63,17 @@ class Model:
     the GIL taken back, each step)."""
 
     def __init__(self, graph, loss, optimizer="adam", metrics=None):
-        self._native = _core._Model(graph, _loss_arg(loss), _optimizer_arg(optimizer),
-                                    None if metrics is None else [_metric_arg(m) for m in metrics])
+        opt, schedule = _optimizer_arg(optimizer)
+        self._native = _core._Model(graph, _loss_arg(loss), opt, None if metrics is None else [_metric_arg(m) for m in metrics])
         self._stop_training = False
+        # the schedule given as the optimizer's lr: Loom's callback over this model's optimizer,
+        # made now (the model's lr is the schedule's step 0 at once) and run by every fit
+        self._schedule = None
+        self._schedule_first = False
+        if schedule is not None:
+            self._schedule = _core._native_callback("LearningRateScheduler", self._native,
+                                                    {"schedule": schedule._spec(), "interval": schedule.interval})
+            self._schedule_first = schedule.interval == "step"
 
     @classmethod
     def load(cls, path, loss, optimizer="adam", metrics=None):
@@ -82,6 +99,13 @@ class Model:
                 if hasattr(cb, "set_params"):
                     cb.set_params({"epochs": epochs, "batch_size": batch_size, "verbose": verbose})
                 natives.append(cb)
+        if self._schedule is not None:
+            # per step, before the callbacks' batch hooks (they see the rate the batch trains at);
+            # per epoch, after their epoch hooks (they see the rate the epoch trained at)
+            if self._schedule_first:
+                natives.insert(0, self._schedule)
+            else:
+                natives.append(self._schedule)
         validation = self._validation_loader(validation_data, batch_size)
         if isinstance(x, _core.data.DataLoader):
             if y is not None:
