@@ -41,6 +41,7 @@ Scalar to_scalar(nb::handle obj);
 std::vector<TensorIndex> to_index(nb::handle key);
 
 Shape to_shape(nb::handle obj);  // an int or a sequence of ints
+nb::tuple int_tuple(const std::vector<int64_t>& v);  // a shape or strides as Python's tuple
 Axes to_axes(nb::handle obj);    // None (all axes), an int or a sequence of ints
 
 // The GIL is released around Loom calls that can take long, so that other Python threads run
@@ -71,5 +72,6 @@ void bind_nn(nb::module_& m);
 void bind_layers(nb::module_& m);  // layers.cpp: Layer, Module, Graph, Plan, the zoo
 void bind_train(nb::module_& m);   // train.cpp: Model, fit, callbacks
 void bind_io(nb::module_& m);      // io.cpp: model, state, safetensors and ONNX files
+void bind_sparse(nb::module_& m);  // sparse.cpp: SparseTensor, loom.sparse.mm
 
 }  // namespace loom::python

@@ -101,6 +101,7 @@ NB_MODULE(_core, m) {
   bind_layers(m);
   bind_train(m);
   bind_io(m);
+  bind_sparse(m);
 
   m.def("set_num_threads", &set_num_threads, nb::arg("n"), "Threads of Loom's pool (1 runs every op inline).");
   m.def("get_num_threads", &get_num_threads, "Threads of Loom's pool (the calling thread included).");

@@ -38,11 +38,15 @@ void check_exportable(const Tensor& t, const char* what) {
     throw DeviceError(std::string(what) + ": the tensor is on " + t.device().str() + "; only CPU memory can be shared");
 }
 
+}  // namespace
+
 nb::tuple int_tuple(const std::vector<int64_t>& v) {
   nb::list out;
   for (int64_t x : v) out.append(x);
   return nb::tuple(out);
 }
+
+namespace {
 
 // An operand next to a tensor: a Python scalar becomes a 0-d tensor of the dtype the op would
 // give (NumPy 2's weak scalars, Scalar::result_dtype_with), anything else as loom.asarray.

@@ -9,6 +9,7 @@ from . import (
     io as io,
     linalg as linalg,
     random as random,
+    sparse as sparse,
     zoo as zoo
 )
 
@@ -1273,6 +1274,91 @@ class TrainStep:
         """
         The compiled step as text: the forward plan, the loss, backward and update stages, and the last step's memory figures.
         """
+
+class SparseTensor:
+    """
+    A sparse tensor as torch.sparse's: COO (indices int64 (ndim, nnz), values (nnz,)) of any rank, or CSR (crow_indices (rows + 1,), col_indices (nnz,), values (nnz,)) of 2-d, with float32 or float64 values. The index arrays are copied (int64); the values are kept as given (a tensor, or an array's memory without a copy), so gradients of to_dense and sparse.mm reach them.
+    """
+
+    @staticmethod
+    def coo(indices: object, values: object, shape: object) -> SparseTensor:
+        """
+        A COO tensor: indices int32/int64 (ndim, nnz), every index in [0, shape[d]); values float32/float64 (nnz,). Duplicate indices are allowed and add up. A ShapeError, DTypeError or IndexError names what is wrong.
+        """
+
+    @staticmethod
+    def csr(crow_indices: object, col_indices: object, values: object, shape: object) -> SparseTensor:
+        """
+        A 2-d CSR tensor: crow_indices (rows + 1,) non-decreasing from 0 to nnz, col_indices (nnz,) in [0, cols), values (nnz,).
+        """
+
+    @staticmethod
+    def from_dense(dense: object, layout: str = 'coo') -> SparseTensor:
+        """
+        The non-zero elements of a float32/float64 tensor or array (NaN counts as non-zero), "coo" or "csr" (2-d).
+        """
+
+    @property
+    def layout(self) -> str:
+        """"coo" or "csr"."""
+
+    @property
+    def shape(self) -> tuple:
+        """The dense shape, a tuple."""
+
+    @property
+    def ndim(self) -> int:
+        """The number of axes."""
+
+    @property
+    def dtype(self) -> DType:
+        """The values' dtype (float32 or float64)."""
+
+    @property
+    def nnz(self) -> int:
+        """The number of stored entries (duplicates counted)."""
+
+    @property
+    def values(self) -> Tensor:
+        """The stored values (nnz,): the tensor given at creation."""
+
+    @property
+    def indices(self) -> Tensor:
+        """COO: the indices, int64 (ndim, nnz) (a loom.ValueError for CSR)."""
+
+    @property
+    def crow_indices(self) -> Tensor:
+        """CSR: the row pointers, int64 (rows + 1,) (a loom.ValueError for COO)."""
+
+    @property
+    def col_indices(self) -> Tensor:
+        """
+        CSR: the column of each entry, int64 (nnz,) (a loom.ValueError for COO).
+        """
+
+    def is_coalesced(self) -> bool:
+        """Whether the entries are sorted in row-major order without duplicates."""
+
+    def coalesce(self) -> SparseTensor:
+        """
+        Duplicates summed and entries sorted (the layout kept); differentiable in the values.
+        """
+
+    def to_dense(self) -> Tensor:
+        """The dense tensor (duplicates add up); differentiable in the values."""
+
+    def to_coo(self) -> SparseTensor:
+        """The COO form (itself when COO)."""
+
+    def to_csr(self) -> SparseTensor:
+        """
+        The CSR form of a 2-d tensor (COO is coalesced first; itself when CSR).
+        """
+
+    def __matmul__(self, other: object) -> Tensor:
+        """sparse.mm(self, other)."""
+
+    def __repr__(self) -> str: ...
 
 def set_num_threads(n: int) -> None:
     """Threads of Loom's pool (1 runs every op inline)."""
