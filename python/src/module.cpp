@@ -109,7 +109,7 @@ NB_MODULE(_core, m) {
   m.def("set_grad_enabled", &set_grad_enabled, nb::arg("enabled"), "Turns gradient recording on or off on this thread (loom.no_grad and loom.enable_grad use it).");
   m.def(
       "op_registry",
-      [] {
+      []() -> nb::typed<nb::list, TupleOf<nb::str, nb::str, bool>> {
         nb::list out;
         for (const auto& op : op_registry()) out.append(nb::make_tuple(op.name, op.category, op.differentiable));
         return out;

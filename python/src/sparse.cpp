@@ -27,7 +27,7 @@ std::string sparse_repr(const SparseTensor& s) {
          std::to_string(s.nnz()) + ", dtype=" + dtype_name(s.dtype()) + ")";
 }
 
-Tensor sparse_mm(const SparseTensor& a, nb::handle b) {
+Tensor sparse_mm(const SparseTensor& a, ArrayLike b) {
   const Tensor dense = as_tensor(b);
   MaybeRelease release(elements_of(dense) + a.nnz());
   return matmul(a, dense);
@@ -41,16 +41,16 @@ void bind_sparse(nb::module_& m) {
                            "CSR (crow_indices (rows + 1,), col_indices (nnz,), values (nnz,)) of 2-d, with float32 or float64 "
                            "values. The index arrays are copied (int64); the values are kept as given (a tensor, or an "
                            "array's memory without a copy), so gradients of to_dense and sparse.mm reach them.")
-      .def_static("coo", [](nb::handle indices, nb::handle values, nb::handle shape) {
+      .def_static("coo", [](ArrayLike indices, ArrayLike values, ShapeLike shape) {
         return SparseTensor::coo(as_tensor(indices), as_tensor(values), to_shape(shape));
       }, nb::arg("indices"), nb::arg("values"), nb::arg("shape"),
          "A COO tensor: indices int32/int64 (ndim, nnz), every index in [0, shape[d]); values float32/float64 (nnz,). "
          "Duplicate indices are allowed and add up. A ShapeError, DTypeError or IndexError names what is wrong.")
-      .def_static("csr", [](nb::handle crow_indices, nb::handle col_indices, nb::handle values, nb::handle shape) {
+      .def_static("csr", [](ArrayLike crow_indices, ArrayLike col_indices, ArrayLike values, ShapeLike shape) {
         return SparseTensor::csr(as_tensor(crow_indices), as_tensor(col_indices), as_tensor(values), to_shape(shape));
       }, nb::arg("crow_indices"), nb::arg("col_indices"), nb::arg("values"), nb::arg("shape"),
          "A 2-d CSR tensor: crow_indices (rows + 1,) non-decreasing from 0 to nnz, col_indices (nnz,) in [0, cols), values (nnz,).")
-      .def_static("from_dense", [](nb::handle dense, const std::string& layout) {
+      .def_static("from_dense", [](ArrayLike dense, const std::string& layout) {
         const SparseLayout l = to_layout(layout);
         return SparseTensor::from_dense(as_tensor(dense), l);
       }, nb::arg("dense"), nb::arg("layout") = "coo",

@@ -205,13 +205,13 @@ train::MetricList make_metrics(nb::handle metrics, const std::shared_ptr<HeldCal
   return out;
 }
 
-nb::dict logs_dict(const train::Logs& logs) {
+nb::typed<nb::dict, nb::str, float> logs_dict(const train::Logs& logs) {
   nb::dict d;
   for (const auto& [k, v] : logs) d[k.c_str()] = v;
   return d;
 }
 
-nb::dict history_dict(const train::History& h) {
+nb::typed<nb::dict, nb::str, nb::typed<nb::list, float>> history_dict(const train::History& h) {
   nb::dict d;
   for (const auto& [k, v] : h.series) {
     nb::list l;
@@ -361,7 +361,7 @@ std::vector<Tensor> tensors_of(nb::handle obj) {
 void bind_train(nb::module_& m) {
   m.def("_loss_names", &train::Loss::valid_names);
   m.def("_metric_names", &train::MetricSpec::valid_names);
-  m.def("_loss", [](const std::string& name, nb::handle pred, nb::handle target) {
+  m.def("_loss", [](const std::string& name, ArrayLike pred, ArrayLike target) {
     const train::Loss loss(name);
     const Tensor p = as_tensor(pred), t = as_tensor(target);
     MaybeRelease release(elements_of(p, t));
@@ -417,7 +417,7 @@ void bind_train(nb::module_& m) {
   }, nb::arg("kind"), nb::arg("model").none(), nb::arg("kwargs"));
 
   nb::class_<PyModel>(m, "_Model", nb::type_slots(model_slots), nb::is_weak_referenceable())
-      .def("__init__", [](PyModel* self, nb::handle graph, nb::handle loss, nb::handle optimizer, nb::handle metrics) {
+      .def("__init__", [](PyModel* self, GraphLike graph, nb::handle loss, nb::handle optimizer, nb::handle metrics) {
         new (self) PyModel();
         const Graph g = graph_of(graph);
         train::Loss l = make_loss(loss, self->held);
@@ -465,7 +465,7 @@ void bind_train(nb::module_& m) {
         }
         return logs_dict(logs);
       })
-      .def("evaluate", [](PyModel& self, nb::handle x, nb::handle y, int64_t batch_size) {
+      .def("evaluate", [](PyModel& self, ArrayLike x, ArrayLike y, int64_t batch_size) {
         const std::vector<Tensor> xs = tensors_of(x), ys = tensors_of(y);
         train::Logs logs;
         {
@@ -474,7 +474,7 @@ void bind_train(nb::module_& m) {
         }
         return logs_dict(logs);
       }, nb::arg("x"), nb::arg("y"), nb::arg("batch_size") = 32, "Mean loss and metrics over the samples (Eval mode, no gradients).")
-      .def("predict", [](PyModel& self, nb::handle x, int64_t batch_size) {
+      .def("predict", [](PyModel& self, ArrayLike x, int64_t batch_size) {
         const std::vector<Tensor> xs = tensors_of(x);
         nb::gil_scoped_release release;
         return self.model->predict(xs, batch_size);
@@ -504,7 +504,7 @@ void bind_train(nb::module_& m) {
   nb::class_<PyStep>(m, "TrainStep", nb::type_slots(step_slots), nb::is_weak_referenceable(),
                      "One training step compiled once (train::TrainStep): step(x, y) runs zero_grad, forward, loss, backward "
                      "and the optimizer's update on one batch, without the GIL, and returns the loss.")
-      .def("__init__", [](PyStep* self, nb::handle graph, nb::handle loss, nb::handle optimizer, double clip_grad_norm) {
+      .def("__init__", [](PyStep* self, GraphLike graph, nb::handle loss, nb::handle optimizer, double clip_grad_norm) {
         new (self) PyStep();
         const Graph g = graph_of(graph);
         train::Loss l = make_loss(nb::hasattr(loss, "_loom_name") ? nb::handle(loss.attr("_loom_name")) : loss, self->held);
@@ -523,7 +523,7 @@ void bind_train(nb::module_& m) {
         o.clip_grad_norm = clip_grad_norm;
         self->step = std::make_unique<train::TrainStep>(g, l.function(), std::move(opt), o);
       }, nb::arg("graph"), nb::arg("loss"), nb::arg("optimizer") = "adam", nb::arg("clip_grad_norm") = 0.0)
-      .def("__call__", [](PyStep& self, nb::handle x, nb::handle y) {
+      .def("__call__", [](PyStep& self, ArrayLike x, ArrayLike y) {
         std::vector<Tensor> batch = tensors_of(x);
         for (const Tensor& t : tensors_of(y)) batch.push_back(t);
         nb::gil_scoped_release release;
