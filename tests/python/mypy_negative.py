@@ -15,3 +15,5 @@ u, s, vh, extra = loom.linalg.svd(t)  # expect: svd gives three tensors
 size: str = t.shape[0]  # expect: a shape's sizes are ints
 loom.Graph.build(t)  # expect: the outputs are layers
 loom.sum(t, axis="0")  # expect: axes are ints
+model = loom.Model(net.graph, loss="mse", optimizer=loom.optimizers.Adam(lr=1e-3))
+model.fit(t, t, epochs="3")  # expect: Model.fit's epochs is an int
