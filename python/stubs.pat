@@ -8,43 +8,55 @@
 # the module: the names these entries use
 ^loom\._core\.__prefix__:
     import builtins
+    import collections.abc
     import typing
+    import numpy
+    import numpy.typing
+
+    # The types of the bindings' arguments (python/src/common.h's typed objects), as aliases:
+    # what loom.asarray takes (a Tensor, or what NumPy makes an array of), a dtype (loom.float32,
+    # "float32", numpy.float32, ...), a shape or per-axis sizes, axes, tensor operands in a list.
+    ArrayLike: typing.TypeAlias = Tensor | numpy.typing.ArrayLike
+    ArraySequence: typing.TypeAlias = collections.abc.Sequence[ArrayLike]
+    DTypeLike: typing.TypeAlias = DType | numpy.typing.DTypeLike
+    ShapeLike: typing.TypeAlias = int | collections.abc.Sequence[int]
+    AxesLike: typing.TypeAlias = int | collections.abc.Sequence[int]
 
 # the arithmetic operators, the type's number slots (python/src/tensor.cpp), which Python
 # describes as untyped slot wrappers
 ^loom\._core\.Tensor\.__(r?)(add|sub|mul|mod|and|xor|or|floordiv|truediv|matmul)__$:
-    def __\1\2__(self, other: object | None, /) -> Tensor: ...
+    def __\1\2__(self, other: ArrayLike, /) -> Tensor: ...
 
 ^loom\._core\.Tensor\.__(r?)pow__$:
-    def __\1pow__(self, other: object | None, mod: None = None, /) -> Tensor: ...
+    def __\1pow__(self, other: ArrayLike, mod: None = None, /) -> Tensor: ...
 
 # NumPy's array methods that are the ops with the array first (python/loom/__init__.py)
 ^loom\._core\.Tensor\.sum$:
-    def sum(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def sum(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.mean$:
-    def mean(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def mean(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.prod$:
-    def prod(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def prod(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.max$:
-    def max(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def max(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.min$:
-    def min(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def min(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.var$:
-    def var(self, axis: object | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    def var(self, axis: AxesLike | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.std$:
-    def std(self, axis: object | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    def std(self, axis: AxesLike | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.argmax$:
@@ -56,11 +68,11 @@
         \doc
 
 ^loom\._core\.Tensor\.all$:
-    def all(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def all(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.any$:
-    def any(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def any(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.cumsum$:
@@ -68,7 +80,7 @@
         \doc
 
 ^loom\._core\.Tensor\.logsumexp$:
-    def logsumexp(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def logsumexp(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.swapaxes$:
@@ -80,7 +92,7 @@
         \doc
 
 ^loom\._core\.Tensor\.clip$:
-    def clip(self, a_min: object | None = None, a_max: object | None = None) -> Tensor:
+    def clip(self, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.round$:
@@ -88,7 +100,7 @@
         \doc
 
 ^loom\._core\.Tensor\.take$:
-    def take(self, indices: object, axis: int | None = None) -> Tensor:
+    def take(self, indices: ArrayLike, axis: int | None = None) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.repeat$:
@@ -96,11 +108,11 @@
         \doc
 
 ^loom\._core\.Tensor\.squeeze$:
-    def squeeze(self, axis: object | None = None) -> Tensor:
+    def squeeze(self, axis: AxesLike | None = None) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.nonzero$:
-    def nonzero(self) -> tuple:
+    def nonzero(self) -> tuple[Tensor, ...]:
         \doc
 
 ^loom\._core\.Tensor\.softmax$:
@@ -116,23 +128,23 @@
         \doc
 
 ^loom\._core\.Tensor\.broadcast_to$:
-    def broadcast_to(self, shape: object) -> Tensor:
+    def broadcast_to(self, shape: ShapeLike) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.flip$:
-    def flip(self, axis: object | None = None) -> Tensor:
+    def flip(self, axis: AxesLike | None = None) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.reshape$:
-    def reshape(self, *shape: object) -> Tensor:
+    def reshape(self, *shape: ShapeLike) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.transpose$:
-    def transpose(self, *axes: object) -> Tensor:
+    def transpose(self, *axes: AxesLike) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.permute$:
-    def permute(self, *axes: object) -> Tensor:
+    def permute(self, *axes: AxesLike) -> Tensor:
         \doc
 
 ^loom\._core\.Tensor\.tolist$:

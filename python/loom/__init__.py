@@ -8,7 +8,7 @@ import sys as _sys
 
 from . import _core
 from ._core import *  # noqa: F401,F403  (the ops, Tensor, asarray, tensor, the errors)
-from ._core import DType, Graph, Layer, Module, Plan, Sequential, Tensor, TrainStep, data, io, linalg, random, zoo
+from ._core import DType, Graph, Layer, Module, Plan, Sequential, SparseTensor, Tensor, TrainStep, data, io, linalg, random, sparse, zoo
 
 # Importable as modules too: `import loom.linalg`, `from loom.random import Generator`.
 _sys.modules[__name__ + ".linalg"] = linalg
@@ -16,6 +16,7 @@ _sys.modules[__name__ + ".random"] = random
 _sys.modules[__name__ + ".zoo"] = zoo
 _sys.modules[__name__ + ".io"] = io
 _sys.modules[__name__ + ".data"] = data
+_sys.modules[__name__ + ".sparse"] = sparse
 
 from . import callbacks, layers, losses, metrics, optimizers, schedules  # noqa: E402
 from .layers import Input  # noqa: E402

@@ -127,11 +127,12 @@ class _PythonSchedule(Callback):
 
 
 def LearningRateScheduler(schedule):
-    """A loom.schedules object (Loom's schedule, stepped at each epoch's end), or Keras' form: a
-    function (epoch, lr) -> lr called at each epoch's start."""
+    """A loom.schedules object (Loom's schedule, stepped at each epoch's end, or with
+    interval="step" set for each optimizer step), or Keras' form: a function (epoch, lr) -> lr
+    called at each epoch's start."""
     spec = getattr(schedule, "_spec", None)
     if spec is not None:
-        return _Native("LearningRateScheduler", schedule=spec())
+        return _Native("LearningRateScheduler", schedule=spec(), interval=schedule.interval)
     if callable(schedule):
         return _PythonSchedule(schedule)
     raise TypeError("LearningRateScheduler: a loom.schedules object or a function (epoch, lr) -> lr")

@@ -1,20 +1,37 @@
 """loom.Model: a graph with a loss, an optimizer and metrics, trained by fit on NumPy arrays
 (docs/python.md, "Training"), over train::Model."""
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Sequence
+
 from . import _core
 from . import callbacks as _callbacks
+from . import schedules as _schedules
+
+if typing.TYPE_CHECKING:  # the stubs' aliases (python/stubs.pat) exist for the type checker only
+    from ._core import ArrayLike, Graph, Tensor
+    from ._core.data import DataLoader
+    from ._core.zoo import Network
+    from .metrics import _Metric
+    from .optimizers import _Optimizer
+
+    LossArg = str | Callable[[Tensor, Tensor], Tensor]  # a name, a loom.losses object, a function
+    MetricArg = str | _Metric | Callable[[Tensor, Tensor], float]
+    CallbackArg = _callbacks.Callback | _callbacks._Native
 
 
-class History(dict):
+class History(dict[str, list[float]]):
     """What fit returns: a dict of lists, one value per epoch ("loss", "accuracy", "val_loss",
     "val_accuracy", "lr"), over every epoch the model trained. As Keras' History object, it is
     also `.history` (itself) and `.epoch`."""
 
     @property
-    def history(self):
+    def history(self) -> History:
         return self
 
     @property
-    def epoch(self):
+    def epoch(self) -> list[int]:
         return list(range(max((len(v) for v in self.values()), default=0)))
 
 
@@ -31,12 +48,20 @@ def _loss_arg(loss):
 
 
 def _optimizer_arg(optimizer):
+    """The optimizer's name or (name, kwargs), and the schedule given as its lr (or None)."""
     if isinstance(optimizer, str):
-        return optimizer
+        return optimizer, None
     spec = getattr(optimizer, "_spec", None)
     if spec is None:
         raise TypeError("loom.Model: optimizer is a name ('adam', 'sgd', ...) or a loom.optimizers object")
-    return spec()
+    name, kwargs = spec()
+    schedule = kwargs.get("lr")
+    if not isinstance(schedule, _schedules._Schedule):
+        return (name, kwargs), None
+    # Keras' learning_rate=schedule: the optimizer is made with the schedule's base rate (or its
+    # default lr), and the schedule, made over it, sets its rate from then on
+    del kwargs["lr"]
+    return (name, kwargs), schedule
 
 
 def _metric_arg(metric):
@@ -53,18 +78,30 @@ class Model:
     Python function (prediction, target) -> Tensor and a metric a function -> float (called with
     the GIL taken back, each step)."""
 
-    def __init__(self, graph, loss, optimizer="adam", metrics=None):
-        self._native = _core._Model(graph, _loss_arg(loss), _optimizer_arg(optimizer),
-                                    None if metrics is None else [_metric_arg(m) for m in metrics])
+    def __init__(self, graph: Graph | Network, loss: LossArg, optimizer: str | _Optimizer = "adam",
+                 metrics: Sequence[MetricArg] | None = None) -> None:
+        opt, schedule = _optimizer_arg(optimizer)
+        self._native = _core._Model(graph, _loss_arg(loss), opt, None if metrics is None else [_metric_arg(m) for m in metrics])
         self._stop_training = False
+        # the schedule given as the optimizer's lr: Loom's callback over this model's optimizer,
+        # made now (the model's lr is the schedule's step 0 at once) and run by every fit
+        self._schedule = None
+        self._schedule_first = False
+        if schedule is not None:
+            self._schedule = _core._native_callback("LearningRateScheduler", self._native,
+                                                    {"schedule": schedule._spec(), "interval": schedule.interval})
+            self._schedule_first = schedule.interval == "step"
 
     @classmethod
-    def load(cls, path, loss, optimizer="adam", metrics=None):
+    def load(cls, path: str, loss: LossArg, optimizer: str | _Optimizer = "adam",
+             metrics: Sequence[MetricArg] | None = None) -> Model:
         """A model from a file save() (or loom.io.save_model, or C++'s io::save_model) wrote."""
         return cls(_core.io.load_model(path), loss, optimizer, metrics)
 
-    def fit(self, x, y=None, epochs=1, batch_size=32, validation_split=0.0, validation_data=None, shuffle=True, seed=0,
-            callbacks=None, verbose=1, progress_every=100):
+    def fit(self, x: ArrayLike | DataLoader, y: ArrayLike | None = None, epochs: int = 1, batch_size: int = 32,
+            validation_split: float = 0.0, validation_data: tuple[ArrayLike, ArrayLike] | DataLoader | None = None,
+            shuffle: bool = True, seed: int = 0, callbacks: Sequence[CallbackArg] | None = None, verbose: int = 1,
+            progress_every: int = 100) -> History:
         """Trains on the samples (rows) of x and y: x one array per graph input (an array, or a
         list of them), y the targets; or on a loom.data.DataLoader x (y None), whose batches are
         the inputs then the target. validation_data is (x_val, y_val) or a DataLoader. Returns
@@ -82,6 +119,13 @@ class Model:
                 if hasattr(cb, "set_params"):
                     cb.set_params({"epochs": epochs, "batch_size": batch_size, "verbose": verbose})
                 natives.append(cb)
+        if self._schedule is not None:
+            # per step, before the callbacks' batch hooks (they see the rate the batch trains at);
+            # per epoch, after their epoch hooks (they see the rate the epoch trained at)
+            if self._schedule_first:
+                natives.insert(0, self._schedule)
+            else:
+                natives.append(self._schedule)
         validation = self._validation_loader(validation_data, batch_size)
         if isinstance(x, _core.data.DataLoader):
             if y is not None:
@@ -94,69 +138,72 @@ class Model:
         return History(series)
 
     @staticmethod
-    def _validation_loader(validation_data, batch_size):
+    def _validation_loader(validation_data: tuple[ArrayLike, ArrayLike] | DataLoader | None,
+                           batch_size: int) -> DataLoader | None:
         if validation_data is None or isinstance(validation_data, _core.data.DataLoader):
             return validation_data
         xv, yv = validation_data
         fields = list(xv) if isinstance(xv, (list, tuple)) else [xv]
         return _core.data.DataLoader(_core.data.TensorDataset(*fields, yv), batch_size=int(batch_size))
 
-    def evaluate(self, x, y=None, batch_size=32):
+    def evaluate(self, x: ArrayLike | DataLoader, y: ArrayLike | None = None, batch_size: int = 32) -> dict[str, float]:
         """{"loss": ..., metric: ...} over the samples (or a DataLoader's batches), in Eval mode."""
         if isinstance(x, _core.data.DataLoader):
             return self._native._evaluate_loader(x)
+        if y is None:
+            raise TypeError("loom.Model.evaluate: give the targets y (or a loom.data.DataLoader as x)")
         return self._native.evaluate(x, y, batch_size)
 
-    def predict(self, x, batch_size=256):
+    def predict(self, x: ArrayLike, batch_size: int = 256) -> Tensor:
         return self._native.predict(x, batch_size)
 
-    def save(self, path):
+    def save(self, path: str) -> None:
         self._native.save(path)
 
-    def save_checkpoint(self, path):
+    def save_checkpoint(self, path: str) -> None:
         self._native.save_checkpoint(path)
 
-    def load_checkpoint(self, path):
+    def load_checkpoint(self, path: str) -> None:
         self._native.load_checkpoint(path)
 
-    def summary(self):
+    def summary(self) -> str:
         return self._native.summary()
 
     @property
-    def stop_training(self):
+    def stop_training(self) -> bool:
         """Set it to True in a callback (Keras' idiom) to stop fit after the current batch."""
         return self._stop_training
 
     @stop_training.setter
-    def stop_training(self, value):
+    def stop_training(self, value: bool) -> None:
         self._stop_training = bool(value)
         if value:
             self._native.stop_training()
 
     @property
-    def graph(self):
+    def graph(self) -> Graph:
         return self._native.graph
 
     @property
-    def history(self):
+    def history(self) -> History:
         return History(self._native.history)
 
     @property
-    def epochs_done(self):
+    def epochs_done(self) -> int:
         return self._native.epochs_done
 
     @property
-    def steps(self):
+    def steps(self) -> int:
         """How many optimizer steps (batches) the model has trained."""
         return self._native.steps
 
     @property
-    def lr(self):
+    def lr(self) -> float:
         return self._native.lr
 
     @lr.setter
-    def lr(self, value):
+    def lr(self, value: float) -> None:
         self._native.lr = value
 
-    def parameters(self):
+    def parameters(self) -> list[Tensor]:
         return self.graph.parameters()

@@ -21,6 +21,33 @@ namespace nb = nanobind;
 
 namespace loom::python {
 
+// Parameter types for the stubs (docs/python.md, "Type stubs"). A binding that takes a Python
+// object converted later (as_tensor, to_dtype, to_shape, to_axes) takes it as one of these rather
+// than as nb::handle: nanobind's stub generator then writes the name given here instead of
+// `object`, and python/stubs.pat defines each name as a type alias in loom/_core/__init__.pyi
+// (ArrayLike = Tensor | numpy.typing.ArrayLike, ...). Every object is accepted, as by nb::handle:
+// the conversion checks it and names what is valid.
+inline bool accept_any(PyObject*) { return true; }
+#define LOOM_TYPED_OBJECT(Type, Str)                  \
+  class Type : public nb::object {                    \
+   public:                                            \
+    NB_OBJECT_DEFAULT(Type, object, Str, accept_any)  \
+  };
+LOOM_TYPED_OBJECT(ArrayLike, "loom._core.ArrayLike")            // a tensor operand (as_tensor)
+LOOM_TYPED_OBJECT(ArraySequence, "loom._core.ArraySequence")    // tensor operands (a list, a tuple)
+LOOM_TYPED_OBJECT(DTypeLike, "loom._core.DTypeLike")            // a dtype (to_dtype)
+LOOM_TYPED_OBJECT(ShapeLike, "loom._core.ShapeLike")            // a shape or per-axis sizes (to_shape)
+LOOM_TYPED_OBJECT(AxesLike, "loom._core.AxesLike")              // axes (to_axes)
+LOOM_TYPED_OBJECT(GraphLike, "loom._core.Graph | loom._core.zoo.Network")  // graph_of's
+LOOM_TYPED_OBJECT(GeneratorArg, "loom._core.random.Generator")  // a generator= argument
+LOOM_TYPED_OBJECT(Number, "float")                              // a Python int or float (to_scalar)
+LOOM_TYPED_OBJECT(TensorMapping, "collections.abc.Mapping[str, loom._core.ArrayLike]")  // name -> tensor
+LOOM_TYPED_OBJECT(TextMapping, "collections.abc.Mapping[str, str]")                     // metadata
+LOOM_TYPED_OBJECT(LayerSequence, "loom._core.Layer | collections.abc.Sequence[loom._core.Layer]")  // layer_list's
+LOOM_TYPED_OBJECT(ShapeSequence, "collections.abc.Sequence[loom._core.ShapeLike]")     // a shape per input
+LOOM_TYPED_OBJECT(OrdArg, "float | str")                                                 // a norm's ord
+#undef LOOM_TYPED_OBJECT
+
 // The dtype named by a loom.DType, a string ("float32"), a NumPy dtype or scalar type, or the
 // Python types bool/int/float (NumPy's defaults: bool, int64, float64). DTypeError otherwise.
 DType to_dtype(nb::handle obj);
@@ -41,6 +68,11 @@ Scalar to_scalar(nb::handle obj);
 std::vector<TensorIndex> to_index(nb::handle key);
 
 Shape to_shape(nb::handle obj);  // an int or a sequence of ints
+// Typed results, for the stubs: tuple[int, ...], (tensor, tensor), ...
+using IntTuple = nb::typed<nb::tuple, int, nb::ellipsis>;
+template <class... T>
+using TupleOf = nb::typed<nb::tuple, T...>;
+IntTuple int_tuple(const std::vector<int64_t>& v);  // a shape or strides as Python's tuple
 Axes to_axes(nb::handle obj);    // None (all axes), an int or a sequence of ints
 
 // The GIL is released around Loom calls that can take long, so that other Python threads run
@@ -71,5 +103,6 @@ void bind_nn(nb::module_& m);
 void bind_layers(nb::module_& m);  // layers.cpp: Layer, Module, Graph, Plan, the zoo
 void bind_train(nb::module_& m);   // train.cpp: Model, fit, callbacks
 void bind_io(nb::module_& m);      // io.cpp: model, state, safetensors and ONNX files
+void bind_sparse(nb::module_& m);  // sparse.cpp: SparseTensor, loom.sparse.mm
 
 }  // namespace loom::python

@@ -45,7 +45,7 @@ Graph graph_arg(nb::handle obj) {
 
 void bind_io(nb::module_& m) {
   nb::module_ io = m.def_submodule("io", "Model files, state files, safetensors and ONNX (include/loom/io).");
-  io.def("save_model", [](const std::string& path, nb::handle graph, nb::handle extra, nb::handle metadata) {
+  io.def("save_model", [](const std::string& path, GraphLike graph, TensorMapping extra, TextMapping metadata) {
     const Graph g = graph_arg(graph);
     const io::TensorMap e = tensor_map(extra);
     const io::Metadata md = metadata_of(metadata);
@@ -57,14 +57,14 @@ void bind_io(nb::module_& m) {
     nb::gil_scoped_release release;
     return io::load_model(path);
   }, nb::arg("path"), "The graph rebuilt from a model file, with its weights.");
-  io.def("save_state", [](const std::string& path, nb::handle graph, nb::handle extra, nb::handle metadata) {
+  io.def("save_state", [](const std::string& path, GraphLike graph, TensorMapping extra, TextMapping metadata) {
     const Graph g = graph_arg(graph);
     const io::TensorMap e = tensor_map(extra);
     const io::Metadata md = metadata_of(metadata);
     nb::gil_scoped_release release;
     io::save_state(path, g, e, md);
   }, nb::arg("path"), nb::arg("graph"), nb::arg("extra") = nb::none(), nb::arg("metadata") = nb::none(), "Writes the graph's weights (and extra tensors and string metadata, when given) to a safetensors file, atomically.");
-  io.def("load_state", [](const std::string& path, nb::handle graph) {
+  io.def("load_state", [](const std::string& path, GraphLike graph) -> TupleOf<nb::typed<nb::dict, nb::str, Tensor>, nb::typed<nb::dict, nb::str, nb::str>> {
     const Graph g = graph_arg(graph);
     io::Checkpoint c;
     {
@@ -73,15 +73,15 @@ void bind_io(nb::module_& m) {
     }
     return nb::make_tuple(c.extra, c.metadata);
   }, nb::arg("path"), nb::arg("graph"), "Loads the weights into the graph (strictly); returns (extra tensors, metadata).");
-  io.def("graph_state", [](nb::handle graph) { return io::graph_state(graph_arg(graph)); },
+  io.def("graph_state", [](GraphLike graph) { return io::graph_state(graph_arg(graph)); },
          "Every parameter and buffer by its key (the graph's own tensors, not copies).");
-  io.def("load_graph_state", [](nb::handle graph, nb::handle tensors) {
+  io.def("load_graph_state", [](GraphLike graph, TensorMapping tensors) {
     const Graph g = graph_arg(graph);
     const io::TensorMap t = tensor_map(tensors);
     nb::gil_scoped_release release;
     io::load_graph_state(g, t, "loom.io.load_graph_state");
   }, nb::arg("graph"), nb::arg("tensors"), "Sets the graph's parameters and buffers from a dict by key, strictly: every one of them, nothing else.");
-  io.def("save_safetensors", [](const std::string& path, nb::handle tensors, nb::handle metadata) {
+  io.def("save_safetensors", [](const std::string& path, TensorMapping tensors, TextMapping metadata) {
     const io::TensorMap t = tensor_map(tensors);
     const io::Metadata md = metadata_of(metadata);
     nb::gil_scoped_release release;
@@ -99,7 +99,7 @@ void bind_io(nb::module_& m) {
     nb::gil_scoped_release release;
     return io::load_safetensors_metadata(path);
   }, nb::arg("path"), "The string metadata of a safetensors file's header, as a dict.");
-  io.def("export_onnx", [](nb::handle graph, const std::string& path, bool dynamic_batch, int64_t batch_size, bool fold_batch_norm) {
+  io.def("export_onnx", [](GraphLike graph, const std::string& path, bool dynamic_batch, int64_t batch_size, bool fold_batch_norm) {
     const Graph g = graph_arg(graph);
     io::OnnxExportOptions o;
     o.dynamic_batch = dynamic_batch, o.batch_size = batch_size, o.fold_batch_norm = fold_batch_norm;
@@ -126,7 +126,7 @@ void bind_io(nb::module_& m) {
     std::vector<Tensor> ts;
     for (nb::handle a : arrays) ts.push_back(as_tensor(a));
     return std::make_shared<data::TensorDataset>(std::move(ts));
-  }, nb::sig("def TensorDataset(*arrays: object) -> Dataset"), "Examples are the rows of the arrays (one field each, all with as many rows).");
+  }, nb::sig("def TensorDataset(*arrays: loom._core.ArrayLike) -> Dataset"), "Examples are the rows of the arrays (one field each, all with as many rows).");
   nb::class_<data::DataLoader>(data, "DataLoader", "Batches of a dataset, optionally shuffled per epoch (include/loom/data/loader.h).")
       .def("__init__", [](data::DataLoader* self, std::shared_ptr<data::Dataset> dataset, int64_t batch_size, bool shuffle, uint64_t seed,
                           bool drop_last, int n_jobs) {
@@ -146,7 +146,7 @@ void bind_io(nb::module_& m) {
         if (!b) throw nb::stop_iteration();
         return *b;
       })
-      .def_prop_ro("position", [](const data::DataLoader& l) { return nb::make_tuple(l.position().epoch, l.position().batch); },
+      .def_prop_ro("position", [](const data::DataLoader& l) -> TupleOf<int64_t, int64_t> { return nb::make_tuple(l.position().epoch, l.position().batch); },
                    "(epoch, batches delivered in it).")
       .def("set_position", [](data::DataLoader& l, int64_t epoch, int64_t batch) { l.set_position({epoch, batch}); },
            nb::arg("epoch"), nb::arg("batch") = 0, "Moves the loader to (epoch, batch): it then yields exactly the batches an uninterrupted run would have yielded next.");

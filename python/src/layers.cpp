@@ -39,11 +39,6 @@ std::vector<nn::Layer> layer_list(nb::handle obj, const char* what) {
   return out;
 }
 
-nb::tuple shape_tuple(const Shape& s) {
-  nb::list out;
-  for (int64_t d : s) out.append(d);
-  return nb::tuple(out);
-}
 
 nn::Input as_input(const nn::Layer& l, const char* what) {
   if (std::string(l.kind()) != "Input")
@@ -169,7 +164,7 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro("name", &nn::Layer::name, "The layer's name, unique in its graph.")
       .def_prop_ro("kind", [](const nn::Layer& l) { return std::string(l.kind()); }, "The layer kind's registered name (\"Linear\", \"Activation\", ...).")
       .def_prop_ro("inputs", &nn::Layer::inputs, "The layers this layer reads, in order.")
-      .def_prop_ro("shape", [](const nn::Layer& l) { return shape_tuple(l.shape()); },
+      .def_prop_ro("shape", [](const nn::Layer& l) { return int_tuple(l.shape()); },
                    "Output shape; -1 marks a size known only at run time (the batch).")
       .def_prop_ro("n_units", &nn::Layer::n_units, "The last dimension of the output.")
       .def_prop_ro("dtype", &nn::Layer::dtype, "The output's dtype.")
@@ -180,7 +175,7 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro("_options_json", [](const nn::Layer& l) { return l.options().to_json(); })
       .def("shares_state_with", [](const nn::Layer& a, const nn::Layer& b) { return a.shared_state() == b.shared_state(); }, "Whether this layer and other share one state (weights): reuse_with and Keras-style calls of one layer do.")
       // An Input's value (the graph reads it when called without arguments).
-      .def("set_value", [](const nn::Layer& l, nb::handle v) { as_input(l, "set_value").set_value(as_tensor(v)); }, nb::arg("value"), "Sets an Input layer's value, read when the graph is called without arguments (its shape and dtype checked).")
+      .def("set_value", [](const nn::Layer& l, ArrayLike v) { as_input(l, "set_value").set_value(as_tensor(v)); }, nb::arg("value"), "Sets an Input layer's value, read when the graph is called without arguments (its shape and dtype checked).")
       .def_prop_ro("value", [](const nn::Layer& l) { return as_input(l, "value").value(); }, "An Input layer's value (ValueError when it holds none).")
       .def("has_value", [](const nn::Layer& l) { return as_input(l, "has_value").has_value(); }, "Whether an Input layer holds a value.")
       .def("clear", [](const nn::Layer& l) { as_input(l, "clear").clear(); }, "Drops an Input layer's value.")
@@ -206,11 +201,11 @@ void bind_layers(nb::module_& m) {
   m.def("_unbound_layer", [](const std::string& kind, const std::string& options_json, const std::string& name) {
     return nn::unbound_layer(kind, nn::Options::from_json(options_json, "loom.layers." + kind), name);
   });
-  m.def("_constant", [](nb::handle value, const std::string& name) -> nn::Layer { return nn::Constant(copy_tensor(value), name); },
+  m.def("_constant", [](ArrayLike value, const std::string& name) -> nn::Layer { return nn::Constant(copy_tensor(value), name); },
         nb::arg("value"), nb::arg("name") = "");
 
   // ------------------------------------------------------------------ Module, Sequential
-  m.def("Module", [](nb::handle inputs, nb::handle outputs, const std::string& name) -> nn::Layer {
+  m.def("Module", [](LayerSequence inputs, LayerSequence outputs, const std::string& name) -> nn::Layer {
     return nn::Module(layer_list(inputs, "loom.Module inputs"), layer_list(outputs, "loom.Module outputs"), name);
   }, nb::arg("inputs"), nb::arg("outputs"), nb::arg("name") = "",
         "A subgraph from `inputs` to `outputs` as one layer (kind Module); reuse_with shares every inner weight.");
@@ -254,7 +249,7 @@ void bind_layers(nb::module_& m) {
         return plan_result(std::move(outs));
       }, nb::sig("def __call__(self, *args: object) -> typing.Any"),
            "The outputs for one tensor (or array) per graph input: a tensor for one output, a list for several.")
-      .def("run", [](const Plan& p, nb::handle inputs) {
+      .def("run", [](const Plan& p, ArraySequence inputs) {
         std::vector<Tensor> xs;
         if (!inputs.is_none())
           for (nb::handle a : nb::borrow<nb::sequence>(inputs)) xs.push_back(as_tensor(a));
@@ -262,14 +257,14 @@ void bind_layers(nb::module_& m) {
         return p.run(xs);
       }, nb::arg("inputs") = nb::none(), "Every output, as a list, for the inputs given positionally.")
       .def_prop_ro("graph", &Plan::graph, "The graph the plan was compiled from.")
-      .def_prop_ro("input_shapes", [](const Plan& p) {
+      .def_prop_ro("input_shapes", [](const Plan& p) -> nb::typed<nb::list, IntTuple> {
         nb::list out;
-        for (const Shape& s : p.input_shapes()) out.append(shape_tuple(s));
+        for (const Shape& s : p.input_shapes()) out.append(int_tuple(s));
         return out;
       }, "The shapes the plan was compiled for, one per input (-1: open at run time).")
-      .def_prop_ro("output_shapes", [](const Plan& p) {
+      .def_prop_ro("output_shapes", [](const Plan& p) -> nb::typed<nb::list, IntTuple> {
         nb::list out;
-        for (const Shape& s : p.output_shapes()) out.append(shape_tuple(s));
+        for (const Shape& s : p.output_shapes()) out.append(int_tuple(s));
         return out;
       }, "The compiled shape of each output (-1: sized at run time).")
       .def_prop_ro("shape_polymorphic", &Plan::shape_polymorphic, "Whether some input dimension is open (-1): the plan then runs any size there.")
@@ -278,7 +273,7 @@ void bind_layers(nb::module_& m) {
       .def("__repr__", &Plan::dump);
 
   nb::class_<Graph>(m, "Graph", "A layer graph traced back from its outputs (Graph.build).")
-      .def_static("build", [](nb::handle outputs, nb::handle inputs) {
+      .def_static("build", [](LayerSequence outputs, LayerSequence inputs) {
         return Graph::build(layer_list(outputs, "Graph.build outputs"),
                             inputs.is_none() ? std::vector<nn::Layer>{} : layer_list(inputs, "Graph.build inputs"));
       }, nb::arg("outputs"), nb::arg("inputs") = nb::none(),
@@ -294,7 +289,7 @@ void bind_layers(nb::module_& m) {
       .def("to_dot", &Graph::to_dot, "Graphviz DOT text of the graph.")
       .def("to_json", [](const Graph& g) { return graph_to_json(g); }, "The architecture as JSON text (no weights); Graph.from_json reads it back.")
       .def_static("from_json", [](const std::string& text) { return graph_from_json(text); }, "A graph from the JSON text of to_json, with newly initialized weights.")
-      .def("compile", [](const Graph& g, nb::handle input_shapes, const nb::kwargs& flags) {
+      .def("compile", [](const Graph& g, ShapeSequence input_shapes, const nb::kwargs& flags) {
         const CompileOptions o = compile_options(input_shapes, flags);
         nb::gil_scoped_release release;
         return g.compile(o);
@@ -324,7 +319,7 @@ void bind_layers(nb::module_& m) {
       .def("parameters", &zoo::Network::parameters, "The trainable tensors of every layer of the graph, each once.")
       .def("parameter_count", &zoo::Network::parameter_count, "The number of elements of the trainable tensors, each counted once.")
       .def("summary", [](const zoo::Network& n) { return n.graph.summary(); }, "A Keras-like table of the graph's layers, shapes and parameter counts.")
-      .def("__call__", [](const zoo::Network& n, nb::handle x) {
+      .def("__call__", [](const zoo::Network& n, ArrayLike x) {
         const Tensor t = as_tensor(x);
         nb::gil_scoped_release release;
         return n(t);

@@ -101,6 +101,7 @@ NB_MODULE(_core, m) {
   bind_layers(m);
   bind_train(m);
   bind_io(m);
+  bind_sparse(m);
 
   m.def("set_num_threads", &set_num_threads, nb::arg("n"), "Threads of Loom's pool (1 runs every op inline).");
   m.def("get_num_threads", &get_num_threads, "Threads of Loom's pool (the calling thread included).");
@@ -108,7 +109,7 @@ NB_MODULE(_core, m) {
   m.def("set_grad_enabled", &set_grad_enabled, nb::arg("enabled"), "Turns gradient recording on or off on this thread (loom.no_grad and loom.enable_grad use it).");
   m.def(
       "op_registry",
-      [] {
+      []() -> nb::typed<nb::list, TupleOf<nb::str, nb::str, bool>> {
         nb::list out;
         for (const auto& op : op_registry()) out.append(nb::make_tuple(op.name, op.category, op.differentiable));
         return out;

@@ -25,7 +25,7 @@ using Binary = Tensor (*)(const Tensor&, const Tensor&);
 
 template <Unary F>
 void def_unary(nb::module_& m, const char* name, const char* doc) {
-  m.def(name, [](nb::handle x) {
+  m.def(name, [](ArrayLike x) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return F(t);
@@ -34,14 +34,14 @@ void def_unary(nb::module_& m, const char* name, const char* doc) {
 
 template <Binary F>
 void def_binary(nb::module_& m, const char* name, const char* doc) {
-  m.def(name, [](nb::handle a, nb::handle b) { return binary(F, a, b); }, nb::arg("x1"), nb::arg("x2"), doc);
+  m.def(name, [](ArrayLike a, ArrayLike b) { return binary(F, a, b); }, nb::arg("x1"), nb::arg("x2"), doc);
 }
 
 // Reductions over axis=None (all), an int or a tuple, as NumPy's.
 using Reduce = Tensor (*)(const Tensor&, const Axes&, bool);
 template <Reduce F>
 void def_reduce(nb::module_& m, const char* name, const char* doc) {
-  m.def(name, [](nb::handle x, nb::handle axis, bool keepdims) {
+  m.def(name, [](ArrayLike x, AxesLike axis, bool keepdims) {
     const Tensor t = as_tensor(x);
     const Axes axes = to_axes(axis);
     MaybeRelease release(elements_of(t));
@@ -147,42 +147,42 @@ void bind_ops(nb::module_& m) {
   def_reduce<all_fn>(m, "all", "Whether every element over axis is true (a bool tensor); keepdims as NumPy's.");
   def_reduce<any_fn>(m, "any", "Whether some element over axis is true (a bool tensor); keepdims as NumPy's.");
 
-  m.def("where", [](nb::handle condition, nb::handle a, nb::handle b) {
+  m.def("where", [](ArrayLike condition, ArrayLike a, ArrayLike b) {
     const Tensor c = as_tensor(condition);
     Tensor ta, tb;
     weak_scalar_operands(a, b, ta, tb);
     MaybeRelease release(elements_of(c, ta, tb));
     return where(c, ta, tb);
   }, nb::arg("condition"), nb::arg("x"), nb::arg("y"), "Elementwise: x where condition holds, y elsewhere (broadcasting the three).");
-  m.def("clip", [](nb::handle x, nb::handle lo, nb::handle hi) {
+  m.def("clip", [](ArrayLike x, ArrayLike lo, ArrayLike hi) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return clip(t, optional_scalar(lo), optional_scalar(hi));
   }, nb::arg("x"), nb::arg("a_min") = nb::none(), nb::arg("a_max") = nb::none(), "x limited to [a_min, a_max] elementwise (None: no bound on that side).");
-  m.def("leaky_relu", [](nb::handle x, double slope) {
+  m.def("leaky_relu", [](ArrayLike x, double slope) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return leaky_relu(t, slope); });
   }, nb::arg("x"),
         nb::arg("negative_slope") = 0.01, "x where x > 0, negative_slope * x elsewhere (torch's leaky_relu).");
-  m.def("elu", [](nb::handle x, double alpha) {
+  m.def("elu", [](ArrayLike x, double alpha) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return elu(t, alpha); });
   }, nb::arg("x"), nb::arg("alpha") = 1.0, "x where x > 0, alpha * (exp(x) - 1) elsewhere (torch's elu).");
-  m.def("gelu", [](nb::handle x, bool approximate) {
+  m.def("gelu", [](ArrayLike x, bool approximate) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return gelu(t, approximate); });
   }, nb::arg("x"),
         nb::arg("approximate") = false, "approximate=True: the tanh approximation.");
-  m.def("silu", [](nb::handle x) {
+  m.def("silu", [](ArrayLike x) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return silu(t); });
   }, nb::arg("x"), "x * sigmoid(x).");
-  m.def("softplus", [](nb::handle x, double beta, double threshold) {
+  m.def("softplus", [](ArrayLike x, double beta, double threshold) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return softplus(t, beta, threshold); });
   },
         nb::arg("x"), nb::arg("beta") = 1.0, nb::arg("threshold") = 20.0, "log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (torch's softplus).");
-  m.def("astype", [](nb::handle x, nb::handle dtype) {
+  m.def("astype", [](ArrayLike x, DTypeLike dtype) {
     const Tensor t = as_tensor(x);
     const DType d = to_dtype(dtype);
     MaybeRelease release(elements_of(t));
@@ -190,84 +190,84 @@ void bind_ops(nb::module_& m) {
   }, nb::arg("x"), nb::arg("dtype"), "x converted to dtype (a new tensor).");
 
   // reductions with arguments of their own
-  m.def("var", [](nb::handle x, nb::handle axis, int64_t ddof, bool keepdims) {
+  m.def("var", [](ArrayLike x, AxesLike axis, int64_t ddof, bool keepdims) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return var(t, to_axes(axis), ddof, keepdims);
   }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false, "The variance over axis, dividing by n - ddof; keepdims as NumPy's.");
-  m.def("std", [](nb::handle x, nb::handle axis, int64_t ddof, bool keepdims) {
+  m.def("std", [](ArrayLike x, AxesLike axis, int64_t ddof, bool keepdims) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return loom::std(t, to_axes(axis), ddof, keepdims);
   }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0, nb::arg("keepdims") = false, "The standard deviation over axis, dividing by n - ddof; keepdims as NumPy's.");
-  m.def("argmax", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) {
+  m.def("argmax", [](ArrayLike x, std::optional<int64_t> axis, bool keepdims) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return argmax(t, axis, keepdims); });
   },
         nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, "The index of the largest element along axis (None: of the flattened x).");
-  m.def("argmin", [](nb::handle x, std::optional<int64_t> axis, bool keepdims) {
+  m.def("argmin", [](ArrayLike x, std::optional<int64_t> axis, bool keepdims) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return argmin(t, axis, keepdims); });
   },
         nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, "The index of the smallest element along axis (None: of the flattened x).");
-  m.def("cumsum", [](nb::handle x, std::optional<int64_t> axis) {
+  m.def("cumsum", [](ArrayLike x, std::optional<int64_t> axis) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return axis ? cumsum(t, *axis) : cumsum(flatten(t), 0);  // NumPy: no axis, the flattened array
   }, nb::arg("x"), nb::arg("axis") = nb::none(), "The running sum along axis (None: of the flattened x).");
-  m.def("softmax", [](nb::handle x, int64_t axis) {
+  m.def("softmax", [](ArrayLike x, int64_t axis) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return softmax(t, axis);
   }, nb::arg("x"), nb::arg("axis") = -1, "exp(x) / sum(exp(x)) along axis, computed without overflow.");
-  m.def("log_softmax", [](nb::handle x, int64_t axis) {
+  m.def("log_softmax", [](ArrayLike x, int64_t axis) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
     return log_softmax(t, axis);
   }, nb::arg("x"), nb::arg("axis") = -1, "log(softmax(x)) along axis, computed without overflow.");
 
   // manipulation (views where NumPy's are views)
-  m.def("reshape", [](nb::handle x, nb::handle shape) {
+  m.def("reshape", [](ArrayLike x, ShapeLike shape) {
     const Tensor t = as_tensor(x);
     const Shape s = to_shape(shape);
     return released(elements_of(t), [&] { return reshape(t, s); });  // copies when no view fits
   }, nb::arg("x"),
         nb::arg("shape"), "x with a new shape of the same size (-1: inferred); a view where the strides allow, else a copy.");
-  m.def("transpose", [](nb::handle x, nb::handle axes) { return transpose(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
+  m.def("transpose", [](ArrayLike x, AxesLike axes) { return transpose(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
         nb::arg("axes") = nb::none(), "x with its axes permuted (None: reversed), a view.");
-  m.def("permute_dims", [](nb::handle x, nb::handle axes) { return permute(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
+  m.def("permute_dims", [](ArrayLike x, AxesLike axes) { return permute(as_tensor(x), to_axes(axes)); }, nb::arg("x"),
         nb::arg("axes"), "x with its axes in the order axes, a view (the array API's permute_dims).");
-  m.def("swapaxes", [](nb::handle x, int64_t a, int64_t b) { return swapaxes(as_tensor(x), a, b); }, nb::arg("x"),
+  m.def("swapaxes", [](ArrayLike x, int64_t a, int64_t b) { return swapaxes(as_tensor(x), a, b); }, nb::arg("x"),
         nb::arg("axis1"), nb::arg("axis2"), "x with axis1 and axis2 exchanged, a view.");
-  m.def("moveaxis", [](nb::handle x, int64_t s, int64_t d) { return moveaxis(as_tensor(x), s, d); }, nb::arg("x"),
+  m.def("moveaxis", [](ArrayLike x, int64_t s, int64_t d) { return moveaxis(as_tensor(x), s, d); }, nb::arg("x"),
         nb::arg("source"), nb::arg("destination"), "x with axis source moved to position destination, a view.");
-  m.def("squeeze", [](nb::handle x, nb::handle axis) { return squeeze(as_tensor(x), to_axes(axis)); }, nb::arg("x"),
+  m.def("squeeze", [](ArrayLike x, AxesLike axis) { return squeeze(as_tensor(x), to_axes(axis)); }, nb::arg("x"),
         nb::arg("axis") = nb::none(), "x without its axes of size 1 (None: all of them), a view.");
-  m.def("expand_dims", [](nb::handle x, int64_t axis) { return expand_dims(as_tensor(x), axis); }, nb::arg("x"),
+  m.def("expand_dims", [](ArrayLike x, int64_t axis) { return expand_dims(as_tensor(x), axis); }, nb::arg("x"),
         nb::arg("axis"), "x with a new axis of size 1 at position axis, a view.");
-  m.def("broadcast_to", [](nb::handle x, nb::handle shape) { return broadcast_to(as_tensor(x), to_shape(shape)); },
+  m.def("broadcast_to", [](ArrayLike x, ShapeLike shape) { return broadcast_to(as_tensor(x), to_shape(shape)); },
         nb::arg("x"), nb::arg("shape"), "x broadcast to shape (NumPy's rules), a view with zero strides.");
-  m.def("slice", [](nb::handle x, int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
+  m.def("slice", [](ArrayLike x, int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
     return slice(as_tensor(x), axis, start, stop, step);
   }, nb::arg("x"), nb::arg("axis"), nb::arg("start") = nb::none(), nb::arg("stop") = nb::none(), nb::arg("step") = 1,
         "x[start:stop:step] along one axis, a view.");
-  m.def("concatenate", [](nb::handle xs, int64_t axis) {
+  m.def("concatenate", [](ArraySequence xs, int64_t axis) {
     const auto ts = tensors(xs);
     nb::gil_scoped_release release;
     return concatenate(ts, axis);
   }, nb::arg("arrays"), nb::arg("axis") = 0, "The tensors joined along an existing axis.");
-  m.def("stack", [](nb::handle xs, int64_t axis) {
+  m.def("stack", [](ArraySequence xs, int64_t axis) {
     const auto ts = tensors(xs);
     nb::gil_scoped_release release;
     return stack(ts, axis);
   }, nb::arg("arrays"), nb::arg("axis") = 0, "The tensors, of one shape, joined along a new axis.");
-  m.def("split", [](nb::handle x, nb::handle sections, int64_t axis) {
+  m.def("split", [](ArrayLike x, ShapeLike sections, int64_t axis) {
     const Tensor t = as_tensor(x);
     if (PyLong_Check(sections.ptr())) return split(t, nb::cast<int64_t>(sections), axis);
     return split(t, to_shape(sections), axis);
   }, nb::arg("x"), nb::arg("indices_or_sections"), nb::arg("axis") = 0, "x cut along axis into a list of views: into n equal parts (an int) or at the given indices.");
-  m.def("unbind", [](nb::handle x, int64_t axis) { return unbind(as_tensor(x), axis); }, nb::arg("x"), nb::arg("axis") = 0, "The slices of x along axis, as a list of views with that axis removed.");
-  m.def("pad", [](nb::handle x, nb::handle pad_width, nb::handle constant_values) {
+  m.def("unbind", [](ArrayLike x, int64_t axis) { return unbind(as_tensor(x), axis); }, nb::arg("x"), nb::arg("axis") = 0, "The slices of x along axis, as a list of views with that axis removed.");
+  m.def("pad", [](ArrayLike x, nb::handle pad_width, ArrayLike constant_values) {
     const Tensor t = as_tensor(x);
     // NumPy's forms: n, (before, after), or one (before, after) per axis
     std::vector<std::pair<int64_t, int64_t>> widths;
@@ -289,17 +289,17 @@ void bind_ops(nb::module_& m) {
     const Scalar value = to_scalar(constant_values);
     return released(elements_of(t), [&] { return pad(t, widths, value); });
   }, nb::arg("x"), nb::arg("pad_width"), nb::arg("constant_values") = 0, "x padded with constant_values: pad_width is n, (before, after), or one (before, after) per axis.");
-  m.def("tile", [](nb::handle x, nb::handle reps) {
+  m.def("tile", [](ArrayLike x, ShapeLike reps) {
     const Tensor t = as_tensor(x);
     const Shape r = to_shape(reps);
     return released(elements_of(t), [&] { return tile(t, r); });
   }, nb::arg("x"), nb::arg("reps"), "x repeated reps times along each axis, as NumPy's tile.");
-  m.def("repeat", [](nb::handle x, int64_t repeats, std::optional<int64_t> axis) {
+  m.def("repeat", [](ArrayLike x, int64_t repeats, std::optional<int64_t> axis) {
     const Tensor t = as_tensor(x);
     return released(elements_of(t), [&] { return repeat(t, repeats, axis); });
   },
         nb::arg("x"), nb::arg("repeats"), nb::arg("axis") = nb::none(), "Each element of x repeated repeats times along axis (None: of the flattened x).");
-  m.def("flip", [](nb::handle x, nb::handle axis) {
+  m.def("flip", [](ArrayLike x, AxesLike axis) {
     const Tensor t = as_tensor(x);
     const Axes a = to_axes(axis);
     return released(elements_of(t), [&] { return flip(t, a); });
@@ -307,39 +307,39 @@ void bind_ops(nb::module_& m) {
         nb::arg("axis") = nb::none(), "x with the order of its elements reversed along axis (None: every axis).");
 
   // indexing
-  m.def("index", [](nb::handle x, nb::handle key) {
+  m.def("index", [](ArrayLike x, nb::handle key) {
     const Tensor t = as_tensor(x);
     const auto k = to_index(key);
     return released(elements_of(t), [&] { return index(t, k); });
   }, nb::arg("x"), nb::arg("key"),
         "x[key] (basic indices give views, arrays and masks copies).");
-  m.def("index_put", [](nb::handle x, nb::handle key, nb::handle values, bool accumulate) {
+  m.def("index_put", [](ArrayLike x, nb::handle key, ArrayLike values, bool accumulate) {
     const Tensor t = as_tensor(x);
     const auto k = to_index(key);
     const Tensor v = operand_for(values, t);
     return released(elements_of(t, v), [&] { return index_put(t, k, v, accumulate); });
   }, nb::arg("x"), nb::arg("key"), nb::arg("values"), nb::arg("accumulate") = false,
         "A copy of x with x[key] = values (or +=, accumulate=True), differentiable.");
-  m.def("take", [](nb::handle x, nb::handle indices, std::optional<int64_t> axis) {
+  m.def("take", [](ArrayLike x, ArrayLike indices, std::optional<int64_t> axis) {
     const Tensor t = as_tensor(x), i = as_tensor(indices);
     return released(elements_of(t, i), [&] { return take(t, i, axis); });
   }, nb::arg("x"), nb::arg("indices"), nb::arg("axis") = nb::none(), "The elements of x at indices along axis (None: of the flattened x), as NumPy's take.");
-  m.def("take_along_axis", [](nb::handle x, nb::handle indices, int64_t axis) {
+  m.def("take_along_axis", [](ArrayLike x, ArrayLike indices, int64_t axis) {
     const Tensor t = as_tensor(x), i = as_tensor(indices);
     return released(elements_of(t, i), [&] { return take_along_axis(t, i, axis); });
   }, nb::arg("x"), nb::arg("indices"), nb::arg("axis"), "The elements of x at indices along axis, indices broadcasting with x (NumPy's take_along_axis).");
-  m.def("scatter_add", [](nb::handle x, int64_t axis, nb::handle indices, nb::handle src) {
+  m.def("scatter_add", [](ArrayLike x, int64_t axis, ArrayLike indices, ArrayLike src) {
     const Tensor t = as_tensor(x), i = as_tensor(indices), v = as_tensor(src);
     return released(elements_of(t, i, v), [&] { return scatter_add(t, axis, i, v); });
   }, nb::arg("x"), nb::arg("axis"), nb::arg("indices"), nb::arg("src"), "A copy of x where src is added at indices along axis (torch's scatter_add).");
-  m.def("nonzero", [](nb::handle x) {
+  m.def("nonzero", [](ArrayLike x) -> nb::typed<nb::tuple, Tensor, nb::ellipsis> {
     nb::list out;
     for (auto& t : nonzero(as_tensor(x))) out.append(nb::cast(t));
     return nb::tuple(out);
   }, nb::arg("x"), "The indices of the non-zero elements: a tuple of one index tensor per axis, as NumPy's.");
 
   // linear algebra at the top level, as NumPy's
-  m.def("tensordot", [](nb::handle a, nb::handle b, nb::handle axes) {
+  m.def("tensordot", [](ArrayLike a, ArrayLike b, AxesLike axes) {
     const Tensor ta = as_tensor(a), tb = as_tensor(b);
     if (PyLong_Check(axes.ptr())) {
       const int64_t n = nb::cast<int64_t>(axes);
@@ -357,7 +357,7 @@ void bind_ops(nb::module_& m) {
     nb::gil_scoped_release release;
     return einsum(subscripts, ts);
   }, nb::arg("subscripts"), nb::arg("operands"), "Einstein summation over the operands, in NumPy's subscripts notation (\"ij,jk->ik\").");
-  m.def("linear", [](nb::handle x, nb::handle w, nb::handle bias) {
+  m.def("linear", [](ArrayLike x, ArrayLike w, ArrayLike bias) {
     const Tensor tx = as_tensor(x), tw = as_tensor(w);
     const Tensor tb = bias.is_none() ? Tensor() : as_tensor(bias);
     nb::gil_scoped_release release;
@@ -365,37 +365,37 @@ void bind_ops(nb::module_& m) {
   }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), "x @ weight.T + bias (torch's linear).");
 
   // creation
-  m.def("zeros", [](nb::handle shape, nb::handle dtype) { return zeros(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
+  m.def("zeros", [](ShapeLike shape, DTypeLike dtype) { return zeros(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
         nb::arg("shape"), nb::arg("dtype") = nb::none(), "A new tensor of shape filled with 0 (dtype: float32 unless given).");
-  m.def("ones", [](nb::handle shape, nb::handle dtype) { return ones(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
+  m.def("ones", [](ShapeLike shape, DTypeLike dtype) { return ones(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
         nb::arg("shape"), nb::arg("dtype") = nb::none(), "A new tensor of shape filled with 1 (dtype: float32 unless given).");
-  m.def("empty", [](nb::handle shape, nb::handle dtype) { return empty(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
+  m.def("empty", [](ShapeLike shape, DTypeLike dtype) { return empty(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
         nb::arg("shape"), nb::arg("dtype") = nb::none(), "A new tensor of shape whose values are not set (dtype: float32 unless given).");
-  m.def("full", [](nb::handle shape, nb::handle value, nb::handle dtype) {
+  m.def("full", [](ShapeLike shape, ArrayLike value, DTypeLike dtype) {
     const Scalar s = to_scalar(value);
     return full(to_shape(shape), s, optional_dtype(dtype).value_or(s.natural_dtype()));
   }, nb::arg("shape"), nb::arg("fill_value"), nb::arg("dtype") = nb::none(), "A new tensor of shape filled with fill_value (dtype: that of the value unless given).");
-  m.def("zeros_like", [](nb::handle x) { return zeros_like(as_tensor(x)); }, nb::arg("x"), "A new tensor of x's shape and dtype filled with 0.");
-  m.def("ones_like", [](nb::handle x) { return ones_like(as_tensor(x)); }, nb::arg("x"), "A new tensor of x's shape and dtype filled with 1.");
-  m.def("full_like", [](nb::handle x, nb::handle value) { return full_like(as_tensor(x), to_scalar(value)); }, nb::arg("x"),
+  m.def("zeros_like", [](ArrayLike x) { return zeros_like(as_tensor(x)); }, nb::arg("x"), "A new tensor of x's shape and dtype filled with 0.");
+  m.def("ones_like", [](ArrayLike x) { return ones_like(as_tensor(x)); }, nb::arg("x"), "A new tensor of x's shape and dtype filled with 1.");
+  m.def("full_like", [](ArrayLike x, ArrayLike value) { return full_like(as_tensor(x), to_scalar(value)); }, nb::arg("x"),
         nb::arg("fill_value"), "A new tensor of x's shape and dtype filled with fill_value.");
-  m.def("arange", [](nb::handle start, nb::handle stop, nb::handle step, nb::handle dtype) {
+  m.def("arange", [](Number start, Number stop, Number step, DTypeLike dtype) {
     // NumPy's forms: arange(stop), arange(start, stop[, step]); integers give int64
     const bool ints = PyLong_Check(start.ptr()) && (stop.is_none() || PyLong_Check(stop.ptr())) && PyLong_Check(step.ptr());
     const double lo = stop.is_none() ? 0.0 : nb::cast<double>(start);
     const double hi = stop.is_none() ? nb::cast<double>(start) : nb::cast<double>(stop);
     return arange(lo, hi, nb::cast<double>(step), optional_dtype(dtype).value_or(ints ? Int64 : Float32));
   }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1, nb::arg("dtype") = nb::none(), "Evenly spaced values in [start, stop) by step: arange(stop) or arange(start, stop, step); integers give int64, else float32.");
-  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, nb::handle dtype) {
+  m.def("linspace", [](double start, double stop, int64_t num, bool endpoint, DTypeLike dtype) {
     return linspace(start, stop, num, endpoint, optional_dtype(dtype).value_or(Float32));
   }, nb::arg("start"), nb::arg("stop"), nb::arg("num") = 50, nb::arg("endpoint") = true, nb::arg("dtype") = nb::none(), "num evenly spaced values from start to stop (stop included unless endpoint=False).");
-  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, nb::handle dtype) {
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, DTypeLike dtype) {
     return eye(n, mm, k, optional_dtype(dtype).value_or(Float32));
   }, nb::arg("N"), nb::arg("M") = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none(), "An N x M matrix (M: N when None) with ones on diagonal k and zeros elsewhere.");
-  m.def("allclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan) {
+  m.def("allclose", [](ArrayLike a, ArrayLike b, double rtol, double atol, bool equal_nan) {
     return allclose(as_tensor(a), as_tensor(b), rtol, atol, equal_nan);
   }, nb::arg("a"), nb::arg("b"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false, "Whether |a - b| <= atol + rtol * |b| everywhere (NaNs equal with equal_nan=True).");
-  m.def("array_equal", [](nb::handle a, nb::handle b) { return array_equal(as_tensor(a), as_tensor(b)); }, nb::arg("a1"),
+  m.def("array_equal", [](ArrayLike a, ArrayLike b) { return array_equal(as_tensor(a), as_tensor(b)); }, nb::arg("a1"),
         nb::arg("a2"), "Whether a1 and a2 have one shape and equal elements.");
 }
 

@@ -38,11 +38,15 @@ void check_exportable(const Tensor& t, const char* what) {
     throw DeviceError(std::string(what) + ": the tensor is on " + t.device().str() + "; only CPU memory can be shared");
 }
 
-nb::tuple int_tuple(const std::vector<int64_t>& v) {
+}  // namespace
+
+IntTuple int_tuple(const std::vector<int64_t>& v) {
   nb::list out;
   for (int64_t x : v) out.append(x);
   return nb::tuple(out);
 }
+
+namespace {
 
 // An operand next to a tensor: a Python scalar becomes a 0-d tensor of the dtype the op would
 // give (NumPy 2's weak scalars, Scalar::result_dtype_with), anything else as loom.asarray.
@@ -124,7 +128,7 @@ void def_comparison(nb::class_<Tensor>& cls, const char* name) {
   cls.def(name, [](nb::handle self, nb::handle other) -> nb::object {
     if (!operand_like(other)) return nb::borrow(Py_NotImplemented);
     return nb::cast(binary(F, self, other));
-  }, nb::arg("other").none(), nb::sig(operator_sig(name, "other: object | None").c_str()));
+  }, nb::arg("other").none(), nb::sig(operator_sig(name, "other: ArrayLike").c_str()));
 }
 
 // The arithmetic operators are the type's number slots, which PyNumber_Add and the others call
@@ -239,7 +243,7 @@ void def_inplace(nb::class_<Tensor>& cls, const char* name) {
       F(t, o);
     }
     return nb::borrow(self);
-  }, nb::sig(operator_sig(name, "other: object, /").c_str()));
+  }, nb::sig(operator_sig(name, "other: ArrayLike, /").c_str()));
 }
 
 std::string text(const Tensor& t) {
@@ -264,7 +268,7 @@ void bind_tensor(nb::module_& m) {
                          nb::type_slots(number_slots));
   tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   def_operator_functions(m);
-  cls.def("__init__", [](Tensor* self, nb::handle data, nb::handle dtype) {
+  cls.def("__init__", [](Tensor* self, ArrayLike data, DTypeLike dtype) {
        new (self) Tensor(copy_tensor(data, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype))));
      }, nb::arg("data"), nb::arg("dtype") = nb::none())
       // geometry (strides in bytes, as NumPy's; Loom's C++ strides are in elements)
@@ -302,7 +306,7 @@ void bind_tensor(nb::module_& m) {
       .def("__repr__", &text)
       .def("__str__", &text)
       // copies and dtypes
-      .def("astype", [](const Tensor& t, nb::handle dtype) {
+      .def("astype", [](const Tensor& t, DTypeLike dtype) {
         const DType d = to_dtype(dtype);
         MaybeRelease release(elements_of(t));
         return t.astype(d);
@@ -318,14 +322,14 @@ void bind_tensor(nb::module_& m) {
       .def("fill_", [](nb::handle self, nb::handle value) {
         nb::cast<Tensor&>(self).fill_(to_scalar(value));
         return nb::borrow(self);
-      }, nb::arg("value"), nb::sig("def fill_(self, value: object) -> Tensor"), "Sets every element to value, in place; returns the tensor.")
-      .def("copy_", [](nb::handle self, nb::handle src) {
+      }, nb::arg("value"), nb::sig("def fill_(self, value: bool | int | float) -> Tensor"), "Sets every element to value, in place; returns the tensor.")
+      .def("copy_", [](nb::handle self, ArrayLike src) {
         Tensor& t = nb::cast<Tensor&>(self);
         const Tensor s = as_tensor(src);
         MaybeRelease release(elements_of(t));
         t.copy_(s);
         return nb::borrow(self);
-      }, nb::arg("src"), nb::sig("def copy_(self, src: object) -> Tensor"), "Copies src (broadcast to this tensor's shape) into this tensor's memory; returns the tensor.")
+      }, nb::arg("src"), nb::sig("def copy_(self, src: ArrayLike) -> Tensor"), "Copies src (broadcast to this tensor's shape) into this tensor's memory; returns the tensor.")
       // NumPy export without a copy: NumPy keeps this Tensor object as the array's base, so the
       // memory lives as long as either does.
       .def_prop_ro("__array_interface__", [](const Tensor& t) {
@@ -365,7 +369,7 @@ void bind_tensor(nb::module_& m) {
         nb::ndarray<> arr(t.data_ptr(), shape.size(), shape.data(), self, strides.data(), dt, nb::device::cpu::value, 0);
         return nb::cast(arr);  // an ndarray of no framework goes to Python as a DLPack capsule
       }, nb::arg("stream") = nb::none())
-      .def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(int(nb::device::cpu::value), 0); })
+      .def("__dlpack_device__", [](const Tensor&) -> TupleOf<int, int> { return nb::make_tuple(int(nb::device::cpu::value), 0); })
       // indexing: basic indices give views, integer arrays and masks copies (NumPy's rule)
       .def("__getitem__", [](const Tensor& t, nb::handle key) {
         if (PyLong_Check(key.ptr()) && !PyBool_Check(key.ptr())) return t[nb::cast<int64_t>(key)];
@@ -373,7 +377,7 @@ void bind_tensor(nb::module_& m) {
         MaybeRelease release(elements_of(t));
         return t.index(index);
       })
-      .def("__setitem__", [](Tensor& t, nb::handle key, nb::handle value) {
+      .def("__setitem__", [](Tensor& t, nb::handle key, ArrayLike value) {
         const auto index = to_index(key);
         if (is_python_scalar(value)) {
           t.index_put_(index, to_scalar(value));
@@ -397,7 +401,7 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro("is_leaf", &Tensor::is_leaf, "Whether the tensor was made by the user rather than computed by a recorded op.")
       .def("zero_grad", &Tensor::zero_grad, "Drops the accumulated gradient (grad becomes None).")
       .def("detach", &Tensor::detach, "A view of the same memory without history (requires_grad False).")
-      .def("backward", [](const Tensor& t, nb::handle grad, bool retain_graph) {
+      .def("backward", [](const Tensor& t, ArrayLike grad, bool retain_graph) {
         const Tensor seed = grad.is_none() ? Tensor() : operand(grad, t);
         nb::gil_scoped_release release;  // no Python code runs in a backward pass (no hooks bound)
         loom::backward(t, seed, retain_graph);
@@ -430,14 +434,14 @@ void bind_tensor(nb::module_& m) {
   // NumPy defers to the tensor's reflected operators (np_array + t gives a loom.Tensor)
   cls.attr("__array_priority__") = 1000;
 
-  m.def("asarray", [](nb::handle obj, nb::handle dtype) {
+  m.def("asarray", [](ArrayLike obj, DTypeLike dtype) {
     return as_tensor(obj, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
   }, nb::arg("obj"), nb::arg("dtype") = nb::none(),
         "A tensor over obj's memory where Loom can represent it, a copy otherwise (docs/python.md).");
-  m.def("tensor", [](nb::handle obj, nb::handle dtype) {
+  m.def("tensor", [](ArrayLike obj, DTypeLike dtype) {
     return copy_tensor(obj, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
   }, nb::arg("data"), nb::arg("dtype") = nb::none(), "A new tensor holding a copy of data.");
-  m.def("from_dlpack", [](nb::handle obj) { return as_tensor(obj); }, nb::arg("obj"), "A tensor over the memory of a DLPack producer (a torch tensor, a JAX array), without a copy (as asarray).");
+  m.def("from_dlpack", [](ArrayLike obj) { return as_tensor(obj); }, nb::arg("obj"), "A tensor over the memory of a DLPack producer (a torch tensor, a JAX array), without a copy (as asarray).");
 }
 
 }  // namespace loom::python

@@ -205,13 +205,13 @@ train::MetricList make_metrics(nb::handle metrics, const std::shared_ptr<HeldCal
   return out;
 }
 
-nb::dict logs_dict(const train::Logs& logs) {
+nb::typed<nb::dict, nb::str, float> logs_dict(const train::Logs& logs) {
   nb::dict d;
   for (const auto& [k, v] : logs) d[k.c_str()] = v;
   return d;
 }
 
-nb::dict history_dict(const train::History& h) {
+nb::typed<nb::dict, nb::str, nb::typed<nb::list, float>> history_dict(const train::History& h) {
   nb::dict d;
   for (const auto& [k, v] : h.series) {
     nb::list l;
@@ -298,26 +298,54 @@ train::MonitorMode monitor_mode(const std::string& mode) {
   throw ValueError("loom.callbacks: mode '" + mode + "' is not one of 'auto', 'min', 'max'");
 }
 
-std::shared_ptr<train::Schedule> make_schedule(train::Optimizer& opt, const std::string& kind, const nb::dict& kwargs) {
+// A loom.schedules object's (kind, kwargs) (python/loom/schedules.py) over `opt`. base_lr sets the
+// optimizer's rate first (a Schedule reads its base rate from the optimizer when made); a
+// LinearWarmup's `after` is made before the warmup, over the same optimizer, as C++ requires.
+std::unique_ptr<train::Schedule> make_schedule(train::Optimizer& opt, const std::string& kind, const nb::dict& kwargs) {
   Kwargs k{"loom.schedules." + kind, kwargs, {}};
-  std::shared_ptr<train::Schedule> s;
+  if (kwargs.contains("base_lr")) opt.set_lr(k.num("base_lr", 0.0));
+  else k.known.push_back("base_lr");
+  std::unique_ptr<train::Schedule> s;
   if (kind == "StepLR") {
     const int64_t step = k.integer("step_size", 1);
-    s = std::make_shared<train::StepLR>(opt, step, k.num("gamma", 0.1));
+    s = std::make_unique<train::StepLR>(opt, step, k.num("gamma", 0.1));
   } else if (kind == "ExponentialLR") {
-    s = std::make_shared<train::ExponentialLR>(opt, k.num("gamma", 0.9));
+    s = std::make_unique<train::ExponentialLR>(opt, k.num("gamma", 0.9));
   } else if (kind == "CosineAnnealingLR") {
     const int64_t t_max = k.integer("t_max", 1);
-    s = std::make_shared<train::CosineAnnealingLR>(opt, t_max, k.num("eta_min", 0.0));
+    s = std::make_unique<train::CosineAnnealingLR>(opt, t_max, k.num("eta_min", 0.0));
   } else if (kind == "LinearWarmup") {
     const int64_t w = k.integer("warmup_steps", 1);
-    s = std::make_shared<train::LinearWarmup>(opt, w, k.num("start_factor", 1.0 / 3.0));
+    const double start_factor = k.num("start_factor", 1.0 / 3.0);
+    std::unique_ptr<train::Schedule> after;
+    k.known.push_back("after");
+    if (kwargs.contains("after")) {
+      const nb::tuple spec = nb::cast<nb::tuple>(kwargs["after"]);
+      after = make_schedule(opt, nb::cast<std::string>(spec[0]), nb::cast<nb::dict>(spec[1]));
+    }
+    s = std::make_unique<train::LinearWarmup>(opt, w, start_factor, std::move(after));
   } else {
     throw ValueError("loom.schedules: unknown schedule '" + kind + "' (valid: StepLR, ExponentialLR, CosineAnnealingLR, LinearWarmup, ReduceLROnPlateau)");
   }
   k.done();
   return s;
 }
+
+// A schedule stepped per optimizer step (interval "step", Keras' learning_rate=schedule): the
+// rate of the model's step k (counted by its optimizer over every fit) is lr_at(k). Set at each
+// batch's start, from the optimizer's count, so that the batch hooks and the epoch's "lr" log
+// see the rate the batch trains at, and a later fit or a loaded checkpoint goes on from the
+// steps the model has.
+class StepSchedule final : public train::Callback {
+ public:
+  explicit StepSchedule(std::shared_ptr<train::Schedule> schedule) : schedule_(std::move(schedule)) {}
+  void on_batch_begin(train::Model& m, int64_t) override {
+    while (schedule_->last_epoch() < m.optimizer().steps()) schedule_->step();
+  }
+
+ private:
+  std::shared_ptr<train::Schedule> schedule_;
+};
 
 std::vector<Tensor> tensors_of(nb::handle obj) {
   std::vector<Tensor> out;
@@ -333,7 +361,7 @@ std::vector<Tensor> tensors_of(nb::handle obj) {
 void bind_train(nb::module_& m) {
   m.def("_loss_names", &train::Loss::valid_names);
   m.def("_metric_names", &train::MetricSpec::valid_names);
-  m.def("_loss", [](const std::string& name, nb::handle pred, nb::handle target) {
+  m.def("_loss", [](const std::string& name, ArrayLike pred, ArrayLike target) {
     const train::Loss loss(name);
     const Tensor p = as_tensor(pred), t = as_tensor(target);
     MaybeRelease release(elements_of(p, t));
@@ -374,7 +402,12 @@ void bind_train(nb::module_& m) {
       } else {
         nb::tuple spec = nb::cast<nb::tuple>(kwargs["schedule"]);
         k.known.push_back("schedule");
-        cb = std::make_shared<train::LearningRateScheduler>(make_schedule(opt, nb::cast<std::string>(spec[0]), nb::cast<nb::dict>(spec[1])));
+        const std::string interval = k.text("interval", "epoch");
+        if (interval != "epoch" && interval != "step")
+          throw ValueError("loom.callbacks.LearningRateScheduler: interval '" + interval + "' is not one of 'epoch', 'step'");
+        std::shared_ptr<train::Schedule> s = make_schedule(opt, nb::cast<std::string>(spec[0]), nb::cast<nb::dict>(spec[1]));
+        if (interval == "step") cb = std::make_shared<StepSchedule>(std::move(s));
+        else cb = std::make_shared<train::LearningRateScheduler>(std::move(s));
       }
     } else {
       throw ValueError("loom.callbacks: unknown callback '" + kind + "'");
@@ -384,7 +417,7 @@ void bind_train(nb::module_& m) {
   }, nb::arg("kind"), nb::arg("model").none(), nb::arg("kwargs"));
 
   nb::class_<PyModel>(m, "_Model", nb::type_slots(model_slots), nb::is_weak_referenceable())
-      .def("__init__", [](PyModel* self, nb::handle graph, nb::handle loss, nb::handle optimizer, nb::handle metrics) {
+      .def("__init__", [](PyModel* self, GraphLike graph, nb::handle loss, nb::handle optimizer, nb::handle metrics) {
         new (self) PyModel();
         const Graph g = graph_of(graph);
         train::Loss l = make_loss(loss, self->held);
@@ -432,7 +465,7 @@ void bind_train(nb::module_& m) {
         }
         return logs_dict(logs);
       })
-      .def("evaluate", [](PyModel& self, nb::handle x, nb::handle y, int64_t batch_size) {
+      .def("evaluate", [](PyModel& self, ArrayLike x, ArrayLike y, int64_t batch_size) {
         const std::vector<Tensor> xs = tensors_of(x), ys = tensors_of(y);
         train::Logs logs;
         {
@@ -441,7 +474,7 @@ void bind_train(nb::module_& m) {
         }
         return logs_dict(logs);
       }, nb::arg("x"), nb::arg("y"), nb::arg("batch_size") = 32, "Mean loss and metrics over the samples (Eval mode, no gradients).")
-      .def("predict", [](PyModel& self, nb::handle x, int64_t batch_size) {
+      .def("predict", [](PyModel& self, ArrayLike x, int64_t batch_size) {
         const std::vector<Tensor> xs = tensors_of(x);
         nb::gil_scoped_release release;
         return self.model->predict(xs, batch_size);
@@ -471,19 +504,26 @@ void bind_train(nb::module_& m) {
   nb::class_<PyStep>(m, "TrainStep", nb::type_slots(step_slots), nb::is_weak_referenceable(),
                      "One training step compiled once (train::TrainStep): step(x, y) runs zero_grad, forward, loss, backward "
                      "and the optimizer's update on one batch, without the GIL, and returns the loss.")
-      .def("__init__", [](PyStep* self, nb::handle graph, nb::handle loss, nb::handle optimizer, double clip_grad_norm) {
+      .def("__init__", [](PyStep* self, GraphLike graph, nb::handle loss, nb::handle optimizer, double clip_grad_norm) {
         new (self) PyStep();
         const Graph g = graph_of(graph);
         train::Loss l = make_loss(nb::hasattr(loss, "_loom_name") ? nb::handle(loss.attr("_loom_name")) : loss, self->held);
         std::shared_ptr<train::Optimizer> opt;
         if (nb::isinstance<nb::str>(optimizer)) opt = train::make_optimizer(nb::cast<std::string>(optimizer), g.parameters());
-        else opt = make_optimizer(nb::cast<std::string>(optimizer.attr("_spec")()[0]), nb::cast<nb::dict>(optimizer.attr("_spec")()[1]),
-                                  g.parameters());
+        else {
+          const nb::tuple spec = nb::cast<nb::tuple>(optimizer.attr("_spec")());
+          const nb::dict kwargs = nb::cast<nb::dict>(spec[1]);
+          // a step has no epochs nor a step count of its own to drive a schedule with
+          if (kwargs.contains("lr") && !PyNumber_Check(nb::handle(kwargs["lr"]).ptr()))
+            throw ValueError("loom.TrainStep: the optimizer's lr must be a number; a loom.schedules object as lr is stepped by "
+                             "loom.Model.fit (with a TrainStep, set step.lr before each step)");
+          opt = make_optimizer(nb::cast<std::string>(spec[0]), kwargs, g.parameters());
+        }
         train::TrainStepOptions o;
         o.clip_grad_norm = clip_grad_norm;
         self->step = std::make_unique<train::TrainStep>(g, l.function(), std::move(opt), o);
       }, nb::arg("graph"), nb::arg("loss"), nb::arg("optimizer") = "adam", nb::arg("clip_grad_norm") = 0.0)
-      .def("__call__", [](PyStep& self, nb::handle x, nb::handle y) {
+      .def("__call__", [](PyStep& self, ArrayLike x, ArrayLike y) {
         std::vector<Tensor> batch = tensors_of(x);
         for (const Tensor& t : tensors_of(y)) batch.push_back(t);
         nb::gil_scoped_release release;

@@ -224,9 +224,7 @@ def test_printing_and_threads():
 
 # Registry ops not yet in the module, each with why; the list can only shrink (the test fails
 # when one of them is bound but still listed).
-NOT_YET = {
-    "sparse.mm": "needs a binding of loom's SparseTensor",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def bound(name):

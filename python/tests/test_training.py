@@ -5,6 +5,7 @@ batch and leaves the model usable; losses, optimizers, metrics and schedules by 
 objects; no reference cycle through a Python loss outlives the collector."""
 import gc
 import json
+import math
 import os
 import signal
 import subprocess
@@ -208,6 +209,85 @@ def test_objects_for_loss_optimizer_metrics_and_schedules():
         loom.losses.Loss("msee")
     with pytest.raises(loom.ValueError, match="sparse_categorical_crossentropy"):
         mlp_model(loss="no_such_loss")
+
+
+def _cosine(base, eta_min, t_max, e):
+    # CosineAnnealingLR::lr_at's expression, in its order of operations (the same bits)
+    return eta_min + (base - eta_min) * (1.0 + math.cos(math.pi * e / t_max)) / 2.0
+
+
+def _warmup_cosine(base, start_factor, warmup, t_max, eta_min, e):
+    # LinearWarmup::lr_at with a CosineAnnealingLR after it
+    if e < warmup:
+        return base * (start_factor + (1.0 - start_factor) * e / warmup)
+    return _cosine(base, eta_min, t_max, e - warmup)
+
+
+class _LrSeen(loom.callbacks.Callback):
+    """The optimizer's lr at each batch's start: the rate that batch's update uses."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.seen.append(self.model.lr)
+
+
+def test_a_schedule_as_the_learning_rate_steps_per_batch_as_the_cpp_schedule():
+    # Keras' learning_rate=schedule: a warmup chained with a cosine, stepped after every batch
+    # (interval="step"); 96 samples in batches of 32 are 3 steps an epoch, 4 epochs 12 steps.
+    x, y = data(n=96)
+    sched = loom.schedules.LinearWarmup(warmup_steps=4, start_factor=0.25, base_lr=0.02, interval="step",
+                                        after=loom.schedules.CosineAnnealingLR(t_max=6, eta_min=0.001))
+    model = mlp_model(optimizer=loom.optimizers.Adam(lr=sched))
+    assert model.lr == 0.02 * 0.25  # the schedule's step 0, set when the model is made
+    seen = _LrSeen()
+    history = model.fit(x, y, epochs=4, batch_size=32, shuffle=False, callbacks=[seen], verbose=0)
+    expected = [_warmup_cosine(0.02, 0.25, 4, 6, 0.001, step) for step in range(12)]
+    assert seen.seen == expected
+    # the epoch's "lr" is the rate of its last batch (the schedule steps after the callbacks' hooks)
+    assert history["lr"] == [expected[2], expected[5], expected[8], expected[11]]
+    # a second fit goes on with the model's schedule
+    seen.seen.clear()
+    model.fit(x, y, epochs=1, batch_size=32, shuffle=False, callbacks=[seen], verbose=0)
+    assert seen.seen == [_warmup_cosine(0.02, 0.25, 4, 6, 0.001, step) for step in range(12, 15)]
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam", "AdamW", "RMSProp", "Adagrad"])
+def test_a_schedule_as_the_learning_rate_is_the_scheduler_callback(optimizer):
+    # Every optimizer takes a schedule as lr; stepped per epoch (the default interval), the fit
+    # is the same fit, bit for bit, as the optimizer's lr with LearningRateScheduler(schedule).
+    x, y = data(n=96)
+    opt = getattr(loom.optimizers, optimizer)
+    by_lr = mlp_model(optimizer=opt(lr=loom.schedules.CosineAnnealingLR(t_max=3, eta_min=0.001, base_lr=0.05)))
+    h_lr = by_lr.fit(x, y, epochs=4, batch_size=32, seed=3, verbose=0)
+    by_callback = mlp_model(optimizer=opt(lr=0.05))
+    h_cb = by_callback.fit(x, y, epochs=4, batch_size=32, seed=3, verbose=0,
+                           callbacks=[loom.callbacks.LearningRateScheduler(loom.schedules.CosineAnnealingLR(t_max=3, eta_min=0.001))])
+    assert h_lr["lr"] == [_cosine(0.05, 0.001, 3, e) for e in range(4)]
+    assert dict(h_lr) == dict(h_cb)
+    # per step too: the callback form with interval="step" is the same fit
+    sched = loom.schedules.StepLR(step_size=2, gamma=0.5, interval="step")
+    h_step = mlp_model(optimizer=opt(lr=sched)).fit(x, y, epochs=2, batch_size=32, seed=3, verbose=0)
+    default_lr = mlp_model(optimizer=opt()).lr  # no base_lr: the optimizer's default lr
+    h_step_cb = mlp_model(optimizer=opt()).fit(x, y, epochs=2, batch_size=32, seed=3, verbose=0,
+                                              callbacks=[loom.callbacks.LearningRateScheduler(sched)])
+    assert dict(h_step) == dict(h_step_cb)
+    assert h_step["lr"] == [default_lr * 0.5 ** (2 // 2), default_lr * 0.5 ** (5 // 2)]
+
+
+def test_a_schedule_as_the_learning_rate_checks_its_arguments():
+    with pytest.raises(loom.ValueError, match="interval 'batch'.*'epoch', 'step'"):
+        loom.schedules.StepLR(step_size=1, interval="batch")
+    with pytest.raises(loom.ValueError, match="t_max must be >= 1"):
+        mlp_model(optimizer=loom.optimizers.SGD(lr=loom.schedules.CosineAnnealingLR(t_max=0)))
+    with pytest.raises(loom.ValueError, match="base_lr and interval.*LinearWarmup"):
+        loom.schedules.LinearWarmup(warmup_steps=2, after=loom.schedules.ExponentialLR(gamma=0.9, base_lr=0.1))
+    with pytest.raises(TypeError, match="after.*loom.schedules"):
+        loom.schedules.LinearWarmup(warmup_steps=2, after=0.5)
+    with pytest.raises(loom.ValueError, match="TrainStep.*schedule"):
+        loom.TrainStep(loom.zoo.mlp(4, [4], 2).graph, "mse", loom.optimizers.SGD(lr=loom.schedules.ExponentialLR(gamma=0.9)))
 
 
 def test_native_callbacks(tmp_path):

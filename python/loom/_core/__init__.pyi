@@ -9,12 +9,25 @@ from . import (
     io as io,
     linalg as linalg,
     random as random,
+    sparse as sparse,
     zoo as zoo
 )
 
 
 import builtins
+import collections.abc
 import typing
+import numpy
+import numpy.typing
+
+# The types of the bindings' arguments (python/src/common.h's typed objects), as aliases:
+# what loom.asarray takes (a Tensor, or what NumPy makes an array of), a dtype (loom.float32,
+# "float32", numpy.float32, ...), a shape or per-axis sizes, axes, tensor operands in a list.
+ArrayLike: typing.TypeAlias = Tensor | numpy.typing.ArrayLike
+ArraySequence: typing.TypeAlias = collections.abc.Sequence[ArrayLike]
+DTypeLike: typing.TypeAlias = DType | numpy.typing.DTypeLike
+ShapeLike: typing.TypeAlias = int | collections.abc.Sequence[int]
+AxesLike: typing.TypeAlias = int | collections.abc.Sequence[int]
 
 class Error(Exception):
     """Every error Loom raises."""
@@ -68,58 +81,58 @@ class DType(enum.Enum):
 class Tensor:
     """A strided view of Loom memory, with autograd (docs/python.md)."""
 
-    def __init__(self, data: object, dtype: object | None = None) -> None: ...
+    def __init__(self, data: ArrayLike, dtype: DTypeLike | None = None) -> None: ...
 
-    def __add__(self, other: object | None, /) -> Tensor: ...
+    def __add__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __radd__(self, other: object | None, /) -> Tensor: ...
+    def __radd__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __sub__(self, other: object | None, /) -> Tensor: ...
+    def __sub__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __rsub__(self, other: object | None, /) -> Tensor: ...
+    def __rsub__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __mul__(self, other: object | None, /) -> Tensor: ...
+    def __mul__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __rmul__(self, other: object | None, /) -> Tensor: ...
+    def __rmul__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __mod__(self, other: object | None, /) -> Tensor: ...
+    def __mod__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __rmod__(self, other: object | None, /) -> Tensor: ...
+    def __rmod__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __pow__(self, other: object | None, mod: None = None, /) -> Tensor: ...
+    def __pow__(self, other: ArrayLike, mod: None = None, /) -> Tensor: ...
 
-    def __rpow__(self, other: object | None, mod: None = None, /) -> Tensor: ...
+    def __rpow__(self, other: ArrayLike, mod: None = None, /) -> Tensor: ...
 
-    def __and__(self, other: object | None, /) -> Tensor: ...
+    def __and__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __rand__(self, other: object | None, /) -> Tensor: ...
+    def __rand__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __xor__(self, other: object | None, /) -> Tensor: ...
+    def __xor__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __rxor__(self, other: object | None, /) -> Tensor: ...
+    def __rxor__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __or__(self, other: object | None, /) -> Tensor: ...
+    def __or__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __ror__(self, other: object | None, /) -> Tensor: ...
+    def __ror__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __floordiv__(self, other: object | None, /) -> Tensor: ...
+    def __floordiv__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __rfloordiv__(self, other: object | None, /) -> Tensor: ...
+    def __rfloordiv__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __truediv__(self, other: object | None, /) -> Tensor: ...
+    def __truediv__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __rtruediv__(self, other: object | None, /) -> Tensor: ...
+    def __rtruediv__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __matmul__(self, other: object | None, /) -> Tensor: ...
+    def __matmul__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __rmatmul__(self, other: object | None, /) -> Tensor: ...
+    def __rmatmul__(self, other: ArrayLike, /) -> Tensor: ...
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         """The size of each axis, a tuple."""
 
     @property
-    def strides(self) -> tuple:
+    def strides(self) -> tuple[int, ...]:
         """
         The step between elements along each axis, in bytes (NumPy's unit; C++ counts elements).
         """
@@ -178,7 +191,7 @@ class Tensor:
 
     def __str__(self) -> str: ...
 
-    def astype(self, dtype: object) -> Tensor:
+    def astype(self, dtype: DTypeLike) -> Tensor:
         """A copy converted to dtype."""
 
     def copy(self) -> Tensor:
@@ -187,10 +200,10 @@ class Tensor:
     def contiguous(self) -> Tensor:
         """The tensor itself when contiguous, else a contiguous copy."""
 
-    def fill_(self, value: object) -> Tensor:
+    def fill_(self, value: bool | int | float) -> Tensor:
         """Sets every element to value, in place; returns the tensor."""
 
-    def copy_(self, src: object) -> Tensor:
+    def copy_(self, src: ArrayLike) -> Tensor:
         """
         Copies src (broadcast to this tensor's shape) into this tensor's memory; returns the tensor.
         """
@@ -203,11 +216,11 @@ class Tensor:
 
     def __dlpack__(self, stream: object | None = None) -> object: ...
 
-    def __dlpack_device__(self) -> tuple: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
 
     def __getitem__(self, arg: object, /) -> Tensor: ...
 
-    def __setitem__(self, arg0: object, arg1: object, /) -> None: ...
+    def __setitem__(self, arg0: object, arg1: ArrayLike, /) -> None: ...
 
     @property
     def requires_grad(self) -> bool:
@@ -237,7 +250,7 @@ class Tensor:
     def detach(self) -> Tensor:
         """A view of the same memory without history (requires_grad False)."""
 
-    def backward(self, grad: object | None = None, retain_graph: bool = False) -> None:
+    def backward(self, grad: ArrayLike | None = None, retain_graph: bool = False) -> None:
         """
         Accumulates the gradients of this tensor into the .grad of the leaves it was computed from. grad seeds a non-scalar tensor; retain_graph=True keeps the graph for another backward.
         """
@@ -254,57 +267,57 @@ class Tensor:
 
     def __ne__(self, other: object | None) -> Tensor: ...  # type: ignore[override]
 
-    def __lt__(self, other: object | None) -> Tensor: ...
+    def __lt__(self, other: ArrayLike) -> Tensor: ...
 
-    def __le__(self, other: object | None) -> Tensor: ...
+    def __le__(self, other: ArrayLike) -> Tensor: ...
 
-    def __gt__(self, other: object | None) -> Tensor: ...
+    def __gt__(self, other: ArrayLike) -> Tensor: ...
 
-    def __ge__(self, other: object | None) -> Tensor: ...
+    def __ge__(self, other: ArrayLike) -> Tensor: ...
 
-    def __iadd__(self, other: object, /) -> Tensor: ...
+    def __iadd__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __isub__(self, other: object, /) -> Tensor: ...
+    def __isub__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __imul__(self, other: object, /) -> Tensor: ...
+    def __imul__(self, other: ArrayLike, /) -> Tensor: ...
 
-    def __itruediv__(self, other: object, /) -> Tensor: ...
+    def __itruediv__(self, other: ArrayLike, /) -> Tensor: ...
 
     __hash__: typing.ClassVar[None]  # type: ignore[assignment]
 
     __array_priority__: int = 1000
 
-    def sum(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def sum(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         """
         t.sum(...) is loom.sum(t, ...): The sum over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
         """
 
-    def mean(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def mean(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         """
         t.mean(...) is loom.mean(t, ...): The mean over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
         """
 
-    def prod(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def prod(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         """
         t.prod(...) is loom.prod(t, ...): The product over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
         """
 
-    def max(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def max(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         """
         t.max(...) is loom.max(t, ...): The largest element over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
         """
 
-    def min(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def min(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         """
         t.min(...) is loom.min(t, ...): The smallest element over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
         """
 
-    def var(self, axis: object | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    def var(self, axis: AxesLike | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
         """
         t.var(...) is loom.var(t, ...): The variance over axis, dividing by n - ddof; keepdims as NumPy's.
         """
 
-    def std(self, axis: object | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    def std(self, axis: AxesLike | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
         """
         t.std(...) is loom.std(t, ...): The standard deviation over axis, dividing by n - ddof; keepdims as NumPy's.
         """
@@ -319,12 +332,12 @@ class Tensor:
         t.argmin(...) is loom.argmin(t, ...): The index of the smallest element along axis (None: of the flattened x).
         """
 
-    def all(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def all(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         """
         t.all(...) is loom.all(t, ...): Whether every element over axis is true (a bool tensor); keepdims as NumPy's.
         """
 
-    def any(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def any(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         """
         t.any(...) is loom.any(t, ...): Whether some element over axis is true (a bool tensor); keepdims as NumPy's.
         """
@@ -334,7 +347,7 @@ class Tensor:
         t.cumsum(...) is loom.cumsum(t, ...): The running sum along axis (None: of the flattened x).
         """
 
-    def logsumexp(self, axis: object | None = None, keepdims: bool = False) -> Tensor:
+    def logsumexp(self, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
         """
         t.logsumexp(...) is loom.logsumexp(t, ...): log(sum(exp(x))) over axis, computed without overflow; keepdims as NumPy's.
         """
@@ -349,7 +362,7 @@ class Tensor:
         t.flatten(...) is loom.flatten(t, ...): x as one axis: reshape(x, -1), a view where the strides allow.
         """
 
-    def clip(self, a_min: object | None = None, a_max: object | None = None) -> Tensor:
+    def clip(self, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Tensor:
         """
         t.clip(...) is loom.clip(t, ...): x limited to [a_min, a_max] elementwise (None: no bound on that side).
         """
@@ -359,7 +372,7 @@ class Tensor:
         t.round(...) is loom.round(t, ...): x rounded to the nearest integer, halves to even (NumPy's round), elementwise.
         """
 
-    def take(self, indices: object, axis: int | None = None) -> Tensor:
+    def take(self, indices: ArrayLike, axis: int | None = None) -> Tensor:
         """
         t.take(...) is loom.take(t, ...): The elements of x at indices along axis (None: of the flattened x), as NumPy's take.
         """
@@ -369,12 +382,12 @@ class Tensor:
         t.repeat(...) is loom.repeat(t, ...): Each element of x repeated repeats times along axis (None: of the flattened x).
         """
 
-    def squeeze(self, axis: object | None = None) -> Tensor:
+    def squeeze(self, axis: AxesLike | None = None) -> Tensor:
         """
         t.squeeze(...) is loom.squeeze(t, ...): x without its axes of size 1 (None: all of them), a view.
         """
 
-    def nonzero(self) -> tuple:
+    def nonzero(self) -> tuple[Tensor, ...]:
         """
         t.nonzero(...) is loom.nonzero(t, ...): The indices of the non-zero elements: a tuple of one index tensor per axis, as NumPy's.
         """
@@ -394,25 +407,25 @@ class Tensor:
         t.expand_dims(...) is loom.expand_dims(t, ...): x with a new axis of size 1 at position axis, a view.
         """
 
-    def broadcast_to(self, shape: object) -> Tensor:
+    def broadcast_to(self, shape: ShapeLike) -> Tensor:
         """
         t.broadcast_to(...) is loom.broadcast_to(t, ...): x broadcast to shape (NumPy's rules), a view with zero strides.
         """
 
-    def flip(self, axis: object | None = None) -> Tensor:
+    def flip(self, axis: AxesLike | None = None) -> Tensor:
         """
         t.flip(...) is loom.flip(t, ...): x with the order of its elements reversed along axis (None: every axis).
         """
 
-    def reshape(self, *shape: object) -> Tensor:
+    def reshape(self, *shape: ShapeLike) -> Tensor:
         """t.reshape(2, 3) or t.reshape((2, 3)), as NumPy's."""
 
-    def transpose(self, *axes: object) -> Tensor:
+    def transpose(self, *axes: AxesLike) -> Tensor:
         """
         t.transpose() reverses the axes; t.transpose(1, 0, 2) or t.transpose((1, 0, 2)).
         """
 
-    def permute(self, *axes: object) -> Tensor:
+    def permute(self, *axes: AxesLike) -> Tensor:
         """
         t.transpose() reverses the axes; t.transpose(1, 0, 2) or t.transpose((1, 0, 2)).
         """
@@ -424,346 +437,346 @@ class Tensor:
 
 _operator_functions: dict = ...
 
-def asarray(obj: object, dtype: object | None = None) -> Tensor:
+def asarray(obj: ArrayLike, dtype: DTypeLike | None = None) -> Tensor:
     """
     A tensor over obj's memory where Loom can represent it, a copy otherwise (docs/python.md).
     """
 
-def tensor(data: object, dtype: object | None = None) -> Tensor:
+def tensor(data: ArrayLike, dtype: DTypeLike | None = None) -> Tensor:
     """A new tensor holding a copy of data."""
 
-def from_dlpack(obj: object) -> Tensor:
+def from_dlpack(obj: ArrayLike) -> Tensor:
     """
     A tensor over the memory of a DLPack producer (a torch tensor, a JAX array), without a copy (as asarray).
     """
 
-def add(x1: object, x2: object) -> Tensor:
+def add(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 + x2, elementwise, broadcasting and promoting as NumPy."""
 
-def subtract(x1: object, x2: object) -> Tensor:
+def subtract(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 - x2, elementwise, broadcasting and promoting as NumPy."""
 
-def multiply(x1: object, x2: object) -> Tensor:
+def multiply(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 * x2, elementwise, broadcasting and promoting as NumPy."""
 
-def divide(x1: object, x2: object) -> Tensor:
+def divide(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """
     x1 / x2, elementwise (true division: integers give float64), broadcasting as NumPy.
     """
 
-def power(x1: object, x2: object) -> Tensor:
+def power(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 ** x2, elementwise, broadcasting and promoting as NumPy."""
 
-def maximum(x1: object, x2: object) -> Tensor:
+def maximum(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """The larger of x1 and x2, elementwise."""
 
-def minimum(x1: object, x2: object) -> Tensor:
+def minimum(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """The smaller of x1 and x2, elementwise."""
 
-def mod(x1: object, x2: object) -> Tensor:
+def mod(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 % x2, elementwise, with the sign of x2 as NumPy's mod."""
 
-def floor_divide(x1: object, x2: object) -> Tensor:
+def floor_divide(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 // x2, elementwise: the floor of the quotient."""
 
-def equal(x1: object, x2: object) -> Tensor:
+def equal(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 == x2, elementwise: a bool tensor."""
 
-def not_equal(x1: object, x2: object) -> Tensor:
+def not_equal(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 != x2, elementwise: a bool tensor."""
 
-def less(x1: object, x2: object) -> Tensor:
+def less(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 < x2, elementwise: a bool tensor."""
 
-def less_equal(x1: object, x2: object) -> Tensor:
+def less_equal(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 <= x2, elementwise: a bool tensor."""
 
-def greater(x1: object, x2: object) -> Tensor:
+def greater(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 > x2, elementwise: a bool tensor."""
 
-def greater_equal(x1: object, x2: object) -> Tensor:
+def greater_equal(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 >= x2, elementwise: a bool tensor."""
 
-def logical_and(x1: object, x2: object) -> Tensor:
+def logical_and(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 and x2 (as truth values), elementwise: a bool tensor."""
 
-def logical_or(x1: object, x2: object) -> Tensor:
+def logical_or(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 or x2 (as truth values), elementwise: a bool tensor."""
 
-def logical_xor(x1: object, x2: object) -> Tensor:
+def logical_xor(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """x1 xor x2 (as truth values), elementwise: a bool tensor."""
 
-def matmul(x1: object, x2: object) -> Tensor:
+def matmul(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """
     x1 @ x2: the matrix product, batched over leading axes as NumPy's matmul.
     """
 
-def dot(x1: object, x2: object) -> Tensor:
+def dot(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """
     NumPy's dot: the inner product of vectors, the matrix product of matrices.
     """
 
-def outer(x1: object, x2: object) -> Tensor:
+def outer(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """The outer product of two vectors (flattened first, as NumPy's)."""
 
-def kron(x1: object, x2: object) -> Tensor:
+def kron(x1: ArrayLike, x2: ArrayLike) -> Tensor:
     """The Kronecker product of x1 and x2."""
 
-def logical_not(x: object) -> Tensor:
+def logical_not(x: ArrayLike) -> Tensor:
     """not x (as a truth value), elementwise: a bool tensor."""
 
-def abs(x: object) -> Tensor:
+def abs(x: ArrayLike) -> Tensor:
     """|x|, elementwise."""
 
-def sign(x: object) -> Tensor:
+def sign(x: ArrayLike) -> Tensor:
     """-1, 0 or 1 by the sign of x, elementwise."""
 
-def negative(x: object) -> Tensor:
+def negative(x: ArrayLike) -> Tensor:
     """-x, elementwise."""
 
-def exp(x: object) -> Tensor:
+def exp(x: ArrayLike) -> Tensor:
     """e ** x, elementwise."""
 
-def log(x: object) -> Tensor:
+def log(x: ArrayLike) -> Tensor:
     """The natural logarithm of x, elementwise."""
 
-def log1p(x: object) -> Tensor:
+def log1p(x: ArrayLike) -> Tensor:
     """log(1 + x), elementwise, accurate near 0."""
 
-def expm1(x: object) -> Tensor:
+def expm1(x: ArrayLike) -> Tensor:
     """exp(x) - 1, elementwise, accurate near 0."""
 
-def sqrt(x: object) -> Tensor:
+def sqrt(x: ArrayLike) -> Tensor:
     """The square root of x, elementwise."""
 
-def rsqrt(x: object) -> Tensor:
+def rsqrt(x: ArrayLike) -> Tensor:
     """1 / sqrt(x), elementwise."""
 
-def square(x: object) -> Tensor:
+def square(x: ArrayLike) -> Tensor:
     """x * x, elementwise."""
 
-def sin(x: object) -> Tensor:
+def sin(x: ArrayLike) -> Tensor:
     """The sine of x (radians), elementwise."""
 
-def cos(x: object) -> Tensor:
+def cos(x: ArrayLike) -> Tensor:
     """The cosine of x (radians), elementwise."""
 
-def tanh(x: object) -> Tensor:
+def tanh(x: ArrayLike) -> Tensor:
     """The hyperbolic tangent of x, elementwise."""
 
-def sigmoid(x: object) -> Tensor:
+def sigmoid(x: ArrayLike) -> Tensor:
     """1 / (1 + exp(-x)), elementwise."""
 
-def relu(x: object) -> Tensor:
+def relu(x: ArrayLike) -> Tensor:
     """max(x, 0), elementwise."""
 
-def erf(x: object) -> Tensor:
+def erf(x: ArrayLike) -> Tensor:
     """The error function of x, elementwise."""
 
-def floor(x: object) -> Tensor:
+def floor(x: ArrayLike) -> Tensor:
     """The largest integer not above x, elementwise."""
 
-def ceil(x: object) -> Tensor:
+def ceil(x: ArrayLike) -> Tensor:
     """The smallest integer not below x, elementwise."""
 
-def round(x: object) -> Tensor:
+def round(x: ArrayLike) -> Tensor:
     """
     x rounded to the nearest integer, halves to even (NumPy's round), elementwise.
     """
 
-def flatten(x: object) -> Tensor:
+def flatten(x: ArrayLike) -> Tensor:
     """x as one axis: reshape(x, -1), a view where the strides allow."""
 
-def count_nonzero(x: object) -> Tensor:
+def count_nonzero(x: ArrayLike) -> Tensor:
     """How many elements of x are not zero (a scalar tensor)."""
 
-def sum(x: object, axis: object | None = None, keepdims: bool = False) -> Tensor:
+def sum(x: ArrayLike, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
     """
     The sum over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
     """
 
-def mean(x: object, axis: object | None = None, keepdims: bool = False) -> Tensor:
+def mean(x: ArrayLike, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
     """
     The mean over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
     """
 
-def prod(x: object, axis: object | None = None, keepdims: bool = False) -> Tensor:
+def prod(x: ArrayLike, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
     """
     The product over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
     """
 
-def max(x: object, axis: object | None = None, keepdims: bool = False) -> Tensor:
+def max(x: ArrayLike, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
     """
     The largest element over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
     """
 
-def min(x: object, axis: object | None = None, keepdims: bool = False) -> Tensor:
+def min(x: ArrayLike, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
     """
     The smallest element over axis (None: every axis; an int or a tuple), keepdims as NumPy's.
     """
 
-def logsumexp(x: object, axis: object | None = None, keepdims: bool = False) -> Tensor:
+def logsumexp(x: ArrayLike, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
     """
     log(sum(exp(x))) over axis, computed without overflow; keepdims as NumPy's.
     """
 
-def all(x: object, axis: object | None = None, keepdims: bool = False) -> Tensor:
+def all(x: ArrayLike, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
     """
     Whether every element over axis is true (a bool tensor); keepdims as NumPy's.
     """
 
-def any(x: object, axis: object | None = None, keepdims: bool = False) -> Tensor:
+def any(x: ArrayLike, axis: AxesLike | None = None, keepdims: bool = False) -> Tensor:
     """
     Whether some element over axis is true (a bool tensor); keepdims as NumPy's.
     """
 
-def where(condition: object, x: object, y: object) -> Tensor:
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     """
     Elementwise: x where condition holds, y elsewhere (broadcasting the three).
     """
 
-def clip(x: object, a_min: object | None = None, a_max: object | None = None) -> Tensor:
+def clip(x: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Tensor:
     """x limited to [a_min, a_max] elementwise (None: no bound on that side)."""
 
-def leaky_relu(x: object, negative_slope: float = 0.01) -> Tensor:
+def leaky_relu(x: ArrayLike, negative_slope: float = 0.01) -> Tensor:
     """x where x > 0, negative_slope * x elsewhere (torch's leaky_relu)."""
 
-def elu(x: object, alpha: float = 1.0) -> Tensor:
+def elu(x: ArrayLike, alpha: float = 1.0) -> Tensor:
     """x where x > 0, alpha * (exp(x) - 1) elsewhere (torch's elu)."""
 
-def gelu(x: object, approximate: bool = False) -> Tensor:
+def gelu(x: ArrayLike, approximate: bool = False) -> Tensor:
     """approximate=True: the tanh approximation."""
 
-def silu(x: object) -> Tensor:
+def silu(x: ArrayLike) -> Tensor:
     """x * sigmoid(x)."""
 
-def softplus(x: object, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+def softplus(x: ArrayLike, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """
     log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (torch's softplus).
     """
 
-def astype(x: object, dtype: object) -> Tensor:
+def astype(x: ArrayLike, dtype: DTypeLike) -> Tensor:
     """x converted to dtype (a new tensor)."""
 
-def var(x: object, axis: object | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+def var(x: ArrayLike, axis: AxesLike | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
     """The variance over axis, dividing by n - ddof; keepdims as NumPy's."""
 
-def std(x: object, axis: object | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+def std(x: ArrayLike, axis: AxesLike | None = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
     """
     The standard deviation over axis, dividing by n - ddof; keepdims as NumPy's.
     """
 
-def argmax(x: object, axis: int | None = None, keepdims: bool = False) -> Tensor:
+def argmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Tensor:
     """
     The index of the largest element along axis (None: of the flattened x).
     """
 
-def argmin(x: object, axis: int | None = None, keepdims: bool = False) -> Tensor:
+def argmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Tensor:
     """
     The index of the smallest element along axis (None: of the flattened x).
     """
 
-def cumsum(x: object, axis: int | None = None) -> Tensor:
+def cumsum(x: ArrayLike, axis: int | None = None) -> Tensor:
     """The running sum along axis (None: of the flattened x)."""
 
-def softmax(x: object, axis: int = -1) -> Tensor:
+def softmax(x: ArrayLike, axis: int = -1) -> Tensor:
     """exp(x) / sum(exp(x)) along axis, computed without overflow."""
 
-def log_softmax(x: object, axis: int = -1) -> Tensor:
+def log_softmax(x: ArrayLike, axis: int = -1) -> Tensor:
     """log(softmax(x)) along axis, computed without overflow."""
 
-def reshape(x: object, shape: object) -> Tensor:
+def reshape(x: ArrayLike, shape: ShapeLike) -> Tensor:
     """
     x with a new shape of the same size (-1: inferred); a view where the strides allow, else a copy.
     """
 
-def transpose(x: object, axes: object | None = None) -> Tensor:
+def transpose(x: ArrayLike, axes: AxesLike | None = None) -> Tensor:
     """x with its axes permuted (None: reversed), a view."""
 
-def permute_dims(x: object, axes: object) -> Tensor:
+def permute_dims(x: ArrayLike, axes: AxesLike) -> Tensor:
     """
     x with its axes in the order axes, a view (the array API's permute_dims).
     """
 
-def swapaxes(x: object, axis1: int, axis2: int) -> Tensor:
+def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Tensor:
     """x with axis1 and axis2 exchanged, a view."""
 
-def moveaxis(x: object, source: int, destination: int) -> Tensor:
+def moveaxis(x: ArrayLike, source: int, destination: int) -> Tensor:
     """x with axis source moved to position destination, a view."""
 
-def squeeze(x: object, axis: object | None = None) -> Tensor:
+def squeeze(x: ArrayLike, axis: AxesLike | None = None) -> Tensor:
     """x without its axes of size 1 (None: all of them), a view."""
 
-def expand_dims(x: object, axis: int) -> Tensor:
+def expand_dims(x: ArrayLike, axis: int) -> Tensor:
     """x with a new axis of size 1 at position axis, a view."""
 
-def broadcast_to(x: object, shape: object) -> Tensor:
+def broadcast_to(x: ArrayLike, shape: ShapeLike) -> Tensor:
     """x broadcast to shape (NumPy's rules), a view with zero strides."""
 
-def slice(x: object, axis: int, start: int | None = None, stop: int | None = None, step: int = 1) -> Tensor:
+def slice(x: ArrayLike, axis: int, start: int | None = None, stop: int | None = None, step: int = 1) -> Tensor:
     """x[start:stop:step] along one axis, a view."""
 
-def concatenate(arrays: object, axis: int = 0) -> Tensor:
+def concatenate(arrays: ArraySequence, axis: int = 0) -> Tensor:
     """The tensors joined along an existing axis."""
 
-def stack(arrays: object, axis: int = 0) -> Tensor:
+def stack(arrays: ArraySequence, axis: int = 0) -> Tensor:
     """The tensors, of one shape, joined along a new axis."""
 
-def split(x: object, indices_or_sections: object, axis: int = 0) -> list[Tensor]:
+def split(x: ArrayLike, indices_or_sections: ShapeLike, axis: int = 0) -> list[Tensor]:
     """
     x cut along axis into a list of views: into n equal parts (an int) or at the given indices.
     """
 
-def unbind(x: object, axis: int = 0) -> list[Tensor]:
+def unbind(x: ArrayLike, axis: int = 0) -> list[Tensor]:
     """The slices of x along axis, as a list of views with that axis removed."""
 
-def pad(x: object, pad_width: object, constant_values: object = 0) -> Tensor:
+def pad(x: ArrayLike, pad_width: object, constant_values: ArrayLike = 0) -> Tensor:
     """
     x padded with constant_values: pad_width is n, (before, after), or one (before, after) per axis.
     """
 
-def tile(x: object, reps: object) -> Tensor:
+def tile(x: ArrayLike, reps: ShapeLike) -> Tensor:
     """x repeated reps times along each axis, as NumPy's tile."""
 
-def repeat(x: object, repeats: int, axis: int | None = None) -> Tensor:
+def repeat(x: ArrayLike, repeats: int, axis: int | None = None) -> Tensor:
     """
     Each element of x repeated repeats times along axis (None: of the flattened x).
     """
 
-def flip(x: object, axis: object | None = None) -> Tensor:
+def flip(x: ArrayLike, axis: AxesLike | None = None) -> Tensor:
     """
     x with the order of its elements reversed along axis (None: every axis).
     """
 
-def index(x: object, key: object) -> Tensor:
+def index(x: ArrayLike, key: object) -> Tensor:
     """x[key] (basic indices give views, arrays and masks copies)."""
 
-def index_put(x: object, key: object, values: object, accumulate: bool = False) -> Tensor:
+def index_put(x: ArrayLike, key: object, values: ArrayLike, accumulate: bool = False) -> Tensor:
     """
     A copy of x with x[key] = values (or +=, accumulate=True), differentiable.
     """
 
-def take(x: object, indices: object, axis: int | None = None) -> Tensor:
+def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
     """
     The elements of x at indices along axis (None: of the flattened x), as NumPy's take.
     """
 
-def take_along_axis(x: object, indices: object, axis: int) -> Tensor:
+def take_along_axis(x: ArrayLike, indices: ArrayLike, axis: int) -> Tensor:
     """
     The elements of x at indices along axis, indices broadcasting with x (NumPy's take_along_axis).
     """
 
-def scatter_add(x: object, axis: int, indices: object, src: object) -> Tensor:
+def scatter_add(x: ArrayLike, axis: int, indices: ArrayLike, src: ArrayLike) -> Tensor:
     """
     A copy of x where src is added at indices along axis (torch's scatter_add).
     """
 
-def nonzero(x: object) -> tuple:
+def nonzero(x: ArrayLike) -> tuple[Tensor, ...]:
     """
     The indices of the non-zero elements: a tuple of one index tensor per axis, as NumPy's.
     """
 
-def tensordot(a: object, b: object, axes: object = 2) -> Tensor:
+def tensordot(a: ArrayLike, b: ArrayLike, axes: AxesLike = 2) -> Tensor:
     """
     The sum of products over axes: an int n (the last n of a with the first n of b) or a pair (axes_a, axes_b).
     """
@@ -773,143 +786,143 @@ def einsum(subscripts: str, *operands) -> Tensor:
     Einstein summation over the operands, in NumPy's subscripts notation ("ij,jk->ik").
     """
 
-def linear(x: object, weight: object, bias: object | None = None) -> Tensor:
+def linear(x: ArrayLike, weight: ArrayLike, bias: ArrayLike | None = None) -> Tensor:
     """x @ weight.T + bias (torch's linear)."""
 
-def zeros(shape: object, dtype: object | None = None) -> Tensor:
+def zeros(shape: ShapeLike, dtype: DTypeLike | None = None) -> Tensor:
     """A new tensor of shape filled with 0 (dtype: float32 unless given)."""
 
-def ones(shape: object, dtype: object | None = None) -> Tensor:
+def ones(shape: ShapeLike, dtype: DTypeLike | None = None) -> Tensor:
     """A new tensor of shape filled with 1 (dtype: float32 unless given)."""
 
-def empty(shape: object, dtype: object | None = None) -> Tensor:
+def empty(shape: ShapeLike, dtype: DTypeLike | None = None) -> Tensor:
     """
     A new tensor of shape whose values are not set (dtype: float32 unless given).
     """
 
-def full(shape: object, fill_value: object, dtype: object | None = None) -> Tensor:
+def full(shape: ShapeLike, fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Tensor:
     """
     A new tensor of shape filled with fill_value (dtype: that of the value unless given).
     """
 
-def zeros_like(x: object) -> Tensor:
+def zeros_like(x: ArrayLike) -> Tensor:
     """A new tensor of x's shape and dtype filled with 0."""
 
-def ones_like(x: object) -> Tensor:
+def ones_like(x: ArrayLike) -> Tensor:
     """A new tensor of x's shape and dtype filled with 1."""
 
-def full_like(x: object, fill_value: object) -> Tensor:
+def full_like(x: ArrayLike, fill_value: ArrayLike) -> Tensor:
     """A new tensor of x's shape and dtype filled with fill_value."""
 
-def arange(start: object, stop: object | None = None, step: object = 1, dtype: object | None = None) -> Tensor:
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTypeLike | None = None) -> Tensor:
     """
     Evenly spaced values in [start, stop) by step: arange(stop) or arange(start, stop, step); integers give int64, else float32.
     """
 
-def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: object | None = None) -> Tensor:
+def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: DTypeLike | None = None) -> Tensor:
     """
     num evenly spaced values from start to stop (stop included unless endpoint=False).
     """
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: object | None = None) -> Tensor:
+def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None) -> Tensor:
     """
     An N x M matrix (M: N when None) with ones on diagonal k and zeros elsewhere.
     """
 
-def allclose(a: object, b: object, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """
     Whether |a - b| <= atol + rtol * |b| everywhere (NaNs equal with equal_nan=True).
     """
 
-def array_equal(a1: object, a2: object) -> bool:
+def array_equal(a1: ArrayLike, a2: ArrayLike) -> bool:
     """Whether a1 and a2 have one shape and equal elements."""
 
-def _grad(output: Tensor, inputs: Sequence[Tensor], grad_output: object | None = None) -> list[Tensor]: ...
+def _grad(output: Tensor, inputs: Sequence[Tensor], grad_output: ArrayLike | None = None) -> list[Tensor]: ...
 
-def conv1d(x: object, weight: object, bias: object | None = None, stride: object = 1, padding: object = 0, dilation: object = 1, groups: int = 1) -> Tensor:
+def conv1d(x: ArrayLike, weight: ArrayLike, bias: ArrayLike | None = None, stride: ShapeLike = 1, padding: ShapeLike = 0, dilation: ShapeLike = 1, groups: int = 1) -> Tensor:
     """
     1-d convolution of x (N, C, L) with weight (O, C / groups, K), as torch's conv1d; padding is an int, per-axis ints, or "same" / "valid".
     """
 
-def conv2d(x: object, weight: object, bias: object | None = None, stride: object = 1, padding: object = 0, dilation: object = 1, groups: int = 1) -> Tensor:
+def conv2d(x: ArrayLike, weight: ArrayLike, bias: ArrayLike | None = None, stride: ShapeLike = 1, padding: ShapeLike = 0, dilation: ShapeLike = 1, groups: int = 1) -> Tensor:
     """
     2-d convolution of x (N, C, H, W) with weight (O, C / groups, KH, KW), as torch's conv2d; padding is an int, per-axis ints, or "same" / "valid".
     """
 
-def conv2d_transpose(x: object, weight: object, bias: object | None = None, stride: object = 1, padding: object = 0, output_padding: object = 0, groups: int = 1, dilation: object = 1) -> Tensor:
+def conv2d_transpose(x: ArrayLike, weight: ArrayLike, bias: ArrayLike | None = None, stride: ShapeLike = 1, padding: ShapeLike = 0, output_padding: ShapeLike = 0, groups: int = 1, dilation: ShapeLike = 1) -> Tensor:
     """
     The transposed 2-d convolution (the gradient of conv2d with respect to its input) of x with weight (C, O / groups, KH, KW), as torch's conv_transpose2d.
     """
 
-def max_pool2d(x: object, kernel_size: object, stride: object | None = None, padding: object = 0, dilation: object = 1, ceil_mode: bool = False) -> Tensor:
+def max_pool2d(x: ArrayLike, kernel_size: ShapeLike, stride: ShapeLike | None = None, padding: ShapeLike = 0, dilation: ShapeLike = 1, ceil_mode: bool = False) -> Tensor:
     """
     The maximum over each kernel_size window of x (N, C, H, W), as torch's max_pool2d (stride None: kernel_size).
     """
 
-def avg_pool2d(x: object, kernel_size: object, stride: object | None = None, padding: object = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int = 0) -> Tensor:
+def avg_pool2d(x: ArrayLike, kernel_size: ShapeLike, stride: ShapeLike | None = None, padding: ShapeLike = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int = 0) -> Tensor:
     """
     The mean over each kernel_size window of x (N, C, H, W), as torch's avg_pool2d (stride None: kernel_size; divisor_override 0: none).
     """
 
-def global_avg_pool2d(x: object) -> Tensor:
+def global_avg_pool2d(x: ArrayLike) -> Tensor:
     """The mean of each channel of x (N, C, H, W) over H and W: (N, C, 1, 1)."""
 
-def global_max_pool2d(x: object) -> Tensor:
+def global_max_pool2d(x: ArrayLike) -> Tensor:
     """
     The maximum of each channel of x (N, C, H, W) over H and W: (N, C, 1, 1).
     """
 
-def batch_norm(x: object, running_mean: object, running_var: object, weight: object | None = None, bias: object | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-05) -> Tensor:
+def batch_norm(x: ArrayLike, running_mean: ArrayLike, running_var: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-05) -> Tensor:
     """
     Batch normalization of x (N, C, ...) per channel, as torch's batch_norm: with training=True the batch's statistics, updating running_mean and running_var by momentum; else the running ones.
     """
 
-def layer_norm(x: object, normalized_shape: object, weight: object | None = None, bias: object | None = None, eps: float = 1e-05) -> Tensor:
+def layer_norm(x: ArrayLike, normalized_shape: ShapeLike, weight: ArrayLike | None = None, bias: ArrayLike | None = None, eps: float = 1e-05) -> Tensor:
     """
     Layer normalization of x over its last axes normalized_shape, scaled by weight and shifted by bias when given.
     """
 
-def rms_norm(x: object, normalized_shape: object, weight: object | None = None, eps: float = 1e-06) -> Tensor:
+def rms_norm(x: ArrayLike, normalized_shape: ShapeLike, weight: ArrayLike | None = None, eps: float = 1e-06) -> Tensor:
     """
     x divided by the root mean square over its last axes normalized_shape (plus eps), scaled by weight when given.
     """
 
-def rotary_embedding(x: object, offset: int = 0, base: float = 10000.0, linear_factor: float = 1.0, llama3_factor: float = 0.0, low_freq_factor: float = 1.0, high_freq_factor: float = 4.0, original_max_positions: int = 8192) -> Tensor:
+def rotary_embedding(x: ArrayLike, offset: int = 0, base: float = 10000.0, linear_factor: float = 1.0, llama3_factor: float = 0.0, low_freq_factor: float = 1.0, high_freq_factor: float = 4.0, original_max_positions: int = 8192) -> Tensor:
     """
     Rotary position embedding of x (..., T, D), Llama's rotate-half pairs, positions offset, offset + 1, ...
     """
 
-def dropout(x: object, p: float = 0.5, training: bool = True, generator: object | None = None) -> Tensor:
+def dropout(x: ArrayLike, p: float = 0.5, training: bool = True, generator: random.Generator | None = None) -> Tensor:
     """
     With training=True, each element zeroed with probability p and the rest scaled by 1 / (1 - p); x itself otherwise.
     """
 
-def embedding(weight: object, ids: object, padding_idx: int = -1) -> Tensor:
+def embedding(weight: ArrayLike, ids: ArrayLike, padding_idx: int = -1) -> Tensor:
     """
     The rows of weight at ids (any shape): ids.shape + (D,). Row padding_idx (when >= 0) gets no gradient; a negative one means none.
     """
 
-def cross_entropy(logits: object, target: object, weight: object | None = None, reduction: str = 'mean', ignore_index: int = -100, label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(logits: ArrayLike, target: ArrayLike, weight: ArrayLike | None = None, reduction: str = 'mean', ignore_index: int = -100, label_smoothing: float = 0.0) -> Tensor:
     """
     The cross-entropy of logits (N, C, ...) against class indices target, as torch's cross_entropy (weight per class, reduction "mean", "sum" or "none", ignore_index, label_smoothing).
     """
 
-def nll_loss(log_probs: object, target: object, weight: object | None = None, reduction: str = 'mean', ignore_index: int = -100) -> Tensor:
+def nll_loss(log_probs: ArrayLike, target: ArrayLike, weight: ArrayLike | None = None, reduction: str = 'mean', ignore_index: int = -100) -> Tensor:
     """
     The negative log-likelihood of log_probs (N, C, ...) at the class indices target, as torch's nll_loss.
     """
 
-def binary_cross_entropy_with_logits(logits: object, targets: object, weight: object | None = None, pos_weight: object | None = None, reduction: str = 'mean') -> Tensor:
+def binary_cross_entropy_with_logits(logits: ArrayLike, targets: ArrayLike, weight: ArrayLike | None = None, pos_weight: ArrayLike | None = None, reduction: str = 'mean') -> Tensor:
     """
     The binary cross-entropy of sigmoid(logits) against targets, computed from the logits without overflow, as torch's binary_cross_entropy_with_logits.
     """
 
-def scaled_dot_product_attention(q: object, k: object, v: object, mask: object | None = None, is_causal: bool = False, scale: float | None = None) -> Tensor:
+def scaled_dot_product_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None = None, is_causal: bool = False, scale: float | None = None) -> Tensor:
     """
     softmax(q @ k.T * scale + mask) @ v over the last two axes, as torch's scaled_dot_product_attention: scale None is 1 / sqrt(q's last size); a bool mask is True where a position is attended, a float one is added to the scores; is_causal masks the later positions.
     """
 
-def lstm_cell(gates: object, c: object) -> Tensor:
+def lstm_cell(gates: ArrayLike, c: ArrayLike) -> Tensor:
     """
     The LSTM cell's pointwise part: gates (N, 4H) and c (N, H) to [h, c] packed (N, 2H).
     """
@@ -961,7 +974,7 @@ class Layer:
         """The layers this layer reads, in order."""
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         """Output shape; -1 marks a size known only at run time (the batch)."""
 
     @property
@@ -999,7 +1012,7 @@ class Layer:
         Whether this layer and other share one state (weights): reuse_with and Keras-style calls of one layer do.
         """
 
-    def set_value(self, value: object) -> None:
+    def set_value(self, value: ArrayLike) -> None:
         """
         Sets an Input layer's value, read when the graph is called without arguments (its shape and dtype checked).
         """
@@ -1035,9 +1048,9 @@ def _make_layer(arg0: str, arg1: object, arg2: str, arg3: str, /) -> Layer: ...
 
 def _unbound_layer(arg0: str, arg1: str, arg2: str, /) -> Layer: ...
 
-def _constant(value: object, name: str = '') -> Layer: ...
+def _constant(value: ArrayLike, name: str = '') -> Layer: ...
 
-def Module(inputs: object, outputs: object, name: str = '') -> Layer:
+def Module(inputs: Layer | Sequence[Layer], outputs: Layer | Sequence[Layer], name: str = '') -> Layer:
     """
     A subgraph from `inputs` to `outputs` as one layer (kind Module); reuse_with shares every inner weight.
     """
@@ -1067,7 +1080,7 @@ class Plan:
         The outputs for one tensor (or array) per graph input: a tensor for one output, a list for several.
         """
 
-    def run(self, inputs: object | None = None) -> list[Tensor]:
+    def run(self, inputs: ArraySequence | None = None) -> list[Tensor]:
         """Every output, as a list, for the inputs given positionally."""
 
     @property
@@ -1075,13 +1088,13 @@ class Plan:
         """The graph the plan was compiled from."""
 
     @property
-    def input_shapes(self) -> list:
+    def input_shapes(self) -> list[tuple[int, ...]]:
         """
         The shapes the plan was compiled for, one per input (-1: open at run time).
         """
 
     @property
-    def output_shapes(self) -> list:
+    def output_shapes(self) -> list[tuple[int, ...]]:
         """The compiled shape of each output (-1: sized at run time)."""
 
     @property
@@ -1106,7 +1119,7 @@ class Graph:
     """A layer graph traced back from its outputs (Graph.build)."""
 
     @staticmethod
-    def build(outputs: object, inputs: object | None = None) -> Graph:
+    def build(outputs: Layer | Sequence[Layer], inputs: Layer | Sequence[Layer] | None = None) -> Graph:
         """
         Traces from `outputs` back to `inputs` (every Input reached when not given).
         """
@@ -1156,7 +1169,7 @@ class Graph:
     def from_json(arg: str, /) -> Graph:
         """A graph from the JSON text of to_json, with newly initialized weights."""
 
-    def compile(self, input_shapes: object | None = None, **flags) -> Plan:
+    def compile(self, input_shapes: Sequence[ShapeLike] | None = None, **flags) -> Plan:
         """
         The optimized plan; with input_shapes (one per input, -1 open) specialized to them.
         """
@@ -1177,7 +1190,7 @@ def _loss_names() -> list[str]: ...
 
 def _metric_names() -> list[str]: ...
 
-def _loss(name: str, prediction: object, target: object) -> Tensor:
+def _loss(name: str, prediction: ArrayLike, target: ArrayLike) -> Tensor:
     """The loss of Keras' name `name` (train::Loss) on these tensors."""
 
 class _NativeCallback:
@@ -1186,16 +1199,16 @@ class _NativeCallback:
 def _native_callback(kind: str, model: _Model | None, kwargs: dict) -> _NativeCallback: ...
 
 class _Model:
-    def __init__(self, graph: object, loss: object, optimizer: object, metrics: object | None) -> None: ...
+    def __init__(self, graph: Graph | zoo.Network, loss: object, optimizer: object, metrics: object | None) -> None: ...
 
-    def _fit(self, x: object, y: object | None, epochs: int, batch_size: int, validation_split: float, shuffle: bool, seed: int, callbacks: object, progress: bool, progress_every: int, validation: object | None) -> dict: ...
+    def _fit(self, x: object, y: object | None, epochs: int, batch_size: int, validation_split: float, shuffle: bool, seed: int, callbacks: object, progress: bool, progress_every: int, validation: object | None) -> dict[str, list[float]]: ...
 
-    def _evaluate_loader(self, arg: data.DataLoader, /) -> dict: ...
+    def _evaluate_loader(self, arg: data.DataLoader, /) -> dict[str, float]: ...
 
-    def evaluate(self, x: object, y: object, batch_size: int = 32) -> dict:
+    def evaluate(self, x: ArrayLike, y: ArrayLike, batch_size: int = 32) -> dict[str, float]:
         """Mean loss and metrics over the samples (Eval mode, no gradients)."""
 
-    def predict(self, x: object, batch_size: int = 256) -> Tensor:
+    def predict(self, x: ArrayLike, batch_size: int = 256) -> Tensor:
         """The output for x in batches (Eval mode, no gradients)."""
 
     def save(self, path: str) -> None:
@@ -1219,7 +1232,7 @@ class _Model:
         """The graph the model trains."""
 
     @property
-    def history(self) -> dict:
+    def history(self) -> dict[str, list[float]]:
         """
         Every epoch's logs across fit calls: a dict of lists (loss, metrics, val_..., lr).
         """
@@ -1253,9 +1266,9 @@ class TrainStep:
     One training step compiled once (train::TrainStep): step(x, y) runs zero_grad, forward, loss, backward and the optimizer's update on one batch, without the GIL, and returns the loss.
     """
 
-    def __init__(self, graph: object, loss: object, optimizer: object = 'adam', clip_grad_norm: float = 0.0) -> None: ...
+    def __init__(self, graph: Graph | zoo.Network, loss: object, optimizer: object = 'adam', clip_grad_norm: float = 0.0) -> None: ...
 
-    def __call__(self, x: object, y: object) -> Tensor:
+    def __call__(self, x: ArrayLike, y: ArrayLike) -> Tensor:
         """
         One step on the batch (x: the graph's inputs, y the target); the loss (0-d).
         """
@@ -1276,6 +1289,91 @@ class TrainStep:
         The compiled step as text: the forward plan, the loss, backward and update stages, and the last step's memory figures.
         """
 
+class SparseTensor:
+    """
+    A sparse tensor as torch.sparse's: COO (indices int64 (ndim, nnz), values (nnz,)) of any rank, or CSR (crow_indices (rows + 1,), col_indices (nnz,), values (nnz,)) of 2-d, with float32 or float64 values. The index arrays are copied (int64); the values are kept as given (a tensor, or an array's memory without a copy), so gradients of to_dense and sparse.mm reach them.
+    """
+
+    @staticmethod
+    def coo(indices: ArrayLike, values: ArrayLike, shape: ShapeLike) -> SparseTensor:
+        """
+        A COO tensor: indices int32/int64 (ndim, nnz), every index in [0, shape[d]); values float32/float64 (nnz,). Duplicate indices are allowed and add up. A ShapeError, DTypeError or IndexError names what is wrong.
+        """
+
+    @staticmethod
+    def csr(crow_indices: ArrayLike, col_indices: ArrayLike, values: ArrayLike, shape: ShapeLike) -> SparseTensor:
+        """
+        A 2-d CSR tensor: crow_indices (rows + 1,) non-decreasing from 0 to nnz, col_indices (nnz,) in [0, cols), values (nnz,).
+        """
+
+    @staticmethod
+    def from_dense(dense: ArrayLike, layout: str = 'coo') -> SparseTensor:
+        """
+        The non-zero elements of a float32/float64 tensor or array (NaN counts as non-zero), "coo" or "csr" (2-d).
+        """
+
+    @property
+    def layout(self) -> str:
+        """"coo" or "csr"."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The dense shape, a tuple."""
+
+    @property
+    def ndim(self) -> int:
+        """The number of axes."""
+
+    @property
+    def dtype(self) -> DType:
+        """The values' dtype (float32 or float64)."""
+
+    @property
+    def nnz(self) -> int:
+        """The number of stored entries (duplicates counted)."""
+
+    @property
+    def values(self) -> Tensor:
+        """The stored values (nnz,): the tensor given at creation."""
+
+    @property
+    def indices(self) -> Tensor:
+        """COO: the indices, int64 (ndim, nnz) (a loom.ValueError for CSR)."""
+
+    @property
+    def crow_indices(self) -> Tensor:
+        """CSR: the row pointers, int64 (rows + 1,) (a loom.ValueError for COO)."""
+
+    @property
+    def col_indices(self) -> Tensor:
+        """
+        CSR: the column of each entry, int64 (nnz,) (a loom.ValueError for COO).
+        """
+
+    def is_coalesced(self) -> bool:
+        """Whether the entries are sorted in row-major order without duplicates."""
+
+    def coalesce(self) -> SparseTensor:
+        """
+        Duplicates summed and entries sorted (the layout kept); differentiable in the values.
+        """
+
+    def to_dense(self) -> Tensor:
+        """The dense tensor (duplicates add up); differentiable in the values."""
+
+    def to_coo(self) -> SparseTensor:
+        """The COO form (itself when COO)."""
+
+    def to_csr(self) -> SparseTensor:
+        """
+        The CSR form of a 2-d tensor (COO is coalesced first; itself when CSR).
+        """
+
+    def __matmul__(self, other: ArrayLike) -> Tensor:
+        """sparse.mm(self, other)."""
+
+    def __repr__(self) -> str: ...
+
 def set_num_threads(n: int) -> None:
     """Threads of Loom's pool (1 runs every op inline)."""
 
@@ -1290,7 +1388,7 @@ def set_grad_enabled(enabled: bool) -> None:
     Turns gradient recording on or off on this thread (loom.no_grad and loom.enable_grad use it).
     """
 
-def op_registry() -> list:
+def op_registry() -> list[tuple[str, str, bool]]:
     """
     Every op of Loom as (name, category, differentiable), as op_registry() in C++.
     """

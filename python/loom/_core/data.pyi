@@ -17,7 +17,7 @@ class Dataset:
 class _TensorDataset(Dataset):
     pass
 
-def TensorDataset(*arrays: object) -> Dataset:
+def TensorDataset(*arrays: loom._core.ArrayLike) -> Dataset:
     """
     Examples are the rows of the arrays (one field each, all with as many rows).
     """
@@ -38,7 +38,7 @@ class DataLoader:
     def __next__(self) -> list[loom._core.Tensor]: ...
 
     @property
-    def position(self) -> tuple:
+    def position(self) -> tuple[int, int]:
         """(epoch, batches delivered in it)."""
 
     def set_position(self, epoch: int, batch: int = 0) -> None:

@@ -1,7 +1,10 @@
+from collections.abc import Mapping
+
 import loom._core
+import loom._core.zoo
 
 
-def save_model(path: str, graph: object, extra: object | None = None, metadata: object | None = None) -> None:
+def save_model(path: str, graph: loom._core.Graph | loom._core.zoo.Network, extra: Mapping[str, loom._core.ArrayLike] | None = None, metadata: Mapping[str, str] | None = None) -> None:
     """
     The graph's architecture and weights in one safetensors file, written atomically.
     """
@@ -9,27 +12,27 @@ def save_model(path: str, graph: object, extra: object | None = None, metadata: 
 def load_model(path: str) -> loom._core.Graph:
     """The graph rebuilt from a model file, with its weights."""
 
-def save_state(path: str, graph: object, extra: object | None = None, metadata: object | None = None) -> None:
+def save_state(path: str, graph: loom._core.Graph | loom._core.zoo.Network, extra: Mapping[str, loom._core.ArrayLike] | None = None, metadata: Mapping[str, str] | None = None) -> None:
     """
     Writes the graph's weights (and extra tensors and string metadata, when given) to a safetensors file, atomically.
     """
 
-def load_state(path: str, graph: object) -> tuple:
+def load_state(path: str, graph: loom._core.Graph | loom._core.zoo.Network) -> tuple[dict[str, loom._core.Tensor], dict[str, str]]:
     """
     Loads the weights into the graph (strictly); returns (extra tensors, metadata).
     """
 
-def graph_state(arg: object, /) -> dict[str, loom._core.Tensor]:
+def graph_state(arg: loom._core.Graph | loom._core.zoo.Network, /) -> dict[str, loom._core.Tensor]:
     """
     Every parameter and buffer by its key (the graph's own tensors, not copies).
     """
 
-def load_graph_state(graph: object, tensors: object) -> None:
+def load_graph_state(graph: loom._core.Graph | loom._core.zoo.Network, tensors: Mapping[str, loom._core.ArrayLike]) -> None:
     """
     Sets the graph's parameters and buffers from a dict by key, strictly: every one of them, nothing else.
     """
 
-def save_safetensors(path: str, tensors: object, metadata: object | None = None) -> None:
+def save_safetensors(path: str, tensors: Mapping[str, loom._core.ArrayLike], metadata: Mapping[str, str] | None = None) -> None:
     """A dict of tensors (or arrays) as a safetensors file."""
 
 def load_safetensors(path: str) -> dict[str, loom._core.Tensor]:
@@ -38,7 +41,7 @@ def load_safetensors(path: str) -> dict[str, loom._core.Tensor]:
 def load_safetensors_metadata(path: str) -> dict[str, str]:
     """The string metadata of a safetensors file's header, as a dict."""
 
-def export_onnx(graph: object, path: str, dynamic_batch: bool = True, batch_size: int = 1, fold_batch_norm: bool = False) -> None:
+def export_onnx(graph: loom._core.Graph | loom._core.zoo.Network, path: str, dynamic_batch: bool = True, batch_size: int = 1, fold_batch_norm: bool = False) -> None:
     """
     Writes the graph as an ONNX model (dynamic_batch: the batch axis open, else batch_size; fold_batch_norm: batch norm folded into the preceding convolution).
     """

@@ -33,7 +33,7 @@ class Network:
     def summary(self) -> str:
         """A Keras-like table of the graph's layers, shapes and parameter counts."""
 
-    def __call__(self, arg: object, /) -> loom._core.Tensor: ...
+    def __call__(self, arg: loom._core.ArrayLike, /) -> loom._core.Tensor: ...
 
 def mlp(in_units: int, hidden: Sequence[int], out_units: int, activation: str = 'relu', dropout: float = 0.0) -> Network:
     """
