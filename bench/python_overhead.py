@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The Python module's per-call price: a one-element float32 `a + b` from Python, for Loom,
-NumPy and PyTorch in one process (docs/python.md, "Overhead").
+NumPy and PyTorch in one process; and the time of `loom.asarray(array)` and `tensor.numpy()` for
+10^3 and 10^6 elements, which share the memory and so take the same time (docs/python.md,
+"Overhead").
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py [--repeat N]
 
@@ -58,6 +60,19 @@ def main():
     for name in calls:
         if name != "loom":
             print(f"loom / {name}: {best['loom'] / best[name]:.2f}x fastest, {median['loom'] / median[name]:.2f}x median")
+
+    # zero-copy both ways: the time does not grow with the size
+    shares = {}
+    for n in (10**3, 10**6):
+        array = np.ones(n, np.float32)
+        tensor = loom.asarray(array)
+        shares[n] = {
+            "asarray": min(seconds_per_call(lambda: loom.asarray(array), 200) for _ in range(args.rounds // 4 + 1)),
+            "numpy()": min(seconds_per_call(lambda: tensor.numpy(), 200) for _ in range(args.rounds // 4 + 1)),
+        }
+    for what in ("asarray", "numpy()"):
+        small, large = shares[10**3][what], shares[10**6][what]
+        print(f"{what:8s} 10^3 elements {small * 1e9:6.0f} ns, 10^6 elements {large * 1e9:6.0f} ns: {large / small:.2f}x")
 
 
 if __name__ == "__main__":
