@@ -26,7 +26,9 @@ in turn for `steps` timed steps of each row (fit: one fit), the order of the sid
 every other round so that a change of the machine's load weighs on both alike; a side's figure
 in a round is the median of its steps (sorted[n // 2], as train_bench takes it). The ratios are
 taken per round, and the summary gives their median over the rounds, of wall time and of process
-CPU time (on a loaded machine the steadier figure at 1 thread). The two MLP rows of
+CPU time (on a loaded machine the steadier figure at 1 thread); and, as "fastest", the ratio of
+each side's fastest step (fit: fastest fit) over the whole run, since on a loaded machine noise
+only ever adds time. The two MLP rows of
 python_twin_bench run first, all their rounds, then the three step rows: each phase's sides
 draw from Loom's process-wide random stream (initial weights, dropout) in the same order.
 
@@ -38,7 +40,8 @@ exits with 1 when they differ.
 
 Output: JSON lines on stdout: first the machine (CPU model, ISA, threads, load average,
 versions); one per side, row and round,
-    {"name": "train_mlp", "threads": 1, "seconds": 0.012, "cpu_seconds": 0.011, "system": "loom-python", "round": 0}
+    {"name": "train_mlp", "threads": 1, "seconds": 0.012, "cpu_seconds": 0.011, "min_seconds": 0.011,
+     "min_cpu_seconds": 0.010, "system": "loom-python", "round": 0}
 then one "summary" line per row and thread count; the summary as text on stderr.
 
 Run it with the Python whose torch is the peer, with build/python on PYTHONPATH (a module built
@@ -93,7 +96,7 @@ def timed(step, steps):
         cpu.append(time.process_time() - c0)
         wall.append(time.perf_counter() - t0)
     return {"seconds": sorted(wall)[steps // 2], "cpu_seconds": sorted(cpu)[steps // 2],
-            "first_loss": f"{losses[0]:.9g}", "last_loss": f"{losses[-1]:.9g}"}
+            "min_seconds": min(wall), "min_cpu_seconds": min(cpu), "first_loss": f"{losses[0]:.9g}", "last_loss": f"{losses[-1]:.9g}"}
 
 
 # ---------------------------------------------------------------- Loom from Python
@@ -110,7 +113,8 @@ def fit_mlp(samples):
     c0, t0 = time.process_time(), time.perf_counter()
     h = model.fit(x, y, epochs=1, batch_size=BATCH, seed=7, verbose=0)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"seconds": wall, "cpu_seconds": cpu, "loss": h["loss"][-1], "accuracy": h["accuracy"][-1]}
+    return {"seconds": wall, "cpu_seconds": cpu, "min_seconds": wall, "min_cpu_seconds": cpu,
+            "loss": h["loss"][-1], "accuracy": h["accuracy"][-1]}
 
 
 def make_autograd_step():
@@ -207,7 +211,10 @@ class ChildSide:
         line = self.proc.stdout.readline()
         if not line:
             raise SystemExit(f"python_train.py: {' '.join(self.cmd)} ended (status {self.proc.wait()})")
-        return json.loads(line)
+        rec = json.loads(line)
+        rec.setdefault("min_seconds", rec["seconds"])  # fit: one call, its own fastest
+        rec.setdefault("min_cpu_seconds", rec["cpu_seconds"])
+        return rec
 
     def close(self):
         self.proc.stdin.close()
@@ -323,8 +330,10 @@ def main():
                 for system in order:
                     for name, r in got.get(system, {}).items():
                         emit({"name": name, "threads": threads, "seconds": r["seconds"],
-                              "cpu_seconds": r["cpu_seconds"], "system": system, "round": rnd})
-                        results.append((name, threads, system, rnd, r["seconds"], r["cpu_seconds"]))
+                              "cpu_seconds": r["cpu_seconds"], "min_seconds": r["min_seconds"],
+                              "min_cpu_seconds": r["min_cpu_seconds"], "system": system, "round": rnd})
+                        results.append((name, threads, system, rnd, r["seconds"], r["cpu_seconds"],
+                                        r["min_seconds"], r["min_cpu_seconds"]))
                 # the same work: the same losses on both Loom sides
                 for name, py in got["loom-python"].items():
                     cpp = got["loom-cpp"][name]
@@ -368,6 +377,15 @@ def summary(results, counts, only, have_torch):
                     rec[f"python_over_torch_{key}"] = round(rp, 4)
                     rec[f"cpp_over_torch_{key}"] = round(rc, 4)
                     rec[f"hold_{key}"] = round(rp / rc, 4)
+            # the fastest step of each side over the whole run: on a loaded machine noise only adds time
+            for col, key in ((6, "wall"), (7, "cpu")):
+                py = min(per_round(name, threads, "loom-python", col).values())
+                cpp = min(per_round(name, threads, "loom-cpp", col).values())
+                rec[f"fastest_python_over_cpp_{key}"] = round(py / cpp, 4)
+                th = per_round(name, threads, "torch-python", col)
+                if have_torch and th:
+                    rec[f"fastest_python_over_torch_{key}"] = round(py / min(th.values()), 4)
+                    rec[f"fastest_cpp_over_torch_{key}"] = round(cpp / min(th.values()), 4)
             if name in GOALS:
                 rec["goal_python_over_cpp"] = GOALS[name]
             if "hold_wall" in rec:
@@ -375,6 +393,8 @@ def summary(results, counts, only, have_torch):
             emit(rec)
             text = (f"{name:18s} {threads} thr  Python/C++ {rec['python_over_cpp_wall']:.3f} wall "
                     f"{rec['python_over_cpp_cpu']:.3f} cpu")
+            text += (f"; fastest {rec['fastest_python_over_cpp_wall']:.3f} wall "
+                     f"{rec['fastest_python_over_cpp_cpu']:.3f} cpu")
             if name in GOALS:
                 text += f" (goal <= {GOALS[name]})"
             if "hold_wall" in rec:

@@ -18,8 +18,9 @@
 //                        (g = p.grad(); g *= lr; p -= g; p.zero_grad()); batch 128 of randn /
 //                        randint of Generator(1), then weights normal(0, 0.05) from it, biases
 //                        zero. Made at the first request and warmed up (3 steps) then, kept after.
-//       {"name": "step_mlp_autograd", "threads": 1, "seconds": ..., "cpu_seconds": ..., "first_loss": ..., "last_loss": ...}
-//       (medians of the N steps, as train_bench takes them; losses at 9 digits)
+//       {"name": "step_mlp_autograd", "threads": 1, "seconds": ..., "cpu_seconds": ..., "min_seconds": ...,
+//        "min_cpu_seconds": ..., "first_loss": ..., "last_loss": ...}
+//       (medians of the N steps, as train_bench takes them, and the fastest; losses at 9 digits)
 // bench/python_train.py checks that its Python twins give the same loss figures.
 //
 // Usage: printf 'fit_mlp 1\nstep_mlp_autograd 11\n' | python_twin_bench [--threads N] [--samples 2048]
@@ -111,8 +112,9 @@ void step_mlp_autograd(std::unique_ptr<Autograd>& state, int threads, int steps)
   std::sort(wall.begin(), wall.end());
   std::sort(cpu.begin(), cpu.end());
   std::printf("{\"name\": \"step_mlp_autograd\", \"threads\": %d, \"seconds\": %.6g, \"cpu_seconds\": %.6g, "
-              "\"first_loss\": %.9g, \"last_loss\": %.9g}\n",
-              threads, wall[wall.size() / 2], cpu[cpu.size() / 2], static_cast<double>(first), static_cast<double>(last));
+              "\"min_seconds\": %.6g, \"min_cpu_seconds\": %.6g, \"first_loss\": %.9g, \"last_loss\": %.9g}\n",
+              threads, wall[wall.size() / 2], cpu[cpu.size() / 2], wall.front(), cpu.front(), static_cast<double>(first),
+              static_cast<double>(last));
 }
 
 }  // namespace

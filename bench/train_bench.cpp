@@ -92,7 +92,7 @@ std::vector<Tensor> graph_params(const Graph& g) { return g.parameters(); }
 using Step = std::function<float()>;
 
 struct Result {
-  double median = 0, cpu_median = 0;
+  double median = 0, cpu_median = 0, min = 0, cpu_min = 0;
   float first_loss = 0, last_loss = 0;
 };
 
@@ -112,6 +112,8 @@ Result time_steps(const Step& step, int steps, int warmup = 3) {
   std::sort(c.begin(), c.end());
   r.median = t[t.size() / 2];
   r.cpu_median = c[c.size() / 2];
+  r.min = t.front();
+  r.cpu_min = c.front();
   return r;
 }
 
@@ -262,9 +264,11 @@ std::function<Step()> make_gpt(int64_t T, int64_t B) {
 // --serve 1: bench/python_train.py's C++ side. Reads "name steps" lines from stdin; a model is
 // made (after manual_seed(0), as below) and warmed up (3 steps) at its first request and kept, so
 // that a round of a few steps costs no rebuild; each request times `steps` more steps of it and
-// answers one line, with the first and last loss at 9 digits (python_train.py checks that Loom
-// from Python computed the same):
-//   {"name": "train_mlp", "threads": 1, "seconds": ..., "cpu_seconds": ..., "first_loss": ..., "last_loss": ...}
+// answers one line: the medians, the fastest step (min_...: on a loaded machine noise only adds
+// time), and the first and last loss at 9 digits (python_train.py checks that Loom from Python
+// computed the same):
+//   {"name": "train_mlp", "threads": 1, "seconds": ..., "cpu_seconds": ..., "min_seconds": ...,
+//    "min_cpu_seconds": ..., "first_loss": ..., "last_loss": ...}
 int serve(const std::vector<std::pair<std::string, std::function<Step()>>>& cases, int threads) {
   set_num_threads(threads);
   std::map<std::string, Step> live;
@@ -283,9 +287,9 @@ int serve(const std::vector<std::pair<std::string, std::function<Step()>>>& case
       warmup = 3;
     }
     const Result r = time_steps(live[name], steps, warmup);
-    std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.6g, \"cpu_seconds\": %.6g, \"first_loss\": %.9g, "
-                "\"last_loss\": %.9g}\n",
-                name.c_str(), threads, r.median, r.cpu_median, static_cast<double>(r.first_loss),
+    std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.6g, \"cpu_seconds\": %.6g, \"min_seconds\": %.6g, "
+                "\"min_cpu_seconds\": %.6g, \"first_loss\": %.9g, \"last_loss\": %.9g}\n",
+                name.c_str(), threads, r.median, r.cpu_median, r.min, r.cpu_min, static_cast<double>(r.first_loss),
                 static_cast<double>(r.last_loss));
     std::fflush(stdout);
   }
