@@ -48,6 +48,10 @@ Run it with the Python whose torch is the peer, with build/python on PYTHONPATH 
 for one CPython 3.11 imports in another 3.11); --torch-python names another interpreter for the
 PyTorch side. Without torch (or with --no-torch) the PyTorch columns are left out.
 
+With LOOM_BENCH_RESULTS=FILE it also appends the rows of docs/benchmarks.md's "Loom from
+Python" table to FILE as result records (bench/bench_results.py; bench/results_table.py renders
+them): CPU-time medians, the Python / C++ ratio and the hold.
+
 ctest bench_python_train runs one round of one step of every row without PyTorch, under the
 interpreter the module is built for: it fails when the two Loom sides stop computing the same
 losses (a twin changed on one side only, or the module adding arithmetic of its own).
@@ -293,6 +297,7 @@ def main():
     if step_rows and tv is None and not args.no_torch:
         print(f"# torch does not import in {args.torch_python}: no PyTorch columns", file=sys.stderr)
 
+    args.load_before = load_average().split()[0]
     info = bench_results.cpuinfo()
     isa, _ = bench_results.isa_of(info, bench_results.caps_from_env())
     counts = [int(t) for t in args.threads.split(",") if t.strip()]
@@ -344,7 +349,9 @@ def main():
             for side in sides.values():
                 side.close()
 
-    summary(results, counts, only, tv is not None)
+    recs = summary(results, counts, only, tv is not None)
+    if os.environ.get("LOOM_BENCH_RESULTS"):
+        write_records(os.environ["LOOM_BENCH_RESULTS"], recs, args, tv)
     print(f"# load average after: {load_average()}", file=sys.stderr)
     if mismatches:
         print("# the two Loom sides did not compute the same losses:", *mismatches, sep="\n#   ", file=sys.stderr)
@@ -357,7 +364,7 @@ def summary(results, counts, only, have_torch):
     def per_round(name, threads, system, col):
         return {r[3]: r[col] for r in results if r[0] == name and r[1] == threads and r[2] == system}
 
-    lines = []
+    lines, recs = [], []
     for threads in counts:
         for name in only:
             rec = {"summary": name, "threads": threads}
@@ -391,6 +398,7 @@ def summary(results, counts, only, have_torch):
             if "hold_wall" in rec:
                 rec["goal_hold"] = TORCH_GOAL
             emit(rec)
+            recs.append(rec)
             text = (f"{name:18s} {threads} thr  Python/C++ {rec['python_over_cpp_wall']:.3f} wall "
                     f"{rec['python_over_cpp_cpu']:.3f} cpu")
             text += (f"; fastest {rec['fastest_python_over_cpp_wall']:.3f} wall "
@@ -405,6 +413,47 @@ def summary(results, counts, only, have_torch):
             lines.append(text)
     print("# medians over rounds of per-round ratios (Loom from Python / Loom from C++; PyTorch eager from Python):",
           *lines, sep="\n# ", file=sys.stderr)
+    return recs
+
+
+ROW_LABELS = {
+    "fit_mlp": "`Model.fit` on NumPy arrays, MLP 784-512-512-10, one epoch of 2048 rows",
+    "step_mlp_autograd": "a step written with ops and autograd (SGD by hand), MLP 784-512-512-10",
+    "train_mlp": "`TrainStep` loop, MLP 784-512-512-10, batch 128",
+    "train_cnn": "`TrainStep` loop, Fashion-MNIST CNN, batch 128",
+    "train_ptb_lstm": "`TrainStep` loop, PTB LSTM, 20 × 20 tokens",
+}
+
+
+def write_records(path, recs, args, torch_version_text):
+    """docs/benchmarks.md's "Loom from Python" table (bench/results_table.py, table "python"): per
+    row and thread count, the medians over rounds of one step's (fit: one fit's) process CPU time,
+    the median of the per-round Python / C++ ratios, and the hold against PyTorch."""
+    out = []
+    for rec in recs:
+        name, threads = rec["summary"], rec["threads"]
+        label = ROW_LABELS[name].replace("2048 rows", f"{args.samples} rows")
+        r = bench_results.base_record("python", "python_" + name, label, threads)
+        r["units"] = "ms"
+        r["context"] = (f"(CPU time; medians of {args.rounds} alternating rounds of {args.steps} steps; "
+                        f"load average {args.load_before} before, {load_average().split()[0]} after)")
+        digits = 1 if rec["cpp_seconds_cpu"] >= 0.05 else 2
+        r["loom"] = bench_results.number(rec["python_seconds_cpu"] * 1e3, digits)
+        peers = [{"name": "Loom from C++", "value": bench_results.number(rec["cpp_seconds_cpu"] * 1e3, digits),
+                  "ratio": bench_results.number(rec["python_over_cpp_cpu"], 3)}]
+        goal = []
+        if name in GOALS:
+            peers[0].update(goal=GOALS[name], goal_op="<=")
+            goal.append(f"Python / C++ ≤ {GOALS[name]}")
+        if "hold_cpu" in rec:
+            peers.append({"name": f"PyTorch {torch_version_text}",
+                          "value": bench_results.number(rec["torch_seconds_cpu"] * 1e3, digits),
+                          "ratio": bench_results.number(rec["hold_cpu"], 3), "goal": TORCH_GOAL, "goal_op": "<="})
+            goal.append(f"hold ≤ {TORCH_GOAL}")
+        r["peers"] = peers
+        r["goal_text"] = "; ".join(goal) or "—"
+        out.append(r)
+    bench_results.append(path, out)
 
 
 if __name__ == "__main__":
