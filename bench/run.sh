@@ -96,7 +96,7 @@ if [ "${PYTHON_TRAIN:-1}" = 1 ]; then
     for n in $threads; do
       echo "$n thread(s): python_train.py" >&2
       PYTHONPATH="$build/python" "$python" "$here/python_train.py" --threads "$n" --build "$build" \
-        >> "$out/python_train.jsonl"
+        >> "$out/python_train.jsonl" || echo "python_train.py failed (status $?): see above" >&2
     done
   else
     echo "no Python module in $build (LOOM_PYTHON: python3-dev and nanobind): skipping python_train.py" >&2
