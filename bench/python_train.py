@@ -28,9 +28,9 @@ in a round is the median of its steps (sorted[n // 2], as train_bench takes it).
 taken per round, and the summary gives their median over the rounds, of wall time and of process
 CPU time (on a loaded machine the steadier figure at 1 thread); and, as "fastest", the ratio of
 each side's fastest step (fit: fastest fit) over the whole run, since on a loaded machine noise
-only ever adds time. The two MLP rows of
-python_twin_bench run first, all their rounds, then the three step rows: each phase's sides
-draw from Loom's process-wide random stream (initial weights, dropout) in the same order.
+only ever adds time. The two MLP rows of python_twin_bench run first, all their rounds, then the
+three step rows: so each phase's sides draw from Loom's process-wide random stream (initial
+weights, dropout) in the same order.
 
 Both Loom sides do the same work: the same seeds (weights after manual_seed(0), data from
 Generator(1), (2), (3) as train_bench and python_twin_bench draw them), shapes, optimizers and
