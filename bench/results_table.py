@@ -119,6 +119,12 @@ TABLES = {
         "align": "---:|---:|---:|---:|---:",
         "cells": ["row", "label", "loom", "peer:0", "ratio:0", "peer:1", "ratio:1"],
         "threads_in_label": False, "repeat_row": False},
+    "python": {
+        "header": ["row", "machine, ISA, threads, date", "Loom from Python", "Loom from C++", "Python / C++",
+                   "PyTorch from Python", "hold", "goal"],
+        "align": "---:|---:|---:|---:|---:|---",
+        "cells": ["row", "label", "loom", "peer:0", "ratio:0", "peer:1", "ratio:1", "goal"],
+        "threads_in_label": True, "repeat_row": False},
     "ci_store": {
         "header": ["item", "machine, ISA, date", "figures"],
         "align": "---",

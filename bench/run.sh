@@ -5,6 +5,7 @@
 #   REPEAT=3 bench/run.sh        # run each program 3 times; the report keeps each best median
 #   THREADS="1 2 4" bench/run.sh
 #   TRAIN=0 bench/run.sh         # without the training-throughput block (train_bench and peers)
+#   PYTHON_TRAIN=0 bench/run.sh  # without Loom from Python against C++ (bench/python_train.py)
 #
 # Environment: BUILD_DIR (default <repo>/build-bench), OUT (results folder, default
 # $BUILD_DIR/bench-results), LIBTORCH_BIN (the LibTorch peer binary; default
@@ -85,6 +86,21 @@ if [ "${TRAIN:-1}" = 1 ]; then
     done
   done
   echo "load after training: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/run-info.txt"
+fi
+
+# Loom from Python against Loom from C++ and PyTorch from Python (bench/python_train.py, issue
+# 49): needs the Python module (LOOM_PYTHON), built into $build/python. PYTHON_TRAIN=0 skips it.
+: > "$out/python_train.jsonl"
+if [ "${PYTHON_TRAIN:-1}" = 1 ]; then
+  if bench_build loom_python train_bench python_twin_bench 2>/dev/null; then
+    for n in $threads; do
+      echo "$n thread(s): python_train.py" >&2
+      PYTHONPATH="$build/python" "$python" "$here/python_train.py" --threads "$n" --build "$build" \
+        >> "$out/python_train.jsonl" || echo "python_train.py failed (status $?): see above" >&2
+    done
+  else
+    echo "no Python module in $build (LOOM_PYTHON: python3-dev and nanobind): skipping python_train.py" >&2
+  fi
 fi
 
 LOOM_BENCH_COMMAND="REPEAT=$repeat THREADS=\"$threads\" bench/run.sh" \

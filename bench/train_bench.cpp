@@ -50,6 +50,7 @@
 // twin of it.
 //
 // Usage: train_bench [--threads 1,2] [--only train_mlp,train_cnn] [--steps 15] [--memory 1]
+//        train_bench --threads N --serve 1      (bench/python_train.py's C++ side: see serve())
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -59,6 +60,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -89,12 +92,12 @@ std::vector<Tensor> graph_params(const Graph& g) { return g.parameters(); }
 using Step = std::function<float()>;
 
 struct Result {
-  double median = 0, cpu_median = 0;
+  double median = 0, cpu_median = 0, min = 0, cpu_min = 0;
   float first_loss = 0, last_loss = 0;
 };
 
-Result time_steps(const Step& step, int steps) {
-  for (int i = 0; i < 3; ++i) step();  // warm-up: allocator caches, oneDNN primitives, optimizer state
+Result time_steps(const Step& step, int steps, int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) step();  // warm-up: allocator caches, oneDNN primitives, optimizer state
   std::vector<double> t, c;
   Result r;
   for (int i = 0; i < steps; ++i) {
@@ -109,6 +112,8 @@ Result time_steps(const Step& step, int steps) {
   std::sort(c.begin(), c.end());
   r.median = t[t.size() / 2];
   r.cpu_median = c[c.size() / 2];
+  r.min = t.front();
+  r.cpu_min = c.front();
   return r;
 }
 
@@ -256,6 +261,41 @@ std::function<Step()> make_gpt(int64_t T, int64_t B) {
   };
 }
 
+// --serve 1: bench/python_train.py's C++ side. Reads "name steps" lines from stdin; a model is
+// made (after manual_seed(0), as below) and warmed up (3 steps) at its first request and kept, so
+// that a round of a few steps costs no rebuild; each request times `steps` more steps of it and
+// answers one line: the medians, the fastest step (min_...: on a loaded machine noise only adds
+// time), and the first and last loss at 9 digits (python_train.py checks that Loom from Python
+// computed the same):
+//   {"name": "train_mlp", "threads": 1, "seconds": ..., "cpu_seconds": ..., "min_seconds": ...,
+//    "min_cpu_seconds": ..., "first_loss": ..., "last_loss": ...}
+int serve(const std::vector<std::pair<std::string, std::function<Step()>>>& cases, int threads) {
+  set_num_threads(threads);
+  std::map<std::string, Step> live;
+  std::string name;
+  int steps = 0;
+  while (std::cin >> name >> steps) {
+    auto c = std::find_if(cases.begin(), cases.end(), [&](const auto& kv) { return kv.first == name; });
+    if (c == cases.end() || steps < 1) {
+      std::fprintf(stderr, "train_bench --serve: bad request '%s %d'\n", name.c_str(), steps);
+      return 2;
+    }
+    int warmup = 0;
+    if (!live.count(name)) {
+      manual_seed(0);
+      live[name] = c->second();
+      warmup = 3;
+    }
+    const Result r = time_steps(live[name], steps, warmup);
+    std::printf("{\"name\": \"%s\", \"threads\": %d, \"seconds\": %.6g, \"cpu_seconds\": %.6g, \"min_seconds\": %.6g, "
+                "\"min_cpu_seconds\": %.6g, \"first_loss\": %.9g, \"last_loss\": %.9g}\n",
+                name.c_str(), threads, r.median, r.cpu_median, r.min, r.cpu_min, static_cast<double>(r.first_loss),
+                static_cast<double>(r.last_loss));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 // --only's comma-separated names, matched whole (train_gpt must not select train_gpt_T1024).
 bool selected(const std::string& only, const std::string& name) {
   if (only.empty()) return true;
@@ -272,7 +312,7 @@ int main(int argc, char** argv) {
   std::vector<int> threads{1, get_num_threads()};
   std::string only;
   int steps = 15;
-  bool memory = false, child = false;
+  bool memory = false, child = false, serving = false;
   if (argc % 2 == 0) {  // options come in pairs: a lone one (--help) would otherwise run everything
     std::fprintf(stderr, "usage: train_bench [--threads N[,M]] [--only a,b] [--steps N] [--memory 0|1]\n");
     return 2;
@@ -284,8 +324,9 @@ int main(int argc, char** argv) {
     else if (k == "--steps") steps = std::max(1, std::atoi(argv[i + 1]));
     else if (k == "--memory") memory = std::atoi(argv[i + 1]) != 0;
     else if (k == "--child") child = std::atoi(argv[i + 1]) != 0;
+    else if (k == "--serve") serving = std::atoi(argv[i + 1]) != 0;
     else {
-      std::fprintf(stderr, "unknown option %s (valid: --threads N[,M], --only a,b, --steps N, --memory 0|1)\n",
+      std::fprintf(stderr, "unknown option %s (valid: --threads N[,M], --only a,b, --steps N, --memory 0|1, --serve 0|1)\n",
                    k.c_str());
       return 2;
     }
@@ -301,6 +342,7 @@ int main(int argc, char** argv) {
       {"train_gpt", make_gpt(256, 8)},
       {"train_gpt_T1024", make_gpt(1024, 2)},
   };
+  if (serving) return serve(cases, threads.back());
   bool ok = true;
   if (memory) {
     for (int t : threads) {
