@@ -359,10 +359,16 @@ void bind_ops(nb::module_& m) {
   }, nb::arg("subscripts"), nb::arg("operands"), "Einstein summation over the operands, in NumPy's subscripts notation (\"ij,jk->ik\").");
   m.def("linear", [](ArrayLike x, ArrayLike w, ArrayLike bias) {
     const Tensor tx = as_tensor(x), tw = as_tensor(w);
-    const Tensor tb = bias.is_none() ? Tensor() : as_tensor(bias);
+    if (bias.is_none()) {
+      nb::gil_scoped_release release;
+      return matmul(tx, tw);
+    }
+    const Tensor tb = as_tensor(bias);
     nb::gil_scoped_release release;
     return linear(tx, tw, tb);
-  }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), "x @ weight.T + bias (torch's linear).");
+  }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(),
+        "x @ weight + bias, weight shaped (in, out) as a Linear layer's (torch's linear takes it transposed); "
+        "without a bias, x @ weight.");
 
   // creation
   m.def("zeros", [](ShapeLike shape, DTypeLike dtype) { return zeros(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },

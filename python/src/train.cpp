@@ -359,6 +359,20 @@ std::vector<Tensor> tensors_of(nb::handle obj) {
 }  // namespace
 
 void bind_train(nb::module_& m) {
+  // An optimizer over tensors the caller owns (torch.optim's form: loom.optimizers.Adam(params,
+  // lr=...)), for a training step written by hand; python/loom/optimizers.py makes it.
+  nb::class_<train::Optimizer>(m, "_ParamOptimizer", "A loom.optimizers object's C++ optimizer over given tensors.")
+      .def("step", [](train::Optimizer& o) {
+        nb::gil_scoped_release release;  // no Python code runs in an update
+        o.step();
+      }, "One update of every parameter that has a gradient.")
+      .def("zero_grad", &train::Optimizer::zero_grad, "Drops every parameter's gradient (grad becomes None).")
+      .def_prop_rw("lr", &train::Optimizer::lr, &train::Optimizer::set_lr, "The learning rate (settable).")
+      .def_prop_ro("steps", &train::Optimizer::steps, "Updates taken.")
+      .def_prop_ro("params", [](const train::Optimizer& o) { return o.params(); }, "The tensors it updates.");
+  m.def("_param_optimizer", [](const std::string& name, nb::dict kwargs, std::vector<Tensor> params) {
+    return make_optimizer(name, kwargs, std::move(params));
+  }, nb::arg("name"), nb::arg("kwargs"), nb::arg("params"));
   m.def("_loss_names", &train::Loss::valid_names);
   m.def("_metric_names", &train::MetricSpec::valid_names);
   m.def("_loss", [](const std::string& name, ArrayLike pred, ArrayLike target) {

@@ -339,3 +339,13 @@ def test_operators_take_every_operand_kind_in_either_order():
     w = loom.tensor([1.0, 2.0]).requires_grad_()
     (2 * w * w + w / 4 - 1).sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), [4.25, 8.25])
+
+
+def test_linear_takes_the_weight_as_a_layer_holds_it_and_the_bias_is_optional():
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 5)).astype(np.float32)  # (in, out), as nn.Linear's kernel
+    b = rng.standard_normal(5).astype(np.float32)
+    close(loom.linear(x, w, b), x @ w + b)
+    close(loom.linear(x, w), x @ w)
+    with pytest.raises(loom.ShapeError):
+        loom.linear(x, w.T, b)

@@ -410,3 +410,49 @@ def test_fit_on_another_thread():
     thread.join()
     same = mlp_model().fit(x, y, epochs=2, batch_size=16, verbose=0)
     assert dict(results["history"]) == dict(same)
+
+
+@pytest.mark.parametrize("name, kwargs, torch_name, torch_kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}, "SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ("Adam", {"lr": 0.01, "weight_decay": 0.1}, "Adam", {"lr": 0.01, "weight_decay": 0.1}),
+    ("AdamW", {"lr": 0.01, "amsgrad": True}, "AdamW", {"lr": 0.01, "amsgrad": True}),
+    ("RMSProp", {"lr": 0.01, "momentum": 0.5, "centered": True}, "RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.01}, "Adagrad", {"lr": 0.1, "lr_decay": 0.01}),
+])
+def test_an_optimizer_over_tensors_steps_as_torch_optim(name, kwargs, torch_name, torch_kwargs):
+    # A training step written by hand: loom.optimizers.X(tensors, ...) updates them as
+    # torch.optim.X does the same tensors from the same gradients.
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 4))
+    y = rng.standard_normal((8, 2))
+    w0 = rng.standard_normal((4, 2))
+    b0 = rng.standard_normal(2)
+    w = loom.tensor(w0).requires_grad_()
+    b = loom.tensor(b0).requires_grad_()
+    opt = getattr(loom.optimizers, name)([w, b], **kwargs)
+    tw = torch.tensor(w0, requires_grad=True)
+    tb = torch.tensor(b0, requires_grad=True)
+    topt = getattr(torch.optim, torch_name)([tw, tb], **torch_kwargs)
+    for _ in range(4):
+        (((loom.tensor(x) @ w + b) - loom.tensor(y)) ** 2).mean().backward()
+        opt.step()
+        opt.zero_grad()
+        (((torch.tensor(x) @ tw + tb) - torch.tensor(y)) ** 2).mean().backward()
+        topt.step()
+        topt.zero_grad()
+        assert w.grad is None
+    np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.detach().numpy(), tb.detach().numpy(), rtol=1e-12, atol=1e-12)
+    assert opt.steps == 4
+    opt.lr = 0.5
+    assert opt.lr == 0.5
+
+
+def test_an_optimizer_description_refuses_to_step():
+    with pytest.raises(loom.ValueError, match="description"):
+        loom.optimizers.Adam(lr=0.1).step()
+    with pytest.raises(loom.ValueError, match="schedule"):
+        loom.optimizers.SGD([loom.ones((2,)).requires_grad_()], lr=loom.schedules.StepLR(2, 0.5))
+    with pytest.raises(loom.ValueError, match="unknown argument 'betas'"):
+        loom.optimizers.Adam([loom.ones((2,)).requires_grad_()], betas=(0.9, 0.99))

@@ -787,7 +787,9 @@ def einsum(subscripts: str, *operands) -> Tensor:
     """
 
 def linear(x: ArrayLike, weight: ArrayLike, bias: ArrayLike | None = None) -> Tensor:
-    """x @ weight.T + bias (torch's linear)."""
+    """
+    x @ weight + bias, weight shaped (in, out) as a Linear layer's (torch's linear takes it transposed); without a bias, x @ weight.
+    """
 
 def zeros(shape: ShapeLike, dtype: DTypeLike | None = None) -> Tensor:
     """A new tensor of shape filled with 0 (dtype: float32 unless given)."""
@@ -1185,6 +1187,32 @@ def copy_state(source: Graph, target: Graph) -> None:
     """
     Copies every parameter and buffer of `source` into the layer of the same name in `target`.
     """
+
+class _ParamOptimizer:
+    """A loom.optimizers object's C++ optimizer over given tensors."""
+
+    def step(self) -> None:
+        """One update of every parameter that has a gradient."""
+
+    def zero_grad(self) -> None:
+        """Drops every parameter's gradient (grad becomes None)."""
+
+    @property
+    def lr(self) -> float:
+        """The learning rate (settable)."""
+
+    @lr.setter
+    def lr(self, arg: float, /) -> None: ...
+
+    @property
+    def steps(self) -> int:
+        """Updates taken."""
+
+    @property
+    def params(self) -> list[Tensor]:
+        """The tensors it updates."""
+
+def _param_optimizer(name: str, kwargs: dict, params: Sequence[Tensor]) -> _ParamOptimizer: ...
 
 def _loss_names() -> list[str]: ...
 
