@@ -33,6 +33,7 @@
 //   SampleQuery record_from_text(const std::string& text, const SampleQuery*);  // ValueError if malformed
 //
 // Its column holds the text; its JSON is the value the text holds, so its keys are the codec's.
+// Empty text (or a NULL column) stands for no value: null in the JSON, and null reads back as T{}.
 //
 // A state (a run's or a task's status) is an enum with one spelling per value, declared once
 // by a function found by argument-dependent lookup:
@@ -265,8 +266,10 @@ class RowReader {
     } else if constexpr (std::is_same_v<T, double>) {
       v = row.real(i);
     } else if constexpr (TextCoded<T>) {
+      const std::string& text = row.text(i);
+      if (text.empty()) return;  // no value, as NULL
       try {
-        v = record_from_text(row.text(i), static_cast<const T*>(nullptr));
+        v = record_from_text(text, static_cast<const T*>(nullptr));
       } catch (const ValueError& e) {
         throw StoreError(std::string("holds text its record cannot read: ") + e.what());
       }
@@ -300,6 +303,7 @@ Json value_json(const T& v, RecordField f) {
     return record_json<Json>(v);
   } else if constexpr (TextCoded<T>) {
     const std::string text = record_text(v);
+    if (text.empty()) return Json(nullptr);
     Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     return parsed.is_discarded() ? Json(text) : parsed;
   } else if constexpr (is_map<T>::value) {
@@ -356,6 +360,10 @@ void field_from_json(const Json& v, T& out, RecordField f, const std::string& wh
   if constexpr (Record<T>) {
     out = record_from_json_impl<T>(v, where + "." + key);
   } else if constexpr (TextCoded<T>) {
+    if (v.is_null()) {
+      out = T{};
+      return;
+    }
     try {
       out = record_from_text(v.dump(), static_cast<const T*>(nullptr));
     } catch (const ValueError& e) {

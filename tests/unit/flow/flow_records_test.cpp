@@ -1,9 +1,10 @@
-// A task declared once (loom/store/record.h, docs/architecture.md "Records"): its columns,
-// reader and JSON come from TaskInfo::fields(); a task goes through the database and through
-// JSON unchanged; a stored status that is no spelling is a BadStateError naming the valid ones.
-// On SQLite and PostgreSQL.
+// A task and a stream controller declared once (loom/store/record.h, docs/architecture.md
+// "Records"): their columns, readers and JSON come from their fields(); each goes through the
+// database and through JSON unchanged; a stored status that is no spelling is a BadStateError
+// naming the valid ones. On SQLite and PostgreSQL.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
+#include <loom/flow/controllers.h>
 #include <loom/flow/tasks.h>
 #include <loom/store/error.h>
 #include <loom/store/record.h>
@@ -105,4 +106,47 @@ TEST_P(FlowRecords, AStoredStatusThatIsNoSpellingIsABadStateError) {
   EXPECT_TRUE(contains_all(error_message<store::BadStateError>([&] { tasks.get(id); }),
                            {"column 'status'", "'paused'", "task status", "valid: pending, running, finished, failed, cancelled"}));
   EXPECT_THROW(tasks.list(), store::BadStateError);
+}
+
+TEST_P(FlowRecords, AStreamControllerRoundTripsThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Controllers controllers(tasks);
+  controllers.create({.name = "retrain", .dataset = "points", .min_samples = 10, .min_fraction = 0.5, .kind = "train",
+                      .hyper_parameters = R"({"lr": 0.1})", .priority = 2, .output_model = "model"});
+  controllers.create({.name = "two-stage", .dataset = "points", .min_samples = 5,
+                      .plan = {.name = "cnn then rnn",
+                               .tasks = {{.name = "cnn", .kind = "train_cnn"}, {.name = "rnn", .kind = "train_rnn", .depends_on = {"cnn"}}}}});
+  // its columns: the spec's, flat, then its progress (the pending counts are computed, not stored)
+  EXPECT_EQ(store::column_list<flow::ControllerInfo>(),
+            "name, dataset, query, min_samples, min_fraction, max_wait_ms, kind, hyper_parameters, priority, max_attempts, "
+            "timeout_ms, lease_ms, output_model, plan, batches, samples, created_ms");
+
+  // the JSON `loom controllers ... --json` prints: one flat object, the key set it always had
+  const ordered_json j = store::record_json<ordered_json>(controllers.get("retrain"));
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"name", "dataset", "query", "min_samples", "min_fraction", "max_wait_ms", "kind",
+                                            "hyper_parameters", "priority", "max_attempts", "timeout_ms", "lease_ms", "output_model",
+                                            "plan", "batches", "samples", "pending_versions", "pending_samples", "created_ms"}));
+  EXPECT_EQ(j["hyper_parameters"]["lr"], 0.1);
+  EXPECT_EQ(j["query"], "");  // NULL: none
+  EXPECT_TRUE(j["plan"].is_null());
+  EXPECT_EQ(j["min_fraction"], 0.5);
+  const flow::ControllerInfo back = store::record_from_json<flow::ControllerInfo>(j, "controller");
+  EXPECT_EQ(store::record_json<ordered_json>(back).dump(), j.dump());
+  EXPECT_TRUE(back.spec.plan.tasks.empty());
+
+  const flow::ControllerInfo staged = controllers.get("two-stage");
+  ASSERT_EQ(staged.spec.plan.tasks.size(), 2u);
+  EXPECT_EQ(staged.spec.plan.tasks[1].depends_on, std::vector<std::string>{"cnn"});
+  const ordered_json p = store::record_json<ordered_json>(staged);
+  EXPECT_EQ(p["plan"]["name"], "cnn then rnn");
+  EXPECT_EQ(p["plan"]["tasks"][1]["name"], "rnn");
+  EXPECT_EQ(store::record_from_json<flow::ControllerInfo>(p, "controller").spec.plan.tasks.at(0).kind, "train_cnn");
+
+  // a row whose plan is not one: a StoreError naming the controller and the column
+  raw_sql(url(), "UPDATE stream_controllers SET plan = '{\"tasks\": 3}' WHERE name = 'two-stage'");
+  EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { controllers.get("two-stage"); }),
+                           {"stream controller 'two-stage'", "column 'plan'"}));
 }
