@@ -1,11 +1,13 @@
-// A task, a stream controller and a task event declared once (loom/store/record.h,
-// docs/architecture.md "Records"): their columns, readers and JSON come from their fields();
-// each goes through the database and through JSON unchanged; a stored status or event that is
-// no spelling is a BadStateError naming the valid ones. On SQLite and PostgreSQL.
+// A task, a stream controller, a task event and a trial's report declared once
+// (loom/store/record.h, docs/architecture.md "Records"): their columns, readers and JSON come
+// from their fields(); each goes through the database and through JSON unchanged; a stored
+// status or event that is no spelling is a BadStateError naming the valid ones. On SQLite and
+// PostgreSQL.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/flow/controllers.h>
 #include <loom/flow/events.h>
+#include <loom/flow/reports.h>
 #include <loom/flow/tasks.h>
 #include <loom/store/error.h>
 #include <loom/store/record.h>
@@ -181,4 +183,24 @@ TEST_P(FlowRecords, ATaskEventRoundTripsThroughTheDatabaseAndJson) {
   raw_sql(url(), "PRAGMA ignore_check_constraints = ON; UPDATE task_events SET event = 'exploded'");
   EXPECT_TRUE(contains_all(error_message<store::BadStateError>([&] { flow::read_events(tasks, 0); }),
                            {"column 'event'", "'exploded'", "task event", "valid: finished, failed, cancelled, replayed"}));
+}
+
+TEST_P(FlowRecords, ATrialReportRoundTripsThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Reports reports(fs.store);
+  const int64_t id = tasks.submit("k");
+  const std::optional<flow::Claim> claim = tasks.claim({"k"}, "agent");
+  ASSERT_TRUE(claim);
+  reports.report(*claim, 2, 0.25);
+  reports.report(*claim, 1, 0.5);
+  EXPECT_EQ(store::column_list<flow::Report>(), "task_id, step, value, token, created_ms");
+  const std::vector<flow::Report> got = reports.list(id);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].step, 1);  // in step order
+  EXPECT_EQ(got[1].value, 0.25);
+  EXPECT_EQ(got[1].token, claim->token);
+  const ordered_json j = store::record_json<ordered_json>(got[1]);
+  EXPECT_EQ(j, ordered_json({{"task_id", id}, {"step", 2}, {"value", 0.25}, {"token", claim->token}, {"created_ms", got[1].created_ms}}));
+  EXPECT_EQ(store::record_json<ordered_json>(store::record_from_json<flow::Report>(j, "report")).dump(), j.dump());
 }
