@@ -25,35 +25,24 @@ using detail::in_list;
 
 namespace {
 
-constexpr const char* kColumns =
-    "SELECT name, dataset, query, min_samples, min_fraction, max_wait_ms, kind, hyper_parameters, priority, max_attempts, timeout_ms, "
-    "lease_ms, output_model, batches, samples, created_ms, plan FROM stream_controllers";
+// The columns of a ControllerInfo, from its field list (loom/store/record.h).
+const std::string& select_controllers() {
+  static const std::string sql = "SELECT " + store::column_list<ControllerInfo>() + " FROM stream_controllers";
+  return sql;
+}
 
 ControllerInfo info_of(const Row& r) {
-  ControllerInfo c;
-  ControllerSpec& s = c.spec;
-  s.name = r.text(0);
-  s.dataset = r.text(1);
-  s.query = r.is_null(2) ? "" : r.text(2);
-  s.min_samples = r.integer(3);
-  s.min_fraction = r.real(4);
-  s.max_wait_ms = r.integer(5);
-  s.kind = r.text(6);
-  s.hyper_parameters = r.text(7);
-  s.priority = r.integer(8);
-  s.max_attempts = r.integer(9);
-  s.timeout_ms = r.integer(10);
-  s.lease_ms = r.integer(11);
-  s.output_model = r.is_null(12) ? "" : r.text(12);
-  c.batches = r.integer(13);
-  c.samples = r.integer(14);
-  c.created_ms = r.integer(15);
-  if (!r.is_null(16)) s.plan = TaskGraph::from_json(r.text(16), "stream controller '" + s.name + "': its plan");
-  return c;
+  static const store::RowReader<ControllerInfo> reader;
+  try {
+    return reader.read(r);
+  } catch (const store::StoreError& e) {
+    // the name is the first column (its field's): the message says which controller cannot be read
+    throw store::StoreError("stream controller " + loom::detail::quote_text(r.text(0)) + " cannot be read from its row: " + e.what());
+  }
 }
 
 ControllerInfo find(Session& session, const char* op, const std::string& name) {
-  const std::vector<Row> rows = session.query(std::string(kColumns) + " WHERE name = ?", {name});
+  const std::vector<Row> rows = session.query(select_controllers() + " WHERE name = ?", {name});
   if (rows.empty()) throw store::NotFoundError(std::string(op) + ": there is no stream controller " + loom::detail::quote_text(name));
   return info_of(rows[0]);
 }
@@ -233,7 +222,7 @@ std::vector<ControllerInfo> Controllers::list() const {
   std::vector<ControllerInfo> out;
   {
     Session session(tasks_.store(), Access::Read);
-    for (const Row& r : session.query(std::string(kColumns) + " ORDER BY name")) out.push_back(info_of(r));
+    for (const Row& r : session.query(select_controllers() + " ORDER BY name")) out.push_back(info_of(r));
     session.commit();
   }
   for (ControllerInfo& c : out) {

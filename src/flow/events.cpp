@@ -10,21 +10,19 @@ namespace loom::flow {
 
 namespace {
 
-constexpr const char* kEventNames[] = {"finished", "failed", "cancelled", "replayed"};
-
-EventKind parse_event(const std::string& name) {
-  for (int i = 0; i < 4; ++i)
-    if (name == kEventNames[i]) return static_cast<EventKind>(i);
-  throw store::StoreError("task_events: unknown event '" + name + "' in the database (valid: finished, failed, cancelled, replayed)");
+// The columns of a TaskEvent, from its field list (loom/store/record.h).
+const std::string& select_events() {
+  static const std::string sql = "SELECT " + store::column_list<TaskEvent>() + " FROM task_events";
+  return sql;
 }
 
 }  // namespace
 
-const char* event_name(EventKind k) { return kEventNames[static_cast<int>(k)]; }
+const char* event_name(EventKind k) { return store::to_string(k); }
 
 std::vector<TaskEvent> read_events(const Tasks& tasks, int64_t after, int64_t limit, std::optional<int64_t> plan_id) {
   if (limit < 0) throw ValueError("read_events: limit " + std::to_string(limit) + " is negative (valid: 0 for all, or a count)");
-  std::string sql = "SELECT id, task_id, plan_id, event, detail, created_ms FROM task_events WHERE id > ?";
+  std::string sql = select_events() + " WHERE id > ?";
   std::vector<store::SqlValue> params{after};
   if (plan_id) {
     sql += " AND plan_id = ?";
@@ -36,9 +34,10 @@ std::vector<TaskEvent> read_events(const Tasks& tasks, int64_t after, int64_t li
     params.emplace_back(limit);
   }
   store::Session session(tasks.store(), store::Access::Read);
+  static const store::RowReader<TaskEvent> reader;
   std::vector<TaskEvent> out;
   for (const store::SqlRow& r : session.query(sql, params))
-    out.push_back({r.integer(0), r.integer(1), r.is_null(2) ? 0 : r.integer(2), parse_event(r.text(3)), r.text(4), r.integer(5)});
+    out.push_back(reader.read(r));  // an unknown event: a BadStateError naming the column and the valid ones
   session.commit();
   return out;
 }

@@ -140,4 +140,7 @@ TaskGraph TaskGraph::from_json(const std::string& text, const std::string& where
   return plan;
 }
 
+std::string record_text(const TaskGraph& g) { return g.tasks.empty() ? std::string() : g.to_json(); }
+TaskGraph record_from_text(const std::string& text, const TaskGraph*) { return TaskGraph::from_json(text, "plan"); }
+
 }  // namespace loom::flow

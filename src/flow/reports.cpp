@@ -101,10 +101,11 @@ std::vector<Report> Reports::list(int64_t task_id) const {
   Session session(store_, Access::Read);
   if (session.query("SELECT id FROM tasks WHERE id = ?", {task_id}).empty())
     throw store::NotFoundError("reports: there is no task " + std::to_string(task_id));
+  // the columns and the reader from Report's field list (loom/store/record.h)
+  static const std::string select = "SELECT " + store::column_list<Report>() + " FROM task_reports WHERE task_id = ? ORDER BY step";
+  static const store::RowReader<Report> reader;
   std::vector<Report> out;
-  for (const Row& r : session.query("SELECT task_id, step, value, token, created_ms FROM task_reports WHERE task_id = ? ORDER BY step",
-                                    {task_id}))
-    out.push_back({r.integer(0), r.integer(1), r.real(2), r.integer(3), r.integer(4)});
+  for (const Row& r : session.query(select, {task_id})) out.push_back(reader.read(r));
   return out;
 }
 

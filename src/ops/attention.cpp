@@ -17,6 +17,7 @@
 #include "loom/ops/reduction.h"
 #include "ops/attention_internal.h"
 #include "ops/nn_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -271,3 +272,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> attention_ops() {
+  return {
+      {"scaled_dot_product_attention", "nn", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -16,6 +16,7 @@
 #include "loom/ops/reduction.h"
 #include "ops/conv_fused.h"
 #include "ops/nn_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -392,3 +393,14 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& weight, const Tensor& bia
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> conv_ops() {
+  return {
+      {"conv1d", "nn", true}, {"conv2d", "nn", true}, {"conv2d_transpose", "nn", true},
+  };
+}
+
+}  // namespace loom::detail

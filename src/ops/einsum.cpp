@@ -14,6 +14,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -335,3 +336,14 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> einsum_ops() {
+  return {
+      {"einsum", "linalg", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -7,6 +7,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -318,3 +319,15 @@ Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& indices, const
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> indexing_ops() {
+  return {
+      {"index", "indexing", true}, {"take", "indexing", true}, {"take_along_axis", "indexing", true},
+      {"scatter_add", "indexing", true}, {"index_put", "indexing", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -6,6 +6,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -175,3 +176,15 @@ Tensor tensordot(const Tensor& a, const Tensor& b, int64_t axes) {
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> linalg_ops() {
+  return {
+      {"matmul", "linalg", true}, {"linear", "linalg", true}, {"dot", "linalg", true}, {"outer", "linalg", true},
+      {"tensordot", "linalg", true},
+  };
+}
+
+}  // namespace loom::detail

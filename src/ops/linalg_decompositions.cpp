@@ -15,6 +15,7 @@
 #include "loom/ops/reduction.h"
 #include "ops/internal.h"
 #include "ops/linalg_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom::linalg {
 
@@ -419,3 +420,17 @@ Tensor lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond) {
 }
 
 }  // namespace loom::linalg
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> linalg_decomposition_ops() {
+  return {
+      {"linalg.svd", "linalg", true}, {"linalg.svdvals", "linalg", true}, {"linalg.qr", "linalg", true},
+      {"linalg.eigh", "linalg", true}, {"linalg.eigvalsh", "linalg", true}, {"linalg.cholesky", "linalg", true},
+      {"linalg.solve", "linalg", true}, {"linalg.inv", "linalg", true}, {"linalg.det", "linalg", true},
+      {"linalg.slogdet", "linalg", true}, {"linalg.lstsq", "linalg", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -9,6 +9,7 @@
 #include "loom/ops/reduction.h"
 #include "ops/internal.h"
 #include "ops/linalg_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -157,3 +158,14 @@ Tensor kron(const Tensor& a, const Tensor& b) {
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> linalg_norm_ops() {
+  return {
+      {"kron", "linalg", true}, {"linalg.norm", "linalg", true},
+  };
+}
+
+}  // namespace loom::detail

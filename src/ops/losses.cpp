@@ -10,6 +10,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/nn_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -327,3 +328,14 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> loss_ops() {
+  return {
+      {"cross_entropy", "nn", true}, {"nll_loss", "nn", true}, {"binary_cross_entropy_with_logits", "nn", true},
+  };
+}
+
+}  // namespace loom::detail

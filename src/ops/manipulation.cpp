@@ -7,6 +7,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/reduction.h"
 #include "ops/internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -427,3 +428,18 @@ Tensor flip(const Tensor& x, const Axes& axes) {
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> manipulation_ops() {
+  return {
+      {"reshape", "manipulation", true}, {"transpose", "manipulation", true}, {"squeeze", "manipulation", true},
+      {"expand_dims", "manipulation", true}, {"broadcast_to", "manipulation", true}, {"slice", "manipulation", true},
+      {"concatenate", "manipulation", true}, {"stack", "manipulation", true}, {"split", "manipulation", true},
+      {"pad", "manipulation", true}, {"tile", "manipulation", true}, {"repeat", "manipulation", true},
+      {"flip", "manipulation", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -7,6 +7,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/nn_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -97,3 +98,14 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> nn_ops() {
+  return {
+      {"dropout", "nn", true}, {"embedding", "nn", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -11,6 +11,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/nn_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -336,3 +337,14 @@ Tensor batch_norm_input_grad(const Tensor& g, const Tensor& x, const Tensor& mea
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> normalization_ops() {
+  return {
+      {"batch_norm", "nn", true}, {"layer_norm", "nn", true}, {"rms_norm", "nn", true},
+  };
+}
+
+}  // namespace loom::detail

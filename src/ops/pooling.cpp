@@ -6,6 +6,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/nn_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -167,3 +168,15 @@ Tensor global_max_pool2d(const Tensor& x) {
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> pooling_ops() {
+  return {
+      {"max_pool2d", "nn", true}, {"avg_pool2d", "nn", true}, {"global_avg_pool2d", "nn", true},
+      {"global_max_pool2d", "nn", true},
+  };
+}
+
+}  // namespace loom::detail

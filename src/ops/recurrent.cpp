@@ -4,6 +4,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "ops/nn_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -52,3 +53,14 @@ Tensor lstm_cell(const Tensor& gates, const Tensor& c) {
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> recurrent_ops() {
+  return {
+      {"lstm_cell", "nn", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -7,6 +7,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "ops/internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -275,3 +276,18 @@ Tensor softmax(const Tensor& x, int64_t axis) { return softmax_any(x, axis, fals
 Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_any(x, axis, true, "log_softmax"); }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> reduction_ops() {
+  return {
+      {"sum", "reduction", true}, {"mean", "reduction", true}, {"prod", "reduction", true}, {"max", "reduction", true},
+      {"min", "reduction", true}, {"argmax", "reduction", false}, {"argmin", "reduction", false},
+      {"var", "reduction", true}, {"std", "reduction", true}, {"logsumexp", "reduction", true}, {"all", "reduction", false},
+      {"any", "reduction", false}, {"cumsum", "reduction", true}, {"softmax", "reduction", true},
+      {"log_softmax", "reduction", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -12,6 +12,7 @@
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -103,3 +104,14 @@ Tensor rotary_embedding(const Tensor& x, int64_t offset, const RotaryOptions& o)
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> rotary_ops() {
+  return {
+      {"rotary_embedding", "nn", true},
+  };
+}
+
+}  // namespace loom::detail

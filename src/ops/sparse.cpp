@@ -12,6 +12,7 @@
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
 #include "ops/nn_internal.h"
+#include "ops/registry_parts.h"
 
 namespace loom {
 
@@ -389,3 +390,14 @@ Tensor matmul(const SparseTensor& a, const Tensor& b) {
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+// The registry entries of this file's ops (name, category, differentiable; src/ops/registry_parts.h).
+std::vector<OpInfo> sparse_ops() {
+  return {
+      {"sparse.mm", "linalg", true},
+  };
+}
+
+}  // namespace loom::detail

@@ -149,29 +149,31 @@ SampleQuery parse_sample_query(const std::string& text) {
   return q;
 }
 
+std::string record_text(const SampleQuery& q) { return sample_query_json(q); }
+SampleQuery record_from_text(const std::string& text, const SampleQuery*) { return parse_sample_query(text); }
+
 // ---------------------------------------------------------------- Queries
 
 namespace {
 
-constexpr const char* kColumns = "SELECT name, dataset, first_version, last_version, query, created_ms FROM dataset_queries";
+// The columns of a NamedQuery, from its field list (loom/store/record.h).
+const std::string& select_queries() {
+  static const std::string sql = "SELECT " + column_list<NamedQuery>() + " FROM dataset_queries";
+  return sql;
+}
 
 NamedQuery query_of(const Row& r) {
-  NamedQuery q;
-  q.name = r.text(0);
-  q.dataset = r.text(1);
-  q.first_version = r.integer(2);
-  q.last_version = r.integer(3);
+  static const RowReader<NamedQuery> reader;
   try {
-    q.query = parse_sample_query(r.text(4));
-  } catch (const ValueError& e) {
-    throw StoreError("store: named query '" + q.name + "' has a malformed query in its row: " + e.what());
+    return reader.read(r);
+  } catch (const StoreError& e) {
+    // the name is the first column (its field's): the message says which query cannot be read
+    throw StoreError("store: named query " + loom::detail::quote_text(r.text(0)) + " cannot be read from its row: " + e.what());
   }
-  q.created_ms = r.integer(5);
-  return q;
 }
 
 NamedQuery find_query(Session& session, const char* op, const std::string& name) {
-  std::vector<Row> rows = connection(session).query(std::string(kColumns) + " WHERE name = ?", {name});
+  std::vector<Row> rows = connection(session).query(select_queries() + " WHERE name = ?", {name});
   if (rows.empty()) {
     std::string names;
     for (const Row& r : connection(session).query("SELECT name FROM dataset_queries ORDER BY name LIMIT 10"))
@@ -230,7 +232,7 @@ NamedQuery Queries::get(const std::string& name) const {
 std::vector<NamedQuery> Queries::list() const {
   Session session = open_session(*impl_, Access::Read);
   std::vector<NamedQuery> out;
-  for (const Row& r : connection(session).query(std::string(kColumns) + " ORDER BY name")) out.push_back(query_of(r));
+  for (const Row& r : connection(session).query(select_queries() + " ORDER BY name")) out.push_back(query_of(r));
   return out;
 }
 

@@ -3,7 +3,8 @@
 # a kernel only through its device's backend table (detail::backend(device), src/ops/backend.h).
 # Fails, naming file and line, where a file under src/ but outside src/ops/cpu names cpu:: or
 # simd:: or includes a header from a cpu/ folder. No exception: the one registration point,
-# register_cpu_backend(), is defined in src/ops/cpu/register.cpp and declared in backend.h.
+# register_cpu_backend(), is defined in src/ops/cpu/register.cpp (which runs each kernel file's
+# add_<file>_kernels) and declared in backend.h.
 #   check.sh SOURCE_DIR     check the tree
 #   check.sh --self-test    the check on a planted tree: each kind of violation is caught
 set -euo pipefail

@@ -132,7 +132,49 @@ def arr(t):
 # Each replay gets (xs, attrs, cot): xs are torch tensors (differentiable inputs require grad),
 # cot is the NumPy cotangent (None without differentiable inputs). It returns a torch tensor
 # (output and gradients from torch) or an NP.
+#
+# An op replays by its name unless R holds a line of its own (replay_of): torch.<name> (for
+# "linalg.x", torch.linalg.x) on its operands promoted as NumPy promotes them, with the case's
+# attrs as keyword arguments; numpy.<name> where torch has no such function (values only, so a
+# differentiable op needs torch's). R holds only the ops whose PyTorch spelling, arguments or
+# semantics differ from Loom's.
 R = {}
+
+
+def _attribute(module, dotted):
+    """module.a.b for "a.b"; None when there is no such function."""
+    for part in dotted.split("."):
+        module = getattr(module, part, None)
+        if module is None:
+            return None
+    return module if callable(module) else None
+
+
+def by_name(op):
+    """The replay of `op` by its name (above), or None when neither torch nor numpy has it."""
+    def args(xs, attrs):
+        picked = [xs[k] for k in attrs["operands"]] if "operands" in attrs else list(xs)
+        keywords = {k: v for k, v in attrs.items() if k != "operands" and not k.startswith("_")}
+        return picked, keywords
+
+    fn = _attribute(torch, op)
+    if fn is not None:
+        def replay_torch(xs, attrs, cot):
+            picked, keywords = args(xs, attrs)
+            return fn(*(promote(*picked) if picked else []), **keywords)
+        return replay_torch
+    fn = _attribute(np, op)
+    if fn is not None:
+        def replay_numpy(xs, attrs, cot):
+            picked, keywords = args(xs, attrs)
+            return NP(fn(*[arr(x) for x in picked], **keywords))
+        return replay_numpy
+    return None
+
+
+def replay_of(op):
+    """The op's replay: its line in R, or by its name; None when it has neither."""
+    return R.get(op) or by_name(op)
 
 
 def replay(*names):
@@ -153,12 +195,9 @@ def binary_torch(fn):
     return lambda xs, attrs, cot: fn(*promote(*operands(xs, attrs)))
 
 
-R["add"] = binary_torch(torch.add)
-R["subtract"] = binary_torch(torch.sub)
-R["multiply"] = binary_torch(torch.mul)
+# add, subtract, multiply, maximum and minimum (ties: gradient split 0.5/0.5, as Loom's) replay
+# by their names
 R["power"] = binary_torch(torch.pow)
-R["maximum"] = binary_torch(torch.maximum)  # ties: gradient split 0.5/0.5
-R["minimum"] = binary_torch(torch.minimum)
 
 
 @replay("divide")
@@ -204,14 +243,12 @@ def unary(fn, float_fn=True):
     return lambda xs, attrs, cot: fn(fl(xs[0]) if float_fn else xs[0])
 
 
-R["abs"] = unary(torch.abs, False)
+# abs, negative and relu replay by their names (integers stay integers, as in Loom); so do exp,
+# log, log1p, expm1, sqrt, rsqrt, sin, cos, tanh, sigmoid and erf, whose torch functions compute
+# integer and bool input in float32, Loom's documented deviation from NumPy (fl)
 # numpy.sign: sign(nan) is nan (torch.sign gives 0)
 R["sign"] = lambda xs, attrs, cot: NP(np.sign(arr(xs[0])) if xs[0].dtype != torch.bool else arr(xs[0]).copy())
-R["negative"] = unary(torch.neg, False)
 R["square"] = unary(lambda x: x * x, False)
-R["relu"] = unary(torch.relu, False)
-for _name in ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf"]:
-    R[_name] = unary(getattr(torch, _name))
 R["leaky_relu"] = lambda xs, attrs, cot: F.leaky_relu(fl(xs[0]), attrs["negative_slope"])
 R["elu"] = lambda xs, attrs, cot: F.elu(fl(xs[0]), attrs["alpha"])
 R["gelu"] = lambda xs, attrs, cot: F.gelu(fl(xs[0]), approximate=attrs["approximate"])
@@ -792,9 +829,9 @@ def check_case(d, case):
     op = case["op"]
     if case.get("error"):
         return [f"Loom raised: {case['error']}"]
-    fn = R.get(op)
+    fn = replay_of(op)
     if fn is None:
-        return [f"no Python replay for op '{op}'"]
+        return [f"no Python replay for op '{op}' (torch and numpy have no function of that name: add its line to R)"]
     ins = [np.load(os.path.join(d, i["file"])) for i in case["inputs"]]
     xs = []
     for a, info in zip(ins, case["inputs"]):

@@ -20,30 +20,7 @@ std::string rule_text(const flow::ControllerSpec& s) {
   return rules.empty() ? "any sample" : join(rules, " or ");
 }
 
-nlohmann::ordered_json to_json(const ControllerInfo& c) {
-  const flow::ControllerSpec& s = c.spec;
-  nlohmann::ordered_json j;
-  j["name"] = s.name;
-  j["dataset"] = s.dataset;
-  j["query"] = s.query;
-  j["min_samples"] = s.min_samples;
-  j["min_fraction"] = s.min_fraction;
-  j["max_wait_ms"] = s.max_wait_ms;
-  j["kind"] = s.kind;
-  j["hyper_parameters"] = json_value(s.hyper_parameters);
-  j["priority"] = s.priority;
-  j["max_attempts"] = s.max_attempts;
-  j["timeout_ms"] = s.timeout_ms;
-  j["lease_ms"] = s.lease_ms;
-  j["output_model"] = s.output_model;
-  j["plan"] = s.plan.tasks.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json::parse(s.plan.to_json());
-  j["batches"] = c.batches;
-  j["samples"] = c.samples;
-  j["pending_versions"] = c.pending_versions;
-  j["pending_samples"] = c.pending_samples;
-  j["created_ms"] = c.created_ms;
-  return j;
-}
+nlohmann::ordered_json to_json(const ControllerInfo& c) { return store::record_json<nlohmann::ordered_json>(c); }
 
 nlohmann::ordered_json to_json(const BatchInfo& b) {
   return {{"batch", b.batch},     {"versions", b.versions}, {"samples", b.samples},

@@ -22,16 +22,7 @@ std::string where_text(const store::Predicate& p) {
   return p.key + " " + p.op + " " + (p.value.is_text() ? nlohmann::json(p.value.text()).dump() : format_number(p.value.number()));
 }
 
-nlohmann::ordered_json to_json(const NamedQuery& q) {
-  nlohmann::ordered_json j;
-  j["name"] = q.name;
-  j["dataset"] = q.dataset;
-  j["first_version"] = q.first_version;
-  j["last_version"] = q.last_version;
-  j["query"] = nlohmann::ordered_json::parse(store::sample_query_json(q.query));
-  j["created_ms"] = q.created_ms;
-  return j;
-}
+nlohmann::ordered_json to_json(const NamedQuery& q) { return store::record_json<nlohmann::ordered_json>(q); }
 
 int list(const Args& a) {
   const std::vector<NamedQuery> found = a.open_store().queries().list();

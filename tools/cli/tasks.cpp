@@ -155,9 +155,7 @@ int events(const Args& a) {
   }
   if (a.json()) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const auto& e : found)
-      j.push_back({{"id", e.id}, {"task_id", e.task_id}, {"plan_id", e.plan_id}, {"event", flow::event_name(e.kind)},
-                   {"detail", e.detail}, {"created_ms", e.created_ms}});
+    for (const auto& e : found) j.push_back(store::record_json<nlohmann::ordered_json>(e));
     print_json(j);
     return kExitOk;
   }

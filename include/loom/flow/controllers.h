@@ -21,6 +21,7 @@
 #include "loom/core/api.h"
 #include "loom/flow/plans.h"
 #include "loom/flow/tasks.h"
+#include "loom/store/record.h"
 
 namespace loom::flow {
 
@@ -53,6 +54,25 @@ struct LOOM_API ControllerSpec {
   // second model on its features (a task depending on the first); outputs are named in the
   // tasks' own lineage. Checked when the controller is created, as Plans::submit checks.
   TaskGraph plan;
+
+  // Its columns of stream_controllers and its JSON's keys, listed once (loom/store/record.h).
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("name", name);
+    visit("dataset", dataset);
+    visit("query", query);
+    visit("min_samples", min_samples);
+    visit("min_fraction", min_fraction);
+    visit("max_wait_ms", max_wait_ms);
+    visit("kind", kind);
+    visit("hyper_parameters", hyper_parameters, store::RecordField::json());
+    visit("priority", priority);
+    visit("max_attempts", max_attempts);
+    visit("timeout_ms", timeout_ms);
+    visit("lease_ms", lease_ms);
+    visit("output_model", output_model);
+    visit("plan", plan);  // JSON text, NULL for none (record_text, loom/flow/plans.h)
+  }
 };
 
 struct LOOM_API ControllerInfo {
@@ -62,6 +82,19 @@ struct LOOM_API ControllerInfo {
   int64_t pending_versions = 0;  // committed versions not in a batch yet
   int64_t pending_samples = 0;   // their samples (of the dataset; a query's count is taken at a trigger)
   int64_t created_ms = 0;
+
+  // Its columns and its JSON's keys, listed once (loom/store/record.h): the spec's fields as its
+  // own (one flat object, as `loom controllers ... --json` prints it), then its progress; the
+  // pending counts are computed when it is read, not stored.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    spec.fields(visit);
+    visit("batches", batches);
+    visit("samples", samples);
+    visit("pending_versions", pending_versions, store::RecordField::not_stored());
+    visit("pending_samples", pending_samples, store::RecordField::not_stored());
+    visit("created_ms", created_ms);
+  }
 };
 
 struct LOOM_API BatchInfo {

@@ -16,10 +16,13 @@
 #include "loom/core/api.h"
 #include "loom/flow/tasks.h"
 #include "loom/store/notifications.h"
+#include "loom/store/record.h"
 
 namespace loom::flow {
 
 enum class EventKind { Finished, Failed, Cancelled, Replayed };
+// Its one spelling per value (loom/store/record.h), the stored text.
+constexpr store::Spellings<4> spellings(EventKind) { return {"task event", {"finished", "failed", "cancelled", "replayed"}}; }
 LOOM_API const char* event_name(EventKind k);  // "finished", "failed", "cancelled", "replayed"
 
 struct LOOM_API TaskEvent {
@@ -29,6 +32,18 @@ struct LOOM_API TaskEvent {
   EventKind kind = EventKind::Finished;
   std::string detail;   // failed: the error; cancelled: why (a dependency, a plan); else ""
   int64_t created_ms = 0;
+
+  // Its columns of task_events and its JSON's keys, listed once (loom/store/record.h): the
+  // reader and `loom tasks events --json` come from this list.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("id", id);
+    visit("task_id", task_id);
+    visit("plan_id", plan_id);
+    visit("event", kind);
+    visit("detail", detail);
+    visit("created_ms", created_ms);
+  }
 };
 
 // Events with an id above `after` (of the plan `plan_id` only, when given), oldest first, at

@@ -41,6 +41,12 @@ struct LOOM_API TaskGraph {
   static TaskGraph from_json(const std::string& text, const std::string& where = "plan");
 };
 
+// A TaskGraph as a record's field (loom/store/record.h): kept as its JSON text (to_json) in one
+// column, "" (NULL) for a graph of no tasks, which is null in the record's JSON. ValueError for
+// malformed text.
+LOOM_API std::string record_text(const TaskGraph& g);
+LOOM_API TaskGraph record_from_text(const std::string& text, const TaskGraph*);
+
 struct LOOM_API PlanInfo {
   int64_t id = 0;
   std::string name;

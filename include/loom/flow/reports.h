@@ -20,6 +20,7 @@
 
 #include "loom/core/api.h"
 #include "loom/flow/tasks.h"
+#include "loom/store/record.h"
 #include "loom/store/store.h"
 
 namespace loom::flow {
@@ -33,6 +34,16 @@ struct LOOM_API Report {
   double value = 0;
   int64_t token = 0;       // the claim that reported it
   int64_t created_ms = 0;
+
+  // Its columns of task_reports and its JSON's keys, listed once (loom/store/record.h).
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("task_id", task_id);
+    visit("step", step);
+    visit("value", value);
+    visit("token", token);
+    visit("created_ms", created_ms);
+  }
 };
 
 class LOOM_API Reports {

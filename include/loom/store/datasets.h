@@ -125,6 +125,12 @@ struct LOOM_API SampleQuery {
   int64_t cache_shards = 16;            // decoded shards a view keeps (least recently used go)
 };
 
+// A SampleQuery as a record's field (loom/store/record.h): kept as its JSON text in one column,
+// sample_query_json's (loom/store/queries.h; cache_shards is the opener's, not kept), its JSON
+// the object that text is. ValueError for malformed text.
+LOOM_API std::string record_text(const SampleQuery& q);
+LOOM_API SampleQuery record_from_text(const std::string& text, const SampleQuery*);
+
 // The catalog's query (loom/store/catalog.h): name, tags, and filters on a version's numbers
 // ("samples", "shards", "version", "created_ms").
 using DatasetQuery = CatalogQuery;

@@ -16,6 +16,7 @@
 #include "loom/core/api.h"
 #include "loom/data/dataset.h"
 #include "loom/store/datasets.h"
+#include "loom/store/record.h"
 
 namespace loom::store {
 
@@ -32,6 +33,19 @@ struct LOOM_API NamedQuery {
   // limit apply to the whole.
   SampleQuery query;
   int64_t created_ms = 0;     // set by create
+
+  // Its columns of dataset_queries and its JSON's keys, listed once (loom/store/record.h): the
+  // store's reader and `loom queries ... --json` come from this list. `query` is one column of
+  // JSON text (record_text, loom/store/datasets.h), an object in the JSON.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("name", name);
+    visit("dataset", dataset);
+    visit("first_version", first_version);
+    visit("last_version", last_version);
+    visit("query", query);
+    visit("created_ms", created_ms);
+  }
 };
 
 // The samples of several versions of one dataset (one DatasetView per version), as one lazy

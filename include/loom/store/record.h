@@ -21,9 +21,19 @@
 // rows by column name (RowReader), and its JSON with one key set (record_json,
 // record_from_json), which the command line, the dashboard and the server all print. A field
 // is an int64_t, uint64_t, double, bool, std::string, an enum with spellings (below), a vector
-// of integers, numbers, strings or records, a map from names to records, or a record (its columns
-// flattened into the table's, its JSON a nested object); in a record's JSON only (no column holds
-// them), a DType (its name, "float32") and a Shape (an array of integers).
+// of integers, numbers, strings or records, a map from names to records, a record (its columns
+// flattened into the table's, its JSON a nested object) or a value kept as JSON text in one
+// column (below); in a record's JSON only (no column holds them), a DType (its name, "float32")
+// and a Shape (an array of integers).
+//
+// A value kept as JSON text (a named query's SampleQuery) is declared by two functions found by
+// argument-dependent lookup, its one codec:
+//
+//   std::string record_text(const SampleQuery& q);                              // its JSON text
+//   SampleQuery record_from_text(const std::string& text, const SampleQuery*);  // ValueError if malformed
+//
+// Its column holds the text; its JSON is the value the text holds, so its keys are the codec's.
+// Empty text (or a NULL column) stands for no value: null in the JSON, and null reads back as T{}.
 //
 // A state (a run's or a task's status) is an enum with one spelling per value, declared once
 // by a function found by argument-dependent lookup:
@@ -38,6 +48,7 @@
 // library's headers include no JSON library): record_json<nlohmann::ordered_json>(task).
 #include <array>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -109,11 +120,22 @@ struct is_map : std::false_type {};
 template <class T>
 struct is_map<std::map<std::string, T>> : std::true_type {};
 
+}  // namespace detail
+
+// A field type kept as JSON text in one column (above).
+template <class T>
+concept TextCoded = requires(const T& v, const std::string& text) {
+  { record_text(v) } -> std::convertible_to<std::string>;
+  { record_from_text(text, static_cast<const T*>(nullptr)) } -> std::same_as<T>;
+};
+
+namespace detail {
+
 // The field types a column can hold.
 template <class T>
 constexpr bool is_column_type = std::is_same_v<T, std::string> || std::is_same_v<T, bool> || std::is_same_v<T, int64_t> ||
                                 std::is_same_v<T, uint64_t> || std::is_same_v<T, double> ||
-                                (std::is_enum_v<T> && requires(T e) { spellings(e).names; });
+                                (std::is_enum_v<T> && requires(T e) { spellings(e).names; }) || TextCoded<T>;
 
 [[noreturn]] LOOM_API void not_a_column_type(const char* key);
 
@@ -243,6 +265,14 @@ class RowReader {
       v = static_cast<uint64_t>(n);
     } else if constexpr (std::is_same_v<T, double>) {
       v = row.real(i);
+    } else if constexpr (TextCoded<T>) {
+      const std::string& text = row.text(i);
+      if (text.empty()) return;  // no value, as NULL
+      try {
+        v = record_from_text(text, static_cast<const T*>(nullptr));
+      } catch (const ValueError& e) {
+        throw StoreError(std::string("holds text its record cannot read: ") + e.what());
+      }
     } else if constexpr (SpelledEnum<T>) {
       constexpr auto s = spellings(T{});
       const std::string& text = row.text(i);
@@ -253,7 +283,7 @@ class RowReader {
         }
       detail::bad_stored_state(column, s.what, text, s.names.data(), s.names.size());
     } else {
-      static_assert(sizeof(T) == 0, "a column is an integer, a number, text or a spelled enum");
+      static_assert(sizeof(T) == 0, "a column is an integer, a number, text, a spelled enum or a value kept as JSON text");
     }
   }
 
@@ -271,6 +301,11 @@ template <class Json, class T>
 Json value_json(const T& v, RecordField f) {
   if constexpr (Record<T>) {
     return record_json<Json>(v);
+  } else if constexpr (TextCoded<T>) {
+    const std::string text = record_text(v);
+    if (text.empty()) return Json(nullptr);
+    Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    return parsed.is_discarded() ? Json(text) : parsed;
   } else if constexpr (is_map<T>::value) {
     Json m = Json::object();
     for (const auto& [name, item] : v) m[name] = value_json<Json>(item, RecordField{});
@@ -324,6 +359,16 @@ template <class Json, class T>
 void field_from_json(const Json& v, T& out, RecordField f, const std::string& where, const char* key) {
   if constexpr (Record<T>) {
     out = record_from_json_impl<T>(v, where + "." + key);
+  } else if constexpr (TextCoded<T>) {
+    if (v.is_null()) {
+      out = T{};
+      return;
+    }
+    try {
+      out = record_from_text(v.dump(), static_cast<const T*>(nullptr));
+    } catch (const ValueError& e) {
+      throw ValueError(where + ": key '" + key + "': " + e.what());
+    }
   } else if constexpr (is_map<T>::value) {
     if (!v.is_object()) record_type_error(where, key, "an object", json_type(v));
     out.clear();

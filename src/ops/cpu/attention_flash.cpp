@@ -29,6 +29,7 @@
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 #include "ops/internal.h"
@@ -402,6 +403,12 @@ void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
                        static_cast<const T*>(out.data_ptr()), static_cast<const T*>(lse.data_ptr()), p, p.E, p.Ev);
     }
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_attention_flash_kernels(detail::Backend& b) {
+  b.attention_forward = cpu::attention_forward;
+  b.attention_backward = cpu::attention_backward;
 }
 
 }  // namespace loom::cpu

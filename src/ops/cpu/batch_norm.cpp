@@ -10,6 +10,7 @@
 #include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
 #include "ops/cpu/row_sums.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
@@ -248,6 +249,16 @@ void batch_norm_input_grad(const Tensor& gx, const Tensor& gy, const Tensor& x, 
       }
     });
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_batch_norm_kernels(detail::Backend& b) {
+  b.batch_norm_train = cpu::batch_norm_train;
+  b.batch_norm_backward = cpu::batch_norm_backward;
+  b.batch_norm_sums = cpu::batch_norm_sums;
+  b.batch_norm_apply = cpu::batch_norm_apply;
+  b.batch_norm_grad_sums = cpu::batch_norm_grad_sums;
+  b.batch_norm_input_grad = cpu::batch_norm_input_grad;
 }
 
 }  // namespace loom::cpu

@@ -7,6 +7,7 @@
 #include "ops/cpu/loops.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/cpu/wrapping.h"
+#include "ops/cpu/register.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -253,6 +254,12 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
                                                       : *reinterpret_cast<const T*>(p[3] + k * s[3]);
     });
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_binary_kernels(detail::Backend& b) {
+  b.binary = cpu::binary;
+  b.where = cpu::where;
 }
 
 }  // namespace loom::cpu

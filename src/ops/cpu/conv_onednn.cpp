@@ -20,6 +20,7 @@
 #include "ops/cpu/simd/simd.h"
 #include "ops/internal.h"
 #include "ops/cpu/conv_onednn.h"
+#include "ops/cpu/register.h"
 
 namespace loom::cpu::dnnl_conv {
 
@@ -171,6 +172,11 @@ bool conv2d_backward_data_onednn(const Tensor& gx, const Tensor& gy, const Tenso
 bool conv2d_backward_weights_onednn(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p) {
   const ConvDims d = conv_dims(x.shape(), gw.shape(), gy.shape(), p);
   return run(Kind::BackwardWeights, d, false, gy.data_ptr(), x.data_ptr(), gw.data_ptr(), nullptr);
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_conv_onednn_kernels(detail::Backend& b) {
+  b.conv2d_fused = cpu::conv2d_fused_onednn;
 }
 
 }  // namespace loom::cpu

@@ -19,6 +19,7 @@
 #include "ops/cpu/simd/simd.h"
 #include "ops/internal.h"
 #include "ops/cpu/conv_onednn.h"
+#include "ops/cpu/register.h"
 
 namespace loom::cpu {
 
@@ -98,6 +99,13 @@ void max_pool2d_blocked(const Tensor& out, const Tensor& x, const Pool2dParams& 
       }
     }
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_conv_onednn_blocked_kernels(detail::Backend& b) {
+  b.conv2d_blocked = cpu::conv2d_blocked_onednn;
+  b.reorder_blocked = cpu::reorder_blocked_onednn;
+  b.max_pool2d_blocked = cpu::max_pool2d_blocked;
 }
 
 }  // namespace loom::cpu

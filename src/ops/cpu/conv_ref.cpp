@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/register.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -208,6 +209,13 @@ void conv2d_backward_weights(const Tensor& gw, const Tensor& gy, const Tensor& x
       conv2d_backward_weights_onednn(gw, gy, x, p))
     return;
   conv2d_backward_weights_ref(gw, gy, x, p);
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_conv_ref_kernels(detail::Backend& b) {
+  b.conv2d = cpu::conv2d;
+  b.conv2d_backward_data = cpu::conv2d_backward_data;
+  b.conv2d_backward_weights = cpu::conv2d_backward_weights;
 }
 
 }  // namespace loom::cpu

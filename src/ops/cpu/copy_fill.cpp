@@ -3,6 +3,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/register.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -82,6 +83,12 @@ void fill(const Tensor& dst, Scalar value) {
                       }
                     });
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_copy_fill_kernels(detail::Backend& b) {
+  b.copy = cpu::copy;
+  b.fill = cpu::fill;
 }
 
 }  // namespace loom::cpu

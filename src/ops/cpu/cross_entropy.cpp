@@ -7,6 +7,7 @@
 #include "loom/core/parallel.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 
 namespace loom::cpu {
@@ -49,6 +50,12 @@ void cross_entropy_rows_backward_f32(const Tensor& gx, const Tensor& g, const Te
       if (!ignored) op[r * n + tp[r]] -= gr;
     }
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_cross_entropy_kernels(detail::Backend& b) {
+  b.cross_entropy_rows_f32 = cpu::cross_entropy_rows_f32;
+  b.cross_entropy_rows_backward_f32 = cpu::cross_entropy_rows_backward_f32;
 }
 
 }  // namespace loom::cpu

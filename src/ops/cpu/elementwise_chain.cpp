@@ -4,6 +4,7 @@
 // the same vector kernels as the eager ops, so the result is bit for bit the eager one's.
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 
 namespace loom::cpu {
@@ -48,6 +49,11 @@ void elementwise_chain(const Tensor& out, const detail::ElementwiseChain& chain,
       }
     }
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_elementwise_chain_kernels(detail::Backend& b) {
+  b.elementwise_chain = cpu::elementwise_chain;
 }
 
 }  // namespace loom::cpu

@@ -12,6 +12,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 
 namespace loom::cpu {
@@ -79,6 +80,12 @@ void gelu_tanh_backward_f32(const Tensor& gx, const Tensor& g, const Tensor& x) 
       s.binary_vv[simd::kMul](op + i, u, gp + i, m);
     }
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_gelu_kernels(detail::Backend& b) {
+  b.gelu_tanh_f32 = cpu::gelu_tanh_f32;
+  b.gelu_tanh_backward_f32 = cpu::gelu_tanh_backward_f32;
 }
 
 }  // namespace loom::cpu

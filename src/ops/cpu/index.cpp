@@ -6,6 +6,7 @@
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/wrapping.h"
+#include "ops/cpu/register.h"
 #include "ops/dispatch.h"
 
 namespace loom::cpu {
@@ -169,6 +170,16 @@ Tensor nonzero(const Tensor& x) {
   Tensor out(std::make_shared<Storage>(found.size() * 8, x.device()), shape, contiguous_strides(shape), 0, DType::Int64);
   if (!found.empty()) std::memcpy(out.data_ptr(), found.data(), found.size() * 8);
   return out;
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_index_kernels(detail::Backend& b) {
+  b.take = cpu::take;
+  b.index_add = cpu::index_add;
+  b.take_along = cpu::take_along;
+  b.scatter_add_along = cpu::scatter_add_along;
+  b.put = cpu::put;
+  b.nonzero = cpu::nonzero;
 }
 
 }  // namespace loom::cpu

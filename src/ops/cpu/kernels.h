@@ -1,5 +1,6 @@
 #pragma once
-// The CPU backend's kernels (one file per family), gathered into a table by register.cpp.
+// The CPU backend's kernels (one file per family); each file puts its own into the table
+// (its add_<file>_kernels, ops/cpu/register.h).
 #include "ops/backend.h"
 
 namespace loom::cpu {

@@ -20,6 +20,7 @@
 #include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
 #include "ops/cpu/row_sums.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 #include "ops/internal.h"
@@ -190,6 +191,12 @@ void layer_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& 
   detail::dispatch_float(x.dtype(), "layer_norm backward", [&](auto tag) {
     backward<decltype(tag)>(gx, gweight, gbias, g, x, mean, rstd, weight, cols);
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_layer_norm_kernels(detail::Backend& b) {
+  b.layer_norm = cpu::layer_norm;
+  b.layer_norm_backward = cpu::layer_norm_backward;
 }
 
 }  // namespace loom::cpu

@@ -10,6 +10,7 @@
 #include "loom/core/parallel.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/lapack.h"
+#include "ops/cpu/register.h"
 
 namespace loom::cpu {
 
@@ -208,6 +209,17 @@ LinalgStatus svd(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor
 LinalgStatus eigh(const Tensor& a, const Tensor& w) { return a.dtype() == Float64 ? eigh_t<double>(a, w) : eigh_t<float>(a, w); }
 LinalgStatus lstsq(const Tensor& a, const Tensor& b, double rcond) {
   return a.dtype() == Float64 ? lstsq_t<double>(a, b, rcond) : lstsq_t<float>(a, b, rcond);
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_linalg_kernels(detail::Backend& b) {
+  b.cholesky = cpu::cholesky;
+  b.lu_solve = cpu::lu_solve;
+  b.slogdet = cpu::slogdet;
+  b.qr = cpu::qr;
+  b.svd = cpu::svd;
+  b.eigh = cpu::eigh;
+  b.lstsq = cpu::lstsq;
 }
 
 }  // namespace loom::cpu

@@ -9,6 +9,7 @@
 
 #include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
@@ -115,6 +116,12 @@ void lstm_cell_backward(const Tensor& dgates, const Tensor& dc, const Tensor& gr
   detail::dispatch_float(c.dtype(), "lstm_cell", [&](auto tag) {
     backward_typed<decltype(tag)>(dgates, dc, grad, ws, c);
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_lstm_kernels(detail::Backend& b) {
+  b.lstm_cell = cpu::lstm_cell;
+  b.lstm_cell_backward = cpu::lstm_cell_backward;
 }
 
 }  // namespace loom::cpu

@@ -14,6 +14,7 @@
 #include "ops/cpu/loops.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/cpu/wrapping.h"
+#include "ops/cpu/register.h"
 #include "ops/dispatch.h"
 
 // OpenBLAS's pthreads build (Debian's default libopenblas0-pthread) starts its server threads
@@ -295,6 +296,12 @@ void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
       }
     });
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_matmul_kernels(detail::Backend& b) {
+  b.matmul = cpu::matmul;
+  b.matmul_bias = cpu::matmul_bias;
 }
 
 }  // namespace loom::cpu

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 
 namespace loom::cpu {
@@ -155,6 +156,14 @@ void adagrad_update(const Tensor& param, const Tensor& grad, const Tensor& sum, 
                     int64_t begin, int64_t end) {
   if (param.dtype() == DType::Float32) adagrad_range<float>(param, grad, sum, s, begin, end);
   else adagrad_range<double>(param, grad, sum, s, begin, end);
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_optimizers_kernels(detail::Backend& b) {
+  b.sgd_update = cpu::sgd_update;
+  b.adam_update = cpu::adam_update;
+  b.rmsprop_update = cpu::rmsprop_update;
+  b.adagrad_update = cpu::adagrad_update;
 }
 
 }  // namespace loom::cpu

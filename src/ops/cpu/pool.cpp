@@ -9,6 +9,7 @@
 #include "loom/core/parallel.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/nn_kernels.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 #include "ops/internal.h"
@@ -181,6 +182,14 @@ void avg_pool2d_backward(const Tensor& gx, const Tensor& gy, const Pool2dParams&
       }
     });
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_pool_kernels(detail::Backend& b) {
+  b.max_pool2d = cpu::max_pool2d;
+  b.avg_pool2d = cpu::avg_pool2d;
+  b.avg_pool2d_backward = cpu::avg_pool2d_backward;
+  b.max_pool2d_backward = cpu::max_pool2d_backward;
 }
 
 }  // namespace loom::cpu

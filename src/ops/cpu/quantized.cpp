@@ -5,6 +5,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 
 namespace loom::cpu {
@@ -22,6 +23,11 @@ void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tens
   parallel_range(0, n, grain, [&](int64_t j0, int64_t j1) {
     table.gemm_rows_q8(o + j0, n, a, k, w + j0 * k, k, s + j0 * ng, group, m, j1 - j0, k);
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_quantized_kernels(detail::Backend& b) {
+  b.matmul_int8 = cpu::matmul_int8;
 }
 
 }  // namespace loom::cpu

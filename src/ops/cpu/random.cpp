@@ -5,6 +5,7 @@
 #include "loom/ops/random.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/register.h"
 #include "ops/dispatch.h"
 #include "ops/random_mix.h"
 
@@ -54,6 +55,11 @@ void random(RandomKind kind, const Tensor& out, uint64_t key, double a, double b
     }
     draw(o, n, [](uint64_t) { return 0.0; });
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_random_kernels(detail::Backend& b) {
+  b.random = cpu::random;
 }
 
 }  // namespace loom::cpu

@@ -3,6 +3,7 @@
 // L1/L2, rows split over the pool.
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 
 namespace loom::cpu {
@@ -18,6 +19,11 @@ void softmax_lastdim_f32(const Tensor& out, const Tensor& x, bool log) {
   parallel_range(0, rows, std::max<int64_t>(1, kGrain / 4 / n), [&](int64_t r0, int64_t r1) {
     kernel(op + r0 * n, xp + r0 * n, r1 - r0, n, log);
   });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_softmax_kernels(detail::Backend& b) {
+  b.softmax_lastdim_f32 = cpu::softmax_lastdim_f32;
 }
 
 }  // namespace loom::cpu

@@ -6,6 +6,7 @@
 
 #include "loom/core/parallel.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 
 namespace loom::cpu {
@@ -22,6 +23,11 @@ double sum_squares_f32(const Tensor& x) {
   double s = 0.0;
   for (double v : part) s += v;
   return s;
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_sum_squares_kernels(detail::Backend& b) {
+  b.sum_squares_f32 = cpu::sum_squares_f32;
 }
 
 }  // namespace loom::cpu

@@ -6,6 +6,7 @@
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/wrapping.h"
+#include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
 #include "ops/dispatch.h"
 
@@ -99,6 +100,11 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& x) {
 
 void unary(UnaryOp op, const Tensor& out, const Tensor& x) {
   detail::dispatch_compute(x.dtype(), "unary op", [&](auto tag) { unary_typed<decltype(tag)>(op, out, x); });
+}
+
+// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+void add_unary_kernels(detail::Backend& b) {
+  b.unary = cpu::unary;
 }
 
 }  // namespace loom::cpu

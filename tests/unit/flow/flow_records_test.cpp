@@ -1,9 +1,13 @@
-// A task declared once (loom/store/record.h, docs/architecture.md "Records"): its columns,
-// reader and JSON come from TaskInfo::fields(); a task goes through the database and through
-// JSON unchanged; a stored status that is no spelling is a BadStateError naming the valid ones.
-// On SQLite and PostgreSQL.
+// A task, a stream controller, a task event and a trial's report declared once
+// (loom/store/record.h, docs/architecture.md "Records"): their columns, readers and JSON come
+// from their fields(); each goes through the database and through JSON unchanged; a stored
+// status or event that is no spelling is a BadStateError naming the valid ones. On SQLite and
+// PostgreSQL.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
+#include <loom/flow/controllers.h>
+#include <loom/flow/events.h>
+#include <loom/flow/reports.h>
 #include <loom/flow/tasks.h>
 #include <loom/store/error.h>
 #include <loom/store/record.h>
@@ -105,4 +109,98 @@ TEST_P(FlowRecords, AStoredStatusThatIsNoSpellingIsABadStateError) {
   EXPECT_TRUE(contains_all(error_message<store::BadStateError>([&] { tasks.get(id); }),
                            {"column 'status'", "'paused'", "task status", "valid: pending, running, finished, failed, cancelled"}));
   EXPECT_THROW(tasks.list(), store::BadStateError);
+}
+
+TEST_P(FlowRecords, AStreamControllerRoundTripsThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Controllers controllers(tasks);
+  controllers.create({.name = "retrain", .dataset = "points", .min_samples = 10, .min_fraction = 0.5, .kind = "train",
+                      .hyper_parameters = R"({"lr": 0.1})", .priority = 2, .output_model = "model"});
+  controllers.create({.name = "two-stage", .dataset = "points", .min_samples = 5,
+                      .plan = {.name = "cnn then rnn",
+                               .tasks = {{.name = "cnn", .kind = "train_cnn"}, {.name = "rnn", .kind = "train_rnn", .depends_on = {"cnn"}}}}});
+  // its columns: the spec's, flat, then its progress (the pending counts are computed, not stored)
+  EXPECT_EQ(store::column_list<flow::ControllerInfo>(),
+            "name, dataset, query, min_samples, min_fraction, max_wait_ms, kind, hyper_parameters, priority, max_attempts, "
+            "timeout_ms, lease_ms, output_model, plan, batches, samples, created_ms");
+
+  // the JSON `loom controllers ... --json` prints: one flat object, the key set it always had
+  const ordered_json j = store::record_json<ordered_json>(controllers.get("retrain"));
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"name", "dataset", "query", "min_samples", "min_fraction", "max_wait_ms", "kind",
+                                            "hyper_parameters", "priority", "max_attempts", "timeout_ms", "lease_ms", "output_model",
+                                            "plan", "batches", "samples", "pending_versions", "pending_samples", "created_ms"}));
+  EXPECT_EQ(j["hyper_parameters"]["lr"], 0.1);
+  EXPECT_EQ(j["query"], "");  // NULL: none
+  EXPECT_TRUE(j["plan"].is_null());
+  EXPECT_EQ(j["min_fraction"], 0.5);
+  const flow::ControllerInfo back = store::record_from_json<flow::ControllerInfo>(j, "controller");
+  EXPECT_EQ(store::record_json<ordered_json>(back).dump(), j.dump());
+  EXPECT_TRUE(back.spec.plan.tasks.empty());
+
+  const flow::ControllerInfo staged = controllers.get("two-stage");
+  ASSERT_EQ(staged.spec.plan.tasks.size(), 2u);
+  EXPECT_EQ(staged.spec.plan.tasks[1].depends_on, std::vector<std::string>{"cnn"});
+  const ordered_json p = store::record_json<ordered_json>(staged);
+  EXPECT_EQ(p["plan"]["name"], "cnn then rnn");
+  EXPECT_EQ(p["plan"]["tasks"][1]["name"], "rnn");
+  EXPECT_EQ(store::record_from_json<flow::ControllerInfo>(p, "controller").spec.plan.tasks.at(0).kind, "train_cnn");
+
+  // a row whose plan is not one: a StoreError naming the controller and the column
+  raw_sql(url(), "UPDATE stream_controllers SET plan = '{\"tasks\": 3}' WHERE name = 'two-stage'");
+  EXPECT_TRUE(contains_all(error_message<store::StoreError>([&] { controllers.get("two-stage"); }),
+                           {"stream controller 'two-stage'", "column 'plan'"}));
+}
+
+TEST_P(FlowRecords, ATaskEventRoundTripsThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  const int64_t id = tasks.submit("k", "{}", {.max_attempts = 1});
+  tasks.fail(*tasks.claim({"k"}, "agent"), "out of memory");
+  EXPECT_EQ(store::column_list<flow::TaskEvent>(), "id, task_id, plan_id, event, detail, created_ms");
+  const std::vector<flow::TaskEvent> events = flow::read_events(tasks, 0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].task_id, id);
+  EXPECT_EQ(events[0].kind, flow::EventKind::Failed);
+
+  // the JSON `loom tasks events --json` prints: the key set it always had, the kind by its spelling
+  const ordered_json j = store::record_json<ordered_json>(events[0]);
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"id", "task_id", "plan_id", "event", "detail", "created_ms"}));
+  EXPECT_EQ(j["event"], "failed");
+  EXPECT_EQ(j["detail"], "out of memory");
+  EXPECT_EQ(j["plan_id"], 0);  // NULL: in no plan
+  EXPECT_EQ(store::record_json<ordered_json>(store::record_from_json<flow::TaskEvent>(j, "event")).dump(), j.dump());
+  EXPECT_EQ(store::state_names<flow::EventKind>(), (std::vector<std::string>{"finished", "failed", "cancelled", "replayed"}));
+  EXPECT_STREQ(flow::event_name(flow::EventKind::Cancelled), "cancelled");
+
+  // a stored event that is no spelling: the table's CHECK refuses one, so only a database written
+  // around it holds one (SQLite can be told to skip the check; PostgreSQL cannot)
+  if (loom_test::is_pg_url(url())) return;
+  raw_sql(url(), "PRAGMA ignore_check_constraints = ON; UPDATE task_events SET event = 'exploded'");
+  EXPECT_TRUE(contains_all(error_message<store::BadStateError>([&] { flow::read_events(tasks, 0); }),
+                           {"column 'event'", "'exploded'", "task event", "valid: finished, failed, cancelled, replayed"}));
+}
+
+TEST_P(FlowRecords, ATrialReportRoundTripsThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Reports reports(fs.store);
+  const int64_t id = tasks.submit("k");
+  const std::optional<flow::Claim> claim = tasks.claim({"k"}, "agent");
+  ASSERT_TRUE(claim);
+  reports.report(*claim, 2, 0.25);
+  reports.report(*claim, 1, 0.5);
+  EXPECT_EQ(store::column_list<flow::Report>(), "task_id, step, value, token, created_ms");
+  const std::vector<flow::Report> got = reports.list(id);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].step, 1);  // in step order
+  EXPECT_EQ(got[1].value, 0.25);
+  EXPECT_EQ(got[1].token, claim->token);
+  const ordered_json j = store::record_json<ordered_json>(got[1]);
+  EXPECT_EQ(j, ordered_json({{"task_id", id}, {"step", 2}, {"value", 0.25}, {"token", claim->token}, {"created_ms", got[1].created_ms}}));
+  EXPECT_EQ(store::record_json<ordered_json>(store::record_from_json<flow::Report>(j, "report")).dump(), j.dump());
 }

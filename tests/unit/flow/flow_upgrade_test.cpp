@@ -1,10 +1,13 @@
 // Upgrades generated from flow's schema parts (src/flow/task_schema.cpp, stream_schema.cpp,
 // search_schema.cpp), as tests/unit/store/store_upgrade_test.cpp does for the store's own: for
 // every version of every part, a store whose part stopped there (the parts before it current,
-// those after it absent) ensures the parts, reaches their latest versions and reads its tasks.
+// those after it absent) ensures the parts, reaches their latest versions and reads its tasks
+// and its stream controllers.
 // A new migration is covered without editing a test. On SQLite and PostgreSQL.
 #include <gtest/gtest.h>
+#include <loom/flow/controllers.h>
 #include <loom/flow/tasks.h>
+#include <loom/store/record.h>
 #include <loom/store/schema_part.h>
 #include <loom/store/session.h>
 #include <loom/store/store.h>
@@ -49,6 +52,15 @@ TEST_P(FlowUpgrade, EveryVersionOfEveryFlowPartUpgradesAndItsTasksRead) {
       EXPECT_EQ(all[0].id, id);
       EXPECT_EQ(all[0].lineage.output_model, "m");
       EXPECT_EQ(all[0].status, flow::Status::Pending);
+      // a stream controller's columns are there, and its row reads
+      {
+        store::Session read(s, store::Access::Read);
+        EXPECT_NO_THROW(read.query("SELECT " + store::column_list<flow::ControllerInfo>() + " FROM stream_controllers"));
+        read.commit();
+      }
+      flow::Controllers controllers(tasks);
+      controllers.create({.name = "upgraded", .dataset = "points", .min_samples = 3, .kind = "train"});
+      EXPECT_EQ(controllers.get("upgraded").spec.min_samples, 3);
     }
   }
 }

@@ -1,12 +1,13 @@
 // Records declared once (loom/store/record.h, docs/architecture.md "Records"): a record's
-// column list, its reader by column name and its JSON all come from its fields(); a run goes
-// through the database and through JSON unchanged; a stored state that is no spelling is a
-// BadStateError naming the valid ones. On SQLite and PostgreSQL.
+// column list, its reader by column name and its JSON all come from its fields(); a run, a
+// dataset version and a named query go through the database and through JSON unchanged; a
+// stored state that is no spelling is a BadStateError naming the valid ones. On SQLite and PostgreSQL.
 #include <gtest/gtest.h>
 #include <loom/core/error.h>
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
 #include <loom/store/error.h>
+#include <loom/store/queries.h>
 #include <loom/store/record.h>
 #include <loom/store/runs.h>
 #include <loom/store/session.h>
@@ -292,4 +293,40 @@ TEST_P(StoreRecordsDb, ADatasetVersionRoundTripsThroughTheDatabaseAndJson) {
   shape["fields"][0]["shape"] = {3, "2"};
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { store::record_from_json<store::DatasetInfo>(shape, "dataset"); }),
                            {"'shape'", "an array of integers"}));
+}
+
+TEST_P(StoreRecordsDb, ANamedQueryRoundTripsThroughTheDatabaseAndJson) {
+  store::Store s = store::Store::open(url());
+  store::DatasetWriter w = s.datasets().create("points", {.fields = {"x"}});
+  w.append({.tensors = {{"x", zeros({2})}}, .metadata = R"({"label": 1})"});
+  w.commit();
+  const store::SampleQuery query{.tags = {"even"}, .where = {{"label", "==", 1}, {"kind", "!=", "cat"}}, .order_by = "label",
+                                 .descending = true, .offset = 2, .limit = 5, .fields = {"x"}};
+  s.queries().create({.name = "ones", .dataset = "points", .first_version = 1, .last_version = 0, .query = query});
+  const store::NamedQuery q = s.queries().get("ones");
+  EXPECT_EQ(q.query.where.at(1).value.text(), "cat");
+  EXPECT_EQ(q.query.limit, 5);
+  // its columns, from its fields: the query is one column of JSON text
+  EXPECT_EQ(store::column_list<store::NamedQuery>(), "name, dataset, first_version, last_version, query, created_ms");
+
+  // the JSON `loom queries ... --json` prints: the key set it always had, the query an object
+  const ordered_json j = store::record_json<ordered_json>(q);
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"name", "dataset", "first_version", "last_version", "query", "created_ms"}));
+  EXPECT_EQ(j["query"], ordered_json::parse(store::sample_query_json(query)));
+  EXPECT_EQ(j["query"]["where"][1], ordered_json({{"key", "kind"}, {"op", "!="}, {"value", "cat"}}));
+  EXPECT_GT(j["created_ms"].get<int64_t>(), 0);
+  const store::NamedQuery back = store::record_from_json<store::NamedQuery>(j, "query");
+  EXPECT_EQ(store::record_json<ordered_json>(back).dump(), j.dump());
+  EXPECT_EQ(back.query.order_by, "label");
+  ordered_json bad = j;
+  bad["query"] = {{"where", 3}};
+  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { store::record_from_json<store::NamedQuery>(bad, "query"); }),
+                           {"query: key 'query'", "'where' is not an array"}));
+
+  // a row whose query text is not one: a StoreError naming the query and the column
+  raw_sql(url(), "UPDATE dataset_queries SET query = '{\"limit\": \"many\"}' WHERE name = 'ones'");
+  for (auto read : {std::function<void()>([&] { s.queries().get("ones"); }), std::function<void()>([&] { s.queries().list(); })})
+    EXPECT_TRUE(contains_all(error_message<store::StoreError>(read), {"named query 'ones'", "column 'query'", "'limit' is not an integer"}));
 }

@@ -4,7 +4,10 @@
 // library's version and reads its records. A new migration is covered without editing a test.
 // On SQLite and PostgreSQL.
 #include <gtest/gtest.h>
+#include <loom/ops/creation.h>
+#include <loom/store/datasets.h>
 #include <loom/store/models.h>
+#include <loom/store/queries.h>
 #include <loom/store/record.h>
 #include <loom/store/runs.h>
 #include <loom/store/session.h>
@@ -49,10 +52,13 @@ TEST_P(StoreUpgrade, AStoreStoppedAtEveryVersionOfItsSchemaUpgradesAndReads) {
     make_store_at(u, pg(), version);
     store::Store s = store::Store::open(u);
     EXPECT_EQ(s.schema_version(), latest);
-    // every record's columns are there, and its rows read
+    // every record's columns are there (a model's size is its blob's), and its rows read
     {
       store::Session read(s, store::Access::Read);
-      EXPECT_NO_THROW(read.query("SELECT " + store::column_list<store::RunInfo>() + " FROM runs"));
+      for (const auto& [table, columns] : {std::pair<std::string, std::string>{"runs", store::column_list<store::RunInfo>()},
+                                           {"datasets", store::column_list<store::DatasetInfo>()},
+                                           {"dataset_queries", store::column_list<store::NamedQuery>()}})
+        EXPECT_NO_THROW(read.query("SELECT " + columns + " FROM " + table)) << table;
       read.commit();
     }
     const int64_t run = s.runs().start("upgraded").id;
@@ -64,5 +70,11 @@ TEST_P(StoreUpgrade, AStoreStoppedAtEveryVersionOfItsSchemaUpgradesAndReads) {
     EXPECT_EQ(s.models().get("upgraded").produced_by.run_id, run);
     EXPECT_EQ(s.models().find({.metrics = {{"accuracy", ">", 0.4}}}).size(), 1u);
     EXPECT_EQ(m.version, 1);
+    store::DatasetWriter w = s.datasets().create("upgraded", {.fields = {"x"}});
+    w.append({.tensors = {{"x", zeros({2})}}, .metadata = R"({"label": 1})"});
+    w.commit();
+    s.queries().create({.name = "ones", .dataset = "upgraded", .query = {.where = {{"label", "==", 1}}}});
+    EXPECT_EQ(s.queries().get("ones").query.where.at(0).key, "label");
+    EXPECT_EQ(s.queries().open("ones")->size(), 1);
   }
 }
