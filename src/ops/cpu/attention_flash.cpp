@@ -12,7 +12,8 @@
 // fixed order, so the results do not depend on the thread count.
 //
 // float32 runs the products on the SIMD table's batch-invariant GEMM blocks (gemm_rows for A B,
-// gemm_rows_bt for A B^T) and exp / max / elementwise rows from the same table; gemm_rows wants
+// gemm_rows_add for C += A B into the accumulators and gradients, gemm_rows_bt for A B^T) and
+// the softmax's passes a tile per call from the same table (attention.inc); gemm_rows wants
 // the columns a multiple of the vector width, so a head size that is not is zero-padded at entry
 // (zeros change no dot product). float64 runs plain loops with the same tiling.
 //
@@ -58,12 +59,12 @@ struct ForwardTask {
   const int64_t ks, vs;  // the spacing of k's and v's (batch, head) planes
   // per query tile of the group: the scaled queries, the running max and sum, the accumulator
   std::vector<T> qs, m, l, acc;
-  std::vector<T> s, pv, alpha;  // one tile's scores, their product with V, the rescales
+  std::vector<T> s;  // one tile's scores, then weights
 
   ForwardTask(const AttentionParams& params, int64_t E_, int64_t Ev_, const T* kt_, int64_t ks_, int64_t vs_)
       : p(params), E(E_), Ev(Ev_), L(p.L), S(p.S), nkt((S + kBc - 1) / kBc), scale(static_cast<T>(p.scale)), kt(kt_), ks(ks_), vs(vs_),
         qs(static_cast<size_t>(kQueryTilesPerGroup * kBr * E)), m(kQueryTilesPerGroup * kBr), l(kQueryTilesPerGroup * kBr),
-        acc(static_cast<size_t>(kQueryTilesPerGroup * kBr * Ev)), s(kBr * kBc), pv(static_cast<size_t>(kBr * Ev)), alpha(kBr) {}
+        acc(static_cast<size_t>(kQueryTilesPerGroup * kBr * Ev)), s(kBr * kBc) {}
 
   // Query tiles [t0, t1) of plane bh: every live (query tile, key tile) pair, key tiles outermost.
   void run(int64_t bh, int64_t t0, int64_t t1, T* out, T* lse, const T* q, const T* k, const T* v) {
@@ -90,7 +91,6 @@ struct ForwardTask {
   // The online softmax's step for query tile g (rows i0 ..) against the key tile at j0.
   void tile(const Plane<T>& plane, int64_t kvh, int64_t g, int64_t i0, int64_t br, int64_t j0, int64_t bc, const T* k,
             const T* v) {
-    const T ninf = -std::numeric_limits<T>::infinity();
     const T* Q = qs.data() + g * kBr * E;
     T* M = m.data() + g * kBr;
     T* Lsum = l.data() + g * kBr;
@@ -102,23 +102,11 @@ struct ForwardTask {
       ops.gemm_nt(s.data(), kBc, Q, E, k + kvh * ks + j0 * E, E, br, bc, E);
     }
     if (plane.tile_masked(i0, j0, bc)) plane.mask_tile(s.data(), kBc, i0, br, j0, bc, false);
-    for (int64_t r = 0; r < br; ++r) {
-      T* row = s.data() + r * kBc;
-      const T mn = std::max(M[r], ops.max(row, bc));
-      if (mn == ninf) {  // every position so far masked: no weight yet
-        std::fill(row, row + bc, T(0));
-        alpha[r] = 1;
-        continue;
-      }
-      alpha[r] = std::exp(M[r] - mn);
-      Lsum[r] = Lsum[r] * alpha[r] + ops.exp_sum(row, bc, mn);
-      M[r] = mn;
-    }
+    ops.online_softmax(s.data(), kBc, br, bc, M, Lsum, A, Ev, Ev);  // s = exp(s - m), the sums, A rescaled
     if (p.dropout_p > 0)
       for (int64_t r = 0; r < br; ++r)
         for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] *= plane.drop(i0 + r, j0 + c);
-    ops.gemm_nn(pv.data(), Ev, s.data(), kBc, v + kvh * vs + j0 * Ev, Ev, br, Ev, bc);
-    for (int64_t r = 0; r < br; ++r) ops.scale_add(A + r * Ev, alpha[r], pv.data() + r * Ev, Ev);
+    ops.gemm_nn_add(A, Ev, s.data(), kBc, v + kvh * vs + j0 * Ev, Ev, br, Ev, bc);
   }
 
   // Query tile g's rows divided by their sums, and their log-sum-exp.
@@ -186,7 +174,7 @@ struct BackwardTask {
   // kBr blocks, transpose_tiles), so that k q^T and v dO^T are gemm_rows products; k transposed
   // per key tile (kt) and dQ accumulated transposed (dqt, E x kBr blocks), so that dQ^T += K^T
   // dS^T takes dS^T as the products left it (dS K needed dS, a scalar transpose a tile)
-  std::vector<T> qst, got, kt, dqt, qs, dd, st, pd, dpt, ds, tmp;
+  std::vector<T> qst, got, kt, dqt, qs, dd, st, pd, dpt, ds;
   // this task's operands (set by start)
   int64_t b = 0, h0 = 0;
   const T *K = nullptr, *V = nullptr, *Q = nullptr, *GO = nullptr, *O = nullptr, *LSE = nullptr;
@@ -198,8 +186,7 @@ struct BackwardTask {
         qst(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0), got(kT ? static_cast<size_t>(group * nqt * Ev * kBr) : 0),
         kt(kT ? static_cast<size_t>(nkt * E * kBc) : 0), dqt(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0),
         qs(static_cast<size_t>(group * L * E)), dd(static_cast<size_t>(group * L)), st(kBc * kBr),
-        pd(p.dropout_p > 0 ? kBc * kBr : 0), dpt(kBc * kBr), ds(kT ? 0 : kBr * kBc),
-        tmp(static_cast<size_t>(std::max(kBc, kBr) * std::max(E, Ev))) {}
+        pd(p.dropout_p > 0 ? kBc * kBr : 0), dpt(kBc * kBr), ds(kT ? 0 : kBr * kBc) {}
 
   // Points at the task's heads, scales and transposes its queries, takes D = rowsum(dO * O) and
   // zeroes its gradients.
@@ -275,7 +262,7 @@ struct BackwardTask {
     if constexpr (kT) ops.gemm_nn(st.data(), kBr, Kj, E, qst.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, bc, brp, E);
     else ops.gemm_nt(st.data(), kBr, Kj, E, Qi, E, bc, br, E);
     if (plane.tile_masked(i0, j0, bc)) plane.mask_tile(st.data(), kBr, i0, br, j0, bc, true);
-    for (int64_t c = 0; c < bc; ++c) ops.exp_minus(st.data() + c * kBr, lse_i, br);
+    ops.exp_minus_rows(st.data(), kBr, lse_i, bc, br);
     const T* pt = st.data();
     if (!pd.empty()) {
       for (int64_t c = 0; c < bc; ++c)
@@ -283,28 +270,25 @@ struct BackwardTask {
       pt = pd.data();
     }
     // dV_j += P^T dO_i
-    ops.gemm_nn(tmp.data(), Ev, pt, kBr, GOi, Ev, bc, Ev, br);
-    ops.add(dV + j0 * Ev, tmp.data(), bc * Ev);
+    ops.gemm_nn_add(dV + j0 * Ev, Ev, pt, kBr, GOi, Ev, bc, Ev, br);
     // dP^T = V_j dO_i^T, through the dropout; dS^T = P^T (dP^T - D)
     if constexpr (kT) ops.gemm_nn(dpt.data(), kBr, Vj, Ev, got.data() + (g * nqt + i0 / kBr) * Ev * kBr, kBr, bc, brp, Ev);
     else ops.gemm_nt(dpt.data(), kBr, Vj, Ev, GOi, Ev, bc, br, Ev);
     if (!pd.empty())
       for (int64_t c = 0; c < bc; ++c)
         for (int64_t r = 0; r < br; ++r) dpt[c * kBr + r] *= plane.drop(i0 + r, j0 + c);
-    for (int64_t c = 0; c < bc; ++c) ops.dsoft(dpt.data() + c * kBr, st.data() + c * kBr, d_i, br);
+    ops.softmax_grad_rows(dpt.data(), kBr, st.data(), d_i, bc, br);
     // dK_j += dS^T (Q_i scale)
-    ops.gemm_nn(tmp.data(), E, dpt.data(), kBr, Qi, E, bc, E, br);
-    ops.add(dK + j0 * E, tmp.data(), bc * E);
+    ops.gemm_nn_add(dK + j0 * E, E, dpt.data(), kBr, Qi, E, bc, E, br);
     // dQ_i += dS K_j (scaled at the end); float32 as dQ_i^T += K_j^T dS^T, the same products in
     // the same order (columns past L, as in P^T, left unread)
     if constexpr (kT) {
-      ops.gemm_nn(tmp.data(), kBr, kt.data() + (j0 / kBc) * E * kBc, kBc, dpt.data(), kBr, E, brp, bc);
-      ops.add(dqt.data() + (g * nqt + i0 / kBr) * E * kBr, tmp.data(), E * kBr);
+      ops.gemm_nn_add(dqt.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, kt.data() + (j0 / kBc) * E * kBc, kBc, dpt.data(), kBr,
+                      E, brp, bc);
     } else {
       for (int64_t r = 0; r < br; ++r)
         for (int64_t c = 0; c < bc; ++c) ds[r * kBc + c] = dpt[c * kBr + r];
-      ops.gemm_nn(tmp.data(), E, ds.data(), kBc, Kj, E, br, E, bc);
-      ops.add(dQ + (g * L + i0) * E, tmp.data(), br * E);
+      ops.gemm_nn_add(dQ + (g * L + i0) * E, E, ds.data(), kBc, Kj, E, br, E, bc);
     }
   }
 };

@@ -37,24 +37,24 @@ struct TileOps<float> {
                int64_t K) const {
     t.gemm_rows(c, ldc, a, lda, b, ldb, m, n, K);
   }
-  float max(const float* x, int64_t n) const { return t.max(x, n); }
-  float exp_sum(float* x, int64_t n, float m) const { return t.exp_sum(x, x, n, m); }
-  // x = exp(x - sub) elementwise
-  void exp_minus(float* x, const float* sub, int64_t n) const {
-    t.binary_vv[simd::kSub](x, x, sub, n);
-    t.unary[simd::kExp](x, x, n);
+  // c (m x n) += a (m x K) b (K x n), each element's chain starting from c; n as gemm_nn's
+  void gemm_nn_add(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
+                   int64_t K) const {
+    t.gemm_rows_add(c, ldc, a, lda, b, ldb, m, n, K);
   }
-  // o = o * a + x
-  void scale_add(float* o, float a, const float* x, int64_t n) const {
-    if (a != 1.0f) t.binary_vs[simd::kMul](o, o, a, n);
-    t.binary_vv[simd::kAdd](o, o, x, n);
+  // The online softmax's step over a tile of scores (see simd.h: online_softmax_rows)
+  void online_softmax(float* s, int64_t lds, int64_t rows, int64_t n, float* m, float* l, float* acc, int64_t ldacc,
+                      int64_t nacc) const {
+    t.online_softmax_rows(s, lds, rows, n, m, l, acc, ldacc, nacc);
   }
-  void add(float* o, const float* x, int64_t n) const { t.binary_vv[simd::kAdd](o, o, x, n); }
+  // x = exp(x - sub) over rows of n (sub: n values)
+  void exp_minus_rows(float* x, int64_t ld, const float* sub, int64_t rows, int64_t n) const {
+    t.exp_minus_rows(x, ld, sub, rows, n);
+  }
   void scale(float* o, const float* x, float a, int64_t n) const { t.binary_vs[simd::kMul](o, x, a, n); }
-  // dp = p * (dp - d) elementwise
-  void dsoft(float* dp, const float* p, const float* d, int64_t n) const {
-    t.binary_vv[simd::kSub](dp, dp, d, n);
-    t.binary_vv[simd::kMul](dp, dp, p, n);
+  // dp = (dp - d) p over rows of n (d: n values)
+  void softmax_grad_rows(float* dp, int64_t ld, const float* p, const float* d, int64_t rows, int64_t n) const {
+    t.softmax_grad_rows(dp, ld, p, d, rows, n);
   }
 };
 
@@ -81,31 +81,44 @@ struct TileOps<double> {
       }
     }
   }
-  double max(const double* x, int64_t n) const {
-    double m = x[0];
-    for (int64_t i = 1; i < n; ++i)
-      if (x[i] > m || std::isnan(x[i])) m = std::isnan(m) ? m : x[i];
-    return m;
+  void gemm_nn_add(double* c, int64_t ldc, const double* a, int64_t lda, const double* b, int64_t ldb, int64_t m,
+                   int64_t n, int64_t K) const {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t k = 0; k < K; ++k) {
+        const double aik = a[i * lda + k];
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] += aik * b[k * ldb + j];
+      }
   }
-  double exp_sum(double* x, int64_t n, double m) const {
-    double s = 0;
-    for (int64_t i = 0; i < n; ++i) s += (x[i] = std::exp(x[i] - m));
-    return s;
+  void online_softmax(double* s, int64_t lds, int64_t rows, int64_t n, double* m, double* l, double* acc, int64_t ldacc,
+                      int64_t nacc) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      double* row = s + r * lds;
+      double rm = row[0];
+      for (int64_t i = 1; i < n; ++i)
+        if (row[i] > rm || std::isnan(row[i])) rm = std::isnan(rm) ? rm : row[i];
+      const double mn = m[r] < rm ? rm : m[r];
+      if (mn == -std::numeric_limits<double>::infinity()) {  // every position so far masked: no weight yet
+        std::fill(row, row + n, 0.0);
+        continue;
+      }
+      const double alpha = std::exp(m[r] - mn);
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += (row[i] = std::exp(row[i] - mn));
+      l[r] = l[r] * alpha + sum;
+      m[r] = mn;
+      for (int64_t i = 0; i < nacc; ++i) acc[r * ldacc + i] *= alpha;
+    }
   }
-  void exp_minus(double* x, const double* sub, int64_t n) const {
-    for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i] - sub[i]);
-  }
-  void scale_add(double* o, double a, const double* x, int64_t n) const {
-    for (int64_t i = 0; i < n; ++i) o[i] = o[i] * a + x[i];
-  }
-  void add(double* o, const double* x, int64_t n) const {
-    for (int64_t i = 0; i < n; ++i) o[i] += x[i];
+  void exp_minus_rows(double* x, int64_t ld, const double* sub, int64_t rows, int64_t n) const {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < n; ++i) x[r * ld + i] = std::exp(x[r * ld + i] - sub[i]);
   }
   void scale(double* o, const double* x, double a, int64_t n) const {
     for (int64_t i = 0; i < n; ++i) o[i] = x[i] * a;
   }
-  void dsoft(double* dp, const double* p, const double* d, int64_t n) const {
-    for (int64_t i = 0; i < n; ++i) dp[i] = p[i] * (dp[i] - d[i]);
+  void softmax_grad_rows(double* dp, int64_t ld, const double* p, const double* d, int64_t rows, int64_t n) const {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < n; ++i) dp[r * ld + i] = p[r * ld + i] * (dp[r * ld + i] - d[i]);
   }
 };
 

@@ -140,6 +140,18 @@ struct Table {
   // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (transpose.inc): W x W blocks
   // in registers.
   void (*transpose)(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols);
+  // c += a b with gemm_rows' blocking and rules: each element's chain of multiply-adds starts
+  // from c's value (gemm.inc).
+  void (*gemm_rows_add)(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m,
+                        int64_t n, int64_t K);
+  // The fused attention's tile passes, a tile per call (attention.inc): the online softmax's step
+  // over `rows` rows of n scores (row stride lds) with the running max m, sum l and accumulator
+  // rows acc (row stride ldacc, nacc columns) rescaled; x = exp(x - sub) over rows of n; and
+  // dp = (dp - d) p over rows of n.
+  void (*online_softmax_rows)(float* s, int64_t lds, int64_t rows, int64_t n, float* m, float* l, float* acc,
+                              int64_t ldacc, int64_t nacc);
+  void (*exp_minus_rows)(float* x, int64_t ld, const float* sub, int64_t rows, int64_t n);
+  void (*softmax_grad_rows)(float* dp, int64_t ld, const float* p, const float* d, int64_t rows, int64_t n);
 };
 
 const Table& table();
