@@ -10,11 +10,18 @@
 #     the same weights written as GGUF F32 and Q8_0.
 # Prints decode_bench's JSON lines, with "system" naming the peer.
 #
+# One more peer, not run by default: llama-server, the peer of bench/text_serve_bench.cpp
+# (llama-cpp-python's OpenAI-compatible server under 1 and 8 concurrent streaming clients,
+# bench/llama_serve_peer.py), which adds the package's server extras
+# (bench/requirements-llama-server.txt) to the llama venv; it prints text_serve_bench's lines.
+#
 #   bench/decode_peers.sh                 # both peers, 1 and 2 threads
 #   THREADS="2" PEERS=llama bench/decode_peers.sh
+#   THREADS="2" PEERS=llama-server bench/decode_peers.sh
 #
 # Environment: BUILD_DIR (default <repo>/build: its hf-venv; the llama venv, the weights and the
-# GGUF files go in BUILD_DIR/decode-peers), THREADS, PEERS ("transformers llama").
+# GGUF files go in BUILD_DIR/decode-peers), THREADS, PEERS ("transformers llama"; "llama-server"),
+# ROUNDS (llama-server: completions per client, default 2).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -54,6 +61,17 @@ llama_venv() {
   cp "$req" "$venv/.requirements"
 }
 
+# llama-cpp-python's server extras, added to the llama venv once it is built: pure-Python wheels
+# (pydantic-core's is binary), pinned, constrained by the llama pins so that nothing of the decode
+# peer moves; the marker is written after the install, so one cut short is done again.
+llama_server_extras() {
+  local venv="$work/llama-venv" req="$here/requirements-llama-server.txt"
+  if cmp -s "$req" "$venv/.requirements-server"; then return; fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    -c <(grep -v '^llama-cpp-python==' "$here/requirements-llama.txt") -r "$req"
+  cp "$req" "$venv/.requirements-server"
+}
+
 # shellcheck disable=SC2086
 for peer in $peers; do
   case "$peer" in
@@ -65,6 +83,12 @@ for peer in $peers; do
       llama_venv
       [ -f "$work/gpt2.npz" ] || "$hf_python" "$here/transformers_decode_peer.py" --save-npz "$work/gpt2.npz"
       "$work/llama-venv/bin/python" "$here/llama_decode_peer.py" --npz "$work/gpt2.npz" --work "$work" --threads $threads ;;
-    *) echo "decode_peers: unknown peer '$peer' (valid: transformers, llama)" >&2; exit 2 ;;
+    llama-server)
+      llama_venv
+      llama_server_extras
+      [ -f "$work/gpt2-F32.gguf" ] || [ -f "$work/gpt2.npz" ] || "$hf_python" "$here/transformers_decode_peer.py" --save-npz "$work/gpt2.npz"
+      "$work/llama-venv/bin/python" "$here/llama_serve_peer.py" --npz "$work/gpt2.npz" --work "$work" \
+        --rounds "${ROUNDS:-2}" --threads $threads ;;
+    *) echo "decode_peers: unknown peer '$peer' (valid: transformers, llama, llama-server)" >&2; exit 2 ;;
   esac
 done

@@ -14,6 +14,20 @@ Loom's share of it in %), llama.cpp (F32 against float32, Q8_0 against int8) and
 peer's seconds over Loom's (> 1: Loom is faster), and the issue's goals (80 % of the bound,
 >= 1.0 against llama.cpp, >= 3 (decode) and >= 1.5 (prefill) against transformers).
 
+The server under concurrent clients: given text_serve_bench's lines (Loom) and
+llama_serve_peer.py's (`PEERS=llama-server bench/decode_peers.sh`, "system": "llama.cpp server
+F32"), each client count at each thread count becomes three records of the text_serve table:
+tokens/s in all (wall time), the mean time to first token and tokens/s of CPU time, each with
+llama.cpp's server and the ratio (Loom's tokens/s over the peer's; the peer's seconds over
+Loom's: > 1, Loom is faster). Where a side ran more than once (runs alternating, on a loaded
+machine), its run with the most tokens/s in all is taken, all three figures from it. No goal: the
+issue asks for these to be recorded.
+
+    build/bench/text_serve_bench --threads 2 > serve.jsonl
+    THREADS=2 PEERS=llama-server bench/decode_peers.sh > serve_peers.jsonl
+    LOOM_BENCH_RESULTS=bench/results/$(date +%F)-zen3.jsonl python3 bench/decode_report.py \
+        serve.jsonl serve_peers.jsonl --peers-command "THREADS=2 PEERS=llama-server bench/decode_peers.sh"
+
 --loom-load and --peers-load describe the load of each run when they were not measured together
 (the table shows them); --date, --loom-command the same for the Loom run. --peers-cpu takes the
 peers' figures in their process's CPU time (cpu_tokens_per_s, cpu_seconds: what a loaded machine
@@ -101,10 +115,48 @@ def records(loom: list[dict], peers: list[dict], args) -> list[dict]:
                            "goal": goal, **({"suffix": " (wall time)"} if key != secs else {})})
             rec["peers"] = ps
             out.append(rec)
+    out += serve_records(loom, peers, args)
     for rec in out:
         rec["peer_versions"] = sorted({p["versions"] for p in peers if "versions" in p})
         if args.peers_command:
             rec["command"] += "; " + args.peers_command
+    return out
+
+
+def best_serve_line(lines: list[dict], clients: int, threads: int, system: str | None) -> dict | None:
+    """The run of text_serve_gpt2_124m with the most tokens/s in all at (clients, threads, system)."""
+    runs = [x for x in lines if x.get("name") == "text_serve_gpt2_124m" and x.get("clients") == clients
+            and x.get("threads") == threads and x.get("system") == system]
+    return max(runs, key=lambda x: x["tokens_per_s"]) if runs else None
+
+
+def serve_records(loom: list[dict], peers: list[dict], args) -> list[dict]:
+    """The text_serve table's records: per thread count and client count, tokens/s in all, time
+    to first token and tokens/s of CPU time, against llama.cpp's server."""
+    out = []
+    system = "llama.cpp server F32"
+    keys = sorted({(x["threads"], x["clients"]) for x in loom if x.get("name") == "text_serve_gpt2_124m"})
+    for t, c in keys:
+        x = best_serve_line(loom, c, t, None)
+        p = best_serve_line(peers, c, t, system)
+        who = f"{c} client" + ("s" if c > 1 else "")
+        for suffix, key, label, units, digits, faster in (
+                ("tokens", "tokens_per_s", "tokens/s in all", "tokens/s", 2, "higher"),
+                ("ttft", "ttft_mean_s", "time to first token (mean)", "s", 3, "lower"),
+                ("cpu", "cpu_tokens_per_s", "tokens/s of CPU time", "tokens/s", 2, "higher")):
+            rec = bench_results.base_record("text_serve", f"text_serve_gpt2_124m_{c}_{suffix}",
+                                            f"GPT-2 124M, {who}: {label}", t, date=args.date, command=args.loom_command)
+            if args.loom_load:  # the sitting's load, shown: on a shared machine it moves the figures
+                rec["load"] = args.loom_load
+                rec["context"] = f"({args.loom_load}" + (f"; peer {args.peers_load}" if args.peers_load else "") + ")"
+            rec["units"] = units
+            rec["loom"] = bench_results.number(x[key], digits)
+            if p:
+                r = ratio(x[key], p[key]) if faster == "higher" else ratio(p[key], x[key])
+                rec["peers"] = [{"name": system, "value": bench_results.number(p[key], digits), "ratio": r}]
+            else:
+                rec["peers"] = [{"name": system, "value": "—"}]
+            out.append(rec)
     return out
 
 

@@ -108,6 +108,23 @@ def write_gguf(npz, path, qtype, tokens, merges):
     writer.close()
 
 
+def gguf_files(work, types, npz, text, who):
+    """WORK/gpt2-TYPE.gguf for each of types, written from npz (with a vocabulary trained on text,
+    default Debian's fortunes) where missing, else reused; the paths. bench/llama_serve_peer.py
+    serves the F32 file that this peer decodes with."""
+    os.makedirs(work, exist_ok=True)
+    paths = {q: os.path.join(work, f"gpt2-{q}.gguf") for q in types}
+    missing = [q for q in types if not os.path.exists(paths[q])]
+    if missing:
+        if not npz:
+            sys.exit(f"{who}: --npz is needed to write " + ", ".join(missing))
+        text = text or [f for f in glob.glob("/usr/share/games/fortunes/*") if "." not in os.path.basename(f)]
+        tokens, merges = train_vocabulary(text)
+        for q in missing:
+            write_gguf(npz, paths[q], q, tokens, merges)
+    return paths
+
+
 def run(path, qtype, threads):
     import llama_cpp
     import numpy as np
@@ -158,15 +175,7 @@ def main():
     if args.one:
         run(os.path.join(args.work, f"gpt2-{args.one[0]}.gguf"), args.one[0], int(args.one[1]))
         return
-    os.makedirs(args.work, exist_ok=True)
-    missing = [q for q in args.types if not os.path.exists(os.path.join(args.work, f"gpt2-{q}.gguf"))]
-    if missing:
-        if not args.npz:
-            sys.exit("llama_decode_peer: --npz is needed to write " + ", ".join(missing))
-        text = args.text or [f for f in glob.glob("/usr/share/games/fortunes/*") if "." not in os.path.basename(f)]
-        tokens, merges = train_vocabulary(text)
-        for q in missing:
-            write_gguf(args.npz, os.path.join(args.work, f"gpt2-{q}.gguf"), q, tokens, merges)
+    gguf_files(args.work, args.types, args.npz, args.text, "llama_decode_peer")
     for q in args.types:
         for n in args.threads:
             subprocess.run([sys.executable, __file__, "--work", args.work, "--one", q, str(n)], check=True,

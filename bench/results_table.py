@@ -119,6 +119,11 @@ TABLES = {
         "align": "---:|---:|---:|---:|---:",
         "cells": ["row", "label", "loom", "peer:0", "ratio:0", "peer:1", "ratio:1"],
         "threads_in_label": False, "repeat_row": False},
+    "text_serve": {
+        "header": ["model, clients: figure", "machine, ISA, threads, date", "Loom", "llama.cpp server (F32)", "ratio"],
+        "align": "---:|---:|---:",
+        "cells": ["row", "label", "loom", "peer:0", "ratio:0"],
+        "threads_in_label": True, "repeat_row": False},
     "python": {
         "header": ["row", "machine, ISA, threads, date", "Loom from Python", "Loom from C++", "Python / C++",
                    "PyTorch from Python", "hold", "goal"],
