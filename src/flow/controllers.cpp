@@ -246,9 +246,12 @@ std::vector<BatchInfo> Controllers::batches(const std::string& name) const {
   Session session(tasks_.store(), Access::Read);
   find(session, "batches", name);
   std::vector<BatchInfo> out;
-  for (const Row& r :
-       session.query("SELECT batch, task_id, samples, created_ms, plan_id FROM stream_batches WHERE controller = ? ORDER BY batch", {name}))
-    out.push_back({name, r.integer(0), {}, r.integer(2), r.integer(1), r.integer(3), r.is_null(4) ? 0 : r.integer(4)});
+  static const store::RowReader<BatchInfo> reader;
+  for (const Row& r : session.query("SELECT " + store::column_list<BatchInfo>() + " FROM stream_batches WHERE controller = ? ORDER BY batch",
+                                    {name})) {
+    out.push_back(reader.read(r));
+    out.back().controller = name;
+  }
   size_t i = 0;
   for (const Row& r : session.query("SELECT batch, version FROM stream_batch_versions WHERE controller = ? ORDER BY batch, version", {name})) {
     while (i < out.size() && out[i].batch < r.integer(0)) ++i;

@@ -144,17 +144,15 @@ int64_t Plans::submit(const TaskGraph& plan) {
 }
 
 PlanInfo Plans::get(int64_t id) const {
+  static const store::RowReader<PlanInfo> reader;
   std::vector<Row> rows;
   {
     Session session(tasks_.store(), Access::Read);
-    rows = session.query("SELECT id, name, created_ms FROM plans WHERE id = ?", {id});
+    rows = session.query("SELECT " + store::column_list<PlanInfo>() + " FROM plans WHERE id = ?", {id});
     session.commit();
   }
   if (rows.empty()) throw store::NotFoundError("plans: there is no plan " + std::to_string(id));
-  PlanInfo p;
-  p.id = rows[0].integer(0);
-  p.name = rows[0].text(1);
-  p.created_ms = rows[0].integer(2);
+  PlanInfo p = reader.read(rows[0]);
   TaskFilter filter;
   filter.plan_id = id;
   p.tasks = tasks_.list(filter);

@@ -24,8 +24,6 @@ using Value = store::SqlValue;
 
 namespace {
 
-constexpr const char* kTrialStates[] = {"pending", "running", "completed", "stopped", "failed", "cancelled"};
-
 void check_options(const SearchSpace& space, const SearchOptions& o) {
   detail::check_kind("search", o.kind);
   if (o.name.empty() || o.name.size() > 256)
@@ -71,43 +69,46 @@ std::string space_json(const SearchSpace& space) {
   return j.dump();
 }
 
-SearchInfo search_of(const Row& r) {
-  SearchInfo s;
-  s.id = r.integer(0);
-  s.name = r.text(1);
-  s.kind = r.text(2);
-  s.sampler = r.text(3);
-  s.metric = r.text(4);
-  s.mode = r.text(5) == "max" ? Mode::Maximize : Mode::Minimize;
-  if (r.integer(6) > 0) s.asha = Asha{r.integer(6), r.integer(7), r.integer(8)};
-  s.created_ms = r.integer(9);
-  return s;
+// A search's columns: its record's, then its ASHA's (loom/store/record.h).
+std::vector<std::string> search_columns() {
+  std::vector<std::string> columns = store::column_names<SearchInfo>();
+  for (std::string& c : store::column_names<Asha>()) columns.push_back(std::move(c));
+  return columns;
 }
 
-constexpr const char* kSearchColumns =
-    "SELECT id, name, kind, sampler, metric, mode, min_resource, max_resource, reduction_factor, created_ms FROM searches";
+const std::string& select_searches() {
+  static const std::string sql = "SELECT " + store::column_list<SearchInfo>() + ", " + store::column_list<Asha>() + " FROM searches";
+  return sql;
+}
+
+SearchInfo search_of(const Row& r) {
+  static const store::RowReader<SearchInfo> info(search_columns());
+  static const store::RowReader<Asha> asha(search_columns());
+  SearchInfo s = info.read(r);
+  const Asha a = asha.read(r);
+  if (a.min_resource > 0) s.asha = a;  // 0: none
+  return s;
+}
 
 // The search's trials as they stand, read in one snapshot. A trial's steps and last report are
 // its latest attempt's (a lost attempt's reports of later steps do not count).
 void read_trials(Session& session, SearchInfo& s) {
   s.trials.clear();
+  // the trial's fields by name (TrialInfo::fields), then what its state and value are decided by
+  static const store::RowReader<TrialInfo> reader(
+      {"number", "task_id", "params", "error", "steps", "status", "result", "last_value", "stops"});
   const std::vector<Row> rows = session.query(
-      "SELECT st.number, st.task_id, st.params, t.status, t.result, t.error, "
-      "(SELECT MAX(step) FROM task_reports r WHERE r.task_id = st.task_id AND r.token = t.token), "
+      "SELECT st.number, st.task_id, st.params, t.error, "
+      "(SELECT MAX(step) FROM task_reports r WHERE r.task_id = st.task_id AND r.token = t.token), t.status, t.result, "
       "(SELECT value FROM task_reports r WHERE r.task_id = st.task_id AND r.token = t.token ORDER BY step DESC LIMIT 1), "
       "(SELECT COUNT(*) FROM search_rungs g WHERE g.task_id = st.task_id AND g.search_id = st.search_id AND g.decision = 'stop' "
       "AND g.rung < ?) "
       "FROM search_trials st JOIN tasks t ON t.id = st.task_id WHERE st.search_id = ? ORDER BY st.number",
       {s.asha ? s.asha->max_resource : int64_t{0}, s.id});
   for (const Row& r : rows) {
-    TrialInfo t;
-    t.number = r.integer(0);
-    t.task_id = r.integer(1);
-    t.params = r.text(2);
-    const Status status = parse_status(r.text(3));
-    t.result = r.is_null(4) ? "" : r.text(4);
-    t.error = r.is_null(5) ? "" : r.text(5);
-    t.steps = r.is_null(6) ? 0 : r.integer(6);
+    TrialInfo t = reader.read(r);
+    const Status status = parse_status(r.text(5));
+    t.result = r.is_null(6) ? "" : r.text(6);
     switch (status) {
       case Status::Pending: t.state = TrialState::Pending; break;
       case Status::Running: t.state = TrialState::Running; break;
@@ -141,7 +142,7 @@ int64_t submit_trial(Tasks& tasks, int64_t search, int64_t number, const std::st
 
 }  // namespace
 
-const char* trial_state_name(TrialState s) { return kTrialStates[static_cast<int>(s)]; }
+const char* trial_state_name(TrialState s) { return store::to_string(s); }
 
 const TrialInfo* SearchInfo::best_trial() const {
   const TrialInfo* best = nullptr;
@@ -174,7 +175,7 @@ SearchInfo search(Tasks tasks, const SearchSpace& space, Sampler& sampler, const
              .query("INSERT INTO searches (name, kind, space, sampler, metric, mode, min_resource, max_resource, reduction_factor, "
                     "created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                     {store::storable_text(o.name), o.kind, space_json(space), store::storable_text(sampler.name()),
-                     store::storable_text(o.metric), std::string(o.mode == Mode::Maximize ? "max" : "min"),
+                     store::storable_text(o.metric), std::string(store::to_string(o.mode)),
                      o.asha ? o.asha->min_resource : int64_t{0}, o.asha ? o.asha->max_resource : int64_t{0},
                      o.asha ? o.asha->reduction_factor : int64_t{0}, tasks.now_ms()})[0]
              .integer(0);
@@ -227,7 +228,7 @@ SearchInfo search(Tasks tasks, const SearchSpace& space, Sampler& sampler, const
 SearchInfo get_search(const Tasks& tasks, int64_t id) {
   tasks.store().ensure_schema(detail::search_schema());
   Session session(tasks.store(), Access::Read);
-  const std::vector<Row> rows = session.query(std::string(kSearchColumns) + " WHERE id = ?", {id});
+  const std::vector<Row> rows = session.query(select_searches() + " WHERE id = ?", {id});
   if (rows.empty()) throw store::NotFoundError("search: there is no search " + std::to_string(id));
   SearchInfo s = search_of(rows[0]);
   read_trials(session, s);
@@ -240,7 +241,7 @@ std::vector<SearchInfo> list_searches(const Tasks& tasks, int64_t limit) {
   Session session(tasks.store(), Access::Read);
   std::vector<SearchInfo> out;
   std::vector<Value> params;
-  std::string sql = std::string(kSearchColumns) + " ORDER BY id";
+  std::string sql = select_searches() + " ORDER BY id";
   if (limit > 0) {
     sql += " LIMIT ?";
     params.emplace_back(limit);

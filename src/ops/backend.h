@@ -2,9 +2,19 @@
 // The kernel table of one device. Ops (src/ops/*.cpp) check arguments, infer shapes and
 // dtypes, allocate outputs and record gradients; kernels only compute. Each backend registers
 // its table explicitly from its init function (see register_cpu_backend).
+//
+// A slot is either a member of BackendSlots below or declared beside its op, in the op's source
+// (KernelSlot, at the end of this file): a family whose slots are declared there adds an op with
+// a kernel without touching this file.
+#include <array>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <string>
+#include <typeinfo>
 #include <vector>
 
+#include "loom/core/api.h"
 #include "loom/core/tensor.h"
 
 namespace loom::detail {
@@ -128,7 +138,9 @@ struct AttentionParams {
   int64_t k_plane_stride = 0, v_plane_stride = 0;
 };
 
-struct Backend {
+// The table's slots named here: function pointers only (register.cpp reads them as an array to
+// refuse a table with one unfilled).
+struct BackendSlots {
   // dst and src have the same shape (src may be a broadcast view); converts dtypes.
   void (*copy)(const Tensor& dst, const Tensor& src);
   void (*fill)(const Tensor& dst, Scalar value);
@@ -286,31 +298,71 @@ struct Backend {
   // Adagrad: g += weight_decay p; sum += g g; p += (-lr g) / (sqrt(sum) + eps).
   void (*adagrad_update)(const Tensor& param, const Tensor& grad, const Tensor& sum, const AdagradStep& s, int64_t begin,
                          int64_t end);
+  // (dense linear algebra: its slots are declared beside its ops, src/ops/linalg_decompositions.cpp)
+};
 
-  // --- dense linear algebra (float32/float64). Every matrix operand is a contiguous batch in
-  // LAPACK's column-major order: an r x c matrix is stored as a (batch, c, r) tensor. Inputs
-  // are overwritten. Each returns the first failing batch item (others are still computed).
-  // a <- L (lower, upper triangle zeroed) with a = L L^T; fails when a is not positive-definite.
-  LinalgStatus (*cholesky)(const Tensor& a);
-  // b (n x k) <- a^-1 b, a (n x n) <- its LU factors; fails when a is singular.
-  LinalgStatus (*lu_solve)(const Tensor& a, const Tensor& b);
-  // sign and logabs (batch) <- slogdet(a) from its LU factors (a singular matrix: 0, -inf).
-  void (*slogdet)(const Tensor& a, const Tensor& sign, const Tensor& logabs);
-  // a (m x n) <- Q in its first k = min(m, n) columns; r (k x n) <- R.
-  LinalgStatus (*qr)(const Tensor& a, const Tensor& r);
-  // a (m x n) = u diag(s) vt with s (batch, k) descending; u is m x k and vt k x n (thin), or
-  // m x m and n x n (full); u and vt undefined: singular values only. a is destroyed.
-  LinalgStatus (*svd)(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vt);
-  // Symmetric a (n x n, read from its lower triangle) <- its eigenvectors; w (batch, n) <- the
-  // eigenvalues, ascending.
-  LinalgStatus (*eigh)(const Tensor& a, const Tensor& w);
-  // Minimum-norm least squares: b (max(m, n) x k) <- the solution in its first n rows, for
-  // a (m x n), singular values below rcond * s_max treated as zero.
-  LinalgStatus (*lstsq)(const Tensor& a, const Tensor& b, double rcond);
+// The kernels a backend fills into slots declared beside their ops (KernelSlot), by the slot's
+// name, each with its type: `b.kernels.fill("linalg.cholesky", &cholesky)`. (LOOM_INTERNAL: its
+// unit test reaches it.)
+class LOOM_INTERNAL KernelFills {
+ public:
+  template <class Fn>
+  void fill(const char* slot, Fn* kernel) {
+    add(slot, typeid(Fn), reinterpret_cast<void (*)()>(kernel));
+  }
+  // The kernel filled into `slot` if it has type `type`; std::logic_error naming the slot when
+  // none is, or when the kernel's signature is not the slot's.
+  void (*find(const char* slot, const std::type_info& type) const)();
+  // std::logic_error for a slot filled twice (every test fails on it: the table is built on first use).
+  void add(const char* slot, const std::type_info& type, void (*kernel)());
+
+ private:
+  struct Entry {
+    std::string slot;
+    const std::type_info* type;
+    void (*kernel)();
+  };
+  std::vector<Entry> entries_;
+};
+
+struct Backend : BackendSlots {
+  KernelFills kernels;
 };
 
 const Backend& backend(Device device);
 void register_backend(DeviceType type, const Backend* table);
 void register_cpu_backend();
+
+// A kernel slot declared beside its op, in the op's source: its name and its signature, the
+// kernel's contract in a comment above it, e.g.
+//
+//   // a <- L with a = L L^T; fails when a is not positive-definite.
+//   constinit const detail::KernelSlot<detail::LinalgStatus(const Tensor& a)> kCholesky{"linalg.cholesky"};
+//   ... kCholesky(a.device())(buf) ...
+//
+// and filled by its kernel file's add_<file>_kernels by the same name. The two spell the
+// signature each, and the first call on a device checks that they agree: a slot no kernel of
+// the device fills, or fills with another signature, is a std::logic_error naming the slot (so
+// the op's own tests fail), never a call through the wrong type. The kernel found is kept, so a
+// later call costs one atomic load.
+template <class Fn>
+class KernelSlot {
+ public:
+  constexpr explicit KernelSlot(const char* name) : name_(name) {}
+
+  Fn* operator()(Device device) const {
+    std::atomic<Fn*>& cached = cache_[static_cast<size_t>(device.type)];
+    Fn* kernel = cached.load(std::memory_order_acquire);
+    if (!kernel) {
+      kernel = reinterpret_cast<Fn*>(backend(device).kernels.find(name_, typeid(Fn)));
+      cached.store(kernel, std::memory_order_release);
+    }
+    return kernel;
+  }
+
+ private:
+  const char* name_;
+  mutable std::array<std::atomic<Fn*>, 2> cache_{};  // by DeviceType (CPU, CUDA)
+};
 
 }  // namespace loom::detail

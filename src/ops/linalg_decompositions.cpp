@@ -25,6 +25,31 @@ using detail::mT;
 
 namespace {
 
+using detail::KernelSlot;
+using detail::LinalgStatus;
+
+// The kernels' slots, declared beside their ops (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/linalg.cpp. Float32 or float64; every matrix operand is a contiguous batch in
+// LAPACK's column-major order: an r x c matrix is stored as a (batch, c, r) tensor. Inputs are
+// overwritten. Each returns the first failing batch item (others are still computed).
+// a <- L (lower, upper triangle zeroed) with a = L L^T; fails when a is not positive-definite.
+constinit const KernelSlot<LinalgStatus(const Tensor& a)> kCholesky{"linalg.cholesky"};
+// b (n x k) <- a^-1 b, a (n x n) <- its LU factors; fails when a is singular.
+constinit const KernelSlot<LinalgStatus(const Tensor& a, const Tensor& b)> kLuSolve{"linalg.lu_solve"};
+// sign and logabs (batch) <- slogdet(a) from its LU factors (a singular matrix: 0, -inf).
+constinit const KernelSlot<void(const Tensor& a, const Tensor& sign, const Tensor& logabs)> kSlogdet{"linalg.slogdet"};
+// a (m x n) <- Q in its first k = min(m, n) columns; r (k x n) <- R.
+constinit const KernelSlot<LinalgStatus(const Tensor& a, const Tensor& r)> kQr{"linalg.qr"};
+// a (m x n) = u diag(s) vt with s (batch, k) descending; u is m x k and vt k x n (thin), or
+// m x m and n x n (full); u and vt undefined: singular values only. a is destroyed.
+constinit const KernelSlot<LinalgStatus(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vt)> kSvd{"linalg.svd"};
+// Symmetric a (n x n, read from its lower triangle) <- its eigenvectors; w (batch, n) <- the
+// eigenvalues, ascending.
+constinit const KernelSlot<LinalgStatus(const Tensor& a, const Tensor& w)> kEigh{"linalg.eigh"};
+// Minimum-norm least squares: b (max(m, n) x k) <- the solution in its first n rows, for
+// a (m x n), singular values below rcond * s_max treated as zero.
+constinit const KernelSlot<LinalgStatus(const Tensor& a, const Tensor& b, double rcond)> kLstsq{"linalg.lstsq"};
+
 Shape batch_of(const Tensor& a) { return Shape(a.shape().begin(), a.shape().end() - 2); }
 int64_t rows_of(const Tensor& a) { return a.shape()[a.ndim() - 2]; }
 int64_t cols_of(const Tensor& a) { return a.shape().back(); }
@@ -115,7 +140,7 @@ Tensor solve_matrix(const Tensor& a, const Tensor& b, const char* op) {
   const DType dt = promote_types(a.dtype(), b.dtype());
   Tensor ab = detail::lapack_copy(detail::broadcast_view(a, with(batch, {n, n})), dt);
   Tensor bb = detail::lapack_copy(detail::broadcast_view(b, with(batch, {n, k})), dt);
-  const detail::LinalgStatus st = detail::backend(a.device()).lu_solve(ab, bb);
+  const detail::LinalgStatus st = kLuSolve(a.device())(ab, bb);
   if (st.item >= 0)
     throw LinAlgError(std::string(op) + ": the matrix" + batch_index(batch, st.item) +
                       " is singular (U[" + std::to_string(st.info - 1) + ", " + std::to_string(st.info - 1) +
@@ -138,7 +163,7 @@ Tensor cholesky(const Tensor& a, bool upper) {
   const int64_t n = rows_of(a);
   const Shape batch = batch_of(a);
   Tensor buf = detail::lapack_copy(a, a.dtype());
-  const detail::LinalgStatus st = detail::backend(a.device()).cholesky(buf);
+  const detail::LinalgStatus st = kCholesky(a.device())(buf);
   if (st.item >= 0)
     throw LinAlgError("linalg.cholesky: the matrix" + batch_index(batch, st.item) +
                       " is not positive-definite (its leading minor of order " + std::to_string(st.info) +
@@ -178,7 +203,7 @@ void slogdet_raw(const Tensor& a, Tensor& sign, Tensor& logabs) {
   Tensor buf = detail::lapack_copy(a, a.dtype());
   sign = detail::alloc(batch, a.dtype(), a.device());
   logabs = detail::alloc(batch, a.dtype(), a.device());
-  detail::backend(a.device()).slogdet(buf, reshape(sign, {shape_numel(batch)}), reshape(logabs, {shape_numel(batch)}));
+  kSlogdet(a.device())(buf, reshape(sign, {shape_numel(batch)}), reshape(logabs, {shape_numel(batch)}));
 }
 // g[..., None, None] * a^-T (the derivative of log|det a| times g)
 Tensor times_inv_t(const Tensor& g, const Tensor& a, const char* op) {
@@ -220,7 +245,7 @@ QR qr(const Tensor& a) {
   const Shape batch = batch_of(a);
   Tensor buf = detail::lapack_copy(a, a.dtype());
   Tensor rbuf = detail::alloc({shape_numel(batch), n, k}, a.dtype(), a.device());
-  detail::backend(a.device()).qr(buf, rbuf);
+  kQr(a.device())(buf, rbuf);
   Tensor Q = detail::lapack_view(buf, batch, m, k, m, m * n);
   Tensor R = detail::lapack_view(rbuf, batch, k, n, k, k * n);
   auto outs = record_outputs("linalg.qr", {a}, {Q, R}, [qd = detail::save(Q), rd = detail::save(R), m, n](const Grads& g) {
@@ -260,7 +285,7 @@ SvdRaw svd_raw(const Tensor& a, bool vectors, bool full, const char* op) {
     u = detail::alloc({nb, ucols, m}, a.dtype(), a.device());
     vt = detail::alloc({nb, n, vtrows}, a.dtype(), a.device());
   }
-  const detail::LinalgStatus st = detail::backend(a.device()).svd(buf, u, s, vt);
+  const detail::LinalgStatus st = kSvd(a.device())(buf, u, s, vt);
   if (st.item >= 0)
     throw LinAlgError(std::string(op) + ": the SVD of the matrix" + batch_index(batch, st.item) +
                       " did not converge (LAPACK gesdd info " + std::to_string(st.info) + "; are there NaN or inf values?), " +
@@ -336,7 +361,7 @@ Eigh eigh_impl(const Tensor& a, const std::string& uplo, bool vectors_wanted, co
   const Shape batch = batch_of(a);
   Tensor buf = detail::lapack_copy(a, a.dtype());
   Tensor w = detail::alloc({shape_numel(batch), n}, a.dtype(), a.device());
-  const detail::LinalgStatus st = detail::backend(a.device()).eigh(buf, w);
+  const detail::LinalgStatus st = kEigh(a.device())(buf, w);
   if (st.item >= 0)
     throw LinAlgError(std::string(op) + ": the eigenvalue algorithm did not converge for the matrix" +
                       batch_index(batch, st.item) + " (LAPACK syevd info " + std::to_string(st.info) +
@@ -394,7 +419,7 @@ Tensor lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond) {
   }
   const double eps = dt == Float64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
   const detail::LinalgStatus st =
-      detail::backend(a.device()).lstsq(ab, bb, rcond ? *rcond : eps * static_cast<double>(std::max(m, n)));
+      kLstsq(a.device())(ab, bb, rcond ? *rcond : eps * static_cast<double>(std::max(m, n)));
   if (st.item >= 0)
     throw LinAlgError("linalg.lstsq: the SVD of the matrix" + batch_index(batch, st.item) +
                       " did not converge (LAPACK gelsd info " + std::to_string(st.info) + "), " + detail::describe_operands({&a}));

@@ -273,17 +273,14 @@ std::vector<RunSummary> Runs::summaries(const RunQuery& query) const {
     out.push_back({std::move(r), {}});
   }
   if (out.empty()) return out;
-  const std::string kept =
-      "SELECT run_id, metric, epochs, min_value, max_value, final_value FROM run_metric_summaries WHERE run_id IN (SELECT r.id FROM runs r" +
-      sql + ")";
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  for (const Row& m : conn.query(kept, params)) {
-    MetricSummary& s = out[at.at(m.integer(0))].metrics[m.text(1)];
-    s.epochs = m.integer(2);
-    s.min = m.is_null(3) ? nan : m.real(3);
-    s.max = m.is_null(4) ? nan : m.real(4);
-    s.final = m.is_null(5) ? nan : m.real(5);
-  }
+  // the run and the metric, then the summary's columns (its fields'); a NULL value reads as NaN,
+  // the field's default
+  std::vector<std::string> selected{"run_id", "metric"};
+  for (std::string& c : column_names<MetricSummary>()) selected.push_back(std::move(c));
+  static const RowReader<MetricSummary> reader(selected);
+  const std::string kept = "SELECT run_id, metric, " + column_list<MetricSummary>() +
+                           " FROM run_metric_summaries WHERE run_id IN (SELECT r.id FROM runs r" + sql + ")";
+  for (const Row& m : conn.query(kept, params)) out[at.at(m.integer(0))].metrics[m.text(1)] = reader.read(m);
   return out;
 }
 

@@ -22,10 +22,7 @@ std::string rule_text(const flow::ControllerSpec& s) {
 
 nlohmann::ordered_json to_json(const ControllerInfo& c) { return store::record_json<nlohmann::ordered_json>(c); }
 
-nlohmann::ordered_json to_json(const BatchInfo& b) {
-  return {{"batch", b.batch},     {"versions", b.versions}, {"samples", b.samples},
-          {"task_id", b.task_id}, {"plan_id", b.plan_id},   {"created_ms", b.created_ms}};
-}
+nlohmann::ordered_json to_json(const BatchInfo& b) { return store::record_json<nlohmann::ordered_json>(b); }
 
 std::string versions_text(const std::vector<int64_t>& vs) {
   std::vector<std::string> parts;

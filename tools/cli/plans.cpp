@@ -13,27 +13,21 @@ namespace {
 using flow::PlanInfo;
 using flow::TaskInfo;
 
-// A plan's task as its record's JSON (loom/store/record.h), as `loom tasks show --json` prints it.
-nlohmann::ordered_json task_json(const TaskInfo& t) { return store::record_json<nlohmann::ordered_json>(t); }
-
 int64_t finished_count(const PlanInfo& p) {
   int64_t n = 0;
   for (const TaskInfo& t : p.tasks) n += t.status == flow::Status::Finished;
   return n;
 }
 
+// The plan's record's JSON (loom/store/record.h; each task as `loom tasks show --json` prints
+// it) with, before its tasks, how many finished of how many; `plans list` leaves the tasks out.
 nlohmann::ordered_json plan_json(const PlanInfo& p, bool with_tasks) {
-  nlohmann::ordered_json j;
-  j["id"] = p.id;
-  j["name"] = p.name;
-  j["status"] = flow::status_name(p.status);
-  j["created_ms"] = p.created_ms;
+  nlohmann::ordered_json j = store::record_json<nlohmann::ordered_json>(p);
+  nlohmann::ordered_json tasks = std::move(j["tasks"]);
+  j.erase("tasks");
   j["finished"] = finished_count(p);
   j["total"] = p.tasks.size();
-  if (with_tasks) {
-    j["tasks"] = nlohmann::ordered_json::array();
-    for (const TaskInfo& t : p.tasks) j["tasks"].push_back(task_json(t));
-  }
+  if (with_tasks) j["tasks"] = std::move(tasks);
   return j;
 }
 

@@ -25,35 +25,16 @@ std::string value_text(const std::optional<double>& v) {
   return buf;
 }
 
+// The search's record's JSON (loom/store/record.h; each trial its TrialInfo's) with, before its
+// trials, the best trial's number (null for none) and the steps spent.
 nlohmann::ordered_json search_json(const flow::SearchInfo& s) {
-  nlohmann::ordered_json j;
-  j["id"] = s.id;
-  j["name"] = s.name;
-  j["kind"] = s.kind;
-  j["sampler"] = s.sampler;
-  j["metric"] = s.metric;
-  j["mode"] = s.mode == flow::Mode::Maximize ? "max" : "min";
-  if (s.asha)
-    j["asha"] = {{"min_resource", s.asha->min_resource}, {"max_resource", s.asha->max_resource},
-                 {"reduction_factor", s.asha->reduction_factor}};
-  else
-    j["asha"] = nullptr;
-  j["created_ms"] = s.created_ms;
+  nlohmann::ordered_json j = store::record_json<nlohmann::ordered_json>(s);
+  nlohmann::ordered_json trials = std::move(j["trials"]);
+  j.erase("trials");
   const flow::TrialInfo* best = s.best_trial();
   j["best_trial"] = best ? nlohmann::ordered_json(best->number) : nlohmann::ordered_json(nullptr);
   j["total_steps"] = s.total_steps();
-  j["trials"] = nlohmann::ordered_json::array();
-  for (const flow::TrialInfo& t : s.trials) {
-    nlohmann::ordered_json e;
-    e["number"] = t.number;
-    e["task_id"] = t.task_id;
-    e["state"] = flow::trial_state_name(t.state);
-    e["value"] = t.value ? nlohmann::ordered_json(*t.value) : nlohmann::ordered_json(nullptr);
-    e["steps"] = t.steps;
-    e["params"] = json_value(t.params);
-    e["error"] = t.error;
-    j["trials"].push_back(e);
-  }
+  j["trials"] = std::move(trials);
   return j;
 }
 

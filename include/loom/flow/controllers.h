@@ -105,6 +105,20 @@ struct LOOM_API BatchInfo {
   int64_t task_id = 0;             // the task submitted (0 when the controller submits plans)
   int64_t created_ms = 0;
   int64_t plan_id = 0;             // the plan submitted (0 when it submits a task)
+
+  // Its columns of stream_batches and its JSON's keys, listed once (loom/store/record.h): the
+  // versions are stream_batch_versions' rows; a NULL plan_id (a batch of a task) reads as 0. The
+  // controller is the key the batches are asked by (Controllers::batches), not a field: a batch's
+  // JSON is shown under its controller (`loom controllers show --json`'s batch_list).
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("batch", batch);
+    visit("versions", versions, store::RecordField::not_stored());
+    visit("samples", samples);
+    visit("task_id", task_id);
+    visit("plan_id", plan_id);
+    visit("created_ms", created_ms);
+  }
 };
 
 class LOOM_API Controllers {

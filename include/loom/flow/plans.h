@@ -56,6 +56,17 @@ struct LOOM_API PlanInfo {
   Status status = Status::Pending;
   std::vector<TaskInfo> tasks;  // in id order (a dependency always before its dependents)
   int64_t task_id(const std::string& name) const;  // NotFoundError for a name not in the plan
+
+  // Its columns of plans and its JSON's keys, listed once (loom/store/record.h): the status is
+  // its tasks', the tasks are the tasks table's rows (each its TaskInfo's JSON).
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("id", id);
+    visit("name", name);
+    visit("status", status, store::RecordField::not_stored());
+    visit("created_ms", created_ms);
+    visit("tasks", tasks, store::RecordField::not_stored());
+  }
 };
 
 class LOOM_API Plans {

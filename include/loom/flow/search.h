@@ -23,10 +23,13 @@
 #include "loom/flow/reports.h"
 #include "loom/flow/search_space.h"
 #include "loom/flow/tasks.h"
+#include "loom/store/record.h"
 
 namespace loom::flow {
 
 enum class Mode { Minimize, Maximize };
+// Each mode's one spelling, stored in the searches table and shown everywhere (loom/store/record.h).
+constexpr store::Spellings<2> spellings(Mode) { return {"search mode", {"min", "max"}}; }
 
 // Asynchronous successive halving (Li et al. 2018, as Ray Tune's ASHAScheduler): rungs at
 // min_resource * reduction_factor^k steps up to max_resource; a trial reaching a rung goes on
@@ -36,6 +39,14 @@ struct LOOM_API Asha {
   int64_t min_resource = 1;      // r: the first rung (steps), at least 1
   int64_t max_resource = 0;      // R: a trial's whole budget, at least min_resource
   int64_t reduction_factor = 3;  // eta, at least 2
+
+  // Its columns of searches and its JSON's keys (loom/store/record.h).
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("min_resource", min_resource);
+    visit("max_resource", max_resource);
+    visit("reduction_factor", reduction_factor);
+  }
 };
 
 struct LOOM_API SearchOptions {
@@ -58,6 +69,10 @@ struct LOOM_API SearchOptions {
 };
 
 enum class TrialState { Pending, Running, Completed, Stopped, Failed, Cancelled };
+// Each state's one spelling (loom/store/record.h); trial_state_name(s) is store::to_string(s).
+constexpr store::Spellings<6> spellings(TrialState) {
+  return {"trial state", {"pending", "running", "completed", "stopped", "failed", "cancelled"}};
+}
 LOOM_API const char* trial_state_name(TrialState s);  // "pending", ..., "stopped", ...
 
 struct LOOM_API TrialInfo {
@@ -69,6 +84,20 @@ struct LOOM_API TrialInfo {
   int64_t steps = 0;    // the last step its latest attempt reported (0: none)
   std::string result;   // the task's result (JSON) once finished
   std::string error;    // the task's last error
+
+  // Its JSON's keys and the columns its reader takes by name from the query of a search's trials
+  // (loom/store/record.h): the state and the value are decided from the task's status, result and
+  // reports, not read. The result is the task's (`loom tasks show`), not a key of the trial's JSON.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("number", number);
+    visit("task_id", task_id);
+    visit("state", state, store::RecordField::not_stored());
+    visit("value", value, store::RecordField::not_stored());
+    visit("steps", steps);
+    visit("params", params, store::RecordField::json());
+    visit("error", error);
+  }
 };
 
 struct LOOM_API SearchInfo {
@@ -82,6 +111,22 @@ struct LOOM_API SearchInfo {
   // went furthest, best among those; nullptr if no trial has a value.
   const TrialInfo* best_trial() const;
   int64_t total_steps() const;  // the steps reported by all trials: the budget spent
+
+  // Its columns of searches and its JSON's keys, listed once (loom/store/record.h): ASHA is
+  // null in the JSON when there is none, its columns (Asha's, min_resource 0 for none) read
+  // beside these; the trials are search_trials' rows.
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("id", id);
+    visit("name", name);
+    visit("kind", kind);
+    visit("sampler", sampler);
+    visit("metric", metric);
+    visit("mode", mode);
+    visit("asha", asha, store::RecordField::not_stored());
+    visit("created_ms", created_ms);
+    visit("trials", trials, store::RecordField::not_stored());
+  }
 };
 
 // Runs a search to its end (every trial ended, or the timeout) and returns it. ValueError

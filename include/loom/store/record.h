@@ -24,7 +24,8 @@
 // of integers, numbers, strings or records, a map from names to records, a record (its columns
 // flattened into the table's, its JSON a nested object) or a value kept as JSON text in one
 // column (below); in a record's JSON only (no column holds them), a DType (its name, "float32")
-// and a Shape (an array of integers).
+// and a Shape (an array of integers), and a std::optional of any of these (null when empty: a
+// search's ASHA, a trial's value).
 //
 // A value kept as JSON text (a named query's SampleQuery) is declared by two functions found by
 // argument-dependent lookup, its one codec:
@@ -53,6 +54,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -115,6 +117,10 @@ template <class T>
 struct is_vector : std::false_type {};
 template <class T>
 struct is_vector<std::vector<T>> : std::true_type {};
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
 template <class T>
 struct is_map : std::false_type {};
 template <class T>
@@ -299,7 +305,9 @@ namespace detail {
 // when empty; NaN null).
 template <class Json, class T>
 Json value_json(const T& v, RecordField f) {
-  if constexpr (Record<T>) {
+  if constexpr (is_optional<T>::value) {
+    return v ? value_json<Json>(*v, f) : Json(nullptr);
+  } else if constexpr (Record<T>) {
     return record_json<Json>(v);
   } else if constexpr (TextCoded<T>) {
     const std::string text = record_text(v);
@@ -356,8 +364,25 @@ const char* json_type(const Json& v) {
 }
 
 template <class Json, class T>
+void field_from_json(const Json& v, T& out, RecordField f, const std::string& where, const char* key);
+
+// An optional field: null is none, anything else its value's JSON.
+template <class Json, class T>
+void optional_from_json(const Json& v, std::optional<T>& out, RecordField f, const std::string& where, const char* key) {
+  if (v.is_null()) {
+    out.reset();
+    return;
+  }
+  T x{};
+  field_from_json(v, x, f, where, key);
+  out = std::move(x);
+}
+
+template <class Json, class T>
 void field_from_json(const Json& v, T& out, RecordField f, const std::string& where, const char* key) {
-  if constexpr (Record<T>) {
+  if constexpr (is_optional<T>::value) {
+    optional_from_json(v, out, f, where, key);
+  } else if constexpr (Record<T>) {
     out = record_from_json_impl<T>(v, where + "." + key);
   } else if constexpr (TextCoded<T>) {
     if (v.is_null()) {

@@ -89,12 +89,29 @@ struct LOOM_API MetricSummary {
   double min = std::numeric_limits<double>::quiet_NaN();
   double max = std::numeric_limits<double>::quiet_NaN();
   int64_t epochs = 0;
+
+  // Its columns of run_metric_summaries (a NULL value: NaN) and its JSON's keys (loom/store/record.h).
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("final", final, RecordField::in_column("final_value"));
+    visit("min", min, RecordField::in_column("min_value"));
+    visit("max", max, RecordField::in_column("max_value"));
+    visit("epochs", epochs);
+  }
 };
 
 // A run without its curves (run.metrics empty) and each of its metrics in brief.
 struct LOOM_API RunSummary {
   RunInfo run;
   std::map<std::string, MetricSummary> metrics;
+
+  // Its columns (the run's) and its JSON's keys, listed once (loom/store/record.h): the run as an
+  // object, its metrics' summaries by name (run_metric_summaries' rows).
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("run", run);
+    visit("metrics", metrics, RecordField::not_stored());
+  }
 };
 
 // One metric over several runs, epoch by epoch (NaN values skipped): a group of runs' mean

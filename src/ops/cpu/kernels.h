@@ -46,13 +46,7 @@ void rmsprop_update(const Tensor& param, const Tensor& grad, const Tensor& squar
                     const Tensor& momentum_buffer, const detail::RMSPropStep& s, int64_t begin, int64_t end);
 void adagrad_update(const Tensor& param, const Tensor& grad, const Tensor& sum, const detail::AdagradStep& s,
                     int64_t begin, int64_t end);
-// dense linear algebra on LAPACK (linalg.cpp): see Backend
-detail::LinalgStatus cholesky(const Tensor& a);
-detail::LinalgStatus lu_solve(const Tensor& a, const Tensor& b);
-void slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabs);
-detail::LinalgStatus qr(const Tensor& a, const Tensor& r);
-detail::LinalgStatus svd(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vt);
-detail::LinalgStatus eigh(const Tensor& a, const Tensor& w);
-detail::LinalgStatus lstsq(const Tensor& a, const Tensor& b, double rcond);
+// (dense linear algebra, linalg.cpp: its kernels are that file's own, filled into slots
+// declared beside their ops)
 
 }  // namespace loom::cpu

@@ -192,8 +192,6 @@ LinalgStatus lstsq_t(const Tensor& a, const Tensor& rhs, double rcond) {
   });
 }
 
-}  // namespace
-
 LinalgStatus cholesky(const Tensor& a) { return a.dtype() == Float64 ? cholesky_t<double>(a) : cholesky_t<float>(a); }
 LinalgStatus lu_solve(const Tensor& a, const Tensor& b) {
   return a.dtype() == Float64 ? lu_solve_t<double>(a, b) : lu_solve_t<float>(a, b);
@@ -211,15 +209,18 @@ LinalgStatus lstsq(const Tensor& a, const Tensor& b, double rcond) {
   return a.dtype() == Float64 ? lstsq_t<double>(a, b, rcond) : lstsq_t<float>(a, b, rcond);
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+}  // namespace
+
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/linalg_decompositions.cpp), with its signature, which the slot checks.
 void add_linalg_kernels(detail::Backend& b) {
-  b.cholesky = cpu::cholesky;
-  b.lu_solve = cpu::lu_solve;
-  b.slogdet = cpu::slogdet;
-  b.qr = cpu::qr;
-  b.svd = cpu::svd;
-  b.eigh = cpu::eigh;
-  b.lstsq = cpu::lstsq;
+  b.kernels.fill("linalg.cholesky", &cholesky);
+  b.kernels.fill("linalg.lu_solve", &lu_solve);
+  b.kernels.fill("linalg.slogdet", &slogdet);
+  b.kernels.fill("linalg.qr", &qr);
+  b.kernels.fill("linalg.svd", &svd);
+  b.kernels.fill("linalg.eigh", &eigh);
+  b.kernels.fill("linalg.lstsq", &lstsq);
 }
 
 }  // namespace loom::cpu

@@ -1,4 +1,5 @@
-// A task, a stream controller, a task event and a trial's report declared once
+// A task, a stream controller and its batches, a task event, a trial's report, a plan and a
+// search with its trials declared once
 // (loom/store/record.h, docs/architecture.md "Records"): their columns, readers and JSON come
 // from their fields(); each goes through the database and through JSON unchanged; a stored
 // status or event that is no spelling is a BadStateError naming the valid ones. On SQLite and
@@ -7,8 +8,12 @@
 #include <loom/core/error.h>
 #include <loom/flow/controllers.h>
 #include <loom/flow/events.h>
+#include <loom/flow/plans.h>
 #include <loom/flow/reports.h>
+#include <loom/flow/search.h>
 #include <loom/flow/tasks.h>
+#include <loom/ops/creation.h>
+#include <loom/store/datasets.h>
 #include <loom/store/error.h>
 #include <loom/store/record.h>
 #include <loom/store/store.h>
@@ -16,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <thread>
 
 #include "unit/flow/flow_test_util.h"
 #include "unit/store/store_test_util.h"
@@ -29,6 +35,24 @@ using ordered_json = nlohmann::ordered_json;
 
 class FlowRecords : public loom_test::FlowBackendTest {};
 INSTANTIATE_STORE_BACKENDS(FlowRecords);
+
+namespace {
+
+// The keys of `j`, in order, and a record's field names: one key set.
+std::vector<std::string> keys_of(const ordered_json& j) {
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  return keys;
+}
+
+template <class R>
+std::vector<std::string> field_names(const R& r) {
+  std::vector<std::string> names;
+  store::detail::visit_fields(r, [&](const char* key, const auto&, store::RecordField = {}) { names.emplace_back(key); });
+  return names;
+}
+
+}  // namespace
 
 TEST(FlowRecordsSpelling, TaskStatusesHaveOneSpellingEach) {
   EXPECT_EQ(store::state_names<flow::Status>(), (std::vector<std::string>{"pending", "running", "finished", "failed", "cancelled"}));
@@ -203,4 +227,126 @@ TEST_P(FlowRecords, ATrialReportRoundTripsThroughTheDatabaseAndJson) {
   const ordered_json j = store::record_json<ordered_json>(got[1]);
   EXPECT_EQ(j, ordered_json({{"task_id", id}, {"step", 2}, {"value", 0.25}, {"token", claim->token}, {"created_ms", got[1].created_ms}}));
   EXPECT_EQ(store::record_json<ordered_json>(store::record_from_json<flow::Report>(j, "report")).dump(), j.dump());
+}
+
+TEST_P(FlowRecords, AStreamBatchRoundTripsThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Controllers controllers(tasks);
+  controllers.create({.name = "retrain", .dataset = "points", .min_samples = 2, .kind = "train"});
+  for (int v = 0; v < 2; ++v) {
+    store::DatasetWriter w = fs.store.datasets().create("points", {.fields = {"x"}});
+    w.append({.tensors = {{"x", ones({2})}}});
+    w.append({.tensors = {{"x", ones({2})}}});
+    w.commit();
+  }
+  ASSERT_TRUE(controllers.step("retrain"));
+  // its columns of stream_batches: the versions are another table's rows
+  EXPECT_EQ(store::column_list<flow::BatchInfo>(), "batch, samples, task_id, plan_id, created_ms");
+  const std::vector<flow::BatchInfo> batches = controllers.batches("retrain");
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].controller, "retrain");
+  EXPECT_EQ(batches[0].versions, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(batches[0].plan_id, 0);  // NULL: a task's batch
+
+  // the JSON of `loom controllers show --json`'s batch_list: the key set it always had
+  const ordered_json j = store::record_json<ordered_json>(batches[0]);
+  EXPECT_EQ(keys_of(j), field_names(batches[0]));
+  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"batch", "versions", "samples", "task_id", "plan_id", "created_ms"}));
+  EXPECT_EQ(j["versions"], ordered_json({1, 2}));
+  EXPECT_EQ(j["samples"], 4);
+  EXPECT_EQ(store::record_json<ordered_json>(store::record_from_json<flow::BatchInfo>(j, "batch")).dump(), j.dump());
+}
+
+TEST_P(FlowRecords, APlanRoundTripsThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::Plans plans(tasks);
+  const int64_t id =
+      plans.submit({.name = "cv", .tasks = {{.name = "fold", .kind = "train"}, {.name = "mean", .kind = "mean", .depends_on = {"fold"}}}});
+  tasks.finish(*tasks.claim({"train"}, "agent"), R"({"accuracy": 0.5})");
+  EXPECT_EQ(store::column_list<flow::PlanInfo>(), "id, name, created_ms");  // the status is its tasks'
+  const flow::PlanInfo p = plans.get(id);
+  EXPECT_EQ(p.name, "cv");
+  EXPECT_EQ(p.status, flow::Status::Pending);
+
+  // one key set: the record's fields, each task its TaskInfo's JSON
+  const ordered_json j = store::record_json<ordered_json>(p);
+  EXPECT_EQ(keys_of(j), field_names(p));
+  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"id", "name", "status", "created_ms", "tasks"}));
+  EXPECT_EQ(j["status"], "pending");
+  ASSERT_EQ(j["tasks"].size(), 2u);
+  EXPECT_EQ(j["tasks"][0].dump(), store::record_json<ordered_json>(tasks.get(p.task_id("fold"))).dump());
+  EXPECT_EQ(j["tasks"][0]["result"]["accuracy"], 0.5);
+  const flow::PlanInfo back = store::record_from_json<flow::PlanInfo>(nlohmann::json::parse(j.dump()), "plan");
+  EXPECT_EQ(store::record_json<ordered_json>(back).dump(), j.dump());
+  EXPECT_EQ(back.task_id("mean"), p.task_id("mean"));
+}
+
+TEST_P(FlowRecords, ASearchAndItsTrialsRoundTripThroughTheDatabaseAndJson) {
+  FreshStore fs(url());
+  flow::Tasks tasks(fs.store);
+  flow::SearchSpace space;
+  space.categorical("q", {"0", "1"});
+  flow::GridSampler grid;
+  flow::SearchInfo done;
+  std::thread driver([&] {
+    done = flow::search(tasks, space, grid,
+                        {.kind = "trial", .metric = "accuracy", .mode = flow::Mode::Maximize, .n_trials = 2, .max_concurrent_trials = 2,
+                         .asha = flow::Asha{.min_resource = 1, .max_resource = 4, .reduction_factor = 2},
+                         .task_options = {.max_attempts = 1}, .poll_ms = 5});
+  });
+  int ended = 0;
+  while (ended < 2) {
+    if (auto claim = tasks.claim({"trial"}, "agent")) {
+      if (nlohmann::json::parse(claim->hyper_parameters)["q"] == 0) tasks.finish(*claim, R"({"accuracy": 0.75})");
+      else tasks.fail(*claim, "diverged");
+      ++ended;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  driver.join();
+  // its columns of searches (ASHA's read beside them); the trials are other tables' rows
+  EXPECT_EQ(store::column_list<flow::SearchInfo>(), "id, name, kind, sampler, metric, mode, created_ms");
+  EXPECT_EQ(store::column_list<flow::Asha>(), "min_resource, max_resource, reduction_factor");
+  const flow::SearchInfo s = flow::get_search(tasks, done.id);
+  EXPECT_EQ(s.mode, flow::Mode::Maximize);
+  ASSERT_TRUE(s.asha);
+  EXPECT_EQ(s.asha->max_resource, 4);
+  ASSERT_EQ(s.trials.size(), 2u);
+  EXPECT_EQ(s.trials[0].state, flow::TrialState::Completed);
+  ASSERT_TRUE(s.trials[0].value);
+  EXPECT_EQ(*s.trials[0].value, 0.75);
+  EXPECT_EQ(nlohmann::json::parse(s.trials[0].result)["accuracy"], 0.75);  // the task's, not a key of the trial's JSON
+  EXPECT_EQ(s.trials[1].state, flow::TrialState::Failed);
+  EXPECT_EQ(s.trials[1].error, "diverged");
+
+  // one key set each: the search's fields and its trials' (the key sets `loom searches show
+  // --json` always printed, around which it adds best_trial and total_steps)
+  const ordered_json j = store::record_json<ordered_json>(s);
+  EXPECT_EQ(keys_of(j), field_names(s));
+  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"id", "name", "kind", "sampler", "metric", "mode", "asha", "created_ms", "trials"}));
+  EXPECT_EQ(j["mode"], "max");
+  EXPECT_EQ(j["asha"], ordered_json({{"min_resource", 1}, {"max_resource", 4}, {"reduction_factor", 2}}));
+  EXPECT_EQ(keys_of(j["trials"][0]), field_names(s.trials[0]));
+  EXPECT_EQ(keys_of(j["trials"][0]), (std::vector<std::string>{"number", "task_id", "state", "value", "steps", "params", "error"}));
+  EXPECT_EQ(j["trials"][0]["params"], ordered_json({{"q", 0}}));
+  EXPECT_EQ(j["trials"][0]["state"], "completed");
+  EXPECT_EQ(j["trials"][1]["state"], "failed");
+  EXPECT_TRUE(j["trials"][1]["value"].is_null());
+  const flow::SearchInfo back = store::record_from_json<flow::SearchInfo>(nlohmann::json::parse(j.dump()), "search");
+  EXPECT_EQ(store::record_json<ordered_json>(back).dump(), j.dump());
+  ASSERT_TRUE(back.trials[0].value);
+  EXPECT_EQ(*back.trials[0].value, 0.75);
+
+  // a search without ASHA: null, and back
+  flow::SearchInfo plain = s;
+  plain.asha.reset();
+  const ordered_json p = store::record_json<ordered_json>(plain);
+  EXPECT_TRUE(p["asha"].is_null());
+  EXPECT_FALSE(store::record_from_json<flow::SearchInfo>(p, "search").asha.has_value());
+  EXPECT_EQ(store::state_names<flow::TrialState>(),
+            (std::vector<std::string>{"pending", "running", "completed", "stopped", "failed", "cancelled"}));
+  EXPECT_STREQ(flow::trial_state_name(flow::TrialState::Stopped), "stopped");
 }

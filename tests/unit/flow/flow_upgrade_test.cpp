@@ -6,6 +6,8 @@
 // A new migration is covered without editing a test. On SQLite and PostgreSQL.
 #include <gtest/gtest.h>
 #include <loom/flow/controllers.h>
+#include <loom/flow/plans.h>
+#include <loom/flow/search.h>
 #include <loom/flow/tasks.h>
 #include <loom/store/record.h>
 #include <loom/store/schema_part.h>
@@ -52,10 +54,16 @@ TEST_P(FlowUpgrade, EveryVersionOfEveryFlowPartUpgradesAndItsTasksRead) {
       EXPECT_EQ(all[0].id, id);
       EXPECT_EQ(all[0].lineage.output_model, "m");
       EXPECT_EQ(all[0].status, flow::Status::Pending);
-      // a stream controller's columns are there, and its row reads
+      // every record's columns are there (a stream controller's, its batches', a plan's, a
+      // search's and its ASHA's), and a controller's row reads
       {
         store::Session read(s, store::Access::Read);
-        EXPECT_NO_THROW(read.query("SELECT " + store::column_list<flow::ControllerInfo>() + " FROM stream_controllers"));
+        for (const auto& [table, columns] :
+             {std::pair<std::string, std::string>{"stream_controllers", store::column_list<flow::ControllerInfo>()},
+              {"stream_batches", store::column_list<flow::BatchInfo>()},
+              {"plans", store::column_list<flow::PlanInfo>()},
+              {"searches", store::column_list<flow::SearchInfo>() + ", " + store::column_list<flow::Asha>()}})
+          EXPECT_NO_THROW(read.query("SELECT " + columns + " FROM " + table)) << table;
         read.commit();
       }
       flow::Controllers controllers(tasks);

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "unit/common/core_test_util.h"
 #include "unit/store/store_test_util.h"
@@ -115,6 +116,17 @@ void expect_same(const Sample& a, const Sample& b) {
   EXPECT_EQ(a.inner.label, b.inner.label);
 }
 
+// Optional fields (a search's ASHA, a trial's value): JSON only.
+struct Maybe {
+  std::optional<double> value;
+  std::optional<Inner> inner;
+  template <class Visit>
+  void fields(Visit&& visit) {
+    visit("value", value, store::RecordField::not_stored());
+    visit("inner", inner, store::RecordField::not_stored());
+  }
+};
+
 }  // namespace
 
 TEST(StoreRecords, ColumnsComeFromTheFieldsWithNestedRecordsFlattened) {
@@ -174,6 +186,26 @@ TEST(StoreRecords, JsonWithAMissingUnknownOrMistypedKeyIsRefusedByName) {
                            {"sample.inner", "missing key 'label'"}));
   EXPECT_TRUE(contains_all(error_message<ValueError>([&] { store::record_from_json<Sample>(ordered_json::array(), "sample"); }),
                            {"sample", "must be a JSON object", "array"}));
+}
+
+TEST(StoreRecords, AnOptionalFieldIsNullWhenEmpty) {
+  const ordered_json none = store::record_json<ordered_json>(Maybe{});
+  EXPECT_EQ(none.dump(), R"({"value":null,"inner":null})");
+  const Maybe back = store::record_from_json<Maybe>(none, "maybe");
+  EXPECT_FALSE(back.value.has_value());
+  EXPECT_FALSE(back.inner.has_value());
+  const ordered_json some = store::record_json<ordered_json>(Maybe{0.5, Inner{3, "three"}});
+  EXPECT_EQ(some.dump(), R"({"value":0.5,"inner":{"size":3,"label":"three"}})");
+  const Maybe read = store::record_from_json<Maybe>(some, "maybe");
+  ASSERT_TRUE(read.value);
+  EXPECT_EQ(*read.value, 0.5);
+  ASSERT_TRUE(read.inner.has_value());
+  EXPECT_EQ(read.inner->label, "three");
+  ordered_json bad = some;
+  bad["inner"].erase("size");
+  EXPECT_TRUE(contains_all(error_message<ValueError>([&] { store::record_from_json<Maybe>(bad, "maybe"); }),
+                           {"maybe.inner", "missing key 'size'"}));
+  EXPECT_TRUE(store::column_names<Maybe>().empty());
 }
 
 TEST(StoreRecords, StatesHaveOneSpellingEach) {
@@ -329,4 +361,36 @@ TEST_P(StoreRecordsDb, ANamedQueryRoundTripsThroughTheDatabaseAndJson) {
   raw_sql(url(), "UPDATE dataset_queries SET query = '{\"limit\": \"many\"}' WHERE name = 'ones'");
   for (auto read : {std::function<void()>([&] { s.queries().get("ones"); }), std::function<void()>([&] { s.queries().list(); })})
     EXPECT_TRUE(contains_all(error_message<store::StoreError>(read), {"named query 'ones'", "column 'query'", "'limit' is not an integer"}));
+}
+
+TEST_P(StoreRecordsDb, ARunSummaryRoundTripsThroughTheDatabaseAndJson) {
+  store::Store s = store::Store::open(url());
+  const int64_t id = s.runs().start("exp", "r1").id;
+  s.runs().log_epoch(id, 0, {{"loss", 2.0}, {"acc", std::numeric_limits<double>::quiet_NaN()}});
+  s.runs().log_epoch(id, 1, {{"loss", 1.0}});
+  // the summaries' columns come from MetricSummary's fields; the run's from RunInfo's
+  EXPECT_EQ(store::column_list<store::MetricSummary>(), "final_value, min_value, max_value, epochs");
+  EXPECT_EQ(store::column_list<store::RunSummary>(), store::column_list<store::RunInfo>());
+  const std::vector<store::RunSummary> all = s.runs().summaries();
+  ASSERT_EQ(all.size(), 1u);
+  const store::MetricSummary& loss = all[0].metrics.at("loss");
+  EXPECT_EQ(loss.final, 1.0);
+  EXPECT_EQ(loss.min, 1.0);
+  EXPECT_EQ(loss.max, 2.0);
+  EXPECT_EQ(loss.epochs, 2);
+  EXPECT_TRUE(std::isnan(all[0].metrics.at("acc").final));  // a NULL summary value reads as NaN
+
+  // one key set: the record's fields; a NaN is null
+  const ordered_json j = store::record_json<ordered_json>(all[0]);
+  std::vector<std::string> keys, fields;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  store::detail::visit_fields(all[0], [&](const char* key, const auto&, store::RecordField = {}) { fields.emplace_back(key); });
+  EXPECT_EQ(keys, fields);
+  EXPECT_EQ(keys, (std::vector<std::string>{"run", "metrics"}));
+  EXPECT_EQ(j["run"]["name"], "r1");
+  EXPECT_EQ(j["metrics"]["loss"], ordered_json({{"final", 1.0}, {"min", 1.0}, {"max", 2.0}, {"epochs", 2}}));
+  EXPECT_TRUE(j["metrics"]["acc"]["final"].is_null());
+  const store::RunSummary back = store::record_from_json<store::RunSummary>(j, "summary");
+  EXPECT_EQ(store::record_json<ordered_json>(back).dump(), j.dump());
+  EXPECT_TRUE(std::isnan(back.metrics.at("acc").max));
 }

@@ -57,7 +57,8 @@ TEST_P(StoreUpgrade, AStoreStoppedAtEveryVersionOfItsSchemaUpgradesAndReads) {
       store::Session read(s, store::Access::Read);
       for (const auto& [table, columns] : {std::pair<std::string, std::string>{"runs", store::column_list<store::RunInfo>()},
                                            {"datasets", store::column_list<store::DatasetInfo>()},
-                                           {"dataset_queries", store::column_list<store::NamedQuery>()}})
+                                           {"dataset_queries", store::column_list<store::NamedQuery>()},
+                                           {"run_metric_summaries", store::column_list<store::MetricSummary>()}})
         EXPECT_NO_THROW(read.query("SELECT " + columns + " FROM " + table)) << table;
       read.commit();
     }

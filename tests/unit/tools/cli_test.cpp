@@ -170,6 +170,13 @@ void expect_aligned(const std::string& table, const std::string& column) {
   return ::testing::AssertionSuccess();
 }
 
+// The keys of a JSON object, sorted (json keeps them sorted): the key set a command prints.
+std::vector<std::string> keys_of(const json& j) {
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  return keys;
+}
+
 json parse(const CliResult& r) {
   EXPECT_EQ(r.code, 0) << r.err;
   try {
@@ -385,6 +392,7 @@ TEST_P(CliStore, QueriesAndControllers) {
   EXPECT_EQ(j["batches"], 1);
   ASSERT_EQ(j["batch_list"].size(), 1u) << j;
   EXPECT_EQ(j["batch_list"][0]["versions"], json({1, 2}));
+  EXPECT_EQ(keys_of(j["batch_list"][0]), (std::vector<std::string>{"batch", "created_ms", "plan_id", "samples", "task_id", "versions"}));
   j = parse(loom({"tasks", "show", std::to_string(j["batch_list"][0]["task_id"].get<int64_t>()), "--store", u, "--json"}));
   EXPECT_EQ(j["kind"], "train");
   EXPECT_EQ(j["hyper_parameters"]["stream"]["versions"], json({1, 2}));
@@ -500,6 +508,11 @@ TEST_P(CliStore, PlansSubmitShowCancelReplayAndEvents) {
   const int64_t fold0 = j["tasks"]["fold-0"], mean = j["tasks"]["mean"];
 
   j = parse(loom({"plans", "show", std::to_string(plan), "--json"}));
+  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"created_ms", "finished", "id", "name", "status", "tasks", "total"}));
+  EXPECT_EQ(j["finished"], 0);
+  EXPECT_EQ(j["total"], 3);
+  EXPECT_EQ(keys_of(parse(loom({"plans", "list", "--json"}))[0]),
+            (std::vector<std::string>{"created_ms", "finished", "id", "name", "status", "total"}));
   EXPECT_EQ(j["name"], "cv");
   EXPECT_EQ(j["status"], "pending");
   ASSERT_EQ(j["tasks"].size(), 3u);
@@ -797,6 +810,11 @@ TEST_P(CliStore, SearchesListAndShow) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(loom_test::contains_all(r.out, {"xs", "trial", "grid", "loss (min)", "SAMPLER"})) << r.out;
   json j = parse(loom({"searches", "show", std::to_string(s.id), "--json"}));
+  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"asha", "best_trial", "created_ms", "id", "kind", "metric", "mode", "name", "sampler",
+                                                  "total_steps", "trials"}));
+  EXPECT_EQ(keys_of(j["trials"][0]), (std::vector<std::string>{"error", "number", "params", "state", "steps", "task_id", "value"}));
+  EXPECT_EQ(j["mode"], "min");
+  EXPECT_TRUE(j["asha"].is_null());
   EXPECT_EQ(j["sampler"], "grid");
   EXPECT_EQ(j["best_trial"], 1);
   ASSERT_EQ(j["trials"].size(), 3u);
