@@ -129,9 +129,6 @@ struct Table {
   // row j of bt), in W lanes folded at the end; bits depending on the two rows and K only.
   void (*gemm_rows_bt)(float* c, int64_t ldc, const float* a, int64_t lda, const float* bt, int64_t ldbt, int64_t m,
                        int64_t n, int64_t K);
-  // out[i] = exp(x[i] - m) for i < n (out may be x; null: not stored), and their sum, in
-  // softmax_rows' lane order (fused attention's online softmax, one tile row at a time).
-  float (*exp_sum)(float* out, const float* x, int64_t n, float m);
   // c = a (m x K) times the transpose of the int8 matrix q (n x K, row stride ldq), row j of q
   // scaled by scales[j * ng + g] over its columns [g * group, (g + 1) * group), ng =
   // ceil(K / group) (quantized.inc): the int8 values become floats in registers only.
