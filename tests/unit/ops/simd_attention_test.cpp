@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,14 +16,6 @@
 namespace simd = loom::cpu::simd;
 
 namespace {
-
-std::vector<float> uniform(int64_t n, uint32_t seed, float lo = -2, float hi = 2) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = d(rng);
-  return v;
-}
 
 bool fused_build(const simd::Table& t) { return std::string(t.isa) != "baseline"; }
 
@@ -41,9 +32,9 @@ TEST(SimdAttention, GemmRowsAddContinuesEachElementsChainFromC) {
       for (int64_t n : {w, 2 * w, 3 * w, int64_t{64}})
         for (int64_t K : {1, 5, 64, 300}) {
           const int64_t lda = K + 3, ldb = n + w, ldc = n + 2 * w;
-          const std::vector<float> a = uniform(m * lda, static_cast<uint32_t>(m * 7 + K)),
-                                   b = uniform(K * ldb, static_cast<uint32_t>(n * 11 + K));
-          std::vector<float> c = uniform(m * ldc, static_cast<uint32_t>(m + n + K)), c0 = c;
+          const std::vector<float> a = random_floats(m * lda, static_cast<uint32_t>(m * 7 + K)),
+                                   b = random_floats(K * ldb, static_cast<uint32_t>(n * 11 + K));
+          std::vector<float> c = random_floats(m * ldc, static_cast<uint32_t>(m + n + K)), c0 = c;
           t->gemm_rows_add(c.data(), ldc, a.data(), lda, b.data(), ldb, m, n, K);
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < ldc; ++j) {
@@ -80,11 +71,11 @@ TEST(SimdAttention, OnlineSoftmaxRowsTakesOneStepForEveryRow) {
   for (const simd::Table* t : runnable_tables()) {
     for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{t->lanes}, int64_t{64}, int64_t{67}}) {
       const int64_t rows = 5, lds = n + 3, nacc = 2 * t->lanes, ldacc = nacc + 1;
-      std::vector<float> s = uniform(rows * lds, static_cast<uint32_t>(n), -6, 6);
+      std::vector<float> s = random_floats(rows * lds, static_cast<uint32_t>(n), -6, 6);
       for (int64_t c = 0; c < n; ++c) s[2 * lds + c] = ninf;     // row 2: masked throughout
       if (n > 1) s[1 * lds + n - 1] = ninf;                      // row 1: one masked position
       std::vector<float> m = {0.5f, ninf, ninf, 7.0f, -3.0f}, l = {2.0f, 0.0f, 0.0f, 1.5f, 4.0f};
-      std::vector<float> acc = uniform(rows * ldacc, static_cast<uint32_t>(n + 1));
+      std::vector<float> acc = random_floats(rows * ldacc, static_cast<uint32_t>(n + 1));
       const std::vector<float> s0 = s, m0 = m, l0 = l, acc0 = acc;
       t->online_softmax_rows(s.data(), lds, rows, n, m.data(), l.data(), acc.data(), ldacc, nacc);
       for (int64_t r = 0; r < rows; ++r) {
@@ -123,9 +114,9 @@ TEST(SimdAttention, TilePassesEqualTheRowByRowCalls) {
   for (const simd::Table* t : runnable_tables()) {
     for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{t->lanes}, int64_t{2 * t->lanes + 5}, int64_t{64}}) {
       const int64_t rows = 4, ld = n + 2;
-      const std::vector<float> x0 = uniform(rows * ld, static_cast<uint32_t>(3 * n), -5, 1),
-                               sub = uniform(n, static_cast<uint32_t>(5 * n), -1, 1),
-                               p = uniform(rows * ld, static_cast<uint32_t>(7 * n), 0, 1);
+      const std::vector<float> x0 = random_floats(rows * ld, static_cast<uint32_t>(3 * n), -5, 1),
+                               sub = random_floats(n, static_cast<uint32_t>(5 * n), -1, 1),
+                               p = random_floats(rows * ld, static_cast<uint32_t>(7 * n), 0, 1);
       std::vector<float> x = x0, want = x0;
       t->exp_minus_rows(x.data(), ld, sub.data(), rows, n);
       for (int64_t r = 0; r < rows; ++r) {

@@ -183,14 +183,6 @@ std::vector<int64_t> lengths(int w) {
   return n;
 }
 
-std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -2, float hi = 2) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = d(rng);
-  return v;
-}
-
 // Sprinkles special values over v: NaN, +-inf, +-0 at positions that differ with the seed
 // (the first and the last element included when v is long enough).
 void add_specials(std::vector<float>& v, uint32_t seed) {

@@ -1,6 +1,8 @@
 #pragma once
 // The per-ISA kernel tables (src/ops/cpu/simd) this CPU can run, for the tests that check every
 // build: baseline always, AVX2 and AVX-512 where the CPU has them.
+#include <cstdint>
+#include <random>
 #include <vector>
 
 #include "ops/cpu/simd/simd.h"
@@ -14,4 +16,13 @@ inline std::vector<const loom::cpu::simd::Table*> runnable_tables() {
       __builtin_cpu_supports("avx512bw"))
     ts.push_back(&simd::avx512::get());
   return ts;
+}
+
+// n floats drawn uniformly from [lo, hi) by a generator seeded with `seed`.
+inline std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -2, float hi = 2) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = d(rng);
+  return v;
 }
