@@ -87,10 +87,18 @@ struct GemmGrid {
 // took 1.33x on AVX-512, in row halves 1.01x). Otherwise the longer tile edge splits first,
 // columns down to 128 (64-wide ones cost up to 1.48x) or to 64 for a second tile when nothing
 // else splits. Up to 8 tiles instead of 4 took the MLP step at 1 thread 3-4 % longer.
+//
+// A product of fewer than 8 rows (a cached decoder's step: one row per sequence) is bound by
+// reading B, not by its multiply-adds, and a column split costs it one call more and no
+// repacking: it splits from 2^18 floats of B a tile (1 MiB). Counted by multiply-adds, a row
+// times GPT-2's 768 x 768 projections had stayed one call on one thread (on the AMD EPYC Zen 3,
+// AVX2, from Python: 56 us at 1 and 2 threads; split, 34 us at 2).
 GemmGrid gemm_grid(int64_t batch, int64_t M, int64_t N, int64_t K, bool b_transposed) {
-  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const bool reads_b = M < 8;
+  const double work = static_cast<double>(reads_b ? 1 : M) * static_cast<double>(N) * static_cast<double>(K);
+  const double per_tile = reads_b ? (1 << 18) : (1 << 20);
   int64_t parts = 1;
-  while (parts < 4 && work >= static_cast<double>(2 * parts) * (1 << 20)) parts *= 2;
+  while (parts < 4 && work >= static_cast<double>(2 * parts) * per_tile) parts *= 2;
   parts = std::max<int64_t>(1, parts / std::min<int64_t>(batch, 4));
   const int64_t min_rows = M < 64 ? 8 : b_transposed ? 128 : 32;
   // (round: rows to 8, oneDNN's row unroll, below 64 rows to 2 for even halves; columns to 16,
