@@ -4,8 +4,8 @@
 // its slot and a queued one takes it, so a pass feeds every active sequence at once (a newcomer's
 // prompt, in chunks of at most prefill_chunk tokens, next to the others' one new token each) and
 // the weights are read once for all of them. A sequence's tokens do not depend on who shares its
-// passes: the decoder's products are row-independent (docs/kernels.md, "Batch-invariant products")
-// and each sequence draws from its own seeded generator.
+// passes: a decoder of several slots computes its products batch-invariantly (docs/kernels.md,
+// "Batch-invariant products") and each sequence draws from its own seeded generator.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

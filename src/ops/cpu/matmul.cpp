@@ -88,8 +88,8 @@ struct GemmGrid {
 // columns down to 128 (64-wide ones cost up to 1.48x) or to 64 for a second tile when nothing
 // else splits. Up to 8 tiles instead of 4 took the MLP step at 1 thread 3-4 % longer.
 //
-// A product of fewer than 8 rows (a cached decoder's step: one row per sequence) is bound by
-// reading B, not by its multiply-adds, and a column split costs it one call more and no
+// A product of 3 to 7 rows (a cached decoder's step over as many sequences; one or two rows go
+// to gemm_rows, invariant_product) is bound by reading B, not by its multiply-adds, and a column split costs it one call more and no
 // repacking: it splits from 2^18 floats of B a tile (1 MiB). Counted by multiply-adds, a row
 // times GPT-2's 768 x 768 projections had stayed one call on one thread (on the AMD EPYC Zen 3,
 // AVX2, from Python: 56 us at 1 and 2 threads; split, 34 us at 2).
@@ -165,6 +165,39 @@ Tensor contiguous_copy(const Tensor& t) {
   return c;
 }
 
+// One or two rows (a cached decoder's step) times b (K x N as rows): bound by reading b, so each
+// thread takes whole slices of K (gemm_rows' chains, simd::kGemmSlice k each) and reads its rows
+// of b in one sweep, each slice's sums into a scratch row of its own; then the slices' sums
+// are added in order, as gemm_rows adds them, so the bits are gemm_rows' over all of K. (Split
+// by columns instead, each thread read part of every row of b: on the AMD EPYC Zen 3 two
+// threads drew 12-13 GB/s; by slices 18-20; and one thread given strips of 256 columns, as the
+// tasks below would, 9-10 against 12.5-14 in whole rows.) The columns past the last whole
+// vector come from b_tail (K x W) the same way.
+void sgemm_rows_by_slices(float* out, const float* a, int64_t lda, const float* b, int64_t ldb, const std::vector<float>& b_tail,
+                          int64_t M, int64_t N, int64_t K, const float* bias) {
+  const auto& table = simd::table();
+  const int64_t W = table.lanes, n_main = N / W * W, width = n_main + (b_tail.empty() ? 0 : W);
+  const int64_t slices = (K + simd::kGemmSlice - 1) / simd::kGemmSlice;
+  std::vector<float> sums(static_cast<size_t>(slices * M * width));
+  parallel_for(0, slices, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t k0 = s * simd::kGemmSlice, kn = std::min(simd::kGemmSlice, K - k0);
+      float* c = sums.data() + s * M * width;
+      if (n_main > 0) table.gemm_rows(c, width, a + k0, lda, b + k0 * ldb, ldb, M, n_main, kn);
+      if (!b_tail.empty()) table.gemm_rows(c + n_main, width, a + k0, lda, b_tail.data() + k0 * W, W, M, W, kn);
+    }
+  });
+  const auto add = table.binary_vv[simd::kAdd];
+  parallel_for(0, M, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* o = out + r * N;
+      std::memcpy(o, sums.data() + r * width, static_cast<size_t>(N) * sizeof(float));
+      for (int64_t s = 1; s < slices; ++s) add(o, o, sums.data() + (s * M + r) * width, N);
+      if (bias) add(o, o, bias, N);
+    }
+  });
+}
+
 // The batch-invariant product (batch_invariant() on: inference; include/loom/core/
 // batch_invariance.h): every element through simd gemm_rows (or gemm_rows_bt for b stored
 // transposed: a Linear with transpose_weights, PyTorch's (out, in) weights), whose bits depend
@@ -189,6 +222,10 @@ void sgemm_invariant(const Tensor& out, const Tensor& a_in, const BlasView& va, 
   for (int64_t i = 0; tail && i < batch; ++i)
     for (int64_t k = 0; k < K; ++k)
       std::memcpy(b_tail.data() + (i * K + k) * W, B + i * sb + k * vb.ld + n_main, static_cast<size_t>(tail) * sizeof(float));
+  if (batch == 1 && M <= 2 && !bt) {
+    sgemm_rows_by_slices(O, A, lda, B, vb.ld, b_tail, M, N, K, bias);
+    return;
+  }
   // tasks of 64 rows by 256 columns, smaller (down to 64 columns, then 8 rows) while there are
   // fewer than two per thread: any split gives the same bits
   int64_t kRows = 64, kCols = 256;
@@ -222,6 +259,14 @@ void sgemm_invariant(const Tensor& out, const Tensor& a_in, const BlasView& va, 
   });
 }
 
+// Whether a float32 product of M rows goes through the batch-invariant kernels: in the mode, and
+// always for one or two rows (a cached decoder's step), which read b once in order and take
+// the threads by slices of K (sgemm_rows_by_slices): on the AMD EPYC Zen 3 (AVX2) a decoder's
+// 768 x 768, 768 x 3072 and 3072 x 768 products drew 12.5-14 GB/s on one thread and 18-20 on
+// two, oneDNN's 9-11 and 14-16; its tied head (b transposed, 50257 rows) 13-14 on one thread
+// against 10-12.
+bool invariant_product(int64_t M) { return M <= 2 || batch_invariant(); }
+
 }  // namespace
 
 // BLAS itself runs single-threaded: matmul spreads fixed output tiles over Loom's pool
@@ -241,7 +286,7 @@ bool matmul_bias(const Tensor& out, const Tensor& a_in, const Tensor& b_in, cons
     return false;
   BlasView va, vb;
   const Tensor a = blas_operand(a_in, va), b = blas_operand(b_in, vb);
-  if (batch_invariant()) sgemm_invariant(out, a, va, b, vb, bias.data<float>());
+  if (invariant_product(M)) sgemm_invariant(out, a, va, b, vb, bias.data<float>());
   else sgemm_onednn(out, a, va, b, vb, bias.data<float>());
   return true;
 }
@@ -258,7 +303,7 @@ void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
     BlasView va, vb;
     const Tensor a = blas_operand(a_in, va), b = blas_operand(b_in, vb);
     const int64_t sa = a.strides()[0], sb = b.strides()[0];
-    if (dt == DType::Float32) return batch_invariant() ? sgemm_invariant(out, a, va, b, vb, nullptr) : sgemm_onednn(out, a, va, b, vb);
+    if (dt == DType::Float32) return invariant_product(M) ? sgemm_invariant(out, a, va, b, vb, nullptr) : sgemm_onednn(out, a, va, b, vb);
     const int64_t tm = (M + kTile - 1) / kTile, tn = (N + kTile - 1) / kTile;
     parallel_for(0, batch * tm * tn, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {

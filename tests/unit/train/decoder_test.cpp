@@ -125,6 +125,25 @@ TEST(CachedDecoder, SlotsOfDifferentLengthsInOnePassEqualEachAlone) {
   }
 }
 
+// The server's promise (docs/serve.md, "Generation"): a sequence's logits do not depend on who
+// shares its passes. A decoder of several slots computes its products batch-invariantly, so
+// sequence a's logits have the same bits fed alone as beside two others, prompt and steps
+// (sizes where oneDNN rounds a row by the call's rows: 128-wide rows, a 512-wide MLP).
+TEST(CachedDecoder, ASequencesLogitsDoNotDependOnWhoSharesItsPasses) {
+  manual_seed(5);
+  const zoo::Network net = zoo::gpt({.vocab_size = kVocab, .n_positions = 80, .n_embd = 128, .n_layer = 2, .n_head = 4});
+  const std::vector<int64_t> a = random_ids(1), b = random_ids(2), c = random_ids(3);
+  train::CachedDecoder alone(net, {.slots = 3}), shared(net, {.slots = 3});
+  Tensor za = alone.feed_slots({{a.begin(), a.begin() + 6}});
+  Tensor zs = shared.feed_slots({{a.begin(), a.begin() + 6}, {b.begin(), b.begin() + 9}, {c.begin(), c.begin() + 4}});
+  EXPECT_TRUE(array_equal(za[0], zs[0])) << "the prompt's logits";
+  for (size_t t = 6; t < 16; ++t) {
+    za = alone.feed_slots({{a[t]}});
+    zs = shared.feed_slots({{a[t]}, {b[t + 3]}, {c[t - 2]}});
+    ASSERT_TRUE(array_equal(za[0], zs[0])) << "step at position " << t;
+  }
+}
+
 TEST(CachedDecoder, TheCacheIsAllocatedOnceAndTokensAddNoMemory) {
   const zoo::Network net = small_llama();
   train::CachedDecoder decoder(net, {.max_length = 100});

@@ -9,6 +9,10 @@
 
 namespace loom::cpu::simd {
 
+// gemm_rows' slices of K (gemm.inc): each element sums every slice in a chain of its own, then
+// adds the slices' sums in order, so a product may be split at these edges and keep its bits.
+constexpr int64_t kGemmSlice = 128;
+
 // Binary ops with a vector form; the index into Table's arrays.
 // kReluGrad: x where y > 0 or y is NaN, else 0 (relu's backward; x the gradient, y relu's output).
 enum Binary : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kReluGrad, kNumBinary };
@@ -120,9 +124,10 @@ struct Table {
   void (*winograd_f4_output)(float* const* out, const float* m, int64_t e_stride, const float* bias, bool sum, bool relu,
                              int64_t b);
   // The batch-invariant product block (gemm.inc): c[i * ldc + j] = sum over k < K of
-  // a[i * lda + k] * b[k * ldb + j] for i < m, j < n, n a multiple of `lanes`; each element
-  // one multiply-add per k in order from 0, so its bits do not depend on m or on the blocking
-  // (and are the same on the AVX2 and AVX-512 builds).
+  // a[i * lda + k] * b[k * ldb + j] for i < m, j < n, n a multiple of `lanes`; each element one
+  // multiply-add per k in order from 0 within each slice of kGemmSlice k, the slices' sums then
+  // added in order, so its bits do not depend on m or on the blocking (and are the same on the
+  // AVX2 and AVX-512 builds).
   void (*gemm_rows)(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t m, int64_t n,
                     int64_t K);
   // The same for b stored transposed (bt: n x K rows, any n): c[i * ldc + j] = dot(row i of a,
