@@ -86,17 +86,11 @@ struct GemmGrid {
 // transposed or not (the LSTM's 20-row products: 20 x 200 by (800 x 200)^T in column halves
 // took 1.33x on AVX-512, in row halves 1.01x). Otherwise the longer tile edge splits first,
 // columns down to 128 (64-wide ones cost up to 1.48x) or to 64 for a second tile when nothing
-// else splits. Up to 8 tiles instead of 4 took the MLP step at 1 thread 3-4 % longer.
-//
-// A product of 3 to 7 rows (a cached decoder's step over as many sequences; one or two rows go
-// to gemm_rows, invariant_product) is bound by reading B, not by its multiply-adds, and a column split costs it one call more and no
-// repacking: it splits from 2^18 floats of B a tile (1 MiB). Counted by multiply-adds, a row
-// times GPT-2's 768 x 768 projections had stayed one call on one thread (on the AMD EPYC Zen 3,
-// AVX2, from Python: 56 us at 1 and 2 threads; split, 34 us at 2).
+// else splits. Up to 8 tiles instead of 4 took the MLP step at 1 thread 3-4 % longer. (Products
+// of up to simd::kGemmStreamRows rows never come here: invariant_product.)
 GemmGrid gemm_grid(int64_t batch, int64_t M, int64_t N, int64_t K, bool b_transposed) {
-  const bool reads_b = M < 8;
-  const double work = static_cast<double>(reads_b ? 1 : M) * static_cast<double>(N) * static_cast<double>(K);
-  const double per_tile = reads_b ? (1 << 18) : (1 << 20);
+  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const double per_tile = 1 << 20;
   int64_t parts = 1;
   while (parts < 4 && work >= static_cast<double>(2 * parts) * per_tile) parts *= 2;
   parts = std::max<int64_t>(1, parts / std::min<int64_t>(batch, 4));
@@ -165,7 +159,8 @@ Tensor contiguous_copy(const Tensor& t) {
   return c;
 }
 
-// One or two rows (a cached decoder's step) times b (K x N as rows): bound by reading b, so each
+// Up to simd::kGemmStreamRows rows (a cached decoder's step, a row per sequence) times b (K x N
+// as rows): bound by reading b, so each
 // thread takes whole slices of K (gemm_rows' chains, simd::kGemmSlice k each) and reads its rows
 // of b in one sweep, each slice's sums into a scratch row of its own; then the slices' sums
 // are added in order, as gemm_rows adds them, so the bits are gemm_rows' over all of K. (Split
@@ -222,7 +217,7 @@ void sgemm_invariant(const Tensor& out, const Tensor& a_in, const BlasView& va, 
   for (int64_t i = 0; tail && i < batch; ++i)
     for (int64_t k = 0; k < K; ++k)
       std::memcpy(b_tail.data() + (i * K + k) * W, B + i * sb + k * vb.ld + n_main, static_cast<size_t>(tail) * sizeof(float));
-  if (batch == 1 && M <= 2 && !bt) {
+  if (batch == 1 && M <= simd::kGemmStreamRows && !bt) {
     sgemm_rows_by_slices(O, A, lda, B, vb.ld, b_tail, M, N, K, bias);
     return;
   }
@@ -260,12 +255,13 @@ void sgemm_invariant(const Tensor& out, const Tensor& a_in, const BlasView& va, 
 }
 
 // Whether a float32 product of M rows goes through the batch-invariant kernels: in the mode, and
-// always for one or two rows (a cached decoder's step), which read b once in order and take
-// the threads by slices of K (sgemm_rows_by_slices): on the AMD EPYC Zen 3 (AVX2) a decoder's
-// 768 x 768, 768 x 3072 and 3072 x 768 products drew 12.5-14 GB/s on one thread and 18-20 on
-// two, oneDNN's 9-11 and 14-16; its tied head (b transposed, 50257 rows) 13-14 on one thread
-// against 10-12.
-bool invariant_product(int64_t M) { return M <= 2 || batch_invariant(); }
+// always for up to simd::kGemmStreamRows rows (a cached decoder's step), which read b once in
+// order and take the threads by slices of K (sgemm_rows_by_slices): on the AMD EPYC Zen 3
+// (AVX2) a decoder's 768 x 768, 768 x 3072 and 3072 x 768 products drew 12.5-14 GB/s on one
+// thread and 18-20 on two, oneDNN's 9-11 and 14-16; its tied head (b transposed, 50257 rows)
+// 13-14 on one thread against 10-12; and 3 or 4 rows times 768 x 3072, 0.8 ms on one thread
+// against oneDNN's 2.3-2.6 ms.
+bool invariant_product(int64_t M) { return M <= simd::kGemmStreamRows || batch_invariant(); }
 
 }  // namespace
 

@@ -39,11 +39,11 @@ float by_the_rule(const simd::Table& t, const std::vector<float>& a, int64_t lda
 TEST(SimdGemm, GemmRowsSumsEachSliceOfKInAChainThenTheSlicesInOrder) {
   for (const simd::Table* t : runnable_tables()) {
     const int64_t w = t->lanes;
-    for (int64_t m : {1, 2, 3, 7, 13})
+    for (int64_t m : {1, 2, 3, 5, 8, 9, 13})
       for (int64_t n : {w, 3 * w, int64_t{2048 + 64}})
         for (int64_t K : {int64_t{0}, int64_t{1}, int64_t{9}, simd::kGemmSlice - 1, simd::kGemmSlice, simd::kGemmSlice + 1,
                           int64_t{300}, int64_t{784}}) {
-          if (m > 3 && n > 1000 && K > 300) continue;  // (the large cases' rows: one to three)
+          if (m > 3 && n > 1000 && K > 300) continue;  // (the largest cases: one to three rows)
           const int64_t lda = K + 3, ldb = n + w, ldc = n + 2 * w;
           const std::vector<float> a = random_floats(m * lda, static_cast<uint32_t>(m * 7 + K)),
                                    b = random_floats(K * ldb, static_cast<uint32_t>(n * 11 + K));

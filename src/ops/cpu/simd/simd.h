@@ -12,6 +12,9 @@ namespace loom::cpu::simd {
 // gemm_rows' slices of K (gemm.inc): each element sums every slice in a chain of its own, then
 // adds the slices' sums in order, so a product may be split at these edges and keep its bits.
 constexpr int64_t kGemmSlice = 128;
+// gemm_rows streams b row by row for up to this many rows (fewer rows than that are bound by
+// reading b, not by their multiply-adds); more go through register tiles.
+constexpr int64_t kGemmStreamRows = 8;
 
 // Binary ops with a vector form; the index into Table's arrays.
 // kReluGrad: x where y > 0 or y is NaN, else 0 (relu's backward; x the gradient, y relu's output).
