@@ -173,13 +173,21 @@ void sgemm_rows_by_slices(float* out, const float* a, int64_t lda, const float* 
   const auto& table = simd::table();
   const int64_t W = table.lanes, n_main = N / W * W, width = n_main + (b_tail.empty() ? 0 : W);
   const int64_t slices = (K + simd::kGemmSlice - 1) / simd::kGemmSlice;
+  // fewer slices than the threads want (a short K): each slice's columns in parts too, of at
+  // least 1024 (4 KiB of each row of b), which changes no bit
+  int64_t parts = 1;
+  while (slices * parts < 2 * get_num_threads() && n_main / (2 * parts) >= 1024) parts *= 2;
+  const int64_t part_cols = (n_main / parts + W - 1) / W * W;
   std::vector<float> sums(static_cast<size_t>(slices * M * width));
-  parallel_for(0, slices, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t s = s0; s < s1; ++s) {
+  parallel_for(0, slices * parts, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t s = t / parts, part = t % parts;
       const int64_t k0 = s * simd::kGemmSlice, kn = std::min(simd::kGemmSlice, K - k0);
+      const int64_t j0 = part * part_cols, j1 = part == parts - 1 ? n_main : std::min(n_main, j0 + part_cols);
       float* c = sums.data() + s * M * width;
-      if (n_main > 0) table.gemm_rows(c, width, a + k0, lda, b + k0 * ldb, ldb, M, n_main, kn);
-      if (!b_tail.empty()) table.gemm_rows(c + n_main, width, a + k0, lda, b_tail.data() + k0 * W, W, M, W, kn);
+      if (j1 > j0) table.gemm_rows(c + j0, width, a + k0, lda, b + k0 * ldb + j0, ldb, M, j1 - j0, kn);
+      if (!b_tail.empty() && part == parts - 1)
+        table.gemm_rows(c + n_main, width, a + k0, lda, b_tail.data() + k0 * W, W, M, W, kn);
     }
   });
   const auto add = table.binary_vv[simd::kAdd];

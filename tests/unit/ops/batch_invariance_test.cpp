@@ -138,3 +138,29 @@ TEST(BatchInvariance, OneDnnRowsDependOnTheBatchWithoutIt) {
   std::printf("rows of a 64 x 784 x 256 product that differ when computed alone: %d of 64 without the mode, %d with it\n",
               differ_off, differ_on);
 }
+
+// Products of a few rows by a short K and a wide b (one slice of K: a small model's head) share
+// the threads by columns as well; every split gives the bits of the product on one thread and
+// of each row alone, bias or not.
+TEST(BatchInvariance, FewRowsByAShortKAndAWideBKeepTheirBitsAtAnyThreadCount) {
+  ThreadCountGuard guard;
+  Generator g(12);
+  for (int64_t K : {int64_t{64}, int64_t{200}}) {
+    const int64_t M = 3, N = 4100;  // 4096 columns in whole vectors and a tail of 4
+    const Tensor a = uniform({M, K}, -1, 1, Float32, Device::cpu(), &g);
+    const Tensor b = uniform({K, N}, -1, 1, Float32, Device::cpu(), &g);
+    const Tensor bias = uniform({N}, -1, 1, Float32, Device::cpu(), &g);
+    set_num_threads(1);
+    const Tensor whole = matmul(a, b), whole_bias = linear(a, b, bias);
+    const std::vector<float> got = whole.to_vector<float>();
+    const std::vector<double> want = product64(a, b);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * static_cast<double>(K) + 1e-6) << "K " << K;
+    for (int threads : {2, 3, 4}) {
+      set_num_threads(threads);
+      EXPECT_TRUE(array_equal(matmul(a, b), whole)) << "K " << K << ", " << threads << " threads";
+      EXPECT_TRUE(array_equal(linear(a, b, bias), whole_bias)) << "K " << K << ", " << threads << " threads";
+      for (int64_t r = 0; r < M; ++r)
+        ASSERT_TRUE(array_equal(matmul(rows_of(a, r, r + 1), b), slice(whole, 0, r, r + 1))) << "K " << K << " row " << r;
+    }
+  }
+}
