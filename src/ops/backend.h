@@ -176,26 +176,6 @@ struct BackendSlots {
 
   // --- neural-network kernels (float32/float64, contiguous NCHW operands, outputs allocated
   // by the op). Weights are PyTorch's (out_channels, in_channels / groups, kH, kW).
-  // out = conv(x, w) (+ bias when defined).
-  void (*conv2d)(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
-  // gx = d conv / d x applied to gy (also the transposed convolution of gy).
-  void (*conv2d_backward_data)(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
-  // gw = d conv / d w applied to gy, for input x.
-  void (*conv2d_backward_weights)(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
-  // out = epilogue(conv(x, w) + bias) for inference (float32, no gradient); false when the
-  // backend has no fused kernel for it (the op then runs the unfused ops). Operands contiguous.
-  bool (*conv2d_fused)(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
-                       const FusedConv& e);
-  // Blocked activation layouts for conv2d_fused (the graph compiler keeps them between fused
-  // convolutions): a float32 tensor of the logical NCHW shape whose memory is (N, C/B, H, W, B),
-  // B channels innermost. conv2d_blocked: B when conv2d_fused can write its output of shape
-  // `out` (from x of shape `x`, `groups` groups) in that layout, else 0; it can then also read
-  // such an output as x or residual. reorder_blocked: out = x (one shape) converted from NCHW to
-  // the blocked layout, or back when `to_plain`. Null: no blocked layouts.
-  int64_t (*conv2d_blocked)(const Shape& x, const Shape& out, int64_t groups);
-  void (*reorder_blocked)(const Tensor& out, const Tensor& x, bool to_plain);
-  // out = max pooling (dilation 1) of x, both in that blocked layout; NaN propagates.
-  void (*max_pool2d_blocked)(const Tensor& out, const Tensor& x, const Pool2dParams& p);
   // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
   // block of elements goes through every step while it is in cache. Null: no fused kernel.
   void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
@@ -313,6 +293,9 @@ class LOOM_INTERNAL KernelFills {
   // The kernel filled into `slot` if it has type `type`; std::logic_error naming the slot when
   // none is, or when the kernel's signature is not the slot's.
   void (*find(const char* slot, const std::type_info& type) const)();
+  // The same, but null when no kernel fills `slot` (a slot whose op has a composite to fall back
+  // on); still std::logic_error for another signature.
+  void (*find_if_filled(const char* slot, const std::type_info& type) const)();
   // std::logic_error for a slot filled twice (every test fails on it: the table is built on first use).
   void add(const char* slot, const std::type_info& type, void (*kernel)());
 
@@ -360,9 +343,25 @@ class KernelSlot {
     return kernel;
   }
 
+  // For a slot whose op falls back on its composite where the device has no kernel (a fused fast
+  // path): the kernel, or null when the device fills none. A filled slot costs one atomic load
+  // after the first call, an unfilled one two.
+  Fn* if_filled(Device device) const {
+    const size_t d = static_cast<size_t>(device.type);
+    Fn* kernel = cache_[d].load(std::memory_order_acquire);
+    if (kernel || absent_[d].load(std::memory_order_acquire)) return kernel;
+    kernel = reinterpret_cast<Fn*>(backend(device).kernels.find_if_filled(name_, typeid(Fn)));
+    if (kernel)
+      cache_[d].store(kernel, std::memory_order_release);
+    else
+      absent_[d].store(true, std::memory_order_release);
+    return kernel;
+  }
+
  private:
   const char* name_;
   mutable std::array<std::atomic<Fn*>, 2> cache_{};  // by DeviceType (CPU, CUDA)
+  mutable std::array<std::atomic<bool>, 2> absent_{};  // looked up and unfilled (if_filled)
 };
 
 }  // namespace loom::detail
