@@ -179,12 +179,6 @@ struct BackendSlots {
   // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
   // block of elements goes through every step while it is in cache. Null: no fused kernel.
   void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
-  // out = max over each window; indices (int64, or int32 for a gradient's own use) = flat
-  // h * W + w of the first maximum, or undefined when only the values are wanted (inference).
-  void (*max_pool2d)(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p);
-  void (*avg_pool2d)(const Tensor& out, const Tensor& x, const Pool2dParams& p);
-  // gx (zeroed by the kernel) = the adjoint of avg_pool2d applied to gy.
-  void (*avg_pool2d_backward)(const Tensor& gx, const Tensor& gy, const Pool2dParams& p);
   // Training-mode batch norm over contiguous x viewed as (N, C, S): per-channel batch mean and
   // biased variance into mean and var (C), and y = (x - mean) * invstd * weight +
   // bias with invstd = 1 / sqrt(var + eps) (weight and bias may be undefined).
@@ -204,9 +198,6 @@ struct BackendSlots {
   void (*batch_norm_grad_sums)(const Tensor& sums, const Tensor& g, const Tensor& x, const Tensor& mean);
   void (*batch_norm_input_grad)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& var,
                                 const Tensor& weight, const Tensor& sums, double count, double eps);
-  // gx (N, C, H, W; zeroed by the kernel) receives gy (N, C, Ho, Wo) at the flat in-plane
-  // positions max_pool2d wrote to indices (int64 or int32), summed where windows overlap.
-  void (*max_pool2d_backward)(const Tensor& gx, const Tensor& gy, const Tensor& indices);
   // Layer norm of contiguous x viewed as (rows, cols), normalising each row: per-row mean and
   // rstd = 1 / sqrt(biased var + eps) into mean and rstd (rows), and
   // y = (x - mean) * rstd * weight + bias (weight and bias: cols values, either may be undefined).
