@@ -179,34 +179,6 @@ struct BackendSlots {
   // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
   // block of elements goes through every step while it is in cache. Null: no fused kernel.
   void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
-  // Training-mode batch norm over contiguous x viewed as (N, C, S): per-channel batch mean and
-  // biased variance into mean and var (C), and y = (x - mean) * invstd * weight +
-  // bias with invstd = 1 / sqrt(var + eps) (weight and bias may be undefined).
-  void (*batch_norm_train)(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x, const Tensor& weight,
-                           const Tensor& bias, double eps);
-  // Its gradients for output gradient g: gx (like x), gweight and gbias (C; either may be undefined).
-  void (*batch_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
-                              const Tensor& mean, const Tensor& var, const Tensor& weight, double eps);
-  // The same in parts, for statistics reduced across replicas between them (synchronized batch
-  // norm; all float64 (C) except x, y, g, gx, weight, bias). sums (2C + 1) = per channel the sum
-  // of x, the sum of x^2 (as M2 + n mean^2 about this x's own mean, so no float32 cancellation),
-  // then the count per channel. apply: y from a given mean and biased var. grad_sums (2C) = per
-  // channel sum g and sum g (x - mean). input_grad: gx from given sums over `count` values.
-  void (*batch_norm_sums)(const Tensor& sums, const Tensor& x);
-  void (*batch_norm_apply)(const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight,
-                           const Tensor& bias, double eps);
-  void (*batch_norm_grad_sums)(const Tensor& sums, const Tensor& g, const Tensor& x, const Tensor& mean);
-  void (*batch_norm_input_grad)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& var,
-                                const Tensor& weight, const Tensor& sums, double count, double eps);
-  // Layer norm of contiguous x viewed as (rows, cols), normalising each row: per-row mean and
-  // rstd = 1 / sqrt(biased var + eps) into mean and rstd (rows), and
-  // y = (x - mean) * rstd * weight + bias (weight and bias: cols values, either may be undefined).
-  void (*layer_norm)(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
-                     const Tensor& bias, int64_t cols, double eps);
-  // Its gradients for output gradient g: gx (like x), gweight and gbias (cols); each may be
-  // undefined (not wanted).
-  void (*layer_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g,
-                              const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight, int64_t cols);
   // LSTM cell (contiguous operands; gates (B, 4n) pre-activations in order i, f, g, o, c (B, n)):
   // out (B, 2n) <- [h2, c2] with c2 = f c + i g, h2 = o tanh(c2); ws (B, 5n) <- the activated
   // gates and tanh(c2).
