@@ -179,13 +179,6 @@ struct BackendSlots {
   // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
   // block of elements goes through every step while it is in cache. Null: no fused kernel.
   void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
-  // LSTM cell (contiguous operands; gates (B, 4n) pre-activations in order i, f, g, o, c (B, n)):
-  // out (B, 2n) <- [h2, c2] with c2 = f c + i g, h2 = o tanh(c2); ws (B, 5n) <- the activated
-  // gates and tanh(c2).
-  void (*lstm_cell)(const Tensor& out, const Tensor& ws, const Tensor& gates, const Tensor& c);
-  // Its gradients for grad (B, 2n) = [d h2, d c2]: dgates (B, 4n, pre-activation) and dc (B, n;
-  // undefined: not wanted), from the forward's ws and c.
-  void (*lstm_cell_backward)(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws, const Tensor& c);
 
   // --- fused fast paths of composite ops, on contiguous float32 operands. Null: the op runs
   // its composite (the definition), which these match.
