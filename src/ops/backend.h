@@ -174,8 +174,6 @@ struct BackendSlots {
   Tensor (*nonzero)(const Tensor& x);
   void (*random)(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
 
-  // --- neural-network kernels (float32/float64, contiguous NCHW operands, outputs allocated
-  // by the op). Weights are PyTorch's (out_channels, in_channels / groups, kH, kW).
   // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
   // block of elements goes through every step while it is in cache. Null: no fused kernel.
   void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
@@ -198,15 +196,6 @@ struct BackendSlots {
   void (*cross_entropy_rows_backward_f32)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& m,
                                           const Tensor& ls, const Tensor& t, int64_t ignore_index);
 
-  // Fused attention (FlashAttention): out (B, H, L, Ev) and lse (B, H, L; log-sum-exp of each
-  // row's scaled, masked scores; +inf for a row with every position masked, whose output is
-  // NaN) without forming the L x S scores; and its backward for gout (out's shape), recomputing
-  // the weights from lse: dq, dk, dv (q's, k's, v's shapes). Null: the op runs its math form.
-  void (*attention_forward)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                            const AttentionParams& p);
-  void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& gout, const Tensor& q,
-                             const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                             const AttentionParams& p);
   // out (M, N) float32 = x (M, K) float32 times the transpose of q (N, K) int8, q's row j scaled
   // by scales (N, G) over each group of `group` columns (G = ceil(K / group)); all contiguous
   // (ops/quantized.h). Null: no int8 kernel.
