@@ -196,10 +196,6 @@ struct BackendSlots {
   void (*cross_entropy_rows_backward_f32)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& m,
                                           const Tensor& ls, const Tensor& t, int64_t ignore_index);
 
-  // out (M, N) float32 = x (M, K) float32 times the transpose of q (N, K) int8, q's row j scaled
-  // by scales (N, G) over each group of `group` columns (G = ceil(K / group)); all contiguous
-  // (ops/quantized.h). Null: no int8 kernel.
-  void (*matmul_int8)(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales, int64_t group);
 
   // --- optimizer updates (the fused path of train's optimizers): elements [begin, end) of
   // contiguous tensors of one dtype, float32 or float64, updated in place; an undefined state
