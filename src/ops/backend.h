@@ -91,6 +91,14 @@ struct LinalgStatus {
 // One optimizer step's scalars for the backend's fused updates (torch.optim's rules, written out
 // in include/loom/train/optimizers.h). The kernels round each to the parameter's dtype, as the
 // tensor-op path does; grad_scale multiplies each gradient value as it is read (1: as it is).
+// The updates' slots are declared beside their optimizers (src/train/sgd.cpp, adam.cpp,
+// rmsprop.cpp, adagrad.cpp; KernelSlot) and filled by src/ops/cpu/optimizers.cpp. Each updates
+// elements [begin, end) of contiguous tensors of one dtype, float32 or float64, in place; an
+// undefined state tensor is an option that is off. Scalars and operations in the tensor-op
+// path's order, so the two agree bit for bit (float32 Adam may contract into FMAs where the ISA
+// has them). A vector loop may round its tail differently from its body, so callers split a
+// tensor only at fixed offsets to get the same bits at any thread count. Unfilled (if_filled):
+// the optimizer runs tensor ops.
 struct SGDStep {
   double lr, momentum, dampening, weight_decay;
   bool nesterov;
@@ -197,28 +205,6 @@ struct BackendSlots {
                                           const Tensor& ls, const Tensor& t, int64_t ignore_index);
 
 
-  // --- optimizer updates (the fused path of train's optimizers): elements [begin, end) of
-  // contiguous tensors of one dtype, float32 or float64, updated in place; an undefined state
-  // tensor is an option that is off. Scalars and operations in the tensor-op path's order, so
-  // the two agree bit for bit (float32 Adam may contract into FMAs where the ISA has them). A
-  // vector loop may round its tail differently from its body, so callers split a tensor only
-  // at fixed offsets to get the same bits at any thread count. Null: the optimizer runs tensor ops.
-  // SGD: d = g + weight_decay p; with a momentum buffer, buf = first ? d : momentum buf +
-  // (1 - dampening) d and d = nesterov ? d + momentum buf : buf; p += -lr d.
-  void (*sgd_update)(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SGDStep& s,
-                     int64_t begin, int64_t end);
-  // Adam / AdamW: p *= decay; g += l2 p; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g g;
-  // with max_exp_avg_sq (AMSGrad) vmax = max(vmax, v), used for v; p += (-step_size m) / (sqrt(v) / bc2_sqrt + eps).
-  void (*adam_update)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                      const Tensor& max_exp_avg_sq, const AdamStep& s, int64_t begin, int64_t end);
-  // RMSprop: g += weight_decay p; sq = alpha sq + (1 - alpha) g g; avg = sqrt(sq) + eps, or with
-  // grad_avg (centered) ga = alpha ga + (1 - alpha) g and avg = sqrt(sq - ga ga) + eps; with a
-  // momentum buffer buf = momentum buf + g / avg and p += -lr buf, else p += (-lr g) / avg.
-  void (*rmsprop_update)(const Tensor& param, const Tensor& grad, const Tensor& square_avg, const Tensor& grad_avg,
-                         const Tensor& momentum_buffer, const RMSPropStep& s, int64_t begin, int64_t end);
-  // Adagrad: g += weight_decay p; sum += g g; p += (-lr g) / (sqrt(sum) + eps).
-  void (*adagrad_update)(const Tensor& param, const Tensor& grad, const Tensor& sum, const AdagradStep& s, int64_t begin,
-                         int64_t end);
   // (dense linear algebra: its slots are declared beside its ops, src/ops/linalg_decompositions.cpp)
 };
 
