@@ -159,10 +159,6 @@ struct BackendSlots {
   void (*where)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
   // out has x's rank with size 1 on the reduced axes; ArgMax/ArgMin reduce one axis into int64.
   void (*reduce)(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<bool>& reduced);
-  // The sum of the squares of a contiguous float32 tensor (clip_grad_norm's 2-norm) in one read,
-  // the same at any thread count: float32 sums over fixed blocks of values, added in double in
-  // block order. Null: the caller computes it with ops.
-  double (*sum_squares_f32)(const Tensor& x);
   void (*cumsum)(const Tensor& out, const Tensor& x, int64_t axis);
   // out[b] = a[b] @ b[b] for 3-d operands of equal batch size.
   void (*matmul)(const Tensor& out, const Tensor& a, const Tensor& b);
