@@ -176,7 +176,6 @@ struct BackendSlots {
   void (*put)(const Tensor& dst_flat, const Tensor& index, const Tensor& src);
   // Positions of non-zero elements of x: an int64 tensor of shape (count, ndim).
   Tensor (*nonzero)(const Tensor& x);
-  void (*random)(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
 
   // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
   // block of elements goes through every step while it is in cache. Null: no fused kernel.
