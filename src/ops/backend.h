@@ -177,9 +177,6 @@ struct BackendSlots {
   // Positions of non-zero elements of x: an int64 tensor of shape (count, ndim).
   Tensor (*nonzero)(const Tensor& x);
 
-  // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
-  // block of elements goes through every step while it is in cache. Null: no fused kernel.
-  void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
 
   // --- fused fast paths of composite ops, on contiguous float32 operands. Null: the op runs
   // its composite (the definition), which these match.
