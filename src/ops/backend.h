@@ -180,8 +180,6 @@ struct BackendSlots {
 
   // --- fused fast paths of composite ops, on contiguous float32 operands. Null: the op runs
   // its composite (the definition), which these match.
-  // out = softmax (log = false) or log_softmax of x along its last axis (same shape).
-  void (*softmax_lastdim_f32)(const Tensor& out, const Tensor& x, bool log);
   // gelu(x, tanh approximation): out = x 0.5 (1 + t), t = tanh(sqrt(2 / pi) (x + 0.044715 x^3))
   // (the composite's bits); its backward gx = g d/dx from x alone.
   void (*gelu_tanh_f32)(const Tensor& out, const Tensor& x);

@@ -227,18 +227,24 @@ Tensor cumsum(const Tensor& x, int64_t axis) {
 Tensor count_nonzero(const Tensor& x) { return sum(astype(x, DType::Bool)); }
 
 namespace {
+// The kernel's slot (src/ops/backend.h, KernelSlot), filled by src/ops/cpu/softmax.cpp: out =
+// softmax (log = false) or log_softmax of contiguous float32 x along its last axis (same shape),
+// matching the composite. Unfilled (if_filled): the composite runs.
+constinit const detail::KernelSlot<void(const Tensor& out, const Tensor& x, bool log)> kSoftmaxLastdimF32{
+    "softmax.softmax_lastdim_f32"};
+
 // The fused kernel covers float32 along the last axis where the device's backend has it; the
 // composites below are the definition for everything else. Gradients: softmax
 // y * (g - sum(g y)), log-softmax g - softmax(x) sum(g), both along the axis.
 bool softmax_fast_path(const Tensor& x, int64_t axis) {
   return x.dtype() == DType::Float32 && x.ndim() >= 1 && axis == x.ndim() - 1 && x.numel() > 0 &&
-         detail::backend(x.device()).softmax_lastdim_f32;
+         kSoftmaxLastdimF32.if_filled(x.device());
 }
 
 Tensor softmax_fused(const Tensor& x, int64_t axis, bool log) {
   const Tensor xc = detail::contiguous_raw(x);
   Tensor y = detail::alloc(x.shape(), DType::Float32, x.device());
-  detail::backend(x.device()).softmax_lastdim_f32(y, xc, log);
+  kSoftmaxLastdimF32(x.device())(y, xc, log);
   if (!detail::needs_grad({&x})) return y;
   if (log)
     return detail::record("log_softmax", {x}, y, [yd = detail::save(y), axis](const Tensor& g) {
