@@ -180,10 +180,6 @@ struct BackendSlots {
 
   // --- fused fast paths of composite ops, on contiguous float32 operands. Null: the op runs
   // its composite (the definition), which these match.
-  // gelu(x, tanh approximation): out = x 0.5 (1 + t), t = tanh(sqrt(2 / pi) (x + 0.044715 x^3))
-  // (the composite's bits); its backward gx = g d/dx from x alone.
-  void (*gelu_tanh_f32)(const Tensor& out, const Tensor& x);
-  void (*gelu_tanh_backward_f32)(const Tensor& gx, const Tensor& g, const Tensor& x);
   // Cross-entropy of x (N, C) with int64 class ids t (N,) (valid ids or ignore_index): per row
   // m = max, ls = log(sum exp(x - m)) and loss = -((x[t] - m) - ls), 0 where t is ignore_index
   // (loss, m, ls: (N,)), bit for bit log_softmax then picking t.

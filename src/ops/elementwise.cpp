@@ -17,6 +17,16 @@ using detail::UnaryOp;
 
 namespace {
 
+using detail::KernelSlot;
+
+// gelu's fused kernels' slots (src/ops/backend.h, KernelSlot), filled by src/ops/cpu/gelu.cpp, on
+// contiguous float32 operands: gelu(x, tanh approximation): out = x 0.5 (1 + t),
+// t = tanh(sqrt(2 / pi) (x + 0.044715 x^3)) (the composite's bits); its backward gx = g d/dx
+// from x alone. Unfilled (if_filled): the composite runs.
+constinit const KernelSlot<void(const Tensor& out, const Tensor& x)> kGeluTanhF32{"gelu.gelu_tanh_f32"};
+constinit const KernelSlot<void(const Tensor& gx, const Tensor& g, const Tensor& x)> kGeluTanhBackwardF32{
+    "gelu.gelu_tanh_backward_f32"};
+
 
 // Runs a binary kernel: broadcasts, converts both operands to `compute`, writes `result`.
 Tensor binary_kernel(BinaryOp op, const char* name, const Tensor& a, const Tensor& b, DType compute, DType result) {
@@ -388,16 +398,16 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   if (tanh_approximation) {
     const double c = std::sqrt(2.0 / M_PI);
     detail::check_defined(x, "gelu");
-    const detail::Backend& b = detail::backend(x.device());
-    if (x.dtype() == DType::Float32 && x.numel() > 0 && b.gelu_tanh_f32 && b.gelu_tanh_backward_f32) {
+    if (x.dtype() == DType::Float32 && x.numel() > 0 && kGeluTanhF32.if_filled(x.device()) &&
+        kGeluTanhBackwardF32.if_filled(x.device())) {
       const Tensor xc = detail::contiguous_raw(x);
       Tensor y = detail::alloc(x.shape(), DType::Float32, x.device());
-      b.gelu_tanh_f32(y, xc);
+      kGeluTanhF32(x.device())(y, xc);
       if (!detail::needs_grad({&x})) return y;
       return detail::record("gelu", {x}, y, [xd = detail::save(xc)](const Tensor& g) {
         const Tensor& xs = xd.get();
         Tensor gx = detail::alloc(xs.shape(), DType::Float32, xs.device());
-        detail::backend(xs.device()).gelu_tanh_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs);
+        kGeluTanhBackwardF32(xs.device())(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs);
         return Grads{gx};
       });
     }
