@@ -178,17 +178,6 @@ struct BackendSlots {
   Tensor (*nonzero)(const Tensor& x);
 
 
-  // --- fused fast paths of composite ops, on contiguous float32 operands. Null: the op runs
-  // its composite (the definition), which these match.
-  // Cross-entropy of x (N, C) with int64 class ids t (N,) (valid ids or ignore_index): per row
-  // m = max, ls = log(sum exp(x - m)) and loss = -((x[t] - m) - ls), 0 where t is ignore_index
-  // (loss, m, ls: (N,)), bit for bit log_softmax then picking t.
-  void (*cross_entropy_rows_f32)(const Tensor& loss, const Tensor& m, const Tensor& ls, const Tensor& x, const Tensor& t,
-                                 int64_t ignore_index);
-  // Its backward for the per-row gradient g (N,): gx (N, C) = exp((x - m) - ls) * g minus g at
-  // the target, 0 in ignored rows: the composite's bits.
-  void (*cross_entropy_rows_backward_f32)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& m,
-                                          const Tensor& ls, const Tensor& t, int64_t ignore_index);
 
 
   // (dense linear algebra: its slots are declared beside its ops, src/ops/linalg_decompositions.cpp)
