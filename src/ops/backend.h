@@ -165,17 +165,6 @@ struct BackendSlots {
   // The same plus bias (out's last axis) on every row, bit for bit matmul then add; false (and
   // nothing written) where the backend has no such path for these operands. May be null.
   bool (*matmul_bias)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
-  // out = x.take(index, axis) with out.shape = x.shape[:axis] + index.shape + x.shape[axis+1:].
-  void (*take)(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
-  // dst[..., index[i], ...] += src[..., i, ...] along axis (index has any shape; src matches take's output).
-  void (*index_add)(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src);
-  // out[..i..] = x[.. index[..i..] ..] along axis (index and out same shape).
-  void (*take_along)(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
-  void (*scatter_add_along)(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src);
-  // dst_flat[index[i]] = src[i] in order (a later duplicate wins); 1-d contiguous operands.
-  void (*put)(const Tensor& dst_flat, const Tensor& index, const Tensor& src);
-  // Positions of non-zero elements of x: an int64 tensor of shape (count, ndim).
-  Tensor (*nonzero)(const Tensor& x);
 
 
 
