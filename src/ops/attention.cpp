@@ -160,7 +160,8 @@ void check_mask(const Tensor& q, const Tensor& mask, bool is_causal, const Atten
 // a floating mask of q's dtype that needs no gradient.
 bool fused_applies(const Tensor& q, const Tensor& mask, const AttentionShapes& a) {
   const bool float_mask = mask.defined() && mask.dtype() != DType::Bool;
-  return kAttentionForward.if_filled(q.device()) && kAttentionBackward.if_filled(q.device()) && (q.dtype() == DType::Float32 || q.dtype() == DType::Float64) && a.L > 0 &&
+  return kAttentionForward.if_filled(q.device()) && kAttentionBackward.if_filled(q.device()) &&
+         (q.dtype() == DType::Float32 || q.dtype() == DType::Float64) && a.L > 0 &&
          a.S > 0 && a.E > 0 && a.Ev > 0 && shape_numel(a.batch) > 0 &&
          !(float_mask && (mask.dtype() != q.dtype() || detail::needs_grad({&mask})));
 }

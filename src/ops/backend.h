@@ -3,9 +3,12 @@
 // dtypes, allocate outputs and record gradients; kernels only compute. Each backend registers
 // its table explicitly from its init function (see register_cpu_backend).
 //
-// A slot is either a member of BackendSlots below or declared beside its op, in the op's source
-// (KernelSlot, at the end of this file): a family whose slots are declared there adds an op with
-// a kernel without touching this file.
+// A kernel's slot is declared beside its op, in the op's source (KernelSlot, at the end of this
+// file), and filled by name in its kernel file's add_<file>_kernels: adding an op with a kernel
+// does not touch this file. Only the elementwise core stays in the shared table (BackendSlots
+// below): copy, fill and binary are called from many op files (and from nn, train and autograd),
+// and the core together is what every composite op falls back on, so a backend fills all of it
+// or none (register.cpp refuses a table with a core slot unfilled).
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -146,8 +149,9 @@ struct AttentionParams {
   int64_t k_plane_stride = 0, v_plane_stride = 0;
 };
 
-// The table's slots named here: function pointers only (register.cpp reads them as an array to
-// refuse a table with one unfilled).
+// The elementwise core, the one part of the table shared by name (see the top of this file): a
+// slot used by many op files belongs here, every other one beside its op (KernelSlot). Function
+// pointers only (register.cpp reads them as an array to refuse a table with one unfilled).
 struct BackendSlots {
   // dst and src have the same shape (src may be a broadcast view); converts dtypes.
   void (*copy)(const Tensor& dst, const Tensor& src);
@@ -165,16 +169,11 @@ struct BackendSlots {
   // The same plus bias (out's last axis) on every row, bit for bit matmul then add; false (and
   // nothing written) where the backend has no such path for these operands. May be null.
   bool (*matmul_bias)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
-
-
-
-
-  // (dense linear algebra: its slots are declared beside its ops, src/ops/linalg_decompositions.cpp)
 };
 
 // The kernels a backend fills into slots declared beside their ops (KernelSlot), by the slot's
-// name, each with its type: `b.kernels.fill("linalg.cholesky", &cholesky)`. (LOOM_INTERNAL: its
-// unit test reaches it.)
+// name ("<family>.<kernel>"), each with its type: `b.kernels.fill("linalg.cholesky", &cholesky)`.
+// (LOOM_INTERNAL: its unit test reaches it.)
 class LOOM_INTERNAL KernelFills {
  public:
   template <class Fn>
@@ -218,7 +217,9 @@ void register_cpu_backend();
 // signature each, and the first call on a device checks that they agree: a slot no kernel of
 // the device fills, or fills with another signature, is a std::logic_error naming the slot (so
 // the op's own tests fail), never a call through the wrong type. The kernel found is kept, so a
-// later call costs one atomic load.
+// later call costs one atomic load. A fused fast path whose op has a composite to fall back on
+// asks if_filled instead: null where the device fills no kernel. A slot two op files call is
+// declared in a private header of the part (ops/indexing_internal.h) and defined in one of them.
 template <class Fn>
 class KernelSlot {
  public:
