@@ -159,8 +159,6 @@ struct BackendSlots {
   // a and b are views broadcast to out's shape, both of the compute dtype; comparisons and
   // logical ops write bool.
   void (*binary)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
-  void (*unary)(UnaryOp op, const Tensor& out, const Tensor& x);
-  void (*where)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
   // out has x's rank with size 1 on the reduced axes; ArgMax/ArgMin reduce one axis into int64.
   void (*reduce)(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<bool>& reduced);
   void (*cumsum)(const Tensor& out, const Tensor& x, int64_t axis);

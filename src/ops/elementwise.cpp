@@ -19,6 +19,13 @@ namespace {
 
 using detail::KernelSlot;
 
+// The unary and select kernels' slots, declared beside their ops (src/ops/backend.h, KernelSlot),
+// filled by src/ops/cpu/unary.cpp and binary.cpp. out = op(x), x of out's shape and of the
+// compute dtype (Not: bool).
+constinit const KernelSlot<void(UnaryOp op, const Tensor& out, const Tensor& x)> kUnary{"elementwise.unary"};
+// out = cond ? a : b, cond (bool), a and b views broadcast to out's shape, a and b of out's dtype.
+constinit const KernelSlot<void(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b)> kWhere{
+    "elementwise.where"};
 // gelu's fused kernels' slots (src/ops/backend.h, KernelSlot), filled by src/ops/cpu/gelu.cpp, on
 // contiguous float32 operands: gelu(x, tanh approximation): out = x 0.5 (1 + t),
 // t = tanh(sqrt(2 / pi) (x + 0.044715 x^3)) (the composite's bits); its backward gx = g d/dx
@@ -56,7 +63,7 @@ Tensor unary_kernel(UnaryOp op, const Tensor& x, DType dtype) {
   const DType kd = detail::kernel_dtype(dtype);
   Tensor xin = detail::cast_raw(x, kd);
   Tensor out = detail::alloc(x.shape(), kd, x.device());
-  detail::backend(x.device()).unary(op, out, xin);
+  kUnary(x.device())(op, out, xin);
   return detail::cast_raw(out, dtype);
 }
 
@@ -245,9 +252,9 @@ Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
   const DType dt = promote_types(a.dtype(), b.dtype());
   const DType kd = detail::kernel_dtype(dt);
   Tensor out = detail::alloc(shape, kd, a.device());
-  detail::backend(a.device()).where(out, detail::broadcast_view(detail::cast_raw(c, DType::Bool), shape),
-                                    detail::broadcast_view(detail::cast_raw(a, kd), shape),
-                                    detail::broadcast_view(detail::cast_raw(b, kd), shape));
+  kWhere(a.device())(out, detail::broadcast_view(detail::cast_raw(c, DType::Bool), shape),
+                     detail::broadcast_view(detail::cast_raw(a, kd), shape),
+                     detail::broadcast_view(detail::cast_raw(b, kd), shape));
   Tensor y = detail::cast_raw(out, dt);
   if (!detail::needs_grad({&a, &b})) return y;
   return detail::record("where", {a, b}, y, [cd = detail::save(c)](const Tensor& g) {
