@@ -159,9 +159,6 @@ struct BackendSlots {
   // a and b are views broadcast to out's shape, both of the compute dtype; comparisons and
   // logical ops write bool.
   void (*binary)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
-  // out has x's rank with size 1 on the reduced axes; ArgMax/ArgMin reduce one axis into int64.
-  void (*reduce)(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<bool>& reduced);
-  void (*cumsum)(const Tensor& out, const Tensor& x, int64_t axis);
   // out[b] = a[b] @ b[b] for 3-d operands of equal batch size.
   void (*matmul)(const Tensor& out, const Tensor& a, const Tensor& b);
   // The same plus bias (out's last axis) on every row, bit for bit matmul then add; false (and
