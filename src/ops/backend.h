@@ -159,11 +159,6 @@ struct BackendSlots {
   // a and b are views broadcast to out's shape, both of the compute dtype; comparisons and
   // logical ops write bool.
   void (*binary)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
-  // out[b] = a[b] @ b[b] for 3-d operands of equal batch size.
-  void (*matmul)(const Tensor& out, const Tensor& a, const Tensor& b);
-  // The same plus bias (out's last axis) on every row, bit for bit matmul then add; false (and
-  // nothing written) where the backend has no such path for these operands. May be null.
-  bool (*matmul_bias)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
 };
 
 // The kernels a backend fills into slots declared beside their ops (KernelSlot), by the slot's
