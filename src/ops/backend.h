@@ -5,10 +5,12 @@
 //
 // A kernel's slot is declared beside its op, in the op's source (KernelSlot, at the end of this
 // file), and filled by name in its kernel file's add_<file>_kernels: adding an op with a kernel
-// does not touch this file. Only the elementwise core stays in the shared table (BackendSlots
-// below): copy, fill and binary are called from many op files (and from nn, train and autograd),
-// and the core together is what every composite op falls back on, so a backend fills all of it
-// or none (register.cpp refuses a table with a core slot unfilled).
+// does not touch this file. Only the slots that many op files call stay in the shared table
+// (BackendSlots below): copy (internal.cpp, manipulation.cpp, in_place.cpp, tensor_methods.cpp,
+// the linalg sources), fill (creation.cpp, tensor_methods.cpp, linalg_decompositions.cpp) and
+// binary (elementwise.cpp, in_place.cpp, fused_elementwise.cpp). They are what every op's
+// contiguous copies, constants and arithmetic come down to, so a backend fills all three
+// (register.cpp refuses a table with one unfilled).
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -149,9 +151,9 @@ struct AttentionParams {
   int64_t k_plane_stride = 0, v_plane_stride = 0;
 };
 
-// The elementwise core, the one part of the table shared by name (see the top of this file): a
-// slot used by many op files belongs here, every other one beside its op (KernelSlot). Function
-// pointers only (register.cpp reads them as an array to refuse a table with one unfilled).
+// The shared table (see the top of this file): a slot used by many op files belongs here, every
+// other one beside its op (KernelSlot). Function pointers only (register.cpp reads them as an
+// array to refuse a table with one unfilled).
 struct BackendSlots {
   // dst and src have the same shape (src may be a broadcast view); converts dtypes.
   void (*copy)(const Tensor& dst, const Tensor& src);

@@ -39,8 +39,8 @@ constexpr void (*kParts[])(Backend&) = {
     &cpu::add_linalg_kernels,
 };
 
-// The core's slots (BackendSlots) are function pointers only, so they read as an array of them:
-// a core slot no kernel file filled (one added to backend.h but not to its file's
+// The shared slots (BackendSlots) are function pointers only, so they read as an array of them:
+// a shared slot no kernel file filled (one added to backend.h but not to its file's
 // add_*_kernels) fails the first op run, in every test, rather than crashing the one op that
 // calls it. (Every other slot is declared beside its op, KernelSlot, and checked by its first
 // call: no kernel, or one of another signature, fails that op's tests naming the slot.)
