@@ -23,6 +23,24 @@ namespace loom {
 
 namespace {
 
+using detail::AttentionParams;
+using detail::KernelSlot;
+
+// The kernels' slots, declared beside their op (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/attention_flash.cpp.
+// Fused attention (FlashAttention): out (B, H, L, Ev) and lse (B, H, L; log-sum-exp of each
+// row's scaled, masked scores; +inf for a row with every position masked, whose output is
+// NaN) without forming the L x S scores; and its backward for gout (out's shape), recomputing
+// the weights from lse: dq, dk, dv (q's, k's, v's shapes). Unfilled (if_filled): the op runs
+// its math form.
+constinit const KernelSlot<void(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                const Tensor& v, const AttentionParams& p)>
+    kAttentionForward{"attention.attention_forward"};
+constinit const KernelSlot<void(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& gout,
+                                const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                                const AttentionParams& p)>
+    kAttentionBackward{"attention.attention_backward"};
+
 constexpr const char* kOp = "scaled_dot_product_attention";
 
 // With E = 0 every score is an empty sum, 0 (PyTorch scales q and k before their product, so
@@ -140,9 +158,10 @@ void check_mask(const Tensor& q, const Tensor& mask, bool is_causal, const Atten
 
 // Whether the backend's fused kernel applies: it has one, float32 or float64, no empty axis, and
 // a floating mask of q's dtype that needs no gradient.
-bool fused_applies(const detail::Backend& be, const Tensor& q, const Tensor& mask, const AttentionShapes& a) {
+bool fused_applies(const Tensor& q, const Tensor& mask, const AttentionShapes& a) {
   const bool float_mask = mask.defined() && mask.dtype() != DType::Bool;
-  return be.attention_forward && be.attention_backward && (q.dtype() == DType::Float32 || q.dtype() == DType::Float64) && a.L > 0 &&
+  return kAttentionForward.if_filled(q.device()) && kAttentionBackward.if_filled(q.device()) &&
+         (q.dtype() == DType::Float32 || q.dtype() == DType::Float64) && a.L > 0 &&
          a.S > 0 && a.E > 0 && a.Ev > 0 && shape_numel(a.batch) > 0 &&
          !(float_mask && (mask.dtype() != q.dtype() || detail::needs_grad({&mask})));
 }
@@ -197,7 +216,7 @@ int64_t plane_stride(const Tensor& t) {
 // is batch's last (H = 1 without one); k and v keep fewer heads than q without a copy when
 // they have 1 (multi-query) or enable_gqa says so. Other broadcast batch axes are copied
 // (O(S E) per batch item, never L x S); the rule sums their gradients back.
-Tensor fused_attention(const detail::Backend& be, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool is_causal,
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool is_causal,
                        std::optional<double> scale, double dropout_p, bool enable_gqa, Generator* generator, const AttentionShapes& a) {
   const char* op = kOp;
   const Shape& batch = a.batch;
@@ -241,7 +260,7 @@ Tensor fused_attention(const detail::Backend& be, const Tensor& q, const Tensor&
   lse_shape.push_back(a.L);
   Tensor out = detail::alloc(out_shape, q.dtype(), q.device(), op);
   Tensor lse = detail::alloc(lse_shape, q.dtype(), q.device(), op);
-  be.attention_forward(out, lse, qc, kc, vc, p);
+  kAttentionForward(q.device())(out, lse, qc, kc, vc, p);
   if (!grad) return out;
   return detail::record(op, {q, k, v}, out,
                         [p, qc = detail::save(qc), kc = detail::save(kc), vc = detail::save(vc), o = detail::save(out), lse](
@@ -252,8 +271,7 @@ Tensor fused_attention(const detail::Backend& be, const Tensor& q, const Tensor&
                           Tensor dq = detail::alloc(qt.shape(), qt.dtype(), qt.device());
                           Tensor dk = detail::alloc(kt.shape(), kt.dtype(), kt.device());
                           Tensor dv = detail::alloc(vt.shape(), vt.dtype(), vt.device());
-                          detail::backend(qt.device())
-                              .attention_backward(dq, dk, dv, detail::contiguous_raw(g), qt, kt, vt, o, lse, p);
+                          kAttentionBackward(qt.device())(dq, dk, dv, detail::contiguous_raw(g), qt, kt, vt, o, lse, p);
                           return std::vector<Tensor>{dq, dk, dv};
                         });
 }
@@ -265,10 +283,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     Generator* generator) {
   const AttentionShapes a = check_operands(q, k, v, dropout_p, enable_gqa);
   check_mask(q, mask, is_causal, a);
-  const auto& be = detail::backend(q.device());
-  if (!fused_applies(be, q, mask, a))
+  if (!fused_applies(q, mask, a))
     return detail::scaled_dot_product_attention_math(q, k, v, mask, is_causal, scale, dropout_p, enable_gqa, generator);
-  return fused_attention(be, q, k, v, mask, is_causal, scale, dropout_p, enable_gqa, generator, a);
+  return fused_attention(q, k, v, mask, is_causal, scale, dropout_p, enable_gqa, generator, a);
 }
 
 }  // namespace loom

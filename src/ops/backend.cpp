@@ -19,7 +19,7 @@ void KernelFills::add(const char* slot, const std::type_info& type, void (*kerne
   entries_.push_back({slot, &type, kernel});
 }
 
-void (*KernelFills::find(const char* slot, const std::type_info& type) const)() {
+void (*KernelFills::find_if_filled(const char* slot, const std::type_info& type) const)() {
   for (const Entry& e : entries_) {
     if (e.slot != slot) continue;
     if (*e.type != type)
@@ -27,6 +27,11 @@ void (*KernelFills::find(const char* slot, const std::type_info& type) const)() 
                              "' has another signature than the slot its op declares (KernelSlot): make them agree");
     return e.kernel;
   }
+  return nullptr;
+}
+
+void (*KernelFills::find(const char* slot, const std::type_info& type) const)() {
+  if (const auto kernel = find_if_filled(slot, type)) return kernel;
   throw std::logic_error(std::string("no kernel of this backend fills the slot '") + slot +
                          "' its op declares (KernelSlot): fill it in its kernel file's add_*_kernels");
 }

@@ -3,9 +3,14 @@
 // dtypes, allocate outputs and record gradients; kernels only compute. Each backend registers
 // its table explicitly from its init function (see register_cpu_backend).
 //
-// A slot is either a member of BackendSlots below or declared beside its op, in the op's source
-// (KernelSlot, at the end of this file): a family whose slots are declared there adds an op with
-// a kernel without touching this file.
+// A kernel's slot is declared beside its op, in the op's source (KernelSlot, at the end of this
+// file), and filled by name in its kernel file's add_<file>_kernels: adding an op with a kernel
+// does not touch this file. Only the slots that many op files call stay in the shared table
+// (BackendSlots below): copy (internal.cpp, manipulation.cpp, in_place.cpp, tensor_methods.cpp,
+// the linalg sources), fill (creation.cpp, tensor_methods.cpp, linalg_decompositions.cpp) and
+// binary (elementwise.cpp, in_place.cpp, fused_elementwise.cpp). They are what every op's
+// contiguous copies, constants and arithmetic come down to, so a backend fills all three
+// (register.cpp refuses a table with one unfilled).
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -91,6 +96,14 @@ struct LinalgStatus {
 // One optimizer step's scalars for the backend's fused updates (torch.optim's rules, written out
 // in include/loom/train/optimizers.h). The kernels round each to the parameter's dtype, as the
 // tensor-op path does; grad_scale multiplies each gradient value as it is read (1: as it is).
+// The updates' slots are declared beside their optimizers (src/train/sgd.cpp, adam.cpp,
+// rmsprop.cpp, adagrad.cpp; KernelSlot) and filled by src/ops/cpu/optimizers.cpp. Each updates
+// elements [begin, end) of contiguous tensors of one dtype, float32 or float64, in place; an
+// undefined state tensor is an option that is off. Scalars and operations in the tensor-op
+// path's order, so the two agree bit for bit (float32 Adam may contract into FMAs where the ISA
+// has them). A vector loop may round its tail differently from its body, so callers split a
+// tensor only at fixed offsets to get the same bits at any thread count. Unfilled (if_filled):
+// the optimizer runs tensor ops.
 struct SGDStep {
   double lr, momentum, dampening, weight_decay;
   bool nesterov;
@@ -138,8 +151,9 @@ struct AttentionParams {
   int64_t k_plane_stride = 0, v_plane_stride = 0;
 };
 
-// The table's slots named here: function pointers only (register.cpp reads them as an array to
-// refuse a table with one unfilled).
+// The shared table (see the top of this file): a slot used by many op files belongs here, every
+// other one beside its op (KernelSlot). Function pointers only (register.cpp reads them as an
+// array to refuse a table with one unfilled).
 struct BackendSlots {
   // dst and src have the same shape (src may be a broadcast view); converts dtypes.
   void (*copy)(const Tensor& dst, const Tensor& src);
@@ -147,163 +161,11 @@ struct BackendSlots {
   // a and b are views broadcast to out's shape, both of the compute dtype; comparisons and
   // logical ops write bool.
   void (*binary)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
-  void (*unary)(UnaryOp op, const Tensor& out, const Tensor& x);
-  void (*where)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
-  // out has x's rank with size 1 on the reduced axes; ArgMax/ArgMin reduce one axis into int64.
-  void (*reduce)(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<bool>& reduced);
-  // The sum of the squares of a contiguous float32 tensor (clip_grad_norm's 2-norm) in one read,
-  // the same at any thread count: float32 sums over fixed blocks of values, added in double in
-  // block order. Null: the caller computes it with ops.
-  double (*sum_squares_f32)(const Tensor& x);
-  void (*cumsum)(const Tensor& out, const Tensor& x, int64_t axis);
-  // out[b] = a[b] @ b[b] for 3-d operands of equal batch size.
-  void (*matmul)(const Tensor& out, const Tensor& a, const Tensor& b);
-  // The same plus bias (out's last axis) on every row, bit for bit matmul then add; false (and
-  // nothing written) where the backend has no such path for these operands. May be null.
-  bool (*matmul_bias)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
-  // out = x.take(index, axis) with out.shape = x.shape[:axis] + index.shape + x.shape[axis+1:].
-  void (*take)(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
-  // dst[..., index[i], ...] += src[..., i, ...] along axis (index has any shape; src matches take's output).
-  void (*index_add)(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src);
-  // out[..i..] = x[.. index[..i..] ..] along axis (index and out same shape).
-  void (*take_along)(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
-  void (*scatter_add_along)(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src);
-  // dst_flat[index[i]] = src[i] in order (a later duplicate wins); 1-d contiguous operands.
-  void (*put)(const Tensor& dst_flat, const Tensor& index, const Tensor& src);
-  // Positions of non-zero elements of x: an int64 tensor of shape (count, ndim).
-  Tensor (*nonzero)(const Tensor& x);
-  void (*random)(RandomKind kind, const Tensor& out, uint64_t key, double a, double b);
-
-  // --- neural-network kernels (float32/float64, contiguous NCHW operands, outputs allocated
-  // by the op). Weights are PyTorch's (out_channels, in_channels / groups, kH, kW).
-  // out = conv(x, w) (+ bias when defined).
-  void (*conv2d)(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
-  // gx = d conv / d x applied to gy (also the transposed convolution of gy).
-  void (*conv2d_backward_data)(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p);
-  // gw = d conv / d w applied to gy, for input x.
-  void (*conv2d_backward_weights)(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p);
-  // out = epilogue(conv(x, w) + bias) for inference (float32, no gradient); false when the
-  // backend has no fused kernel for it (the op then runs the unfused ops). Operands contiguous.
-  bool (*conv2d_fused)(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
-                       const FusedConv& e);
-  // Blocked activation layouts for conv2d_fused (the graph compiler keeps them between fused
-  // convolutions): a float32 tensor of the logical NCHW shape whose memory is (N, C/B, H, W, B),
-  // B channels innermost. conv2d_blocked: B when conv2d_fused can write its output of shape
-  // `out` (from x of shape `x`, `groups` groups) in that layout, else 0; it can then also read
-  // such an output as x or residual. reorder_blocked: out = x (one shape) converted from NCHW to
-  // the blocked layout, or back when `to_plain`. Null: no blocked layouts.
-  int64_t (*conv2d_blocked)(const Shape& x, const Shape& out, int64_t groups);
-  void (*reorder_blocked)(const Tensor& out, const Tensor& x, bool to_plain);
-  // out = max pooling (dilation 1) of x, both in that blocked layout; NaN propagates.
-  void (*max_pool2d_blocked)(const Tensor& out, const Tensor& x, const Pool2dParams& p);
-  // out = the chain over inputs (all float32, contiguous, of out's shape) in one pass: each
-  // block of elements goes through every step while it is in cache. Null: no fused kernel.
-  void (*elementwise_chain)(const Tensor& out, const ElementwiseChain& chain, const std::vector<Tensor>& inputs);
-  // out = max over each window; indices (int64, or int32 for a gradient's own use) = flat
-  // h * W + w of the first maximum, or undefined when only the values are wanted (inference).
-  void (*max_pool2d)(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p);
-  void (*avg_pool2d)(const Tensor& out, const Tensor& x, const Pool2dParams& p);
-  // gx (zeroed by the kernel) = the adjoint of avg_pool2d applied to gy.
-  void (*avg_pool2d_backward)(const Tensor& gx, const Tensor& gy, const Pool2dParams& p);
-  // Training-mode batch norm over contiguous x viewed as (N, C, S): per-channel batch mean and
-  // biased variance into mean and var (C), and y = (x - mean) * invstd * weight +
-  // bias with invstd = 1 / sqrt(var + eps) (weight and bias may be undefined).
-  void (*batch_norm_train)(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x, const Tensor& weight,
-                           const Tensor& bias, double eps);
-  // Its gradients for output gradient g: gx (like x), gweight and gbias (C; either may be undefined).
-  void (*batch_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g, const Tensor& x,
-                              const Tensor& mean, const Tensor& var, const Tensor& weight, double eps);
-  // The same in parts, for statistics reduced across replicas between them (synchronized batch
-  // norm; all float64 (C) except x, y, g, gx, weight, bias). sums (2C + 1) = per channel the sum
-  // of x, the sum of x^2 (as M2 + n mean^2 about this x's own mean, so no float32 cancellation),
-  // then the count per channel. apply: y from a given mean and biased var. grad_sums (2C) = per
-  // channel sum g and sum g (x - mean). input_grad: gx from given sums over `count` values.
-  void (*batch_norm_sums)(const Tensor& sums, const Tensor& x);
-  void (*batch_norm_apply)(const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight,
-                           const Tensor& bias, double eps);
-  void (*batch_norm_grad_sums)(const Tensor& sums, const Tensor& g, const Tensor& x, const Tensor& mean);
-  void (*batch_norm_input_grad)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& var,
-                                const Tensor& weight, const Tensor& sums, double count, double eps);
-  // gx (N, C, H, W; zeroed by the kernel) receives gy (N, C, Ho, Wo) at the flat in-plane
-  // positions max_pool2d wrote to indices (int64 or int32), summed where windows overlap.
-  void (*max_pool2d_backward)(const Tensor& gx, const Tensor& gy, const Tensor& indices);
-  // Layer norm of contiguous x viewed as (rows, cols), normalising each row: per-row mean and
-  // rstd = 1 / sqrt(biased var + eps) into mean and rstd (rows), and
-  // y = (x - mean) * rstd * weight + bias (weight and bias: cols values, either may be undefined).
-  void (*layer_norm)(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
-                     const Tensor& bias, int64_t cols, double eps);
-  // Its gradients for output gradient g: gx (like x), gweight and gbias (cols); each may be
-  // undefined (not wanted).
-  void (*layer_norm_backward)(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g,
-                              const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight, int64_t cols);
-  // LSTM cell (contiguous operands; gates (B, 4n) pre-activations in order i, f, g, o, c (B, n)):
-  // out (B, 2n) <- [h2, c2] with c2 = f c + i g, h2 = o tanh(c2); ws (B, 5n) <- the activated
-  // gates and tanh(c2).
-  void (*lstm_cell)(const Tensor& out, const Tensor& ws, const Tensor& gates, const Tensor& c);
-  // Its gradients for grad (B, 2n) = [d h2, d c2]: dgates (B, 4n, pre-activation) and dc (B, n;
-  // undefined: not wanted), from the forward's ws and c.
-  void (*lstm_cell_backward)(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws, const Tensor& c);
-
-  // --- fused fast paths of composite ops, on contiguous float32 operands. Null: the op runs
-  // its composite (the definition), which these match.
-  // out = softmax (log = false) or log_softmax of x along its last axis (same shape).
-  void (*softmax_lastdim_f32)(const Tensor& out, const Tensor& x, bool log);
-  // gelu(x, tanh approximation): out = x 0.5 (1 + t), t = tanh(sqrt(2 / pi) (x + 0.044715 x^3))
-  // (the composite's bits); its backward gx = g d/dx from x alone.
-  void (*gelu_tanh_f32)(const Tensor& out, const Tensor& x);
-  void (*gelu_tanh_backward_f32)(const Tensor& gx, const Tensor& g, const Tensor& x);
-  // Cross-entropy of x (N, C) with int64 class ids t (N,) (valid ids or ignore_index): per row
-  // m = max, ls = log(sum exp(x - m)) and loss = -((x[t] - m) - ls), 0 where t is ignore_index
-  // (loss, m, ls: (N,)), bit for bit log_softmax then picking t.
-  void (*cross_entropy_rows_f32)(const Tensor& loss, const Tensor& m, const Tensor& ls, const Tensor& x, const Tensor& t,
-                                 int64_t ignore_index);
-  // Its backward for the per-row gradient g (N,): gx (N, C) = exp((x - m) - ls) * g minus g at
-  // the target, 0 in ignored rows: the composite's bits.
-  void (*cross_entropy_rows_backward_f32)(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& m,
-                                          const Tensor& ls, const Tensor& t, int64_t ignore_index);
-
-  // Fused attention (FlashAttention): out (B, H, L, Ev) and lse (B, H, L; log-sum-exp of each
-  // row's scaled, masked scores; +inf for a row with every position masked, whose output is
-  // NaN) without forming the L x S scores; and its backward for gout (out's shape), recomputing
-  // the weights from lse: dq, dk, dv (q's, k's, v's shapes). Null: the op runs its math form.
-  void (*attention_forward)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                            const AttentionParams& p);
-  void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& gout, const Tensor& q,
-                             const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                             const AttentionParams& p);
-  // out (M, N) float32 = x (M, K) float32 times the transpose of q (N, K) int8, q's row j scaled
-  // by scales (N, G) over each group of `group` columns (G = ceil(K / group)); all contiguous
-  // (ops/quantized.h). Null: no int8 kernel.
-  void (*matmul_int8)(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales, int64_t group);
-
-  // --- optimizer updates (the fused path of train's optimizers): elements [begin, end) of
-  // contiguous tensors of one dtype, float32 or float64, updated in place; an undefined state
-  // tensor is an option that is off. Scalars and operations in the tensor-op path's order, so
-  // the two agree bit for bit (float32 Adam may contract into FMAs where the ISA has them). A
-  // vector loop may round its tail differently from its body, so callers split a tensor only
-  // at fixed offsets to get the same bits at any thread count. Null: the optimizer runs tensor ops.
-  // SGD: d = g + weight_decay p; with a momentum buffer, buf = first ? d : momentum buf +
-  // (1 - dampening) d and d = nesterov ? d + momentum buf : buf; p += -lr d.
-  void (*sgd_update)(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SGDStep& s,
-                     int64_t begin, int64_t end);
-  // Adam / AdamW: p *= decay; g += l2 p; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g g;
-  // with max_exp_avg_sq (AMSGrad) vmax = max(vmax, v), used for v; p += (-step_size m) / (sqrt(v) / bc2_sqrt + eps).
-  void (*adam_update)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                      const Tensor& max_exp_avg_sq, const AdamStep& s, int64_t begin, int64_t end);
-  // RMSprop: g += weight_decay p; sq = alpha sq + (1 - alpha) g g; avg = sqrt(sq) + eps, or with
-  // grad_avg (centered) ga = alpha ga + (1 - alpha) g and avg = sqrt(sq - ga ga) + eps; with a
-  // momentum buffer buf = momentum buf + g / avg and p += -lr buf, else p += (-lr g) / avg.
-  void (*rmsprop_update)(const Tensor& param, const Tensor& grad, const Tensor& square_avg, const Tensor& grad_avg,
-                         const Tensor& momentum_buffer, const RMSPropStep& s, int64_t begin, int64_t end);
-  // Adagrad: g += weight_decay p; sum += g g; p += (-lr g) / (sqrt(sum) + eps).
-  void (*adagrad_update)(const Tensor& param, const Tensor& grad, const Tensor& sum, const AdagradStep& s, int64_t begin,
-                         int64_t end);
-  // (dense linear algebra: its slots are declared beside its ops, src/ops/linalg_decompositions.cpp)
 };
 
 // The kernels a backend fills into slots declared beside their ops (KernelSlot), by the slot's
-// name, each with its type: `b.kernels.fill("linalg.cholesky", &cholesky)`. (LOOM_INTERNAL: its
-// unit test reaches it.)
+// name ("<family>.<kernel>"), each with its type: `b.kernels.fill("linalg.cholesky", &cholesky)`.
+// (LOOM_INTERNAL: its unit test reaches it.)
 class LOOM_INTERNAL KernelFills {
  public:
   template <class Fn>
@@ -313,6 +175,9 @@ class LOOM_INTERNAL KernelFills {
   // The kernel filled into `slot` if it has type `type`; std::logic_error naming the slot when
   // none is, or when the kernel's signature is not the slot's.
   void (*find(const char* slot, const std::type_info& type) const)();
+  // The same, but null when no kernel fills `slot` (a slot whose op has a composite to fall back
+  // on); still std::logic_error for another signature.
+  void (*find_if_filled(const char* slot, const std::type_info& type) const)();
   // std::logic_error for a slot filled twice (every test fails on it: the table is built on first use).
   void add(const char* slot, const std::type_info& type, void (*kernel)());
 
@@ -344,7 +209,9 @@ void register_cpu_backend();
 // signature each, and the first call on a device checks that they agree: a slot no kernel of
 // the device fills, or fills with another signature, is a std::logic_error naming the slot (so
 // the op's own tests fail), never a call through the wrong type. The kernel found is kept, so a
-// later call costs one atomic load.
+// later call costs one atomic load. A fused fast path whose op has a composite to fall back on
+// asks if_filled instead: null where the device fills no kernel. A slot two op files call is
+// declared in a private header of the part (ops/indexing_internal.h) and defined in one of them.
 template <class Fn>
 class KernelSlot {
  public:
@@ -360,9 +227,25 @@ class KernelSlot {
     return kernel;
   }
 
+  // For a slot whose op falls back on its composite where the device has no kernel (a fused fast
+  // path): the kernel, or null when the device fills none. A filled slot costs one atomic load
+  // after the first call, an unfilled one two.
+  Fn* if_filled(Device device) const {
+    const size_t d = static_cast<size_t>(device.type);
+    Fn* kernel = cache_[d].load(std::memory_order_acquire);
+    if (kernel || absent_[d].load(std::memory_order_acquire)) return kernel;
+    kernel = reinterpret_cast<Fn*>(backend(device).kernels.find_if_filled(name_, typeid(Fn)));
+    if (kernel)
+      cache_[d].store(kernel, std::memory_order_release);
+    else
+      absent_[d].store(true, std::memory_order_release);
+    return kernel;
+  }
+
  private:
   const char* name_;
   mutable std::array<std::atomic<Fn*>, 2> cache_{};  // by DeviceType (CPU, CUDA)
+  mutable std::array<std::atomic<bool>, 2> absent_{};  // looked up and unfilled (if_filled)
 };
 
 }  // namespace loom::detail

@@ -25,6 +25,40 @@ using Grads = std::vector<Tensor>;
 
 namespace {
 
+using detail::KernelSlot;
+
+// The kernels' slots, declared beside their ops (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/conv_ref.cpp, conv_onednn.cpp and conv_onednn_blocked.cpp. Float32/float64,
+// contiguous NCHW operands, outputs allocated by the op; weights are PyTorch's (out_channels,
+// in_channels / groups, kH, kW).
+// out = conv(x, w) (+ bias when defined).
+constinit const KernelSlot<void(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                const Conv2dParams& p)>
+    kConv2d{"conv.conv2d"};
+// gx = d conv / d x applied to gy (also the transposed convolution of gy).
+constinit const KernelSlot<void(const Tensor& gx, const Tensor& gy, const Tensor& w, const Conv2dParams& p)>
+    kConv2dBackwardData{"conv.conv2d_backward_data"};
+// gw = d conv / d w applied to gy, for input x.
+constinit const KernelSlot<void(const Tensor& gw, const Tensor& gy, const Tensor& x, const Conv2dParams& p)>
+    kConv2dBackwardWeights{"conv.conv2d_backward_weights"};
+// out = epilogue(conv(x, w) + bias) for inference (float32, no gradient); false when the
+// backend has no fused kernel for it (the op then runs the unfused ops). Operands contiguous.
+// Unfilled (if_filled): the op runs the unfused ops.
+constinit const KernelSlot<bool(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                const Conv2dParams& p, const detail::FusedConv& e)>
+    kConv2dFused{"conv.conv2d_fused"};
+// Blocked activation layouts for conv2d_fused (the graph compiler keeps them between fused
+// convolutions): a float32 tensor of the logical NCHW shape whose memory is (N, C/B, H, W, B),
+// B channels innermost. kConv2dBlocked: B when kConv2dFused can write its output of shape
+// `out` (from x of shape `x`, `groups` groups) in that layout, else 0; it can then also read
+// such an output as x or residual. kReorderBlocked: out = x (one shape) converted from NCHW to
+// the blocked layout, or back when `to_plain`. Unfilled (if_filled): no blocked layouts.
+constinit const KernelSlot<int64_t(const Shape& x, const Shape& out, int64_t groups)> kConv2dBlocked{"conv.conv2d_blocked"};
+constinit const KernelSlot<void(const Tensor& out, const Tensor& x, bool to_plain)> kReorderBlocked{"conv.reorder_blocked"};
+// out = max pooling (dilation 1) of x, both in that blocked layout; NaN propagates.
+constinit const KernelSlot<void(const Tensor& out, const Tensor& x, const detail::Pool2dParams& p)>
+    kMaxPool2dBlocked{"conv.max_pool2d_blocked"};
+
 Tensor prepare(const Tensor& t, DType dt) { return detail::contiguous_raw(detail::cast_raw(t, dt)); }
 
 
@@ -44,7 +78,7 @@ Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dP
   Conv2dParams fp = p;
   fp.inference = !record;  // no backward will read this call: the backend may use its inference path
   Tensor out = detail::alloc(forward_shape(x.shape(), w.shape(), p), kd, x.device());
-  detail::backend(x.device()).conv2d(out, prepare(x, kd), prepare(w, kd), b.defined() ? prepare(b, kd) : Tensor(), fp);
+  kConv2d(x.device())(out, prepare(x, kd), prepare(w, kd), b.defined() ? prepare(b, kd) : Tensor(), fp);
   Tensor y = detail::cast_raw(out, dt);
   if (!record) return y;
   std::vector<Tensor> inputs{x, w};
@@ -62,7 +96,7 @@ Tensor conv_fwd(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dP
 Tensor conv_bwd_data(const Tensor& gy, const Tensor& w, const Shape& x_shape, const Conv2dParams& p) {
   const DType dt = gy.dtype(), kd = detail::kernel_dtype(dt);
   Tensor gx = detail::alloc(x_shape, kd, gy.device());
-  detail::backend(gy.device()).conv2d_backward_data(gx, prepare(gy, kd), prepare(w, kd), p);
+  kConv2dBackwardData(gy.device())(gx, prepare(gy, kd), prepare(w, kd), p);
   Tensor r = detail::cast_raw(gx, dt);
   if (!detail::needs_grad({&gy, &w})) return r;
   return detail::record("conv2d_backward_data", {gy, w}, r,
@@ -76,7 +110,7 @@ Tensor conv_bwd_data(const Tensor& gy, const Tensor& w, const Shape& x_shape, co
 Tensor conv_bwd_weights(const Tensor& gy, const Tensor& x, const Shape& w_shape, const Conv2dParams& p) {
   const DType dt = gy.dtype(), kd = detail::kernel_dtype(dt);
   Tensor gw = detail::alloc(w_shape, kd, gy.device());
-  detail::backend(gy.device()).conv2d_backward_weights(gw, prepare(gy, kd), prepare(x, kd), p);
+  kConv2dBackwardWeights(gy.device())(gw, prepare(gy, kd), prepare(x, kd), p);
   Tensor r = detail::cast_raw(gw, dt);
   if (!detail::needs_grad({&gy, &x})) return r;
   return detail::record("conv2d_backward_weights", {gy, x}, r,
@@ -263,7 +297,7 @@ Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   bool grad = false;
   if (grad_enabled())
     for (const Tensor* t : all) grad = grad || (t->defined() && t->requires_grad());
-  const auto& kernel = detail::backend(x.device()).conv2d_fused;
+  const auto kernel = kConv2dFused.if_filled(x.device());
   const bool blocked = e.x_blocked || e.out_blocked;
   if (!grad && x.dtype() == DType::Float32 && kernel) {
     // a residual given up by the caller that nothing else holds becomes the output: the kernel
@@ -298,28 +332,28 @@ Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, c
 
 int64_t conv2d_fused_blocked(const Tensor& x, const Tensor& weight, IntList stride, ConvPadding padding, IntList dilation,
                              int64_t groups) {
-  const auto& b = detail::backend(x.device());
-  if (!b.conv2d_blocked || !b.reorder_blocked || x.dtype() != DType::Float32 || x.ndim() != 4 || weight.ndim() != 4)
+  const auto blocked = kConv2dBlocked.if_filled(x.device());
+  if (!blocked || !kReorderBlocked.if_filled(x.device()) || x.dtype() != DType::Float32 || x.ndim() != 4 || weight.ndim() != 4)
     return 0;
   const Conv2dParams p = forward_params("conv2d_fused", x, weight, stride, padding, dilation, groups, 2);
-  return b.conv2d_blocked(x.shape(), forward_shape(x.shape(), weight.shape(), p), groups);
+  return blocked(x.shape(), forward_shape(x.shape(), weight.shape(), p), groups);
 }
 
 Tensor reorder_blocked(const Tensor& x, bool to_plain) {
-  const auto& b = detail::backend(x.device());
-  if (!b.reorder_blocked || x.dtype() != DType::Float32 || x.ndim() != 4 || !x.is_contiguous())
+  const auto reorder = kReorderBlocked.if_filled(x.device());
+  if (!reorder || x.dtype() != DType::Float32 || x.ndim() != 4 || !x.is_contiguous())
     throw ValueError(std::string("reorder_blocked: needs a contiguous 4-d float32 tensor on a backend with blocked "
                                     "layouts, got ") + describe(x));
   Tensor out = detail::alloc(x.shape(), DType::Float32, x.device());
-  if (out.numel() > 0) b.reorder_blocked(out, x, to_plain);
+  if (out.numel() > 0) reorder(out, x, to_plain);
   blocked_reorders.fetch_add(1, std::memory_order_relaxed);
   return out;
 }
 
 Tensor max_pool2d_blocked(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode) {
   const char* op = "max_pool2d_blocked";
-  const auto& b = detail::backend(x.device());
-  if (!b.max_pool2d_blocked || x.dtype() != DType::Float32 || x.ndim() != 4 || !x.is_contiguous())
+  const auto pool = kMaxPool2dBlocked.if_filled(x.device());
+  if (!pool || x.dtype() != DType::Float32 || x.ndim() != 4 || !x.is_contiguous())
     throw ValueError(std::string(op) + ": needs a contiguous 4-d float32 tensor in the blocked layout on a backend with "
                      "blocked layouts, got " + describe(x));
   const auto k = detail::per_axis(kernel_size.values(), 2, op, "kernel_size", 1);
@@ -335,7 +369,7 @@ Tensor max_pool2d_blocked(const Tensor& x, IntList kernel_size, IntList stride, 
   }
   Pool2dParams p{{k[0], k[1]}, {st[0], st[1]}, {pad[0], pad[1]}, {1, 1}, true, 0};
   Tensor y = detail::alloc(out, DType::Float32, x.device());
-  if (y.numel() > 0) b.max_pool2d_blocked(y, x, p);
+  if (y.numel() > 0) pool(y, x, p);
   blocked_pools.fetch_add(1, std::memory_order_relaxed);
   return y;
 }

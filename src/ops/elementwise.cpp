@@ -17,6 +17,23 @@ using detail::UnaryOp;
 
 namespace {
 
+using detail::KernelSlot;
+
+// The unary and select kernels' slots, declared beside their ops (src/ops/backend.h, KernelSlot),
+// filled by src/ops/cpu/unary.cpp and binary.cpp. out = op(x), x of out's shape and of the
+// compute dtype (Not: bool).
+constinit const KernelSlot<void(UnaryOp op, const Tensor& out, const Tensor& x)> kUnary{"elementwise.unary"};
+// out = cond ? a : b, cond (bool), a and b views broadcast to out's shape, a and b of out's dtype.
+constinit const KernelSlot<void(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b)> kWhere{
+    "elementwise.where"};
+// gelu's fused kernels' slots (src/ops/backend.h, KernelSlot), filled by src/ops/cpu/gelu.cpp, on
+// contiguous float32 operands: gelu(x, tanh approximation): out = x 0.5 (1 + t),
+// t = tanh(sqrt(2 / pi) (x + 0.044715 x^3)) (the composite's bits); its backward gx = g d/dx
+// from x alone. Unfilled (if_filled): the composite runs.
+constinit const KernelSlot<void(const Tensor& out, const Tensor& x)> kGeluTanhF32{"gelu.gelu_tanh_f32"};
+constinit const KernelSlot<void(const Tensor& gx, const Tensor& g, const Tensor& x)> kGeluTanhBackwardF32{
+    "gelu.gelu_tanh_backward_f32"};
+
 
 // Runs a binary kernel: broadcasts, converts both operands to `compute`, writes `result`.
 Tensor binary_kernel(BinaryOp op, const char* name, const Tensor& a, const Tensor& b, DType compute, DType result) {
@@ -46,7 +63,7 @@ Tensor unary_kernel(UnaryOp op, const Tensor& x, DType dtype) {
   const DType kd = detail::kernel_dtype(dtype);
   Tensor xin = detail::cast_raw(x, kd);
   Tensor out = detail::alloc(x.shape(), kd, x.device());
-  detail::backend(x.device()).unary(op, out, xin);
+  kUnary(x.device())(op, out, xin);
   return detail::cast_raw(out, dtype);
 }
 
@@ -235,9 +252,9 @@ Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
   const DType dt = promote_types(a.dtype(), b.dtype());
   const DType kd = detail::kernel_dtype(dt);
   Tensor out = detail::alloc(shape, kd, a.device());
-  detail::backend(a.device()).where(out, detail::broadcast_view(detail::cast_raw(c, DType::Bool), shape),
-                                    detail::broadcast_view(detail::cast_raw(a, kd), shape),
-                                    detail::broadcast_view(detail::cast_raw(b, kd), shape));
+  kWhere(a.device())(out, detail::broadcast_view(detail::cast_raw(c, DType::Bool), shape),
+                     detail::broadcast_view(detail::cast_raw(a, kd), shape),
+                     detail::broadcast_view(detail::cast_raw(b, kd), shape));
   Tensor y = detail::cast_raw(out, dt);
   if (!detail::needs_grad({&a, &b})) return y;
   return detail::record("where", {a, b}, y, [cd = detail::save(c)](const Tensor& g) {
@@ -388,16 +405,16 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   if (tanh_approximation) {
     const double c = std::sqrt(2.0 / M_PI);
     detail::check_defined(x, "gelu");
-    const detail::Backend& b = detail::backend(x.device());
-    if (x.dtype() == DType::Float32 && x.numel() > 0 && b.gelu_tanh_f32 && b.gelu_tanh_backward_f32) {
+    if (x.dtype() == DType::Float32 && x.numel() > 0 && kGeluTanhF32.if_filled(x.device()) &&
+        kGeluTanhBackwardF32.if_filled(x.device())) {
       const Tensor xc = detail::contiguous_raw(x);
       Tensor y = detail::alloc(x.shape(), DType::Float32, x.device());
-      b.gelu_tanh_f32(y, xc);
+      kGeluTanhF32(x.device())(y, xc);
       if (!detail::needs_grad({&x})) return y;
       return detail::record("gelu", {x}, y, [xd = detail::save(xc)](const Tensor& g) {
         const Tensor& xs = xd.get();
         Tensor gx = detail::alloc(xs.shape(), DType::Float32, xs.device());
-        detail::backend(xs.device()).gelu_tanh_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs);
+        kGeluTanhBackwardF32(xs.device())(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs);
         return Grads{gx};
       });
     }

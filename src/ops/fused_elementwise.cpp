@@ -4,6 +4,14 @@
 
 namespace loom::detail {
 
+// The kernel's slot, declared beside its op (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/elementwise_chain.cpp: out = the chain over inputs (all float32, contiguous, of
+// out's shape) in one pass: each block of elements goes through every step while it is in
+// cache. Unfilled (if_filled): no fused kernel (the op returns an undefined tensor).
+static constinit const KernelSlot<void(const Tensor& out, const ElementwiseChain& chain,
+                                       const std::vector<Tensor>& inputs)>
+    kElementwiseChain{"fused.elementwise_chain"};
+
 Tensor elementwise_chain(const ElementwiseChain& chain, const std::vector<Tensor>& inputs) {
   if (chain.steps.empty() || chain.start < 0 || static_cast<size_t>(chain.start) >= inputs.size()) return Tensor();
   for (const ElementwiseChain::Step& s : chain.steps)
@@ -14,10 +22,10 @@ Tensor elementwise_chain(const ElementwiseChain& chain, const std::vector<Tensor
         x.shape() != first.shape())
       return Tensor();
   if (needs_grad(inputs)) return Tensor();
-  const Backend& b = backend(first.device());
-  if (!b.elementwise_chain) return Tensor();
+  const auto kernel = kElementwiseChain.if_filled(first.device());
+  if (!kernel) return Tensor();
   Tensor out = alloc(first.shape(), DType::Float32, first.device(), "elementwise_chain");
-  if (out.numel() > 0) b.elementwise_chain(out, chain, inputs);
+  if (out.numel() > 0) kernel(out, chain, inputs);
   return out;
 }
 

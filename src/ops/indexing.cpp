@@ -6,12 +6,37 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
+#include "ops/indexing_internal.h"
 #include "ops/internal.h"
 #include "ops/registry_parts.h"
 
 namespace loom {
 
+namespace detail {
+// (shared with nn.cpp: ops/indexing_internal.h, where its contract is)
+constinit const KernelSlot<void(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src)> kIndexAdd{
+    "index.index_add"};
+}  // namespace detail
+
 using Grads = std::vector<Tensor>;
+using detail::kIndexAdd;
+using detail::KernelSlot;
+
+// The indexing kernels' other slots, declared beside their ops (src/ops/backend.h, KernelSlot),
+// filled by src/ops/cpu/index.cpp.
+// out = x.take(index, axis) with out.shape = x.shape[:axis] + index.shape + x.shape[axis+1:].
+static constinit const KernelSlot<void(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index)> kTake{
+    "index.take"};
+// out[..i..] = x[.. index[..i..] ..] along axis (index and out same shape); scatter_add_along is
+// its adjoint: dst[.. index[..i..] ..] += src[..i..] along axis.
+static constinit const KernelSlot<void(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index)>
+    kTakeAlong{"index.take_along"};
+static constinit const KernelSlot<void(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src)>
+    kScatterAddAlong{"index.scatter_add_along"};
+// dst_flat[index[i]] = src[i] in order (a later duplicate wins); 1-d contiguous operands.
+static constinit const KernelSlot<void(const Tensor& dst_flat, const Tensor& index, const Tensor& src)> kPut{"index.put"};
+// Positions of non-zero elements of x: an int64 tensor of shape (count, ndim).
+static constinit const KernelSlot<Tensor(const Tensor& x)> kNonzero{"index.nonzero"};
 
 namespace {
 
@@ -39,11 +64,11 @@ Tensor take_checked(const Tensor& x, const Tensor& idx, int64_t a) {
   s.insert(s.end(), idx.shape().begin(), idx.shape().end());
   s.insert(s.end(), x.shape().begin() + a + 1, x.shape().end());
   Tensor out = detail::alloc(s, x.dtype(), x.device());
-  if (out.numel() > 0) detail::backend(x.device()).take(out, detail::contiguous_raw(x), a, idx);
+  if (out.numel() > 0) kTake(x.device())(out, detail::contiguous_raw(x), a, idx);
   if (!detail::needs_grad({&x})) return out;
   return detail::record("take", {x}, out, [idx, a, in = x.shape()](const Tensor& g) {
     Tensor z = zeros(in, g.dtype(), g.device());
-    if (g.numel() > 0) detail::backend(g.device()).index_add(z, a, idx, detail::contiguous_raw(g));
+    if (g.numel() > 0) kIndexAdd(g.device())(z, a, idx, detail::contiguous_raw(g));
     return Grads{z};
   });
 }
@@ -85,11 +110,11 @@ Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis) {
   Tensor xb = broadcast_to(x, xs);
   Tensor idx = detail::contiguous_raw(broadcast_to(checked_indices(indices, x.shape()[a], "take_along_axis", a), is));
   Tensor out = detail::alloc(is, x.dtype(), x.device());
-  if (out.numel() > 0) detail::backend(x.device()).take_along(out, xb, a, idx);
+  if (out.numel() > 0) kTakeAlong(x.device())(out, xb, a, idx);
   if (!detail::needs_grad({&xb})) return out;
   return detail::record("take_along_axis", {xb}, out, [idx, a, xs](const Tensor& g) {
     Tensor z = zeros(xs, g.dtype(), g.device());
-    if (g.numel() > 0) detail::backend(g.device()).scatter_add_along(z, a, idx, detail::contiguous_raw(g));
+    if (g.numel() > 0) kScatterAddAlong(g.device())(z, a, idx, detail::contiguous_raw(g));
     return Grads{z};
   });
 }
@@ -130,18 +155,18 @@ Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& indices, const T
   const DType dt = x.dtype();
   Tensor out = detail::contiguous_raw(x).copy();
   Tensor sc = detail::contiguous_raw(detail::cast_raw(s, dt));
-  if (idx.numel() > 0) detail::backend(x.device()).scatter_add_along(out, a, idx, sc);
+  if (idx.numel() > 0) kScatterAddAlong(x.device())(out, a, idx, sc);
   if (!detail::needs_grad({&x, &s})) return out;
   return detail::record("scatter_add", {x, s}, out, [idx, a](const Tensor& g) {
     Tensor gs = detail::alloc(idx.shape(), g.dtype(), g.device());
-    if (gs.numel() > 0) detail::backend(g.device()).take_along(gs, g, a, idx);
+    if (gs.numel() > 0) kTakeAlong(g.device())(gs, g, a, idx);
     return Grads{g, gs};
   });
 }
 
 std::vector<Tensor> nonzero(const Tensor& x) {
   detail::check_defined(x, "nonzero");
-  Tensor pos = detail::backend(x.device()).nonzero(x);  // (count, ndim)
+  Tensor pos = kNonzero(x.device())(x);  // (count, ndim)
   std::vector<Tensor> out;
   NoGrad off;
   for (int64_t d = 0; d < x.ndim(); ++d) out.push_back(detail::contiguous_raw(slice(pos, 1, d, d + 1).reshape({pos.shape()[0]})));
@@ -299,8 +324,8 @@ Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& indices, const
   Tensor out_flat(out.storage(), {out.numel()}, {1}, 0, out.dtype());
   Tensor vals_flat(vals.storage(), {vals.numel()}, {1}, vals.offset(), vals.dtype());
   if (flat_pos.numel() > 0) {
-    if (accumulate) detail::backend(x.device()).index_add(out_flat, 0, flat_pos, vals_flat);
-    else detail::backend(x.device()).put(out_flat, flat_pos, vals_flat);
+    if (accumulate) kIndexAdd(x.device())(out_flat, 0, flat_pos, vals_flat);
+    else kPut(x.device())(out_flat, flat_pos, vals_flat);
   }
   if (!detail::needs_grad({&x, &values})) return out;
   return detail::record("index_put", {x, values}, out, [flat_pos, pshape = pos.shape(), accumulate](const Tensor& g) {
@@ -311,7 +336,7 @@ Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& indices, const
       Tensor z = zeros({flat_pos.numel()}, g.dtype(), g.device());
       Tensor gc = detail::contiguous_raw(g).copy();
       Tensor gc_flat(gc.storage(), {gc.numel()}, {1}, 0, gc.dtype());
-      if (flat_pos.numel() > 0) detail::backend(g.device()).put(gc_flat, flat_pos, z);
+      if (flat_pos.numel() > 0) kPut(g.device())(gc_flat, flat_pos, z);
       gx = gc;
     }
     return Grads{gx, gv};

@@ -14,6 +14,15 @@ using Grads = std::vector<Tensor>;
 
 namespace {
 
+// The products' slots, declared beside their ops (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/matmul.cpp. out[b] = a[b] @ b[b] for 3-d operands of equal batch size.
+constinit const detail::KernelSlot<void(const Tensor& out, const Tensor& a, const Tensor& b)> kMatmul{"linalg.matmul"};
+// The same plus bias (out's last axis) on every row, bit for bit matmul then add; false (and
+// nothing written) where the backend has no such path for these operands. Unfilled (if_filled):
+// linear runs matmul then add.
+constinit const detail::KernelSlot<bool(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias)>
+    kMatmulBias{"linalg.matmul_bias"};
+
 // a (..., M, K) @ b (..., K, N) with broadcast batch axes; both at least 2-d.
 Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   const int64_t M = a.shape()[a.ndim() - 2], K = a.shape()[a.ndim() - 1];
@@ -43,7 +52,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   };
   Tensor a3 = as3(a, M, K), b3 = as3(b, K, N);
   Tensor out = detail::alloc({nb, M, N}, kd, a.device());
-  detail::backend(a.device()).matmul(out, a3, b3);
+  kMatmul(a.device())(out, a3, b3);
   Shape os = batch;
   os.push_back(M);
   os.push_back(N);
@@ -86,7 +95,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   detail::check_defined(x, "linear");
   detail::check_defined(w, "linear");
   detail::check_defined(bias, "linear");
-  const auto& fused = detail::backend(x.device()).matmul_bias;
+  const auto fused = kMatmulBias.if_filled(x.device());
   const bool fast = fused && x.ndim() >= 2 && w.ndim() == 2 && bias.ndim() == 1 && x.dtype() == DType::Float32 &&
                     w.dtype() == DType::Float32 && bias.dtype() == DType::Float32 && x.device() == w.device() &&
                     x.device() == bias.device() && x.shape().back() == w.shape()[0] && bias.shape()[0] == w.shape()[1] &&

@@ -134,13 +134,26 @@ Tensor reduce(const Tensor& loss, Reduction reduction, const Tensor& denom) {
   return loss;
 }
 
+// The fused cross-entropy's slots (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/cross_entropy.cpp, on contiguous float32 operands. Cross-entropy of x (N, C) with
+// int64 class ids t (N,) (valid ids or ignore_index): per row m = max, ls = log(sum exp(x - m))
+// and loss = -((x[t] - m) - ls), 0 where t is ignore_index (loss, m, ls: (N,)), bit for bit
+// log_softmax then picking t. Unfilled (if_filled): the composite runs.
+constinit const detail::KernelSlot<void(const Tensor& loss, const Tensor& m, const Tensor& ls, const Tensor& x,
+                                        const Tensor& t, int64_t ignore_index)>
+    kCrossEntropyRowsF32{"losses.cross_entropy_rows_f32"};
+// Its backward for the per-row gradient g (N,): gx (N, C) = exp((x - m) - ls) * g minus g at
+// the target, 0 in ignored rows: the composite's bits.
+constinit const detail::KernelSlot<void(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& m,
+                                        const Tensor& ls, const Tensor& t, int64_t ignore_index)>
+    kCrossEntropyRowsBackwardF32{"losses.cross_entropy_rows_backward_f32"};
+
 // The fused cross-entropy covers float32 (N, C) logits with class-index targets, no class
 // weights and no label smoothing (the main case), where the device's backend has it; its loss
 // and gradient are those of the composite (log_softmax, pick, log_softmax's backward) bit for bit.
 bool cross_entropy_fast_path(const Tensor& x, const Tensor& weight, double label_smoothing) {
-  const detail::Backend& b = detail::backend(x.device());
   return x.dtype() == DType::Float32 && x.ndim() == 2 && x.numel() > 0 && !weight.defined() && label_smoothing == 0.0 &&
-         b.cross_entropy_rows_f32 && b.cross_entropy_rows_backward_f32;
+         kCrossEntropyRowsF32.if_filled(x.device()) && kCrossEntropyRowsBackwardF32.if_filled(x.device());
 }
 
 // Per-row losses -log_softmax(x)[t] (0 where t is ignore_index), one recorded op.
@@ -150,14 +163,13 @@ Tensor cross_entropy_rows(const Tensor& x, const Tensor& t, int64_t ignore_index
   Tensor loss = detail::alloc({rows}, DType::Float32, x.device());
   Tensor m = detail::alloc({rows}, DType::Float32, x.device());
   Tensor ls = detail::alloc({rows}, DType::Float32, x.device());
-  detail::backend(x.device()).cross_entropy_rows_f32(loss, m, ls, xc, tc, ignore_index);
+  kCrossEntropyRowsF32(x.device())(loss, m, ls, xc, tc, ignore_index);
   if (!detail::needs_grad({&x})) return loss;
   return detail::record("cross_entropy", {x}, loss, [xd = detail::save(xc), m, ls, tc, ignore_index](const Tensor& g) {
     const Tensor& xs = xd.get();
     Tensor gx = detail::alloc(xs.shape(), DType::Float32, xs.device());
-    detail::backend(xs.device())
-        .cross_entropy_rows_backward_f32(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs, m, ls, tc,
-                                         ignore_index);
+    kCrossEntropyRowsBackwardF32(xs.device())(gx, detail::contiguous_raw(detail::cast_raw(g, DType::Float32)), xs, m,
+                                               ls, tc, ignore_index);
     return Grads{gx};
   });
 }

@@ -6,6 +6,7 @@
 #include "loom/ops/indexing.h"
 #include "loom/ops/manipulation.h"
 #include "loom/ops/reduction.h"
+#include "ops/indexing_internal.h"
 #include "ops/nn_internal.h"
 #include "ops/registry_parts.h"
 
@@ -72,7 +73,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
     const int64_t m = saved.get().numel();
     if (m == 0) return;
     Tensor rows = detail::contiguous_raw(gm.astype(table.dtype())).reshape({m, table.shape()[1]});
-    detail::backend(table.device()).index_add(table, 0, saved.get().reshape({m}), rows);
+    detail::kIndexAdd(table.device())(table, 0, saved.get().reshape({m}), rows);
   };
   auto rule = [saved, masked, add_rows, wshape = weight.shape()](const Tensor& g) {
     Tensor gm = masked(g);

@@ -17,6 +17,47 @@ namespace loom {
 
 namespace {
 
+using detail::KernelSlot;
+
+// The kernels' slots, declared beside their ops (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/batch_norm.cpp and layer_norm.cpp. Float32/float64, outputs allocated by the op.
+// Training-mode batch norm over contiguous x viewed as (N, C, S): per-channel batch mean and
+// biased variance into mean and var (C), and y = (x - mean) * invstd * weight +
+// bias with invstd = 1 / sqrt(var + eps) (weight and bias may be undefined).
+constinit const KernelSlot<void(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x,
+                                const Tensor& weight, const Tensor& bias, double eps)>
+    kBatchNormTrain{"norm.batch_norm_train"};
+// Its gradients for output gradient g: gx (like x), gweight and gbias (C; either may be undefined).
+constinit const KernelSlot<void(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g,
+                                const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight, double eps)>
+    kBatchNormBackward{"norm.batch_norm_backward"};
+// The same in parts, for statistics reduced across replicas between them (synchronized batch
+// norm; all float64 (C) except x, y, g, gx, weight, bias). sums (2C + 1) = per channel the sum
+// of x, the sum of x^2 (as M2 + n mean^2 about this x's own mean, so no float32 cancellation),
+// then the count per channel. apply: y from a given mean and biased var. grad_sums (2C) = per
+// channel sum g and sum g (x - mean). input_grad: gx from given sums over `count` values.
+constinit const KernelSlot<void(const Tensor& sums, const Tensor& x)> kBatchNormSums{"norm.batch_norm_sums"};
+constinit const KernelSlot<void(const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& var,
+                                const Tensor& weight, const Tensor& bias, double eps)>
+    kBatchNormApply{"norm.batch_norm_apply"};
+constinit const KernelSlot<void(const Tensor& sums, const Tensor& g, const Tensor& x, const Tensor& mean)>
+    kBatchNormGradSums{"norm.batch_norm_grad_sums"};
+constinit const KernelSlot<void(const Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& mean,
+                                const Tensor& var, const Tensor& weight, const Tensor& sums, double count, double eps)>
+    kBatchNormInputGrad{"norm.batch_norm_input_grad"};
+// Layer norm of contiguous x viewed as (rows, cols), normalising each row: per-row mean and
+// rstd = 1 / sqrt(biased var + eps) into mean and rstd (rows), and
+// y = (x - mean) * rstd * weight + bias (weight and bias: cols values, either may be undefined).
+constinit const KernelSlot<void(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                                const Tensor& weight, const Tensor& bias, int64_t cols, double eps)>
+    kLayerNorm{"norm.layer_norm"};
+// Its gradients for output gradient g: gx (like x), gweight and gbias (cols); each may be
+// undefined (not wanted).
+constinit const KernelSlot<void(const Tensor& gx, const Tensor& gweight, const Tensor& gbias, const Tensor& g,
+                                const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight,
+                                int64_t cols)>
+    kLayerNormBackward{"norm.layer_norm_backward"};
+
 void check_param(const Tensor& t, const Tensor& x, const Shape& want, const char* op, const char* what) {
   if (!t.defined()) return;
   detail::check_same_device(x, t, op);
@@ -99,7 +140,7 @@ Tensor batch_norm_fused(const Tensor& x, const Tensor& running_mean, const Tenso
   Tensor bc = bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor();
   Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
   Tensor m = detail::alloc(cshape, x.dtype(), x.device()), v = detail::alloc(cshape, x.dtype(), x.device());
-  detail::backend(x.device()).batch_norm_train(y, m, v, xc, wc, bc, eps);
+  kBatchNormTrain(x.device())(y, m, v, xc, wc, bc, eps);
   if (running_mean.defined()) batch_norm_update_running(running_mean, running_var, m, v, momentum, static_cast<double>(n));
   std::vector<Tensor> inputs{x};
   if (weight.defined()) inputs.push_back(weight);
@@ -110,7 +151,7 @@ Tensor batch_norm_fused(const Tensor& x, const Tensor& running_mean, const Tenso
     Tensor gx = detail::alloc(xc.shape(), xc.dtype(), xc.device());
     Tensor gw = has_w ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
     Tensor gb = has_b ? detail::alloc(m.shape(), xc.dtype(), xc.device()) : Tensor();
-    detail::backend(xc.device()).batch_norm_backward(gx, gw, gb, gc, xc, m, v, wc, eps);
+    kBatchNormBackward(xc.device())(gx, gw, gb, gc, xc, m, v, wc, eps);
     std::vector<Tensor> grads{gx};
     if (has_w) grads.push_back(gw);
     if (has_b) grads.push_back(gb);
@@ -186,7 +227,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     Tensor bc = bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor();
     Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
     Tensor m = detail::alloc({rows}, x.dtype(), x.device()), r = detail::alloc({rows}, x.dtype(), x.device());
-    detail::backend(x.device()).layer_norm(y, m, r, xc, wc, bc, cols, eps);
+    kLayerNorm(x.device())(y, m, r, xc, wc, bc, cols, eps);
     std::vector<Tensor> inputs{x};
     if (weight.defined()) inputs.push_back(weight);
     if (bias.defined()) inputs.push_back(bias);
@@ -201,7 +242,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       Tensor gx = want_x ? detail::alloc(xc.shape(), xc.dtype(), xc.device()) : Tensor();
       Tensor gw = want_w ? detail::alloc(ns, xc.dtype(), xc.device()) : Tensor();
       Tensor gb = want_b ? detail::alloc(ns, xc.dtype(), xc.device()) : Tensor();
-      detail::backend(xc.device()).layer_norm_backward(gx, gw, gb, gc, xc, m, r, wc, cols);
+      kLayerNormBackward(xc.device())(gx, gw, gb, gc, xc, m, r, wc, cols);
       std::vector<Tensor> grads{gx};
       if (has_w) grads.push_back(gw);
       if (has_b) grads.push_back(gb);
@@ -262,7 +303,7 @@ Tensor batch_norm_sums(const Tensor& x) {
   check_parts(op, x);
   const int64_t C = x.shape()[1];
   Tensor sums = detail::alloc({2 * C + 1}, DType::Float64, x.device());
-  detail::backend(x.device()).batch_norm_sums(sums, detail::contiguous_raw(x.detach()));
+  kBatchNormSums(x.device())(sums, detail::contiguous_raw(x.detach()));
   return sums;
 }
 
@@ -296,7 +337,7 @@ Tensor batch_norm_apply(const Tensor& x, const Tensor& mean, const Tensor& var, 
   check_f64(op, "mean", mean, C);
   check_f64(op, "var", var, C);
   Tensor y = detail::alloc(x.shape(), x.dtype(), x.device());
-  detail::backend(x.device()).batch_norm_apply(y, detail::contiguous_raw(x.detach()), detail::contiguous_raw(mean),
+  kBatchNormApply(x.device())(y, detail::contiguous_raw(x.detach()), detail::contiguous_raw(mean),
                                                detail::contiguous_raw(var),
                                                weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor(),
                                                bias.defined() ? detail::contiguous_raw(bias.detach()) : Tensor(), eps);
@@ -312,7 +353,7 @@ Tensor batch_norm_grad_sums(const Tensor& g, const Tensor& x, const Tensor& mean
     throw ValueError(std::string(op) + ": the gradient g must have input x's shape and dtype " + describe(x) +
                      ", got " + describe(g));
   Tensor gsums = detail::alloc({2 * C}, DType::Float64, x.device());
-  detail::backend(x.device()).batch_norm_grad_sums(gsums, detail::contiguous_raw(g.detach()),
+  kBatchNormGradSums(x.device())(gsums, detail::contiguous_raw(g.detach()),
                                                    detail::contiguous_raw(x.detach()), detail::contiguous_raw(mean));
   return gsums;
 }
@@ -329,7 +370,7 @@ Tensor batch_norm_input_grad(const Tensor& g, const Tensor& x, const Tensor& mea
     throw ValueError(std::string(op) + ": the gradient g must have input x's shape and dtype " + describe(x) +
                      ", got " + describe(g));
   Tensor gx = detail::alloc(x.shape(), x.dtype(), x.device());
-  detail::backend(x.device()).batch_norm_input_grad(gx, detail::contiguous_raw(g.detach()), detail::contiguous_raw(x.detach()),
+  kBatchNormInputGrad(x.device())(gx, detail::contiguous_raw(g.detach()), detail::contiguous_raw(x.detach()),
                                                     detail::contiguous_raw(mean), detail::contiguous_raw(var),
                                                     weight.defined() ? detail::contiguous_raw(weight.detach()) : Tensor(),
                                                     detail::contiguous_raw(grad_sums), count, eps);

@@ -25,6 +25,23 @@ int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
 
 namespace {
 
+using detail::KernelSlot;
+
+// The kernels' slots, declared beside their ops (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/pool.cpp. Float32/float64, contiguous NCHW operands, outputs allocated by the op.
+// out = max over each window; indices (int64, or int32 for a gradient's own use) = flat
+// h * W + w of the first maximum, or undefined when only the values are wanted (inference).
+constinit const KernelSlot<void(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2dParams& p)>
+    kMaxPool2d{"pool.max_pool2d"};
+constinit const KernelSlot<void(const Tensor& out, const Tensor& x, const Pool2dParams& p)> kAvgPool2d{"pool.avg_pool2d"};
+// gx (zeroed by the kernel) = the adjoint of avg_pool2d applied to gy.
+constinit const KernelSlot<void(const Tensor& gx, const Tensor& gy, const Pool2dParams& p)>
+    kAvgPool2dBackward{"pool.avg_pool2d_backward"};
+// gx (N, C, H, W; zeroed by the kernel) receives gy (N, C, Ho, Wo) at the flat in-plane
+// positions max_pool2d wrote to indices (int64 or int32), summed where windows overlap.
+constinit const KernelSlot<void(const Tensor& gx, const Tensor& gy, const Tensor& indices)>
+    kMaxPool2dBackward{"pool.max_pool2d_backward"};
+
 struct PoolSetup {
   Tensor x4;  // (N, C, H, W)
   bool batched;
@@ -79,7 +96,7 @@ Tensor avg_pool_bwd(const Tensor& gy, const Pool2dParams& p, const Shape& in);
 Tensor avg_pool_fwd(const Tensor& x, const Pool2dParams& p, const Shape& out) {
   const DType dt = x.dtype(), kd = detail::kernel_dtype(dt);
   Tensor y = detail::alloc(out, kd, x.device());
-  detail::backend(x.device()).avg_pool2d(y, detail::contiguous_raw(detail::cast_raw(x, kd)), p);
+  kAvgPool2d(x.device())(y, detail::contiguous_raw(detail::cast_raw(x, kd)), p);
   y = detail::cast_raw(y, dt);
   if (!detail::needs_grad({&x})) return y;
   return detail::record("avg_pool2d", {x}, y, [p, in = x.shape()](const Tensor& g) {
@@ -90,7 +107,7 @@ Tensor avg_pool_fwd(const Tensor& x, const Pool2dParams& p, const Shape& out) {
 Tensor avg_pool_bwd(const Tensor& gy, const Pool2dParams& p, const Shape& in) {
   const DType dt = gy.dtype(), kd = detail::kernel_dtype(dt);
   Tensor gx = detail::alloc(in, kd, gy.device());
-  detail::backend(gy.device()).avg_pool2d_backward(gx, detail::contiguous_raw(detail::cast_raw(gy, kd)), p);
+  kAvgPool2dBackward(gy.device())(gx, detail::contiguous_raw(detail::cast_raw(gy, kd)), p);
   gx = detail::cast_raw(gx, dt);
   if (!detail::needs_grad({&gy})) return gx;
   return detail::record("avg_pool2d_backward", {gy}, gx, [p, out = gy.shape()](const Tensor& G) {
@@ -115,13 +132,13 @@ std::pair<Tensor, Tensor> max_pool(const Tensor& x, const IntList& kernel_size, 
   // PyTorch's int64 indices when asked for; a gradient alone keeps int32 ones (half the traffic)
   const bool narrow = !want_indices && x4.shape()[2] * x4.shape()[3] <= std::numeric_limits<int32_t>::max();
   Tensor idx = want_indices || grad ? detail::alloc(s.out, narrow ? DType::Int32 : DType::Int64, x.device()) : Tensor();
-  detail::backend(x.device()).max_pool2d(y, idx, detail::contiguous_raw(detail::cast_raw(x4, kd)), s.p);
+  kMaxPool2d(x.device())(y, idx, detail::contiguous_raw(detail::cast_raw(x4, kd)), s.p);
   y = detail::cast_raw(y, dt);
   if (grad) {
     y = detail::record("max_pool2d", {x4}, y, [idx = detail::save(idx), in = x4.shape()](const Tensor& g) {
       const DType gd = detail::kernel_dtype(g.dtype());
       Tensor gx = detail::alloc(in, gd, g.device());
-      detail::backend(g.device()).max_pool2d_backward(gx, detail::contiguous_raw(detail::cast_raw(g, gd)), idx);
+      kMaxPool2dBackward(g.device())(gx, detail::contiguous_raw(detail::cast_raw(g, gd)), idx);
       return Grads{detail::cast_raw(gx, g.dtype())};
     });
   }

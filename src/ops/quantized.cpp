@@ -42,6 +42,14 @@ QuantizedMatrix quantize_int8(const Tensor& w, int64_t group) {
 
 namespace {
 
+// The kernel's slot, declared beside its op (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/quantized.cpp: out (M, N) float32 = x (M, K) float32 times the transpose of q
+// (N, K) int8, q's row j scaled by scales (N, G) over each group of `group` columns
+// (G = ceil(K / group)); all contiguous (ops/quantized.h). Unfilled (if_filled): no int8 kernel.
+constinit const detail::KernelSlot<void(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales,
+                                        int64_t group)>
+    kMatmulInt8{"quantized.matmul_int8"};
+
 void check(const QuantizedMatrix& q, const char* where) {
   if (!q.values.defined() || q.values.ndim() != 2 || q.values.dtype() != UInt8 || !q.scales.defined() || q.scales.ndim() != 2 ||
       q.scales.dtype() != Float32 || q.group < 1 || q.scales.dim(0) != q.values.dim(0) ||
@@ -81,9 +89,9 @@ Tensor matmul_int8(const Tensor& x, const QuantizedMatrix& w) {
   Tensor out = empty(out_shape, Float32, x.device());
   if (m == 0 || n == 0) return out;
   if (k == 0) return out.fill_(0);
-  const auto& backend = detail::backend(x.device());
-  if (!backend.matmul_int8) throw Error("matmul_int8: the " + x.device().str() + " backend has no int8 kernel");
-  backend.matmul_int8(out.reshape({m, n}), x.contiguous().reshape({m, k}), w.values.contiguous(), w.scales.contiguous(), w.group);
+  const auto kernel = kMatmulInt8.if_filled(x.device());
+  if (!kernel) throw Error("matmul_int8: the " + x.device().str() + " backend has no int8 kernel");
+  kernel(out.reshape({m, n}), x.contiguous().reshape({m, k}), w.values.contiguous(), w.scales.contiguous(), w.group);
   return out;
 }
 

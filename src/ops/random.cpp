@@ -18,13 +18,20 @@ void manual_seed(uint64_t seed) { default_generator().set_state(seed, 0); }
 
 namespace {
 
+// The kernel's slot, declared beside its ops (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/random.cpp: out (allocated by the op, of a kernel dtype) <- draws of `kind` with
+// parameters a and b, element i a function of (key, i) alone (ops/random_mix.h), so the bits do
+// not depend on how the work is split over threads.
+constinit const detail::KernelSlot<void(detail::RandomKind kind, const Tensor& out, uint64_t key, double a, double b)>
+    kRandom{"random.random"};
+
 Tensor draw(detail::RandomKind kind, const Shape& shape, double a, double b, DType dtype, Device device, Generator* gen,
             const char* name) {
   detail::check_device(device, name);
   Generator& g = gen ? *gen : default_generator();
   const DType kd = detail::kernel_dtype(dtype);
   Tensor t = detail::alloc(shape, kd, device);
-  detail::backend(device).random(kind, t, g.next_key(), a, b);
+  kRandom(device)(kind, t, g.next_key(), a, b);
   return detail::cast_raw(t, dtype);
 }
 

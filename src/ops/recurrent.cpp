@@ -10,6 +10,21 @@ namespace loom {
 
 namespace {
 
+using detail::KernelSlot;
+
+// The kernels' slots, declared beside their ops (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/lstm.cpp. Float32/float64, outputs allocated by the op.
+// LSTM cell (contiguous operands; gates (B, 4n) pre-activations in order i, f, g, o, c (B, n)):
+// out (B, 2n) <- [h2, c2] with c2 = f c + i g, h2 = o tanh(c2); ws (B, 5n) <- the activated
+// gates and tanh(c2).
+constinit const KernelSlot<void(const Tensor& out, const Tensor& ws, const Tensor& gates, const Tensor& c)>
+    kLstmCell{"lstm.lstm_cell"};
+// Its gradients for grad (B, 2n) = [d h2, d c2]: dgates (B, 4n, pre-activation) and dc (B, n;
+// undefined: not wanted), from the forward's ws and c.
+constinit const KernelSlot<void(const Tensor& dgates, const Tensor& dc, const Tensor& grad, const Tensor& ws,
+                                const Tensor& c)>
+    kLstmCellBackward{"lstm.lstm_cell_backward"};
+
 // The definition, for the dtypes without a fused kernel.
 Tensor lstm_cell_composed(const Tensor& gates, const Tensor& c, int64_t n) {
   Tensor i = sigmoid(slice(gates, -1, 0, n)), f = sigmoid(slice(gates, -1, n, 2 * n));
@@ -39,7 +54,7 @@ Tensor lstm_cell(const Tensor& gates, const Tensor& c) {
   Tensor out = detail::alloc({B, 2 * n}, gates.dtype(), gates.device(), op);
   // the activated gates and tanh(c2), kept for the backward pass as PyTorch's fused cell does
   Tensor ws = detail::alloc({B, 5 * n}, gates.dtype(), gates.device(), op);
-  detail::backend(gates.device()).lstm_cell(out, ws, gc, cc);
+  kLstmCell(gates.device())(out, ws, gc, cc);
   if (!detail::needs_grad({&gates, &c})) return out;
   const bool want_c = c.requires_grad();
   return detail::record(op, {gates, c}, out, [ws, cc = detail::save(cc), want_c](const Tensor& g) {
@@ -47,7 +62,7 @@ Tensor lstm_cell(const Tensor& gates, const Tensor& c) {
     const Tensor& cp = cc.get();
     Tensor dgates = detail::alloc({cp.shape()[0], 4 * cp.shape()[1]}, cp.dtype(), cp.device());
     Tensor dc = want_c ? detail::alloc(cp.shape(), cp.dtype(), cp.device()) : Tensor();
-    detail::backend(cp.device()).lstm_cell_backward(dgates, dc, gg, ws, cp);
+    kLstmCellBackward(cp.device())(dgates, dc, gg, ws, cp);
     return std::vector<Tensor>{dgates, dc};
   });
 }

@@ -16,6 +16,14 @@ using Grads = std::vector<Tensor>;
 
 namespace {
 
+// The reductions' slots, declared beside their ops (src/ops/backend.h, KernelSlot), filled by
+// src/ops/cpu/reduce.cpp. out has x's rank with size 1 on the reduced axes; ArgMax/ArgMin reduce
+// one axis into int64.
+constinit const detail::KernelSlot<void(ReduceOp op, const Tensor& out, const Tensor& x, const std::vector<bool>& reduced)>
+    kReduce{"reduction.reduce"};
+// out (x's shape, of its sum dtype) = the running sum of x along axis.
+constinit const detail::KernelSlot<void(const Tensor& out, const Tensor& x, int64_t axis)> kCumsum{"reduction.cumsum"};
+
 // Normalised, de-duplicated reduced-axis flags; empty `axes` means all axes.
 std::vector<bool> reduced_flags(const Tensor& x, const Axes& axes, const char* op) {
   std::vector<bool> r(static_cast<size_t>(x.ndim()), axes.empty());
@@ -48,7 +56,7 @@ Tensor reduce_kernel(ReduceOp op, const Tensor& x, const std::vector<bool>& r, D
   const DType kd = detail::kernel_dtype(x.dtype());
   const DType ko = detail::kernel_dtype(out_dtype);
   Tensor out = detail::alloc(keep_shape(x, r), ko, x.device());
-  detail::backend(x.device()).reduce(op, out, detail::cast_raw(x, kd), r);
+  kReduce(x.device())(op, out, detail::cast_raw(x, kd), r);
   out = detail::cast_raw(out, out_dtype);
   if (keepdims) return out;
   return Tensor(out.storage(), drop_shape(x, r), contiguous_strides(drop_shape(x, r)), 0, out.dtype());
@@ -215,7 +223,7 @@ Tensor cumsum(const Tensor& x, int64_t axis) {
   const int64_t a = normalize_axis(axis, x.ndim(), "cumsum");
   const DType kd = detail::kernel_dtype(x.dtype());
   Tensor out = detail::alloc(x.shape(), sum_dtype(kd), x.device());
-  detail::backend(x.device()).cumsum(out, detail::cast_raw(x, kd), a);
+  kCumsum(x.device())(out, detail::cast_raw(x, kd), a);
   Tensor y = detail::cast_raw(out, sum_dtype(x.dtype()));
   if (!detail::needs_grad({&x})) return y;
   return detail::record("cumsum", {x}, y, [a](const Tensor& g) {
@@ -227,18 +235,24 @@ Tensor cumsum(const Tensor& x, int64_t axis) {
 Tensor count_nonzero(const Tensor& x) { return sum(astype(x, DType::Bool)); }
 
 namespace {
+// The kernel's slot (src/ops/backend.h, KernelSlot), filled by src/ops/cpu/softmax.cpp: out =
+// softmax (log = false) or log_softmax of contiguous float32 x along its last axis (same shape),
+// matching the composite. Unfilled (if_filled): the composite runs.
+constinit const detail::KernelSlot<void(const Tensor& out, const Tensor& x, bool log)> kSoftmaxLastdimF32{
+    "softmax.softmax_lastdim_f32"};
+
 // The fused kernel covers float32 along the last axis where the device's backend has it; the
 // composites below are the definition for everything else. Gradients: softmax
 // y * (g - sum(g y)), log-softmax g - softmax(x) sum(g), both along the axis.
 bool softmax_fast_path(const Tensor& x, int64_t axis) {
   return x.dtype() == DType::Float32 && x.ndim() >= 1 && axis == x.ndim() - 1 && x.numel() > 0 &&
-         detail::backend(x.device()).softmax_lastdim_f32;
+         kSoftmaxLastdimF32.if_filled(x.device());
 }
 
 Tensor softmax_fused(const Tensor& x, int64_t axis, bool log) {
   const Tensor xc = detail::contiguous_raw(x);
   Tensor y = detail::alloc(x.shape(), DType::Float32, x.device());
-  detail::backend(x.device()).softmax_lastdim_f32(y, xc, log);
+  kSoftmaxLastdimF32(x.device())(y, xc, log);
   if (!detail::needs_grad({&x})) return y;
   if (log)
     return detail::record("log_softmax", {x}, y, [yd = detail::save(y), axis](const Tensor& g) {

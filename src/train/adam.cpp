@@ -9,6 +9,15 @@
 
 namespace loom::train {
 
+// The fused update's slot (src/ops/backend.h, KernelSlot; its shared contract above SGDStep
+// there), filled by src/ops/cpu/optimizers.cpp. Unfilled: the optimizer runs tensor ops.
+// Adam / AdamW: p *= decay; g += l2 p; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g g;
+// with max_exp_avg_sq (AMSGrad) vmax = max(vmax, v), used for v; p += (-step_size m) / (sqrt(v) / bc2_sqrt + eps).
+static constinit const loom::detail::KernelSlot<void(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                                                     const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq,
+                                                     const loom::detail::AdamStep& s, int64_t begin, int64_t end)>
+    kAdamUpdate{"optim.adam_update"};
+
 Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, false) {}
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
@@ -47,7 +56,7 @@ Optimizer::RangeUpdate Adam::fused_update(size_t, Tensor& param, const Tensor& g
     return it == state.buffers.end() ? Tensor() : it->second;
   };
   const Tensor m0 = existing("exp_avg"), v0 = existing("exp_avg_sq"), x0 = existing("max_exp_avg_sq");
-  const auto kernel = loom::detail::backend(param.device()).adam_update;
+  const auto kernel = kAdamUpdate.if_filled(param.device());
   if (!kernel || !can_fuse({&param, &grad, &m0, &v0, &x0})) return {};
   const Tensor m = buffer(state, "exp_avg", param), v = buffer(state, "exp_avg_sq", param);
   const Tensor vmax = opt_.amsgrad ? buffer(state, "max_exp_avg_sq", param) : Tensor();

@@ -16,6 +16,12 @@ namespace loom::train {
 
 namespace {
 
+// The kernel's slot (src/ops/backend.h, KernelSlot), filled by src/ops/cpu/sum_squares.cpp: the
+// sum of the squares of a contiguous float32 tensor (clip_grad_norm's 2-norm) in one read, the
+// same at any thread count: float32 sums over fixed blocks of values, added in double in block
+// order. Unfilled (if_filled): the caller computes it with ops.
+constinit const loom::detail::KernelSlot<double(const Tensor& x)> kSumSquaresF32{"clip.sum_squares_f32"};
+
 // The parameters' gradients, each tensor once: the engine may hand the very same gradient
 // tensor to two leaves (e.g. both operands of an add), and scaling it twice would be wrong.
 // A gradient that merely shares storage with another is replaced by its own copy.
@@ -73,7 +79,7 @@ double total_grad_norm(const std::vector<Tensor>& params, double norm_type, bool
       // float32 2-norms in float32, as torch.nn.utils.clip_grad_norm_ (two float64 copies of
       // every gradient were 8 % of the PTB LSTM step), in one read where the gradient is
       // contiguous and its device's backend has the kernel; other norms and dtypes in float64
-      const auto sum_squares_f32 = loom::detail::backend(g.device()).sum_squares_f32;
+      const auto sum_squares_f32 = kSumSquaresF32.if_filled(g.device());
       if (norm_type == 2.0 && g.dtype() == DType::Float32 && g.is_contiguous() && sum_squares_f32) {
         total += sum_squares_f32(g);
         continue;

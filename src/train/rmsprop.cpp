@@ -6,6 +6,16 @@
 
 namespace loom::train {
 
+// The fused update's slot (src/ops/backend.h, KernelSlot; its shared contract above SGDStep
+// there), filled by src/ops/cpu/optimizers.cpp. Unfilled: the optimizer runs tensor ops.
+// RMSprop: g += weight_decay p; sq = alpha sq + (1 - alpha) g g; avg = sqrt(sq) + eps, or with
+// grad_avg (centered) ga = alpha ga + (1 - alpha) g and avg = sqrt(sq - ga ga) + eps; with a
+// momentum buffer buf = momentum buf + g / avg and p += -lr buf, else p += (-lr g) / avg.
+static constinit const loom::detail::KernelSlot<void(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
+                                                     const Tensor& grad_avg, const Tensor& momentum_buffer,
+                                                     const loom::detail::RMSPropStep& s, int64_t begin, int64_t end)>
+    kRmspropUpdate{"optim.rmsprop_update"};
+
 RMSProp::RMSProp(std::vector<Tensor> params, RMSPropOptions o) : Optimizer(std::move(params), o.lr), opt_(o) {
   if (!(o.eps >= 0)) throw ValueError("RMSProp: eps must be >= 0, got " + std::to_string(o.eps));
   if (!(o.alpha >= 0)) throw ValueError("RMSProp: alpha must be >= 0, got " + std::to_string(o.alpha));
@@ -25,7 +35,7 @@ void RMSProp::update(size_t, Tensor& param, const Tensor& grad, ParamState& stat
   if (opt_.momentum > 0) buf = buffer(state, "momentum_buffer", param);
   if (opt_.centered) ga = buffer(state, "grad_avg", param);
   ++state.step;
-  const auto kernel = loom::detail::backend(param.device()).rmsprop_update;
+  const auto kernel = kRmspropUpdate.if_filled(param.device());
   if (kernel && can_fuse({&param, &grad, &sq, &ga, &buf})) {
     const loom::detail::RMSPropStep s{
         .lr = lr(), .alpha = opt_.alpha, .eps = opt_.eps, .weight_decay = opt_.weight_decay, .momentum = opt_.momentum};

@@ -6,6 +6,14 @@
 
 namespace loom::train {
 
+// The fused update's slot (src/ops/backend.h, KernelSlot; its shared contract above SGDStep
+// there), filled by src/ops/cpu/optimizers.cpp. Unfilled: the optimizer runs tensor ops.
+// SGD: d = g + weight_decay p; with a momentum buffer, buf = first ? d : momentum buf +
+// (1 - dampening) d and d = nesterov ? d + momentum buf : buf; p += -lr d.
+static constinit const loom::detail::KernelSlot<void(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                                                     const loom::detail::SGDStep& s, int64_t begin, int64_t end)>
+    kSgdUpdate{"optim.sgd_update"};
+
 SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(params), options.lr), opt_(options) {
   if (!(options.momentum >= 0)) throw ValueError("SGD: momentum must be >= 0, got " + std::to_string(options.momentum));
   if (!(options.weight_decay >= 0))
@@ -23,7 +31,7 @@ Optimizer::RangeUpdate SGD::fused_update(size_t, Tensor& param, const Tensor& gr
   const auto it = state.buffers.find("momentum_buffer");
   const bool first = it == state.buffers.end();
   const Tensor existing = first ? Tensor() : it->second;  // a new buffer is the parameter's kind
-  const auto kernel = loom::detail::backend(param.device()).sgd_update;
+  const auto kernel = kSgdUpdate.if_filled(param.device());
   if (!kernel || !can_fuse({&param, &grad, &existing})) return {};
   Tensor buf;
   if (opt_.momentum != 0) buf = buffer(state, "momentum_buffer", param);

@@ -389,10 +389,11 @@ void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/attention.cpp), with its signature, which the slot checks.
 void add_attention_flash_kernels(detail::Backend& b) {
-  b.attention_forward = cpu::attention_forward;
-  b.attention_backward = cpu::attention_backward;
+  b.kernels.fill("attention.attention_forward", &cpu::attention_forward);
+  b.kernels.fill("attention.attention_backward", &cpu::attention_backward);
 }
 
 }  // namespace loom::cpu

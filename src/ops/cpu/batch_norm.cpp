@@ -251,14 +251,15 @@ void batch_norm_input_grad(const Tensor& gx, const Tensor& gy, const Tensor& x, 
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/normalization.cpp), with its signature, which the slot checks.
 void add_batch_norm_kernels(detail::Backend& b) {
-  b.batch_norm_train = cpu::batch_norm_train;
-  b.batch_norm_backward = cpu::batch_norm_backward;
-  b.batch_norm_sums = cpu::batch_norm_sums;
-  b.batch_norm_apply = cpu::batch_norm_apply;
-  b.batch_norm_grad_sums = cpu::batch_norm_grad_sums;
-  b.batch_norm_input_grad = cpu::batch_norm_input_grad;
+  b.kernels.fill("norm.batch_norm_train", &cpu::batch_norm_train);
+  b.kernels.fill("norm.batch_norm_backward", &cpu::batch_norm_backward);
+  b.kernels.fill("norm.batch_norm_sums", &cpu::batch_norm_sums);
+  b.kernels.fill("norm.batch_norm_apply", &cpu::batch_norm_apply);
+  b.kernels.fill("norm.batch_norm_grad_sums", &cpu::batch_norm_grad_sums);
+  b.kernels.fill("norm.batch_norm_input_grad", &cpu::batch_norm_input_grad);
 }
 
 }  // namespace loom::cpu

@@ -259,7 +259,7 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
 // This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
 void add_binary_kernels(detail::Backend& b) {
   b.binary = cpu::binary;
-  b.where = cpu::where;
+  b.kernels.fill("elementwise.where", &cpu::where);  // a slot its op declares (src/ops/elementwise.cpp)
 }
 
 }  // namespace loom::cpu

@@ -174,9 +174,10 @@ bool conv2d_backward_weights_onednn(const Tensor& gw, const Tensor& gy, const Te
   return run(Kind::BackwardWeights, d, false, gy.data_ptr(), x.data_ptr(), gw.data_ptr(), nullptr);
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/conv.cpp), with its signature, which the slot checks.
 void add_conv_onednn_kernels(detail::Backend& b) {
-  b.conv2d_fused = cpu::conv2d_fused_onednn;
+  b.kernels.fill("conv.conv2d_fused", &cpu::conv2d_fused_onednn);
 }
 
 }  // namespace loom::cpu

@@ -101,11 +101,12 @@ void max_pool2d_blocked(const Tensor& out, const Tensor& x, const Pool2dParams& 
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/conv.cpp), with its signature, which the slot checks.
 void add_conv_onednn_blocked_kernels(detail::Backend& b) {
-  b.conv2d_blocked = cpu::conv2d_blocked_onednn;
-  b.reorder_blocked = cpu::reorder_blocked_onednn;
-  b.max_pool2d_blocked = cpu::max_pool2d_blocked;
+  b.kernels.fill("conv.conv2d_blocked", &cpu::conv2d_blocked_onednn);
+  b.kernels.fill("conv.reorder_blocked", &cpu::reorder_blocked_onednn);
+  b.kernels.fill("conv.max_pool2d_blocked", &cpu::max_pool2d_blocked);
 }
 
 }  // namespace loom::cpu

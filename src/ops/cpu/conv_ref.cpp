@@ -211,11 +211,12 @@ void conv2d_backward_weights(const Tensor& gw, const Tensor& gy, const Tensor& x
   conv2d_backward_weights_ref(gw, gy, x, p);
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/conv.cpp), with its signature, which the slot checks.
 void add_conv_ref_kernels(detail::Backend& b) {
-  b.conv2d = cpu::conv2d;
-  b.conv2d_backward_data = cpu::conv2d_backward_data;
-  b.conv2d_backward_weights = cpu::conv2d_backward_weights;
+  b.kernels.fill("conv.conv2d", &cpu::conv2d);
+  b.kernels.fill("conv.conv2d_backward_data", &cpu::conv2d_backward_data);
+  b.kernels.fill("conv.conv2d_backward_weights", &cpu::conv2d_backward_weights);
 }
 
 }  // namespace loom::cpu

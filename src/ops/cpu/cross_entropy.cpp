@@ -52,10 +52,11 @@ void cross_entropy_rows_backward_f32(const Tensor& gx, const Tensor& g, const Te
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/losses.cpp), with its signature, which the slot checks.
 void add_cross_entropy_kernels(detail::Backend& b) {
-  b.cross_entropy_rows_f32 = cpu::cross_entropy_rows_f32;
-  b.cross_entropy_rows_backward_f32 = cpu::cross_entropy_rows_backward_f32;
+  b.kernels.fill("losses.cross_entropy_rows_f32", &cpu::cross_entropy_rows_f32);
+  b.kernels.fill("losses.cross_entropy_rows_backward_f32", &cpu::cross_entropy_rows_backward_f32);
 }
 
 }  // namespace loom::cpu

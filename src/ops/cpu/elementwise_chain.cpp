@@ -51,9 +51,10 @@ void elementwise_chain(const Tensor& out, const detail::ElementwiseChain& chain,
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/fused_elementwise.cpp), with its signature, which the slot checks.
 void add_elementwise_chain_kernels(detail::Backend& b) {
-  b.elementwise_chain = cpu::elementwise_chain;
+  b.kernels.fill("fused.elementwise_chain", &cpu::elementwise_chain);
 }
 
 }  // namespace loom::cpu

@@ -82,10 +82,11 @@ void gelu_tanh_backward_f32(const Tensor& gx, const Tensor& g, const Tensor& x) 
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/elementwise.cpp), with its signature, which the slot checks.
 void add_gelu_kernels(detail::Backend& b) {
-  b.gelu_tanh_f32 = cpu::gelu_tanh_f32;
-  b.gelu_tanh_backward_f32 = cpu::gelu_tanh_backward_f32;
+  b.kernels.fill("gelu.gelu_tanh_f32", &cpu::gelu_tanh_f32);
+  b.kernels.fill("gelu.gelu_tanh_backward_f32", &cpu::gelu_tanh_backward_f32);
 }
 
 }  // namespace loom::cpu

@@ -172,14 +172,15 @@ Tensor nonzero(const Tensor& x) {
   return out;
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/indexing.cpp), with its signature, which the slot checks.
 void add_index_kernels(detail::Backend& b) {
-  b.take = cpu::take;
-  b.index_add = cpu::index_add;
-  b.take_along = cpu::take_along;
-  b.scatter_add_along = cpu::scatter_add_along;
-  b.put = cpu::put;
-  b.nonzero = cpu::nonzero;
+  b.kernels.fill("index.take", &cpu::take);
+  b.kernels.fill("index.index_add", &cpu::index_add);
+  b.kernels.fill("index.take_along", &cpu::take_along);
+  b.kernels.fill("index.scatter_add_along", &cpu::scatter_add_along);
+  b.kernels.fill("index.put", &cpu::put);
+  b.kernels.fill("index.nonzero", &cpu::nonzero);
 }
 
 }  // namespace loom::cpu

@@ -193,10 +193,11 @@ void layer_norm_backward(const Tensor& gx, const Tensor& gweight, const Tensor& 
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/normalization.cpp), with its signature, which the slot checks.
 void add_layer_norm_kernels(detail::Backend& b) {
-  b.layer_norm = cpu::layer_norm;
-  b.layer_norm_backward = cpu::layer_norm_backward;
+  b.kernels.fill("norm.layer_norm", &cpu::layer_norm);
+  b.kernels.fill("norm.layer_norm_backward", &cpu::layer_norm_backward);
 }
 
 }  // namespace loom::cpu

@@ -118,10 +118,11 @@ void lstm_cell_backward(const Tensor& dgates, const Tensor& dc, const Tensor& gr
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/recurrent.cpp), with its signature, which the slot checks.
 void add_lstm_kernels(detail::Backend& b) {
-  b.lstm_cell = cpu::lstm_cell;
-  b.lstm_cell_backward = cpu::lstm_cell_backward;
+  b.kernels.fill("lstm.lstm_cell", &cpu::lstm_cell);
+  b.kernels.fill("lstm.lstm_cell_backward", &cpu::lstm_cell_backward);
 }
 
 }  // namespace loom::cpu

@@ -355,10 +355,11 @@ void matmul(const Tensor& out, const Tensor& a_in, const Tensor& b_in) {
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/linalg.cpp), with its signature, which the slot checks.
 void add_matmul_kernels(detail::Backend& b) {
-  b.matmul = cpu::matmul;
-  b.matmul_bias = cpu::matmul_bias;
+  b.kernels.fill("linalg.matmul", &cpu::matmul);
+  b.kernels.fill("linalg.matmul_bias", &cpu::matmul_bias);
 }
 
 }  // namespace loom::cpu

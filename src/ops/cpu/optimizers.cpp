@@ -158,12 +158,13 @@ void adagrad_update(const Tensor& param, const Tensor& grad, const Tensor& sum, 
   else adagrad_range<double>(param, grad, sum, s, begin, end);
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/train/sgd.cpp, adam.cpp, rmsprop.cpp, adagrad.cpp), with its signature, which the slot checks.
 void add_optimizers_kernels(detail::Backend& b) {
-  b.sgd_update = cpu::sgd_update;
-  b.adam_update = cpu::adam_update;
-  b.rmsprop_update = cpu::rmsprop_update;
-  b.adagrad_update = cpu::adagrad_update;
+  b.kernels.fill("optim.sgd_update", &cpu::sgd_update);
+  b.kernels.fill("optim.adam_update", &cpu::adam_update);
+  b.kernels.fill("optim.rmsprop_update", &cpu::rmsprop_update);
+  b.kernels.fill("optim.adagrad_update", &cpu::adagrad_update);
 }
 
 }  // namespace loom::cpu

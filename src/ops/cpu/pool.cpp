@@ -184,12 +184,13 @@ void avg_pool2d_backward(const Tensor& gx, const Tensor& gy, const Pool2dParams&
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/pooling.cpp), with its signature, which the slot checks.
 void add_pool_kernels(detail::Backend& b) {
-  b.max_pool2d = cpu::max_pool2d;
-  b.avg_pool2d = cpu::avg_pool2d;
-  b.avg_pool2d_backward = cpu::avg_pool2d_backward;
-  b.max_pool2d_backward = cpu::max_pool2d_backward;
+  b.kernels.fill("pool.max_pool2d", &cpu::max_pool2d);
+  b.kernels.fill("pool.avg_pool2d", &cpu::avg_pool2d);
+  b.kernels.fill("pool.avg_pool2d_backward", &cpu::avg_pool2d_backward);
+  b.kernels.fill("pool.max_pool2d_backward", &cpu::max_pool2d_backward);
 }
 
 }  // namespace loom::cpu

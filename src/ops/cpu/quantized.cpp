@@ -25,9 +25,10 @@ void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tens
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/quantized.cpp), with its signature, which the slot checks.
 void add_quantized_kernels(detail::Backend& b) {
-  b.matmul_int8 = cpu::matmul_int8;
+  b.kernels.fill("quantized.matmul_int8", &cpu::matmul_int8);
 }
 
 }  // namespace loom::cpu

@@ -57,9 +57,10 @@ void random(RandomKind kind, const Tensor& out, uint64_t key, double a, double b
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/random.cpp), with its signature, which the slot checks.
 void add_random_kernels(detail::Backend& b) {
-  b.random = cpu::random;
+  b.kernels.fill("random.random", &cpu::random);
 }
 
 }  // namespace loom::cpu

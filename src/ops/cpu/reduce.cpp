@@ -330,10 +330,11 @@ void cumsum(const Tensor& out, const Tensor& x, int64_t axis) {
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/reduction.cpp), with its signature, which the slot checks.
 void add_reduce_kernels(detail::Backend& b) {
-  b.reduce = cpu::reduce;
-  b.cumsum = cpu::cumsum;
+  b.kernels.fill("reduction.reduce", &cpu::reduce);
+  b.kernels.fill("reduction.cumsum", &cpu::cumsum);
 }
 
 }  // namespace loom::cpu

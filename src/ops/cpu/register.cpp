@@ -39,11 +39,11 @@ constexpr void (*kParts[])(Backend&) = {
     &cpu::add_linalg_kernels,
 };
 
-// The named slots are function pointers only, so they read as an array of them: a slot no kernel
-// file filled (a kernel added to backend.h but not to its file's add_*_kernels) fails the first
-// op run, in every test, rather than crashing the one op that calls it. (A slot declared beside
-// its op, KernelSlot, is checked by its first call: no kernel, or one of another signature, fails
-// that op's tests naming the slot.)
+// The shared slots (BackendSlots) are function pointers only, so they read as an array of them:
+// a shared slot no kernel file filled (one added to backend.h but not to its file's
+// add_*_kernels) fails the first op run, in every test, rather than crashing the one op that
+// calls it. (Every other slot is declared beside its op, KernelSlot, and checked by its first
+// call: no kernel, or one of another signature, fails that op's tests naming the slot.)
 void check_every_slot_filled(const BackendSlots& b) {
   using Slots = std::array<std::uintptr_t, sizeof(BackendSlots) / sizeof(std::uintptr_t)>;
   static_assert(sizeof(BackendSlots) % sizeof(std::uintptr_t) == 0 && sizeof(void (*)()) == sizeof(std::uintptr_t));

@@ -21,9 +21,10 @@ void softmax_lastdim_f32(const Tensor& out, const Tensor& x, bool log) {
   });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/reduction.cpp), with its signature, which the slot checks.
 void add_softmax_kernels(detail::Backend& b) {
-  b.softmax_lastdim_f32 = cpu::softmax_lastdim_f32;
+  b.kernels.fill("softmax.softmax_lastdim_f32", &cpu::softmax_lastdim_f32);
 }
 
 }  // namespace loom::cpu

@@ -25,9 +25,10 @@ double sum_squares_f32(const Tensor& x) {
   return s;
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/train/clip.cpp), with its signature, which the slot checks.
 void add_sum_squares_kernels(detail::Backend& b) {
-  b.sum_squares_f32 = cpu::sum_squares_f32;
+  b.kernels.fill("clip.sum_squares_f32", &cpu::sum_squares_f32);
 }
 
 }  // namespace loom::cpu

@@ -102,9 +102,10 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& x) {
   detail::dispatch_compute(x.dtype(), "unary op", [&](auto tag) { unary_typed<decltype(tag)>(op, out, x); });
 }
 
-// This file's slots of the CPU table (register.cpp), each by name, so that it cannot land in another's.
+// This file's kernels in the CPU table (register.cpp), each by the name of the slot its op
+// declares (src/ops/elementwise.cpp), with its signature, which the slot checks.
 void add_unary_kernels(detail::Backend& b) {
-  b.unary = cpu::unary;
+  b.kernels.fill("elementwise.unary", &cpu::unary);
 }
 
 }  // namespace loom::cpu

@@ -49,3 +49,17 @@ TEST(KernelSlot, AnUnfilledTwiceFilledOrMistypedSlotIsRefusedByName) {
   const std::string twice_filled = logic_error_of([&] { fills.fill("test.twice", &half); });
   EXPECT_NE(twice_filled.find("'test.twice' is filled twice"), std::string::npos) << twice_filled;
 }
+
+// A fused fast path's slot (KernelSlot::if_filled, which asks find_if_filled) is null where its device fills no kernel, so
+// its op runs the composite instead, and is the kernel where one is filled; a mistyped fill is
+// refused by name all the same.
+TEST(KernelSlot, AnOptionalSlotIsNullWhereUnfilled) {
+  loom::detail::KernelFills fills;
+  fills.fill("test.twice", &twice);
+  EXPECT_EQ(fills.find_if_filled("test.thrice", typeid(int(int))), nullptr);
+  const auto k = reinterpret_cast<int (*)(int)>(fills.find_if_filled("test.twice", typeid(int(int))));
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k(4), 8);
+  const std::string mistyped = logic_error_of([&] { fills.find_if_filled("test.twice", typeid(double(double))); });
+  EXPECT_NE(mistyped.find("'test.twice'"), std::string::npos) << mistyped;
+}
