@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -178,13 +179,14 @@ void sgemm_rows_by_slices(float* out, const float* a, int64_t lda, const float* 
   int64_t parts = 1;
   while (slices * parts < 2 * get_num_threads() && n_main / (2 * parts) >= 1024) parts *= 2;
   const int64_t part_cols = (n_main / parts + W - 1) / W * W;
-  std::vector<float> sums(static_cast<size_t>(slices * M * width));
+  // (every element is written by its slice before it is read)
+  const auto sums = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(slices * M * width));
   parallel_for(0, slices * parts, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t s = t / parts, part = t % parts;
       const int64_t k0 = s * simd::kGemmSlice, kn = std::min(simd::kGemmSlice, K - k0);
       const int64_t j0 = part * part_cols, j1 = part == parts - 1 ? n_main : std::min(n_main, j0 + part_cols);
-      float* c = sums.data() + s * M * width;
+      float* c = sums.get() + s * M * width;
       if (j1 > j0) table.gemm_rows(c + j0, width, a + k0, lda, b + k0 * ldb + j0, ldb, M, j1 - j0, kn);
       if (!b_tail.empty() && part == parts - 1)
         table.gemm_rows(c + n_main, width, a + k0, lda, b_tail.data() + k0 * W, W, M, W, kn);
@@ -194,8 +196,8 @@ void sgemm_rows_by_slices(float* out, const float* a, int64_t lda, const float* 
   parallel_for(0, M, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float* o = out + r * N;
-      std::memcpy(o, sums.data() + r * width, static_cast<size_t>(N) * sizeof(float));
-      for (int64_t s = 1; s < slices; ++s) add(o, o, sums.data() + (s * M + r) * width, N);
+      std::memcpy(o, sums.get() + r * width, static_cast<size_t>(N) * sizeof(float));
+      for (int64_t s = 1; s < slices; ++s) add(o, o, sums.get() + (s * M + r) * width, N);
       if (bias) add(o, o, bias, N);
     }
   });
