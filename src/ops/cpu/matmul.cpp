@@ -91,9 +91,8 @@ struct GemmGrid {
 // of up to simd::kGemmStreamRows rows never come here: invariant_product.)
 GemmGrid gemm_grid(int64_t batch, int64_t M, int64_t N, int64_t K, bool b_transposed) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const double per_tile = 1 << 20;
   int64_t parts = 1;
-  while (parts < 4 && work >= static_cast<double>(2 * parts) * per_tile) parts *= 2;
+  while (parts < 4 && work >= static_cast<double>(2 * parts) * (1 << 20)) parts *= 2;
   parts = std::max<int64_t>(1, parts / std::min<int64_t>(batch, 4));
   const int64_t min_rows = M < 64 ? 8 : b_transposed ? 128 : 32;
   // (round: rows to 8, oneDNN's row unroll, below 64 rows to 2 for even halves; columns to 16,
@@ -161,10 +160,10 @@ Tensor contiguous_copy(const Tensor& t) {
 }
 
 // Up to simd::kGemmStreamRows rows (a cached decoder's step, a row per sequence) times b (K x N
-// as rows): bound by reading b, so each
-// thread takes whole slices of K (gemm_rows' chains, simd::kGemmSlice k each) and reads its rows
-// of b in one sweep, each slice's sums into a scratch row of its own; then the slices' sums
-// are added in order, as gemm_rows adds them, so the bits are gemm_rows' over all of K. (Split
+// as rows): bound by reading b, so each thread takes whole slices of K (gemm_rows' chains,
+// simd::kGemmSlice k each) and reads its rows of b in one sweep, each slice's sums into a
+// scratch row of its own; then the slices' sums are added in order, as gemm_rows adds them, so
+// the bits are gemm_rows' over all of K. (Split
 // by columns instead, each thread read part of every row of b: on the AMD EPYC Zen 3 two
 // threads drew 12-13 GB/s; by slices 18-20; and one thread given strips of 256 columns, as the
 // tasks below would, 9-10 against 12.5-14 in whole rows.) The columns past the last whole
