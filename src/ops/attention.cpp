@@ -254,13 +254,21 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   }
   const Tensor qc = layout(q, batch, a.L, a.E), kc = layout_kv(k, kv_batch, a.S, a.E, p.k_plane_stride),
                vc = layout_kv(v, kv_batch, a.S, a.Ev, p.v_plane_stride);
+  // With more than one head the output is (..., L, H, Ev) in memory, returned as its
+  // (..., H, L, Ev) view (AttentionParams::out_heads_inner): the layer's merge of the heads is
+  // then a view, and one buffer, not two, stays saved for the backward (PyTorch's layout too).
+  p.out_heads_inner = H > 1;
   Shape out_shape = batch, lse_shape = batch;
+  if (p.out_heads_inner) out_shape.pop_back();
   out_shape.push_back(a.L);
+  if (p.out_heads_inner) out_shape.push_back(H);
   out_shape.push_back(a.Ev);
   lse_shape.push_back(a.L);
-  Tensor out = detail::alloc(out_shape, q.dtype(), q.device(), op);
+  const Tensor buffer = detail::alloc(out_shape, q.dtype(), q.device(), op);
   Tensor lse = detail::alloc(lse_shape, q.dtype(), q.device(), op);
-  kAttentionForward(q.device())(out, lse, qc, kc, vc, p);
+  kAttentionForward(q.device())(buffer, lse, qc, kc, vc, p);
+  const int64_t n = static_cast<int64_t>(out_shape.size());
+  const Tensor out = p.out_heads_inner ? swapaxes(buffer, n - 3, n - 2) : buffer;
   if (!grad) return out;
   return detail::record(op, {q, k, v}, out,
                         [p, qc = detail::save(qc), kc = detail::save(kc), vc = detail::save(vc), o = detail::save(out), lse](
@@ -271,7 +279,9 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
                           Tensor dq = detail::alloc(qt.shape(), qt.dtype(), qt.device());
                           Tensor dk = detail::alloc(kt.shape(), kt.dtype(), kt.device());
                           Tensor dv = detail::alloc(vt.shape(), vt.dtype(), vt.device());
-                          kAttentionBackward(qt.device())(dq, dk, dv, detail::contiguous_raw(g), qt, kt, vt, o, lse, p);
+                          // the kernel reads the output packed (B, H, L, Ev)
+                          kAttentionBackward(qt.device())(dq, dk, dv, detail::contiguous_raw(g), qt, kt, vt,
+                                                          detail::contiguous_raw(o), lse, p);
                           return std::vector<Tensor>{dq, dk, dv};
                         });
 }

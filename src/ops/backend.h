@@ -149,6 +149,12 @@ struct AttentionParams {
   // for packed planes (S * E, S * Ev). A cached decoder's keys are a prefix of each head's
   // preallocated rows, read where they lie instead of copied at every step.
   int64_t k_plane_stride = 0, v_plane_stride = 0;
+  // The forward writes the output's rows as (B, L, H, Ev) instead of (B, H, L, Ev): row i of
+  // plane (b, h) at ((b * L + i) * H + h) * Ev (the backward reads them packed). The op returns
+  // it as a (B, H, L, Ev) view, so that merging the heads back into (B, L, H * Ev), as every
+  // attention layer does next, is a view too: one buffer, not two, is kept for the backward
+  // of both the attention and the output projection.
+  bool out_heads_inner = false;
 };
 
 // The shared table (see the top of this file): a slot used by many op files belongs here, every

@@ -48,6 +48,11 @@ using namespace flash;
 // key tiles in ascending order, so the bits are those of one tile at a time.
 constexpr int64_t kQueryTilesPerGroup = 4;
 
+// Row i of plane bh of the output, counted in rows (AttentionParams::out_heads_inner).
+inline int64_t out_row(const AttentionParams& p, int64_t bh, int64_t i) {
+  return p.out_heads_inner ? ((bh / p.H) * p.L + i) * p.H + bh % p.H : bh * p.L + i;
+}
+
 // The forward of one (batch, head, group of query tiles) task: its scratch, and the steps.
 template <typename T>
 struct ForwardTask {
@@ -112,7 +117,7 @@ struct ForwardTask {
   // Query tile g's rows divided by their sums, and their log-sum-exp.
   void finish(int64_t bh, int64_t g, int64_t i0, int64_t br, T* out, T* lse) const {
     for (int64_t r = 0; r < br; ++r) {
-      T* o = out + (bh * L + i0 + r) * Ev;
+      T* o = out + out_row(p, bh, i0 + r) * Ev;
       const T lr = l[g * kBr + r];
       if (lr > 0) {
         ops.scale(o, acc.data() + (g * kBr + r) * Ev, T(1) / lr, Ev);
@@ -328,6 +333,16 @@ void unpad_rows(const Tensor& dst, const Tensor& x, int64_t n, int64_t np) {
   for (int64_t r = 0; r < rows; ++r) std::memcpy(d + r * n, s + r * np, static_cast<size_t>(n) * sizeof(float));
 }
 
+// The forward's padded rows (packed, np values each) copied into out, rows of p.Ev laid out as
+// p says (out_row).
+void unpad_out(const Tensor& out, const Tensor& x, const AttentionParams& p, int64_t np) {
+  const float* s = static_cast<const float*>(x.data_ptr());
+  float* d = static_cast<float*>(out.data_ptr());
+  for (int64_t bh = 0; bh < p.B * p.H; ++bh)
+    for (int64_t i = 0; i < p.L; ++i)
+      std::memcpy(d + out_row(p, bh, i) * p.Ev, s + (bh * p.L + i) * np, static_cast<size_t>(p.Ev) * sizeof(float));
+}
+
 // float32 head sizes padded to the vector width gemm_rows wants.
 int64_t padded(int64_t n) {
   const int64_t w = simd::table().lanes;
@@ -348,10 +363,12 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
       const int64_t vs = Evp == p.Ev && p.v_plane_stride ? p.v_plane_stride : p.S * Evp;
       const Tensor qp = pad_rows(q, p.E, Ep), kp = pad_rows(kk, p.E, Ep), vp = pad_rows(vv, p.Ev, Evp);
       const Tensor op = Evp == p.Ev ? out : detail::alloc({out.numel() / p.Ev, Evp}, out.dtype(), out.device());
+      AttentionParams packed = p;  // padded rows go to a packed buffer first, then to out's layout
+      packed.out_heads_inner = Evp == p.Ev && p.out_heads_inner;
       forward_impl<float>(static_cast<float*>(op.data_ptr()), static_cast<float*>(lse.data_ptr()),
                           static_cast<const float*>(qp.data_ptr()), static_cast<const float*>(kp.data_ptr()),
-                          static_cast<const float*>(vp.data_ptr()), p, Ep, Evp, ks, vs);
-      unpad_rows(out, op, p.Ev, Evp);
+                          static_cast<const float*>(vp.data_ptr()), packed, Ep, Evp, ks, vs);
+      if (Evp != p.Ev) unpad_out(out, op, p, Evp);
     } else {
       forward_impl<T>(static_cast<T*>(out.data_ptr()), static_cast<T*>(lse.data_ptr()), static_cast<const T*>(q.data_ptr()),
                       static_cast<const T*>(k.data_ptr()), static_cast<const T*>(v.data_ptr()), p, p.E, p.Ev,

@@ -308,3 +308,29 @@ TEST(FlashAttention, ReadsKeyAndValuePlanesWhereTheyLie) {
   const Tensor kg = k.detach().requires_grad_(true), q = randn({heads, 3, E});
   EXPECT_TRUE(allclose(scaled_dot_product_attention(q, kg, v, Tensor(), false), scaled_dot_product_attention(q, k.contiguous(), v, Tensor(), false)));
 }
+
+// With several heads the output is laid out (B, L, H, E) and returned as its (B, H, L, E) view,
+// as PyTorch's fused kernel does: an attention layer's merge of the heads, (B, L, H * E), is then
+// a view of the same buffer rather than a copy, so one buffer is kept for the backward of both
+// the attention and the output projection. Values and gradients are those of the math form, for
+// head sizes the kernel pads (20) and does not (64).
+TEST(FlashAttention, ManyHeadsWriteTheHeadsInnermostSoMergingThemIsAView) {
+  manual_seed(22);
+  for (const int64_t E : {int64_t{20}, int64_t{64}}) {
+    const int64_t B = 2, H = 3, L = 33;
+    const Tensor q = randn({B, H, L, E}), k = randn({B, H, L, E}), v = randn({B, H, L, E}), cot = randn({B, L, H * E});
+    std::vector<Tensor> in{q.detach().requires_grad_(true), k.detach().requires_grad_(true), v.detach().requires_grad_(true)};
+    const Tensor o = scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), true);
+    EXPECT_FALSE(o.is_contiguous());
+    const Tensor merged = reshape(permute(o, {0, 2, 1, 3}), {B, L, H * E});
+    EXPECT_EQ(merged.data_ptr(), o.data_ptr()) << "E " << E << ": merging the heads copied";
+    const std::vector<Tensor> got = grad(merged, in, cot);
+
+    std::vector<Tensor> ref{q.detach().requires_grad_(true), k.detach().requires_grad_(true), v.detach().requires_grad_(true)};
+    const Tensor want_o =
+        detail::scaled_dot_product_attention_math(ref[0], ref[1], ref[2], Tensor(), true, std::nullopt, 0, false, nullptr);
+    const std::vector<Tensor> want = grad(reshape(permute(want_o, {0, 2, 1, 3}), {B, L, H * E}), ref, cot);
+    EXPECT_TRUE(allclose(o, want_o, 1e-5, 1e-5)) << "E " << E;
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(allclose(got[i], want[i], 1e-4, 1e-5)) << "E " << E << " gradient " << i;
+  }
+}
