@@ -9,7 +9,7 @@
 #include "core/json_util.h"
 #include "core/utf8.h"
 #include "loom/store/datasets.h"
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 #include "loom/store/queries.h"
 #include "loom/store/text.h"
 

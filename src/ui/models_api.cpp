@@ -15,7 +15,7 @@
 #include "core/utf8.h"
 #include "loom/graph/graph.h"
 #include "loom/store/error.h"
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 #include "loom/store/runs.h"
 #include "ui/api.h"
 

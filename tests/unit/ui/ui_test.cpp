@@ -9,7 +9,7 @@
 #include <loom/data/image.h>
 #include <loom/flow/tasks.h>
 #include <loom/graph/graph.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/runs.h>
 #include <loom/store/store.h>
 #include <loom/ui/dashboard.h>
