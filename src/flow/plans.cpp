@@ -180,17 +180,19 @@ int64_t Plans::cancel(int64_t id) {
   if (session.query("SELECT id FROM plans WHERE id = ?", {id}).empty())
     throw store::NotFoundError("cancel plan: there is no plan " + std::to_string(id));
   const int64_t now = tasks_.now_ms();
+  const std::string open = detail::sql_literals({Status::Pending, Status::Running});
   const auto open_tasks = [&] {
-    return session.query("SELECT COUNT(*) FROM tasks WHERE plan_id = ? AND status IN ('pending', 'running')", {id})[0].integer(0);
+    return session.query("SELECT COUNT(*) FROM tasks WHERE plan_id = ? AND status IN (" + open + ")", {id})[0].integer(0);
   };
   const int64_t before = open_tasks();
   const std::string why = "plan " + std::to_string(id) + " was cancelled";
-  for (const Row& r : session.query("SELECT id FROM tasks WHERE plan_id = ? AND status IN ('pending', 'running') ORDER BY id", {id})) {
-    if (session.execute("UPDATE tasks SET status = 'cancelled', error = ?, finished_ms = ?, lease_expires_ms = NULL, deadline_ms = NULL "
-                        "WHERE id = ? AND status IN ('pending', 'running')",
+  for (const Row& r : session.query("SELECT id FROM tasks WHERE plan_id = ? AND status IN (" + open + ") ORDER BY id", {id})) {
+    if (session.execute("UPDATE tasks SET status = " + detail::sql_literal(Status::Cancelled) +
+                            ", error = ?, finished_ms = ?, lease_expires_ms = NULL, deadline_ms = NULL WHERE id = ? AND status IN (" +
+                            open + ")",
                         {why, now, r.integer(0)}) == 0)
       continue;  // ended by the cancellation of a dependency just above
-    detail::record_event(session, r.integer(0), "cancelled", why, now);
+    detail::record_event(session, r.integer(0), EventKind::Cancelled, why, now);
     detail::cancel_dependents(session, r.integer(0), "was cancelled: " + why, now);
   }
   const int64_t n = before - open_tasks();
@@ -204,7 +206,10 @@ std::vector<int64_t> Plans::replay(int64_t id) {
   if (session.query("SELECT id FROM plans WHERE id = ?", {id}).empty())
     throw store::NotFoundError("replay plan: there is no plan " + std::to_string(id));
   std::vector<int64_t> roots;
-  for (const Row& r : session.query("SELECT id FROM tasks WHERE plan_id = ? AND status IN ('failed', 'cancelled') ORDER BY id", {id}))
+  for (const Row& r : session.query(
+           "SELECT id FROM tasks WHERE plan_id = ? AND status IN (" + detail::sql_literals({Status::Failed, Status::Cancelled}) +
+               ") ORDER BY id",
+           {id}))
     roots.push_back(r.integer(0));
   std::vector<int64_t> reopened = roots.empty() ? std::vector<int64_t>{} : detail::replay_in(session, roots, tasks_.now_ms());
   session.commit();
