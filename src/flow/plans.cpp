@@ -1,7 +1,6 @@
 #include "loom/flow/plans.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <map>
 #include <set>
@@ -22,13 +21,11 @@ using Row = store::SqlRow;
 
 namespace {
 
+// A task's name in a plan follows the rule of kinds (flow/kind.h).
 void check_name(const std::string& name) {
-  // the rule of kinds: names go on command lines and in file names
-  bool ok = !name.empty() && name.size() <= 128;
-  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-');
-  if (!ok)
-    throw ValueError("submit plan: invalid task name " + loom::detail::quote_text(name) +
-                     " (valid: 1 to 128 characters of [A-Za-z0-9_.:/-], unique in the plan)");
+  if (!detail::follows_kind_rule(name))
+    throw ValueError("submit plan: invalid task name " + loom::detail::quote_text(name) + " (valid: " + detail::kKindRule +
+                     ", unique in the plan)");
 }
 
 Status plan_status(const std::vector<TaskInfo>& tasks) {

@@ -95,12 +95,15 @@ int64_t lease_until(int64_t now, int64_t lease_ms, int64_t deadline_ms) {
 
 }  // namespace
 
+bool detail::follows_kind_rule(const std::string& text) {
+  bool ok = !text.empty() && text.size() <= 128;
+  for (char c : text) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-');
+  return ok;
+}
+
 void detail::check_kind(const char* op, const std::string& kind) {
-  bool ok = !kind.empty() && kind.size() <= 128;
-  for (char c : kind) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-');
-  if (!ok)
-    throw ValueError(std::string(op) + ": invalid task kind " + loom::detail::quote_text(kind) +
-                     " (valid: 1 to 128 characters of [A-Za-z0-9_.:/-])");
+  if (!follows_kind_rule(kind))
+    throw ValueError(std::string(op) + ": invalid task kind " + loom::detail::quote_text(kind) + " (valid: " + kKindRule + ")");
 }
 
 const char* status_name(Status s) { return store::to_string(s); }
