@@ -3,13 +3,13 @@
 // body (a row of 784 values) both are sent.
 #include <loom/core/tensor.h>
 #include <loom/graph/graph.h>
-#include <loom/io/model.h>
+#include <loom/io/model_file.h>
 #include <loom/io/safetensors.h>
 #include <loom/nn/activation.h>
 #include <loom/nn/input.h>
 #include <loom/nn/linear.h>
 #include <loom/ops/random.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/store.h>
 
 #include <nlohmann/json.hpp>

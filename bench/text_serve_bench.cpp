@@ -16,7 +16,7 @@
 #include <loom/data/tokenizer.h>
 #include <loom/ops/random.h>
 #include <loom/serve/text_server.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>

@@ -17,7 +17,7 @@
 #include <loom/dist/optimizer.h>
 #include <loom/loom.h>
 #include <loom/data/loader.h>
-#include <loom/io/model.h>
+#include <loom/io/model_file.h>
 #include <loom/train/callbacks.h>
 #include <loom/train/model.h>
 #include <loom/train/plot.h>

@@ -5,7 +5,7 @@
 //
 //   ./build/examples/evaluate_saved_model [MODEL_FILE] [DATA_DIR]
 #include <loom/loom.h>
-#include <loom/io/model.h>
+#include <loom/io/model_file.h>
 #include <zlib.h>
 
 #include <cstdio>

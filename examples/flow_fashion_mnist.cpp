@@ -15,7 +15,7 @@
 #include <loom/flow/agent.h>
 #include <loom/flow/tasks.h>
 #include <loom/store/datasets.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/runs.h>
 #include <loom/train/callbacks.h>
 #include <loom/train/model.h>

@@ -17,7 +17,7 @@
 #include <loom/loom.h>
 #include <loom/data/loader.h>
 #include <loom/store/datasets.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/train/model.h>
 
 #include <chrono>

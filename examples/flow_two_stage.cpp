@@ -17,7 +17,7 @@
 #include <loom/flow/plans.h>
 #include <loom/flow/tasks.h>
 #include <loom/loom.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/store.h>
 
 #include <nlohmann/json.hpp>

@@ -22,7 +22,7 @@
 #include <loom/flow/tasks.h>
 #include <loom/loom.h>
 #include <loom/store/datasets.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/queries.h>
 #include <loom/store/store.h>
 

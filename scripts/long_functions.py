@@ -2,11 +2,16 @@
 """Lists the library's functions over 80 lines and files over 600 lines (issue 50: drivers over
 named phases; no function over ~80 lines, no file over ~600).
 
-  scripts/long_functions.py [ROOT] [--function-lines N] [--file-lines N]
+  scripts/long_functions.py [ROOT] [--function-lines N] [--file-lines N] [--check]
   scripts/long_functions.py --self-test   check the heuristic on its traps (ctest long_functions_self_test)
+  scripts/long_functions.py --plant [ROOT]  check that --check fails on a function and a file
+                                            planted over the limits in a copy of ROOT's library
+                                            (ctest long_functions_catches_planted)
 
 ROOT defaults to the repository this script is in; the library is ROOT/src and ROOT/include.
-Prints one line per finding, longest first, and exits 0 (a report, not yet a test).
+Prints one line per finding, longest first, and exits 0 (a report). With --check (ctest
+long_functions) it exits 1 when there is any finding, each named on stderr: the size rule as a
+test.
 
 How a function is found, and what that misses (a heuristic, not a C++ parser):
 - Comments, string and character literals (raw strings R"d(...)d" included, digit separators
@@ -25,7 +30,9 @@ How a function is found, and what that misses (a heuristic, not a C++ parser):
 """
 import os
 import re
+import shutil
 import sys
+import tempfile
 
 FUNCTION_LINES = 80
 FILE_LINES = 600
@@ -225,9 +232,61 @@ def self_test():
     return 0
 
 
+def check_findings(findings, function_lines=FUNCTION_LINES, file_lines=FILE_LINES):
+    """The size rule as a test: 1, naming each finding on stderr, when there is any."""
+    if not findings:
+        return 0
+    print(f"long_functions: {len(findings)} over the size rule (no function over {function_lines} lines, "
+          f"no file over {file_lines}; docs/architecture.md#sizes): split each into named steps",
+          file=sys.stderr)
+    for line in findings:
+        print(f"  {line}", file=sys.stderr)
+    return 1
+
+
+def planted_function(name, body_lines):
+    return f"int {name}(int x) {{\n" + "".join(f"  x += {k};\n" for k in range(body_lines)) + "  return x;\n}\n"
+
+
+def plant_test(root):
+    """Copies ROOT's library to a temporary folder, plants a function one line over the limit
+    (in a new source file and at the end of an existing header) and a file one line over, and
+    expects --check to fail naming each planted one (beside whatever the tree itself has)."""
+    with tempfile.TemporaryDirectory(prefix="long_functions_plant_") as tmp:
+        for part in ("src", "include"):
+            shutil.copytree(os.path.join(root, part), os.path.join(tmp, part))
+        os.makedirs(os.path.join(tmp, "src", "planted"))
+        # the function: its signature line, FUNCTION_LINES - 2 statements, return, brace: limit + 1
+        with open(os.path.join(tmp, "src", "planted", "long_function.cpp"), "w") as f:
+            f.write(planted_function("planted_long", FUNCTION_LINES - 2))
+        headers = sorted(os.path.join(d, n) for d, _, ns in os.walk(os.path.join(tmp, "include")) for n in ns
+                         if n.endswith(".h"))
+        with open(headers[0], encoding="utf-8") as f:
+            header_text = f.read()
+        header_lines = header_text.count("\n")
+        with open(headers[0], "a", encoding="utf-8") as f:
+            f.write(planted_function("planted_in_header", FUNCTION_LINES - 2))
+        header_rel = os.path.relpath(headers[0], tmp)
+        # the file: FILE_LINES + 1 short functions of one line each, none long
+        with open(os.path.join(tmp, "src", "planted", "long_file.cpp"), "w") as f:
+            f.write("".join(f"int planted_{k}() {{ return {k}; }}\n" for k in range(FILE_LINES + 1)))
+        want = {f"src/planted/long_function.cpp:1: function planted_long, {FUNCTION_LINES + 1} lines",
+                f"{header_rel}:{header_lines + 1}: function planted_in_header, {FUNCTION_LINES + 1} lines",
+                f"src/planted/long_file.cpp: file, {FILE_LINES + 1} lines"}
+        findings = scan(tmp)
+        status = check_findings(findings)
+    if not want <= set(findings) or status != 1:
+        print(f"long_functions --plant: --check exited {status} and missed {sorted(want - set(findings))}, want exit 1 "
+              f"naming {sorted(want)}", file=sys.stderr)
+        return 1
+    print(f"long_functions --plant: --check failed as it should, naming {len(want)} planted findings")
+    return 0
+
+
 def main(argv):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     function_lines, file_lines = FUNCTION_LINES, FILE_LINES
+    check = plant = False
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -237,12 +296,21 @@ def main(argv):
             file_lines = int(args.pop(0))
         elif a == "--self-test":
             return self_test()
+        elif a == "--check":
+            check = True
+        elif a == "--plant":
+            plant = True
         elif a.startswith("-"):
             print(__doc__.split("\n\n")[1], file=sys.stderr)
             return 2
         else:
             root = a
-    for line in scan(root, function_lines, file_lines):
+    if plant:
+        return plant_test(root)
+    findings = scan(root, function_lines, file_lines)
+    if check:
+        return check_findings(findings, function_lines, file_lines)
+    for line in findings:
         print(line)
     return 0
 

@@ -12,10 +12,10 @@
 #include "loom/data/loader.h"
 #include "loom/data/npy.h"
 #include "loom/graph/graph.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/io/onnx.h"
 #include "loom/io/safetensors.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::python {
 

@@ -16,7 +16,7 @@
 #include "loom/graph/serialize.h"
 #include "loom/nn/layers.h"
 #include "loom/nn/registry.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::python {
 
@@ -310,7 +310,7 @@ void bind_layers(nb::module_& m) {
         "Copies every parameter and buffer of `source` into the layer of the same name in `target`.");
 
   // ------------------------------------------------------------------ the zoo
-  nb::module_ zm = m.def_submodule("zoo", "Ready-made networks as graphs (include/loom/zoo/models.h).");
+  nb::module_ zm = m.def_submodule("zoo", "Ready-made networks as graphs (include/loom/zoo/architectures.h).");
   nb::class_<zoo::Network>(zm, "Network", "A zoo model: its graph, its Input layers and its output layer; called on a tensor, its output.")
       .def_ro("name", &zoo::Network::name, "The network's name.")
       .def_ro("graph", &zoo::Network::graph, "The network's graph.")

@@ -24,7 +24,7 @@
 #include "loom/train/callbacks.h"
 #include "loom/train/model.h"
 #include "loom/train/schedules.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::python {
 

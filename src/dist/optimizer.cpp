@@ -15,7 +15,7 @@
 
 #include "dist/comm.h"
 #include "loom/autograd/autograd.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/ops/creation.h"
 #include "loom/train/model.h"
 

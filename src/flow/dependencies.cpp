@@ -9,7 +9,7 @@
 #include "core/json_util.h"
 #include "core/utf8.h"
 #include "loom/store/datasets.h"
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 #include "loom/store/queries.h"
 #include "loom/store/text.h"
 
@@ -106,29 +106,37 @@ std::string lock_rows(const Session& session) { return session.backend() == "pos
 
 void lock_events(Session& session) { session.execute("UPDATE task_event_lock SET n = n + 1 WHERE id = 1"); }
 
-void record_event(Session& session, int64_t id, const char* event, const std::string& detail, int64_t now) {
+Status stored_status(const Row& row, size_t i) {
+  constexpr auto s = spellings(Status{});
+  const std::string& text = row.text(i);
+  for (size_t k = 0; k < s.names.size(); ++k)
+    if (text == s.names[k]) return static_cast<Status>(k);
+  store::detail::bad_stored_state("status", s.what, text, s.names.data(), s.names.size());
+}
+
+void record_event(Session& session, int64_t id, EventKind event, const std::string& detail, int64_t now) {
   session.execute("INSERT INTO task_events (task_id, plan_id, event, detail, created_ms) "
                   "SELECT id, plan_id, ?, ?, ? FROM tasks WHERE id = ?",
-                  {std::string(event), clip_error(detail), now, id});
+                  {std::string(event_name(event)), clip_error(detail), now, id});
   session.notify(kEventChannel);
 }
 
 int64_t check_dependencies(Session& session, const char* op, const std::vector<int64_t>& ids) {
   if (ids.empty()) return 0;
   std::vector<Value> params(ids.begin(), ids.end());
-  std::map<int64_t, std::string> status;
+  std::map<int64_t, Status> status;
   for (const Row& r : session.query("SELECT id, status FROM tasks WHERE id IN (" + in_list(ids.size()) + ")" + lock_rows(session), params))
-    status[r.integer(0)] = r.text(1);
+    status[r.integer(0)] = stored_status(r, 1);
   int64_t waiting = 0;
   for (int64_t d : ids) {
     const auto it = status.find(d);
     if (it == status.end())
       throw store::NotFoundError(std::string(op) + ": dependency " + std::to_string(d) +
                                  " is not a task of this store (valid: the id of a task in the same store)");
-    if (it->second == "failed" || it->second == "cancelled")
-      throw store::ConflictError(std::string(op) + ": dependency " + std::to_string(d) + " is " + it->second +
+    if (it->second == Status::Failed || it->second == Status::Cancelled)
+      throw store::ConflictError(std::string(op) + ": dependency " + std::to_string(d) + " is " + status_name(it->second) +
                                  ", so this task could never run (replay it first; valid: a pending, running or finished task)");
-    waiting += it->second != "finished";
+    waiting += it->second != Status::Finished;
   }
   return waiting;
 }
@@ -146,7 +154,8 @@ int64_t insert_task(Session& session, const std::string& kind, const std::string
   const int64_t id =
       session
           .query("INSERT INTO tasks (kind, hyper_parameters, priority, status, attempts, max_attempts, timeout_ms, lease_ms, token, "
-                 "created_ms, plan_id, name, waiting, " + lineage_columns() + ") VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, 0, ?, ?, ?, ?" +
+                 "created_ms, plan_id, name, waiting, " + lineage_columns() + ") VALUES (?, ?, ?, " + sql_literal(Status::Pending) +
+                 ", 0, ?, ?, ?, 0, ?, ?, ?, ?" +
                  lineage_marks + ") RETURNING id",
                  params)[0]
           .integer(0);
@@ -164,12 +173,12 @@ void release_dependents(Session& session, const std::vector<int64_t>& ids) {
   params.insert(params.end(), ids.begin(), ids.end());
   int64_t released = 0;
   if (ids.size() == 1)
-    released = session.execute("UPDATE tasks SET waiting = waiting - 1 WHERE status = 'pending' AND waiting > 0 AND id IN "
-                               "(SELECT task_id FROM task_dependencies WHERE depends_on = ?)",
+    released = session.execute("UPDATE tasks SET waiting = waiting - 1 WHERE status = " + sql_literal(Status::Pending) +
+                               " AND waiting > 0 AND id IN (SELECT task_id FROM task_dependencies WHERE depends_on = ?)",
                                {ids[0]});
   else
     released = session.execute("UPDATE tasks SET waiting = waiting - (SELECT COUNT(*) FROM task_dependencies d WHERE d.task_id = tasks.id AND "
-                               "d.depends_on IN (" + in + ")) WHERE status = 'pending' AND waiting > 0 AND id IN "
+                               "d.depends_on IN (" + in + ")) WHERE status = " + sql_literal(Status::Pending) + " AND waiting > 0 AND id IN "
                                "(SELECT task_id FROM task_dependencies WHERE depends_on IN (" + in + "))",
                                params);
   if (released > 0) session.notify(kReadyChannel);  // a dependent may now wait for nothing
@@ -180,7 +189,8 @@ void record_finished(Session& session, const std::vector<int64_t>& ids, int64_t 
   std::vector<Value> params{now};
   params.insert(params.end(), ids.begin(), ids.end());
   session.execute("INSERT INTO task_events (task_id, plan_id, event, detail, created_ms) "
-                  "SELECT id, plan_id, 'finished', '', ? FROM tasks WHERE id IN (" + in_list(ids.size()) + ") ORDER BY id",
+                  "SELECT id, plan_id, " + sql_literal(EventKind::Finished) + ", '', ? FROM tasks WHERE id IN (" + in_list(ids.size()) +
+                  ") ORDER BY id",
                   params);
   session.notify(kEventChannel);
 }
@@ -192,15 +202,16 @@ void cancel_dependents(Session& session, int64_t id, const std::string& why, int
     frontier.pop_back();
     const std::vector<Row> dependents = session.query(
         "SELECT t.id FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ? "
-        "AND t.status IN ('pending', 'running') ORDER BY t.id",
+        "AND t.status IN (" + sql_literals({Status::Pending, Status::Running}) + ") ORDER BY t.id",
         {from});
     for (const Row& r : dependents) {
       const std::string error = clip_error("dependency " + std::to_string(from) + " " + reason);
-      if (session.execute("UPDATE tasks SET status = 'cancelled', error = ?, finished_ms = ?, lease_expires_ms = NULL, "
-                          "deadline_ms = NULL WHERE id = ? AND status IN ('pending', 'running')",
+      if (session.execute("UPDATE tasks SET status = " + sql_literal(Status::Cancelled) +
+                              ", error = ?, finished_ms = ?, lease_expires_ms = NULL, deadline_ms = NULL WHERE id = ? AND status IN (" +
+                              sql_literals({Status::Pending, Status::Running}) + ")",
                           {error, now, r.integer(0)}) == 0)
         continue;
-      record_event(session, r.integer(0), "cancelled", error, now);
+      record_event(session, r.integer(0), EventKind::Cancelled, error, now);
       frontier.emplace_back(r.integer(0), "was cancelled: " + error);
     }
   }
@@ -213,9 +224,9 @@ std::vector<int64_t> replay_in(Session& session, const std::vector<int64_t>& roo
   for (int64_t root : roots) {
     const std::vector<Row> rows = session.query("SELECT status FROM tasks WHERE id = ?" + lock_rows(session), {root});
     if (rows.empty()) throw store::NotFoundError("replay: there is no task " + std::to_string(root));
-    const std::string status = rows[0].text(0);
-    if (status == "pending" || status == "running")
-      throw store::ConflictError("replay: task " + std::to_string(root) + " is " + status +
+    const Status status = stored_status(rows[0], 0);
+    if (status == Status::Pending || status == Status::Running)
+      throw store::ConflictError("replay: task " + std::to_string(root) + " is " + status_name(status) +
                                  " (valid: a finished, failed or cancelled task)");
     all.insert(root);
   }
@@ -234,20 +245,22 @@ std::vector<int64_t> replay_in(Session& session, const std::vector<int64_t>& roo
     for (const Row& r : session.query("SELECT t.id, t.status FROM task_dependencies d JOIN tasks t ON t.id = d.depends_on "
                                       "WHERE d.task_id = ? ORDER BY t.id",
                                       {t}))
-      if (!all.count(r.integer(0)) && (r.text(1) == "failed" || r.text(1) == "cancelled"))
+      if (const Status dependency = stored_status(r, 1);
+          !all.count(r.integer(0)) && (dependency == Status::Failed || dependency == Status::Cancelled))
         throw store::ConflictError("replay: task " + std::to_string(t) + " depends on task " + std::to_string(r.integer(0)) +
-                                   ", which is " + r.text(1) + " (replay that one, or its plan, instead): nothing was changed");
+                                   ", which is " + status_name(dependency) + " (replay that one, or its plan, instead): nothing was changed");
   std::vector<int64_t> reopened;
   for (int64_t t : all)
-    if (session.execute("UPDATE tasks SET status = 'pending', attempts = 0, result = NULL, error = NULL, lease_expires_ms = NULL, "
-                        "deadline_ms = NULL, started_ms = NULL, finished_ms = NULL WHERE id = ? AND status <> 'pending'",
+    if (session.execute("UPDATE tasks SET status = " + sql_literal(Status::Pending) +
+                            ", attempts = 0, result = NULL, error = NULL, lease_expires_ms = NULL, deadline_ms = NULL, started_ms = NULL, "
+                            "finished_ms = NULL WHERE id = ? AND status <> " + sql_literal(Status::Pending),
                         {t}) > 0)
       reopened.push_back(t);
   for (int64_t t : all)
     session.execute("UPDATE tasks SET waiting = (SELECT COUNT(*) FROM task_dependencies d JOIN tasks u ON u.id = d.depends_on "
-                    "WHERE d.task_id = ? AND u.status <> 'finished') WHERE id = ?",
+                    "WHERE d.task_id = ? AND u.status <> " + sql_literal(Status::Finished) + ") WHERE id = ?",
                     {t, t});
-  for (int64_t t : reopened) record_event(session, t, "replayed", "", now);
+  for (int64_t t : reopened) record_event(session, t, EventKind::Replayed, "", now);
   if (!reopened.empty()) session.notify(kReadyChannel);
   return reopened;
 }

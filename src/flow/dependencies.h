@@ -1,12 +1,16 @@
 #pragma once
 // The dependency graph of the task queue and its events, shared by Tasks and Plans: the
 // statements each runs inside the caller's session (docs/workflow.md, "Plans", "Notifications").
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "loom/flow/events.h"
 #include "loom/flow/plans.h"
 #include "loom/flow/tasks.h"
+#include "loom/store/record.h"
 #include "loom/store/session.h"
 
 namespace loom::flow::detail {
@@ -31,10 +35,34 @@ void check_lineage(const store::Store& store, const char* op, const Lineage& l);
 // The lineage columns of the tasks table, from Lineage's fields (loom/store/record.h).
 const std::string& lineage_columns();
 
+// A task status or event kind as an SQL string literal ('pending'), made from its enum's one
+// spelling (tasks.h, events.h), for the statements that compare or set a state column: no state
+// is spelled twice. The spellings are lowercase words, so quoting needs no escaping.
+constexpr bool is_plain_word(const char* s) {
+  for (; *s; ++s)
+    if (!(*s >= 'a' && *s <= 'z') && *s != '_') return false;
+  return true;
+}
+template <store::SpelledEnum E>
+std::string sql_literal(E state) {
+  static_assert(std::ranges::all_of(spellings(E{}).names, is_plain_word), "a state spelled as SQL quotes it");
+  return "'" + std::string(store::to_string(state)) + "'";
+}
+// Several as a list for "IN (...)": "'pending', 'running'".
+template <store::SpelledEnum E>
+std::string sql_literals(std::initializer_list<E> states) {
+  std::string out;
+  for (E s : states) out += (out.empty() ? "" : ", ") + sql_literal(s);
+  return out;
+}
+// The task status in column `i` of `row`; store::BadStateError naming the column for text that
+// is none of the spellings (a database written by something else).
+Status stored_status(const store::SqlRow& row, size_t i);
+
 // Takes the events' lock: the first statement of every session that may record an event.
 void lock_events(store::Session& session);
 // Records an event of task `id` (after lock_events).
-void record_event(store::Session& session, int64_t id, const char* event, const std::string& detail, int64_t now);
+void record_event(store::Session& session, int64_t id, EventKind event, const std::string& detail, int64_t now);
 
 // Locks the rows of `ids` (PostgreSQL) and checks each is a task that may be depended on:
 // NotFoundError for an unknown one, ConflictError for a failed or cancelled one. Returns how

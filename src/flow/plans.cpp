@@ -1,7 +1,6 @@
 #include "loom/flow/plans.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <map>
 #include <set>
@@ -22,13 +21,11 @@ using Row = store::SqlRow;
 
 namespace {
 
+// A task's name in a plan follows the rule of kinds (flow/kind.h).
 void check_name(const std::string& name) {
-  // the rule of kinds: names go on command lines and in file names
-  bool ok = !name.empty() && name.size() <= 128;
-  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-');
-  if (!ok)
-    throw ValueError("submit plan: invalid task name " + loom::detail::quote_text(name) +
-                     " (valid: 1 to 128 characters of [A-Za-z0-9_.:/-], unique in the plan)");
+  if (!detail::follows_kind_rule(name))
+    throw ValueError("submit plan: invalid task name " + loom::detail::quote_text(name) + " (valid: " + detail::kKindRule +
+                     ", unique in the plan)");
 }
 
 Status plan_status(const std::vector<TaskInfo>& tasks) {
@@ -180,17 +177,19 @@ int64_t Plans::cancel(int64_t id) {
   if (session.query("SELECT id FROM plans WHERE id = ?", {id}).empty())
     throw store::NotFoundError("cancel plan: there is no plan " + std::to_string(id));
   const int64_t now = tasks_.now_ms();
+  const std::string open = detail::sql_literals({Status::Pending, Status::Running});
   const auto open_tasks = [&] {
-    return session.query("SELECT COUNT(*) FROM tasks WHERE plan_id = ? AND status IN ('pending', 'running')", {id})[0].integer(0);
+    return session.query("SELECT COUNT(*) FROM tasks WHERE plan_id = ? AND status IN (" + open + ")", {id})[0].integer(0);
   };
   const int64_t before = open_tasks();
   const std::string why = "plan " + std::to_string(id) + " was cancelled";
-  for (const Row& r : session.query("SELECT id FROM tasks WHERE plan_id = ? AND status IN ('pending', 'running') ORDER BY id", {id})) {
-    if (session.execute("UPDATE tasks SET status = 'cancelled', error = ?, finished_ms = ?, lease_expires_ms = NULL, deadline_ms = NULL "
-                        "WHERE id = ? AND status IN ('pending', 'running')",
+  for (const Row& r : session.query("SELECT id FROM tasks WHERE plan_id = ? AND status IN (" + open + ") ORDER BY id", {id})) {
+    if (session.execute("UPDATE tasks SET status = " + detail::sql_literal(Status::Cancelled) +
+                            ", error = ?, finished_ms = ?, lease_expires_ms = NULL, deadline_ms = NULL WHERE id = ? AND status IN (" +
+                            open + ")",
                         {why, now, r.integer(0)}) == 0)
       continue;  // ended by the cancellation of a dependency just above
-    detail::record_event(session, r.integer(0), "cancelled", why, now);
+    detail::record_event(session, r.integer(0), EventKind::Cancelled, why, now);
     detail::cancel_dependents(session, r.integer(0), "was cancelled: " + why, now);
   }
   const int64_t n = before - open_tasks();
@@ -204,7 +203,10 @@ std::vector<int64_t> Plans::replay(int64_t id) {
   if (session.query("SELECT id FROM plans WHERE id = ?", {id}).empty())
     throw store::NotFoundError("replay plan: there is no plan " + std::to_string(id));
   std::vector<int64_t> roots;
-  for (const Row& r : session.query("SELECT id FROM tasks WHERE plan_id = ? AND status IN ('failed', 'cancelled') ORDER BY id", {id}))
+  for (const Row& r : session.query(
+           "SELECT id FROM tasks WHERE plan_id = ? AND status IN (" + detail::sql_literals({Status::Failed, Status::Cancelled}) +
+               ") ORDER BY id",
+           {id}))
     roots.push_back(r.integer(0));
   std::vector<int64_t> reopened = roots.empty() ? std::vector<int64_t>{} : detail::replay_in(session, roots, tasks_.now_ms());
   session.commit();

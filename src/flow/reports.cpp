@@ -84,7 +84,7 @@ Decision Reports::report(const Claim& c, int64_t step, double value) {
   Session session(store_, Access::Write);
   const std::vector<Row> rows = session.query("SELECT status, token FROM tasks WHERE id = ?" + detail::lock_rows(session), {c.task_id});
   if (rows.empty()) throw store::NotFoundError("report: there is no task " + std::to_string(c.task_id));
-  if (rows[0].text(0) != "running" || rows[0].integer(1) != c.token)
+  if (detail::stored_status(rows[0], 0) != Status::Running || rows[0].integer(1) != c.token)
     throw ClaimLostError("report: claim " + std::to_string(c.token) + " of task " + std::to_string(c.task_id) +
                          " is no longer current (the task is " + rows[0].text(0) + " at claim " + std::to_string(rows[0].integer(1)) +
                          "): nothing was recorded");

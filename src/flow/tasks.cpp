@@ -95,12 +95,15 @@ int64_t lease_until(int64_t now, int64_t lease_ms, int64_t deadline_ms) {
 
 }  // namespace
 
+bool detail::follows_kind_rule(const std::string& text) {
+  bool ok = !text.empty() && text.size() <= 128;
+  for (char c : text) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-');
+  return ok;
+}
+
 void detail::check_kind(const char* op, const std::string& kind) {
-  bool ok = !kind.empty() && kind.size() <= 128;
-  for (char c : kind) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-');
-  if (!ok)
-    throw ValueError(std::string(op) + ": invalid task kind " + loom::detail::quote_text(kind) +
-                     " (valid: 1 to 128 characters of [A-Za-z0-9_.:/-])");
+  if (!follows_kind_rule(kind))
+    throw ValueError(std::string(op) + ": invalid task kind " + loom::detail::quote_text(kind) + " (valid: " + kKindRule + ")");
 }
 
 const char* status_name(Status s) { return store::to_string(s); }
@@ -181,12 +184,13 @@ bool Tasks::cancel(int64_t id) {
   lock_events(session);
   const int64_t now = clock_();
   const int64_t changed = session.execute(
-      "UPDATE tasks SET status = 'cancelled', finished_ms = ?, lease_expires_ms = NULL WHERE id = ? AND status IN ('pending', 'running')",
+      "UPDATE tasks SET status = " + detail::sql_literal(Status::Cancelled) + ", finished_ms = ?, lease_expires_ms = NULL WHERE id = ? " +
+          "AND status IN (" + detail::sql_literals({Status::Pending, Status::Running}) + ")",
       {now, id});
   if (changed == 0 && session.query("SELECT id FROM tasks WHERE id = ?", {id}).empty())
     throw store::NotFoundError("cancel: there is no task " + std::to_string(id));
   if (changed > 0) {
-    record_event(session, id, "cancelled", "", now);
+    record_event(session, id, EventKind::Cancelled, "", now);
     detail::cancel_dependents(session, id, "was cancelled", now);
   }
   session.commit();
@@ -196,7 +200,8 @@ bool Tasks::cancel(int64_t id) {
 int64_t Tasks::reclaim_in(Session& session, int64_t now) {
   const std::vector<Row> expired =
       session.query("SELECT id, token, attempts, max_attempts, timeout_ms, deadline_ms, lease_expires_ms, agent FROM tasks "
-                 "WHERE status = 'running' AND lease_expires_ms <= ? ORDER BY id" + detail::skip_locked(session),
+                 "WHERE status = " + detail::sql_literal(Status::Running) + " AND lease_expires_ms <= ? ORDER BY id" +
+                     detail::skip_locked(session),
                  {now});
   for (const Row& r : expired) {
     const int64_t attempts = r.integer(2), max_attempts = r.integer(3), deadline = int_or_zero(r, 5);
@@ -207,13 +212,13 @@ int64_t Tasks::reclaim_in(Session& session, int64_t now) {
                                   : "lease expired: the agent stopped heartbeating" + of;
     const bool last = attempts >= max_attempts;
     if (session.execute("UPDATE tasks SET status = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL, finished_ms = ? "
-                        "WHERE id = ? AND token = ? AND status = 'running'",
-                        {std::string(last ? "failed" : "pending"), error, last ? Value(now) : Value(), r.integer(0), r.integer(1)}) > 0) {
+                        "WHERE id = ? AND token = ? AND status = " + detail::sql_literal(Status::Running),
+                        {std::string(status_name(last ? Status::Failed : Status::Pending)), error, last ? Value(now) : Value(), r.integer(0), r.integer(1)}) > 0) {
       if (!last) {
         session.notify(detail::kReadyChannel);
         continue;
       }
-      record_event(session, r.integer(0), "failed", error, now);
+      record_event(session, r.integer(0), EventKind::Failed, error, now);
       detail::cancel_dependents(session, r.integer(0), "failed: " + error, now);
     }
   }
@@ -239,8 +244,9 @@ void check_kinds(const char* op, const std::vector<std::string>& kinds) {
 // Records the result of claim `c` (after lock_events; its dependents are released and its event
 // recorded by the caller); false, nothing written, when the claim is not current.
 bool record_result(Session& session, const Claim& c, const std::string& json, int64_t now) {
-  return session.execute("UPDATE tasks SET status = 'finished', result = ?, finished_ms = ?, lease_expires_ms = NULL, "
-                         "deadline_ms = NULL WHERE id = ? AND token = ? AND status = 'running'",
+  return session.execute("UPDATE tasks SET status = " + detail::sql_literal(Status::Finished) +
+                             ", result = ?, finished_ms = ?, lease_expires_ms = NULL, deadline_ms = NULL WHERE id = ? AND token = ? "
+                             "AND status = " + detail::sql_literal(Status::Running),
                          {json, now, c.task_id, c.token}) > 0;
 }
 
@@ -249,15 +255,16 @@ bool record_result(Session& session, const Claim& c, const std::string& json, in
 std::optional<Status> fail_in(Session& session, const Claim& c, const std::string& error, int64_t now) {
   // The next status is decided here rather than in SQL, so that no parameter needs a type
   // the backend would have to infer (a CASE of parameters is text to PostgreSQL).
-  const std::vector<Row> rows = session.query("SELECT attempts, max_attempts FROM tasks WHERE id = ? AND token = ? AND status = 'running'",
-                                              {c.task_id, c.token});
+  const std::vector<Row> rows = session.query(
+      "SELECT attempts, max_attempts FROM tasks WHERE id = ? AND token = ? AND status = " + detail::sql_literal(Status::Running),
+      {c.task_id, c.token});
   if (rows.empty()) return std::nullopt;
   const Status next = rows[0].integer(0) >= rows[0].integer(1) ? Status::Failed : Status::Pending;
   session.execute("UPDATE tasks SET status = ?, finished_ms = ?, error = ?, lease_expires_ms = NULL, deadline_ms = NULL "
-                  "WHERE id = ? AND token = ? AND status = 'running'",
+                  "WHERE id = ? AND token = ? AND status = " + detail::sql_literal(Status::Running),
                   {std::string(status_name(next)), next == Status::Failed ? Value(now) : Value(), error, c.task_id, c.token});
   if (next == Status::Failed) {
-    record_event(session, c.task_id, "failed", error, now);
+    record_event(session, c.task_id, EventKind::Failed, error, now);
     detail::cancel_dependents(session, c.task_id, "failed: " + error, now);
   } else {
     session.notify(detail::kReadyChannel);  // its retry
@@ -280,7 +287,9 @@ std::vector<Claim> Tasks::claim_in(Session& session, const std::vector<std::stri
   const int64_t now = clock_();
   // A reclaim may fail a task (an event): the events' lock is taken first, but only when there
   // is something to reclaim, so that claims do not queue behind results being recorded.
-  if (!session.query("SELECT id FROM tasks WHERE status = 'running' AND lease_expires_ms <= ? LIMIT 1", {now}).empty()) {
+  if (!session.query("SELECT id FROM tasks WHERE status = " + detail::sql_literal(Status::Running) + " AND lease_expires_ms <= ? LIMIT 1",
+                     {now})
+           .empty()) {
     if (!events_locked) lock_events(session);
     reclaim_in(session, now);
   }
@@ -289,7 +298,8 @@ std::vector<Claim> Tasks::claim_in(Session& session, const std::vector<std::stri
   params.emplace_back(max == 1 ? int64_t{1} : 2 * max);
   const std::vector<Row> rows =
       session.query("SELECT " + claim_columns().first + " FROM tasks "
-                    "WHERE status = 'pending' AND waiting = 0 AND kind IN (" + in + ") ORDER BY priority DESC, id LIMIT ?" +
+                    "WHERE status = " + detail::sql_literal(Status::Pending) + " AND waiting = 0 AND kind IN (" + in +
+                    ") ORDER BY priority DESC, id LIMIT ?" +
                     detail::skip_locked(session),
                     params);
   const size_t take = std::min(static_cast<size_t>(max), (rows.size() + 1) / 2);
@@ -320,7 +330,7 @@ std::vector<Claim> Tasks::claim_in(Session& session, const std::vector<std::stri
   const std::string claimed = detail::in_list(ids.size());
   std::vector<Value> update{now, now, now, holder, now};
   update.insert(update.end(), ids.begin(), ids.end());
-  session.execute("UPDATE tasks SET status = 'running', token = token + 1, attempts = attempts + 1, "
+  session.execute("UPDATE tasks SET status = " + detail::sql_literal(Status::Running) + ", token = token + 1, attempts = attempts + 1, "
                   "deadline_ms = CASE WHEN timeout_ms > 0 THEN ? + timeout_ms END, "
                   "lease_expires_ms = CASE WHEN timeout_ms > 0 AND timeout_ms < lease_ms THEN ? + timeout_ms ELSE ? + lease_ms END, "
                   "agent = ?, started_ms = COALESCE(started_ms, ?) WHERE id IN (" + claimed + ")",
@@ -372,14 +382,14 @@ Handover Tasks::complete(const std::vector<TaskEnd>& ends, const std::vector<std
 Heartbeat Tasks::heartbeat(const Claim& c) {
   Session session(store_, Access::RowWrite);
   const int64_t until = lease_until(clock_(), c.lease_ms, c.deadline_ms);
-  if (session.execute("UPDATE tasks SET lease_expires_ms = ? WHERE id = ? AND token = ? AND status = 'running'",
+  if (session.execute("UPDATE tasks SET lease_expires_ms = ? WHERE id = ? AND token = ? AND status = " + detail::sql_literal(Status::Running),
                       {until, c.task_id, c.token}) > 0) {
     session.commit();
     return Heartbeat::Renewed;
   }
   const std::vector<Row> rows = session.query("SELECT status, token FROM tasks WHERE id = ?", {c.task_id});
   session.commit();
-  if (!rows.empty() && rows[0].integer(1) == c.token && rows[0].text(0) == "cancelled") return Heartbeat::Cancelled;
+  if (!rows.empty() && rows[0].integer(1) == c.token && detail::stored_status(rows[0], 0) == Status::Cancelled) return Heartbeat::Cancelled;
   return Heartbeat::Lost;
 }
 

@@ -12,7 +12,7 @@
 #include "core/json_util.h"
 #include "io/hf_int8.h"
 #include "loom/core/file.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/io/safetensors.h"
 
 namespace loom::io {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "loom/io/safetensors.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::io::int8_files {
 

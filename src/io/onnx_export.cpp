@@ -19,7 +19,7 @@
 
 #include "loom/core/error.h"
 #include "loom/core/file.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/graph/module.h"
 #include "loom/nn/layers.h"
 #include "loom/ops/creation.h"

@@ -9,7 +9,7 @@
 
 #include "io/state_check.h"
 #include "loom/core/grad_mode.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/ops/creation.h"
 #include "loom/ops/manipulation.h"
 

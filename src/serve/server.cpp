@@ -14,7 +14,7 @@
 #include "loom/core/error.h"
 #include "loom/core/grad_mode.h"
 #include "loom/nn/mode.h"
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 #include "metrics.h"
 #include "protocol.h"
 #include "serve/http_server.h"

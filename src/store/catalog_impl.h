@@ -1,6 +1,6 @@
 #pragma once
 // The one implementation of the store's two catalogs of named, numbered versions, models
-// (models.cpp) and datasets (datasets.cpp), whose shape loom/store/catalog.h declares: names,
+// (model_registry.cpp) and datasets (datasets.cpp), whose shape loom/store/catalog.h declares: names,
 // versions, get, the latest, find and find_top are written once here over a description of the
 // catalog's tables (CatalogTables); a catalog adds only what is its own (how a version's row
 // becomes its record, what its "metrics" are, saving and removing).

@@ -2,7 +2,7 @@
 
 #include "core/utf8.h"
 #include "loom/store/datasets.h"
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 #include "loom/store/queries.h"
 #include "loom/store/runs.h"
 #include "store/schema.h"

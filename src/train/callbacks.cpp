@@ -8,7 +8,7 @@
 #include "core/json_util.h"
 #include "loom/core/file.h"
 #include "loom/core/grad_mode.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 
 namespace loom::train {
 

@@ -8,7 +8,7 @@
 
 #include "core/json_util.h"
 #include "loom/data/dataset.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/ops/random.h"
 #include "loom/train/model.h"
 

@@ -8,7 +8,7 @@
 
 #include "loom/autograd/autograd.h"
 #include "loom/data/dataset.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/nn/mode.h"
 #include "loom/nn/sparse.h"
 #include "loom/ops/elementwise.h"

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "loom/core/error.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 
 namespace loom::train {
 

@@ -15,7 +15,7 @@
 #include "core/utf8.h"
 #include "loom/graph/graph.h"
 #include "loom/store/error.h"
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 #include "loom/store/runs.h"
 #include "ui/api.h"
 
@@ -31,8 +31,9 @@ nlohmann::json lineage(store::Store& store, const store::Provenance& p) {
   nlohmann::json out = {{"task_id", p.task_id}, {"run_id", p.run_id}};
   if (p.run_id > 0) {
     try {
-      const store::RunInfo run = store.runs().get(p.run_id);
-      out["run"] = {{"name", run.name}, {"experiment", run.experiment}, {"status", store::to_string(run.status)}};
+      store::RunInfo run = store.runs().get(p.run_id);
+      run.metrics.clear();  // as /api/runs lists a run: the record's keys, its curves left out
+      out["run"] = store::record_json<nlohmann::json>(run);
     } catch (const store::NotFoundError&) {  // the run was removed since
       out["run"] = nullptr;
     }

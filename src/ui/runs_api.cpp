@@ -19,13 +19,6 @@ using train::line_plot_svg;
 using train::smooth;
 using Series = train::PlotSeries;
 
-// Loss-like metrics are better low; the others (accuracy, ...) high.
-bool lower_is_better(const std::string& metric) {
-  for (const char* w : {"loss", "error", "mse", "mae", "rmse", "perplexity"})
-    if (metric.find(w) != std::string::npos) return true;
-  return false;
-}
-
 store::MetricSummary summarize(const store::Curve& c) {
   store::MetricSummary s;
   s.epochs = static_cast<int64_t>(c.values.size());
@@ -39,18 +32,14 @@ store::MetricSummary summarize(const store::Curve& c) {
 }
 
 // A run as the record's JSON (loom/store/record.h: the keys of `loom runs --json`, its curves
-// left out: a table needs only their summaries) and each metric in brief under "summaries".
+// left out: a table needs only their summaries) and each metric in brief under "summaries", as
+// MetricSummary's JSON ({final, min, max, epochs}; which of min and max is the best is the
+// page's to say).
 nlohmann::json run_json(store::RunInfo r, const std::map<std::string, store::MetricSummary>& summaries) {
   r.metrics.clear();
   nlohmann::json out = store::record_json<nlohmann::json>(r);
   nlohmann::json metrics = nlohmann::json::object();
-  for (const auto& [name, s] : summaries) {
-    const bool low = lower_is_better(name);
-    metrics[name] = {{"final", json_number(s.final)},
-                     {"best", json_number(low ? s.min : s.max)},
-                     {"worst", json_number(low ? s.max : s.min)},
-                     {"epochs", s.epochs}};
-  }
+  for (const auto& [name, s] : summaries) metrics[name] = store::record_json<nlohmann::json>(s);
   out["summaries"] = std::move(metrics);
   return out;
 }

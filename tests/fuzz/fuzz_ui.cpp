@@ -9,7 +9,7 @@
 #include <loom/nn/input.h>
 #include <loom/nn/linear.h>
 #include <loom/store/datasets.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/runs.h>
 #include <loom/ui/dashboard.h>
 #include <nlohmann/json.hpp>

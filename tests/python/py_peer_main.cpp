@@ -12,10 +12,10 @@
 
 #include "loom/core/grad_mode.h"
 #include "loom/data/npy.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/ops/random.h"
 #include "loom/train/model.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 using namespace loom;
 

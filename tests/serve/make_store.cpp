@@ -5,7 +5,7 @@
 #include <loom/graph/graph.h>
 #include <loom/ops/creation.h>
 #include <loom/ops/random.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/store.h>
 
 #include <nlohmann/json.hpp>

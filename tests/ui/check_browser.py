@@ -88,6 +88,17 @@ def main():
         # Runs: one row per run; two selected runs, two curves with their full names
         driver.get(base + "/#runs")
         until("the runs table has 3 rows", lambda: count("#runs-table tbody tr.run") == 3)
+        # each metric's best and worst, from its summary's min and max (MetricSummary's JSON): the
+        # lowest loss and the highest accuracy are the best
+        listed = json.loads(request("GET", "/api/runs")[2])
+        heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#runs-table thead th")]
+        for run in listed["runs"]:
+            cells = driver.find_elements(By.CSS_SELECTOR, '#runs-table tr.run[data-run="%d"] td' % run["id"])
+            for metric, best, worst in (("loss", "min", "max"), ("val_accuracy", "max", "min")):
+                s = run["summaries"][metric]
+                want = driver.execute_script("return `best ${fmt(arguments[0])} · worst ${fmt(arguments[1])}`", s[best], s[worst])
+                shown = cells[heads.index(metric)].find_element(By.CSS_SELECTOR, "div.sub").text
+                assert shown == want, (run["id"], metric, shown, want)
         # rows per page: asked of the API, and kept by the browser across visits
         Select(driver.find_element(By.ID, "runs-limit")).select_by_value("1000")
         resources = lambda: driver.execute_script("return performance.getEntriesByType('resource').map((e) => e.name)")

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include <loom/loom.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 using namespace loom;
 using json = nlohmann::json;

@@ -3,7 +3,7 @@
 
 #include "cli.h"
 #include "loom/io/onnx.h"
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 
 namespace loom::cli {
 

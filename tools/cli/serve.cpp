@@ -12,7 +12,7 @@
 #include "loom/serve/server.h"
 #include "loom/serve/text_server.h"
 #include "loom/train/language_model.h"
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 
 namespace loom::cli {
 

@@ -15,7 +15,7 @@
 #include "loom/core/api.h"
 #include "loom/core/error.h"
 #include "loom/io/torch_weights.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::io {
 

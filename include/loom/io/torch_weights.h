@@ -16,7 +16,7 @@
 // Loading is strict and all or nothing: every parameter and buffer of the graph must be filled
 // exactly once (or kept), every PyTorch key must be mapped or ignored, and the shapes (after the
 // layout conversion) and dtypes must agree; every problem is listed in one ValueError, and on
-// error the graph is unchanged (the checks are load_graph_state's, io/model.h).
+// error the graph is unchanged (the checks are load_graph_state's, io/model_file.h).
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +24,7 @@
 #include "loom/core/api.h"
 #include "loom/graph/graph.h"
 #include "loom/io/safetensors.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::io {
 

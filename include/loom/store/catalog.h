@@ -1,6 +1,6 @@
 #pragma once
 // The shape the store's two catalogs of named, numbered versions share — models
-// (loom/store/models.h) and datasets (loom/store/datasets.h): each has names(), versions(name),
+// (loom/store/model_registry.h) and datasets (loom/store/datasets.h): each has names(), versions(name),
 // get(name, version), get(name) (the latest), find(query), find_top(metric, order, k, query)
 // and remove(name, version), with one query type and one ranking (docs/store.md, "Catalogs").
 #include <optional>

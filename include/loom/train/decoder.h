@@ -11,7 +11,7 @@
 #include "loom/core/tensor.h"
 #include "loom/ops/quantized.h"
 #include "loom/train/generation.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::train {
 

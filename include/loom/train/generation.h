@@ -13,7 +13,7 @@
 #include "loom/core/api.h"
 #include "loom/core/tensor.h"
 #include "loom/ops/random.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::train {
 

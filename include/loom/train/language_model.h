@@ -11,7 +11,7 @@
 #include "loom/core/api.h"
 #include "loom/train/chat_template.h"
 #include "loom/train/generation.h"
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 namespace loom::train {
 

@@ -211,10 +211,10 @@ void Importer::import_pad(bool widths_as_inputs) {
 // mnasnet): the kept axes moved first and joined, the reduced ones joined after them, a
 // GlobalPool over those, and the kept axes (with ones for the reduced, keepdims) restored.
 // The axes are an attribute before opset 18 (ReduceSum: before 13), an input from then on.
-void Importer::import_reduce(const std::string& op) {
+void Importer::import_reduce(const Reduction& reduction) {
   single_output();
   only_attrs({"axes", "keepdims", "noop_with_empty_axes"});
-  const bool axes_input = opset_ >= 18 || (op == "ReduceSum" && opset_ >= 13);
+  const bool axes_input = opset_ >= reduction.axes_input_since;
   if (axes_input && attr("axes")) throw Unsupported("axes as an attribute at opset " + std::to_string(opset_) + " (an input there)");
   const nn::Layer x = floating(value(0));
   const int64_t r = rank_of(x);
@@ -243,18 +243,17 @@ void Importer::import_reduce(const std::string& op) {
     else kept *= in[static_cast<size_t>(a)];
   }
   if (red == 0 || kept == 0) throw Unsupported("an empty axis");
-  const bool max = op == "ReduceMax" || op == "ReduceMin";
   const std::string name = unique(out());
   nn::Layer h = x;
-  if (op == "ReduceMin") h = negated(h, name + "/negated");
+  if (reduction.negated) h = negated(h, name + "/negated");
   bool identity_perm = true;
   for (size_t i = 0; i < perm.size(); ++i) identity_perm = identity_perm && perm[i] == static_cast<int64_t>(i);
   if (!identity_perm) h = nn::Transpose(h, perm, unique(name + "/kept_first"));
   // (N, C, spatial...) is what GlobalPool pools: one kept axis and the reduced ones after it as they are
   if (kept_dims.size() != 1 || r < 3) h = nn::Reshape(h, {kept, red}, unique(name + "/joined"));
-  h = nn::GlobalPool(h, max ? nn::GlobalPool::Mode::Max : nn::GlobalPool::Mode::Avg, unique(name + "/pooled"));
-  if (op == "ReduceSum") h = scaled(h, static_cast<double>(red), name + "/sum");
-  if (op == "ReduceMin") h = negated(h, name + "/min");
+  h = nn::GlobalPool(h, reduction.max_pool ? nn::GlobalPool::Mode::Max : nn::GlobalPool::Mode::Avg, unique(name + "/pooled"));
+  if (reduction.summed) h = scaled(h, static_cast<double>(red), name + "/sum");
+  if (reduction.negated) h = negated(h, name + "/min");
   Shape target;
   for (int64_t a = 1; a < r; ++a)
     if (!reduced[static_cast<size_t>(a)]) target.push_back(in[static_cast<size_t>(a)]);
@@ -341,7 +340,6 @@ void Importer::import_adaptive_pool(const AdaptivePool& a) {
 }
 
 std::vector<Converter> Importer::conv_converters() {
-  const auto reduce = [](Importer& im) { im.import_reduce(im.node_->op_type()); };
   return {
       {"", "Conv", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_conv(); }},
       {"", "ConvTranspose", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_conv_transpose(); }},
@@ -352,10 +350,11 @@ std::vector<Converter> Importer::conv_converters() {
       // the widths (and value): attributes before opset 11, inputs from then on
       {"", "Pad", kFirstOpset, 10, true, [](Importer& im) { im.import_pad(false); }},
       {"", "Pad", 11, kLastOpset, true, [](Importer& im) { im.import_pad(true); }},
-      {"", "ReduceMean", kFirstOpset, kLastOpset, true, reduce},
-      {"", "ReduceMax", kFirstOpset, kLastOpset, true, reduce},
-      {"", "ReduceMin", kFirstOpset, kLastOpset, true, reduce},
-      {"", "ReduceSum", kFirstOpset, kLastOpset, true, reduce},
+      {"", "ReduceMean", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_reduce({}); }},
+      {"", "ReduceMax", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_reduce({.max_pool = true}); }},
+      {"", "ReduceMin", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_reduce({.max_pool = true, .negated = true}); }},
+      // ReduceSum's axes became an input at opset 13, the others' at 18
+      {"", "ReduceSum", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_reduce({.axes_input_since = 13, .summed = true}); }},
   };
 }
 

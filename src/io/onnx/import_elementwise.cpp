@@ -28,43 +28,47 @@ void Importer::import_identity() {
     consts_[out()] = constant(0, "input");
     return;
   }
-  import_activation("Identity");
+  import_activation(nn::identity);
 }
 
-void Importer::import_activation(const std::string& op) {
+// An activation without attributes (Relu, Sigmoid, Tanh, Softplus, HardSwish, Identity).
+void Importer::import_activation(const nn::ActivationFn& fn) {
   single_output();
   const nn::Layer x = floating(value(0));
-  const nn::ActivationFn* fn = nullptr;
-  if (op == "Relu") fn = &nn::relu;
-  else if (op == "Sigmoid") fn = &nn::sigmoid;
-  else if (op == "Tanh") fn = &nn::tanh;
-  else if (op == "Softplus") fn = &nn::softplus;
-  else if (op == "Identity") fn = &nn::identity;
-  else if (op == "HardSwish") fn = &nn::hard_swish;
-  else if (op == "HardSigmoid") {  // torch's Hardsigmoid: alpha 1/6, beta 1/2 (ONNX's defaults are Keras' 0.2 and 0.5)
-    only_attrs({"alpha", "beta"});
-    if (attr_float("alpha", 0.2f) != 1.0f / 6.0f || attr_float("beta", 0.5f) != 0.5f)
-      throw Unsupported("alpha " + std::to_string(attr_float("alpha", 0.2f)) + ", beta " + std::to_string(attr_float("beta", 0.5f)) +
-                        " (Loom's hard_sigmoid is torch's: alpha 1/6, beta 0.5)");
-    fn = &nn::hard_sigmoid;
-  } else if (op == "Elu") {
-    only_attrs({"alpha"});
-    if (attr_float("alpha", 1.0f) != 1.0f) throw Unsupported("alpha " + std::to_string(attr_float("alpha", 1.0f)) + " (Loom's elu has alpha 1)");
-    fn = &nn::elu;
-  } else if (op == "LeakyRelu") {
-    only_attrs({"alpha"});
-    if (attr_float("alpha", 0.01f) != 0.01f)
-      throw Unsupported("alpha " + std::to_string(attr_float("alpha", 0.01f)) + " (Loom's leaky_relu has alpha 0.01)");
-    fn = &nn::leaky_relu;
-  } else {  // Softmax, LogSoftmax: over the last axis (before opset 13, over the axes from `axis` on)
-    only_attrs({"axis"});
-    const int64_t r = rank_of(x);
-    const int64_t axis = norm_axis(attr_int("axis", opset_ >= 13 ? -1 : 1), r);
-    if (axis != r - 1) throw Unsupported("axis " + std::to_string(attr_int("axis", 0)) + " of rank " + std::to_string(r) + " (Loom's softmax is over the last axis)");
-    fn = op == "Softmax" ? &nn::softmax : &nn::log_softmax;
-  }
-  if (op != "Elu" && op != "LeakyRelu" && op != "Softmax" && op != "LogSoftmax" && op != "HardSigmoid") only_attrs({});
-  set(out(), nn::Activation(x, *fn, unique(out())));
+  only_attrs({});
+  set(out(), nn::Activation(x, fn, unique(out())));
+}
+
+// An activation whose ONNX alpha Loom fixes (Elu: 1, LeakyRelu: 0.01, each ONNX's default): any
+// other alpha is refused, `why` saying Loom's.
+void Importer::import_fixed_alpha(const nn::ActivationFn& fn, float alpha, const char* why) {
+  single_output();
+  const nn::Layer x = floating(value(0));
+  only_attrs({"alpha"});
+  if (attr_float("alpha", alpha) != alpha) throw Unsupported("alpha " + std::to_string(attr_float("alpha", alpha)) + " (" + why + ")");
+  set(out(), nn::Activation(x, fn, unique(out())));
+}
+
+// torch's Hardsigmoid: alpha 1/6, beta 1/2 (ONNX's defaults are Keras' 0.2 and 0.5).
+void Importer::import_hard_sigmoid() {
+  single_output();
+  const nn::Layer x = floating(value(0));
+  only_attrs({"alpha", "beta"});
+  if (attr_float("alpha", 0.2f) != 1.0f / 6.0f || attr_float("beta", 0.5f) != 0.5f)
+    throw Unsupported("alpha " + std::to_string(attr_float("alpha", 0.2f)) + ", beta " + std::to_string(attr_float("beta", 0.5f)) +
+                      " (Loom's hard_sigmoid is torch's: alpha 1/6, beta 0.5)");
+  set(out(), nn::Activation(x, nn::hard_sigmoid, unique(out())));
+}
+
+// Softmax, LogSoftmax: over the last axis (before opset 13, over the axes from `axis` on).
+void Importer::import_softmax(const nn::ActivationFn& fn) {
+  single_output();
+  const nn::Layer x = floating(value(0));
+  only_attrs({"axis"});
+  const int64_t r = rank_of(x);
+  const int64_t axis = norm_axis(attr_int("axis", opset_ >= 13 ? -1 : 1), r);
+  if (axis != r - 1) throw Unsupported("axis " + std::to_string(attr_int("axis", 0)) + " of rank " + std::to_string(r) + " (Loom's softmax is over the last axis)");
+  set(out(), nn::Activation(x, fn, unique(out())));
 }
 
 // Clip(x, 0, 6): torch's ReLU6 (mobilenet_v2), as relu6; Clip(x, 0) as relu. The bounds are
@@ -106,7 +110,8 @@ void Importer::import_dropout() {
   set(out(), nn::Dropout(x, ratio, static_cast<uint64_t>(attr_int("seed", 0)), unique(out())));
 }
 
-void Importer::import_merge(const std::string& op) {
+// Add, Sub, Mul, Sum, Mean: `make` builds the operator's merge layer from the operands.
+void Importer::import_merge(MakeMerge make) {
   only_attrs({});
   single_output();
   std::vector<nn::Layer> ins;
@@ -119,12 +124,20 @@ void Importer::import_merge(const std::string& op) {
   for (const nn::Layer& l : ins) rank = std::max(rank, rank_of(l));
   for (const nn::Layer& l : ins)  // but for constants without a batch axis, broadcast from the right
     if (rank_of(l) != rank && !(batchless_.count(l.impl().get()) && rank_of(l) < rank)) throw Unsupported("operands of ranks " + std::to_string(rank_of(ins[0])) + " and " + std::to_string(rank_of(l)) + " (Loom's merges take one rank)");
-  if (op == "Add" || op == "Sum") return set(out(), nn::Add(ins, name));
-  if (op == "Mean") return set(out(), nn::Mean(ins, name));
-  if (op == "Mul") return set(out(), nn::Multiply(ins, name));
-  if (ins.size() != 2) throw Unsupported("Sub of " + std::to_string(ins.size()) + " operands");
-  set(out(), nn::Subtract(ins[0], ins[1], name));
+  set(out(), make(ins, name));
 }
+
+namespace {
+
+nn::Layer add(const std::vector<nn::Layer>& ins, const std::string& name) { return nn::Add(ins, name); }
+nn::Layer mean(const std::vector<nn::Layer>& ins, const std::string& name) { return nn::Mean(ins, name); }
+nn::Layer multiply(const std::vector<nn::Layer>& ins, const std::string& name) { return nn::Multiply(ins, name); }
+nn::Layer subtract(const std::vector<nn::Layer>& ins, const std::string& name) {
+  if (ins.size() != 2) throw Unsupported("Sub of " + std::to_string(ins.size()) + " operands");
+  return nn::Subtract(ins[0], ins[1], name);
+}
+
+}  // namespace
 
 // gelu written out with Erf, starting at the node k that reads x:
 //   Loom's exporter: t = x * (1/sqrt 2); e = Erf(t); p = e + 1; h = x * 0.5; y = h * p
@@ -187,33 +200,32 @@ nn::Layer Importer::scaled(const nn::Layer& h, double factor, const std::string&
 }
 
 std::vector<Converter> Importer::elementwise_converters() {
-  const auto activation = [](Importer& im) { im.import_activation(im.node_->op_type()); };
-  const auto merge = [](Importer& im) { im.import_merge(im.node_->op_type()); };
   return {
       {"", "Constant", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_constant(); }},
       {"", "Identity", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_identity(); }},
-      {"", "Relu", kFirstOpset, kLastOpset, true, activation},
-      {"", "Sigmoid", kFirstOpset, kLastOpset, true, activation},
-      {"", "Tanh", kFirstOpset, kLastOpset, true, activation},
-      {"", "Softplus", kFirstOpset, kLastOpset, true, activation},
-      {"", "Elu", kFirstOpset, kLastOpset, true, activation},
-      {"", "LeakyRelu", kFirstOpset, kLastOpset, true, activation},
-      {"", "HardSigmoid", kFirstOpset, kLastOpset, true, activation},
-      {"", "HardSwish", kFirstOpset, kLastOpset, true, activation},
-      {"", "Softmax", kFirstOpset, kLastOpset, true, activation},
-      {"", "LogSoftmax", kFirstOpset, kLastOpset, true, activation},
+      {"", "Relu", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_activation(nn::relu); }},
+      {"", "Sigmoid", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_activation(nn::sigmoid); }},
+      {"", "Tanh", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_activation(nn::tanh); }},
+      {"", "Softplus", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_activation(nn::softplus); }},
+      {"", "Elu", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_fixed_alpha(nn::elu, 1.0f, "Loom's elu has alpha 1"); }},
+      {"", "LeakyRelu", kFirstOpset, kLastOpset, true,
+       [](Importer& im) { im.import_fixed_alpha(nn::leaky_relu, 0.01f, "Loom's leaky_relu has alpha 0.01"); }},
+      {"", "HardSigmoid", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_hard_sigmoid(); }},
+      {"", "HardSwish", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_activation(nn::hard_swish); }},
+      {"", "Softmax", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_softmax(nn::softmax); }},
+      {"", "LogSoftmax", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_softmax(nn::log_softmax); }},
       // the bounds: attributes before opset 11, inputs from then on
       {"", "Clip", kFirstOpset, 10, true, [](Importer& im) { im.import_clip(false); }},
       {"", "Clip", 11, kLastOpset, true, [](Importer& im) { im.import_clip(true); }},
       {"", "Dropout", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_dropout(); }},
-      {"", "Add", kFirstOpset, kLastOpset, true, merge},
-      {"", "Sub", kFirstOpset, kLastOpset, true, merge},
-      {"", "Sum", kFirstOpset, kLastOpset, true, merge},
-      {"", "Mean", kFirstOpset, kLastOpset, true, merge},
+      {"", "Add", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_merge(add); }},
+      {"", "Sub", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_merge(subtract); }},
+      {"", "Sum", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_merge(add); }},
+      {"", "Mean", kFirstOpset, kLastOpset, true, [](Importer& im) { im.import_merge(mean); }},
       // Mul: gelu's formula where it starts one, else a merge
       {"", "Mul", kFirstOpset, kLastOpset, true,
        [](Importer& im) {
-         if (!im.import_gelu()) im.import_merge("Mul");
+         if (!im.import_gelu()) im.import_merge(multiply);
        }},
       // Div: only as the first node of gelu's formula (torch.onnx's x / sqrt 2), so not claimed
       {"", "Div", kFirstOpset, kLastOpset, false,

@@ -10,7 +10,7 @@
 #include "io/onnx/registry.h"
 #include "loom/core/error.h"
 #include "loom/core/grad_mode.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/ops/creation.h"
 
 namespace loom::io::detail {

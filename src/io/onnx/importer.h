@@ -62,6 +62,15 @@ class Importer;
 // `claimed`: the operator is imported on its own (io::onnx_importable_operators(), the conformance
 // test); false for one read only inside a pattern (Div, in gelu's formula). A converter reads the
 // node being imported (Importer::node_) and sets its value, or throws Unsupported with the reason.
+// What sets one Reduce* operator apart (the registry's entries, import_conv.cpp): each is a
+// GlobalPool of the reduced axes.
+struct Reduction {
+  int64_t axes_input_since = 18;  // the opset from which the axes are an input, not an attribute
+  bool max_pool = false;          // GlobalPool's max rather than its average
+  bool negated = false;           // ReduceMin: min(x) = -max(-x)
+  bool summed = false;            // ReduceSum: the average times the count reduced
+};
+
 struct Converter {
   std::string_view domain, op;
   int64_t since = kFirstOpset, until = kLastOpset;
@@ -195,10 +204,15 @@ class Importer {
   // ------------------------------------------------------------------ import_elementwise.cpp
   void import_constant();
   void import_identity();
-  void import_activation(const std::string& op);
+  // One converter per operator (the registry's entries): each passes what makes its operator.
+  void import_activation(const nn::ActivationFn& fn);
+  void import_fixed_alpha(const nn::ActivationFn& fn, float alpha, const char* why);
+  void import_hard_sigmoid();
+  void import_softmax(const nn::ActivationFn& fn);
   void import_clip(bool bounds_as_inputs);
   void import_dropout();
-  void import_merge(const std::string& op);
+  using MakeMerge = nn::Layer (*)(const std::vector<nn::Layer>& operands, const std::string& name);
+  void import_merge(MakeMerge make);
   bool gelu_at(int k0, const std::string& x, std::string& y, std::vector<int>& ks) const;
   bool import_gelu();
   nn::Layer scaled(const nn::Layer& h, double factor, const std::string& name);
@@ -219,7 +233,7 @@ class Importer {
   void import_pool(bool max);
   void import_global_pool(bool max);
   void import_pad(bool widths_as_inputs);
-  void import_reduce(const std::string& op);
+  void import_reduce(const Reduction& reduction);
   int64_t adaptive_matrix_size(const std::string& p, const std::string& x, int64_t axis, std::set<int>& nodes) const;
   void find_adaptive_pools();
   void import_adaptive_pool(const AdaptivePool& a);

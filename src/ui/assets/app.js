@@ -16,6 +16,12 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// Loss-like metrics are better low, the others (accuracy, ...) high: which of a summary's min
+// and max (MetricSummary's JSON) the runs table shows as the best (docs/ui.md, "Runs").
+function lowerIsBetter(metric) {
+  return ['loss', 'error', 'mse', 'mae', 'rmse', 'perplexity'].some((w) => metric.includes(w));
+}
+
 function message(text, ok) {
   const m = $('message');
   m.textContent = text;
@@ -83,7 +89,8 @@ async function loadRuns() {
       el('td', {}, ...r.tags.map((t) => el('span', {class: 'badge'}, t))), el('td', {}, hp(r.hyper_parameters)),
       ...data.metrics.map((m) => {
         const s = r.summaries[m];
-        return s ? el('td', {class: 'num'}, fmt(s.final), el('div', {class: 'sub'}, `best ${fmt(s.best)} · worst ${fmt(s.worst)}`))
+        const [best, worst] = lowerIsBetter(m) ? [s?.min, s?.max] : [s?.max, s?.min];
+        return s ? el('td', {class: 'num'}, fmt(s.final), el('div', {class: 'sub'}, `best ${fmt(best)} · worst ${fmt(worst)}`))
                  : el('td', {}, '');
       }));
     box.addEventListener('change', () => {

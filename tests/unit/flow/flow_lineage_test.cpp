@@ -8,7 +8,7 @@
 #include <loom/flow/tasks.h>
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/runs.h>
 #include <loom/store/error.h>
 #include <loom/store/store.h>

@@ -19,7 +19,7 @@
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
 #include <loom/store/error.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/runs.h>
 #include <loom/store/store.h>
 #include <sys/inotify.h>

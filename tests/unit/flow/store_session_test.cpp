@@ -6,7 +6,7 @@
 #include <loom/flow/tasks.h>
 #include <loom/graph/graph.h>
 #include <loom/store/error.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/schema_part.h>
 #include <loom/store/session.h>
 #include <loom/store/sql.h>

@@ -1,6 +1,6 @@
 // Layer kinds through JSON (graph_to_json, graph_from_json): the convolution layers with batch
-// norm and a transformer encoder layer, the recurrent layers and adaptive pooling come back with
-// the same outputs. Their shapes and values are nn's tests (tests/unit/nn).
+// norm and a transformer encoder layer, the recurrent layers, adaptive pooling and a projecting
+// Residual come back with the same outputs. Their shapes and values are nn's tests (tests/unit/nn).
 #include <gtest/gtest.h>
 #include <loom/core/shape.h>
 #include <loom/core/tensor.h>
@@ -11,6 +11,8 @@
 #include <loom/nn/conv.h>
 #include <loom/nn/input.h>
 #include <loom/nn/layer.h>
+#include <loom/nn/linear.h>
+#include <loom/nn/merge.h>
 #include <loom/nn/mode.h>
 #include <loom/nn/normalization.h>
 #include <loom/nn/pooling.h>
@@ -66,4 +68,15 @@ TEST(AdaptiveAvgPool2D, Json) {
   Graph g2 = graph_from_json(graph_to_json(g));
   EXPECT_EQ(g2.nodes().back().shape(), (Shape{-1, 8, 7, 7}));
   EXPECT_TRUE(array_equal(g.compile()(x), g2.compile()(x)));
+}
+
+TEST(MergeLayers, ResidualSurvivesJson) {
+  nn::Input x(3, Float32, "x");
+  nn::Linear h(x, 5);
+  nn::Residual r(x, h);  // projects x to h's 5 units
+  Graph g = Graph::build({r}, {x});
+  Graph back = graph_from_json(graph_to_json(g));
+  copy_state(g, back);
+  Tensor in = uniform({2, 3});
+  EXPECT_TRUE(allclose(g.compile()(in), back.compile()(in)));
 }

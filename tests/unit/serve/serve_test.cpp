@@ -10,7 +10,7 @@
 #include <loom/ops/creation.h>
 #include <loom/ops/random.h>
 #include <loom/serve/server.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/store.h>
 
 #include <nlohmann/json.hpp>

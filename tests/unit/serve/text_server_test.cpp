@@ -9,7 +9,7 @@
 #include <loom/train/decoder.h>
 #include <loom/train/generation.h>
 #include <loom/train/language_model.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <nlohmann/json.hpp>
 

@@ -5,7 +5,7 @@
 #include <loom/core/error.h>
 #include <loom/graph/graph.h>
 #include <loom/store/error.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/session.h>
 #include <loom/store/sql.h>
 #include <loom/store/store.h>

@@ -10,10 +10,10 @@
 #include <loom/core/tensor.h>
 #include <loom/graph/graph.h>
 #include <loom/graph/serialize.h>
-#include <loom/io/model.h>
+#include <loom/io/model_file.h>
 #include <loom/io/safetensors.h>
 #include <loom/ops/elementwise.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/store.h>
 #include <signal.h>
 #include <sys/wait.h>

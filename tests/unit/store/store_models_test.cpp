@@ -10,7 +10,7 @@
 #include <loom/core/tensor.h>
 #include <loom/graph/graph.h>
 #include <loom/graph/serialize.h>
-#include <loom/io/model.h>
+#include <loom/io/model_file.h>
 #include <loom/io/safetensors.h>
 #include <loom/nn/activation.h>
 #include <loom/nn/input.h>
@@ -21,12 +21,12 @@
 #include <loom/ops/reduction.h>
 #include <loom/store/catalog.h>
 #include <loom/store/error.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/store.h>
 #include <loom/train/model.h>
 #include <loom/train/optimizers.h>
 #include <loom/train/train_step.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/queries.h>
 #include <loom/store/record.h>
 #include <loom/store/runs.h>

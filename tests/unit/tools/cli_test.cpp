@@ -16,12 +16,12 @@
 #include <loom/io/hf_checkpoint.h>
 #include <loom/ops/creation.h>
 #include <loom/store/datasets.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/runs.h>
 #include <loom/store/store.h>
 #include <loom/train/decoder.h>
 #include <loom/train/generation.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <fcntl.h>
 #include <signal.h>

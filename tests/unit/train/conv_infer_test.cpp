@@ -23,7 +23,7 @@
 #include <loom/ops/random.h>
 #include <loom/ops/reduction.h>
 #include <loom/train/optimizers.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <algorithm>
 #include <cmath>

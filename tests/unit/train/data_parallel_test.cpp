@@ -20,7 +20,7 @@
 #include <loom/data/dataset.h>
 #include <loom/data/loader.h>
 #include <loom/graph/graph.h>
-#include <loom/io/model.h>
+#include <loom/io/model_file.h>
 #include <loom/io/safetensors.h>
 #include <loom/nn/input.h>
 #include <loom/nn/layer.h>

@@ -18,7 +18,7 @@
 #include <loom/train/optimizers.h>
 #include <loom/train/regularizers.h>
 #include <loom/train/train_step.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <sstream>
 

@@ -12,7 +12,7 @@
 #include <loom/graph/graph.h>
 #include <loom/graph/module.h>
 #include <loom/graph/serialize.h>
-#include <loom/io/model.h>
+#include <loom/io/model_file.h>
 #include <loom/nn/activation.h>
 #include <loom/nn/conv.h>
 #include <loom/nn/dropout.h>

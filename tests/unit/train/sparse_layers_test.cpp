@@ -13,7 +13,7 @@
 #include <loom/data/dataset.h>
 #include <loom/data/loader.h>
 #include <loom/graph/graph.h>
-#include <loom/io/model.h>
+#include <loom/io/model_file.h>
 #include <loom/nn/activation.h>
 #include <loom/nn/embedding.h>
 #include <loom/nn/init.h>

@@ -30,7 +30,7 @@
 #include <loom/train/model.h>
 #include <loom/train/optimizers.h>
 #include <loom/train/train_step.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <algorithm>
 #include <functional>

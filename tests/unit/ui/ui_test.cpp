@@ -9,7 +9,7 @@
 #include <loom/data/image.h>
 #include <loom/flow/tasks.h>
 #include <loom/graph/graph.h>
-#include <loom/store/models.h>
+#include <loom/store/model_registry.h>
 #include <loom/store/runs.h>
 #include <loom/store/store.h>
 #include <loom/ui/dashboard.h>
@@ -65,12 +65,20 @@ TEST_F(Ui, RunsTableHasEachMetricsFinalBestAndWorst) {
     EXPECT_EQ(run["id"], filled.runs[r]);
     std::vector<double> loss, acc;
     for (size_t e = 0; e < loom_test::kUiEpochs; ++e) loss.push_back(loom_test::ui_loss(r, e)), acc.push_back(loom_test::ui_accuracy(r, e));
-    // loss: lower is better; accuracy: higher
+    // each summary is MetricSummary's JSON, the record's one key set (which of min and max is
+    // the best, the page says: tests/ui)
+    for (const loom::store::RunSummary& s : store.runs().summaries())
+      if (s.run.id == filled.runs[r]) EXPECT_EQ(run["summaries"]["loss"], loom::store::record_json<json>(s.metrics.at("loss")));
+    for (const char* metric : {"loss", "val_accuracy"}) {
+      std::vector<std::string> keys;
+      for (const auto& [key, value] : run["summaries"][metric].items()) keys.push_back(key);
+      EXPECT_EQ(keys, (std::vector<std::string>{"epochs", "final", "max", "min"})) << metric;
+    }
     EXPECT_DOUBLE_EQ(run["summaries"]["loss"]["final"], loss.back());
-    EXPECT_DOUBLE_EQ(run["summaries"]["loss"]["best"], *std::min_element(loss.begin(), loss.end()));
-    EXPECT_DOUBLE_EQ(run["summaries"]["loss"]["worst"], *std::max_element(loss.begin(), loss.end()));
-    EXPECT_DOUBLE_EQ(run["summaries"]["val_accuracy"]["best"], *std::max_element(acc.begin(), acc.end()));
-    EXPECT_DOUBLE_EQ(run["summaries"]["val_accuracy"]["worst"], *std::min_element(acc.begin(), acc.end()));
+    EXPECT_DOUBLE_EQ(run["summaries"]["loss"]["min"], *std::min_element(loss.begin(), loss.end()));
+    EXPECT_DOUBLE_EQ(run["summaries"]["loss"]["max"], *std::max_element(loss.begin(), loss.end()));
+    EXPECT_DOUBLE_EQ(run["summaries"]["val_accuracy"]["max"], *std::max_element(acc.begin(), acc.end()));
+    EXPECT_DOUBLE_EQ(run["summaries"]["val_accuracy"]["min"], *std::min_element(acc.begin(), acc.end()));
     EXPECT_EQ(run["summaries"]["loss"]["epochs"], loom_test::kUiEpochs);
   }
   EXPECT_EQ(j["runs"][0]["hyper_parameters"]["lr"], 0.1);
@@ -222,6 +230,10 @@ TEST_F(Ui, ModelsShowVersionsAliasesLineageAndArchitecture) {
   EXPECT_EQ(m["versions"][0]["tags"], json({"small"}));
   EXPECT_EQ(m["versions"][1]["produced_by"]["run_id"], filled.runs[1]);
   EXPECT_EQ(m["versions"][1]["produced_by"]["run"]["name"], "lr-0.01");
+  // the producing run as /api/runs lists it: the run record's JSON, one key set
+  loom::store::RunInfo producer = store.runs().get(filled.runs[1]);
+  producer.metrics.clear();
+  EXPECT_EQ(m["versions"][1]["produced_by"]["run"], loom::store::record_json<json>(producer));
   EXPECT_DOUBLE_EQ(m["versions"][1]["metrics"]["accuracy"], 0.9);
   const ui::Response summary = d.handle(get("/api/models/mlp/2/architecture"));
   EXPECT_EQ(summary.status, 200);

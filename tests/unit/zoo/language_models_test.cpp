@@ -18,7 +18,7 @@
 #include <loom/ops/indexing.h>
 #include <loom/ops/manipulation.h>
 #include <loom/ops/random.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <set>
 #include <string>

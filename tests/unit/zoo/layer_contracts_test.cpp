@@ -28,7 +28,7 @@
 #include <loom/ops/creation.h>
 #include <loom/ops/elementwise.h>
 #include <loom/ops/random.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <string>
 

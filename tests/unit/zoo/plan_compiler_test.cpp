@@ -34,7 +34,7 @@
 #include <loom/ops/linalg.h>
 #include <loom/ops/random.h>
 #include <loom/ops/reduction.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <memory>
 #include <thread>

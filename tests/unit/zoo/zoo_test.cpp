@@ -14,7 +14,7 @@
 #include <loom/ops/elementwise.h>
 #include <loom/ops/random.h>
 #include <loom/ops/reduction.h>
-#include <loom/zoo/models.h>
+#include <loom/zoo/architectures.h>
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "loom/zoo/models.h"
+#include "loom/zoo/architectures.h"
 
 #include <algorithm>
 #include <unordered_set>

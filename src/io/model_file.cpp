@@ -1,4 +1,4 @@
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 
 #include <nlohmann/json.hpp>
 

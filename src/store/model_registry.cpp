@@ -1,4 +1,4 @@
-#include "loom/store/models.h"
+#include "loom/store/model_registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +9,7 @@
 #include "core/json_util.h"
 #include "core/utf8.h"
 #include "loom/graph/serialize.h"
-#include "loom/io/model.h"
+#include "loom/io/model_file.h"
 #include "loom/train/model.h"
 #include "store/catalog_impl.h"
 #include "store/crash_point.h"
