@@ -195,7 +195,7 @@ void bind_layer_identity(nb::class_<nn::Layer>& cls) {
       .def("__repr__", [](const nn::Layer& l) { return l.bound() ? "<loom.Layer " + to_text(l) + ">" : "<loom.Layer " + std::string(l.kind()) + " '" + l.name() + "' (not called yet)>"; });
 }
 
-  // The registry: what python/loom/layers.py builds each kind's constructor from.
+// The registry: what python/loom/layers.py builds each kind's constructor from.
 void bind_layer_registry(nb::module_& m) {
   m.def("registered_layer_kinds", &nn::registered_layer_kinds, "Every registered layer kind, sorted.");
   m.def("_layer_kind_info", [](const std::string& kind) {
