@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Lists the library's functions over 80 lines and files over 600 lines (issue 50: drivers over
-named phases; no function over ~80 lines, no file over ~600).
+"""Lists the C++ functions over 80 lines and files over 600 lines (issue 50: drivers over named
+phases; no function over ~80 lines, no file over ~600) of the library, the Python module's
+bindings and the command-line tool.
 
   scripts/long_functions.py [ROOT] [--function-lines N] [--file-lines N] [--check]
   scripts/long_functions.py --self-test   check the heuristic on its traps (ctest long_functions_self_test)
   scripts/long_functions.py --plant [ROOT]  check that --check fails on a function and a file
-                                            planted over the limits in a copy of ROOT's library
-                                            (ctest long_functions_catches_planted)
+                                            planted over the limits in a copy of ROOT's checked
+                                            folders (ctest long_functions_catches_planted)
 
-ROOT defaults to the repository this script is in; the library is ROOT/src and ROOT/include.
+ROOT defaults to the repository this script is in; the folders checked (PARTS) are ROOT/src and
+ROOT/include (the library), ROOT/python/src (the Python module's bindings) and ROOT/tools (the
+command-line tool); a folder ROOT lacks is skipped.
 Prints one line per finding, longest first, and exits 0 (a report). With --check (ctest
 long_functions) it exits 1 when there is any finding, each named on stderr: the size rule as a
 test.
@@ -37,6 +40,9 @@ import tempfile
 FUNCTION_LINES = 80
 FILE_LINES = 600
 EXTENSIONS = (".cpp", ".h", ".hpp", ".cc", ".inl")
+# The folders held to the rule: the library, the Python module's bindings and the command-line
+# tool (tests/, bench/ and examples/ are not checked).
+PARTS = ("src", "include", "python/src", "tools")
 
 
 def blank(text):
@@ -176,7 +182,7 @@ def top_blocks(code):
 
 def scan(root, function_lines=FUNCTION_LINES, file_lines=FILE_LINES):
     findings = []
-    for part in ("src", "include"):
+    for part in PARTS:
         for dirpath, _, files in os.walk(os.path.join(root, part)):
             for f in sorted(files):
                 if not f.endswith(EXTENSIONS):
@@ -249,16 +255,24 @@ def planted_function(name, body_lines):
 
 
 def plant_test(root):
-    """Copies ROOT's library to a temporary folder, plants a function one line over the limit
-    (in a new source file and at the end of an existing header) and a file one line over, and
-    expects --check to fail naming each planted one (beside whatever the tree itself has)."""
+    """Copies ROOT's checked folders to a temporary folder, plants a function one line over the
+    limit (in a new source file of each folder but include/, and at the end of an existing
+    header) and a file one line over, and expects --check to fail naming each planted one
+    (beside whatever the tree itself has)."""
     with tempfile.TemporaryDirectory(prefix="long_functions_plant_") as tmp:
-        for part in ("src", "include"):
-            shutil.copytree(os.path.join(root, part), os.path.join(tmp, part))
-        os.makedirs(os.path.join(tmp, "src", "planted"))
+        for part in PARTS:
+            if os.path.isdir(os.path.join(root, part)):
+                shutil.copytree(os.path.join(root, part), os.path.join(tmp, part))
+        want = set()
         # the function: its signature line, FUNCTION_LINES - 2 statements, return, brace: limit + 1
-        with open(os.path.join(tmp, "src", "planted", "long_function.cpp"), "w") as f:
-            f.write(planted_function("planted_long", FUNCTION_LINES - 2))
+        for part in PARTS:
+            if part == "include":
+                continue
+            name = "planted_long_" + re.sub(r"\W", "_", part)
+            os.makedirs(os.path.join(tmp, part, "planted"), exist_ok=True)
+            with open(os.path.join(tmp, part, "planted", "long_function.cpp"), "w") as f:
+                f.write(planted_function(name, FUNCTION_LINES - 2))
+            want.add(f"{part}/planted/long_function.cpp:1: function {name}, {FUNCTION_LINES + 1} lines")
         headers = sorted(os.path.join(d, n) for d, _, ns in os.walk(os.path.join(tmp, "include")) for n in ns
                          if n.endswith(".h"))
         with open(headers[0], encoding="utf-8") as f:
@@ -270,9 +284,8 @@ def plant_test(root):
         # the file: FILE_LINES + 1 short functions of one line each, none long
         with open(os.path.join(tmp, "src", "planted", "long_file.cpp"), "w") as f:
             f.write("".join(f"int planted_{k}() {{ return {k}; }}\n" for k in range(FILE_LINES + 1)))
-        want = {f"src/planted/long_function.cpp:1: function planted_long, {FUNCTION_LINES + 1} lines",
-                f"{header_rel}:{header_lines + 1}: function planted_in_header, {FUNCTION_LINES + 1} lines",
-                f"src/planted/long_file.cpp: file, {FILE_LINES + 1} lines"}
+        want |= {f"{header_rel}:{header_lines + 1}: function planted_in_header, {FUNCTION_LINES + 1} lines",
+                 f"src/planted/long_file.cpp: file, {FILE_LINES + 1} lines"}
         findings = scan(tmp)
         status = check_findings(findings)
     if not want <= set(findings) or status != 1:

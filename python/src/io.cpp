@@ -41,10 +41,8 @@ Graph graph_arg(nb::handle obj) {
   return nb::cast<Graph>(obj);
 }
 
-}  // namespace
-
-void bind_io(nb::module_& m) {
-  nb::module_ io = m.def_submodule("io", "Model files, state files, safetensors and ONNX (include/loom/io).");
+// Files of one graph: its model file (architecture and weights) and its state (weights alone).
+void bind_model_and_state_files(nb::module_& io) {
   io.def("save_model", [](const std::string& path, GraphLike graph, TensorMapping extra, TextMapping metadata) {
     const Graph g = graph_arg(graph);
     const io::TensorMap e = tensor_map(extra);
@@ -81,6 +79,9 @@ void bind_io(nb::module_& m) {
     nb::gil_scoped_release release;
     io::load_graph_state(g, t, "loom.io.load_graph_state");
   }, nb::arg("graph"), nb::arg("tensors"), "Sets the graph's parameters and buffers from a dict by key, strictly: every one of them, nothing else.");
+}
+
+void bind_safetensors(nb::module_& io) {
   io.def("save_safetensors", [](const std::string& path, TensorMapping tensors, TextMapping metadata) {
     const io::TensorMap t = tensor_map(tensors);
     const io::Metadata md = metadata_of(metadata);
@@ -99,6 +100,9 @@ void bind_io(nb::module_& m) {
     nb::gil_scoped_release release;
     return io::load_safetensors_metadata(path);
   }, nb::arg("path"), "The string metadata of a safetensors file's header, as a dict.");
+}
+
+void bind_onnx(nb::module_& io) {
   io.def("export_onnx", [](GraphLike graph, const std::string& path, bool dynamic_batch, int64_t batch_size, bool fold_batch_norm) {
     const Graph g = graph_arg(graph);
     io::OnnxExportOptions o;
@@ -106,8 +110,14 @@ void bind_io(nb::module_& m) {
     nb::gil_scoped_release release;
     io::export_onnx(g, path, o);
   }, nb::arg("graph"), nb::arg("path"), nb::arg("dynamic_batch") = true, nb::arg("batch_size") = 1, nb::arg("fold_batch_norm") = false, "Writes the graph as an ONNX model (dynamic_batch: the batch axis open, else batch_size; fold_batch_norm: batch norm folded into the preceding convolution).");
-  // The data readers that the examples use (Fashion-MNIST's IDX files, NumPy's .npy).
-  nb::module_ data = m.def_submodule("data", "Readers of data files (include/loom/data).");
+  io.def("import_onnx", [](const std::string& path) {
+    nb::gil_scoped_release release;
+    return io::import_onnx(path);
+  }, nb::arg("path"), "An ONNX model as a graph of Loom's layers.");
+}
+
+// The data readers that the examples use (Fashion-MNIST's IDX files, NumPy's .npy).
+void bind_data_readers(nb::module_& data) {
   data.def("read_idx", [](const std::string& path) {
     nb::gil_scoped_release release;
     return data::read_idx(path);
@@ -116,9 +126,11 @@ void bind_io(nb::module_& m) {
     nb::gil_scoped_release release;
     return data::load_npy(path);
   }, nb::arg("path"), "A NumPy .npy file as a tensor of its dtype and shape.");
+}
 
-  // Loom's loaders over arrays: what Model.fit takes besides arrays (batches of the dataset's
-  // fields: the graph's inputs, then the target).
+// Loom's loaders over arrays: what Model.fit takes besides arrays (batches of the dataset's
+// fields: the graph's inputs, then the target).
+void bind_data_loaders(nb::module_& data) {
   nb::class_<data::Dataset>(data, "Dataset", "A dataset of Loom's (its examples are lists of tensors).")
       .def("__len__", &data::Dataset::size);
   nb::class_<data::TensorDataset, data::Dataset>(data, "_TensorDataset");
@@ -150,10 +162,20 @@ void bind_io(nb::module_& m) {
                    "(epoch, batches delivered in it).")
       .def("set_position", [](data::DataLoader& l, int64_t epoch, int64_t batch) { l.set_position({epoch, batch}); },
            nb::arg("epoch"), nb::arg("batch") = 0, "Moves the loader to (epoch, batch): it then yields exactly the batches an uninterrupted run would have yielded next.");
-  io.def("import_onnx", [](const std::string& path) {
-    nb::gil_scoped_release release;
-    return io::import_onnx(path);
-  }, nb::arg("path"), "An ONNX model as a graph of Loom's layers.");
+}
+
+}  // namespace
+
+// The groups in a fixed order: the module's namespace, and so its stubs (scripts/python_stubs.sh),
+// list the names in the order they are defined.
+void bind_io(nb::module_& m) {
+  nb::module_ io = m.def_submodule("io", "Model files, state files, safetensors and ONNX (include/loom/io).");
+  bind_model_and_state_files(io);
+  bind_safetensors(io);
+  bind_onnx(io);
+  nb::module_ data = m.def_submodule("data", "Readers of data files (include/loom/data).");
+  bind_data_readers(data);
+  bind_data_loaders(data);
 }
 
 }  // namespace loom::python

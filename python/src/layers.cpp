@@ -99,9 +99,8 @@ struct ModeContext {
   std::vector<std::shared_ptr<nn::ModeScope>> scopes;  // one per nested entry of this object
 };
 
-}  // namespace
-
-void bind_layers(nb::module_& m) {
+// `with loom.train_mode():` and `with loom.eval_mode():`, and the mode's query.
+void bind_train_and_eval_modes(nb::module_& m) {
   nb::class_<ModeContext>(m, "_ModeContext")
       .def("__enter__", [](ModeContext& c) { c.scopes.push_back(std::make_shared<nn::ModeScope>(c.mode)); })
       .def("__exit__", [](ModeContext& c, nb::args) {
@@ -112,11 +111,11 @@ void bind_layers(nb::module_& m) {
         "`with loom.train_mode():` layers and plans run in Train mode (dropout active, batch norm on batch statistics) on this thread.");
   m.def("eval_mode", [] { return ModeContext{nn::Mode::Eval, {}}; }, "`with loom.eval_mode():` Eval mode (the default) on this thread.");
   m.def("is_training", [] { return nn::current_mode() == nn::Mode::Train; }, "Whether this thread runs layers in Train mode.");
+}
 
-  // ------------------------------------------------------------------ Layer
-  nb::class_<nn::Layer>(m, "Layer",
-                        "A TensorX layer: a stateful function and the end node of the graph that feeds it (docs/python.md).")
-      .def("__call__",
+// ------------------------------------------------------------------ Layer
+void bind_layer_calls(nb::class_<nn::Layer>& cls) {
+  cls.def("__call__",
            [](const nn::Layer& l, nb::args args) -> nb::object {
              if (args.size() == 0) {  // the graph that ends here, on its Inputs' current values
                Tensor out;
@@ -160,8 +159,11 @@ void bind_layers(nb::module_& m) {
              return l.reuse_with(in, name);
            },
            nb::arg("inputs"), nb::kw_only(), nb::arg("name") = "",
-           "A layer of the same kind on new inputs, sharing this layer's state (weights).")
-      .def_prop_ro("name", &nn::Layer::name, "The layer's name, unique in its graph.")
+           "A layer of the same kind on new inputs, sharing this layer's state (weights).");
+}
+
+void bind_layer_properties(nb::class_<nn::Layer>& cls) {
+  cls.def_prop_ro("name", &nn::Layer::name, "The layer's name, unique in its graph.")
       .def_prop_ro("kind", [](const nn::Layer& l) { return std::string(l.kind()); }, "The layer kind's registered name (\"Linear\", \"Activation\", ...).")
       .def_prop_ro("inputs", &nn::Layer::inputs, "The layers this layer reads, in order.")
       .def_prop_ro("shape", [](const nn::Layer& l) { return int_tuple(l.shape()); },
@@ -173,19 +175,28 @@ void bind_layers(nb::module_& m) {
       .def("parameters", &nn::Layer::parameters, "The trainable tensors of this layer's state, each once.")
       .def_prop_ro("weights", &nn::Layer::weights, "The trainable tensors of this layer's state, each once (as parameters()).")
       .def_prop_ro("_options_json", [](const nn::Layer& l) { return l.options().to_json(); })
-      .def("shares_state_with", [](const nn::Layer& a, const nn::Layer& b) { return a.shared_state() == b.shared_state(); }, "Whether this layer and other share one state (weights): reuse_with and Keras-style calls of one layer do.")
-      // An Input's value (the graph reads it when called without arguments).
-      .def("set_value", [](const nn::Layer& l, ArrayLike v) { as_input(l, "set_value").set_value(as_tensor(v)); }, nb::arg("value"), "Sets an Input layer's value, read when the graph is called without arguments (its shape and dtype checked).")
+      .def("shares_state_with", [](const nn::Layer& a, const nn::Layer& b) { return a.shared_state() == b.shared_state(); }, "Whether this layer and other share one state (weights): reuse_with and Keras-style calls of one layer do.");
+}
+
+// An Input's value (the graph reads it when called without arguments).
+void bind_input_value(nb::class_<nn::Layer>& cls) {
+  cls.def("set_value", [](const nn::Layer& l, ArrayLike v) { as_input(l, "set_value").set_value(as_tensor(v)); }, nb::arg("value"), "Sets an Input layer's value, read when the graph is called without arguments (its shape and dtype checked).")
       .def_prop_ro("value", [](const nn::Layer& l) { return as_input(l, "value").value(); }, "An Input layer's value (ValueError when it holds none).")
       .def("has_value", [](const nn::Layer& l) { return as_input(l, "has_value").has_value(); }, "Whether an Input layer holds a value.")
-      .def("clear", [](const nn::Layer& l) { as_input(l, "clear").clear(); }, "Drops an Input layer's value.")
-      .def("__eq__", [](const nn::Layer& a, nb::handle b) {
+      .def("clear", [](const nn::Layer& l) { as_input(l, "clear").clear(); }, "Drops an Input layer's value.");
+}
+
+// A loom.Layer is a handle: two are equal, and hash alike, when they hold the same layer.
+void bind_layer_identity(nb::class_<nn::Layer>& cls) {
+  cls.def("__eq__", [](const nn::Layer& a, nb::handle b) {
         return nb::isinstance<nn::Layer>(b) && a == nb::cast<nn::Layer>(b);
       })
       .def("__hash__", [](const nn::Layer& l) { return std::hash<const void*>()(l.impl().get()); })
       .def("__repr__", [](const nn::Layer& l) { return l.bound() ? "<loom.Layer " + to_text(l) + ">" : "<loom.Layer " + std::string(l.kind()) + " '" + l.name() + "' (not called yet)>"; });
+}
 
-  // The registry: what python/loom/layers.py builds each kind's constructor from.
+// The registry: what python/loom/layers.py builds each kind's constructor from.
+void bind_layer_registry(nb::module_& m) {
   m.def("registered_layer_kinds", &nn::registered_layer_kinds, "Every registered layer kind, sorted.");
   m.def("_layer_kind_info", [](const std::string& kind) {
     const nn::KindInfo info = nn::layer_kind_info(kind);
@@ -203,8 +214,10 @@ void bind_layers(nb::module_& m) {
   });
   m.def("_constant", [](ArrayLike value, const std::string& name) -> nn::Layer { return nn::Constant(copy_tensor(value), name); },
         nb::arg("value"), nb::arg("name") = "");
+}
 
-  // ------------------------------------------------------------------ Module, Sequential
+// ------------------------------------------------------------------ Module, Sequential
+void bind_module_and_sequential(nb::module_& m) {
   m.def("Module", [](LayerSequence inputs, LayerSequence outputs, const std::string& name) -> nn::Layer {
     return nn::Module(layer_list(inputs, "loom.Module inputs"), layer_list(outputs, "loom.Module outputs"), name);
   }, nb::arg("inputs"), nb::arg("outputs"), nb::arg("name") = "",
@@ -236,8 +249,10 @@ void bind_layers(nb::module_& m) {
     return nn::Sequential(layer_list(input, "loom.Sequential input").at(0), std::move(s), name);
   }, nb::arg("steps"), nb::arg("input") = nb::none(), nb::arg("name") = "",
         "Layers applied in order as one layer (kind Sequential); made without input, its first call builds it.");
+}
 
-  // ------------------------------------------------------------------ Graph, Plan
+// ------------------------------------------------------------------ Graph, Plan
+void bind_plan(nb::module_& m) {
   nb::class_<Plan>(m, "Plan", "A compiled graph (docs/compile.md): call it on tensors, one per graph input.")
       .def("__call__", [](const Plan& p, nb::args args) {
         const std::vector<Tensor> xs = tensor_args(args);
@@ -271,7 +286,9 @@ void bind_layers(nb::module_& m) {
       .def("peak_bytes", &Plan::peak_bytes, "The bytes of activations live at once at the plan's peak, from the compiled shapes; -1 when some shape is open.")
       .def("dump", &Plan::dump, "The optimized plan as text: each step, what each pass removed, merged or folded, and the peak bytes.")
       .def("__repr__", &Plan::dump);
+}
 
+void bind_graph(nb::module_& m) {
   nb::class_<Graph>(m, "Graph", "A layer graph traced back from its outputs (Graph.build).")
       .def_static("build", [](LayerSequence outputs, LayerSequence inputs) {
         return Graph::build(layer_list(outputs, "Graph.build outputs"),
@@ -308,8 +325,10 @@ void bind_layers(nb::module_& m) {
       .def("__repr__", &Graph::summary);
   m.def("copy_state", &copy_state, nb::arg("source"), nb::arg("target"),
         "Copies every parameter and buffer of `source` into the layer of the same name in `target`.");
+}
 
-  // ------------------------------------------------------------------ the zoo
+// ------------------------------------------------------------------ the zoo
+void bind_zoo(nb::module_& m) {
   nb::module_ zm = m.def_submodule("zoo", "Ready-made networks as graphs (include/loom/zoo/architectures.h).");
   nb::class_<zoo::Network>(zm, "Network", "A zoo model: its graph, its Input layers and its output layer; called on a tensor, its output.")
       .def_ro("name", &zoo::Network::name, "The network's name.")
@@ -350,6 +369,25 @@ void bind_layers(nb::module_& m) {
          nb::arg("dropout") = 0.0, "An LSTM language model: ids (batch, time) int64 -> embedding -> n_layers LSTM layers of hidden units -> logits (batch, time, vocab).");
   zm.def("transformer_classifier", &zoo::transformer_classifier, nb::arg("vocab_size"), nb::arg("seq_len"), nb::arg("d_model"),
          nb::arg("n_heads"), nb::arg("ff_units"), nb::arg("n_layers"), nb::arg("num_classes"), nb::arg("dropout") = 0.1, "A transformer encoder classifier: ids (batch, seq_len) int64 -> embedding + learned positions -> n_layers post-norm encoder layers -> mean over time -> Linear(num_classes).");
+}
+
+}  // namespace
+
+// The groups in a fixed order: the module's namespace, and so its stubs (scripts/python_stubs.sh),
+// list the names in the order they are defined.
+void bind_layers(nb::module_& m) {
+  bind_train_and_eval_modes(m);
+  nb::class_<nn::Layer> cls(m, "Layer",
+                            "A TensorX layer: a stateful function and the end node of the graph that feeds it (docs/python.md).");
+  bind_layer_calls(cls);
+  bind_layer_properties(cls);
+  bind_input_value(cls);
+  bind_layer_identity(cls);
+  bind_layer_registry(m);
+  bind_module_and_sequential(m);
+  bind_plan(m);
+  bind_graph(m);
+  bind_zoo(m);
 }
 
 }  // namespace loom::python

@@ -21,10 +21,8 @@ Tensor released(const Tensor& a, F&& f) {
 Shape size_of(nb::handle size) { return size.is_none() ? Shape{} : to_shape(size); }
 DType dtype_or(nb::handle dtype, DType fallback) { return dtype.is_none() ? fallback : to_dtype(dtype); }
 
-}  // namespace
-
-void bind_linalg_random_autograd(nb::module_& m) {
-  nb::module_ la = m.def_submodule("linalg", "NumPy's linalg: decompositions and solves, differentiable.");
+// loom.linalg's norms and decompositions (la: the submodule).
+void bind_linalg_decompositions(nb::module_& la) {
   la.def("norm", [](ArrayLike x, OrdArg ord, AxesLike axis, bool keepdims) {
     const Tensor t = as_tensor(x);
     const std::optional<Axes> axes = axis.is_none() ? std::nullopt : std::optional<Axes>(to_axes(axis));
@@ -77,6 +75,10 @@ void bind_linalg_random_autograd(nb::module_& m) {
     nb::gil_scoped_release release;
     return linalg::cholesky(t, upper);
   }, nb::arg("a"), nb::arg("upper") = false, "The Cholesky factor of the symmetric positive-definite a: lower L with a = L @ L.T, or upper U with a = U.T @ U (upper=True).");
+}
+
+// loom.linalg's solves, inverse, determinants and product.
+void bind_linalg_solves(nb::module_& la) {
   la.def("solve", [](ArrayLike a, ArrayLike b) {
     const Tensor ta = as_tensor(a), tb = as_tensor(b);
     nb::gil_scoped_release release;
@@ -112,7 +114,9 @@ void bind_linalg_random_autograd(nb::module_& m) {
     nb::gil_scoped_release release;
     return matmul(ta, tb);
   }, nb::arg("x1"), nb::arg("x2"), "x1 @ x2 (numpy.linalg.matmul).");
+}
 
+void bind_random(nb::module_& m) {
   nb::module_ rnd = m.def_submodule("random", "Random tensors: loom.random.Generator streams and the process-wide one.");
   nb::class_<Generator>(rnd, "Generator", "A counter-based stream: the same seed draws the same values at any thread count.")
       .def(nb::init<uint64_t>(), nb::arg("seed") = 0)
@@ -147,14 +151,28 @@ void bind_linalg_random_autograd(nb::module_& m) {
   }, nb::arg("p"), nb::arg("size") = nb::none(), nb::arg("dtype") = nb::none(), nb::arg("generator") = nb::none(), "1 with probability p, 0 otherwise, of shape size (None: one value).");
   rnd.def("permutation", [gen](int64_t n, GeneratorArg g) { return permutation(n, default_device(), gen(g)); }, nb::arg("n"),
           nb::arg("generator") = nb::none(), "The integers 0..n-1 in a random order.");
+}
 
-  // loom.grad's core (python/loom/__init__.py adds the form that takes a function): the
-  // gradients of output with respect to inputs, returned, not accumulated.
+// loom.grad's core (python/loom/__init__.py adds the form that takes a function): the
+// gradients of output with respect to inputs, returned, not accumulated.
+void bind_grad(nb::module_& m) {
   m.def("_grad", [](const Tensor& output, const std::vector<Tensor>& inputs, ArrayLike seed) {
     const Tensor s = seed.is_none() ? Tensor() : as_tensor(seed);
     nb::gil_scoped_release release;  // a backward pass runs no Python code
     return grad(output, inputs, s);
   }, nb::arg("output"), nb::arg("inputs"), nb::arg("grad_output") = nb::none());
+}
+
+}  // namespace
+
+// The groups in a fixed order: the module's namespace, and so its stubs (scripts/python_stubs.sh),
+// list the names in the order they are defined.
+void bind_linalg_random_autograd(nb::module_& m) {
+  nb::module_ la = m.def_submodule("linalg", "NumPy's linalg: decompositions and solves, differentiable.");
+  bind_linalg_decompositions(la);
+  bind_linalg_solves(la);
+  bind_random(m);
+  bind_grad(m);
 }
 
 }  // namespace loom::python

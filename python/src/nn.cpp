@@ -39,9 +39,7 @@ Reduction reduction(const std::string& name) {
   throw ValueError("loom: reduction '" + name + "' is not one of 'mean', 'sum', 'none'");
 }
 
-}  // namespace
-
-void bind_nn(nb::module_& m) {
+void bind_convolutions(nb::module_& m) {
   m.def("conv1d", [](ArrayLike x, ArrayLike w, ArrayLike b, ShapeLike stride, ShapeLike padding, ShapeLike dilation,
                      int64_t groups) {
     const Tensor tx = as_tensor(x), tw = as_tensor(w), tb = optional_tensor(b);
@@ -68,6 +66,9 @@ void bind_nn(nb::module_& m) {
     return conv2d_transpose(tx, tw, tb, s, p, op, groups, d);
   }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1, nb::arg("padding") = 0,
         nb::arg("output_padding") = 0, nb::arg("groups") = 1, nb::arg("dilation") = 1, "The transposed 2-d convolution (the gradient of conv2d with respect to its input) of x with weight (C, O / groups, KH, KW), as torch's conv_transpose2d.");
+}
+
+void bind_pooling(nb::module_& m) {
   m.def("max_pool2d", [](ArrayLike x, ShapeLike kernel_size, ShapeLike stride, ShapeLike padding, ShapeLike dilation,
                          bool ceil_mode) {
     const Tensor t = as_tensor(x);
@@ -94,6 +95,9 @@ void bind_nn(nb::module_& m) {
     nb::gil_scoped_release release;
     return global_max_pool2d(t);
   }, nb::arg("x"), "The maximum of each channel of x (N, C, H, W) over H and W: (N, C, 1, 1).");
+}
+
+void bind_normalizations(nb::module_& m) {
   m.def("batch_norm", [](ArrayLike x, ArrayLike running_mean, ArrayLike running_var, ArrayLike weight, ArrayLike bias,
                          bool training, double momentum, double eps) {
     const Tensor tx = as_tensor(x), rm = optional_tensor(running_mean), rv = optional_tensor(running_var);
@@ -115,6 +119,9 @@ void bind_nn(nb::module_& m) {
     nb::gil_scoped_release release;
     return rms_norm(tx, shape, w, eps);
   }, nb::arg("x"), nb::arg("normalized_shape"), nb::arg("weight") = nb::none(), nb::arg("eps") = 1e-6, "x divided by the root mean square over its last axes normalized_shape (plus eps), scaled by weight when given.");
+}
+
+void bind_embeddings_and_dropout(nb::module_& m) {
   m.def("rotary_embedding", [](ArrayLike x, int64_t offset, double base, double linear_factor, double llama3_factor,
                                double low_freq_factor, double high_freq_factor, int64_t original_max_positions) {
     const Tensor t = as_tensor(x);
@@ -137,6 +144,9 @@ void bind_nn(nb::module_& m) {
     MaybeRelease release(elements_of(w, i));
     return embedding(w, i, padding_idx);
   }, nb::arg("weight"), nb::arg("ids"), nb::arg("padding_idx") = -1, "The rows of weight at ids (any shape): ids.shape + (D,). Row padding_idx (when >= 0) gets no gradient; a negative one means none.");
+}
+
+void bind_losses(nb::module_& m) {
   m.def("cross_entropy", [](ArrayLike logits, ArrayLike target, ArrayLike weight, const std::string& red,
                             int64_t ignore_index, double label_smoothing) {
     const Tensor l = as_tensor(logits), t = as_tensor(target), w = optional_tensor(weight);
@@ -161,6 +171,9 @@ void bind_nn(nb::module_& m) {
     return binary_cross_entropy_with_logits(l, t, w, pw, r);
   }, nb::arg("logits"), nb::arg("targets"), nb::arg("weight") = nb::none(), nb::arg("pos_weight") = nb::none(),
         nb::arg("reduction") = "mean", "The binary cross-entropy of sigmoid(logits) against targets, computed from the logits without overflow, as torch's binary_cross_entropy_with_logits.");
+}
+
+void bind_attention_and_recurrent(nb::module_& m) {
   m.def("scaled_dot_product_attention", [](ArrayLike q, ArrayLike k, ArrayLike v, ArrayLike mask, bool is_causal,
                                            std::optional<double> scale) {
     const Tensor tq = as_tensor(q), tk = as_tensor(k), tv = as_tensor(v), tm = optional_tensor(mask);
@@ -174,6 +187,19 @@ void bind_nn(nb::module_& m) {
     return lstm_cell(g, tc);
   },
         nb::arg("gates"), nb::arg("c"), "The LSTM cell's pointwise part: gates (N, 4H) and c (N, H) to [h, c] packed (N, 2H).");
+}
+
+}  // namespace
+
+// The groups in a fixed order: the module's namespace, and so its stubs (scripts/python_stubs.sh),
+// list the names in the order they are defined.
+void bind_nn(nb::module_& m) {
+  bind_convolutions(m);
+  bind_pooling(m);
+  bind_normalizations(m);
+  bind_embeddings_and_dropout(m);
+  bind_losses(m);
+  bind_attention_and_recurrent(m);
 }
 
 }  // namespace loom::python

@@ -91,9 +91,9 @@ std::optional<DType> optional_dtype(nb::handle dtype) {
   return to_dtype(dtype);
 }
 
-}  // namespace
-
-void bind_ops(nb::module_& m) {
+// The ops of one signature each, bound by def_binary, def_unary and def_reduce: NumPy's
+// elementwise arithmetic, comparisons, logic and functions, and the reductions over axis.
+void bind_elementwise_and_reductions(nb::module_& m) {
   def_binary<add_fn>(m, "add", "x1 + x2, elementwise, broadcasting and promoting as NumPy.");
   def_binary<subtract_fn>(m, "subtract", "x1 - x2, elementwise, broadcasting and promoting as NumPy.");
   def_binary<multiply_fn>(m, "multiply", "x1 * x2, elementwise, broadcasting and promoting as NumPy.");
@@ -146,7 +146,11 @@ void bind_ops(nb::module_& m) {
   def_reduce<logsumexp_fn>(m, "logsumexp", "log(sum(exp(x))) over axis, computed without overflow; keepdims as NumPy's.");
   def_reduce<all_fn>(m, "all", "Whether every element over axis is true (a bool tensor); keepdims as NumPy's.");
   def_reduce<any_fn>(m, "any", "Whether some element over axis is true (a bool tensor); keepdims as NumPy's.");
+}
 
+// Elementwise ops with arguments of their own (a condition, bounds, an activation's constants)
+// and the dtype conversion.
+void bind_elementwise_with_arguments(nb::module_& m) {
   m.def("where", [](ArrayLike condition, ArrayLike a, ArrayLike b) {
     const Tensor c = as_tensor(condition);
     Tensor ta, tb;
@@ -188,8 +192,10 @@ void bind_ops(nb::module_& m) {
     MaybeRelease release(elements_of(t));
     return astype(t, d);
   }, nb::arg("x"), nb::arg("dtype"), "x converted to dtype (a new tensor).");
+}
 
-  // reductions with arguments of their own
+// Reductions with arguments of their own (ddof, one optional axis) and the softmaxes.
+void bind_reductions_with_arguments(nb::module_& m) {
   m.def("var", [](ArrayLike x, AxesLike axis, int64_t ddof, bool keepdims) {
     const Tensor t = as_tensor(x);
     MaybeRelease release(elements_of(t));
@@ -225,8 +231,10 @@ void bind_ops(nb::module_& m) {
     MaybeRelease release(elements_of(t));
     return log_softmax(t, axis);
   }, nb::arg("x"), nb::arg("axis") = -1, "log(softmax(x)) along axis, computed without overflow.");
+}
 
-  // manipulation (views where NumPy's are views)
+// Manipulation that gives another view of one tensor (views where NumPy's are views).
+void bind_views(nb::module_& m) {
   m.def("reshape", [](ArrayLike x, ShapeLike shape) {
     const Tensor t = as_tensor(x);
     const Shape s = to_shape(shape);
@@ -251,6 +259,10 @@ void bind_ops(nb::module_& m) {
     return slice(as_tensor(x), axis, start, stop, step);
   }, nb::arg("x"), nb::arg("axis"), nb::arg("start") = nb::none(), nb::arg("stop") = nb::none(), nb::arg("step") = 1,
         "x[start:stop:step] along one axis, a view.");
+}
+
+// Manipulation that joins, cuts, pads or repeats tensors.
+void bind_joins_and_repeats(nb::module_& m) {
   m.def("concatenate", [](ArraySequence xs, int64_t axis) {
     const auto ts = tensors(xs);
     nb::gil_scoped_release release;
@@ -305,8 +317,9 @@ void bind_ops(nb::module_& m) {
     return released(elements_of(t), [&] { return flip(t, a); });
   }, nb::arg("x"),
         nb::arg("axis") = nb::none(), "x with the order of its elements reversed along axis (None: every axis).");
+}
 
-  // indexing
+void bind_indexing(nb::module_& m) {
   m.def("index", [](ArrayLike x, nb::handle key) {
     const Tensor t = as_tensor(x);
     const auto k = to_index(key);
@@ -337,8 +350,10 @@ void bind_ops(nb::module_& m) {
     for (auto& t : nonzero(as_tensor(x))) out.append(nb::cast(t));
     return nb::tuple(out);
   }, nb::arg("x"), "The indices of the non-zero elements: a tuple of one index tensor per axis, as NumPy's.");
+}
 
-  // linear algebra at the top level, as NumPy's
+// Linear algebra at the top level, as NumPy's (loom.linalg is linalg_random_autograd.cpp's).
+void bind_top_level_linear_algebra(nb::module_& m) {
   m.def("tensordot", [](ArrayLike a, ArrayLike b, AxesLike axes) {
     const Tensor ta = as_tensor(a), tb = as_tensor(b);
     if (PyLong_Check(axes.ptr())) {
@@ -369,8 +384,9 @@ void bind_ops(nb::module_& m) {
   }, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(),
         "x @ weight + bias, weight shaped (in, out) as a Linear layer's (torch's linear takes it transposed); "
         "without a bias, x @ weight.");
+}
 
-  // creation
+void bind_creation(nb::module_& m) {
   m.def("zeros", [](ShapeLike shape, DTypeLike dtype) { return zeros(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
         nb::arg("shape"), nb::arg("dtype") = nb::none(), "A new tensor of shape filled with 0 (dtype: float32 unless given).");
   m.def("ones", [](ShapeLike shape, DTypeLike dtype) { return ones(to_shape(shape), optional_dtype(dtype).value_or(Float32)); },
@@ -403,6 +419,21 @@ void bind_ops(nb::module_& m) {
   }, nb::arg("a"), nb::arg("b"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false, "Whether |a - b| <= atol + rtol * |b| everywhere (NaNs equal with equal_nan=True).");
   m.def("array_equal", [](ArrayLike a, ArrayLike b) { return array_equal(as_tensor(a), as_tensor(b)); }, nb::arg("a1"),
         nb::arg("a2"), "Whether a1 and a2 have one shape and equal elements.");
+}
+
+}  // namespace
+
+// The groups in a fixed order: the module's namespace, and so its stubs (scripts/python_stubs.sh),
+// list the names in the order they are defined.
+void bind_ops(nb::module_& m) {
+  bind_elementwise_and_reductions(m);
+  bind_elementwise_with_arguments(m);
+  bind_reductions_with_arguments(m);
+  bind_views(m);
+  bind_joins_and_repeats(m);
+  bind_indexing(m);
+  bind_top_level_linear_algebra(m);
+  bind_creation(m);
 }
 
 }  // namespace loom::python

@@ -251,9 +251,7 @@ std::string text(const Tensor& t) {
   return t.str();
 }
 
-}  // namespace
-
-void bind_tensor(nb::module_& m) {
+void bind_dtype(nb::module_& m) {
   nb::enum_<DType>(m, "DType", "Loom's element types; loom.float32 and the others are its values.")
       .value("bool_", DType::Bool)
       .value("uint8", DType::UInt8)
@@ -263,11 +261,9 @@ void bind_tensor(nb::module_& m) {
       .value("bfloat16", DType::BFloat16)
       .value("float32", DType::Float32)
       .value("float64", DType::Float64);
+}
 
-  nb::class_<Tensor> cls(m, "Tensor", "A strided view of Loom memory, with autograd (docs/python.md).",
-                         nb::type_slots(number_slots));
-  tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  def_operator_functions(m);
+void bind_tensor_construction_and_geometry(nb::class_<Tensor>& cls) {
   cls.def("__init__", [](Tensor* self, ArrayLike data, DTypeLike dtype) {
        new (self) Tensor(copy_tensor(data, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype))));
      }, nb::arg("data"), nb::arg("dtype") = nb::none())
@@ -288,8 +284,12 @@ void bind_tensor(nb::module_& m) {
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
            "The address of the first element (as torch's data_ptr).")
       .def("is_contiguous", &Tensor::is_contiguous, "Whether the elements lie in row-major order without gaps.")
-      .def("shares_memory_with", &Tensor::shares_storage_with, nb::arg("other"), "Whether this tensor and other are views of the same memory.")
-      .def("__len__", [](const Tensor& t) {
+      .def("shares_memory_with", &Tensor::shares_storage_with, nb::arg("other"), "Whether this tensor and other are views of the same memory.");
+}
+
+// Python's conversions (len, bool, float, int, item) and Loom's own text.
+void bind_tensor_scalars_and_text(nb::class_<Tensor>& cls) {
+  cls.def("__len__", [](const Tensor& t) {
         if (t.ndim() == 0) throw nb::type_error("len() of a 0-d tensor");
         return t.dim(0);
       })
@@ -304,9 +304,11 @@ void bind_tensor(nb::module_& m) {
       }, nb::sig("def item(self) -> bool | int | float"), "The value of a one-element tensor as a Python bool, int or float (by dtype).")
       // Loom's own text, as C++ prints it: tensor([...], dtype=float32)
       .def("__repr__", &text)
-      .def("__str__", &text)
-      // copies and dtypes
-      .def("astype", [](const Tensor& t, DTypeLike dtype) {
+      .def("__str__", &text);
+}
+
+void bind_tensor_copies_and_dtypes(nb::class_<Tensor>& cls) {
+  cls.def("astype", [](const Tensor& t, DTypeLike dtype) {
         const DType d = to_dtype(dtype);
         MaybeRelease release(elements_of(t));
         return t.astype(d);
@@ -329,10 +331,13 @@ void bind_tensor(nb::module_& m) {
         MaybeRelease release(elements_of(t));
         t.copy_(s);
         return nb::borrow(self);
-      }, nb::arg("src"), nb::sig("def copy_(self, src: ArrayLike) -> Tensor"), "Copies src (broadcast to this tensor's shape) into this tensor's memory; returns the tensor.")
-      // NumPy export without a copy: NumPy keeps this Tensor object as the array's base, so the
-      // memory lives as long as either does.
-      .def_prop_ro("__array_interface__", [](const Tensor& t) {
+      }, nb::arg("src"), nb::sig("def copy_(self, src: ArrayLike) -> Tensor"), "Copies src (broadcast to this tensor's shape) into this tensor's memory; returns the tensor.");
+}
+
+// NumPy export without a copy: NumPy keeps this Tensor object as the array's base, so the
+// memory lives as long as either does. DLPack's capsule holds it the same way.
+void bind_tensor_export(nb::class_<Tensor>& cls) {
+  cls.def_prop_ro("__array_interface__", [](const Tensor& t) {
         check_exportable(t, "numpy()");
         nb::dict d;
         d["shape"] = int_tuple(t.shape());
@@ -369,9 +374,12 @@ void bind_tensor(nb::module_& m) {
         nb::ndarray<> arr(t.data_ptr(), shape.size(), shape.data(), self, strides.data(), dt, nb::device::cpu::value, 0);
         return nb::cast(arr);  // an ndarray of no framework goes to Python as a DLPack capsule
       }, nb::arg("stream") = nb::none())
-      .def("__dlpack_device__", [](const Tensor&) -> TupleOf<int, int> { return nb::make_tuple(int(nb::device::cpu::value), 0); })
-      // indexing: basic indices give views, integer arrays and masks copies (NumPy's rule)
-      .def("__getitem__", [](const Tensor& t, nb::handle key) {
+      .def("__dlpack_device__", [](const Tensor&) -> TupleOf<int, int> { return nb::make_tuple(int(nb::device::cpu::value), 0); });
+}
+
+// Basic indices give views, integer arrays and masks copies (NumPy's rule).
+void bind_tensor_indexing(nb::class_<Tensor>& cls) {
+  cls.def("__getitem__", [](const Tensor& t, nb::handle key) {
         if (PyLong_Check(key.ptr()) && !PyBool_Check(key.ptr())) return t[nb::cast<int64_t>(key)];
         const auto index = to_index(key);
         MaybeRelease release(elements_of(t));
@@ -386,9 +394,11 @@ void bind_tensor(nb::module_& m) {
         const Tensor v = as_tensor(value);
         MaybeRelease release(elements_of(t, v));
         t.index_put_(index, v);
-      })
-      // autograd
-      .def_prop_rw("requires_grad", &Tensor::requires_grad, [](Tensor& t, bool v) { t.requires_grad_(v); }, "Whether backward() computes a gradient for this tensor (settable on leaves).")
+      });
+}
+
+void bind_tensor_autograd(nb::class_<Tensor>& cls) {
+  cls.def_prop_rw("requires_grad", &Tensor::requires_grad, [](Tensor& t, bool v) { t.requires_grad_(v); }, "Whether backward() computes a gradient for this tensor (settable on leaves).")
       .def("requires_grad_", [](nb::handle self, bool v) {
         nb::cast<Tensor&>(self).requires_grad_(v);
         return nb::borrow(self);
@@ -405,8 +415,13 @@ void bind_tensor(nb::module_& m) {
         const Tensor seed = grad.is_none() ? Tensor() : operand(grad, t);
         nb::gil_scoped_release release;  // no Python code runs in a backward pass (no hooks bound)
         loom::backward(t, seed, retain_graph);
-      }, nb::arg("grad") = nb::none(), nb::arg("retain_graph") = false, "Accumulates the gradients of this tensor into the .grad of the leaves it was computed from. grad seeds a non-scalar tensor; retain_graph=True keeps the graph for another backward.")
-      .def("__neg__", [](const Tensor& t) {
+      }, nb::arg("grad") = nb::none(), nb::arg("retain_graph") = false, "Accumulates the gradients of this tensor into the .grad of the leaves it was computed from. grad seeds a non-scalar tensor; retain_graph=True keeps the graph for another backward.");
+}
+
+// The unary operators, the comparisons and the in-place operators as methods (the binary
+// arithmetic operators are number_slots, set when the type is made).
+void bind_tensor_operators(nb::class_<Tensor>& cls) {
+  cls.def("__neg__", [](const Tensor& t) {
         MaybeRelease release(elements_of(t));
         return negative(t);
       })
@@ -433,7 +448,10 @@ void bind_tensor(nb::module_& m) {
   cls.attr("__hash__") = nb::none();  // == is elementwise, as NumPy's
   // NumPy defers to the tensor's reflected operators (np_array + t gives a loom.Tensor)
   cls.attr("__array_priority__") = 1000;
+}
 
+// A tensor from Python data: over its memory, as a copy, or from a DLPack producer.
+void bind_tensor_from_data(nb::module_& m) {
   m.def("asarray", [](ArrayLike obj, DTypeLike dtype) {
     return as_tensor(obj, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
   }, nb::arg("obj"), nb::arg("dtype") = nb::none(),
@@ -442,6 +460,27 @@ void bind_tensor(nb::module_& m) {
     return copy_tensor(obj, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
   }, nb::arg("data"), nb::arg("dtype") = nb::none(), "A new tensor holding a copy of data.");
   m.def("from_dlpack", [](ArrayLike obj) { return as_tensor(obj); }, nb::arg("obj"), "A tensor over the memory of a DLPack producer (a torch tensor, a JAX array), without a copy (as asarray).");
+}
+
+}  // namespace
+
+// The groups in a fixed order: the module's namespace, and so its stubs (scripts/python_stubs.sh),
+// list the names in the order they are defined.
+void bind_tensor(nb::module_& m) {
+  bind_dtype(m);
+
+  nb::class_<Tensor> cls(m, "Tensor", "A strided view of Loom memory, with autograd (docs/python.md).",
+                         nb::type_slots(number_slots));
+  tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  def_operator_functions(m);
+  bind_tensor_construction_and_geometry(cls);
+  bind_tensor_scalars_and_text(cls);
+  bind_tensor_copies_and_dtypes(cls);
+  bind_tensor_export(cls);
+  bind_tensor_indexing(cls);
+  bind_tensor_autograd(cls);
+  bind_tensor_operators(cls);
+  bind_tensor_from_data(m);
 }
 
 }  // namespace loom::python

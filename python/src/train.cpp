@@ -356,11 +356,9 @@ std::vector<Tensor> tensors_of(nb::handle obj) {
   return out;
 }
 
-}  // namespace
-
-void bind_train(nb::module_& m) {
-  // An optimizer over tensors the caller owns (torch.optim's form: loom.optimizers.Adam(params,
-  // lr=...)), for a training step written by hand; python/loom/optimizers.py makes it.
+// An optimizer over tensors the caller owns (torch.optim's form: loom.optimizers.Adam(params,
+// lr=...)), for a training step written by hand; python/loom/optimizers.py makes it.
+void bind_param_optimizer(nb::module_& m) {
   nb::class_<train::Optimizer>(m, "_ParamOptimizer", "A loom.optimizers object's C++ optimizer over given tensors.")
       .def("step", [](train::Optimizer& o) {
         nb::gil_scoped_release release;  // no Python code runs in an update
@@ -373,6 +371,10 @@ void bind_train(nb::module_& m) {
   m.def("_param_optimizer", [](const std::string& name, nb::dict kwargs, std::vector<Tensor> params) {
     return make_optimizer(name, kwargs, std::move(params));
   }, nb::arg("name"), nb::arg("kwargs"), nb::arg("params"));
+}
+
+// Keras' loss and metric names, and a loss by name on given tensors.
+void bind_losses_by_name(nb::module_& m) {
   m.def("_loss_names", &train::Loss::valid_names);
   m.def("_metric_names", &train::MetricSpec::valid_names);
   m.def("_loss", [](const std::string& name, ArrayLike pred, ArrayLike target) {
@@ -381,6 +383,9 @@ void bind_train(nb::module_& m) {
     MaybeRelease release(elements_of(p, t));
     return loss(p, t);
   }, nb::arg("name"), nb::arg("prediction"), nb::arg("target"), "The loss of Keras' name `name` (train::Loss) on these tensors.");
+}
+
+void bind_native_callbacks(nb::module_& m) {
   nb::class_<NativeCallback>(m, "_NativeCallback");
   m.def("_native_callback", [](const std::string& kind, PyModel* model, nb::dict kwargs) {
     Kwargs k{"loom.callbacks." + kind, kwargs, {}};
@@ -429,9 +434,10 @@ void bind_train(nb::module_& m) {
     k.done();
     return NativeCallback{cb};
   }, nb::arg("kind"), nb::arg("model").none(), nb::arg("kwargs"));
+}
 
-  nb::class_<PyModel>(m, "_Model", nb::type_slots(model_slots), nb::is_weak_referenceable())
-      .def("__init__", [](PyModel* self, GraphLike graph, nb::handle loss, nb::handle optimizer, nb::handle metrics) {
+void bind_model_construction_and_fit(nb::class_<PyModel>& cls) {
+  cls.def("__init__", [](PyModel* self, GraphLike graph, nb::handle loss, nb::handle optimizer, nb::handle metrics) {
         new (self) PyModel();
         const Graph g = graph_of(graph);
         train::Loss l = make_loss(loss, self->held);
@@ -470,8 +476,11 @@ void bind_train(nb::module_& m) {
         interrupt->rethrow();
         return history_dict(h);
       }, nb::arg("x"), nb::arg("y").none(), nb::arg("epochs"), nb::arg("batch_size"), nb::arg("validation_split"), nb::arg("shuffle"),
-         nb::arg("seed"), nb::arg("callbacks"), nb::arg("progress"), nb::arg("progress_every"), nb::arg("validation").none())
-      .def("_evaluate_loader", [](PyModel& self, data::DataLoader& loader) {
+         nb::arg("seed"), nb::arg("callbacks"), nb::arg("progress"), nb::arg("progress_every"), nb::arg("validation").none());
+}
+
+void bind_model_evaluation(nb::class_<PyModel>& cls) {
+  cls.def("_evaluate_loader", [](PyModel& self, data::DataLoader& loader) {
         train::Logs logs;
         {
           nb::gil_scoped_release release;
@@ -492,8 +501,12 @@ void bind_train(nb::module_& m) {
         const std::vector<Tensor> xs = tensors_of(x);
         nb::gil_scoped_release release;
         return self.model->predict(xs, batch_size);
-      }, nb::arg("x"), nb::arg("batch_size") = 256, "The output for x in batches (Eval mode, no gradients).")
-      .def("save", [](PyModel& self, const std::string& path) {
+      }, nb::arg("x"), nb::arg("batch_size") = 256, "The output for x in batches (Eval mode, no gradients).");
+}
+
+// The model's files, and what it has done so far (epochs, history, the optimizer's state).
+void bind_model_files_and_state(nb::class_<PyModel>& cls) {
+  cls.def("save", [](PyModel& self, const std::string& path) {
         nb::gil_scoped_release release;
         self.model->save(path);
       }, nb::arg("path"), "The graph's architecture and weights in one model file (loom.load_model reads it).")
@@ -514,7 +527,9 @@ void bind_train(nb::module_& m) {
       .def_prop_ro("steps", [](PyModel& self) { return self.model->optimizer().steps(); }, "Optimizer steps taken (batches trained).")
       .def_prop_ro("optimizer_name", [](PyModel& self) { return self.model->optimizer().name(); }, "The optimizer's name (\"adam\", \"sgd\", ...).")
       .def("summary", [](PyModel& self) { return self.model->summary(); }, "The inference graph's summary table, then the optimizer (name, learning rate, the tensors and values it trains) and the metrics.");
+}
 
+void bind_train_step(nb::module_& m) {
   nb::class_<PyStep>(m, "TrainStep", nb::type_slots(step_slots), nb::is_weak_referenceable(),
                      "One training step compiled once (train::TrainStep): step(x, y) runs zero_grad, forward, loss, backward "
                      "and the optimizer's update on one batch, without the GIL, and returns the loss.")
@@ -547,6 +562,21 @@ void bind_train(nb::module_& m) {
                    [](PyStep& self, double lr) { self.step->optimizer().set_lr(lr); }, "The optimizer's learning rate (settable).")
       .def_prop_ro("steps", [](PyStep& self) { return self.step->stats().steps; }, "Steps taken.")
       .def("dump", [](PyStep& self) { return self.step->dump(); }, "The compiled step as text: the forward plan, the loss, backward and update stages, and the last step's memory figures.");
+}
+
+}  // namespace
+
+// The groups in a fixed order: the module's namespace, and so its stubs (scripts/python_stubs.sh),
+// list the names in the order they are defined.
+void bind_train(nb::module_& m) {
+  bind_param_optimizer(m);
+  bind_losses_by_name(m);
+  bind_native_callbacks(m);
+  nb::class_<PyModel> cls(m, "_Model", nb::type_slots(model_slots), nb::is_weak_referenceable());
+  bind_model_construction_and_fit(cls);
+  bind_model_evaluation(cls);
+  bind_model_files_and_state(cls);
+  bind_train_step(m);
 }
 
 }  // namespace loom::python
