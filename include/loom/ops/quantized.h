@@ -1,9 +1,10 @@
 #pragma once
 // Weight-only int8 quantization (docs/nn_ops.md, "int8 weights"): a float matrix stored as
 // symmetric int8 values with a float32 scale per output and group of inputs, multiplied by float
-// activations without ever making a float copy of it (the kernels turn the int8 values into
-// floats in registers: AVX-512, AVX2 and baseline builds, ops/cpu/simd/quantized.inc). For
-// inference: a decoder step reads the weights once, so int8 reads a quarter of float32's bytes.
+// activations without ever making a float copy of it (the kernels widen the int8 values in
+// registers and multiply them by the activations rounded to int16: AVX-512, AVX2 and baseline
+// builds, ops/cpu/simd/quantized.inc). For inference: a decoder step reads the weights once, so
+// int8 reads a quarter of float32's bytes.
 #include <cstdint>
 
 #include "loom/core/api.h"
@@ -33,9 +34,13 @@ LOOM_API QuantizedMatrix quantize_int8(const Tensor& w, int64_t group = 0);
 // The float32 (K, N) matrix that `q` stands for.
 LOOM_API Tensor dequantize(const QuantizedMatrix& q);
 
-// x (..., K) float32 times the matrix `w` stands for: (..., N) float32, each element the sum over
-// groups of scale * (x . int8 values), in float32. Not differentiable: ValueError when x requires
-// grad in grad mode; also for a dtype other than float32 or a K that does not match.
+// x (..., K) float32 times the matrix `w` stands for: (..., N) float32. Each row of x is first
+// rounded to int16, round(x * 32767 / amax) with amax its largest |x| (ties to even), so an
+// element moves by at most amax / 65534; each output is then amax / 32767 times the sum over
+// groups of scale * (the integer dot of the rounded row and the int8 values, exact), in float32.
+// A row holding an infinity or NaN gives NaN outputs (that row only). Not differentiable:
+// ValueError when x requires grad in grad mode; also for a dtype other than float32 or a K that
+// does not match.
 LOOM_API Tensor matmul_int8(const Tensor& x, const QuantizedMatrix& w);
 
 }  // namespace loom

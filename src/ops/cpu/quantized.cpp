@@ -1,7 +1,9 @@
-// int8 weight products (ops/quantized.h) on the CPU: the rows of q split between the threads,
-// each block through the SIMD table's gemm_rows_q8 (simd/quantized.inc), which turns the int8
-// values into floats in registers only.
+// int8 weight products (ops/quantized.h) on the CPU: x's rows rounded to int16 once, then the
+// rows of q split between the threads, each block through the SIMD table's gemm_rows_q8
+// (simd/quantized.inc), which multiplies int16 by int8 in integer registers.
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
@@ -18,10 +20,22 @@ void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tens
   const float* s = scales.data<float>();
   const int64_t ng = scales.dim(1);
   const auto& table = simd::table();
+  // x as int16 rows padded to a multiple of 64 inputs (a whole register of every build). The
+  // buffers only grow, per calling thread: a decoder step allocates nothing once warm.
+  thread_local std::vector<int16_t> rounded;
+  thread_local std::vector<float> row_scales;
+  const int64_t ld = (k + 63) / 64 * 64;
+  if (rounded.size() < static_cast<size_t>(m * ld)) rounded.resize(static_cast<size_t>(m * ld));
+  if (row_scales.size() < static_cast<size_t>(m)) row_scales.resize(static_cast<size_t>(m));
+  int16_t* xr = rounded.data();
+  float* xs = row_scales.data();
+  parallel_range(0, m, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(k, 1)), [&](int64_t i0, int64_t i1) {
+    table.round_rows_i16(xr + i0 * ld, ld, xs + i0, a + i0 * k, k, i1 - i0, k);
+  });
   // at least ~64 KiB of weights per task, and 4 rows (one tile's columns) at the least
   const int64_t grain = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
   parallel_range(0, n, grain, [&](int64_t j0, int64_t j1) {
-    table.gemm_rows_q8(o + j0, n, a, k, w + j0 * k, k, s + j0 * ng, group, m, j1 - j0, k);
+    table.gemm_rows_q8(o + j0, n, xr, ld, xs, w + j0 * k, k, s + j0 * ng, group, m, j1 - j0, k);
   });
 }
 

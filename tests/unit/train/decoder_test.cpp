@@ -206,9 +206,11 @@ TEST(CachedDecoder, Int8WeightsAreTheFloatDecoderOfTheDequantizedWeights) {
     }
     train::CachedDecoder int8(net, {.int8_weights = true, .int8_group = group}), reference(rounded);
     const std::vector<int64_t> ids = random_ids(4);
-    EXPECT_LT(relative(int8.feed_all({ids.begin(), ids.begin() + 10}), reference.feed_all({ids.begin(), ids.begin() + 10})), 1e-5);
+    // The int8 products also round their inputs to int16 (2^-16 of each row's largest value):
+    // 1.6e-4 after the two layers here; a wrong scale or group would be off by percents.
+    EXPECT_LT(relative(int8.feed_all({ids.begin(), ids.begin() + 10}), reference.feed_all({ids.begin(), ids.begin() + 10})), 1e-3);
     for (int64_t t = 10; t < 30; ++t)
-      ASSERT_LT(relative(int8.feed({ids[static_cast<size_t>(t)]}), reference.feed({ids[static_cast<size_t>(t)]})), 1e-5) << t;
+      ASSERT_LT(relative(int8.feed({ids[static_cast<size_t>(t)]}), reference.feed({ids[static_cast<size_t>(t)]})), 1e-3) << t;
     // a quarter of the bytes, and near the float decoder
     train::CachedDecoder exact(net);
     EXPECT_LT(int8.weight_bytes() * 3, exact.weight_bytes()) << int8.weight_bytes() << " vs " << exact.weight_bytes();

@@ -137,11 +137,18 @@ struct Table {
   // row j of bt), in W lanes folded at the end; bits depending on the two rows and K only.
   void (*gemm_rows_bt)(float* c, int64_t ldc, const float* a, int64_t lda, const float* bt, int64_t ldbt, int64_t m,
                        int64_t n, int64_t K);
-  // c = a (m x K) times the transpose of the int8 matrix q (n x K, row stride ldq), row j of q
-  // scaled by scales[j * ng + g] over its columns [g * group, (g + 1) * group), ng =
-  // ceil(K / group) (quantized.inc): the int8 values become floats in registers only.
-  void (*gemm_rows_q8)(float* c, int64_t ldc, const float* a, int64_t lda, const signed char* q, int64_t ldq,
-                       const float* scales, int64_t group, int64_t m, int64_t n, int64_t K);
+  // Row i of a (m x K floats, row stride lda) as int16 for gemm_rows_q8 (quantized.inc):
+  // out[i * ldo + k] = round(a[i * lda + k] * 32767 / max |a row i|), ties to even, zeros in
+  // [K, ldo); scale[i] = max |a row i| / 32767 (0 for a row of zeros, NaN for a row holding an
+  // infinity or NaN). ldo at least K rounded up to a multiple of 2W.
+  void (*round_rows_i16)(int16_t* out, int64_t ldo, float* scale, const float* a, int64_t lda, int64_t m, int64_t K);
+  // c = a (m x K int16 rows from round_rows_i16, row stride lda, their scales ascale) times the
+  // transpose of the int8 matrix q (n x K, row stride ldq), row j of q scaled by
+  // scales[j * ng + g] over its columns [g * group, (g + 1) * group), ng = ceil(K / group)
+  // (quantized.inc): c[i, j] = ascale[i] * sum over g of scales[j, g] * (the exact integer dot of
+  // the group). The prefetch takes q's rows to be consecutive (ldq = K).
+  void (*gemm_rows_q8)(float* c, int64_t ldc, const int16_t* a, int64_t lda, const float* ascale, const signed char* q,
+                       int64_t ldq, const float* scales, int64_t group, int64_t m, int64_t n, int64_t K);
   // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (transpose.inc): W x W blocks
   // in registers.
   void (*transpose)(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols);
