@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "loom/core/error.h"
 
@@ -22,6 +23,12 @@ thread_local bool tls_in_parallel = false;
 
 // How long an idle worker (or the caller waiting for its workers) polls before sleeping.
 constexpr std::chrono::microseconds kPoll{100};
+// How long an idle worker then keeps looking for a job between yields of its core before it
+// sleeps. A step's jobs can be milliseconds apart (the caller's serial work between them); a
+// worker asleep by then was woken for the next job only once the scheduler gave it a core back,
+// which on a machine with other work took longer than the job (docs/benchmarks.md, "The second
+// thread"). Yielding keeps it awake without taking the core from anything else that wants it.
+constexpr std::chrono::milliseconds kYieldingPoll{10};
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -39,9 +46,9 @@ int default_thread_count() {
 
 // Workers poll for a new job for a short while after finishing one (back-to-back ops then find
 // them awake: waking a sleeping thread costs tens of microseconds on a VM, as long as a whole
-// 1e6-element add), then block on a condition variable, so an idle pool uses no CPU. The
-// calling thread takes chunks too, and jobs are cut into several chunks per thread so that a
-// late worker delays nobody.
+// 1e6-element add), then poll between yields of the core for longer, then block on a condition
+// variable, so an idle pool uses no CPU. The calling thread takes chunks too, and jobs are cut
+// into several chunks per thread so that a late worker delays nobody.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads) { resize(threads); }
@@ -121,6 +128,9 @@ class ThreadPool {
         cpu_relax();
         if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
       }
+      const auto yielding = std::chrono::steady_clock::now() + kYieldingPoll;
+      while (generation_.load(std::memory_order_acquire) == seen && !stopping_.load() && std::chrono::steady_clock::now() < yielding)
+        sched_yield();
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_work_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
