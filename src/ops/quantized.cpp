@@ -8,6 +8,7 @@
 #include "loom/core/error.h"
 #include "loom/core/grad_mode.h"
 #include "loom/ops/creation.h"
+#include "loom/ops/manipulation.h"
 #include "ops/backend.h"
 #include "ops/dispatch.h"
 
@@ -45,9 +46,10 @@ namespace {
 // The kernel's slot, declared beside its op (src/ops/backend.h, KernelSlot), filled by
 // src/ops/cpu/quantized.cpp: out (M, N) float32 = x (M, K) float32 times the transpose of q
 // (N, K) int8, q's row j scaled by scales (N, G) over each group of `group` columns
-// (G = ceil(K / group)); all contiguous (ops/quantized.h). Unfilled (if_filled): no int8 kernel.
+// (G = ceil(K / group)), plus bias (N) float32 when it is defined; all contiguous
+// (ops/quantized.h). Unfilled (if_filled): no int8 kernel.
 constinit const detail::KernelSlot<void(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales,
-                                        int64_t group)>
+                                        int64_t group, const Tensor& bias)>
     kMatmulInt8{"quantized.matmul_int8"};
 
 void check(const QuantizedMatrix& q, const char* where) {
@@ -72,7 +74,7 @@ Tensor dequantize(const QuantizedMatrix& q) {
   return from_vector<float>(w, {k, n});
 }
 
-Tensor matmul_int8(const Tensor& x, const QuantizedMatrix& w) {
+Tensor matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& bias) {
   check(w, "matmul_int8");
   if (!x.defined() || x.ndim() < 1 || x.dtype() != Float32)
     throw ValueError("matmul_int8: x must be float32 (..., K), got " +
@@ -81,17 +83,22 @@ Tensor matmul_int8(const Tensor& x, const QuantizedMatrix& w) {
   if (x.shape().back() != k)
     throw ShapeError("matmul_int8: x " + shape_str(x.shape()) + " has " + std::to_string(x.shape().back()) + " features, the matrix " +
                      std::to_string(k) + " inputs");
-  if (x.requires_grad() && grad_enabled())
+  if (bias.defined() && (bias.ndim() != 1 || bias.dim(0) != n || bias.dtype() != Float32 || bias.device() != x.device()))
+    throw ShapeError("matmul_int8: bias " + shape_str(bias.shape()) + " " + dtype_name(bias.dtype()) + " (valid: float32 (" +
+                     std::to_string(n) + "), one per output, on x's device)");
+  if ((x.requires_grad() || (bias.defined() && bias.requires_grad())) && grad_enabled())
     throw ValueError("matmul_int8: not differentiable (int8 weights are for inference): call it under NoGrad or on a tensor that does not require grad");
   Shape out_shape = x.shape();
   out_shape.back() = n;
-  const int64_t m = x.numel() / std::max<int64_t>(k, 1);
+  int64_t m = 1;  // rows: x's leading dimensions (not numel / K, which is 0 for K = 0)
+  for (int64_t i = 0; i + 1 < x.ndim(); ++i) m *= x.dim(i);
   Tensor out = empty(out_shape, Float32, x.device());
   if (m == 0 || n == 0) return out;
-  if (k == 0) return out.fill_(0);
+  if (k == 0) return bias.defined() ? out.copy_(broadcast_to(bias, out_shape)) : out.fill_(0);
   const auto kernel = kMatmulInt8.if_filled(x.device());
   if (!kernel) throw Error("matmul_int8: the " + x.device().str() + " backend has no int8 kernel");
-  kernel(out.reshape({m, n}), x.contiguous().reshape({m, k}), w.values.contiguous(), w.scales.contiguous(), w.group);
+  kernel(out.reshape({m, n}), x.contiguous().reshape({m, k}), w.values.contiguous(), w.scales.contiguous(), w.group,
+         bias.defined() ? bias.contiguous() : bias);
   return out;
 }
 

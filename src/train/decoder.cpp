@@ -28,7 +28,8 @@ struct Projection {
   std::optional<QuantizedMatrix> int8;
 
   Tensor operator()(const Tensor& x) const {
-    const Tensor y = int8 ? matmul_int8(x, *int8) : matmul(x, weights);
+    if (int8) return matmul_int8(x, *int8, bias);  // the bias added in the product's pass
+    const Tensor y = matmul(x, weights);
     return bias.defined() ? y + bias : y;
   }
   int64_t bytes() const {

@@ -38,9 +38,10 @@ LOOM_API Tensor dequantize(const QuantizedMatrix& q);
 // rounded to int16, round(x * 32767 / amax) with amax its largest |x| (ties to even), so an
 // element moves by at most amax / 65534; each output is then amax / 32767 times the sum over
 // groups of scale * (the integer dot of the rounded row and the int8 values, exact), in float32.
-// A row holding an infinity or NaN gives NaN outputs (that row only). Not differentiable:
-// ValueError when x requires grad in grad mode; also for a dtype other than float32 or a K that
-// does not match.
-LOOM_API Tensor matmul_int8(const Tensor& x, const QuantizedMatrix& w);
+// A row holding an infinity or NaN gives NaN outputs (that row only). With `bias` (N) float32,
+// each output adds its bias in the same pass (a Linear's bias: no second op over the result).
+// Not differentiable: ValueError when x or bias requires grad in grad mode; also for a dtype
+// other than float32 or a K that does not match; ShapeError for a bias that is not (N) float32.
+LOOM_API Tensor matmul_int8(const Tensor& x, const QuantizedMatrix& w, const Tensor& bias = Tensor());
 
 }  // namespace loom

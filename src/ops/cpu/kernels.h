@@ -19,7 +19,7 @@ double sum_squares_f32(const Tensor& x);
 void cumsum(const Tensor& out, const Tensor& x, int64_t axis);
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b);
 bool matmul_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
-void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales, int64_t group);
+void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales, int64_t group, const Tensor& bias);
 void take(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);
 void index_add(const Tensor& dst, int64_t axis, const Tensor& index, const Tensor& src);
 void take_along(const Tensor& out, const Tensor& x, int64_t axis, const Tensor& index);

@@ -12,13 +12,14 @@
 
 namespace loom::cpu {
 
-void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales, int64_t group) {
+void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tensor& scales, int64_t group, const Tensor& bias) {
   const int64_t m = x.dim(0), k = x.dim(1), n = q.dim(0);
   float* o = out.data<float>();
   const float* a = x.data<float>();
   const auto* w = reinterpret_cast<const signed char*>(q.data<uint8_t>());
   const float* s = scales.data<float>();
   const int64_t ng = scales.dim(1);
+  const float* b = bias.defined() ? bias.data<float>() : nullptr;
   const auto& table = simd::table();
   // x as int16 rows padded to a multiple of 64 inputs (a whole register of every build). The
   // buffers only grow, per calling thread: a decoder step allocates nothing once warm.
@@ -35,7 +36,7 @@ void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tens
   // at least ~64 KiB of weights per task, and 4 rows (one tile's columns) at the least
   const int64_t grain = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
   parallel_range(0, n, grain, [&](int64_t j0, int64_t j1) {
-    table.gemm_rows_q8(o + j0, n, xr, ld, xs, w + j0 * k, k, s + j0 * ng, group, m, j1 - j0, k);
+    table.gemm_rows_q8(o + j0, n, xr, ld, xs, w + j0 * k, k, s + j0 * ng, b ? b + j0 : nullptr, group, m, j1 - j0, k);
   });
 }
 

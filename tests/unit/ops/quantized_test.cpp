@@ -18,6 +18,7 @@
 #include "loom/ops/creation.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg.h"
+#include "loom/ops/manipulation.h"
 #include "loom/ops/quantized.h"
 #include "loom/ops/random.h"
 #include "loom/ops/reduction.h"
@@ -118,11 +119,15 @@ TEST(QuantizeInt8, KernelOfEveryBuildEqualsTheProductOfItsValues) {
             for (float& x : as) x = unit(rng) + 1.5f;
             for (float& x : s) x = unit(rng) + 1.5f;
             for (signed char& x : q) x = static_cast<signed char>(k == 9000 && n == 1 ? 127 : q8(rng));
+            // a bias on every other case
+            std::vector<float> bias(static_cast<size_t>(n));
+            for (float& x : bias) x = unit(rng);
+            const bool biased = (k + m + n) % 2 == 0;
             std::vector<float> c(static_cast<size_t>(m * n) + 1, -7.0f);  // one past the end: must stay
-            t->gemm_rows_q8(c.data(), n, a.data(), ld, as.data(), q.data(), k, s.data(), group, m, n, k);
+            t->gemm_rows_q8(c.data(), n, a.data(), ld, as.data(), q.data(), k, s.data(), biased ? bias.data() : nullptr, group, m, n, k);
             for (int64_t i = 0; i < m; ++i)
               for (int64_t j = 0; j < n; ++j) {
-                double want = 0, size = 0;
+                double want = biased ? bias[static_cast<size_t>(j)] : 0.0, size = std::abs(want);
                 for (int64_t x = 0; x < k; ++x) {
                   const double term = static_cast<double>(a[static_cast<size_t>(i * ld + x)]) * q[static_cast<size_t>(j * k + x)] *
                                       s[static_cast<size_t>(j * ng + x / group)] * as[static_cast<size_t>(i)];
@@ -160,6 +165,25 @@ TEST(MatmulInt8, EqualsMatmulWithTheDequantizedMatrixWithinTheRoundingOfX) {
     const Tensor bound = max(abs(xt), {-1}, true) / 32767.0 * 0.5 * column_size + 1e-5;
     EXPECT_TRUE(all(abs(matmul_int8(xt, q) - matmul(xt, dequantize(q))) <= bound).item<bool>());
   }
+}
+
+// A bias is added in the product's pass: as adding it after would, but for the one rounding the
+// kernel's multiply-add saves. K = 0 gives the bias alone (zeros without one).
+TEST(MatmulInt8, ABiasIsAddedInTheProductsPass) {
+  Generator g(4);
+  const QuantizedMatrix q = quantize_int8(normal({40, 9}, 0.0, 0.1, Float32, default_device(), &g), 16);
+  const Tensor x = normal({3, 2, 40}, 0.0, 1.0, Float32, default_device(), &g), b = normal({9}, 0.0, 1.0, Float32, default_device(), &g);
+  const Tensor fused = matmul_int8(x, q, b), after = matmul_int8(x, q) + b;
+  ASSERT_EQ(fused.shape(), (Shape{3, 2, 9}));
+  EXPECT_LE(max(abs(fused - after)).item<double>(), 1e-6 * max(abs(after)).item<double>());
+  EXPECT_GT(max(abs(fused - matmul_int8(x, q))).item<double>(), 0.1);  // the bias is there
+  const QuantizedMatrix none = quantize_int8(zeros({0, 9}));
+  EXPECT_TRUE(all(equal(matmul_int8(zeros({2, 0}), none, b), broadcast_to(b, {2, 9}))).item<bool>());
+  EXPECT_TRUE(all(equal(matmul_int8(ones({4, 2, 0}), none), zeros({4, 2, 9}))).item<bool>());
+  EXPECT_THROW(matmul_int8(x, q, ones({8})), ShapeError);
+  EXPECT_THROW(matmul_int8(x, q, ones({9}, Float64)), ShapeError);
+  EXPECT_THROW(matmul_int8(x, q, ones({1, 9})), ShapeError);
+  EXPECT_THROW(matmul_int8(x, q, ones({9}).requires_grad_()), ValueError);
 }
 
 // A row of x with an infinity or NaN gives NaN outputs in that row only; a row of zeros, zeros.

@@ -146,9 +146,10 @@ struct Table {
   // transpose of the int8 matrix q (n x K, row stride ldq), row j of q scaled by
   // scales[j * ng + g] over its columns [g * group, (g + 1) * group), ng = ceil(K / group)
   // (quantized.inc): c[i, j] = ascale[i] * sum over g of scales[j, g] * (the exact integer dot of
-  // the group). The prefetch takes q's rows to be consecutive (ldq = K).
+  // the group), + bias[j] when bias is not null. The prefetch takes q's rows to be consecutive
+  // (ldq = K).
   void (*gemm_rows_q8)(float* c, int64_t ldc, const int16_t* a, int64_t lda, const float* ascale, const signed char* q,
-                       int64_t ldq, const float* scales, int64_t group, int64_t m, int64_t n, int64_t K);
+                       int64_t ldq, const float* scales, const float* bias, int64_t group, int64_t m, int64_t n, int64_t K);
   // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (transpose.inc): W x W blocks
   // in registers.
   void (*transpose)(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols);
