@@ -3,12 +3,12 @@
 // (simd/quantized.inc), which multiplies int16 by int8 in integer registers.
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/register.h"
 #include "ops/cpu/simd/simd.h"
+#include "ops/internal.h"
 
 namespace loom::cpu {
 
@@ -21,15 +21,12 @@ void matmul_int8(const Tensor& out, const Tensor& x, const Tensor& q, const Tens
   const int64_t ng = scales.dim(1);
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   const auto& table = simd::table();
-  // x as int16 rows padded to a multiple of 64 inputs (a whole register of every build). The
-  // buffers only grow, per calling thread: a decoder step allocates nothing once warm.
-  thread_local std::vector<int16_t> rounded;
-  thread_local std::vector<float> row_scales;
+  // x as int16 rows padded to a multiple of 64 inputs (a whole register of every build), in
+  // buffers of the caching allocator (Loom has no int16 dtype: their bytes)
   const int64_t ld = (k + 63) / 64 * 64;
-  if (rounded.size() < static_cast<size_t>(m * ld)) rounded.resize(static_cast<size_t>(m * ld));
-  if (row_scales.size() < static_cast<size_t>(m)) row_scales.resize(static_cast<size_t>(m));
-  int16_t* xr = rounded.data();
-  float* xs = row_scales.data();
+  const Tensor rounded = detail::alloc({m * ld * 2}, UInt8, x.device()), row_scales = detail::alloc({m}, Float32, x.device());
+  auto* xr = reinterpret_cast<int16_t*>(rounded.data<uint8_t>());
+  float* xs = row_scales.data<float>();
   parallel_range(0, m, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(k, 1)), [&](int64_t i0, int64_t i1) {
     table.round_rows_i16(xr + i0 * ld, ld, xs + i0, a + i0 * k, k, i1 - i0, k);
   });

@@ -157,7 +157,8 @@ TEST(MatmulInt8, EqualsMatmulWithTheDequantizedMatrixWithinTheRoundingOfX) {
       const Tensor step = max(abs(x), {-1}, true) / 32767.0;  // (..., 1)
       const Tensor bound = step * 0.5 * column_size + 1e-5 * max(abs(want)).item<double>();
       EXPECT_TRUE(all(abs(got - want) <= bound).item<bool>()) << "group " << group;
-      // and the rounding is the whole difference: not much tighter than that bound is possible
+      // x is rounded: the product differs from the float one (a kernel that skipped the rounding
+      // would not)
       EXPECT_GT(max(abs(got - want)).item<double>(), 0.0) << "group " << group;
     }
     // a strided x is read as its values
