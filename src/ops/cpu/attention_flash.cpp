@@ -100,18 +100,41 @@ struct ForwardTask {
     T* M = m.data() + g * kBr;
     T* Lsum = l.data() + g * kBr;
     T* A = acc.data() + g * kBr * Ev;
+    const bool banded = kt && plane.banded(i0, j0);
     if (kt) {
       const int64_t bcp = std::min(kBc, round16(bc));  // the zero columns past S give scores left unread
-      ops.gemm_nn(s.data(), kBc, Q, E, kt + (kvh * nkt + j0 / kBc) * E * kBc, kBc, br, bcp, E);
+      const T* ktile = kt + (kvh * nkt + j0 / kBc) * E * kBc;
+      if (banded)  // rows [r0, r0 + n) need the keys before r0 + n only
+        for (int64_t r0 = 0; r0 < br; r0 += kBand) {
+          const int64_t n = std::min(kBand, br - r0);
+          ops.gemm_nn(s.data() + r0 * kBc, kBc, Q + r0 * E, E, ktile, kBc, n, std::min(bcp, round16(r0 + n)), E);
+        }
+      else
+        ops.gemm_nn(s.data(), kBc, Q, E, ktile, kBc, br, bcp, E);
     } else {
       ops.gemm_nt(s.data(), kBc, Q, E, k + kvh * ks + j0 * E, E, br, bc, E);
     }
     if (plane.tile_masked(i0, j0, bc)) plane.mask_tile(s.data(), kBc, i0, br, j0, bc, false);
-    ops.online_softmax(s.data(), kBc, br, bc, M, Lsum, A, Ev, Ev);  // s = exp(s - m), the sums, A rescaled
+    // s = exp(s - m), the sums, A rescaled; a banded tile's rows past their band's keys hold
+    // only -inf (weights 0), left as they are and unread
+    if (banded)
+      for (int64_t r0 = 0; r0 < br; r0 += kBand) {
+        const int64_t n = std::min(kBand, br - r0);
+        ops.online_softmax(s.data() + r0 * kBc, kBc, n, std::min(bc, round16(r0 + n)), M + r0, Lsum + r0, A + r0 * Ev, Ev, Ev);
+      }
+    else
+      ops.online_softmax(s.data(), kBc, br, bc, M, Lsum, A, Ev, Ev);
     if (p.dropout_p > 0)
       for (int64_t r = 0; r < br; ++r)
-        for (int64_t c = 0; c < bc; ++c) s[r * kBc + c] *= plane.drop(i0 + r, j0 + c);
-    ops.gemm_nn_add(A, Ev, s.data(), kBc, v + kvh * vs + j0 * Ev, Ev, br, Ev, bc);
+        for (int64_t c = 0; c < (banded ? std::min(bc, r + 1) : bc); ++c) s[r * kBc + c] *= plane.drop(i0 + r, j0 + c);
+    const T* Vj = v + kvh * vs + j0 * Ev;
+    if (banded)  // (the weights past each band's keys are exactly 0)
+      for (int64_t r0 = 0; r0 < br; r0 += kBand) {
+        const int64_t n = std::min(kBand, br - r0);
+        ops.gemm_nn_add(A + r0 * Ev, Ev, s.data() + r0 * kBc, kBc, Vj, Ev, n, Ev, std::min(bc, r0 + n));
+      }
+    else
+      ops.gemm_nn_add(A, Ev, s.data(), kBc, Vj, Ev, br, Ev, bc);
   }
 
   // Query tile g's rows divided by their sums, and their log-sum-exp.
@@ -157,6 +180,18 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
       work.run(bh, first, std::min(nqt, first + kQueryTilesPerGroup), out, lse, q, k, v);
     }
   });
+}
+
+// The dot product of a and b (n), in 8 interleaved partial sums: a loop the compiler vectorizes
+// (one sum's chain of dependent adds had cost a cycle or four per element).
+template <typename T>
+T dot(const T* a, const T* b, int64_t n) {
+  T part[8] = {};
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8)
+    for (int j = 0; j < 8; ++j) part[j] += a[e + j] * b[e + j];
+  for (; e < n; ++e) part[0] += a[e] * b[e];
+  return ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
 }
 
 // Key tiles a backward task takes together against each query tile: the query side of a tile
@@ -217,12 +252,9 @@ struct BackwardTask {
       transpose_tiles(kt.data(), kBc, K, S, E);
       std::fill(dqt.begin(), dqt.end(), T(0));
     }
-    for (int64_t r = 0; r < group * L; ++r) {
-      T d = 0;
-      for (int64_t e = 0; e < Ev; ++e) d += GO[r * Ev + e] * O[r * Ev + e];
-      dd[r] = std::isinf(LSE[r]) ? T(0) : d;  // a fully masked row (NaN output) takes no gradient
-    }
-    std::fill(dQ, dQ + group * L * E, T(0));
+    for (int64_t r = 0; r < group * L; ++r)  // a fully masked row (NaN output) takes no gradient
+      dd[r] = std::isinf(LSE[r]) ? T(0) : dot(GO + r * Ev, O + r * Ev, Ev);
+    if constexpr (!kT) std::fill(dQ, dQ + group * L * E, T(0));  // (float32 writes it whole from dQ^T)
     std::fill(dK, dK + S * E, T(0));
     std::fill(dV, dV + S * Ev, T(0));
   }
@@ -243,19 +275,18 @@ struct BackwardTask {
         }
       }
     }
-    if constexpr (kT)  // dQ = scale (dQ^T)^T
+    if constexpr (kT) {  // dQ = scale (dQ^T)^T
       for (int64_t g = 0; g < group; ++g)
-        for (int64_t i0 = 0; i0 < L; i0 += kBr) {
-          const T* t = dqt.data() + (g * nqt + i0 / kBr) * E * kBr;
-          for (int64_t r = 0; r < std::min(kBr, L - i0); ++r)
-            for (int64_t e = 0; e < E; ++e) dQ[(g * L + i0 + r) * E + e] = t[e * kBr + r] * scale;
-        }
-    else
-      ops.scale(dQ, dQ, scale, group * L * E);
+        for (int64_t i0 = 0; i0 < L; i0 += kBr)
+          simd::table().transpose(dQ + (g * L + i0) * E, E, dqt.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, E, std::min(kBr, L - i0));
+    }
+    ops.scale(dQ, dQ, scale, group * L * E);
   }
 
   // One tile: P^T recomputed from the log-sum-exp, then dV, dS, dK and dQ's parts.
   void tile(const Plane<T>& plane, int64_t g, int64_t i0, int64_t br, int64_t j0, int64_t bc) {
+    if constexpr (kT)
+      if (pd.empty() && plane.banded(i0, j0)) return diagonal_tile(plane, g, i0, br, j0, bc);
     const T* Kj = K + j0 * E;
     const T* Vj = V + j0 * Ev;
     const T* Qi = qs.data() + (g * L + i0) * E;
@@ -294,6 +325,33 @@ struct BackwardTask {
       for (int64_t r = 0; r < br; ++r)
         for (int64_t c = 0; c < bc; ++c) ds[r * kBc + c] = dpt[c * kBr + r];
       ops.gemm_nn_add(dQ + (g * L + i0) * E, E, ds.data(), kBc, Kj, E, br, E, bc);
+    }
+  }
+  // A tile on a causal plane's diagonal (Plane::banded, no dropout) as tile() runs it, in bands:
+  // key rows [c0, c0 + n) see the queries from c0 on only, so their products run over those
+  // queries; dQ^T's columns [r0, r0 + n) take the keys before r0 + n only. The terms left out
+  // are those of weights exactly 0; the rest are summed in the same order.
+  void diagonal_tile(const Plane<T>& plane, int64_t g, int64_t i0, int64_t br, int64_t j0, int64_t bc) {
+    static_assert(kBr == kBc, "a diagonal tile is square");
+    const int64_t brp = std::min(kBr, round16(br)), tq = g * nqt + i0 / kBr;
+    const T* Qi = qs.data() + (g * L + i0) * E;
+    const T* GOi = GO + (g * L + i0) * Ev;
+    for (int64_t c0 = 0; c0 < std::min(bc, br); c0 += kBand) {
+      const int64_t n = std::min(kBand, bc - c0), nq = br - c0;
+      T* pt = st.data() + c0 * kBr + c0;  // P^T's band, from query c0 on
+      T* dst = dpt.data() + c0 * kBr + c0;
+      ops.gemm_nn(pt, kBr, K + (j0 + c0) * E, E, qst.data() + tq * E * kBr + c0, kBr, n, brp - c0, E);
+      plane.mask_tile(st.data() + c0 * kBr, kBr, i0, br, j0 + c0, n, true);
+      ops.exp_minus_rows(pt, kBr, LSE + g * L + i0 + c0, n, nq);
+      ops.gemm_nn_add(dV + (j0 + c0) * Ev, Ev, pt, kBr, GOi + c0 * Ev, Ev, n, Ev, nq);
+      ops.gemm_nn(dst, kBr, V + (j0 + c0) * Ev, Ev, got.data() + tq * Ev * kBr + c0, kBr, n, brp - c0, Ev);
+      ops.softmax_grad_rows(dst, kBr, pt, dd.data() + g * L + i0 + c0, n, nq);
+      ops.gemm_nn_add(dK + (j0 + c0) * E, E, dst, kBr, Qi + c0 * E, E, n, E, nq);
+    }
+    const T* ktile = kt.data() + (j0 / kBc) * E * kBc;
+    for (int64_t r0 = 0; r0 < brp; r0 += kBand) {
+      const int64_t n = std::min(kBand, brp - r0);
+      ops.gemm_nn_add(dqt.data() + tq * E * kBr + r0, kBr, ktile, kBc, dpt.data() + r0, kBr, E, n, std::min(bc, r0 + n));
     }
   }
 };
