@@ -164,13 +164,16 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
   const bool kT = std::is_same_v<T, float> && p.L > 2;
   const int64_t nkt = (p.S + kBc - 1) / kBc, nqt = (p.L + kBr - 1) / kBr;
   const int64_t ngroups = (nqt + kQueryTilesPerGroup - 1) / kQueryTilesPerGroup;
-  std::vector<T> kt(kT ? static_cast<size_t>(p.B * p.Hkv * nkt * E * kBc) : 0);
+  // (a buffer of the caching allocator, not a zeroed vector: the transposes write all of it,
+  // the zeros past S included, and zeroing it first had been as much memset as the keys' size)
+  const Tensor kt_buffer = kT ? detail::alloc({p.B * p.Hkv * nkt * E * kBc}, Float32, Device::cpu()) : Tensor();
+  T* kt = kT ? static_cast<T*>(kt_buffer.data_ptr()) : nullptr;
   if (kT)
     parallel_range(0, p.B * p.Hkv, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h) transpose_tiles(kt.data() + h * nkt * E * kBc, kBc, k + h * ks, p.S, E);
+      for (int64_t h = h0; h < h1; ++h) transpose_tiles(kt + h * nkt * E * kBc, kBc, k + h * ks, p.S, E);
     });
   parallel_range(0, p.B * p.H * ngroups, 1, [&](int64_t t0, int64_t t1) {
-    ForwardTask<T> work(p, E, Ev, kT ? kt.data() : nullptr, ks, vs);
+    ForwardTask<T> work(p, E, Ev, kt, ks, vs);
     for (int64_t task = t0; task < t1; ++task) {
       // a plane's groups of query tiles in the order 0, n-1, 1, n-2, ...: a causal group's work
       // grows with its index, so a contiguous chunk of tasks pairs light and heavy groups and
