@@ -330,6 +330,7 @@ struct BackwardTask {
       ops.gemm_nn_add(dQ + (g * L + i0) * E, E, ds.data(), kBc, Kj, E, br, E, bc);
     }
   }
+
   // A tile on a causal plane's diagonal (Plane::banded, no dropout) as tile() runs it, in bands:
   // key rows [c0, c0 + n) see the queries from c0 on only, so their products run over those
   // queries; dQ^T's columns [r0, r0 + n) take the keys before r0 + n only. The terms left out
