@@ -1342,8 +1342,8 @@ void nn_cases(Table& t) {
   sdpa("f32 causal (1,2,70,16) (1,2,90,16), tiles", {X({1, 2, 70, 16}), X({1, 2, 90, 16}), X({1, 2, 90, 8})}, true, nullopt, false);
   sdpa("f64 float mask (2,1,1,130), tiles", {X({2, 1, 5, 8}, F64), X({2, 1, 130, 8}, F64), X({2, 1, 130, 4}, F64), X({2, 1, 1, 130}, F64)},
        false, nullopt, false);
-  // causal with L = S: the tiles on the diagonal run their products in bands (a whole one, then
-  // one of 2 x 2), here with grouped-query heads
+  // causal with L = S: the tiles on the diagonal run their products in bands (two whole tiles,
+  // then one of 2 x 2), here with grouped-query heads
   sdpa("f32 gqa causal (1,4,130,32) on 2 heads, banded diagonal tiles", {X({1, 4, 130, 32}), X({1, 2, 130, 32}), X({1, 2, 130, 24})},
        true, nullopt, false, true);
   sdpa("f32 gqa 4 query heads on 2", {X({1, 4, 3, 8}), X({1, 2, 5, 8}), X({1, 2, 5, 6})}, false, nullopt, true, true);
