@@ -218,6 +218,9 @@ struct BackwardTask {
   // per key tile (kt) and dQ accumulated transposed (dqt, E x kBr blocks), so that dQ^T += K^T
   // dS^T takes dS^T as the products left it (dS K needed dS, a scalar transpose a tile)
   std::vector<T> qst, got, kt, dqt, qs, dd, st, pd, dpt, ds;
+  // whether a key tile's rows of dK and dV, and a query tile's block of dQ (dQ^T), have had no
+  // product yet: the first one stores (no zeroing beforehand), the later ones add
+  std::vector<char> key_fresh, query_fresh;
   // this task's operands (set by start)
   int64_t b = 0, h0 = 0;
   const T *K = nullptr, *V = nullptr, *Q = nullptr, *GO = nullptr, *O = nullptr, *LSE = nullptr;
@@ -229,10 +232,10 @@ struct BackwardTask {
         qst(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0), got(kT ? static_cast<size_t>(group * nqt * Ev * kBr) : 0),
         kt(kT ? static_cast<size_t>(nkt * E * kBc) : 0), dqt(kT ? static_cast<size_t>(group * nqt * E * kBr) : 0),
         qs(static_cast<size_t>(group * L * E)), dd(static_cast<size_t>(group * L)), st(kBc * kBr),
-        pd(p.dropout_p > 0 ? kBc * kBr : 0), dpt(kBc * kBr), ds(kT ? 0 : kBr * kBc) {}
+        pd(p.dropout_p > 0 ? kBc * kBr : 0), dpt(kBc * kBr), ds(kT ? 0 : kBr * kBc), key_fresh(static_cast<size_t>(nkt)),
+        query_fresh(static_cast<size_t>(group * nqt)) {}
 
-  // Points at the task's heads, scales and transposes its queries, takes D = rowsum(dO * O) and
-  // zeroes its gradients.
+  // Points at the task's heads, scales and transposes its queries and takes D = rowsum(dO * O).
   void start(int64_t task, T* dq, T* dk, T* dv, const T* go, const T* q, const T* k, const T* v, const T* out,
              const T* lse) {
     b = task / p.Hkv;
@@ -253,13 +256,20 @@ struct BackwardTask {
         transpose_tiles(got.data() + g * nqt * Ev * kBr, kBr, GO + g * L * Ev, L, Ev);
       }
       transpose_tiles(kt.data(), kBc, K, S, E);
-      std::fill(dqt.begin(), dqt.end(), T(0));
     }
     for (int64_t r = 0; r < group * L; ++r)  // a fully masked row (NaN output) takes no gradient
       dd[r] = std::isinf(LSE[r]) ? T(0) : dot(GO + r * Ev, O + r * Ev, Ev);
-    if constexpr (!kT) std::fill(dQ, dQ + group * L * E, T(0));  // (float32 writes it whole from dQ^T)
-    std::fill(dK, dK + S * E, T(0));
-    std::fill(dV, dV + S * Ev, T(0));
+    std::fill(key_fresh.begin(), key_fresh.end(), char{1});
+    std::fill(query_fresh.begin(), query_fresh.end(), char{1});
+  }
+
+  // c (m x n) = a b for a block's first product, c += a b after: the same chain of multiply-adds
+  // as from a zeroed c (K is a tile's 64 at most, one of gemm_rows' slices), without zeroing the
+  // gradients first (3 % of a T 256 call's samples)
+  void accumulate(bool first, T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_t ldb, int64_t m, int64_t n,
+                  int64_t K) const {
+    if (first) ops.gemm_nn(c, ldc, a, lda, b, ldb, m, n, K);
+    else ops.gemm_nn_add(c, ldc, a, lda, b, ldb, m, n, K);
   }
 
   // Every live (query tile, key tile) pair, key tiles in blocks of kKeyTilesPerBlock.
@@ -278,6 +288,17 @@ struct BackwardTask {
         }
       }
     }
+    for (int64_t j = 0; j < nkt; ++j)  // keys no query sees (all masked): zero gradients
+      if (key_fresh[static_cast<size_t>(j)]) {
+        const int64_t j1 = std::min(S, (j + 1) * kBc);
+        std::fill(dK + j * kBc * E, dK + j1 * E, T(0));
+        std::fill(dV + j * kBc * Ev, dV + j1 * Ev, T(0));
+      }
+    for (int64_t t = 0; t < group * nqt; ++t)  // queries that see no key
+      if (query_fresh[static_cast<size_t>(t)]) {
+        if constexpr (kT) std::fill(dqt.begin() + t * E * kBr, dqt.begin() + (t + 1) * E * kBr, T(0));
+        else std::fill(dQ + (t / nqt * L + t % nqt * kBr) * E, dQ + (t / nqt * L + std::min(L, (t % nqt + 1) * kBr)) * E, T(0));
+      }
     if constexpr (kT) {  // dQ = scale (dQ^T)^T
       for (int64_t g = 0; g < group; ++g)
         for (int64_t i0 = 0; i0 < L; i0 += kBr)
@@ -309,7 +330,9 @@ struct BackwardTask {
       pt = pd.data();
     }
     // dV_j += P^T dO_i
-    ops.gemm_nn_add(dV + j0 * Ev, Ev, pt, kBr, GOi, Ev, bc, Ev, br);
+    char& kf = key_fresh[static_cast<size_t>(j0 / kBc)];
+    char& qf = query_fresh[static_cast<size_t>(g * nqt + i0 / kBr)];
+    accumulate(kf, dV + j0 * Ev, Ev, pt, kBr, GOi, Ev, bc, Ev, br);
     // dP^T = V_j dO_i^T, through the dropout; dS^T = P^T (dP^T - D)
     if constexpr (kT) ops.gemm_nn(dpt.data(), kBr, Vj, Ev, got.data() + (g * nqt + i0 / kBr) * Ev * kBr, kBr, bc, brp, Ev);
     else ops.gemm_nt(dpt.data(), kBr, Vj, Ev, GOi, Ev, bc, br, Ev);
@@ -318,17 +341,19 @@ struct BackwardTask {
         for (int64_t r = 0; r < br; ++r) dpt[c * kBr + r] *= plane.drop(i0 + r, j0 + c);
     ops.softmax_grad_rows(dpt.data(), kBr, st.data(), d_i, bc, br);
     // dK_j += dS^T (Q_i scale)
-    ops.gemm_nn_add(dK + j0 * E, E, dpt.data(), kBr, Qi, E, bc, E, br);
+    accumulate(kf, dK + j0 * E, E, dpt.data(), kBr, Qi, E, bc, E, br);
+    kf = 0;
     // dQ_i += dS K_j (scaled at the end); float32 as dQ_i^T += K_j^T dS^T, the same products in
     // the same order (columns past L, as in P^T, left unread)
     if constexpr (kT) {
-      ops.gemm_nn_add(dqt.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, kt.data() + (j0 / kBc) * E * kBc, kBc, dpt.data(), kBr,
-                      E, brp, bc);
+      accumulate(qf, dqt.data() + (g * nqt + i0 / kBr) * E * kBr, kBr, kt.data() + (j0 / kBc) * E * kBc, kBc, dpt.data(), kBr, E,
+                 brp, bc);
     } else {
       for (int64_t r = 0; r < br; ++r)
         for (int64_t c = 0; c < bc; ++c) ds[r * kBc + c] = dpt[c * kBr + r];
-      ops.gemm_nn_add(dQ + (g * L + i0) * E, E, ds.data(), kBc, Kj, E, br, E, bc);
+      accumulate(qf, dQ + (g * L + i0) * E, E, ds.data(), kBc, Kj, E, br, E, bc);
     }
+    qf = 0;
   }
 
   // A tile on a causal plane's diagonal (Plane::banded, no dropout) as tile() runs it, in bands:
@@ -340,6 +365,9 @@ struct BackwardTask {
     const int64_t brp = std::min(kBr, round16(br)), tq = g * nqt + i0 / kBr;
     const T* Qi = qs.data() + (g * L + i0) * E;
     const T* GOi = GO + (g * L + i0) * Ev;
+    char& kf = key_fresh[static_cast<size_t>(j0 / kBc)];
+    char& qf = query_fresh[static_cast<size_t>(tq)];
+    int64_t c_end = 0;  // key rows [0, c_end) in bands
     for (int64_t c0 = 0; c0 < std::min(bc, br); c0 += kBand) {
       const int64_t n = std::min(kBand, bc - c0), nq = br - c0;
       T* pt = st.data() + c0 * kBr + c0;  // P^T's band, from query c0 on
@@ -347,16 +375,23 @@ struct BackwardTask {
       ops.gemm_nn(pt, kBr, K + (j0 + c0) * E, E, qst.data() + tq * E * kBr + c0, kBr, n, brp - c0, E);
       plane.mask_tile(st.data() + c0 * kBr, kBr, i0, br, j0 + c0, n, true);
       ops.exp_minus_rows(pt, kBr, LSE + g * L + i0 + c0, n, nq);
-      ops.gemm_nn_add(dV + (j0 + c0) * Ev, Ev, pt, kBr, GOi + c0 * Ev, Ev, n, Ev, nq);
+      accumulate(kf, dV + (j0 + c0) * Ev, Ev, pt, kBr, GOi + c0 * Ev, Ev, n, Ev, nq);
       ops.gemm_nn(dst, kBr, V + (j0 + c0) * Ev, Ev, got.data() + tq * Ev * kBr + c0, kBr, n, brp - c0, Ev);
       ops.softmax_grad_rows(dst, kBr, pt, dd.data() + g * L + i0 + c0, n, nq);
-      ops.gemm_nn_add(dK + (j0 + c0) * E, E, dst, kBr, Qi + c0 * E, E, n, E, nq);
+      accumulate(kf, dK + (j0 + c0) * E, E, dst, kBr, Qi + c0 * E, E, n, E, nq);
+      c_end = c0 + n;
     }
+    if (kf) {  // key rows past the last band (L < S) see no query of this tile
+      std::fill(dK + (j0 + c_end) * E, dK + (j0 + bc) * E, T(0));
+      std::fill(dV + (j0 + c_end) * Ev, dV + (j0 + bc) * Ev, T(0));
+    }
+    kf = 0;
     const T* ktile = kt.data() + (j0 / kBc) * E * kBc;
     for (int64_t r0 = 0; r0 < brp; r0 += kBand) {
       const int64_t n = std::min(kBand, brp - r0);
-      ops.gemm_nn_add(dqt.data() + tq * E * kBr + r0, kBr, ktile, kBc, dpt.data() + r0, kBr, E, n, std::min(bc, r0 + n));
+      accumulate(qf, dqt.data() + tq * E * kBr + r0, kBr, ktile, kBc, dpt.data() + r0, kBr, E, n, std::min(bc, r0 + n));
     }
+    qf = 0;
   }
 };
 

@@ -238,6 +238,30 @@ TEST(FlashAttention, FullyMaskedRowsGiveNaNAndNoGradient) {
   EXPECT_FALSE(std::isnan(sum(f.grads[1]).item<double>()));  // the math form's dk and dv are NaN here
 }
 
+// A whole tile of query rows that sees no key (rows 64-127 masked out), in planes that one thread
+// runs one after another: no key tile is live for that query tile, so its dQ is never a
+// product's (zeros, not what an earlier plane left), while dK and dV are the other rows' alone.
+TEST(FlashAttention, AQueryTileThatSeesNoKeyGetsZeroGradient) {
+  manual_seed(21);
+  for (DType dt : {Float32, Float64}) {
+    const double rtol = dt == Float64 ? 1e-10 : 1e-4, atol = dt == Float64 ? 1e-12 : 1e-5;
+    const int64_t L = 140, S = 100;
+    const Tensor q = randn({3, 2, L, 16}, dt), k = randn({3, 2, S, 16}, dt), v = randn({3, 2, S, 16}, dt), cot = randn({3, 2, L, 16}, dt);
+    Tensor keep = logical_or(greater(uniform({L, S}), scalar_tensor(0.3)), reshape(arange(S), {1, S}) == 0);
+    keep = logical_and(keep, logical_or(reshape(arange(L), {L, 1}) < 64, reshape(arange(L), {L, 1}) >= 128));
+    const Result f = run(false, q, k, v, {.mask = keep}, cot);
+    // the reference: the math form over the rows that see something
+    const auto seen = [](const Tensor& x, int64_t axis) { return concatenate({slice(x, axis, 0, 64), slice(x, axis, 128, 140)}, axis); };
+    const Result m = run(true, seen(q, 2), k, v, {.mask = seen(keep, 0)}, seen(cot, 2));
+    const Tensor unseen = slice(f.out, 2, 64, 128);
+    EXPECT_TRUE(all(unseen != unseen).item<bool>()) << dtype_name(dt) << ": NaN rows";
+    EXPECT_EQ(sum(abs(slice(f.grads[0], 2, 64, 128))).item<double>(), 0.0) << dtype_name(dt);
+    EXPECT_LE(worst(seen(f.grads[0], 2), m.grads[0], rtol, atol), 1.0) << dtype_name(dt) << ": dq";
+    EXPECT_LE(worst(f.grads[1], m.grads[1], rtol, atol), 1.0) << dtype_name(dt) << ": dk";
+    EXPECT_LE(worst(f.grads[2], m.grads[2], rtol, atol), 1.0) << dtype_name(dt) << ": dv";
+  }
+}
+
 TEST(FlashAttention, RefusesBadOperandsClearly) {
   std::string m = error_message<ShapeError>([] { scaled_dot_product_attention(zeros({2, 3, 64}), zeros({2, 5, 32}), zeros({2, 5, 64})); });
   EXPECT_TRUE(contains_all(m, {"scaled_dot_product_attention", "embedding size", "(2, 3, 64)", "(2, 5, 32)"}));
