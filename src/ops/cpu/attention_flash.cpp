@@ -186,7 +186,7 @@ void forward_impl(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
 }
 
 // The dot product of a and b (n), in 8 interleaved partial sums: a loop the compiler vectorizes
-// (one sum's chain of dependent adds had cost a cycle or four per element).
+// (one sum's chain of dependent adds waited on each add's latency).
 template <typename T>
 T dot(const T* a, const T* b, int64_t n) {
   T part[8] = {};
@@ -265,7 +265,7 @@ struct BackwardTask {
 
   // c (m x n) = a b for a block's first product, c += a b after: the same chain of multiply-adds
   // as from a zeroed c (K is a tile's 64 at most, one of gemm_rows' slices), without zeroing the
-  // gradients first (3 % of a T 256 call's samples)
+  // gradients first (docs/kernels.md, "Attention")
   void accumulate(bool first, T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_t ldb, int64_t m, int64_t n,
                   int64_t K) const {
     if (first) ops.gemm_nn(c, ldc, a, lda, b, ldb, m, n, K);
@@ -296,8 +296,9 @@ struct BackwardTask {
       }
     for (int64_t t = 0; t < group * nqt; ++t)  // queries that see no key
       if (query_fresh[static_cast<size_t>(t)]) {
+        const int64_t g = t / nqt, i0 = t % nqt * kBr;  // (query head g's tile at row i0)
         if constexpr (kT) std::fill(dqt.begin() + t * E * kBr, dqt.begin() + (t + 1) * E * kBr, T(0));
-        else std::fill(dQ + (t / nqt * L + t % nqt * kBr) * E, dQ + (t / nqt * L + std::min(L, (t % nqt + 1) * kBr)) * E, T(0));
+        else std::fill(dQ + (g * L + i0) * E, dQ + (g * L + std::min(L, i0 + kBr)) * E, T(0));
       }
     if constexpr (kT) {  // dQ = scale (dQ^T)^T
       for (int64_t g = 0; g < group; ++g)
