@@ -17,6 +17,7 @@
 #include "ops/cpu/wrapping.h"
 #include "ops/cpu/register.h"
 #include "ops/dispatch.h"
+#include "ops/internal.h"
 
 // OpenBLAS's pthreads build (Debian's default libopenblas0-pthread) starts its server threads
 // when it loads, and an idle server thread spins on sched_yield for a while before it sleeps:
@@ -75,25 +76,44 @@ constexpr int64_t kTile = 256;  // output tile edge; fixed, never derived from t
 struct GemmGrid {
   int64_t rows, cols;  // tile edges (the last tile of a row or column may be smaller)
   int64_t m_tiles, n_tiles;
+  int64_t depth = 0, k_parts = 1;  // K in parts of `depth` (the last may be shorter), when k_parts > 1
 };
 
 // Tiles of at least ~1M multiply-adds (a smaller product is one call), at most 4 per matrix,
 // fewer when the batch already gives the threads work. Every call packs its own copy of its
 // part of both operands, which prices the tiles (measured single-threaded, docs/kernels.md,
-// "How Loom calls oneDNN"): rows split cheaply when B is read as it is (down to 32 rows), but
-// each row tile repacks a transposed B in full (the PTB LSTM's 400 x 200 by (10000 x 200)^T in
-// two row tiles: 1.10x, its 8 MB come from memory each time), so there columns split first,
-// down to 64, and rows only down to 128. Below 64 rows the row halves come first, B
-// transposed or not (the LSTM's 20-row products: 20 x 200 by (800 x 200)^T in column halves
-// took 1.33x on AVX-512, in row halves 1.01x). Otherwise the longer tile edge splits first,
-// columns down to 128 (64-wide ones cost up to 1.48x) or to 64 for a second tile when nothing
-// else splits. Up to 8 tiles instead of 4 took the MLP step at 1 thread 3-4 % longer. (Products
-// of up to simd::kGemmStreamRows rows never come here: invariant_product.)
+// "How Loom calls oneDNN"):
+// - When K is the longest edge and at least 1024 (a weight's gradient, X^T dY over the
+//   tokens), every tile of rows or columns repacks a K-long operand of megabytes in full, so K
+//   splits instead: parts of K / 4 (or / 2) rounded up to 64, each one call over all of M x N,
+//   their sums added in the order of the parts (sgemm_onednn_depth). On the AMD EPYC Zen 3 a
+//   GPT's 384 x 1536 x 2048 gradients went from 45-50 to 66-71 GFLOP/s in the training step
+//   (2 x 2 tiles before). With K shorter (128 x 512 x 512, say) the operands stay in cache and
+//   the parts measured 0-10 % slower than the tiles, so there the tiles stay.
+// - Otherwise the longer tile edge splits first: each row tile repacks a transposed B in full
+//   (the PTB LSTM's 400 x 200 by (10000 x 200)^T in two row tiles: 1.10x, its 8 MB come from
+//   memory each time) and each column tile repacks A (a GPT's 2048 x 1536 by (384 x 1536)^T,
+//   its A 12 MB, took 60-63 GFLOP/s in 4 column tiles, 68-69 in 4 row tiles). Rows split down
+//   to 32 (128 when B is transposed), columns down to 128 (64-wide ones cost up to 1.48x) or
+//   to 64 for a second tile when nothing else splits, or when B is transposed. Below 64 rows
+//   the row halves come first, B transposed or not (the LSTM's 20-row products: 20 x 200 by
+//   (800 x 200)^T in column halves took 1.33x on AVX-512, in row halves 1.01x).
+// Up to 8 tiles instead of 4 took the MLP step at 1 thread 3-4 % longer. (Products of up to
+// simd::kGemmStreamRows rows never come here: invariant_product.)
 GemmGrid gemm_grid(int64_t batch, int64_t M, int64_t N, int64_t K, bool b_transposed) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   int64_t parts = 1;
   while (parts < 4 && work >= static_cast<double>(2 * parts) * (1 << 20)) parts *= 2;
   parts = std::max<int64_t>(1, parts / std::min<int64_t>(batch, 4));
+  GemmGrid g;
+  if (parts > 1 && K >= std::max<int64_t>({M, N, 1024})) {
+    g.rows = M;
+    g.cols = N;
+    g.m_tiles = g.n_tiles = 1;
+    g.depth = ((K + parts - 1) / parts + 63) / 64 * 64;
+    g.k_parts = (K + g.depth - 1) / g.depth;
+    return g;
+  }
   const int64_t min_rows = M < 64 ? 8 : b_transposed ? 128 : 32;
   // (round: rows to 8, oneDNN's row unroll, below 64 rows to 2 for even halves; columns to 16,
   // 64-byte aligned rows in out)
@@ -106,15 +126,50 @@ GemmGrid gemm_grid(int64_t batch, int64_t M, int64_t N, int64_t K, bool b_transp
     const bool rows_ok = rows >= min_rows && rows < M;
     const bool cols_ok = cols < N && (cols >= 128 || (cols >= 64 && (b_transposed || (pm * pn == 1 && !rows_ok))));
     if (!rows_ok && !cols_ok) break;
-    const bool split_cols = cols_ok && (!rows_ok || (b_transposed ? M >= 64 : col_edge(pn) >= row_edge(pm)));
+    const bool split_cols = cols_ok && (!rows_ok || ((M >= 64 || !b_transposed) && col_edge(pn) >= row_edge(pm)));
     (split_cols ? pn : pm) *= 2;
   }
-  GemmGrid g;
   g.rows = row_edge(pm);
   g.cols = col_edge(pn);
   g.m_tiles = (M + g.rows - 1) / g.rows;
   g.n_tiles = (N + g.cols - 1) / g.cols;
   return g;
+}
+
+// A product whose K is its longest edge in parts of K (a weight's gradient, X^T dY over the
+// tokens): each part one call over all of M x N, part 0 into out and the others into scratch,
+// then added to out in the order of the parts. Tiles of rows or columns would each pack their
+// own copy of both K-long operands.
+void sgemm_onednn_depth(const Tensor& out, const Tensor& a, const BlasView& va, const Tensor& b, const BlasView& vb,
+                        const GemmGrid& g, const float* bias) {
+  const int64_t batch = out.shape()[0], M = out.shape()[1], N = out.shape()[2], K = a.shape()[2];
+  const int64_t sa = a.strides()[0], sb = b.strides()[0], plane = M * N;
+  const char ta = va.trans == CblasNoTrans ? 'N' : 'T', tb = vb.trans == CblasNoTrans ? 'N' : 'T';
+  const float* A = a.data<float>();
+  const float* B = b.data<float>();
+  float* O = out.data<float>();
+  const Tensor scratch = detail::alloc({(g.k_parts - 1) * batch * plane}, Float32, Device::cpu());
+  float* S = scratch.data<float>();
+  const int64_t total = batch * g.k_parts, threads = get_num_threads();
+  parallel_range(0, total, (total + threads - 1) / threads, [&](int64_t t0, int64_t t1) {
+    const int previous = omp_get_max_threads();
+    if (previous != 1) omp_set_num_threads(1);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i = t / g.k_parts, p = t % g.k_parts, k0 = p * g.depth, kc = std::min(g.depth, K - k0);
+      const int64_t ao = i * sa + (ta == 'N' ? k0 : k0 * va.ld), bo = i * sb + (tb == 'N' ? k0 * vb.ld : k0);
+      float* o = p == 0 ? O + i * plane : S + ((p - 1) * batch + i) * plane;
+      dnnl_sgemm(ta, tb, M, N, kc, 1.0f, A + ao, va.ld, B + bo, vb.ld, 0.0f, o, N);
+    }
+    if (previous != 1) omp_set_num_threads(previous);
+  });
+  const auto add = simd::table().binary_vv[simd::kAdd];
+  parallel_for(0, batch * M, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* o = O + r * N;
+      for (int64_t p = 1; p < g.k_parts; ++p) add(o, o, S + (p - 1) * batch * plane + r * N, N);
+      if (bias) add(o, o, bias, N);
+    }
+  });
 }
 
 // With `bias`, each call adds it to every row it wrote while they are still in cache (a
@@ -128,6 +183,7 @@ void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const 
   float* O = out.data<float>();
   const char ta = va.trans == CblasNoTrans ? 'N' : 'T', tb = vb.trans == CblasNoTrans ? 'N' : 'T';
   const GemmGrid g = gemm_grid(batch, M, N, K, tb == 'T');
+  if (g.k_parts > 1) return sgemm_onednn_depth(out, a, va, b, vb, g, bias);
   const int64_t per_matrix = g.m_tiles * g.n_tiles, total = batch * per_matrix;
   // one run of tiles per thread (the tiles are the same whatever the runs)
   const int64_t threads = get_num_threads();

@@ -177,6 +177,40 @@ TEST(Kron, ShapesAndValues) {
 
 }  // namespace
 
+// The float32 product's every grid (matmul.cpp's gemm_grid: one call, row tiles, column
+// tiles, both, and K in parts when K is the longest edge) against the float64 product: each
+// operand as stored or transposed, a batch, at 1 and 2 threads. Entries in [-1, 1], so an
+// element's float32 error stays far below 1e-5 * K.
+TEST(Matmul, EveryTileGridAndEveryPartOfKMatchesTheFloat64Product) {
+  const int saved = get_num_threads();
+  Generator g(5);
+  struct Case {
+    int64_t batch, m, n, k;
+  };
+  for (const Case& c : std::vector<Case>{{1, 40, 30, 20},       // one call
+                                         {1, 600, 200, 64},     // row tiles
+                                         {1, 130, 900, 64},     // column tiles
+                                         {1, 512, 512, 128},    // both
+                                         {1, 384, 256, 2048},   // K in 4 parts
+                                         {1, 96, 128, 1100},    // K in parts, the last shorter
+                                         {2, 64, 100, 1500}}) { // K in 2 parts, a batch
+    for (int layout = 0; layout < 4; ++layout) {
+      Tensor a = uniform({c.batch, c.m, c.k}, -1, 1, Float32, Device::cpu(), &g);
+      Tensor b = uniform({c.batch, c.k, c.n}, -1, 1, Float32, Device::cpu(), &g);
+      if (layout & 1) a = mT(mT(a).copy());  // the same values, stored transposed
+      if (layout & 2) b = mT(mT(b).copy());
+      const Tensor want = matmul(astype(a, Float64), astype(b, Float64));
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        const Tensor got = matmul(a, b);
+        EXPECT_LT(max_abs_diff(got, want), 1e-5 * static_cast<double>(c.k))
+            << c.batch << " x " << c.m << " x " << c.n << " x " << c.k << ", layout " << layout << ", " << threads << " threads";
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
 // linear(x, w, b) adds the bias inside the float32 product: values and gradients must be
 // bit for bit those of matmul then add, for 2-d and 3-d inputs, a non-contiguous input and a
 // transposed weight, shapes with vector tails and row blocks of 16 plus a rest, at 1 and 2
@@ -193,7 +227,9 @@ TEST(Linear, BiasInsideTheProductIsMatmulThenAddBitForBit) {
                                          {{4, 5, 33}, 70, false, false},
                                          {{20, 200}, 800, false, true},
                                          {{33, 18}, 17, true, false},
-                                         {{1, 7}, 1, false, false}}) {
+                                         {{1, 7}, 1, false, false},
+                                         {{64, 1100}, 96, false, false},   // K in parts
+                                         {{64, 1100}, 96, true, false}}) {
     const int64_t k = c.x.back();
     Tensor xv = randn(c.x, Float32, default_device(), &g);
     if (c.strided_x) xv = xv.transpose().copy().transpose();  // the same values, column-major

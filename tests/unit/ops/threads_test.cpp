@@ -11,6 +11,7 @@
 #include <loom/ops/creation.h>
 #include <loom/ops/elementwise.h>
 #include <loom/ops/linalg.h>
+#include <loom/ops/manipulation.h>
 #include <loom/ops/random.h>
 #include <loom/ops/reduction.h>
 
@@ -128,6 +129,12 @@ TEST(Threads, MatmulBitsDoNotDependOnTheThreadCount) {
       }
   cases.push_back({uniform({3, 40, 96}, -1, 1, Float32, Device::cpu(), &g),
                    uniform({3, 96, 520}, -1, 1, Float32, Device::cpu(), &g), Tensor(), "batch of 3"});
+  // K the longest edge, in parts of K (a weight's gradient): a batch of 2, a transposed, and one
+  // with a bias whose parts do not divide K evenly
+  cases.push_back({swapaxes(uniform({2, 1100, 64}, -1, 1, Float32, Device::cpu(), &g), 1, 2),
+                   uniform({2, 1100, 96}, -1, 1, Float32, Device::cpu(), &g), Tensor(), "batch of 2, K parts"});
+  cases.push_back({uniform({150, 1100}, -1, 1, Float32, Device::cpu(), &g), uniform({1100, 90}, -1, 1, Float32, Device::cpu(), &g),
+                   uniform({90}, -1, 1, Float32, Device::cpu(), &g), "150x90x1100, K parts"});
   const auto run = [&](int threads) {
     set_num_threads(threads);
     std::vector<std::vector<float>> r;
