@@ -129,8 +129,8 @@ TEST(Threads, MatmulBitsDoNotDependOnTheThreadCount) {
       }
   cases.push_back({uniform({3, 40, 96}, -1, 1, Float32, Device::cpu(), &g),
                    uniform({3, 96, 520}, -1, 1, Float32, Device::cpu(), &g), Tensor(), "batch of 3"});
-  // K the longest edge, in parts of K (a weight's gradient): a batch of 2, a transposed, and one
-  // with a bias whose parts do not divide K evenly
+  // K the longest edge, in parts of K (a weight's gradient): a batch of 2 whose a is stored
+  // transposed, and one with a bias whose parts do not divide K evenly
   cases.push_back({swapaxes(uniform({2, 1100, 64}, -1, 1, Float32, Device::cpu(), &g), 1, 2),
                    uniform({2, 1100, 96}, -1, 1, Float32, Device::cpu(), &g), Tensor(), "batch of 2, K parts"});
   cases.push_back({uniform({150, 1100}, -1, 1, Float32, Device::cpu(), &g), uniform({1100, 90}, -1, 1, Float32, Device::cpu(), &g),
