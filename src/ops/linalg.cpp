@@ -60,7 +60,11 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   if (!detail::needs_grad({&a, &b})) return y;
   return detail::record("matmul", {a, b}, y, [ad = detail::save(a), bd = detail::save(b), ra = a.requires_grad(),
                                               rb = b.requires_grad()](const Tensor& g) {
-    return Grads{ra ? matmul_nd(g, swapaxes(bd, -1, -2)) : Tensor(), rb ? matmul_nd(swapaxes(ad, -1, -2), g) : Tensor()};
+    // b's gradient first (a weight's, in a layer): its product's scratch (K in parts, cpu
+    // matmul.cpp) is then freed before a's gradient, an activation's size, is allocated
+    Tensor gb = rb ? matmul_nd(swapaxes(ad, -1, -2), g) : Tensor();
+    Tensor ga = ra ? matmul_nd(g, swapaxes(bd, -1, -2)) : Tensor();
+    return Grads{std::move(ga), std::move(gb)};
   });
 }
 
@@ -120,8 +124,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
                         [xd = detail::save(x2), wd = detail::save(w), xs = x.shape(), rows, N, rx = x.requires_grad(),
                          rw = w.requires_grad(), rb = bias.requires_grad()](const Tensor& g) {
                           const Tensor g2 = reshape(g, {rows, N});
-                          return Grads{rx ? reshape(matmul(g2, swapaxes(wd.get(), -1, -2)), xs) : Tensor(),
-                                       rw ? matmul(swapaxes(xd.get(), -1, -2), g2) : Tensor(), rb ? g : Tensor()};
+                          // the weight's gradient first: its product's scratch (K in parts,
+                          // matmul.cpp) is then freed before the input's gradient is allocated
+                          Tensor gw = rw ? matmul(swapaxes(xd.get(), -1, -2), g2) : Tensor();
+                          Tensor gx = rx ? reshape(matmul(g2, swapaxes(wd.get(), -1, -2)), xs) : Tensor();
+                          return Grads{std::move(gx), std::move(gw), rb ? g : Tensor()};
                         });
 }
 

@@ -211,6 +211,27 @@ TEST(Matmul, EveryTileGridAndEveryPartOfKMatchesTheFloat64Product) {
   set_num_threads(saved);
 }
 
+// A weight's gradient over many rows (K = 4096 here) takes K in parts, whose sums need scratch
+// (matmul.cpp): the backward computes it before the input's gradient, so the scratch is freed
+// before that larger tensor is allocated and the step's peak does not grow by it. For matmul
+// and for linear.
+TEST(Matmul, AWeightGradientInPartsOfKDoesNotRaiseTheBackwardsPeak) {
+  Generator g(9);
+  for (const bool with_bias : {false, true}) {
+    Tensor x = uniform({4096, 256}, -1, 1, Float32, Device::cpu(), &g).requires_grad_();
+    Tensor w = uniform({256, 128}, -1, 1, Float32, Device::cpu(), &g).requires_grad_();
+    Tensor b = zeros({128}).requires_grad_();
+    Tensor y = with_bias ? linear(x, w, b) : matmul(x, w);
+    const Tensor seed = ones({4096, 128});
+    reset_peak_memory(Device::cpu());
+    const int64_t before = memory_stats(Device::cpu()).current_bytes;
+    y.backward(seed);
+    const int64_t grads = x.grad().nbytes() + w.grad().nbytes() + (with_bias ? b.grad().nbytes() : 0);
+    // the parts' scratch of w's gradient alone is 3 x 128 KiB
+    EXPECT_LE(memory_stats(Device::cpu()).peak_bytes, before + grads + 64 * 1024) << (with_bias ? "linear" : "matmul");
+  }
+}
+
 // linear(x, w, b) adds the bias inside the float32 product: values and gradients must be
 // bit for bit those of matmul then add, for 2-d and 3-d inputs, a non-contiguous input and a
 // transposed weight, shapes with vector tails and row blocks of 16 plus a rest, at 1 and 2
