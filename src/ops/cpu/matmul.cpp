@@ -88,8 +88,8 @@ struct GemmGrid {
 //   splits instead: parts of K / 4 (or / 2) rounded up to 64, each one call over all of M x N,
 //   their sums added in the order of the parts (sgemm_onednn_depth). On the AMD EPYC Zen 3 a
 //   GPT's 384 x 1536 x 2048 gradients went from 45-50 to 66-71 GFLOP/s in the training step
-//   (2 x 2 tiles before). With K shorter (128 x 512 x 512, say) the operands stay in cache and
-//   the parts measured 0-10 % slower than the tiles, so there the tiles stay.
+//   (2 x 2 tiles before). With K shorter (128 x 512 x 512, say) the operands stay in cache, and
+//   there the parts took 8-12 % longer than the tiles, so the tiles stay.
 // - Otherwise the longer tile edge splits first: each row tile repacks a transposed B in full
 //   (the PTB LSTM's 400 x 200 by (10000 x 200)^T in two row tiles: 1.10x, its 8 MB come from
 //   memory each time) and each column tile repacks A (a GPT's 2048 x 1536 by (384 x 1536)^T,
