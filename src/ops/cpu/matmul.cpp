@@ -136,6 +136,23 @@ GemmGrid gemm_grid(int64_t batch, int64_t M, int64_t N, int64_t K, bool b_transp
   return g;
 }
 
+// OpenMP at one thread for a scope: each dnnl_sgemm call runs single-threaded on its pool
+// thread (below), and the previous count comes back at the scope's end.
+class OneOmpThread {
+ public:
+  OneOmpThread() : previous_(omp_get_max_threads()) {
+    if (previous_ != 1) omp_set_num_threads(1);
+  }
+  ~OneOmpThread() {
+    if (previous_ != 1) omp_set_num_threads(previous_);
+  }
+  OneOmpThread(const OneOmpThread&) = delete;
+  OneOmpThread& operator=(const OneOmpThread&) = delete;
+
+ private:
+  int previous_;
+};
+
 // A product whose K is its longest edge in parts of K (a weight's gradient, X^T dY over the
 // tokens): each part one call over all of M x N, part 0 into out and the others into scratch,
 // then added to out in the order of the parts. Tiles of rows or columns would each pack their
@@ -152,15 +169,13 @@ void sgemm_onednn_depth(const Tensor& out, const Tensor& a, const BlasView& va, 
   float* S = scratch.data<float>();
   const int64_t total = batch * g.k_parts, threads = get_num_threads();
   parallel_range(0, total, (total + threads - 1) / threads, [&](int64_t t0, int64_t t1) {
-    const int previous = omp_get_max_threads();
-    if (previous != 1) omp_set_num_threads(1);
+    const OneOmpThread one;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t i = t / g.k_parts, p = t % g.k_parts, k0 = p * g.depth, kc = std::min(g.depth, K - k0);
       const int64_t ao = i * sa + (ta == 'N' ? k0 : k0 * va.ld), bo = i * sb + (tb == 'N' ? k0 * vb.ld : k0);
       float* o = p == 0 ? O + i * plane : S + ((p - 1) * batch + i) * plane;
       dnnl_sgemm(ta, tb, M, N, kc, 1.0f, A + ao, va.ld, B + bo, vb.ld, 0.0f, o, N);
     }
-    if (previous != 1) omp_set_num_threads(previous);
   });
   const auto add = simd::table().binary_vv[simd::kAdd];
   parallel_for(0, batch * M, 1, [&](int64_t r0, int64_t r1) {
@@ -188,8 +203,7 @@ void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const 
   // one run of tiles per thread (the tiles are the same whatever the runs)
   const int64_t threads = get_num_threads();
   parallel_range(0, total, (total + threads - 1) / threads, [&](int64_t t0, int64_t t1) {
-    const int previous = omp_get_max_threads();
-    if (previous != 1) omp_set_num_threads(1);
+    const OneOmpThread one;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t i = t / per_matrix, mi = (t % per_matrix) / g.n_tiles, ni = t % g.n_tiles;
       const int64_t m0 = mi * g.rows, n0 = ni * g.cols;
@@ -204,7 +218,6 @@ void sgemm_onednn(const Tensor& out, const Tensor& a, const BlasView& va, const 
         for (int64_t row = 0; row < mc; ++row) add(o + row * N, o + row * N, bias + n0, nc);
       }
     }
-    if (previous != 1) omp_set_num_threads(previous);
   });
 }
 
