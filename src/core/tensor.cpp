@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 #include "loom/core/grad_mode.h"
 #include "loom/core/node.h"
@@ -299,6 +300,11 @@ std::shared_ptr<Node> gradient_edge(const Tensor& t) {
   if (!t.requires_grad()) return nullptr;
   const auto& impl = t.impl();
   if (impl->grad_fn) return impl->grad_fn;
+  // Threads recording ops on one leaf at once (a model's weights under requests evaluated
+  // without NoGrad) must all get its one sink, and must not write the weak_ptr while another
+  // reads it: under AddressSanitizer two such threads had read a freed control block.
+  static std::mutex sink_mutex;
+  const std::lock_guard lock(sink_mutex);
   auto acc = impl->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(impl);

@@ -1,5 +1,8 @@
 // Reverse-mode autograd semantics: accumulation, broadcasting, seeds, grad modes, the
 // functional API, and the tie rule of max/min.
+#include <barrier>
+#include <thread>
+
 #include <loom/autograd/autograd.h>
 #include <loom/core/dim_vector.h>
 #include <loom/core/dtype.h>
@@ -70,6 +73,33 @@ TEST(Autograd, BackwardCallsAccumulateIntoGrad) {
   EXPECT_FALSE(x.grad().defined());
   sum(x).backward();
   EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 1}));
+}
+
+// Threads recording ops on the same leaves at once (a model's weights shared by requests that
+// run without NoGrad) all reach each leaf's one sink node, and a backward through any of their
+// graphs reaches the leaf.
+TEST(Autograd, ThreadsRecordingOnOneLeafShareItsSink) {
+  constexpr int kThreads = 8, kLeaves = 4000;
+  std::vector<Tensor> leaves;
+  for (int i = 0; i < kLeaves; ++i) leaves.push_back(leaf({1, 2}));
+  std::vector<std::vector<Tensor>> outs(kThreads);
+  std::barrier rounds(kThreads);  // all threads start each round of 8 leaves together
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kLeaves; ++i) {
+        if (i % 8 == 0) rounds.arrive_and_wait();
+        outs[t].push_back(leaves[i] * 2.0);
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int i = 0; i < kLeaves; ++i) {
+    const std::shared_ptr<Node> sink = outs[0][i].grad_fn()->next.at(0);
+    ASSERT_NE(dynamic_cast<AccumulateGrad*>(sink.get()), nullptr) << "leaf " << i;
+    for (int t = 1; t < kThreads; ++t) ASSERT_EQ(outs[t][i].grad_fn()->next.at(0), sink) << "leaf " << i << ", thread " << t;
+  }
+  sum(outs[3][7]).backward();
+  EXPECT_EQ(values(leaves[7].grad()), (std::vector<double>{2, 2}));
 }
 
 TEST(Autograd, GradIsNotAnAliasOfTheSeedOrTheLeaf) {
