@@ -112,15 +112,15 @@ TEST_P(FlowControllerKill, KilledControllersSubmitEveryBatchExactlyOnce) {
   int64_t pushed = 0, versions = 0;
   int controller_kills = 0, agent_kills = 0;
   const auto start = std::chrono::steady_clock::now();
-  for (int k = 0; k < kKills; ++k) {
-    // a version of 1 to 4 samples, then a kill 0 to 30 ms later: kills land in every phase
+  // a version of 1 to 4 samples, then a kill wait_ms later, of a controller three times in four
+  const auto push_then_kill = [&](int64_t wait_ms) {
     store::DatasetWriter w = s.datasets().create("stream", {.fields = {"x"}});
     const int64_t n = 1 + static_cast<int64_t>(rng() % 4);
     for (int64_t i = 0; i < n; ++i) w.append({.tensors = {{"x", ones({2})}}});
     w.commit();
     pushed += n;
     ++versions;
-    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 30));
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
     if (rng() % 4 != 0) {
       const size_t i = rng() % kControllers;
       ASSERT_GT(running[i], 0) << "cannot start a controller";
@@ -134,7 +134,17 @@ TEST_P(FlowControllerKill, KilledControllersSubmitEveryBatchExactlyOnce) {
       agents[i] = start_agent(db, effects_log);
       ++agent_kills;
     }
-  }
+  };
+  // kills 0 to 30 ms apart land in every phase of a controller's work
+  for (int k = 0; k < kKills && !HasFatalFailure(); ++k) push_then_kill(static_cast<int64_t>(rng() % 30));
+  // Where processes start slower than that (the sanitized build beside other tests: 2 batches in
+  // 96 kills), the controllers have barely worked: kills go on, each a longer wait after its
+  // version (100 ms doubling to 1.6 s, 30 s at most), until they have submitted five batches.
+  const auto slow_until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (int64_t wait_ms = 100; !HasFatalFailure() && controllers.get(kController).batches < 5 && std::chrono::steady_clock::now() < slow_until;
+       wait_ms = std::min<int64_t>(2 * wait_ms, 1600))
+    push_then_kill(wait_ms);
+  if (HasFatalFailure()) return;
   // the last versions are taken by the controllers still running, then everyone is killed
   const auto settle = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (controllers.get(kController).pending_samples >= kMinSamples && std::chrono::steady_clock::now() < settle)
