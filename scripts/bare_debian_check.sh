@@ -4,6 +4,7 @@
 # scripts/setup.sh fails here instead of on a user's machine.
 #
 #   bash scripts/bare_debian_check.sh           # the README commands: main job, workflow example, tests
+#   bash scripts/bare_debian_check.sh --main-job-epochs 3   # the same, the main job trained for 3 epochs
 #   bash scripts/bare_debian_check.sh --quick   # setup, configure, build and the unit tests
 #
 # Needs root (debootstrap, chroot, mounts). The pristine base system and the downloaded .deb
@@ -23,10 +24,15 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 mode=full
+main_job=(bash scripts/main.sh)
 case "${1:-}" in
   "") ;;
   --quick) mode=quick ;;
-  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+  --main-job-epochs)
+    [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "--main-job-epochs needs a positive whole number of epochs, got '${2:-}'" >&2; exit 2; }
+    main_job+=(--epochs "$2")
+    mode="full, the main job for $2 epochs" ;;
+  *) echo "usage: $0 [--quick | --main-job-epochs N]" >&2; exit 2 ;;
 esac
 say() { printf 'bare-debian: %s\n' "$*"; }
 
@@ -92,8 +98,8 @@ git -C "$repo" ls-files -z --cached --others --exclude-standard |
   (cd "$repo" && tar --null --no-recursion -T - -cf - 2>/dev/null) | tar -xf - -C "$root/loom"
 say "fresh root file system ready in $(( $(date +%s) - start )) s"
 
-if [ "$mode" = full ]; then
-  commands='bash scripts/main.sh && bash scripts/flow_example.sh && bash scripts/test.sh'
+if [ "$mode" != quick ]; then
+  commands="${main_job[*]}"' && bash scripts/flow_example.sh && bash scripts/test.sh'
 else
   commands='bash scripts/build.sh && cd build && ctest --output-on-failure -j "$(nproc)" -E "pytorch|python|numpy|zoo|main_job"'
 fi
