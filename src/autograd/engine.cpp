@@ -1,6 +1,9 @@
 // The backward pass: orders the recorded graph topologically from the output and runs each
 // node's rule once, after all gradients flowing into it have been summed.
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,18 +15,50 @@
 
 namespace loom {
 
+namespace {
+
+// Backward passes of several threads into the same leaves (Hogwild-style training, workers
+// sharing weights): a leaf's .grad() is read and replaced or added into only under the lock of
+// its stripe, and a pass takes the stripes of all its leaves, in their order (so two passes
+// cannot deadlock), for its final assignment, where it sums its gradients into what .grad()
+// holds then: no pass loses another's contribution. (A mutex per leaf would grow every tensor;
+// 64 stripes keep unrelated passes mostly apart, and the assignment is a short add per leaf.)
+constexpr size_t kLeafStripes = 64;
+std::mutex& leaf_stripe(size_t s) {
+  static auto* stripes = new std::array<std::mutex, kLeafStripes>;  // never destroyed, as the hooks' registry
+  return (*stripes)[s];
+}
+size_t stripe_of(const TensorImpl* leaf) {
+  const auto p = reinterpret_cast<uintptr_t>(leaf);
+  return ((p >> 4) ^ (p >> 12)) % kLeafStripes;
+}
+std::shared_ptr<TensorImpl> read_grad(const TensorImpl& leaf) {
+  const std::lock_guard lock(leaf_stripe(stripe_of(&leaf)));
+  return leaf.grad;
+}
+
+// The leaf's new .grad() given the one it has (`current`, null for none) and a pass's
+// gradient g: their sum, or g itself when it is a tensor of its own (a copy when it shares the
+// leaf's memory, is recorded or is not contiguous).
+Tensor summed_grad(const std::shared_ptr<TensorImpl>& current, const std::shared_ptr<TensorImpl>& leaf, const Tensor& g) {
+  if (current) return add(Tensor(current), g);
+  if (g.shares_storage_with(Tensor(leaf)) || g.impl()->grad_fn || !g.is_contiguous()) return g.copy();
+  return g;
+}
+
+}  // namespace
+
 Tensor AccumulateGrad::accumulated(const Tensor& g) const {
   auto leaf = leaf_.lock();
   if (!leaf || !g.defined()) return Tensor();
-  Tensor ng = g;
-  if (leaf->grad) ng = add(Tensor(leaf->grad), g);
-  else if (ng.shares_storage_with(Tensor(leaf)) || ng.impl()->grad_fn || !ng.is_contiguous()) ng = ng.copy();
-  return ng;
+  return summed_grad(read_grad(*leaf), leaf, g);
 }
 
 std::vector<Tensor> AccumulateGrad::apply(const Tensor& g) {
-  Tensor ng = accumulated(g);
-  if (auto leaf = leaf_.lock(); leaf && ng.defined()) leaf->grad = ng.impl();
+  auto leaf = leaf_.lock();
+  if (!leaf || !g.defined()) return {};
+  const std::lock_guard lock(leaf_stripe(stripe_of(leaf.get())));
+  leaf->grad = summed_grad(leaf->grad, leaf, g).impl();
   return {};
 }
 
@@ -112,13 +147,48 @@ bool grad_takes_in_place(const std::shared_ptr<TensorImpl>& grad, const Tensor& 
          d != DType::BFloat16 && d != DType::Bool && !has_internal_overlap(grad->shape, grad->strides);
 }
 
-// A leaf's new gradient, assigned once the pass has succeeded: `grad` replaces .grad(), or is
-// added into it (in_place).
+// A leaf's gradient from a pass (`contribution`), assigned once the pass has succeeded: added
+// into .grad() (in_place) or summed with it into `grad`, which replaces it. A leaf with hooks
+// has `grad` summed during the pass, from the .grad() it had then (`seen`), for its hooks.
 struct Staged {
   std::shared_ptr<TensorImpl> leaf;
-  Tensor grad;
+  Tensor contribution;
+  Tensor grad{};
+  std::shared_ptr<TensorImpl> seen{};
+  bool hooked = false;
   bool in_place = false;
 };
+
+// Assigns the pass's gradients under their leaves' stripes: every new .grad() is summed first
+// (which may allocate, and fail: then nothing is assigned), then all are assigned, which
+// allocates nothing.
+void assign_grads(std::vector<Staged>& staged) {
+  std::vector<size_t> stripes;
+  stripes.reserve(staged.size());
+  for (const Staged& st : staged) stripes.push_back(stripe_of(st.leaf.get()));
+  std::sort(stripes.begin(), stripes.end());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  std::vector<std::unique_lock<std::mutex>> held;
+  held.reserve(stripes.size());
+  for (size_t s : stripes) held.emplace_back(leaf_stripe(s));
+  for (Staged& st : staged) {
+    const std::shared_ptr<TensorImpl>& current = st.leaf->grad;
+    const bool hooks_saw_it = st.hooked && current == st.seen;
+    st.seen.reset();  // (a handle of ours would keep .grad() from being added into)
+    if (hooks_saw_it) continue;  // `grad` is what the hooks were given
+    // in place only when no one else holds .grad() or its memory (a hook may have taken it)
+    st.in_place = !st.hooked && grad_takes_in_place(current, st.contribution);
+    if (!st.in_place) st.grad = summed_grad(current, st.leaf, st.contribution);
+  }
+  for (Staged& st : staged) {
+    if (!st.in_place) {
+      st.leaf->grad = st.grad.impl();
+      continue;
+    }
+    Tensor target(st.leaf->grad);
+    target += st.contribution;
+  }
+}
 
 // Runs the graph below `root`. With `capture`, gradients reaching the captured nodes are
 // stored there instead of running those nodes.
@@ -160,12 +230,14 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
     std::vector<Tensor> grads;
     if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) {
       if (auto leaf = acc->leaf(); leaf && !capture && g.defined()) {
-        if (grad_takes_in_place(leaf->grad, g) && !has_hooks(n)) {
-          staged.push_back({leaf, g, true});
-        } else {
-          staged.push_back({leaf, acc->accumulated(g), false});
-          run_hooks(n, staged.back().grad);  // every contribution is in: the gradient is final
+        Staged st{leaf, g};
+        if (has_hooks(n)) {
+          st.hooked = true;
+          st.seen = read_grad(*leaf);
+          st.grad = summed_grad(st.seen, leaf, g);
+          run_hooks(n, st.grad);  // every contribution is in: the gradient is final
         }
+        staged.push_back(std::move(st));
       }
     } else if (g.defined()) {
       if (!added_into_pending(n, g, pending)) grads = n->apply(g);
@@ -183,18 +255,7 @@ void run_backward(const Tensor& root, const Tensor& seed, std::unordered_map<Nod
       if (--deps[nx] == 0) ready.push_back(nx);
     }
   }
-  // a hook may have taken a handle to a .grad() meanwhile: sum those out of place first
-  for (Staged& st : staged)
-    if (st.in_place && !grad_takes_in_place(st.leaf->grad, st.grad)) st = {st.leaf, add(Tensor(st.leaf->grad), st.grad)};
-  // no allocation: cannot fail half-way
-  for (Staged& st : staged) {
-    if (!st.in_place) {
-      st.leaf->grad = st.grad.impl();
-      continue;
-    }
-    Tensor target(st.leaf->grad);
-    target += st.grad;
-  }
+  assign_grads(staged);
 }
 
 }  // namespace

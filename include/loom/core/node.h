@@ -34,9 +34,10 @@ class LOOM_API Node {
   std::vector<std::shared_ptr<Node>> next;
 };
 
-// The sink of a leaf tensor: adds incoming gradients to the leaf's .grad(). The engine calls
-// accumulated() during the pass and assigns the results only once the whole pass has
-// succeeded, so a failing backward (out of memory, ...) leaves every .grad() unchanged.
+// The sink of a leaf tensor: adds incoming gradients to the leaf's .grad(). The engine keeps
+// a pass's gradients and sums them into the leaves' .grad() only once the whole pass has
+// succeeded (under locks that other threads' passes into the same leaves take too,
+// docs/autograd.md), so a failing backward (out of memory, ...) leaves every .grad() unchanged.
 class LOOM_API AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::weak_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}

@@ -1,9 +1,11 @@
 // Reverse-mode autograd semantics: accumulation, broadcasting, seeds, grad modes, the
 // functional API, and the tie rule of max/min.
+#include <atomic>
 #include <barrier>
 #include <thread>
 
 #include <loom/autograd/autograd.h>
+#include <loom/autograd/hooks.h>
 #include <loom/core/dim_vector.h>
 #include <loom/core/dtype.h>
 #include <loom/core/error.h>
@@ -100,6 +102,38 @@ TEST(Autograd, ThreadsRecordingOnOneLeafShareItsSink) {
   }
   sum(outs[3][7]).backward();
   EXPECT_EQ(values(leaves[7].grad()), (std::vector<double>{2, 2}));
+}
+
+// Backward passes of several threads into the same leaves at once (Hogwild-style training,
+// workers sharing weights) sum every pass's gradient into .grad(): none is lost, whether the
+// pass replaces .grad() (the first one; a leaf with a hook, which sums it during the pass from
+// the .grad() it then saw) or adds into it. The threads start each pass together, so that their
+// assignments overlap.
+TEST(Autograd, ConcurrentBackwardPassesIntoSharedLeavesLoseNoGradient) {
+  constexpr int kThreads = 4, kPasses = 200;
+  constexpr int64_t kSize = 1 << 15;  // adds long enough to overlap
+  Tensor w = ones({kSize}, Float32), h = ones({kSize}, Float32);
+  w.requires_grad_();
+  h.requires_grad_();
+  std::atomic<int> hook_calls{0};
+  GradHookHandle hook = on_grad_accumulated(h, [&](const Tensor&) { ++hook_calls; });
+  std::barrier rounds(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int p = 0; p < kPasses; ++p) {
+        Tensor loss = sum(w * 1.0 + h * 2.0);
+        rounds.arrive_and_wait();
+        loss.backward();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  const double passes = kThreads * kPasses;
+  EXPECT_EQ(hook_calls.load(), kThreads * kPasses);
+  EXPECT_EQ(max(w.grad()).item<double>(), passes);
+  EXPECT_EQ(min(w.grad()).item<double>(), passes) << "a pass's gradient was lost";
+  EXPECT_EQ(max(h.grad()).item<double>(), 2 * passes);
+  EXPECT_EQ(min(h.grad()).item<double>(), 2 * passes) << "a pass's gradient was lost";
 }
 
 TEST(Autograd, GradIsNotAnAliasOfTheSeedOrTheLeaf) {
