@@ -122,9 +122,7 @@ Network fashion_cnn(int64_t num_classes, const FashionCnnOptions& options) {
   }
   x = nn::Flatten(x);
   x = nn::Dropout(x, 0.25, 1, "dropout1");
-  nn::LinearOptions fc1;  // (a designated initializer leaving later members out warns on GCC 12)
-  fc1.weight_init = nn::Init::he_uniform();
-  x = nn::Activation(nn::Linear(x, options.hidden, fc1, "fc1"), nn::relu);
+  x = nn::Activation(nn::Linear(x, options.hidden, {.weight_init = nn::Init::he_uniform()}, "fc1"), nn::relu);
   x = nn::Dropout(x, 0.25, 2, "dropout2");
   nn::Linear logits(x, num_classes, {}, "logits");
   return finish(name, {image}, logits);

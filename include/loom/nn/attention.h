@@ -23,7 +23,7 @@ struct LOOM_API AttentionOptions {
   double dropout = 0;
   // Rotary position embedding of the queries and keys after their projection, per head (Llama's;
   // loom::rotary_embedding, positions from 0): none when absent. The head size must be even.
-  std::optional<RotaryOptions> rotary;
+  std::optional<RotaryOptions> rotary{};
 };
 
 // What a MultiHeadAttention layer is besides its inputs and state (nn/attributes.h).

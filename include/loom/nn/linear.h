@@ -16,7 +16,7 @@ struct LOOM_API LinearOptions {
   Init bias_init = Init::zeros();
   // Use another layer's weights (tied embeddings); with transpose_weights the shared matrix is
   // read as (n_units, in) and transposed.
-  std::optional<Tensor> shared_weights;
+  std::optional<Tensor> shared_weights{};
   bool transpose_weights = false;
 };
 
