@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz (clang, ASan + UBSan, in build-san/: scripts/sanitized_build.sh) and runs each
 # for a while (docs/testing.md):
-#   scripts/fuzz.sh                  every target for 25 s (CI)
+#   scripts/fuzz.sh                  every target for 25 s (CI runs scripts/fuzz.sh 15)
 #   scripts/fuzz.sh 600              every target for 600 s
 #   scripts/fuzz.sh 60 csv text      only the named targets
 #   scripts/fuzz.sh replay [targets] runs the committed reproducers (tests/fuzz/regressions/<target>/)
