@@ -30,7 +30,7 @@ using detail::KernelSlot;
 // src/ops/cpu/attention_flash.cpp.
 // Fused attention (FlashAttention): out (B, H, L, Ev) and lse (B, H, L; log-sum-exp of each
 // row's scaled, masked scores; +inf for a row with every position masked, whose output is
-// NaN) without forming the L x S scores; and its backward for gout (out's shape), recomputing
+// 0; NaN for a row with a NaN score) without forming the L x S scores; and its backward for gout (out's shape), recomputing
 // the weights from lse: dq, dk, dv (q's, k's, v's shapes). Unfilled (if_filled): the op runs
 // its math form.
 constinit const KernelSlot<void(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
@@ -71,7 +71,16 @@ Tensor detail::scaled_dot_product_attention_math(const Tensor& q, const Tensor& 
   } else if (mask.defined()) {
     scores = mask.dtype() == DType::Bool ? where(mask, scores, neg_inf) : add(scores, mask);
   }
-  Tensor weights = softmax(scores, -1);
+  Tensor weights;
+  if (mask.defined()) {
+    // A row whose every position is masked out takes weights 0 where softmax would give NaN
+    // (PyTorch >= 2.5's rule, and the fused kernel's); its scores are zeroed first, so that no
+    // NaN reaches the gradients either.
+    const Tensor dead = all(equal(scores, neg_inf), -1, true), zero = scalar_tensor(0.0, scores.dtype(), scores.device());
+    weights = where(dead, zero, softmax(where(dead, zero, scores), -1));
+  } else {
+    weights = softmax(scores, -1);  // (causally, row i always sees key 0)
+  }
   if (dropout_p > 0) weights = dropout(weights, dropout_p, true, generator);
   return matmul(weights, vv);
 }

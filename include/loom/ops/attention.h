@@ -26,8 +26,8 @@ class Generator;
 // mask (optional) broadcasts to (..., L, S): bool (true = attend, false = masked out with
 // -inf) or floating (added to the scores). is_causal masks j > i (top-left aligned, as
 // torch); it cannot be combined with a mask. scale defaults to 1 / sqrt(E). A row with every
-// position masked gives NaN (as the math formula; the fused backward gives such a row no
-// gradient, where the math form's is NaN). Differentiable in q, k, v and a float mask.
+// position masked gives 0 and takes no gradient (PyTorch >= 2.5's rule: softmax's formula would
+// give NaN); a NaN score gives its row NaN. Differentiable in q, k, v and a float mask.
 //
 // dropout_p in [0, 1): dropout on the attention weights (kept ones scaled by 1 / (1 - p)),
 // drawn from `generator` (the default generator when null) with one key per call, so a seeded

@@ -144,7 +144,15 @@ void attend(B& b, const nn::State& s, const std::string& q, const std::string& k
   }
   const std::string p = b.fresh("weights"), o = b.fresh("attended"), ot = b.fresh("attended_t"), oc = b.fresh("attended_concat");
   b.node("Softmax", {scores}, {p}, {{"axis", int64_t{-1}}});
-  b.node("MatMul", {p, vh}, {o});
+  std::string weights = p;
+  if (!keep.empty()) {  // a query that sees no key (every one padding, or in its future) weighs 0 (Loom's rule), not Softmax's NaN
+    const std::string top = b.fresh("scores_max"), dead = b.fresh("sees_no_key");
+    weights = b.fresh("weights_seen");
+    b.node("ReduceMax", {scores}, {top}, {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{1}}});
+    b.node("Equal", {top, minus_inf}, {dead});
+    b.node("Where", {dead, b.tensor(scalar_tensor(0.0, b.layer().dtype()), "zero"), p}, {weights});
+  }
+  b.node("MatMul", {weights, vh}, {o});
   b.node("Transpose", {o}, {ot}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   b.node("Reshape", {ot, b.ints({0, 0, e}, "concat_shape")}, {oc});
   const std::string y = b.fresh("out");

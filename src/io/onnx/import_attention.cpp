@@ -18,6 +18,7 @@
 #include "io/onnx/importer.h"
 
 #include <cmath>
+#include <limits>
 
 #include "loom/core/error.h"
 #include "loom/ops/manipulation.h"
@@ -69,7 +70,9 @@ void Importer::find_attention() {
     weighing(n.output(0));
     if (auto it = readers_.find(n.output(0)); it != readers_.end())
       for (const auto& ri : it->second)
-        if (g_.node(ri.first).op_type() == "Dropout" && g_.node(ri.first).output_size() >= 1) weighing(g_.node(ri.first).output(0));
+        if ((g_.node(ri.first).op_type() == "Dropout" && g_.node(ri.first).output_size() >= 1) ||
+            (g_.node(ri.first).op_type() == "Where" && ri.second == 2 && g_.node(ri.first).output_size() == 1))  // (Loom's padded weights)
+          weighing(g_.node(ri.first).output(0));
     if (!weighs) continue;
     try {
       AttentionBlock a = match_attention(k);
@@ -103,9 +106,28 @@ AttentionBlock Importer::match_attention(int k) const {
   for (const auto& at : sm.attribute())
     if (at.name() != "axis" || at.i() != -1) throw Unsupported("the Softmax is not over the last axis (axis -1)");
   if (opset_ < 13) throw Unsupported("the model's opset " + std::to_string(opset_) + " (attention is imported from opset 13 on)");
-  // the weighted sum: Softmax read by one MatMul as its left operand
-  const int km = only_reader(sm.output(0));
-  if (km < 0 || g_.node(km).op_type() != "MatMul" || g_.node(km).input(0) != sm.output(0) || g_.node(km).input_size() != 2)
+  // the weighted sum: Softmax read by one MatMul as its left operand (Loom's exporter with a
+  // padding mask: through Where(Equal(ReduceMax(scores), -inf), 0, weights), which makes a
+  // query that sees no key weigh 0)
+  const auto float_is = [&](const std::string& c, double want) {
+    auto it = consts_.find(c);
+    return it != consts_.end() && it->second.numel() == 1 && is_floating(it->second.dtype()) && scalar_of(it->second) == want;
+  };
+  std::string weights = sm.output(0);
+  bool zeroed = false;
+  int km = only_reader(weights);
+  if (km >= 0 && g_.node(km).op_type() == "Where" && g_.node(km).domain().empty() && g_.node(km).input_size() == 3 &&
+      g_.node(km).input(2) == weights && g_.node(km).output_size() == 1 && float_is(g_.node(km).input(1), 0)) {
+    nodes.insert(km);
+    const auto& eq = need(g_.node(km).input(0), "Equal", nodes, "the weights of queries that see no key");
+    const auto& top = need(eq.input_size() == 2 ? eq.input(0) : std::string(), "ReduceMax", nodes, "the weights of queries that see no key");
+    if (!float_is(eq.input(1), -std::numeric_limits<double>::infinity()) || top.input_size() != 1 || top.input(0) != sm.input(0))
+      throw Unsupported("the attention weights are zeroed (Where) other than where a query's scores are all -inf");
+    zeroed = true;
+    weights = g_.node(km).output(0);
+    km = only_reader(weights);
+  }
+  if (km < 0 || g_.node(km).op_type() != "MatMul" || g_.node(km).input(0) != weights || g_.node(km).input_size() != 2)
     throw Unsupported("the attention weights are read by other than one MatMul with the values (they are an output, or averaged, or dropped out)");
   nodes.insert(km);
   const onnx::NodeProto& pv = g_.node(km);
@@ -113,6 +135,7 @@ AttentionBlock Importer::match_attention(int k) const {
   std::string causal_q, causal_k;
   std::string scores = peel_scale(loom_masks(peel_scale(sm.input(0), scale, nodes), a, nodes), scale, nodes);
   if (a.causal) causal_q = a.q, causal_k = a.k;
+  if (zeroed && a.keep.empty()) throw Unsupported("the attention weights are zeroed (Where) without a padding mask");
   int kqk = 0;
   const onnx::NodeProto* qk = producer_of(scores, &kqk);
   if (!qk || qk->op_type() != "MatMul" || !qk->domain().empty() || qk->input_size() != 2) {

@@ -145,9 +145,12 @@ struct ForwardTask {
       if (lr > 0) {
         ops.scale(o, acc.data() + (g * kBr + r) * Ev, T(1) / lr, Ev);
         lse[bh * L + i0 + r] = m[g * kBr + r] + std::log(lr);
-      } else {  // every position masked: NaN, as the math form's softmax of -inf
-        std::fill(o, o + Ev, std::numeric_limits<T>::quiet_NaN());
+      } else if (lr == 0) {  // every position masked: weights 0, so 0 (PyTorch >= 2.5, and the math form)
+        std::fill(o, o + Ev, T(0));
         lse[bh * L + i0 + r] = std::numeric_limits<T>::infinity();
+      } else {  // a NaN score: NaN, as softmax's
+        std::fill(o, o + Ev, std::numeric_limits<T>::quiet_NaN());
+        lse[bh * L + i0 + r] = std::numeric_limits<T>::quiet_NaN();
       }
     }
   }
@@ -257,7 +260,7 @@ struct BackwardTask {
       }
       transpose_tiles(kt.data(), kBc, K, S, E);
     }
-    for (int64_t r = 0; r < group * L; ++r)  // a fully masked row (NaN output) takes no gradient
+    for (int64_t r = 0; r < group * L; ++r)  // a fully masked row (output 0) takes no gradient
       dd[r] = std::isinf(LSE[r]) ? T(0) : dot(GO + r * Ev, O + r * Ev, Ev);
     std::fill(key_fresh.begin(), key_fresh.end(), char{1});
     std::fill(query_fresh.begin(), query_fresh.end(), char{1});

@@ -100,6 +100,7 @@ struct TileOps<double> {
       double rm = row[0];
       for (int64_t i = 1; i < n; ++i)
         if (row[i] > rm || std::isnan(row[i])) rm = std::isnan(rm) ? rm : row[i];
+      if (std::isnan(rm)) l[r] = rm;  // NaN for good, as the float32 pass (simd/attention.inc)
       const double mn = m[r] < rm ? rm : m[r];
       if (mn == -std::numeric_limits<double>::infinity()) {  // every position so far masked: no weight yet
         std::fill(row, row + n, 0.0);

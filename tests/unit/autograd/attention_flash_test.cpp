@@ -223,19 +223,47 @@ TEST(FlashAttention, SameBitsAtOneAndTwoThreads) {
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(bitwise_equal<float>(r[0].grads[i], r[1].grads[i])) << i;
 }
 
-TEST(FlashAttention, FullyMaskedRowsGiveNaNAndNoGradient) {
-  const Tensor q = randn({1, 2, 5, 8}, Float64), k = randn({1, 2, 6, 8}, Float64), v = randn({1, 2, 6, 8}, Float64);
-  std::vector<double> m(30, 1.0);
-  for (int j = 0; j < 6; ++j) m[2 * 6 + j] = 0;  // row 2 sees nothing
-  const Tensor mask = astype(from_vector<double>(m, {5, 6}), Bool);
-  const Tensor cot = randn({1, 2, 5, 8}, Float64);
-  const Result f = run(false, q, k, v, {.mask = mask}, cot), ref = run(true, q, k, v, {.mask = mask}, cot);
-  const std::vector<double> o = f.out.to_vector<double>();
-  for (int h = 0; h < 2; ++h)
-    for (int e = 0; e < 8; ++e) EXPECT_TRUE(std::isnan(o[(h * 5 + 2) * 8 + e]));
-  EXPECT_LE(worst(f.out, ref.out, 1e-10, 1e-12), 1.0);  // the other rows as the math form
-  EXPECT_EQ(sum(abs(slice(f.grads[0], 2, 2, 3))).item<double>(), 0.0);
-  EXPECT_FALSE(std::isnan(sum(f.grads[1]).item<double>()));  // the math form's dk and dv are NaN here
+// A row whose every position is masked out gives 0 and takes no gradient, in the fused kernel
+// and in the math form (PyTorch >= 2.5's rule; softmax's formula would give NaN), for bool and
+// float masks; the other rows are as ever.
+TEST(FlashAttention, FullyMaskedRowsGiveZeroAndNoGradient) {
+  manual_seed(5);
+  for (DType dt : {Float32, Float64}) {
+    const double rtol = dt == Float64 ? 1e-10 : 1e-4, atol = dt == Float64 ? 1e-12 : 1e-5;
+    const Tensor q = randn({1, 2, 5, 8}, dt), k = randn({1, 2, 6, 8}, dt), v = randn({1, 2, 6, 8}, dt), cot = randn({1, 2, 5, 8}, dt);
+    std::vector<double> m(30, 1.0);
+    for (int j = 0; j < 6; ++j) m[2 * 6 + j] = 0;  // row 2 sees nothing
+    const Tensor keep = astype(from_vector<double>(m, {5, 6}), Bool);
+    const Tensor additive = astype(where(keep, scalar_tensor(0.0), scalar_tensor(-INFINITY)), dt);
+    for (const Tensor& mask : {keep, additive}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (mask.dtype() == Bool ? ", bool mask" : ", float mask"));
+      const Result f = run(false, q, k, v, {.mask = mask}, cot), ref = run(true, q, k, v, {.mask = mask}, cot);
+      EXPECT_EQ(sum(abs(astype(slice(f.out, 2, 2, 3), Float64))).item<double>(), 0.0);
+      EXPECT_EQ(sum(abs(astype(slice(ref.out, 2, 2, 3), Float64))).item<double>(), 0.0);
+      EXPECT_LE(worst(f.out, ref.out, rtol, atol), 1.0);
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(all(abs(f.grads[i]) < INFINITY).item<bool>()) << i;  // (no NaN either)
+        EXPECT_LE(worst(f.grads[i], ref.grads[i], rtol, atol), 1.0) << i;
+      }
+      EXPECT_EQ(sum(abs(astype(slice(f.grads[0], 2, 2, 3), Float64))).item<double>(), 0.0);
+    }
+  }
+}
+
+// A NaN score makes its row NaN (as softmax's), whichever tile holds it: in the first of a
+// row's key tiles, where the running max is still -inf, it must not pass for a masked tile.
+TEST(FlashAttention, ANaNScoreMakesItsRowNaNInAnyTile) {
+  manual_seed(6);
+  for (DType dt : {Float32, Float64})
+    for (int64_t at : {5, 70, 129}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + ", key " + std::to_string(at));
+      Tensor k = randn({1, 1, 130, 16}, dt);
+      k = where(reshape(arange(130), {1, 1, 130, 1}) == at, scalar_tensor(NAN, dt), k);
+      const Tensor q = randn({1, 1, 3, 16}, dt), v = randn({1, 1, 130, 16}, dt);
+      const Tensor f = scaled_dot_product_attention(q, k, v), ref = detail::scaled_dot_product_attention_math(q, k, v, Tensor(), false, std::nullopt, 0.0, false, nullptr);
+      EXPECT_TRUE(all(f != f).item<bool>());
+      EXPECT_TRUE(all(ref != ref).item<bool>());
+    }
 }
 
 // A whole tile of query rows that sees no key (rows 64-127 masked out), in planes that one thread
@@ -254,7 +282,7 @@ TEST(FlashAttention, AQueryTileThatSeesNoKeyGetsZeroGradient) {
     const auto seen = [](const Tensor& x, int64_t axis) { return concatenate({slice(x, axis, 0, 64), slice(x, axis, 128, 140)}, axis); };
     const Result m = run(true, seen(q, 2), k, v, {.mask = seen(keep, 0)}, seen(cot, 2));
     const Tensor unseen = slice(f.out, 2, 64, 128);
-    EXPECT_TRUE(all(unseen != unseen).item<bool>()) << dtype_name(dt) << ": NaN rows";
+    EXPECT_TRUE(all(unseen == 0).item<bool>()) << dtype_name(dt) << ": rows that see no key are 0";
     EXPECT_EQ(sum(abs(slice(f.grads[0], 2, 64, 128))).item<double>(), 0.0) << dtype_name(dt);
     EXPECT_LE(worst(seen(f.grads[0], 2), m.grads[0], rtol, atol), 1.0) << dtype_name(dt) << ": dq";
     EXPECT_LE(worst(f.grads[1], m.grads[1], rtol, atol), 1.0) << dtype_name(dt) << ": dk";
