@@ -2,10 +2,12 @@
 """Replays every case written by loom_opcheck in PyTorch (NumPy where the question is NumPy's
 semantics) and compares outputs and gradients with Loom's.
 
-Usage: /usr/bin/python3 tests/reference/check_ops.py OUTDIR
+Usage: /usr/bin/python3 tests/reference/check_ops.py OUTDIR [--only OP,OP,...]
 
 Run it with /usr/bin/python3: the reference is Debian 12's python3-torch (1.13) and
-python3-numpy (1.24), which only that interpreter imports. See docs/testing.md.
+python3-numpy (1.24), which only that interpreter imports. See docs/testing.md. Under torch 2
+(tests/reference/pytorch2.sh, the ctest reference_pytorch2, with --only) the ops that torch 1.13
+lacks replay through torch's own functions: F.scaled_dot_product_attention and F.rms_norm.
 
 For each case: the output's shape and dtype must equal the reference's exactly; values must be
 within the tolerance of the op's category for the output's dtype (integers and bools exactly).
@@ -696,6 +698,8 @@ def _layer_norm(xs, a, cot):
 
 @replay("rms_norm")
 def _rms_norm(xs, a, cot):
+    if hasattr(F, "rms_norm"):  # torch >= 2.4
+        return F.rms_norm(xs[0], a["normalized_shape"], xs[1] if a["weight"] else None, a["eps"])
     # torch 1.13 has no F.rms_norm: its documented formula
     x = xs[0]
     dims_ = tuple(range(x.dim() - len(a["normalized_shape"]), x.dim()))
@@ -784,8 +788,13 @@ def _bce(xs, a, cot):
 
 @replay("scaled_dot_product_attention")
 def _sdpa(xs, a, cot):
-    # torch 1.13 has no F.scaled_dot_product_attention: its documented math form
     q, k, v = xs[:3]
+    mask = xs[3] if len(xs) == 4 else None
+    if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2 (enable_gqa: >= 2.5)
+        gqa = {"enable_gqa": True} if a.get("enable_gqa") else {}
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=a["is_causal"], scale=a["scale"], **gqa)
+    # torch 1.13 has no F.scaled_dot_product_attention: its documented math form, with torch
+    # 2.5's rule for a query that sees no key (weights 0, where softmax alone gives NaN)
     if a.get("enable_gqa"):  # torch 2.5's flag: each key / value head repeated over its query heads
         k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
         v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)
@@ -794,10 +803,11 @@ def _sdpa(xs, a, cot):
     if a["is_causal"]:
         L, S = s.shape[-2], s.shape[-1]
         s = s.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
-    if len(xs) == 4:
-        m = xs[3]
-        s = s.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else s + m
-    return torch.matmul(torch.softmax(s, -1), v)
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    unseen = (s == float("-inf")).all(-1, keepdim=True)
+    w = torch.softmax(s.masked_fill(unseen, 0), -1).masked_fill(unseen, 0)
+    return torch.matmul(w, v)
 
 
 # ---------------------------------------------------------------- comparison
@@ -878,19 +888,27 @@ def check_case(d, case):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: /usr/bin/python3 check_ops.py OUTDIR", file=sys.stderr)
+    args = sys.argv[1:]
+    only = None
+    if len(args) == 3 and args[1] == "--only":
+        only = set(args[2].split(","))
+    elif len(args) != 1:
+        print("usage: /usr/bin/python3 check_ops.py OUTDIR [--only OP,OP,...]", file=sys.stderr)
         return 2
-    d = sys.argv[1]
+    d = args[0]
     with open(os.path.join(d, "manifest.json")) as f:
         manifest = json.load(f)
     print(f"reference: torch {torch.__version__}, numpy {np.__version__}")
     by_op = {}
     for case in manifest["cases"]:
-        by_op.setdefault(case["op"], []).append(case)
+        if only is None or case["op"] in only:
+            by_op.setdefault(case["op"], []).append(case)
     passed = failed = 0
+    if only is not None and set(by_op) != only:
+        print(f"FAIL --only names ops with no case: {sorted(only - set(by_op))}")
+        failed += 1
     for reg in manifest["registry"]:
-        if reg["name"] not in by_op:
+        if only is None and reg["name"] not in by_op:
             print(f"{reg['name']}: FAIL no test case for this registry op")
             failed += 1
     for op, cases in by_op.items():

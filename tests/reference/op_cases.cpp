@@ -1349,6 +1349,34 @@ void nn_cases(Table& t) {
   sdpa("f32 gqa 4 query heads on 2", {X({1, 4, 3, 8}), X({1, 2, 5, 8}), X({1, 2, 5, 6})}, false, nullopt, true, true);
   sdpa("f64 gqa causal, multi-query (1 kv head)", {X({2, 3, 4, 4}, F64), X({2, 1, 4, 4}, F64), X({2, 1, 4, 4}, F64)}, true, nullopt,
        true, true);
+  // the fused kernel at the head sizes of GPT-2 and Llama (32 to 128), many heads, L != S both
+  // ways, causal and masked, float32 and float64; under torch 2 (reference_pytorch2) these
+  // replay through F.scaled_dot_product_attention itself
+  sdpa("f32 head size 64, 4 heads, L 96 > S 80", {X({2, 4, 96, 64}), X({2, 4, 80, 64}), X({2, 4, 80, 64})}, false, nullopt, false);
+  sdpa("f64 head size 128, causal, L 70 < S 150", {X({1, 2, 70, 128}, F64), X({1, 2, 150, 128}, F64), X({1, 2, 150, 128}, F64)}, true,
+       nullopt, false);
+  sdpa("f32 head size 128, causal, L 150 > S 100, 3 heads", {X({1, 3, 150, 128}), X({1, 3, 100, 128}), X({1, 3, 100, 128})}, true, nullopt,
+       false);
+  sdpa("f32 head size 32, Ev 48, 1 head, L 33, S 129", {X({3, 1, 33, 32}), X({3, 1, 129, 32}), X({3, 1, 129, 48})}, false, nullopt, false);
+  {  // a bool (L, S) mask whose queries 3 and 66 (in the second query tile) see no key
+    std::vector<double> keep(70 * 90);
+    for (size_t i = 0; i < keep.size(); ++i) keep[i] = (i * 2654435761u >> 7) % 3 != 0;
+    for (int64_t j = 0; j < 90; ++j) keep[3 * 90 + j] = keep[66 * 90 + j] = 0;
+    sdpa("f32 bool mask (70, 90), two queries that see no key", {X({1, 2, 70, 32}), X({1, 2, 90, 32}), X({1, 2, 90, 32}), X({70, 90}, B).vals(keep)},
+         false, nullopt, false);
+  }
+  {  // a float padding mask (N, 1, 1, S) of 0 and -inf: sequence 0 keeps its first 100 keys, sequence 1 none
+    std::vector<double> pad(2 * 130, 0.0);
+    for (int64_t j = 100; j < 260; ++j) pad[static_cast<size_t>(j)] = -INFINITY;
+    sdpa("f64 float padding mask (2,1,1,130), 8 heads, head size 64, a sequence all padding",
+         {X({2, 8, 40, 64}, F64), X({2, 8, 130, 64}, F64), X({2, 8, 130, 64}, F64), X({2, 1, 1, 130}, F64).vals(pad).nodiff()}, false, nullopt,
+         false);
+  }
+  sdpa("f32 gqa causal, 8 query heads on 2, head size 64, L = S = 64", {X({2, 8, 64, 64}), X({2, 2, 64, 64}), X({2, 2, 64, 64})}, true,
+       nullopt, false, true);
+  sdpa("f64 gqa, 6 query heads on 3, head size 96, scale 0.1, L 65, S 127", {X({1, 6, 65, 96}, F64), X({1, 3, 127, 96}, F64),
+                                                                             X({1, 3, 127, 96}, F64)},
+       false, 0.1, false, true);
 }
 
 }  // namespace
