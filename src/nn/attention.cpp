@@ -12,18 +12,19 @@
 #include "loom/ops/normalization.h"
 #include "loom/ops/random.h"
 #include "loom/ops/rotary.h"
+#include "nn/attention_parts.h"
 #include "nn/kind_util.h"
 #include "nn/register_kinds.h"
 
 namespace loom::nn {
 
-namespace {
+namespace detail {
 
 // kv: the key and value projections' units (e, or fewer with grouped-query attention).
-void add_attention_params(State& s, int64_t e, bool bias, DType dtype, int64_t kv) {
+void add_attention_params(State& s, int64_t e, bool bias, DType dtype, int64_t kv, const Init& weights) {
   for (const char* w : {"q_weight", "k_weight", "v_weight", "out_weight"}) {
     const bool is_kv = w[0] == 'k' || w[0] == 'v';
-    s.add_param(w, initialize(Init::glorot_uniform(), {e, is_kv ? kv : e}, dtype).requires_grad_());
+    s.add_param(w, initialize(weights, {e, is_kv ? kv : e}, dtype).requires_grad_());
   }
   if (bias)
     for (const char* b : {"q_bias", "k_bias", "v_bias", "out_bias"}) {
@@ -37,24 +38,18 @@ Tensor project(const State& s, const Tensor& x, const char* w, const char* b) {
   return s.has_param(b) ? y + s.param(b) : y;
 }
 
+namespace {
+
 // (N, L, E) -> (N, H, L, E / H)
 Tensor split_heads(const Tensor& x, int64_t h) {
   const int64_t n = x.dim(0), l = x.dim(1), e = x.dim(2);
   return permute(reshape(x, {n, l, h, e / h}), {0, 2, 1, 3});
 }
 
-// How one call attends besides its heads' count and causality: key / value heads (grouped-query
-// attention when fewer than the heads) and dropout on the weights (p = 0: none).
-struct AttendExtras {
-  int64_t kv_heads = 0;  // 0: as many as the query heads
-  double dropout = 0;
-  Generator* gen = nullptr;
-  std::optional<RotaryOptions> rotary;  // of the queries' and keys' heads
-};
+}  // namespace
 
-// Multi-head attention on tensors; `keep` (N, S) bool marks real key positions (may be undefined).
 Tensor attend(const State& s, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal, const Tensor& keep,
-              const AttendExtras& x = {}) {
+              const AttendExtras& x) {
   const int64_t kv_heads = x.kv_heads > 0 ? x.kv_heads : heads;
   Tensor qh = split_heads(project(s, q, "q_weight", "q_bias"), heads);
   Tensor kh = split_heads(project(s, k, "k_weight", "k_bias"), kv_heads);
@@ -121,6 +116,19 @@ int64_t check_mask(const Shape& mask, int64_t batch, int64_t length, const Shape
   same_size(mask[1], length, "key lengths", l, mask, key);
   return same_size(mask[0], batch, "batch sizes", l, mask, key);
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::add_attention_params;
+using detail::attend;
+using detail::AttendExtras;
+using detail::check_kv_heads;
+using detail::check_mask;
+using detail::check_sequence;
+using detail::check_units;
+using detail::same_size;
 
 struct MHAImpl final : KindBase<MHAImpl, AttentionAttributes> {
   bool has_mask = false;

@@ -22,6 +22,7 @@ void register_normalization_layers(AddKind add);  // nn/normalization.cpp
 void register_recurrent_layers(AddKind add);      // nn/recurrent.cpp
 void register_attention_layers(AddKind add);      // nn/attention.cpp
 void register_feed_forward_layers(AddKind add);   // nn/feed_forward.cpp
+void register_decoder_blocks(AddKind add);        // nn/decoder_block.cpp
 void register_sparse_layers(AddKind add);         // nn/sparse.cpp
 void register_module_layer(AddKind add);          // graph/module.cpp
 

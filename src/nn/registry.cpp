@@ -63,6 +63,7 @@ void register_layers() {
     detail::register_recurrent_layers(add);
     detail::register_attention_layers(add);
     detail::register_feed_forward_layers(add);
+    detail::register_decoder_blocks(add);
     detail::register_sparse_layers(add);
     detail::register_module_layer(add);
   });

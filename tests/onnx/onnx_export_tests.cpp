@@ -429,6 +429,15 @@ std::map<std::string, std::function<Case()>> kind_cases() {
     nn::TransformerOptions o{.ff_units = 12, .dropout = 0.0, .activation = nn::activation_by_name("gelu"), .norm_first = true, .eps = 1e-6, .causal = true};
     return Case{Graph::build({nn::TransformerEncoderLayer(x, 4, o, keep, "enc")}, {x, keep}), {{6, 8}, {6}}};
   };
+  m["gpt_block_masked"] = [] {
+    nn::Input x(Shape{-1, 6, 8}, Float32, "x"), keep(Shape{-1, 6}, Bool, "keep");
+    return Case{Graph::build({nn::GptBlock(x, 2, {.ff_units = 20}, keep, "block")}, {x, keep}), {{6, 8}, {6}}};
+  };
+  m["llama_block_grouped_llama3"] = [] {
+    nn::Input x(Shape{-1, -1, 16}, Float32, "x");
+    const RotaryOptions rope{.base = 5e5, .llama3_factor = 8, .original_max_positions = 4};
+    return one(nn::LlamaBlock(x, 4, {.ff_units = 24, .n_kv_heads = 2, .eps = 1e-5, .rotary = rope}, std::nullopt, "block"), x, {7, 16});
+  };
   m["constant_added"] = [] {
     nn::Input x(Shape{-1, 3}, Float32, "x");
     nn::Constant c(uniform({3}, -1.0, 1.0), "offset");

@@ -7,6 +7,7 @@
 #include "loom/nn/activation.h"
 #include "loom/nn/attention.h"
 #include "loom/nn/conv.h"
+#include "loom/nn/decoder_block.h"
 #include "loom/nn/dropout.h"
 #include "loom/nn/embedding.h"
 #include "loom/nn/feed_forward.h"

@@ -207,31 +207,39 @@ void export_layer_norm(B& b, const nn::LayerNormAttributes& a) {
          {{"axis", int64_t{-1}}, {"epsilon", static_cast<float>(a.eps)}});
 }
 
+}  // namespace
+
 // opset 17 has no RMSNormalization (opset 23 does): x / sqrt(mean(x^2) + eps) * weight over the last axis
-void export_rms_norm(B& b, const nn::RMSNormAttributes& a) {
-  const std::string sq = b.fresh("rms_square"), ms = b.fresh("rms_mean"), eps = b.fresh("rms_plus_eps"), r = b.fresh("rms_root"),
-                    n = b.fresh("rms_normalized");
-  b.node("Mul", {b.input(0), b.input(0)}, {sq});
+std::string rms_norm_value(B& b, const std::string& x, const Tensor& weight, double eps, const std::string& out) {
+  const std::string sq = b.fresh("rms_square"), ms = b.fresh("rms_mean"), plus = b.fresh("rms_plus_eps"), r = b.fresh("rms_root"),
+                    n = b.fresh("rms_normalized"), y = out.empty() ? b.fresh("rms_norm") : out;
+  b.node("Mul", {x, x}, {sq});
   b.node("ReduceMean", {sq}, {ms}, {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{1}}});
-  b.node("Add", {ms, b.tensor(scalar_tensor(a.eps, b.layer().dtype()), "eps")}, {eps});
-  b.node("Sqrt", {eps}, {r});
-  b.node("Div", {b.input(0), r}, {n});
-  b.node("Mul", {n, b.tensor(b.layer().state().param("weight"), "weight")}, {b.output()});
+  b.node("Add", {ms, b.tensor(scalar_tensor(eps, b.layer().dtype()), "eps")}, {plus});
+  b.node("Sqrt", {plus}, {r});
+  b.node("Div", {x, r}, {n});
+  b.node("Mul", {n, b.tensor(weight, "weight")}, {y});
+  return y;
 }
 
 // down(silu(x gate) * (x up)) as MatMuls
-void export_swiglu(B& b, const nn::SwiGLUAttributes&) {
-  nn::State& s = b.layer().state();
+std::string swiglu_value(B& b, const std::string& x, const nn::State& s, const std::string& out) {
   const std::string g = b.fresh("swiglu_gate"), sg = b.fresh("swiglu_sigmoid"), a = b.fresh("swiglu_silu"), u = b.fresh("swiglu_up"),
-                    h = b.fresh("swiglu_gated");
-  b.node("MatMul", {b.input(0), b.tensor(s.param("gate"), "gate")}, {g});
+                    h = b.fresh("swiglu_gated"), y = out.empty() ? b.fresh("swiglu") : out;
+  b.node("MatMul", {x, b.tensor(s.param("gate"), "gate")}, {g});
   b.node("Sigmoid", {g}, {sg});
   b.node("Mul", {g, sg}, {a});
-  b.node("MatMul", {b.input(0), b.tensor(s.param("up"), "up")}, {u});
+  b.node("MatMul", {x, b.tensor(s.param("up"), "up")}, {u});
   b.node("Mul", {a, u}, {h});
-  b.node("MatMul", {h, b.tensor(s.param("down"), "down")}, {b.output()});
+  b.node("MatMul", {h, b.tensor(s.param("down"), "down")}, {y});
+  return y;
 }
 
+namespace {
+
+void export_rms_norm(B& b, const nn::RMSNormAttributes& a) { rms_norm_value(b, b.input(0), b.layer().state().param("weight"), a.eps, b.output()); }
+
+void export_swiglu(B& b, const nn::SwiGLUAttributes&) { swiglu_value(b, b.input(0), b.layer().state(), b.output()); }
 
 void export_activation(B& b, const nn::ActivationAttributes& a) {
   if (!activation(b, a.fn, b.input(0), b.output()))
@@ -374,6 +382,8 @@ constexpr bool (*kBuiltins[])(B&) = {
     by_attributes<nn::CellAttributes, export_cell>,
     by_attributes<nn::AttentionAttributes, export_attention>,
     by_attributes<nn::TransformerEncoderAttributes, export_encoder>,
+    by_attributes<nn::GptBlockAttributes, export_gpt_block>,
+    by_attributes<nn::LlamaBlockAttributes, export_llama_block>,
 };
 
 }  // namespace

@@ -286,6 +286,32 @@ void export_encoder(B& b, const nn::TransformerEncoderAttributes& a) {
   layer_norm_value(b, add(x1, feed_forward(x1), "residual2"), n2, a.eps, "norm2", b.output());
 }
 
+// transformers' GPT2Block (nn/decoder_block.cpp): x + attn(ln_1(x)), then + c_proj(act(c_fc(ln_2(.))))
+void export_gpt_block(B& b, const nn::GptBlockAttributes& a) {
+  const nn::State& s = b.layer().state();
+  const nn::State &mlp = child_state(s, "mlp"), &fc = child_state(mlp, "c_fc"), &proj = child_state(mlp, "c_proj");
+  const std::string keep = b.layer().inputs().size() > 1 ? b.input(1) : "", x = b.input(0), at = b.fresh("attention"),
+                    x1 = b.fresh("residual1"), act = b.fresh("mlp_act");
+  const std::string h1 = layer_norm_value(b, x, child_state(s, "ln_1"), a.eps, "ln_1");
+  attend(b, child_state(s, "attn"), h1, h1, h1, a.n_heads, true, keep, at);
+  b.node("Add", {x, at}, {x1});
+  const std::string h = affine(b, layer_norm_value(b, x1, child_state(s, "ln_2"), a.eps, "ln_2"), fc, "weight", "bias", "c_fc");
+  if (!activation(b, a.activation, h, act)) throw ValueError("the activation function '" + a.activation.name + "' has no ONNX form");
+  b.node("Add", {x1, affine(b, act, proj, "weight", "bias", "c_proj")}, {b.output()});
+}
+
+// transformers' LlamaDecoderLayer (nn/decoder_block.cpp): x + self_attn(rms(x)), then + mlp(rms(.))
+void export_llama_block(B& b, const nn::LlamaBlockAttributes& a) {
+  const nn::State& s = b.layer().state();
+  const std::string keep = b.layer().inputs().size() > 1 ? b.input(1) : "", x = b.input(0), at = b.fresh("attention"),
+                    x1 = b.fresh("residual1");
+  const std::string h1 = rms_norm_value(b, x, child_state(s, "input_layernorm").param("weight"), a.eps);
+  attend(b, child_state(s, "self_attn"), h1, h1, h1, a.n_heads, true, keep, at, a.n_kv_heads, a.rotary());
+  b.node("Add", {x, at}, {x1});
+  const std::string h2 = rms_norm_value(b, x1, child_state(s, "post_attention_layernorm").param("weight"), a.eps);
+  b.node("Add", {x1, swiglu_value(b, h2, child_state(s, "mlp"))}, {b.output()});
+}
+
 // One step of an RNNCell, LSTMCell or GRUCell (nn/recurrent.cpp's cell_step on
 // input_projection): inputs x and the state (h, or [h, c] packed), output the next state.
 void export_cell(B& b, const nn::CellAttributes& a) {

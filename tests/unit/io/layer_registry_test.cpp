@@ -15,6 +15,7 @@
 #include <loom/nn/activation.h>
 #include <loom/nn/attention.h>
 #include <loom/nn/conv.h>
+#include <loom/nn/decoder_block.h>
 #include <loom/nn/dropout.h>
 #include <loom/nn/embedding.h>
 #include <loom/nn/feed_forward.h>
@@ -278,6 +279,19 @@ std::map<std::string, std::function<Case()>> cases() {
     o.norm_first = true;
     o.causal = true;
     return Case{Graph::build({TransformerEncoderLayer(x, 2, o, std::nullopt, "enc")}, {x}), {data({2, 3, 8})}};
+  };
+  c["GptBlock"] = [] {
+    Input x(Shape{-1, 5, 8}, Float32, "x"), keep(Shape{-1, 5}, Bool, "keep");
+    return Case{Graph::build({GptBlock(x, 2, {.ff_units = 12, .eps = 1e-6, .activation = nn::gelu}, keep, "block")}, {x, keep}),
+                {data({2, 5, 8}), greater(uniform({2, 5}), scalar_tensor(0.3))}};
+  };
+  c["LlamaBlock"] = [] {
+    Input x(Shape{-1, 5, 8}, Float32, "x");
+    const RotaryOptions rope{.base = 5e5, .llama3_factor = 8, .original_max_positions = 4};
+    return Case{Graph::build({LlamaBlock(x, 4, {.ff_units = 12, .n_kv_heads = 2, .eps = 1e-5, .rotary = rope, .attention_bias = true}, std::nullopt,
+                                         "block")},
+                             {x}),
+                {data({2, 5, 8})}};
   };
   c["Module"] = [] {
     Input in(4, Float32, "in");
