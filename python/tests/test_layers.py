@@ -447,6 +447,70 @@ def _():
     np.testing.assert_allclose(y, want.numpy(), rtol=1e-4, atol=1e-4)
 
 
+def causal_attention(q, k, v):
+    """(N, H, T, d) heads attending causally, as NumPy."""
+    t = q.shape[2]
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    scores = np.where(np.tril(np.ones((t, t), dtype=bool)), scores, -np.inf)
+    return softmax(scores) @ v
+
+
+def heads(x, h):
+    n, t, e = x.shape
+    return x.reshape(n, t, h, e // h).transpose(0, 2, 1, 3)
+
+
+def merged(x):
+    n, h, t, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(n, t, h * d)
+
+
+@case("GptBlock")
+def _():
+    x = loom.Input((-1, -1, 8))
+    a = arr(2, 5, 8)
+    y, s = run(L.GptBlock(x, n_heads=2, ff_units=12, eps=1e-5, name="blk"), [x], [a])
+    g = lambda key: s["blk/" + key]  # noqa: E731
+
+    def norm(v, n):
+        mu, var = v.mean(-1, keepdims=True), v.var(-1, keepdims=True)
+        return (v - mu) / np.sqrt(var + 1e-5) * g(n + "/weight") + g(n + "/bias")
+
+    h = norm(a, "ln_1")
+    q, k, v = (heads(h @ g(f"attn/{p}_weight") + g(f"attn/{p}_bias"), 2) for p in "qkv")
+    h = a + merged(causal_attention(q, k, v)) @ g("attn/out_weight") + g("attn/out_bias")
+    f = norm(h, "ln_2") @ g("mlp/c_fc/weight") + g("mlp/c_fc/bias")
+    f = 0.5 * f * (1 + np.tanh(np.sqrt(2 / np.pi) * (f + 0.044715 * f ** 3)))  # GPT-2's GELU
+    np.testing.assert_allclose(y, h + f @ g("mlp/c_proj/weight") + g("mlp/c_proj/bias"), rtol=1e-4, atol=1e-4)
+
+
+@case("LlamaBlock")
+def _():
+    x = loom.Input((-1, -1, 8))
+    a = arr(2, 5, 8)
+    y, s = run(L.LlamaBlock(x, n_heads=4, n_kv_heads=2, ff_units=12, eps=1e-6, rotary_base=100.0, name="blk"), [x], [a])
+    g = lambda key: s["blk/" + key]  # noqa: E731
+
+    def rms(v, n):
+        return v / np.sqrt((v * v).mean(-1, keepdims=True) + 1e-6) * g(n + "/weight")
+
+    def rope(v):  # rotate-half, positions 0 .. T-1, head size 2
+        d, t = v.shape[-1], v.shape[-2]
+        inv = 1.0 / 100.0 ** (np.arange(0, d, 2) / d)
+        ang = np.arange(t)[:, None] * inv[None, :]
+        ang = np.concatenate([ang, ang], -1)
+        return v * np.cos(ang) + np.concatenate([-v[..., d // 2:], v[..., :d // 2]], -1) * np.sin(ang)
+
+    h = rms(a, "input_layernorm")
+    q = rope(heads(h @ g("self_attn/q_weight"), 4))
+    k, v = rope(heads(h @ g("self_attn/k_weight"), 2)), heads(h @ g("self_attn/v_weight"), 2)
+    k, v = np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1)  # each key / value head serves 2 query heads
+    h = a + merged(causal_attention(q, k, v)) @ g("self_attn/out_weight")
+    m = rms(h, "post_attention_layernorm")
+    gate = m @ g("mlp/gate")
+    np.testing.assert_allclose(y, h + (gate * sigmoid(gate) * (m @ g("mlp/up"))) @ g("mlp/down"), rtol=1e-4, atol=1e-4)
+
+
 @case("Transpose")
 def _():
     x = loom.Input((-1, 3, 4))

@@ -174,13 +174,15 @@ struct EncoderImpl final : KindBase<EncoderImpl, TransformerEncoderAttributes> {
     const Tensor keep = has_mask ? in[1] : Tensor();
     const State& att = *child("self_attention");
     const int64_t heads = attrs.n_heads;
+    // the weights' dropout too, as torch's layer gives its MultiheadAttention
+    const AttendExtras weights{.dropout = mode == Mode::Train ? attrs.dropout : 0.0, .gen = gen.get()};
     Tensor x = in[0];
     if (attrs.norm_first) {
       Tensor n1 = norm(x, "norm1");
-      x = x + drop(attend(att, n1, n1, n1, heads, attrs.causal, keep), mode);
+      x = x + drop(attend(att, n1, n1, n1, heads, attrs.causal, keep, weights), mode);
       return x + drop(feed_forward(norm(x, "norm2"), mode), mode);
     }
-    x = norm(x + drop(attend(att, x, x, x, heads, attrs.causal, keep), mode), "norm1");
+    x = norm(x + drop(attend(att, x, x, x, heads, attrs.causal, keep, weights), mode), "norm1");
     return norm(x + drop(feed_forward(x, mode), mode), "norm2");
   }
   // (N, L, E) [, mask (N, L)] -> (N, L, E)

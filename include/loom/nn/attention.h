@@ -104,7 +104,9 @@ struct LOOM_API TransformerEncoderAttributes {
 
 // torch.nn.TransformerEncoderLayer(batch_first=True): self-attention and a feed-forward block,
 // each with dropout, a residual connection and layer normalization (after, or before with
-// norm_first). Shape rule: (N, L, E) -> (N, L, E) for any N and L; a padding mask is (N, L).
+// norm_first). In training, `dropout` also drops attention weights, as torch's layer passes it to
+// its MultiheadAttention. Shape rule: (N, L, E) -> (N, L, E) for any N and L; a padding mask is
+// (N, L).
 class LOOM_API TransformerEncoderLayer : public Layer {
  public:
   TransformerEncoderLayer(const Layer& input, int64_t n_heads, TransformerOptions options = {},
