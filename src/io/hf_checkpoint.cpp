@@ -14,6 +14,7 @@
 #include "loom/core/file.h"
 #include "loom/io/model_file.h"
 #include "loom/io/safetensors.h"
+#include "loom/ops/elementwise.h"
 
 namespace loom::io {
 
@@ -446,6 +447,71 @@ zoo::Network load_hf_checkpoint(const std::string& dir) {
                 " (valid: gpt2, llama)");
 }
 
+namespace {
+
+// Removes the shards (model-*.safetensors) of `folder` not named in `keep`: those of an earlier
+// checkpoint, split otherwise or not at all now.
+void remove_other_shards(const fs::path& folder, const std::set<std::string>& keep) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string f = entry.path().filename().string();
+    if (f.rfind("model-", 0) == 0 && f.size() > 12 && f.compare(f.size() - 12, 12, ".safetensors") == 0 && !keep.count(f))
+      stale.push_back(entry.path());
+  }
+  for (const fs::path& p : stale) fs::remove(p, ec);
+}
+
+// The weights into dir: one model.safetensors (max_shard_bytes 0), or shards of at most
+// max_shard_bytes of tensors each, in the state's order, and their index; then the files of the
+// other layout, left by an earlier checkpoint, removed (the loader prefers an index).
+void write_weights(const std::string& dir, const TensorMap& state, const std::set<std::string>& int8, int64_t max_shard_bytes) {
+  const fs::path folder(dir);
+  // transformers refuses safetensors files whose metadata lacks format "pt"
+  const Metadata pt{{"format", "pt"}};
+  std::error_code ec;
+  if (max_shard_bytes == 0) {
+    save_safetensors((folder / "model.safetensors").string(), state, pt, int8);
+    fs::remove(folder / "model.safetensors.index.json", ec);
+    remove_other_shards(folder, {});
+    return;
+  }
+  std::vector<TensorMap> shards(1);
+  int64_t in_last = 0, total = 0;
+  for (const auto& [key, t] : state) {
+    const int64_t bytes = static_cast<int64_t>(t.nbytes());
+    if (in_last > 0 && in_last + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      in_last = 0;
+    }
+    shards.back().emplace(key, t);
+    in_last += bytes;
+    total += bytes;
+  }
+  json weight_map = json::object();
+  std::set<std::string> names;
+  const auto name = [&](size_t i) {
+    char b[64];
+    std::snprintf(b, sizeof b, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+    return std::string(b);
+  };
+  for (size_t i = 0; i < shards.size(); ++i) {
+    std::set<std::string> shard_int8;
+    for (const auto& [key, t] : shards[i]) {
+      if (int8.count(key)) shard_int8.insert(key);
+      weight_map[key] = name(i);
+    }
+    names.insert(name(i));
+    save_safetensors((folder / name(i)).string(), shards[i], pt, shard_int8);
+  }
+  write_file_atomic((folder / "model.safetensors.index.json").string(),
+                    json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}}.dump(2) + "\n");
+  fs::remove(folder / "model.safetensors", ec);
+  remove_other_shards(folder, names);
+}
+
+}  // namespace
+
 void save_hf_checkpoint(const zoo::Network& network, const std::string& dir, const HfSaveOptions& options) {
   json config;
   if (const auto* c = std::get_if<zoo::GptConfig>(&network.config)) config = gpt_json(*c);
@@ -453,17 +519,28 @@ void save_hf_checkpoint(const zoo::Network& network, const std::string& dir, con
   else throw ValueError("save_hf_checkpoint: the network '" + network.name + "' was not built by zoo::gpt or zoo::llama (it has no such config)");
   if (options.int8_group < 0)
     throw ValueError("save_hf_checkpoint: int8_group " + std::to_string(options.int8_group) + " (valid: 0 for one scale per output, or >= 1)");
+  const char* dtype_name = options.dtype == DType::Float32 ? "float32" : options.dtype == DType::BFloat16 ? "bfloat16"
+                                                           : options.dtype == DType::Float16 ? "float16" : nullptr;
+  if (!dtype_name)
+    throw ValueError(std::string("save_hf_checkpoint: dtype ") + loom::dtype_name(options.dtype) + " (valid: float32, bfloat16, float16)");
+  if (options.max_shard_bytes < 0)
+    throw ValueError("save_hf_checkpoint: max_shard_bytes " + std::to_string(options.max_shard_bytes) + " (valid: 0 for one file, or more)");
   TensorMap state = torch_state_from_graph(network.graph, hf_torch_map(network));
   std::set<std::string> int8;
   if (options.int8) {
     const int64_t group = int8_files::put_int8_weights(network, options.int8_group, state, int8);
     config["quantization_config"] = {{"quant_method", int8_files::kInt8QuantMethod}, {"bits", 8}, {"group_size", group}, {"symmetric", true}};
   }
+  if (options.dtype != DType::Float32) {
+    for (auto& [key, t] : state)
+      if (!int8.count(key) && !(options.int8 && key.size() > 6 && key.compare(key.size() - 6, 6, "_scale") == 0) && is_floating(t.dtype()))
+        t = astype(t, options.dtype);
+    config["torch_dtype"] = dtype_name;
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IOError("save_hf_checkpoint: cannot make the folder '" + dir + "': " + ec.message());
-  // transformers refuses safetensors files whose metadata lacks format "pt"
-  save_safetensors((fs::path(dir) / "model.safetensors").string(), state, {{"format", "pt"}}, int8);
+  write_weights(dir, state, int8, options.max_shard_bytes);
   write_file_atomic((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
 }
 

@@ -12,7 +12,9 @@ loom_hf_check then loads each folder with io::load_hf_checkpoint, compares names
 logits, and writes Loom's own checkpoint into OUT/<case>/loom.
 
 `check OUT`: transformers' from_pretrained reads each OUT/<case>/loom with no missing,
-unexpected or mismatched key, and gives the reference logits.
+unexpected or mismatched key, and gives the reference logits; and each OUT/<case>/loom_bf16_shards
+(bfloat16, sharded, with its index) the logits of transformers' own model with its weights
+rounded to bfloat16.
 """
 import json
 import os
@@ -142,6 +144,22 @@ def check(out):
         failures += not ok
         print(f"{name}: transformers reads Loom's checkpoint ({config['model_type']}, "
               f"{sum(p.numel() for p in model.parameters())} parameters): max relative difference {rel:.2e}"
+              f"{'' if not problems else ', loading problems ' + str(problems)} -> {'ok' if ok else 'FAIL'}")
+        # bfloat16 in shards: transformers' own weights rounded to bfloat16 are the reference
+        shards = os.path.join(folder, "loom_bf16_shards")
+        model, problems = load(case, shards, torch_dtype=torch.float32)
+        want, _ = load(case, os.path.join(folder, "hf"), torch_dtype=torch.float32)
+        with torch.no_grad():  # the parameters only (Llama's rotary frequencies are a buffer, made afresh)
+            for p in want.parameters():
+                p.copy_(p.to(torch.bfloat16).to(torch.float32))
+        ref_logits = logits_of(want, ref["input_ids"])
+        rel = ((logits_of(model, ref["input_ids"]) - ref_logits).abs().max() / ref_logits.abs().max()).item()
+        n_shards = len(set(json.load(open(os.path.join(shards, "model.safetensors.index.json")))["weight_map"].values()))
+        dtype = json.load(open(os.path.join(shards, "config.json")))["torch_dtype"]
+        ok = not problems and rel <= TOLERANCE and n_shards > 1 and dtype == "bfloat16"
+        failures += not ok
+        print(f"{name}: transformers reads Loom's bfloat16 checkpoint in {n_shards} shards: max relative difference "
+              f"{rel:.2e} from its own weights rounded to bfloat16"
               f"{'' if not problems else ', loading problems ' + str(problems)} -> {'ok' if ok else 'FAIL'}")
     if failures:
         raise SystemExit(f"{failures} of {len(CASES)} cases failed")

@@ -3,7 +3,8 @@
 //                       then transformers' parameter names, shapes and count (params.txt) against
 //                       the network's (through io::hf_torch_map), its logits against transformers'
 //                       (io.safetensors) within 1e-4 of their largest magnitude, and
-//                       io::save_hf_checkpoint into OUT/<case>/loom for check_hf.py check; for
+//                       io::save_hf_checkpoint into OUT/<case>/loom (and, in bfloat16 shards,
+//                       OUT/<case>/loom_bf16_shards) for check_hf.py check; for
 //                       the *_generate cases, greedy generation through train::CachedDecoder
 //                       against transformers' generate(), token for token.
 #include <cstdio>
@@ -99,6 +100,8 @@ void check_case(const std::string& out, const std::string& c) {
               have.size(), static_cast<long long>(count), shape_str(logits.shape()).c_str(), rel);
   if (ref.count("generated")) check_generation(c, net, ref);
   io::save_hf_checkpoint(net, folder + "/loom");
+  // and in bfloat16, in shards of at most 16 kB, as save_pretrained(max_shard_size) writes them
+  io::save_hf_checkpoint(net, folder + "/loom_bf16_shards", {.dtype = BFloat16, .max_shard_bytes = 16000});
 }
 
 }  // namespace

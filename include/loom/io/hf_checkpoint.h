@@ -50,12 +50,25 @@ struct LOOM_API HfSaveOptions {
   // (int8_group 0) or per group of int8_group inputs. transformers cannot read such a folder.
   bool int8 = false;
   int64_t int8_group = 0;
+  // The floating weights' dtype in the files: Float32, or BFloat16 / Float16 (rounded to nearest
+  // even from the network's float32, as torch's .to() does); config.json's torch_dtype names it.
+  // int8 values and their float32 scales stay as they are.
+  DType dtype = DType::Float32;
+  // The largest shard in bytes: 0 writes one model.safetensors; more writes the weights in order
+  // into model-00001-of-0000N.safetensors ... , each of at most this many bytes of tensors (a
+  // tensor larger than it gets a file of its own), and model.safetensors.index.json (its
+  // weight_map and metadata.total_size), as save_pretrained(max_shard_size) does.
+  int64_t max_shard_bytes = 0;
 };
 
 // Writes `network` (zoo::gpt or zoo::llama) as transformers reads it with from_pretrained:
-// dir/config.json and dir/model.safetensors (float32, metadata format "pt"), the folder made if
-// needed; int8 with options.int8. ValueError for a network without a gpt or llama config, or a
-// negative int8_group (or one other than the network's own int8 forms'); IOError when writing fails.
+// dir/config.json and dir/model.safetensors (or its shards and their index; metadata format
+// "pt"), the folder made if needed; in options.dtype; int8 with options.int8. The weights of an
+// earlier checkpoint in the folder that this one does not use (model.safetensors beside an index,
+// or shards and an index beside model.safetensors) are removed once the new files are written.
+// ValueError for a network without a gpt or llama config, a negative int8_group (or one other
+// than the network's own int8 forms'), a dtype other than the three, or a negative
+// max_shard_bytes; IOError when writing fails.
 LOOM_API void save_hf_checkpoint(const zoo::Network& network, const std::string& dir, const HfSaveOptions& options = {});
 
 }  // namespace loom::io

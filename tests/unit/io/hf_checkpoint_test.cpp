@@ -271,6 +271,50 @@ TEST(HfCheckpoint, SixteenBitWeightsBecomeFloat32) {
       << msg;
 }
 
+// Saved in bfloat16 or float16 and in shards: the files hold the rounded weights, the index names
+// every key's shard, config.json names the dtype, and loading gives the rounded weights back as
+// float32; saving again as one float32 file leaves no shard or index behind (the loader would
+// take the index first).
+TEST(HfCheckpoint, SavesSixteenBitWeightsAndShards) {
+  TempDir tmp;
+  manual_seed(6);
+  const zoo::Network net = zoo::llama(small_llama(false));
+  const std::string dir = tmp / "llama";
+  const Tensor w = net.graph.layer("model.layers.1.mlp").state().param("gate");
+  for (DType d : {BFloat16, Float16}) {
+    SCOPED_TRACE(dtype_name(d));
+    io::save_hf_checkpoint(net, dir, {.dtype = d, .max_shard_bytes = 8000});
+    EXPECT_FALSE(std::filesystem::exists(dir + "/model.safetensors"));
+    const json index = json::parse(read_file(dir + "/model.safetensors.index.json"));
+    std::set<std::string> shards;
+    int64_t total = 0;
+    for (const auto& [key, file] : index.at("weight_map").items()) {
+      shards.insert(file.get<std::string>());
+      const io::TensorMap t = io::load_safetensors(dir + "/" + file.get<std::string>());
+      ASSERT_TRUE(t.count(key)) << key;
+      EXPECT_EQ(t.at(key).dtype(), d) << key;
+      total += static_cast<int64_t>(t.at(key).nbytes());
+    }
+    EXPECT_GE(shards.size(), 3u);
+    EXPECT_TRUE(shards.count("model-00001-of-0000" + std::to_string(shards.size()) + ".safetensors"));
+    EXPECT_EQ(index.at("metadata").at("total_size").get<int64_t>(), total);
+    for (const std::string& f : shards) EXPECT_LE(std::filesystem::file_size(dir + "/" + f), 8000u + 4096u) << f;  // (and its header)
+    EXPECT_EQ(read_config(dir).at("torch_dtype"), d == BFloat16 ? "bfloat16" : "float16");
+    const zoo::Network back = io::load_hf_checkpoint(dir);
+    const Tensor got = back.graph.layer("model.layers.1.mlp").state().param("gate");
+    EXPECT_EQ(got.dtype(), Float32);
+    EXPECT_TRUE(array_equal(got, w.astype(d).astype(Float32)));
+    EXPECT_FALSE(array_equal(got, w));  // (rounded)
+  }
+  io::save_hf_checkpoint(net, dir);
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_TRUE(e.path().filename() == "model.safetensors" || e.path().filename() == "config.json") << e.path();
+  EXPECT_TRUE(array_equal(io::load_hf_checkpoint(dir).graph.layer("model.layers.1.mlp").state().param("gate"), w));
+  EXPECT_EQ(read_config(dir).at("torch_dtype"), "float32");
+  EXPECT_THROW(io::save_hf_checkpoint(net, dir, {.dtype = Int32}), ValueError);
+  EXPECT_THROW(io::save_hf_checkpoint(net, dir, {.max_shard_bytes = -1}), ValueError);
+}
+
 TEST(HfCheckpoint, SavingNeedsALanguageModel) {
   TempDir tmp;
   const std::string msg = error_message<ValueError>([&] { io::save_hf_checkpoint(zoo::mlp(4, {8}, 2), tmp / "mlp"); });
