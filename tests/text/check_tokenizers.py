@@ -177,10 +177,29 @@ def corpus_lines(out_dir):
         return f.read().split("\n")
 
 
+def not_utf8_strings(lines, n=2000):
+    """n byte strings that are not UTF-8 (seeded): pieces of corpus lines with stray bytes, cut
+    sequences, overlong forms and surrogates put in; written length-prefixed to not_utf8.bin."""
+    rng = random.Random(7)
+    bad = [b"\xff", b"\xfe", b"\x80", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x99", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"]
+    out = []
+    for _ in range(n):
+        text = rng.choice(lines).encode("utf-8")[:rng.randint(0, 60)]
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randint(0, len(text))
+            text = text[:at] + rng.choice(bad + [bytes([rng.randint(0x80, 0xff)])]) + text[at:]
+        out.append(text)
+    return out
+
+
 def train_spm(corpus_path, out_dir):
     import sentencepiece as spm
 
     lines = corpus_lines(out_dir)
+    strings = not_utf8_strings([l for l in lines if l])
+    with open(os.path.join(out_dir, "not_utf8.bin"), "wb") as f:
+        for b in strings:
+            f.write(struct.pack("<i", len(b)) + b)
     for kind, size in (("bpe", 2000), ("unigram", 2000)):
         prefix = os.path.join(out_dir, "py_" + kind)
         spm.SentencePieceTrainer.train(input=corpus_path, model_prefix=prefix, vocab_size=size, model_type=kind,
@@ -188,6 +207,8 @@ def train_spm(corpus_path, out_dir):
                                        max_sentence_length=8192, byte_fallback=True)
         sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
         write_ids(prefix + ".ids", spm_ids(sp, lines))
+        # sentencepiece's own rule for bytes that are not UTF-8 (each one U+FFFD), its bytes API
+        write_ids(prefix + ".not_utf8.ids", spm_ids(sp, strings))
         print(f"sentencepiece {kind}: {sp.get_piece_size()} pieces")
 
 

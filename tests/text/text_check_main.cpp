@@ -177,11 +177,23 @@ int run_spm(const std::string& dir) {
     return 1;
   }
   const auto lines = lines_of(loom::read_file(dir + "/corpus.txt"));
+  // byte strings that are not UTF-8, length-prefixed (check_tokenizers.py's not_utf8_strings)
+  std::vector<std::string> not_utf8;
+  const std::string packed = loom::read_file(dir + "/not_utf8.bin");
+  for (size_t at = 0; at + 4 <= packed.size();) {
+    int32_t n = 0;
+    std::memcpy(&n, packed.data() + at, 4);
+    not_utf8.push_back(packed.substr(at + 4, static_cast<size_t>(n)));
+    at += 4 + static_cast<size_t>(n);
+  }
   for (const std::string kind : {"bpe", "unigram"}) {
     const auto tok = SentencePieceTokenizer::load(dir + "/py_" + kind + ".model");
-    std::vector<std::vector<int32_t>> got;
+    std::vector<std::vector<int32_t>> got, got_bad;
     for (const auto& l : lines) got.push_back(tok.encode(l));
     compare("SentencePiece " + kind, lines, split_ids(read_ids(dir + "/py_" + kind + ".ids")), got);
+    for (const auto& b : not_utf8) got_bad.push_back(tok.encode(b));
+    compare("SentencePiece " + kind + " on text that is not UTF-8", not_utf8, split_ids(read_ids(dir + "/py_" + kind + ".not_utf8.ids")),
+            got_bad);
   }
   loom::data::SentencePieceTrainOptions o;
   o.model_type = "unigram";
