@@ -180,7 +180,8 @@ TEST(ServeHttp, StopAnswersEveryAcceptedRequest) {
     clients.push_back(std::make_unique<loom_test::RawConnection>(port));
     ASSERT_TRUE(clients.back()->connected());
     ASSERT_EQ(clients.back()->send(infer_request({1, 2, 3, float(i)}, 1)) > 0, true);
-    readers.emplace_back([&, i] { answers[i] = clients[i]->read_all(milliseconds(15000)); });
+    // (the connection itself, not clients[i]: the next push_back may move the vector while this runs)
+    readers.emplace_back([&answers, c = clients.back().get(), i] { answers[i] = c->read_all(milliseconds(15000)); });
   }
   std::this_thread::sleep_for(milliseconds(100));  // each request is in the server now
   const auto t0 = Clock::now();

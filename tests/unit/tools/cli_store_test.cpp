@@ -503,7 +503,8 @@ TEST_P(CliStore, ServeAnswersEveryReceivedRequestOnSigterm) {
     const std::string body = R"({"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]})";
     clients.back()->send("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body.size()) +
                          "\r\n\r\n" + body);
-    readers.emplace_back([&, i] { answers[i] = clients[i]->read_all(std::chrono::seconds(15)); });
+    // (the connection itself, not clients[i]: the next push_back may move the vector while this runs)
+    readers.emplace_back([&answers, c = clients.back().get(), i] { answers[i] = c->read_all(std::chrono::seconds(15)); });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_EQ(kill(pid, SIGTERM), 0);

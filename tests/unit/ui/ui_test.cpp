@@ -526,7 +526,8 @@ TEST_F(Ui, SlowAndIdleClientsHoldNoThread) {
   for (int i = 0; i < 8; ++i) {
     last.push_back(std::make_unique<loom_test::RawConnection>(d.port()));
     last.back()->send("GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-    readers.emplace_back([&, i] { answers[i] = last[i]->read_all(std::chrono::seconds(10)); });
+    // (the connection itself, not last[i]: the next push_back may move the vector while this runs)
+    readers.emplace_back([&answers, c = last.back().get(), i] { answers[i] = c->read_all(std::chrono::seconds(10)); });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto t0 = std::chrono::steady_clock::now();
