@@ -62,6 +62,15 @@ int64_t check_block_input(const Layer& input, int64_t heads, const char* kind) {
   return d;
 }
 
+// A block's inputs (the sequence, and the padding mask when given), dtype and name.
+void attach(LayerImpl& impl, bool& has_mask, const Layer& input, const std::optional<Layer>& padding_mask, std::string name) {
+  impl.inputs = {input};
+  has_mask = padding_mask.has_value();
+  if (has_mask) impl.inputs.push_back(*padding_mask);
+  impl.dtype = input.dtype();
+  impl.name = std::move(name);
+}
+
 struct GptBlockImpl final : KindBase<GptBlockImpl, GptBlockAttributes> {
   bool has_mask = false;
   const char* kind() const override { return "GptBlock"; }
@@ -108,14 +117,8 @@ GptBlock::GptBlock(const Layer& input, int64_t heads, GptBlockOptions o, std::op
   const int64_t ff = o.ff_units > 0 ? o.ff_units : 4 * d;
   auto impl = std::make_shared<GptBlockImpl>();
   impl->attrs = {.n_heads = heads, .ff_units = ff, .eps = o.eps, .activation = o.activation};
-  impl->inputs = {input};
-  if (padding_mask) {
-    impl->has_mask = true;
-    impl->inputs.push_back(*padding_mask);
-  }
+  attach(*impl, impl->has_mask, input, padding_mask, unique_name("gpt_block", name));
   const DType dt = input.dtype();
-  impl->dtype = dt;
-  impl->name = unique_name("gpt_block", name);
   auto mlp = std::make_shared<State>();
   mlp->add_child("c_fc", linear_state(d, ff, o.weight_init, dt));
   mlp->add_child("c_proj", linear_state(ff, d, o.weight_init, dt));
@@ -141,14 +144,8 @@ LlamaBlock::LlamaBlock(const Layer& input, int64_t heads, LlamaBlockOptions o, s
                  .rotary_base = r.base, .rotary_linear_factor = r.linear_factor, .rotary_llama3_factor = r.llama3_factor,
                  .rotary_low_freq_factor = r.low_freq_factor, .rotary_high_freq_factor = r.high_freq_factor,
                  .rotary_original_max_positions = r.original_max_positions};
-  impl->inputs = {input};
-  if (padding_mask) {
-    impl->has_mask = true;
-    impl->inputs.push_back(*padding_mask);
-  }
+  attach(*impl, impl->has_mask, input, padding_mask, unique_name("llama_block", name));
   const DType dt = input.dtype();
-  impl->dtype = dt;
-  impl->name = unique_name("llama_block", name);
   auto mlp = std::make_shared<State>();
   mlp->add_param("gate", initialize(o.weight_init, {d, o.ff_units}, dt).requires_grad_());
   mlp->add_param("up", initialize(o.weight_init, {d, o.ff_units}, dt).requires_grad_());
